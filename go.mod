@@ -1,0 +1,3 @@
+module github.com/bpftap/bpftap
+
+go 1.26

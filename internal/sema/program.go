@@ -1,0 +1,38 @@
+package sema
+
+import "github.com/bpftap/bpftap/internal/syntax"
+
+// Program is the elaborated script: every probe resolved to a concrete probe point
+// with its alias prologues and epilogues merged into its body (each derived probe
+// owns a deep copy of the code, so annotations never alias), every identifier bound
+// to a *syntax.Var, every call to a *syntax.Func, every expression typed.
+type Program struct {
+	Files   []*syntax.File // the user's script first, then the tapset files that were used
+	Globals []*syntax.Var  // in declaration order; Var.Index is the position here
+	Probes  []*Probe       // in the order stap runs them (see Probe.Sequence)
+	Funcs   []*syntax.Func // script and tapset functions that are called, in first-use order
+	// Warnings are stap's pass-2 warnings (elided variables, ...), already formatted.
+	Warnings []string
+}
+
+// Probe is one derived probe.
+type Probe struct {
+	// Point is the concrete probe point; User is the point as the user wrote it
+	// (for pp() and for diagnostics).
+	Point *syntax.ProbePoint
+	User  *syntax.ProbePoint
+	// Name is the canonical probe point string as pp() returns it, e.g. `begin`,
+	// `timer.ms(100)`, `kernel.trace("sched:sched_process_exec")`.
+	Name string
+	// Family is the probe family that matched, e.g. "begin", "end", "error", "never",
+	// "timer", "kernel.trace"; Args are the literal arguments of Point by component
+	// name (e.g. "ms" → 100, "randomize" → 10).
+	Family string
+	Args   map[string]syntax.Expr
+	// Sequence orders begin/end/error probes (begin(-1) runs before begin); 0 default.
+	Sequence int64
+	Cond     syntax.Expr // the point's `if (...)` guard, nil if none
+	Body     *syntax.Block
+	Locals   []*syntax.Var // Var.Index is the slot in the probe's frame
+	Decl     *syntax.ProbeDecl
+}

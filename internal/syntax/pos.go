@@ -1,0 +1,85 @@
+package syntax
+
+import (
+	"fmt"
+	"strings"
+)
+
+// A Source is one script or tapset file: its name as the user gave it and its text.
+// Every position points into a Source, so every diagnostic can show the offending line.
+type Source struct {
+	Name string // "<input>" for -e scripts
+	Text string
+	// lineStarts[i] is the byte offset where line i+1 begins; built lazily.
+	lineStarts []int
+}
+
+// NewSource returns a Source for name with the given text.
+func NewSource(name, text string) *Source { return &Source{Name: name, Text: text} }
+
+// Line returns the text of line n (1-based) without its newline, or "" when out of range.
+func (s *Source) Line(n int) string {
+	if s == nil {
+		return ""
+	}
+	if s.lineStarts == nil {
+		s.lineStarts = []int{0}
+		for i := 0; i < len(s.Text); i++ {
+			if s.Text[i] == '\n' {
+				s.lineStarts = append(s.lineStarts, i+1)
+			}
+		}
+	}
+	if n < 1 || n > len(s.lineStarts) {
+		return ""
+	}
+	start := s.lineStarts[n-1]
+	end := len(s.Text)
+	if n < len(s.lineStarts) {
+		end = s.lineStarts[n] - 1
+	}
+	return s.Text[start:end]
+}
+
+// Pos is a position in a Source: 1-based line and column (columns count bytes, as stap's do).
+// The zero Pos means "no position".
+type Pos struct {
+	Src  *Source
+	Line int
+	Col  int
+}
+
+// IsValid reports whether p refers to a real place in a source.
+func (p Pos) IsValid() bool { return p.Line > 0 }
+
+// File returns the name of the source file, or "" for the zero Pos.
+func (p Pos) File() string {
+	if p.Src == nil {
+		return ""
+	}
+	return p.Src.Name
+}
+
+// String formats p as stap does: FILE:LINE:COL.
+func (p Pos) String() string { return fmt.Sprintf("%s:%d:%d", p.File(), p.Line, p.Col) }
+
+// SourceLine renders the two lines stap prints under a diagnostic: the source line
+// after `prefix` (e.g. "        source: ") and a caret under column p.Col.
+// Tabs in the source line are kept in the caret line so the caret stays aligned.
+func (p Pos) SourceLine(prefix string) string {
+	if !p.IsValid() || p.Src == nil {
+		return ""
+	}
+	line := p.Src.Line(p.Line)
+	var caret strings.Builder
+	caret.WriteString(strings.Repeat(" ", len(prefix)))
+	for i := 0; i < p.Col-1 && i < len(line); i++ {
+		if line[i] == '\t' {
+			caret.WriteByte('\t')
+		} else {
+			caret.WriteByte(' ')
+		}
+	}
+	caret.WriteByte('^')
+	return prefix + line + "\n" + caret.String() + "\n"
+}
