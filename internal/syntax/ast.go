@@ -82,6 +82,9 @@ type FuncDecl struct {
 	Body     *Block
 	Embedded *EmbeddedCode
 	Private  bool
+	// Priority is the `: N` after the parameter list of tapset functions
+	// (overload priority), 0 if none.
+	Priority int64
 }
 
 // Param is one formal parameter of a function.
@@ -204,6 +207,9 @@ type (
 		// SortDir is +1 ascending, -1 descending, 0 unsorted.
 		SortCol int
 		SortDir int
+		// SortAgg is the statistic a sort on the value uses (`@sum-`): "count",
+		// "sum", "min", "max", "avg", "variance", or "" for the plain value.
+		SortAgg string
 		Limit   Expr // nil if none
 		Body    Stmt
 	}
@@ -298,6 +304,10 @@ type (
 	StringLit struct {
 		Typed
 		Value string
+		// Raw is stap's spelling of the value: C escapes (\n, \x41, \101, \\)
+		// kept as written, `\"` and other escapes resolved. The -p1 printer
+		// shows it; empty for synthesized literals (then Value is re-escaped).
+		Raw string
 	}
 	// Ident is a variable reference: a local, a global (scalar or whole array), or a
 	// function parameter. Var is set by the elaborator.
@@ -433,6 +443,15 @@ type (
 		Typed
 		Name string // without the `@`
 		Args []Expr
+	}
+	// Autocast is a context-variable chain applied to an ordinary expression:
+	// `f()->member`, `a[1][2]`, `&x`. The pointer's type is inferred later.
+	Autocast struct {
+		Typed
+		Operand    Expr
+		Components []*TargetComponent
+		Pretty     int
+		AddrOf     bool
 	}
 	// EmbeddedExpr is `%{ ... %}` used as an expression.
 	EmbeddedExpr struct {

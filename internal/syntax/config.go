@@ -1,0 +1,59 @@
+package syntax
+
+import (
+	"os"
+	"runtime"
+	"strings"
+)
+
+// Config is what the preprocessor's conditionals test and what the scanner
+// pastes for command-line arguments.
+type Config struct {
+	KernelRelease string            // kernel_vr; kernel_v is its part before the first '-'
+	Arch          string            // arch, e.g. "x86_64"
+	Runtime       string            // runtime: bpftap reports "bpf"
+	Version       string            // systemtap_v
+	Privilege     string            // systemtap_privilege: "stapdev", "stapsys" or "stapusr"
+	KConfig       map[string]string // CONFIG_* values ("y", "m", numbers, strings)
+	Args          []string          // $1..$N and @1..@N
+	Macros        MacroLibrary      // library macros from .stpm files, see LoadMacros
+	// Guru permits embedded C, @const and @kregister in the script (stap -g).
+	// Tapset files are always privileged.
+	Guru bool
+	// Tapset marks the source as a tapset library file (File.Tapset).
+	Tapset bool
+}
+
+// DefaultConfig describes the running machine as bpftap presents it.
+func DefaultConfig() *Config {
+	release := ""
+	if b, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
+		release = strings.TrimSpace(string(b))
+	}
+	return &Config{
+		KernelRelease: release,
+		Arch:          stapArch(runtime.GOARCH),
+		Runtime:       "bpf",
+		Version:       "5.1",
+		Privilege:     "stapdev",
+	}
+}
+
+// stapArch maps a Go architecture name to the name stap uses (uname -m, normalised).
+func stapArch(goarch string) string {
+	switch goarch {
+	case "amd64":
+		return "x86_64"
+	case "386":
+		return "i386"
+	case "arm64":
+		return "arm64"
+	case "ppc64le", "ppc64":
+		return "powerpc"
+	case "s390x":
+		return "s390"
+	case "riscv64":
+		return "riscv"
+	}
+	return goarch
+}

@@ -1,0 +1,154 @@
+package syntax
+
+import (
+	"fmt"
+	"io"
+	"runtime"
+	"strings"
+)
+
+// Error is one parse error, rendered as stap renders it.
+type Error struct {
+	Msg string // the text after "parse error: "
+	Pos Pos    // where it points; invalid when it points at the end of the file
+	// Chain holds a follow-on note printed with the error (for a redefined
+	// macro: where it was first defined); it is not counted as an error.
+	Chain *Error
+	text  string
+	site  string
+	// noSkip: parsing resumes at the next token, not the next declaration.
+	noSkip bool
+}
+
+func (e *Error) Error() string { return strings.TrimSuffix(e.text, "\n") }
+
+// Text returns the full rendering: the message, the "saw:"/"at:" line, the
+// source line with a caret, the macro expansion chain and a blank line.
+func (e *Error) Text() string {
+	s := e.text
+	for c := e.Chain; c != nil; c = c.Chain {
+		s += c.text
+	}
+	return s
+}
+
+// ErrorList is the list of errors of one Parse. stap prints an error only the
+// first time its origin in the parser reports it; later ones are suppressed but
+// still counted.
+type ErrorList []*Error
+
+func (l ErrorList) Error() string {
+	switch len(l) {
+	case 0:
+		return "no errors"
+	case 1:
+		return l[0].Error()
+	}
+	return fmt.Sprintf("%s (and %d more errors)", l[0].Error(), len(l)-1)
+}
+
+// Render writes the errors that stap would show and returns how many it suppressed.
+func (l ErrorList) Render(w io.Writer) (suppressed int) {
+	seen := map[string]bool{}
+	for _, e := range l {
+		if seen[e.site] {
+			suppressed++
+			continue
+		}
+		seen[e.site] = true
+		io.WriteString(w, e.Text())
+	}
+	return suppressed
+}
+
+// Suppressed returns how many errors Render leaves out as repetitions.
+func (l ErrorList) Suppressed() int { return l.Render(io.Discard) }
+
+// CountLine returns stap's summary line, e.g. "1 parse error." or "3 parse errors.".
+func (l ErrorList) CountLine() string {
+	if len(l) == 1 {
+		return "1 parse error."
+	}
+	return fmt.Sprintf("%d parse errors.", len(l))
+}
+
+// Report renders the errors followed by the count line, as stap prints them
+// before "Pass 1: parse failed.".
+func (l ErrorList) Report() string {
+	var b strings.Builder
+	l.Render(&b)
+	b.WriteString(l.CountLine())
+	b.WriteByte('\n')
+	return b.String()
+}
+
+// junkMessage is the lexer's own message for a junk token, which replaces the
+// parser's when the parser trips over it.
+func junkMessage(t *token, nargs int) string {
+	switch t.junk {
+	case junkNestedArg:
+		return "invalid nested substitution of command line arguments"
+	case junkInvalidArg:
+		return fmt.Sprintf("command line argument out of range [1-%d]", nargs)
+	case junkUnclosedQuote:
+		return "Could not find matching closing quote"
+	case junkUnclosedEmbedded:
+		return "Could not find matching '%}' to close embedded function block"
+	}
+	return "unknown junk token"
+}
+
+const errAlign = "     "
+
+// renderError builds stap's text for an error. explicit tells whether the error
+// names its token (rendered "at:") or merely blames the last token read ("saw:").
+func renderError(msg string, tok *token, explicit bool, nargs int, file string) (string, string) {
+	var b strings.Builder
+	junk := tok != nil && tok.kind == tokJunk && tok.junk != junkUnknown
+	if junk {
+		msg = junkMessage(tok, nargs)
+	}
+	fmt.Fprintf(&b, "parse error: %s\n", msg)
+	switch {
+	case tok == nil:
+		fmt.Fprintf(&b, "%s   saw: %s EOF\n", errAlign, file)
+	case explicit || junk:
+		fmt.Fprintf(&b, "%s    at: %s\n", errAlign, tok.describe())
+		writeSource(&b, tok)
+	default:
+		fmt.Fprintf(&b, "%s   saw: %s\n", errAlign, tok.describe())
+		writeSource(&b, tok)
+	}
+	b.WriteByte('\n')
+	return b.String(), msg
+}
+
+// writeSource writes the source line of tok with a caret under it, then the
+// chain of macro invocations it was expanded from.
+func writeSource(b *strings.Builder, tok *token) {
+	for t := tok; t != nil; t = t.chain {
+		if t != tok {
+			fmt.Fprintf(b, "\tin expansion of macro: %s\n", t.describe())
+		}
+		if t.pos.Src == nil {
+			return
+		}
+		line := t.pos.Src.Line(t.pos.Line)
+		fmt.Fprintf(b, "%ssource: %s\n%s        ", errAlign, line, errAlign)
+		for i := 0; i < t.pos.Col-1; i++ {
+			if i < len(line) && isSpace(int(line[i])) {
+				b.WriteByte(line[i])
+			} else {
+				b.WriteByte(' ')
+			}
+		}
+		b.WriteString("^\n")
+	}
+}
+
+// callerSite identifies the code that raised an error, for stap's
+// suppression of repeated errors from the same origin.
+func callerSite(skip int) string {
+	_, file, line, _ := runtime.Caller(skip + 1)
+	return fmt.Sprintf("%s:%d", file, line)
+}

@@ -1,0 +1,303 @@
+package syntax
+
+import (
+	"strconv"
+	"strings"
+)
+
+// scanner turns a Source into tokens, following stap's lexer: `#`, `//` and
+// `/* */` comments; identifiers that may start with `$` or `@` (the latter are
+// operators); numbers as runs of alphanumerics (validated by the parser);
+// strings whose C escapes are kept for later; `%{ ... %}` embedded code; and the
+// longest-match operators. Command-line arguments `$N`, `@N`, `$#`, `@#` are
+// pasted into the input as text, so they may form part of longer tokens; every
+// token that starts inside pasted text gets the position of the argument reference.
+type scanner struct {
+	src   *Source
+	input []byte
+	off   int
+	args  []string
+
+	line, col int
+	// suspended counts pasted bytes still to be read; while positive the cursor
+	// stays on the argument reference and resumes at resumeLine/resumeCol.
+	suspended             int
+	resumeLine, resumeCol int
+
+	sawTokens bool
+}
+
+func newScanner(src *Source, args []string) *scanner {
+	return &scanner{src: src, input: []byte(src.Text), args: args, line: 1, col: 1}
+}
+
+func (s *scanner) peekByte(n int) int {
+	if s.off+n >= len(s.input) {
+		return -1
+	}
+	return int(s.input[s.off+n])
+}
+
+func (s *scanner) getByte() int {
+	c := s.peekByte(0)
+	if c < 0 {
+		return c
+	}
+	s.off++
+	if s.suspended > 0 {
+		s.suspended--
+		if s.suspended == 0 {
+			s.line, s.col = s.resumeLine, s.resumeCol
+		}
+	} else if c == '\n' {
+		s.line++
+		s.col = 1
+	} else {
+		s.col++
+	}
+	return c
+}
+
+// paste inserts text at the read position; its bytes all read as if at pos.
+func (s *scanner) paste(text string, pos Pos) {
+	rest := append([]byte(text), s.input[s.off:]...)
+	s.input = append(s.input[:s.off], rest...)
+	s.suspended += len(text)
+	s.resumeLine, s.resumeCol = s.line, s.col
+	s.line, s.col = pos.Line, pos.Col
+}
+
+func isSpace(c int) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r' }
+func isDigit(c int) bool { return c >= '0' && c <= '9' }
+func isAlpha(c int) bool { return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' }
+func isAlnum(c int) bool { return isAlpha(c) || isDigit(c) }
+func isPunct(c int) bool { return c > 0x20 && c < 0x7f && !isAlnum(c) }
+
+// scan returns the next token, or nil at the end of the input.
+func (s *scanner) scan() *token {
+	afterSpace := false
+	for {
+		suspendedAtStart := s.suspended > 0
+		pos := Pos{Src: s.src, Line: s.line, Col: s.col}
+		c := s.getByte()
+		if c < 0 {
+			return nil
+		}
+		s.sawTokens = true
+		if isSpace(c) {
+			afterSpace = true
+			continue
+		}
+		c2 := s.peekByte(0)
+		if (c == '$' || c == '@') && (c2 == '#' || isDigit(c2)) {
+			if t := s.argument(c, pos, suspendedAtStart); t != nil {
+				t.afterSpace = afterSpace
+				return t
+			}
+			continue
+		}
+		if s.comment(c, c2) {
+			afterSpace = true
+			continue
+		}
+		t := s.token(c, c2, pos)
+		t.afterSpace = afterSpace
+		return t
+	}
+}
+
+// argument handles $N, @N, $#, @#: it pastes the argument and returns nil, or
+// returns a junk token for a bad reference.
+func (s *scanner) argument(c int, pos Pos, nested bool) *token {
+	var text string
+	if s.peekByte(0) == '#' {
+		s.getByte()
+		text = strconv.Itoa(len(s.args))
+		if c == '@' {
+			text = quoteString(text)
+		}
+	} else {
+		idx := 0
+		for {
+			d := s.peekByte(0)
+			if d < 0 || !isDigit(d) {
+				break
+			}
+			s.getByte()
+			idx = idx*10 + d - '0'
+			if idx > len(s.args) {
+				break
+			}
+		}
+		if !nested && (idx == 0 || idx > len(s.args)) {
+			return &token{kind: tokJunk, junk: junkInvalidArg, pos: pos}
+		}
+		if !nested {
+			text = s.args[idx-1]
+			if c == '@' {
+				text = quoteString(text)
+			}
+		}
+	}
+	if nested {
+		return &token{kind: tokJunk, junk: junkNestedArg, pos: pos}
+	}
+	s.paste(text, pos)
+	return nil
+}
+
+// comment skips a comment starting with c, c2 and reports whether there was one.
+func (s *scanner) comment(c, c2 int) bool {
+	switch {
+	case c == '#' || c == '/' && c2 == '/':
+		line := s.line
+		for {
+			c = s.getByte()
+			if c < 0 || s.line != line {
+				return true
+			}
+		}
+	case c == '/' && c2 == '*':
+		s.getByte()
+		c = s.getByte()
+		c2 = s.getByte()
+		for c2 >= 0 && !(c == '*' && c2 == '/') {
+			c, c2 = c2, s.getByte()
+		}
+		return true
+	}
+	return false
+}
+
+func (s *scanner) token(c, c2 int, pos Pos) *token {
+	switch {
+	case isAlpha(c) || c == '$' || c == '@' || c == '_':
+		return s.word(c, pos)
+	case isDigit(c):
+		var b strings.Builder
+		b.WriteByte(byte(c))
+		for isAlnum(s.peekByte(0)) {
+			b.WriteByte(byte(s.getByte()))
+		}
+		return &token{kind: tokNumber, text: b.String(), pos: pos}
+	case c == '"':
+		return s.stringLit(pos)
+	case c == '%' && c2 == '{':
+		return s.embedded(pos)
+	case isPunct(c):
+		return &token{kind: tokOperator, text: s.operator(c, c2), pos: pos}
+	}
+	return &token{kind: tokJunk, junk: junkUnknown, text: "\\x" + strconv.FormatInt(int64(c)|0x100, 16)[1:], pos: pos}
+}
+
+func (s *scanner) word(c int, pos Pos) *token {
+	var b strings.Builder
+	b.WriteByte(byte(c))
+	for d := s.peekByte(0); isAlnum(d) || d == '_' || d == '$'; d = s.peekByte(0) {
+		b.WriteByte(byte(s.getByte()))
+	}
+	t := &token{kind: tokIdent, text: b.String(), pos: pos}
+	if t.text[0] == '@' {
+		t.kind = tokOperator
+	} else if keywords[t.text] {
+		t.kind = tokKeyword
+	}
+	return t
+}
+
+// stringLit reads a string after its opening quote. Escapes stap passes to C
+// (\a \b \t \n \v \f \r \x, octal digits, \\) stay escaped; any other escaped
+// character stands for itself.
+func (s *scanner) stringLit(pos Pos) *token {
+	var b strings.Builder
+	for {
+		c := s.getByte()
+		if c < 0 || c == '\n' {
+			return &token{kind: tokJunk, junk: junkUnclosedQuote, pos: pos}
+		}
+		if c == '"' {
+			return &token{kind: tokString, text: b.String(), pos: pos}
+		}
+		if c == '\\' {
+			c = s.getByte()
+			if strings.IndexByte("xabtnvfr01234567\\", byte(c)) >= 0 && c > 0 {
+				b.WriteByte('\\')
+			}
+			if c < 0 {
+				continue
+			}
+		}
+		b.WriteByte(byte(c))
+	}
+}
+
+func (s *scanner) embedded(pos Pos) *token {
+	s.getByte()
+	var b strings.Builder
+	c := s.getByte()
+	c2 := s.getByte()
+	for c2 >= 0 {
+		if c == '%' && c2 == '}' {
+			return &token{kind: tokEmbedded, text: b.String(), pos: pos}
+		}
+		b.WriteByte(byte(c))
+		c, c2 = c2, s.getByte()
+	}
+	return &token{kind: tokJunk, junk: junkUnclosedEmbedded, pos: pos}
+}
+
+var threeCharOps = []string{"<<<", ">>>", "<<=", ">>="}
+
+var twoCharOps = map[string]bool{
+	"==": true, "!=": true, "<=": true, ">=": true, "=~": true, "!~": true,
+	"+=": true, "-=": true, "*=": true, "/=": true, "%=": true, "&=": true,
+	"^=": true, "|=": true, ".=": true, "&&": true, "||": true, "++": true,
+	"--": true, "->": true, "<<": true, ">>": true,
+	"%(": true, "%?": true, "%:": true, "%)": true,
+}
+
+func (s *scanner) operator(c, c2 int) string {
+	c3 := s.peekByte(1)
+	if c2 >= 0 && c3 >= 0 {
+		three := string([]byte{byte(c), byte(c2), byte(c3)})
+		for _, op := range threeCharOps {
+			if op == three {
+				s.getByte()
+				s.getByte()
+				return three
+			}
+		}
+	}
+	if c2 >= 0 {
+		two := string([]byte{byte(c), byte(c2)})
+		if twoCharOps[two] {
+			s.getByte()
+			return two
+		}
+	}
+	return string(rune(c))
+}
+
+// quoteString quotes s as stap's lex_cast_qstring does: `"` and `\` escaped,
+// unprintable bytes as three-digit octal escapes.
+func quoteString(s string) string {
+	var b strings.Builder
+	b.WriteByte('"')
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c < 0x20 || c >= 0x7f:
+			b.WriteByte('\\')
+			b.WriteByte('0' + c>>6&7)
+			b.WriteByte('0' + c>>3&7)
+			b.WriteByte('0' + c&7)
+		case c == '"' || c == '\\':
+			b.WriteByte('\\')
+			b.WriteByte(c)
+		default:
+			b.WriteByte(c)
+		}
+	}
+	b.WriteByte('"')
+	return b.String()
+}

@@ -1,0 +1,214 @@
+package syntax
+
+import "reflect"
+
+// Walk traverses the tree rooted at n in depth-first order: it calls fn(node)
+// and, when fn returns true, walks the node's children in source order.
+// Symbols (Var, Func) are not nodes and are not visited.
+func Walk(n Node, fn func(Node) bool) {
+	if isNilNode(n) || !fn(n) {
+		return
+	}
+	forEachChild(n, func(c Node) { Walk(c, fn) })
+}
+
+func isNilNode(n Node) bool {
+	if n == nil {
+		return true
+	}
+	v := reflect.ValueOf(n)
+	return v.Kind() == reflect.Pointer && v.IsNil()
+}
+
+// forEachChild calls visit for every direct child of n (nil children skipped).
+func forEachChild(n Node, visit func(Node)) {
+	each := func(nodes ...Node) {
+		for _, c := range nodes {
+			if !isNilNode(c) {
+				visit(c)
+			}
+		}
+	}
+	exprs := func(list []Expr) {
+		for _, e := range list {
+			each(e)
+		}
+	}
+	comps := func(list []*TargetComponent) {
+		for _, c := range list {
+			each(c)
+		}
+	}
+	switch n := n.(type) {
+	case *File:
+		for _, d := range n.Decls {
+			each(d)
+		}
+	case *ProbeDecl:
+		for _, pp := range n.Points {
+			each(pp)
+		}
+		each(n.Body)
+	case *AliasDecl:
+		for _, pp := range n.Names {
+			each(pp)
+		}
+		for _, pp := range n.Points {
+			each(pp)
+		}
+		each(n.Body)
+	case *FuncDecl:
+		for _, prm := range n.Params {
+			each(prm)
+		}
+		each(n.Body, n.Embedded)
+	case *GlobalDecl:
+		each(n.Init)
+	case *ProbePoint:
+		for _, c := range n.Components {
+			each(c)
+		}
+		each(n.Cond)
+	case *Component:
+		each(n.Arg)
+	case *Block:
+		for _, s := range n.Stmts {
+			each(s)
+		}
+	case *ExprStmt:
+		each(n.X)
+	case *IfStmt:
+		each(n.Cond, n.Then, n.Else)
+	case *WhileStmt:
+		each(n.Cond, n.Body)
+	case *ForStmt:
+		each(n.Init, n.Cond, n.Post, n.Body)
+	case *ForeachStmt:
+		each(n.Value)
+		for _, k := range n.Keys {
+			each(k)
+		}
+		each(n.Array)
+		exprs(n.Slice)
+		each(n.Limit, n.Body)
+	case *ReturnStmt:
+		each(n.Value)
+	case *DeleteStmt:
+		each(n.Target)
+	case *TryStmt:
+		each(n.Body, n.CatchVar, n.Catch)
+	case *Index:
+		each(n.Array)
+		exprs(n.Keys)
+	case *Unary:
+		each(n.X)
+	case *IncDec:
+		each(n.X)
+	case *Binary:
+		each(n.X, n.Y)
+	case *Assign:
+		each(n.LHS, n.RHS)
+	case *Ternary:
+		each(n.Cond, n.Then, n.Else)
+	case *In:
+		exprs(n.Keys)
+		each(n.Array)
+	case *Call:
+		exprs(n.Args)
+	case *PrintCall:
+		each(n.Format, n.Delim)
+		exprs(n.Args)
+	case *StatOp:
+		each(n.X)
+		exprs(n.Args)
+	case *Hist:
+		each(n.X, n.Start, n.Stop, n.Interval)
+	case *TargetVar:
+		comps(n.Components)
+	case *Cast:
+		each(n.Operand)
+		comps(n.Components)
+	case *AtVar:
+		comps(n.Components)
+	case *Autocast:
+		each(n.Operand)
+		comps(n.Components)
+	case *Entry:
+		each(n.X)
+	case *Defined:
+		each(n.X)
+	case *AtOp:
+		exprs(n.Args)
+	case *TargetComponent:
+		each(n.Index)
+	}
+}
+
+// Clone returns a deep copy of a node, or of a slice or other value holding
+// nodes: every tree node is copied, while sources and resolved symbols (Source,
+// Var, Func) stay shared with the original.
+func Clone[T any](x T) T {
+	v := reflect.ValueOf(&x).Elem()
+	out := reflect.New(v.Type()).Elem()
+	cloneValue(out, v)
+	return out.Interface().(T)
+}
+
+var (
+	nodeType    = reflect.TypeFor[Node]()
+	sharedTypes = map[reflect.Type]bool{
+		reflect.TypeFor[*Source](): true,
+		reflect.TypeFor[*Var]():    true,
+		reflect.TypeFor[*Func]():   true,
+	}
+)
+
+func cloneValue(dst, src reflect.Value) {
+	if sharedTypes[src.Type()] {
+		dst.Set(src)
+		return
+	}
+	switch src.Kind() {
+	case reflect.Pointer:
+		if src.IsNil() {
+			return
+		}
+		if !src.Type().Implements(nodeType) && src.Type().Elem().Kind() != reflect.Struct {
+			dst.Set(src)
+			return
+		}
+		p := reflect.New(src.Type().Elem())
+		cloneValue(p.Elem(), src.Elem())
+		dst.Set(p)
+	case reflect.Interface:
+		if src.IsNil() {
+			return
+		}
+		c := reflect.New(src.Elem().Type()).Elem()
+		cloneValue(c, src.Elem())
+		dst.Set(c)
+	case reflect.Slice:
+		if src.IsNil() {
+			return
+		}
+		s := reflect.MakeSlice(src.Type(), src.Len(), src.Len())
+		for i := 0; i < src.Len(); i++ {
+			cloneValue(s.Index(i), src.Index(i))
+		}
+		dst.Set(s)
+	case reflect.Struct:
+		for i := 0; i < src.NumField(); i++ {
+			if dst.Field(i).CanSet() {
+				cloneValue(dst.Field(i), src.Field(i))
+			} else {
+				// unexported fields (Source's line cache) are not part of the tree
+				continue
+			}
+		}
+	default:
+		dst.Set(src)
+	}
+}
+
+// Position makes a File a Node (for Walk): the start of its source.
+func (f *File) Position() Pos { return Pos{Src: f.Src, Line: 1, Col: 1} }
