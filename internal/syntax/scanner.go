@@ -67,7 +67,9 @@ func (s *scanner) paste(text string, pos Pos) {
 	s.line, s.col = pos.Line, pos.Col
 }
 
-func isSpace(c int) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r' }
+func isSpace(c int) bool {
+	return c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r'
+}
 func isDigit(c int) bool { return c >= '0' && c <= '9' }
 func isAlpha(c int) bool { return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' }
 func isAlnum(c int) bool { return isAlpha(c) || isDigit(c) }
