@@ -39,6 +39,21 @@ func DefaultConfig() *Config {
 	}
 }
 
+// ParseKConfig reads a kernel .config file into CONFIG_* values, kept as
+// written (string values keep their quotes), as stap reads it.
+func ParseKConfig(text string) map[string]string {
+	m := map[string]string{}
+	for _, line := range strings.Split(text, "\n") {
+		if !strings.HasPrefix(line, "CONFIG_") {
+			continue
+		}
+		if k, v, ok := strings.Cut(line, "="); ok {
+			m[k] = v
+		}
+	}
+	return m
+}
+
 // stapArch maps a Go architecture name to the name stap uses (uname -m, normalised).
 func stapArch(goarch string) string {
 	switch goarch {

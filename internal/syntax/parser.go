@@ -44,7 +44,25 @@ func Parse(src *Source, cfg *Config) (*File, error) {
 	if len(p.errs) > 0 {
 		return f, p.errs
 	}
+	if len(f.Decls) == 0 && !cfg.Tapset {
+		return f, &EmptyFileError{Name: src.Name, Preprocessed: p.pp.sc.sawTokens}
+	}
 	return f, nil
+}
+
+// EmptyFileError reports a script without declarations; stap treats it as a
+// pass-1 failure without counting a parse error.
+type EmptyFileError struct {
+	Name string
+	// Preprocessed is true when the file had tokens that conditionals removed.
+	Preprocessed bool
+}
+
+func (e *EmptyFileError) Error() string {
+	if e.Preprocessed {
+		return fmt.Sprintf("Input file '%s' is empty after preprocessing.", e.Name)
+	}
+	return fmt.Sprintf("Input file '%s' is empty.", e.Name)
 }
 
 // LoadMacros reads .stpm library macro files. A file with errors contributes no

@@ -1,6 +1,8 @@
 package syntax
 
 import (
+	"crypto/sha256"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -68,4 +70,53 @@ func readFile(t testing.TB, name string) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+const (
+	examplesDir = "/usr/share/systemtap/examples"
+	tapsetDir   = "/usr/share/systemtap/tapset"
+)
+
+// stapLibraryMacros loads the .stpm macro files of the installed SystemTap.
+func stapLibraryMacros(t *testing.T) MacroLibrary {
+	var srcs []*Source
+	for _, pat := range []string{tapsetDir + "/*.stpm", tapsetDir + "/linux/*.stpm"} {
+		files, _ := filepath.Glob(pat)
+		for _, f := range files {
+			srcs = append(srcs, NewSource(f, readFile(t, f)))
+		}
+	}
+	lib, errs := LoadMacros(srcs...)
+	if len(errs) > 0 {
+		t.Fatalf("library macros:\n%s", errs.Report())
+	}
+	return lib
+}
+
+// TestDebianExamples parses every example script stap accepts and compares the
+// dump with the checksum of stap's own.
+func TestDebianExamples(t *testing.T) {
+	if _, err := os.Stat(examplesDir); err != nil {
+		t.Skipf("skipping: %s is missing (Debian package systemtap-doc)", examplesDir)
+	}
+	cfg := oracleConfig()
+	cfg.Macros = stapLibraryMacros(t)
+	for _, line := range strings.Split(readFile(t, "testdata/debian-examples.txt"), "\n") {
+		rel, sum, ok := strings.Cut(line, " ")
+		if !ok || strings.HasPrefix(line, "#") {
+			continue
+		}
+		t.Run(rel, func(t *testing.T) {
+			path := filepath.Join(examplesDir, rel)
+			f, err := Parse(NewSource(path, readFile(t, path)), cfg)
+			if err != nil {
+				t.Fatalf("parse failed:\n%s", err)
+			}
+			var dump strings.Builder
+			Fprint(&dump, f)
+			if got := fmt.Sprintf("%x", sha256.Sum256([]byte(dump.String()))); got != sum {
+				t.Errorf("dump differs from stap's:\n%s", dump.String())
+			}
+		})
+	}
 }
