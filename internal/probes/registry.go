@@ -1,0 +1,337 @@
+// Package probes is bpftap's probe-point namespace: the registry of probe families
+// (begin, timer.ms(N), kernel.trace("..."), ...) and the matcher that resolves a
+// probe point written in a script to the concrete points it denotes.
+//
+// The namespace is a tree, as in SystemTap: each node is one dotted component, a
+// name with an optional literal argument (none, a number or a string). A family
+// registers the paths it answers to (e.g. "timer.ms(number).randomize(number)"),
+// and the node where a path ends remembers the family. Matching walks the user's
+// point component by component: a component selects the children whose name it
+// matches (a `*` in the user's name is a wildcard) and whose argument kind agrees
+// with the literal the user wrote; several matches fan out. When the user's point
+// ends on a node that carries a family, that family matched; when components are
+// left over at such a node the family must accept suffixes (probe aliases do) or
+// the point is an "invalid suffix". A component that matches no child is a
+// mismatch, reported with the names that are closest to it.
+package probes
+
+import (
+	"fmt"
+	"path"
+	"sort"
+	"strings"
+
+	"github.com/bpftap/bpftap/internal/syntax"
+)
+
+// ArgKind is the kind of literal argument a component takes.
+type ArgKind int
+
+const (
+	NoArg ArgKind = iota
+	NumberArg
+	StringArg
+)
+
+// Family is one kind of probe point. Payload lets the elaborator attach its own
+// data (for probe aliases, the alias declaration).
+type Family struct {
+	Name  string   // e.g. "timer", "kernel.trace", or an alias name
+	Paths []string // patterns such as "timer.ms(number).randomize(number)"
+	// Kernel families run as BPF programs; the others run in user space.
+	Kernel bool
+	// Unsupported families resolve (so the user gets a precise message) and are
+	// then refused by the elaborator until an implementation is plugged in.
+	Unsupported bool
+	// Suffix lets a point continue past this family's path (probe aliases).
+	Suffix bool
+	// Check validates a matched point (argument ranges); its error is printed
+	// after "while resolving probe point".
+	Check   func(p *Point) error
+	Payload any
+}
+
+// Point is one concrete probe point a user's point resolved to.
+type Point struct {
+	Family *Family
+	// Components is the concrete point: the user's components with wildcards
+	// replaced by the names they matched, up to the end of the family's path.
+	Components []*syntax.Component
+	// Suffix holds the components left after the family's path (aliases only).
+	Suffix []*syntax.Component
+}
+
+// Arg returns the literal argument of the component named name, or nil.
+func (p *Point) Arg(name string) syntax.Expr {
+	for _, c := range p.Components {
+		if c.Name == name {
+			return c.Arg
+		}
+	}
+	return nil
+}
+
+// Number returns the numeric argument of the component named name and whether
+// there is one.
+func (p *Point) Number(name string) (int64, bool) {
+	n, ok := p.Arg(name).(*syntax.NumberLit)
+	if !ok {
+		return 0, false
+	}
+	return n.Value, true
+}
+
+// Name renders the concrete point as pp() shows it, e.g. `timer.ms(100)`.
+func (p *Point) Name() string { return ComponentsString(p.Components) }
+
+// ComponentsString renders dotted components with their literal arguments.
+func ComponentsString(comps []*syntax.Component) string {
+	var b strings.Builder
+	for i, c := range comps {
+		if i > 0 {
+			b.WriteByte('.')
+		}
+		b.WriteString(c.Name)
+		if c.Arg != nil {
+			b.WriteString("(" + syntax.ExprString(c.Arg) + ")")
+		} else if c.HasParens {
+			b.WriteString("()")
+		}
+	}
+	return b.String()
+}
+
+// Error is a failure to resolve a point. At is the component it blames, nil when
+// the message stands alone (argument validation).
+type Error struct {
+	Msg string
+	At  *syntax.Component
+}
+
+func (e *Error) Error() string { return e.Msg }
+
+type node struct {
+	name     string
+	arg      ArgKind
+	children []*node
+	family   *Family
+}
+
+// Registry is a probe-point namespace.
+type Registry struct {
+	root node
+}
+
+// NewRegistry returns a registry holding the given families.
+func NewRegistry(families ...*Family) *Registry {
+	r := &Registry{}
+	for _, f := range families {
+		r.Add(f)
+	}
+	return r
+}
+
+// Add registers every path of f. A path already owned by another family is
+// taken over by f (a later alias definition adds to, never removes, the
+// namespace; see Registry.Lookup for alias lists).
+func (r *Registry) Add(f *Family) {
+	for _, p := range f.Paths {
+		n := &r.root
+		for _, step := range parsePattern(p) {
+			n = n.child(step)
+		}
+		n.family = f
+	}
+}
+
+// Builtin returns a registry of bpftap's own probe families.
+func Builtin() *Registry { return NewRegistry(Families()...) }
+
+// Families lists bpftap's own probe families (see the per-family files).
+func Families() []*Family {
+	var all []*Family
+	all = append(all, userFamilies()...)
+	all = append(all, timerFamilies()...)
+	all = append(all, kernelFamilies()...)
+	return all
+}
+
+type step struct {
+	name string
+	arg  ArgKind
+}
+
+// parsePattern splits "a.b(number).c(string)" into steps.
+func parsePattern(p string) []step {
+	var steps []step
+	for _, part := range strings.Split(p, ".") {
+		s := step{name: part}
+		if i := strings.IndexByte(part, '('); i >= 0 {
+			s.name = part[:i]
+			switch part[i:] {
+			case "(number)":
+				s.arg = NumberArg
+			case "(string)":
+				s.arg = StringArg
+			default:
+				panic("probes: bad pattern " + p)
+			}
+		}
+		steps = append(steps, s)
+	}
+	return steps
+}
+
+func (n *node) child(s step) *node {
+	for _, c := range n.children {
+		if c.name == s.name && c.arg == s.arg {
+			return c
+		}
+	}
+	c := &node{name: s.name, arg: s.arg}
+	n.children = append(n.children, c)
+	return c
+}
+
+func argKind(c *syntax.Component) ArgKind {
+	switch c.Arg.(type) {
+	case *syntax.NumberLit:
+		return NumberArg
+	case *syntax.StringLit:
+		return StringArg
+	}
+	return NoArg
+}
+
+// Match resolves the components of a user's probe point. It returns every
+// concrete point, or the first error met when nothing matched.
+func (r *Registry) Match(comps []*syntax.Component) ([]*Point, error) {
+	var out []*Point
+	err := r.root.match(comps, nil, &out)
+	if len(out) > 0 {
+		return out, nil
+	}
+	return nil, err
+}
+
+func (n *node) match(rest, done []*syntax.Component, out *[]*Point) error {
+	if len(rest) == 0 {
+		if n.family == nil {
+			return &Error{Msg: "probe point mismatch", At: done[len(done)-1]}
+		}
+		*out = append(*out, &Point{Family: n.family, Components: done})
+		return nil
+	}
+	c := rest[0]
+	wild := strings.Contains(c.Name, "*")
+	var firstErr error
+	matched := false
+	for _, ch := range n.children {
+		if ch.arg != argKind(c) || !nameMatches(c.Name, ch.name) {
+			continue
+		}
+		matched = true
+		concrete := *c
+		concrete.Name = ch.name
+		next := append(append([]*syntax.Component(nil), done...), &concrete)
+		if err := ch.match(rest[1:], next, out); err != nil && firstErr == nil {
+			firstErr = err
+		}
+	}
+	if matched {
+		return firstErr
+	}
+	if n.family != nil {
+		if n.family.Suffix {
+			*out = append(*out, &Point{Family: n.family, Components: done, Suffix: rest})
+			return nil
+		}
+		return &Error{Msg: "invalid suffix for probe", At: c}
+	}
+	msg := "probe point mismatch"
+	if wild {
+		msg += ": didn't find any wildcard matches"
+	}
+	if s := Similar(c.Name, n.childNames()); s != "" {
+		msg += " (similar: " + s + ")"
+	}
+	return &Error{Msg: msg, At: c}
+}
+
+func (n *node) childNames() []string {
+	seen := map[string]bool{}
+	var names []string
+	for _, c := range n.children {
+		if !seen[c.name] {
+			seen[c.name] = true
+			names = append(names, c.name)
+		}
+	}
+	return names
+}
+
+// nameMatches reports whether the user's component name (possibly with `*`
+// wildcards) matches a registered name.
+func nameMatches(user, name string) bool {
+	if !strings.Contains(user, "*") {
+		return user == name
+	}
+	if user == "**" {
+		return true
+	}
+	ok, err := path.Match(user, name)
+	return err == nil && ok
+}
+
+// Similar returns up to five candidates closest to name by edit distance, as
+// stap's "(similar: ...)" lists them: nearest first, then shorter, then by name.
+func Similar(name string, candidates []string) string {
+	type cand struct {
+		s string
+		d int
+	}
+	var list []cand
+	for _, c := range candidates {
+		if d := Levenshtein(name, c); d <= 5 && c != "" {
+			list = append(list, cand{c, d})
+		}
+	}
+	sort.SliceStable(list, func(i, j int) bool {
+		a, b := list[i], list[j]
+		if a.d != b.d {
+			return a.d < b.d
+		}
+		if len(a.s) != len(b.s) {
+			return len(a.s) < len(b.s)
+		}
+		return a.s < b.s
+	})
+	var names []string
+	for i := 0; i < len(list) && i < 5; i++ {
+		names = append(names, list[i].s)
+	}
+	return strings.Join(names, ", ")
+}
+
+// Levenshtein is the edit distance between a and b.
+func Levenshtein(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}
+
+func errorf(format string, args ...any) error { return &Error{Msg: fmt.Sprintf(format, args...)} }
