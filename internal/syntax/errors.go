@@ -18,6 +18,9 @@ type Error struct {
 	site  string
 	// noSkip: parsing resumes at the next token, not the next declaration.
 	noSkip bool
+	// summary marks the "Input file ... is empty" verdict that stap prints
+	// instead of the error count; it is not a parse error.
+	summary bool
 }
 
 func (e *Error) Error() string { return strings.TrimSuffix(e.text, "\n") }
@@ -34,8 +37,21 @@ func (e *Error) Text() string {
 
 // ErrorList is the list of errors of one Parse. stap prints an error only the
 // first time its origin in the parser reports it; later ones are suppressed but
-// still counted.
+// still counted. A script without declarations ends the list with stap's
+// "Input file '...' is empty." verdict (see Empty), printed instead of the count.
 type ErrorList []*Error
+
+// Empty reports whether the script had no declarations (then stap prints
+// "Input file '...' is empty[ after preprocessing]." instead of a count).
+func (l ErrorList) Empty() bool { return len(l) > 0 && l[len(l)-1].summary }
+
+// count returns the number of parse errors proper.
+func (l ErrorList) count() int {
+	if l.Empty() {
+		return len(l) - 1
+	}
+	return len(l)
+}
 
 func (l ErrorList) Error() string {
 	switch len(l) {
@@ -51,6 +67,9 @@ func (l ErrorList) Error() string {
 func (l ErrorList) Render(w io.Writer) (suppressed int) {
 	seen := map[string]bool{}
 	for _, e := range l {
+		if e.summary {
+			continue
+		}
 		if seen[e.site] {
 			suppressed++
 			continue
@@ -64,12 +83,16 @@ func (l ErrorList) Render(w io.Writer) (suppressed int) {
 // Suppressed returns how many errors Render leaves out as repetitions.
 func (l ErrorList) Suppressed() int { return l.Render(io.Discard) }
 
-// CountLine returns stap's summary line, e.g. "1 parse error." or "3 parse errors.".
+// CountLine returns stap's summary line, e.g. "1 parse error." or "3 parse
+// errors.", or the empty-file verdict.
 func (l ErrorList) CountLine() string {
-	if len(l) == 1 {
+	if l.Empty() {
+		return l[len(l)-1].Msg
+	}
+	if l.count() == 1 {
 		return "1 parse error."
 	}
-	return fmt.Sprintf("%d parse errors.", len(l))
+	return fmt.Sprintf("%d parse errors.", l.count())
 }
 
 // Report renders the errors followed by the count line, as stap prints them

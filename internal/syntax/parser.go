@@ -30,6 +30,8 @@ type parser struct {
 	privileged       bool
 	// pointTok remembers the first token of each probe point, for errors.
 	pointTok map[*ProbePoint]*token
+	// empty stays true while no declaration has started.
+	empty bool
 }
 
 // Parse parses one script or tapset file. The error, if any, is an ErrorList.
@@ -37,32 +39,21 @@ func Parse(src *Source, cfg *Config) (*File, error) {
 	if cfg == nil {
 		cfg = DefaultConfig()
 	}
-	p := &parser{src: src, cfg: cfg, privileged: cfg.Guru || cfg.Tapset, pointTok: map[*ProbePoint]*token{}}
+	p := &parser{src: src, cfg: cfg, privileged: cfg.Guru || cfg.Tapset, pointTok: map[*ProbePoint]*token{}, empty: true}
 	p.pp = &preprocessor{p: p, sc: newScanner(src, cfg.Args), cfg: cfg, macros: map[string]*macroDecl{}}
 	f := &File{Src: src, Tapset: cfg.Tapset}
 	p.parseFile(f)
+	if p.empty && !cfg.Tapset {
+		msg := fmt.Sprintf("Input file '%s' is empty.", src.Name)
+		if p.pp.sc.sawTokens {
+			msg = fmt.Sprintf("Input file '%s' is empty after preprocessing.", src.Name)
+		}
+		p.errs = append(p.errs, &Error{Msg: msg, text: msg + "\n", summary: true})
+	}
 	if len(p.errs) > 0 {
 		return f, p.errs
 	}
-	if len(f.Decls) == 0 && !cfg.Tapset {
-		return f, &EmptyFileError{Name: src.Name, Preprocessed: p.pp.sc.sawTokens}
-	}
 	return f, nil
-}
-
-// EmptyFileError reports a script without declarations; stap treats it as a
-// pass-1 failure without counting a parse error.
-type EmptyFileError struct {
-	Name string
-	// Preprocessed is true when the file had tokens that conditionals removed.
-	Preprocessed bool
-}
-
-func (e *EmptyFileError) Error() string {
-	if e.Preprocessed {
-		return fmt.Sprintf("Input file '%s' is empty after preprocessing.", e.Name)
-	}
-	return fmt.Sprintf("Input file '%s' is empty.", e.Name)
 }
 
 // LoadMacros reads .stpm library macro files. A file with errors contributes no
@@ -300,6 +291,7 @@ func (p *parser) parseDecl(f *File) bool {
 	if t == nil {
 		return true
 	}
+	p.empty = false
 	p.inFunction = false
 	switch {
 	case t.is(tokKeyword, "probe"):

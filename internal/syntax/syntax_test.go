@@ -120,3 +120,103 @@ func TestDebianExamples(t *testing.T) {
 		})
 	}
 }
+
+// chunk is one script of an error-test file with the lines stap printed for it.
+type chunk struct {
+	name, script string
+	want         []string
+}
+
+// readChunks splits a file into chunks introduced by `-- NAME --` lines; lines
+// starting with "### " hold the expected output.
+func readChunks(t testing.TB, file string) []chunk {
+	var chunks []chunk
+	for _, line := range strings.Split(readFile(t, file), "\n") {
+		if name, ok := strings.CutPrefix(line, "-- "); ok && strings.HasSuffix(name, " --") {
+			chunks = append(chunks, chunk{name: strings.TrimSuffix(name, " --")})
+			continue
+		}
+		if len(chunks) == 0 {
+			continue
+		}
+		c := &chunks[len(chunks)-1]
+		if want, ok := strings.CutPrefix(line, "### "); ok {
+			c.want = append(c.want, want)
+		} else if c.want == nil {
+			c.script += line + "\n"
+		}
+	}
+	for i := range chunks {
+		chunks[i].script = strings.TrimRight(chunks[i].script, "\n")
+	}
+	return chunks
+}
+
+// diagnostics renders what stap would print for a failed parse, without the
+// lines that are not part of the parser's output.
+func diagnostics(err error) []string {
+	var out string
+	switch err := err.(type) {
+	case nil:
+		return nil
+	case ErrorList:
+		out = err.Report()
+		if n := err.Suppressed(); n > 0 {
+			out += fmt.Sprintf("Number of similar error messages suppressed: %d.\n", n)
+		}
+	}
+	var lines []string
+	for _, l := range strings.Split(out, "\n") {
+		if l != "" {
+			lines = append(lines, l)
+		}
+	}
+	return lines
+}
+
+func TestErrors(t *testing.T) {
+	files, _ := filepath.Glob("testdata/errors/*.stp")
+	n := 0
+	for _, file := range files {
+		for _, c := range readChunks(t, file) {
+			n++
+			t.Run(strings.TrimSuffix(filepath.Base(file), ".stp")+"/"+c.name, func(t *testing.T) {
+				_, err := Parse(NewSource("<input>", c.script), scriptConfig(c.script))
+				got := diagnostics(err)
+				if strings.Join(got, "\n") != strings.Join(c.want, "\n") {
+					t.Errorf("script:\n%s\n--- got\n%s\n--- want\n%s", c.script,
+						strings.Join(got, "\n"), strings.Join(c.want, "\n"))
+				}
+			})
+		}
+	}
+	if n < 60 {
+		t.Errorf("only %d error chunks", n)
+	}
+}
+
+// FuzzParse checks that no input makes the parser or printer panic or hang.
+func FuzzParse(f *testing.F) {
+	seeds, _ := filepath.Glob("testdata/p1/*.stp")
+	for _, file := range seeds {
+		f.Add(readFile(f, file))
+	}
+	errFiles, _ := filepath.Glob("testdata/errors/*.stp")
+	for _, file := range errFiles {
+		for _, c := range readChunks(f, file) {
+			f.Add(c.script)
+		}
+	}
+	f.Fuzz(func(t *testing.T, text string) {
+		cfg := oracleConfig()
+		cfg.Args = []string{"1", "x"}
+		file, err := Parse(NewSource("<input>", text), cfg)
+		if err != nil {
+			_ = err.(ErrorList).Report()
+			return
+		}
+		FileString(file)
+		Walk(file, func(Node) bool { return true })
+		FileString(Clone(file))
+	})
+}
