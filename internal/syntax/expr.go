@@ -19,7 +19,23 @@ import (
 //   crement                    ++x --x x++ x--
 //   context values             &, $var, @cast, @var and their ->member [index] $ chains
 
+// maxNesting bounds the nesting of expressions and statements so that a
+// pathological input cannot exhaust the stack.
+const maxNesting = 5000
+
+// nest counts one level of recursion; the caller must defer p.unnest().
+func (p *parser) nest() {
+	p.depth++
+	if p.depth > maxNesting {
+		p.fail(fmt.Sprintf("nesting too deep (more than %d levels)", maxNesting))
+	}
+}
+
+func (p *parser) unnest() { p.depth-- }
+
 func (p *parser) parseExpr() Expr {
+	p.nest()
+	defer p.unnest()
 	lhs := p.parseTernary()
 	t := p.peek()
 	if t != nil && t.kind == tokOperator && assignOps[t.text] {
@@ -171,6 +187,8 @@ func (p *parser) parseUnary() Expr {
 	t := p.peek()
 	if isOpIn(t, []string{"+", "-", "!", "~"}) {
 		p.next()
+		p.nest()
+		defer p.unnest()
 		return &Unary{Typed: Typed{Pos: t.pos}, Op: t.text, X: p.parseUnary()}
 	}
 	return p.parseCrement()

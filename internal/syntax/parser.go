@@ -32,6 +32,7 @@ type parser struct {
 	pointTok map[*ProbePoint]*token
 	// empty stays true while no declaration has started.
 	empty bool
+	depth int
 }
 
 // Parse parses one script or tapset file. The error, if any, is an ErrorList.
@@ -293,6 +294,7 @@ func (p *parser) parseDecl(f *File) bool {
 	}
 	p.empty = false
 	p.inFunction = false
+	p.depth = 0
 	switch {
 	case t.is(tokKeyword, "probe"):
 		f.Decls = append(f.Decls, p.parseProbe())
@@ -685,6 +687,8 @@ func (p *parser) parseBlock() *Block {
 }
 
 func (p *parser) parseStmt() Stmt {
+	p.nest()
+	defer p.unnest()
 	t := p.peek()
 	if t == nil {
 		p.fail("expected statement")

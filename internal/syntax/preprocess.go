@@ -173,8 +173,16 @@ func (pp *preprocessor) define(at *token) {
 	}
 }
 
+// maxMacroDepth bounds nested macro expansion; stap itself recurses until it
+// runs out of memory on a macro that invokes itself.
+const maxMacroDepth = 1000
+
 func (pp *preprocessor) invoke(t *token, decl *macroDecl) {
 	p := pp.p
+	if len(pp.stack) >= maxMacroDepth {
+		pp.stack = nil
+		p.failAt(fmt.Sprintf("macro expansion nested too deeply (more than %d levels)", maxMacroDepth), t)
+	}
 	var parent *activation
 	if len(pp.stack) > 0 {
 		parent = pp.stack[len(pp.stack)-1]
