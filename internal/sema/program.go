@@ -13,6 +13,11 @@ type Program struct {
 	Funcs   []*syntax.Func // script and tapset functions that are called, in first-use order
 	// Warnings are stap's pass-2 warnings (elided variables, ...), already formatted.
 	Warnings []string
+	// Overrides are the -G settings: the value (as written) each global takes
+	// when the script starts, to be converted to the global's type.
+	Overrides map[*syntax.Var]string
+
+	builtinsUsed []*syntax.Func // native functions called, for the -p2 listing
 }
 
 // Probe is one derived probe.
@@ -33,6 +38,13 @@ type Probe struct {
 	Sequence int64
 	Cond     syntax.Expr // the point's `if (...)` guard, nil if none
 	Body     *syntax.Block
-	Locals   []*syntax.Var // Var.Index is the slot in the probe's frame
-	Decl     *syntax.ProbeDecl
+	Locals   []*syntax.Var     // Var.Index is the slot in the probe's frame
+	Decl     *syntax.ProbeDecl // nil for probes the elaborator synthesizes
+	// Kernel is true for probes of kernel families (BPF programs); the others
+	// run in the interpreter. Runners order begin/end/error probes by Sequence,
+	// keeping this order among equal sequence numbers.
+	Kernel bool
+
+	origin   []string // alias definitions the point went through, innermost first
+	userText string   // the probe's points as the user wrote them
 }

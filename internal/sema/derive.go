@@ -1,0 +1,270 @@
+package sema
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/bpftap/bpftap/internal/probes"
+	"github.com/bpftap/bpftap/internal/syntax"
+)
+
+// Probe derivation. A user's probe point is matched in the namespace; a match
+// on a probe alias expands to each point the alias names, with the user's
+// leftover components appended (alias suffixes), and those points are resolved
+// in turn. Each expansion wraps the body: a prologue alias (`=`) runs its body
+// before the user's, an epilogue alias (`+=`) after. Optional (`?`) points that
+// do not resolve are dropped silently; a sufficient point (`!`) that resolves
+// ends the probe's list of points.
+
+// aliasSet is the payload of an alias's namespace family: every definition of
+// that name, in declaration order.
+type aliasSet struct {
+	decls []*syntax.AliasDecl
+}
+
+// maxAliasDepth bounds alias expansion; deeper chains are loops.
+const maxAliasDepth = 100
+
+func (e *elab) addAlias(a *syntax.AliasDecl) {
+	for _, name := range a.Names {
+		key := probes.ComponentsString(name.Components)
+		fam := e.aliases[key]
+		if fam == nil {
+			var pattern []string
+			for _, c := range name.Components {
+				pattern = append(pattern, c.Name)
+			}
+			fam = &probes.Family{Name: key, Paths: []string{strings.Join(pattern, ".")}, Suffix: true, Payload: &aliasSet{}}
+			e.aliases[key] = fam
+			e.reg.Add(fam)
+		}
+		set := fam.Payload.(*aliasSet)
+		set.decls = append(set.decls, a)
+	}
+}
+
+// expansion is the state carried down an alias expansion.
+type expansion struct {
+	decl     *syntax.ProbeDecl
+	user     *syntax.ProbePoint // the point as the user wrote it
+	body     *syntax.Block
+	cond     syntax.Expr
+	optional bool
+	via      []string // alias definitions crossed, innermost first, for -p2
+	active   map[*syntax.AliasDecl]bool
+	files    []*syntax.File // library files of the aliases used
+}
+
+func (e *elab) deriveAll(user []*syntax.File) {
+	for _, f := range user {
+		for _, d := range f.Decls {
+			if pd, ok := d.(*syntax.ProbeDecl); ok {
+				e.deriveProbe(pd)
+			}
+		}
+	}
+}
+
+func (e *elab) deriveProbe(d *syntax.ProbeDecl) {
+	for _, pp := range d.Points {
+		x := &expansion{decl: d, user: pp, body: d.Body, cond: pp.Cond,
+			optional: pp.Optional || pp.Sufficient, active: map[*syntax.AliasDecl]bool{}}
+		n := e.expand(x, pp, pp.Components, 0)
+		if n > 0 && pp.Sufficient {
+			return
+		}
+	}
+}
+
+// expand resolves one point and returns how many probes it derived.
+func (e *elab) expand(x *expansion, pp *syntax.ProbePoint, comps []*syntax.Component, depth int) int {
+	pts, err := e.reg.Match(comps)
+	if err != nil {
+		if !x.optional {
+			e.resolveError(comps[0], err)
+		}
+		return 0
+	}
+	n := 0
+	for _, pt := range pts {
+		if set, ok := pt.Family.Payload.(*aliasSet); ok {
+			n += e.expandAlias(x, pp, pt, set, depth)
+			continue
+		}
+		n += e.derive(x, pp, pt)
+	}
+	return n
+}
+
+func (e *elab) resolveError(first *syntax.Component, err error) {
+	pe, _ := err.(*probes.Error)
+	var chain *Diagnostic
+	switch {
+	case pe != nil && pe.At != nil:
+		chain = note(pe.At, pe.Msg)
+		chain.origin = "mismatch"
+	default:
+		chain = &Diagnostic{Msg: err.Error(), origin: "check"}
+	}
+	e.rep.errorAt("resolve", first, "while resolving probe point", chain)
+}
+
+func (e *elab) expandAlias(x *expansion, pp *syntax.ProbePoint, pt *probes.Point, set *aliasSet, depth int) int {
+	n := 0
+	for _, a := range set.decls {
+		if x.active[a] || depth >= maxAliasDepth {
+			e.resolveError(pp.Components[0], fmt.Errorf("recursive loop in alias expansion of %s at %s",
+				probes.ComponentsString(pp.Components), pp.Pos))
+			continue
+		}
+		inner := *x
+		inner.active = map[*syntax.AliasDecl]bool{a: true}
+		for k := range x.active {
+			inner.active[k] = true
+		}
+		inner.body = wrapBody(a, x.body)
+		inner.via = append([]string{aliasString(a)}, x.via...)
+		if f := e.fileOf[a]; f != nil && f.Tapset {
+			inner.files = append(append([]*syntax.File(nil), x.files...), f)
+		}
+		for _, target := range a.Points {
+			t := inner
+			t.optional = x.optional || target.Optional || target.Sufficient
+			t.cond = andCond(x.cond, target.Cond)
+			comps := append(append([]*syntax.Component(nil), target.Components...), pt.Suffix...)
+			k := e.expand(&t, target, comps, depth+1)
+			n += k
+			if k > 0 && target.Sufficient {
+				break
+			}
+		}
+	}
+	if n == 0 && !x.optional && depth == 0 {
+		e.rep.add(&Diagnostic{Msg: "while resolving probe point", Tok: describe(pp.Components[0]),
+			Pos: pp.Components[0].Pos, origin: "resolve", Chain: []*Diagnostic{{Msg: "no match", origin: "nomatch"}}})
+	}
+	return n
+}
+
+// wrapBody merges an alias body with the body it wraps, in stap's order.
+func wrapBody(a *syntax.AliasDecl, body *syntax.Block) *syntax.Block {
+	if a.Body == nil || len(a.Body.Stmts) == 0 {
+		return body
+	}
+	stmts := []syntax.Stmt{a.Body, body}
+	if a.Epilogue {
+		stmts = []syntax.Stmt{body, a.Body}
+	}
+	return &syntax.Block{Pos: body.Pos, Stmts: stmts}
+}
+
+func andCond(a, b syntax.Expr) syntax.Expr {
+	switch {
+	case a == nil:
+		return b
+	case b == nil:
+		return a
+	}
+	return &syntax.Binary{Typed: syntax.Typed{Pos: b.Position()}, Op: "&&", X: a, Y: b}
+}
+
+// aliasString renders an alias definition as -p2 shows it: "NAME = POINT, POINT".
+func aliasString(a *syntax.AliasDecl) string {
+	var names, points []string
+	for _, n := range a.Names {
+		names = append(names, pointString(n))
+	}
+	for _, p := range a.Points {
+		points = append(points, pointString(p))
+	}
+	op := " = "
+	if a.Epilogue {
+		op = " += "
+	}
+	return strings.Join(names, ", ") + op + strings.Join(points, ", ")
+}
+
+// pointString renders a point with its `?`/`!` marks and `if` guard.
+func pointString(p *syntax.ProbePoint) string {
+	s := probes.ComponentsString(p.Components)
+	switch {
+	case p.Sufficient:
+		s += "!"
+	case p.Optional:
+		s += "?"
+	}
+	if p.Cond != nil {
+		s += " if (" + syntax.ExprString(p.Cond) + ")"
+	}
+	return s
+}
+
+// derive makes a probe for a concrete point of a real probe family.
+func (e *elab) derive(x *expansion, pp *syntax.ProbePoint, pt *probes.Point) int {
+	if pt.Family.Check != nil {
+		if err := pt.Family.Check(pt); err != nil {
+			if !x.optional {
+				e.resolveError(pp.Components[0], err)
+			}
+			return 0
+		}
+	}
+	if pt.Family.Unsupported {
+		e.rep.errorAt("unsupported", pp.Components[0], fmt.Sprintf(
+			"probe point %s is not yet supported by bpftap", pt.Name()))
+		return 0
+	}
+	for _, f := range x.files {
+		e.useFile(f)
+	}
+	concrete := &syntax.ProbePoint{Pos: pp.Pos, Components: pt.Components, Optional: x.optional && !x.user.Sufficient,
+		Sufficient: x.user.Sufficient, Cond: cloneExpr(x.cond)}
+	p := &Probe{
+		Point:    concrete,
+		User:     x.user,
+		Name:     pt.Name(),
+		Family:   pt.Family.Name,
+		Args:     map[string]syntax.Expr{},
+		Cond:     concrete.Cond,
+		Body:     syntax.Clone(x.body),
+		Decl:     x.decl,
+		Kernel:   pt.Family.Kernel,
+		origin:   x.via,
+		userText: userPoints(x.decl),
+	}
+	for _, c := range pt.Components {
+		if c.Arg != nil {
+			p.Args[c.Name] = c.Arg
+		}
+	}
+	switch pt.Family.Name {
+	case "begin", "end", "error":
+		p.Sequence = probes.Sequence(pt)
+	}
+	e.prog.Probes = append(e.prog.Probes, p)
+	return 1
+}
+
+func userPoints(d *syntax.ProbeDecl) string {
+	var s []string
+	for _, p := range d.Points {
+		s = append(s, pointString(p))
+	}
+	return strings.Join(s, ",")
+}
+
+func (e *elab) useFile(f *syntax.File) {
+	if f == nil || !f.Tapset || e.usedFiles[f] {
+		return
+	}
+	e.usedFiles[f] = true
+	e.prog.Files = append(e.prog.Files, f)
+}
+
+// cloneExpr deep-copies an optional expression.
+func cloneExpr(x syntax.Expr) syntax.Expr {
+	if x == nil {
+		return nil
+	}
+	return syntax.Clone(x)
+}

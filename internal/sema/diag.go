@@ -1,0 +1,256 @@
+package sema
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/bpftap/bpftap/internal/syntax"
+)
+
+// Diagnostic is one semantic error or warning as stap prints it:
+// "semantic error: MSG: TOKEN at FILE:LINE:COL" with the source line and a
+// caret, followed by chained notes ("type was first inferred here").
+type Diagnostic struct {
+	Warning bool
+	Msg     string
+	// Tok describes the token blamed ("identifier 'x'"); empty when the message
+	// has no location.
+	Tok   string
+	Pos   syntax.Pos
+	Chain []*Diagnostic
+	// origin identifies the check that raised the error: without -v stap prints
+	// only the first error of each origin and counts the others as suppressed.
+	origin string
+}
+
+// Errors is the failure of Elaborate: every diagnostic in the order stap
+// prints them (warnings interleaved), and how many were suppressed.
+type Errors struct {
+	Diags              []*Diagnostic
+	text               string
+	SuppressedErrors   int
+	SuppressedWarnings int
+}
+
+func (e *Errors) Error() string {
+	for _, d := range e.Diags {
+		if !d.Warning {
+			return "semantic error: " + d.Msg
+		}
+	}
+	return "semantic error"
+}
+
+// Text is the rendering of all diagnostics, as stap prints them before
+// "Pass 2: analysis failed.".
+func (e *Errors) Text() string { return e.text }
+
+// SuppressedText returns stap's trailer lines about suppressed messages, printed
+// after "Pass 2: analysis failed.".
+func (e *Errors) SuppressedText() string {
+	return suppressedText(e.SuppressedErrors, e.SuppressedWarnings)
+}
+
+func suppressedText(errs, warns int) string {
+	var b strings.Builder
+	if warns > 0 {
+		fmt.Fprintf(&b, "Number of similar warning messages suppressed: %d.\n", warns)
+	}
+	if errs > 0 {
+		fmt.Fprintf(&b, "Number of similar error messages suppressed: %d.\n", errs)
+	}
+	if warns > 0 || errs > 0 {
+		b.WriteString("Rerun with -v to see them.\n")
+	}
+	return b.String()
+}
+
+// reporter collects diagnostics, drops repetitions the way stap does and renders
+// them; stap names a token's file only when it differs from the last one shown.
+type reporter struct {
+	verbose    bool
+	noWarnings bool
+	out        strings.Builder
+	lastFile   *syntax.Source
+	seen       map[string]bool
+	diags      []*Diagnostic
+	nerrors    int
+	suppErrs   int
+	suppWarns  int
+	warnings   []string // each warning's rendering
+}
+
+func newReporter(verbose, noWarnings bool) *reporter {
+	return &reporter{verbose: verbose, noWarnings: noWarnings, seen: map[string]bool{}}
+}
+
+// errorAt reports an error blaming node n.
+func (r *reporter) errorAt(origin string, n syntax.Node, msg string, chain ...*Diagnostic) {
+	r.add(&Diagnostic{Msg: msg, Tok: describe(n), Pos: n.Position(), Chain: chain, origin: origin})
+}
+
+// errorf reports an error without location.
+func (r *reporter) errorf(origin, format string, args ...any) {
+	r.add(&Diagnostic{Msg: fmt.Sprintf(format, args...), origin: origin})
+}
+
+// warnAt reports a warning blaming node n.
+func (r *reporter) warnAt(n syntax.Node, msg string) {
+	r.add(&Diagnostic{Warning: true, Msg: msg, Tok: describe(n), Pos: n.Position()})
+}
+
+// note is a chained diagnostic: a message (possibly empty) and a token.
+func note(n syntax.Node, msg string) *Diagnostic {
+	return &Diagnostic{Msg: msg, Tok: describe(n), Pos: n.Position()}
+}
+
+func (r *reporter) add(d *Diagnostic) {
+	if d.Warning {
+		if r.noWarnings {
+			return
+		}
+		key := d.Msg + d.Tok + d.Pos.String()
+		if r.seen[key] {
+			r.suppWarns++
+			return
+		}
+		r.seen[key] = true
+		r.diags = append(r.diags, d)
+		start := r.out.Len()
+		r.renderWarning(d)
+		r.warnings = append(r.warnings, r.out.String()[start:])
+		return
+	}
+	r.nerrors++
+	key := d.origin
+	for _, c := range d.Chain {
+		key += "|" + c.origin
+	}
+	if r.verbose || d.origin == "" {
+		key = r.plain(d)
+	}
+	if r.seen[key] {
+		r.suppErrs++
+		return
+	}
+	r.seen[key] = true
+	r.diags = append(r.diags, d)
+	r.renderError(d)
+}
+
+// plain is a diagnostic's text without file-name elision, for duplicate checks.
+func (r *reporter) plain(d *Diagnostic) string {
+	s := d.Msg + "|" + d.Tok + "|" + d.Pos.String()
+	for _, c := range d.Chain {
+		s += "|" + r.plain(c)
+	}
+	return s
+}
+
+func (r *reporter) renderError(d *Diagnostic) {
+	r.out.WriteString("semantic error: ")
+	r.renderBody(d, "        source: ")
+	for _, c := range d.Chain {
+		if c.Msg != "" {
+			r.out.WriteString("\nsemantic error: ")
+		}
+		r.renderBody(c, "        source: ")
+	}
+	r.out.WriteString("\n")
+}
+
+func (r *reporter) renderWarning(d *Diagnostic) {
+	r.out.WriteString("WARNING: ")
+	r.renderBody(d, " source: ")
+}
+
+// renderBody writes "MSG: TOKEN at FILE:L:C" and the source excerpt.
+func (r *reporter) renderBody(d *Diagnostic, prefix string) {
+	if d.Tok == "" {
+		r.out.WriteString(d.Msg + "\n")
+		return
+	}
+	if d.Msg != "" {
+		r.out.WriteString(d.Msg + ": ")
+	}
+	file := d.Pos.File()
+	if d.Pos.Src == r.lastFile {
+		file = ""
+	}
+	r.lastFile = d.Pos.Src
+	fmt.Fprintf(&r.out, "%s at %s:%d:%d\n", d.Tok, file, d.Pos.Line, d.Pos.Col)
+	r.out.WriteString(d.Pos.SourceLine(prefix))
+}
+
+// warningTexts returns the rendering of each warning, in order.
+func (r *reporter) warningTexts() []string { return r.warnings }
+
+func (r *reporter) failed() bool { return r.nerrors > 0 }
+
+func (r *reporter) errors() *Errors {
+	return &Errors{Diags: r.diags, text: r.out.String(), SuppressedErrors: r.suppErrs, SuppressedWarnings: r.suppWarns}
+}
+
+// describe names the token a node starts with, as stap's diagnostics show it.
+func describe(n syntax.Node) string {
+	switch n := n.(type) {
+	case *syntax.Ident:
+		return "identifier '" + n.Name + "'"
+	case *syntax.Call:
+		return "identifier '" + n.Name + "'"
+	case *syntax.PrintCall:
+		return "identifier '" + n.Name + "'"
+	case *syntax.TargetVar:
+		return "identifier '" + n.Name + "'"
+	case *syntax.Component:
+		return "identifier '" + n.Name + "'"
+	case *syntax.FuncDecl:
+		return "identifier '" + n.Name + "'"
+	case *syntax.Param:
+		return "identifier '" + n.Name + "'"
+	case *syntax.GlobalDecl:
+		return "identifier '" + n.Name + "'"
+	case *syntax.NumberLit:
+		return "number '" + n.Text + "'"
+	case *syntax.StringLit:
+		return "string '" + n.Value + "'"
+	case *syntax.Binary:
+		return "operator '" + n.Op + "'"
+	case *syntax.Assign:
+		return "operator '" + n.Op + "'"
+	case *syntax.Unary:
+		return "operator '" + n.Op + "'"
+	case *syntax.IncDec:
+		return "operator '" + n.Op + "'"
+	case *syntax.Ternary:
+		return "operator '?'"
+	case *syntax.StatOp:
+		return "operator '@" + n.Op + "'"
+	case *syntax.Hist:
+		if n.Linear {
+			return "operator '@hist_linear'"
+		}
+		return "operator '@hist_log'"
+	case *syntax.Cast:
+		return "operator '@cast'"
+	case *syntax.AtVar:
+		return "operator '@var'"
+	case *syntax.Entry:
+		return "operator '@entry'"
+	case *syntax.Defined:
+		return "operator '@defined'"
+	case *syntax.AtOp:
+		return "operator '@" + n.Name + "'"
+	case *syntax.EmbeddedExpr, *syntax.EmbeddedCode:
+		return "embedded-code"
+	case *syntax.In:
+		if len(n.Keys) > 0 {
+			return describe(n.Keys[0])
+		}
+	case *syntax.Index:
+		return describe(n.Array)
+	case *syntax.Autocast:
+		return describe(n.Operand)
+	}
+	return "keyword"
+}

@@ -1,0 +1,180 @@
+// Package sema is bpftap's elaborator, SystemTap's pass 2. It turns the parsed
+// user script and tapset library into a Program, in stap's order:
+//
+//  1. derive probes: every probe point is matched against the probe-point
+//     namespace (internal/probes) extended with the probe aliases of the script
+//     and the library; alias prologues and epilogues are merged into a deep copy
+//     of the body of every derived probe (derive.go);
+//  2. resolve symbols: identifiers become locals, parameters or globals, calls
+//     become script functions, library functions (pulling in their file) or
+//     builtins; functions reached from the probes are resolved transitively
+//     (resolve.go);
+//  3. elide code without effect and probes left empty, warning as stap does
+//     (elide.go);
+//  4. infer types by iterating over every probe and function until nothing
+//     changes, then report what stayed unresolved (types.go).
+//
+// Diagnostics are rendered exactly as stap renders them (diag.go); print.go is
+// the -p2 printer.
+package sema
+
+import (
+	"regexp"
+
+	"github.com/bpftap/bpftap/internal/probes"
+	"github.com/bpftap/bpftap/internal/syntax"
+	"github.com/bpftap/bpftap/internal/tapset"
+)
+
+// Options configures Elaborate.
+type Options struct {
+	// Library holds the parsed tapset files (the embedded library, then -I
+	// directories); only the files whose functions, aliases or globals the
+	// script uses end up in the Program.
+	Library []*syntax.File
+	// Overrides are the -G NAME=VALUE settings, applied when the script starts.
+	Overrides []string
+	// NoWarnings is -w; Verbose (-v) shows every error instead of one per kind.
+	NoWarnings bool
+	Verbose    bool
+	// Unoptimized is -u: keep code without effect.
+	Unoptimized bool
+	// Registry is the probe-point namespace; nil means probes.Builtin().
+	Registry *probes.Registry
+}
+
+// maxArrayKeys is how many keys an array may have.
+const maxArrayKeys = 9
+
+// maxMapEntries is the default capacity of an array (stap's MAXMAPENTRIES).
+const maxMapEntries = 2048
+
+type elab struct {
+	opts Options
+	rep  *reporter
+	reg  *probes.Registry
+	prog *Program
+
+	fileOf    map[syntax.Decl]*syntax.File
+	userFuncs map[string][]*syntax.FuncDecl
+	libFuncs  map[string][]*syntax.FuncDecl
+	globals   map[string][]*syntax.GlobalDecl // user globals first, then library ones
+	aliases   map[string]*probes.Family
+
+	funcs     map[*syntax.FuncDecl]*syntax.Func
+	builtins  map[string]*syntax.Func
+	globalVar map[*syntax.GlobalDecl]*syntax.Var
+	usedFiles map[*syntax.File]bool
+	pending   []*syntax.Func // functions whose bodies still need resolving
+}
+
+// Elaborate runs pass 2 over the user's files. On failure the error is an
+// *Errors holding stap's rendering of every diagnostic.
+func Elaborate(user []*syntax.File, opts Options) (*Program, error) {
+	e := &elab{
+		opts:      opts,
+		rep:       newReporter(opts.Verbose, opts.NoWarnings),
+		reg:       opts.Registry,
+		prog:      &Program{Files: append([]*syntax.File(nil), user...)},
+		fileOf:    map[syntax.Decl]*syntax.File{},
+		userFuncs: map[string][]*syntax.FuncDecl{},
+		libFuncs:  map[string][]*syntax.FuncDecl{},
+		globals:   map[string][]*syntax.GlobalDecl{},
+		aliases:   map[string]*probes.Family{},
+		funcs:     map[*syntax.FuncDecl]*syntax.Func{},
+		builtins:  map[string]*syntax.Func{},
+		globalVar: map[*syntax.GlobalDecl]*syntax.Var{},
+		usedFiles: map[*syntax.File]bool{},
+	}
+	if e.reg == nil {
+		e.reg = probes.Builtin()
+	}
+	e.collect(user, opts.Library)
+	e.deriveAll(user)
+	e.resolveAll()
+	if !e.rep.failed() {
+		e.elide()
+	}
+	if !e.rep.failed() {
+		e.inferTypes()
+	}
+	if !e.rep.failed() {
+		e.finish()
+	}
+	if e.rep.failed() {
+		return nil, e.rep.errors()
+	}
+	e.prog.Warnings = e.rep.warningTexts()
+	return e.prog, nil
+}
+
+// collect indexes the declarations of the user's files and the library.
+func (e *elab) collect(user, lib []*syntax.File) {
+	for _, f := range user {
+		e.collectFile(f, e.userFuncs)
+	}
+	for _, f := range lib {
+		e.collectFile(f, e.libFuncs)
+	}
+}
+
+func (e *elab) collectFile(f *syntax.File, funcs map[string][]*syntax.FuncDecl) {
+	for _, d := range f.Decls {
+		e.fileOf[d] = f
+		switch d := d.(type) {
+		case *syntax.FuncDecl:
+			funcs[d.Name] = append(funcs[d.Name], d)
+		case *syntax.GlobalDecl:
+			e.globals[d.Name] = append(e.globals[d.Name], d)
+		case *syntax.AliasDecl:
+			e.addAlias(d)
+		case *syntax.EmbeddedCode:
+			if !f.Tapset {
+				e.rep.errorAt("embedded", d, embeddedMsg)
+			}
+		}
+	}
+}
+
+const embeddedMsg = "embedded C code is not supported by bpftap (a BPF runtime has no guru mode)"
+
+// visible reports whether a private declaration of file from may be used from file
+// at; public declarations are visible everywhere.
+func visible(private bool, from, at *syntax.File) bool { return !private || from == at }
+
+// builtin returns the Func of a native tapset function, or nil.
+func (e *elab) builtin(name string) *syntax.Func {
+	if f := e.builtins[name]; f != nil {
+		return f
+	}
+	b := tapset.Builtins[name]
+	if b == nil {
+		return nil
+	}
+	f := &syntax.Func{Name: name, Result: b.Result, Builtin: name}
+	for i, t := range b.Params {
+		f.Params = append(f.Params, &syntax.Var{Name: paramName(i), Kind: syntax.VarParam, Type: t})
+	}
+	e.builtins[name] = f
+	e.prog.builtinsUsed = append(e.prog.builtinsUsed, f)
+	return f
+}
+
+func paramName(i int) string { return string(rune('a' + i)) }
+
+var overridePattern = regexp.MustCompile(`^[a-z_][a-z0-9_]*=[a-z0-9_.-]+$`)
+
+// CheckOverride validates a -G argument as stap does before running any pass;
+// the error is the text stap prints after "ERROR: ".
+func CheckOverride(arg string) error {
+	if !overridePattern.MatchString(arg) {
+		return &overrideError{arg}
+	}
+	return nil
+}
+
+type overrideError struct{ arg string }
+
+func (o *overrideError) Error() string {
+	return "Safety pattern mismatch for -G parameter ('" + o.arg + "' vs. '" + overridePattern.String() + "') rc=1"
+}

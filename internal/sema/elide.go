@@ -1,0 +1,362 @@
+package sema
+
+import (
+	"fmt"
+	"sort"
+
+	"github.com/bpftap/bpftap/internal/probes"
+	"github.com/bpftap/bpftap/internal/syntax"
+)
+
+// Elision, stap's first optimization pass (skipped with -u, as stap does):
+// assignments to locals nobody reads and expression statements without side
+// effects are dropped, then probes left empty. Each removal is a warning, so a
+// script that computes nothing observable ends with "no probes found".
+
+// markUsage sets Var.Read and Var.Written from every probe and function body.
+func (e *elab) markUsage() {
+	for _, v := range e.allVars() {
+		v.Read, v.Written = false, false
+	}
+	for _, n := range e.bodies() {
+		syntax.Walk(n, markNode)
+	}
+}
+
+func (e *elab) bodies() []syntax.Node {
+	var list []syntax.Node
+	for _, p := range e.prog.Probes {
+		if p.Cond != nil {
+			list = append(list, p.Cond)
+		}
+		list = append(list, p.Body)
+	}
+	for _, f := range e.prog.Funcs {
+		if f.Decl != nil && f.Decl.Body != nil {
+			list = append(list, f.Decl.Body)
+		}
+	}
+	return list
+}
+
+func (e *elab) allVars() []*syntax.Var {
+	vars := append([]*syntax.Var(nil), e.prog.Globals...)
+	for _, p := range e.prog.Probes {
+		vars = append(vars, p.Locals...)
+	}
+	for _, f := range e.prog.Funcs {
+		vars = append(vars, f.Locals...)
+	}
+	return vars
+}
+
+// markNode marks the variables a node writes; every other identifier is a read.
+func markNode(n syntax.Node) bool {
+	switch n := n.(type) {
+	case *syntax.Assign:
+		markWrite(n.LHS)
+		if n.Op != "=" && n.Op != "<<<" {
+			markRead(n.LHS)
+		}
+		syntax.Walk(n.RHS, markNode)
+		markIndexKeys(n.LHS)
+		return false
+	case *syntax.IncDec:
+		markWrite(n.X)
+		markRead(n.X)
+		markIndexKeys(n.X)
+		return false
+	case *syntax.ForeachStmt:
+		for _, k := range n.Keys {
+			markWrite(k)
+		}
+		if n.Value != nil {
+			markWrite(n.Value)
+		}
+		syntax.Walk(n.Array, markNode)
+		for _, x := range n.Slice {
+			syntax.Walk(x, markNode)
+		}
+		if n.Limit != nil {
+			syntax.Walk(n.Limit, markNode)
+		}
+		syntax.Walk(n.Body, markNode)
+		return false
+	case *syntax.DeleteStmt:
+		markWrite(n.Target)
+		markIndexKeys(n.Target)
+		return false
+	case *syntax.TryStmt:
+		if n.CatchVar != nil {
+			markWrite(n.CatchVar)
+		}
+		syntax.Walk(n.Body, markNode)
+		syntax.Walk(n.Catch, markNode)
+		return false
+	case *syntax.Ident:
+		markRead(n)
+	}
+	return true
+}
+
+func markIndexKeys(x syntax.Expr) {
+	if ix, ok := x.(*syntax.Index); ok {
+		for _, k := range ix.Keys {
+			syntax.Walk(k, markNode)
+		}
+	}
+}
+
+func lvalueVar(x syntax.Expr) *syntax.Var {
+	switch x := x.(type) {
+	case *syntax.Ident:
+		return x.Var
+	case *syntax.Index:
+		if id, ok := x.Array.(*syntax.Ident); ok {
+			return id.Var
+		}
+	}
+	return nil
+}
+
+func markWrite(x syntax.Expr) {
+	if v := lvalueVar(x); v != nil {
+		v.Written = true
+	}
+}
+
+func markRead(x syntax.Expr) {
+	if v := lvalueVar(x); v != nil {
+		v.Read = true
+	}
+}
+
+func (e *elab) elide() {
+	e.markUsage()
+	e.warnNeverAssigned()
+	if e.opts.Unoptimized {
+		return
+	}
+	el := &elider{e: e, pure: map[*syntax.Func]bool{}, visiting: map[*syntax.Func]bool{}}
+	kept := e.prog.Probes[:0]
+	for _, p := range e.prog.Probes {
+		el.block(p.Body)
+		if len(p.Body.Stmts) == 0 && p.Decl != nil {
+			e.rep.warnAt(p.Decl, fmt.Sprintf("Probe '%s' has been elided", p.Name))
+			continue
+		}
+		kept = append(kept, p)
+	}
+	e.prog.Probes = kept
+	for _, f := range e.prog.Funcs {
+		if f.Decl != nil && f.Decl.Body != nil {
+			el.block(f.Decl.Body)
+		}
+	}
+	if len(e.prog.Probes) == 0 {
+		e.rep.errorf("noprobes", "no probes found")
+	}
+	e.markUsage()
+}
+
+// warnNeverAssigned warns about locals that are read but never written.
+func (e *elab) warnNeverAssigned() {
+	for _, p := range e.prog.Probes {
+		e.neverAssigned(p.Locals, p.Body)
+	}
+	for _, f := range e.prog.Funcs {
+		if f.Decl != nil && f.Decl.Body != nil {
+			e.neverAssigned(f.Locals, f.Decl.Body)
+		}
+	}
+}
+
+func (e *elab) neverAssigned(locals []*syntax.Var, body syntax.Node) {
+	warned := map[*syntax.Var]bool{}
+	syntax.Walk(body, func(n syntax.Node) bool {
+		id, ok := n.(*syntax.Ident)
+		if !ok || id.Var == nil || id.Var.Kind != syntax.VarLocal || id.Var.Written || warned[id.Var] {
+			return true
+		}
+		warned[id.Var] = true
+		var others []string
+		for _, v := range locals {
+			if v != id.Var && v.Kind == syntax.VarLocal {
+				others = append(others, v.Name)
+			}
+		}
+		sort.Strings(others)
+		msg := fmt.Sprintf("never-assigned local variable '%s'", id.Name)
+		if s := probes.Similar(id.Name, others); s != "" {
+			msg += " (similar: " + s + ")"
+		}
+		e.rep.warnAt(id, msg)
+		return true
+	})
+}
+
+type elider struct {
+	e        *elab
+	pure     map[*syntax.Func]bool
+	visiting map[*syntax.Func]bool
+}
+
+// block elides the statements of b (and of the blocks nested in it).
+func (el *elider) block(b *syntax.Block) {
+	kept := b.Stmts[:0]
+	for _, s := range b.Stmts {
+		if s = el.stmt(s); s != nil {
+			kept = append(kept, s)
+		}
+	}
+	b.Stmts = kept
+}
+
+// stmt returns the statement to keep, nil to drop it.
+func (el *elider) stmt(s syntax.Stmt) syntax.Stmt {
+	switch s := s.(type) {
+	case *syntax.Block:
+		el.block(s)
+		if len(s.Stmts) == 0 {
+			return nil
+		}
+	case *syntax.NullStmt:
+		return nil
+	case *syntax.ExprStmt:
+		return el.exprStmt(s)
+	case *syntax.IfStmt:
+		s.Then = el.keepEmpty(s.Then)
+		if s.Else != nil {
+			s.Else = el.stmt(s.Else)
+		}
+	case *syntax.WhileStmt:
+		s.Body = el.keepEmpty(s.Body)
+	case *syntax.ForStmt:
+		s.Body = el.keepEmpty(s.Body)
+	case *syntax.ForeachStmt:
+		s.Body = el.keepEmpty(s.Body)
+	case *syntax.TryStmt:
+		el.block(s.Body)
+		el.block(s.Catch)
+	}
+	return s
+}
+
+// keepEmpty elides inside a statement that must stay (a loop or branch body).
+func (el *elider) keepEmpty(s syntax.Stmt) syntax.Stmt {
+	if k := el.stmt(s); k != nil {
+		return k
+	}
+	return &syntax.Block{Pos: s.Position()}
+}
+
+func (el *elider) exprStmt(s *syntax.ExprStmt) syntax.Stmt {
+	if a, ok := s.X.(*syntax.Assign); ok && a.Op == "=" {
+		if v := lvalueVar(a.LHS); v != nil && v.Kind == syntax.VarLocal && !v.Read {
+			el.e.rep.warnAt(a, fmt.Sprintf("Eliding assignment to '%s'", v.Name))
+			if !el.sideEffectFree(a.RHS) {
+				return &syntax.ExprStmt{X: a.RHS}
+			}
+			el.e.rep.warnAt(firstToken(a), "Eliding side-effect-free expression ")
+			return nil
+		}
+	}
+	if el.sideEffectFree(s.X) {
+		el.e.rep.warnAt(firstToken(s.X), "Eliding side-effect-free expression ")
+		return nil
+	}
+	return s
+}
+
+// firstToken returns the leftmost node of an expression: where stap's
+// statement token is.
+func firstToken(x syntax.Expr) syntax.Node {
+	switch x := x.(type) {
+	case *syntax.Binary:
+		return firstToken(x.X)
+	case *syntax.Assign:
+		return firstToken(x.LHS)
+	case *syntax.Ternary:
+		return firstToken(x.Cond)
+	case *syntax.Index:
+		return firstToken(x.Array)
+	case *syntax.IncDec:
+		if !x.Prefix {
+			return firstToken(x.X)
+		}
+	case *syntax.In:
+		if len(x.Keys) == 1 {
+			return firstToken(x.Keys[0])
+		}
+	}
+	return x
+}
+
+// sideEffectFree reports whether evaluating x changes nothing: no assignment,
+// no output, no call of a function that has effects.
+func (el *elider) sideEffectFree(x syntax.Node) bool {
+	free := true
+	syntax.Walk(x, func(n syntax.Node) bool {
+		switch n := n.(type) {
+		case *syntax.Assign, *syntax.IncDec, *syntax.PrintCall, *syntax.DeleteStmt,
+			*syntax.EmbeddedExpr, *syntax.EmbeddedCode, *syntax.ReturnStmt, *syntax.NextStmt,
+			*syntax.BreakStmt, *syntax.ContinueStmt:
+			free = false
+		case *syntax.Call:
+			if !el.pureFunc(n.Func) {
+				free = false
+			}
+		}
+		return free
+	})
+	return free
+}
+
+// pureFunc reports whether a script function has no effects besides its
+// result; builtins are assumed to have effects.
+func (el *elider) pureFunc(f *syntax.Func) bool {
+	if f == nil || f.Decl == nil || f.Decl.Body == nil {
+		return false
+	}
+	if p, ok := el.pure[f]; ok {
+		return p
+	}
+	if el.visiting[f] {
+		return false
+	}
+	el.visiting[f] = true
+	p := true
+	syntax.Walk(f.Decl.Body, func(n syntax.Node) bool {
+		switch n := n.(type) {
+		case *syntax.ReturnStmt:
+			if n.Value != nil && !el.sideEffectFree(n.Value) {
+				p = false
+			}
+			return false
+		case *syntax.Assign, *syntax.IncDec:
+			if v := lvalueVar(assignTarget(n)); v == nil || v.Kind == syntax.VarGlobal {
+				p = false
+			}
+		case *syntax.PrintCall, *syntax.DeleteStmt, *syntax.EmbeddedExpr:
+			p = false
+		case *syntax.Call:
+			if !el.pureFunc(n.Func) {
+				p = false
+			}
+		}
+		return p
+	})
+	el.pure[f] = p
+	delete(el.visiting, f)
+	return p
+}
+
+func assignTarget(n syntax.Node) syntax.Expr {
+	switch n := n.(type) {
+	case *syntax.Assign:
+		return n.LHS
+	case *syntax.IncDec:
+		return n.X
+	}
+	return nil
+}

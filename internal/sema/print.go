@@ -1,0 +1,106 @@
+package sema
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+
+	"github.com/bpftap/bpftap/internal/syntax"
+)
+
+// Fprint writes the elaborated program as `stap -p2` prints it: the globals
+// with their types, the functions sorted by name with their signatures and
+// locals, then every derived probe with the chain of points it came from and
+// its locals.
+func (p *Program) Fprint(w io.Writer) error {
+	var b strings.Builder
+	if len(p.Globals) > 0 {
+		b.WriteString("# globals\n")
+		for _, g := range p.Globals {
+			b.WriteString(globalString(g) + "\n")
+		}
+	}
+	funcs := p.listedFuncs()
+	if len(funcs) > 0 {
+		b.WriteString("# functions\n")
+		for _, f := range funcs {
+			b.WriteString(funcString(f) + "\n")
+			writeLocals(&b, f.Locals[len(f.Params):])
+		}
+	}
+	if len(p.Probes) > 0 {
+		b.WriteString("# probes\n")
+		for _, pr := range p.Probes {
+			b.WriteString(pr.header() + "\n")
+			writeLocals(&b, pr.Locals)
+		}
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// String is the -p2 rendering.
+func (p *Program) String() string {
+	var b strings.Builder
+	p.Fprint(&b)
+	return b.String()
+}
+
+func (p *Program) listedFuncs() []*syntax.Func {
+	funcs := append(append([]*syntax.Func(nil), p.Funcs...), p.builtinsUsed...)
+	sort.SliceStable(funcs, func(i, j int) bool { return funcs[i].Name < funcs[j].Name })
+	return funcs
+}
+
+func globalString(g *syntax.Var) string {
+	s := g.Name
+	if g.Decl != nil && g.Decl.Size > 0 {
+		s += fmt.Sprintf("[%d]", g.Decl.Size)
+	}
+	s += ":" + g.Type.String()
+	if g.IsArray {
+		s += " [" + typeList(g.Keys) + "]"
+	}
+	if g.Init != nil {
+		s += " = " + syntax.ExprString(g.Init)
+	}
+	return s
+}
+
+func typeList(ts []syntax.Type) string {
+	var s []string
+	for _, t := range ts {
+		s = append(s, t.String())
+	}
+	return strings.Join(s, ", ")
+}
+
+func funcString(f *syntax.Func) string {
+	var params []string
+	for _, p := range f.Params {
+		params = append(params, p.Name+":"+p.Type.String())
+	}
+	return fmt.Sprintf("%s:%s (%s)", f.Name, f.Result, strings.Join(params, ", "))
+}
+
+func writeLocals(b *strings.Builder, locals []*syntax.Var) {
+	if len(locals) == 0 {
+		return
+	}
+	b.WriteString("  # locals\n")
+	for _, v := range locals {
+		b.WriteString("  " + v.Name + ":" + v.Type.String() + "\n")
+	}
+}
+
+// header is "POINT /* <- ALIAS <- ... <- USER POINTS */".
+func (p *Probe) header() string {
+	chain := append([]string(nil), p.origin...)
+	if p.userText != "" {
+		chain = append(chain, p.userText)
+	} else {
+		chain = append(chain, p.Name)
+	}
+	return pointString(p.Point) + " /* <- " + strings.Join(chain, " <- ") + " */"
+}

@@ -1,0 +1,286 @@
+package sema
+
+import (
+	"fmt"
+	"sort"
+
+	"github.com/bpftap/bpftap/internal/probes"
+	"github.com/bpftap/bpftap/internal/syntax"
+	"github.com/bpftap/bpftap/internal/tapset"
+)
+
+// Symbol resolution. Each probe and function body is walked once with a scope:
+// a name is a parameter, else a local already seen, else a global visible from
+// the file (user globals first, then the library's, private ones only within
+// their file), else a new local. Arrays must be globals. Calls resolve to a
+// script function, then a library function, then a builtin.
+
+type scope struct {
+	e      *elab
+	file   *syntax.File
+	locals map[string]*syntax.Var
+	list   []*syntax.Var
+}
+
+func (e *elab) resolveAll() {
+	e.declareUserGlobals()
+	for _, p := range e.prog.Probes {
+		s := e.newScope(e.fileOf[p.Decl], nil)
+		if p.Cond != nil {
+			s.walk(p.Cond)
+		}
+		s.walk(p.Body)
+		p.Locals = s.list
+	}
+	for len(e.pending) > 0 {
+		f := e.pending[0]
+		e.pending = e.pending[1:]
+		s := e.newScope(e.fileOf[f.Decl], f.Params)
+		s.walk(f.Decl.Body)
+		f.Locals = s.list
+	}
+}
+
+func (e *elab) newScope(file *syntax.File, params []*syntax.Var) *scope {
+	s := &scope{e: e, file: file, locals: map[string]*syntax.Var{}}
+	for _, p := range params {
+		s.locals[p.Name] = p
+		s.list = append(s.list, p)
+	}
+	return s
+}
+
+func (e *elab) declareUserGlobals() {
+	for _, f := range e.prog.Files {
+		for _, d := range f.Decls {
+			if g, ok := d.(*syntax.GlobalDecl); ok {
+				e.globalFor(g)
+			}
+		}
+	}
+}
+
+func (e *elab) globalFor(g *syntax.GlobalDecl) *syntax.Var {
+	if v := e.globalVar[g]; v != nil {
+		return v
+	}
+	v := &syntax.Var{Name: g.Name, Kind: syntax.VarGlobal, Pos: g.Pos, Decl: g, Init: g.Init,
+		IsArray: g.IsArray, MaxEntries: g.Size, Wrap: g.Wrap}
+	if g.Init != nil {
+		v.Type = g.Init.Type()
+		if v.Type == syntax.TypeUnknown {
+			v.Type = literalType(g.Init)
+		}
+		g.Init.SetType(v.Type)
+		v.TypePos = g.Init.Position()
+	}
+	g.Var = v
+	e.globalVar[g] = v
+	e.prog.Globals = append(e.prog.Globals, v)
+	e.useFile(e.fileOf[g])
+	return v
+}
+
+func literalType(x syntax.Expr) syntax.Type {
+	if _, ok := x.(*syntax.StringLit); ok {
+		return syntax.TypeString
+	}
+	return syntax.TypeLong
+}
+
+// lookupGlobal finds the global name visible from file, or nil.
+func (e *elab) lookupGlobal(name string, file *syntax.File) *syntax.Var {
+	for _, g := range e.globals[name] {
+		if f := e.fileOf[g]; visible(g.Private, f, file) {
+			return e.globalFor(g)
+		}
+	}
+	return nil
+}
+
+func (s *scope) walk(n syntax.Node) {
+	syntax.Walk(n, s.visit)
+}
+
+func (s *scope) visit(n syntax.Node) bool {
+	switch n := n.(type) {
+	case *syntax.Ident:
+		s.variable(n)
+	case *syntax.Index:
+		s.array(n.Array, len(n.Keys))
+	case *syntax.In:
+		s.array(n.Array, len(n.Keys))
+	case *syntax.ForeachStmt:
+		s.array(n.Array, len(n.Keys))
+	case *syntax.Call:
+		s.call(n)
+	case *syntax.Defined:
+		return s.defined(n)
+	case *syntax.TargetVar:
+		s.e.rep.errorAt("target", n, "unresolved target-symbol expression")
+		return false
+	case *syntax.AtVar:
+		s.e.rep.errorAt("atvar", n, "unresolved @var() expression")
+		return false
+	case *syntax.Cast:
+		s.e.rep.errorAt("cast", n, "@cast is not yet supported by bpftap")
+		return false
+	case *syntax.Entry:
+		s.e.rep.errorAt("entry", n, "@entry is only valid in .return probes")
+		return false
+	case *syntax.Autocast:
+		s.e.rep.errorAt("autocast", n, "pointer dereference of a script value is not yet supported by bpftap")
+		return false
+	case *syntax.AtOp:
+		s.e.rep.errorAt("atop", n, fmt.Sprintf("@%s is not supported by bpftap", n.Name))
+		return false
+	case *syntax.EmbeddedExpr:
+		s.e.rep.errorAt("embedded", n, embeddedMsg)
+		return false
+	case *syntax.EmbeddedCode:
+		s.e.rep.errorAt("embedded", n, embeddedMsg)
+		return false
+	}
+	return true
+}
+
+// defined resolves @defined(X): context expressions are never defined in the
+// probes bpftap runs so far, so only ordinary operands are walked.
+func (s *scope) defined(n *syntax.Defined) bool {
+	n.SetType(syntax.TypeLong)
+	switch n.X.(type) {
+	case *syntax.TargetVar, *syntax.Cast, *syntax.AtVar, *syntax.Entry, *syntax.Autocast:
+		return false
+	}
+	return true
+}
+
+func (s *scope) variable(id *syntax.Ident) {
+	if id.Var != nil {
+		return
+	}
+	if v := s.locals[id.Name]; v != nil {
+		id.Var = v
+		return
+	}
+	if v := s.e.lookupGlobal(id.Name, s.file); v != nil {
+		id.Var = v
+		return
+	}
+	v := &syntax.Var{Name: id.Name, Kind: syntax.VarLocal, Pos: id.Pos, Index: len(s.list)}
+	s.locals[id.Name] = v
+	s.list = append(s.list, v)
+	id.Var = v
+}
+
+// array resolves the array operand of an index, `in` or foreach.
+func (s *scope) array(x syntax.Expr, arity int) {
+	id, ok := x.(*syntax.Ident)
+	if !ok || id.Var != nil {
+		return
+	}
+	if v := s.locals[id.Name]; v != nil && v.Kind != syntax.VarGlobal {
+		s.e.rep.errorAt("localarray", id, fmt.Sprintf("unresolved arity-%d global array %s, missing global declaration?", arity, id.Name))
+		id.Var = v
+		return
+	}
+	v := s.e.lookupGlobal(id.Name, s.file)
+	if v == nil {
+		s.e.rep.errorAt("localarray", id, fmt.Sprintf("unresolved arity-%d global array %s, missing global declaration?", arity, id.Name))
+		v = &syntax.Var{Name: id.Name, Kind: syntax.VarLocal, Pos: id.Pos}
+	}
+	id.Var = v
+}
+
+func (s *scope) call(c *syntax.Call) {
+	if c.Func != nil {
+		return
+	}
+	f, decl := s.e.lookupFunc(c.Name, len(c.Args), s.file)
+	if f == nil {
+		s.e.rep.errorAt("nofunc", c, s.e.unresolvedFunc(c.Name))
+		return
+	}
+	c.Func = f
+	if len(f.Params) != len(c.Args) {
+		msg := fmt.Sprintf("arity mismatch found (function '%s' takes %d args)", c.Name, len(f.Params))
+		var chain []*Diagnostic
+		if decl != nil {
+			chain = append(chain, &Diagnostic{Tok: describe(decl), Pos: decl.NamePos})
+		}
+		s.e.rep.errorAt("arity", c, msg, chain...)
+	}
+}
+
+func (e *elab) unresolvedFunc(name string) string {
+	names := map[string]bool{}
+	for n := range e.userFuncs {
+		names[n] = true
+	}
+	for n := range e.libFuncs {
+		names[n] = true
+	}
+	for n := range tapset.Builtins {
+		names[n] = true
+	}
+	var list []string
+	for n := range names {
+		list = append(list, n)
+	}
+	sort.Strings(list)
+	msg := "unresolved function " + name
+	if s := probes.Similar(name, list); s != "" {
+		msg += " (similar: " + s + ")"
+	}
+	return msg
+}
+
+// lookupFunc finds the function a call names: the script's, then the library's
+// (visible from file), then a builtin. Among overloads it prefers the one whose
+// arity matches.
+func (e *elab) lookupFunc(name string, nargs int, file *syntax.File) (*syntax.Func, *syntax.FuncDecl) {
+	for _, table := range []map[string][]*syntax.FuncDecl{e.userFuncs, e.libFuncs} {
+		var found *syntax.FuncDecl
+		for _, d := range table[name] {
+			if !visible(d.Private, e.fileOf[d], file) {
+				continue
+			}
+			if found == nil || len(d.Params) == nargs && len(found.Params) != nargs {
+				found = d
+			}
+		}
+		if found != nil {
+			return e.funcFor(found), found
+		}
+	}
+	return e.builtin(name), nil
+}
+
+// funcFor returns the Func of a declaration, creating it (and queueing its body
+// for resolution) on first use.
+func (e *elab) funcFor(d *syntax.FuncDecl) *syntax.Func {
+	if f := e.funcs[d]; f != nil {
+		return f
+	}
+	f := &syntax.Func{Name: d.Name, Decl: d, Result: d.Result}
+	for i, p := range d.Params {
+		v := &syntax.Var{Name: p.Name, Kind: syntax.VarParam, Pos: p.Pos, Type: p.Type, Index: i}
+		if p.Type != syntax.TypeUnknown {
+			v.TypePos = p.Pos
+		}
+		p.Var = v
+		f.Params = append(f.Params, v)
+	}
+	e.funcs[d] = f
+	e.useFile(e.fileOf[d])
+	e.prog.Funcs = append(e.prog.Funcs, f)
+	switch {
+	case d.Embedded != nil && tapset.Builtins[d.Name] != nil:
+		f.Builtin = d.Name
+	case d.Embedded != nil:
+		e.rep.errorAt("embedded", d.Embedded, embeddedMsg)
+	default:
+		e.pending = append(e.pending, f)
+	}
+	return f
+}

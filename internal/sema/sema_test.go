@@ -1,0 +1,93 @@
+package sema
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/bpftap/bpftap/internal/syntax"
+	"github.com/bpftap/bpftap/internal/tapset"
+)
+
+// Each testdata/*.txt file holds chunks:
+//
+//	=== NAME [-w] [-u]
+//	script lines
+//	---
+//	expected output: the diagnostics as stap prints them (without the
+//	"Pass 2" and "suppressed" trailer), or the warnings and the -p2 listing.
+//
+// The expectations were produced by `stap -p2` (see testdata/README).
+func TestElaborate(t *testing.T) {
+	files, _ := filepath.Glob("testdata/*.txt")
+	if len(files) == 0 {
+		t.Fatal("no test data")
+	}
+	lib := libraryFiles(t)
+	for _, file := range files {
+		for _, c := range readChunks(t, file) {
+			t.Run(filepath.Base(file)+"/"+c.name, func(t *testing.T) {
+				if got := run(t, c, lib); got != c.want {
+					t.Errorf("script:\n%s\ngot:\n%s\nwant:\n%s", c.script, got, c.want)
+				}
+			})
+		}
+	}
+}
+
+type chunk struct {
+	name, script, want string
+	flags              []string
+}
+
+func readChunks(t *testing.T, file string) []chunk {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var chunks []chunk
+	for _, part := range strings.Split(string(data), "=== ")[1:] {
+		head, rest, _ := strings.Cut(part, "\n")
+		script, want, _ := strings.Cut(rest, "---\n")
+		fields := strings.Fields(head)
+		chunks = append(chunks, chunk{name: fields[0], flags: fields[1:], script: strings.TrimSuffix(script, "\n"), want: want})
+	}
+	return chunks
+}
+
+func libraryFiles(t *testing.T) []*syntax.File {
+	var files []*syntax.File
+	stp, _ := tapset.Library()
+	for _, src := range stp {
+		f, err := syntax.Parse(src, &syntax.Config{Tapset: true})
+		if err != nil {
+			t.Fatalf("tapset %s: %v", src.Name, err)
+		}
+		files = append(files, f)
+	}
+	return files
+}
+
+func run(t *testing.T, c chunk, lib []*syntax.File) string {
+	src := syntax.NewSource("<input>", c.script)
+	f, err := syntax.Parse(src, &syntax.Config{Guru: hasFlag(c.flags, "-g")})
+	if err != nil {
+		t.Fatalf("parse: %v", err)
+	}
+	opts := Options{Library: lib, NoWarnings: hasFlag(c.flags, "-w"), Unoptimized: hasFlag(c.flags, "-u")}
+	prog, err := Elaborate([]*syntax.File{f}, opts)
+	if err != nil {
+		return err.(*Errors).Text()
+	}
+	return strings.Join(prog.Warnings, "") + prog.String()
+}
+
+func hasFlag(flags []string, f string) bool {
+	for _, x := range flags {
+		if x == f {
+			return true
+		}
+	}
+	return false
+}
