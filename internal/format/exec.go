@@ -34,15 +34,12 @@ func (f *Format) Append(dst []byte, args []Arg) []byte {
 // Sprint renders args as sprintf does: at most MaxStringLen-1 bytes, cut at the
 // first NUL byte (a string ends there).
 func (f *Format) Sprint(args []Arg, mem Memory) (string, error) {
-	var buf [128]byte
+	var buf [MaxStringLen]byte
 	out, err := f.Exec(buf[:0], args, mem, MaxStringLen)
 	if err != nil {
 		return "", err
 	}
-	if len(out) > MaxStringLen-1 {
-		out = out[:MaxStringLen-1]
-	}
-	return cString(string(out)), nil
+	return StringValue(out), nil
 }
 
 // Exec renders args with f and appends the output to dst. limit is the room

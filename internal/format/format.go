@@ -231,8 +231,8 @@ func newFormat(pieces []Directive) *Format {
 func Print(kinds []Kind, delim string, newline bool) *Format {
 	var pieces []Directive
 	for i, k := range kinds {
-		if i > 0 && delim != "" {
-			pieces = appendLiteral(pieces, delim)
+		if i > 0 && cString(delim) != "" {
+			pieces = appendLiteral(pieces, cString(delim))
 		}
 		d := Directive{Verb: 'd', Flags: FlagSign, Width: -1, Prec: -1, base: 10}
 		if k == KindString {
@@ -247,7 +247,6 @@ func Print(kinds []Kind, delim string, newline bool) *Format {
 }
 
 // appendLiteral adds text to the pieces, merging it with a preceding literal.
-// Like a C string, a literal ends at its first NUL byte.
 func appendLiteral(pieces []Directive, text string) []Directive {
 	if n := len(pieces); n > 0 && pieces[n-1].Verb == 0 {
 		pieces[n-1].Text += text

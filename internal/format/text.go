@@ -1,0 +1,180 @@
+package format
+
+import (
+	"errors"
+	"time"
+)
+
+// StringValue turns rendered bytes into a script string value: at most
+// MaxStringLen-1 bytes, ending at the first NUL byte (as a C string does).
+// sprint(@hist_log(s)) and the like use it; Sprint applies it already.
+func StringValue(b []byte) string {
+	if len(b) > MaxStringLen-1 {
+		b = b[:MaxStringLen-1]
+	}
+	return cString(string(b))
+}
+
+// TextStr is the tapset's text_str(s): s with every character that is not
+// printable ASCII escaped (C escapes, \ooo for bytes, \uXXXX or \UXXXXXXXX for
+// UTF-8 sequences), cut when the result would exceed MaxStringLen-1 bytes.
+func TextStr(s string) string {
+	return textStr(s, 0, 0, false)
+}
+
+// TextStrN is the tapset's text_strn(s, len, quoted): like TextStr with the
+// result limited to len bytes (0 means MaxStringLen-1) and, when quoted is
+// non-zero, in double quotes; a truncated quoted string ends with `"...`.
+func TextStrN(s string, length, quoted int64) string {
+	return textStr(s, 0, int(min(max(length, 0), MaxStringLen)), quoted != 0)
+}
+
+// StringQuoted is the tapset's string_quoted(s): TextStr in double quotes.
+func StringQuoted(s string) string {
+	return textStr(s, MaxStringLen, MaxStringLen, true)
+}
+
+// textStr follows the runtime's _stp_text_str: it reads at most inLen bytes
+// of s and writes at most outLen (0 or too large: MaxStringLen-1). A quoted
+// string keeps room for its quotes; when it is cut, the last three bytes that
+// fit give way to `"...`, and an escape sequence that would be split goes
+// whole.
+func textStr(s string, inLen, outLen int, quoted bool) string {
+	if inLen <= 0 || inLen > MaxStringLen-1 {
+		inLen = MaxStringLen - 1
+	}
+	if outLen <= 0 || outLen > MaxStringLen-1 {
+		outLen = MaxStringLen - 1
+	}
+	var buf [MaxStringLen + 8]byte
+	out := buf[:0]
+	if quoted {
+		outLen = max(outLen, 5) - 2
+		out = append(out, '"')
+	}
+	esc, escLen := -1, 0 // first escape sequence a cut could split
+	c := rune(0)
+	in := 0
+	for inLen > 0 {
+		var n int
+		n, c = decodeUTF8(s, in, inLen)
+		if c == 0 || outLen <= 0 {
+			break
+		}
+		in += n
+		inLen -= n
+		num := 1
+		switch {
+		case n > 1:
+			num = 6
+			if c > 0xFFFF {
+				num = 10
+			}
+		case c >= 0x80 || !isPrint(byte(c)) || c == '"' || c == '\\':
+			num = 4
+			if shortEscape(byte(c)) != 0 {
+				num = 2
+			}
+		}
+		if num > 1 && esc < 0 && outLen-3 < num {
+			esc, escLen = len(out), num
+		}
+		if outLen < num {
+			break
+		}
+		out = appendTextChar(out, c, num)
+		outLen -= num
+	}
+	if quoted {
+		if c != 0 && inLen > 0 {
+			cut := len(out) - 3 + outLen
+			if esc >= 0 && esc < cut && cut < esc+escLen {
+				cut = esc
+			}
+			out = append(out[:cut], `"...`...)
+		} else {
+			out = append(out, '"')
+		}
+	}
+	return string(out)
+}
+
+// appendTextChar writes c in num bytes: itself, a C escape, an octal escape,
+// or a \u / \U escape of a code point.
+func appendTextChar(out []byte, c rune, num int) []byte {
+	switch num {
+	case 1:
+		return append(out, byte(c))
+	case 2:
+		return append(out, '\\', shortEscape(byte(c)))
+	case 4:
+		return appendOctal(append(out, '\\'), byte(c))
+	}
+	u := byte('u')
+	if num == 10 {
+		u = 'U'
+	}
+	out = append(out, '\\', u)
+	for i := num - 3; i >= 0; i-- {
+		out = append(out, upperDigits[(c>>(4*i))&15])
+	}
+	return out
+}
+
+// decodeUTF8 decodes the character at s[i] as the runtime's _stp_decode_utf8
+// does, reading at most size bytes; bytes past the end of s read as NUL. It
+// returns the bytes consumed and the code point, or 1 and the byte itself for
+// anything that is not a well-formed, shortest, non-surrogate sequence of 2 to
+// 4 bytes.
+func decodeUTF8(s string, i, size int) (int, rune) {
+	at := func(k int) byte {
+		if k < len(s) {
+			return s[k]
+		}
+		return 0
+	}
+	b := at(i)
+	var n int
+	var c rune
+	switch {
+	case b&0xE0 == 0xC0 && size >= 2:
+		n, c = 2, rune(b&0x1F)
+	case b&0xF0 == 0xE0 && size >= 3:
+		n, c = 3, rune(b&0x0F)
+	case b&0xF8 == 0xF0 && size >= 4:
+		n, c = 4, rune(b&0x07)
+	default:
+		return 1, rune(b)
+	}
+	for k := 1; k < n; k++ {
+		b2 := at(i + k)
+		if b2&0xC0 != 0x80 {
+			return 1, rune(b)
+		}
+		c = c<<6 | rune(b2&0x3F)
+	}
+	if (0xD800 <= c && c <= 0xDFFF) || c > 0x10FFFF || c < 0x80 ||
+		(n == 3 && c < 0x800) || (n == 4 && c < 0x10000) {
+		return 1, rune(b)
+	}
+	return n, c
+}
+
+// Errors of ctime for times a 32-bit time_t cannot hold.
+var (
+	ErrTimeFuture = errors.New("Time too far in the future to be converted")
+	ErrTimePast   = errors.New("Time too far in the past to be converted")
+)
+
+// Ctime is the tapset's ctime(epochsecs): the UTC date in 24 characters,
+// "Wed Jun 30 21:49:08 1993". Like stap it refuses times outside a signed
+// 32-bit count of seconds.
+func Ctime(epochsecs int64) (string, error) {
+	switch {
+	case epochsecs > 1<<31-1:
+		return "", ErrTimeFuture
+	case epochsecs < -1<<31:
+		return "", ErrTimePast
+	}
+	return time.Unix(epochsecs, 0).UTC().Format("Mon Jan _2 15:04:05 2006"), nil
+}

@@ -1,0 +1,116 @@
+package format
+
+import (
+	"strings"
+	"testing"
+)
+
+// Expectations follow the module runtime's _stp_text_str (runtime/stp_string.c);
+// SystemTap's BPF runtime escapes differently (\xNN, no UTF-8 decoding).
+func TestTextStr(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"abc", "abc"},
+		{"", ""},
+		{`a"b\c`, `a\"b\\c`},
+		{"'", "'"},
+		{"\n\t\a\b\f\r\v", `\n\t\a\b\f\r\v`},
+		{"\x01\x1f\x7f", `\001\037\177`},
+		{"\xff", `\377`},
+		{"é", `\u00E9`},
+		{"€", `\u20AC`},
+		{"😀", `\U0001F600`},
+		{"\xc3", `\303`},                         // sequence cut by the end of the string
+		{"\xc3(", `\303(`},                       // bad continuation byte
+		{"\xc0\x80", `\300\200`},                 // overlong encoding of NUL
+		{"\xe0\x80\xaf", `\340\200\257`},         // overlong three-byte sequence
+		{"\xed\xa0\x80", `\355\240\200`},         // UTF-16 surrogate
+		{"\xf4\x90\x80\x80", `\364\220\200\200`}, // beyond U+10FFFF
+		{"a\x00b", "a"},
+		{strings.Repeat("a", 600), strings.Repeat("a", 511)},
+		{strings.Repeat("\x01", 200), strings.Repeat(`\001`, 127)},
+		{strings.Repeat("é", 100), strings.Repeat(`\u00E9`, 85)},
+	}
+	for _, tt := range tests {
+		if got := TextStr(tt.in); got != tt.want {
+			t.Errorf("TextStr(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}
+
+func TestTextStrN(t *testing.T) {
+	tests := []struct {
+		in             string
+		length, quoted int64
+		want           string
+	}{
+		{"abc", 0, 0, "abc"},
+		{"abcdef", 3, 0, "abc"},
+		{"abcdef", -5, 0, "abcdef"},
+		{"abcdef", 1000, 0, "abcdef"},
+		{"ab\ncd", 4, 0, `ab\n`},
+		{"ab\ncd", 3, 0, "ab"},
+		{"abcdef", 8, 1, `"abcdef"`},
+		{"abcdefgh", 8, 1, `"abc"...`},
+		{"abcdefgh", 5, 1, `""...`},
+		{"abcdefgh", 2, 1, `""...`},
+		{"ab", 2, 1, `"ab"`},
+		{"abc\x01defgh", 8, 1, `"abc"...`},
+		{"ab\x01cdefgh", 8, 1, `"ab"...`}, // the escape a cut would split goes whole
+		{"abcd\x01", 8, 1, `"abc"...`},
+		{"é", 6, 0, `\u00E9`},
+		{"é", 5, 0, ""},
+		{"a\tb", 0, 7, `"a\tb"`},
+	}
+	for _, tt := range tests {
+		if got := TextStrN(tt.in, tt.length, tt.quoted); got != tt.want {
+			t.Errorf("TextStrN(%q, %d, %d) = %q, want %q", tt.in, tt.length, tt.quoted, got, tt.want)
+		}
+	}
+}
+
+func TestStringQuoted(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"x\ty", `"x\ty"`},
+		{"", `""`},
+		{`say "hi"`, `"say \"hi\""`},
+		{strings.Repeat("a", 509), `"` + strings.Repeat("a", 509) + `"`},
+		{strings.Repeat("a", 600), `"` + strings.Repeat("a", 506) + `"...`},
+	}
+	for _, tt := range tests {
+		if got := StringQuoted(tt.in); got != tt.want {
+			t.Errorf("StringQuoted(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}
+
+// Expected dates are from `date -u -d @SECONDS`, and the tapset's own
+// documentation for the ends of the range.
+func TestCtime(t *testing.T) {
+	tests := []struct {
+		secs int64
+		want string
+		err  error
+	}{
+		{0, "Thu Jan  1 00:00:00 1970", nil},
+		{-1, "Wed Dec 31 23:59:59 1969", nil},
+		{86399, "Thu Jan  1 23:59:59 1970", nil},
+		{741476948, "Wed Jun 30 21:49:08 1993", nil},
+		{951782400, "Tue Feb 29 00:00:00 2000", nil},
+		{1700000000, "Tue Nov 14 22:13:20 2023", nil},
+		{-2147483648, "Fri Dec 13 20:45:52 1901", nil},
+		{2147483647, "Tue Jan 19 03:14:07 2038", nil},
+		{2147483648, "", ErrTimeFuture},
+		{-2147483649, "", ErrTimePast},
+		{1 << 62, "", ErrTimeFuture},
+	}
+	for _, tt := range tests {
+		got, err := Ctime(tt.secs)
+		if got != tt.want || err != tt.err {
+			t.Errorf("Ctime(%d) = %q, %v; want %q, %v", tt.secs, got, err, tt.want, tt.err)
+		}
+	}
+	if ErrTimeFuture.Error() != "Time too far in the future to be converted" ||
+		ErrTimePast.Error() != "Time too far in the past to be converted" {
+		t.Error("ctime error texts differ from the tapset's")
+	}
+}
