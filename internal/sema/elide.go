@@ -83,7 +83,7 @@ func markNode(n syntax.Node) bool {
 		syntax.Walk(n.Body, markNode)
 		return false
 	case *syntax.DeleteStmt:
-		markWrite(n.Target)
+		markRead(n.Target) // a deleted global is not displayed at exit
 		markIndexKeys(n.Target)
 		return false
 	case *syntax.TryStmt:
@@ -156,7 +156,98 @@ func (e *elab) elide() {
 	if len(e.prog.Probes) == 0 {
 		e.rep.errorf("noprobes", "no probes found")
 	}
+	e.elideQuietly(el)
+	e.prune()
+}
+
+// elideQuietly repeats the elision of assignments to unread locals, which the
+// first round may have left unread, without warnings (as stap does).
+func (e *elab) elideQuietly(el *elider) {
+	rep := e.rep
+	defer func() { e.rep = rep }()
+	e.rep = newReporter(false, true)
+	for changed := true; changed; {
+		changed = false
+		e.markUsage()
+		for _, b := range e.bodies() {
+			if blk, ok := b.(*syntax.Block); ok {
+				n := countStmts(blk)
+				el.block(blk)
+				changed = changed || countStmts(blk) != n
+			}
+		}
+	}
 	e.markUsage()
+}
+
+func countStmts(n syntax.Node) int {
+	c := 0
+	syntax.Walk(n, func(x syntax.Node) bool {
+		if _, ok := x.(syntax.Stmt); ok {
+			c++
+		}
+		return true
+	})
+	return c
+}
+
+// prune drops the locals and functions elided code referred to, keeping
+// functions reachable from the remaining probes.
+func (e *elab) prune() {
+	used := map[*syntax.Var]bool{}
+	called := map[*syntax.Func]bool{}
+	var visit func(n syntax.Node)
+	visit = func(n syntax.Node) {
+		syntax.Walk(n, func(x syntax.Node) bool {
+			switch x := x.(type) {
+			case *syntax.Ident:
+				used[x.Var] = true
+			case *syntax.Call:
+				if f := x.Func; f != nil && !called[f] {
+					called[f] = true
+					if f.Decl != nil && f.Decl.Body != nil {
+						visit(f.Decl.Body)
+					}
+				}
+			}
+			return true
+		})
+	}
+	for _, p := range e.prog.Probes {
+		if p.Cond != nil {
+			visit(p.Cond)
+		}
+		visit(p.Body)
+		p.Locals = keepVars(p.Locals, used, 0)
+	}
+	e.prog.Funcs = keepFuncs(e.prog.Funcs, called)
+	e.prog.builtinsUsed = keepFuncs(e.prog.builtinsUsed, called)
+	for _, f := range e.prog.Funcs {
+		f.Locals = keepVars(f.Locals, used, len(f.Params))
+	}
+}
+
+// keepVars keeps the used variables (and the first n, the parameters) and
+// renumbers them.
+func keepVars(vars []*syntax.Var, used map[*syntax.Var]bool, n int) []*syntax.Var {
+	var kept []*syntax.Var
+	for i, v := range vars {
+		if i < n || used[v] {
+			v.Index = len(kept)
+			kept = append(kept, v)
+		}
+	}
+	return kept
+}
+
+func keepFuncs(funcs []*syntax.Func, called map[*syntax.Func]bool) []*syntax.Func {
+	var kept []*syntax.Func
+	for _, f := range funcs {
+		if called[f] {
+			kept = append(kept, f)
+		}
+	}
+	return kept
 }
 
 // warnNeverAssigned warns about locals that are read but never written.

@@ -9,7 +9,7 @@ import (
 	"github.com/bpftap/bpftap/internal/syntax"
 )
 
-// Fprint writes the elaborated program as `stap -p2` prints it: the globals
+// Fprint writes the elaborated program as `stap -p2` prints it without -v: the globals
 // with their types, the functions sorted by name with their signatures and
 // locals, then every derived probe with the chain of points it came from and
 // its locals.
@@ -26,7 +26,9 @@ func (p *Program) Fprint(w io.Writer) error {
 		b.WriteString("# functions\n")
 		for _, f := range funcs {
 			b.WriteString(funcString(f) + "\n")
-			writeLocals(&b, f.Locals[len(f.Params):])
+			if len(f.Locals) > len(f.Params) {
+				writeLocals(&b, f.Locals[len(f.Params):])
+			}
 		}
 	}
 	if len(p.Probes) > 0 {
@@ -61,9 +63,6 @@ func globalString(g *syntax.Var) string {
 	s += ":" + g.Type.String()
 	if g.IsArray {
 		s += " [" + typeList(g.Keys) + "]"
-	}
-	if g.Init != nil {
-		s += " = " + syntax.ExprString(g.Init)
 	}
 	return s
 }

@@ -112,6 +112,9 @@ func (s *scope) visit(n syntax.Node) bool {
 		s.array(n.Array, len(n.Keys))
 	case *syntax.ForeachStmt:
 		s.array(n.Array, len(n.Keys))
+		for _, k := range n.Keys { // keys are declared before the value
+			s.variable(k)
+		}
 	case *syntax.Call:
 		s.call(n)
 	case *syntax.Defined:
