@@ -351,23 +351,27 @@ func (w *writer) dump(hex bool, addr uint64, width, prec int, flags Flags, mem M
 	if hex {
 		read = min(n, w.room()/2)
 	}
-	var buf [pageSize]byte
-	p := buf[:read]
-	if read > 0 {
-		if mem == nil {
-			return readFault(addr)
-		}
-		got, err := mem.ReadMemory(addr, p, flags&FlagSpecial != 0)
-		if err != nil || got < read {
-			return readFault(addr + uint64(min(max(got, 0), read)))
-		}
+	if read > 0 && mem == nil {
+		return readFault(addr)
 	}
-	if hex {
-		for _, c := range p {
-			w.buf = append(w.buf, lowerDigits[c>>4], lowerDigits[c&15])
+	// A dynamic precision that passed the size check as a negative long can
+	// still come out large once truncated to an int: read page by page.
+	var buf [pageSize]byte
+	for read > 0 {
+		p := buf[:min(read, len(buf))]
+		got, err := mem.ReadMemory(addr, p, flags&FlagSpecial != 0)
+		if err != nil || got < len(p) {
+			return readFault(addr + uint64(min(max(got, 0), len(p))))
 		}
-	} else {
-		w.buf = append(w.buf, p...)
+		if hex {
+			for _, c := range p {
+				w.buf = append(w.buf, lowerDigits[c>>4], lowerDigits[c&15])
+			}
+		} else {
+			w.buf = append(w.buf, p...)
+		}
+		addr += uint64(len(p))
+		read -= len(p)
 	}
 	w.fieldEnd(size, width, flags)
 	return nil
