@@ -84,7 +84,7 @@ func (f *Format) Exec(dst []byte, args []Arg, mem Memory, limit int) ([]byte, er
 			prec = w.clamp(int64(d.Prec))
 		}
 		if err := w.convert(d, arg(), width, prec, mem); err != nil {
-			return dst[:len(dst)], err
+			return dst, err
 		}
 		w.clip()
 	}
