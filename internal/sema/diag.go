@@ -53,11 +53,11 @@ func (e *Errors) SuppressedText() string {
 
 func suppressedText(errs, warns int) string {
 	var b strings.Builder
-	if warns > 0 {
-		fmt.Fprintf(&b, "Number of similar warning messages suppressed: %d.\n", warns)
-	}
 	if errs > 0 {
 		fmt.Fprintf(&b, "Number of similar error messages suppressed: %d.\n", errs)
+	}
+	if warns > 0 {
+		fmt.Fprintf(&b, "Number of similar warning messages suppressed: %d.\n", warns)
 	}
 	if warns > 0 || errs > 0 {
 		b.WriteString("Rerun with -v to see them.\n")
@@ -78,6 +78,9 @@ type reporter struct {
 	suppErrs   int
 	suppWarns  int
 	warnings   []string // each warning's rendering
+	// quiet drops warnings without counting them (stap's later optimization
+	// rounds, which repeat what the first one said).
+	quiet bool
 }
 
 func newReporter(verbose, noWarnings bool) *reporter {
@@ -104,64 +107,71 @@ func note(n syntax.Node, msg string) *Diagnostic {
 	return &Diagnostic{Msg: msg, Tok: describe(n), Pos: n.Position()}
 }
 
+// add records a diagnostic and prints it unless stap would drop it. Without -v
+// stap prints one error per origin chain (the check that raised it and the
+// checks of its chained notes) and one warning per message text, counting the
+// others as suppressed; with -v it prints every error and warning, though a
+// chained note whose origin was already shown is still left out.
 func (r *reporter) add(d *Diagnostic) {
 	if d.Warning {
-		if r.noWarnings {
-			return
-		}
-		key := d.Msg + d.Tok + d.Pos.String()
-		if r.seen[key] {
-			r.suppWarns++
-			return
-		}
-		r.seen[key] = true
-		r.diags = append(r.diags, d)
-		start := r.out.Len()
-		r.renderWarning(d)
-		r.warnings = append(r.warnings, r.out.String()[start:])
+		r.addWarning(d)
 		return
 	}
 	r.nerrors++
-	key := d.origin
-	for _, c := range d.Chain {
-		key += "|" + c.origin
-	}
-	if r.verbose || d.origin == "" {
-		key = r.plain(d)
-	}
-	if r.seen[key] {
+	key := originChain(d, 0)
+	if !r.verbose && r.seen[key] {
 		r.suppErrs++
 		return
 	}
 	r.seen[key] = true
 	r.diags = append(r.diags, d)
-	r.renderError(d)
-}
-
-// plain is a diagnostic's text without file-name elision, for duplicate checks.
-func (r *reporter) plain(d *Diagnostic) string {
-	s := d.Msg + "|" + d.Tok + "|" + d.Pos.String()
-	for _, c := range d.Chain {
-		s += "|" + r.plain(c)
-	}
-	return s
-}
-
-func (r *reporter) renderError(d *Diagnostic) {
 	r.out.WriteString("semantic error: ")
 	r.renderBody(d, "        source: ")
-	for _, c := range d.Chain {
-		if c.Msg != "" {
-			r.out.WriteString("\nsemantic error: ")
+	for i, c := range d.Chain {
+		if c.Msg == "" { // a second token of the same error
+			r.renderBody(c, "        source: ")
+			continue
 		}
-		r.renderBody(c, "        source: ")
+		r.out.WriteString("\n")
+		if k := originChain(d, i+1); !r.seen[k] {
+			r.seen[k] = true
+			r.out.WriteString("semantic error: ")
+			r.renderBody(c, "        source: ")
+		}
 	}
 	r.out.WriteString("\n")
 }
 
-func (r *reporter) renderWarning(d *Diagnostic) {
+// originChain is the duplicate-elimination key of the error starting at chain
+// element i (0 is d itself): its origin and those of the notes after it.
+func originChain(d *Diagnostic, i int) string {
+	key := d.origin
+	if i > 0 {
+		key = d.Chain[i-1].origin
+	}
+	for _, c := range d.Chain[max(i, 0):] {
+		if c.Msg != "" {
+			key += "|" + c.origin
+		}
+	}
+	return "E" + key
+}
+
+func (r *reporter) addWarning(d *Diagnostic) {
+	if r.noWarnings || r.quiet {
+		return
+	}
+	key := "W" + d.Msg
+	if !r.verbose && r.seen[key] {
+		r.suppWarns++
+		return
+	}
+	r.seen[key] = true
+	r.diags = append(r.diags, d)
+	start := r.out.Len()
 	r.out.WriteString("WARNING: ")
 	r.renderBody(d, " source: ")
+	r.warnings = append(r.warnings, r.out.String()[start:])
 }
 
 // renderBody writes "MSG: TOKEN at FILE:L:C" and the source excerpt.

@@ -64,6 +64,7 @@ type elab struct {
 	funcs     map[*syntax.FuncDecl]*syntax.Func
 	builtins  map[string]*syntax.Func
 	globalVar map[*syntax.GlobalDecl]*syntax.Var
+	arityAt   map[*syntax.Var]syntax.Node // where each global's arity was set
 	usedFiles map[*syntax.File]bool
 	pending   []*syntax.Func // functions whose bodies still need resolving
 }
@@ -84,6 +85,7 @@ func Elaborate(user []*syntax.File, opts Options) (*Program, error) {
 		funcs:     map[*syntax.FuncDecl]*syntax.Func{},
 		builtins:  map[string]*syntax.Func{},
 		globalVar: map[*syntax.GlobalDecl]*syntax.Var{},
+		arityAt:   map[*syntax.Var]syntax.Node{},
 		usedFiles: map[*syntax.File]bool{},
 	}
 	if e.reg == nil {

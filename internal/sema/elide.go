@@ -3,6 +3,7 @@ package sema
 import (
 	"fmt"
 	"sort"
+	"strings"
 
 	"github.com/bpftap/bpftap/internal/probes"
 	"github.com/bpftap/bpftap/internal/syntax"
@@ -133,51 +134,87 @@ func markRead(x syntax.Expr) {
 
 func (e *elab) elide() {
 	e.markUsage()
+	e.dropUnusedGlobals()
 	e.warnNeverAssigned()
 	if e.opts.Unoptimized {
 		return
 	}
-	el := &elider{e: e, pure: map[*syntax.Func]bool{}, visiting: map[*syntax.Func]bool{}}
+	el := &elider{e: e, pure: map[*syntax.Func]bool{}, visiting: map[*syntax.Func]bool{},
+		stmtTok: map[*syntax.ExprStmt]syntax.Node{}}
+	el.round()
+	e.rep.quiet = true
+	for changed := true; changed; {
+		e.markUsage()
+		n := e.countAllStmts()
+		el.round()
+		changed = e.countAllStmts() != n
+	}
+	e.rep.quiet = false
+	e.markUsage()
 	kept := e.prog.Probes[:0]
 	for _, p := range e.prog.Probes {
-		el.block(p.Body)
 		if len(p.Body.Stmts) == 0 && p.Decl != nil {
-			e.rep.warnAt(p.Decl, fmt.Sprintf("Probe '%s' has been elided", p.Name))
+			e.rep.warnAt(p.Decl, fmt.Sprintf("Probe '%s' has been elided", p.Point.Components[0].Name))
 			continue
 		}
 		kept = append(kept, p)
 	}
 	e.prog.Probes = kept
-	for _, f := range e.prog.Funcs {
-		if f.Decl != nil && f.Decl.Body != nil {
-			el.block(f.Decl.Body)
-		}
-	}
 	if len(e.prog.Probes) == 0 {
 		e.rep.errorf("noprobes", "no probes found")
 	}
-	e.elideQuietly(el)
 	e.prune()
 }
 
-// elideQuietly repeats the elision of assignments to unread locals, which the
-// first round may have left unread, without warnings (as stap does).
-func (e *elab) elideQuietly(el *elider) {
-	rep := e.rep
-	defer func() { e.rep = rep }()
-	e.rep = newReporter(false, true)
-	for changed := true; changed; {
-		changed = false
-		e.markUsage()
-		for _, b := range e.bodies() {
-			if blk, ok := b.(*syntax.Block); ok {
-				n := countStmts(blk)
-				el.block(blk)
-				changed = changed || countStmts(blk) != n
-			}
+// dropUnusedGlobals forgets the globals no probe or function mentions.
+func (e *elab) dropUnusedGlobals() {
+	kept := e.prog.Globals[:0]
+	for _, g := range e.prog.Globals {
+		if g.Read || g.Written {
+			kept = append(kept, g)
 		}
 	}
-	e.markUsage()
+	e.prog.Globals = kept
+}
+
+// round is one of stap's optimization rounds: first the assignments to locals
+// nobody reads, in every probe then every function, then the expression
+// statements without effect.
+func (el *elider) round() {
+	for _, mode := range []elideMode{elideAssignments, elideExpressions} {
+		el.mode = mode
+		for _, b := range el.e.bodiesByName() {
+			el.block(b)
+		}
+	}
+}
+
+// bodiesByName lists the probe bodies, then the function bodies by function name.
+func (e *elab) bodiesByName() []*syntax.Block {
+	var list []*syntax.Block
+	for _, p := range e.prog.Probes {
+		list = append(list, p.Body)
+	}
+	for _, f := range e.funcsByName() {
+		if f.Decl != nil && f.Decl.Body != nil {
+			list = append(list, f.Decl.Body)
+		}
+	}
+	return list
+}
+
+func (e *elab) funcsByName() []*syntax.Func {
+	funcs := append([]*syntax.Func(nil), e.prog.Funcs...)
+	sort.SliceStable(funcs, func(i, j int) bool { return funcs[i].Name < funcs[j].Name })
+	return funcs
+}
+
+func (e *elab) countAllStmts() int {
+	n := 0
+	for _, b := range e.bodiesByName() {
+		n += countStmts(b)
+	}
+	return n
 }
 
 func countStmts(n syntax.Node) int {
@@ -255,11 +292,44 @@ func (e *elab) warnNeverAssigned() {
 	for _, p := range e.prog.Probes {
 		e.neverAssigned(p.Locals, p.Body)
 	}
-	for _, f := range e.prog.Funcs {
+	for _, f := range e.funcsByName() {
 		if f.Decl != nil && f.Decl.Body != nil {
 			e.neverAssigned(f.Locals, f.Decl.Body)
 		}
 	}
+	e.globalsNeverAssigned()
+}
+
+// globalsNeverAssigned warns about globals read but never written nor
+// initialized (by the script or -G). stap lists the similar names among all
+// public globals, the variable itself included.
+func (e *elab) globalsNeverAssigned() {
+	var names []string
+	for _, g := range e.prog.Globals {
+		if g.Decl == nil || !g.Decl.Private {
+			names = append(names, g.Name)
+		}
+	}
+	sort.Strings(names)
+	for _, g := range e.prog.Globals {
+		if g.Written || g.Init != nil || e.overridden(g.Name) {
+			continue
+		}
+		msg := fmt.Sprintf("never-assigned global variable '%s'", g.Name)
+		if s := probes.Similar(g.Name, names); s != "" {
+			msg += " (similar: " + s + ")"
+		}
+		e.rep.warnAt(varToken(g), msg)
+	}
+}
+
+func (e *elab) overridden(name string) bool {
+	for _, o := range e.opts.Overrides {
+		if n, _, _ := strings.Cut(o, "="); n == name {
+			return true
+		}
+	}
+	return false
 }
 
 func (e *elab) neverAssigned(locals []*syntax.Var, body syntax.Node) {
@@ -288,9 +358,20 @@ func (e *elab) neverAssigned(locals []*syntax.Var, body syntax.Node) {
 
 type elider struct {
 	e        *elab
+	mode     elideMode
 	pure     map[*syntax.Func]bool
 	visiting map[*syntax.Func]bool
+	// stmtTok is the first token of the statement an elided assignment left
+	// behind (its right-hand side), which stap blames if that goes too.
+	stmtTok map[*syntax.ExprStmt]syntax.Node
 }
+
+type elideMode int
+
+const (
+	elideAssignments elideMode = iota
+	elideExpressions
+)
 
 // block elides the statements of b (and of the blocks nested in it).
 func (el *elider) block(b *syntax.Block) {
@@ -342,21 +423,29 @@ func (el *elider) keepEmpty(s syntax.Stmt) syntax.Stmt {
 }
 
 func (el *elider) exprStmt(s *syntax.ExprStmt) syntax.Stmt {
-	if a, ok := s.X.(*syntax.Assign); ok && a.Op == "=" {
-		if v := lvalueVar(a.LHS); v != nil && v.Kind == syntax.VarLocal && !v.Read {
-			el.e.rep.warnAt(a, fmt.Sprintf("Eliding assignment to '%s'", v.Name))
-			if !el.sideEffectFree(a.RHS) {
-				return &syntax.ExprStmt{X: a.RHS}
+	if el.mode == elideAssignments {
+		if a, ok := s.X.(*syntax.Assign); ok && a.Op == "=" {
+			if v := lvalueVar(a.LHS); v != nil && v.Kind == syntax.VarLocal && !v.Read {
+				el.e.rep.warnAt(a, fmt.Sprintf("Eliding assignment to '%s'", v.Name))
+				rest := &syntax.ExprStmt{X: a.RHS}
+				el.stmtTok[rest] = el.tokenOf(s)
+				return rest
 			}
-			el.e.rep.warnAt(firstToken(a), "Eliding side-effect-free expression ")
-			return nil
 		}
+		return s
 	}
 	if el.sideEffectFree(s.X) {
-		el.e.rep.warnAt(firstToken(s.X), "Eliding side-effect-free expression ")
+		el.e.rep.warnAt(el.tokenOf(s), "Eliding side-effect-free expression ")
 		return nil
 	}
 	return s
+}
+
+func (el *elider) tokenOf(s *syntax.ExprStmt) syntax.Node {
+	if t := el.stmtTok[s]; t != nil {
+		return t
+	}
+	return firstToken(s.X)
 }
 
 // firstToken returns the leftmost node of an expression: where stap's

@@ -119,21 +119,8 @@ func (s *scope) visit(n syntax.Node) bool {
 		s.call(n)
 	case *syntax.Defined:
 		return s.defined(n)
-	case *syntax.TargetVar:
-		s.e.rep.errorAt("target", n, "unresolved target-symbol expression")
-		return false
-	case *syntax.AtVar:
-		s.e.rep.errorAt("atvar", n, "unresolved @var() expression")
-		return false
-	case *syntax.Cast:
-		s.e.rep.errorAt("cast", n, "@cast is not yet supported by bpftap")
-		return false
-	case *syntax.Entry:
-		s.e.rep.errorAt("entry", n, "@entry is only valid in .return probes")
-		return false
-	case *syntax.Autocast:
-		s.e.rep.errorAt("autocast", n, "pointer dereference of a script value is not yet supported by bpftap")
-		return false
+	case *syntax.DeleteStmt:
+		return s.deleteTarget(n.Target)
 	case *syntax.AtOp:
 		s.e.rep.errorAt("atop", n, fmt.Sprintf("@%s is not supported by bpftap", n.Name))
 		return false
@@ -158,6 +145,23 @@ func (s *scope) defined(n *syntax.Defined) bool {
 	return true
 }
 
+// deleteTarget resolves the operand of delete: a whole array, an element or
+// a scalar.
+func (s *scope) deleteTarget(x syntax.Expr) bool {
+	id, ok := x.(*syntax.Ident)
+	if !ok {
+		return true
+	}
+	if v := s.locals[id.Name]; v != nil {
+		id.Var = v
+	} else if v := s.e.lookupGlobal(id.Name, s.file); v != nil {
+		id.Var = v
+	} else {
+		s.variable(id)
+	}
+	return false
+}
+
 func (s *scope) variable(id *syntax.Ident) {
 	if id.Var != nil {
 		return
@@ -168,6 +172,7 @@ func (s *scope) variable(id *syntax.Ident) {
 	}
 	if v := s.e.lookupGlobal(id.Name, s.file); v != nil {
 		id.Var = v
+		s.e.setArity(v, 0, id)
 		return
 	}
 	v := &syntax.Var{Name: id.Name, Kind: syntax.VarLocal, Pos: id.Pos, Index: len(s.list)}
@@ -193,6 +198,31 @@ func (s *scope) array(x syntax.Expr, arity int) {
 		v = &syntax.Var{Name: id.Name, Kind: syntax.VarLocal, Pos: id.Pos}
 	}
 	id.Var = v
+	s.e.setArity(v, arity, id)
+}
+
+// setArity records how many keys global v is used with (0 for a scalar), or
+// reports the use that disagrees with the first.
+func (e *elab) setArity(v *syntax.Var, n int, at syntax.Node) {
+	if v.Kind != syntax.VarGlobal {
+		return
+	}
+	if n == 0 && v.Decl != nil && v.Decl.Size > 0 {
+		e.rep.errorAt("arity0", v.Decl, "inconsistent arity")
+		return
+	}
+	first := e.arityAt[v]
+	if first == nil {
+		e.arityAt[v] = at
+		v.IsArray = n > 0
+		v.Keys = make([]syntax.Type, n)
+		return
+	}
+	if len(v.Keys) != n {
+		c := note(first, fmt.Sprintf("arity %d first inferred here", len(v.Keys)))
+		c.origin = "arityfirst"
+		e.rep.errorAt("arity", at, fmt.Sprintf("inconsistent arity (%d vs %d)", len(v.Keys), n), c)
+	}
 }
 
 func (s *scope) call(c *syntax.Call) {
