@@ -1,0 +1,209 @@
+package tapset_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/bpftap/bpftap/internal/sema"
+	"github.com/bpftap/bpftap/internal/syntax"
+	"github.com/bpftap/bpftap/internal/tapset"
+)
+
+// signatures lists every public function of the script library as its man
+// page's SYNOPSIS writes it (name:result(param:type,...)), with the types the
+// elaborator must infer where stap's declaration leaves them out.
+var signatures = []string{
+	// ansi.stp
+	"ansi_clear_screen()",
+	"ansi_set_color(fg:long)",
+	"ansi_set_color(fg:long,bg:long)",
+	"ansi_set_color(fg:long,bg:long,attr:long)",
+	"ansi_set_color2(fg:long,bg:long)",
+	"ansi_set_color3(fg:long,bg:long,attr:long)",
+	"ansi_reset_color()",
+	"ansi_new_line()",
+	"ansi_cursor_move(x:long,y:long)",
+	"ansi_cursor_hide()",
+	"ansi_cursor_show()",
+	"ansi_cursor_save()",
+	"ansi_cursor_restore()",
+	// context.stp
+	"ppfunc:string()",
+	"pnlabel:string()",
+	// dev.stp
+	"MAJOR:long(dev:long)",
+	"MINOR:long(dev:long)",
+	"MKDEV:long(major:long,minor:long)",
+	"usrdev2kerndev:long(dev:long)",
+	// errno.stp
+	"errno_str:string(err:long)",
+	"return_str:string(format:long,ret:long)",
+	// indent.stp
+	"indent:string(delta:long)",
+	"indent_depth:long(delta:long)",
+	"thread_indent:string(delta:long)",
+	"thread_indent_depth:long(delta:long)",
+	// inet.stp
+	"htons:long(x:long)",
+	"htonl:long(x:long)",
+	"htonll:long(x:long)",
+	"ntohs:long(x:long)",
+	"ntohl:long(x:long)",
+	"ntohll:long(x:long)",
+	"ip_ntop:string(addr:long)",
+	"format_ipaddr:string(addr:long,family:long)",
+	// logging.stp
+	"assert(expression:long)",
+	"assert(expression:long,msg:string)",
+	// queue_stats.stp
+	"qs_wait(qname:string)",
+	"qs_run(qname:string)",
+	"qs_done(qname:string)",
+	"qsq_start(qname:string)",
+	"qsq_utilization:long(qname:string,scale:long)",
+	"qsq_blocked:long(qname:string,scale:long)",
+	"qsq_wait_queue_length:long(qname:string,scale:long)",
+	"qsq_service_time:long(qname:string,scale:long)",
+	"qsq_wait_time:long(qname:string,scale:long)",
+	"qsq_throughput:long(qname:string,scale:long)",
+	"qsq_print(qname:string)",
+	"qs_time:long()",
+	// rlimit.stp
+	"rlimit_from_str:long(lim_str:string)",
+	// signal.stp
+	"signal_str:string(num:long)",
+	"sigset_mask_str:string(mask:long)",
+	"sa_flags_str:string(sa_flags:long)",
+	"sa_handler_str:string(handler:long)",
+	// socket.stp
+	"sock_prot_num2str:string(proto:long)",
+	"sock_prot_str2num:long(proto:string)",
+	"sock_fam_num2str:string(family:long)",
+	"sock_fam_str2num:long(family:string)",
+	"sock_state_num2str:string(state:long)",
+	"sock_state_str2num:long(state:string)",
+	"sock_type_num2str:string(type:long)",
+	"sock_type_str2num:long(type:string)",
+	// speculative.stp
+	"speculation:long()",
+	"speculate(id:long,output:string)",
+	"discard(id:long)",
+	"commit(id:long)",
+	// stopwatch.stp
+	"start_stopwatch(name:string)",
+	"stop_stopwatch(name:string)",
+	"delete_stopwatch(name:string)",
+	"read_stopwatch_ns:long(name:string)",
+	"read_stopwatch_us:long(name:string)",
+	"read_stopwatch_ms:long(name:string)",
+	"read_stopwatch_s:long(name:string)",
+	// units.stp
+	"nsecs_to_string:string(nsecs:long)",
+	"usecs_to_string:string(usecs:long)",
+	"msecs_to_string:string(msecs:long)",
+	"bytes_to_string:string(bytes:long)",
+}
+
+// companions are calls that give types to the globals a function only
+// deletes: called alone, such a function leaves them untyped, an error in
+// stap too.
+var companions = map[string]string{
+	"qsq_start":        `qs_done("x");`,
+	"discard":          `speculate(1, "x");`,
+	"commit":           `speculate(1, "x");`,
+	"start_stopwatch":  `stop_stopwatch("x");`,
+	"delete_stopwatch": `print(read_stopwatch_ns("x"));`,
+}
+
+func parseLibrary(t *testing.T) []*syntax.File {
+	t.Helper()
+	stp, stpm := tapset.Library()
+	macros, errs := syntax.LoadMacros(stpm...)
+	if len(errs) > 0 {
+		t.Fatalf("macros: %v", errs)
+	}
+	var files []*syntax.File
+	for _, src := range stp {
+		f, err := syntax.Parse(src, &syntax.Config{Tapset: true, Arch: "x86_64", Macros: macros})
+		if err != nil {
+			t.Fatalf("%s: %v", src.Name, err)
+		}
+		files = append(files, f)
+	}
+	return files
+}
+
+// elaborate runs pass 2 over script against the library. The elaborator
+// annotates the library's declarations, so each run needs a fresh parse.
+func elaborate(t *testing.T, lib []*syntax.File, script string) (*sema.Program, error) {
+	t.Helper()
+	f, err := syntax.Parse(syntax.NewSource("<input>", script), &syntax.Config{})
+	if err != nil {
+		t.Fatalf("parse %q: %v", script, err)
+	}
+	return sema.Elaborate([]*syntax.File{f}, sema.Options{Library: lib})
+}
+
+// TestSignatures elaborates a call of every library function and checks the
+// types the elaborator gave its result and parameters.
+func TestSignatures(t *testing.T) {
+	for _, want := range signatures {
+		name, result, params := splitSignature(want)
+		script := fmt.Sprintf("probe begin { %s%s }", companions[name], callOf(name, result, params))
+		prog, err := elaborate(t, parseLibrary(t), script)
+		if err != nil {
+			t.Errorf("%s:\n%v", script, err)
+			continue
+		}
+		if got := signatureOf(prog, name, len(params)); got != want {
+			t.Errorf("%s: got signature %q, want %q", name, got, want)
+		}
+	}
+}
+
+// splitSignature splits "name:result(p:type,...)" into its name, result type
+// and parameter types.
+func splitSignature(sig string) (name, result string, params []string) {
+	head, args, _ := strings.Cut(strings.TrimSuffix(sig, ")"), "(")
+	name, result, _ = strings.Cut(head, ":")
+	for _, p := range strings.Split(args, ",") {
+		if _, typ, ok := strings.Cut(p, ":"); ok {
+			params = append(params, typ)
+		}
+	}
+	return name, result, params
+}
+
+// callOf writes a call with a literal of each parameter's type, printing the
+// result if there is one (a bare call of a function without side effects
+// would be elided).
+func callOf(name, result string, params []string) string {
+	var args []string
+	for _, p := range params {
+		args = append(args, map[string]string{"long": "1", "string": `"x"`}[p])
+	}
+	call := name + "(" + strings.Join(args, ", ") + ")"
+	if result == "" {
+		return call
+	}
+	return "print(" + call + ")"
+}
+
+func signatureOf(prog *sema.Program, name string, arity int) string {
+	for _, f := range prog.Funcs {
+		if f.Name != name || f.Decl == nil || len(f.Params) != arity {
+			continue
+		}
+		s := name
+		if f.Result != syntax.TypeUnknown {
+			s += ":" + f.Result.String()
+		}
+		var ps []string
+		for _, p := range f.Params {
+			ps = append(ps, p.Name+":"+p.Type.String())
+		}
+		return s + "(" + strings.Join(ps, ",") + ")"
+	}
+	return "(not called)"
+}
