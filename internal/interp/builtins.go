@@ -1,0 +1,145 @@
+package interp
+
+import (
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/bpftap/bpftap/internal/probes"
+	"github.com/bpftap/bpftap/internal/syntax"
+)
+
+// builtinFunc implements a builtin: it gets its evaluated arguments and
+// returns its result (ignored for functions without one).
+type builtinFunc func(cc *callContext, args []value) value
+
+// builtins implements every function of tapset.Builtins for user-side probes.
+var builtins map[string]builtinFunc
+
+func init() {
+	builtins = map[string]builtinFunc{}
+	for _, group := range []map[string]builtinFunc{controlBuiltins, contextBuiltins, stringBuiltins, timeBuiltins, memoryBuiltins} {
+		for name, f := range group {
+			builtins[name] = f
+		}
+	}
+}
+
+func long(v int64) value   { return value{i: v} }
+func str(s string) value   { return value{s: s} }
+func boolean(b bool) value { return long(b2i(b)) }
+
+var controlBuiltins = map[string]builtinFunc{
+	"exit": func(cc *callContext, _ []value) value {
+		cc.in.stop(stateStopping)
+		return value{}
+	},
+	"abort": func(cc *callContext, _ []value) value {
+		cc.in.stop(stateStopping)
+		panic(abortSignal{})
+	},
+	"error": func(cc *callContext, args []value) value {
+		panic(&runError{Msg: args[0].s})
+	},
+	"warn": func(cc *callContext, args []value) value {
+		cc.in.warn(args[0].s)
+		return value{}
+	},
+	"log": func(cc *callContext, args []value) value {
+		cc.in.out = append(cc.in.out, args[0].s+"\n"...)
+		return value{}
+	},
+	"system": func(cc *callContext, args []value) value {
+		cc.in.pendingCommands = append(cc.in.pendingCommands, args[0].s)
+		return value{}
+	},
+	"mdelay": func(cc *callContext, args []value) value {
+		time.Sleep(time.Duration(max(args[0].i, 0)) * time.Millisecond)
+		return value{}
+	},
+	"udelay": func(cc *callContext, args []value) value {
+		time.Sleep(time.Duration(max(args[0].i, 0)) * time.Microsecond)
+		return value{}
+	},
+	"randint": func(cc *callContext, args []value) value {
+		n := uint64(args[0].i)
+		if n > 1024*1024 {
+			cc.fail("range too wide")
+		}
+		if n == 0 {
+			return long(0)
+		}
+		return long(int64(cc.in.rng.Uint64N(n)))
+	},
+}
+
+// runCommands runs the commands system() queued during a handler, after its
+// output, as staprun does.
+func (in *Interp) runCommands() {
+	for _, c := range in.pendingCommands {
+		cmd := exec.Command("/bin/sh", "-c", c)
+		cmd.Stdout, cmd.Stderr = in.cfg.Stdout, in.cfg.Stderr
+		cmd.Run()
+	}
+	in.pendingCommands = in.pendingCommands[:0]
+}
+
+// In user-side probes the current process is bpftap itself, as it is staprun
+// (begin, end) for stap.
+var contextBuiltins = map[string]builtinFunc{
+	"pid":      func(*callContext, []value) value { return long(int64(os.Getpid())) },
+	"tid":      func(*callContext, []value) value { return long(int64(syscall.Gettid())) },
+	"ppid":     func(*callContext, []value) value { return long(int64(os.Getppid())) },
+	"uid":      func(*callContext, []value) value { return long(int64(os.Getuid())) },
+	"euid":     func(*callContext, []value) value { return long(int64(os.Geteuid())) },
+	"gid":      func(*callContext, []value) value { return long(int64(os.Getgid())) },
+	"egid":     func(*callContext, []value) value { return long(int64(os.Getegid())) },
+	"stp_pid":  func(*callContext, []value) value { return long(int64(os.Getpid())) },
+	"execname": func(*callContext, []value) value { return str(selfComm()) },
+	"cpu":      func(*callContext, []value) value { return long(currentCPU()) },
+	"target":   func(cc *callContext, _ []value) value { return long(int64(cc.in.cfg.Target)) },
+	"pp":       func(cc *callContext, _ []value) value { return str(cc.in.act.probe.Name) },
+	"pn":       func(cc *callContext, _ []value) value { return str(pointString(cc.in.act.probe.User)) },
+	"probefunc": func(*callContext, []value) value {
+		return str("")
+	},
+	"env_var": func(cc *callContext, args []value) value { return str(os.Getenv(args[0].s)) },
+	"cmdline_str": func(*callContext, []value) value {
+		b, _ := os.ReadFile("/proc/self/cmdline")
+		return str(strings.TrimSpace(strings.ReplaceAll(strings.TrimRight(string(b), "\x00"), "\x00", " ")))
+	},
+}
+
+func selfComm() string {
+	b, err := os.ReadFile("/proc/self/comm")
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSuffix(string(b), "\n")
+}
+
+// currentCPU is the CPU this thread last ran on (field 39 of /proc/self/stat).
+func currentCPU() int64 {
+	b, err := os.ReadFile("/proc/thread-self/stat")
+	if err != nil {
+		return 0
+	}
+	// the command name (field 2) may hold spaces; fields restart after its ')'
+	fields := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
+	if len(fields) < 37 {
+		return 0
+	}
+	cpu, _ := strconv.ParseInt(fields[36], 10, 64)
+	return cpu
+}
+
+// pointString renders a probe point as the user wrote it (pn()).
+func pointString(p *syntax.ProbePoint) string {
+	if p == nil {
+		return ""
+	}
+	return probes.ComponentsString(p.Components)
+}

@@ -1,0 +1,38 @@
+package interp
+
+import "fmt"
+
+// User-side probes have no kernel context and no traced process: every read
+// faults. The kernel readers and user_string report stap's fault errors;
+// user_long and friends return 0, as the tapset's try/catch wrappers do.
+var memoryBuiltins = map[string]builtinFunc{
+	"kernel_string":   kernelFault("string"),
+	"kernel_string_n": kernelFault("string"),
+	"kernel_long":     kernelFault("long"),
+	"kernel_int":      kernelFault("int"),
+	"kernel_short":    kernelFault("short"),
+	"kernel_char":     kernelFault("char"),
+	"kernel_pointer":  kernelFault("pointer"),
+	"user_string":     userStringFault,
+	"user_string_n":   userStringFault,
+	"user_long":       zero,
+	"user_int":        zero,
+	"user_short":      zero,
+	"user_char":       zero,
+}
+
+func kernelFault(what string) builtinFunc {
+	return func(cc *callContext, a []value) value {
+		cc.fail(fmt.Sprintf("kernel %s copy fault at 0x%x [man error::fault]", what, uint64(a[0].i)))
+		return value{}
+	}
+}
+
+const efault = -14
+
+func userStringFault(cc *callContext, a []value) value {
+	cc.fail(fmt.Sprintf("user string copy fault %d at 0x%x [man error::fault]", efault, uint64(a[0].i)))
+	return value{}
+}
+
+func zero(*callContext, []value) value { return value{} }

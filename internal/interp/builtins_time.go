@@ -1,0 +1,109 @@
+package interp
+
+import (
+	"bufio"
+	"compress/gzip"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"unsafe"
+
+	"github.com/bpftap/bpftap/internal/format"
+)
+
+var timeBuiltins = map[string]builtinFunc{
+	"gettimeofday_s":  wallClock(1e9),
+	"gettimeofday_ms": wallClock(1e6),
+	"gettimeofday_us": wallClock(1e3),
+	"gettimeofday_ns": wallClock(1),
+	"local_clock_s":   monoClock(1e9),
+	"local_clock_ms":  monoClock(1e6),
+	"local_clock_us":  monoClock(1e3),
+	"local_clock_ns":  monoClock(1),
+	"cpu_clock_s":     monoClock(1e9),
+	"cpu_clock_ms":    monoClock(1e6),
+	"cpu_clock_us":    monoClock(1e3),
+	"cpu_clock_ns":    monoClock(1),
+	"get_cycles":      monoClock(1),
+	"jiffies": func(*callContext, []value) value {
+		hz := int64(kernelHZ())
+		return long(1<<32 - 300*hz + monotonicNanos()*hz/1e9)
+	},
+	"ctime": func(cc *callContext, a []value) value {
+		s, err := format.Ctime(a[0].i)
+		if err != nil {
+			cc.fail(err.Error())
+		}
+		return str(s)
+	},
+	"tz_ctime": func(cc *callContext, a []value) value {
+		name, offset := cc.in.now().Zone()
+		s, err := format.Ctime(a[0].i + int64(offset))
+		if err != nil {
+			cc.fail(err.Error())
+		}
+		return str(s + " " + name)
+	},
+	"tz_gmtoff": func(cc *callContext, _ []value) value {
+		_, offset := cc.in.now().Zone()
+		return long(int64(-offset))
+	},
+	"tz_name": func(cc *callContext, _ []value) value {
+		name, _ := cc.in.now().Zone()
+		return str(name)
+	},
+}
+
+func wallClock(unit int64) builtinFunc {
+	return func(cc *callContext, _ []value) value { return long(cc.in.now().UnixNano() / unit) }
+}
+
+func monoClock(unit int64) builtinFunc {
+	return func(*callContext, []value) value { return long(monotonicNanos() / unit) }
+}
+
+// monotonicNanos is CLOCK_MONOTONIC, what the kernel's local_clock follows.
+func monotonicNanos() int64 {
+	var ts syscall.Timespec
+	const clockMonotonic = 1
+	syscall.RawSyscall(syscall.SYS_CLOCK_GETTIME, clockMonotonic, uintptr(unsafe.Pointer(&ts)), 0)
+	return ts.Nano()
+}
+
+var kernelHZ = sync.OnceValue(func() int {
+	if hz := configHZ(); hz > 0 {
+		return hz
+	}
+	return 250 // the most common distribution setting
+})
+
+// configHZ reads CONFIG_HZ from the running kernel's configuration.
+func configHZ() int {
+	var r io.Reader
+	if f, err := os.Open("/proc/config.gz"); err == nil {
+		defer f.Close()
+		if gz, err := gzip.NewReader(f); err == nil {
+			r = gz
+		}
+	}
+	if r == nil {
+		release, _ := os.ReadFile("/proc/sys/kernel/osrelease")
+		f, err := os.Open("/boot/config-" + strings.TrimSpace(string(release)))
+		if err != nil {
+			return 0
+		}
+		defer f.Close()
+		r = f
+	}
+	sc := bufio.NewScanner(r)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), "CONFIG_HZ="); ok {
+			hz, _ := strconv.Atoi(v)
+			return hz
+		}
+	}
+	return 0
+}

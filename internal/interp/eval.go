@@ -1,0 +1,426 @@
+package interp
+
+import (
+	"fmt"
+	"strconv"
+
+	"github.com/bpftap/bpftap/internal/format"
+	"github.com/bpftap/bpftap/internal/syntax"
+)
+
+// eval evaluates e to a value of its type.
+func (in *Interp) eval(e syntax.Expr) value {
+	if e.Type() == syntax.TypeString {
+		return value{s: in.evalStr(e)}
+	}
+	return value{i: in.evalLong(e)}
+}
+
+// evalVoid evaluates e for its effects.
+func (in *Interp) evalVoid(e syntax.Expr) {
+	switch e := e.(type) {
+	case *syntax.Call:
+		in.call(e)
+	case *syntax.PrintCall:
+		in.print(e)
+	case *syntax.Assign:
+		in.assign(e)
+	default:
+		in.eval(e)
+	}
+}
+
+func (in *Interp) evalLong(e syntax.Expr) int64 {
+	switch e := e.(type) {
+	case *syntax.NumberLit:
+		return e.Value
+	case *syntax.Ident:
+		return in.load(e).i
+	case *syntax.Index:
+		return in.loadIndex(e).i
+	case *syntax.Unary:
+		return in.unary(e)
+	case *syntax.IncDec:
+		return in.incDec(e)
+	case *syntax.Binary:
+		return in.binaryLong(e)
+	case *syntax.Assign:
+		return in.assign(e).i
+	case *syntax.Ternary:
+		if in.evalLong(e.Cond) != 0 {
+			return in.evalLong(e.Then)
+		}
+		return in.evalLong(e.Else)
+	case *syntax.In:
+		return b2i(in.contains(e))
+	case *syntax.Call:
+		return in.call(e).i
+	case *syntax.StatOp:
+		return in.statOp(e)
+	case *syntax.PrintCall:
+		in.print(e)
+		return 0
+	}
+	throw(fmt.Sprintf("%s cannot be evaluated in a user-side probe", describe(e)), e.Position())
+	return 0
+}
+
+func (in *Interp) evalStr(e syntax.Expr) string {
+	switch e := e.(type) {
+	case *syntax.StringLit:
+		return in.clip(e.Value)
+	case *syntax.Ident:
+		return in.load(e).s
+	case *syntax.Index:
+		return in.loadIndex(e).s
+	case *syntax.Binary: // concatenation
+		return in.clip(in.evalStr(e.X) + in.evalStr(e.Y))
+	case *syntax.Assign:
+		return in.assign(e).s
+	case *syntax.Ternary:
+		if in.evalLong(e.Cond) != 0 {
+			return in.evalStr(e.Then)
+		}
+		return in.evalStr(e.Else)
+	case *syntax.Call:
+		return in.call(e).s
+	case *syntax.PrintCall:
+		return in.print(e)
+	}
+	throw(fmt.Sprintf("%s cannot be evaluated in a user-side probe", describe(e)), e.Position())
+	return ""
+}
+
+// describe names a construct the interpreter cannot run (context variables
+// and the like, which only kernel probes have).
+func describe(e syntax.Expr) string {
+	switch e := e.(type) {
+	case *syntax.TargetVar:
+		return "context variable " + e.Name
+	case *syntax.AtOp:
+		return "@" + e.Name
+	}
+	return fmt.Sprintf("%T", e)
+}
+
+func b2i(b bool) int64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+func (in *Interp) global(v *syntax.Var) *global {
+	if v.Kind != syntax.VarGlobal {
+		return nil
+	}
+	return &in.globals[v.Index]
+}
+
+func (in *Interp) load(id *syntax.Ident) value {
+	if g := in.global(id.Var); g != nil {
+		return g.val
+	}
+	return in.fr.locals[id.Var.Index]
+}
+
+func (in *Interp) store(id *syntax.Ident, x value) {
+	if g := in.global(id.Var); g != nil {
+		g.val = x
+		return
+	}
+	in.fr.locals[id.Var.Index] = x
+}
+
+// evalKeys evaluates the keys of an index or slice; wild reports a `*`.
+func (in *Interp) evalKeys(exprs []syntax.Expr) (k key, wild bool) {
+	k = make(key, len(exprs))
+	for i, e := range exprs {
+		if _, ok := e.(*syntax.Star); ok {
+			wild = true
+			continue
+		}
+		k[i] = in.eval(e)
+		k[i].s = in.clip(k[i].s)
+	}
+	return k, wild
+}
+
+// sliceMatch reports whether an element's key matches a slice pattern.
+func sliceMatch(elem, pattern key, exprs []syntax.Expr) bool {
+	for i, e := range exprs {
+		if _, ok := e.(*syntax.Star); ok {
+			continue
+		}
+		if elem[i] != pattern[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func (in *Interp) arrayOf(e syntax.Expr) Array {
+	return in.global(e.(*syntax.Ident).Var).arr
+}
+
+func (in *Interp) loadIndex(e *syntax.Index) value {
+	if h, ok := e.Array.(*syntax.Hist); ok {
+		return value{i: in.histBucket(h, e)}
+	}
+	arr := in.arrayOf(e.Array)
+	k, _ := in.evalKeys(e.Keys)
+	if el := arr.Get(k); el != nil {
+		return el.val
+	}
+	return value{}
+}
+
+// put returns the element of a[k], creating it; a full array is an error
+// near the indexed array's name.
+func (in *Interp) put(e *syntax.Index, k key) *element {
+	el, ok := in.arrayOf(e.Array).Put(k)
+	if !ok {
+		throw(in.overflowMsg(e.Array.(*syntax.Ident).Var), e.Pos)
+	}
+	return el
+}
+
+func (in *Interp) overflowMsg(v *syntax.Var) string {
+	if v.Decl != nil && v.Decl.Size > 0 {
+		return "Array overflow, check size limit (" + strconv.FormatInt(v.Decl.Size, 10) + ")"
+	}
+	return "Array overflow, check MAXMAPENTRIES"
+}
+
+func (in *Interp) contains(e *syntax.In) bool {
+	arr := in.arrayOf(e.Array)
+	k, wild := in.evalKeys(e.Keys)
+	if !wild {
+		return arr.Get(k) != nil
+	}
+	for _, el := range arr.Elements() {
+		if sliceMatch(el.key, k, e.Keys) {
+			return true
+		}
+	}
+	return false
+}
+
+func (in *Interp) unary(e *syntax.Unary) int64 {
+	x := in.evalLong(e.X)
+	switch e.Op {
+	case "-":
+		return -x
+	case "!":
+		return b2i(x == 0)
+	case "~":
+		return ^x
+	}
+	return x
+}
+
+func (in *Interp) binaryLong(e *syntax.Binary) int64 {
+	switch e.Op {
+	case "&&":
+		return b2i(in.evalLong(e.X) != 0 && in.evalLong(e.Y) != 0)
+	case "||":
+		return b2i(in.evalLong(e.X) != 0 || in.evalLong(e.Y) != 0)
+	case "=~", "!~":
+		return in.regexpMatch(e)
+	}
+	if e.X.Type() == syntax.TypeString {
+		return b2i(compareStrings(e.Op, in.evalStr(e.X), in.evalStr(e.Y)))
+	}
+	x := in.evalLong(e.X)
+	y := in.evalLong(e.Y)
+	return arith(e.Op, x, y, e.Pos)
+}
+
+func compareStrings(op, x, y string) bool {
+	switch op {
+	case "==":
+		return x == y
+	case "!=":
+		return x != y
+	case "<":
+		return x < y
+	case "<=":
+		return x <= y
+	case ">":
+		return x > y
+	}
+	return x >= y
+}
+
+// arith applies a binary operator to longs; at is where a division by 0 is
+// reported.
+func arith(op string, x, y int64, at syntax.Pos) int64 {
+	switch op {
+	case "+":
+		return x + y
+	case "-":
+		return x - y
+	case "*":
+		return x * y
+	case "/", "%":
+		if y == 0 {
+			throw("division by 0", at)
+		}
+		if op == "/" {
+			return x / y
+		}
+		return x % y
+	case "&":
+		return x & y
+	case "|":
+		return x | y
+	case "^":
+		return x ^ y
+	case "<<":
+		return x << (y & 63)
+	case ">>":
+		return x >> (y & 63)
+	case ">>>":
+		return int64(uint64(x) >> (y & 63))
+	case "==":
+		return b2i(x == y)
+	case "!=":
+		return b2i(x != y)
+	case "<":
+		return b2i(x < y)
+	case "<=":
+		return b2i(x <= y)
+	case ">":
+		return b2i(x > y)
+	case ">=":
+		return b2i(x >= y)
+	}
+	throw("unknown operator "+op, at)
+	return 0
+}
+
+// assign evaluates `LHS op RHS`: the right side first (for an indexed left
+// side, its keys before that), then the read-modify-write of the left side.
+func (in *Interp) assign(e *syntax.Assign) value {
+	if e.Op == "<<<" {
+		return value{i: in.accumulate(e)}
+	}
+	switch lhs := e.LHS.(type) {
+	case *syntax.Ident:
+		rhs := in.eval(e.RHS)
+		x := in.combine(e, func() value { return in.load(lhs) }, rhs)
+		in.store(lhs, x)
+		return x
+	case *syntax.Index:
+		k, _ := in.evalKeys(lhs.Keys)
+		rhs := in.eval(e.RHS)
+		arr := in.arrayOf(lhs.Array)
+		x := in.combine(e, func() value {
+			if el := arr.Get(k); el != nil {
+				return el.val
+			}
+			return value{}
+		}, rhs)
+		in.put(lhs, k).val = x
+		return x
+	}
+	throw("invalid assignment target", e.Pos)
+	return value{}
+}
+
+// combine computes the value an assignment stores.
+func (in *Interp) combine(e *syntax.Assign, old func() value, rhs value) value {
+	switch e.Op {
+	case "=":
+		return value{i: rhs.i, s: in.clip(rhs.s)}
+	case ".=":
+		return value{s: in.clip(old().s + rhs.s)}
+	}
+	op := e.Op[:len(e.Op)-1]
+	return value{i: arith(op, old().i, rhs.i, e.RHS.Position())}
+}
+
+// accumulate is `S <<< V`.
+func (in *Interp) accumulate(e *syntax.Assign) int64 {
+	switch lhs := e.LHS.(type) {
+	case *syntax.Ident:
+		v := in.evalLong(e.RHS)
+		in.global(lhs.Var).stat.Add(v)
+		return v
+	case *syntax.Index:
+		k, _ := in.evalKeys(lhs.Keys)
+		v := in.evalLong(e.RHS)
+		in.put(lhs, k).stat.Add(v)
+		return v
+	}
+	throw("invalid statistics target", e.Pos)
+	return 0
+}
+
+func (in *Interp) incDec(e *syntax.IncDec) int64 {
+	delta := int64(1)
+	if e.Op == "--" {
+		delta = -1
+	}
+	var old int64
+	switch x := e.X.(type) {
+	case *syntax.Ident:
+		old = in.load(x).i
+		in.store(x, value{i: old + delta})
+	case *syntax.Index:
+		k, _ := in.evalKeys(x.Keys)
+		if el := in.arrayOf(x.Array).Get(k); el != nil {
+			old = el.val.i
+		}
+		in.put(x, k).val = value{i: old + delta}
+	default:
+		throw("invalid increment target", e.Pos)
+	}
+	if e.Prefix {
+		return old + delta
+	}
+	return old
+}
+
+// aggregate returns the statistic an aggregate expression names, or nil for
+// a missing array element.
+func (in *Interp) aggregate(x syntax.Expr) *format.Stat {
+	switch x := x.(type) {
+	case *syntax.Ident:
+		return format.Total(in.global(x.Var).stat)
+	case *syntax.Index:
+		k, _ := in.evalKeys(x.Keys)
+		if el := in.arrayOf(x.Array).Get(k); el != nil {
+			return el.stat
+		}
+	}
+	return nil
+}
+
+func (in *Interp) statOp(e *syntax.StatOp) int64 {
+	s := in.aggregate(e.X)
+	if s == nil {
+		if e.Op == "count" || e.Op == "sum" {
+			return 0
+		}
+		throw("empty aggregate", e.Pos)
+	}
+	v, err := s.Get(e.Op)
+	if err != nil {
+		throw(err.Error(), e.Pos)
+	}
+	return v
+}
+
+// histBucket is `@hist_*(S)[N]`: the count of bucket N.
+func (in *Interp) histBucket(h *syntax.Hist, e *syntax.Index) int64 {
+	s := in.aggregate(h.X)
+	if s == nil || s.Count == 0 {
+		throw("empty aggregate", e.Pos)
+	}
+	n := in.evalLong(e.Keys[0])
+	if n < 0 || n >= int64(len(s.Counts)) {
+		throw("histogram index out of range", e.Pos)
+	}
+	return s.Counts[n]
+}

@@ -1,0 +1,278 @@
+package interp
+
+import (
+	"fmt"
+	"io"
+
+	"github.com/bpftap/bpftap/internal/sema"
+	"github.com/bpftap/bpftap/internal/syntax"
+)
+
+// ctl is how a statement ended.
+type ctl int
+
+const (
+	ctlNone ctl = iota
+	ctlBreak
+	ctlContinue
+	ctlReturn
+	ctlNext
+)
+
+// activation is the state of one handler run (stap's context).
+type activation struct {
+	probe     *sema.Probe
+	remaining int64 // actions left (c->actionremaining)
+	nesting   int   // function nesting, -1 in the probe body
+}
+
+// frame holds the locals of a probe body or function call.
+type frame struct {
+	locals  []value
+	ret     value
+	pending int64 // actions noted but not yet charged
+	// checked frames had their whole statement count charged on entry and
+	// note no actions while they run.
+	checked bool
+}
+
+// fire runs probe p if the session is in state want.
+func (in *Interp) fire(p *sema.Probe, want int) {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if in.state != want {
+		return
+	}
+	in.runHandler(p)
+}
+
+func (in *Interp) runHandler(p *sema.Probe) {
+	in.act = activation{probe: p, remaining: 10 * in.limits.MaxAction, nesting: -1}
+	in.fr = &frame{locals: make([]value, len(p.Locals))}
+	err := in.protect(func() {
+		if p.Cond != nil && in.evalLong(p.Cond) == 0 {
+			return
+		}
+		in.enter(p.Body, syntax.Pos{})
+		if in.execBlock(p.Body) != ctlNext {
+			in.note(0, p.Body.Pos, true)
+		}
+	})
+	in.flush()
+	in.runCommands()
+	if err != nil {
+		in.report(err)
+	}
+	in.act.probe = nil
+}
+
+// protect runs fn and returns the run-time error that ended it, if any.
+func (in *Interp) protect(fn func()) (err *runError) {
+	defer func() {
+		switch r := recover().(type) {
+		case nil:
+		case *runError:
+			err = r
+		case abortSignal:
+		default:
+			panic(r)
+		}
+	}()
+	fn()
+	return nil
+}
+
+// report prints a handler's error and stops the session past MAXERRORS.
+func (in *Interp) report(e *runError) {
+	io.WriteString(in.cfg.Stderr, "ERROR: "+ensureNewline(e.text()))
+	in.errorSeen = true
+	in.errors++
+	if int64(in.errors) > in.limits.MaxErrors {
+		in.stop(stateError)
+	}
+}
+
+// enter charges the statement count of a loop-free body up front, as the
+// generated code does, and then stops noting actions in the frame.
+func (in *Interp) enter(body *syntax.Block, at syntax.Pos) {
+	count, finite := in.actions.count(body)
+	if !finite {
+		return
+	}
+	if in.act.remaining < count {
+		panic(&runError{Msg: "MAXACTION exceeded", At: at, Uncatchable: true})
+	}
+	in.fr.checked = true
+}
+
+// note records n actions at the statement at p; update charges what was noted
+// (the generated code does so at the end of basic blocks, and every ten actions).
+func (in *Interp) note(n int64, p syntax.Pos, update bool) {
+	fr := in.fr
+	if fr.checked {
+		return
+	}
+	fr.pending += n
+	if !(update && fr.pending > 0 || fr.pending >= 10) {
+		return
+	}
+	in.act.remaining -= fr.pending
+	fr.pending = 0
+	if in.act.remaining <= 0 {
+		panic(&runError{Msg: "MAXACTION exceeded", At: p, Uncatchable: true})
+	}
+}
+
+func (in *Interp) execBlock(b *syntax.Block) ctl {
+	for _, s := range b.Stmts {
+		if c := in.exec(s); c != ctlNone {
+			return c
+		}
+	}
+	return ctlNone
+}
+
+func (in *Interp) exec(s syntax.Stmt) ctl {
+	switch s := s.(type) {
+	case *syntax.Block:
+		return in.execBlock(s)
+	case *syntax.ExprStmt:
+		in.evalVoid(s.X)
+		in.note(1, stmtPos(s), false)
+	case *syntax.NullStmt:
+	case *syntax.IfStmt:
+		return in.execIf(s)
+	case *syntax.WhileStmt:
+		return in.execLoop(s.Pos, nil, s.Cond, nil, s.Body)
+	case *syntax.ForStmt:
+		return in.execLoop(s.Pos, s.Init, s.Cond, s.Post, s.Body)
+	case *syntax.ForeachStmt:
+		return in.execForeach(s)
+	case *syntax.BreakStmt:
+		in.note(1, s.Pos, true)
+		return ctlBreak
+	case *syntax.ContinueStmt:
+		in.note(1, s.Pos, true)
+		return ctlContinue
+	case *syntax.NextStmt:
+		in.note(1, s.Pos, true)
+		return ctlNext
+	case *syntax.ReturnStmt:
+		if s.Value != nil {
+			in.fr.ret = in.eval(s.Value)
+		}
+		in.note(1, s.Pos, true)
+		return ctlReturn
+	case *syntax.DeleteStmt:
+		in.execDelete(s.Target)
+		in.note(1, s.Pos, false)
+	case *syntax.TryStmt:
+		return in.execTry(s)
+	default:
+		throw(fmt.Sprintf("unsupported statement %T", s), s.Position())
+	}
+	return ctlNone
+}
+
+func (in *Interp) execIf(s *syntax.IfStmt) ctl {
+	in.note(1, s.Pos, true)
+	if in.evalLong(s.Cond) != 0 {
+		c := in.exec(s.Then)
+		if c == ctlNone {
+			in.note(0, stmtPos(s.Then), true)
+		}
+		return c
+	}
+	if s.Else == nil {
+		return ctlNone
+	}
+	c := in.exec(s.Else)
+	if c == ctlNone {
+		in.note(0, stmtPos(s.Else), true)
+	}
+	return c
+}
+
+// execLoop runs for and while loops (stap parses while as a for loop).
+func (in *Interp) execLoop(at syntax.Pos, init, cond, post syntax.Expr, body syntax.Stmt) ctl {
+	if init != nil {
+		in.evalVoid(init)
+	}
+	in.note(1, at, true)
+	for {
+		in.note(1, at, false)
+		if cond != nil && in.evalLong(cond) == 0 {
+			return ctlNone
+		}
+		switch in.exec(body) {
+		case ctlBreak:
+			return ctlNone
+		case ctlReturn:
+			return ctlReturn
+		case ctlNext:
+			return ctlNext
+		case ctlNone:
+			in.note(0, stmtPos(body), true)
+		}
+		if post != nil {
+			in.evalVoid(post)
+		}
+	}
+}
+
+func (in *Interp) execTry(s *syntax.TryStmt) ctl {
+	in.note(0, s.Pos, true)
+	var c ctl
+	err := in.protect(func() {
+		c = in.execBlock(s.Body)
+		if c == ctlNone {
+			in.note(0, s.Body.Pos, true)
+		}
+	})
+	if err == nil {
+		return c
+	}
+	if err.Uncatchable || in.act.remaining <= 0 {
+		panic(err)
+	}
+	if s.CatchVar != nil {
+		in.store(s.CatchVar, value{s: in.clip(err.Msg)})
+	}
+	in.note(1, s.Pos, true)
+	c = in.execBlock(s.Catch)
+	if c == ctlNone {
+		in.note(0, s.Catch.Pos, true)
+	}
+	return c
+}
+
+// execDelete deletes an element, a slice of elements, a whole array or a scalar.
+func (in *Interp) execDelete(target syntax.Expr) {
+	switch t := target.(type) {
+	case *syntax.Ident:
+		g := in.global(t.Var)
+		switch {
+		case g == nil:
+			in.store(t, value{})
+		case g.arr != nil:
+			g.arr.Clear()
+		case g.stat != nil:
+			g.stat = in.stats[t.Var].newStat()
+		default:
+			g.val = value{}
+		}
+	case *syntax.Index:
+		id := t.Array.(*syntax.Ident)
+		arr := in.global(id.Var).arr
+		keys, wild := in.evalKeys(t.Keys)
+		if !wild {
+			arr.Delete(keys)
+			return
+		}
+		for _, e := range arr.Elements() {
+			if sliceMatch(e.key, keys, t.Keys) {
+				arr.Delete(e.key)
+			}
+		}
+	}
+}

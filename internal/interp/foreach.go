@@ -1,0 +1,193 @@
+package interp
+
+import (
+	"sort"
+	"strings"
+
+	"github.com/bpftap/bpftap/internal/format"
+	"github.com/bpftap/bpftap/internal/syntax"
+)
+
+// execForeach iterates over an array as the generated code does: the limit is
+// evaluated once, the array is sorted in place when asked, the slice keys are
+// evaluated, and every element counts towards the limit, even one the slice
+// then skips.
+func (in *Interp) execForeach(s *syntax.ForeachStmt) ctl {
+	if h, ok := s.Array.(*syntax.Hist); ok {
+		return in.foreachHist(s, h)
+	}
+	arr := in.arrayOf(s.Array)
+	var limit int64
+	if s.Limit != nil {
+		limit = in.evalLong(s.Limit)
+	}
+	if s.SortDir != 0 {
+		in.sortArray(arr, s, limit)
+	}
+	elems := arr.Elements()
+	var slice key
+	if s.Slice != nil {
+		slice, _ = in.evalKeys(s.Slice)
+	}
+	in.note(1, s.Pos, true)
+	for i := 0; ; i++ {
+		in.note(1, s.Pos, false)
+		if i == len(elems) || s.Limit != nil && int64(i) >= limit {
+			return ctlNone
+		}
+		el := elems[i]
+		for j, k := range s.Keys {
+			in.store(k, el.key[j])
+		}
+		if s.Slice != nil && !sliceMatch(el.key, slice, s.Slice) {
+			continue
+		}
+		if s.Value != nil {
+			in.store(s.Value, el.val)
+		}
+		switch c := in.exec(s.Body); c {
+		case ctlBreak:
+			return ctlNone
+		case ctlReturn, ctlNext:
+			return c
+		case ctlNone:
+			in.note(0, stmtPos(s.Body), true)
+		}
+	}
+}
+
+// foreachHist iterates over the buckets of a histogram.
+func (in *Interp) foreachHist(s *syntax.ForeachStmt, h *syntax.Hist) ctl {
+	var limit int64
+	if s.Limit != nil {
+		limit = in.evalLong(s.Limit)
+	}
+	stat := in.aggregate(h.X)
+	var counts []int64
+	if stat != nil {
+		counts = stat.Counts
+	}
+	in.note(1, s.Pos, true)
+	for i := range counts {
+		if s.Limit != nil && int64(i) >= limit {
+			break
+		}
+		in.store(s.Keys[0], value{i: int64(i)})
+		if s.Value != nil {
+			in.store(s.Value, value{i: counts[i]})
+		}
+		c := in.exec(s.Body)
+		if c == ctlBreak {
+			break
+		}
+		if c == ctlReturn || c == ctlNext {
+			return c
+		}
+		if c == ctlNone {
+			in.note(1, stmtPos(s.Body), true)
+		}
+	}
+	return ctlNone
+}
+
+// sortArray reorders an array for a sorted foreach, as the runtime's
+// _stp_map_sort (a stable merge sort) or, for a limit of 1 to 30,
+// _stp_map_sortn (a bubble sort of the first elements, then an insertion of
+// each further element into them) do. The order persists.
+func (in *Interp) sortArray(arr Array, s *syntax.ForeachStmt, limit int64) {
+	elems := arr.Elements()
+	if len(elems) == 0 {
+		return
+	}
+	after := in.sortOrder(s)
+	if s.Limit == nil || limit == 0 || limit > 30 {
+		sort.SliceStable(elems, func(i, j int) bool { return after(elems[j], elems[i]) })
+	} else {
+		partialSort(elems, int(limit), after)
+	}
+	arr.Reorder(elems)
+}
+
+// partialSort is _stp_map_sortn on a slice.
+func partialSort(elems []*element, n int, after func(a, b *element) bool) {
+	for swaps := true; swaps; {
+		swaps = false
+		for i, num := 0, n; i+1 < len(elems); i++ {
+			if num--; num <= 0 {
+				break
+			}
+			if after(elems[i], elems[i+1]) {
+				elems[i], elems[i+1] = elems[i+1], elems[i]
+				swaps = true
+			}
+		}
+	}
+	last := min(len(elems)-1, max(n-1, 0))
+	for j := last + 1; j < len(elems); j++ {
+		c := last
+		for c >= 0 && after(elems[c], elems[j]) {
+			c--
+		}
+		if c != last {
+			e := elems[j]
+			copy(elems[c+2:j+1], elems[c+1:j])
+			elems[c+1] = e
+		}
+	}
+}
+
+// sortOrder returns the runtime's comparison for a foreach: whether a belongs
+// after b.
+func (in *Interp) sortOrder(s *syntax.ForeachStmt) func(a, b *element) bool {
+	col := s.SortCol
+	desc := s.SortDir < 0
+	typ := s.Array.(*syntax.Ident).Var.Type
+	if col > 0 {
+		typ = s.Array.(*syntax.Ident).Var.Keys[col-1]
+	}
+	return func(a, b *element) bool {
+		x, y := sortValue(a, col, typ, s.SortAgg), sortValue(b, col, typ, s.SortAgg)
+		var c int
+		if typ == syntax.TypeString {
+			c = strings.Compare(x.s, y.s)
+		} else {
+			c = cmpInt(x.i, y.i)
+		}
+		if desc {
+			return c < 0
+		}
+		return c > 0
+	}
+}
+
+func cmpInt(a, b int64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// sortValue is what an element is sorted on: a key, its value, or for
+// statistics the aggregate the sort names (@count by default).
+func sortValue(e *element, col int, typ syntax.Type, agg string) value {
+	if col > 0 {
+		return e.key[col-1]
+	}
+	if typ != syntax.TypeStats {
+		return e.val
+	}
+	switch agg {
+	case format.OpSum, format.OpMin, format.OpMax:
+		v, _ := e.stat.Get(agg)
+		return value{i: v}
+	case format.OpAvg:
+		if e.stat.Count == 0 {
+			return value{}
+		}
+		return value{i: e.stat.Sum / e.stat.Count}
+	}
+	return value{i: e.stat.Count}
+}

@@ -1,0 +1,295 @@
+// Package interp runs the user-side probes of an elaborated program (begin,
+// end, error, never and timer.* probes) with the semantics of SystemTap's
+// module runtime, and implements every builtin of tapset.Builtins.
+//
+// # Life of a session
+//
+// A session moves through stap's states: starting (begin probes), running
+// (timers), stopping (end probes) and error (error probes). The driver sees
+// three moments:
+//
+//	in, err := interp.New(prog, interp.Config{Stdout: os.Stdout, Stderr: os.Stderr})
+//	in.Begin()          // begin probes, by sequence number then definition order
+//	// ... the driver attaches kernel probes, starts a -c command ...
+//	in.Run(ctx)         // timers, until exit(), an error past MAXERRORS, or ctx is done
+//	status := in.End()  // end probes (or error probes after a fatal error), closing warning
+//
+// Done() is closed as soon as the script asks to stop, so a driver that waits on
+// something else (a target command) can stop waiting.
+//
+// Each probe handler runs atomically: stap locks every global a handler uses,
+// and serialising all user-side handlers on one mutex gives the same results.
+// Output of a handler is buffered and written when it ends, as stap flushes its
+// print buffer at the end of every probe; warnings and errors go to Stderr at
+// once. Duplicate warnings are printed once, as staprun does.
+//
+// # Values and errors
+//
+// Longs are int64 with wrapping arithmetic; strings hold at most MAXSTRINGLEN-1
+// bytes and end at a NUL byte, like the runtime's char arrays; statistics are
+// format.Stat aggregates. A run-time error (division by 0, array overflow,
+// MAXACTION, error()) ends the handler, prints "ERROR: MSG near TOKEN" with
+// stap's rendering of the token it last noted, and counts towards MAXERRORS;
+// try/catch intercepts the catchable ones. The action budget (MAXACTION) and
+// nesting limit (MAXNESTING) are accounted the way the translator's generated
+// code accounts them, so scripts stop at the same statement as under stap.
+//
+// # Arrays
+//
+// Arrays keep their elements in a list, as the runtime does: unsorted foreach
+// walks it in insertion order, a sorted foreach sorts the list in place (a
+// stable merge sort on one column, or the runtime's partial sort when a limit
+// of at most 30 is given), and a full wrapping array evicts the element at the
+// head of the list. Statistics arrays are aggregated from per-CPU maps in hash
+// order by stap; here they are iterated in insertion order too.
+package interp
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"sort"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/bpftap/bpftap/internal/format"
+	"github.com/bpftap/bpftap/internal/sema"
+	"github.com/bpftap/bpftap/internal/syntax"
+)
+
+// Limits are the run-time limits stap takes from -D NAME=VALUE.
+type Limits struct {
+	MaxStringLen  int64 // MAXSTRINGLEN: string buffers, including the NUL byte
+	MaxAction     int64 // MAXACTION; handlers get ten times as many (MAXACTION_INTERRUPTIBLE)
+	MaxNesting    int64 // MAXNESTING; 0 means computed from the call graph as stap does
+	MaxMapEntries int64 // MAXMAPENTRIES: capacity of arrays declared without a size
+	MaxErrors     int64 // MAXERRORS: errors tolerated before the session stops
+	MaxSkipped    int64 // MAXSKIPPED
+}
+
+// DefaultLimits are stap's defaults on a 64-bit machine.
+func DefaultLimits() Limits {
+	return Limits{MaxStringLen: 512, MaxAction: 1000, MaxMapEntries: 2048, MaxSkipped: 100}
+}
+
+// Define applies a -D NAME=VALUE setting. It reports false for names that are
+// not run-time limits (the driver may accept and ignore those, as they only
+// matter to stap's C compiler).
+func (l *Limits) Define(name, value string) (bool, error) {
+	fields := map[string]*int64{
+		"MAXSTRINGLEN": &l.MaxStringLen, "MAXACTION": &l.MaxAction, "MAXNESTING": &l.MaxNesting,
+		"MAXMAPENTRIES": &l.MaxMapEntries, "MAXERRORS": &l.MaxErrors, "MAXSKIPPED": &l.MaxSkipped,
+	}
+	p := fields[name]
+	if p == nil {
+		return false, nil
+	}
+	v, err := strconv.ParseInt(value, 0, 64)
+	if err != nil || v < 0 {
+		return true, fmt.Errorf("invalid value %q for %s", value, name)
+	}
+	*p = v
+	return true, nil
+}
+
+// Config is what a session needs from its driver.
+type Config struct {
+	Stdout, Stderr io.Writer
+	Limits         Limits
+	// Target is the pid of -x or -c (target()), 0 if none.
+	Target int
+	// Now is the clock (nil: time.Now); tests fix it.
+	Now func() time.Time
+	// Seed seeds randint (0: random).
+	Seed uint64
+}
+
+// session states, as in stap's runtime.
+const (
+	stateStarting = iota
+	stateRunning
+	stateStopping
+	stateError
+)
+
+// Interp is one run of a program.
+type Interp struct {
+	prog   *sema.Program
+	cfg    Config
+	limits Limits
+	now    func() time.Time
+	start  time.Time
+	rng    *rand.Rand
+
+	mu       sync.Mutex // held while a handler runs
+	state    int
+	done     chan struct{}
+	doneOnce sync.Once
+
+	globals []global
+	stats   map[*syntax.Var]statShape
+	formats map[*syntax.PrintCall]*format.Format
+	regexps map[*syntax.Binary]*regexpProg
+	actions *actionCounter
+
+	maxNesting int
+	act        activation // the running handler
+	fr         *frame     // the running function or probe body
+	out        []byte     // the running handler's output
+	// commands system() queued, run after the handler's output
+	pendingCommands []string
+	errors          int
+	warned          map[string]bool
+	errorSeen       bool
+
+	// per-session builtin state
+	tokenizeState tokenizer
+	match         matchState
+}
+
+// New prepares a session for prog. It fails when the program uses something
+// the interpreter cannot run (an invalid printf format, a bad histogram).
+func New(prog *sema.Program, cfg Config) (*Interp, error) {
+	if cfg.Limits == (Limits{}) {
+		cfg.Limits = DefaultLimits()
+	}
+	if cfg.Stdout == nil {
+		cfg.Stdout = os.Stdout
+	}
+	if cfg.Stderr == nil {
+		cfg.Stderr = os.Stderr
+	}
+	in := &Interp{
+		prog:    prog,
+		cfg:     cfg,
+		limits:  cfg.Limits,
+		now:     cfg.Now,
+		done:    make(chan struct{}),
+		formats: map[*syntax.PrintCall]*format.Format{},
+		regexps: map[*syntax.Binary]*regexpProg{},
+		warned:  map[string]bool{},
+	}
+	if in.now == nil {
+		in.now = time.Now
+	}
+	in.start = in.now()
+	seed := cfg.Seed
+	if seed == 0 {
+		seed = uint64(time.Now().UnixNano())
+	}
+	in.rng = rand.New(rand.NewPCG(seed, seed>>1|1))
+	in.actions = newActionCounter(prog)
+	in.maxNesting = int(in.limits.MaxNesting)
+	if in.maxNesting == 0 {
+		in.maxNesting = defaultNesting(prog)
+	}
+	if err := in.prepare(); err != nil {
+		return nil, err
+	}
+	if err := in.initGlobals(); err != nil {
+		return nil, err
+	}
+	return in, nil
+}
+
+// Done is closed when the script asks to stop (exit(), abort(), too many errors).
+func (in *Interp) Done() <-chan struct{} { return in.done }
+
+func (in *Interp) stop(state int) {
+	if in.state == stateStarting || in.state == stateRunning || state == stateError {
+		if in.state != stateError {
+			in.state = state
+		}
+	}
+	in.doneOnce.Do(func() { close(in.done) })
+}
+
+// Begin runs the begin probes. Afterwards the session is running unless a
+// begin probe called exit() or failed.
+func (in *Interp) Begin() {
+	for _, p := range in.probes("begin") {
+		in.fire(p, stateStarting)
+	}
+	in.mu.Lock()
+	if in.state == stateStarting {
+		in.state = stateRunning
+	}
+	in.mu.Unlock()
+}
+
+// Run fires the timer probes until the script stops or ctx is done.
+func (in *Interp) Run(ctx context.Context) {
+	var timers []*sema.Probe
+	for _, p := range in.prog.Probes {
+		if !p.Kernel && p.Family == "timer" {
+			timers = append(timers, p)
+		}
+	}
+	in.runTimers(ctx, timers)
+}
+
+// End stops the session, runs the end probes (or the error probes after a
+// fatal error), prints the closing warning and returns the exit status: 1
+// when any error was reported, as staprun does.
+func (in *Interp) End() int {
+	in.mu.Lock()
+	if in.state == stateStarting || in.state == stateRunning {
+		in.state = stateStopping
+	}
+	in.mu.Unlock()
+	in.doneOnce.Do(func() { close(in.done) })
+	for _, p := range in.probes("end") {
+		in.fire(p, stateStopping)
+	}
+	for _, p := range in.probes("error") {
+		in.fire(p, stateError)
+	}
+	if in.errors > 0 {
+		in.warn(fmt.Sprintf("Number of errors: %d, skipped probes: %d", in.errors, 0))
+	}
+	if in.errorSeen {
+		return 1
+	}
+	return 0
+}
+
+// probes returns the user-side probes of a begin/end/error family in the order
+// stap runs them: by sequence number, then in program order.
+func (in *Interp) probes(family string) []*sema.Probe {
+	var list []*sema.Probe
+	for _, p := range in.prog.Probes {
+		if !p.Kernel && p.Family == family {
+			list = append(list, p)
+		}
+	}
+	sort.SliceStable(list, func(i, j int) bool { return list[i].Sequence < list[j].Sequence })
+	return list
+}
+
+// warn writes a warning to Stderr unless the same text was already written.
+func (in *Interp) warn(msg string) {
+	line := "WARNING: " + ensureNewline(msg)
+	if in.warned[line] {
+		return
+	}
+	in.warned[line] = true
+	io.WriteString(in.cfg.Stderr, line)
+}
+
+func ensureNewline(s string) string {
+	if len(s) == 0 || s[len(s)-1] != '\n' {
+		return s + "\n"
+	}
+	return s
+}
+
+// flush writes the handler's buffered output.
+func (in *Interp) flush() {
+	if len(in.out) > 0 {
+		in.cfg.Stdout.Write(in.out)
+		in.out = in.out[:0]
+	}
+}

@@ -1,0 +1,235 @@
+package interp
+
+import (
+	"fmt"
+	"strconv"
+
+	"github.com/bpftap/bpftap/internal/format"
+	"github.com/bpftap/bpftap/internal/syntax"
+)
+
+// global is the storage of one global variable.
+type global struct {
+	v    *syntax.Var
+	val  value        // scalar long or string
+	stat *format.Stat // scalar statistic
+	arr  Array        // arrays
+}
+
+// statShape is what every aggregate of a statistics variable records: its
+// histogram layout and @variance's bit shift.
+type statShape struct {
+	hist  *format.Hist
+	shift uint
+}
+
+func (s statShape) newStat() *format.Stat { return format.NewStat(s.hist, s.shift) }
+
+// prepare compiles what the program's nodes need at run time: printf formats,
+// regular expressions and the shape of every statistic.
+func (in *Interp) prepare() error {
+	in.stats = map[*syntax.Var]statShape{}
+	var err error
+	visit := func(n syntax.Node) bool {
+		if err != nil {
+			return false
+		}
+		switch n := n.(type) {
+		case *syntax.PrintCall:
+			err = in.compilePrint(n)
+		case *syntax.Binary:
+			if n.Op == "=~" || n.Op == "!~" {
+				err = in.compileRegexp(n)
+			}
+		case *syntax.Hist:
+			err = in.noteHist(n)
+		case *syntax.StatOp:
+			err = in.noteVariance(n)
+		}
+		return true
+	}
+	for _, p := range in.prog.Probes {
+		if p.Kernel {
+			continue
+		}
+		syntax.Walk(p.Body, visit)
+		if p.Cond != nil {
+			syntax.Walk(p.Cond, visit)
+		}
+	}
+	for _, f := range in.prog.Funcs {
+		if f.Decl != nil && f.Decl.Body != nil {
+			syntax.Walk(f.Decl.Body, visit)
+		}
+	}
+	return err
+}
+
+func (in *Interp) compilePrint(n *syntax.PrintCall) error {
+	if n.Format != nil {
+		f, err := format.Compile(n.Format.Value)
+		if err != nil {
+			return fmt.Errorf("%s: %v", n.Format.Pos, err)
+		}
+		in.formats[n] = f
+		return nil
+	}
+	kinds := make([]format.Kind, len(n.Args))
+	for i, a := range n.Args {
+		kinds[i] = format.KindLong
+		if a.Type() == syntax.TypeString {
+			kinds[i] = format.KindString
+		}
+	}
+	delim := ""
+	if n.Delim != nil {
+		delim = n.Delim.Value
+	}
+	newline := n.Name == "println" || n.Name == "sprintln" || n.Name == "printdln" || n.Name == "sprintdln"
+	in.formats[n] = format.Print(kinds, delim, newline)
+	return nil
+}
+
+// statVar is the variable an aggregate expression (x or x[k]) names.
+func statVar(e syntax.Expr) *syntax.Var {
+	switch e := e.(type) {
+	case *syntax.Ident:
+		return e.Var
+	case *syntax.Index:
+		return statVar(e.Array)
+	}
+	return nil
+}
+
+func (in *Interp) noteHist(h *syntax.Hist) error {
+	v := statVar(h.X)
+	if v == nil {
+		return nil
+	}
+	shape := in.stats[v]
+	if shape.hist != nil {
+		return nil
+	}
+	if !h.Linear {
+		shape.hist = format.LogHist
+	} else {
+		start, ok1 := literalLong(h.Start)
+		stop, ok2 := literalLong(h.Stop)
+		step, ok3 := literalLong(h.Interval)
+		if !ok1 || !ok2 || !ok3 {
+			return fmt.Errorf("%s: @hist_linear arguments must be literal numbers", h.Pos)
+		}
+		hist, err := format.LinearHist(start, stop, step)
+		if err != nil {
+			return err
+		}
+		shape.hist = hist
+	}
+	in.stats[v] = shape
+	return nil
+}
+
+func (in *Interp) noteVariance(s *syntax.StatOp) error {
+	if s.Op != "variance" || len(s.Args) == 0 {
+		return nil
+	}
+	v := statVar(s.X)
+	shift, ok := literalLong(s.Args[0])
+	if v == nil || !ok || shift < 0 || shift > 62 {
+		return fmt.Errorf("%s: invalid @variance bit shift", s.Pos)
+	}
+	shape := in.stats[v]
+	shape.shift = uint(shift)
+	in.stats[v] = shape
+	return nil
+}
+
+// literalLong is the value of a literal number, possibly negated.
+func literalLong(e syntax.Expr) (int64, bool) {
+	switch e := e.(type) {
+	case *syntax.NumberLit:
+		return e.Value, true
+	case *syntax.Unary:
+		v, ok := literalLong(e.X)
+		if e.Op == "-" {
+			v = -v
+		}
+		return v, ok && (e.Op == "-" || e.Op == "+")
+	}
+	return 0, false
+}
+
+// initGlobals creates the storage of every global and applies initialisers
+// and -G overrides.
+func (in *Interp) initGlobals() error {
+	in.globals = make([]global, len(in.prog.Globals))
+	for i, v := range in.prog.Globals {
+		g := &in.globals[i]
+		g.v = v
+		if v.IsArray {
+			g.arr = in.newArray(v)
+			continue
+		}
+		if v.Type == syntax.TypeStats {
+			g.stat = in.stats[v].newStat()
+			continue
+		}
+		if v.Init != nil {
+			g.val = in.literal(v.Init)
+		}
+		if text, ok := in.prog.Overrides[v]; ok {
+			val, err := overrideValue(v, text)
+			if err != nil {
+				return err
+			}
+			g.val = val
+		}
+	}
+	return nil
+}
+
+func (in *Interp) newArray(v *syntax.Var) Array {
+	capacity := in.limits.MaxMapEntries
+	if v.Decl != nil && v.Decl.Size > 0 {
+		capacity = v.Decl.Size
+	}
+	var newStat func() *format.Stat
+	if v.Type == syntax.TypeStats {
+		newStat = in.stats[v].newStat
+	}
+	return newMemArray(int(capacity), v.Wrap, newStat)
+}
+
+func (in *Interp) literal(e syntax.Expr) value {
+	if s, ok := e.(*syntax.StringLit); ok {
+		return value{s: in.clip(s.Value)}
+	}
+	n, _ := literalLong(e)
+	return value{i: n}
+}
+
+func overrideValue(v *syntax.Var, text string) (value, error) {
+	if v.Type == syntax.TypeString {
+		return value{s: text}, nil
+	}
+	n, err := strconv.ParseInt(text, 0, 64)
+	if err != nil {
+		return value{}, fmt.Errorf("invalid value %q for global %s", text, v.Name)
+	}
+	return value{i: n}, nil
+}
+
+// clip makes s a valid string value: cut at the first NUL byte and at
+// MAXSTRINGLEN-1 bytes.
+func (in *Interp) clip(s string) string {
+	for i := 0; i < len(s); i++ {
+		if s[i] == 0 {
+			s = s[:i]
+			break
+		}
+	}
+	if limit := int(in.limits.MaxStringLen) - 1; limit >= 0 && len(s) > limit {
+		s = s[:limit]
+	}
+	return s
+}

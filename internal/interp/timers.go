@@ -1,0 +1,83 @@
+package interp
+
+import (
+	"context"
+	"time"
+
+	"github.com/bpftap/bpftap/internal/probes"
+	"github.com/bpftap/bpftap/internal/sema"
+)
+
+// timer is one timer probe and when it fires next.
+type timer struct {
+	probe  *sema.Probe
+	period time.Duration
+	jitter time.Duration // .randomize: each period varies by up to ±jitter
+	next   time.Time
+}
+
+func newTimer(p *sema.Probe, now time.Time) *timer {
+	point := &probes.Point{Components: p.Point.Components}
+	periodNs, randNs, jiffies := probes.TimerPeriod(point)
+	if jiffies > 0 {
+		tick := int64(time.Second) / int64(kernelHZ())
+		periodNs = jiffies * tick
+		r, _ := point.Number("randomize")
+		randNs = r * tick
+	}
+	t := &timer{probe: p, period: time.Duration(max(periodNs, 1)), jitter: time.Duration(randNs)}
+	t.next = now.Add(t.interval(nil))
+	return t
+}
+
+// interval is the time to the next expiry.
+func (t *timer) interval(in *Interp) time.Duration {
+	if t.jitter <= 0 || in == nil {
+		return t.period
+	}
+	return t.period - t.jitter + time.Duration(in.rng.Int64N(int64(2*t.jitter)+1))
+}
+
+// runTimers fires the timers in deadline order until the session stops.
+func (in *Interp) runTimers(ctx context.Context, probes []*sema.Probe) {
+	start := time.Now()
+	timers := make([]*timer, len(probes))
+	for i, p := range probes {
+		timers[i] = newTimer(p, start)
+	}
+	for {
+		var due *timer
+		for _, t := range timers {
+			if due == nil || t.next.Before(due.next) {
+				due = t
+			}
+		}
+		if !in.wait(ctx, due) {
+			return
+		}
+		in.fire(due.probe, stateRunning)
+		due.next = due.next.Add(due.interval(in))
+		if now := time.Now(); due.next.Before(now) {
+			due.next = now // fell behind: do not fire a burst to catch up
+		}
+	}
+}
+
+// wait sleeps until due expires (forever when there is no timer); it reports
+// false when the session stops first.
+func (in *Interp) wait(ctx context.Context, due *timer) bool {
+	var wake <-chan time.Time
+	if due != nil {
+		w := time.NewTimer(time.Until(due.next))
+		defer w.Stop()
+		wake = w.C
+	}
+	select {
+	case <-ctx.Done():
+		return false
+	case <-in.done:
+		return false
+	case <-wake:
+		return true
+	}
+}
