@@ -218,7 +218,7 @@ func (e *elab) derive(x *expansion, pp *syntax.ProbePoint, pt *probes.Point) int
 		e.useFile(f)
 	}
 	concrete := &syntax.ProbePoint{Pos: pp.Pos, Components: pt.Components, Optional: x.optional && !x.user.Sufficient,
-		Sufficient: x.user.Sufficient, Cond: cloneExpr(x.cond)}
+		Sufficient: x.user.Sufficient, Cond: syntax.Clone(x.cond)}
 	p := &Probe{
 		Point:    concrete,
 		User:     x.user,
@@ -259,12 +259,4 @@ func (e *elab) useFile(f *syntax.File) {
 	}
 	e.usedFiles[f] = true
 	e.prog.Files = append(e.prog.Files, f)
-}
-
-// cloneExpr deep-copies an optional expression.
-func cloneExpr(x syntax.Expr) syntax.Expr {
-	if x == nil {
-		return nil
-	}
-	return syntax.Clone(x)
 }

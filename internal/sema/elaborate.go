@@ -107,6 +107,7 @@ func Elaborate(user []*syntax.File, opts Options) (*Program, error) {
 		return nil, e.rep.errors()
 	}
 	e.prog.Warnings = e.rep.warningTexts()
+	e.prog.SuppressedWarnings = e.rep.suppWarns
 	return e.prog, nil
 }
 

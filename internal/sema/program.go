@@ -13,6 +13,9 @@ type Program struct {
 	Funcs   []*syntax.Func // script and tapset functions that are called, in first-use order
 	// Warnings are stap's pass-2 warnings (elided variables, ...), already formatted.
 	Warnings []string
+	// SuppressedWarnings counts the warnings stap would not repeat (without
+	// -v); SuppressedText renders stap's trailer about them.
+	SuppressedWarnings int
 	// Overrides are the -G settings: the value (as written) each global takes
 	// when the script starts, to be converted to the global's type.
 	Overrides map[*syntax.Var]string
@@ -48,3 +51,7 @@ type Probe struct {
 	origin   []string // alias definitions the point went through, innermost first
 	userText string   // the probe's points as the user wrote them
 }
+
+// SuppressedText returns stap's trailer about suppressed warnings, printed at
+// the end of the run; empty when none were suppressed.
+func (p *Program) SuppressedText() string { return suppressedText(0, p.SuppressedWarnings) }

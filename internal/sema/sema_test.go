@@ -41,7 +41,7 @@ type chunk struct {
 	flags              []string
 }
 
-func readChunks(t *testing.T, file string) []chunk {
+func readChunks(t testing.TB, file string) []chunk {
 	data, err := os.ReadFile(file)
 	if err != nil {
 		t.Fatal(err)
@@ -56,7 +56,7 @@ func readChunks(t *testing.T, file string) []chunk {
 	return chunks
 }
 
-func libraryFiles(t *testing.T) []*syntax.File {
+func libraryFiles(t testing.TB) []*syntax.File {
 	var files []*syntax.File
 	stp, _ := tapset.Library()
 	for _, src := range stp {

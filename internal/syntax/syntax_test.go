@@ -220,3 +220,14 @@ func FuzzParse(f *testing.F) {
 		FileString(Clone(file))
 	})
 }
+
+func TestCloneNil(t *testing.T) {
+	var x Expr
+	if Clone(x) != nil {
+		t.Error("Clone(nil Expr) != nil")
+	}
+	var b *Block
+	if Clone(b) != nil {
+		t.Error("Clone(nil *Block) != nil")
+	}
+}

@@ -146,12 +146,12 @@ func forEachChild(n Node, visit func(Node)) {
 
 // Clone returns a deep copy of a node, or of a slice or other value holding
 // nodes: every tree node is copied, while sources and resolved symbols (Source,
-// Var, Func) stay shared with the original.
+// Var, Func) stay shared with the original. A nil node clones to nil.
 func Clone[T any](x T) T {
 	v := reflect.ValueOf(&x).Elem()
-	out := reflect.New(v.Type()).Elem()
-	cloneValue(out, v)
-	return out.Interface().(T)
+	out := reflect.New(v.Type())
+	cloneValue(out.Elem(), v)
+	return *out.Interface().(*T)
 }
 
 var (
