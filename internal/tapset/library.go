@@ -12,7 +12,7 @@ import (
 // The script-language part of the library: *.stp files of functions and probe
 // aliases written in SystemTap's language, and *.stpm macro files.
 //
-//go:embed *.stp
+//go:embed *.stp *.stpm
 var library embed.FS
 
 // Library returns the embedded tapset scripts and macro files as sources named

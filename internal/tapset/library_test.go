@@ -2,6 +2,7 @@ package tapset_test
 
 import (
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 
@@ -116,33 +117,32 @@ var companions = map[string]string{
 	"delete_stopwatch": `print(read_stopwatch_ns("x"));`,
 }
 
-func parseLibrary(t *testing.T) []*syntax.File {
+// elaborate parses script and the library, with the library's macros, and
+// runs pass 2. (The elaborator annotates the library's declarations, so each
+// run needs a fresh parse.)
+func elaborate(t *testing.T, script string) (*sema.Program, error) {
 	t.Helper()
 	stp, stpm := tapset.Library()
 	macros, errs := syntax.LoadMacros(stpm...)
 	if len(errs) > 0 {
 		t.Fatalf("macros: %v", errs)
 	}
-	var files []*syntax.File
-	for _, src := range stp {
-		f, err := syntax.Parse(src, &syntax.Config{Tapset: true, Arch: "x86_64", Macros: macros})
-		if err != nil {
-			t.Fatalf("%s: %v", src.Name, err)
-		}
-		files = append(files, f)
-	}
-	return files
-}
-
-// elaborate runs pass 2 over script against the library. The elaborator
-// annotates the library's declarations, so each run needs a fresh parse.
-func elaborate(t *testing.T, lib []*syntax.File, script string) (*sema.Program, error) {
-	t.Helper()
-	f, err := syntax.Parse(syntax.NewSource("<input>", script), &syntax.Config{})
+	cfg := &syntax.Config{Arch: "x86_64", Macros: macros}
+	user, err := syntax.Parse(syntax.NewSource("<input>", script), cfg)
 	if err != nil {
 		t.Fatalf("parse %q: %v", script, err)
 	}
-	return sema.Elaborate([]*syntax.File{f}, sema.Options{Library: lib})
+	libCfg := *cfg
+	libCfg.Tapset = true
+	var lib []*syntax.File
+	for _, src := range stp {
+		f, err := syntax.Parse(src, &libCfg)
+		if err != nil {
+			t.Fatalf("%s: %v", src.Name, err)
+		}
+		lib = append(lib, f)
+	}
+	return sema.Elaborate([]*syntax.File{user}, sema.Options{Library: lib})
 }
 
 // TestSignatures elaborates a call of every library function and checks the
@@ -151,7 +151,7 @@ func TestSignatures(t *testing.T) {
 	for _, want := range signatures {
 		name, result, params := splitSignature(want)
 		script := fmt.Sprintf("probe begin { %s%s }", companions[name], callOf(name, result, params))
-		prog, err := elaborate(t, parseLibrary(t), script)
+		prog, err := elaborate(t, script)
 		if err != nil {
 			t.Errorf("%s:\n%v", script, err)
 			continue
@@ -206,4 +206,37 @@ func signatureOf(prog *sema.Program, name string, arity int) string {
 		return s + "(" + strings.Join(ps, ",") + ")"
 	}
 	return "(not called)"
+}
+
+// runChunk is a chunk of testdata/run.txt:
+//
+//	=== NAME
+//	script
+//	---
+//	expected output (ending with a newline)
+type runChunk struct{ name, script, want string }
+
+func readRunChunks(t *testing.T) []runChunk {
+	t.Helper()
+	data, err := os.ReadFile("testdata/run.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var chunks []runChunk
+	for _, part := range strings.Split(string(data), "\n=== ")[1:] {
+		name, rest, _ := strings.Cut(part, "\n")
+		script, want, _ := strings.Cut(rest, "\n---\n")
+		chunks = append(chunks, runChunk{name, script, strings.TrimSuffix(want, "\n") + "\n"})
+	}
+	return chunks
+}
+
+// TestRunScriptsElaborate checks that every script of testdata/run.txt passes
+// pass 2.
+func TestRunScriptsElaborate(t *testing.T) {
+	for _, c := range readRunChunks(t) {
+		if _, err := elaborate(t, c.script); err != nil {
+			t.Errorf("%s:\n%v", c.name, err)
+		}
+	}
 }
