@@ -254,13 +254,14 @@ func describe(n syntax.Node) string {
 	case *syntax.EmbeddedExpr, *syntax.EmbeddedCode:
 		return "embedded-code"
 	case *syntax.In:
-		if len(n.Keys) > 0 {
-			return describe(n.Keys[0])
-		}
+		return "keyword"
 	case *syntax.Index:
 		return describe(n.Array)
 	case *syntax.Autocast:
-		return describe(n.Operand)
+		if len(n.Components) > 0 && n.Components[0].Kind == syntax.ComponentIndex {
+			return "operator '['"
+		}
+		return "operator '->'"
 	}
 	return "keyword"
 }
