@@ -49,7 +49,8 @@ func (in *Interp) fire(p *sema.Probe, want int) {
 func (in *Interp) runHandler(p *sema.Probe) {
 	in.act = activation{probe: p, remaining: 10 * in.limits.MaxAction, nesting: -1}
 	in.fr = &frame{locals: make([]value, len(p.Locals))}
-	err := in.protect(func() {
+	err := protect(func() {
+		defer isAbort()
 		if p.Cond != nil && in.evalLong(p.Cond) == 0 {
 			return
 		}
@@ -66,20 +67,29 @@ func (in *Interp) runHandler(p *sema.Probe) {
 	in.act.probe = nil
 }
 
-// protect runs fn and returns the run-time error that ended it, if any.
-func (in *Interp) protect(fn func()) (err *runError) {
+// protect runs fn and returns the run-time error that ended it, if any;
+// abort() unwinds through it.
+func protect(fn func()) (err *runError) {
 	defer func() {
-		switch r := recover().(type) {
-		case nil:
-		case *runError:
-			err = r
-		case abortSignal:
-		default:
-			panic(r)
+		if r := recover(); r != nil {
+			e, ok := r.(*runError)
+			if !ok {
+				panic(r)
+			}
+			err = e
 		}
 	}()
 	fn()
 	return nil
+}
+
+// isAbort recovers the unwinding of abort().
+func isAbort() {
+	if r := recover(); r != nil {
+		if _, ok := r.(abortSignal); !ok {
+			panic(r)
+		}
+	}
 }
 
 // report prints a handler's error and stops the session past MAXERRORS.
@@ -223,7 +233,7 @@ func (in *Interp) execLoop(at syntax.Pos, init, cond, post syntax.Expr, body syn
 func (in *Interp) execTry(s *syntax.TryStmt) ctl {
 	in.note(0, s.Pos, true)
 	var c ctl
-	err := in.protect(func() {
+	err := protect(func() {
 		c = in.execBlock(s.Body)
 		if c == ctlNone {
 			in.note(0, s.Body.Pos, true)
