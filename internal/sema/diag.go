@@ -127,19 +127,20 @@ func (r *reporter) add(d *Diagnostic) {
 	r.diags = append(r.diags, d)
 	r.out.WriteString("semantic error: ")
 	r.renderBody(d, "        source: ")
-	for i, c := range d.Chain {
+	for _, c := range d.Chain {
 		if c.Msg == "" { // a second token of the same error
-			r.renderBody(c, "        source: ")
-			continue
-		}
-		r.out.WriteString("\n")
-		if k := originChain(d, i+1); !r.seen[k] {
-			r.seen[k] = true
-			r.out.WriteString("semantic error: ")
 			r.renderBody(c, "        source: ")
 		}
 	}
 	r.out.WriteString("\n")
+	for i, c := range d.Chain {
+		if k := originChain(d, i+1); c.Msg != "" && !r.seen[k] {
+			r.seen[k] = true
+			r.out.WriteString("semantic error: ")
+			r.renderBody(c, "        source: ")
+			r.out.WriteString("\n")
+		}
+	}
 }
 
 // originChain is the duplicate-elimination key of the error starting at chain

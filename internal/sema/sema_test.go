@@ -75,7 +75,7 @@ func run(t *testing.T, c chunk, lib []*syntax.File) string {
 	if err != nil {
 		t.Fatalf("parse: %v", err)
 	}
-	opts := Options{Library: lib, NoWarnings: hasFlag(c.flags, "-w"), Unoptimized: hasFlag(c.flags, "-u")}
+	opts := Options{Library: lib, NoWarnings: hasFlag(c.flags, "-w"), Unoptimized: hasFlag(c.flags, "-u"), Verbose: hasFlag(c.flags, "-v")}
 	prog, err := Elaborate([]*syntax.File{f}, opts)
 	if err != nil {
 		return err.(*Errors).Text()
