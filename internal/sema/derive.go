@@ -53,6 +53,20 @@ type expansion struct {
 	via      []string // alias definitions crossed, innermost first, for -p2
 	active   map[*syntax.AliasDecl]bool
 	files    []*syntax.File // library files of the aliases used
+	// blame is the component errors point at when the point being resolved
+	// came from an alias reached with a suffix (stap blames the point that
+	// carried the suffix), nil to blame the point itself.
+	blame *syntax.Component
+	// prev is the point whose alias expansion produced the one being
+	// resolved; stap names it when the expansion loops.
+	prev *syntax.ProbePoint
+}
+
+func (x *expansion) blameFor(comps []*syntax.Component) *syntax.Component {
+	if x.blame != nil {
+		return x.blame
+	}
+	return comps[0]
 }
 
 func (e *elab) deriveAll(user []*syntax.File) {
@@ -81,7 +95,7 @@ func (e *elab) expand(x *expansion, pp *syntax.ProbePoint, comps []*syntax.Compo
 	pts, err := e.reg.Match(comps)
 	if err != nil {
 		if !x.optional {
-			e.resolveError(comps[0], err)
+			e.resolveError(x.blameFor(comps), err)
 		}
 		return 0
 	}
@@ -110,11 +124,17 @@ func (e *elab) resolveError(first *syntax.Component, err error) {
 }
 
 func (e *elab) expandAlias(x *expansion, pp *syntax.ProbePoint, pt *probes.Point, set *aliasSet, depth int) int {
-	n := 0
+	n, errs := 0, e.rep.nerrors-e.loops
 	for _, a := range set.decls {
 		if x.active[a] || depth >= maxAliasDepth {
-			e.resolveError(pp.Components[0], fmt.Errorf("recursive loop in alias expansion of %s at %s",
-				probes.ComponentsString(pp.Components), pp.Pos))
+			looped := pp
+			if x.prev != nil {
+				looped = x.prev
+			}
+			e.rep.errorAt("resolve", looped.Components[0], "while resolving probe point", &Diagnostic{
+				Msg: fmt.Sprintf("recursive loop in alias expansion of %s at %s",
+					probes.ComponentsString(looped.Components), looped.Pos), origin: "check"})
+			e.loops++
 			continue
 		}
 		inner := *x
@@ -131,6 +151,10 @@ func (e *elab) expandAlias(x *expansion, pp *syntax.ProbePoint, pt *probes.Point
 			t := inner
 			t.optional = x.optional || target.Optional || target.Sufficient
 			t.cond = andCond(x.cond, target.Cond)
+			t.blame, t.prev = nil, pp
+			if len(pt.Suffix) > 0 {
+				t.blame = x.blameFor(pp.Components)
+			}
 			comps := append(append([]*syntax.Component(nil), target.Components...), pt.Suffix...)
 			k := e.expand(&t, target, comps, depth+1)
 			n += k
@@ -139,7 +163,7 @@ func (e *elab) expandAlias(x *expansion, pp *syntax.ProbePoint, pt *probes.Point
 			}
 		}
 	}
-	if n == 0 && !x.optional && depth == 0 {
+	if n == 0 && !x.optional && depth == 0 && e.rep.nerrors-e.loops == errs {
 		e.rep.add(&Diagnostic{Msg: "while resolving probe point", Tok: describe(pp.Components[0]),
 			Pos: pp.Components[0].Pos, origin: "resolve", Chain: []*Diagnostic{{Msg: "no match", origin: "nomatch"}}})
 	}
@@ -204,7 +228,7 @@ func (e *elab) derive(x *expansion, pp *syntax.ProbePoint, pt *probes.Point) int
 	if pt.Family.Check != nil {
 		if err := pt.Family.Check(pt); err != nil {
 			if !x.optional {
-				e.resolveError(pp.Components[0], err)
+				e.resolveError(x.blameFor(pp.Components), err)
 			}
 			return 0
 		}

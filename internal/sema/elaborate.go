@@ -67,6 +67,7 @@ type elab struct {
 	arityAt   map[*syntax.Var]syntax.Node // where each global's arity was set
 	usedFiles map[*syntax.File]bool
 	pending   []*syntax.Func // functions whose bodies still need resolving
+	loops     int            // alias loops reported (they do not stop a probe's derivation)
 }
 
 // Elaborate runs pass 2 over the user's files. On failure the error is an
