@@ -90,23 +90,24 @@ func (in *Interp) runCommands() {
 // In user-side probes the current process is bpftap itself, as it is staprun
 // (begin, end) for stap.
 var contextBuiltins = map[string]builtinFunc{
-	"pid":      func(*callContext, []value) value { return long(int64(os.Getpid())) },
-	"tid":      func(*callContext, []value) value { return long(int64(syscall.Gettid())) },
-	"ppid":     func(*callContext, []value) value { return long(int64(os.Getppid())) },
-	"uid":      func(*callContext, []value) value { return long(int64(os.Getuid())) },
-	"euid":     func(*callContext, []value) value { return long(int64(os.Geteuid())) },
-	"gid":      func(*callContext, []value) value { return long(int64(os.Getgid())) },
-	"egid":     func(*callContext, []value) value { return long(int64(os.Getegid())) },
-	"stp_pid":  func(*callContext, []value) value { return long(int64(os.Getpid())) },
-	"execname": func(*callContext, []value) value { return str(selfComm()) },
-	"cpu":      func(*callContext, []value) value { return long(currentCPU()) },
-	"target":   func(cc *callContext, _ []value) value { return long(int64(cc.in.cfg.Target)) },
-	"pp":       func(cc *callContext, _ []value) value { return str(cc.in.act.probe.Name) },
-	"pn":       func(cc *callContext, _ []value) value { return str(pointString(cc.in.act.probe.User)) },
-	"probefunc": func(*callContext, []value) value {
-		return str("")
-	},
-	"env_var": func(cc *callContext, args []value) value { return str(os.Getenv(args[0].s)) },
+	"pid":           func(*callContext, []value) value { return long(int64(os.Getpid())) },
+	"tid":           func(*callContext, []value) value { return long(int64(syscall.Gettid())) },
+	"ppid":          func(*callContext, []value) value { return long(int64(os.Getppid())) },
+	"uid":           func(*callContext, []value) value { return long(int64(os.Getuid())) },
+	"euid":          func(*callContext, []value) value { return long(int64(os.Geteuid())) },
+	"gid":           func(*callContext, []value) value { return long(int64(os.Getgid())) },
+	"egid":          func(*callContext, []value) value { return long(int64(os.Getegid())) },
+	"stp_pid":       func(*callContext, []value) value { return long(int64(os.Getpid())) },
+	"execname":      func(*callContext, []value) value { return str(selfComm()) },
+	"cpu":           func(*callContext, []value) value { return long(currentCPU()) },
+	"target":        func(cc *callContext, _ []value) value { return long(int64(cc.in.cfg.Target)) },
+	"pp":            func(cc *callContext, _ []value) value { return str(cc.in.act.probe.Name) },
+	"pn":            func(cc *callContext, _ []value) value { return str(pointString(cc.in.act.probe.User)) },
+	"probefunc":     func(*callContext, []value) value { return str("") },
+	"user_mode":     func(*callContext, []value) value { return long(0) },
+	"is_return":     func(*callContext, []value) value { return long(0) },
+	"mem_page_size": func(*callContext, []value) value { return long(int64(os.Getpagesize())) },
+	"env_var":       func(cc *callContext, args []value) value { return str(os.Getenv(args[0].s)) },
 	"cmdline_str": func(*callContext, []value) value {
 		b, _ := os.ReadFile("/proc/self/cmdline")
 		return str(strings.TrimSpace(strings.ReplaceAll(strings.TrimRight(string(b), "\x00"), "\x00", " ")))

@@ -28,6 +28,7 @@ var timeBuiltins = map[string]builtinFunc{
 	"cpu_clock_us":    monoClock(1e3),
 	"cpu_clock_ns":    monoClock(1),
 	"get_cycles":      monoClock(1),
+	"HZ":              func(*callContext, []value) value { return long(int64(kernelHZ())) },
 	"jiffies": func(*callContext, []value) value {
 		hz := int64(kernelHZ())
 		return long(1<<32 - 300*hz + monotonicNanos()*hz/1e9)
