@@ -12,6 +12,14 @@ import (
 // The script-language part of the library: *.stp files of functions and probe
 // aliases written in SystemTap's language, and *.stpm macro files.
 //
+// SystemTap implements many of these functions in C, where a call costs one
+// statement of the MAXACTION budget. To cost about as little, name tables are
+// written as one return statement of chained conditional expressions, and
+// loops are avoided where a builtin (strpos, substr) does the work. Functions
+// meant to be replaced by a script's own definition (__indent_timestamp,
+// qs_time) live in files of their own, so that a script defining them does
+// not pull in a second definition.
+//
 //go:embed *.stp *.stpm
 var library embed.FS
 
