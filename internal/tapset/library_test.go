@@ -104,6 +104,10 @@ var signatures = []string{
 	"usecs_to_string:string(usecs:long)",
 	"msecs_to_string:string(msecs:long)",
 	"bytes_to_string:string(bytes:long)",
+	"pages_to_string:string(pages:long)",
+	"cputime_to_msecs:long(cputime:long)",
+	"cputime_to_usecs:long(cputime:long)",
+	"cputime_to_string:string(cputime:long)",
 }
 
 // companions are calls that give types to the globals a function only
