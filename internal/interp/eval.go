@@ -159,8 +159,15 @@ func sliceMatch(elem, pattern key, exprs []syntax.Expr) bool {
 	return true
 }
 
+// arrayOf returns the storage of the global array e names.
 func (in *Interp) arrayOf(e syntax.Expr) Array {
-	return in.global(e.(*syntax.Ident).Var).arr
+	if id, ok := e.(*syntax.Ident); ok {
+		if g := in.global(id.Var); g != nil && g.arr != nil {
+			return g.arr
+		}
+	}
+	throw("not an array", e.Position())
+	return nil
 }
 
 func (in *Interp) loadIndex(e *syntax.Index) value {
@@ -178,7 +185,8 @@ func (in *Interp) loadIndex(e *syntax.Index) value {
 // put returns the element of a[k], creating it; a full array is an error
 // near the indexed array's name.
 func (in *Interp) put(e *syntax.Index, k key) *element {
-	el, ok := in.arrayOf(e.Array).Put(k)
+	arr := in.arrayOf(e.Array)
+	el, ok := arr.Put(k)
 	if !ok {
 		throw(in.overflowMsg(e.Array.(*syntax.Ident).Var), e.Pos)
 	}
@@ -345,12 +353,20 @@ func (in *Interp) accumulate(e *syntax.Assign) int64 {
 	switch lhs := e.LHS.(type) {
 	case *syntax.Ident:
 		v := in.evalLong(e.RHS)
-		in.global(lhs.Var).stat.Add(v)
+		g := in.global(lhs.Var)
+		if g == nil || g.stat == nil {
+			throw("not a statistic", lhs.Pos)
+		}
+		g.stat.Add(v)
 		return v
 	case *syntax.Index:
 		k, _ := in.evalKeys(lhs.Keys)
 		v := in.evalLong(e.RHS)
-		in.put(lhs, k).stat.Add(v)
+		el := in.put(lhs, k)
+		if el.stat == nil {
+			throw("not a statistic", lhs.Pos)
+		}
+		el.stat.Add(v)
 		return v
 	}
 	throw("invalid statistics target", e.Pos)
@@ -387,7 +403,10 @@ func (in *Interp) incDec(e *syntax.IncDec) int64 {
 func (in *Interp) aggregate(x syntax.Expr) *format.Stat {
 	switch x := x.(type) {
 	case *syntax.Ident:
-		return format.Total(in.global(x.Var).stat)
+		if g := in.global(x.Var); g != nil && g.stat != nil {
+			return format.Total(g.stat)
+		}
+		throw("not a statistic", x.Pos)
 	case *syntax.Index:
 		k, _ := in.evalKeys(x.Keys)
 		if el := in.arrayOf(x.Array).Get(k); el != nil {

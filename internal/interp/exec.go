@@ -50,7 +50,7 @@ func (in *Interp) runHandler(p *sema.Probe) {
 	in.act = activation{probe: p, remaining: 10 * in.limits.MaxAction, nesting: -1}
 	in.fr = &frame{locals: make([]value, len(p.Locals))}
 	err := protect(func() {
-		defer isAbort()
+		defer swallowAbort()
 		if p.Cond != nil && in.evalLong(p.Cond) == 0 {
 			return
 		}
@@ -83,8 +83,8 @@ func protect(fn func()) (err *runError) {
 	return nil
 }
 
-// isAbort recovers the unwinding of abort().
-func isAbort() {
+// swallowAbort recovers the unwinding of abort().
+func swallowAbort() {
 	if r := recover(); r != nil {
 		if _, ok := r.(abortSignal); !ok {
 			panic(r)
@@ -204,11 +204,22 @@ func (in *Interp) execIf(s *syntax.IfStmt) ctl {
 }
 
 // execLoop runs for and while loops (stap parses while as a for loop).
+// Init and Post are expression statements to stap; the action of Post is
+// noted where the generated code places it, once after the loop.
 func (in *Interp) execLoop(at syntax.Pos, init, cond, post syntax.Expr, body syntax.Stmt) ctl {
 	if init != nil {
 		in.evalVoid(init)
+		in.note(1, firstPos(init), false)
 	}
 	in.note(1, at, true)
+	c := in.iterate(at, cond, post, body)
+	if post != nil && c == ctlNone {
+		in.note(1, firstPos(post), false)
+	}
+	return c
+}
+
+func (in *Interp) iterate(at syntax.Pos, cond, post syntax.Expr, body syntax.Stmt) ctl {
 	for {
 		in.note(1, at, false)
 		if cond != nil && in.evalLong(cond) == 0 {
@@ -272,8 +283,7 @@ func (in *Interp) execDelete(target syntax.Expr) {
 			g.val = value{}
 		}
 	case *syntax.Index:
-		id := t.Array.(*syntax.Ident)
-		arr := in.global(id.Var).arr
+		arr := in.arrayOf(t.Array)
 		keys, wild := in.evalKeys(t.Keys)
 		if !wild {
 			arr.Delete(keys)
