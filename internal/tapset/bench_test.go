@@ -1,0 +1,23 @@
+package tapset_test
+
+import (
+	"testing"
+
+	"github.com/bpftap/bpftap/internal/syntax"
+	"github.com/bpftap/bpftap/internal/tapset"
+)
+
+// BenchmarkParseLibrary measures what every start-up pays to parse the
+// embedded library.
+func BenchmarkParseLibrary(b *testing.B) {
+	stp, stpm := tapset.Library()
+	macros, _ := syntax.LoadMacros(stpm...)
+	cfg := &syntax.Config{Tapset: true, Arch: "x86_64", Macros: macros}
+	for b.Loop() {
+		for _, src := range stp {
+			if _, err := syntax.Parse(src, cfg); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+}
