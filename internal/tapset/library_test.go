@@ -166,6 +166,29 @@ func TestSignatures(t *testing.T) {
 	}
 }
 
+// TestSignaturesComplete checks that signatures lists every public function
+// of the library, so that each is elaborated by TestSignatures.
+func TestSignaturesComplete(t *testing.T) {
+	listed := map[string]bool{}
+	for _, sig := range signatures {
+		name, _, params := splitSignature(sig)
+		listed[fmt.Sprintf("%s/%d", name, len(params))] = true
+	}
+	stp, _ := tapset.Library()
+	for _, src := range stp {
+		f, err := syntax.Parse(src, &syntax.Config{Tapset: true, Arch: "x86_64"})
+		if err != nil {
+			t.Fatalf("%s: %v", src.Name, err)
+		}
+		for _, d := range f.Decls {
+			if fd, ok := d.(*syntax.FuncDecl); ok && !fd.Private && !strings.HasPrefix(fd.Name, "__") &&
+				!listed[fmt.Sprintf("%s/%d", fd.Name, len(fd.Params))] {
+				t.Errorf("%s: %s with %d parameters is missing from signatures", src.Name, fd.Name, len(fd.Params))
+			}
+		}
+	}
+}
+
 // splitSignature splits "name:result(p:type,...)" into its name, result type
 // and parameter types.
 func splitSignature(sig string) (name, result string, params []string) {
