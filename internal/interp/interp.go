@@ -41,7 +41,22 @@
 // stable merge sort on one column, or the runtime's partial sort when a limit
 // of at most 30 is given), and a full wrapping array evicts the element at the
 // head of the list. Statistics arrays are aggregated from per-CPU maps in hash
-// order by stap; here they are iterated in insertion order too.
+// order by stap; here they are iterated in insertion order too. A foreach
+// walks a snapshot of the elements (stap refuses modifications of the array
+// being iterated at translation time).
+//
+// # Differences from stap
+//
+//   - Errors raised inside builtins name the call ("near identifier 'substr'
+//     at <input>:...") where stap names the function's declaration in its
+//     tapset file.
+//   - The current process of a user-side probe is bpftap itself (stap's is
+//     staprun for begin and end probes, and whatever runs when a timer fires).
+//   - Memory readers fault: kernel_* and user_string report stap's fault
+//     errors, user_long and friends return 0.
+//   - probefunc() is "" in user-side probes.
+//   - Regular expressions use Go's engine in leftmost-longest mode, so they
+//     match runes of UTF-8 text rather than bytes.
 package interp
 
 import (
