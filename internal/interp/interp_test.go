@@ -20,6 +20,7 @@ import (
 //	=== NAME
 //	SCRIPT (one or more lines)
 //	--- define NAME=VALUE        (optional, repeatable: -D settings)
+//	--- global NAME=VALUE        (optional, repeatable: -G settings)
 //	--- stdout                   (expected output; "--- stdout -n": no final newline)
 //	LINES
 //	--- stderr
@@ -31,11 +32,12 @@ type testCase struct {
 	name, file     string
 	script         string
 	defines        []string
+	overrides      []string
 	stdout, stderr string
 	status         int
 }
 
-var fixedNow = time.Unix(1234567890, 123456789)
+var fixedNow = time.Unix(1234567890, 123456789).UTC()
 
 func TestScripts(t *testing.T) {
 	files, _ := filepath.Glob("testdata/*.txt")
@@ -76,7 +78,7 @@ func runScript(t *testing.T, c testCase, lib []*syntax.File) (string, string, in
 	if err != nil {
 		t.Fatalf("%s: parse: %v", c.file, err)
 	}
-	prog, err := sema.Elaborate([]*syntax.File{f}, sema.Options{Library: lib, NoWarnings: true})
+	prog, err := sema.Elaborate([]*syntax.File{f}, sema.Options{Library: lib, NoWarnings: true, Overrides: c.overrides})
 	if err != nil {
 		t.Fatalf("%s: elaborate: %v", c.file, err)
 	}
@@ -140,6 +142,8 @@ func readCases(t *testing.T, file string) []testCase {
 				c.status, _ = strconv.Atoi(fields[1])
 			case "define":
 				c.defines = append(c.defines, fields[1])
+			case "global":
+				c.overrides = append(c.overrides, fields[1])
 			default:
 				t.Fatalf("%s:%d: unknown section %q", file, n+1, line)
 			}
