@@ -39,6 +39,9 @@ type Options struct {
 	Verbose    bool
 	// Unoptimized is -u: keep code without effect.
 	Unoptimized bool
+	// NoGlobalDisplay is --no-global-var-display: no end probes print the
+	// globals that are written but never read.
+	NoGlobalDisplay bool
 	// Registry is the probe-point namespace; nil means probes.Builtin().
 	Registry *probes.Registry
 }

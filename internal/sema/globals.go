@@ -8,7 +8,7 @@ import (
 
 // finish drops the globals nothing uses (stap elides them silently), adds the
 // end probes that display globals written but never read (stap prints them at
-// exit), numbers the globals and records the -G overrides.
+// exit, unless --no-global-var-display), numbers the globals and records the -G overrides.
 func (e *elab) finish() {
 	var display []*syntax.Var
 	kept := e.prog.Globals[:0]
@@ -16,7 +16,7 @@ func (e *elab) finish() {
 		if !g.Read && !g.Written && !e.opts.Unoptimized {
 			continue
 		}
-		if g.Written && !g.Read {
+		if g.Written && !g.Read && !e.opts.NoGlobalDisplay {
 			display = append(display, g)
 		}
 		g.Index = len(kept)

@@ -1,0 +1,23 @@
+GO ?= go
+FUZZTIME ?= 20s
+
+.PHONY: all bpftap test vet fuzz clean
+
+all: bpftap
+
+bpftap:
+	$(GO) build -o bpftap ./cmd/bpftap
+
+vet:
+	$(GO) vet ./...
+
+# The whole suite: unit and end-to-end tests, then a short parser fuzzing run.
+test: bpftap vet
+	$(GO) test -count=1 ./...
+	$(MAKE) fuzz
+
+fuzz:
+	$(GO) test ./internal/syntax -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME)
+
+clean:
+	rm -f bpftap

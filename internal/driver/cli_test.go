@@ -1,0 +1,185 @@
+package driver
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/tools/txtar"
+)
+
+// TestCLI runs the txtar scripts of testdata/cli against the built bpftap binary,
+// as a user would run it from a shell. Each archive's comment is a script, one
+// command a line (`#` starts a comment):
+//
+//	exec bpftap ARGS...      run a command; it must exit 0 (prefix `!` to expect failure)
+//	status N                 the last command's exit status was N
+//	stdout REGEXP            the last command's stdout matches (prefix `!` for no match)
+//	stderr REGEXP            the same for stderr
+//	cmp stdout FILE          stdout equals the archive's FILE exactly (also stderr)
+//	interrupt DURATION       the next exec receives SIGINT after DURATION
+//
+// The archive's files are written to a fresh directory, which is the working directory.
+func TestCLI(t *testing.T) {
+	bin := buildBinary(t)
+	archives, _ := filepath.Glob("../../testdata/cli/*.txt")
+	if len(archives) == 0 {
+		t.Fatal("no scripts in testdata/cli")
+	}
+	for _, path := range archives {
+		t.Run(strings.TrimSuffix(filepath.Base(path), ".txt"), func(t *testing.T) {
+			t.Parallel()
+			ar, err := txtar.ParseFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s := &cliScript{t: t, bin: bin, dir: t.TempDir(), files: map[string]string{}}
+			for _, f := range ar.Files {
+				s.files[f.Name] = string(f.Data)
+				if err := os.WriteFile(filepath.Join(s.dir, f.Name), f.Data, 0o755); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for i, line := range strings.Split(string(ar.Comment), "\n") {
+				s.line = i + 1
+				s.command(line)
+			}
+		})
+	}
+}
+
+// buildBinary builds cmd/bpftap once into a temporary directory.
+func buildBinary(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "bpftap")
+	out, err := exec.Command("go", "build", "-o", bin, "../../cmd/bpftap").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+type cliScript struct {
+	t              *testing.T
+	bin, dir       string
+	files          map[string]string
+	line           int
+	stdout, stderr string
+	status         int
+	interrupt      time.Duration
+}
+
+func (s *cliScript) fatalf(format string, args ...any) {
+	s.t.Helper()
+	s.t.Fatalf("line %d: "+format, append([]any{s.line}, args...)...)
+}
+
+func (s *cliScript) command(line string) {
+	s.t.Helper()
+	line = strings.TrimSpace(line)
+	if line == "" || strings.HasPrefix(line, "#") {
+		return
+	}
+	negate := false
+	if rest, ok := strings.CutPrefix(line, "! "); ok {
+		negate, line = true, rest
+	}
+	words := splitArgs(line)
+	switch words[0] {
+	case "exec":
+		s.exec(words[1:], negate)
+	case "status":
+		if want, _ := strconv.Atoi(words[1]); s.status != want {
+			s.fatalf("exit status %d, want %d\nstderr:\n%s", s.status, want, s.stderr)
+		}
+	case "stdout", "stderr":
+		s.match(words[0], strings.Join(words[1:], " "), negate)
+	case "cmp":
+		s.cmp(words[1], words[2])
+	case "interrupt":
+		d, err := time.ParseDuration(words[1])
+		if err != nil {
+			s.fatalf("bad duration %q", words[1])
+		}
+		s.interrupt = d
+	default:
+		s.fatalf("unknown command %q", words[0])
+	}
+}
+
+func (s *cliScript) exec(args []string, wantFailure bool) {
+	s.t.Helper()
+	prog := args[0]
+	if prog == "bpftap" {
+		prog = s.bin
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, prog, args[1:]...)
+	cmd.Dir = s.dir
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Start(); err != nil {
+		s.fatalf("%v", err)
+	}
+	if s.interrupt > 0 {
+		timer := time.AfterFunc(s.interrupt, func() { cmd.Process.Signal(syscall.SIGINT) })
+		defer timer.Stop()
+		s.interrupt = 0
+	}
+	err := cmd.Wait()
+	s.stdout, s.stderr, s.status = stdout.String(), stderr.String(), 0
+	var exitErr *exec.ExitError
+	switch {
+	case errors.As(err, &exitErr):
+		s.status = exitErr.ExitCode()
+	case err != nil:
+		s.fatalf("%v", err)
+	}
+	if (s.status != 0) != wantFailure {
+		s.fatalf("%s exited with status %d\nstdout:\n%s\nstderr:\n%s", args[0], s.status, s.stdout, s.stderr)
+	}
+}
+
+func (s *cliScript) match(stream, pattern string, negate bool) {
+	s.t.Helper()
+	re, err := regexp.Compile("(?m)" + pattern)
+	if err != nil {
+		s.fatalf("bad regexp: %v", err)
+	}
+	text := s.stdout
+	if stream == "stderr" {
+		text = s.stderr
+	}
+	if re.MatchString(text) == negate {
+		verb := "does not match"
+		if negate {
+			verb = "matches"
+		}
+		s.fatalf("%s %s %q:\n%s", stream, verb, pattern, text)
+	}
+}
+
+func (s *cliScript) cmp(stream, file string) {
+	s.t.Helper()
+	want, ok := s.files[file]
+	if !ok {
+		s.fatalf("no file %q in the archive", file)
+	}
+	got := s.stdout
+	if stream == "stderr" {
+		got = s.stderr
+	}
+	if got != want {
+		s.fatalf("%s differs from %s\n--- got ---\n%s--- want ---\n%s", stream, file, got, want)
+	}
+}

@@ -1,0 +1,137 @@
+// Package driver is bpftap's command: it parses stap's command line and runs the
+// passes in order, stopping where -p says:
+//
+//	pass 1  parse       the user's script (-e, file or stdin, plus -E scripts) and the tapset library
+//	pass 2  elaborate   resolve probes, aliases, functions and variables; infer types
+//	pass 3  translate   (kernel probes → BPF programs; nothing to do for user-side probes)
+//	pass 4  load        (load and verify BPF programs)
+//	pass 5  run         begin probes, the -c command, timers and kernel events, end probes
+//
+// Each pass reports failure as stap does ("Pass N: ... failed.  [man error::passN]")
+// and exits with status 1; -v prints stap's pass lines with their times.
+package driver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/bpftap/bpftap/internal/sema"
+	"github.com/bpftap/bpftap/internal/syntax"
+)
+
+// Version is the bpftap version, printed by --version.
+const Version = "0.1"
+
+// Main runs bpftap with the given arguments (without the program name) and returns
+// the process exit status.
+func Main(argv []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	opts, err := parseArgs(argv)
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		fmt.Fprintln(stderr, "Try '--help' for more information. [man stap]")
+		return 1
+	}
+	switch {
+	case opts.Help:
+		fmt.Fprint(stdout, helpText)
+		return 0
+	case opts.Version:
+		fmt.Fprintf(stdout, "bpftap %s: SystemTap scripts compiled to eBPF (language of SystemTap %s)\n",
+			Version, syntax.DefaultConfig().Version)
+		return 0
+	}
+	s := &session{opts: opts, stdin: stdin, stdout: stdout, stderr: stderr}
+	return s.run()
+}
+
+// session carries one invocation through the passes.
+type session struct {
+	opts           *Options
+	stdin          io.Reader
+	stdout, stderr io.Writer
+	timer          passTimer
+}
+
+func (s *session) run() int {
+	s.timer.start()
+	user, libs, err := s.parse()
+	if err != nil {
+		return s.fail(1, "parse", err)
+	}
+	s.timer.report(s, 1, fmt.Sprintf("parsed user script and %d library scripts", len(libs)))
+	if s.opts.LastPass == 1 {
+		for _, f := range user {
+			syntax.Fprint(s.stdout, f)
+		}
+		return 0
+	}
+	prog, err := s.elaborate(user, libs)
+	if err != nil {
+		return s.fail(2, "analysis", err)
+	}
+	// stap notes suppressed repetitions of warnings once the session is over.
+	defer fmt.Fprint(s.stderr, prog.SuppressedText())
+	s.timer.report(s, 2, "analyzed script: "+programSummary(prog))
+	if s.opts.LastPass == 2 {
+		printElaborated(s.stdout, prog)
+		return 0
+	}
+	if s.opts.LastPass < 5 {
+		return 0
+	}
+	return s.execute(prog)
+}
+
+// fail prints a pass's diagnostics and stap's closing lines for that pass: the
+// diagnostics, "Pass N: WHAT failed.", then the note about suppressed repetitions.
+func (s *session) fail(pass int, what string, err error) int {
+	report, trailer := diagnostics(err)
+	fmt.Fprint(s.stderr, ensureNewline(report))
+	fmt.Fprintf(s.stderr, "Pass %d: %s failed.  [man error::pass%d]\n", pass, what, pass)
+	fmt.Fprint(s.stderr, trailer)
+	return 1
+}
+
+// diagnostics renders a pass's error. The parser's and the elaborator's error lists
+// render themselves in stap's format; anything else is one line.
+func diagnostics(err error) (report, trailer string) {
+	var parseErrs syntax.ErrorList
+	var semErrs *sema.Errors
+	switch {
+	case errors.As(err, &parseErrs):
+		return parseErrs.Report(), suppressedNote(parseErrs.Suppressed())
+	case errors.As(err, &semErrs):
+		return semErrs.Text(), semErrs.SuppressedText()
+	}
+	return err.Error(), ""
+}
+
+func suppressedNote(n int) string {
+	if n == 0 {
+		return ""
+	}
+	return fmt.Sprintf("Number of similar error messages suppressed: %d.\nRerun with -v to see them.\n", n)
+}
+
+func ensureNewline(s string) string {
+	if s != "" && s[len(s)-1] != '\n' {
+		return s + "\n"
+	}
+	return s
+}
+
+// runContext returns a context cancelled by SIGINT, SIGTERM, SIGHUP or the -T timeout.
+func (s *session) runContext() (context.Context, context.CancelFunc) {
+	ctx, stopSignals := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+	if s.opts.Timeout <= 0 {
+		return ctx, stopSignals
+	}
+	ctx, cancel := context.WithTimeout(ctx, time.Duration(s.opts.Timeout*float64(time.Second)))
+	return ctx, func() { cancel(); stopSignals() }
+}

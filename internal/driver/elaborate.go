@@ -1,0 +1,52 @@
+package driver
+
+import (
+	"fmt"
+	"io"
+
+	"github.com/bpftap/bpftap/internal/sema"
+	"github.com/bpftap/bpftap/internal/syntax"
+	"github.com/bpftap/bpftap/internal/tapset"
+)
+
+// embeddedLibrary returns the tapset library compiled into bpftap.
+func embeddedLibrary() (stp, stpm []*syntax.Source) { return tapset.Library() }
+
+// elaborate runs pass 2 and prints its warnings.
+func (s *session) elaborate(user, libs []*syntax.File) (*sema.Program, error) {
+	for _, g := range s.opts.Globals {
+		if err := sema.CheckOverride(g); err != nil {
+			return nil, fmt.Errorf("ERROR: %v", err)
+		}
+	}
+	prog, err := sema.Elaborate(user, sema.Options{
+		Library:         libs,
+		Overrides:       s.opts.Globals,
+		NoWarnings:      s.opts.NoWarnings,
+		Verbose:         s.opts.Verbose > 0,
+		Unoptimized:     s.opts.Unoptimize,
+		NoGlobalDisplay: s.opts.NoGlobalDisplay,
+	})
+	if err != nil {
+		return nil, err
+	}
+	for _, w := range prog.Warnings {
+		fmt.Fprint(s.stderr, ensureNewline(w))
+	}
+	return prog, nil
+}
+
+// programSummary is the middle of stap's pass-2 line: "1 probe, 3 functions, 0 embeds, 0 globals".
+func programSummary(p *sema.Program) string {
+	return fmt.Sprintf("%s, %s, 0 embeds, %s", plural(len(p.Probes), "probe"),
+		plural(len(p.Funcs), "function"), plural(len(p.Globals), "global"))
+}
+
+func plural(n int, what string) string {
+	if n == 1 {
+		return fmt.Sprintf("1 %s", what)
+	}
+	return fmt.Sprintf("%d %ss", n, what)
+}
+
+func printElaborated(w io.Writer, p *sema.Program) { p.Fprint(w) }

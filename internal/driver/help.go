@@ -1,0 +1,36 @@
+package driver
+
+const helpText = `Usage: bpftap [options] FILE [ARGS...]     Run script in file.
+   or: bpftap [options] - [ARGS...]        Run script on stdin.
+   or: bpftap [options] -e SCRIPT [ARGS...] Run given script.
+
+bpftap runs SystemTap scripts: user-side probes (begin, end, error, timer.*) in an
+interpreter, kernel probes compiled to eBPF. Options are stap's:
+
+   --         end of options, script arguments follow
+   -h --help  show this help
+   -V --version
+              show version
+   -p NUM     stop after pass NUM (1 parse, 2 elaborate, 3 translate, 4 load, 5 run)
+   -v         print each pass's time and memory (repeatable)
+   -w         suppress warnings
+   -e SCRIPT  run the given script
+   -E SCRIPT  run SCRIPT in addition to the main script (repeatable)
+   -I DIR     look in DIR for additional tapset scripts (*.stp) and macros (*.stpm)
+   -D NAME=VALUE
+              set a run-time limit: MAXSTRINGLEN, MAXACTION, MAXNESTING,
+              MAXMAPENTRIES, MAXERRORS, MAXSKIPPED, ...
+   -G VAR=VALUE
+              set the global variable VAR to VALUE before the run
+   -o FILE    send script output to FILE
+   -T SECONDS exit after SECONDS
+   -c CMD     start the probes, run CMD, exit when it finishes; target() is its pid
+   -x PID     set target() to PID
+   -t         print a probe hit report at exit
+   -g         guru mode (refused: a BPF runtime runs no embedded C)
+   -u         unoptimized mode (accepted; nothing is elided)
+   --no-global-var-display
+              do not print written-but-unread globals at exit
+   --runtime=bpf, --bpf
+              accepted for compatibility: bpftap is a BPF runtime
+`

@@ -1,0 +1,210 @@
+package driver
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// Options is the parsed command line, with stap's option names and meanings.
+type Options struct {
+	Script          string   // path of the script file, "-" for stdin; empty with -e
+	ScriptText      *string  // -e SCRIPT
+	Extra           []string // -E SCRIPT, run in addition to the main script
+	Args            []string // script arguments ($1, @1 ...)
+	LastPass        int      // -p N (5: run)
+	Verbose         int      // -v, repeatable
+	Output          string   // -o FILE
+	Timeout         float64  // -T SECONDS, 0 for none
+	Defines         []string // -D NAME=VALUE
+	Globals         []string // -G NAME=VALUE
+	Command         string   // -c CMD
+	TargetPID       int      // -x PID
+	Includes        []string // -I DIR
+	NoWarnings      bool     // -w
+	Timing          bool     // -t
+	Guru            bool     // -g
+	Unoptimize      bool     // -u
+	NoGlobalDisplay bool     // --no-global-var-display
+	Help, Version   bool
+}
+
+// usageError is a command-line mistake: reported as stap reports it, then exit 1.
+type usageError struct{ msg string }
+
+func (e *usageError) Error() string { return e.msg }
+
+func usagef(format string, args ...any) error {
+	return &usageError{fmt.Sprintf(format, args...)}
+}
+
+// optionSpec describes one option: whether it takes an argument and how to store it.
+type optionSpec struct {
+	hasArg bool
+	set    func(o *Options, arg string) error
+}
+
+var shortOptions = map[byte]optionSpec{
+	'h': {false, func(o *Options, _ string) error { o.Help = true; return nil }},
+	'V': {false, func(o *Options, _ string) error { o.Version = true; return nil }},
+	'v': {false, func(o *Options, _ string) error { o.Verbose++; return nil }},
+	'w': {false, func(o *Options, _ string) error { o.NoWarnings = true; return nil }},
+	't': {false, func(o *Options, _ string) error { o.Timing = true; return nil }},
+	'g': {false, func(o *Options, _ string) error { o.Guru = true; return nil }},
+	'u': {false, func(o *Options, _ string) error { o.Unoptimize = true; return nil }},
+	'k': {false, func(o *Options, _ string) error { return nil }}, // no temporary directory to keep
+	'b': {false, func(o *Options, _ string) error { return nil }}, // output is always per-CPU ring buffers
+	'p': {true, setPass},
+	'e': {true, func(o *Options, a string) error { o.ScriptText = &a; return nil }},
+	'E': {true, func(o *Options, a string) error { o.Extra = append(o.Extra, a); return nil }},
+	'o': {true, func(o *Options, a string) error { o.Output = a; return nil }},
+	'T': {true, setTimeout},
+	'D': {true, func(o *Options, a string) error { o.Defines = append(o.Defines, a); return nil }},
+	'G': {true, func(o *Options, a string) error { o.Globals = append(o.Globals, a); return nil }},
+	'c': {true, func(o *Options, a string) error { o.Command = a; return nil }},
+	'x': {true, setTarget},
+	'I': {true, func(o *Options, a string) error { o.Includes = append(o.Includes, a); return nil }},
+	's': {true, func(o *Options, _ string) error { return nil }}, // buffer size: ring buffers are sized by bpftap
+	'm': {true, func(o *Options, _ string) error { return nil }}, // module name: there is no module
+	'r': {true, func(o *Options, _ string) error { return nil }}, // kernel release: bpftap runs on this kernel
+}
+
+var longOptions = map[string]optionSpec{
+	"help":                    shortOptions['h'],
+	"version":                 shortOptions['V'],
+	"no-global-var-display":   {false, func(o *Options, _ string) error { o.NoGlobalDisplay = true; return nil }},
+	"runtime":                 {true, setRuntime},
+	"bpf":                     {false, func(o *Options, _ string) error { return nil }},
+	"suppress-time-limits":    {false, func(o *Options, _ string) error { return nil }},
+	"disable-cache":           {false, func(o *Options, _ string) error { return nil }},
+	"skip-badvars":            {false, func(o *Options, _ string) error { return nil }},
+	"privilege":               {true, func(o *Options, _ string) error { return nil }},
+	"unprivileged":            {false, func(o *Options, _ string) error { return nil }},
+	"suppress-handler-errors": {false, func(o *Options, _ string) error { return nil }},
+}
+
+func setPass(o *Options, a string) error {
+	n, err := strconv.Atoi(a)
+	if err != nil || n < 1 || n > 5 {
+		return usagef("Invalid pass number (should be 1-5).")
+	}
+	o.LastPass = n
+	return nil
+}
+
+func setTimeout(o *Options, a string) error {
+	t, err := strconv.ParseFloat(a, 64)
+	if err != nil || t <= 0 {
+		return usagef("Invalid timeout interval.")
+	}
+	o.Timeout = t
+	return nil
+}
+
+func setTarget(o *Options, a string) error {
+	pid, err := strconv.Atoi(a)
+	if err != nil || pid <= 0 {
+		return usagef("Invalid target process ID number.")
+	}
+	o.TargetPID = pid
+	return nil
+}
+
+func setRuntime(o *Options, a string) error {
+	if a != "bpf" && a != "kernel" {
+		return usagef("Invalid runtime mode %q: bpftap is a BPF runtime.", a)
+	}
+	return nil
+}
+
+// parseArgs parses the command line the way stap's getopt does: options may appear
+// anywhere until `--`; the first operand is the script (unless -e is given) and the
+// rest are script arguments.
+func parseArgs(argv []string) (*Options, error) {
+	o := &Options{LastPass: 5}
+	var operands []string
+	for i := 0; i < len(argv); i++ {
+		a := argv[i]
+		switch {
+		case a == "--":
+			operands = append(operands, argv[i+1:]...)
+			i = len(argv)
+		case strings.HasPrefix(a, "--"):
+			n, err := parseLong(o, argv, i)
+			if err != nil {
+				return nil, err
+			}
+			i = n
+		case len(a) > 1 && a[0] == '-':
+			n, err := parseShort(o, argv, i)
+			if err != nil {
+				return nil, err
+			}
+			i = n
+		default:
+			operands = append(operands, a)
+		}
+	}
+	if o.Help || o.Version {
+		return o, nil
+	}
+	if o.ScriptText == nil {
+		if len(operands) == 0 {
+			return nil, usagef("A script must be specified.")
+		}
+		o.Script, operands = operands[0], operands[1:]
+	}
+	o.Args = operands
+	if o.Command != "" && o.TargetPID != 0 {
+		return nil, usagef("You can't specify -c and -x options together.")
+	}
+	return o, nil
+}
+
+// parseShort handles a cluster of short options at argv[i] (e.g. -vvv, -p1, -T 5)
+// and returns the index of the last argument consumed.
+func parseShort(o *Options, argv []string, i int) (int, error) {
+	a := argv[i]
+	for j := 1; j < len(a); j++ {
+		spec, ok := shortOptions[a[j]]
+		if !ok {
+			return 0, usagef("bpftap: invalid option -- '%c'", a[j])
+		}
+		if !spec.hasArg {
+			if err := spec.set(o, ""); err != nil {
+				return 0, err
+			}
+			continue
+		}
+		arg := a[j+1:]
+		if arg == "" {
+			if i+1 >= len(argv) {
+				return 0, usagef("bpftap: option requires an argument -- '%c'", a[j])
+			}
+			i++
+			arg = argv[i]
+		}
+		return i, spec.set(o, arg)
+	}
+	return i, nil
+}
+
+// parseLong handles --name, --name=value and --name value at argv[i].
+func parseLong(o *Options, argv []string, i int) (int, error) {
+	name, arg, hasValue := strings.Cut(argv[i][2:], "=")
+	spec, ok := longOptions[name]
+	if !ok {
+		return 0, usagef("bpftap: unrecognized option '%s'", argv[i])
+	}
+	if spec.hasArg && !hasValue {
+		if i+1 >= len(argv) {
+			return 0, usagef("bpftap: option '--%s' requires an argument", name)
+		}
+		i++
+		arg = argv[i]
+	}
+	if !spec.hasArg && hasValue {
+		return 0, usagef("bpftap: option '--%s' doesn't allow an argument", name)
+	}
+	return i, spec.set(o, arg)
+}

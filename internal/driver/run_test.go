@@ -1,0 +1,137 @@
+package driver
+
+import (
+	"bytes"
+	"flag"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+var update = flag.Bool("update", false, "rewrite the expected outputs of testdata/run from what bpftap prints")
+
+// TestRun runs every script of testdata/run through the whole pipeline and compares
+// what it prints with the files beside it:
+//
+//	NAME.stp   the script; `#! args: ...` lines add command-line options (before the
+//	           script), `#! scriptargs: ...` script arguments (after it), and
+//	           `#! status: N` gives the expected exit status (default 0)
+//	NAME.out   expected standard output
+//	NAME.err   expected standard error (absent: none)
+//
+// Scripts run in-process through Main, exactly as the command runs them.
+func TestRun(t *testing.T) {
+	scripts, err := filepath.Glob("../../testdata/run/*.stp")
+	if err != nil || len(scripts) == 0 {
+		t.Fatalf("no scripts in testdata/run: %v", err)
+	}
+	for _, script := range scripts {
+		name := strings.TrimSuffix(filepath.Base(script), ".stp")
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			runCase(t, script)
+		})
+	}
+}
+
+func runCase(t *testing.T, script string) {
+	text, err := os.ReadFile(script)
+	if err != nil {
+		t.Fatal(err)
+	}
+	args, scriptArgs, wantStatus := caseDirectives(t, string(text))
+	var stdout, stderr bytes.Buffer
+	// A safety net: a script that never exits ends after 20 s and fails its comparison.
+	argv := append(append(append([]string{"-T", "20"}, args...), script), scriptArgs...)
+	status := Main(argv, strings.NewReader(""), &stdout, &stderr)
+	base := strings.TrimSuffix(script, ".stp")
+	if *update {
+		writeExpected(t, base+".out", stdout.String())
+		writeExpected(t, base+".err", stderr.String())
+	}
+	compareFile(t, "stdout", base+".out", stdout.String())
+	compareFile(t, "stderr", base+".err", stderr.String())
+	if status != wantStatus {
+		t.Errorf("exit status %d, want %d\nstderr:\n%s", status, wantStatus, stderr.String())
+	}
+}
+
+// caseDirectives reads the `#! args:`, `#! scriptargs:` and `#! status:` lines of a test script.
+func caseDirectives(t *testing.T, text string) (args, scriptArgs []string, status int) {
+	for _, line := range strings.Split(text, "\n") {
+		rest, ok := strings.CutPrefix(line, "#! ")
+		if !ok {
+			continue
+		}
+		key, value, _ := strings.Cut(rest, ":")
+		value = strings.TrimSpace(value)
+		switch key {
+		case "args":
+			args = append(args, splitArgs(value)...)
+		case "scriptargs":
+			scriptArgs = append(scriptArgs, splitArgs(value)...)
+		case "status":
+			n, err := strconv.Atoi(value)
+			if err != nil {
+				t.Fatalf("bad status directive %q", line)
+			}
+			status = n
+		default:
+			t.Fatalf("unknown directive %q", line)
+		}
+	}
+	return args, scriptArgs, status
+}
+
+// splitArgs splits a directive's value into words; single or double quotes group.
+func splitArgs(s string) []string {
+	var words []string
+	var cur strings.Builder
+	inWord := false
+	var quote rune
+	for _, r := range s {
+		switch {
+		case quote != 0 && r == quote:
+			quote = 0
+		case quote != 0:
+			cur.WriteRune(r)
+		case r == '\'' || r == '"':
+			quote, inWord = r, true
+		case r == ' ' || r == '\t':
+			if inWord {
+				words = append(words, cur.String())
+				cur.Reset()
+				inWord = false
+			}
+		default:
+			cur.WriteRune(r)
+			inWord = true
+		}
+	}
+	if inWord {
+		words = append(words, cur.String())
+	}
+	return words
+}
+
+func compareFile(t *testing.T, what, path, got string) {
+	want, err := os.ReadFile(path)
+	if err != nil && !os.IsNotExist(err) {
+		t.Fatal(err)
+	}
+	if got != string(want) {
+		t.Errorf("%s differs from %s\n--- got ---\n%s--- want ---\n%s", what, filepath.Base(path), got, want)
+	}
+}
+
+func writeExpected(t *testing.T, path, content string) {
+	if content == "" {
+		os.Remove(path)
+		return
+	}
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
