@@ -16,8 +16,10 @@ test: bpftap vet
 	$(GO) test -count=1 ./...
 	$(MAKE) fuzz
 
+# Short fuzzing runs: no script may make the parser or the elaborator panic or hang.
 fuzz:
 	$(GO) test ./internal/syntax -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./internal/sema -run '^$$' -fuzz '^FuzzElaborate$$' -fuzztime $(FUZZTIME)
 
 clean:
 	rm -f bpftap

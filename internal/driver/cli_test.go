@@ -28,7 +28,8 @@ import (
 //	cmp stdout FILE          stdout equals the archive's FILE exactly (also stderr)
 //	interrupt DURATION       the next exec receives SIGINT after DURATION
 //
-// The archive's files are written to a fresh directory, which is the working directory.
+// The archive's files are written to a fresh directory, which is the working directory;
+// $BPFTAP names the binary for commands that run it through a shell.
 func TestCLI(t *testing.T) {
 	bin := buildBinary(t)
 	archives, _ := filepath.Glob("../../testdata/cli/*.txt")
@@ -45,7 +46,11 @@ func TestCLI(t *testing.T) {
 			s := &cliScript{t: t, bin: bin, dir: t.TempDir(), files: map[string]string{}}
 			for _, f := range ar.Files {
 				s.files[f.Name] = string(f.Data)
-				if err := os.WriteFile(filepath.Join(s.dir, f.Name), f.Data, 0o755); err != nil {
+				path := filepath.Join(s.dir, f.Name)
+				if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(path, f.Data, 0o755); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -126,6 +131,7 @@ func (s *cliScript) exec(args []string, wantFailure bool) {
 	defer cancel()
 	cmd := exec.CommandContext(ctx, prog, args[1:]...)
 	cmd.Dir = s.dir
+	cmd.Env = append(os.Environ(), "BPFTAP="+s.bin)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Start(); err != nil {
