@@ -58,10 +58,7 @@ func (p *parser) parseTernary() Expr {
 	}
 	p.next()
 	e := &Ternary{Typed: Typed{Pos: t.pos}, Cond: cond, Then: p.parseExpr()}
-	if t := p.next(); !t.isOp(":") {
-		p.fail("expected ':'")
-	}
-	p.swallow()
+	p.expectInline(":")
 	e.Else = p.parseTernary()
 	return e
 }
@@ -332,10 +329,7 @@ func (p *parser) parseValue() Expr {
 	case t.isOp("("):
 		p.swallow()
 		e := p.parseExpr()
-		if t := p.next(); !t.isOp(")") {
-			p.fail("expected ')'")
-		}
-		p.swallow()
+		p.expectInline(")")
 		return e
 	case t.kind == tokIdent || t.kind == tokOperator && t.text[0] == '@':
 		return p.parseSymbol()
@@ -348,16 +342,10 @@ func (p *parser) parseLiteral() Expr {
 	if t.kind == tokString {
 		return stringLit(p.concatStrings(t))
 	}
-	neg := false
-	if t.isOp("-") {
-		neg = true
-		p.swallow()
-		t = p.next()
-	}
-	if t.kind != tokNumber {
+	n := p.signedNumber(t)
+	if n == nil {
 		p.fail("expected literal string or number")
 	}
-	n := p.number(t, neg)
 	return n
 }
 
@@ -620,57 +608,53 @@ func checkFormat(f string) string {
 			i += 2
 			continue
 		}
-		i++
-		started := false
-		if strings.IndexByte("0+- #", f[i]) >= 0 {
-			started = true
-			i++
+		next, msg := checkConversion(f, i+1)
+		if msg != "" || next == len(f) {
+			return msg
 		}
-		if i == len(f) {
-			break
-		}
-		if f[i] == '*' {
-			started = true
-			i++
-		} else if isDigit(int(f[i])) {
-			started = true
-			for i < len(f) && isDigit(int(f[i])) {
-				i++
-			}
-		}
-		if i == len(f) {
-			return incompleteUnless(started)
-		}
-		if f[i] == '.' {
-			i++
-			if i == len(f) {
-				return incompleteUnless(started)
-			}
-			if f[i] == '*' {
-				started = true
-				i++
-			} else if isDigit(int(f[i])) {
-				started = true
-				for i < len(f) && isDigit(int(f[i])) {
-					i++
-				}
-			}
-		}
-		if i == len(f) {
-			return incompleteUnless(started)
-		}
-		if f[i] == 'l' {
-			i++
-		}
-		if i == len(f) {
-			return incompleteUnless(started)
-		}
-		if strings.IndexByte("bcsmMdiuoXxp", f[i]) < 0 {
-			return "invalid or missing conversion specifier"
-		}
-		i++
+		i = next
 	}
 	return ""
+}
+
+// checkConversion checks the conversion after the `%` ending at f[i-1] and
+// returns where the text after it starts, or a message.
+func checkConversion(f string, i int) (int, string) {
+	started := false
+	if strings.IndexByte("0+- #", f[i]) >= 0 {
+		started = true
+		i++
+	}
+	if i == len(f) {
+		return i, ""
+	}
+	i, started = skipCount(f, i, started)
+	if i < len(f) && f[i] == '.' {
+		i, started = skipCount(f, i+1, started)
+	}
+	if i < len(f) && f[i] == 'l' {
+		i++
+	}
+	if i == len(f) {
+		return i, incompleteUnless(started)
+	}
+	if strings.IndexByte("bcsmMdiuoXxp", f[i]) < 0 {
+		return i, "invalid or missing conversion specifier"
+	}
+	return i + 1, ""
+}
+
+// skipCount skips a width or precision (`*` or digits) at f[i:]; started
+// becomes true when there is one.
+func skipCount(f string, i int, started bool) (int, bool) {
+	if i < len(f) && f[i] == '*' {
+		return i + 1, true
+	}
+	j := i
+	for j < len(f) && isDigit(int(f[j])) {
+		j++
+	}
+	return j, started || j > i
 }
 
 func incompleteUnless(started bool) string {
@@ -690,12 +674,20 @@ func (p *parser) parseCast() Expr {
 	if c.TypeName == "" {
 		p.fail("expected non-empty string")
 	}
+	c.Module = p.moduleArg()
+	return c
+}
+
+// moduleArg reads the optional `, "module"` argument of @cast and @var and the
+// closing parenthesis.
+func (p *parser) moduleArg() string {
+	module := ""
 	if p.peekOp(",") {
 		p.swallow()
-		c.Module = p.expectKind(tokString).text
+		module = p.expectKind(tokString).text
 	}
 	p.expectOp(")")
-	return c
+	return module
 }
 
 func (p *parser) parseAtVar() Expr {
@@ -703,10 +695,6 @@ func (p *parser) parseAtVar() Expr {
 	v := &AtVar{Typed: Typed{Pos: t.pos}}
 	p.expectOp("(")
 	v.Name = p.expectKind(tokString).text
-	if p.peekOp(",") {
-		p.swallow()
-		v.Module = p.expectKind(tokString).text
-	}
-	p.expectOp(")")
+	v.Module = p.moduleArg()
 	return v
 }

@@ -176,6 +176,16 @@ func (p *parser) expectOp(op string) {
 	p.swallow()
 }
 
+// expectInline is expectOp for a token that stap checks in place: its error
+// counts as raised at the caller's line, so each such check has its own origin
+// for the suppression of repeated errors (expectOp's all share one).
+func (p *parser) expectInline(op string) {
+	if t := p.next(); !t.isOp(op) {
+		panic(bailout{p.newErrorSite(fmt.Sprintf("expected '%s'", op), p.lastTok, false, callerSite(1))})
+	}
+	p.swallow()
+}
+
 func (p *parser) expectKw(kw string) *token {
 	t := p.next()
 	if !t.is(tokKeyword, kw) {
@@ -214,19 +224,26 @@ func (p *parser) expectKind(kind tokenKind) *token {
 
 // expectNumber reads an optionally negated number literal.
 func (p *parser) expectNumber() *NumberLit {
-	t := p.next()
-	neg := false
-	if t.isOp("-") {
-		neg = true
+	n := p.signedNumber(p.next())
+	if n == nil {
+		p.fail("expected number")
+	}
+	p.swallow()
+	return n
+}
+
+// signedNumber converts the number starting at t, already read, after an
+// optional `-`; it returns nil when no number is there.
+func (p *parser) signedNumber(t *token) *NumberLit {
+	neg := t.isOp("-")
+	if neg {
 		p.swallow()
 		t = p.next()
 	}
 	if t.kind != tokNumber {
-		p.fail("expected number")
+		return nil
 	}
-	n := p.number(t, neg)
-	p.swallow()
-	return n
+	return p.number(t, neg)
 }
 
 // number converts a number token as stap does (strtoull with base 0, values up to
@@ -660,10 +677,7 @@ func (p *parser) parseComponent() []*ProbePoint {
 	if p.peekOp("(") {
 		p.swallow()
 		c.Arg = p.parseLiteral()
-		if t := p.next(); !t.isOp(")") {
-			p.fail("expected ')'")
-		}
-		p.swallow()
+		p.expectInline(")")
 	}
 	return []*ProbePoint{pp}
 }
@@ -758,15 +772,9 @@ func ident(t *token) *Ident { return &Ident{Typed: Typed{Pos: t.pos}, Name: t.te
 
 // parenExpr parses `( EXPR )` after a keyword.
 func (p *parser) parenExpr() Expr {
-	if t := p.next(); !t.isOp("(") {
-		p.fail("expected '('")
-	}
-	p.swallow()
+	p.expectInline("(")
 	e := p.parseExpr()
-	if t := p.next(); !t.isOp(")") {
-		p.fail("expected ')'")
-	}
-	p.swallow()
+	p.expectInline(")")
 	return e
 }
 
@@ -788,10 +796,7 @@ func (p *parser) parseWhile() Stmt {
 func (p *parser) parseFor() Stmt {
 	t := p.next()
 	s := &ForStmt{Pos: t.pos}
-	if t := p.next(); !t.isOp("(") {
-		p.fail("expected '('")
-	}
-	p.swallow()
+	p.expectInline("(")
 	s.Init = p.forClause(";")
 	if p.peekOp(";") {
 		p.next()
@@ -818,12 +823,7 @@ func (p *parser) forClause(end string) Expr {
 	return e
 }
 
-func (p *parser) expectClauseEnd(end string) {
-	if t := p.next(); !t.isOp(end) {
-		p.fail(fmt.Sprintf("expected '%s'", end))
-	}
-	p.swallow()
-}
+func (p *parser) expectClauseEnd(end string) { p.expectInline(end) }
 
 func (p *parser) parseReturn() Stmt {
 	t := p.next()
@@ -844,10 +844,7 @@ func (p *parser) parseReturn() Stmt {
 func (p *parser) parseForeach() Stmt {
 	t := p.next()
 	s := &ForeachStmt{Pos: t.pos}
-	if t := p.next(); !t.isOp("(") {
-		p.fail("expected '('")
-	}
-	p.swallow()
+	p.expectInline("(")
 	var lookahead *Ident
 	lookaheadSort := 0
 	if t := p.peek(); t != nil && t.kind == tokIdent {
@@ -907,10 +904,7 @@ func (p *parser) parseForeach() Stmt {
 		p.swallow()
 		s.Limit = p.parseExpr()
 	}
-	if t := p.next(); !t.isOp(")") {
-		p.fail("expected ')'")
-	}
-	p.swallow()
+	p.expectInline(")")
 	s.Body = p.parseStmt()
 	return s
 }

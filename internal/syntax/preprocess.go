@@ -234,36 +234,29 @@ func (a *activation) paramsOrEmpty() map[string]*macroDecl {
 // slurpParam collects one macro argument, stopping at an unbracketed `,` or
 // `)`, which it returns (nil at the end of the input).
 func (pp *preprocessor) slurpParam(body *[]*token) *token {
-	nesting := 0
-	for {
-		t := pp.nextPP1()
-		switch {
-		case t == nil:
-			return nil
-		case t.isOp("(") || t.isOp("["):
-			nesting++
-		case nesting > 0 && (t.isOp(")") || t.isOp("]")):
-			nesting--
-		case nesting == 0 && (t.isOp(")") || t.isOp(",")):
-			return t
-		}
-		*body = append(*body, t)
-	}
+	return pp.slurpNested(body, []string{"(", "["}, []string{")", "]"}, []string{")", ","})
 }
 
 // slurpBody collects a macro body up to its matching `%)`, which it returns.
 func (pp *preprocessor) slurpBody(body *[]*token) *token {
+	return pp.slurpNested(body, []string{"%("}, []string{"%)"}, []string{"%)"})
+}
+
+// slurpNested collects tokens up to the first one of ends outside the
+// brackets given by opens and closes, which it returns (nil at the end of
+// the input).
+func (pp *preprocessor) slurpNested(body *[]*token, opens, closes, ends []string) *token {
 	nesting := 0
 	for {
 		t := pp.nextPP1()
 		switch {
 		case t == nil:
 			return nil
-		case t.isOp("%("):
+		case isOpIn(t, opens):
 			nesting++
-		case nesting > 0 && t.isOp("%)"):
+		case nesting > 0 && isOpIn(t, closes):
 			nesting--
-		case nesting == 0 && t.isOp("%)"):
+		case nesting == 0 && isOpIn(t, ends):
 			return t
 		}
 		*body = append(*body, t)

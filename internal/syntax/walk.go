@@ -22,59 +22,29 @@ func isNilNode(n Node) bool {
 
 // forEachChild calls visit for every direct child of n (nil children skipped).
 func forEachChild(n Node, visit func(Node)) {
-	each := func(nodes ...Node) {
-		for _, c := range nodes {
-			if !isNilNode(c) {
-				visit(c)
-			}
-		}
-	}
-	exprs := func(list []Expr) {
-		for _, e := range list {
-			each(e)
-		}
-	}
-	comps := func(list []*TargetComponent) {
-		for _, c := range list {
-			each(c)
-		}
-	}
+	each := func(nodes ...Node) { visitAll(visit, nodes) }
 	switch n := n.(type) {
 	case *File:
-		for _, d := range n.Decls {
-			each(d)
-		}
+		visitAll(visit, n.Decls)
 	case *ProbeDecl:
-		for _, pp := range n.Points {
-			each(pp)
-		}
+		visitAll(visit, n.Points)
 		each(n.Body)
 	case *AliasDecl:
-		for _, pp := range n.Names {
-			each(pp)
-		}
-		for _, pp := range n.Points {
-			each(pp)
-		}
+		visitAll(visit, n.Names)
+		visitAll(visit, n.Points)
 		each(n.Body)
 	case *FuncDecl:
-		for _, prm := range n.Params {
-			each(prm)
-		}
+		visitAll(visit, n.Params)
 		each(n.Body, n.Embedded)
 	case *GlobalDecl:
 		each(n.Init)
 	case *ProbePoint:
-		for _, c := range n.Components {
-			each(c)
-		}
+		visitAll(visit, n.Components)
 		each(n.Cond)
 	case *Component:
 		each(n.Arg)
 	case *Block:
-		for _, s := range n.Stmts {
-			each(s)
-		}
+		visitAll(visit, n.Stmts)
 	case *ExprStmt:
 		each(n.X)
 	case *IfStmt:
@@ -85,11 +55,9 @@ func forEachChild(n Node, visit func(Node)) {
 		each(n.Init, n.Cond, n.Post, n.Body)
 	case *ForeachStmt:
 		each(n.Value)
-		for _, k := range n.Keys {
-			each(k)
-		}
+		visitAll(visit, n.Keys)
 		each(n.Array)
-		exprs(n.Slice)
+		visitAll(visit, n.Slice)
 		each(n.Limit, n.Body)
 	case *ReturnStmt:
 		each(n.Value)
@@ -99,7 +67,7 @@ func forEachChild(n Node, visit func(Node)) {
 		each(n.Body, n.CatchVar, n.Catch)
 	case *Index:
 		each(n.Array)
-		exprs(n.Keys)
+		visitAll(visit, n.Keys)
 	case *Unary:
 		each(n.X)
 	case *IncDec:
@@ -111,36 +79,45 @@ func forEachChild(n Node, visit func(Node)) {
 	case *Ternary:
 		each(n.Cond, n.Then, n.Else)
 	case *In:
-		exprs(n.Keys)
+		visitAll(visit, n.Keys)
 		each(n.Array)
 	case *Call:
-		exprs(n.Args)
+		visitAll(visit, n.Args)
 	case *PrintCall:
 		each(n.Format, n.Delim)
-		exprs(n.Args)
+		visitAll(visit, n.Args)
 	case *StatOp:
 		each(n.X)
-		exprs(n.Args)
+		visitAll(visit, n.Args)
 	case *Hist:
 		each(n.X, n.Start, n.Stop, n.Interval)
 	case *TargetVar:
-		comps(n.Components)
+		visitAll(visit, n.Components)
 	case *Cast:
 		each(n.Operand)
-		comps(n.Components)
+		visitAll(visit, n.Components)
 	case *AtVar:
-		comps(n.Components)
+		visitAll(visit, n.Components)
 	case *Autocast:
 		each(n.Operand)
-		comps(n.Components)
+		visitAll(visit, n.Components)
 	case *Entry:
 		each(n.X)
 	case *Defined:
 		each(n.X)
 	case *AtOp:
-		exprs(n.Args)
+		visitAll(visit, n.Args)
 	case *TargetComponent:
 		each(n.Index)
+	}
+}
+
+// visitAll calls visit for every non-nil node of list.
+func visitAll[T Node](visit func(Node), list []T) {
+	for _, c := range list {
+		if !isNilNode(c) {
+			visit(c)
+		}
 	}
 }
 
@@ -198,11 +175,9 @@ func cloneValue(dst, src reflect.Value) {
 		dst.Set(s)
 	case reflect.Struct:
 		for i := 0; i < src.NumField(); i++ {
+			// unexported fields (Source's line cache) are not part of the tree
 			if dst.Field(i).CanSet() {
 				cloneValue(dst.Field(i), src.Field(i))
-			} else {
-				// unexported fields (Source's line cache) are not part of the tree
-				continue
 			}
 		}
 	default:
