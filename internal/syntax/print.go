@@ -74,11 +74,16 @@ func ProbePointString(pp *ProbePoint) string {
 // StringLitString renders a string literal as stap's dumps do: its raw
 // spelling in double quotes, with only `"` escaped.
 func StringLitString(s *StringLit) string {
-	raw := s.Raw
-	if raw == "" {
-		raw = encodeEscapes(s.Value)
+	return `"` + strings.ReplaceAll(rawSpelling(s), `"`, `\"`) + `"`
+}
+
+// rawSpelling returns the literal as written, or an equivalent spelling for
+// a literal made by the program rather than read.
+func rawSpelling(s *StringLit) string {
+	if s.Raw == "" {
+		return encodeEscapes(s.Value)
 	}
-	return `"` + strings.ReplaceAll(raw, `"`, `\"`) + `"`
+	return s.Raw
 }
 
 type printer struct {
@@ -163,9 +168,7 @@ func (pr *printer) point(pp *ProbePoint) {
 		}
 		pr.s(c.Name)
 		if c.Arg != nil {
-			pr.s("(")
-			pr.expr(c.Arg)
-			pr.s(")")
+			pr.paren(c.Arg)
 		}
 	}
 	if pp.Sufficient {
@@ -284,9 +287,7 @@ func (pr *printer) foreach(s *ForeachStmt) {
 	pr.s("] in ")
 	pr.expr(s.Array)
 	if len(s.Slice) > 0 {
-		pr.s("[")
-		pr.list(s.Slice)
-		pr.s("]")
+		pr.enclosed("[", s.Slice, "]")
 	}
 	if s.SortDir != 0 && s.SortCol == 0 {
 		if s.SortAgg != "" && s.SortAgg != "variance" {
@@ -302,14 +303,16 @@ func (pr *printer) foreach(s *ForeachStmt) {
 	pr.stmt(s.Body)
 }
 
-// list prints expressions separated by ", ".
-func (pr *printer) list(es []Expr) {
+// enclosed prints open, the expressions separated by ", ", then close.
+func (pr *printer) enclosed(open string, es []Expr, close string) {
+	pr.s(open)
 	for i, e := range es {
 		if i > 0 {
 			pr.s(", ")
 		}
 		pr.expr(e)
 	}
+	pr.s(close)
 }
 
 // paren prints "(" e ")".
@@ -331,9 +334,7 @@ func (pr *printer) expr(e Expr) {
 		pr.s("*")
 	case *Index:
 		pr.expr(e.Array)
-		pr.s("[")
-		pr.list(e.Keys)
-		pr.s("]")
+		pr.enclosed("[", e.Keys, "]")
 	case *Unary:
 		pr.s(e.Op)
 		pr.paren(e.X)
@@ -364,14 +365,10 @@ func (pr *printer) expr(e Expr) {
 		pr.s(":")
 		pr.paren(e.Else)
 	case *In:
-		pr.s("[")
-		pr.list(e.Keys)
-		pr.s("] in ")
+		pr.enclosed("[", e.Keys, "] in ")
 		pr.expr(e.Array)
 	case *Call:
-		pr.s(e.Name, "(")
-		pr.list(e.Args)
-		pr.s(")")
+		pr.enclosed(e.Name+"(", e.Args, ")")
 	case *PrintCall:
 		pr.printCall(e)
 	case *StatOp:
@@ -384,13 +381,10 @@ func (pr *printer) expr(e Expr) {
 		pr.s(")")
 	case *Hist:
 		if e.Linear {
-			pr.s("@hist_linear(")
-			pr.list([]Expr{e.X, e.Start, e.Stop, e.Interval})
+			pr.enclosed("@hist_linear(", []Expr{e.X, e.Start, e.Stop, e.Interval}, ")")
 		} else {
-			pr.s("@hist_log(")
-			pr.expr(e.X)
+			pr.enclosed("@hist_log(", []Expr{e.X}, ")")
 		}
-		pr.s(")")
 	case *TargetVar:
 		pr.addr(e.AddrOf)
 		pr.s(e.Name)
@@ -400,18 +394,12 @@ func (pr *printer) expr(e Expr) {
 		pr.s("@cast(")
 		pr.expr(e.Operand)
 		pr.s(", ", quoteString(e.TypeName))
-		if e.Module != "" {
-			pr.s(", ", quoteString(e.Module))
-		}
-		pr.s(")")
+		pr.moduleArg(e.Module)
 		pr.chain(e.Components, e.Pretty)
 	case *AtVar:
 		pr.addr(e.AddrOf)
 		pr.s(`@var("`, e.Name, `"`)
-		if e.Module != "" {
-			pr.s(", ", quoteString(e.Module))
-		}
-		pr.s(")")
+		pr.moduleArg(e.Module)
 		pr.chain(e.Components, e.Pretty)
 	case *Autocast:
 		pr.addr(e.AddrOf)
@@ -428,6 +416,14 @@ func (pr *printer) expr(e Expr) {
 	case *EmbeddedExpr:
 		pr.s("%{ ", e.Code, " %}")
 	}
+}
+
+// moduleArg prints the optional module of @cast and @var and the closing ")".
+func (pr *printer) moduleArg(module string) {
+	if module != "" {
+		pr.s(", ", quoteString(module))
+	}
+	pr.s(")")
 }
 
 func (pr *printer) addr(on bool) {
@@ -456,11 +452,7 @@ func (pr *printer) printCall(e *PrintCall) {
 	lead := false
 	for _, lit := range []*StringLit{e.Format, e.Delim} {
 		if lit != nil {
-			raw := lit.Raw
-			if raw == "" {
-				raw = encodeEscapes(lit.Value)
-			}
-			pr.s(quoteString(raw))
+			pr.s(quoteString(rawSpelling(lit)))
 			lead = true
 		}
 	}
@@ -481,7 +473,5 @@ func (pr *printer) atOp(e *AtOp) {
 			return
 		}
 	}
-	pr.s("@", e.Name, "(")
-	pr.list(e.Args)
-	pr.s(")")
+	pr.enclosed("@"+e.Name+"(", e.Args, ")")
 }
