@@ -31,19 +31,20 @@ func (f *Format) Append(dst []byte, args []Arg) []byte {
 	return out
 }
 
-// Sprint renders args as sprintf does: at most MaxStringLen-1 bytes, cut at the
-// first NUL byte (a string ends there).
-func (f *Format) Sprint(args []Arg, mem Memory) (string, error) {
-	var buf [MaxStringLen]byte
-	out, err := f.Exec(buf[:0], args, mem, MaxStringLen)
+// Sprint renders args as sprintf does under MAXSTRINGLEN maxLen: at most
+// maxLen-1 bytes, cut at the first NUL byte (a string ends there).
+func (f *Format) Sprint(args []Arg, mem Memory, maxLen int) (string, error) {
+	maxLen = roomOf(maxLen)
+	var buf [DefaultMaxStringLen]byte // larger limits grow it on the heap
+	out, err := f.Exec(buf[:0], args, mem, maxLen)
 	if err != nil {
 		return "", err
 	}
-	return StringValue(out), nil
+	return StringValue(out, maxLen), nil
 }
 
 // Exec renders args with f and appends the output to dst. limit is the room
-// the call has (BufferSize for printf, MaxStringLen for sprintf; <= 0 means
+// the call has (BufferSize for printf, MAXSTRINGLEN for sprintf; <= 0 means
 // BufferSize): widths and precisions are clamped to the room left and output
 // past it is dropped. Missing arguments read as 0 or "". On error dst is
 // returned unchanged.

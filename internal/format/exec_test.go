@@ -41,7 +41,7 @@ func TestPrint(t *testing.T) {
 }
 
 // The room of a call: printf writes at most BufferSize bytes, sprintf
-// MaxStringLen-1; widths and precisions shrink to the room left.
+// MAXSTRINGLEN-1; widths and precisions shrink to the room left.
 func TestRoom(t *testing.T) {
 	tests := []struct {
 		format string
@@ -71,7 +71,7 @@ func TestRoom(t *testing.T) {
 		}
 		var got string
 		if tt.sprint {
-			got, err = f.Sprint(tt.args, nil)
+			got, err = f.Sprint(tt.args, nil, DefaultMaxStringLen)
 		} else {
 			got = string(f.Append(nil, tt.args))
 		}

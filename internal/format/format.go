@@ -17,9 +17,16 @@
 // "%#x" of 0 is "0x0" and "%#o" of 0 is "00", unlike C), %p as "%#x", %c with
 // C-style escapes under '#', %s and %m/%M with a NUL byte appended under the '0'
 // flag, %b as the raw little-endian bytes of the value (width and precision 1, 2,
-// 4 or 8). A call has a fixed amount of room (BufferSize for printf, MaxStringLen
-// for sprintf): widths and precisions are clamped to the room left and bytes past
-// it are dropped, as the runtime does.
+// 4 or 8). A call has a fixed amount of room (BufferSize for printf, the
+// MAXSTRINGLEN in force for sprintf): widths and precisions are clamped to the
+// room left and bytes past it are dropped, as the runtime does.
+//
+// # String length
+//
+// Every function that builds a script string value (Sprint, StringValue,
+// TextStr, TextStrN, StringQuoted) takes maxLen, the MAXSTRINGLEN in force
+// (-D MAXSTRINGLEN=N; DefaultMaxStringLen otherwise): a string value holds at
+// most maxLen-1 bytes. A maxLen below 1 counts as 1: no room at all.
 //
 // # Arguments
 //
@@ -36,8 +43,8 @@ import (
 const (
 	// BufferSize is STP_BUFFER_SIZE, the most one printf call writes.
 	BufferSize = 8192
-	// MaxStringLen is MAXSTRINGLEN: a string value holds at most MaxStringLen-1 bytes.
-	MaxStringLen = 512
+	// DefaultMaxStringLen is stap's default MAXSTRINGLEN.
+	DefaultMaxStringLen = 512
 	// MaxPrintArgs is the most arguments a print-family call may take.
 	MaxPrintArgs = 32
 	// pageSize bounds the bytes one %m or %M directive may dump.

@@ -40,19 +40,23 @@ func FuzzFormat(f *testing.F) {
 		if len(out) > limit {
 			t.Fatalf("%q wrote %d bytes, room %d", format, len(out), limit)
 		}
-		_, _ = c.Sprint(args[:len(args)/2], nil) // too few arguments read as zero
+		// too few arguments read as zero
+		if s, _ := c.Sprint(args[:len(args)/2], nil, int(room)); len(s) > max(int(room)-1, 0) {
+			t.Fatalf("%q: sprint wrote %d bytes, MAXSTRINGLEN %d", format, len(s), room)
+		}
 	})
 }
 
 // FuzzText checks the tapset string helpers on arbitrary bytes.
 func FuzzText(f *testing.F) {
 	for _, seed := range []string{"abc", "é\x01\"\\", "\xf0\x9f\x98\x80\xc3", ""} {
-		f.Add(seed, int64(8), int64(1))
+		f.Add(seed, int64(8), int64(1), uint16(DefaultMaxStringLen))
 	}
-	f.Fuzz(func(t *testing.T, s string, n, quoted int64) {
-		for _, out := range []string{TextStr(s), TextStrN(s, n, quoted), StringQuoted(s)} {
-			if len(out) > MaxStringLen-1 {
-				t.Fatalf("%q: %d bytes", s, len(out))
+	f.Fuzz(func(t *testing.T, s string, n, quoted int64, maxLen uint16) {
+		m := int(maxLen)
+		for _, out := range []string{TextStr(s, m), TextStrN(s, n, quoted, m), StringQuoted(s, m)} {
+			if len(out) > max(m-1, 0) {
+				t.Fatalf("%q: %d bytes, MAXSTRINGLEN %d", s, len(out), m)
 			}
 		}
 	})

@@ -5,48 +5,54 @@ import (
 	"time"
 )
 
-// StringValue turns rendered bytes into a script string value: at most
-// MaxStringLen-1 bytes, ending at the first NUL byte (as a C string does).
-// sprint(@hist_log(s)) and the like use it; Sprint applies it already.
-func StringValue(b []byte) string {
-	if len(b) > MaxStringLen-1 {
-		b = b[:MaxStringLen-1]
+// StringValue turns text into a script string value under MAXSTRINGLEN
+// maxLen: at most maxLen-1 bytes, ending at the first NUL byte (as a C string
+// does). Sprint applies it already; sprint(@hist_log(s)) and the like need it.
+func StringValue[T string | []byte](text T, maxLen int) string {
+	if limit := roomOf(maxLen) - 1; len(text) > limit {
+		text = text[:limit]
 	}
-	return cString(string(b))
+	return cString(string(text))
 }
 
-// TextStr is the tapset's text_str(s): s with every character that is not
-// printable ASCII escaped (C escapes, \ooo for bytes, \uXXXX or \UXXXXXXXX for
-// UTF-8 sequences), cut when the result would exceed MaxStringLen-1 bytes.
-func TextStr(s string) string {
-	return textStr(s, 0, 0, false)
+// roomOf is the size of a string buffer under MAXSTRINGLEN maxLen: at least
+// one byte, for the NUL.
+func roomOf(maxLen int) int { return max(maxLen, 1) }
+
+// TextStr is the tapset's text_str(s) under MAXSTRINGLEN maxLen: s with every
+// character that is not printable ASCII escaped (C escapes, \ooo for bytes,
+// \uXXXX or \UXXXXXXXX for UTF-8 sequences), cut when the result would exceed
+// maxLen-1 bytes.
+func TextStr(s string, maxLen int) string {
+	return textStr(s, 0, 0, false, maxLen)
 }
 
 // TextStrN is the tapset's text_strn(s, len, quoted): like TextStr with the
-// result limited to len bytes (0 means MaxStringLen-1) and, when quoted is
+// result limited to len bytes (0 means maxLen-1) and, when quoted is
 // non-zero, in double quotes; a truncated quoted string ends with `"...`.
-func TextStrN(s string, length, quoted int64) string {
-	return textStr(s, 0, int(min(max(length, 0), MaxStringLen)), quoted != 0)
+func TextStrN(s string, length, quoted int64, maxLen int) string {
+	return textStr(s, 0, int(min(max(length, 0), int64(roomOf(maxLen)))), quoted != 0, maxLen)
 }
 
 // StringQuoted is the tapset's string_quoted(s): TextStr in double quotes.
-func StringQuoted(s string) string {
-	return textStr(s, MaxStringLen, MaxStringLen, true)
+func StringQuoted(s string, maxLen int) string {
+	return textStr(s, maxLen, maxLen, true, maxLen)
 }
 
 // textStr follows the runtime's _stp_text_str: it reads at most inLen bytes
-// of s and writes at most outLen (0 or too large: MaxStringLen-1). A quoted
+// of s and writes at most outLen (0 or too large: maxLen-1). A quoted
 // string keeps room for its quotes; when it is cut, the last three bytes that
 // fit give way to `"...`, and an escape sequence that would be split goes
 // whole.
-func textStr(s string, inLen, outLen int, quoted bool) string {
-	if inLen <= 0 || inLen > MaxStringLen-1 {
-		inLen = MaxStringLen - 1
+func textStr(s string, inLen, outLen int, quoted bool, maxLen int) string {
+	limit := roomOf(maxLen) - 1
+	if inLen <= 0 || inLen > limit {
+		inLen = limit
 	}
-	if outLen <= 0 || outLen > MaxStringLen-1 {
-		outLen = MaxStringLen - 1
+	if outLen <= 0 || outLen > limit {
+		outLen = limit
 	}
-	var buf [MaxStringLen + 8]byte
+	var buf [DefaultMaxStringLen + 8]byte // larger limits grow it on the heap
 	out := buf[:0]
 	if quoted {
 		outLen = max(outLen, 5) - 2
@@ -96,7 +102,8 @@ func textStr(s string, inLen, outLen int, quoted bool) string {
 			out = append(out, '"')
 		}
 	}
-	return string(out)
+	// Only a limit too small for `"..."` leaves more than fits.
+	return string(out[:min(len(out), limit)])
 }
 
 // appendTextChar writes c in num bytes: itself, a C escape, an octal escape,

@@ -31,7 +31,7 @@ func TestTextStr(t *testing.T) {
 		{strings.Repeat("é", 100), strings.Repeat(`\u00E9`, 85)},
 	}
 	for _, tt := range tests {
-		if got := TextStr(tt.in); got != tt.want {
+		if got := TextStr(tt.in, DefaultMaxStringLen); got != tt.want {
 			t.Errorf("TextStr(%q) = %q, want %q", tt.in, got, tt.want)
 		}
 	}
@@ -62,7 +62,7 @@ func TestTextStrN(t *testing.T) {
 		{"a\tb", 0, 7, `"a\tb"`},
 	}
 	for _, tt := range tests {
-		if got := TextStrN(tt.in, tt.length, tt.quoted); got != tt.want {
+		if got := TextStrN(tt.in, tt.length, tt.quoted, DefaultMaxStringLen); got != tt.want {
 			t.Errorf("TextStrN(%q, %d, %d) = %q, want %q", tt.in, tt.length, tt.quoted, got, tt.want)
 		}
 	}
@@ -77,8 +77,44 @@ func TestStringQuoted(t *testing.T) {
 		{strings.Repeat("a", 600), `"` + strings.Repeat("a", 506) + `"...`},
 	}
 	for _, tt := range tests {
-		if got := StringQuoted(tt.in); got != tt.want {
+		if got := StringQuoted(tt.in, DefaultMaxStringLen); got != tt.want {
 			t.Errorf("StringQuoted(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}
+
+// Every string the helpers build fits the MAXSTRINGLEN they are given.
+func TestStringLimit(t *testing.T) {
+	long := strings.Repeat("a", 40)
+	sprint := func(format string, args ...Arg) string {
+		f, err := Compile(format)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := f.Sprint(args, nil, 16)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	tests := []struct{ call, got, want string }{
+		{"TextStr(long)", TextStr(long, 16), long[:15]},
+		{"TextStr(\\001...)", TextStr(strings.Repeat("\x01", 10), 16), strings.Repeat(`\001`, 3)},
+		{"TextStrN(long, 100, 0)", TextStrN(long, 100, 0, 16), long[:15]},
+		{"TextStrN(long, 8, 1)", TextStrN(long, 8, 1, 16), `"aaa"...`},
+		{"StringQuoted(abc)", StringQuoted("abc", 16), `"abc"`},
+		{"StringQuoted(long)", StringQuoted(long, 16), `"` + long[:10] + `"...`},
+		{"StringQuoted(long) at 2", StringQuoted(long, 2), `"`},
+		{"Sprint(%s-%d)", sprint("%s-%d", String(long), Long(7)), long[:15]},
+		{"Sprint(%20d)", sprint("%-20d|", Long(7)), "7" + strings.Repeat(" ", 14)},
+		{"StringValue(bytes)", StringValue([]byte("0123456789abcdefXYZ"), 16), "0123456789abcde"},
+		{"StringValue(string)", StringValue("01\x0023", 16), "01"},
+		{"StringValue at 0", StringValue("abc", 0), ""},
+		{"TextStr at 0", TextStr("abc", 0), ""},
+	}
+	for _, tt := range tests {
+		if tt.got != tt.want {
+			t.Errorf("%s = %q, want %q", tt.call, tt.got, tt.want)
 		}
 	}
 }

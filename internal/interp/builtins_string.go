@@ -26,10 +26,16 @@ var stringBuiltins = map[string]builtinFunc{
 	"tokenize": func(cc *callContext, a []value) value {
 		return str(cc.in.tokenizeState.next(a[0].s, a[1].s))
 	},
-	"text_str":      func(_ *callContext, a []value) value { return str(format.TextStr(a[0].s)) },
-	"text_strn":     func(_ *callContext, a []value) value { return str(format.TextStrN(a[0].s, a[1].i, a[2].i)) },
-	"string_quoted": func(_ *callContext, a []value) value { return str(format.StringQuoted(a[0].s)) },
-	"strtol":        func(_ *callContext, a []value) value { return long(strtol(a[0].s, a[1].i)) },
+	"text_str": func(cc *callContext, a []value) value {
+		return str(format.TextStr(a[0].s, cc.in.maxStringLen()))
+	},
+	"text_strn": func(cc *callContext, a []value) value {
+		return str(format.TextStrN(a[0].s, a[1].i, a[2].i, cc.in.maxStringLen()))
+	},
+	"string_quoted": func(cc *callContext, a []value) value {
+		return str(format.StringQuoted(a[0].s, cc.in.maxStringLen()))
+	},
+	"strtol": func(_ *callContext, a []value) value { return long(strtol(a[0].s, a[1].i)) },
 	"isdigit": func(_ *callContext, a []value) value {
 		return boolean(a[0].s != "" && isDigit(a[0].s[0]))
 	},

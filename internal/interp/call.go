@@ -98,24 +98,24 @@ func (in *Interp) print(n *syntax.PrintCall) string {
 		args = append(args, format.Arg{Int: v.i, Str: v.s})
 	}
 	toString := n.Name[0] == 's'
-	var out []byte
-	if hist != nil {
-		out = in.renderHist(hist)
-	} else {
-		limit := format.BufferSize
-		if toString {
-			limit = int(in.limits.MaxStringLen)
-		}
-		var err error
-		out, err = in.formats[n].Exec(nil, args, noMemory{}, limit)
+	switch {
+	case hist != nil && toString:
+		return format.StringValue(in.renderHist(nil, hist), in.maxStringLen())
+	case hist != nil:
+		in.out = in.renderHist(in.out, hist)
+	case toString:
+		s, err := in.formats[n].Sprint(args, noMemory{}, in.maxStringLen())
 		if err != nil {
 			in.printError(n, err)
 		}
+		return s
+	default:
+		out, err := in.formats[n].Exec(in.out, args, noMemory{}, format.BufferSize)
+		if err != nil {
+			in.printError(n, err)
+		}
+		in.out = out
 	}
-	if toString {
-		return in.clip(string(out))
-	}
-	in.out = append(in.out, out...)
 	return ""
 }
 
@@ -128,12 +128,13 @@ func (in *Interp) printError(n *syntax.PrintCall, err error) {
 	throw(err.Error(), at)
 }
 
-func (in *Interp) renderHist(h *syntax.Hist) []byte {
+// renderHist appends the rendering of a histogram to dst.
+func (in *Interp) renderHist(dst []byte, h *syntax.Hist) []byte {
 	s := in.aggregate(h.X)
 	if s == nil {
 		throw("empty aggregate", h.Pos)
 	}
-	out, err := s.AppendHist(nil)
+	out, err := s.AppendHist(dst)
 	if err != nil {
 		throw(err.Error(), h.Pos)
 	}

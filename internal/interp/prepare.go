@@ -219,17 +219,9 @@ func overrideValue(v *syntax.Var, text string) (value, error) {
 	return value{i: n}, nil
 }
 
-// clip makes s a valid string value: cut at the first NUL byte and at
-// MAXSTRINGLEN-1 bytes.
-func (in *Interp) clip(s string) string {
-	for i := 0; i < len(s); i++ {
-		if s[i] == 0 {
-			s = s[:i]
-			break
-		}
-	}
-	if limit := int(in.limits.MaxStringLen) - 1; limit >= 0 && len(s) > limit {
-		s = s[:limit]
-	}
-	return s
-}
+// clip makes s a valid string value: cut at MAXSTRINGLEN-1 bytes and at the
+// first NUL byte.
+func (in *Interp) clip(s string) string { return format.StringValue(s, in.maxStringLen()) }
+
+// maxStringLen is the MAXSTRINGLEN in force.
+func (in *Interp) maxStringLen() int { return int(in.limits.MaxStringLen) }
