@@ -141,10 +141,13 @@ func firstPos(e syntax.Node) syntax.Pos {
 	return best
 }
 
-// stmtPos is stap's token of a statement.
-func stmtPos(s syntax.Stmt) syntax.Pos {
-	if es, ok := s.(*syntax.ExprStmt); ok {
-		return firstPos(es.X)
+// stmtPos is stap's token of a statement, or of an expression used as one.
+func stmtPos(s syntax.Node) syntax.Pos {
+	switch s := s.(type) {
+	case *syntax.ExprStmt:
+		return firstPos(s.X)
+	case syntax.Expr:
+		return firstPos(s)
 	}
 	return s.Position()
 }

@@ -118,19 +118,33 @@ func (in *Interp) enter(body *syntax.Block, at syntax.Pos) {
 // note records n actions at the statement at p; update charges what was noted
 // (the generated code does so at the end of basic blocks, and every ten actions).
 func (in *Interp) note(n int64, p syntax.Pos, update bool) {
+	if in.exhausted(n, update) {
+		panic(&runError{Msg: "MAXACTION exceeded", At: p, Uncatchable: true})
+	}
+}
+
+// noteAt is note at stap's token of a statement or expression, which is
+// looked for only when the error needs it.
+func (in *Interp) noteAt(n int64, s syntax.Node, update bool) {
+	if in.exhausted(n, update) {
+		panic(&runError{Msg: "MAXACTION exceeded", At: stmtPos(s), Uncatchable: true})
+	}
+}
+
+// exhausted notes n actions and reports whether charging them used up the
+// handler's MAXACTION budget.
+func (in *Interp) exhausted(n int64, update bool) bool {
 	fr := in.fr
 	if fr.checked {
-		return
+		return false
 	}
 	fr.pending += n
 	if !(update && fr.pending > 0 || fr.pending >= 10) {
-		return
+		return false
 	}
 	in.act.remaining -= fr.pending
 	fr.pending = 0
-	if in.act.remaining <= 0 {
-		panic(&runError{Msg: "MAXACTION exceeded", At: p, Uncatchable: true})
-	}
+	return in.act.remaining <= 0
 }
 
 func (in *Interp) execBlock(b *syntax.Block) ctl {
@@ -148,7 +162,7 @@ func (in *Interp) exec(s syntax.Stmt) ctl {
 		return in.execBlock(s)
 	case *syntax.ExprStmt:
 		in.evalVoid(s.X)
-		in.note(1, stmtPos(s), false)
+		in.noteAt(1, s, false)
 	case *syntax.NullStmt:
 	case *syntax.IfStmt:
 		return in.execIf(s)
@@ -189,7 +203,7 @@ func (in *Interp) execIf(s *syntax.IfStmt) ctl {
 	if in.evalLong(s.Cond) != 0 {
 		c := in.exec(s.Then)
 		if c == ctlNone {
-			in.note(0, stmtPos(s.Then), true)
+			in.noteAt(0, s.Then, true)
 		}
 		return c
 	}
@@ -198,7 +212,7 @@ func (in *Interp) execIf(s *syntax.IfStmt) ctl {
 	}
 	c := in.exec(s.Else)
 	if c == ctlNone {
-		in.note(0, stmtPos(s.Else), true)
+		in.noteAt(0, s.Else, true)
 	}
 	return c
 }
@@ -209,12 +223,12 @@ func (in *Interp) execIf(s *syntax.IfStmt) ctl {
 func (in *Interp) execLoop(at syntax.Pos, init, cond, post syntax.Expr, body syntax.Stmt) ctl {
 	if init != nil {
 		in.evalVoid(init)
-		in.note(1, firstPos(init), false)
+		in.noteAt(1, init, false)
 	}
 	in.note(1, at, true)
 	c := in.iterate(at, cond, post, body)
 	if post != nil && c == ctlNone {
-		in.note(1, firstPos(post), false)
+		in.noteAt(1, post, false)
 	}
 	return c
 }
@@ -233,7 +247,7 @@ func (in *Interp) iterate(at syntax.Pos, cond, post syntax.Expr, body syntax.Stm
 		case ctlNext:
 			return ctlNext
 		case ctlNone:
-			in.note(0, stmtPos(body), true)
+			in.noteAt(0, body, true)
 		}
 		if post != nil {
 			in.evalVoid(post)

@@ -51,7 +51,7 @@ func (in *Interp) execForeach(s *syntax.ForeachStmt) ctl {
 		case ctlReturn, ctlNext:
 			return c
 		case ctlNone:
-			in.note(0, stmtPos(s.Body), true)
+			in.noteAt(0, s.Body, true)
 		}
 	}
 }
@@ -84,7 +84,7 @@ func (in *Interp) foreachHist(s *syntax.ForeachStmt, h *syntax.Hist) ctl {
 			return c
 		}
 		if c == ctlNone {
-			in.note(1, stmtPos(s.Body), true)
+			in.noteAt(1, s.Body, true)
 		}
 	}
 	return ctlNone
