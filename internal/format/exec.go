@@ -40,7 +40,7 @@ func (f *Format) Sprint(args []Arg, mem Memory, maxLen int) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return StringValue(out, maxLen), nil
+	return StringValue(string(out), maxLen), nil
 }
 
 // Exec renders args with f and appends the output to dst. limit is the room

@@ -37,6 +37,7 @@ package format
 import (
 	"errors"
 	"strconv"
+	"strings"
 )
 
 // Limits of SystemTap's runtime that shape output.
@@ -412,10 +413,8 @@ func isDigit(c byte) bool { return '0' <= c && c <= '9' }
 
 // cString is s up to its first NUL byte.
 func cString(s string) string {
-	for i := 0; i < len(s); i++ {
-		if s[i] == 0 {
-			return s[:i]
-		}
+	if i := strings.IndexByte(s, 0); i >= 0 {
+		return s[:i]
 	}
 	return s
 }

@@ -8,11 +8,11 @@ import (
 // StringValue turns text into a script string value under MAXSTRINGLEN
 // maxLen: at most maxLen-1 bytes, ending at the first NUL byte (as a C string
 // does). Sprint applies it already; sprint(@hist_log(s)) and the like need it.
-func StringValue[T string | []byte](text T, maxLen int) string {
-	if limit := roomOf(maxLen) - 1; len(text) > limit {
-		text = text[:limit]
+func StringValue(s string, maxLen int) string {
+	if limit := roomOf(maxLen) - 1; len(s) > limit {
+		s = s[:limit]
 	}
-	return cString(string(text))
+	return cString(s)
 }
 
 // roomOf is the size of a string buffer under MAXSTRINGLEN maxLen: at least

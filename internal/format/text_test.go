@@ -107,7 +107,7 @@ func TestStringLimit(t *testing.T) {
 		{"StringQuoted(long) at 2", StringQuoted(long, 2), `"`},
 		{"Sprint(%s-%d)", sprint("%s-%d", String(long), Long(7)), long[:15]},
 		{"Sprint(%20d)", sprint("%-20d|", Long(7)), "7" + strings.Repeat(" ", 14)},
-		{"StringValue(bytes)", StringValue([]byte("0123456789abcdefXYZ"), 16), "0123456789abcde"},
+		{"StringValue(long)", StringValue("0123456789abcdefXYZ", 16), "0123456789abcde"},
 		{"StringValue(string)", StringValue("01\x0023", 16), "01"},
 		{"StringValue at 0", StringValue("abc", 0), ""},
 		{"TextStr at 0", TextStr("abc", 0), ""},

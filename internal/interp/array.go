@@ -3,7 +3,6 @@ package interp
 import (
 	"container/list"
 	"encoding/binary"
-	"strings"
 
 	"github.com/bpftap/bpftap/internal/format"
 )
@@ -25,6 +24,15 @@ type element struct {
 	val  value
 	stat *format.Stat
 	node *list.Element
+	enc  string // the key's encoding, its index in the array's map
+}
+
+// value is the element's value; a missing element (nil) reads as zero.
+func (e *element) value() value {
+	if e == nil {
+		return value{}
+	}
+	return e.val
 }
 
 // Array is the storage of a global array. The in-memory implementation keeps
@@ -46,38 +54,42 @@ type Array interface {
 }
 
 // memArray is an in-memory array: a hash index over a list in insertion order.
+// Keys are looked up by their encoding, built in a buffer the array reuses so
+// that a lookup allocates nothing.
 type memArray struct {
 	index    map[string]*element
 	order    *list.List
 	capacity int
 	wrap     bool
 	newStat  func() *format.Stat // nil unless the array holds statistics
+	scratch  []byte              // the encoding of the key looked up last
 }
 
 func newMemArray(capacity int, wrap bool, newStat func() *format.Stat) *memArray {
 	return &memArray{index: map[string]*element{}, order: list.New(), capacity: capacity, wrap: wrap, newStat: newStat}
 }
 
-// encode makes a map key of a tuple; strings are length-prefixed so that
-// tuples never collide.
-func (k key) encode() string {
-	var b strings.Builder
-	var buf [binary.MaxVarintLen64]byte
+// appendEncoding appends the map key of a tuple; strings are length-prefixed
+// so that tuples never collide.
+func (k key) appendEncoding(b []byte) []byte {
 	for _, v := range k {
-		n := binary.PutVarint(buf[:], v.i)
-		b.Write(buf[:n])
-		n = binary.PutUvarint(buf[:], uint64(len(v.s)))
-		b.Write(buf[:n])
-		b.WriteString(v.s)
+		b = binary.AppendVarint(b, v.i)
+		b = binary.AppendUvarint(b, uint64(len(v.s)))
+		b = append(b, v.s...)
 	}
-	return b.String()
+	return b
 }
 
-func (a *memArray) Get(k key) *element { return a.index[k.encode()] }
+// lookup finds the element with key k, leaving k's encoding in a.scratch.
+func (a *memArray) lookup(k key) *element {
+	a.scratch = k.appendEncoding(a.scratch[:0])
+	return a.index[string(a.scratch)]
+}
+
+func (a *memArray) Get(k key) *element { return a.lookup(k) }
 
 func (a *memArray) Put(k key) (*element, bool) {
-	enc := k.encode()
-	if e := a.index[enc]; e != nil {
+	if e := a.lookup(k); e != nil {
 		return e, true
 	}
 	if a.order.Len() >= a.capacity {
@@ -86,22 +98,22 @@ func (a *memArray) Put(k key) (*element, bool) {
 		}
 		a.remove(a.order.Front().Value.(*element))
 	}
-	e := &element{key: append(key(nil), k...)}
+	e := &element{key: append(key(nil), k...), enc: string(a.scratch)}
 	if a.newStat != nil {
 		e.stat = a.newStat()
 	}
 	e.node = a.order.PushBack(e)
-	a.index[enc] = e
+	a.index[e.enc] = e
 	return e, true
 }
 
 func (a *memArray) remove(e *element) {
 	a.order.Remove(e.node)
-	delete(a.index, e.key.encode())
+	delete(a.index, e.enc)
 }
 
 func (a *memArray) Delete(k key) {
-	if e := a.index[k.encode()]; e != nil {
+	if e := a.lookup(k); e != nil {
 		a.remove(e)
 	}
 }

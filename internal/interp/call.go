@@ -100,7 +100,7 @@ func (in *Interp) print(n *syntax.PrintCall) string {
 	toString := n.Name[0] == 's'
 	switch {
 	case hist != nil && toString:
-		return format.StringValue(in.renderHist(nil, hist), in.maxStringLen())
+		return format.StringValue(string(in.renderHist(nil, hist)), in.maxStringLen())
 	case hist != nil:
 		in.out = in.renderHist(in.out, hist)
 	case toString:

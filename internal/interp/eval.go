@@ -140,8 +140,7 @@ func (in *Interp) evalKeys(exprs []syntax.Expr) (k key, wild bool) {
 			wild = true
 			continue
 		}
-		k[i] = in.eval(e)
-		k[i].s = in.clip(k[i].s)
+		k[i] = in.eval(e) // values are valid strings already
 	}
 	return k, wild
 }
@@ -176,10 +175,7 @@ func (in *Interp) loadIndex(e *syntax.Index) value {
 	}
 	arr := in.arrayOf(e.Array)
 	k, _ := in.evalKeys(e.Keys)
-	if el := arr.Get(k); el != nil {
-		return el.val
-	}
-	return value{}
+	return arr.Get(k).value()
 }
 
 // put returns the element of a[k], creating it; a full array is an error
@@ -322,14 +318,12 @@ func (in *Interp) assign(e *syntax.Assign) value {
 	case *syntax.Index:
 		k, _ := in.evalKeys(lhs.Keys)
 		rhs := in.eval(e.RHS)
-		arr := in.arrayOf(lhs.Array)
-		x := in.combine(e, func() value {
-			if el := arr.Get(k); el != nil {
-				return el.val
-			}
-			return value{}
-		}, rhs)
-		in.put(lhs, k).val = x
+		el := in.arrayOf(lhs.Array).Get(k)
+		x := in.combine(e, func() value { return el.value() }, rhs)
+		if el == nil {
+			el = in.put(lhs, k)
+		}
+		el.val = x
 		return x
 	}
 	throw("invalid assignment target", e.Pos)
@@ -385,10 +379,12 @@ func (in *Interp) incDec(e *syntax.IncDec) int64 {
 		in.store(x, value{i: old + delta})
 	case *syntax.Index:
 		k, _ := in.evalKeys(x.Keys)
-		if el := in.arrayOf(x.Array).Get(k); el != nil {
-			old = el.val.i
+		el := in.arrayOf(x.Array).Get(k)
+		old = el.value().i
+		if el == nil {
+			el = in.put(x, k)
 		}
-		in.put(x, k).val = value{i: old + delta}
+		el.val = value{i: old + delta}
 	default:
 		throw("invalid increment target", e.Pos)
 	}

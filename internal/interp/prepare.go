@@ -182,7 +182,7 @@ func (in *Interp) initGlobals() error {
 			if err != nil {
 				return err
 			}
-			g.val = val
+			g.val = value{i: val.i, s: in.clip(val.s)}
 		}
 	}
 	return nil
