@@ -2,6 +2,7 @@ package interp
 
 import (
 	"errors"
+	"slices"
 
 	"github.com/bpftap/bpftap/internal/format"
 	"github.com/bpftap/bpftap/internal/syntax"
@@ -12,11 +13,12 @@ import (
 // actions, charges the statement count of a loop-free callee on return.
 func (in *Interp) call(c *syntax.Call) value {
 	f := c.Func
-	args := make([]value, len(c.Args))
-	for i, a := range c.Args {
-		args[i] = in.eval(a)
-		args[i].s = in.clip(args[i].s)
+	base := len(in.stack)
+	for _, a := range c.Args {
+		v := in.eval(a) // values are valid strings already
+		in.stack = append(in.stack, v)
 	}
+	args := in.stack[base:len(in.stack):len(in.stack)]
 	at := c.Pos
 	if f.Decl != nil {
 		at = f.Decl.NamePos
@@ -33,6 +35,7 @@ func (in *Interp) call(c *syntax.Call) value {
 	} else {
 		result = in.callScript(c, args)
 	}
+	in.release(args)
 	result.s = in.clip(result.s)
 	return result
 }
@@ -41,7 +44,7 @@ func (in *Interp) callScript(c *syntax.Call, args []value) value {
 	f := c.Func
 	body := f.Decl.Body
 	caller := in.fr
-	fr := &frame{locals: make([]value, len(f.Locals))}
+	fr := in.newFrame(f)
 	for i, p := range f.Params {
 		if i < len(args) {
 			fr.locals[p.Index] = args[i]
@@ -60,7 +63,23 @@ func (in *Interp) callScript(c *syntax.Call, args []value) value {
 	if count, finite := in.actions.count(body); finite {
 		in.note(count, c.Pos, true)
 	}
+	in.release(fr.locals)
 	return fr.ret
+}
+
+// newFrame makes the frame of a function call at the current nesting depth,
+// with its locals zeroed on the value stack; the caller releases them.
+func (in *Interp) newFrame(f *syntax.Func) *frame {
+	base, n := len(in.stack), len(f.Locals)
+	in.stack = slices.Grow(in.stack, n)[:base+n]
+	locals := in.stack[base : base+n : base+n]
+	clear(locals)
+	for len(in.frames) <= in.act.nesting {
+		in.frames = append(in.frames, new(frame))
+	}
+	fr := in.frames[in.act.nesting]
+	*fr = frame{locals: locals}
+	return fr
 }
 
 func (in *Interp) callBuiltin(c *syntax.Call, args []value) value {
@@ -72,7 +91,9 @@ func (in *Interp) callBuiltin(c *syntax.Call, args []value) value {
 	if impl == nil {
 		throw("function "+name+"() is not supported in user-side probes", c.Pos)
 	}
-	return impl(&callContext{in: in, call: c}, args)
+	// Builtins never run script code, so one context serves every call.
+	in.builtinCall = callContext{in: in, call: c}
+	return impl(&in.builtinCall, args)
 }
 
 // callContext is what a builtin sees of its call.
@@ -87,7 +108,7 @@ func (cc *callContext) fail(msg string) { throw(msg, cc.call.Pos) }
 // print runs a print-family call; the s* variants return the text instead of
 // writing it.
 func (in *Interp) print(n *syntax.PrintCall) string {
-	args := make([]format.Arg, 0, len(n.Args))
+	base := len(in.printArgs)
 	var hist *syntax.Hist
 	for _, a := range n.Args {
 		if h, ok := a.(*syntax.Hist); ok {
@@ -95,8 +116,15 @@ func (in *Interp) print(n *syntax.PrintCall) string {
 			continue
 		}
 		v := in.eval(a)
-		args = append(args, format.Arg{Int: v.i, Str: v.s})
+		in.printArgs = append(in.printArgs, format.Arg{Int: v.i, Str: v.s})
 	}
+	s := in.emit(n, hist, in.printArgs[base:])
+	in.printArgs = in.printArgs[:base]
+	return s
+}
+
+// emit renders a print-family call with its arguments evaluated.
+func (in *Interp) emit(n *syntax.PrintCall, hist *syntax.Hist, args []format.Arg) string {
 	toString := n.Name[0] == 's'
 	switch {
 	case hist != nil && toString:

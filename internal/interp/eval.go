@@ -132,18 +132,30 @@ func (in *Interp) store(id *syntax.Ident, x value) {
 	in.fr.locals[id.Var.Index] = x
 }
 
-// evalKeys evaluates the keys of an index or slice; wild reports a `*`.
+// evalKeys evaluates the keys of an index or slice onto the value stack
+// (values are valid strings already); wild reports a `*`. The caller
+// releases them when done with them.
 func (in *Interp) evalKeys(exprs []syntax.Expr) (k key, wild bool) {
-	k = make(key, len(exprs))
-	for i, e := range exprs {
+	base := len(in.stack)
+	for _, e := range exprs {
+		var v value
 		if _, ok := e.(*syntax.Star); ok {
 			wild = true
-			continue
+		} else {
+			v = in.eval(e)
 		}
-		k[i] = in.eval(e) // values are valid strings already
+		in.stack = append(in.stack, v)
 	}
-	return k, wild
+	return in.stack[base:len(in.stack):len(in.stack)], wild
 }
+
+// release pops vals, the values pushed last, off the value stack. The stack
+// spares evaluation an allocation for every key tuple, argument list and
+// frame of locals: what is pushed is popped in reverse order, except when an
+// error unwinds, after which try/catch and the next handler cut the stack
+// back to their own depth. A view of pushed values stays valid when later
+// pushes move the stack.
+func (in *Interp) release(vals []value) { in.stack = in.stack[:len(in.stack)-len(vals)] }
 
 // sliceMatch reports whether an element's key matches a slice pattern.
 func sliceMatch(elem, pattern key, exprs []syntax.Expr) bool {
@@ -175,7 +187,9 @@ func (in *Interp) loadIndex(e *syntax.Index) value {
 	}
 	arr := in.arrayOf(e.Array)
 	k, _ := in.evalKeys(e.Keys)
-	return arr.Get(k).value()
+	v := arr.Get(k).value()
+	in.release(k)
+	return v
 }
 
 // put returns the element of a[k], creating it; a full array is an error
@@ -199,6 +213,7 @@ func (in *Interp) overflowMsg(v *syntax.Var) string {
 func (in *Interp) contains(e *syntax.In) bool {
 	arr := in.arrayOf(e.Array)
 	k, wild := in.evalKeys(e.Keys)
+	defer in.release(k)
 	if !wild {
 		return arr.Get(k) != nil
 	}
@@ -324,6 +339,7 @@ func (in *Interp) assign(e *syntax.Assign) value {
 			el = in.put(lhs, k)
 		}
 		el.val = x
+		in.release(k)
 		return x
 	}
 	throw("invalid assignment target", e.Pos)
@@ -357,6 +373,7 @@ func (in *Interp) accumulate(e *syntax.Assign) int64 {
 		k, _ := in.evalKeys(lhs.Keys)
 		v := in.evalLong(e.RHS)
 		el := in.put(lhs, k)
+		in.release(k)
 		if el.stat == nil {
 			throw("not a statistic", lhs.Pos)
 		}
@@ -385,6 +402,7 @@ func (in *Interp) incDec(e *syntax.IncDec) int64 {
 			el = in.put(x, k)
 		}
 		el.val = value{i: old + delta}
+		in.release(k)
 	default:
 		throw("invalid increment target", e.Pos)
 	}
@@ -405,7 +423,9 @@ func (in *Interp) aggregate(x syntax.Expr) *format.Stat {
 		throw("not a statistic", x.Pos)
 	case *syntax.Index:
 		k, _ := in.evalKeys(x.Keys)
-		if el := in.arrayOf(x.Array).Get(k); el != nil {
+		el := in.arrayOf(x.Array).Get(k)
+		in.release(k)
+		if el != nil {
 			return el.stat
 		}
 	}

@@ -49,6 +49,7 @@ func (in *Interp) fire(p *sema.Probe, want int) {
 func (in *Interp) runHandler(p *sema.Probe) {
 	in.act = activation{probe: p, remaining: 10 * in.limits.MaxAction, nesting: -1}
 	in.fr = &frame{locals: make([]value, len(p.Locals))}
+	in.stack, in.printArgs = in.stack[:0], in.printArgs[:0]
 	err := protect(func() {
 		defer swallowAbort()
 		if p.Cond != nil && in.evalLong(p.Cond) == 0 {
@@ -258,6 +259,7 @@ func (in *Interp) iterate(at syntax.Pos, cond, post syntax.Expr, body syntax.Stm
 func (in *Interp) execTry(s *syntax.TryStmt) ctl {
 	in.note(0, s.Pos, true)
 	var c ctl
+	stack, printArgs := len(in.stack), len(in.printArgs)
 	err := protect(func() {
 		c = in.execBlock(s.Body)
 		if c == ctlNone {
@@ -270,6 +272,7 @@ func (in *Interp) execTry(s *syntax.TryStmt) ctl {
 	if err.Uncatchable || in.act.remaining <= 0 {
 		panic(err)
 	}
+	in.stack, in.printArgs = in.stack[:stack], in.printArgs[:printArgs]
 	if s.CatchVar != nil {
 		in.store(s.CatchVar, value{s: in.clip(err.Msg)})
 	}
@@ -299,6 +302,7 @@ func (in *Interp) execDelete(target syntax.Expr) {
 	case *syntax.Index:
 		arr := in.arrayOf(t.Array)
 		keys, wild := in.evalKeys(t.Keys)
+		defer in.release(keys)
 		if !wild {
 			arr.Delete(keys)
 			return

@@ -28,6 +28,7 @@ func (in *Interp) execForeach(s *syntax.ForeachStmt) ctl {
 	var slice key
 	if s.Slice != nil {
 		slice, _ = in.evalKeys(s.Slice)
+		defer in.release(slice)
 	}
 	in.note(1, s.Pos, true)
 	for i := 0; ; i++ {

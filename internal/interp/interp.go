@@ -151,9 +151,17 @@ type Interp struct {
 	actions *actionCounter
 
 	maxNesting int
-	act        activation // the running handler
-	fr         *frame     // the running function or probe body
-	out        []byte     // the running handler's output
+	// stack holds the key tuples, arguments and locals in use (see release),
+	// printArgs the arguments of print-family calls being evaluated, and
+	// frames the frames of function calls by nesting depth, all reused.
+	stack     []value
+	printArgs []format.Arg
+	frames    []*frame
+	// builtinCall is the context of the running builtin.
+	builtinCall callContext
+	act         activation // the running handler
+	fr          *frame     // the running function or probe body
+	out         []byte     // the running handler's output
 	// commands system() queued, run after the handler's output
 	pendingCommands []string
 	errors          int
