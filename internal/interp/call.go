@@ -52,7 +52,8 @@ func (in *Interp) callScript(c *syntax.Call, args []value) value {
 	}
 	in.fr = fr
 	defer func() { in.fr = caller }()
-	in.enter(body, f.Decl.NamePos)
+	count, finite := in.actions.count(body)
+	in.enter(count, finite, f.Decl.NamePos)
 	switch in.execBlock(body) {
 	case ctlNone:
 		in.note(0, body.Pos, true)
@@ -60,7 +61,7 @@ func (in *Interp) callScript(c *syntax.Call, args []value) value {
 		throw("all functions exhausted", c.Pos)
 	}
 	in.fr = caller
-	if count, finite := in.actions.count(body); finite {
+	if finite {
 		in.note(count, c.Pos, true)
 	}
 	in.release(fr.locals)

@@ -55,7 +55,8 @@ func (in *Interp) runHandler(p *sema.Probe) {
 		if p.Cond != nil && in.evalLong(p.Cond) == 0 {
 			return
 		}
-		in.enter(p.Body, syntax.Pos{})
+		count, finite := in.actions.count(p.Body)
+		in.enter(count, finite, syntax.Pos{})
 		if in.execBlock(p.Body) != ctlNext {
 			in.note(0, p.Body.Pos, true)
 		}
@@ -103,10 +104,9 @@ func (in *Interp) report(e *runError) {
 	}
 }
 
-// enter charges the statement count of a loop-free body up front, as the
-// generated code does, and then stops noting actions in the frame.
-func (in *Interp) enter(body *syntax.Block, at syntax.Pos) {
-	count, finite := in.actions.count(body)
+// enter charges the statement count of a loop-free body (finite) up front,
+// as the generated code does, and then stops noting actions in the frame.
+func (in *Interp) enter(count int64, finite bool, at syntax.Pos) {
 	if !finite {
 		return
 	}
