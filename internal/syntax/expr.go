@@ -625,9 +625,6 @@ func checkConversion(f string, i int) (int, string) {
 		started = true
 		i++
 	}
-	if i == len(f) {
-		return i, ""
-	}
 	i, started = skipCount(f, i, started)
 	if i < len(f) && f[i] == '.' {
 		i, started = skipCount(f, i+1, started)
