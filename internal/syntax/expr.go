@@ -3,6 +3,8 @@ package syntax
 import (
 	"fmt"
 	"strings"
+
+	"github.com/bpftap/bpftap/internal/format"
 )
 
 // Expression parsing, from loosest to tightest binding (as stap's parser):
@@ -569,8 +571,9 @@ func (p *parser) parsePrint(t *token) Expr {
 	switch {
 	case base == "printf":
 		pc.Format = p.parseLiteralString()
-		if msg := checkFormat(pc.Format.Raw); msg != "" {
-			p.fail(msg)
+		// stap's parser checks the conversions of the format as written
+		if _, err := format.Compile(pc.Format.Raw); err != nil {
+			p.fail(err.Error())
 		}
 		consumed = true
 	case base == "printd" || base == "printdln":
@@ -591,74 +594,6 @@ func (p *parser) parsePrint(t *token) Expr {
 	}
 	p.expectOp(")")
 	return pc
-}
-
-// checkFormat validates a printf format as stap's parser does and returns its
-// message for a bad conversion, or "".
-func checkFormat(f string) string {
-	for i := 0; i < len(f); {
-		if f[i] != '%' {
-			i++
-			continue
-		}
-		if i+1 == len(f) {
-			return "invalid or missing conversion specifier"
-		}
-		if f[i+1] == '%' {
-			i += 2
-			continue
-		}
-		next, msg := checkConversion(f, i+1)
-		if msg != "" || next == len(f) {
-			return msg
-		}
-		i = next
-	}
-	return ""
-}
-
-// checkConversion checks the conversion after the `%` ending at f[i-1] and
-// returns where the text after it starts, or a message.
-func checkConversion(f string, i int) (int, string) {
-	started := false
-	if strings.IndexByte("0+- #", f[i]) >= 0 {
-		started = true
-		i++
-	}
-	i, started = skipCount(f, i, started)
-	if i < len(f) && f[i] == '.' {
-		i, started = skipCount(f, i+1, started)
-	}
-	if i < len(f) && f[i] == 'l' {
-		i++
-	}
-	if i == len(f) {
-		return i, incompleteUnless(started)
-	}
-	if strings.IndexByte("bcsmMdiuoXxp", f[i]) < 0 {
-		return i, "invalid or missing conversion specifier"
-	}
-	return i + 1, ""
-}
-
-// skipCount skips a width or precision (`*` or digits) at f[i:]; started
-// becomes true when there is one.
-func skipCount(f string, i int, started bool) (int, bool) {
-	if i < len(f) && f[i] == '*' {
-		return i + 1, true
-	}
-	j := i
-	for j < len(f) && isDigit(int(f[j])) {
-		j++
-	}
-	return j, started || j > i
-}
-
-func incompleteUnless(started bool) string {
-	if started {
-		return "trailing incomplete print format conversion"
-	}
-	return ""
 }
 
 func (p *parser) parseCast() Expr {
