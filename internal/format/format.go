@@ -337,20 +337,10 @@ func (p *parser) directive() (Directive, error) {
 	if d.Flags != 0 {
 		p.i++
 	}
-	if p.peek() == '*' {
-		d.WidthArg = true
-		p.i++
-	} else if isDigit(p.peek()) {
-		d.Width = p.number()
-	}
+	d.Width, d.WidthArg = p.count()
 	if p.peek() == '.' {
 		p.i++
-		if p.peek() == '*' {
-			d.PrecArg = true
-			p.i++
-		} else if isDigit(p.peek()) {
-			d.Prec = p.number()
-		}
+		d.Prec, d.PrecArg = p.count()
 	}
 	if p.peek() == 'l' {
 		p.i++
@@ -396,6 +386,19 @@ func (p *parser) peek() byte {
 		return p.src[p.i]
 	}
 	return 0
+}
+
+// count reads a width or precision: digits, or `*` to take it from an
+// argument; -1 when there is neither.
+func (p *parser) count() (n int, fromArg bool) {
+	switch {
+	case p.peek() == '*':
+		p.i++
+		return -1, true
+	case isDigit(p.peek()):
+		return p.number(), false
+	}
+	return -1, false
 }
 
 // number reads a decimal width or precision. Like the translator's unsigned
