@@ -160,14 +160,12 @@ func (e *elab) builtin(name string) *syntax.Func {
 	}
 	f := &syntax.Func{Name: name, Result: b.Result, Builtin: name}
 	for i, t := range b.Params {
-		f.Params = append(f.Params, &syntax.Var{Name: paramName(i), Kind: syntax.VarParam, Type: t})
+		f.Params = append(f.Params, &syntax.Var{Name: b.ParamNames[i], Kind: syntax.VarParam, Type: t, Index: i})
 	}
 	e.builtins[name] = f
 	e.prog.builtinsUsed = append(e.prog.builtinsUsed, f)
 	return f
 }
-
-func paramName(i int) string { return string(rune('a' + i)) }
 
 var overridePattern = regexp.MustCompile(`^[a-z_][a-z0-9_]*=[a-z0-9_.-]+$`)
 

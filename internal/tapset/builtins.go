@@ -11,10 +11,23 @@ import "github.com/bpftap/bpftap/internal/syntax"
 type Builtin struct {
 	Name   string
 	Params []syntax.Type
-	Result syntax.Type // TypeUnknown means the function returns nothing (stap's "unknown")
+	// ParamNames are the parameter names of stap's tapset (the -p2 listing
+	// shows them), one per Params entry.
+	ParamNames []string
+	Result     syntax.Type // TypeUnknown means the function returns nothing (stap's "unknown")
 	// UserOnly marks functions that only make sense in user-side probes (begin, end,
 	// timers); the elaborator refuses them in kernel probes.
 	UserOnly bool
+	// SideEffects marks the functions stap never elides: those its tapset does
+	// not declare pure (output, control, delays, state such as tokenize's or
+	// randint's). A call of any other builtin whose value is unused is dropped.
+	SideEffects bool
+}
+
+// param is one parameter of a builtin's signature.
+type param struct {
+	name string
+	typ  syntax.Type
 }
 
 const (
@@ -23,13 +36,26 @@ const (
 	none = syntax.TypeUnknown
 )
 
-func fn(name string, result syntax.Type, params ...syntax.Type) *Builtin {
-	return &Builtin{Name: name, Params: params, Result: result}
+func l(name string) param { return param{name, long} }
+func s(name string) param { return param{name, str} }
+
+func fn(name string, result syntax.Type, params ...param) *Builtin {
+	b := &Builtin{Name: name, Result: result}
+	for _, p := range params {
+		b.Params = append(b.Params, p.typ)
+		b.ParamNames = append(b.ParamNames, p.name)
+	}
+	return b
 }
 
-func userFn(name string, result syntax.Type, params ...syntax.Type) *Builtin {
+func userFn(name string, result syntax.Type, params ...param) *Builtin {
 	b := fn(name, result, params...)
 	b.UserOnly = true
+	return b
+}
+
+func effects(b *Builtin) *Builtin {
+	b.SideEffects = true
 	return b
 }
 
@@ -38,26 +64,26 @@ func userFn(name string, result syntax.Type, params ...syntax.Type) *Builtin {
 // separate tapset functions in the .stp library.
 var Builtins = index(
 	// control
-	fn("exit", none),
-	fn("error", none, str),
-	fn("warn", none, str),
-	fn("abort", none),
-	fn("log", none, str),
+	effects(fn("exit", none)),
+	effects(fn("error", none, s("msg"))),
+	effects(fn("warn", none, s("msg"))),
+	effects(fn("abort", none)),
+	effects(fn("log", none, s("msg"))),
 	// strings
-	fn("strlen", long, str),
-	fn("substr", str, str, long, long),
-	fn("stringat", long, str, long),
-	fn("isinstr", long, str, str),
-	fn("strpos", long, str, str),
-	fn("str_replace", str, str, str, str),
-	fn("tokenize", str, str, str),
-	fn("text_str", str, str),
-	fn("text_strn", str, str, long, long),
-	fn("string_quoted", str, str),
-	fn("strtol", long, str, long),
-	fn("isdigit", long, str),
+	fn("strlen", long, s("s")),
+	fn("substr", str, s("str"), l("start"), l("length")),
+	fn("stringat", long, s("str"), l("pos")),
+	fn("isinstr", long, s("s1"), s("s2")),
+	fn("strpos", long, s("s1"), s("s2")),
+	fn("str_replace", str, s("prnt_str"), s("srch_str"), s("rplc_str")),
+	effects(fn("tokenize", str, s("input"), s("delim"))),
+	fn("text_str", str, s("input")),
+	fn("text_strn", str, s("input"), l("len"), l("quoted")),
+	fn("string_quoted", str, s("str")),
+	fn("strtol", long, s("str"), l("base")),
+	fn("isdigit", long, s("str")),
 	// regular expressions
-	fn("matched", str, long),
+	fn("matched", str, l("n")),
 	fn("matched_str", str),
 	fn("ngroups", long),
 	// time
@@ -69,15 +95,15 @@ var Builtins = index(
 	fn("local_clock_ms", long),
 	fn("local_clock_us", long),
 	fn("local_clock_ns", long),
-	fn("cpu_clock_s", long, long),
-	fn("cpu_clock_ms", long, long),
-	fn("cpu_clock_us", long, long),
-	fn("cpu_clock_ns", long, long),
+	fn("cpu_clock_s", long, l("cpu")),
+	fn("cpu_clock_ms", long, l("cpu")),
+	fn("cpu_clock_us", long, l("cpu")),
+	fn("cpu_clock_ns", long, l("cpu")),
 	fn("jiffies", long),
 	fn("HZ", long),
 	fn("get_cycles", long),
-	userFn("ctime", str, long),
-	userFn("tz_ctime", str, long),
+	userFn("ctime", str, l("epochsecs")),
+	userFn("tz_ctime", str, l("epochsecs")),
 	userFn("tz_gmtoff", long),
 	userFn("tz_name", str),
 	// process context
@@ -98,27 +124,27 @@ var Builtins = index(
 	fn("is_return", long),
 	fn("mem_page_size", long),
 	fn("stp_pid", long),
-	fn("randint", long, long),
-	userFn("env_var", str, str),
+	effects(fn("randint", long, l("n"))),
+	effects(userFn("env_var", str, s("name"))),
 	userFn("cmdline_str", str),
 	// memory of traced processes and the kernel
-	fn("kernel_string", str, long),
-	fn("kernel_string_n", str, long, long),
-	fn("kernel_long", long, long),
-	fn("kernel_int", long, long),
-	fn("kernel_short", long, long),
-	fn("kernel_char", long, long),
-	fn("kernel_pointer", long, long),
-	fn("user_string", str, long),
-	fn("user_string_n", str, long, long),
-	fn("user_long", long, long),
-	fn("user_int", long, long),
-	fn("user_short", long, long),
-	fn("user_char", long, long),
+	fn("kernel_string", str, l("addr")),
+	fn("kernel_string_n", str, l("addr"), l("n")),
+	fn("kernel_long", long, l("addr")),
+	fn("kernel_int", long, l("addr")),
+	fn("kernel_short", long, l("addr")),
+	fn("kernel_char", long, l("addr")),
+	fn("kernel_pointer", long, l("addr")),
+	fn("user_string", str, l("addr")),
+	fn("user_string_n", str, l("addr"), l("n")),
+	fn("user_long", long, l("addr")),
+	fn("user_int", long, l("addr")),
+	fn("user_short", long, l("addr")),
+	fn("user_char", long, l("addr")),
 	// system
-	userFn("system", none, str),
-	userFn("mdelay", none, long),
-	userFn("udelay", none, long),
+	effects(userFn("system", none, s("cmd"))),
+	effects(userFn("mdelay", none, l("ms"))),
+	effects(userFn("udelay", none, l("us"))),
 )
 
 func index(list ...*Builtin) map[string]*Builtin {
