@@ -7,6 +7,7 @@ import (
 
 	"github.com/bpftap/bpftap/internal/probes"
 	"github.com/bpftap/bpftap/internal/syntax"
+	"github.com/bpftap/bpftap/internal/tapset"
 )
 
 // Elision, stap's first optimization pass (skipped with -u, as stap does):
@@ -135,22 +136,33 @@ func markRead(x syntax.Expr) {
 func (e *elab) elide() {
 	e.markUsage()
 	e.dropUnusedGlobals()
-	e.warnNeverAssigned()
-	if e.opts.Unoptimized {
-		return
+	if !e.opts.Unoptimized { // stap warns in an optimization pass -u skips
+		e.warnNeverAssigned()
 	}
 	el := &elider{e: e, pure: map[*syntax.Func]bool{}, visiting: map[*syntax.Func]bool{},
 		stmtTok: map[*syntax.ExprStmt]syntax.Node{}}
-	el.round()
-	e.rep.quiet = true
-	for changed := true; changed; {
+	modes := []elideMode{elideAssignments, elideExpressions, reduceStatements}
+	if e.opts.Unoptimized {
+		modes = modes[2:]
+	}
+	for iter, changed := 0, true; changed; iter++ {
+		e.rep.quiet = iter > 0
 		e.markUsage()
 		n := e.countAllStmts()
-		el.round()
-		changed = e.countAllStmts() != n
+		el.round(modes)
+		if !e.initialTypes() {
+			return
+		}
+		elided := e.countAllStmts() != n
+		folded := e.foldAll(!elided)
+		changed = iter == 0 || folded || elided
 	}
 	e.rep.quiet = false
 	e.markUsage()
+	if e.opts.Unoptimized {
+		e.prune(false)
+		return
+	}
 	kept := e.prog.Probes[:0]
 	for _, p := range e.prog.Probes {
 		if len(p.Body.Stmts) == 0 && p.Decl != nil {
@@ -163,7 +175,7 @@ func (e *elab) elide() {
 	if len(e.prog.Probes) == 0 {
 		e.rep.errorf("noprobes", "no probes found")
 	}
-	e.prune()
+	e.prune(true)
 }
 
 // dropUnusedGlobals forgets the globals no probe or function mentions.
@@ -179,9 +191,10 @@ func (e *elab) dropUnusedGlobals() {
 
 // round is one of stap's optimization rounds: first the assignments to locals
 // nobody reads, in every probe then every function, then the expression
-// statements without effect.
-func (el *elider) round() {
-	for _, mode := range []elideMode{elideAssignments, elideExpressions} {
+// statements without effect, then the statements whose value is unused
+// reduced to their operands (with -u only the last).
+func (el *elider) round(modes []elideMode) {
+	for _, mode := range modes {
 		el.mode = mode
 		for _, b := range el.e.bodiesByName() {
 			el.block(b)
@@ -228,9 +241,10 @@ func countStmts(n syntax.Node) int {
 	return c
 }
 
-// prune drops the locals and functions elided code referred to, keeping
-// functions reachable from the remaining probes.
-func (e *elab) prune() {
+// prune drops the functions elided code referred to, keeping those reachable
+// from the remaining probes, and (when locals is set) the locals nothing
+// mentions any more.
+func (e *elab) prune(locals bool) {
 	used := map[*syntax.Var]bool{}
 	called := map[*syntax.Func]bool{}
 	var visit func(n syntax.Node)
@@ -255,10 +269,15 @@ func (e *elab) prune() {
 			visit(p.Cond)
 		}
 		visit(p.Body)
-		p.Locals = keepVars(p.Locals, used, 0)
 	}
 	e.prog.Funcs = keepFuncs(e.prog.Funcs, called)
 	e.prog.builtinsUsed = keepFuncs(e.prog.builtinsUsed, called)
+	if !locals {
+		return
+	}
+	for _, p := range e.prog.Probes {
+		p.Locals = keepVars(p.Locals, used, 0)
+	}
 	for _, f := range e.prog.Funcs {
 		f.Locals = keepVars(f.Locals, used, len(f.Params))
 	}
@@ -371,6 +390,7 @@ type elideMode int
 const (
 	elideAssignments elideMode = iota
 	elideExpressions
+	reduceStatements
 )
 
 // block elides the statements of b (and of the blocks nested in it).
@@ -423,7 +443,8 @@ func (el *elider) keepEmpty(s syntax.Stmt) syntax.Stmt {
 }
 
 func (el *elider) exprStmt(s *syntax.ExprStmt) syntax.Stmt {
-	if el.mode == elideAssignments {
+	switch el.mode {
+	case elideAssignments:
 		if a, ok := s.X.(*syntax.Assign); ok && a.Op == "=" {
 			if v := lvalueVar(a.LHS); v != nil && v.Kind == syntax.VarLocal && !v.Read {
 				el.e.rep.warnAt(a, fmt.Sprintf("Eliding assignment to '%s'", v.Name))
@@ -432,13 +453,54 @@ func (el *elider) exprStmt(s *syntax.ExprStmt) syntax.Stmt {
 				return rest
 			}
 		}
-		return s
-	}
-	if el.sideEffectFree(s.X) {
-		el.e.rep.warnAt(el.tokenOf(s), "Eliding side-effect-free expression ")
-		return nil
+	case elideExpressions:
+		if el.sideEffectFree(s.X) {
+			el.e.rep.warnAt(el.tokenOf(s), "Eliding side-effect-free expression ")
+			return nil
+		}
+	case reduceStatements:
+		if r := el.reduce(s.X); r != nil {
+			return r
+		}
 	}
 	return s
+}
+
+// reduce rewrites an expression whose value is unused into statements that
+// only evaluate what matters (stap's void_statement_reducer): the operands of
+// an operator or of a call of a pure function, in order; `a && b` becomes
+// `if (a) b`, `a || b` becomes `if (!a) b`, `c ? x : y` becomes
+// `if (c) x else y`. It returns nil when x stays as it is.
+func (el *elider) reduce(x syntax.Expr) syntax.Stmt {
+	pos := x.Position()
+	switch x := x.(type) {
+	case *syntax.Binary:
+		switch x.Op {
+		case "&&":
+			return &syntax.IfStmt{Pos: pos, Cond: x.X, Then: &syntax.ExprStmt{X: x.Y}}
+		case "||":
+			not := &syntax.Unary{Typed: syntax.Typed{Pos: pos}, Op: "!", X: x.X}
+			return &syntax.IfStmt{Pos: pos, Cond: not, Then: &syntax.ExprStmt{X: x.Y}}
+		}
+		return exprBlock(pos, x.X, x.Y)
+	case *syntax.Unary:
+		return &syntax.ExprStmt{X: x.X}
+	case *syntax.Ternary:
+		return &syntax.IfStmt{Pos: pos, Cond: x.Cond, Then: &syntax.ExprStmt{X: x.Then}, Else: &syntax.ExprStmt{X: x.Else}}
+	case *syntax.Call:
+		if len(x.Args) > 0 && el.pureFunc(x.Func) {
+			return exprBlock(pos, x.Args...)
+		}
+	}
+	return nil
+}
+
+func exprBlock(pos syntax.Pos, xs ...syntax.Expr) *syntax.Block {
+	b := &syntax.Block{Pos: pos}
+	for _, x := range xs {
+		b.Stmts = append(b.Stmts, &syntax.ExprStmt{X: x})
+	}
+	return b
 }
 
 func (el *elider) tokenOf(s *syntax.ExprStmt) syntax.Node {
@@ -492,9 +554,14 @@ func (el *elider) sideEffectFree(x syntax.Node) bool {
 	return free
 }
 
-// pureFunc reports whether a script function has no effects besides its
-// result; builtins are assumed to have effects.
+// pureFunc reports whether a function has no effects besides its result:
+// a builtin stap's tapset declares pure, or a script function that writes
+// no global and calls only pure functions.
 func (el *elider) pureFunc(f *syntax.Func) bool {
+	if f != nil && f.Builtin != "" {
+		b := tapset.Builtins[f.Builtin]
+		return b != nil && !b.SideEffects
+	}
 	if f == nil || f.Decl == nil || f.Decl.Body == nil {
 		return false
 	}

@@ -50,6 +50,7 @@ type typer struct {
 	newly      int // types settled in this pass
 	unresolved int // unknown or conflicting types met in this pass
 	assert     bool
+	initial    bool // stap's initial pass (initialTypes)
 	complexity int
 	fn         *syntax.Func                 // function being visited, nil in probes
 	firstAt    map[declKey]syntax.Node      // where each symbol type was settled
@@ -63,9 +64,14 @@ type typeAbort struct{}
 
 const maxTypePasses = 1000
 
-func (e *elab) inferTypes() {
-	t := &typer{e: e, firstAt: map[declKey]syntax.Node{}, inSlots: map[*syntax.In]*syntax.Index{},
+func (e *elab) newTyper() *typer {
+	return &typer{e: e, firstAt: map[declKey]syntax.Node{}, inSlots: map[*syntax.In]*syntax.Index{},
 		formats: map[*syntax.StringLit]*format.Format{}}
+}
+
+// run runs type passes until they converge (see inferTypes), recovering the
+// abort of a pass that threw an error.
+func (t *typer) run(converged func() bool) {
 	defer func() {
 		if r := recover(); r != nil {
 			if _, ok := r.(typeAbort); !ok {
@@ -73,7 +79,7 @@ func (e *elab) inferTypes() {
 			}
 		}
 	}()
-	for _, b := range e.bodies() {
+	for _, b := range t.e.bodies() {
 		typeLiterals(b)
 	}
 	for i := 0; i < maxTypePasses; i++ {
@@ -83,14 +89,45 @@ func (e *elab) inferTypes() {
 			t.complexity = 0
 			continue
 		}
-		if t.unresolved == 0 || t.assert {
+		if converged() {
 			break
+		}
+	}
+}
+
+// initialTypes is stap's first type inference, run before each round of
+// constant folding so that a mismatch is reported even in code the folding
+// is about to drop. Context expressions and @defined are left alone, and only
+// mismatches are reported. It returns false if it reported any.
+func (e *elab) initialTypes() bool {
+	t := e.newTyper()
+	t.initial = true
+	t.run(func() bool {
+		if t.assert || t.complexity == 0 {
+			return true
+		}
+		t.assert = true
+		if e.opts.Verbose {
+			t.complexity = kindSides
+		}
+		return false
+	})
+	e.recordTypePositions(t)
+	return !e.rep.failed()
+}
+
+func (e *elab) inferTypes() {
+	t := e.newTyper()
+	t.run(func() bool {
+		if t.unresolved == 0 || t.assert {
+			return true
 		}
 		t.assert = true
 		if e.opts.Verbose {
 			t.complexity = 0
 		}
-	}
+		return false
+	})
 	e.recordTypePositions(t)
 }
 
@@ -126,18 +163,22 @@ func (t *typer) pass() {
 		}
 		t.fn = f
 		t.within("function "+f.Name, func() { t.stmt(f.Decl.Body) })
-		t.checkLocals(f.Locals[len(f.Params):])
+		if !t.initial {
+			t.checkLocals(f.Locals[len(f.Params):])
+		}
 	}
 	for _, p := range t.e.prog.Probes {
 		t.fn = nil
 		t.within("probe "+p.Name, func() { t.stmt(p.Body) })
-		t.checkLocals(p.Locals)
+		if !t.initial {
+			t.checkLocals(p.Locals)
+		}
 		if p.Cond != nil {
 			t.expr(p.Cond, tLong)
 		}
 	}
 	for _, g := range t.e.prog.Globals {
-		if g.Type == tUnknown {
+		if g.Type == tUnknown && !t.initial {
 			t.unresolvedAt(varToken(g))
 		}
 	}
@@ -487,6 +528,9 @@ func (t *typer) checkArg(want syntax.Type, x syntax.Expr) {
 
 // expr visits x expecting type want.
 func (t *typer) expr(x syntax.Expr, want syntax.Type) {
+	if t.initial && (isContextExpr(x) || isDefined(x)) {
+		return
+	}
 	switch x := x.(type) {
 	case *syntax.NumberLit:
 		t.literal(x, tLong, want)
@@ -534,9 +578,7 @@ func (t *typer) expr(x syntax.Expr, want syntax.Type) {
 	case *syntax.Hist:
 		t.hist(x)
 	case *syntax.Defined:
-		if x.Type() == tUnknown {
-			t.settle(x, tLong)
-		}
+		t.defined(x)
 	case *syntax.TargetVar:
 		t.report("target", x, "unresolved target-symbol expression")
 	case *syntax.AtVar:
@@ -548,6 +590,18 @@ func (t *typer) expr(x syntax.Expr, want syntax.Type) {
 	case *syntax.Autocast:
 		t.autocast(x)
 	}
+}
+
+// defined visits a @defined constant folding has not settled (none should
+// be left).
+func (t *typer) defined(x *syntax.Defined) {
+	t.expr(x.X, tUnknown)
+	t.report("defined", x, "unexpected @defined")
+}
+
+func isDefined(x syntax.Expr) bool {
+	_, ok := x.(*syntax.Defined)
+	return ok
 }
 
 func (t *typer) literal(x syntax.Expr, ty, want syntax.Type) {

@@ -1,0 +1,330 @@
+package sema
+
+import (
+	"reflect"
+	"strconv"
+
+	"github.com/bpftap/bpftap/internal/syntax"
+)
+
+// Constant folding, stap's const_folder. Operators whose operands are
+// literals become literals, and statements and expressions whose condition is
+// a literal keep only the branch taken: `if (0) A else B` is B, `c ? x : y`
+// with a literal c is x or y, a for or while loop whose condition is 0 is its
+// initializer, a foreach with a literal limit ≤ 0 is nothing. stap folds even
+// with -u, before type inference, so code in a dead branch is never typed.
+//
+// @defined(X) also collapses here (see typedDefined). Like stap, one
+// @defined collapses per optimization round, and only in a round where
+// nothing else changed.
+
+type folder struct {
+	changed, collapse bool
+}
+
+// foldAll folds every probe and function body and reports whether anything
+// changed; @defined collapses only if collapse is set.
+func (e *elab) foldAll(collapse bool) bool {
+	f := &folder{collapse: collapse}
+	for _, p := range e.prog.Probes {
+		f.block(p.Body)
+	}
+	for _, fn := range e.funcsByName() {
+		if fn.Decl != nil && fn.Decl.Body != nil {
+			f.block(fn.Decl.Body)
+		}
+	}
+	return f.changed
+}
+
+// typedDefined decides @defined(X) as stap's folder does before type
+// inference: X is defined if its node already has a type. Only literals do:
+// the initial type pass does not look inside @defined, and bpftap resolves no
+// context expression ($var, @var, @cast, @entry, autocasts) in the probes it
+// runs, so @defined of a variable, a call or a context expression is 0.
+func typedDefined(x syntax.Expr) bool { return x.Type() != tUnknown }
+
+func isContextExpr(x syntax.Expr) bool {
+	switch x.(type) {
+	case *syntax.TargetVar, *syntax.Cast, *syntax.AtVar, *syntax.Entry, *syntax.Autocast:
+		return true
+	}
+	return false
+}
+
+func (f *folder) block(b *syntax.Block) {
+	for i, s := range b.Stmts {
+		b.Stmts[i] = f.stmt(s)
+	}
+}
+
+// stmt folds a statement and returns its replacement.
+func (f *folder) stmt(s syntax.Stmt) syntax.Stmt {
+	switch s := s.(type) {
+	case *syntax.IfStmt:
+		s.Cond = f.expr(s.Cond)
+		if n, ok := s.Cond.(*syntax.NumberLit); ok {
+			f.changed = true
+			if n.Value != 0 {
+				return f.stmt(s.Then)
+			}
+			if s.Else == nil {
+				return &syntax.NullStmt{Pos: s.Pos}
+			}
+			return f.stmt(s.Else)
+		}
+		s.Then = f.stmt(s.Then)
+		if s.Else != nil {
+			s.Else = f.stmt(s.Else)
+		}
+		return s
+	case *syntax.WhileStmt:
+		s.Cond = f.expr(s.Cond)
+		if isFalse(s.Cond) {
+			f.changed = true
+			return &syntax.NullStmt{Pos: s.Pos}
+		}
+	case *syntax.ForStmt:
+		s.Cond = f.exprOpt(s.Cond)
+		if isFalse(s.Cond) {
+			f.changed = true
+			if s.Init == nil {
+				return &syntax.NullStmt{Pos: s.Pos}
+			}
+			return f.stmt(&syntax.ExprStmt{X: s.Init})
+		}
+	case *syntax.ForeachStmt:
+		s.Limit = f.exprOpt(s.Limit)
+		if n, ok := s.Limit.(*syntax.NumberLit); ok && n.Value <= 0 {
+			f.changed = true
+			return &syntax.NullStmt{Pos: s.Pos}
+		}
+	}
+	f.children(s)
+	return s
+}
+
+func isFalse(x syntax.Expr) bool {
+	n, ok := x.(*syntax.NumberLit)
+	return ok && n.Value == 0
+}
+
+func (f *folder) exprOpt(x syntax.Expr) syntax.Expr {
+	if x == nil {
+		return nil
+	}
+	return f.expr(x)
+}
+
+// expr folds an expression (its operands first) and returns its replacement.
+func (f *folder) expr(x syntax.Expr) syntax.Expr {
+	switch x := x.(type) {
+	case *syntax.Ternary:
+		x.Cond = f.expr(x.Cond)
+		if n, ok := x.Cond.(*syntax.NumberLit); ok {
+			f.changed = true
+			if n.Value != 0 {
+				return f.expr(x.Then)
+			}
+			return f.expr(x.Else)
+		}
+	case *syntax.Defined:
+		return f.defined(x)
+	case *syntax.Binary:
+		x.X, x.Y = f.expr(x.X), f.expr(x.Y)
+		if r := f.binary(x); r != nil {
+			f.changed = true
+			return r
+		}
+		return x
+	case *syntax.Unary:
+		x.X = f.expr(x.X)
+		if n, ok := x.X.(*syntax.NumberLit); ok {
+			f.changed = true
+			return number(x, unaryValue(x.Op, n.Value))
+		}
+		return x
+	}
+	f.children(x)
+	return x
+}
+
+func (f *folder) defined(x *syntax.Defined) syntax.Expr {
+	if !f.collapse || f.changed {
+		return x
+	}
+	f.changed = true
+	if typedDefined(x.X) {
+		return number(x, 1)
+	}
+	return number(x, 0)
+}
+
+// binary folds an operator with literal operands; nil if it cannot.
+func (f *folder) binary(x *syntax.Binary) syntax.Expr {
+	ln, lnum := x.X.(*syntax.NumberLit)
+	rn, rnum := x.Y.(*syntax.NumberLit)
+	ls, lstr := x.X.(*syntax.StringLit)
+	rs, rstr := x.Y.(*syntax.StringLit)
+	switch {
+	case x.Op == "&&" && lnum && ln.Value == 0, x.Op == "||" && lnum && ln.Value != 0:
+		return number(x, boolValue(x.Op == "||"))
+	case lnum && rnum:
+		v, ok := numericValue(x.Op, ln.Value, rn.Value)
+		if !ok {
+			return nil
+		}
+		return number(x, v)
+	case lstr && rstr && x.Op == ".":
+		return &syntax.StringLit{Typed: syntax.Typed{Pos: x.Pos, T: tString}, Value: ls.Value + rs.Value}
+	case lstr && rstr:
+		if v, ok := compare(x.Op, compareStrings(ls.Value, rs.Value)); ok {
+			return number(x, v)
+		}
+	}
+	return nil
+}
+
+func compareStrings(a, b string) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+func compare(op string, c int) (int64, bool) {
+	switch op {
+	case "==":
+		return boolValue(c == 0), true
+	case "!=":
+		return boolValue(c != 0), true
+	case "<":
+		return boolValue(c < 0), true
+	case ">":
+		return boolValue(c > 0), true
+	case "<=":
+		return boolValue(c <= 0), true
+	case ">=":
+		return boolValue(c >= 0), true
+	}
+	return 0, false
+}
+
+// numericValue computes a binary operator on two numbers as stap's folder
+// does (a division by a literal 0 is left for run time).
+func numericValue(op string, a, b int64) (int64, bool) {
+	if v, ok := compare(op, compareInts(a, b)); ok {
+		return v, true
+	}
+	// stap clamps the count to [0, 64] and its C++ shift then takes it
+	// modulo 64, as x86 does: 1 << 64 folds to 1.
+	shift := uint(min(max(b, 0), 64)) % 64
+	switch op {
+	case "+":
+		return a + b, true
+	case "-":
+		return a - b, true
+	case "*":
+		return a * b, true
+	case "&":
+		return a & b, true
+	case "|":
+		return a | b, true
+	case "^":
+		return a ^ b, true
+	case ">>":
+		return a >> shift, true
+	case "<<":
+		return a << shift, true
+	case "&&":
+		return boolValue(a != 0 && b != 0), true
+	case "||":
+		return boolValue(a != 0 || b != 0), true
+	case "/", "%":
+		return divide(op, a, b)
+	}
+	return 0, false
+}
+
+func compareInts(a, b int64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+func divide(op string, a, b int64) (int64, bool) {
+	switch {
+	case b == 0:
+		return 0, false
+	case b == -1 && op == "/":
+		return -a, true // wraps for the most negative number, as stap's folder does
+	case b == -1:
+		return 0, true
+	case op == "/":
+		return a / b, true
+	}
+	return a % b, true
+}
+
+func unaryValue(op string, v int64) int64 {
+	switch op {
+	case "-":
+		return -v
+	case "!":
+		return boolValue(v == 0)
+	case "~":
+		return ^v
+	}
+	return v
+}
+
+func boolValue(b bool) int64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// number is the literal that replaces folded node x (stap keeps the
+// operator's token).
+func number(x syntax.Expr, v int64) *syntax.NumberLit {
+	return &syntax.NumberLit{Typed: syntax.Typed{Pos: x.Position(), T: tLong}, Value: v, Text: strconv.FormatInt(v, 10)}
+}
+
+var (
+	exprType = reflect.TypeFor[syntax.Expr]()
+	stmtType = reflect.TypeFor[syntax.Stmt]()
+)
+
+// children folds the direct expression and statement children of n: every
+// field (or slice element) whose static type is syntax.Expr or syntax.Stmt.
+func (f *folder) children(n syntax.Node) {
+	v := reflect.ValueOf(n)
+	if v.Kind() != reflect.Pointer || v.IsNil() || v.Elem().Kind() != reflect.Struct {
+		return
+	}
+	v = v.Elem()
+	for i := 0; i < v.NumField(); i++ {
+		f.field(v.Field(i))
+	}
+}
+
+func (f *folder) field(v reflect.Value) {
+	switch {
+	case v.Kind() == reflect.Slice && (v.Type().Elem() == exprType || v.Type().Elem() == stmtType):
+		for j := 0; j < v.Len(); j++ {
+			f.field(v.Index(j))
+		}
+	case v.Type() == exprType && !v.IsNil():
+		v.Set(reflect.ValueOf(f.expr(v.Interface().(syntax.Expr))))
+	case v.Type() == stmtType && !v.IsNil():
+		v.Set(reflect.ValueOf(f.stmt(v.Interface().(syntax.Stmt))))
+	}
+}
