@@ -1,0 +1,93 @@
+package kernel
+
+import (
+	"testing"
+
+	"github.com/cilium/ebpf/btf"
+	"golang.org/x/sys/unix"
+)
+
+// The cold-start costs a script pays, each iteration from scratch:
+//
+//	go test -run '^$' -bench . -benchtime 50x ./internal/kernel
+
+// BenchmarkLoad maps the kernel's BTF and indexes its records.
+func BenchmarkLoad(b *testing.B) {
+	for b.Loop() {
+		k := mustLoad(b)
+		unix.Munmap(k.raw)
+	}
+}
+
+// BenchmarkTracepointDiscovery adds listing every tracepoint with its
+// named, typed parameters (tracefs read once, outside the loop).
+func BenchmarkTracepointDiscovery(b *testing.B) {
+	kernelOrSkip(b)
+	events, err := ReadTracefs("available_events")
+	if err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		k := mustLoad(b)
+		if _, err := k.Tracepoints(string(events)); err != nil {
+			b.Fatal(err)
+		}
+		unix.Munmap(k.raw)
+	}
+}
+
+// BenchmarkReadAvailableEvents reads tracefs's list of events (mounting
+// tracefs for the call when it is not mounted).
+func BenchmarkReadAvailableEvents(b *testing.B) {
+	for b.Loop() {
+		if _, err := ReadTracefs("available_events"); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkResolveComm is the path of one named tracepoint: load, find
+// btf_trace_sched_process_exec, resolve $p->comm.
+func BenchmarkResolveComm(b *testing.B) {
+	kernelOrSkip(b)
+	for b.Loop() {
+		k := mustLoad(b)
+		proto, err := k.TypeByName("btf_trace_sched_process_exec", KindTypedef)
+		if err != nil {
+			b.Fatal(err)
+		}
+		params, err := k.protoParams(proto.ID, KindTypedef)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := k.Resolve(params[0].Type, []Step{{Member: "comm"}}); err != nil {
+			b.Fatal(err)
+		}
+		unix.Munmap(k.raw)
+	}
+}
+
+// BenchmarkCiliumLoadAndLookup is the same lookup through cilium/ebpf's
+// btf package, for comparison.
+func BenchmarkCiliumLoadAndLookup(b *testing.B) {
+	kernelOrSkip(b)
+	for b.Loop() {
+		spec, err := btf.LoadKernelSpec()
+		if err != nil {
+			b.Fatal(err)
+		}
+		var td *btf.Typedef
+		if err := spec.TypeByName("btf_trace_sched_process_exec", &td); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func mustLoad(b *testing.B) *BTF {
+	kernelOrSkip(b)
+	k, err := loadKernel()
+	if err != nil {
+		b.Fatal(err)
+	}
+	return k
+}

@@ -1,0 +1,257 @@
+package kernel
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/cilium/ebpf/btf"
+)
+
+// kernelOrSkip returns the kernel's BTF; it skips (saying why) only when the
+// kernel publishes none.
+func kernelOrSkip(t testing.TB) *BTF {
+	t.Helper()
+	b, err := Kernel()
+	if errors.Is(err, ErrNoBTF) {
+		t.Skip(err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func tracepointsOrSkip(t testing.TB) []*Tracepoint {
+	kernelOrSkip(t)
+	tps, err := Tracepoints()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tps
+}
+
+// TestScript runs testdata/script.txt: blocks of a command line and the
+// expected output, separated by blank lines. Commands:
+//
+//	trace SPEC             the tracepoints kernel.trace(SPEC) names, as stap -L lists them
+//	path TRACEPOINT $VAR   how $VAR->member[index]... is read: hops, type, kind, size, sign
+//
+// An expected line "error: TEXT" matches an error starting with TEXT.
+func TestScript(t *testing.T) {
+	b := kernelOrSkip(t)
+	tps := tracepointsOrSkip(t)
+	data, err := os.ReadFile("testdata/script.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, block := range strings.Split(strings.TrimSpace(string(data)), "\n\n") {
+		lines := strings.Split(block, "\n")
+		cmd, want := lines[0], strings.Join(lines[1:], "\n")
+		got, err := runCommand(b, tps, cmd)
+		if err != nil {
+			if prefix, ok := strings.CutPrefix(want, "error: "); !ok || !strings.HasPrefix(err.Error(), prefix) {
+				t.Errorf("%s:\nerror: %v\nwant:\n%s", cmd, err, want)
+			}
+			continue
+		}
+		if got != want {
+			t.Errorf("%s:\ngot:\n%s\nwant:\n%s", cmd, got, want)
+		}
+	}
+}
+
+func runCommand(b *BTF, tps []*Tracepoint, cmd string) (string, error) {
+	verb, args, _ := strings.Cut(cmd, " ")
+	switch verb {
+	case "trace":
+		return listTracepoints(b, tps, args)
+	case "path":
+		tpName, chain, _ := strings.Cut(args, " ")
+		return describePath(b, tps, tpName, chain)
+	}
+	return "", fmt.Errorf("unknown command %q", verb)
+}
+
+func listTracepoints(b *BTF, tps []*Tracepoint, spec string) (string, error) {
+	matched, err := MatchTracepoints(tps, spec)
+	if err != nil {
+		return "", err
+	}
+	var out []string
+	for _, tp := range matched {
+		line := fmt.Sprintf("kernel.trace(%q)", tp)
+		for _, p := range tp.Params {
+			line += fmt.Sprintf(" $%s:%s", p.Name, b.TypeName(p.Type))
+		}
+		out = append(out, line)
+	}
+	return strings.Join(out, "\n"), nil
+}
+
+var stepRE = regexp.MustCompile(`->(\w+)|\[(-?\d+)\]`)
+
+func describePath(b *BTF, tps []*Tracepoint, tpName, chain string) (string, error) {
+	matched, err := MatchTracepoints(tps, tpName)
+	if err != nil || len(matched) != 1 {
+		return "", fmt.Errorf("%s names %d tracepoints (%v)", tpName, len(matched), err)
+	}
+	chain = strings.TrimPrefix(chain, "$")
+	end := strings.IndexAny(chain, "-[")
+	if end < 0 {
+		end = len(chain)
+	}
+	name, rest := chain[:end], chain[end:]
+	_, param, ok := matched[0].Param(name)
+	if !ok {
+		return "", fmt.Errorf("no parameter $%s", name)
+	}
+	var steps []Step
+	for _, m := range stepRE.FindAllStringSubmatch(rest, -1) {
+		if m[1] != "" {
+			steps = append(steps, Step{Member: m[1]})
+		} else {
+			n, _ := strconv.ParseInt(m[2], 10, 64)
+			steps = append(steps, Step{Index: n, IsIndex: true})
+		}
+	}
+	p, err := b.Resolve(param.Type, steps)
+	if err != nil {
+		return "", err
+	}
+	kinds := [...]string{"int", "string", "aggregate"}
+	return fmt.Sprintf("hops=%d type=%s kind=%s size=%d signed=%v",
+		len(p.Offsets), b.TypeName(p.Type), kinds[p.Kind], p.Size, p.Signed), nil
+}
+
+// TestAgainstCilium checks the lazy decoder against cilium/ebpf's complete
+// one: every tracepoint's typedef and parameter types, and the byte offsets
+// of member chains (through anonymous members) that scripts commonly use.
+func TestAgainstCilium(t *testing.T) {
+	b := kernelOrSkip(t)
+	tps := tracepointsOrSkip(t)
+	spec, err := btf.LoadKernelSpec()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(tps) < 100 {
+		t.Fatalf("only %d tracepoints found", len(tps))
+	}
+	for _, tp := range tps {
+		checkTracepoint(t, b, spec, tp)
+	}
+	for _, c := range []struct {
+		structName string
+		chain      []string
+	}{
+		{"task_struct", []string{"comm"}},
+		{"task_struct", []string{"tgid"}},
+		{"task_struct", []string{"real_parent"}},
+		{"linux_binprm", []string{"filename"}},
+		{"mm_struct", []string{"arg_start"}},
+		{"pt_regs", []string{"di"}},
+		{"sk_buff", []string{"len"}},
+	} {
+		checkOffset(t, b, spec, c.structName, c.chain[0])
+	}
+}
+
+func checkTracepoint(t *testing.T, b *BTF, spec *btf.Spec, tp *Tracepoint) {
+	typ, err := spec.TypeByID(btf.TypeID(tp.Proto))
+	if err != nil {
+		t.Fatalf("%s: %v", tp, err)
+	}
+	td, ok := typ.(*btf.Typedef)
+	if !ok || td.Name != protoPrefix+tp.Event {
+		t.Fatalf("%s: ID %d is %v in cilium's view", tp, tp.Proto, typ)
+	}
+	proto := td.Type.(*btf.Pointer).Target.(*btf.FuncProto)
+	if len(proto.Params) != len(tp.Params)+1 {
+		t.Fatalf("%s: %d params, cilium sees %d", tp, len(tp.Params), len(proto.Params)-1)
+	}
+	for i, p := range tp.Params {
+		want, _ := spec.TypeID(proto.Params[i+1].Type)
+		if TypeID(want) != p.Type {
+			t.Errorf("%s: param %d type %d, cilium %d", tp, i, p.Type, want)
+		}
+	}
+}
+
+func checkOffset(t *testing.T, b *BTF, spec *btf.Spec, structName, member string) {
+	var s *btf.Struct
+	if err := spec.TypeByName(structName, &s); err != nil {
+		t.Fatal(err)
+	}
+	want, ok := ciliumOffset(s.Members, member)
+	if !ok {
+		t.Fatalf("cilium finds no %s.%s", structName, member)
+	}
+	id, _ := spec.TypeID(s)
+	ptr := b.pointerTo(t, TypeID(id))
+	p, err := b.Resolve(ptr, []Step{{Member: member}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Offsets[0] != int64(want) {
+		t.Errorf("%s.%s at %d, cilium says %d", structName, member, p.Offsets[0], want)
+	}
+}
+
+// ciliumOffset finds a member's byte offset, looking into anonymous members.
+func ciliumOffset(members []btf.Member, name string) (uint32, bool) {
+	for _, m := range members {
+		if m.Name == name {
+			return uint32(m.Offset.Bytes()), true
+		}
+		if m.Name != "" {
+			continue
+		}
+		var inner []btf.Member
+		switch u := btf.UnderlyingType(m.Type).(type) {
+		case *btf.Struct:
+			inner = u.Members
+		case *btf.Union:
+			inner = u.Members
+		}
+		if off, ok := ciliumOffset(inner, name); ok {
+			return uint32(m.Offset.Bytes()) + off, true
+		}
+	}
+	return 0, false
+}
+
+// pointerTo finds a pointer type to id (every struct the tests use has one).
+func (b *BTF) pointerTo(t *testing.T, id TypeID) TypeID {
+	for p := TypeID(1); int(p) < b.NumTypes(); p++ {
+		if b.kindOf(p) == KindPtr {
+			if pt, _ := b.Type(p); pt.Target == id {
+				return p
+			}
+		}
+	}
+	t.Fatalf("no pointer to type %d", id)
+	return 0
+}
+
+func TestParseRejectsGarbage(t *testing.T) {
+	for _, raw := range [][]byte{nil, []byte("not btf at all, not btf at all"), {0x9f, 0xeb, 1, 0, 24, 0, 0, 0, 0, 0, 0, 0, 255, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}} {
+		if _, err := Parse(raw); err == nil {
+			t.Errorf("Parse(%q) succeeded", raw)
+		}
+	}
+}
+
+func TestTracepointID(t *testing.T) {
+	tracepointsOrSkip(t)
+	id, err := TracepointID("raw_syscalls", "sys_enter")
+	if err != nil || id == 0 {
+		t.Fatalf("TracepointID = %d, %v", id, err)
+	}
+	if _, err := TracepointID("../x", "y"); err == nil {
+		t.Error("a path in a system name was accepted")
+	}
+}

@@ -1,0 +1,212 @@
+package kernel
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Step is one link of a target-variable chain such as $p->mm->arg_start or
+// $regs->di or $p->comm[0]: a member access (-> in SystemTap works through
+// pointers and on structs alike) or an array (or pointer) index.
+type Step struct {
+	Member  string
+	Index   int64
+	IsIndex bool
+}
+
+// ValueKind says how the code generator reads the value a Path reaches.
+type ValueKind uint8
+
+const (
+	// ValueInt: load Size bytes at the address, sign-extend when Signed.
+	// Pointers and enums are integers too.
+	ValueInt ValueKind = iota
+	// ValueString: a char array; its address is the string, at most Size bytes.
+	ValueString
+	// ValueAggregate: a struct, union or non-char array, usable only as the
+	// base of a further step (or by address).
+	ValueAggregate
+)
+
+// Path is how to reach a value from a base value held in a register.
+//
+// With no Offsets the value is the base itself. Otherwise the value lies at
+// address A, computed as A = base + Offsets[0], then for each later offset
+// A = load64(A) + Offsets[k]: every offset but the first follows the load of
+// a pointer stored at the previous address. Codegen reads memory through
+// bpf_probe_read_kernel (or direct loads in BTF-typed programs).
+type Path struct {
+	Offsets []int64
+	Type    TypeID // declared type of the value, typedefs kept
+	Kind    ValueKind
+	Size    uint32
+	Signed  bool
+}
+
+// MemberError reports a member that the type lacks, listing the members it has.
+type MemberError struct {
+	Member       string
+	Container    string
+	Alternatives []string
+}
+
+func (e *MemberError) Error() string {
+	return fmt.Sprintf("unable to find member '%s' for %s (alternatives: %s)",
+		e.Member, e.Container, strings.Join(e.Alternatives, " "))
+}
+
+// Resolve follows steps from a base value of type base.
+func (b *BTF) Resolve(base TypeID, steps []Step) (*Path, error) {
+	p := &Path{Type: base}
+	inMemory := false // whether the current value lies at the address Offsets compute
+	for _, s := range steps {
+		u, err := b.Underlying(p.Type)
+		if err != nil {
+			return nil, err
+		}
+		var off int64
+		switch {
+		case u.Kind == KindPtr:
+			off, p.Type, err = b.stepThroughPointer(u, s)
+			if err == nil && !inMemory {
+				p.Offsets = []int64{off}
+			} else if err == nil {
+				p.Offsets = append(p.Offsets, off)
+			}
+		case !inMemory:
+			return nil, fmt.Errorf("%s is not a pointer: '%s' needs one", b.TypeName(p.Type), describe(s))
+		default:
+			off, p.Type, err = b.stepWithin(u, s)
+			if err == nil {
+				p.Offsets[len(p.Offsets)-1] += off
+			}
+		}
+		if err != nil {
+			return nil, err
+		}
+		inMemory = true
+	}
+	return p, b.classify(p)
+}
+
+// stepThroughPointer applies s to the pointee of pointer type ptr.
+func (b *BTF) stepThroughPointer(ptr *Type, s Step) (int64, TypeID, error) {
+	if s.IsIndex {
+		n, err := b.Sizeof(ptr.Target)
+		if err != nil {
+			return 0, 0, fmt.Errorf("cannot index %s: %w", b.TypeName(ptr.ID), err)
+		}
+		return s.Index * int64(n), ptr.Target, nil
+	}
+	pointee, err := b.Underlying(ptr.Target)
+	if err != nil {
+		return 0, 0, err
+	}
+	return b.stepWithin(pointee, s)
+}
+
+// stepWithin applies s to a struct, union or array value.
+func (b *BTF) stepWithin(t *Type, s Step) (int64, TypeID, error) {
+	switch {
+	case s.IsIndex && t.Kind == KindArray:
+		n, err := b.Sizeof(t.Target)
+		if err != nil {
+			return 0, 0, err
+		}
+		if s.Index < 0 || s.Index >= int64(t.Len) && t.Len > 0 {
+			return 0, 0, fmt.Errorf("index %d out of bounds of %s", s.Index, b.TypeName(t.ID))
+		}
+		return s.Index * int64(n), t.Target, nil
+	case !s.IsIndex && (t.Kind == KindStruct || t.Kind == KindUnion):
+		return b.member(t, s.Member)
+	case !s.IsIndex && t.Kind == KindFwd:
+		return 0, 0, fmt.Errorf("cannot access member '%s' of %s: the kernel's BTF has only its declaration", s.Member, b.TypeName(t.ID))
+	}
+	return 0, 0, fmt.Errorf("cannot apply '%s' to %s", describe(s), b.TypeName(t.ID))
+}
+
+// member finds name in struct or union t, looking into anonymous members.
+func (b *BTF) member(t *Type, name string) (int64, TypeID, error) {
+	m, bitOff, found := b.findMember(t, name, 0)
+	if !found {
+		return 0, 0, &MemberError{Member: name, Container: b.TypeName(t.ID), Alternatives: b.memberNames(t, 0)}
+	}
+	if m.BitSize != 0 || bitOff%8 != 0 {
+		return 0, 0, fmt.Errorf("member '%s' of %s is a bitfield, which bpftap cannot read", name, b.TypeName(t.ID))
+	}
+	return int64(bitOff / 8), m.Type, nil
+}
+
+func (b *BTF) findMember(t *Type, name string, depth int) (Member, uint32, bool) {
+	for _, m := range t.Members {
+		if m.Name == name {
+			return m, m.BitOffset, true
+		}
+		if inner := b.anonymous(m, depth); inner != nil {
+			if found, off, ok := b.findMember(inner, name, depth+1); ok {
+				return found, m.BitOffset + off, true
+			}
+		}
+	}
+	return Member{}, 0, false
+}
+
+// anonymous returns the struct or union of an anonymous member, or nil.
+func (b *BTF) anonymous(m Member, depth int) *Type {
+	if m.Name != "" || depth > maxChain {
+		return nil
+	}
+	u, err := b.Underlying(m.Type)
+	if err != nil || u.Kind != KindStruct && u.Kind != KindUnion {
+		return nil
+	}
+	return u
+}
+
+// memberNames lists the names reachable in t, anonymous members flattened.
+func (b *BTF) memberNames(t *Type, depth int) []string {
+	var names []string
+	for _, m := range t.Members {
+		if inner := b.anonymous(m, depth); inner != nil {
+			names = append(names, b.memberNames(inner, depth+1)...)
+		} else if m.Name != "" {
+			names = append(names, m.Name)
+		}
+	}
+	return names
+}
+
+// classify fills in how to read the value p reaches.
+func (b *BTF) classify(p *Path) error {
+	u, err := b.Underlying(p.Type)
+	if err != nil {
+		return err
+	}
+	switch u.Kind {
+	case KindInt, KindEnum, KindEnum64:
+		p.Kind, p.Size, p.Signed = ValueInt, u.Size, u.Signed
+	case KindPtr:
+		p.Kind, p.Size = ValueInt, 8
+	case KindArray:
+		elem, err := b.Underlying(u.Target)
+		if err != nil {
+			return err
+		}
+		p.Kind, p.Size = ValueAggregate, 0
+		if elem.Kind == KindInt && elem.Size == 1 {
+			p.Kind, p.Size = ValueString, u.Len
+		}
+	case KindStruct, KindUnion:
+		p.Kind, p.Size = ValueAggregate, u.Size
+	default:
+		return fmt.Errorf("cannot read a value of type %s", b.TypeName(p.Type))
+	}
+	return nil
+}
+
+func describe(s Step) string {
+	if s.IsIndex {
+		return fmt.Sprintf("[%d]", s.Index)
+	}
+	return "->" + s.Member
+}

@@ -1,0 +1,206 @@
+package kernel
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"path"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+)
+
+// Tracepoint is one kernel tracepoint.
+type Tracepoint struct {
+	// System is the tracefs directory the event lives in ("sched",
+	// "raw_syscalls"); empty for a tracepoint with no trace event.
+	System string
+	Event  string
+	// Proto is the ID of the typedef btf_trace_EVENT: the attach_btf_id of a
+	// BTF-typed (tp_btf) program. 0 when the kernel has no BTF.
+	Proto TypeID
+	// Params are the tracepoint's arguments in order: args[i] of a raw or
+	// BTF-typed tracepoint program's context is Params[i] (the __data cookie
+	// of the prototype is left out). A parameter whose source name is
+	// unknown is called argN (1-based).
+	Params []Param
+}
+
+// String returns "system:event", or the event alone without a system.
+func (t *Tracepoint) String() string {
+	if t.System == "" {
+		return t.Event
+	}
+	return t.System + ":" + t.Event
+}
+
+// Param returns the parameter called name.
+func (t *Tracepoint) Param(name string) (int, Param, bool) {
+	for i, p := range t.Params {
+		if p.Name == name {
+			return i, p, true
+		}
+	}
+	return -1, Param{}, false
+}
+
+var (
+	tracepointsOnce sync.Once
+	tracepoints     []*Tracepoint
+	tracepointsErr  error
+)
+
+// Tracepoints lists the running kernel's tracepoints sorted by system and event,
+// reading BTF and tracefs on first use.
+func Tracepoints() ([]*Tracepoint, error) {
+	tracepointsOnce.Do(func() {
+		b, err := Kernel()
+		if err != nil {
+			tracepointsErr = err
+			return
+		}
+		events, err := ReadTracefs("available_events")
+		if err != nil {
+			events = nil // no systems: tracepoints are still found by event name
+		}
+		tracepoints, tracepointsErr = b.Tracepoints(string(events))
+	})
+	return tracepoints, tracepointsErr
+}
+
+const (
+	protoPrefix = "btf_trace_"   // typedef of every tracepoint's prototype
+	namesPrefix = "__traceiter_" // function with the prototype's parameter names
+)
+
+// Tracepoints lists the tracepoints described by b. availableEvents is the
+// content of tracefs's available_events ("system:event" lines), which gives
+// each event its system.
+func (b *BTF) Tracepoints(availableEvents string) ([]*Tracepoint, error) {
+	systems := map[string]string{}
+	for _, line := range strings.Split(availableEvents, "\n") {
+		if sys, ev, ok := strings.Cut(strings.TrimSpace(line), ":"); ok {
+			systems[ev] = sys
+		}
+	}
+	named := b.NamesWithPrefix(protoPrefix, namesPrefix)
+	var tps []*Tracepoint
+	for name, ids := range named {
+		event, ok := strings.CutPrefix(name, protoPrefix)
+		if !ok {
+			continue
+		}
+		tp, err := b.tracepoint(systems[event], event, ids, named[namesPrefix+event])
+		if err != nil {
+			return nil, err
+		}
+		if tp != nil {
+			tps = append(tps, tp)
+		}
+	}
+	slices.SortFunc(tps, func(x, y *Tracepoint) int {
+		return cmp.Or(cmp.Compare(x.System, y.System), cmp.Compare(x.Event, y.Event))
+	})
+	return tps, nil
+}
+
+// tracepoint decodes one tracepoint from its prototype typedef and its
+// named iterator function; nil if protoIDs holds no usable typedef.
+func (b *BTF) tracepoint(system, event string, protoIDs, iterIDs []TypeID) (*Tracepoint, error) {
+	for _, id := range protoIDs {
+		params, err := b.protoParams(id, KindTypedef)
+		if errors.Is(err, errNotProto) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("tracepoint %s: %w", event, err)
+		}
+		nameParams(params, b.iterParams(iterIDs, len(params)))
+		return &Tracepoint{System: system, Event: event, Proto: id, Params: params}, nil
+	}
+	return nil, nil
+}
+
+var errNotProto = errors.New("not a prototype")
+
+// protoParams returns the parameters (after __data) of the function
+// prototype that a typedef (pointer to prototype) or a function describes.
+func (b *BTF) protoParams(id TypeID, k Kind) ([]Param, error) {
+	t, err := b.Type(id)
+	if err != nil || t.Kind != k {
+		return nil, errNotProto
+	}
+	target := t.Target
+	if k == KindTypedef {
+		ptr, err := b.Type(target)
+		if err != nil || ptr.Kind != KindPtr {
+			return nil, errNotProto
+		}
+		target = ptr.Target
+	}
+	proto, err := b.Type(target)
+	if err != nil || proto.Kind != KindFuncProto || len(proto.Params) == 0 {
+		return nil, errNotProto
+	}
+	return append([]Param(nil), proto.Params[1:]...), nil
+}
+
+// iterParams returns the named parameters of the iterator function, if it
+// has n of them.
+func (b *BTF) iterParams(ids []TypeID, n int) []Param {
+	for _, id := range ids {
+		if ps, err := b.protoParams(id, KindFunc); err == nil && len(ps) == n {
+			return ps
+		}
+	}
+	return nil
+}
+
+// nameParams gives params the names of named, or argN.
+func nameParams(params, named []Param) {
+	for i := range params {
+		params[i].Name = "arg" + strconv.Itoa(i+1)
+		if named != nil && named[i].Name != "" {
+			params[i].Name = named[i].Name
+		}
+	}
+}
+
+// MatchTracepoints returns the tracepoints that kernel.trace(spec) names, as
+// SystemTap resolves it: "SYSTEM:EVENT" matches both parts, "EVENT" matches
+// the event in any system; either part may hold the wildcards * ? [...].
+func MatchTracepoints(tps []*Tracepoint, spec string) ([]*Tracepoint, error) {
+	sysPattern, evPattern, hasSystem := strings.Cut(spec, ":")
+	if !hasSystem {
+		sysPattern, evPattern = "*", spec
+	}
+	var matched []*Tracepoint
+	for _, tp := range tps {
+		sysOK, err := path.Match(sysPattern, tp.System)
+		if err != nil {
+			return nil, fmt.Errorf("bad pattern %q: %w", spec, err)
+		}
+		evOK, err := path.Match(evPattern, tp.Event)
+		if err != nil {
+			return nil, fmt.Errorf("bad pattern %q: %w", spec, err)
+		}
+		if sysOK && evOK {
+			matched = append(matched, tp)
+		}
+	}
+	return matched, nil
+}
+
+// TracepointID returns the trace event ID of system:event from tracefs,
+// which attaching a classic (perf event) tracepoint program needs.
+func TracepointID(system, event string) (uint64, error) {
+	if strings.ContainsAny(system+event, "/.") || system == "" {
+		return 0, fmt.Errorf("tracepoint %s:%s has no trace event", system, event)
+	}
+	data, err := ReadTracefs(path.Join("events", system, event, "id"))
+	if err != nil {
+		return 0, fmt.Errorf("tracepoint %s:%s: %w", system, event, err)
+	}
+	return strconv.ParseUint(strings.TrimSpace(string(data)), 10, 64)
+}
