@@ -106,6 +106,7 @@ func Elaborate(user []*syntax.File, opts Options) (*Program, error) {
 	}
 	if !e.rep.failed() {
 		e.finish()
+		e.checkStats()
 	}
 	if e.rep.failed() {
 		return nil, e.rep.errors()
