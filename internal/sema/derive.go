@@ -196,10 +196,10 @@ func andCond(a, b syntax.Expr) syntax.Expr {
 func aliasString(a *syntax.AliasDecl) string {
 	var names, points []string
 	for _, n := range a.Names {
-		names = append(names, pointString(n))
+		names = append(names, pointString(n, false))
 	}
 	for _, p := range a.Points {
-		points = append(points, pointString(p))
+		points = append(points, pointString(p, false))
 	}
 	op := " = "
 	if a.Epilogue {
@@ -208,8 +208,9 @@ func aliasString(a *syntax.AliasDecl) string {
 	return strings.Join(names, ", ") + op + strings.Join(points, ", ")
 }
 
-// pointString renders a point with its `?`/`!` marks and `if` guard.
-func pointString(p *syntax.ProbePoint) string {
+// pointString renders a point with its `?`/`!` marks and `if` guard, the
+// guard as resolved (see conditionString) or as written.
+func pointString(p *syntax.ProbePoint, resolved bool) string {
 	s := probes.ComponentsString(p.Components)
 	switch {
 	case p.Sufficient:
@@ -217,7 +218,10 @@ func pointString(p *syntax.ProbePoint) string {
 	case p.Optional:
 		s += "?"
 	}
-	if p.Cond != nil {
+	switch {
+	case p.Cond != nil && resolved:
+		s += " if (" + conditionString(p.Cond) + ")"
+	case p.Cond != nil:
 		s += " if (" + syntax.ExprString(p.Cond) + ")"
 	}
 	return s
@@ -254,7 +258,7 @@ func (e *elab) derive(x *expansion, pp *syntax.ProbePoint, pt *probes.Point) int
 		Decl:     x.decl,
 		Kernel:   pt.Family.Kernel,
 		origin:   x.via,
-		userText: userPoints(x.decl),
+		userText: userPoints(x.decl, len(x.via) == 0),
 	}
 	for _, c := range pt.Components {
 		if c.Arg != nil {
@@ -269,10 +273,12 @@ func (e *elab) derive(x *expansion, pp *syntax.ProbePoint, pt *probes.Point) int
 	return 1
 }
 
-func userPoints(d *syntax.ProbeDecl) string {
+// userPoints renders the points of a probe as the user wrote them; stap
+// shows their guards resolved when the probe was derived without an alias.
+func userPoints(d *syntax.ProbeDecl, resolved bool) string {
 	var s []string
 	for _, p := range d.Points {
-		s = append(s, pointString(p))
+		s = append(s, pointString(p, resolved))
 	}
 	return strings.Join(s, ",")
 }

@@ -99,6 +99,9 @@ func Elaborate(user []*syntax.File, opts Options) (*Program, error) {
 	e.deriveAll(user)
 	e.resolveAll()
 	if !e.rep.failed() {
+		e.inlineConditions()
+	}
+	if !e.rep.failed() {
 		e.elide()
 	}
 	if !e.rep.failed() {

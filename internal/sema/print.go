@@ -101,5 +101,5 @@ func (p *Probe) header() string {
 	} else {
 		chain = append(chain, p.Name)
 	}
-	return pointString(p.Point) + " /* <- " + strings.Join(chain, " <- ") + " */"
+	return pointString(p.Point, true) + " /* <- " + strings.Join(chain, " <- ") + " */"
 }

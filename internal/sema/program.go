@@ -39,7 +39,9 @@ type Probe struct {
 	Args   map[string]syntax.Expr
 	// Sequence orders begin/end/error probes (begin(-1) runs before begin); 0 default.
 	Sequence int64
-	Cond     syntax.Expr // the point's `if (...)` guard, nil if none
+	// Cond is the point's `if (...)` guard until elaboration inlines it as
+	// the body's first statement (see conditions.go): nil in a Program.
+	Cond syntax.Expr
 	Body     *syntax.Block
 	Locals   []*syntax.Var     // Var.Index is the slot in the probe's frame
 	Decl     *syntax.ProbeDecl // nil for probes the elaborator synthesizes

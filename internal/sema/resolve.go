@@ -20,17 +20,19 @@ type scope struct {
 	file   *syntax.File
 	locals map[string]*syntax.Var
 	list   []*syntax.Var
+	// cond is set while resolving a probe condition, where only globals
+	// may appear; condErr is set once one was refused (stap stops there).
+	cond, condErr bool
 }
 
 func (e *elab) resolveAll() {
-	e.declareUserGlobals()
 	for _, p := range e.prog.Probes {
 		s := e.newScope(e.fileOf[p.Decl], nil)
-		if p.Cond != nil {
-			s.walk(p.Cond)
-		}
 		s.walk(p.Body)
 		p.Locals = s.list
+		if p.Cond != nil {
+			e.resolveCondition(p.Cond, s.file)
+		}
 	}
 	for len(e.pending) > 0 {
 		f := e.pending[0]
@@ -41,6 +43,21 @@ func (e *elab) resolveAll() {
 	}
 }
 
+// resolveCondition resolves a probe condition: globals only, no calls.
+func (e *elab) resolveCondition(c syntax.Expr, file *syntax.File) {
+	s := e.newScope(file, nil)
+	s.cond = true
+	s.walk(c)
+}
+
+// refuseInCondition reports a name a probe condition may not use, once per condition.
+func (s *scope) refuseInCondition(n syntax.Node, msg string) {
+	if !s.condErr {
+		s.e.rep.errorAt("condition", n, msg)
+	}
+	s.condErr = true
+}
+
 func (e *elab) newScope(file *syntax.File, params []*syntax.Var) *scope {
 	s := &scope{e: e, file: file, locals: map[string]*syntax.Var{}}
 	for _, p := range params {
@@ -48,16 +65,6 @@ func (e *elab) newScope(file *syntax.File, params []*syntax.Var) *scope {
 		s.list = append(s.list, p)
 	}
 	return s
-}
-
-func (e *elab) declareUserGlobals() {
-	for _, f := range e.prog.Files {
-		for _, d := range f.Decls {
-			if g, ok := d.(*syntax.GlobalDecl); ok {
-				e.globalFor(g)
-			}
-		}
-	}
 }
 
 func (e *elab) globalFor(g *syntax.GlobalDecl) *syntax.Var {
@@ -175,6 +182,10 @@ func (s *scope) variable(id *syntax.Ident) {
 		s.e.setArity(v, 0, id)
 		return
 	}
+	if s.cond {
+		s.refuseInCondition(id, "probe condition must not reference undeclared global")
+		return
+	}
 	v := &syntax.Var{Name: id.Name, Kind: syntax.VarLocal, Pos: id.Pos, Index: len(s.list)}
 	s.locals[id.Name] = v
 	s.list = append(s.list, v)
@@ -227,6 +238,10 @@ func (e *elab) setArity(v *syntax.Var, n int, at syntax.Node) {
 
 func (s *scope) call(c *syntax.Call) {
 	if c.Func != nil {
+		return
+	}
+	if s.cond {
+		s.refuseInCondition(c, "probe condition must not reference function")
 		return
 	}
 	f, decl := s.e.lookupFunc(c.Name, len(c.Args), s.file)
