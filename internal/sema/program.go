@@ -41,10 +41,10 @@ type Probe struct {
 	Sequence int64
 	// Cond is the point's `if (...)` guard until elaboration inlines it as
 	// the body's first statement (see conditions.go): nil in a Program.
-	Cond syntax.Expr
-	Body     *syntax.Block
-	Locals   []*syntax.Var     // Var.Index is the slot in the probe's frame
-	Decl     *syntax.ProbeDecl // nil for probes the elaborator synthesizes
+	Cond   syntax.Expr
+	Body   *syntax.Block
+	Locals []*syntax.Var     // Var.Index is the slot in the probe's frame
+	Decl   *syntax.ProbeDecl // nil for probes the elaborator synthesizes
 	// Kernel is true for probes of kernel families (BPF programs); the others
 	// run in the interpreter. Runners order begin/end/error probes by Sequence,
 	// keeping this order among equal sequence numbers.
