@@ -39,7 +39,7 @@ func (s *session) elaborate(user, libs []*syntax.File) (*sema.Program, error) {
 // programSummary is the middle of stap's pass-2 line: "1 probe, 3 functions, 0 embeds, 0 globals".
 func programSummary(p *sema.Program) string {
 	return fmt.Sprintf("%s, %s, 0 embeds, %s", plural(len(p.Probes), "probe"),
-		plural(len(p.Funcs), "function"), plural(len(p.Globals), "global"))
+		plural(p.FunctionCount(), "function"), plural(len(p.Globals), "global"))
 }
 
 func plural(n int, what string) string {

@@ -49,6 +49,10 @@ func (p *Program) String() string {
 	return b.String()
 }
 
+// FunctionCount is how many functions the program calls, script and builtin
+// alike, as stap counts them in its pass-2 summary.
+func (p *Program) FunctionCount() int { return len(p.Funcs) + len(p.builtinsUsed) }
+
 func (p *Program) listedFuncs() []*syntax.Func {
 	funcs := append(append([]*syntax.Func(nil), p.Funcs...), p.builtinsUsed...)
 	sort.SliceStable(funcs, func(i, j int) bool { return funcs[i].Name < funcs[j].Name })
