@@ -33,6 +33,8 @@ type parser struct {
 	// empty stays true while no declaration has started.
 	empty bool
 	depth int
+	// globals holds the names of the file's globals: stap refuses a second declaration.
+	globals map[string]bool
 }
 
 // Parse parses one script or tapset file. The error, if any, is an ErrorList.
@@ -40,7 +42,7 @@ func Parse(src *Source, cfg *Config) (*File, error) {
 	if cfg == nil {
 		cfg = DefaultConfig()
 	}
-	p := &parser{src: src, cfg: cfg, privileged: cfg.Guru || cfg.Tapset, pointTok: map[*ProbePoint]*token{}, empty: true}
+	p := &parser{src: src, cfg: cfg, privileged: cfg.Guru || cfg.Tapset, pointTok: map[*ProbePoint]*token{}, empty: true, globals: map[string]bool{}}
 	p.pp = &preprocessor{p: p, sc: newScanner(src, cfg.Args), cfg: cfg, macros: map[string]*macroDecl{}}
 	f := &File{Src: src, Tapset: cfg.Tapset}
 	p.parseFile(f)
@@ -406,11 +408,10 @@ func (p *parser) parseGlobals(first *token, private bool) []Decl {
 		if t.kind != tokIdent {
 			p.fail("expected identifier")
 		}
-		for _, d := range decls {
-			if d.(*GlobalDecl).Name == t.text {
-				p.fail("duplicate global name")
-			}
+		if p.globals[t.text] {
+			p.fail("duplicate global name")
 		}
+		p.globals[t.text] = true
 		g := &GlobalDecl{Pos: t.pos, Name: t.text, Private: private}
 		decls = append(decls, g)
 		t = p.peek()
