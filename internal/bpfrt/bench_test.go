@@ -1,0 +1,111 @@
+package bpfrt
+
+import (
+	"io"
+	"testing"
+
+	"github.com/bpftap/bpftap/internal/kernel"
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/asm"
+	"golang.org/x/sys/unix"
+)
+
+// Measurements, not tests (the machine is noisy: interleave with -count and
+// compare medians):
+//
+//	go test -run '^$' -bench . -count 5 ./internal/bpfrt
+//
+// BenchmarkGetppid/* is the cost of one getppid system call with a program
+// on raw_syscalls:sys_enter; subtract the "none" case for the cost a probe
+// adds. BenchmarkLoadAttach is start-up: map, load, attach, close.
+
+var emptyProgram = asm.Instructions{asm.Mov.Imm(asm.R0, 0), asm.Return()}
+
+// countAllProgram counts every system call in slot 0 of the per-CPU array "counts".
+var countAllProgram = asm.Instructions{
+	asm.StoreImm(asm.R10, -4, 0, asm.Word),
+	asm.LoadMapPtr(asm.R1, 0).WithReference("counts"),
+	asm.Mov.Reg(asm.R2, asm.R10),
+	asm.Add.Imm(asm.R2, -4),
+	asm.FnMapLookupElem.Call(),
+	asm.JEq.Imm(asm.R0, 0, "out"),
+	asm.LoadMem(asm.R1, asm.R0, 0, asm.DWord),
+	asm.Add.Imm(asm.R1, 1),
+	asm.StoreMem(asm.R0, 0, asm.R1, asm.DWord),
+	asm.Mov.Imm(asm.R0, 0).WithSymbol("out"),
+	asm.Return(),
+}
+
+func BenchmarkGetppid(b *testing.B) {
+	requireBPF(b)
+	tp := sysEnter(b)
+	counts, err := NewPerCPUArray("counts", 8, 1)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer counts.Close()
+	maps := map[string]*ebpf.Map{"counts": counts}
+	b.Run("none", func(b *testing.B) { getppidLoop(b) })
+	for _, c := range []struct {
+		name  string
+		mech  Mechanism
+		insns asm.Instructions
+	}{
+		{"empty_tp_btf", TPBTF, emptyProgram},
+		{"empty_raw_tracepoint", RawTracepoint, emptyProgram},
+		{"empty_tracepoint", Tracepoint, emptyProgram},
+		{"percpu_count_tp_btf", TPBTF, countAllProgram},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			p := loadAttached(b, &ProgramSpec{Name: c.name, Mechanism: c.mech, Tracepoint: tp, Instructions: c.insns, Maps: maps})
+			defer p.Close()
+			getppidLoop(b)
+		})
+	}
+}
+
+func getppidLoop(b *testing.B) {
+	for b.Loop() {
+		unix.Getppid()
+	}
+}
+
+// BenchmarkLoadAttach measures a probe's start-up: create its map, load
+// the program and attach it (BTF already read). Each iteration attaches to
+// the next tracepoint of the kernel and everything stays attached until the
+// end, as in a script with many probes: attaching right after a detach
+// waits for an RCU grace period (7-17 ms here), which a real start-up never
+// does. Use -benchtime below the number of tracepoints (e.g. 500x).
+func BenchmarkLoadAttach(b *testing.B) {
+	requireBPF(b)
+	sysEnter(b)
+	all, _ := kernel.Tracepoints()
+	var tps []*kernel.Tracepoint
+	for _, tp := range all {
+		if tp.System != "" && tp.Proto != 0 {
+			tps = append(tps, tp)
+		}
+	}
+	for _, mech := range []Mechanism{TPBTF, RawTracepoint, Tracepoint} {
+		b.Run(mech.String(), func(b *testing.B) {
+			var open []io.Closer
+			defer func() {
+				for _, c := range open {
+					c.Close()
+				}
+			}()
+			for i := 0; b.Loop(); i++ {
+				if i == len(tps) {
+					b.Fatalf("more iterations than the %d tracepoints", len(tps))
+				}
+				counts, err := NewPerCPUArray("counts", 8, 1)
+				if err != nil {
+					b.Fatal(err)
+				}
+				p := loadAttached(b, &ProgramSpec{Name: "count", Mechanism: mech, Tracepoint: tps[i],
+					Instructions: countAllProgram, Maps: map[string]*ebpf.Map{"counts": counts}})
+				open = append(open, p, counts)
+			}
+		})
+	}
+}
