@@ -24,6 +24,9 @@ func BenchmarkScripts(b *testing.B) {
 		{"printf", `probe begin { for (i = 0; i < 100000; i++) printf("%d %s\n", i, "abc") }`},
 		{"call", `function f(x) { return x + 1 } probe begin { for (i = 0; i < 100000; i++) s = f(s) }`},
 		{"stat", `global st; probe begin { for (i = 0; i < 100000; i++) st <<< i }`},
+		{"global", `global n, m; probe begin { for (i = 0; i < 100000; i++) { n += i; m = n } }`},
+		{"statarray", `global st; probe begin { for (i = 0; i < 100000; i++) st[i % 10] <<< i }`},
+		{"foreach", `global a; probe begin { for (i = 0; i < 1000; i++) a[i] = i; for (j = 0; j < 100; j++) foreach (k in a) s += a[k] }`},
 	}
 	lib := libraryFiles(b)
 	for _, c := range cases {
