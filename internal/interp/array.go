@@ -7,30 +7,31 @@ import (
 	"github.com/bpftap/bpftap/internal/format"
 )
 
-// value is a script value: a long or a string (the type decides which field
-// is meaningful).
-type value struct {
-	i int64
-	s string
+// Value is a script value: a long or a string (the type decides which field
+// is meaningful). Strings are valid script strings: at most MAXSTRINGLEN-1
+// bytes and no NUL byte. It converts to format.Arg.
+type Value struct {
+	Int int64
+	Str string
 }
 
-// key is the tuple of keys of an array element.
-type key []value
+// Key is the tuple of keys of an array element.
+type Key []Value
 
 // element is one element of an array: its keys and its value (a long or a
 // string), or its statistic for arrays of statistics.
 type element struct {
-	key  key
-	val  value
+	key  Key
+	val  Value
 	stat *format.Stat
 	node *list.Element
 	enc  string // the key's encoding, its index in the array's map
 }
 
 // value is the element's value; a missing element (nil) reads as zero.
-func (e *element) value() value {
+func (e *element) value() Value {
 	if e == nil {
-		return value{}
+		return Value{}
 	}
 	return e.val
 }
@@ -40,11 +41,11 @@ func (e *element) value() value {
 // implements the same operations.
 type Array interface {
 	// Get returns the element with key k, or nil.
-	Get(k key) *element
+	Get(k Key) *element
 	// Put returns the element with key k, creating it when absent; it fails
 	// when the array is full and does not wrap.
-	Put(k key) (*element, bool)
-	Delete(k key)
+	Put(k Key) (*element, bool)
+	Delete(k Key)
 	Clear()
 	Len() int
 	// Elements returns the elements in iteration order.
@@ -71,24 +72,24 @@ func newMemArray(capacity int, wrap bool, newStat func() *format.Stat) *memArray
 
 // appendEncoding appends the map key of a tuple; strings are length-prefixed
 // so that tuples never collide.
-func (k key) appendEncoding(b []byte) []byte {
+func (k Key) appendEncoding(b []byte) []byte {
 	for _, v := range k {
-		b = binary.AppendVarint(b, v.i)
-		b = binary.AppendUvarint(b, uint64(len(v.s)))
-		b = append(b, v.s...)
+		b = binary.AppendVarint(b, v.Int)
+		b = binary.AppendUvarint(b, uint64(len(v.Str)))
+		b = append(b, v.Str...)
 	}
 	return b
 }
 
 // lookup finds the element with key k, leaving k's encoding in a.scratch.
-func (a *memArray) lookup(k key) *element {
+func (a *memArray) lookup(k Key) *element {
 	a.scratch = k.appendEncoding(a.scratch[:0])
 	return a.index[string(a.scratch)]
 }
 
-func (a *memArray) Get(k key) *element { return a.lookup(k) }
+func (a *memArray) Get(k Key) *element { return a.lookup(k) }
 
-func (a *memArray) Put(k key) (*element, bool) {
+func (a *memArray) Put(k Key) (*element, bool) {
 	if e := a.lookup(k); e != nil {
 		return e, true
 	}
@@ -98,7 +99,7 @@ func (a *memArray) Put(k key) (*element, bool) {
 		}
 		a.remove(a.order.Front().Value.(*element))
 	}
-	e := &element{key: append(key(nil), k...), enc: string(a.scratch)}
+	e := &element{key: append(Key(nil), k...), enc: string(a.scratch)}
 	if a.newStat != nil {
 		e.stat = a.newStat()
 	}
@@ -112,7 +113,7 @@ func (a *memArray) remove(e *element) {
 	delete(a.index, e.enc)
 }
 
-func (a *memArray) Delete(k key) {
+func (a *memArray) Delete(k Key) {
 	if e := a.lookup(k); e != nil {
 		a.remove(e)
 	}

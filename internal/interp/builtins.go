@@ -14,7 +14,7 @@ import (
 
 // builtinFunc implements a builtin: it gets its evaluated arguments and
 // returns its result (ignored for functions without one).
-type builtinFunc func(cc *callContext, args []value) value
+type builtinFunc func(cc *callContext, args []Value) Value
 
 // builtins implements every function of tapset.Builtins for user-side probes.
 var builtins map[string]builtinFunc
@@ -28,44 +28,44 @@ func init() {
 	}
 }
 
-func long(v int64) value   { return value{i: v} }
-func str(s string) value   { return value{s: s} }
-func boolean(b bool) value { return long(b2i(b)) }
+func long(v int64) Value   { return Value{Int: v} }
+func str(s string) Value   { return Value{Str: s} }
+func boolean(b bool) Value { return long(b2i(b)) }
 
 var controlBuiltins = map[string]builtinFunc{
-	"exit": func(cc *callContext, _ []value) value {
+	"exit": func(cc *callContext, _ []Value) Value {
 		cc.in.stop(stateStopping)
-		return value{}
+		return Value{}
 	},
-	"abort": func(cc *callContext, _ []value) value {
+	"abort": func(cc *callContext, _ []Value) Value {
 		cc.in.stop(stateStopping)
 		panic(abortSignal{})
 	},
-	"error": func(cc *callContext, args []value) value {
-		panic(&runError{Msg: args[0].s})
+	"error": func(cc *callContext, args []Value) Value {
+		panic(&runError{Msg: args[0].Str})
 	},
-	"warn": func(cc *callContext, args []value) value {
-		cc.in.warn(args[0].s)
-		return value{}
+	"warn": func(cc *callContext, args []Value) Value {
+		cc.in.warn(args[0].Str)
+		return Value{}
 	},
-	"log": func(cc *callContext, args []value) value {
-		cc.in.out = append(cc.in.out, args[0].s+"\n"...)
-		return value{}
+	"log": func(cc *callContext, args []Value) Value {
+		cc.in.out = append(cc.in.out, args[0].Str+"\n"...)
+		return Value{}
 	},
-	"system": func(cc *callContext, args []value) value {
-		cc.in.pendingCommands = append(cc.in.pendingCommands, args[0].s)
-		return value{}
+	"system": func(cc *callContext, args []Value) Value {
+		cc.in.pendingCommands = append(cc.in.pendingCommands, args[0].Str)
+		return Value{}
 	},
-	"mdelay": func(cc *callContext, args []value) value {
-		time.Sleep(time.Duration(max(args[0].i, 0)) * time.Millisecond)
-		return value{}
+	"mdelay": func(cc *callContext, args []Value) Value {
+		time.Sleep(time.Duration(max(args[0].Int, 0)) * time.Millisecond)
+		return Value{}
 	},
-	"udelay": func(cc *callContext, args []value) value {
-		time.Sleep(time.Duration(max(args[0].i, 0)) * time.Microsecond)
-		return value{}
+	"udelay": func(cc *callContext, args []Value) Value {
+		time.Sleep(time.Duration(max(args[0].Int, 0)) * time.Microsecond)
+		return Value{}
 	},
-	"randint": func(cc *callContext, args []value) value {
-		n := uint64(args[0].i)
+	"randint": func(cc *callContext, args []Value) Value {
+		n := uint64(args[0].Int)
 		if n > 1024*1024 {
 			cc.fail("range too wide")
 		}
@@ -90,25 +90,25 @@ func (in *Interp) runCommands() {
 // In user-side probes the current process is bpftap itself, as it is staprun
 // (begin, end) for stap.
 var contextBuiltins = map[string]builtinFunc{
-	"pid":           func(*callContext, []value) value { return long(int64(os.Getpid())) },
-	"tid":           func(*callContext, []value) value { return long(int64(syscall.Gettid())) },
-	"ppid":          func(*callContext, []value) value { return long(int64(os.Getppid())) },
-	"uid":           func(*callContext, []value) value { return long(int64(os.Getuid())) },
-	"euid":          func(*callContext, []value) value { return long(int64(os.Geteuid())) },
-	"gid":           func(*callContext, []value) value { return long(int64(os.Getgid())) },
-	"egid":          func(*callContext, []value) value { return long(int64(os.Getegid())) },
-	"stp_pid":       func(*callContext, []value) value { return long(int64(os.Getpid())) },
-	"execname":      func(*callContext, []value) value { return str(selfComm()) },
-	"cpu":           func(*callContext, []value) value { return long(currentCPU()) },
-	"target":        func(cc *callContext, _ []value) value { return long(int64(cc.in.cfg.Target)) },
-	"pp":            func(cc *callContext, _ []value) value { return str(cc.in.act.probe.Name) },
-	"pn":            func(cc *callContext, _ []value) value { return str(pointString(cc.in.act.probe.User)) },
-	"probefunc":     func(*callContext, []value) value { return str("") },
-	"user_mode":     func(*callContext, []value) value { return long(0) },
-	"is_return":     func(*callContext, []value) value { return long(0) },
-	"mem_page_size": func(*callContext, []value) value { return long(int64(os.Getpagesize())) },
-	"env_var":       func(cc *callContext, args []value) value { return str(os.Getenv(args[0].s)) },
-	"cmdline_str": func(*callContext, []value) value {
+	"pid":           func(*callContext, []Value) Value { return long(int64(os.Getpid())) },
+	"tid":           func(*callContext, []Value) Value { return long(int64(syscall.Gettid())) },
+	"ppid":          func(*callContext, []Value) Value { return long(int64(os.Getppid())) },
+	"uid":           func(*callContext, []Value) Value { return long(int64(os.Getuid())) },
+	"euid":          func(*callContext, []Value) Value { return long(int64(os.Geteuid())) },
+	"gid":           func(*callContext, []Value) Value { return long(int64(os.Getgid())) },
+	"egid":          func(*callContext, []Value) Value { return long(int64(os.Getegid())) },
+	"stp_pid":       func(*callContext, []Value) Value { return long(int64(os.Getpid())) },
+	"execname":      func(*callContext, []Value) Value { return str(selfComm()) },
+	"cpu":           func(*callContext, []Value) Value { return long(currentCPU()) },
+	"target":        func(cc *callContext, _ []Value) Value { return long(int64(cc.in.cfg.Target)) },
+	"pp":            func(cc *callContext, _ []Value) Value { return str(cc.in.act.probe.Name) },
+	"pn":            func(cc *callContext, _ []Value) Value { return str(pointString(cc.in.act.probe.User)) },
+	"probefunc":     func(*callContext, []Value) Value { return str("") },
+	"user_mode":     func(*callContext, []Value) Value { return long(0) },
+	"is_return":     func(*callContext, []Value) Value { return long(0) },
+	"mem_page_size": func(*callContext, []Value) Value { return long(int64(os.Getpagesize())) },
+	"env_var":       func(cc *callContext, args []Value) Value { return str(os.Getenv(args[0].Str)) },
+	"cmdline_str": func(*callContext, []Value) Value {
 		b, _ := os.ReadFile("/proc/self/cmdline")
 		return str(strings.TrimSpace(strings.ReplaceAll(strings.TrimRight(string(b), "\x00"), "\x00", " ")))
 	},

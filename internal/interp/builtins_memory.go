@@ -22,17 +22,17 @@ var memoryBuiltins = map[string]builtinFunc{
 }
 
 func kernelFault(what string) builtinFunc {
-	return func(cc *callContext, a []value) value {
-		cc.fail(fmt.Sprintf("kernel %s copy fault at 0x%x [man error::fault]", what, uint64(a[0].i)))
-		return value{}
+	return func(cc *callContext, a []Value) Value {
+		cc.fail(fmt.Sprintf("kernel %s copy fault at 0x%x [man error::fault]", what, uint64(a[0].Int)))
+		return Value{}
 	}
 }
 
 const efault = -14
 
-func userStringFault(cc *callContext, a []value) value {
-	cc.fail(fmt.Sprintf("user string copy fault %d at 0x%x [man error::fault]", efault, uint64(a[0].i)))
-	return value{}
+func userStringFault(cc *callContext, a []Value) Value {
+	cc.fail(fmt.Sprintf("user string copy fault %d at 0x%x [man error::fault]", efault, uint64(a[0].Int)))
+	return Value{}
 }
 
-func zero(*callContext, []value) value { return value{} }
+func zero(*callContext, []Value) Value { return Value{} }

@@ -7,43 +7,43 @@ import (
 )
 
 var stringBuiltins = map[string]builtinFunc{
-	"strlen": func(_ *callContext, a []value) value { return long(int64(len(a[0].s))) },
-	"substr": func(_ *callContext, a []value) value { return str(substr(a[0].s, a[1].i, a[2].i)) },
-	"stringat": func(cc *callContext, a []value) value {
-		if a[1].i < 0 || a[1].i >= int64(len(a[0].s)) {
+	"strlen": func(_ *callContext, a []Value) Value { return long(int64(len(a[0].Str))) },
+	"substr": func(_ *callContext, a []Value) Value { return str(substr(a[0].Str, a[1].Int, a[2].Int)) },
+	"stringat": func(cc *callContext, a []Value) Value {
+		if a[1].Int < 0 || a[1].Int >= int64(len(a[0].Str)) {
 			cc.fail("Position out of bounds")
 		}
-		return long(int64(int8(a[0].s[a[1].i])))
+		return long(int64(int8(a[0].Str[a[1].Int])))
 	},
-	"isinstr": func(_ *callContext, a []value) value { return boolean(strings.Contains(a[0].s, a[1].s)) },
-	"strpos":  func(_ *callContext, a []value) value { return long(int64(strings.Index(a[0].s, a[1].s))) },
-	"str_replace": func(cc *callContext, a []value) value {
-		if a[1].s == "" {
+	"isinstr": func(_ *callContext, a []Value) Value { return boolean(strings.Contains(a[0].Str, a[1].Str)) },
+	"strpos":  func(_ *callContext, a []Value) Value { return long(int64(strings.Index(a[0].Str, a[1].Str))) },
+	"str_replace": func(cc *callContext, a []Value) Value {
+		if a[1].Str == "" {
 			return a[0]
 		}
-		return str(cc.in.clip(strings.ReplaceAll(a[0].s, a[1].s, a[2].s)))
+		return str(cc.in.clip(strings.ReplaceAll(a[0].Str, a[1].Str, a[2].Str)))
 	},
-	"tokenize": func(cc *callContext, a []value) value {
-		return str(cc.in.tokenizeState.next(a[0].s, a[1].s))
+	"tokenize": func(cc *callContext, a []Value) Value {
+		return str(cc.in.tokenizeState.next(a[0].Str, a[1].Str))
 	},
-	"text_str": func(cc *callContext, a []value) value {
-		return str(format.TextStr(a[0].s, cc.in.maxStringLen()))
+	"text_str": func(cc *callContext, a []Value) Value {
+		return str(format.TextStr(a[0].Str, cc.in.maxStringLen()))
 	},
-	"text_strn": func(cc *callContext, a []value) value {
-		return str(format.TextStrN(a[0].s, a[1].i, a[2].i, cc.in.maxStringLen()))
+	"text_strn": func(cc *callContext, a []Value) Value {
+		return str(format.TextStrN(a[0].Str, a[1].Int, a[2].Int, cc.in.maxStringLen()))
 	},
-	"string_quoted": func(cc *callContext, a []value) value {
-		return str(format.StringQuoted(a[0].s, cc.in.maxStringLen()))
+	"string_quoted": func(cc *callContext, a []Value) Value {
+		return str(format.StringQuoted(a[0].Str, cc.in.maxStringLen()))
 	},
-	"strtol": func(_ *callContext, a []value) value { return long(strtol(a[0].s, a[1].i)) },
-	"isdigit": func(_ *callContext, a []value) value {
-		return boolean(a[0].s != "" && isDigit(a[0].s[0]))
+	"strtol": func(_ *callContext, a []Value) Value { return long(strtol(a[0].Str, a[1].Int)) },
+	"isdigit": func(_ *callContext, a []Value) Value {
+		return boolean(a[0].Str != "" && isDigit(a[0].Str[0]))
 	},
-	"matched": func(cc *callContext, a []value) value { return str(cc.in.match.group(cc, a[0].i)) },
-	"matched_str": func(cc *callContext, a []value) value {
+	"matched": func(cc *callContext, a []Value) Value { return str(cc.in.match.group(cc, a[0].Int)) },
+	"matched_str": func(cc *callContext, a []Value) Value {
 		return str(cc.in.match.group(cc, 0))
 	},
-	"ngroups": func(cc *callContext, a []value) value { return long(cc.in.match.count(cc)) },
+	"ngroups": func(cc *callContext, a []Value) Value { return long(cc.in.match.count(cc)) },
 }
 
 // substr is the tapset's substr: length bytes from start, "" when start is

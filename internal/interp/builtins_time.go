@@ -28,42 +28,42 @@ var timeBuiltins = map[string]builtinFunc{
 	"cpu_clock_us":    monoClock(1e3),
 	"cpu_clock_ns":    monoClock(1),
 	"get_cycles":      monoClock(1),
-	"HZ":              func(*callContext, []value) value { return long(int64(kernelHZ())) },
-	"jiffies": func(*callContext, []value) value {
+	"HZ":              func(*callContext, []Value) Value { return long(int64(kernelHZ())) },
+	"jiffies": func(*callContext, []Value) Value {
 		hz := int64(kernelHZ())
 		return long(1<<32 - 300*hz + monotonicNanos()*hz/1e9)
 	},
-	"ctime": func(cc *callContext, a []value) value {
-		s, err := format.Ctime(a[0].i)
+	"ctime": func(cc *callContext, a []Value) Value {
+		s, err := format.Ctime(a[0].Int)
 		if err != nil {
 			cc.fail(err.Error())
 		}
 		return str(s)
 	},
-	"tz_ctime": func(cc *callContext, a []value) value {
+	"tz_ctime": func(cc *callContext, a []Value) Value {
 		name, offset := cc.in.now().Zone()
-		s, err := format.Ctime(a[0].i + int64(offset))
+		s, err := format.Ctime(a[0].Int + int64(offset))
 		if err != nil {
 			cc.fail(err.Error())
 		}
 		return str(s + " " + name)
 	},
-	"tz_gmtoff": func(cc *callContext, _ []value) value {
+	"tz_gmtoff": func(cc *callContext, _ []Value) Value {
 		_, offset := cc.in.now().Zone()
 		return long(int64(-offset))
 	},
-	"tz_name": func(cc *callContext, _ []value) value {
+	"tz_name": func(cc *callContext, _ []Value) Value {
 		name, _ := cc.in.now().Zone()
 		return str(name)
 	},
 }
 
 func wallClock(unit int64) builtinFunc {
-	return func(cc *callContext, _ []value) value { return long(cc.in.now().UnixNano() / unit) }
+	return func(cc *callContext, _ []Value) Value { return long(cc.in.now().UnixNano() / unit) }
 }
 
 func monoClock(unit int64) builtinFunc {
-	return func(*callContext, []value) value { return long(monotonicNanos() / unit) }
+	return func(*callContext, []Value) Value { return long(monotonicNanos() / unit) }
 }
 
 // monotonicNanos is CLOCK_MONOTONIC, what the kernel's local_clock follows.

@@ -11,7 +11,7 @@ import (
 // call calls a script function or a builtin. Like stap it checks the nesting
 // depth on entry (builtins are functions too) and, in a frame that notes its
 // actions, charges the statement count of a loop-free callee on return.
-func (in *Interp) call(c *syntax.Call) value {
+func (in *Interp) call(c *syntax.Call) Value {
 	f := c.Func
 	base := len(in.stack)
 	for _, a := range c.Args {
@@ -28,7 +28,7 @@ func (in *Interp) call(c *syntax.Call) value {
 	}
 	in.act.nesting++
 	defer func() { in.act.nesting-- }()
-	var result value
+	var result Value
 	if f.Decl == nil || f.Decl.Body == nil {
 		result = in.callBuiltin(c, args)
 		in.note(0, c.Pos, true)
@@ -36,11 +36,11 @@ func (in *Interp) call(c *syntax.Call) value {
 		result = in.callScript(c, args)
 	}
 	in.release(args)
-	result.s = in.clip(result.s)
+	result.Str = in.clip(result.Str)
 	return result
 }
 
-func (in *Interp) callScript(c *syntax.Call, args []value) value {
+func (in *Interp) callScript(c *syntax.Call, args []Value) Value {
 	f := c.Func
 	body := f.Decl.Body
 	caller := in.fr
@@ -83,7 +83,7 @@ func (in *Interp) newFrame(f *syntax.Func) *frame {
 	return fr
 }
 
-func (in *Interp) callBuiltin(c *syntax.Call, args []value) value {
+func (in *Interp) callBuiltin(c *syntax.Call, args []Value) Value {
 	name := c.Func.Builtin
 	if name == "" {
 		name = c.Func.Name
@@ -117,7 +117,7 @@ func (in *Interp) print(n *syntax.PrintCall) string {
 			continue
 		}
 		v := in.eval(a)
-		in.printArgs = append(in.printArgs, format.Arg{Int: v.i, Str: v.s})
+		in.printArgs = append(in.printArgs, format.Arg{Int: v.Int, Str: v.Str})
 	}
 	s := in.emit(n, hist, in.printArgs[base:])
 	in.printArgs = in.printArgs[:base]

@@ -9,11 +9,11 @@ import (
 )
 
 // eval evaluates e to a value of its type.
-func (in *Interp) eval(e syntax.Expr) value {
+func (in *Interp) eval(e syntax.Expr) Value {
 	if e.Type() == syntax.TypeString {
-		return value{s: in.evalStr(e)}
+		return Value{Str: in.evalStr(e)}
 	}
-	return value{i: in.evalLong(e)}
+	return Value{Int: in.evalLong(e)}
 }
 
 // evalVoid evaluates e for its effects.
@@ -35,9 +35,9 @@ func (in *Interp) evalLong(e syntax.Expr) int64 {
 	case *syntax.NumberLit:
 		return e.Value
 	case *syntax.Ident:
-		return in.load(e).i
+		return in.load(e).Int
 	case *syntax.Index:
-		return in.loadIndex(e).i
+		return in.loadIndex(e).Int
 	case *syntax.Unary:
 		return in.unary(e)
 	case *syntax.IncDec:
@@ -45,7 +45,7 @@ func (in *Interp) evalLong(e syntax.Expr) int64 {
 	case *syntax.Binary:
 		return in.binaryLong(e)
 	case *syntax.Assign:
-		return in.assign(e).i
+		return in.assign(e).Int
 	case *syntax.Ternary:
 		if in.evalLong(e.Cond) != 0 {
 			return in.evalLong(e.Then)
@@ -54,7 +54,7 @@ func (in *Interp) evalLong(e syntax.Expr) int64 {
 	case *syntax.In:
 		return b2i(in.contains(e))
 	case *syntax.Call:
-		return in.call(e).i
+		return in.call(e).Int
 	case *syntax.StatOp:
 		return in.statOp(e)
 	case *syntax.PrintCall:
@@ -70,20 +70,20 @@ func (in *Interp) evalStr(e syntax.Expr) string {
 	case *syntax.StringLit:
 		return in.clip(e.Value)
 	case *syntax.Ident:
-		return in.load(e).s
+		return in.load(e).Str
 	case *syntax.Index:
-		return in.loadIndex(e).s
+		return in.loadIndex(e).Str
 	case *syntax.Binary: // concatenation
 		return in.clip(in.evalStr(e.X) + in.evalStr(e.Y))
 	case *syntax.Assign:
-		return in.assign(e).s
+		return in.assign(e).Str
 	case *syntax.Ternary:
 		if in.evalLong(e.Cond) != 0 {
 			return in.evalStr(e.Then)
 		}
 		return in.evalStr(e.Else)
 	case *syntax.Call:
-		return in.call(e).s
+		return in.call(e).Str
 	case *syntax.PrintCall:
 		return in.print(e)
 	}
@@ -117,14 +117,14 @@ func (in *Interp) global(v *syntax.Var) *global {
 	return &in.globals[v.Index]
 }
 
-func (in *Interp) load(id *syntax.Ident) value {
+func (in *Interp) load(id *syntax.Ident) Value {
 	if g := in.global(id.Var); g != nil {
 		return g.val
 	}
 	return in.fr.locals[id.Var.Index]
 }
 
-func (in *Interp) store(id *syntax.Ident, x value) {
+func (in *Interp) store(id *syntax.Ident, x Value) {
 	if g := in.global(id.Var); g != nil {
 		g.val = x
 		return
@@ -135,10 +135,10 @@ func (in *Interp) store(id *syntax.Ident, x value) {
 // evalKeys evaluates the keys of an index or slice onto the value stack
 // (values are valid strings already); wild reports a `*`. The caller
 // releases them when done with them.
-func (in *Interp) evalKeys(exprs []syntax.Expr) (k key, wild bool) {
+func (in *Interp) evalKeys(exprs []syntax.Expr) (k Key, wild bool) {
 	base := len(in.stack)
 	for _, e := range exprs {
-		var v value
+		var v Value
 		if _, ok := e.(*syntax.Star); ok {
 			wild = true
 		} else {
@@ -155,10 +155,10 @@ func (in *Interp) evalKeys(exprs []syntax.Expr) (k key, wild bool) {
 // error unwinds, after which try/catch and the next handler cut the stack
 // back to their own depth. A view of pushed values stays valid when later
 // pushes move the stack.
-func (in *Interp) release(vals []value) { in.stack = in.stack[:len(in.stack)-len(vals)] }
+func (in *Interp) release(vals []Value) { in.stack = in.stack[:len(in.stack)-len(vals)] }
 
 // sliceMatch reports whether an element's key matches a slice pattern.
-func sliceMatch(elem, pattern key, exprs []syntax.Expr) bool {
+func sliceMatch(elem, pattern Key, exprs []syntax.Expr) bool {
 	for i, e := range exprs {
 		if _, ok := e.(*syntax.Star); ok {
 			continue
@@ -181,9 +181,9 @@ func (in *Interp) arrayOf(e syntax.Expr) Array {
 	return nil
 }
 
-func (in *Interp) loadIndex(e *syntax.Index) value {
+func (in *Interp) loadIndex(e *syntax.Index) Value {
 	if h, ok := e.Array.(*syntax.Hist); ok {
-		return value{i: in.histBucket(h, e)}
+		return Value{Int: in.histBucket(h, e)}
 	}
 	arr := in.arrayOf(e.Array)
 	k, _ := in.evalKeys(e.Keys)
@@ -194,7 +194,7 @@ func (in *Interp) loadIndex(e *syntax.Index) value {
 
 // put returns the element of a[k], creating it; a full array is an error
 // near the indexed array's name.
-func (in *Interp) put(e *syntax.Index, k key) *element {
+func (in *Interp) put(e *syntax.Index, k Key) *element {
 	arr := in.arrayOf(e.Array)
 	el, ok := arr.Put(k)
 	if !ok {
@@ -320,21 +320,21 @@ func arith(op string, x, y int64, at syntax.Pos) int64 {
 
 // assign evaluates `LHS op RHS`: the right side first (for an indexed left
 // side, its keys before that), then the read-modify-write of the left side.
-func (in *Interp) assign(e *syntax.Assign) value {
+func (in *Interp) assign(e *syntax.Assign) Value {
 	if e.Op == "<<<" {
-		return value{i: in.accumulate(e)}
+		return Value{Int: in.accumulate(e)}
 	}
 	switch lhs := e.LHS.(type) {
 	case *syntax.Ident:
 		rhs := in.eval(e.RHS)
-		x := in.combine(e, func() value { return in.load(lhs) }, rhs)
+		x := in.combine(e, func() Value { return in.load(lhs) }, rhs)
 		in.store(lhs, x)
 		return x
 	case *syntax.Index:
 		k, _ := in.evalKeys(lhs.Keys)
 		rhs := in.eval(e.RHS)
 		el := in.arrayOf(lhs.Array).Get(k)
-		x := in.combine(e, func() value { return el.value() }, rhs)
+		x := in.combine(e, func() Value { return el.value() }, rhs)
 		if el == nil {
 			el = in.put(lhs, k)
 		}
@@ -343,19 +343,19 @@ func (in *Interp) assign(e *syntax.Assign) value {
 		return x
 	}
 	throw("invalid assignment target", e.Pos)
-	return value{}
+	return Value{}
 }
 
 // combine computes the value an assignment stores.
-func (in *Interp) combine(e *syntax.Assign, old func() value, rhs value) value {
+func (in *Interp) combine(e *syntax.Assign, old func() Value, rhs Value) Value {
 	switch e.Op {
 	case "=":
-		return value{i: rhs.i, s: in.clip(rhs.s)}
+		return Value{Int: rhs.Int, Str: in.clip(rhs.Str)}
 	case ".=":
-		return value{s: in.clip(old().s + rhs.s)}
+		return Value{Str: in.clip(old().Str + rhs.Str)}
 	}
 	op := e.Op[:len(e.Op)-1]
-	return value{i: arith(op, old().i, rhs.i, e.RHS.Position())}
+	return Value{Int: arith(op, old().Int, rhs.Int, e.RHS.Position())}
 }
 
 // accumulate is `S <<< V`.
@@ -392,16 +392,16 @@ func (in *Interp) incDec(e *syntax.IncDec) int64 {
 	var old int64
 	switch x := e.X.(type) {
 	case *syntax.Ident:
-		old = in.load(x).i
-		in.store(x, value{i: old + delta})
+		old = in.load(x).Int
+		in.store(x, Value{Int: old + delta})
 	case *syntax.Index:
 		k, _ := in.evalKeys(x.Keys)
 		el := in.arrayOf(x.Array).Get(k)
-		old = el.value().i
+		old = el.value().Int
 		if el == nil {
 			el = in.put(x, k)
 		}
-		el.val = value{i: old + delta}
+		el.val = Value{Int: old + delta}
 		in.release(k)
 	default:
 		throw("invalid increment target", e.Pos)

@@ -28,8 +28,8 @@ type activation struct {
 
 // frame holds the locals of a probe body or function call.
 type frame struct {
-	locals  []value
-	ret     value
+	locals  []Value
+	ret     Value
 	pending int64 // actions noted but not yet charged
 	// checked frames had their whole statement count charged on entry and
 	// note no actions while they run.
@@ -48,7 +48,7 @@ func (in *Interp) fire(p *sema.Probe, want int) {
 
 func (in *Interp) runHandler(p *sema.Probe) {
 	in.act = activation{probe: p, remaining: 10 * in.limits.MaxAction, nesting: -1}
-	in.fr = &frame{locals: make([]value, len(p.Locals))}
+	in.fr = &frame{locals: make([]Value, len(p.Locals))}
 	in.stack, in.printArgs = in.stack[:0], in.printArgs[:0]
 	err := protect(func() {
 		defer swallowAbort()
@@ -274,7 +274,7 @@ func (in *Interp) execTry(s *syntax.TryStmt) ctl {
 	}
 	in.stack, in.printArgs = in.stack[:stack], in.printArgs[:printArgs]
 	if s.CatchVar != nil {
-		in.store(s.CatchVar, value{s: in.clip(err.Msg)})
+		in.store(s.CatchVar, Value{Str: in.clip(err.Msg)})
 	}
 	in.note(1, s.Pos, true)
 	c = in.execBlock(s.Catch)
@@ -291,13 +291,13 @@ func (in *Interp) execDelete(target syntax.Expr) {
 		g := in.global(t.Var)
 		switch {
 		case g == nil:
-			in.store(t, value{})
+			in.store(t, Value{})
 		case g.arr != nil:
 			g.arr.Clear()
 		case g.stat != nil:
 			g.stat = in.stats[t.Var].newStat()
 		default:
-			g.val = value{}
+			g.val = Value{}
 		}
 	case *syntax.Index:
 		arr := in.arrayOf(t.Array)

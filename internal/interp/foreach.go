@@ -25,7 +25,7 @@ func (in *Interp) execForeach(s *syntax.ForeachStmt) ctl {
 		in.sortArray(arr, s, limit)
 	}
 	elems := arr.Elements()
-	var slice key
+	var slice Key
 	if s.Slice != nil {
 		slice, _ = in.evalKeys(s.Slice)
 		defer in.release(slice)
@@ -73,9 +73,9 @@ func (in *Interp) foreachHist(s *syntax.ForeachStmt, h *syntax.Hist) ctl {
 		if s.Limit != nil && int64(i) >= limit {
 			break
 		}
-		in.store(s.Keys[0], value{i: int64(i)})
+		in.store(s.Keys[0], Value{Int: int64(i)})
 		if s.Value != nil {
-			in.store(s.Value, value{i: counts[i]})
+			in.store(s.Value, Value{Int: counts[i]})
 		}
 		c := in.exec(s.Body)
 		if c == ctlBreak {
@@ -150,9 +150,9 @@ func (in *Interp) sortOrder(s *syntax.ForeachStmt) func(a, b *element) bool {
 		x, y := sortValue(a, col, typ, s.SortAgg), sortValue(b, col, typ, s.SortAgg)
 		var c int
 		if typ == syntax.TypeString {
-			c = strings.Compare(x.s, y.s)
+			c = strings.Compare(x.Str, y.Str)
 		} else {
-			c = cmpInt(x.i, y.i)
+			c = cmpInt(x.Int, y.Int)
 		}
 		if desc {
 			return c < 0
@@ -173,7 +173,7 @@ func cmpInt(a, b int64) int {
 
 // sortValue is what an element is sorted on: a key, its value, or for
 // statistics the aggregate the sort names (@count by default).
-func sortValue(e *element, col int, typ syntax.Type, agg string) value {
+func sortValue(e *element, col int, typ syntax.Type, agg string) Value {
 	if col > 0 {
 		return e.key[col-1]
 	}
@@ -183,12 +183,12 @@ func sortValue(e *element, col int, typ syntax.Type, agg string) value {
 	switch agg {
 	case format.OpSum, format.OpMin, format.OpMax:
 		v, _ := e.stat.Get(agg)
-		return value{i: v}
+		return Value{Int: v}
 	case format.OpAvg:
 		if e.stat.Count == 0 {
-			return value{}
+			return Value{}
 		}
-		return value{i: e.stat.Sum / e.stat.Count}
+		return Value{Int: e.stat.Sum / e.stat.Count}
 	}
-	return value{i: e.stat.Count}
+	return Value{Int: e.stat.Count}
 }

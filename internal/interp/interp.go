@@ -154,7 +154,7 @@ type Interp struct {
 	// stack holds the key tuples, arguments and locals in use (see release),
 	// printArgs the arguments of print-family calls being evaluated, and
 	// frames the frames of function calls by nesting depth, all reused.
-	stack     []value
+	stack     []Value
 	printArgs []format.Arg
 	frames    []*frame
 	// builtinCall is the context of the running builtin.

@@ -11,7 +11,7 @@ import (
 // global is the storage of one global variable.
 type global struct {
 	v    *syntax.Var
-	val  value        // scalar long or string
+	val  Value        // scalar long or string
 	stat *format.Stat // scalar statistic
 	arr  Array        // arrays
 }
@@ -182,7 +182,7 @@ func (in *Interp) initGlobals() error {
 			if err != nil {
 				return err
 			}
-			g.val = value{i: val.i, s: in.clip(val.s)}
+			g.val = Value{Int: val.Int, Str: in.clip(val.Str)}
 		}
 	}
 	return nil
@@ -200,23 +200,23 @@ func (in *Interp) newArray(v *syntax.Var) Array {
 	return newMemArray(int(capacity), v.Wrap, newStat)
 }
 
-func (in *Interp) literal(e syntax.Expr) value {
+func (in *Interp) literal(e syntax.Expr) Value {
 	if s, ok := e.(*syntax.StringLit); ok {
-		return value{s: in.clip(s.Value)}
+		return Value{Str: in.clip(s.Value)}
 	}
 	n, _ := literalLong(e)
-	return value{i: n}
+	return Value{Int: n}
 }
 
-func overrideValue(v *syntax.Var, text string) (value, error) {
+func overrideValue(v *syntax.Var, text string) (Value, error) {
 	if v.Type == syntax.TypeString {
-		return value{s: text}, nil
+		return Value{Str: text}, nil
 	}
 	n, err := strconv.ParseInt(text, 0, 64)
 	if err != nil {
-		return value{}, fmt.Errorf("invalid value %q for global %s", text, v.Name)
+		return Value{}, fmt.Errorf("invalid value %q for global %s", text, v.Name)
 	}
-	return value{i: n}, nil
+	return Value{Int: n}, nil
 }
 
 // clip makes s a valid string value: cut at MAXSTRINGLEN-1 bytes and at the
