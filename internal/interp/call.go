@@ -117,7 +117,7 @@ func (in *Interp) print(n *syntax.PrintCall) string {
 			continue
 		}
 		v := in.eval(a)
-		in.printArgs = append(in.printArgs, format.Arg{Int: v.Int, Str: v.Str})
+		in.printArgs = append(in.printArgs, format.Arg(v))
 	}
 	s := in.emit(n, hist, in.printArgs[base:])
 	in.printArgs = in.printArgs[:base]

@@ -1,6 +1,7 @@
 package interp
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
 
@@ -110,26 +111,46 @@ func b2i(b bool) int64 {
 	return 0
 }
 
-func (in *Interp) global(v *syntax.Var) *global {
+// global returns the storage of v, or nil for a local.
+func (in *Interp) global(v *syntax.Var) *Storage {
 	if v.Kind != syntax.VarGlobal {
 		return nil
 	}
 	return &in.globals[v.Index]
 }
 
+// load reads a scalar variable; store writes one. Locals take the short
+// path, and so do globals kept in memory.
 func (in *Interp) load(id *syntax.Ident) Value {
-	if g := in.global(id.Var); g != nil {
-		return g.val
+	if v := id.Var; v.Kind != syntax.VarGlobal {
+		return in.fr.locals[v.Index]
 	}
-	return in.fr.locals[id.Var.Index]
+	return in.loadGlobal(id.Var)
+}
+
+func (in *Interp) loadGlobal(v *syntax.Var) Value {
+	s := in.globals[v.Index].Scalar
+	if m, ok := s.(*memScalar); ok {
+		return m.v
+	}
+	return s.Load()
 }
 
 func (in *Interp) store(id *syntax.Ident, x Value) {
-	if g := in.global(id.Var); g != nil {
-		g.val = x
+	if v := id.Var; v.Kind == syntax.VarGlobal {
+		in.storeGlobal(v, x)
+	} else {
+		in.fr.locals[v.Index] = x
+	}
+}
+
+func (in *Interp) storeGlobal(v *syntax.Var, x Value) {
+	s := in.globals[v.Index].Scalar
+	if m, ok := s.(*memScalar); ok {
+		m.v = x
 		return
 	}
-	in.fr.locals[id.Var.Index] = x
+	s.Store(x)
 }
 
 // evalKeys evaluates the keys of an index or slice onto the value stack
@@ -173,8 +194,8 @@ func sliceMatch(elem, pattern Key, exprs []syntax.Expr) bool {
 // arrayOf returns the storage of the global array e names.
 func (in *Interp) arrayOf(e syntax.Expr) Array {
 	if id, ok := e.(*syntax.Ident); ok {
-		if g := in.global(id.Var); g != nil && g.arr != nil {
-			return g.arr
+		if g := in.global(id.Var); g != nil && g.Array != nil {
+			return g.Array
 		}
 	}
 	throw("not an array", e.Position())
@@ -187,20 +208,20 @@ func (in *Interp) loadIndex(e *syntax.Index) Value {
 	}
 	arr := in.arrayOf(e.Array)
 	k, _ := in.evalKeys(e.Keys)
-	v := arr.Get(k).value()
+	v, _ := arr.Get(k)
 	in.release(k)
 	return v
 }
 
-// put returns the element of a[k], creating it; a full array is an error
-// near the indexed array's name.
-func (in *Interp) put(e *syntax.Index, k Key) *element {
-	arr := in.arrayOf(e.Array)
-	el, ok := arr.Put(k)
-	if !ok {
+// storeError raises the error of a store into the array e indexes: an
+// overflow near the array's name, or the storage's own error.
+func (in *Interp) storeError(e *syntax.Index, err error) {
+	switch {
+	case errors.Is(err, ErrOverflow):
 		throw(in.overflowMsg(e.Array.(*syntax.Ident).Var), e.Pos)
+	default:
+		throw(err.Error(), e.Pos)
 	}
-	return el
 }
 
 func (in *Interp) overflowMsg(v *syntax.Var) string {
@@ -215,10 +236,11 @@ func (in *Interp) contains(e *syntax.In) bool {
 	k, wild := in.evalKeys(e.Keys)
 	defer in.release(k)
 	if !wild {
-		return arr.Get(k) != nil
+		_, ok := arr.Get(k)
+		return ok
 	}
 	for _, el := range arr.Elements() {
-		if sliceMatch(el.key, k, e.Keys) {
+		if sliceMatch(el.Key, k, e.Keys) {
 			return true
 		}
 	}
@@ -327,18 +349,25 @@ func (in *Interp) assign(e *syntax.Assign) Value {
 	switch lhs := e.LHS.(type) {
 	case *syntax.Ident:
 		rhs := in.eval(e.RHS)
-		x := in.combine(e, func() Value { return in.load(lhs) }, rhs)
+		var old Value
+		if e.Op != "=" {
+			old = in.load(lhs)
+		}
+		x := in.combine(e, old, rhs)
 		in.store(lhs, x)
 		return x
 	case *syntax.Index:
 		k, _ := in.evalKeys(lhs.Keys)
 		rhs := in.eval(e.RHS)
-		el := in.arrayOf(lhs.Array).Get(k)
-		x := in.combine(e, func() Value { return el.value() }, rhs)
-		if el == nil {
-			el = in.put(lhs, k)
+		arr := in.arrayOf(lhs.Array)
+		var old Value
+		if e.Op != "=" {
+			old, _ = arr.Get(k)
 		}
-		el.val = x
+		x := in.combine(e, old, rhs)
+		if err := arr.Set(k, x); err != nil {
+			in.storeError(lhs, err)
+		}
 		in.release(k)
 		return x
 	}
@@ -346,16 +375,17 @@ func (in *Interp) assign(e *syntax.Assign) Value {
 	return Value{}
 }
 
-// combine computes the value an assignment stores.
-func (in *Interp) combine(e *syntax.Assign, old func() Value, rhs Value) Value {
+// combine computes the value an assignment stores; old is the left side's
+// value, read unless the operator is `=`.
+func (in *Interp) combine(e *syntax.Assign, old, rhs Value) Value {
 	switch e.Op {
 	case "=":
 		return Value{Int: rhs.Int, Str: in.clip(rhs.Str)}
 	case ".=":
-		return Value{Str: in.clip(old().Str + rhs.Str)}
+		return Value{Str: in.clip(old.Str + rhs.Str)}
 	}
 	op := e.Op[:len(e.Op)-1]
-	return Value{Int: arith(op, old().Int, rhs.Int, e.RHS.Position())}
+	return Value{Int: arith(op, old.Int, rhs.Int, e.RHS.Position())}
 }
 
 // accumulate is `S <<< V`.
@@ -364,20 +394,18 @@ func (in *Interp) accumulate(e *syntax.Assign) int64 {
 	case *syntax.Ident:
 		v := in.evalLong(e.RHS)
 		g := in.global(lhs.Var)
-		if g == nil || g.stat == nil {
+		if g == nil || g.Statistic == nil {
 			throw("not a statistic", lhs.Pos)
 		}
-		g.stat.Add(v)
+		g.Statistic.Add(v)
 		return v
 	case *syntax.Index:
 		k, _ := in.evalKeys(lhs.Keys)
 		v := in.evalLong(e.RHS)
-		el := in.put(lhs, k)
-		in.release(k)
-		if el.stat == nil {
-			throw("not a statistic", lhs.Pos)
+		if err := in.arrayOf(lhs.Array).Add(k, v); err != nil {
+			in.storeError(lhs, err)
 		}
-		el.stat.Add(v)
+		in.release(k)
 		return v
 	}
 	throw("invalid statistics target", e.Pos)
@@ -396,12 +424,12 @@ func (in *Interp) incDec(e *syntax.IncDec) int64 {
 		in.store(x, Value{Int: old + delta})
 	case *syntax.Index:
 		k, _ := in.evalKeys(x.Keys)
-		el := in.arrayOf(x.Array).Get(k)
-		old = el.value().Int
-		if el == nil {
-			el = in.put(x, k)
+		arr := in.arrayOf(x.Array)
+		v, _ := arr.Get(k)
+		old = v.Int
+		if err := arr.Set(k, Value{Int: old + delta}); err != nil {
+			in.storeError(x, err)
 		}
-		el.val = Value{Int: old + delta}
 		in.release(k)
 	default:
 		throw("invalid increment target", e.Pos)
@@ -417,17 +445,15 @@ func (in *Interp) incDec(e *syntax.IncDec) int64 {
 func (in *Interp) aggregate(x syntax.Expr) *format.Stat {
 	switch x := x.(type) {
 	case *syntax.Ident:
-		if g := in.global(x.Var); g != nil && g.stat != nil {
-			return format.Total(g.stat)
+		if g := in.global(x.Var); g != nil && g.Statistic != nil {
+			return g.Statistic.Total()
 		}
 		throw("not a statistic", x.Pos)
 	case *syntax.Index:
 		k, _ := in.evalKeys(x.Keys)
-		el := in.arrayOf(x.Array).Get(k)
+		s := in.arrayOf(x.Array).Stat(k)
 		in.release(k)
-		if el != nil {
-			return el.stat
-		}
+		return s
 	}
 	return nil
 }

@@ -292,12 +292,12 @@ func (in *Interp) execDelete(target syntax.Expr) {
 		switch {
 		case g == nil:
 			in.store(t, Value{})
-		case g.arr != nil:
-			g.arr.Clear()
-		case g.stat != nil:
-			g.stat = in.stats[t.Var].newStat()
+		case g.Array != nil:
+			g.Array.Clear()
+		case g.Statistic != nil:
+			g.Statistic.Reset()
 		default:
-			g.val = Value{}
+			g.Scalar.Store(Value{})
 		}
 	case *syntax.Index:
 		arr := in.arrayOf(t.Array)
@@ -308,8 +308,8 @@ func (in *Interp) execDelete(target syntax.Expr) {
 			return
 		}
 		for _, e := range arr.Elements() {
-			if sliceMatch(e.key, keys, t.Keys) {
-				arr.Delete(e.key)
+			if sliceMatch(e.Key, keys, t.Keys) {
+				arr.Delete(e.Key)
 			}
 		}
 	}

@@ -1,6 +1,7 @@
 package interp
 
 import (
+	"slices"
 	"sort"
 	"strings"
 
@@ -21,10 +22,7 @@ func (in *Interp) execForeach(s *syntax.ForeachStmt) ctl {
 	if s.Limit != nil {
 		limit = in.evalLong(s.Limit)
 	}
-	if s.SortDir != 0 {
-		in.sortArray(arr, s, limit)
-	}
-	elems := arr.Elements()
+	elems := in.iteration(arr, s, limit)
 	var slice Key
 	if s.Slice != nil {
 		slice, _ = in.evalKeys(s.Slice)
@@ -38,13 +36,13 @@ func (in *Interp) execForeach(s *syntax.ForeachStmt) ctl {
 		}
 		el := elems[i]
 		for j, k := range s.Keys {
-			in.store(k, el.key[j])
+			in.store(k, el.Key[j])
 		}
-		if s.Slice != nil && !sliceMatch(el.key, slice, s.Slice) {
+		if s.Slice != nil && !sliceMatch(el.Key, slice, s.Slice) {
 			continue
 		}
 		if s.Value != nil {
-			in.store(s.Value, el.val)
+			in.store(s.Value, el.Value)
 		}
 		switch c := in.exec(s.Body); c {
 		case ctlBreak:
@@ -91,14 +89,21 @@ func (in *Interp) foreachHist(s *syntax.ForeachStmt, h *syntax.Hist) ctl {
 	return ctlNone
 }
 
-// sortArray reorders an array for a sorted foreach, as the runtime's
+// iteration returns the elements of arr in the order a foreach walks them.
+// An OrderedArray is walked in its order, or sorted as the runtime's
 // _stp_map_sort (a stable merge sort) or, for a limit of 1 to 30,
 // _stp_map_sortn (a bubble sort of the first elements, then an insertion of
-// each further element into them) do. The order persists.
-func (in *Interp) sortArray(arr Array, s *syntax.ForeachStmt, limit int64) {
+// each further element into them) do; the sorted order persists. Any other
+// array iterates in hash order, so its elements are first put in key order:
+// unsorted foreach walks that, and sorting breaks ties by it.
+func (in *Interp) iteration(arr Array, s *syntax.ForeachStmt, limit int64) []*Element {
 	elems := arr.Elements()
-	if len(elems) == 0 {
-		return
+	ordered, isOrdered := arr.(OrderedArray)
+	if !isOrdered {
+		slices.SortFunc(elems, func(a, b *Element) int { return compareKeys(a.Key, b.Key) })
+	}
+	if s.SortDir == 0 || len(elems) == 0 {
+		return elems
 	}
 	after := in.sortOrder(s)
 	if s.Limit == nil || limit == 0 || limit > 30 {
@@ -106,11 +111,28 @@ func (in *Interp) sortArray(arr Array, s *syntax.ForeachStmt, limit int64) {
 	} else {
 		partialSort(elems, int(limit), after)
 	}
-	arr.Reorder(elems)
+	if isOrdered {
+		ordered.Reorder(elems)
+	}
+	return elems
+}
+
+// compareKeys orders tuples column by column, longs numerically and strings
+// bytewise (the field a column does not use is zero in every key).
+func compareKeys(a, b Key) int {
+	for i := range a {
+		if c := cmpInt(a[i].Int, b[i].Int); c != 0 {
+			return c
+		}
+		if c := strings.Compare(a[i].Str, b[i].Str); c != 0 {
+			return c
+		}
+	}
+	return 0
 }
 
 // partialSort is _stp_map_sortn on a slice.
-func partialSort(elems []*element, n int, after func(a, b *element) bool) {
+func partialSort(elems []*Element, n int, after func(a, b *Element) bool) {
 	for swaps := true; swaps; {
 		swaps = false
 		for i, num := 0, n; i+1 < len(elems); i++ {
@@ -139,14 +161,14 @@ func partialSort(elems []*element, n int, after func(a, b *element) bool) {
 
 // sortOrder returns the runtime's comparison for a foreach: whether a belongs
 // after b.
-func (in *Interp) sortOrder(s *syntax.ForeachStmt) func(a, b *element) bool {
+func (in *Interp) sortOrder(s *syntax.ForeachStmt) func(a, b *Element) bool {
 	col := s.SortCol
 	desc := s.SortDir < 0
 	typ := s.Array.(*syntax.Ident).Var.Type
 	if col > 0 {
 		typ = s.Array.(*syntax.Ident).Var.Keys[col-1]
 	}
-	return func(a, b *element) bool {
+	return func(a, b *Element) bool {
 		x, y := sortValue(a, col, typ, s.SortAgg), sortValue(b, col, typ, s.SortAgg)
 		var c int
 		if typ == syntax.TypeString {
@@ -173,22 +195,22 @@ func cmpInt(a, b int64) int {
 
 // sortValue is what an element is sorted on: a key, its value, or for
 // statistics the aggregate the sort names (@count by default).
-func sortValue(e *element, col int, typ syntax.Type, agg string) Value {
+func sortValue(e *Element, col int, typ syntax.Type, agg string) Value {
 	if col > 0 {
-		return e.key[col-1]
+		return e.Key[col-1]
 	}
 	if typ != syntax.TypeStats {
-		return e.val
+		return e.Value
 	}
 	switch agg {
 	case format.OpSum, format.OpMin, format.OpMax:
-		v, _ := e.stat.Get(agg)
+		v, _ := e.Stat.Get(agg)
 		return Value{Int: v}
 	case format.OpAvg:
-		if e.stat.Count == 0 {
+		if e.Stat.Count == 0 {
 			return Value{}
 		}
-		return Value{Int: e.stat.Sum / e.stat.Count}
+		return Value{Int: e.Stat.Sum / e.Stat.Count}
 	}
-	return Value{Int: e.stat.Count}
+	return Value{Int: e.Stat.Count}
 }

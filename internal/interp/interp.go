@@ -120,6 +120,11 @@ type Config struct {
 	Now func() time.Time
 	// Seed seeds randint (0: random).
 	Seed uint64
+	// Storage, if set, supplies the storage of the globals the driver keeps
+	// outside the interpreter (BPF maps shared with kernel probes; see
+	// Storage for the contract). It returns the zero Storage for a global
+	// kept in memory. Initialisers and -G values are stored through it.
+	Storage func(v *syntax.Var) Storage
 }
 
 // session states, as in stap's runtime.
@@ -144,7 +149,7 @@ type Interp struct {
 	done     chan struct{}
 	doneOnce sync.Once
 
-	globals []global
+	globals []Storage
 	stats   map[*syntax.Var]statShape
 	formats map[*syntax.PrintCall]*format.Format
 	regexps map[*syntax.Binary]*regexpProg

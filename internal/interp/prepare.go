@@ -8,14 +8,6 @@ import (
 	"github.com/bpftap/bpftap/internal/syntax"
 )
 
-// global is the storage of one global variable.
-type global struct {
-	v    *syntax.Var
-	val  Value        // scalar long or string
-	stat *format.Stat // scalar statistic
-	arr  Array        // arrays
-}
-
 // statShape is what every aggregate of a statistics variable records: its
 // histogram layout and @variance's bit shift.
 type statShape struct {
@@ -159,45 +151,64 @@ func literalLong(e syntax.Expr) (int64, bool) {
 	return 0, false
 }
 
-// initGlobals creates the storage of every global and applies initialisers
-// and -G overrides.
+// initGlobals creates the storage of every global (the driver's, or memory)
+// and applies initialisers and -G overrides.
 func (in *Interp) initGlobals() error {
-	in.globals = make([]global, len(in.prog.Globals))
+	in.globals = make([]Storage, len(in.prog.Globals))
 	for i, v := range in.prog.Globals {
-		g := &in.globals[i]
-		g.v = v
-		if v.IsArray {
-			g.arr = in.newArray(v)
-			continue
+		st, err := in.storage(v)
+		if err != nil {
+			return err
 		}
-		if v.Type == syntax.TypeStats {
-			g.stat = in.stats[v].newStat()
+		in.globals[i] = st
+		if st.Scalar == nil {
 			continue
 		}
 		if v.Init != nil {
-			g.val = in.literal(v.Init)
+			st.Scalar.Store(in.literal(v.Init))
 		}
 		if text, ok := in.prog.Overrides[v]; ok {
 			val, err := overrideValue(v, text)
 			if err != nil {
 				return err
 			}
-			g.val = Value{Int: val.Int, Str: in.clip(val.Str)}
+			st.Scalar.Store(Value{Int: val.Int, Str: in.clip(val.Str)})
 		}
 	}
 	return nil
 }
 
-func (in *Interp) newArray(v *syntax.Var) Array {
-	capacity := in.limits.MaxMapEntries
-	if v.Decl != nil && v.Decl.Size > 0 {
-		capacity = v.Decl.Size
+// storage returns the storage of global v: the driver's if it supplies one,
+// which must match the variable's kind, or memory.
+func (in *Interp) storage(v *syntax.Var) (Storage, error) {
+	var st Storage
+	if in.cfg.Storage != nil {
+		st = in.cfg.Storage(v)
 	}
+	if st == (Storage{}) {
+		return in.memStorage(v), nil
+	}
+	isStat := v.Type == syntax.TypeStats
+	if (st.Array != nil) != v.IsArray || (st.Statistic != nil) != (isStat && !v.IsArray) ||
+		(st.Scalar != nil) != (!isStat && !v.IsArray) {
+		return Storage{}, fmt.Errorf("storage of global %s does not match its kind", v.Name)
+	}
+	return st, nil
+}
+
+// memStorage is the in-memory storage of global v.
+func (in *Interp) memStorage(v *syntax.Var) Storage {
 	var newStat func() *format.Stat
 	if v.Type == syntax.TypeStats {
 		newStat = in.stats[v].newStat
 	}
-	return newMemArray(int(capacity), v.Wrap, newStat)
+	switch {
+	case v.IsArray:
+		return Storage{Array: newMemArray(int(in.limits.Capacity(v)), v.Wrap, newStat)}
+	case newStat != nil:
+		return Storage{Statistic: memStatistic{newStat()}}
+	}
+	return Storage{Scalar: &memScalar{}}
 }
 
 func (in *Interp) literal(e syntax.Expr) Value {

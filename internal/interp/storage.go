@@ -1,0 +1,135 @@
+package interp
+
+import (
+	"container/list"
+	"errors"
+
+	"github.com/bpftap/bpftap/internal/format"
+	"github.com/bpftap/bpftap/internal/syntax"
+)
+
+// Global storage.
+//
+// Every access of the interpreter to a global goes through one of three
+// interfaces: Scalar (a long or a string), Statistic (a scalar statistic) and
+// Array (an array of longs, strings or statistics). By default globals live in
+// memory (insertion-ordered arrays, wrapping, overflow, as stap's runtime).
+// A driver that shares a global with kernel probes supplies its own storage
+// through Config.Storage, typically over a BPF map. Such an implementation
+// must honour this contract:
+//
+//   - Calls come from one goroutine at a time (the interpreter serialises its
+//     handlers), but kernel probes update the same map concurrently: a
+//     read-modify-write of the script (x += 1, a[k]++) is a Load then a Store
+//     and is not atomic against them. stap's locks made it atomic; scripts
+//     that update one global from both sides may lose kernel updates made in
+//     between.
+//   - Values: a long global or element holds Value.Int, a string one
+//     Value.Str (at most MAXSTRINGLEN-1 bytes, no NUL byte; a map slot is
+//     NUL-padded and read back up to its first NUL). The other field is zero.
+//   - Keys: a Key has one Value per index column of the variable (1 to 9, as
+//     syntax.Var.Keys gives their types), each a long or a string as above.
+//     The interpreter passes tuples it will reuse: an implementation copies a
+//     Key it keeps. Keys it returns in Elements are the caller's.
+//   - Capacity: an array holds Limits.Capacity(v) elements. Set and Add on a
+//     new key of a full array return ErrOverflow (the interpreter reports
+//     stap's "Array overflow, check ..." near the indexed array). Other
+//     errors become run-time errors with their text. Wrapping arrays
+//     (`global a[N]%`) evict their oldest element, which a hash map cannot
+//     tell: keep those in memory.
+//   - Absence: Get reports whether the element exists; `in` is exactly that
+//     test. A missing element reads as 0 or "" and is not created by a read.
+//     Delete of a missing key does nothing; Clear empties the array.
+//   - Statistics: a map-backed statistic keeps one format.Stat partial per
+//     CPU (count, sum, min, max, Welford terms, histogram buckets; the layout
+//     given by the program's @hist_* and @variance uses). Reading combines
+//     them as the runtime does: Statistic.Total with format.Total(parts...)
+//     for a global, Array.Stat and the Elements of an array of statistics by
+//     folding the partials in CPU order with format.Stat.Merge. A statistic
+//     with no partial reads as empty (Count 0). The interpreter never
+//     modifies a Stat it gets.
+//   - Per-CPU longs (a global the kernel only updates and user space only
+//     reads): Load, Get and Elements return the sum over CPUs; a Store or Set
+//     writes the value to one CPU's slot and zeroes the others.
+//   - Order: Elements returns the elements in a new slice, which the caller
+//     may reorder and keep walking while it changes the array. The elements
+//     may be copies or live (the in-memory ones are live). An array that keeps stap's insertion order (and the
+//     order a sorted foreach leaves, which stap keeps until the next sort)
+//     implements OrderedArray. Any other array is taken to iterate in hash
+//     order, which changes from run to run: the interpreter then walks it in
+//     ascending key order (all columns, longs numerically, strings bytewise)
+//     in a foreach without sort, and breaks the ties of a sorted foreach the
+//     same way, so output is reproducible. (stap's module runtime walks its
+//     maps in insertion order; its BPF runtime in the kernel's hash order.)
+
+// Scalar stores a global long or string.
+type Scalar interface {
+	Load() Value
+	Store(Value)
+}
+
+// Statistic stores a global statistic (`s <<< v`).
+type Statistic interface {
+	Add(v int64)
+	// Total returns the combined aggregate, which the caller only reads.
+	Total() *format.Stat
+	// Reset empties the statistic (`delete s`).
+	Reset()
+}
+
+// Array stores a global array of longs, strings or statistics.
+type Array interface {
+	// Get returns the value of element k and whether it exists.
+	Get(k Key) (Value, bool)
+	// Set stores the value of element k, creating it.
+	Set(k Key, v Value) error
+	// Add records v in the statistic of element k (`a[k] <<< v`), creating it.
+	Add(k Key, v int64) error
+	// Stat returns the aggregate of element k, or nil if it does not exist.
+	Stat(k Key) *format.Stat
+	Delete(k Key)
+	Clear()
+	Len() int
+	// Elements returns the elements, in a slice the caller owns.
+	Elements() []*Element
+}
+
+// OrderedArray is an array that keeps an iteration order: insertion order,
+// until Reorder sets another.
+type OrderedArray interface {
+	Array
+	// Reorder makes elems, a permutation of the array's Elements, its order.
+	Reorder(elems []*Element)
+}
+
+// Element is one element of an array: its key and its value, or its
+// aggregate in an array of statistics.
+type Element struct {
+	Key   Key
+	Value Value
+	Stat  *format.Stat
+	// in-memory arrays: the element's place in their order, and the
+	// encoding of its key, their index
+	node *list.Element
+	enc  string
+}
+
+// ErrOverflow is the error of Set and Add on a full array.
+var ErrOverflow = errors.New("array overflow")
+
+// Storage is the storage of one global: the field matching its kind (array,
+// statistic, or scalar) is set.
+type Storage struct {
+	Scalar    Scalar
+	Statistic Statistic
+	Array     Array
+}
+
+// Capacity is the number of elements array v holds: its declared size, or
+// MAXMAPENTRIES.
+func (l Limits) Capacity(v *syntax.Var) int64 {
+	if v.Decl != nil && v.Decl.Size > 0 {
+		return v.Decl.Size
+	}
+	return l.MaxMapEntries
+}
