@@ -3,7 +3,6 @@ package interp
 import (
 	"errors"
 	"fmt"
-	"strconv"
 
 	"github.com/bpftap/bpftap/internal/format"
 	"github.com/bpftap/bpftap/internal/syntax"
@@ -218,17 +217,10 @@ func (in *Interp) loadIndex(e *syntax.Index) Value {
 func (in *Interp) storeError(e *syntax.Index, err error) {
 	switch {
 	case errors.Is(err, ErrOverflow):
-		throw(in.overflowMsg(e.Array.(*syntax.Ident).Var), e.Pos)
+		throw(OverflowMessage(e.Array.(*syntax.Ident).Var), e.Pos)
 	default:
 		throw(err.Error(), e.Pos)
 	}
-}
-
-func (in *Interp) overflowMsg(v *syntax.Var) string {
-	if v.Decl != nil && v.Decl.Size > 0 {
-		return "Array overflow, check size limit (" + strconv.FormatInt(v.Decl.Size, 10) + ")"
-	}
-	return "Array overflow, check MAXMAPENTRIES"
 }
 
 func (in *Interp) contains(e *syntax.In) bool {

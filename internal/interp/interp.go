@@ -124,7 +124,10 @@ type Config struct {
 	// outside the interpreter (BPF maps shared with kernel probes; see
 	// Storage for the contract). It returns the zero Storage for a global
 	// kept in memory. Initialisers and -G values are stored through it.
-	Storage func(v *syntax.Var) Storage
+	Storage func(g Global) Storage
+	// Skipped, if set, returns the number of kernel probe runs skipped
+	// (stap's skipped probes), for the closing warning.
+	Skipped func() int64
 }
 
 // session states, as in stap's runtime.
@@ -269,14 +272,19 @@ func (in *Interp) End() int {
 	}
 	in.mu.Unlock()
 	in.doneOnce.Do(func() { close(in.done) })
+	in.Flush()
 	for _, p := range in.probes("end") {
 		in.fire(p, stateStopping)
 	}
 	for _, p := range in.probes("error") {
 		in.fire(p, stateError)
 	}
-	if in.errors > 0 {
-		in.warn(fmt.Sprintf("Number of errors: %d, skipped probes: %d", in.errors, 0))
+	var skipped int64
+	if in.cfg.Skipped != nil {
+		skipped = in.cfg.Skipped()
+	}
+	if in.errors > 0 || skipped > 0 {
+		in.warn(fmt.Sprintf("Number of errors: %d, skipped probes: %d", in.errors, skipped))
 	}
 	if in.errorSeen {
 		return 1

@@ -17,8 +17,9 @@ type statShape struct {
 
 func (s statShape) newStat() *format.Stat { return format.NewStat(s.hist, s.shift) }
 
-// prepare compiles what the program's nodes need at run time: printf formats,
-// regular expressions and the shape of every statistic.
+// prepare compiles what the program's nodes need at run time: printf formats
+// (kernel probes' too, for their print records), regular expressions and the
+// shape of every statistic.
 func (in *Interp) prepare() error {
 	in.stats = map[*syntax.Var]statShape{}
 	var err error
@@ -41,9 +42,6 @@ func (in *Interp) prepare() error {
 		return true
 	}
 	for _, p := range in.prog.Probes {
-		if p.Kernel {
-			continue
-		}
 		syntax.Walk(p.Body, visit)
 		if p.Cond != nil {
 			syntax.Walk(p.Cond, visit)
@@ -181,12 +179,13 @@ func (in *Interp) initGlobals() error {
 // storage returns the storage of global v: the driver's if it supplies one,
 // which must match the variable's kind, or memory.
 func (in *Interp) storage(v *syntax.Var) (Storage, error) {
+	g := in.describe(v)
 	var st Storage
 	if in.cfg.Storage != nil {
-		st = in.cfg.Storage(v)
+		st = in.cfg.Storage(g)
 	}
 	if st == (Storage{}) {
-		return in.memStorage(v), nil
+		return memStorage(g), nil
 	}
 	isStat := v.Type == syntax.TypeStats
 	if (st.Array != nil) != v.IsArray || (st.Statistic != nil) != (isStat && !v.IsArray) ||
@@ -196,17 +195,13 @@ func (in *Interp) storage(v *syntax.Var) (Storage, error) {
 	return st, nil
 }
 
-// memStorage is the in-memory storage of global v.
-func (in *Interp) memStorage(v *syntax.Var) Storage {
-	var newStat func() *format.Stat
-	if v.Type == syntax.TypeStats {
-		newStat = in.stats[v].newStat
-	}
+// memStorage is the in-memory storage of global g.
+func memStorage(g Global) Storage {
 	switch {
-	case v.IsArray:
-		return Storage{Array: newMemArray(int(in.limits.Capacity(v)), v.Wrap, newStat)}
-	case newStat != nil:
-		return Storage{Statistic: memStatistic{newStat()}}
+	case g.Var.IsArray:
+		return Storage{Array: newMemArray(int(g.Capacity), g.Var.Wrap, g.NewStat)}
+	case g.NewStat != nil:
+		return Storage{Statistic: memStatistic{g.NewStat()}}
 	}
 	return Storage{Scalar: &memScalar{}}
 }

@@ -31,7 +31,7 @@ import (
 //     syntax.Var.Keys gives their types), each a long or a string as above.
 //     The interpreter passes tuples it will reuse: an implementation copies a
 //     Key it keeps. Keys it returns in Elements are the caller's.
-//   - Capacity: an array holds Limits.Capacity(v) elements. Set and Add on a
+//   - Capacity: an array holds Global.Capacity elements. Set and Add on a
 //     new key of a full array return ErrOverflow (the interpreter reports
 //     stap's "Array overflow, check ..." near the indexed array). Other
 //     errors become run-time errors with their text. Wrapping arrays
@@ -41,8 +41,8 @@ import (
 //     test. A missing element reads as 0 or "" and is not created by a read.
 //     Delete of a missing key does nothing; Clear empties the array.
 //   - Statistics: a map-backed statistic keeps one format.Stat partial per
-//     CPU (count, sum, min, max, Welford terms, histogram buckets; the layout
-//     given by the program's @hist_* and @variance uses). Reading combines
+//     CPU (count, sum, min, max, Welford terms, histogram buckets), each
+//     shaped as Global.NewStat makes them. Reading combines
 //     them as the runtime does: Statistic.Total with format.Total(parts...)
 //     for a global, Array.Stat and the Elements of an array of statistics by
 //     folding the partials in CPU order with format.Stat.Merge. A statistic
@@ -125,11 +125,26 @@ type Storage struct {
 	Array     Array
 }
 
-// Capacity is the number of elements array v holds: its declared size, or
-// MAXMAPENTRIES.
-func (l Limits) Capacity(v *syntax.Var) int64 {
+// Global describes a global to the driver's Config.Storage.
+type Global struct {
+	Var *syntax.Var
+	// Capacity is the number of elements an array holds: its declared size,
+	// or MAXMAPENTRIES.
+	Capacity int64
+	// NewStat returns an empty aggregate with the statistic's histogram
+	// layout and @variance bit shift, the shape of every partial (nil unless
+	// the global holds statistics).
+	NewStat func() *format.Stat
+}
+
+// describe returns the description of global v.
+func (in *Interp) describe(v *syntax.Var) Global {
+	g := Global{Var: v, Capacity: in.limits.MaxMapEntries}
 	if v.Decl != nil && v.Decl.Size > 0 {
-		return v.Decl.Size
+		g.Capacity = v.Decl.Size
 	}
-	return l.MaxMapEntries
+	if v.Type == syntax.TypeStats {
+		g.NewStat = in.stats[v].newStat
+	}
+	return g
 }
