@@ -34,16 +34,27 @@
 // nesting limit (MAXNESTING) are accounted the way the translator's generated
 // code accounts them, so scripts stop at the same statement as under stap.
 //
-// # Arrays
+// # Globals and arrays
 //
-// Arrays keep their elements in a list, as the runtime does: unsorted foreach
-// walks it in insertion order, a sorted foreach sorts the list in place (a
-// stable merge sort on one column, or the runtime's partial sort when a limit
-// of at most 30 is given), and a full wrapping array evicts the element at the
-// head of the list. Statistics arrays are aggregated from per-CPU maps in hash
-// order by stap; here they are iterated in insertion order too. A foreach
-// walks a snapshot of the elements (stap refuses modifications of the array
-// being iterated at translation time).
+// Globals are reached through the Scalar, Statistic and Array interfaces
+// (storage.go): in memory by default, or in storage the driver supplies, such
+// as BPF maps that kernel probes update. In-memory arrays keep their elements
+// in a list, as the runtime does: unsorted foreach walks it in insertion
+// order, a sorted foreach sorts the list in place (a stable merge sort on one
+// column, or the runtime's partial sort when a limit of at most 30 is given),
+// and a full wrapping array evicts the element at the head of the list.
+// Statistics arrays are aggregated from per-CPU maps in hash order by stap;
+// here they are iterated in insertion order too. Arrays in hash-ordered
+// storage are walked in key order. A foreach walks a snapshot of the elements
+// (stap refuses modifications of the array being iterated at translation
+// time).
+//
+// # Kernel probes
+//
+// The print records and run-time errors of kernel probes reach the session
+// through KernelPrint and KernelError (kernel.go): formatted, written in order
+// with the handlers' output, and counted towards MAXERRORS like the
+// interpreter's own.
 //
 // # Differences from stap
 //

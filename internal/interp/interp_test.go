@@ -26,6 +26,8 @@ import (
 //	--- stderr
 //	LINES
 //	--- status N                 (expected exit status, 0 if absent)
+//	--- storage hash             (globals in a fake of BPF maps: hash order,
+//	                              per-CPU longs and statistics)
 //
 // Scripts run against a clock fixed at 2009-02-13 23:31:30 UTC (1234567890).
 type testCase struct {
@@ -35,6 +37,7 @@ type testCase struct {
 	overrides      []string
 	stdout, stderr string
 	status         int
+	hashStorage    bool
 }
 
 var fixedNow = time.Unix(1234567890, 123456789).UTC()
@@ -45,15 +48,22 @@ func TestScripts(t *testing.T) {
 	for _, file := range files {
 		for _, c := range readCases(t, file) {
 			t.Run(strings.TrimSuffix(filepath.Base(file), ".txt")+"/"+c.name, func(t *testing.T) {
-				stdout, stderr, status := runScript(t, c, lib)
-				if stdout != c.stdout {
-					t.Errorf("%s: stdout:\n%s\nwant:\n%s", c.file, stdout, c.stdout)
+				// hash storage iterates in a random order: try several
+				seeds := []uint64{0}
+				if c.hashStorage {
+					seeds = []uint64{1, 2, 3, 4, 5}
 				}
-				if stderr != c.stderr {
-					t.Errorf("%s: stderr:\n%s\nwant:\n%s", c.file, stderr, c.stderr)
-				}
-				if status != c.status {
-					t.Errorf("%s: status %d, want %d", c.file, status, c.status)
+				for _, seed := range seeds {
+					stdout, stderr, status := runScript(t, c, lib, seed)
+					if stdout != c.stdout {
+						t.Errorf("%s (seed %d): stdout:\n%s\nwant:\n%s", c.file, seed, stdout, c.stdout)
+					}
+					if stderr != c.stderr {
+						t.Errorf("%s (seed %d): stderr:\n%s\nwant:\n%s", c.file, seed, stderr, c.stderr)
+					}
+					if status != c.status {
+						t.Errorf("%s (seed %d): status %d, want %d", c.file, seed, status, c.status)
+					}
 				}
 			})
 		}
@@ -73,7 +83,7 @@ func libraryFiles(t testing.TB) []*syntax.File {
 	return files
 }
 
-func runScript(t *testing.T, c testCase, lib []*syntax.File) (string, string, int) {
+func runScript(t *testing.T, c testCase, lib []*syntax.File, seed uint64) (string, string, int) {
 	f, err := syntax.Parse(syntax.NewSource("<input>", c.script), syntax.DefaultConfig())
 	if err != nil {
 		t.Fatalf("%s: parse: %v", c.file, err)
@@ -90,8 +100,12 @@ func runScript(t *testing.T, c testCase, lib []*syntax.File) (string, string, in
 		}
 	}
 	var stdout, stderr bytes.Buffer
-	in, err := New(prog, Config{Stdout: &stdout, Stderr: &stderr, Limits: limits,
-		Now: func() time.Time { return fixedNow }, Seed: 1})
+	cfg := Config{Stdout: &stdout, Stderr: &stderr, Limits: limits,
+		Now: func() time.Time { return fixedNow }, Seed: 1}
+	if c.hashStorage {
+		cfg.Storage = hashStorage(seed)
+	}
+	in, err := New(prog, cfg)
 	if err != nil {
 		t.Fatalf("%s: %v", c.file, err)
 	}
@@ -144,6 +158,8 @@ func readCases(t *testing.T, file string) []testCase {
 				c.defines = append(c.defines, fields[1])
 			case "global":
 				c.overrides = append(c.overrides, fields[1])
+			case "storage":
+				c.hashStorage = fields[1] == "hash"
 			default:
 				t.Fatalf("%s:%d: unknown section %q", file, n+1, line)
 			}
