@@ -58,8 +58,7 @@ func (s memStatistic) Reset()              { s.s.Reset() }
 // memArray is an in-memory array: a hash index over a list in insertion order,
 // as stap's runtime keeps its maps. Keys are looked up by their encoding,
 // built in a buffer the array reuses so that a lookup allocates nothing; the
-// element found last is remembered, so that the Set of a read-modify-write
-// finds it again without hashing.
+// element found last is remembered (see has).
 type memArray struct {
 	index    map[string]*Element
 	order    *list.List
@@ -74,15 +73,8 @@ func newMemArray(capacity int, wrap bool, newStat func() *format.Stat) *memArray
 	return &memArray{index: map[string]*Element{}, order: list.New(), capacity: capacity, wrap: wrap, newStat: newStat}
 }
 
-// lookup finds the element with key k.
-func (a *memArray) lookup(k Key) *Element {
-	if a.last != nil && a.last.Key.equal(k) {
-		return a.last
-	}
-	return a.find(k)
-}
-
-// find looks k up in the index, leaving its encoding in a.scratch.
+// find looks k up in the index, leaving its encoding in a.scratch and the
+// element found in a.last.
 func (a *memArray) find(k Key) *Element {
 	a.scratch = k.appendEncoding(a.scratch[:0])
 	a.last = a.index[string(a.scratch)]
@@ -90,45 +82,52 @@ func (a *memArray) find(k Key) *Element {
 }
 
 func (a *memArray) Get(k Key) (Value, bool) {
-	if e := a.lookup(k); e != nil {
+	if e := a.find(k); e != nil {
 		return e.Value, true
 	}
 	return Value{}, false
 }
 
 func (a *memArray) Stat(k Key) *format.Stat {
-	if e := a.lookup(k); e != nil {
+	if e := a.find(k); e != nil {
 		return e.Stat
 	}
 	return nil
 }
 
 func (a *memArray) Set(k Key, v Value) error {
-	if e := a.last; e != nil && e.Key.equal(k) {
+	e, err := a.last, error(nil)
+	if !e.has(k) {
+		e, err = a.put(k)
+	}
+	if err == nil {
 		e.Value = v
-		return nil
 	}
-	e := a.find(k)
-	if e == nil {
-		var err error
-		if e, err = a.insert(k); err != nil {
-			return err
-		}
-	}
-	e.Value = v
-	return nil
+	return err
 }
 
 func (a *memArray) Add(k Key, v int64) error {
-	e := a.lookup(k)
-	if e == nil {
-		var err error
-		if e, err = a.insert(k); err != nil {
-			return err
-		}
+	e, err := a.last, error(nil)
+	if !e.has(k) {
+		e, err = a.put(k)
 	}
-	e.Stat.Add(v)
-	return nil
+	if err == nil {
+		e.Stat.Add(v)
+	}
+	return err
+}
+
+// has reports whether e is an element with key k. Set and Add try the
+// element found last first, which spares the store of a read-modify-write
+// (a[k] += v) a second hash lookup.
+func (e *Element) has(k Key) bool { return e != nil && e.Key.equal(k) }
+
+// put returns the element with key k, creating it when absent.
+func (a *memArray) put(k Key) (*Element, error) {
+	if e := a.find(k); e != nil {
+		return e, nil
+	}
+	return a.insert(k)
 }
 
 // insert adds an element with key k after a lookup of k failed (leaving
@@ -158,7 +157,7 @@ func (a *memArray) remove(e *Element) {
 }
 
 func (a *memArray) Delete(k Key) {
-	if e := a.lookup(k); e != nil {
+	if e := a.find(k); e != nil {
 		a.remove(e)
 	}
 }
