@@ -18,19 +18,22 @@ import (
 // through Config.Storage, typically over a BPF map. Such an implementation
 // must honour this contract:
 //
-//   - Calls come from one goroutine at a time (the interpreter serialises its
-//     handlers), but kernel probes update the same map concurrently: a
-//     read-modify-write of the script (x += 1, a[k]++) is a Load then a Store
-//     and is not atomic against them. stap's locks made it atomic; scripts
-//     that update one global from both sides may lose kernel updates made in
-//     between.
+//   - Life: Config.Storage is called once per global by New, which then
+//     stores initialisers and -G values through Scalar.Store: the maps exist
+//     before New, and kernel probes may run from then on.
+//   - Concurrency: calls come from one goroutine at a time (the interpreter
+//     serialises its handlers), but kernel probes update the same maps
+//     meanwhile: a read-modify-write of the script (x += 1, a[k]++) is a Load
+//     then a Store, not atomic against them. stap's locks made it atomic; a
+//     global updated from both sides may lose kernel updates made in between.
 //   - Values: a long global or element holds Value.Int, a string one
 //     Value.Str (at most MAXSTRINGLEN-1 bytes, no NUL byte; a map slot is
 //     NUL-padded and read back up to its first NUL). The other field is zero.
 //   - Keys: a Key has one Value per index column of the variable (1 to 9, as
 //     syntax.Var.Keys gives their types), each a long or a string as above.
-//     The interpreter passes tuples it will reuse: an implementation copies a
-//     Key it keeps. Keys it returns in Elements are the caller's.
+//     The interpreter reuses the tuples it passes: an implementation copies a
+//     Key it keeps. The interpreter never modifies a Key, Element or
+//     format.Stat it is given.
 //   - Capacity: an array holds Global.Capacity elements. Set and Add on a
 //     new key of a full array return ErrOverflow (the interpreter reports
 //     stap's "Array overflow, check ..." near the indexed array). Other
@@ -39,28 +42,30 @@ import (
 //     tell: keep those in memory.
 //   - Absence: Get reports whether the element exists; `in` is exactly that
 //     test. A missing element reads as 0 or "" and is not created by a read.
-//     Delete of a missing key does nothing; Clear empties the array.
+//     Delete of a missing key does nothing; Clear empties the array; Len
+//     counts the keys present.
 //   - Statistics: a map-backed statistic keeps one format.Stat partial per
 //     CPU (count, sum, min, max, Welford terms, histogram buckets), each
-//     shaped as Global.NewStat makes them. Reading combines
-//     them as the runtime does: Statistic.Total with format.Total(parts...)
-//     for a global, Array.Stat and the Elements of an array of statistics by
-//     folding the partials in CPU order with format.Stat.Merge. A statistic
-//     with no partial reads as empty (Count 0). The interpreter never
-//     modifies a Stat it gets.
+//     shaped as Global.NewStat makes them. Reads combine the partials as the
+//     runtime does: Statistic.Total with format.Total(parts...) for a global;
+//     Array.Stat and the Stat of Elements by folding an element's partials in
+//     CPU order into an empty NewStat() with format.Stat.Merge. A global
+//     statistic with no value reads as empty (Count 0); an array element
+//     exists when some CPU holds its key.
 //   - Per-CPU longs (a global the kernel only updates and user space only
-//     reads): Load, Get and Elements return the sum over CPUs; a Store or Set
-//     writes the value to one CPU's slot and zeroes the others.
+//     reads): Load, Get and Elements return the sum over CPUs; Store and Set
+//     write the value to one CPU's slot and zero the others.
 //   - Order: Elements returns the elements in a new slice, which the caller
-//     may reorder and keep walking while it changes the array. The elements
-//     may be copies or live (the in-memory ones are live). An array that keeps stap's insertion order (and the
-//     order a sorted foreach leaves, which stap keeps until the next sort)
-//     implements OrderedArray. Any other array is taken to iterate in hash
-//     order, which changes from run to run: the interpreter then walks it in
-//     ascending key order (all columns, longs numerically, strings bytewise)
-//     in a foreach without sort, and breaks the ties of a sorted foreach the
-//     same way, so output is reproducible. (stap's module runtime walks its
-//     maps in insertion order; its BPF runtime in the kernel's hash order.)
+//     may reorder and keep walking while it changes the array; the elements
+//     may be copies or live. An array that keeps stap's insertion order (and
+//     the order a sorted foreach leaves, which stap keeps until the next
+//     sort) implements OrderedArray. Any other array is taken to iterate in
+//     hash order, which changes from run to run: the interpreter then walks it
+//     in ascending key order (all columns, longs numerically, strings
+//     bytewise) in a foreach without sort, and breaks the ties of a sorted
+//     foreach the same way, so output is reproducible. (stap's module runtime
+//     walks its maps in insertion order, its BPF runtime in the kernel's hash
+//     order.)
 
 // Scalar stores a global long or string.
 type Scalar interface {
