@@ -2,8 +2,11 @@ package interp
 
 import (
 	"math/rand/v2"
+	"testing"
 
 	"github.com/bpftap/bpftap/internal/format"
+	"github.com/bpftap/bpftap/internal/sema"
+	"github.com/bpftap/bpftap/internal/syntax"
 )
 
 // hashStorage keeps globals the way BPF maps shared with kernel probes do,
@@ -143,4 +146,19 @@ func (a *hashArray) Elements() []*Element {
 	}
 	a.rng.Shuffle(len(list), func(i, j int) { list[i], list[j] = list[j], list[i] })
 	return list
+}
+
+func TestStorageMustMatchKind(t *testing.T) {
+	f, err := syntax.Parse(syntax.NewSource("<input>", "global a; probe begin { a[1] = 1 }"), syntax.DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	prog, err := sema.Elaborate([]*syntax.File{f}, sema.Options{Library: libraryFiles(t), NoWarnings: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = New(prog, Config{Storage: func(Global) Storage { return Storage{Scalar: &perCPUScalar{}} }})
+	if err == nil || err.Error() != "storage of global a does not match its kind" {
+		t.Errorf("got error %v", err)
+	}
 }
