@@ -65,7 +65,7 @@ func main() {
 
 func parseFlags() *config {
 	cfg := &config{}
-	flag.IntVar(&cfg.rounds, "rounds", 7, "rounds; each runs every case once, in random order")
+	flag.IntVar(&cfg.rounds, "rounds", 9, "rounds; each runs every case once, in random order")
 	flag.IntVar(&cfg.n, "n", 2_000_000, "getppid calls per workload run")
 	cpus := flag.String("cpus", "0,1", "comma-separated CPUs to pin the workload to, one run each")
 	flag.DurationVar(&cfg.settle, "settle", 200*time.Millisecond, "pause between attachment and the workload")
