@@ -1,28 +1,38 @@
 package probes
 
-// Kernel and user-space instrumentation families that later issues implement as
-// BPF programs. They are declared now so that points resolve (and typos get
-// "similar" suggestions); the elaborator refuses them while Unsupported is set.
-// To implement one, give it its Check and clear Unsupported.
+import (
+	"fmt"
+	"strings"
 
-func kernelFamilies() []*Family {
-	k := func(name string, paths ...string) *Family {
+	"github.com/bpftap/bpftap/internal/kernel"
+	"github.com/bpftap/bpftap/internal/syntax"
+)
+
+// Kernel and user-space instrumentation families that run as BPF programs.
+// kernel.trace is implemented (tracepoint.go); the others are declared so
+// that points resolve (and typos get "similar" suggestions) and the
+// elaborator refuses them while Unsupported is set. To implement one, give it
+// its Check or Expand and clear Unsupported. syscall_any and
+// syscall_any.return are probe aliases of the tapset (syscall_any.stp) on
+// kernel.trace("raw_syscalls:sys_enter") and sys_exit, as in stap.
+
+func kernelFamilies(k KernelInfo) []*Family {
+	u := func(name string, paths ...string) *Family {
 		return &Family{Name: name, Paths: paths, Kernel: true, Unsupported: true}
 	}
 	return []*Family{
-		k("kernel.trace", "kernel.trace(string)"),
-		k("syscall_any", "syscall_any", "syscall_any.return"),
-		k("kernel.function", "kernel.function(string)", "kernel.function(string).return",
+		traceFamily(k),
+		u("kernel.function", "kernel.function(string)", "kernel.function(string).return",
 			"kernel.function(string).call", "kernel.function(string).call.return",
 			"module(string).function(string)", "module(string).function(string).return"),
-		k("process.function", "process(string).function(string)",
+		u("process.function", "process(string).function(string)",
 			"process(string).function(string).return", "process(string).function(string).call",
 			"process.function(string)", "process.function(string).return"),
-		k("process.mark", "process(string).mark(string)", "process.mark(string)"),
-		k("process.begin", "process(string).begin", "process(number).begin", "process.begin"),
-		k("process.end", "process(string).end", "process(number).end", "process.end"),
-		k("perf", perfPaths()...),
-		k("timer.profile", "timer.profile", "timer.profile.tick"),
+		u("process.mark", "process(string).mark(string)", "process.mark(string)"),
+		u("process.begin", "process(string).begin", "process(number).begin", "process.begin"),
+		u("process.end", "process(string).end", "process(number).end", "process.end"),
+		u("perf", perfPaths()...),
+		u("timer.profile", "timer.profile", "timer.profile.tick"),
 	}
 }
 
@@ -43,4 +53,44 @@ func perfPaths() []string {
 		paths = append(paths, e, e+".sample(number)")
 	}
 	return paths
+}
+
+// KernelInfo is what the kernel families learn about the kernel: its
+// tracepoints and its types. Both are loaded on first use only, so a script
+// without kernel probes pays nothing. Tests substitute a fake.
+type KernelInfo interface {
+	Tracepoints() ([]*kernel.Tracepoint, error)
+	BTF() (*kernel.BTF, error)
+}
+
+// RunningKernel is the KernelInfo of the machine bpftap runs on.
+type RunningKernel struct{}
+
+func (RunningKernel) Tracepoints() ([]*kernel.Tracepoint, error) { return kernel.Tracepoints() }
+func (RunningKernel) BTF() (*kernel.BTF, error)                  { return kernel.Kernel() }
+
+// concretePoint returns a copy of p whose component named name carries the
+// string argument arg.
+func concretePoint(p *Point, name, arg string) *Point {
+	q := *p
+	q.Components = make([]*syntax.Component, len(p.Components))
+	for i, c := range p.Components {
+		cc := *c
+		if c.Name == name {
+			cc.Arg = &syntax.StringLit{Typed: syntax.Typed{Pos: c.Arg.Position()}, Value: arg, Raw: arg}
+		}
+		q.Components[i] = &cc
+	}
+	return &q
+}
+
+// similarNames returns up to five of names closest to name, stap's
+// "similar" list without a distance limit.
+func similarNames(name string, names []string) string {
+	return strings.Join(closest(name, names, 5, -1), ", ")
+}
+
+// kernelError wraps a failure to describe the kernel for the user.
+func kernelError(err error) error {
+	return &Error{Msg: fmt.Sprintf("cannot read the kernel's tracepoints: %v", err)}
 }

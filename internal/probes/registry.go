@@ -47,7 +47,11 @@ type Family struct {
 	Suffix bool
 	// Check validates a matched point (argument ranges); its error is printed
 	// after "while resolving probe point".
-	Check   func(p *Point) error
+	Check func(p *Point) error
+	// Expand turns a matched point into the concrete points it denotes (a
+	// tracepoint pattern into one point per tracepoint); nil keeps the point.
+	// Its error is reported like Check's.
+	Expand  func(p *Point) ([]*Point, error)
 	Payload any
 }
 
@@ -59,6 +63,9 @@ type Point struct {
 	Components []*syntax.Component
 	// Suffix holds the components left after the family's path (aliases only).
 	Suffix []*syntax.Component
+	// Context is set by families whose probes have context variables
+	// (kernel.trace): it resolves $vars, $$parms and @cast for the elaborator.
+	Context *Context
 }
 
 // Arg returns the literal argument of the component named name, or nil.
@@ -144,15 +151,20 @@ func (r *Registry) Add(f *Family) {
 	}
 }
 
-// Builtin returns a registry of bpftap's own probe families.
-func Builtin() *Registry { return NewRegistry(Families()...) }
+// Builtin returns a registry of bpftap's own probe families, the kernel ones
+// describing the running kernel.
+func Builtin() *Registry { return BuiltinFor(RunningKernel{}) }
+
+// BuiltinFor returns a registry of bpftap's own probe families whose kernel
+// families describe k.
+func BuiltinFor(k KernelInfo) *Registry { return NewRegistry(Families(k)...) }
 
 // Families lists bpftap's own probe families (see the per-family files).
-func Families() []*Family {
+func Families(k KernelInfo) []*Family {
 	var all []*Family
 	all = append(all, userFamilies()...)
 	all = append(all, timerFamilies()...)
-	all = append(all, kernelFamilies()...)
+	all = append(all, kernelFamilies(k)...)
 	return all
 }
 
@@ -286,13 +298,19 @@ func nameMatches(user, name string) bool {
 // Similar returns up to five candidates closest to name by edit distance, as
 // stap's "(similar: ...)" lists them: nearest first, then shorter, then by name.
 func Similar(name string, candidates []string) string {
+	return strings.Join(closest(name, candidates, 5, 5), ", ")
+}
+
+// closest returns up to n candidates nearest to name, within an edit
+// distance of limit (no limit when negative).
+func closest(name string, candidates []string, n, limit int) []string {
 	type cand struct {
 		s string
 		d int
 	}
 	var list []cand
 	for _, c := range candidates {
-		if d := Levenshtein(name, c); d <= 5 && c != "" {
+		if d := Levenshtein(name, c); (limit < 0 || d <= limit) && c != "" {
 			list = append(list, cand{c, d})
 		}
 	}
@@ -307,10 +325,10 @@ func Similar(name string, candidates []string) string {
 		return a.s < b.s
 	})
 	var names []string
-	for i := 0; i < len(list) && i < 5; i++ {
+	for i := 0; i < len(list) && i < n; i++ {
 		names = append(names, list[i].s)
 	}
-	return strings.Join(names, ", ")
+	return names
 }
 
 // Levenshtein is the edit distance between a and b.

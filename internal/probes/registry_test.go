@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/bpftap/bpftap/internal/probes/probestest"
 	"github.com/bpftap/bpftap/internal/syntax"
 )
 
@@ -17,7 +18,7 @@ func TestMatch(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	reg := Builtin()
+	reg := BuiltinFor(probestest.New())
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
 		line := sc.Text()
@@ -39,13 +40,18 @@ func resolve(t *testing.T, reg *Registry, point string) string {
 	}
 	pp := file.Decls[0].(*syntax.ProbeDecl).Points[0]
 	pts, err := reg.Match(pp.Components)
-	if err == nil {
-		for _, p := range pts {
-			if p.Family.Check != nil {
-				err = p.Family.Check(p)
-			}
+	var expanded []*Point
+	for _, p := range pts {
+		if err == nil && p.Family.Check != nil {
+			err = p.Family.Check(p)
 		}
+		more := []*Point{p}
+		if err == nil && p.Family.Expand != nil {
+			more, err = p.Family.Expand(p)
+		}
+		expanded = append(expanded, more...)
 	}
+	pts = expanded
 	if err != nil {
 		e := err.(*Error)
 		s := "error: " + e.Msg

@@ -242,6 +242,24 @@ func (e *elab) derive(x *expansion, pp *syntax.ProbePoint, pt *probes.Point) int
 			"probe point %s is not yet supported by bpftap", pt.Name()))
 		return 0
 	}
+	if pt.Family.Expand == nil {
+		return e.deriveOne(x, pp, pt)
+	}
+	pts, err := pt.Family.Expand(pt)
+	if err != nil {
+		if !x.optional {
+			e.resolveError(x.blameFor(pp.Components), err)
+		}
+		return 0
+	}
+	for _, q := range pts {
+		e.deriveOne(x, pp, q)
+	}
+	return len(pts)
+}
+
+// deriveOne makes the probe of one concrete point.
+func (e *elab) deriveOne(x *expansion, pp *syntax.ProbePoint, pt *probes.Point) int {
 	for _, f := range x.files {
 		e.useFile(f)
 	}
@@ -257,6 +275,7 @@ func (e *elab) derive(x *expansion, pp *syntax.ProbePoint, pt *probes.Point) int
 		Body:     syntax.Clone(x.body),
 		Decl:     x.decl,
 		Kernel:   pt.Family.Kernel,
+		Context:  pt.Context,
 		origin:   x.via,
 		userText: userPoints(x.decl, len(x.via) == 0),
 	}

@@ -244,6 +244,11 @@ func describe(n syntax.Node) string {
 		return "operator '@hist_log'"
 	case *syntax.Cast:
 		return "operator '@cast'"
+	case *syntax.TargetComponent:
+		if n.Kind == syntax.ComponentIndex {
+			return "operator '['"
+		}
+		return "operator '->'"
 	case *syntax.AtVar:
 		return "operator '@var'"
 	case *syntax.Entry:

@@ -35,7 +35,7 @@ func (p *Program) Fprint(w io.Writer) error {
 		b.WriteString("# probes\n")
 		for _, pr := range p.Probes {
 			b.WriteString(pr.header() + "\n")
-			writeLocals(&b, pr.Locals)
+			writeLocals(&b, append(pr.paramLocals(), pr.Locals...))
 		}
 	}
 	_, err := io.WriteString(w, b.String())
@@ -106,4 +106,15 @@ func (p *Probe) header() string {
 		chain = append(chain, p.Name)
 	}
 	return pointString(p.Point, true) + " /* <- " + strings.Join(chain, " <- ") + " */"
+}
+
+// paramLocals are the tracepoint parameters the probe reads, named and
+// typed as stap's -p2 lists them.
+func (p *Probe) paramLocals() []*syntax.Var {
+	var vars []*syntax.Var
+	for _, i := range p.Params {
+		name := p.Context.Tracepoint.Params[i].Name
+		vars = append(vars, &syntax.Var{Name: "__tracepoint_arg_" + name, Type: syntax.TypeLong})
+	}
+	return vars
 }

@@ -1,6 +1,9 @@
 package sema
 
-import "github.com/bpftap/bpftap/internal/syntax"
+import (
+	"github.com/bpftap/bpftap/internal/probes"
+	"github.com/bpftap/bpftap/internal/syntax"
+)
 
 // Program is the elaborated script: every probe resolved to a concrete probe point
 // with its alias prologues and epilogues merged into its body (each derived probe
@@ -19,6 +22,11 @@ type Program struct {
 	// Overrides are the -G settings: the value (as written) each global takes
 	// when the script starts, to be converted to the global's type.
 	Overrides map[*syntax.Var]string
+
+	// Targets records how a kernel probe computes each context expression
+	// ($var chains, $$parms, $$name, @cast) of its body: see probes.Access.
+	// Keys are the *syntax.TargetVar and *syntax.Cast nodes.
+	Targets map[syntax.Expr]*probes.Access
 
 	builtinsUsed []*syntax.Func // native functions called, for the -p2 listing
 }
@@ -49,6 +57,12 @@ type Probe struct {
 	// run in the interpreter. Runners order begin/end/error probes by Sequence,
 	// keeping this order among equal sequence numbers.
 	Kernel bool
+	// Context is the kernel probe point's context: Context.Tracepoint is
+	// the tracepoint a kernel.trace probe attaches to. Nil for user probes.
+	Context *probes.Context
+	// Params are the indexes of the tracepoint parameters the body reads,
+	// ascending; -p2 lists them as stap's __tracepoint_arg_NAME locals.
+	Params []int
 
 	origin   []string // alias definitions the point went through, innermost first
 	userText string   // the probe's points as the user wrote them

@@ -23,11 +23,15 @@ type scope struct {
 	// cond is set while resolving a probe condition, where only globals
 	// may appear; condErr is set once one was refused (stap stops there).
 	cond, condErr bool
+	// ctx resolves the context expressions of a kernel probe (context.go).
+	ctx   *probes.Context
+	probe *Probe
 }
 
 func (e *elab) resolveAll() {
 	for _, p := range e.prog.Probes {
 		s := e.newScope(e.fileOf[p.Decl], nil)
+		s.ctx, s.probe = p.Context, p
 		s.walk(p.Body)
 		p.Locals = s.list
 		if p.Cond != nil {
@@ -126,6 +130,10 @@ func (s *scope) visit(n syntax.Node) bool {
 		s.call(n)
 	case *syntax.Defined:
 		return s.defined(n)
+	case *syntax.TargetVar:
+		return s.context(n)
+	case *syntax.Cast:
+		return s.context(n)
 	case *syntax.DeleteStmt:
 		return s.deleteTarget(n.Target)
 	case *syntax.AtOp:
@@ -141,12 +149,16 @@ func (s *scope) visit(n syntax.Node) bool {
 	return true
 }
 
-// defined resolves @defined(X): context expressions are never defined in the
-// probes bpftap runs so far, so only ordinary operands are walked.
+// defined resolves @defined(X): a context expression is defined when it
+// resolves quietly in a kernel probe (see context.go); ordinary operands are
+// walked.
 func (s *scope) defined(n *syntax.Defined) bool {
 	n.SetType(syntax.TypeLong)
 	switch n.X.(type) {
-	case *syntax.TargetVar, *syntax.Cast, *syntax.AtVar, *syntax.Entry, *syntax.Autocast:
+	case *syntax.TargetVar, *syntax.Cast:
+		s.definedContext(n.X)
+		return false
+	case *syntax.AtVar, *syntax.Entry, *syntax.Autocast:
 		return false
 	}
 	return true

@@ -1,11 +1,15 @@
 package sema
 
 import (
+	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/bpftap/bpftap/internal/probes"
+	"github.com/bpftap/bpftap/internal/probes/probestest"
 	"github.com/bpftap/bpftap/internal/syntax"
 	"github.com/bpftap/bpftap/internal/tapset"
 )
@@ -26,15 +30,27 @@ func TestElaborate(t *testing.T) {
 	}
 	lib := libraryFiles(t)
 	for _, file := range files {
-		for _, c := range readChunks(t, file) {
+		var updated strings.Builder
+		chunks, ran := readChunks(t, file), 0
+		for _, c := range chunks {
 			t.Run(filepath.Base(file)+"/"+c.name, func(t *testing.T) {
-				if got := run(t, c, lib); got != c.want {
+				got := run(t, c, lib)
+				ran++
+				fmt.Fprintf(&updated, "=== %s\n%s\n---\n%s", strings.Join(append([]string{c.name}, c.flags...), " "), c.script, got)
+				if got != c.want && !*update {
 					t.Errorf("script:\n%s\ngot:\n%s\nwant:\n%s", c.script, got, c.want)
 				}
 			})
 		}
+		if *update && ran == len(chunks) {
+			os.WriteFile(file, []byte(updated.String()), 0o644)
+		}
 	}
 }
+
+// update rewrites the expectations with bpftap's output, for chunks whose
+// expectation did not come from stap (kernel.txt: the fake kernel).
+var update = flag.Bool("update", false, "rewrite testdata expectations")
 
 type chunk struct {
 	name, script, want string
@@ -75,7 +91,8 @@ func run(t *testing.T, c chunk, lib []*syntax.File) string {
 	if err != nil {
 		t.Fatalf("parse: %v", err)
 	}
-	opts := Options{Library: lib, NoWarnings: hasFlag(c.flags, "-w"), Unoptimized: hasFlag(c.flags, "-u"), Verbose: hasFlag(c.flags, "-v")}
+	opts := Options{Library: lib, NoWarnings: hasFlag(c.flags, "-w"), Unoptimized: hasFlag(c.flags, "-u"), Verbose: hasFlag(c.flags, "-v"),
+		Registry: probes.BuiltinFor(probestest.New())}
 	prog, err := Elaborate([]*syntax.File{f}, opts)
 	if err != nil {
 		return err.(*Errors).Text()

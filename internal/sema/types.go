@@ -580,10 +580,19 @@ func (t *typer) expr(x syntax.Expr, want syntax.Type) {
 	case *syntax.Defined:
 		t.defined(x)
 	case *syntax.TargetVar:
+		if x.Type() != tUnknown { // resolved in a kernel probe (context.go)
+			t.literal(x, x.Type(), want)
+			return
+		}
 		t.report("target", x, "unresolved target-symbol expression")
 	case *syntax.AtVar:
 		t.report("atvar", x, "unresolved @var() expression")
 	case *syntax.Cast:
+		if x.Type() != tUnknown {
+			t.expr(x.Operand, tLong)
+			t.literal(x, x.Type(), want)
+			return
+		}
 		t.e.rep.errorAt("cast", x, fmt.Sprintf("type definition '%s' not found in '%s'", x.TypeName, x.Module))
 	case *syntax.Entry:
 		t.throw("entry", x, "internal error: @entry is only valid in .return probes")

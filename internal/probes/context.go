@@ -1,0 +1,243 @@
+package probes
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/bpftap/bpftap/internal/kernel"
+	"github.com/bpftap/bpftap/internal/syntax"
+)
+
+// Context variables of kernel probes. In a kernel.trace probe `$NAME` is the
+// tracepoint's parameter NAME and `$NAME->a->b[2]` follows it through the
+// kernel's types (BTF); `$$name` is the event name, `$$parms` and `$$vars`
+// the parameters as "p=%p old_pid=%#x" (pointers %p, integers %#x, as stap
+// prints them); `@cast(ADDR, "struct T")->m` reads from any address. As in
+// stap every value is a long: a char array such as $p->comm is its address
+// (scripts call kernel_string on it), a char * is the pointer. Pretty
+// printing ($p$, $$parms$) is refused. An Access tells the code generator how
+// to compute each value.
+
+// Access is how a kernel probe computes the value of a context expression.
+type Access struct {
+	// Param is the index of the tracepoint argument the value starts from
+	// (args[Param] of a raw or BTF-typed tracepoint context); -1 for @cast,
+	// whose base is the value of the cast's operand.
+	Param int
+	// Path leads from the base to the value (kernel.Path: offsets and
+	// pointer loads); nil for a bare parameter.
+	Path *kernel.Path
+	// Address: the value is the final address Path computes, not a load
+	// from it (char arrays, &$x->m, @cast(p, "T") without members).
+	Address bool
+	// Name is the constant value of $$name (Type string).
+	Name string
+	// Format and Args: $$parms/$$vars is sprintf(Format, Args...) (Type string).
+	Format string
+	Args   []*Access
+	Type   syntax.Type
+}
+
+// Context resolves the context expressions of one kernel probe point.
+type Context struct {
+	kernel     KernelInfo
+	Tracepoint *kernel.Tracepoint
+}
+
+// ContextError is a context expression that does not resolve. Step is the
+// index of the chain component it blames, -1 for the expression itself.
+type ContextError struct {
+	Msg  string
+	Step int
+}
+
+func (e *ContextError) Error() string { return e.Msg }
+
+func ctxErr(step int, format string, args ...any) *ContextError {
+	return &ContextError{Msg: fmt.Sprintf(format, args...), Step: step}
+}
+
+// Var resolves $name (name with its `$`s) with its chain.
+func (c *Context) Var(x *syntax.TargetVar) (*Access, *ContextError) {
+	if x.Pretty > 0 {
+		return nil, ctxErr(-1, "pretty printing of '%s' is not supported by bpftap", x.Name)
+	}
+	switch x.Name {
+	case "$$name":
+		return &Access{Param: -1, Name: c.Tracepoint.Event, Type: syntax.TypeString}, nil
+	case "$$parms", "$$vars":
+		return c.parms()
+	}
+	i, p, ok := c.Tracepoint.Param(strings.TrimPrefix(x.Name, "$"))
+	if !ok || strings.HasPrefix(x.Name, "$$") {
+		return nil, ctxErr(-1, "unable to find tracepoint variable '%s' (alternatives: %s)", x.Name, strings.Join(c.names(), ", "))
+	}
+	if x.AddrOf && len(x.Components) == 0 {
+		return nil, ctxErr(-1, "cannot take the address of tracepoint variable '%s'", x.Name)
+	}
+	btf, err := c.kernel.BTF()
+	if err != nil {
+		return nil, ctxErr(-1, "cannot read the kernel's types: %v", err)
+	}
+	a, cerr := chain(btf, p.Type, x.Components, x.AddrOf, resolveFrom(btf, p.Type))
+	if a != nil {
+		a.Param = i
+	}
+	return a, cerr
+}
+
+// names lists the variables of the tracepoint for "alternatives".
+func (c *Context) names() []string {
+	var names []string
+	for _, p := range c.Tracepoint.Params {
+		names = append(names, "$"+p.Name)
+	}
+	return append(names, "$$name", "$$parms", "$$vars")
+}
+
+func (c *Context) parms() (*Access, *ContextError) {
+	btf, err := c.kernel.BTF()
+	if err != nil {
+		return nil, ctxErr(-1, "cannot read the kernel's types: %v", err)
+	}
+	a := &Access{Param: -1, Type: syntax.TypeString}
+	var parts []string
+	for i, p := range c.Tracepoint.Params {
+		conv := "%#x"
+		if u, err := btf.Underlying(p.Type); err == nil && u.Kind == kernel.KindPtr {
+			conv = "%p"
+		}
+		parts = append(parts, p.Name+"="+conv)
+		a.Args = append(a.Args, &Access{Param: i, Type: syntax.TypeLong})
+	}
+	a.Format = strings.Join(parts, " ")
+	return a, nil
+}
+
+// Cast resolves @cast(operand, "T", module) with its chain; the base is the
+// operand's value, an address of a T.
+func (c *Context) Cast(x *syntax.Cast) (*Access, *ContextError) {
+	return ResolveCast(c.kernel, x)
+}
+
+// ResolveCast resolves a @cast against the kernel's types.
+func ResolveCast(k KernelInfo, x *syntax.Cast) (*Access, *ContextError) {
+	notFound := ctxErr(-1, "type definition '%s' not found in '%s'", x.TypeName, x.Module)
+	if x.Pretty > 0 {
+		return nil, ctxErr(-1, "pretty printing of @cast is not supported by bpftap")
+	}
+	if x.Module != "" && x.Module != "kernel" {
+		return nil, notFound
+	}
+	btf, err := k.BTF()
+	if err != nil {
+		return nil, notFound
+	}
+	t := lookupType(btf, x.TypeName)
+	if t == nil {
+		return nil, notFound
+	}
+	a, cerr := chain(btf, t.ID, x.Components, x.AddrOf, resolveAt(btf, t))
+	if a != nil {
+		a.Param = -1
+		if len(x.Components) == 0 {
+			a.Address = true
+		}
+	}
+	return a, cerr
+}
+
+// lookupType finds a type as @cast spells it: "struct T", "union T",
+// "enum T" or a typedef (or a struct, when no typedef has the name).
+func lookupType(btf *kernel.BTF, name string) *kernel.Type {
+	name = strings.TrimSpace(name)
+	kinds := []kernel.Kind{kernel.KindTypedef, kernel.KindStruct, kernel.KindUnion}
+	for prefix, k := range map[string]kernel.Kind{"struct ": kernel.KindStruct, "union ": kernel.KindUnion, "enum ": kernel.KindEnum} {
+		if rest, ok := strings.CutPrefix(name, prefix); ok {
+			name, kinds = strings.TrimSpace(rest), []kernel.Kind{k}
+		}
+	}
+	for _, k := range kinds {
+		if t, err := btf.TypeByName(name, k); err == nil {
+			return t
+		}
+	}
+	return nil
+}
+
+// resolver types a chain of steps from the expression's base.
+type resolver func(steps []kernel.Step) (*kernel.Path, error)
+
+// resolveFrom resolves from a value of type base held in a register.
+func resolveFrom(btf *kernel.BTF, base kernel.TypeID) resolver {
+	return func(steps []kernel.Step) (*kernel.Path, error) { return btf.Resolve(base, steps) }
+}
+
+// resolveAt resolves from the address of a value of type t (a @cast base):
+// kernel.BTF.Resolve starts from a pointer to t, which is looked up by
+// decoding the pointer types of the BTF until one points to t. That scan
+// happens only for scripts using @cast with members.
+func resolveAt(btf *kernel.BTF, t *kernel.Type) resolver {
+	return func(steps []kernel.Step) (*kernel.Path, error) {
+		for id := kernel.TypeID(1); int(id) < btf.NumTypes(); id++ {
+			if pt, err := btf.Type(id); err == nil && pt.Kind == kernel.KindPtr && pt.Target == t.ID {
+				return btf.Resolve(id, steps)
+			}
+		}
+		return nil, fmt.Errorf("the kernel's BTF has no pointer to %s", btf.TypeName(t.ID))
+	}
+}
+
+// chain resolves the components of a context expression step by step, so
+// that an error blames the component where it arose.
+func chain(btf *kernel.BTF, base kernel.TypeID, comps []*syntax.TargetComponent, addrOf bool, resolve resolver) (*Access, *ContextError) {
+	a := &Access{Type: syntax.TypeLong}
+	if len(comps) == 0 {
+		return a, nil
+	}
+	var steps []kernel.Step
+	for i, c := range comps {
+		step, cerr := stepOf(c, i)
+		if cerr != nil {
+			return nil, cerr
+		}
+		steps = append(steps, step)
+		p, err := resolve(steps)
+		if err != nil {
+			return nil, ctxErr(i, "%s", err.Error())
+		}
+		a.Path = p
+	}
+	switch {
+	case addrOf:
+		a.Address = true
+	case a.Path.Kind == kernel.ValueString:
+		a.Address = true // a char array is its address, as in stap
+	case a.Path.Kind == kernel.ValueAggregate:
+		return nil, ctxErr(len(comps)-1, "'%s' is being accessed instead of a member%s",
+			btf.TypeName(a.Path.Type), memberHint(btf, a.Path.Type))
+	}
+	return a, nil
+}
+
+// memberHint is stap's " such as '->m'" naming the first member of an
+// aggregate the user stopped at.
+func memberHint(btf *kernel.BTF, id kernel.TypeID) string {
+	u, err := btf.Underlying(id)
+	if err != nil || len(u.Members) == 0 || u.Members[0].Name == "" {
+		return ""
+	}
+	return " such as '->" + u.Members[0].Name + "'"
+}
+
+// stepOf converts one chain component; array indexes must be literals.
+func stepOf(c *syntax.TargetComponent, i int) (kernel.Step, *ContextError) {
+	if c.Kind == syntax.ComponentMember {
+		return kernel.Step{Member: c.Name}, nil
+	}
+	n, ok := c.Index.(*syntax.NumberLit)
+	if !ok {
+		return kernel.Step{}, ctxErr(i, "bpftap needs a literal array index in a context expression")
+	}
+	return kernel.Step{Index: n.Value, IsIndex: true}, nil
+}

@@ -1,0 +1,87 @@
+package probes
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/bpftap/bpftap/internal/kernel"
+	"github.com/bpftap/bpftap/internal/probes/probestest"
+	"github.com/bpftap/bpftap/internal/syntax"
+)
+
+// TestContext resolves each context expression of testdata/context.txt
+// ("SYSTEM:EVENT EXPR => result") in a probe on that tracepoint of the fake
+// kernel and compares the Access (or error) with the expectation.
+func TestContext(t *testing.T) {
+	f, err := os.Open("testdata/context.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	k := probestest.New()
+	tps, _ := k.Tracepoints()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		line := sc.Text()
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		in, want, _ := strings.Cut(line, " => ")
+		name, expr, _ := strings.Cut(in, " ")
+		matched, _ := kernelMatch(tps, name)
+		ctx := &Context{kernel: k, Tracepoint: matched}
+		if got := describeAccess(t, ctx, expr); got != want {
+			t.Errorf("%s:\n got %s\nwant %s", in, got, want)
+		}
+	}
+}
+
+func kernelMatch(tps []*kernel.Tracepoint, name string) (*kernel.Tracepoint, bool) {
+	for _, tp := range tps {
+		if tp.String() == name {
+			return tp, true
+		}
+	}
+	return nil, false
+}
+
+func describeAccess(t *testing.T, ctx *Context, expr string) string {
+	src := syntax.NewSource("<test>", "probe begin { x = "+expr+" }")
+	file, err := syntax.Parse(src, nil)
+	if err != nil {
+		t.Fatalf("%s: %v", expr, err)
+	}
+	x := file.Decls[0].(*syntax.ProbeDecl).Body.Stmts[0].(*syntax.ExprStmt).X.(*syntax.Assign).RHS
+	var a *Access
+	var cerr *ContextError
+	switch x := x.(type) {
+	case *syntax.TargetVar:
+		a, cerr = ctx.Var(x)
+	case *syntax.Cast:
+		a, cerr = ctx.Cast(x)
+	}
+	if cerr != nil {
+		return fmt.Sprintf("error@%d: %s", cerr.Step, cerr.Msg)
+	}
+	return accessString(a)
+}
+
+func accessString(a *Access) string {
+	s := fmt.Sprintf("%s param=%d", a.Type, a.Param)
+	if a.Path != nil {
+		s += fmt.Sprintf(" offsets=%v size=%d signed=%v kind=%d", a.Path.Offsets, a.Path.Size, a.Path.Signed, a.Path.Kind)
+	}
+	if a.Address {
+		s += " address"
+	}
+	if a.Name != "" {
+		s += " name=" + a.Name
+	}
+	if a.Format != "" {
+		s += fmt.Sprintf(" format=%q args=%d", a.Format, len(a.Args))
+	}
+	return s
+}
