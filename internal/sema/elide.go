@@ -447,7 +447,7 @@ func (el *elider) exprStmt(s *syntax.ExprStmt) syntax.Stmt {
 	case elideAssignments:
 		if a, ok := s.X.(*syntax.Assign); ok && a.Op == "=" {
 			if v := lvalueVar(a.LHS); v != nil && v.Kind == syntax.VarLocal && !v.Read {
-				el.e.rep.warnAt(a, fmt.Sprintf("Eliding assignment to '%s'", v.Name))
+				el.e.warnUser(a, fmt.Sprintf("Eliding assignment to '%s'", v.Name))
 				rest := &syntax.ExprStmt{X: a.RHS}
 				el.stmtTok[rest] = el.tokenOf(s)
 				return rest
@@ -455,7 +455,7 @@ func (el *elider) exprStmt(s *syntax.ExprStmt) syntax.Stmt {
 		}
 	case elideExpressions:
 		if el.sideEffectFree(s.X) {
-			el.e.rep.warnAt(el.tokenOf(s), "Eliding side-effect-free expression ")
+			el.e.warnUser(el.tokenOf(s), "Eliding side-effect-free expression ")
 			return nil
 		}
 	case reduceStatements:
@@ -606,4 +606,16 @@ func assignTarget(n syntax.Node) syntax.Expr {
 		return n.X
 	}
 	return nil
+}
+
+// warnUser warns about code of the user's script; stap keeps quiet about
+// what it elides in tapset code (alias bodies such as syscall_any's).
+func (e *elab) warnUser(n syntax.Node, msg string) {
+	src := n.Position().Src
+	for _, f := range e.prog.Files {
+		if f.Tapset && f.Src == src {
+			return
+		}
+	}
+	e.rep.warnAt(n, msg)
 }

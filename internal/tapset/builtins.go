@@ -125,6 +125,7 @@ var Builtins = index(
 	fn("mem_page_size", long),
 	fn("stp_pid", long),
 	effects(fn("randint", long, l("n"))),
+	fn("syscall_name", str, l("num")), // see SyscallName
 	effects(userFn("env_var", str, s("name"))),
 	userFn("cmdline_str", str),
 	// memory of traced processes and the kernel
