@@ -511,6 +511,10 @@ type Var struct {
 	TypePos Pos
 	// Written and Read tell whether the program ever assigns or reads the variable.
 	Written, Read bool
+	// PerCPU marks a global that kernel probes only update (++, --, +=, -=,
+	// <<< as statements) and never otherwise use: the BPF back end may keep
+	// it per CPU, the user side merging the CPUs' values when it reads.
+	PerCPU bool
 }
 
 // Func is a resolved function: a script or tapset function, or a builtin.
