@@ -12,7 +12,12 @@
 //  3. elide code without effect and probes left empty, warning as stap does
 //     (elide.go);
 //  4. infer types by iterating over every probe and function until nothing
-//     changes, then report what stayed unresolved (types.go).
+//     changes, then report what stayed unresolved (types.go);
+//  5. check what kernel probes (BPF programs) may run and mark the globals
+//     they only update as per-CPU candidates (kernelctx.go).
+//
+// Context expressions of kernel probes ($var, @cast) are resolved with the
+// symbols (context.go) and recorded in Program.Targets.
 //
 // Diagnostics are rendered exactly as stap renders them (diag.go); print.go is
 // the -p2 printer.
@@ -110,6 +115,10 @@ func Elaborate(user []*syntax.File, opts Options) (*Program, error) {
 	if !e.rep.failed() {
 		e.finish()
 		e.checkStats()
+		e.checkKernel()
+	}
+	if !e.rep.failed() {
+		e.promotePerCPU()
 	}
 	if e.rep.failed() {
 		return nil, e.rep.errors()

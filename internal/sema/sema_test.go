@@ -97,7 +97,22 @@ func run(t *testing.T, c chunk, lib []*syntax.File) string {
 	if err != nil {
 		return err.(*Errors).Text()
 	}
-	return strings.Join(prog.Warnings, "") + prog.String()
+	return strings.Join(prog.Warnings, "") + prog.String() + perCPU(prog)
+}
+
+// perCPU lists the globals promoted to per-CPU storage (not part of stap's
+// listing; only kernel probes promote).
+func perCPU(prog *Program) string {
+	var names []string
+	for _, g := range prog.Globals {
+		if g.PerCPU {
+			names = append(names, g.Name)
+		}
+	}
+	if names == nil {
+		return ""
+	}
+	return "# per-CPU (bpftap): " + strings.Join(names, ", ") + "\n"
 }
 
 func hasFlag(flags []string, f string) bool {
