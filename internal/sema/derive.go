@@ -237,7 +237,7 @@ func (e *elab) derive(x *expansion, pp *syntax.ProbePoint, pt *probes.Point) int
 			return 0
 		}
 	}
-	if pt.Family.Unsupported {
+	if pt.Family.Unsupported || pt.Family.Kernel && !e.opts.KernelProbes {
 		e.rep.errorAt("unsupported", pp.Components[0], fmt.Sprintf(
 			"probe point %s is not yet supported by bpftap", pt.Name()))
 		return 0

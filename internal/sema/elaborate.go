@@ -49,6 +49,11 @@ type Options struct {
 	NoGlobalDisplay bool
 	// Registry is the probe-point namespace; nil means probes.Builtin().
 	Registry *probes.Registry
+	// KernelProbes enables the kernel families implemented so far
+	// (kernel.trace, and syscall_any through it); without it they are
+	// refused as not yet supported, as every kernel family was before the
+	// BPF back end. The driver sets it once it can run kernel probes.
+	KernelProbes bool
 }
 
 // maxArrayKeys is how many keys an array may have.

@@ -92,7 +92,7 @@ func run(t *testing.T, c chunk, lib []*syntax.File) string {
 		t.Fatalf("parse: %v", err)
 	}
 	opts := Options{Library: lib, NoWarnings: hasFlag(c.flags, "-w"), Unoptimized: hasFlag(c.flags, "-u"), Verbose: hasFlag(c.flags, "-v"),
-		Registry: probes.BuiltinFor(probestest.New())}
+		Registry: probes.BuiltinFor(probestest.New()), KernelProbes: !hasFlag(c.flags, "--no-kernel")}
 	prog, err := Elaborate([]*syntax.File{f}, opts)
 	if err != nil {
 		return err.(*Errors).Text()
