@@ -10,6 +10,7 @@ import (
 
 	"github.com/bpftap/bpftap/internal/probes"
 	"github.com/bpftap/bpftap/internal/syntax"
+	"github.com/bpftap/bpftap/internal/tapset"
 )
 
 // builtinFunc implements a builtin: it gets its evaluated arguments and
@@ -108,6 +109,9 @@ var contextBuiltins = map[string]builtinFunc{
 	"is_return":     func(*callContext, []Value) Value { return long(0) },
 	"mem_page_size": func(*callContext, []Value) Value { return long(int64(os.Getpagesize())) },
 	"env_var":       func(cc *callContext, args []Value) Value { return str(os.Getenv(args[0].Str)) },
+	"syscall_name": func(_ *callContext, args []Value) Value {
+		return str(tapset.SyscallName(syntax.HostArch(), args[0].Int))
+	},
 	"cmdline_str": func(*callContext, []Value) Value {
 		b, _ := os.ReadFile("/proc/self/cmdline")
 		return str(strings.TrimSpace(strings.ReplaceAll(strings.TrimRight(string(b), "\x00"), "\x00", " ")))

@@ -32,7 +32,7 @@ func DefaultConfig() *Config {
 	}
 	return &Config{
 		KernelRelease: release,
-		Arch:          stapArch(runtime.GOARCH),
+		Arch:          HostArch(),
 		Runtime:       "bpf",
 		Version:       "5.1",
 		Privilege:     "stapdev",
@@ -53,6 +53,9 @@ func ParseKConfig(text string) map[string]string {
 	}
 	return m
 }
+
+// HostArch is the name stap gives the architecture bpftap runs on.
+func HostArch() string { return stapArch(runtime.GOARCH) }
 
 // stapArch maps a Go architecture name to the name stap uses (uname -m, normalised).
 func stapArch(goarch string) string {
