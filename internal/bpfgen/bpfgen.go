@@ -1,0 +1,142 @@
+// Package bpfgen compiles the kernel probes of an elaborated script into BPF
+// programs (cilium/ebpf asm instructions with labels and named map
+// references, loaded by package bpfrt).
+//
+// # Shape of a program
+//
+// A Module holds what every program of one script shares: the maps of the
+// globals, the ring buffer that carries output and errors to user space, the
+// table of output formats and the table of error sites. Module.Compile turns
+// one probe body into a Program:
+//
+//	prologue: R6 = ctx; target filter; R9 = this program's per-CPU scratch
+//	          area; long locals zeroed; the loop action counter zeroed
+//	body:     statements, each expression leaving its long value in R0
+//	exit:     R0 = 0; exit
+//	errors:   R7 = error id; a record {kind error, id, arg} is sent; exit
+//
+// Long temporaries live on the stack (8-byte slots, a stack discipline);
+// long locals in stack slots; strings never on the stack but in fixed slots
+// of the scratch area, so a string value is a compile-time slot (offset and
+// width) and string code is straight-line helper calls on R9-relative
+// addresses. Every instruction carries the script position it was compiled
+// from (Program.Pos), so a verifier rejection names a script line.
+//
+// # Semantics
+//
+// Arithmetic wraps as stap's does on 64-bit longs; shifts take their count
+// modulo 64; / and % are the ISA v4 signed sdiv/smod after a test for 0
+// that raises stap's "division by 0" error record and ends the probe. Loops
+// charge one action per iteration to a counter bounded by MAXACTION, which
+// is stap's limit and what lets the verifier prove termination; reaching it
+// raises "MAXACTION exceeded". Globals: see globals.go; statistics:
+// stats.go; output records: record.go; context functions: context.go.
+package bpfgen
+
+import (
+	"fmt"
+
+	"github.com/bpftap/bpftap/internal/bpfrt"
+	"github.com/bpftap/bpftap/internal/format"
+	"github.com/bpftap/bpftap/internal/sema"
+	"github.com/bpftap/bpftap/internal/syntax"
+	"github.com/cilium/ebpf/asm"
+)
+
+// Config holds the limits and choices a Module compiles with.
+type Config struct {
+	MaxAction     int64 // MAXACTION; 0 means stap's default, 1000
+	MaxMapEntries int64 // MAXMAPENTRIES; 0 means 2048
+	MaxStringLen  int   // MAXSTRINGLEN; 0 means 512
+	// PerCPU reports the globals sema marked for per-CPU promotion (updated
+	// only by kernel probes, read only by user-side ones); nil: none.
+	// Statistics are per CPU regardless.
+	PerCPU func(*syntax.Var) bool
+	// Target adds the target filter (-x/-c): a program runs only for
+	// processes whose tgid is a key of the map TargetMap.
+	Target bool
+	// RealtimeOffset is added to the monotonic clock (bpf_ktime_get_ns) for
+	// gettimeofday_*: the wall-clock time minus the monotonic time, in ns.
+	RealtimeOffset int64
+}
+
+func (c *Config) defaults() {
+	if c.MaxAction <= 0 {
+		c.MaxAction = 1000
+	}
+	if c.MaxMapEntries <= 0 {
+		c.MaxMapEntries = 2048
+	}
+	if c.MaxStringLen <= 0 {
+		c.MaxStringLen = format.DefaultMaxStringLen
+	}
+}
+
+// Names under which programs reference the module's shared maps.
+const (
+	RingMap   = "ring"       // BPF_MAP_TYPE_RINGBUF of output and error records
+	DropsMap  = "ring_drops" // per-CPU count of records that found the ring full
+	TargetMap = "target"     // HASH u32 tgid → u8, maintained by the driver
+	ZeroMap   = "zero"       // ARRAY of one zeroed value, the initial value of new map elements
+)
+
+// Module compiles the kernel probes of one program.
+type Module struct {
+	cfg     Config
+	prog    *sema.Program
+	globals map[*syntax.Var]*Global
+	order   []*Global // in the program's global order
+	// Outputs are the print records, by id; Errors the error sites, by id.
+	Outputs []*Output
+	Errors  []*ErrorSite
+	// RingWakeBytes is the fill level past which a record wakes the reader.
+	RingWakeBytes int64
+	zeroSize      int
+}
+
+// New returns a module for prog; the layouts of globals are decided as
+// programs use them.
+func New(prog *sema.Program, cfg Config) *Module {
+	cfg.defaults()
+	return &Module{cfg: cfg, prog: prog, globals: map[*syntax.Var]*Global{}, RingWakeBytes: DefaultRingSize / 4}
+}
+
+// Program is one compiled probe.
+type Program struct {
+	Probe        *sema.Probe
+	Instructions asm.Instructions
+	// Pos is the script position each instruction was compiled from.
+	Pos []syntax.Pos
+	// ScratchSize is the size of the per-CPU scratch area (0: none).
+	ScratchSize int
+	mech        bpfrt.Mechanism
+}
+
+// ScratchMap is the name under which a program references its scratch area.
+const ScratchMap = "scratch"
+
+// Error is a construct the code generator cannot compile, at its position.
+type Error struct {
+	Pos syntax.Pos
+	Msg string
+}
+
+func (e *Error) Error() string { return fmt.Sprintf("%s: %s", e.Pos, e.Msg) }
+
+// Compile compiles p, a kernel probe, for a program attached by mech.
+func (m *Module) Compile(p *sema.Probe, mech bpfrt.Mechanism) (*Program, error) {
+	g := newGen(m, p, mech)
+	if err := g.body(); err != nil {
+		return nil, err
+	}
+	return g.program(), nil
+}
+
+// PosOf maps an instruction index (bpfrt.VerifierError.Insn) to its script
+// position; the zero Pos when unknown.
+func (p *Program) PosOf(insn int) syntax.Pos {
+	if insn < 0 || insn >= len(p.Pos) {
+		return syntax.Pos{}
+	}
+	return p.Pos[insn]
+}

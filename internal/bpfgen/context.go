@@ -1,0 +1,181 @@
+package bpfgen
+
+import (
+	"strconv"
+
+	"github.com/bpftap/bpftap/internal/syntax"
+	"github.com/cilium/ebpf/asm"
+)
+
+// Context functions compile to helper calls: pid/tid from
+// bpf_get_current_pid_tgid, uid/gid from bpf_get_current_uid_gid, cpu,
+// jiffies, the clocks from bpf_ktime_get_ns (gettimeofday_* adding the
+// realtime offset the driver measured), memory reads through
+// bpf_probe_read_kernel/user into a stack slot, raising stap's fault errors.
+
+// clockDivisors scale nanoseconds for the clock functions by suffix.
+var clockDivisors = map[string]int32{"ns": 1, "us": 1000, "ms": 1000000, "s": 1000000000}
+
+// memReads are the kernel_* and user_* readers of longs: size, signed.
+var memReads = map[string]struct {
+	size asm.Size
+	what string
+}{
+	"long": {asm.DWord, "long"}, "int": {asm.Word, "int"}, "short": {asm.Half, "short"},
+	"char": {asm.Byte, "char"}, "pointer": {asm.DWord, "pointer"},
+}
+
+// call compiles a call returning a long (or nothing) into R0.
+func (g *gen) call(c *syntax.Call) {
+	name := c.Name
+	switch {
+	case name == "pid" || name == "tid":
+		g.emit(asm.FnGetCurrentPidTgid.Call())
+		if name == "pid" {
+			g.emit(asm.RSh.Imm(asm.R0, 32))
+		} else {
+			g.emit(asm.Mov.Reg32(asm.R0, asm.R0))
+		}
+	case name == "uid" || name == "gid":
+		g.emit(asm.FnGetCurrentUidGid.Call())
+		if name == "gid" {
+			g.emit(asm.RSh.Imm(asm.R0, 32))
+		} else {
+			g.emit(asm.Mov.Reg32(asm.R0, asm.R0))
+		}
+	case name == "cpu":
+		g.emit(asm.FnGetSmpProcessorId.Call())
+	case name == "jiffies":
+		g.emit(asm.FnJiffies64.Call())
+	case name == "exit":
+		g.exitRecord()
+		g.emit(asm.Mov.Imm(asm.R0, 0))
+	case name == "error":
+		g.raise(c)
+	case clockSuffix(name, "gettimeofday_") != "":
+		g.clock(clockSuffix(name, "gettimeofday_"), g.m.cfg.RealtimeOffset)
+	case clockSuffix(name, "local_clock_") != "":
+		g.clock(clockSuffix(name, "local_clock_"), 0)
+	case memRead(name) != "":
+		g.memRead(c, memRead(name))
+	default:
+		g.fail(c, "function %s() cannot be compiled in a kernel probe yet", name)
+	}
+}
+
+func clockSuffix(name, prefix string) string {
+	if len(name) > len(prefix) && name[:len(prefix)] == prefix {
+		if _, ok := clockDivisors[name[len(prefix):]]; ok {
+			return name[len(prefix):]
+		}
+	}
+	return ""
+}
+
+func (g *gen) clock(unit string, offset int64) {
+	g.emit(asm.FnKtimeGetNs.Call())
+	if offset != 0 {
+		g.emit(asm.LoadImm(asm.R1, offset, asm.DWord), asm.Add.Reg(asm.R0, asm.R1))
+	}
+	if d := clockDivisors[unit]; d != 1 {
+		g.emit(asm.Div.Imm(asm.R0, d))
+	}
+}
+
+// memRead is the kind of a kernel_*/user_* long reader, or "".
+func memRead(name string) string {
+	for _, p := range []string{"kernel_", "user_"} {
+		if len(name) > len(p) && name[:len(p)] == p {
+			if _, ok := memReads[name[len(p):]]; ok {
+				return name
+			}
+		}
+	}
+	return ""
+}
+
+// memRead compiles kernel_long(addr) and friends: a fault raises stap's
+// error for kernel reads; user reads return 0, as the tapset's wrappers do.
+func (g *gen) memRead(c *syntax.Call, name string) {
+	kernel := name[0] == 'k'
+	kind := name[len("user_"):]
+	fn := asm.FnProbeReadUser
+	if kernel {
+		kind = name[len("kernel_"):]
+		fn = asm.FnProbeReadKernel
+	}
+	r := memReads[kind]
+	g.long(c.Args[0])
+	slot := g.pushSlot()
+	g.emit(
+		asm.Mov.Reg(regRec, asm.R0),
+		asm.Mov.Reg(asm.R3, asm.R0),
+		asm.Mov.Reg(asm.R1, asm.R10),
+		asm.Add.Imm(asm.R1, int32(slot)),
+		asm.Mov.Imm(asm.R2, int32(r.size.Sizeof())),
+		fn.Call(),
+	)
+	if kernel {
+		g.emit(asm.JNE.Imm(asm.R0, 0, g.errorSite("kernel "+r.what+" copy fault at 0x%x [man error::fault]", c.Pos, true)))
+	} else {
+		ok := g.newLabel("read")
+		g.emit(asm.JEq.Imm(asm.R0, 0, ok), asm.StoreImm(asm.R10, slot, 0, asm.Word), asm.StoreImm(asm.R10, slot+4, 0, asm.Word))
+		g.mark(ok)
+	}
+	if r.size == asm.DWord {
+		g.emit(asm.LoadMem(asm.R0, asm.R10, slot, asm.DWord))
+	} else {
+		g.emit(asm.LoadMemSX(asm.R0, asm.R10, slot, r.size))
+	}
+	g.popStack(8)
+}
+
+// raise compiles error(msg) with a literal message.
+func (g *gen) raise(c *syntax.Call) {
+	lit, ok := c.Args[0].(*syntax.StringLit)
+	if !ok {
+		g.fail(c, "error() in a kernel probe needs a literal message")
+		return
+	}
+	g.emit(asm.Ja.Label(g.errorSite(lit.Value, syntax.Pos{}, false)))
+}
+
+// strCall compiles a call returning a string.
+func (g *gen) strCall(c *syntax.Call) value {
+	switch c.Name {
+	case "execname":
+		v := g.strSlot(commLen)
+		g.comm(v.off)
+		return v
+	case "kernel_string", "kernel_string_n", "user_string", "user_string_n":
+		return g.readString(c)
+	}
+	g.fail(c, "function %s() cannot be compiled in a kernel probe yet", c.Name)
+	return g.strSlot(8)
+}
+
+// readString compiles kernel_string(addr[, n]) and user_string(addr[, n]).
+func (g *gen) readString(c *syntax.Call) value {
+	width := g.m.cfg.MaxStringLen
+	dst := g.strSlot(width)
+	limit := width
+	if len(c.Args) > 1 {
+		n, ok := c.Args[1].(*syntax.NumberLit)
+		if !ok {
+			g.fail(c, "%s() in a kernel probe needs a literal length", c.Name)
+			return dst
+		}
+		limit = int(min(max(n.Value, 0), int64(width-1))) + 1
+	}
+	fn, what := asm.FnProbeReadKernelStr, "kernel string copy fault at 0x%x [man error::fault]"
+	if c.Name[0] == 'u' {
+		fn, what = asm.FnProbeReadUserStr, "user string copy fault "+strconv.Itoa(-14)+" at 0x%x [man error::fault]"
+	}
+	g.long(c.Args[0])
+	g.emit(asm.Mov.Reg(regRec, asm.R0))
+	g.readStr(fn, dst, func() { g.emit(asm.Mov.Reg(asm.R3, regRec)) }, limit)
+	g.emit(asm.JSLT.Imm(asm.R0, 0, g.errorSite(what, c.Pos, true)))
+	return dst
+}
+
+func itoa(v int64) string { return strconv.FormatInt(v, 10) }

@@ -1,0 +1,205 @@
+package bpfgen
+
+import (
+	"fmt"
+
+	"github.com/bpftap/bpftap/internal/bpfrt"
+	"github.com/bpftap/bpftap/internal/sema"
+	"github.com/bpftap/bpftap/internal/syntax"
+	"github.com/cilium/ebpf/asm"
+)
+
+// Registers with a fixed role for the whole program.
+const (
+	regCtx     = asm.R6 // the program's context
+	regErr     = asm.R7 // error id on the way to the error tail; else free
+	regRec     = asm.R8 // a reserved ring record, or a map value pointer
+	regScratch = asm.R9 // the per-CPU scratch area
+)
+
+// Labels every program has.
+const (
+	labelExit  = "exit"
+	labelError = "error"
+)
+
+// maxStack is the BPF stack size.
+const maxStack = 512
+
+// gen compiles one probe.
+type gen struct {
+	m     *Module
+	probe *sema.Probe
+	mech  bpfrt.Mechanism
+
+	insns   asm.Instructions
+	pos     []syntax.Pos
+	cur     syntax.Pos // position of the code being compiled
+	pending []string   // labels for the next instruction
+	nlabel  int
+
+	stack    int // bytes of stack in use (slots below R10)
+	maxStack int
+	scratch  int // bytes of scratch in use
+	maxScr   int
+
+	locals  map[*syntax.Var]value
+	actions int16 // stack offset of the loop action counter, 0 if none
+	loops   []loop
+	errs    map[string]string // error label by site key, for sharing tails
+	tails   []func()          // code emitted after the body (error tails)
+	err     error
+}
+
+// value is where a variable lives: a stack slot for longs, a scratch slot
+// for strings.
+type value struct {
+	str   bool
+	off   int // stack offset (negative) or scratch offset
+	width int // string slot width
+}
+
+// loop holds the targets of break and continue.
+type loop struct{ brk, cont string }
+
+func newGen(m *Module, p *sema.Probe, mech bpfrt.Mechanism) *gen {
+	return &gen{m: m, probe: p, mech: mech, locals: map[*syntax.Var]value{}, errs: map[string]string{}}
+}
+
+// emit appends instructions at the current position, giving the first the
+// pending labels.
+func (g *gen) emit(ins ...asm.Instruction) {
+	for _, in := range ins {
+		for len(g.pending) > 1 || len(g.pending) == 1 && in.Symbol() != "" {
+			g.raw(nop().WithSymbol(g.pending[0]))
+			g.pending = g.pending[1:]
+		}
+		if len(g.pending) == 1 {
+			in = in.WithSymbol(g.pending[0])
+			g.pending = nil
+		}
+		g.raw(in)
+	}
+}
+
+func (g *gen) raw(in asm.Instruction) {
+	g.insns = append(g.insns, in)
+	g.pos = append(g.pos, g.cur)
+}
+
+// nop is `goto +0`, which carries a label when two meet.
+func nop() asm.Instruction {
+	return asm.Instruction{OpCode: asm.OpCode(asm.JumpClass).SetJumpOp(asm.Ja)}
+}
+
+// newLabel returns a fresh label name.
+func (g *gen) newLabel(what string) string {
+	g.nlabel++
+	return fmt.Sprintf("%s_%d", what, g.nlabel)
+}
+
+// mark places label at the next instruction.
+func (g *gen) mark(label string) { g.pending = append(g.pending, label) }
+
+// at sets the position of the code that follows and returns the previous.
+func (g *gen) at(p syntax.Pos) syntax.Pos {
+	old := g.cur
+	if p.IsValid() {
+		g.cur = p
+	}
+	return old
+}
+
+// fail records the first error; compilation goes on only to return it.
+func (g *gen) fail(n syntax.Node, format string, args ...any) {
+	if g.err == nil {
+		g.err = &Error{Pos: n.Position(), Msg: fmt.Sprintf(format, args...)}
+	}
+}
+
+// pushSlot reserves an 8-byte stack slot and returns its offset from R10.
+func (g *gen) pushSlot() int16 { return g.pushStack(8) }
+
+func (g *gen) pushStack(n int) int16 {
+	g.stack += (n + 7) &^ 7
+	if g.stack > maxStack && g.err == nil {
+		g.err = &Error{Pos: g.cur, Msg: "the probe needs more than the 512 bytes of stack a BPF program has"}
+	}
+	g.maxStack = max(g.maxStack, g.stack)
+	return int16(-g.stack)
+}
+
+func (g *gen) popStack(n int) { g.stack -= (n + 7) &^ 7 }
+
+// allocScratch reserves n bytes (8-aligned) of the scratch area.
+func (g *gen) allocScratch(n int) int {
+	off := g.scratch
+	g.scratch += (n + 7) &^ 7
+	g.maxScr = max(g.maxScr, g.scratch)
+	return off
+}
+
+// mark and release scratch temporaries in a stack discipline.
+func (g *gen) scratchMark() int     { return g.scratch }
+func (g *gen) scratchRelease(m int) { g.scratch = m }
+
+// program assembles prologue, body and tails.
+func (g *gen) program() *Program {
+	body, bodyPos := g.insns, g.pos
+	g.insns, g.pos = nil, nil
+	g.cur = g.probe.Point.Position()
+	g.prologue()
+	g.insns = append(g.insns, body...)
+	g.pos = append(g.pos, bodyPos...)
+	g.epilogue()
+	return &Program{Probe: g.probe, Instructions: g.insns, Pos: g.pos, ScratchSize: g.maxScr, mech: g.mech}
+}
+
+// prologue: context, target filter, scratch area, zeroed locals.
+func (g *gen) prologue() {
+	g.emit(asm.Mov.Reg(regCtx, asm.R1))
+	if g.m.cfg.Target {
+		g.emit(
+			asm.FnGetCurrentPidTgid.Call(),
+			asm.RSh.Imm(asm.R0, 32),
+			asm.StoreMem(asm.R10, -8, asm.R0, asm.Word),
+			asm.LoadMapPtr(asm.R1, 0).WithReference(TargetMap),
+			asm.Mov.Reg(asm.R2, asm.R10),
+			asm.Add.Imm(asm.R2, -8),
+			asm.FnMapLookupElem.Call(),
+			asm.JEq.Imm(asm.R0, 0, labelExit),
+		)
+	}
+	if g.maxScr > 0 {
+		g.emit(
+			asm.StoreImm(asm.R10, -8, 0, asm.Word),
+			asm.LoadMapPtr(asm.R1, 0).WithReference(ScratchMap),
+			asm.Mov.Reg(asm.R2, asm.R10),
+			asm.Add.Imm(asm.R2, -8),
+			asm.FnMapLookupElem.Call(),
+			asm.JEq.Imm(asm.R0, 0, labelExit),
+			asm.Mov.Reg(regScratch, asm.R0),
+		)
+	}
+	g.emit(asm.Mov.Imm(asm.R0, 0))
+	for off := 8; off <= g.maxStack; off += 8 {
+		g.emit(asm.StoreMem(asm.R10, int16(-off), asm.R0, asm.DWord))
+	}
+	for _, lv := range g.probe.Locals {
+		if v, ok := g.locals[lv]; ok && v.str {
+			g.emit(asm.StoreMem(regScratch, int16(v.off), asm.R0, asm.Byte))
+		}
+	}
+}
+
+// epilogue: the exit and the error tail.
+func (g *gen) epilogue() {
+	g.mark(labelExit)
+	g.emit(asm.Mov.Imm(asm.R0, 0), asm.Return())
+	for _, t := range g.tails {
+		t()
+	}
+	if len(g.errs) > 0 {
+		g.errorTail()
+	}
+}

@@ -1,0 +1,347 @@
+package bpfgen
+
+import (
+	"github.com/bpftap/bpftap/internal/syntax"
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/asm"
+)
+
+// Globals are maps shared by every program and by the user side:
+//
+//	scalar:  ARRAY of 1 element, key u32 0
+//	array:   HASH, key = the keys packed in order (8 bytes per long, a
+//	         NUL-terminated, zero-padded field per string), max_entries =
+//	         the declared size or MAXMAPENTRIES
+//	value:   8 bytes per long, a string field, or a statistic (stats.go)
+//
+// Statistics and globals marked for promotion use the PERCPU_ variants;
+// each CPU then updates its own slot with plain loads and stores. Shared
+// longs are updated with atomic adds where the operator allows (++, --,
+// +=, -=) and read-modify-write otherwise.
+//
+// An element is created on first update: insert the zero value with
+// BPF_NOEXIST (losing a race to another CPU is harmless), look up again, and
+// a second miss means the map is full: stap's array overflow error.
+
+// Global is the map layout of one global variable.
+type Global struct {
+	Var  *syntax.Var
+	Ref  string // name of the map in bpfrt.ProgramSpec.Maps
+	Spec *ebpf.MapSpec
+	// PerCPU values hold one partial per possible CPU (Spec is PerCPU*).
+	PerCPU bool
+	// Keys are the fields of a packed key (nil for a scalar, whose key is
+	// u32 0); Value is the value's field (Width 0: a long).
+	Keys  []ArgField
+	Value ArgField
+	// Stat is the layout of a statistic's value; nil otherwise.
+	Stat *StatLayout
+}
+
+// Globals are the layouts of the globals the compiled programs use.
+func (m *Module) Globals() []*Global { return m.order }
+
+// global returns the layout of v, computed on first use.
+func (m *Module) global(v *syntax.Var) *Global {
+	if gl, ok := m.globals[v]; ok {
+		return gl
+	}
+	gl := &Global{Var: v, Ref: "g_" + v.Name}
+	gl.PerCPU = v.Type == syntax.TypeStats || m.cfg.PerCPU != nil && m.cfg.PerCPU(v)
+	keySize := 4
+	if v.IsArray {
+		keySize = 0
+		for i, t := range v.Keys {
+			f := ArgField{Offset: keySize}
+			if t == syntax.TypeString {
+				f.Width = m.keyWidth(v, i)
+			}
+			gl.Keys = append(gl.Keys, f)
+			keySize += fieldSize(f)
+		}
+	}
+	valueSize := 8
+	switch v.Type {
+	case syntax.TypeString:
+		gl.Value.Width = m.cfg.MaxStringLen
+		valueSize = fieldSize(gl.Value)
+	case syntax.TypeStats:
+		gl.Stat = m.statLayout(v)
+		valueSize = gl.Stat.Size
+	}
+	m.zeroSize = max(m.zeroSize, valueSize)
+	gl.Spec = &ebpf.MapSpec{Name: mapName(v.Name), KeySize: uint32(keySize), ValueSize: uint32(valueSize)}
+	switch {
+	case !v.IsArray:
+		gl.Spec.Type, gl.Spec.MaxEntries = ebpf.Array, 1
+	default:
+		gl.Spec.Type, gl.Spec.MaxEntries = ebpf.Hash, uint32(m.cfg.MaxMapEntries)
+		if v.Decl != nil && v.Decl.Size > 0 {
+			gl.Spec.MaxEntries = uint32(v.Decl.Size)
+		}
+	}
+	if gl.PerCPU {
+		gl.Spec.Type = map[ebpf.MapType]ebpf.MapType{ebpf.Array: ebpf.PerCPUArray, ebpf.Hash: ebpf.PerCPUHash}[gl.Spec.Type]
+	}
+	m.globals[v] = gl
+	m.order = append(m.order, gl)
+	return gl
+}
+
+// fieldSize is the bytes a key or value field takes (8-aligned).
+func fieldSize(f ArgField) int {
+	if f.Width == 0 {
+		return 8
+	}
+	return (f.Width + 7) &^ 7
+}
+
+// mapName is a kernel object name for a global (at most 15 bytes).
+func mapName(name string) string {
+	name = "g_" + name
+	if len(name) > 15 {
+		name = name[:15]
+	}
+	return name
+}
+
+// keyWidth is the width of string key i of v: 16 when every key used
+// there is execname() (the comm a task has) or a literal shorter than 16
+// bytes, MAXSTRINGLEN otherwise.
+func (m *Module) keyWidth(v *syntax.Var, i int) int {
+	comm := true
+	visit := func(n syntax.Node) bool {
+		x, ok := n.(*syntax.Index)
+		if ok && indexVar(x) == v && i < len(x.Keys) {
+			comm = comm && fitsComm(x.Keys[i])
+		}
+		return comm
+	}
+	for _, p := range m.prog.Probes {
+		syntax.Walk(p.Body, visit)
+	}
+	for _, f := range m.prog.Funcs {
+		if f.Decl != nil && f.Decl.Body != nil {
+			syntax.Walk(f.Decl.Body, visit)
+		}
+	}
+	if comm {
+		return commLen
+	}
+	return m.cfg.MaxStringLen
+}
+
+func fitsComm(k syntax.Expr) bool {
+	switch k := k.(type) {
+	case *syntax.Call:
+		return k.Name == "execname" && len(k.Args) == 0
+	case *syntax.StringLit:
+		return len(k.Value) < commLen
+	}
+	return false
+}
+
+// commLen is the size of a task's comm (TASK_COMM_LEN).
+const commLen = 16
+
+// keyAddr is where a built key lies: R10- or R9-relative.
+type keyAddr struct {
+	base asm.Register
+	off  int32
+}
+
+// load emits r = the key's address.
+func (k keyAddr) load(g *gen, r asm.Register) {
+	g.emit(asm.Mov.Reg(r, k.base), asm.Add.Imm(r, k.off))
+}
+
+// key builds the key of v[keys]: for arrays in the scratch area, for
+// scalars (u32 0) on the stack. The caller releases both.
+func (g *gen) key(gl *Global, keys []syntax.Expr) keyAddr {
+	if gl.Keys == nil {
+		slot := g.pushSlot()
+		g.emit(asm.StoreImm(asm.R10, slot, 0, asm.Word))
+		return keyAddr{asm.R10, int32(slot)}
+	}
+	base := g.allocScratch(int(gl.Spec.KeySize))
+	for i, k := range keys {
+		f := gl.Keys[i]
+		if f.Width == 0 {
+			g.long(k)
+			g.emit(asm.StoreMem(regScratch, int16(base+f.Offset), asm.R0, asm.DWord))
+			continue
+		}
+		g.strKey(k, base+f.Offset, f.Width)
+	}
+	return keyAddr{regScratch, int32(base)}
+}
+
+// lookup leaves in R0 the value of v[keys] for this CPU, or 0 when absent.
+func (g *gen) lookup(gl *Global, keys []syntax.Expr) keyAddr {
+	k := g.key(gl, keys)
+	k.load(g, asm.R2)
+	g.emit(asm.LoadMapPtr(asm.R1, 0).WithReference(gl.Ref), asm.FnMapLookupElem.Call())
+	return k
+}
+
+// lookupOrCreate leaves in regRec the value of v[keys], creating it as
+// zero when absent; a full map raises the overflow error at at.
+func (g *gen) lookupOrCreate(gl *Global, keys []syntax.Expr, at syntax.Pos) {
+	smark, stack := g.scratchMark(), g.stack
+	k := g.lookup(gl, keys)
+	have := g.newLabel("have")
+	g.emit(asm.JNE.Imm(asm.R0, 0, have))
+	if gl.Keys != nil {
+		zero := g.pushSlot()
+		g.emit(
+			asm.StoreImm(asm.R10, zero, 0, asm.Word),
+			asm.LoadMapPtr(asm.R1, 0).WithReference(ZeroMap),
+			asm.Mov.Reg(asm.R2, asm.R10),
+			asm.Add.Imm(asm.R2, int32(zero)),
+			asm.FnMapLookupElem.Call(),
+			asm.JEq.Imm(asm.R0, 0, labelExit),
+			asm.Mov.Reg(asm.R3, asm.R0),
+			asm.LoadMapPtr(asm.R1, 0).WithReference(gl.Ref),
+		)
+		k.load(g, asm.R2)
+		g.emit(asm.Mov.Imm(asm.R4, bpfNoExist), asm.FnMapUpdateElem.Call(),
+			asm.LoadMapPtr(asm.R1, 0).WithReference(gl.Ref))
+		k.load(g, asm.R2)
+		g.emit(asm.FnMapLookupElem.Call())
+	}
+	g.emit(asm.JEq.Imm(asm.R0, 0, g.errorSite(g.overflowMsg(gl.Var), at, false)))
+	g.mark(have)
+	g.emit(asm.Mov.Reg(regRec, asm.R0))
+	g.scratchRelease(smark)
+	g.stack = stack
+}
+
+const bpfNoExist = 1 // BPF_NOEXIST
+
+// overflowMsg is stap's message for a full array.
+func (g *gen) overflowMsg(v *syntax.Var) string {
+	if v.Decl != nil && v.Decl.Size > 0 {
+		return "Array overflow, check size limit (" + itoa(v.Decl.Size) + ")"
+	}
+	return "Array overflow, check MAXMAPENTRIES"
+}
+
+// readGlobal loads the long v[keys] (0 when absent) into R0.
+func (g *gen) readGlobal(v *syntax.Var, keys []syntax.Expr) {
+	gl := g.m.global(v)
+	smark, stack := g.scratchMark(), g.stack
+	g.lookup(gl, keys)
+	done := g.newLabel("absent")
+	g.emit(asm.JEq.Imm(asm.R0, 0, done), asm.LoadMem(asm.R0, asm.R0, 0, asm.DWord))
+	g.mark(done)
+	g.scratchRelease(smark)
+	g.stack = stack
+}
+
+func (g *gen) readElement(x *syntax.Index) {
+	v := indexVar(x)
+	if v == nil {
+		g.fail(x, "histogram buckets cannot be read in a kernel probe")
+		return
+	}
+	g.readGlobal(v, x.Keys)
+}
+
+// updateGlobal compiles v[keys] op= rhs (op "" for =), leaving the new
+// value in R0, or the old one with post.
+func (g *gen) updateGlobal(v *syntax.Var, keys []syntax.Expr, op string, rhs syntax.Expr, at syntax.Pos, post bool) {
+	gl := g.m.global(v)
+	g.long(rhs)
+	slot := g.pushSlot()
+	g.emit(asm.StoreMem(asm.R10, slot, asm.R0, asm.DWord))
+	g.lookupOrCreate(gl, keys, at)
+	g.emit(asm.LoadMem(asm.R1, asm.R10, slot, asm.DWord))
+	g.popStack(8)
+	switch {
+	case op == "":
+		g.emit(asm.StoreMem(regRec, 0, asm.R1, asm.DWord), asm.Mov.Reg(asm.R0, asm.R1))
+		return
+	case (op == "+" || op == "-") && !gl.PerCPU:
+		if op == "-" {
+			g.emit(asm.Neg.Imm(asm.R1, 0))
+		}
+		g.emit(
+			asm.Mov.Reg(asm.R0, asm.R1),
+			fetchAdd(regRec, asm.R1),
+		)
+		if !post {
+			g.emit(asm.Add.Reg(asm.R0, asm.R1))
+		} else {
+			g.emit(asm.Mov.Reg(asm.R0, asm.R1))
+		}
+		return
+	}
+	g.emit(asm.LoadMem(asm.R0, regRec, 0, asm.DWord))
+	g.arith(op, at)
+	g.emit(asm.StoreMem(regRec, 0, asm.R0, asm.DWord))
+	if post {
+		g.emit(undo(op))
+	}
+}
+
+// in compiles `[keys] in a`.
+func (g *gen) in(e *syntax.In) {
+	id, ok := e.Array.(*syntax.Ident)
+	if !ok {
+		g.fail(e, "'in' needs an array")
+		return
+	}
+	for _, k := range e.Keys {
+		if _, star := k.(*syntax.Star); star {
+			g.fail(k, "'*' keys cannot be compiled in a kernel probe")
+			return
+		}
+	}
+	gl := g.m.global(id.Var)
+	smark, stack := g.scratchMark(), g.stack
+	g.lookup(gl, e.Keys)
+	done := g.newLabel("in")
+	g.emit(asm.JEq.Imm(asm.R0, 0, done), asm.Mov.Imm(asm.R0, 1))
+	g.mark(done)
+	g.scratchRelease(smark)
+	g.stack = stack
+}
+
+// delete compiles `delete a[k]` and `delete scalar`.
+func (g *gen) delete(s *syntax.DeleteStmt) {
+	switch t := s.Target.(type) {
+	case *syntax.Index:
+		v := indexVar(t)
+		for _, k := range t.Keys {
+			if _, star := k.(*syntax.Star); star || v == nil {
+				g.fail(k, "'*' keys cannot be compiled in a kernel probe")
+				return
+			}
+		}
+		gl := g.m.global(v)
+		smark, stack := g.scratchMark(), g.stack
+		g.key(gl, t.Keys).load(g, asm.R2)
+		g.emit(asm.LoadMapPtr(asm.R1, 0).WithReference(gl.Ref), asm.FnMapDeleteElem.Call())
+		g.scratchRelease(smark)
+		g.stack = stack
+	case *syntax.Ident:
+		if t.Var.Kind != syntax.VarGlobal || t.Var.IsArray || t.Var.Type != syntax.TypeLong {
+			g.fail(s, "deleting a whole array, statistic or string cannot be compiled in a kernel probe yet")
+			return
+		}
+		g.updateGlobal(t.Var, nil, "", &syntax.NumberLit{Typed: syntax.Typed{T: syntax.TypeLong}}, s.Pos, false)
+	default:
+		g.fail(s, "cannot delete %s in a kernel probe", syntax.ExprString(s.Target))
+	}
+}
+
+// fetchAdd is `src = atomic_fetch_add((u64 *)dst, src)`. cilium/ebpf v0.22
+// encodes asm.FetchAdd without its BPF_FETCH bit (Marshal computes the
+// immediate after reading it), so the immediate is set by hand.
+func fetchAdd(dst, src asm.Register) asm.Instruction {
+	ins := asm.AddAtomic.Mem(dst, src, asm.DWord, 0)
+	ins.Constant = bpfFetch
+	return ins
+}
+
+const bpfFetch = 0x01 // BPF_ADD | BPF_FETCH

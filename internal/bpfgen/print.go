@@ -1,0 +1,92 @@
+package bpfgen
+
+import (
+	"github.com/bpftap/bpftap/internal/format"
+	"github.com/bpftap/bpftap/internal/syntax"
+	"github.com/cilium/ebpf/asm"
+)
+
+// print compiles printf/print/println/printd/printdln into a RecordPrint:
+// the arguments are evaluated first (longs to stack slots, strings to
+// scratch slots), then a record is reserved, filled and submitted. A full
+// ring skips the output (the drop is counted).
+func (g *gen) print(e *syntax.PrintCall) {
+	f, err := printFormat(e)
+	if err != nil {
+		g.fail(e, "%v", err)
+		return
+	}
+	if e.Name[0] == 's' {
+		g.fail(e, "%s() cannot be compiled in a kernel probe yet", e.Name)
+		return
+	}
+	out := &Output{Format: f, Pos: e.Pos, Size: headerSize}
+	mark, stack := g.scratchMark(), g.stack
+	var where []int
+	for _, a := range e.Args {
+		field := ArgField{Offset: out.Size}
+		if a.Type() == syntax.TypeString {
+			v := g.str(a)
+			field.Width = v.width
+			where = append(where, v.off)
+		} else {
+			g.long(a)
+			slot := g.pushSlot()
+			g.emit(asm.StoreMem(asm.R10, slot, asm.R0, asm.DWord))
+			where = append(where, int(slot))
+		}
+		out.Args = append(out.Args, field)
+		out.Size += fieldSize(field)
+	}
+	id := len(g.m.Outputs)
+	g.m.Outputs = append(g.m.Outputs, out)
+	full := g.reserve(out.Size)
+	g.emit(
+		asm.Mov.Reg(regRec, asm.R0),
+		asm.StoreImm(regRec, 0, int64(RecordPrint), asm.Word),
+		asm.StoreImm(regRec, 4, int64(id), asm.Word),
+	)
+	for i, field := range out.Args {
+		if field.Width == 0 {
+			g.emit(
+				asm.LoadMem(asm.R1, asm.R10, int16(where[i]), asm.DWord),
+				asm.StoreMem(regRec, int16(field.Offset), asm.R1, asm.DWord),
+			)
+			continue
+		}
+		g.emit(
+			asm.Mov.Reg(asm.R1, regRec),
+			asm.Add.Imm(asm.R1, int32(field.Offset)),
+			asm.Mov.Imm(asm.R2, int32(field.Width)),
+			asm.Mov.Reg(asm.R3, regScratch),
+			asm.Add.Imm(asm.R3, int32(where[i])),
+			asm.FnProbeReadKernelStr.Call(),
+		)
+	}
+	g.submit()
+	g.mark(full)
+	g.emit(asm.Mov.Imm(asm.R0, 0))
+	g.scratchRelease(mark)
+	g.stack = stack
+}
+
+// printFormat is the format of a print-family call, as the interpreter
+// builds it.
+func printFormat(e *syntax.PrintCall) (*format.Format, error) {
+	if e.Format != nil {
+		return format.Compile(e.Format.Value)
+	}
+	kinds := make([]format.Kind, len(e.Args))
+	for i, a := range e.Args {
+		kinds[i] = format.KindLong
+		if a.Type() == syntax.TypeString {
+			kinds[i] = format.KindString
+		}
+	}
+	delim := ""
+	if e.Delim != nil {
+		delim = e.Delim.Value
+	}
+	newline := e.Name == "println" || e.Name == "printdln"
+	return format.Print(kinds, delim, newline), nil
+}

@@ -1,0 +1,174 @@
+package bpfgen
+
+import (
+	"encoding/binary"
+	"fmt"
+
+	"github.com/bpftap/bpftap/internal/bpfrt"
+	"github.com/bpftap/bpftap/internal/format"
+	"github.com/bpftap/bpftap/internal/syntax"
+	"github.com/cilium/ebpf/asm"
+)
+
+// Records in the ring buffer start with a header {u32 kind, u32 id}:
+//
+//	RecordPrint: id indexes Module.Outputs; the arguments follow at the
+//	             offsets the Output lists (longs as 8 native-endian bytes,
+//	             strings as NUL-terminated bytes in a fixed-width field).
+//	RecordError: id indexes Module.Errors; a u64 argument follows (the
+//	             faulting address of a read error, else 0). The probe ended.
+//	RecordExit:  exit() was called; no payload.
+const (
+	RecordPrint uint32 = 1
+	RecordError uint32 = 2
+	RecordExit  uint32 = 3
+)
+
+const headerSize = 8
+
+// DefaultRingSize is the size of the module's ring buffer.
+const DefaultRingSize = 1 << 22
+
+// Output is one print-family call of a kernel probe.
+type Output struct {
+	Format *format.Format
+	Args   []ArgField
+	Size   int // of the whole record
+	Pos    syntax.Pos
+}
+
+// ArgField is where one argument lies in a print record.
+type ArgField struct {
+	Offset int
+	Width  int // bytes of a string field; 0 for a long
+}
+
+// ErrorSite is a run-time error a kernel probe may raise.
+type ErrorSite struct {
+	Msg string // stap's message; with Addr, a fmt format taking the address
+	Pos syntax.Pos
+	// Addr is set when the record's argument is an address the message shows.
+	Addr bool
+}
+
+// Text is the message of the error, given the record's argument.
+func (e *ErrorSite) Text(arg uint64) string {
+	if e.Addr {
+		return fmt.Sprintf(e.Msg, arg)
+	}
+	return e.Msg
+}
+
+// Record is a decoded ring record.
+type Record struct {
+	Kind   uint32
+	Output *Output      // RecordPrint
+	Args   []format.Arg // RecordPrint: ready for Output.Format
+	Error  *ErrorSite   // RecordError
+	Arg    uint64       // RecordError
+}
+
+// Decode decodes one ring record. The strings it returns are copies.
+func (m *Module) Decode(rec []byte) (Record, error) {
+	if len(rec) < headerSize {
+		return Record{}, fmt.Errorf("ring record of %d bytes", len(rec))
+	}
+	kind, id := binary.NativeEndian.Uint32(rec), binary.NativeEndian.Uint32(rec[4:])
+	r := Record{Kind: kind}
+	switch {
+	case kind == RecordExit:
+		return r, nil
+	case kind == RecordError && int(id) < len(m.Errors) && len(rec) >= headerSize+8:
+		r.Error, r.Arg = m.Errors[id], binary.NativeEndian.Uint64(rec[headerSize:])
+		return r, nil
+	case kind == RecordPrint && int(id) < len(m.Outputs) && len(rec) >= m.Outputs[id].Size:
+		r.Output = m.Outputs[id]
+		r.Args = make([]format.Arg, len(r.Output.Args))
+		for i, a := range r.Output.Args {
+			r.Args[i] = decodeArg(rec, a)
+		}
+		return r, nil
+	}
+	return Record{}, fmt.Errorf("malformed ring record (kind %d, id %d, %d bytes)", kind, id, len(rec))
+}
+
+func decodeArg(rec []byte, a ArgField) format.Arg {
+	if a.Width == 0 {
+		return format.Long(int64(binary.NativeEndian.Uint64(rec[a.Offset:])))
+	}
+	b := rec[a.Offset : a.Offset+a.Width]
+	for i, c := range b {
+		if c == 0 {
+			b = b[:i]
+			break
+		}
+	}
+	return format.String(string(b))
+}
+
+// errorSite registers a site and returns the label of its stub, which sets
+// the error id and jumps to the error tail. With addr, the code jumping to
+// the stub holds the address in regRec.
+func (g *gen) errorSite(msg string, at syntax.Pos, addr bool) string {
+	key := fmt.Sprintf("%s|%s|%v", msg, at, addr)
+	if l, ok := g.errs[key]; ok {
+		return l
+	}
+	id := len(g.m.Errors)
+	g.m.Errors = append(g.m.Errors, &ErrorSite{Msg: msg, Pos: at, Addr: addr})
+	label := g.newLabel("raise")
+	g.errs[key] = label
+	g.tails = append(g.tails, func() {
+		g.cur = at
+		g.mark(label)
+		g.emit(asm.Mov.Imm(regErr, int32(id)))
+		if !addr {
+			g.emit(asm.Mov.Imm(regRec, 0))
+		}
+		g.emit(asm.Ja.Label(labelError))
+	})
+	return label
+}
+
+// errorTail sends {RecordError, R7, R8} and exits.
+func (g *gen) errorTail() {
+	g.mark(labelError)
+	g.emit(asm.StoreMem(asm.R10, -8, regRec, asm.DWord))
+	full := g.reserve(headerSize + 8)
+	g.emit(
+		asm.Mov.Reg(regRec, asm.R0),
+		asm.StoreImm(regRec, 0, int64(RecordError), asm.Word),
+		asm.StoreMem(regRec, 4, regErr, asm.Word),
+		asm.LoadMem(asm.R1, asm.R10, -8, asm.DWord),
+		asm.StoreMem(regRec, headerSize, asm.R1, asm.DWord),
+	)
+	g.submit()
+	g.mark(full)
+	g.emit(asm.Ja.Label(labelExit))
+}
+
+// reserve emits the reservation of a record of size bytes, leaving its
+// address in R0; it returns the label the code jumps to when the ring is
+// full (the drop counted), which the caller must place.
+func (g *gen) reserve(size int) string {
+	full := g.newLabel("full")
+	g.emit(bpfrt.EmitReserve(RingMap, DropsMap, int32(size), full)...)
+	return full
+}
+
+// submit sends the record whose address is in regRec.
+func (g *gen) submit() {
+	g.emit(bpfrt.EmitSubmit(RingMap, regRec, g.m.RingWakeBytes, g.newLabel("submit"))...)
+}
+
+// exitRecord sends RecordExit (exit()); the probe goes on.
+func (g *gen) exitRecord() {
+	full := g.reserve(headerSize)
+	g.emit(
+		asm.Mov.Reg(regRec, asm.R0),
+		asm.StoreImm(regRec, 0, int64(RecordExit), asm.Word),
+		asm.StoreImm(regRec, 4, 0, asm.Word),
+	)
+	g.submit()
+	g.mark(full)
+}

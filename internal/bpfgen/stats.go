@@ -1,0 +1,249 @@
+package bpfgen
+
+import (
+	"encoding/binary"
+
+	"github.com/bpftap/bpftap/internal/format"
+	"github.com/bpftap/bpftap/internal/syntax"
+	"github.com/cilium/ebpf/asm"
+)
+
+// A statistic's per-CPU value is format.Stat's partial, word by word:
+// count, sum, min, max, avg_s, m2, variance_s, then one count per
+// histogram bucket. `s <<< v` updates it exactly as format.Stat.Add does
+// (Welford's update with the deviation truncated to 32 bits and scaled by
+// @variance's shift); user space loads the partials with StatLayout.Decode
+// and combines them with format.Total (globals) or Stat.Merge (elements).
+
+// Word offsets in a statistic's value.
+const (
+	statCount = 8 * iota
+	statSum
+	statMin
+	statMax
+	statAvgS
+	statM2
+	statVariance
+	statBuckets
+)
+
+// StatLayout is the value layout of a statistic.
+type StatLayout struct {
+	Hist  *format.Hist // nil without a histogram
+	Shift uint
+	Size  int
+}
+
+// Decode loads one CPU's partial.
+func (l *StatLayout) Decode(b []byte) *format.Stat {
+	s := format.NewStat(l.Hist, l.Shift)
+	w := func(off int) int64 { return int64(binary.NativeEndian.Uint64(b[off:])) }
+	s.Count, s.Sum, s.Min, s.Max = w(statCount), w(statSum), w(statMin), w(statMax)
+	s.AvgS, s.M2, s.VarianceS = w(statAvgS), w(statM2), w(statVariance)
+	for i := range s.Counts {
+		s.Counts[i] = w(statBuckets + 8*i)
+	}
+	return s
+}
+
+// statLayout finds the histogram and @variance shift of v in the program.
+func (m *Module) statLayout(v *syntax.Var) *StatLayout {
+	l := &StatLayout{}
+	visit := func(n syntax.Node) bool {
+		switch n := n.(type) {
+		case *syntax.Hist:
+			if statVar(n.X) == v && l.Hist == nil {
+				l.Hist = histOf(n)
+			}
+		case *syntax.StatOp:
+			if n.Op == format.OpVariance && len(n.Args) > 0 && statVar(n.X) == v {
+				if lit, ok := n.Args[0].(*syntax.NumberLit); ok && lit.Value >= 0 && lit.Value < 63 {
+					l.Shift = uint(lit.Value)
+				}
+			}
+		}
+		return true
+	}
+	for _, p := range m.prog.Probes {
+		syntax.Walk(p.Body, visit)
+	}
+	for _, f := range m.prog.Funcs {
+		if f.Decl != nil && f.Decl.Body != nil {
+			syntax.Walk(f.Decl.Body, visit)
+		}
+	}
+	l.Size = statBuckets
+	if l.Hist != nil {
+		l.Size += 8 * l.Hist.Buckets()
+	}
+	return l
+}
+
+// histOf is the layout of a @hist_log or literal @hist_linear; nil when
+// the linear one's arguments are not literals or are refused (the user side
+// reports that).
+func histOf(h *syntax.Hist) *format.Hist {
+	if !h.Linear {
+		return format.LogHist
+	}
+	start, ok1 := h.Start.(*syntax.NumberLit)
+	stop, ok2 := h.Stop.(*syntax.NumberLit)
+	step, ok3 := h.Interval.(*syntax.NumberLit)
+	if !ok1 || !ok2 || !ok3 {
+		return nil
+	}
+	hist, err := format.LinearHist(start.Value, stop.Value, step.Value)
+	if err != nil {
+		return nil
+	}
+	return hist
+}
+
+// statVar is the global a statistic operand (s or s[k]) names.
+func statVar(e syntax.Expr) *syntax.Var {
+	switch e := e.(type) {
+	case *syntax.Ident:
+		return e.Var
+	case *syntax.Index:
+		return statVar(e.Array)
+	}
+	return nil
+}
+
+// statAdd compiles `s <<< v` and `s[k] <<< v`.
+func (g *gen) statAdd(e *syntax.Assign) {
+	v := statVar(e.LHS)
+	var keys []syntax.Expr
+	if x, ok := e.LHS.(*syntax.Index); ok {
+		keys = x.Keys
+	}
+	gl := g.m.global(v)
+	g.long(e.RHS)
+	slot := g.pushSlot()
+	g.emit(asm.StoreMem(asm.R10, slot, asm.R0, asm.DWord))
+	g.lookupOrCreate(gl, keys, e.Pos)
+	g.emit(asm.LoadMem(asm.R1, asm.R10, slot, asm.DWord))
+	g.popStack(8)
+	g.welford(gl.Stat.Shift)
+	if gl.Stat.Hist != nil {
+		g.bucket(gl.Stat.Hist)
+	}
+	g.emit(asm.Mov.Imm(asm.R0, 0))
+}
+
+// welford updates the partial at regRec with the value in R1 (kept).
+func (g *gen) welford(shift uint) {
+	first, done := g.newLabel("stat_first"), g.newLabel("stat_done")
+	ld := func(r asm.Register, off int16) asm.Instruction { return asm.LoadMem(r, regRec, off, asm.DWord) }
+	st := func(off int16, r asm.Register) asm.Instruction { return asm.StoreMem(regRec, off, r, asm.DWord) }
+	g.emit(ld(asm.R2, statCount), asm.JEq.Imm(asm.R2, 0, first))
+	// count++, sum += v, min, max
+	g.emit(asm.Add.Imm(asm.R2, 1), st(statCount, asm.R2),
+		ld(asm.R3, statSum), asm.Add.Reg(asm.R3, asm.R1), st(statSum, asm.R3))
+	notMax, notMin := g.newLabel("stat_max"), g.newLabel("stat_min")
+	g.emit(ld(asm.R3, statMax), asm.JSLE.Reg(asm.R1, asm.R3, notMax), st(statMax, asm.R1))
+	g.mark(notMax)
+	g.emit(ld(asm.R3, statMin), asm.JSGE.Reg(asm.R1, asm.R3, notMin), st(statMin, asm.R1))
+	g.mark(notMin)
+	g.emit(
+		// R3 = v << shift; R4 = delta = int32(R3 - avg_s)
+		asm.Mov.Reg(asm.R3, asm.R1), asm.LSh.Imm(asm.R3, int32(shift)),
+		ld(asm.R5, statAvgS), asm.Mov.Reg(asm.R4, asm.R3), asm.Sub.Reg(asm.R4, asm.R5),
+		asm.LSh.Imm(asm.R4, 32), asm.ArSh.Imm(asm.R4, 32),
+		// avg_s += delta / count
+		asm.Mov.Reg(asm.R0, asm.R4), asm.SDiv.Reg(asm.R0, asm.R2), asm.Add.Reg(asm.R5, asm.R0), st(statAvgS, asm.R5),
+		// m2 += delta * ((v << shift) - avg_s)
+		asm.Sub.Reg(asm.R3, asm.R5), asm.Mul.Reg(asm.R3, asm.R4),
+		ld(asm.R0, statM2), asm.Add.Reg(asm.R0, asm.R3), st(statM2, asm.R0),
+		// variance_s = m2 / (count - 1)
+		asm.Sub.Imm(asm.R2, 1), asm.SDiv.Reg(asm.R0, asm.R2), st(statVariance, asm.R0),
+		asm.Ja.Label(done),
+	)
+	g.mark(first)
+	g.emit(
+		asm.Mov.Imm(asm.R2, 1), st(statCount, asm.R2),
+		st(statSum, asm.R1), st(statMin, asm.R1), st(statMax, asm.R1),
+		asm.Mov.Reg(asm.R3, asm.R1), asm.LSh.Imm(asm.R3, int32(shift)), st(statAvgS, asm.R3),
+		asm.Mov.Imm(asm.R3, 0), st(statM2, asm.R3),
+	)
+	g.mark(done)
+}
+
+// bucket counts the value in R1 in its histogram bucket.
+func (g *gen) bucket(h *format.Hist) {
+	if h.Linear {
+		g.linearBucket(h)
+	} else {
+		g.logBucket()
+	}
+	// R0 = bucket index, bounded for the verifier.
+	skip := g.newLabel("bucket_skip")
+	g.emit(
+		asm.JGT.Imm(asm.R0, int32(h.Buckets()-1), skip),
+		asm.LSh.Imm(asm.R0, 3),
+		asm.Mov.Reg(asm.R2, regRec),
+		asm.Add.Reg(asm.R2, asm.R0),
+		asm.LoadMem(asm.R3, asm.R2, statBuckets, asm.DWord),
+		asm.Add.Imm(asm.R3, 1),
+		asm.StoreMem(asm.R2, statBuckets, asm.R3, asm.DWord),
+	)
+	g.mark(skip)
+}
+
+// logBucket: R0 = 64 for 0, 64 + bits(v) for v > 0, 64 - bits(-v) for v < 0.
+func (g *gen) logBucket() {
+	zero, neg, count, done := g.newLabel("log_zero"), g.newLabel("log_neg"), g.newLabel("log_bits"), g.newLabel("log_done")
+	g.emit(
+		asm.Mov.Imm(asm.R0, 64),
+		asm.JEq.Imm(asm.R1, 0, zero),
+		asm.Mov.Reg(asm.R2, asm.R1),
+		asm.Mov.Imm(asm.R4, 1), // sign of the result's offset
+		asm.JSGT.Imm(asm.R1, 0, count),
+	)
+	g.mark(neg)
+	g.emit(asm.Neg.Imm(asm.R2, 0), asm.Mov.Imm(asm.R4, -1))
+	g.mark(count)
+	// R3 = bits(R2), R2 unsigned and non-zero
+	g.emit(asm.Mov.Imm(asm.R3, 1))
+	for _, s := range []int32{32, 16, 8, 4, 2, 1} {
+		next := g.newLabel("log_step")
+		g.emit(
+			asm.Mov.Reg(asm.R5, asm.R2),
+			asm.RSh.Imm(asm.R5, s),
+			asm.JEq.Imm(asm.R5, 0, next),
+			asm.Mov.Reg(asm.R2, asm.R5),
+			asm.Add.Imm(asm.R3, s),
+		)
+		g.mark(next)
+	}
+	g.emit(asm.Mul.Reg(asm.R3, asm.R4), asm.Add.Reg(asm.R0, asm.R3), asm.Ja.Label(done))
+	g.mark(zero)
+	g.mark(done)
+}
+
+// linearBucket: R0 = 0 below start, else (v-start)/interval + 1, at most
+// the overflow bucket.
+func (g *gen) linearBucket(h *format.Hist) {
+	under, done := g.newLabel("lin_under"), g.newLabel("lin_done")
+	g.emit(
+		asm.Mov.Reg(asm.R0, asm.R1),
+		asm.Sub.Imm(asm.R0, h.Start),
+		asm.JSLT.Imm(asm.R0, 0, under),
+		asm.LoadImm(asm.R2, int64(uint32(h.Interval)), asm.DWord),
+		asm.Div.Reg(asm.R0, asm.R2),
+		asm.Add.Imm(asm.R0, 1),
+		asm.JLE.Imm(asm.R0, int32(h.Buckets()-1), done),
+		asm.Mov.Imm(asm.R0, int32(h.Buckets()-1)),
+		asm.Ja.Label(done),
+	)
+	g.mark(under)
+	g.emit(asm.Mov.Imm(asm.R0, 0))
+	g.mark(done)
+}
+
+// statOp compiles @count/@sum/@min/@max/@avg in a kernel probe: it reads
+// this CPU's partial only, which is exact when the probe runs on one CPU
+// and otherwise a lower bound; see docs/bpf-backend.md.
+func (g *gen) statOp(e *syntax.StatOp) {
+	g.fail(e, "@%s() of a statistic cannot be compiled in a kernel probe yet", e.Op)
+}

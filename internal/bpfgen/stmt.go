@@ -1,0 +1,118 @@
+package bpfgen
+
+import (
+	"github.com/bpftap/bpftap/internal/syntax"
+	"github.com/cilium/ebpf/asm"
+)
+
+// body compiles the probe body.
+func (g *gen) body() error {
+	g.cur = g.probe.Point.Position()
+	for _, v := range g.probe.Locals { // before any temporary, so never freed
+		g.local(v)
+	}
+	if hasLoop(g.probe.Body) {
+		g.actions = g.pushSlot()
+	}
+	g.stmt(g.probe.Body)
+	return g.err
+}
+
+func (g *gen) stmt(s syntax.Stmt) {
+	if s == nil || g.err != nil {
+		return
+	}
+	defer g.at(g.at(s.Position()))
+	switch s := s.(type) {
+	case *syntax.Block:
+		for _, x := range s.Stmts {
+			g.stmt(x)
+		}
+	case *syntax.NullStmt:
+	case *syntax.ExprStmt:
+		g.effect(s.X)
+	case *syntax.IfStmt:
+		g.ifStmt(s)
+	case *syntax.WhileStmt:
+		g.loop(nil, s.Cond, nil, s.Body)
+	case *syntax.ForStmt:
+		g.loop(s.Init, s.Cond, s.Post, s.Body)
+	case *syntax.NextStmt:
+		g.emit(asm.Ja.Label(labelExit))
+	case *syntax.BreakStmt:
+		g.emit(asm.Ja.Label(g.loops[len(g.loops)-1].brk))
+	case *syntax.ContinueStmt:
+		g.emit(asm.Ja.Label(g.loops[len(g.loops)-1].cont))
+	case *syntax.DeleteStmt:
+		g.delete(s)
+	default:
+		g.fail(s, "this statement cannot be compiled in a kernel probe yet")
+	}
+}
+
+// effect compiles an expression for its side effects.
+func (g *gen) effect(e syntax.Expr) {
+	if e.Type() == syntax.TypeString {
+		mark := g.scratchMark()
+		g.str(e)
+		g.scratchRelease(mark)
+		return
+	}
+	g.long(e)
+}
+
+func (g *gen) ifStmt(s *syntax.IfStmt) {
+	other, done := g.newLabel("else"), g.newLabel("endif")
+	g.long(s.Cond)
+	g.emit(asm.JEq.Imm(asm.R0, 0, other))
+	g.stmt(s.Then)
+	if s.Else != nil {
+		g.emit(asm.Ja.Label(done))
+	}
+	g.mark(other)
+	g.stmt(s.Else)
+	g.mark(done)
+}
+
+// loop compiles while and for loops. Every iteration charges one action to
+// the probe's counter; past MAXACTION the probe ends with stap's error.
+func (g *gen) loop(init, cond, post syntax.Expr, body syntax.Stmt) {
+	if init != nil {
+		g.effect(init)
+	}
+	top, cont, brk := g.newLabel("loop"), g.newLabel("continue"), g.newLabel("break")
+	counter := g.actions
+	g.mark(top)
+	g.emit(
+		asm.LoadMem(asm.R1, asm.R10, counter, asm.DWord),
+		asm.Add.Imm(asm.R1, 1),
+		asm.StoreMem(asm.R10, counter, asm.R1, asm.DWord),
+		asm.JGT.Imm(asm.R1, int32(g.m.cfg.MaxAction), g.errorSite("MAXACTION exceeded", g.cur, false)),
+	)
+	if cond != nil {
+		g.long(cond)
+		g.emit(asm.JEq.Imm(asm.R0, 0, brk))
+	}
+	g.loops = append(g.loops, loop{brk: brk, cont: cont})
+	g.stmt(body)
+	g.loops = g.loops[:len(g.loops)-1]
+	g.mark(cont)
+	if post != nil {
+		g.effect(post)
+	}
+	g.emit(asm.Ja.Label(top))
+	g.mark(brk)
+}
+
+// hasLoop tells whether a body contains a loop.
+func hasLoop(body syntax.Node) bool {
+	found := false
+	syntax.Walk(body, func(n syntax.Node) bool {
+		switch n.(type) {
+		case *syntax.WhileStmt, *syntax.ForStmt, *syntax.ForeachStmt:
+			found = true
+		}
+		return !found
+	})
+	return found
+}

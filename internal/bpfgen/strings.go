@@ -1,0 +1,242 @@
+package bpfgen
+
+import (
+	"encoding/binary"
+
+	"github.com/bpftap/bpftap/internal/syntax"
+	"github.com/cilium/ebpf/asm"
+)
+
+// Strings live in slots of the scratch area: a string value is a slot
+// (offset and width) known at compile time, NUL-terminated within it.
+// Copies go through bpf_probe_read_kernel_str, which stops at the NUL and
+// never overflows the destination; comparisons are a bounded byte loop.
+
+// str compiles a string expression and returns its slot. Temporaries stay
+// allocated until the caller releases the scratch mark.
+func (g *gen) str(e syntax.Expr) value {
+	defer g.at(g.at(e.Position()))
+	switch e := e.(type) {
+	case *syntax.StringLit:
+		return g.strLit(e.Value)
+	case *syntax.Ident:
+		if e.Var.Kind != syntax.VarGlobal {
+			return g.local(e.Var)
+		}
+		return g.strGlobal(e.Var, nil)
+	case *syntax.Index:
+		return g.strGlobal(indexVar(e), e.Keys)
+	case *syntax.Binary:
+		if e.Op == "." {
+			return g.concat(e)
+		}
+	case *syntax.Assign:
+		return g.assignString(e)
+	case *syntax.Call:
+		return g.strCall(e)
+	case *syntax.Ternary:
+		dst := g.strSlot(g.m.cfg.MaxStringLen)
+		other, done := g.newLabel("else"), g.newLabel("fi")
+		g.long(e.Cond)
+		g.emit(asm.JEq.Imm(asm.R0, 0, other))
+		g.copyStr(dst, g.str(e.Then))
+		g.emit(asm.Ja.Label(done))
+		g.mark(other)
+		g.copyStr(dst, g.str(e.Else))
+		g.mark(done)
+		return dst
+	}
+	g.fail(e, "%s cannot be compiled in a kernel probe", syntax.ExprString(e))
+	return g.strSlot(8)
+}
+
+// strSlot allocates a string temporary.
+func (g *gen) strSlot(width int) value {
+	return value{str: true, off: g.allocScratch(width), width: width}
+}
+
+// strLit stores a literal into a new slot, eight bytes at a time.
+func (g *gen) strLit(s string) value {
+	b := []byte(s)
+	if len(b) >= g.m.cfg.MaxStringLen {
+		b = b[:g.m.cfg.MaxStringLen-1]
+	}
+	v := g.strSlot(len(b) + 1)
+	padded := make([]byte, (len(b)+8)&^7)
+	copy(padded, b)
+	for i := 0; i < len(padded); i += 8 {
+		g.emit(
+			asm.LoadImm(asm.R1, int64(binary.NativeEndian.Uint64(padded[i:])), asm.DWord),
+			asm.StoreMem(regScratch, int16(v.off+i), asm.R1, asm.DWord),
+		)
+	}
+	v.width = len(padded)
+	return v
+}
+
+// copyStr copies src into dst (truncating to dst's width).
+func (g *gen) copyStr(dst, src value) {
+	if dst.off == src.off {
+		return
+	}
+	g.emit(asm.StoreImm(regScratch, int16(dst.off), 0, asm.Byte))
+	g.readStr(asm.FnProbeReadKernelStr, dst, func() {
+		g.emit(asm.Mov.Reg(asm.R3, regScratch), asm.Add.Imm(asm.R3, int32(src.off)))
+	}, min(dst.width, src.width))
+}
+
+// readStr calls a probe_read_*_str helper into dst, with the source address
+// set in R3 by src; size bounds the copy.
+func (g *gen) readStr(fn asm.BuiltinFunc, dst value, src func(), size int) {
+	src()
+	g.emit(
+		asm.Mov.Reg(asm.R1, regScratch),
+		asm.Add.Imm(asm.R1, int32(dst.off)),
+		asm.Mov.Imm(asm.R2, int32(size)),
+		fn.Call(),
+	)
+}
+
+// strKey stores string e zero-padded into a key field.
+func (g *gen) strKey(e syntax.Expr, off, width int) {
+	if c, ok := e.(*syntax.Call); ok && c.Name == "execname" && len(c.Args) == 0 && width == commLen {
+		g.comm(off)
+		return
+	}
+	g.emit(asm.Mov.Imm(asm.R0, 0))
+	for i := 0; i < width; i += 8 {
+		g.emit(asm.StoreMem(regScratch, int16(off+i), asm.R0, asm.DWord))
+	}
+	mark := g.scratchMark()
+	g.copyStr(value{str: true, off: off, width: width}, g.str(e))
+	g.scratchRelease(mark)
+}
+
+// comm writes the current task's comm (16 bytes, zero-padded) at off.
+func (g *gen) comm(off int) {
+	g.emit(
+		asm.Mov.Reg(asm.R1, regScratch),
+		asm.Add.Imm(asm.R1, int32(off)),
+		asm.Mov.Imm(asm.R2, commLen),
+		asm.FnGetCurrentComm.Call(),
+	)
+}
+
+// strGlobal copies the string v[keys] ("" when absent) into a temporary.
+func (g *gen) strGlobal(v *syntax.Var, keys []syntax.Expr) value {
+	gl := g.m.global(v)
+	dst := g.strSlot(gl.Value.Width)
+	g.emit(asm.StoreImm(regScratch, int16(dst.off), 0, asm.Byte))
+	stack := g.stack
+	g.lookup(gl, keys)
+	done := g.newLabel("absent")
+	g.emit(asm.JEq.Imm(asm.R0, 0, done))
+	g.readStr(asm.FnProbeReadKernelStr, dst, func() { g.emit(asm.Mov.Reg(asm.R3, asm.R0)) }, dst.width)
+	g.mark(done)
+	g.stack = stack
+	return dst
+}
+
+// assignString compiles s = t and s .= t for locals and globals.
+func (g *gen) assignString(e *syntax.Assign) value {
+	var rhs value
+	if e.Op == ".=" {
+		rhs = g.concat(&syntax.Binary{Typed: e.Typed, Op: ".", X: e.LHS, Y: e.RHS})
+	} else {
+		rhs = g.str(e.RHS)
+	}
+	switch lhs := e.LHS.(type) {
+	case *syntax.Ident:
+		if lhs.Var.Kind != syntax.VarGlobal {
+			dst := g.local(lhs.Var)
+			g.copyStr(dst, rhs)
+			return dst
+		}
+		g.storeString(lhs.Var, nil, rhs, e.Pos)
+	case *syntax.Index:
+		g.storeString(indexVar(lhs), lhs.Keys, rhs, e.Pos)
+	default:
+		g.fail(e, "cannot assign to %s in a kernel probe", syntax.ExprString(e.LHS))
+	}
+	return rhs
+}
+
+// storeString copies src into the global v[keys].
+func (g *gen) storeString(v *syntax.Var, keys []syntax.Expr, src value, at syntax.Pos) {
+	gl := g.m.global(v)
+	g.lookupOrCreate(gl, keys, at)
+	g.emit(
+		asm.Mov.Reg(asm.R1, regRec),
+		asm.Mov.Imm(asm.R2, int32(min(gl.Value.Width, src.width))),
+		asm.Mov.Reg(asm.R3, regScratch),
+		asm.Add.Imm(asm.R3, int32(src.off)),
+		asm.FnProbeReadKernelStr.Call(),
+	)
+}
+
+// concat compiles x . y into a new slot.
+func (g *gen) concat(e *syntax.Binary) value {
+	width := g.m.cfg.MaxStringLen
+	dst := g.strSlot(width)
+	g.copyStr(dst, g.str(e.X))
+	y := g.str(e.Y)
+	// R0 = bytes copied including the NUL, clamped to [1, width].
+	ok1, ok2 := g.newLabel("len"), g.newLabel("len")
+	g.emit(asm.JSGT.Imm(asm.R0, 0, ok1), asm.Mov.Imm(asm.R0, 1))
+	g.mark(ok1)
+	g.emit(asm.JLE.Imm(asm.R0, int32(width), ok2), asm.Mov.Imm(asm.R0, int32(width)))
+	g.mark(ok2)
+	g.emit(
+		asm.Sub.Imm(asm.R0, 1),
+		asm.Mov.Reg(asm.R1, regScratch),
+		asm.Add.Imm(asm.R1, int32(dst.off)),
+		asm.Add.Reg(asm.R1, asm.R0),
+		asm.Mov.Imm(asm.R2, int32(width)),
+		asm.Sub.Reg(asm.R2, asm.R0),
+		asm.Mov.Reg(asm.R3, regScratch),
+		asm.Add.Imm(asm.R3, int32(y.off)),
+		asm.FnProbeReadKernelStr.Call(),
+	)
+	return dst
+}
+
+// stringBinary compiles string comparisons into R0 (0 or 1).
+func (g *gen) stringBinary(e *syntax.Binary) {
+	j, ok := compareOps[e.Op]
+	if !ok {
+		g.fail(e, "operator '%s' on strings cannot be compiled in a kernel probe", e.Op)
+		return
+	}
+	mark := g.scratchMark()
+	x := g.str(e.X)
+	y := g.str(e.Y)
+	g.strcmp(x, y)
+	g.scratchRelease(mark)
+	done := g.newLabel("scmp")
+	g.emit(asm.Mov.Reg(asm.R1, asm.R0), asm.Mov.Imm(asm.R0, 1), j.Imm(asm.R1, 0, done), asm.Mov.Imm(asm.R0, 0))
+	g.mark(done)
+}
+
+// strcmp leaves in R0 the sign of x compared with y, byte by byte
+// (unsigned), as strcmp does. Uses R1-R4.
+func (g *gen) strcmp(x, y value) {
+	n := min(x.width, y.width)
+	top, diff, done := g.newLabel("strcmp"), g.newLabel("strdiff"), g.newLabel("strcmp_done")
+	g.emit(asm.Mov.Imm(asm.R4, 0))
+	g.mark(top)
+	g.emit(
+		asm.Mov.Reg(asm.R1, regScratch),
+		asm.Add.Reg(asm.R1, asm.R4),
+		asm.LoadMem(asm.R2, asm.R1, int16(x.off), asm.Byte),
+		asm.LoadMem(asm.R3, asm.R1, int16(y.off), asm.Byte),
+		asm.JNE.Reg(asm.R2, asm.R3, diff),
+		asm.Mov.Imm(asm.R0, 0),
+		asm.JEq.Imm(asm.R2, 0, done),
+		asm.Add.Imm(asm.R4, 1),
+		asm.JLT.Imm(asm.R4, int32(n), top),
+		asm.Ja.Label(done),
+	)
+	g.mark(diff)
+	g.emit(asm.Mov.Imm(asm.R0, 1), asm.JGT.Reg(asm.R2, asm.R3, done), asm.Mov.Imm(asm.R0, -1))
+	g.mark(done)
+}
