@@ -145,12 +145,13 @@ func (g *gen) scratchRelease(m int) { g.scratch = m }
 
 // program assembles prologue, body and tails.
 func (g *gen) program() *Program {
-	body, bodyPos := g.insns, g.pos
-	g.insns, g.pos = nil, nil
+	body, bodyPos, pending := g.insns, g.pos, g.pending
+	g.insns, g.pos, g.pending = nil, nil, nil
 	g.cur = g.probe.Point.Position()
 	g.prologue()
 	g.insns = append(g.insns, body...)
 	g.pos = append(g.pos, bodyPos...)
+	g.pending = pending // labels at the end of the body
 	g.epilogue()
 	return &Program{Probe: g.probe, Instructions: g.insns, Pos: g.pos, ScratchSize: g.maxScr, mech: g.mech}
 }

@@ -177,7 +177,9 @@ func (g *gen) storeString(v *syntax.Var, keys []syntax.Expr, src value, at synta
 // concat compiles x . y into a new slot.
 func (g *gen) concat(e *syntax.Binary) value {
 	width := g.m.cfg.MaxStringLen
-	dst := g.strSlot(width)
+	// Twice the width: the verifier bounds the second copy by its largest
+	// offset plus its largest size, not by their sum (which is width).
+	dst := value{str: true, off: g.allocScratch(2 * width), width: width}
 	g.copyStr(dst, g.str(e.X))
 	y := g.str(e.Y)
 	// R0 = bytes copied including the NUL, clamped to [1, width].
