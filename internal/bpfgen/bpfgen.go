@@ -48,10 +48,6 @@ type Config struct {
 	MaxAction     int64 // MAXACTION; 0 means stap's default, 1000
 	MaxMapEntries int64 // MAXMAPENTRIES; 0 means 2048
 	MaxStringLen  int   // MAXSTRINGLEN; 0 means 512
-	// PerCPU reports the globals sema marked for per-CPU promotion (updated
-	// only by kernel probes, read only by user-side ones); nil: none.
-	// Statistics are per CPU regardless.
-	PerCPU func(*syntax.Var) bool
 	// Target adds the target filter (-x/-c): a program runs only for
 	// processes whose tgid is a key of the map TargetMap.
 	Target bool

@@ -59,6 +59,12 @@ func readCases(t *testing.T, file string) []testCase {
 
 func TestScripts(t *testing.T) {
 	requireBPF(t)
+	before := openFDs(t)
+	defer func() {
+		if after := openFDs(t); after != before {
+			t.Errorf("%d file descriptors open before the scripts ran, %d after", before, after)
+		}
+	}()
 	files, _ := filepath.Glob("testdata/*.txt")
 	for _, file := range files {
 		for _, c := range readCases(t, file) {
@@ -80,7 +86,10 @@ func TestCount(t *testing.T) {
 		t.Run(fmt.Sprint("percpu=", perCPU), func(t *testing.T) {
 			const calls = 3000
 			prog := elaborate(t, `global n, by; probe begin { n++; by[execname()] += 2 } probe end { println(n, by["x"]) }`)
-			m := New(prog, Config{Target: true, PerCPU: func(*syntax.Var) bool { return perCPU }})
+			for _, v := range prog.Globals {
+				v.PerCPU = perCPU
+			}
+			m := New(prog, Config{Target: true})
 			child := newChild(t, os.Args[0])
 			child.cmd.Env = append(os.Environ(), fmt.Sprintf("BPFGEN_GETPPID=%d", calls))
 			ms := attachRun(t, m, prog, child)
@@ -195,15 +204,7 @@ func attachRun(t *testing.T, m *Module, prog *sema.Program, c *child) *Maps {
 	if err != nil {
 		t.Fatal(err)
 	}
-	loaded, err := p.Load(ms, tracepoint(t), 0)
-	if err != nil {
-		ms.Close()
-		var le *LoadError
-		if errors.As(err, &le) {
-			t.Fatalf("%v\n%s", err, le.Err.Log)
-		}
-		t.Fatal(err)
-	}
+	loaded := load(t, p, ms, tracepoint(t))
 	defer loaded.Close()
 	if err := loaded.Attach(); err != nil {
 		ms.Close()
@@ -222,6 +223,21 @@ func attachRun(t *testing.T, m *Module, prog *sema.Program, c *child) *Maps {
 		t.Fatal(err)
 	}
 	return ms
+}
+
+// load loads p, failing with the verifier's log on a rejection.
+func load(t *testing.T, p *Program, ms *Maps, tp *kernel.Tracepoint) *bpfrt.Program {
+	t.Helper()
+	loaded, err := p.Load(ms, tp, 0)
+	if err != nil {
+		ms.Close()
+		var le *LoadError
+		if errors.As(err, &le) {
+			t.Fatalf("%v\n%s", err, le.Err.Log)
+		}
+		t.Fatal(err)
+	}
+	return loaded
 }
 
 // runScript runs the script's begin probe in the kernel for c and returns
@@ -258,4 +274,12 @@ func runScript(t *testing.T, script string, c *child) string {
 		t.Fatal(err, decodeErr)
 	}
 	return string(out)
+}
+
+func openFDs(t *testing.T) int {
+	fds, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(fds)
 }

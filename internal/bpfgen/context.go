@@ -3,6 +3,7 @@ package bpfgen
 import (
 	"strconv"
 
+	"github.com/bpftap/bpftap/internal/bpfrt"
 	"github.com/bpftap/bpftap/internal/syntax"
 	"github.com/cilium/ebpf/asm"
 )
@@ -179,3 +180,67 @@ func (g *gen) readString(c *syntax.Call) value {
 }
 
 func itoa(v int64) string { return strconv.FormatInt(v, 10) }
+
+// targetVar compiles a context expression ($param, $p->a->b, @cast) as
+// sema resolved it (Program.Targets): the base is args[Param] of a raw or
+// BTF-typed tracepoint's context (u64 args[] at ctx + 8*i) or the cast's
+// operand; each offset of the path after the first follows a pointer load;
+// the value is the final address or a load of Size bytes from it. Memory is
+// read with bpf_probe_read_kernel, a fault raising stap's error.
+func (g *gen) targetVar(e syntax.Expr) {
+	acc := g.m.prog.Targets[e]
+	switch {
+	case acc == nil || acc.Type == syntax.TypeString:
+		g.fail(e, "%s cannot be compiled in a kernel probe yet", syntax.ExprString(e))
+		return
+	case acc.Param >= 0 && g.mech == bpfrt.Tracepoint:
+		g.fail(e, "%s: tracepoint arguments need a raw or BTF-typed tracepoint", syntax.ExprString(e))
+		return
+	case acc.Param >= 0:
+		g.emit(asm.LoadMem(asm.R0, regCtx, int16(8*acc.Param), asm.DWord))
+	default:
+		c, ok := e.(*syntax.Cast)
+		if !ok {
+			g.fail(e, "%s cannot be compiled in a kernel probe yet", syntax.ExprString(e))
+			return
+		}
+		g.long(c.Operand)
+	}
+	if acc.Path == nil || len(acc.Path.Offsets) == 0 {
+		return
+	}
+	fault := func() string { return g.errorSite("kernel read fault at 0x%x [man error::fault]", e.Position(), true) }
+	slot := g.pushSlot()
+	for i, off := range acc.Path.Offsets {
+		if i > 0 {
+			g.kread(slot, 8, fault())
+		}
+		g.constant(asm.R1, off)
+		g.emit(asm.Add.Reg(asm.R0, asm.R1))
+	}
+	if !acc.Address {
+		size := min(int(acc.Path.Size), 8)
+		g.kread(slot, size, fault())
+		if acc.Path.Signed && size < 8 {
+			g.emit(asm.LSh.Imm(asm.R0, int32(64-8*size)), asm.ArSh.Imm(asm.R0, int32(64-8*size)))
+		}
+	}
+	g.popStack(8)
+}
+
+// kread replaces the address in R0 by the size bytes (zero-extended) it
+// points to, jumping to fault (address in regRec) when unreadable.
+func (g *gen) kread(slot int16, size int, fault string) {
+	g.emit(
+		asm.Mov.Reg(regRec, asm.R0),
+		asm.Mov.Reg(asm.R3, asm.R0),
+		asm.Mov.Imm(asm.R0, 0),
+		asm.StoreMem(asm.R10, slot, asm.R0, asm.DWord),
+		asm.Mov.Reg(asm.R1, asm.R10),
+		asm.Add.Imm(asm.R1, int32(slot)),
+		asm.Mov.Imm(asm.R2, int32(size)),
+		asm.FnProbeReadKernel.Call(),
+		asm.JNE.Imm(asm.R0, 0, fault),
+		asm.LoadMem(asm.R0, asm.R10, slot, asm.DWord),
+	)
+}

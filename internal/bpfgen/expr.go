@@ -36,6 +36,8 @@ func (g *gen) long(e syntax.Expr) {
 		g.statOp(e)
 	case *syntax.PrintCall:
 		g.print(e)
+	case *syntax.TargetVar, *syntax.Cast:
+		g.targetVar(e)
 	default:
 		g.fail(e, "%s cannot be compiled in a kernel probe", syntax.ExprString(e))
 	}

@@ -14,7 +14,7 @@ import (
 //	         the declared size or MAXMAPENTRIES
 //	value:   8 bytes per long, a string field, or a statistic (stats.go)
 //
-// Statistics and globals marked for promotion use the PERCPU_ variants;
+// Statistics and globals sema marked for promotion (Var.PerCPU) use the PERCPU_ variants;
 // each CPU then updates its own slot with plain loads and stores. Shared
 // longs are updated with atomic adds where the operator allows (++, --,
 // +=, -=) and read-modify-write otherwise.
@@ -47,7 +47,7 @@ func (m *Module) global(v *syntax.Var) *Global {
 		return gl
 	}
 	gl := &Global{Var: v, Ref: "g_" + v.Name}
-	gl.PerCPU = v.Type == syntax.TypeStats || m.cfg.PerCPU != nil && m.cfg.PerCPU(v)
+	gl.PerCPU = v.Type == syntax.TypeStats || v.PerCPU
 	keySize := 4
 	if v.IsArray {
 		keySize = 0
