@@ -241,9 +241,8 @@ func (g *gen) linearBucket(h *format.Hist) {
 	g.mark(done)
 }
 
-// statOp compiles @count/@sum/@min/@max/@avg in a kernel probe: it reads
-// this CPU's partial only, which is exact when the probe runs on one CPU
-// and otherwise a lower bound; see docs/bpf-backend.md.
+// statOp would read @count/@sum/@min/@max/@avg in a kernel probe, which
+// needs the partials of every CPU (bpf_map_lookup_percpu_elem); not yet.
 func (g *gen) statOp(e *syntax.StatOp) {
 	g.fail(e, "@%s() of a statistic cannot be compiled in a kernel probe yet", e.Op)
 }
