@@ -46,57 +46,15 @@ func (l *StatLayout) Decode(b []byte) *format.Stat {
 	return s
 }
 
-// statLayout finds the histogram and @variance shift of v in the program.
+// statLayout is the layout of statistic v's per-CPU partials, from the shape
+// the elaborator recorded.
 func (m *Module) statLayout(v *syntax.Var) *StatLayout {
-	l := &StatLayout{}
-	visit := func(n syntax.Node) bool {
-		switch n := n.(type) {
-		case *syntax.Hist:
-			if statVar(n.X) == v && l.Hist == nil {
-				l.Hist = histOf(n)
-			}
-		case *syntax.StatOp:
-			if n.Op == format.OpVariance && len(n.Args) > 0 && statVar(n.X) == v {
-				if lit, ok := n.Args[0].(*syntax.NumberLit); ok && lit.Value >= 0 && lit.Value < 63 {
-					l.Shift = uint(lit.Value)
-				}
-			}
-		}
-		return true
-	}
-	for _, p := range m.prog.Probes {
-		syntax.Walk(p.Body, visit)
-	}
-	for _, f := range m.prog.Funcs {
-		if f.Decl != nil && f.Decl.Body != nil {
-			syntax.Walk(f.Decl.Body, visit)
-		}
-	}
-	l.Size = statBuckets
+	shape := m.prog.StatShape(v)
+	l := &StatLayout{Hist: shape.Hist, Shift: shape.Shift, Size: statBuckets}
 	if l.Hist != nil {
 		l.Size += 8 * l.Hist.Buckets()
 	}
 	return l
-}
-
-// histOf is the layout of a @hist_log or literal @hist_linear; nil when
-// the linear one's arguments are not literals or are refused (the user side
-// reports that).
-func histOf(h *syntax.Hist) *format.Hist {
-	if !h.Linear {
-		return format.LogHist
-	}
-	start, ok1 := h.Start.(*syntax.NumberLit)
-	stop, ok2 := h.Stop.(*syntax.NumberLit)
-	step, ok3 := h.Interval.(*syntax.NumberLit)
-	if !ok1 || !ok2 || !ok3 {
-		return nil
-	}
-	hist, err := format.LinearHist(start.Value, stop.Value, step.Value)
-	if err != nil {
-		return nil
-	}
-	return hist
 }
 
 // statVar is the global a statistic operand (s or s[k]) names.

@@ -164,7 +164,6 @@ type Interp struct {
 	doneOnce sync.Once
 
 	globals []Storage
-	stats   map[*syntax.Var]statShape
 	formats map[*syntax.PrintCall]*format.Format
 	regexps map[*syntax.Binary]*regexpProg
 	actions *actionCounter

@@ -5,23 +5,14 @@ import (
 	"strconv"
 
 	"github.com/bpftap/bpftap/internal/format"
+	"github.com/bpftap/bpftap/internal/sema"
 	"github.com/bpftap/bpftap/internal/syntax"
 )
 
-// statShape is what every aggregate of a statistics variable records: its
-// histogram layout and @variance's bit shift.
-type statShape struct {
-	hist  *format.Hist
-	shift uint
-}
-
-func (s statShape) newStat() *format.Stat { return format.NewStat(s.hist, s.shift) }
-
 // prepare compiles what the program's nodes need at run time: printf formats
-// (kernel probes' too, for their print records), regular expressions and the
-// shape of every statistic.
+// (kernel probes' too, for their print records) and regular expressions, and
+// refuses statistics whose shape (sema.StatShape) the runtime cannot build.
 func (in *Interp) prepare() error {
-	in.stats = map[*syntax.Var]statShape{}
 	var err error
 	visit := func(n syntax.Node) bool {
 		if err != nil {
@@ -35,9 +26,9 @@ func (in *Interp) prepare() error {
 				err = in.compileRegexp(n)
 			}
 		case *syntax.Hist:
-			err = in.noteHist(n)
+			err = in.shapeError(n.X)
 		case *syntax.StatOp:
-			err = in.noteVariance(n)
+			err = in.shapeError(n.X)
 		}
 		return true
 	}
@@ -91,62 +82,12 @@ func statVar(e syntax.Expr) *syntax.Var {
 	return nil
 }
 
-func (in *Interp) noteHist(h *syntax.Hist) error {
-	v := statVar(h.X)
-	if v == nil {
-		return nil
+// shapeError is the error of the shape of the statistic x names, if any.
+func (in *Interp) shapeError(x syntax.Expr) error {
+	if v := statVar(x); v != nil {
+		return in.prog.StatShape(v).Err
 	}
-	shape := in.stats[v]
-	if shape.hist != nil {
-		return nil
-	}
-	if !h.Linear {
-		shape.hist = format.LogHist
-	} else {
-		start, ok1 := literalLong(h.Start)
-		stop, ok2 := literalLong(h.Stop)
-		step, ok3 := literalLong(h.Interval)
-		if !ok1 || !ok2 || !ok3 {
-			return fmt.Errorf("%s: @hist_linear arguments must be literal numbers", h.Pos)
-		}
-		hist, err := format.LinearHist(start, stop, step)
-		if err != nil {
-			return err
-		}
-		shape.hist = hist
-	}
-	in.stats[v] = shape
 	return nil
-}
-
-func (in *Interp) noteVariance(s *syntax.StatOp) error {
-	if s.Op != "variance" || len(s.Args) == 0 {
-		return nil
-	}
-	v := statVar(s.X)
-	shift, ok := literalLong(s.Args[0])
-	if v == nil || !ok || shift < 0 || shift > 62 {
-		return fmt.Errorf("%s: invalid @variance bit shift", s.Pos)
-	}
-	shape := in.stats[v]
-	shape.shift = uint(shift)
-	in.stats[v] = shape
-	return nil
-}
-
-// literalLong is the value of a literal number, possibly negated.
-func literalLong(e syntax.Expr) (int64, bool) {
-	switch e := e.(type) {
-	case *syntax.NumberLit:
-		return e.Value, true
-	case *syntax.Unary:
-		v, ok := literalLong(e.X)
-		if e.Op == "-" {
-			v = -v
-		}
-		return v, ok && (e.Op == "-" || e.Op == "+")
-	}
-	return 0, false
 }
 
 // initGlobals creates the storage of every global (the driver's, or memory)
@@ -210,7 +151,7 @@ func (in *Interp) literal(e syntax.Expr) Value {
 	if s, ok := e.(*syntax.StringLit); ok {
 		return Value{Str: in.clip(s.Value)}
 	}
-	n, _ := literalLong(e)
+	n, _ := sema.LiteralLong(e)
 	return Value{Int: n}
 }
 

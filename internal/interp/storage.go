@@ -149,7 +149,7 @@ func (in *Interp) describe(v *syntax.Var) Global {
 		g.Capacity = v.Decl.Size
 	}
 	if v.Type == syntax.TypeStats {
-		g.NewStat = in.stats[v].newStat
+		g.NewStat = in.prog.StatShape(v).NewStat
 	}
 	return g
 }

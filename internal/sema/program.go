@@ -29,6 +29,7 @@ type Program struct {
 	Targets map[syntax.Expr]*probes.Access
 
 	builtinsUsed []*syntax.Func // native functions called, for the -p2 listing
+	statShapes   map[*syntax.Var]*StatShape
 }
 
 // Probe is one derived probe.
