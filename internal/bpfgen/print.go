@@ -1,7 +1,7 @@
 package bpfgen
 
 import (
-	"github.com/bpftap/bpftap/internal/format"
+	"github.com/bpftap/bpftap/internal/sema"
 	"github.com/bpftap/bpftap/internal/syntax"
 	"github.com/cilium/ebpf/asm"
 )
@@ -11,7 +11,7 @@ import (
 // scratch slots), then a record is reserved, filled and submitted. A full
 // ring skips the output (the drop is counted).
 func (g *gen) print(e *syntax.PrintCall) {
-	f, err := printFormat(e)
+	f, err := sema.PrintFormat(e)
 	if err != nil {
 		g.fail(e, "%v", err)
 		return
@@ -72,21 +72,3 @@ func (g *gen) print(e *syntax.PrintCall) {
 
 // printFormat is the format of a print-family call, as the interpreter
 // builds it.
-func printFormat(e *syntax.PrintCall) (*format.Format, error) {
-	if e.Format != nil {
-		return format.Compile(e.Format.Value)
-	}
-	kinds := make([]format.Kind, len(e.Args))
-	for i, a := range e.Args {
-		kinds[i] = format.KindLong
-		if a.Type() == syntax.TypeString {
-			kinds[i] = format.KindString
-		}
-	}
-	delim := ""
-	if e.Delim != nil {
-		delim = e.Delim.Value
-	}
-	newline := e.Name == "println" || e.Name == "printdln"
-	return format.Print(kinds, delim, newline), nil
-}

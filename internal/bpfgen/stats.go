@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 
 	"github.com/bpftap/bpftap/internal/format"
+	"github.com/bpftap/bpftap/internal/sema"
 	"github.com/bpftap/bpftap/internal/syntax"
 	"github.com/cilium/ebpf/asm"
 )
@@ -57,20 +58,9 @@ func (m *Module) statLayout(v *syntax.Var) *StatLayout {
 	return l
 }
 
-// statVar is the global a statistic operand (s or s[k]) names.
-func statVar(e syntax.Expr) *syntax.Var {
-	switch e := e.(type) {
-	case *syntax.Ident:
-		return e.Var
-	case *syntax.Index:
-		return statVar(e.Array)
-	}
-	return nil
-}
-
 // statAdd compiles `s <<< v` and `s[k] <<< v`.
 func (g *gen) statAdd(e *syntax.Assign) {
-	v := statVar(e.LHS)
+	v := sema.StatVar(e.LHS)
 	var keys []syntax.Expr
 	if x, ok := e.LHS.(*syntax.Index); ok {
 		keys = x.Keys

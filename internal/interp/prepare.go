@@ -47,44 +47,17 @@ func (in *Interp) prepare() error {
 }
 
 func (in *Interp) compilePrint(n *syntax.PrintCall) error {
-	if n.Format != nil {
-		f, err := format.Compile(n.Format.Value)
-		if err != nil {
-			return fmt.Errorf("%s: %v", n.Format.Pos, err)
-		}
-		in.formats[n] = f
-		return nil
+	f, err := sema.PrintFormat(n)
+	if err != nil {
+		return fmt.Errorf("%s: %v", n.Format.Pos, err)
 	}
-	kinds := make([]format.Kind, len(n.Args))
-	for i, a := range n.Args {
-		kinds[i] = format.KindLong
-		if a.Type() == syntax.TypeString {
-			kinds[i] = format.KindString
-		}
-	}
-	delim := ""
-	if n.Delim != nil {
-		delim = n.Delim.Value
-	}
-	newline := n.Name == "println" || n.Name == "sprintln" || n.Name == "printdln" || n.Name == "sprintdln"
-	in.formats[n] = format.Print(kinds, delim, newline)
-	return nil
-}
-
-// statVar is the variable an aggregate expression (x or x[k]) names.
-func statVar(e syntax.Expr) *syntax.Var {
-	switch e := e.(type) {
-	case *syntax.Ident:
-		return e.Var
-	case *syntax.Index:
-		return statVar(e.Array)
-	}
+	in.formats[n] = f
 	return nil
 }
 
 // shapeError is the error of the shape of the statistic x names, if any.
 func (in *Interp) shapeError(x syntax.Expr) error {
-	if v := statVar(x); v != nil {
+	if v := sema.StatVar(x); v != nil {
 		return in.prog.StatShape(v).Err
 	}
 	return nil

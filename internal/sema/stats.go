@@ -67,7 +67,7 @@ func (e *elab) checkStats() {
 }
 
 func (e *elab) histShape(shapes map[*syntax.Var]*histShape, h *syntax.Hist) {
-	v := statVar(h.X)
+	v := StatVar(h.X)
 	if v == nil {
 		return
 	}
@@ -99,7 +99,7 @@ func (e *elab) shapeOf(v *syntax.Var) *StatShape {
 
 // noteHist records the bucket layout of a statistic's first histogram.
 func (e *elab) noteHist(h *syntax.Hist) {
-	v := statVar(h.X)
+	v := StatVar(h.X)
 	if v == nil {
 		return
 	}
@@ -126,7 +126,7 @@ func (e *elab) noteVariance(s *syntax.StatOp) {
 	if s.Op != format.OpVariance || len(s.Args) == 0 {
 		return
 	}
-	v := statVar(s.X)
+	v := StatVar(s.X)
 	if v == nil {
 		return
 	}
@@ -155,8 +155,8 @@ func LiteralLong(e syntax.Expr) (int64, bool) {
 	return 0, false
 }
 
-// statVar is the global a statistic operand names (s or s[k]).
-func statVar(x syntax.Expr) *syntax.Var {
+// StatVar is the global a statistic operand names (s or s[k]), nil otherwise.
+func StatVar(x syntax.Expr) *syntax.Var {
 	if v := lvalueVar(x); v != nil && v.Kind == syntax.VarGlobal {
 		return v
 	}
