@@ -6,11 +6,7 @@ import (
 
 	"github.com/bpftap/bpftap/internal/sema"
 	"github.com/bpftap/bpftap/internal/syntax"
-	"github.com/bpftap/bpftap/internal/tapset"
 )
-
-// embeddedLibrary returns the tapset library compiled into bpftap.
-func embeddedLibrary() (stp, stpm []*syntax.Source) { return tapset.Library() }
 
 // elaborate runs pass 2 and prints its warnings.
 func (s *session) elaborate(user, libs []*syntax.File) (*sema.Program, error) {

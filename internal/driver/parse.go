@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/bpftap/bpftap/internal/syntax"
+	"github.com/bpftap/bpftap/internal/tapset"
 )
 
 // readScripts returns the user's scripts: the main one (-e, a file, or stdin for
@@ -88,21 +89,13 @@ func (s *session) parse() (user, libs []*syntax.File, err error) {
 		return nil, nil, errs
 	}
 	cfg.Macros = macros
-	for _, src := range srcs {
-		f, err := syntax.Parse(src, cfg)
-		if err != nil {
-			return nil, nil, err
-		}
-		user = append(user, f)
+	if user, err = syntax.ParseFiles(srcs, cfg); err != nil {
+		return nil, nil, err
 	}
 	libCfg := *cfg
 	libCfg.Tapset = true
-	for _, src := range libSrcs {
-		f, err := syntax.Parse(src, &libCfg)
-		if err != nil {
-			return nil, nil, fmt.Errorf("tapset %s: %w", src.Name, err)
-		}
-		libs = append(libs, f)
+	if libs, err = syntax.ParseFiles(libSrcs, &libCfg); err != nil {
+		return nil, nil, fmt.Errorf("tapset library: %w", err)
 	}
 	return user, libs, nil
 }
@@ -110,7 +103,7 @@ func (s *session) parse() (user, libs []*syntax.File, err error) {
 // librarySources returns the tapset library's script files and macro files: the
 // embedded library first, then each -I directory's *.stp and *.stpm files.
 func (s *session) librarySources() (stp, stpm []*syntax.Source, err error) {
-	stp, stpm = embeddedLibrary()
+	stp, stpm = tapset.Library()
 	for _, dir := range s.opts.Includes {
 		for _, ext := range []string{"*.stp", "*.stpm"} {
 			names, _ := filepath.Glob(filepath.Join(dir, ext))

@@ -1,6 +1,7 @@
 package interp
 
 import (
+	"cmp"
 	"slices"
 	"sort"
 	"strings"
@@ -121,7 +122,7 @@ func (in *Interp) iteration(arr Array, s *syntax.ForeachStmt, limit int64) []*El
 // bytewise (the field a column does not use is zero in every key).
 func compareKeys(a, b Key) int {
 	for i := range a {
-		if c := cmpInt(a[i].Int, b[i].Int); c != 0 {
+		if c := cmp.Compare(a[i].Int, b[i].Int); c != 0 {
 			return c
 		}
 		if c := strings.Compare(a[i].Str, b[i].Str); c != 0 {
@@ -174,23 +175,13 @@ func (in *Interp) sortOrder(s *syntax.ForeachStmt) func(a, b *Element) bool {
 		if typ == syntax.TypeString {
 			c = strings.Compare(x.Str, y.Str)
 		} else {
-			c = cmpInt(x.Int, y.Int)
+			c = cmp.Compare(x.Int, y.Int)
 		}
 		if desc {
 			return c < 0
 		}
 		return c > 0
 	}
-}
-
-func cmpInt(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // sortValue is what an element is sorted on: a key, its value, or for

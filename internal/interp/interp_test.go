@@ -71,14 +71,10 @@ func TestScripts(t *testing.T) {
 }
 
 func libraryFiles(t testing.TB) []*syntax.File {
-	var files []*syntax.File
 	stp, _ := tapset.Library()
-	for _, src := range stp {
-		f, err := syntax.Parse(src, &syntax.Config{Tapset: true})
-		if err != nil {
-			t.Fatalf("tapset %s: %v", src.Name, err)
-		}
-		files = append(files, f)
+	files, err := syntax.ParseFiles(stp, &syntax.Config{Tapset: true})
+	if err != nil {
+		t.Fatalf("tapset library: %v", err)
 	}
 	return files
 }

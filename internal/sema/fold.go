@@ -3,6 +3,7 @@ package sema
 import (
 	"reflect"
 	"strconv"
+	"strings"
 
 	"github.com/bpftap/bpftap/internal/syntax"
 )
@@ -178,21 +179,11 @@ func (f *folder) binary(x *syntax.Binary) syntax.Expr {
 	case lstr && rstr && x.Op == ".":
 		return &syntax.StringLit{Typed: syntax.Typed{Pos: x.Pos, T: tString}, Value: ls.Value + rs.Value}
 	case lstr && rstr:
-		if v, ok := compare(x.Op, compareStrings(ls.Value, rs.Value)); ok {
+		if v, ok := compare(x.Op, strings.Compare(ls.Value, rs.Value)); ok {
 			return number(x, v)
 		}
 	}
 	return nil
-}
-
-func compareStrings(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 func compare(op string, c int) (int64, bool) {

@@ -37,6 +37,20 @@ type parser struct {
 	globals map[string]bool
 }
 
+// ParseFiles parses several files with one configuration and stops at the first
+// that fails; the error is that file's ErrorList.
+func ParseFiles(srcs []*Source, cfg *Config) ([]*File, error) {
+	files := make([]*File, 0, len(srcs))
+	for _, src := range srcs {
+		f, err := Parse(src, cfg)
+		if err != nil {
+			return nil, err
+		}
+		files = append(files, f)
+	}
+	return files, nil
+}
+
 // Parse parses one script or tapset file. The error, if any, is an ErrorList.
 func Parse(src *Source, cfg *Config) (*File, error) {
 	if cfg == nil {
