@@ -48,9 +48,14 @@ type Config struct {
 	MaxAction     int64 // MAXACTION; 0 means stap's default, 1000
 	MaxMapEntries int64 // MAXMAPENTRIES; 0 means 2048
 	MaxStringLen  int   // MAXSTRINGLEN; 0 means 512
+	// RingSize is the size of the ring buffer in bytes, a power of two
+	// (0: DefaultRingSize).
+	RingSize int
 	// Target adds the target filter (-x/-c): a program runs only for
 	// processes whose tgid is a key of the map TargetMap.
 	Target bool
+	// TargetPID is the value of target(): the pid of -x or -c, 0 if none.
+	TargetPID int64
 	// RealtimeOffset is added to the monotonic clock (bpf_ktime_get_ns) for
 	// gettimeofday_*: the wall-clock time minus the monotonic time, in ns.
 	RealtimeOffset int64
@@ -62,6 +67,9 @@ func (c *Config) defaults() {
 	}
 	if c.MaxMapEntries <= 0 {
 		c.MaxMapEntries = 2048
+	}
+	if c.RingSize <= 0 {
+		c.RingSize = DefaultRingSize
 	}
 	if c.MaxStringLen <= 0 {
 		c.MaxStringLen = format.DefaultMaxStringLen
@@ -83,18 +91,17 @@ type Module struct {
 	globals map[*syntax.Var]*Global
 	order   []*Global // in the program's global order
 	// Outputs are the print records, by id; Errors the error sites, by id.
-	Outputs []*Output
-	Errors  []*ErrorSite
-	// RingWakeBytes is the fill level past which a record wakes the reader.
-	RingWakeBytes int64
-	zeroSize      int
+	Outputs  []*Output
+	Errors   []*ErrorSite
+	zeroSize int
+	syscalls bool // a program reads SyscallMap
 }
 
 // New returns a module for prog; the layouts of globals are decided as
 // programs use them.
 func New(prog *sema.Program, cfg Config) *Module {
 	cfg.defaults()
-	return &Module{cfg: cfg, prog: prog, globals: map[*syntax.Var]*Global{}, RingWakeBytes: DefaultRingSize / 4}
+	return &Module{cfg: cfg, prog: prog, globals: map[*syntax.Var]*Global{}}
 }
 
 // Program is one compiled probe.
@@ -127,6 +134,9 @@ func (m *Module) Compile(p *sema.Probe, mech bpfrt.Mechanism) (*Program, error) 
 	}
 	return g.program(), nil
 }
+
+// Mechanism is how the program attaches.
+func (p *Program) Mechanism() bpfrt.Mechanism { return p.mech }
 
 // PosOf maps an instruction index (bpfrt.VerifierError.Insn) to its script
 // position; the zero Pos when unknown.

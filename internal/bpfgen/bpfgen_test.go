@@ -268,7 +268,7 @@ func runScript(t *testing.T, script string, c *child) string {
 		case r.Kind == RecordExit:
 			out = append(out, "EXIT\n"...)
 		}
-	})
+	}, nil)
 	<-done
 	if err != nil || decodeErr != nil {
 		t.Fatal(err, decodeErr)

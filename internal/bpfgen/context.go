@@ -44,6 +44,8 @@ func (g *gen) call(c *syntax.Call) {
 		} else {
 			g.emit(asm.Mov.Reg32(asm.R0, asm.R0))
 		}
+	case name == "target":
+		g.constant(asm.R0, g.m.cfg.TargetPID)
 	case name == "cpu":
 		g.emit(asm.FnGetSmpProcessorId.Call())
 	case name == "jiffies":
@@ -150,6 +152,8 @@ func (g *gen) strCall(c *syntax.Call) value {
 		return v
 	case "kernel_string", "kernel_string_n", "user_string", "user_string_n":
 		return g.readString(c)
+	case "syscall_name":
+		return g.syscallName(c)
 	}
 	g.fail(c, "function %s() cannot be compiled in a kernel probe yet", c.Name)
 	return g.strSlot(8)

@@ -24,7 +24,7 @@ type Maps struct {
 // program (compilation decides the globals' layouts).
 func (m *Module) CreateMaps() (*Maps, error) {
 	ms := &Maps{ByName: map[string]*ebpf.Map{}, Globals: map[*Global]*ebpf.Map{}}
-	ring, err := bpfrt.NewRing("stap_ring", DefaultRingSize)
+	ring, err := bpfrt.NewRing("stap_ring", uint32(m.cfg.RingSize))
 	if err != nil {
 		return nil, err
 	}
@@ -41,6 +41,15 @@ func (m *Module) CreateMaps() (*Maps, error) {
 	for _, gl := range m.order {
 		specs = append(specs, gl.Spec)
 		refs = append(refs, gl.Ref)
+	}
+	if m.syscalls {
+		mp, err := newSyscallMap()
+		if err != nil {
+			ms.Close()
+			return nil, err
+		}
+		ms.owned = append(ms.owned, mp)
+		ms.ByName[SyscallMap] = mp
 	}
 	for i, spec := range specs {
 		mp, err := ebpf.NewMap(spec)

@@ -20,7 +20,7 @@ func (g *gen) print(e *syntax.PrintCall) {
 		g.fail(e, "%s() cannot be compiled in a kernel probe yet", e.Name)
 		return
 	}
-	out := &Output{Format: f, Pos: e.Pos, Size: headerSize}
+	out := &Output{Call: e, Format: f, Pos: e.Pos, Size: headerSize}
 	mark, stack := g.scratchMark(), g.stack
 	var where []int
 	for _, a := range e.Args {

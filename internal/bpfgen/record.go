@@ -26,11 +26,12 @@ const (
 
 const headerSize = 8
 
-// DefaultRingSize is the size of the module's ring buffer.
+// DefaultRingSize is the size of the module's ring buffer (4 MiB).
 const DefaultRingSize = 1 << 22
 
 // Output is one print-family call of a kernel probe.
 type Output struct {
+	Call   *syntax.PrintCall
 	Format *format.Format
 	Args   []ArgField
 	Size   int // of the whole record
@@ -158,7 +159,7 @@ func (g *gen) reserve(size int) string {
 
 // submit sends the record whose address is in regRec.
 func (g *gen) submit() {
-	g.emit(bpfrt.EmitSubmit(RingMap, regRec, g.m.RingWakeBytes, g.newLabel("submit"))...)
+	g.emit(bpfrt.EmitSubmit(RingMap, regRec, int64(g.m.cfg.RingSize/4), g.newLabel("submit"))...)
 }
 
 // exitRecord sends RecordExit (exit()); the probe goes on.

@@ -47,6 +47,21 @@ func (l *StatLayout) Decode(b []byte) *format.Stat {
 	return s
 }
 
+// Encode stores partial s into b, a value of the layout's Size.
+func (l *StatLayout) Encode(s *format.Stat, b []byte) {
+	put := func(off int, v int64) { binary.NativeEndian.PutUint64(b[off:], uint64(v)) }
+	put(statCount, s.Count)
+	put(statSum, s.Sum)
+	put(statMin, s.Min)
+	put(statMax, s.Max)
+	put(statAvgS, s.AvgS)
+	put(statM2, s.M2)
+	put(statVariance, s.VarianceS)
+	for i, c := range s.Counts {
+		put(statBuckets+8*i, c)
+	}
+}
+
 // statLayout is the layout of statistic v's per-CPU partials, from the shape
 // the elaborator recorded.
 func (m *Module) statLayout(v *syntax.Var) *StatLayout {

@@ -126,8 +126,9 @@ func NewRingReader(r *Ring, poll time.Duration) (*RingReader, error) {
 
 // Run calls handle with every record, in ring order, until Stop; it then
 // drains the records already submitted and returns. The slice passed to
-// handle is reused for the next record.
-func (rr *RingReader) Run(handle func(record []byte)) error {
+// handle is reused for the next record. Idle, if not nil, is called each
+// time the ring has been emptied (the end of a batch).
+func (rr *RingReader) Run(handle func(record []byte), idle func()) error {
 	var rec ringbuf.Record
 	for {
 		rr.reader.SetDeadline(time.Now().Add(rr.poll))
@@ -135,6 +136,9 @@ func (rr *RingReader) Run(handle func(record []byte)) error {
 		switch {
 		case err == nil:
 			handle(rec.RawSample)
+			if idle != nil && rr.reader.AvailableBytes() == 0 {
+				idle()
+			}
 		case errors.Is(err, os.ErrDeadlineExceeded), errors.Is(err, ringbuf.ErrFlushed):
 			if rr.stopping.Load() {
 				return nil

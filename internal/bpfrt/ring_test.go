@@ -57,7 +57,7 @@ func TestRingMillionRecords(t *testing.T) {
 			}
 			next = (next + 1) % perCall
 			got++
-		}); err != nil {
+		}, nil); err != nil {
 			t.Error(err)
 		}
 	})

@@ -3,9 +3,10 @@
 //
 //	pass 1  parse       the user's script (-e, file or stdin, plus -E scripts) and the tapset library
 //	pass 2  elaborate   resolve probes, aliases, functions and variables; infer types
-//	pass 3  translate   (kernel probes → BPF programs; nothing to do for user-side probes)
-//	pass 4  load        (load and verify BPF programs)
-//	pass 5  run         begin probes, the -c command, timers and kernel events, end probes
+//	pass 3  translate   kernel probes → BPF programs (package kernelside); -p3 lists them
+//	pass 4  load        maps created, programs through the kernel's verifier
+//	pass 5  run         begin probes, kernel programs attached, the -c command,
+//	                    timers and kernel events, end probes
 //
 // Each pass reports failure as stap does ("Pass N: ... failed.  [man error::passN]")
 // and exits with status 1; -v prints stap's pass lines with their times.
@@ -82,10 +83,35 @@ func (s *session) run() int {
 		printElaborated(s.stdout, prog)
 		return 0
 	}
-	if s.opts.LastPass < 5 {
+	limits, err := s.limits()
+	if err != nil {
+		return s.fail(3, "translation", err)
+	}
+	// The -c command starts now, held before its exec, so that target() is
+	// a constant of the kernel programs; it runs once they are attached.
+	target := &target{}
+	if s.opts.LastPass == 5 {
+		if target, err = s.startTarget(); err != nil {
+			return s.fail(5, "run", err)
+		}
+	}
+	defer target.kill()
+	ks, err := s.translate(prog, limits, target.pid())
+	if err != nil {
+		return s.fail(3, "translation", err)
+	}
+	defer ks.Close()
+	if s.opts.LastPass == 3 {
+		printPrograms(s.stdout, ks)
 		return 0
 	}
-	return s.execute(prog)
+	if err := s.load(ks); err != nil {
+		return s.fail(4, "compilation", err)
+	}
+	if s.opts.LastPass == 4 {
+		return 0
+	}
+	return s.execute(prog, ks, limits, target)
 }
 
 // fail prints a pass's diagnostics and stap's closing lines for that pass: the

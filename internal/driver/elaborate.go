@@ -22,6 +22,7 @@ func (s *session) elaborate(user, libs []*syntax.File) (*sema.Program, error) {
 		Verbose:         s.opts.Verbose > 0,
 		Unoptimized:     s.opts.Unoptimize,
 		NoGlobalDisplay: s.opts.NoGlobalDisplay,
+		KernelProbes:    true,
 	})
 	if err != nil {
 		return nil, err

@@ -23,6 +23,7 @@ type Options struct {
 	Includes        []string // -I DIR
 	NoWarnings      bool     // -w
 	Timing          bool     // -t
+	BufferMB        int      // -s NUM: the ring buffer's size in MiB (0: bpftap's default)
 	Guru            bool     // -g
 	Unoptimize      bool     // -u
 	NoGlobalDisplay bool     // --no-global-var-display
@@ -64,7 +65,7 @@ var shortOptions = map[byte]optionSpec{
 	'c': {true, func(o *Options, a string) error { o.Command = a; return nil }},
 	'x': {true, setTarget},
 	'I': {true, func(o *Options, a string) error { o.Includes = append(o.Includes, a); return nil }},
-	's': {true, func(o *Options, _ string) error { return nil }}, // buffer size: ring buffers are sized by bpftap
+	's': {true, setBufferSize},
 	'm': {true, func(o *Options, _ string) error { return nil }}, // module name: there is no module
 	'r': {true, func(o *Options, _ string) error { return nil }}, // kernel release: bpftap runs on this kernel
 }
@@ -207,4 +208,15 @@ func parseLong(o *Options, argv []string, i int) (int, error) {
 		return 0, usagef("bpftap: option '--%s' doesn't allow an argument", name)
 	}
 	return i, spec.set(o, arg)
+}
+
+// setBufferSize parses -s NUM, megabytes of buffer between the kernel probes
+// and bpftap (1 to 4095, as stap accepts).
+func setBufferSize(o *Options, a string) error {
+	n, err := strconv.Atoi(a)
+	if err != nil || n < 1 || n > 4095 {
+		return fmt.Errorf("Invalid buffer size (should be 1-4095).")
+	}
+	o.BufferMB = n
+	return nil
 }

@@ -9,17 +9,15 @@ import (
 	"strings"
 
 	"github.com/bpftap/bpftap/internal/interp"
+	"github.com/bpftap/bpftap/internal/kernelside"
 	"github.com/bpftap/bpftap/internal/sema"
 )
 
-// execute runs pass 5: begin probes, then the -c command (released only now that
-// every probe is ready), timers until the script exits, the command ends, the -T
-// timeout expires or a signal arrives, then the end probes.
-func (s *session) execute(prog *sema.Program) int {
-	limits, err := s.limits()
-	if err != nil {
-		return s.fail(5, "run", err)
-	}
+// execute runs pass 5: begin probes, then the kernel programs are attached
+// and the -c command released, timers and kernel events until the script
+// exits, the command ends, the -T timeout expires or a signal arrives; then
+// the programs are detached, the ring drained and the end probes run.
+func (s *session) execute(prog *sema.Program, ks *kernelside.Session, limits interp.Limits, target *target) int {
 	out, closeOut, err := s.output()
 	if err != nil {
 		return s.fail(5, "run", err)
@@ -28,23 +26,23 @@ func (s *session) execute(prog *sema.Program) int {
 
 	ctx, cancel := s.runContext()
 	defer cancel()
-	target, err := s.startTarget()
+	in, err := interp.New(prog, interp.Config{Stdout: out, Stderr: s.stderr, Limits: limits, Target: target.pid(),
+		Storage: ks.Storage, Skipped: ks.Skipped})
 	if err != nil {
-		return s.fail(5, "run", err)
-	}
-	in, err := interp.New(prog, interp.Config{Stdout: out, Stderr: s.stderr, Limits: limits, Target: target.pid()})
-	if err != nil {
-		target.kill()
 		return s.fail(5, "run", err)
 	}
 	if s.opts.Verbose > 0 {
 		fmt.Fprintln(s.stderr, "Pass 5: starting run.")
 	}
 	in.Begin()
-	if err := target.release(cancel); err != nil {
+	if err := s.attach(ks, in); err != nil {
+		in.KernelExit()
+		fmt.Fprintln(s.stderr, err)
+	} else if err := target.release(cancel); err != nil {
 		fmt.Fprintf(s.stderr, "ERROR: %v\n", err)
 	}
 	in.Run(ctx)
+	s.stopKernel(ks, in)
 	status := in.End()
 	target.kill()
 	if status != 0 {
@@ -92,10 +90,17 @@ type target struct {
 	x      int
 }
 
-// holdScript makes sh wait for a line on fd 3, then exec the user's command
-// through a second sh (which execs simple commands in place), so target() is the
-// pid of the command itself from the begin probes on.
-const holdScript = `read _ <&3; exec 3<&-; exec /bin/sh -c "$0"`
+// holdScript makes sh wait for a line on fd 3, then run the user's command
+// in its own place, as staprun does: a plain command is word-expanded
+// (quotes, variables, globs, as wordexp(3)) and exec'd, so target() is the
+// command itself; one with shell metacharacters runs under sh -c.
+const (
+	holdScript      = `read _ <&3; exec 3<&-; eval "exec $0"`
+	holdShellScript = `read _ <&3; exec 3<&-; exec /bin/sh -c "$0"`
+)
+
+// shellMetacharacters are the characters wordexp(3) refuses (WRDE_BADCHAR).
+const shellMetacharacters = "|&;<>(){}\n"
 
 // startTarget starts the -c command held before exec, or records -x's pid.
 func (s *session) startTarget() (*target, error) {
@@ -107,7 +112,11 @@ func (s *session) startTarget() (*target, error) {
 		return nil, err
 	}
 	defer r.Close()
-	cmd := exec.Command("/bin/sh", "-c", holdScript, s.opts.Command)
+	hold := holdScript
+	if strings.ContainsAny(s.opts.Command, shellMetacharacters) {
+		hold = holdShellScript
+	}
+	cmd := exec.Command("/bin/sh", "-c", hold, s.opts.Command)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
 	cmd.ExtraFiles = []*os.File{r}
 	if err := cmd.Start(); err != nil {
@@ -118,7 +127,7 @@ func (s *session) startTarget() (*target, error) {
 }
 
 func (t *target) pid() int {
-	if t.cmd != nil {
+	if t.cmd != nil && t.cmd.Process != nil {
 		return t.cmd.Process.Pid
 	}
 	return t.x

@@ -72,3 +72,11 @@ func OverflowMessage(v *syntax.Var) string {
 	}
 	return "Array overflow, check MAXMAPENTRIES"
 }
+
+// KernelExit is exit() called by a kernel probe: the session stops as it
+// does for exit() in a user-side probe.
+func (in *Interp) KernelExit() {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	in.stop(stateStopping)
+}

@@ -1,0 +1,78 @@
+package driver
+
+import (
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/bpftap/bpftap/internal/interp"
+	"github.com/bpftap/bpftap/internal/kernelside"
+	"github.com/bpftap/bpftap/internal/sema"
+)
+
+// translate runs pass 3: every kernel probe compiled to a BPF program.
+func (s *session) translate(prog *sema.Program, limits interp.Limits, targetPID int) (*kernelside.Session, error) {
+	ks, err := kernelside.Compile(prog, kernelside.Config{
+		MaxAction:     limits.MaxAction,
+		MaxMapEntries: limits.MaxMapEntries,
+		MaxStringLen:  int(limits.MaxStringLen),
+		RingSize:      s.opts.BufferMB << 20,
+		TargetPID:     targetPID,
+	})
+	if err != nil {
+		return nil, err
+	}
+	s.timer.report(s, 3, fmt.Sprintf("translated to BPF: %s", plural(ks.Programs(), "program")))
+	return ks, nil
+}
+
+// load runs pass 4: maps created and every program verified and loaded. On
+// a verifier rejection -v adds the verifier's log.
+func (s *session) load(ks *kernelside.Session) error {
+	if err := ks.Load(); err != nil {
+		var ke *kernelside.Error
+		if s.opts.Verbose > 0 && errors.As(err, &ke) && ke.Log != "" {
+			fmt.Fprintf(s.stderr, "verifier log:\n%s", ensureNewline(ke.Log))
+		}
+		return err
+	}
+	s.timer.report(s, 4, fmt.Sprintf("loaded %s into the kernel", plural(ks.Programs(), "BPF program")))
+	return nil
+}
+
+// attach attaches the kernel programs and starts delivering their records
+// to the interpreter.
+func (s *session) attach(ks *kernelside.Session, in *interp.Interp) error {
+	if ks.Programs() == 0 {
+		return nil
+	}
+	if err := ks.Start(in); err != nil {
+		return err
+	}
+	if err := ks.Attach(); err != nil {
+		return err
+	}
+	if s.opts.Verbose > 0 {
+		fmt.Fprintf(s.stderr, "Pass 5: attached %s in %s.\n", plural(ks.Programs(), "probe program"), s.timer.elapsed())
+	}
+	return nil
+}
+
+// stopKernel detaches the kernel programs and delivers what they left in
+// the ring, so the end probes print after it; lost records are reported
+// as stap reports dropped output.
+func (s *session) stopKernel(ks *kernelside.Session, in *interp.Interp) {
+	lost, err := ks.Stop()
+	in.Flush()
+	if err != nil {
+		fmt.Fprintf(s.stderr, "ERROR: %v\n", err)
+	}
+	if lost > 0 {
+		fmt.Fprintf(s.stderr, "WARNING: There were %d output records lost (the kernel ring buffer was full).\n", lost)
+	}
+}
+
+// printPrograms is -p3's output: each kernel probe's BPF instructions.
+func printPrograms(w io.Writer, ks *kernelside.Session) {
+	ks.Fprint(w)
+}

@@ -1,0 +1,244 @@
+// Package kernelside runs the kernel probes of a script: it compiles each
+// one to a BPF program (package bpfgen), creates the shared maps, loads and
+// attaches the programs (package bpfrt), serves the interpreter's globals
+// from those maps (storage.go) and carries the records the programs send
+// through the ring buffer to the interpreter (ring.go).
+//
+// The driver calls, in this order:
+//
+//	Compile   pass 3: one program per kernel probe, through the cheapest
+//	          attach mechanism the kernel offers for its tracepoint
+//	Load      pass 4: maps, then every program through the verifier
+//	Storage   for interp.Config.Storage: globals the programs use live in
+//	          their maps, the others stay in the interpreter
+//	Attach    after the begin probes (stap runs no other probe before
+//	          they are done) and before a -c command is released
+//	Start     reads the ring in a goroutine, handing records to a Sink
+//	Stop      detaches every program, drains the ring, reports drops
+//	Close     frees everything (safe on every path, and twice)
+package kernelside
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/bpftap/bpftap/internal/bpfgen"
+	"github.com/bpftap/bpftap/internal/bpfrt"
+	"github.com/bpftap/bpftap/internal/sema"
+	"github.com/bpftap/bpftap/internal/syntax"
+	"golang.org/x/sys/unix"
+)
+
+// Config is what the kernel side is built with.
+type Config struct {
+	MaxAction     int64
+	MaxMapEntries int64
+	MaxStringLen  int
+	// RingSize is the ring buffer's size in bytes, rounded up to a power
+	// of two (0: bpfgen's default).
+	RingSize int
+	// TargetPID is target(): the pid of -x or -c, 0 if none.
+	TargetPID int
+	// LogLevel is the verifier's log level (1 or 2 keep the log of
+	// programs it accepts, for -vvv).
+	LogLevel uint32
+}
+
+// Session is the kernel side of one run.
+type Session struct {
+	prog   *sema.Program
+	mod    *bpfgen.Module
+	progs  []*bpfgen.Program
+	maps   *bpfgen.Maps
+	loaded []*bpfrt.Program
+	cfg    Config
+
+	reader     *bpfrt.RingReader
+	readerDone chan error
+	// skipped counts the runs the kernel skipped of programs detached so far.
+	skipped int64
+}
+
+// Error is a problem of a kernel probe at a script position: a construct
+// the code generator cannot compile, or a verifier rejection (Log then
+// holds the verifier's log).
+type Error struct {
+	Pos syntax.Pos
+	Msg string
+	Log string
+}
+
+// Error renders stap's diagnostic: the message at FILE:LINE:COL, then the
+// source line with a caret.
+func (e *Error) Error() string {
+	if !e.Pos.IsValid() {
+		return "ERROR: " + e.Msg
+	}
+	return fmt.Sprintf("ERROR: %s at %s\n%s", e.Msg, e.Pos, e.Pos.SourceLine("        source: "))
+}
+
+// KernelProbes returns the probes of prog that run in the kernel.
+func KernelProbes(prog *sema.Program) []*sema.Probe {
+	var ps []*sema.Probe
+	for _, p := range prog.Probes {
+		if p.Kernel {
+			ps = append(ps, p)
+		}
+	}
+	return ps
+}
+
+// Compile compiles every kernel probe of prog.
+func Compile(prog *sema.Program, cfg Config) (*Session, error) {
+	mod := bpfgen.New(prog, bpfgen.Config{
+		MaxAction: cfg.MaxAction, MaxMapEntries: cfg.MaxMapEntries, MaxStringLen: cfg.MaxStringLen,
+		TargetPID: int64(cfg.TargetPID), RingSize: powerOfTwo(cfg.RingSize), RealtimeOffset: realtimeOffset(),
+	})
+	s := &Session{prog: prog, mod: mod, cfg: cfg}
+	for _, p := range KernelProbes(prog) {
+		tp := p.Context.Tracepoint
+		mech, err := bpfrt.Choose(tp)
+		if err != nil {
+			return nil, &Error{Pos: p.Point.Position(), Msg: err.Error()}
+		}
+		bp, err := mod.Compile(p, mech)
+		var ge *bpfgen.Error
+		if errors.As(err, &ge) {
+			return nil, &Error{Pos: ge.Pos, Msg: ge.Msg}
+		}
+		if err != nil {
+			return nil, err
+		}
+		s.progs = append(s.progs, bp)
+	}
+	return s, nil
+}
+
+// powerOfTwo rounds n up to a power of two (0 stays 0).
+func powerOfTwo(n int) int {
+	p := 0
+	if n > 0 {
+		p = 1
+	}
+	for p > 0 && p < n {
+		p <<= 1
+	}
+	return p
+}
+
+// realtimeOffset is the wall-clock time minus the monotonic clock of
+// bpf_ktime_get_ns, for gettimeofday_* in kernel probes.
+func realtimeOffset() int64 {
+	var mono unix.Timespec
+	unix.ClockGettime(unix.CLOCK_MONOTONIC, &mono)
+	return time.Now().UnixNano() - mono.Nano()
+}
+
+// Programs is the number of compiled programs.
+func (s *Session) Programs() int { return len(s.progs) }
+
+// Load creates the maps and loads every program. A verifier rejection is
+// an *Error at the script line of the instruction it stopped at.
+func (s *Session) Load() error {
+	if len(s.progs) == 0 {
+		return nil
+	}
+	if err := bpfrt.CheckPrivileges(); err != nil {
+		return fmt.Errorf("ERROR: kernel probes need BPF: %w", err)
+	}
+	ms, err := s.mod.CreateMaps()
+	if err != nil {
+		return fmt.Errorf("ERROR: %w", err)
+	}
+	s.maps = ms
+	for _, p := range s.progs {
+		lp, err := p.Load(ms, p.Probe.Context.Tracepoint, s.cfg.LogLevel)
+		var le *bpfgen.LoadError
+		if errors.As(err, &le) {
+			pos := le.Pos
+			if !pos.IsValid() {
+				pos = p.Probe.Point.Position()
+			}
+			return &Error{Pos: pos, Msg: fmt.Sprintf("%v in probe %s", le.Err, p.Probe.Name), Log: le.Err.Log}
+		}
+		if err != nil {
+			return fmt.Errorf("ERROR: probe %s: %w", p.Probe.Name, err)
+		}
+		s.loaded = append(s.loaded, lp)
+	}
+	return nil
+}
+
+// VerifierLogs returns the verifier's log of each loaded program (with
+// Config.LogLevel > 0), by probe name.
+func (s *Session) VerifierLogs() []string {
+	var logs []string
+	for _, lp := range s.loaded {
+		logs = append(logs, lp.VerifierLog)
+	}
+	return logs
+}
+
+// Attach attaches every loaded program.
+func (s *Session) Attach() error {
+	for i, lp := range s.loaded {
+		if err := lp.Attach(); err != nil {
+			p := s.progs[i].Probe
+			return &Error{Pos: p.Point.Position(), Msg: fmt.Sprintf("cannot attach probe %s: %v", p.Name, err)}
+		}
+	}
+	return nil
+}
+
+// Skipped is the number of probe runs the kernel skipped because another
+// BPF program was running on the CPU (stap's skipped probes).
+func (s *Session) Skipped() int64 {
+	n := s.skipped
+	for _, lp := range s.loaded {
+		n += recursionMisses(lp)
+	}
+	return n
+}
+
+func recursionMisses(lp *bpfrt.Program) int64 {
+	st, err := lp.Stats()
+	if err != nil {
+		return 0
+	}
+	return int64(st.RecursionMisses)
+}
+
+// detach detaches and unloads every program; the maps stay readable.
+func (s *Session) detach() error {
+	var errs []error
+	for _, lp := range s.loaded {
+		s.skipped += recursionMisses(lp)
+		errs = append(errs, lp.Close())
+	}
+	s.loaded = nil
+	return errors.Join(errs...)
+}
+
+// Close detaches every program, stops the ring reader and frees the maps.
+func (s *Session) Close() error {
+	errs := []error{s.detach()}
+	if s.reader != nil {
+		s.reader.Stop()
+		errs = append(errs, <-s.readerDone, s.reader.Close())
+		s.reader = nil
+	}
+	if s.maps != nil {
+		errs = append(errs, s.maps.Close())
+		s.maps = nil
+	}
+	return errors.Join(errs...)
+}
+
+// Fprint lists each program's instructions under its probe's name (-p3).
+func (s *Session) Fprint(w io.Writer) {
+	for _, p := range s.progs {
+		fmt.Fprintf(w, "# %s (%s)\n%v\n", p.Probe.Name, p.Mechanism(), p.Instructions)
+	}
+}

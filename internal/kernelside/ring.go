@@ -1,0 +1,73 @@
+package kernelside
+
+import (
+	"fmt"
+
+	"github.com/bpftap/bpftap/internal/bpfgen"
+	"github.com/bpftap/bpftap/internal/bpfrt"
+	"github.com/bpftap/bpftap/internal/format"
+	"github.com/bpftap/bpftap/internal/syntax"
+)
+
+// Sink receives what kernel probes send, in ring order (the interpreter).
+type Sink interface {
+	KernelPrint(call *syntax.PrintCall, args []format.Arg)
+	KernelError(msg string, at syntax.Pos)
+	// KernelExit is exit() in a kernel probe.
+	KernelExit()
+	// Flush is called at the end of each batch of records.
+	Flush()
+}
+
+// Start reads the ring in a goroutine until Stop or Close, handing each
+// record to sink. Records that follow an exit() record are dropped: stap
+// runs no probe handler once exit() was called.
+func (s *Session) Start(sink Sink) error {
+	if s.maps == nil {
+		return nil
+	}
+	rr, err := bpfrt.NewRingReader(s.maps.Ring, 0)
+	if err != nil {
+		return fmt.Errorf("ERROR: %w", err)
+	}
+	s.reader, s.readerDone = rr, make(chan error, 1)
+	exited := false
+	deliver := func(rec []byte) {
+		if exited {
+			return
+		}
+		r, err := s.mod.Decode(rec)
+		switch {
+		case err != nil:
+			sink.KernelError(err.Error(), syntax.Pos{})
+		case r.Kind == bpfgen.RecordPrint:
+			sink.KernelPrint(r.Output.Call, r.Args)
+		case r.Kind == bpfgen.RecordError:
+			sink.KernelError(r.Error.Text(r.Arg), r.Error.Pos)
+		case r.Kind == bpfgen.RecordExit:
+			exited = true
+			sink.Flush()
+			sink.KernelExit()
+		}
+	}
+	go func() { s.readerDone <- rr.Run(deliver, sink.Flush) }()
+	return nil
+}
+
+// Stop detaches every program, then lets the reader deliver what is left
+// in the ring and returns the number of records the ring had no room for.
+func (s *Session) Stop() (lost uint64, err error) {
+	err = s.detach()
+	if s.reader != nil {
+		s.reader.Stop()
+		if rerr := <-s.readerDone; rerr != nil && err == nil {
+			err = rerr
+		}
+		s.reader.Close()
+		s.reader = nil
+	}
+	if s.maps != nil {
+		lost, _ = s.maps.Ring.Lost()
+	}
+	return lost, err
+}

@@ -1,0 +1,304 @@
+package kernelside
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+
+	"github.com/bpftap/bpftap/internal/bpfgen"
+	"github.com/bpftap/bpftap/internal/format"
+	"github.com/bpftap/bpftap/internal/interp"
+	"github.com/bpftap/bpftap/internal/syntax"
+	"github.com/cilium/ebpf"
+	"golang.org/x/sys/unix"
+)
+
+// Storage serves a global the kernel programs use from its map, under the
+// contract of interp.Storage; other globals (the zero Storage) stay in the
+// interpreter. Values are decoded from the layouts bpfgen chose
+// (bpfgen.Global): longs as 8 native-endian bytes, strings NUL-padded,
+// statistics one partial per CPU, keys packed field by field.
+func (s *Session) Storage(g interp.Global) interp.Storage {
+	if s.maps == nil {
+		return interp.Storage{}
+	}
+	for _, gl := range s.mod.Globals() {
+		if gl.Var != g.Var {
+			continue
+		}
+		mg := &mapGlobal{gl: gl, m: s.maps.Globals[gl], newStat: g.NewStat, cpus: 1}
+		if gl.PerCPU {
+			mg.cpus, _ = ebpf.PossibleCPU()
+		}
+		switch {
+		case g.Var.IsArray:
+			return interp.Storage{Array: mapArray{mg}}
+		case g.Var.Type == syntax.TypeStats:
+			return interp.Storage{Statistic: mapStatistic{mg}}
+		default:
+			return interp.Storage{Scalar: mapScalar{mg}}
+		}
+	}
+	return interp.Storage{}
+}
+
+// mapGlobal is one global in its map.
+type mapGlobal struct {
+	gl      *bpfgen.Global
+	m       *ebpf.Map
+	cpus    int // value copies: the possible CPUs of a per-CPU map, else 1
+	newStat func() *format.Stat
+}
+
+var scalarKey = []byte{0, 0, 0, 0}
+
+// values returns the value copies of key (one per CPU for per-CPU maps),
+// nil when the key is absent.
+func (g *mapGlobal) values(key []byte) [][]byte {
+	raw, err := g.m.LookupBytes(key)
+	if err != nil || raw == nil {
+		return nil
+	}
+	size := int(g.gl.Spec.ValueSize)
+	stride := (size + 7) &^ 7
+	vs := make([][]byte, g.cpus)
+	for i := range vs {
+		vs[i] = raw[i*stride : i*stride+size]
+	}
+	return vs
+}
+
+// put stores value copies under key.
+func (g *mapGlobal) put(key []byte, vs [][]byte) error {
+	var err error
+	if g.gl.PerCPU {
+		err = g.m.Update(key, vs, ebpf.UpdateAny)
+	} else {
+		err = g.m.Update(key, vs[0], ebpf.UpdateAny)
+	}
+	if errors.Is(err, unix.E2BIG) || errors.Is(err, unix.ENOSPC) {
+		return interp.ErrOverflow
+	}
+	return err
+}
+
+// decode is the value of copies vs: a long summed over CPUs, or a string.
+func (g *mapGlobal) decode(vs [][]byte) interp.Value {
+	if g.gl.Value.Width > 0 {
+		return interp.Value{Str: cString(vs[0])}
+	}
+	var sum int64
+	for _, v := range vs {
+		sum += int64(binary.NativeEndian.Uint64(v))
+	}
+	return interp.Value{Int: sum}
+}
+
+// encode stores v in the first copy and zeroes the others.
+func (g *mapGlobal) encode(v interp.Value) [][]byte {
+	vs := make([][]byte, g.cpus)
+	for i := range vs {
+		vs[i] = make([]byte, g.gl.Spec.ValueSize)
+	}
+	if g.gl.Value.Width > 0 {
+		copy(vs[0][:g.gl.Value.Width-1], v.Str)
+	} else {
+		binary.NativeEndian.PutUint64(vs[0], uint64(v.Int))
+	}
+	return vs
+}
+
+func cString(b []byte) string {
+	if i := bytes.IndexByte(b, 0); i >= 0 {
+		b = b[:i]
+	}
+	return string(b)
+}
+
+// partials decodes the per-CPU partials of a statistic.
+func (g *mapGlobal) partials(vs [][]byte) []*format.Stat {
+	parts := make([]*format.Stat, len(vs))
+	for i, v := range vs {
+		parts[i] = g.gl.Stat.Decode(v)
+	}
+	return parts
+}
+
+// merged folds the partials of an array element in CPU order.
+func (g *mapGlobal) merged(vs [][]byte) *format.Stat {
+	s := g.newStat()
+	for _, p := range g.partials(vs) {
+		s.Merge(p)
+	}
+	return s
+}
+
+// addStat records x in the first CPU's partial of key (user-side `<<<`).
+func (g *mapGlobal) addStat(key []byte, x int64) error {
+	vs := g.values(key)
+	if vs == nil {
+		vs = make([][]byte, g.cpus)
+		for i := range vs {
+			vs[i] = make([]byte, g.gl.Spec.ValueSize)
+			g.gl.Stat.Encode(g.newStat(), vs[i])
+		}
+	}
+	s := g.gl.Stat.Decode(vs[0])
+	s.Add(x)
+	g.gl.Stat.Encode(s, vs[0])
+	return g.put(key, vs)
+}
+
+// mapScalar is a global long or string: an ARRAY of one element.
+type mapScalar struct{ *mapGlobal }
+
+func (g mapScalar) Load() interp.Value {
+	if vs := g.values(scalarKey); vs != nil {
+		return g.decode(vs)
+	}
+	return interp.Value{}
+}
+
+func (g mapScalar) Store(v interp.Value) { g.put(scalarKey, g.encode(v)) }
+
+// mapStatistic is a global statistic: a PERCPU_ARRAY of one element.
+type mapStatistic struct{ *mapGlobal }
+
+func (g mapStatistic) Add(x int64) { g.addStat(scalarKey, x) }
+
+func (g mapStatistic) Total() *format.Stat {
+	vs := g.values(scalarKey)
+	if vs == nil {
+		return g.newStat()
+	}
+	return format.Total(g.partials(vs)...)
+}
+
+func (g mapStatistic) Reset() {
+	vs := make([][]byte, g.cpus)
+	for i := range vs {
+		vs[i] = make([]byte, g.gl.Spec.ValueSize)
+		g.gl.Stat.Encode(g.newStat(), vs[i])
+	}
+	g.put(scalarKey, vs)
+}
+
+// mapArray is a global array: a (PERCPU_)HASH keyed by the packed keys.
+type mapArray struct{ *mapGlobal }
+
+// packKey packs k as bpfgen lays keys out; a string longer than its
+// field cannot be a key of the map.
+func (g mapArray) packKey(k interp.Key) ([]byte, error) {
+	key := make([]byte, g.gl.Spec.KeySize)
+	for i, f := range g.gl.Keys {
+		if f.Width == 0 {
+			binary.NativeEndian.PutUint64(key[f.Offset:], uint64(k[i].Int))
+			continue
+		}
+		if len(k[i].Str) >= f.Width {
+			return nil, fmt.Errorf("key \"%s\" of %s is longer than the %d bytes its kernel map holds",
+				k[i].Str, g.gl.Var.Name, f.Width-1)
+		}
+		copy(key[f.Offset:], k[i].Str)
+	}
+	return key, nil
+}
+
+func (g mapArray) unpackKey(key []byte) interp.Key {
+	k := make(interp.Key, len(g.gl.Keys))
+	for i, f := range g.gl.Keys {
+		if f.Width == 0 {
+			k[i].Int = int64(binary.NativeEndian.Uint64(key[f.Offset:]))
+		} else {
+			k[i].Str = cString(key[f.Offset : f.Offset+f.Width])
+		}
+	}
+	return k
+}
+
+func (g mapArray) Get(k interp.Key) (interp.Value, bool) {
+	key, err := g.packKey(k)
+	if err != nil {
+		return interp.Value{}, false
+	}
+	vs := g.values(key)
+	if vs == nil {
+		return interp.Value{}, false
+	}
+	return g.decode(vs), true
+}
+
+func (g mapArray) Set(k interp.Key, v interp.Value) error {
+	key, err := g.packKey(k)
+	if err != nil {
+		return err
+	}
+	return g.put(key, g.encode(v))
+}
+
+func (g mapArray) Add(k interp.Key, x int64) error {
+	key, err := g.packKey(k)
+	if err != nil {
+		return err
+	}
+	return g.addStat(key, x)
+}
+
+func (g mapArray) Stat(k interp.Key) *format.Stat {
+	key, err := g.packKey(k)
+	if err != nil {
+		return nil
+	}
+	vs := g.values(key)
+	if vs == nil {
+		return nil
+	}
+	return g.merged(vs)
+}
+
+func (g mapArray) Delete(k interp.Key) {
+	if key, err := g.packKey(k); err == nil {
+		g.m.Delete(key)
+	}
+}
+
+func (g mapArray) Clear() {
+	for _, key := range g.keys() {
+		g.m.Delete(key)
+	}
+}
+
+func (g mapArray) Len() int { return len(g.keys()) }
+
+// keys lists the packed keys present.
+func (g mapArray) keys() [][]byte {
+	var keys [][]byte
+	var prev any // nil asks for the first key
+	for {
+		next, err := g.m.NextKeyBytes(prev)
+		if err != nil || next == nil {
+			return keys
+		}
+		keys = append(keys, next)
+		prev = next
+	}
+}
+
+func (g mapArray) Elements() []*interp.Element {
+	var elems []*interp.Element
+	for _, key := range g.keys() {
+		vs := g.values(key)
+		if vs == nil {
+			continue // deleted meanwhile
+		}
+		e := &interp.Element{Key: g.unpackKey(key)}
+		if g.gl.Stat != nil {
+			e.Stat = g.merged(vs)
+		} else {
+			e.Value = g.decode(vs)
+		}
+		elems = append(elems, e)
+	}
+	return elems
+}
