@@ -56,6 +56,8 @@ type Config struct {
 	Target bool
 	// TargetPID is the value of target(): the pid of -x or -c, 0 if none.
 	TargetPID int64
+	// Timing makes every program measure its runs (-t; see timing.go).
+	Timing bool
 	// RealtimeOffset is added to the monotonic clock (bpf_ktime_get_ns) for
 	// gettimeofday_*: the wall-clock time minus the monotonic time, in ns.
 	RealtimeOffset int64
@@ -95,6 +97,7 @@ type Module struct {
 	Errors   []*ErrorSite
 	zeroSize int
 	syscalls bool // a program reads SyscallMap
+	programs int  // compiled so far
 }
 
 // New returns a module for prog; the layouts of globals are decided as
@@ -112,6 +115,8 @@ type Program struct {
 	Pos []syntax.Pos
 	// ScratchSize is the size of the per-CPU scratch area (0: none).
 	ScratchSize int
+	// TimingIndex is the program's element of TimingMap.
+	TimingIndex int
 	mech        bpfrt.Mechanism
 }
 
@@ -129,6 +134,11 @@ func (e *Error) Error() string { return fmt.Sprintf("%s: %s", e.Pos, e.Msg) }
 // Compile compiles p, a kernel probe, for a program attached by mech.
 func (m *Module) Compile(p *sema.Probe, mech bpfrt.Mechanism) (*Program, error) {
 	g := newGen(m, p, mech)
+	if m.cfg.Timing {
+		g.timingIndex = m.programs
+		g.timeSlot = g.pushStack(16) // the start time, then the map key
+	}
+	m.programs++
 	if err := g.body(); err != nil {
 		return nil, err
 	}

@@ -19,8 +19,9 @@ const (
 
 // Labels every program has.
 const (
-	labelExit  = "exit"
-	labelError = "error"
+	labelExit  = "exit"  // the end of a run: timing (-t), then labelDone
+	labelDone  = "done"  // return
+	labelError = "error" // send the error record, then labelExit
 )
 
 // maxStack is the BPF stack size.
@@ -42,6 +43,9 @@ type gen struct {
 	maxStack int
 	scratch  int // bytes of scratch in use
 	maxScr   int
+
+	timeSlot    int16 // stack slot of the start time (-t), the map key after it
+	timingIndex int
 
 	locals  map[*syntax.Var]value
 	actions int16 // stack offset of the loop action counter, 0 if none
@@ -168,7 +172,7 @@ func (g *gen) prologue() {
 			asm.Mov.Reg(asm.R2, asm.R10),
 			asm.Add.Imm(asm.R2, -8),
 			asm.FnMapLookupElem.Call(),
-			asm.JEq.Imm(asm.R0, 0, labelExit),
+			asm.JEq.Imm(asm.R0, 0, labelDone),
 		)
 	}
 	if g.maxScr > 0 {
@@ -178,7 +182,7 @@ func (g *gen) prologue() {
 			asm.Mov.Reg(asm.R2, asm.R10),
 			asm.Add.Imm(asm.R2, -8),
 			asm.FnMapLookupElem.Call(),
-			asm.JEq.Imm(asm.R0, 0, labelExit),
+			asm.JEq.Imm(asm.R0, 0, labelDone),
 			asm.Mov.Reg(regScratch, asm.R0),
 		)
 	}
@@ -191,11 +195,18 @@ func (g *gen) prologue() {
 			g.emit(asm.StoreMem(regScratch, int16(v.off), asm.R0, asm.Byte))
 		}
 	}
+	if g.m.cfg.Timing {
+		g.startTiming()
+	}
 }
 
 // epilogue: the exit and the error tail.
 func (g *gen) epilogue() {
 	g.mark(labelExit)
+	if g.m.cfg.Timing {
+		g.stopTiming()
+	}
+	g.mark(labelDone)
 	g.emit(asm.Mov.Imm(asm.R0, 0), asm.Return())
 	for _, t := range g.tails {
 		t()

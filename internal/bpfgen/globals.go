@@ -106,20 +106,33 @@ func mapName(name string) string {
 }
 
 // keyWidth is the width of string key i of v: 16 when every key used
-// there is execname() (the comm a task has) or a literal shorter than 16
-// bytes, MAXSTRINGLEN otherwise.
+// there is execname() (the comm a task has), a literal shorter than 16
+// bytes, or a key variable of a foreach over v (which holds a key of the
+// map); MAXSTRINGLEN otherwise. A longer string
+// that user space uses as a key at run time is refused with a clear error
+// (kernelside's storage).
 func (m *Module) keyWidth(v *syntax.Var, i int) int {
 	comm := true
+	fromMap := map[*syntax.Var]bool{} // foreach key variables over v
 	visit := func(n syntax.Node) bool {
-		x, ok := n.(*syntax.Index)
-		if ok && indexVar(x) == v && i < len(x.Keys) {
-			comm = comm && fitsComm(x.Keys[i])
+		switch x := n.(type) {
+		case *syntax.ForeachStmt:
+			if a, ok := x.Array.(*syntax.Ident); ok && a.Var == v && i < len(x.Keys) {
+				fromMap[x.Keys[i].Var] = true
+			}
+		case *syntax.Index:
+			if indexVar(x) == v && i < len(x.Keys) {
+				id, ok := x.Keys[i].(*syntax.Ident)
+				comm = comm && (fitsComm(x.Keys[i]) || ok && fromMap[id.Var])
+			}
 		}
 		return comm
 	}
 	for _, p := range m.prog.Probes {
+		clear(fromMap)
 		syntax.Walk(p.Body, visit)
 	}
+	clear(fromMap)
 	for _, f := range m.prog.Funcs {
 		if f.Decl != nil && f.Decl.Body != nil {
 			syntax.Walk(f.Decl.Body, visit)

@@ -42,6 +42,15 @@ func (m *Module) CreateMaps() (*Maps, error) {
 		specs = append(specs, gl.Spec)
 		refs = append(refs, gl.Ref)
 	}
+	if m.cfg.Timing {
+		mp, err := newTimingMap(m.programs)
+		if err != nil {
+			ms.Close()
+			return nil, err
+		}
+		ms.owned = append(ms.owned, mp)
+		ms.ByName[TimingMap] = mp
+	}
 	if m.syscalls {
 		mp, err := newSyscallMap()
 		if err != nil {

@@ -28,3 +28,23 @@ func SumPerCPU(m *ebpf.Map, key uint32) (uint64, error) {
 	}
 	return sum, nil
 }
+
+// LookupValues returns the value of key as one byte slice per value copy:
+// one per possible CPU in a per-CPU map, else one. It returns nil, nil
+// when the key is absent.
+func LookupValues(m *ebpf.Map, key any) ([][]byte, error) {
+	raw, err := m.LookupBytes(key)
+	if err != nil || raw == nil {
+		return nil, err
+	}
+	size := int(m.ValueSize())
+	stride := (size + 7) &^ 7
+	if len(raw) <= stride {
+		return [][]byte{raw[:size]}, nil
+	}
+	vs := make([][]byte, len(raw)/stride)
+	for i := range vs {
+		vs[i] = raw[i*stride : i*stride+size]
+	}
+	return vs, nil
+}

@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/bpftap/bpftap/internal/format"
 	"github.com/bpftap/bpftap/internal/interp"
 	"github.com/bpftap/bpftap/internal/kernelside"
 	"github.com/bpftap/bpftap/internal/sema"
+	"github.com/bpftap/bpftap/internal/syntax"
 )
 
 // translate runs pass 3: every kernel probe compiled to a BPF program.
@@ -18,6 +20,7 @@ func (s *session) translate(prog *sema.Program, limits interp.Limits, targetPID 
 		MaxStringLen:  int(limits.MaxStringLen),
 		RingSize:      s.opts.BufferMB << 20,
 		TargetPID:     targetPID,
+		Timing:        s.opts.Timing,
 	})
 	if err != nil {
 		return nil, err
@@ -75,4 +78,25 @@ func (s *session) stopKernel(ks *kernelside.Session, in *interp.Interp) {
 // printPrograms is -p3's output: each kernel probe's BPF instructions.
 func printPrograms(w io.Writer, ks *kernelside.Session) {
 	ks.Fprint(w)
+}
+
+// printHitReport is -t's report, in stap's format: a line per probe that
+// ran, with its run time in ns (kernel probes measure themselves with the
+// BPF clock, user-side probes are timed by the interpreter; see
+// docs/bpf-backend.md).
+func printHitReport(w io.Writer, prog *sema.Program, ks *kernelside.Session, in *interp.Interp) {
+	fmt.Fprint(w, "----- probe hit report: \n")
+	for i, p := range prog.Probes {
+		st := in.Timing(p)
+		if p.Kernel {
+			st = ks.Timing(p)
+		}
+		if st == nil || st.Count == 0 {
+			continue
+		}
+		get := func(op string) int64 { v, _ := st.Get(op); return v }
+		fmt.Fprintf(w, "%s, (%s), hits: %d, nsecs: %dmin/%davg/%dmax, variance: %d, from: %s, index: %d\n",
+			p.Name, p.Point.Position(), st.Count, get(format.OpMin), get(format.OpAvg), get(format.OpMax), get(format.OpVariance),
+			syntax.ProbePointString(p.User), i)
+	}
 }

@@ -27,7 +27,7 @@ func (s *session) execute(prog *sema.Program, ks *kernelside.Session, limits int
 	ctx, cancel := s.runContext()
 	defer cancel()
 	in, err := interp.New(prog, interp.Config{Stdout: out, Stderr: s.stderr, Limits: limits, Target: target.pid(),
-		Storage: ks.Storage, Skipped: ks.Skipped})
+		Storage: ks.Storage, Skipped: ks.Skipped, Timing: s.opts.Timing})
 	if err != nil {
 		return s.fail(5, "run", err)
 	}
@@ -44,6 +44,9 @@ func (s *session) execute(prog *sema.Program, ks *kernelside.Session, limits int
 	in.Run(ctx)
 	s.stopKernel(ks, in)
 	status := in.End()
+	if s.opts.Timing {
+		printHitReport(out, prog, ks, in)
+	}
 	target.kill()
 	if status != 0 {
 		fmt.Fprintln(s.stderr, "Pass 5: run failed.  [man error::pass5]")

@@ -3,7 +3,9 @@ package interp
 import (
 	"fmt"
 	"io"
+	"time"
 
+	"github.com/bpftap/bpftap/internal/format"
 	"github.com/bpftap/bpftap/internal/sema"
 	"github.com/bpftap/bpftap/internal/syntax"
 )
@@ -46,7 +48,28 @@ func (in *Interp) fire(p *sema.Probe, want int) {
 	in.runHandler(p)
 }
 
+// timeHandler adds the run of p that started at start to its timing (-t).
+func (in *Interp) timeHandler(p *sema.Probe, start time.Time) {
+	st := in.timing[p]
+	if st == nil {
+		st = format.NewStat(nil, 0)
+		in.timing[p] = st
+	}
+	st.Add(time.Since(start).Nanoseconds())
+}
+
+// Timing is the run time statistic (ns per run) of user-side probe p with
+// Config.Timing, nil when it never ran.
+func (in *Interp) Timing(p *sema.Probe) *format.Stat {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	return in.timing[p]
+}
+
 func (in *Interp) runHandler(p *sema.Probe) {
+	if in.timing != nil {
+		defer in.timeHandler(p, time.Now())
+	}
 	in.act = activation{probe: p, remaining: 10 * in.limits.MaxAction, nesting: -1}
 	in.fr = &frame{locals: make([]Value, len(p.Locals))}
 	in.stack, in.printArgs = in.stack[:0], in.printArgs[:0]

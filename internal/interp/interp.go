@@ -136,6 +136,8 @@ type Config struct {
 	// Storage for the contract). It returns the zero Storage for a global
 	// kept in memory. Initialisers and -G values are stored through it.
 	Storage func(g Global) Storage
+	// Timing measures every run of a user-side probe (-t; see Interp.Timing).
+	Timing bool
 	// Skipped, if set, returns the number of kernel probe runs skipped
 	// (stap's skipped probes), for the closing warning.
 	Skipped func() int64
@@ -163,6 +165,7 @@ type Interp struct {
 	done     chan struct{}
 	doneOnce sync.Once
 
+	timing  map[*sema.Probe]*format.Stat // with Config.Timing
 	globals []Storage
 	formats map[*syntax.PrintCall]*format.Format
 	regexps map[*syntax.Binary]*regexpProg
@@ -215,6 +218,9 @@ func New(prog *sema.Program, cfg Config) (*Interp, error) {
 	}
 	if in.now == nil {
 		in.now = time.Now
+	}
+	if cfg.Timing {
+		in.timing = map[*sema.Probe]*format.Stat{}
 	}
 	in.start = in.now()
 	seed := cfg.Seed

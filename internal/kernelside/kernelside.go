@@ -26,6 +26,7 @@ import (
 
 	"github.com/bpftap/bpftap/internal/bpfgen"
 	"github.com/bpftap/bpftap/internal/bpfrt"
+	"github.com/bpftap/bpftap/internal/format"
 	"github.com/bpftap/bpftap/internal/sema"
 	"github.com/bpftap/bpftap/internal/syntax"
 	"golang.org/x/sys/unix"
@@ -41,6 +42,8 @@ type Config struct {
 	RingSize int
 	// TargetPID is target(): the pid of -x or -c, 0 if none.
 	TargetPID int
+	// Timing makes every program measure its runs (-t).
+	Timing bool
 	// LogLevel is the verifier's log level (1 or 2 keep the log of
 	// programs it accepts, for -vvv).
 	LogLevel uint32
@@ -94,7 +97,7 @@ func KernelProbes(prog *sema.Program) []*sema.Probe {
 func Compile(prog *sema.Program, cfg Config) (*Session, error) {
 	mod := bpfgen.New(prog, bpfgen.Config{
 		MaxAction: cfg.MaxAction, MaxMapEntries: cfg.MaxMapEntries, MaxStringLen: cfg.MaxStringLen,
-		TargetPID: int64(cfg.TargetPID), RingSize: powerOfTwo(cfg.RingSize), RealtimeOffset: realtimeOffset(),
+		TargetPID: int64(cfg.TargetPID), RingSize: powerOfTwo(cfg.RingSize), Timing: cfg.Timing, RealtimeOffset: realtimeOffset(),
 	})
 	s := &Session{prog: prog, mod: mod, cfg: cfg}
 	for _, p := range KernelProbes(prog) {
@@ -241,4 +244,19 @@ func (s *Session) Fprint(w io.Writer) {
 	for _, p := range s.progs {
 		fmt.Fprintf(w, "# %s (%s)\n%v\n", p.Probe.Name, p.Mechanism(), p.Instructions)
 	}
+}
+
+// Timing is the run-time statistic (ns per run) of kernel probe p with
+// Config.Timing, nil without it or when p never ran.
+func (s *Session) Timing(p *sema.Probe) *format.Stat {
+	for _, bp := range s.progs {
+		if bp.Probe == p && s.maps != nil {
+			st, err := s.maps.Timing(bp)
+			if err != nil || st == nil || st.Count == 0 {
+				return nil
+			}
+			return st
+		}
+	}
+	return nil
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"github.com/bpftap/bpftap/internal/bpfgen"
+	"github.com/bpftap/bpftap/internal/bpfrt"
 	"github.com/bpftap/bpftap/internal/format"
 	"github.com/bpftap/bpftap/internal/interp"
 	"github.com/bpftap/bpftap/internal/syntax"
@@ -56,15 +57,9 @@ var scalarKey = []byte{0, 0, 0, 0}
 // values returns the value copies of key (one per CPU for per-CPU maps),
 // nil when the key is absent.
 func (g *mapGlobal) values(key []byte) [][]byte {
-	raw, err := g.m.LookupBytes(key)
-	if err != nil || raw == nil {
+	vs, err := bpfrt.LookupValues(g.m, key)
+	if err != nil {
 		return nil
-	}
-	size := int(g.gl.Spec.ValueSize)
-	stride := (size + 7) &^ 7
-	vs := make([][]byte, g.cpus)
-	for i := range vs {
-		vs[i] = raw[i*stride : i*stride+size]
 	}
 	return vs
 }
