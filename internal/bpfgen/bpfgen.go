@@ -84,6 +84,7 @@ const (
 	DropsMap  = "ring_drops" // per-CPU count of records that found the ring full
 	TargetMap = "target"     // HASH u32 tgid → u8, maintained by the driver
 	ZeroMap   = "zero"       // ARRAY of one zeroed value, the initial value of new map elements
+	StateMap  = "state"      // ARRAY of one u64: nonzero once exit() was called (probes then do nothing)
 )
 
 // Module compiles the kernel probes of one program.

@@ -160,9 +160,16 @@ func (g *gen) program() *Program {
 	return &Program{Probe: g.probe, Instructions: g.insns, Pos: g.pos, ScratchSize: g.maxScr, mech: g.mech}
 }
 
-// prologue: context, target filter, scratch area, zeroed locals.
+// prologue: context, session state (after exit() a probe does nothing,
+// as stap's handlers check the session state first; a direct load of the
+// map value, no helper call), target filter, scratch area, zeroed locals.
 func (g *gen) prologue() {
-	g.emit(asm.Mov.Reg(regCtx, asm.R1))
+	g.emit(
+		asm.Mov.Reg(regCtx, asm.R1),
+		asm.LoadMapValue(asm.R1, 0, 0).WithReference(StateMap),
+		asm.LoadMem(asm.R1, asm.R1, 0, asm.DWord),
+		asm.JNE.Imm(asm.R1, 0, labelDone),
+	)
 	if g.m.cfg.Target {
 		g.emit(
 			asm.FnGetCurrentPidTgid.Call(),

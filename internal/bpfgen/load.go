@@ -30,9 +30,11 @@ func (m *Module) CreateMaps() (*Maps, error) {
 	}
 	ms.Ring = ring
 	ms.ByName[RingMap], ms.ByName[DropsMap] = ring.Map, ring.Drops
-	specs := []*ebpf.MapSpec{{Name: "stap_zero", Type: ebpf.Array, KeySize: 4,
-		ValueSize: uint32(max(m.zeroSize, 8)), MaxEntries: 1}}
-	refs := []string{ZeroMap}
+	specs := []*ebpf.MapSpec{
+		{Name: "stap_zero", Type: ebpf.Array, KeySize: 4, ValueSize: uint32(max(m.zeroSize, 8)), MaxEntries: 1},
+		{Name: "stap_state", Type: ebpf.Array, KeySize: 4, ValueSize: 8, MaxEntries: 1},
+	}
+	refs := []string{ZeroMap, StateMap}
 	if m.cfg.Target {
 		specs = append(specs, &ebpf.MapSpec{Name: "stap_target", Type: ebpf.Hash, KeySize: 4, ValueSize: 1,
 			MaxEntries: uint32(m.cfg.MaxMapEntries)})

@@ -162,8 +162,14 @@ func (g *gen) submit() {
 	g.emit(bpfrt.EmitSubmit(RingMap, regRec, int64(g.m.cfg.RingSize/4), g.newLabel("submit"))...)
 }
 
-// exitRecord sends RecordExit (exit()); the probe goes on.
+// exitRecord marks the session stopped (StateMap) and sends RecordExit
+// (exit()); the probe goes on.
 func (g *gen) exitRecord() {
+	g.emit(
+		asm.LoadMapValue(asm.R1, 0, 0).WithReference(StateMap),
+		asm.Mov.Imm(asm.R2, 1),
+		asm.StoreMem(asm.R1, 0, asm.R2, asm.DWord),
+	)
 	full := g.reserve(headerSize)
 	g.emit(
 		asm.Mov.Reg(regRec, asm.R0),

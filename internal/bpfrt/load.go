@@ -43,6 +43,7 @@ import (
 	"regexp"
 	"runtime"
 	"strconv"
+	"strings"
 	"unsafe"
 
 	"github.com/bpftap/bpftap/internal/kernel"
@@ -86,7 +87,25 @@ type VerifierError struct {
 }
 
 func (e *VerifierError) Error() string {
+	if r := verifierReason(e.Log); r != "" {
+		return fmt.Sprintf("the kernel's verifier rejected probe program %s: %s", e.Program, r)
+	}
 	return fmt.Sprintf("the kernel's verifier rejected probe program %s: %v", e.Program, e.Err)
+}
+
+// verifierReason is the verifier's last message: the last line of its log
+// that is neither an instruction trace ("12: (85) call ...") nor the
+// closing statistics ("processed N insns ..."), or "".
+func verifierReason(log string) string {
+	lines := strings.Split(strings.TrimSpace(log), "\n")
+	for i := len(lines) - 1; i >= 0; i-- {
+		l := strings.TrimSpace(lines[i])
+		if l == "" || strings.HasPrefix(l, "processed ") || lastInsnRE.MatchString(l) || strings.HasPrefix(l, "verification time") || strings.HasPrefix(l, "stack depth") {
+			continue
+		}
+		return l
+	}
+	return ""
 }
 
 func (e *VerifierError) Unwrap() error { return e.Err }

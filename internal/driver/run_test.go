@@ -16,7 +16,8 @@ var update = flag.Bool("update", false, "rewrite the expected outputs of testdat
 // what it prints with the files beside it:
 //
 //	NAME.stp   the script; `#! args: ...` lines add command-line options (before the
-//	           script), `#! scriptargs: ...` script arguments (after it), and
+//	           script; $WORKLOAD names a workload program, see TestMain),
+//	           `#! scriptargs: ...` script arguments (after it), and
 //	           `#! status: N` gives the expected exit status (default 0)
 //	NAME.out   expected standard output
 //	NAME.err   expected standard error (absent: none)
@@ -69,7 +70,7 @@ func caseDirectives(t *testing.T, text string) (args, scriptArgs []string, statu
 		value = strings.TrimSpace(value)
 		switch key {
 		case "args":
-			args = append(args, splitArgs(value)...)
+			args = append(args, expandWorkload(splitArgs(value))...)
 		case "scriptargs":
 			scriptArgs = append(scriptArgs, splitArgs(value)...)
 		case "status":

@@ -21,7 +21,9 @@ import (
 // never interleave: each holds the session's lock.
 //
 // The driver drains the ring buffer and calls Flush before End, so that the
-// end probes print after everything the kernel printed.
+// end probes print after everything the kernel printed. Once too many errors
+// stopped the session, later records are dropped: stap runs no handler
+// after that.
 
 // kernelFlushSize is how much kernel output is buffered at most.
 const kernelFlushSize = 64 << 10
@@ -34,6 +36,9 @@ const kernelFlushSize = 64 << 10
 func (in *Interp) KernelPrint(call *syntax.PrintCall, args []format.Arg) {
 	in.mu.Lock()
 	defer in.mu.Unlock()
+	if in.state == stateError {
+		return
+	}
 	for i := range args {
 		args[i].Str = in.clip(args[i].Str)
 	}
@@ -54,6 +59,9 @@ func (in *Interp) KernelPrint(call *syntax.PrintCall, args []format.Arg) {
 func (in *Interp) KernelError(msg string, at syntax.Pos) {
 	in.mu.Lock()
 	defer in.mu.Unlock()
+	if in.state == stateError {
+		return
+	}
 	in.flush()
 	in.report(&runError{Msg: msg, At: at})
 }

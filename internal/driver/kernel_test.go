@@ -1,0 +1,72 @@
+package driver
+
+import (
+	"bytes"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/cilium/ebpf"
+)
+
+// TestKernelCleanup runs kernel-probe scripts that end every way a run
+// ends (exit() in a kernel probe, the -c command exiting, -T, a run-time
+// error, a verifier rejection, an attach-time failure path) and checks
+// that nothing is left behind: no file descriptor of this process (maps,
+// programs, links, perf events, ring readers) and no bpftap program in the
+// kernel.
+func TestKernelCleanup(t *testing.T) {
+	before := openFDs(t)
+	runs := [][]string{
+		{"-e", `probe kernel.trace("sys_enter") { exit() }`},
+		{"-c", workloadCommand() + " getppid 10", "-e", `global n; probe syscall_any { n++ }`},
+		{"-T", "0.1", "-e", `global n; probe kernel.trace("sched:sched_switch") { n++ } probe end { printf("%d\n", n > 0) }`},
+		{"-e", `global z; probe kernel.trace("sys_enter") { printf("%d", 1 / z) }`},
+		{"-p4", "-D", "MAXACTION=100000", "-e",
+			`global x; probe kernel.trace("sys_enter") { for (i = 0; i < 20000; i++) if (pid() > i) x++ }`},
+		{"-t", "-e", `global s; probe kernel.trace("sys_enter") { s <<< 1; if (@count(s) > 100) exit() }`},
+	}
+	for _, argv := range runs {
+		var stdout, stderr bytes.Buffer
+		Main(argv, strings.NewReader(""), &stdout, &stderr)
+		if strings.Contains(stderr.String(), "panic") {
+			t.Errorf("%q: %s", argv, stderr.String())
+		}
+	}
+	if after := openFDs(t); after != before {
+		t.Errorf("%d file descriptors open before the runs, %d after", before, after)
+	}
+	if names := bpftapPrograms(t); len(names) > 0 {
+		t.Errorf("programs left in the kernel: %v", names)
+	}
+}
+
+func openFDs(t *testing.T) int {
+	t.Helper()
+	fds, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(fds)
+}
+
+// bpftapPrograms lists the kernel's BPF programs named as bpftap names its own.
+func bpftapPrograms(t *testing.T) []string {
+	var names []string
+	var id ebpf.ProgramID
+	for {
+		next, err := ebpf.ProgramGetNextID(id)
+		if err != nil {
+			return names
+		}
+		id = next
+		p, err := ebpf.NewProgramFromID(id)
+		if err != nil {
+			continue
+		}
+		if info, err := p.Info(); err == nil && strings.HasPrefix(info.Name, "stap_") {
+			names = append(names, info.Name)
+		}
+		p.Close()
+	}
+}

@@ -1,0 +1,75 @@
+package driver
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"testing"
+
+	"golang.org/x/sys/unix"
+)
+
+// TestMain makes the test binary double as the workload kernel-probe tests
+// trace: run with BPFTAP_WORKLOAD set, it does what its arguments say and
+// exits instead of running the tests. Scripts name it $WORKLOAD (see
+// workloadCommand).
+//
+//	getppid N   N getppid() calls
+//	fork N      N children, each making one getppid() call, waited for
+func TestMain(m *testing.M) {
+	if os.Getenv("BPFTAP_WORKLOAD") != "" {
+		os.Exit(workload(os.Args[1:]))
+	}
+	os.Exit(m.Run())
+}
+
+func workload(args []string) int {
+	if len(args) != 2 {
+		fmt.Fprintln(os.Stderr, "workload: want MODE N")
+		return 2
+	}
+	n, err := strconv.Atoi(args[1])
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "workload:", err)
+		return 2
+	}
+	switch args[0] {
+	case "getppid":
+		for range n {
+			unix.Getppid()
+		}
+	case "fork":
+		for range n {
+			child := exec.Command("/proc/self/exe", "getppid", "1")
+			child.Env = []string{"BPFTAP_WORKLOAD=1"}
+			if err := child.Run(); err != nil {
+				fmt.Fprintln(os.Stderr, "workload:", err)
+				return 1
+			}
+		}
+	default:
+		fmt.Fprintln(os.Stderr, "workload: unknown mode", args[0])
+		return 2
+	}
+	return 0
+}
+
+// workloadCommand is what $WORKLOAD stands for in test scripts' -c
+// commands: this test binary in workload mode.
+func workloadCommand() string {
+	exe, err := os.Executable()
+	if err != nil {
+		exe = os.Args[0]
+	}
+	return "env BPFTAP_WORKLOAD=1 " + exe
+}
+
+// expandWorkload replaces $WORKLOAD in a test's arguments.
+func expandWorkload(args []string) []string {
+	for i, a := range args {
+		args[i] = strings.ReplaceAll(a, "$WORKLOAD", workloadCommand())
+	}
+	return args
+}
