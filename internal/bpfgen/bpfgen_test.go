@@ -1,6 +1,8 @@
 package bpfgen
 
 import (
+	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -105,27 +107,31 @@ func TestCount(t *testing.T) {
 	}
 }
 
-// sumGlobal sums a long global's element over its per-CPU values.
+// sumGlobal sums a long global's element over its per-CPU values and the
+// values pending in its last-key cache (a []byte key) if it has one.
 func sumGlobal(t *testing.T, m *Module, ms *Maps, name string, key any) int64 {
 	for _, gl := range m.Globals() {
 		if gl.Var.Name != name {
 			continue
 		}
-		mp := ms.Globals[gl]
-		if !gl.PerCPU {
-			var v int64
-			if err := mp.Lookup(key, &v); err != nil {
-				t.Fatalf("%s: %v", name, err)
-			}
-			return v
-		}
-		var vs []int64
-		if err := mp.Lookup(key, &vs); err != nil {
+		var sum int64
+		vs, err := bpfrt.LookupValues(ms.Globals[gl], key)
+		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
-		var sum int64
+		if gl.Cache != nil {
+			cache, err := bpfrt.LookupValues(ms.Caches[gl], uint32(0))
+			if err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+			for _, c := range cache {
+				if c[0] != 0 && bytes.Equal(c[8:8+len(key.([]byte))], key.([]byte)) {
+					vs = append(vs, c[gl.CacheValue():])
+				}
+			}
+		}
 		for _, v := range vs {
-			sum += v
+			sum += int64(binary.NativeEndian.Uint64(v))
 		}
 		return sum
 	}

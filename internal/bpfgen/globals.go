@@ -36,6 +36,8 @@ type Global struct {
 	Value ArgField
 	// Stat is the layout of a statistic's value; nil otherwise.
 	Stat *StatLayout
+	// Cache is the last-key cache updates go through (cache.go), or nil.
+	Cache *Cache
 }
 
 // Globals are the layouts of the globals the compiled programs use.
@@ -83,6 +85,7 @@ func (m *Module) global(v *syntax.Var) *Global {
 	if gl.PerCPU {
 		gl.Spec.Type = map[ebpf.MapType]ebpf.MapType{ebpf.Array: ebpf.PerCPUArray, ebpf.Hash: ebpf.PerCPUHash}[gl.Spec.Type]
 	}
+	gl.Cache = cacheFor(gl)
 	m.globals[v] = gl
 	m.order = append(m.order, gl)
 	return gl
@@ -201,7 +204,16 @@ func (g *gen) lookup(gl *Global, keys []syntax.Expr) keyAddr {
 // zero when absent; a full map raises the overflow error at at.
 func (g *gen) lookupOrCreate(gl *Global, keys []syntax.Expr, at syntax.Pos) {
 	smark, stack := g.scratchMark(), g.stack
-	k := g.lookup(gl, keys)
+	g.lookupOrCreateKey(gl, g.key(gl, keys), at)
+	g.scratchRelease(smark)
+	g.stack = stack
+}
+
+// lookupOrCreateKey is lookupOrCreate with the key built at k.
+func (g *gen) lookupOrCreateKey(gl *Global, k keyAddr, at syntax.Pos) {
+	stack := g.stack
+	k.load(g, asm.R2)
+	g.emit(asm.LoadMapPtr(asm.R1, 0).WithReference(gl.Ref), asm.FnMapLookupElem.Call())
 	have := g.newLabel("have")
 	g.emit(asm.JNE.Imm(asm.R0, 0, have))
 	if gl.Keys != nil {
@@ -225,7 +237,6 @@ func (g *gen) lookupOrCreate(gl *Global, keys []syntax.Expr, at syntax.Pos) {
 	g.emit(asm.JEq.Imm(asm.R0, 0, g.errorSite(g.overflowMsg(gl.Var), at, false)))
 	g.mark(have)
 	g.emit(asm.Mov.Reg(regRec, asm.R0))
-	g.scratchRelease(smark)
 	g.stack = stack
 }
 
@@ -266,6 +277,16 @@ func (g *gen) updateGlobal(v *syntax.Var, keys []syntax.Expr, op string, rhs syn
 	gl := g.m.global(v)
 	g.long(rhs)
 	slot := g.pushSlot()
+	if gl.Cache != nil && (op == "+" || op == "-") {
+		if op == "-" {
+			g.emit(asm.Neg.Imm(asm.R0, 0))
+		}
+		g.emit(asm.StoreMem(asm.R10, slot, asm.R0, asm.DWord))
+		g.cachedUpdate(gl, keys, slot, at)
+		g.popStack(8)
+		g.emit(asm.Mov.Imm(asm.R0, 0)) // the value is never read: Var.PerCPU
+		return
+	}
 	g.emit(asm.StoreMem(asm.R10, slot, asm.R0, asm.DWord))
 	g.lookupOrCreate(gl, keys, at)
 	g.emit(asm.LoadMem(asm.R1, asm.R10, slot, asm.DWord))

@@ -17,13 +17,15 @@ type Maps struct {
 	Ring   *bpfrt.Ring
 	// Globals maps each global's layout to its map.
 	Globals map[*Global]*ebpf.Map
+	// Caches maps the layout of a global with a last-key cache to the cache.
+	Caches map[*Global]*ebpf.Map
 	owned   []*ebpf.Map
 }
 
 // CreateMaps creates the shared maps; call it after compiling every
 // program (compilation decides the globals' layouts).
 func (m *Module) CreateMaps() (*Maps, error) {
-	ms := &Maps{ByName: map[string]*ebpf.Map{}, Globals: map[*Global]*ebpf.Map{}}
+	ms := &Maps{ByName: map[string]*ebpf.Map{}, Globals: map[*Global]*ebpf.Map{}, Caches: map[*Global]*ebpf.Map{}}
 	ring, err := bpfrt.NewRing("stap_ring", uint32(m.cfg.RingSize))
 	if err != nil {
 		return nil, err
@@ -43,6 +45,10 @@ func (m *Module) CreateMaps() (*Maps, error) {
 	for _, gl := range m.order {
 		specs = append(specs, gl.Spec)
 		refs = append(refs, gl.Ref)
+		if gl.Cache != nil {
+			specs = append(specs, gl.Cache.Spec)
+			refs = append(refs, gl.Cache.Ref)
+		}
 	}
 	if m.cfg.Timing {
 		mp, err := newTimingMap(m.programs)
@@ -70,8 +76,11 @@ func (m *Module) CreateMaps() (*Maps, error) {
 		}
 		ms.owned = append(ms.owned, mp)
 		ms.ByName[refs[i]] = mp
-		if i >= len(specs)-len(m.order) {
-			ms.Globals[m.order[i-(len(specs)-len(m.order))]] = mp
+	}
+	for _, gl := range m.order {
+		ms.Globals[gl] = ms.ByName[gl.Ref]
+		if gl.Cache != nil {
+			ms.Caches[gl] = ms.ByName[gl.Cache.Ref]
 		}
 	}
 	return ms, nil

@@ -32,7 +32,11 @@ const (
 type StatLayout struct {
 	Hist  *format.Hist // nil without a histogram
 	Shift uint
-	Size  int
+	// Variance: the program reads @variance, so updates keep the Welford
+	// terms (two divisions per update); otherwise only count, sum, min and
+	// max are kept (the other words stay zero).
+	Variance bool
+	Size     int
 }
 
 // Decode loads one CPU's partial.
@@ -66,7 +70,7 @@ func (l *StatLayout) Encode(s *format.Stat, b []byte) {
 // the elaborator recorded.
 func (m *Module) statLayout(v *syntax.Var) *StatLayout {
 	shape := m.prog.StatShape(v)
-	l := &StatLayout{Hist: shape.Hist, Shift: shape.Shift, Size: statBuckets}
+	l := &StatLayout{Hist: shape.Hist, Shift: shape.Shift, Variance: shape.Variance, Size: statBuckets}
 	if l.Hist != nil {
 		l.Size += 8 * l.Hist.Buckets()
 	}
@@ -84,14 +88,56 @@ func (g *gen) statAdd(e *syntax.Assign) {
 	g.long(e.RHS)
 	slot := g.pushSlot()
 	g.emit(asm.StoreMem(asm.R10, slot, asm.R0, asm.DWord))
-	g.lookupOrCreate(gl, keys, e.Pos)
-	g.emit(asm.LoadMem(asm.R1, asm.R10, slot, asm.DWord))
-	g.popStack(8)
-	g.welford(gl.Stat.Shift)
-	if gl.Stat.Hist != nil {
-		g.bucket(gl.Stat.Hist)
+	if gl.Cache != nil {
+		g.cachedUpdate(gl, keys, slot, e.Pos)
+	} else {
+		g.lookupOrCreate(gl, keys, e.Pos)
+		g.emit(asm.LoadMem(asm.R1, asm.R10, slot, asm.DWord))
+		g.statUpdate(gl.Stat)
 	}
+	g.popStack(8)
 	g.emit(asm.Mov.Imm(asm.R0, 0))
+}
+
+// statUpdate adds the value in R1 to the partial at regRec.
+func (g *gen) statUpdate(l *StatLayout) {
+	if l.Variance {
+		g.welford(l.Shift)
+	} else {
+		g.minMax()
+	}
+	if l.Hist != nil {
+		g.bucket(l.Hist)
+	}
+}
+
+// minMax updates count, sum, min and max of the partial at regRec with the
+// value in R1 (kept).
+func (g *gen) minMax() {
+	first, done := g.newLabel("stat_first"), g.newLabel("stat_done")
+	ld := func(r asm.Register, off int16) asm.Instruction { return asm.LoadMem(r, regRec, off, asm.DWord) }
+	st := func(off int16, r asm.Register) asm.Instruction { return asm.StoreMem(regRec, off, r, asm.DWord) }
+	g.emit(ld(asm.R2, statCount), asm.JEq.Imm(asm.R2, 0, first))
+	g.countSumMinMax()
+	g.emit(asm.Ja.Label(done))
+	g.mark(first)
+	g.emit(asm.Mov.Imm(asm.R2, 1), st(statCount, asm.R2),
+		st(statSum, asm.R1), st(statMin, asm.R1), st(statMax, asm.R1))
+	g.mark(done)
+}
+
+// countSumMinMax: count (in R2) + 1, sum += R1, min and max with R1, for a
+// partial at regRec that is not empty.
+func (g *gen) countSumMinMax() {
+	ld := func(r asm.Register, off int16) asm.Instruction { return asm.LoadMem(r, regRec, off, asm.DWord) }
+	st := func(off int16, r asm.Register) asm.Instruction { return asm.StoreMem(regRec, off, r, asm.DWord) }
+	g.emit(asm.Add.Imm(asm.R2, 1), st(statCount, asm.R2),
+		ld(asm.R3, statSum), asm.Add.Reg(asm.R3, asm.R1), st(statSum, asm.R3))
+	notMax, notMin := g.newLabel("stat_max"), g.newLabel("stat_min")
+	g.emit(ld(asm.R3, statMax), asm.JSLE.Reg(asm.R1, asm.R3, notMax), st(statMax, asm.R1))
+	g.mark(notMax)
+	g.emit(ld(asm.R3, statMin), asm.JSGE.Reg(asm.R1, asm.R3, notMin), st(statMin, asm.R1))
+	g.mark(notMin)
 }
 
 // welford updates the partial at regRec with the value in R1 (kept).
@@ -100,14 +146,7 @@ func (g *gen) welford(shift uint) {
 	ld := func(r asm.Register, off int16) asm.Instruction { return asm.LoadMem(r, regRec, off, asm.DWord) }
 	st := func(off int16, r asm.Register) asm.Instruction { return asm.StoreMem(regRec, off, r, asm.DWord) }
 	g.emit(ld(asm.R2, statCount), asm.JEq.Imm(asm.R2, 0, first))
-	// count++, sum += v, min, max
-	g.emit(asm.Add.Imm(asm.R2, 1), st(statCount, asm.R2),
-		ld(asm.R3, statSum), asm.Add.Reg(asm.R3, asm.R1), st(statSum, asm.R3))
-	notMax, notMin := g.newLabel("stat_max"), g.newLabel("stat_min")
-	g.emit(ld(asm.R3, statMax), asm.JSLE.Reg(asm.R1, asm.R3, notMax), st(statMax, asm.R1))
-	g.mark(notMax)
-	g.emit(ld(asm.R3, statMin), asm.JSGE.Reg(asm.R1, asm.R3, notMin), st(statMin, asm.R1))
-	g.mark(notMin)
+	g.countSumMinMax()
 	g.emit(
 		// R3 = v << shift; R4 = delta = int32(R3 - avg_s)
 		asm.Mov.Reg(asm.R3, asm.R1), asm.LSh.Imm(asm.R3, int32(shift)),

@@ -28,7 +28,7 @@ func (s *Session) Storage(g interp.Global) interp.Storage {
 		if gl.Var != g.Var {
 			continue
 		}
-		mg := &mapGlobal{gl: gl, m: s.maps.Globals[gl], newStat: g.NewStat, cpus: 1}
+		mg := &mapGlobal{gl: gl, m: s.maps.Globals[gl], cache: s.maps.Caches[gl], newStat: g.NewStat, cpus: 1}
 		if gl.PerCPU {
 			mg.cpus, _ = ebpf.PossibleCPU()
 		}
@@ -48,7 +48,8 @@ func (s *Session) Storage(g interp.Global) interp.Storage {
 type mapGlobal struct {
 	gl      *bpfgen.Global
 	m       *ebpf.Map
-	cpus    int // value copies: the possible CPUs of a per-CPU map, else 1
+	cache   *ebpf.Map // the last-key cache of a cached array, or nil
+	cpus    int       // value copies: the possible CPUs of a per-CPU map, else 1
 	newStat func() *format.Stat
 }
 
@@ -212,16 +213,38 @@ func (g mapArray) unpackKey(key []byte) interp.Key {
 	return k
 }
 
+// element is the value copies of key in the map and the values pending
+// for it in the last-key caches (nil, nil when it exists nowhere).
+func (g mapArray) element(key []byte) (vs, pending [][]byte) {
+	for _, c := range g.cached() {
+		if bytes.Equal(c.key, key) {
+			pending = append(pending, c.value)
+		}
+	}
+	return g.values(key), pending
+}
+
+// value combines copies and pending values: a long summed, a string, or a
+// statistic merged in CPU order.
+func (g mapArray) value(vs, pending [][]byte) (interp.Value, *format.Stat) {
+	all := append(append([][]byte(nil), vs...), pending...)
+	if g.gl.Stat != nil {
+		return interp.Value{}, g.merged(all)
+	}
+	return g.decode(all), nil
+}
+
 func (g mapArray) Get(k interp.Key) (interp.Value, bool) {
 	key, err := g.packKey(k)
 	if err != nil {
 		return interp.Value{}, false
 	}
-	vs := g.values(key)
-	if vs == nil {
+	vs, pending := g.element(key)
+	if vs == nil && pending == nil {
 		return interp.Value{}, false
 	}
-	return g.decode(vs), true
+	v, _ := g.value(vs, pending)
+	return v, true
 }
 
 func (g mapArray) Set(k interp.Key, v interp.Value) error {
@@ -229,6 +252,7 @@ func (g mapArray) Set(k interp.Key, v interp.Value) error {
 	if err != nil {
 		return err
 	}
+	g.uncache(key)
 	return g.put(key, g.encode(v))
 }
 
@@ -245,28 +269,31 @@ func (g mapArray) Stat(k interp.Key) *format.Stat {
 	if err != nil {
 		return nil
 	}
-	vs := g.values(key)
-	if vs == nil {
+	vs, pending := g.element(key)
+	if vs == nil && pending == nil {
 		return nil
 	}
-	return g.merged(vs)
+	_, st := g.value(vs, pending)
+	return st
 }
 
 func (g mapArray) Delete(k interp.Key) {
 	if key, err := g.packKey(k); err == nil {
+		g.uncache(key)
 		g.m.Delete(key)
 	}
 }
 
 func (g mapArray) Clear() {
+	g.uncache(nil)
 	for _, key := range g.keys() {
 		g.m.Delete(key)
 	}
 }
 
-func (g mapArray) Len() int { return len(g.keys()) }
+func (g mapArray) Len() int { return len(g.allKeys()) }
 
-// keys lists the packed keys present.
+// keys lists the packed keys present in the map.
 func (g mapArray) keys() [][]byte {
 	var keys [][]byte
 	var prev any // nil asks for the first key
@@ -280,20 +307,74 @@ func (g mapArray) keys() [][]byte {
 	}
 }
 
+// allKeys lists the keys of the map and of the caches, once each.
+func (g mapArray) allKeys() [][]byte {
+	keys := g.keys()
+	seen := map[string]bool{}
+	for _, k := range keys {
+		seen[string(k)] = true
+	}
+	for _, c := range g.cached() {
+		if !seen[string(c.key)] {
+			seen[string(c.key)] = true
+			keys = append(keys, c.key)
+		}
+	}
+	return keys
+}
+
 func (g mapArray) Elements() []*interp.Element {
 	var elems []*interp.Element
-	for _, key := range g.keys() {
-		vs := g.values(key)
-		if vs == nil {
+	for _, key := range g.allKeys() {
+		vs, pending := g.element(key)
+		if vs == nil && pending == nil {
 			continue // deleted meanwhile
 		}
 		e := &interp.Element{Key: g.unpackKey(key)}
-		if g.gl.Stat != nil {
-			e.Stat = g.merged(vs)
-		} else {
-			e.Value = g.decode(vs)
-		}
+		e.Value, e.Stat = g.value(vs, pending)
 		elems = append(elems, e)
 	}
 	return elems
+}
+
+// cacheEntry is the pending value of one CPU's last-key cache.
+type cacheEntry struct{ key, value []byte }
+
+// cached returns the valid entries of the array's last-key caches
+// (bpfgen's cache.go), none without a cache.
+func (g mapArray) cached() []cacheEntry {
+	if g.cache == nil {
+		return nil
+	}
+	vs, err := bpfrt.LookupValues(g.cache, uint32(0))
+	if err != nil {
+		return nil
+	}
+	var entries []cacheEntry
+	keyEnd := 8 + int(g.gl.Spec.KeySize)
+	for _, v := range vs {
+		if binary.NativeEndian.Uint64(v) != 0 {
+			entries = append(entries, cacheEntry{v[8:keyEnd], v[keyEnd:]})
+		}
+	}
+	return entries
+}
+
+// uncache drops the pending values of key (nil: of every key); user space
+// then owns the element's value.
+func (g mapArray) uncache(key []byte) {
+	if g.cache == nil {
+		return
+	}
+	vs, err := bpfrt.LookupValues(g.cache, uint32(0))
+	if err != nil {
+		return
+	}
+	keyEnd := 8 + int(g.gl.Spec.KeySize)
+	for _, v := range vs {
+		if key == nil || bytes.Equal(v[8:keyEnd], key) {
+			clear(v)
+		}
+	}
+	g.cache.Update(uint32(0), vs, ebpf.UpdateAny)
 }

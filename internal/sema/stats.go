@@ -21,7 +21,10 @@ import (
 type StatShape struct {
 	Hist  *format.Hist
 	Shift uint
-	Err   error
+	// Variance is set when the program reads @variance of the statistic (or
+	// sorts on it): only then must updates keep the Welford terms.
+	Variance bool
+	Err      error
 }
 
 // NewStat returns an empty aggregate of this shape.
@@ -52,6 +55,10 @@ func (e *elab) checkStats() {
 				e.noteHist(n)
 			case *syntax.StatOp:
 				e.noteVariance(n)
+			case *syntax.ForeachStmt:
+				if id, ok := n.Array.(*syntax.Ident); ok && n.SortAgg == format.OpVariance && id.Var != nil {
+					e.shapeOf(id.Var).Variance = true
+				}
 			}
 			return true
 		})
@@ -123,7 +130,7 @@ func (e *elab) noteHist(h *syntax.Hist) {
 
 // noteVariance records the bit shift of @variance(s, shift).
 func (e *elab) noteVariance(s *syntax.StatOp) {
-	if s.Op != format.OpVariance || len(s.Args) == 0 {
+	if s.Op != format.OpVariance {
 		return
 	}
 	v := StatVar(s.X)
@@ -131,6 +138,10 @@ func (e *elab) noteVariance(s *syntax.StatOp) {
 		return
 	}
 	shape := e.shapeOf(v)
+	shape.Variance = true
+	if len(s.Args) == 0 {
+		return
+	}
 	shift, ok := LiteralLong(s.Args[0])
 	if !ok || shift < 0 || shift > 62 {
 		shape.Err = fmt.Errorf("%s: invalid @variance bit shift", s.Pos)
