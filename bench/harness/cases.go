@@ -43,7 +43,7 @@ var variants = []struct{ label, file, stapFile string }{
 	{"`<<< 1`", "syscalls_by_proc_agg.stp", "syscalls_by_proc_agg_stapbpf.stp"},
 }
 
-func (s *setup) cases(withStrace bool, straceDiv int) []*tracerCase {
+func (s *setup) cases(cfg *config) []*tracerCase {
 	cs := []*tracerCase{
 		{name: baselineName},
 		{name: "floor: empty program, tp_btf", argv: []string{s.path("floor"), "-prog=empty", "-attach=tp_btf"}},
@@ -54,13 +54,15 @@ func (s *setup) cases(withStrace bool, straceDiv int) []*tracerCase {
 		{name: syscountName, counted: true, argv: []string{"syscount"}},
 	}
 	for _, v := range variants {
-		cs = append(cs, s.stapCase(v.label, v.stapFile))
+		if cfg.stapbpf {
+			cs = append(cs, s.stapCase(v.label, v.stapFile))
+		}
 	}
 	for _, v := range variants {
 		cs = append(cs, s.bpftapCase(v.label, v.file))
 	}
-	if withStrace {
-		cs = append(cs, &tracerCase{name: fmt.Sprintf("strace -c -f (n/%d calls)", straceDiv), wrap: true,
+	if cfg.strace {
+		cs = append(cs, &tracerCase{name: fmt.Sprintf("strace -c -f (n/%d calls)", cfg.straceDiv), wrap: true,
 			argv: []string{"strace", "-c", "-f", "-o", "/dev/null"}})
 	}
 	return cs

@@ -33,7 +33,7 @@ type config struct {
 	rounds, n, straceDiv, oracleRounds int
 	cpus                               []int
 	settle                             time.Duration
-	strace                             bool
+	strace, stapbpf                    bool
 	out, bin, scripts, oracle          string
 	seed                               uint64
 }
@@ -51,8 +51,10 @@ func main() {
 	cfg := parseFlags()
 	s := &setup{bin: cfg.bin, scripts: cfg.scripts, stapCache: stapCacheDir(), translate: map[string]float64{}}
 	oracle := measureOracleStartup(cfg)
-	progress("translating the seed scripts for stapbpf (about 45 s each)")
-	cases := s.cases(cfg.strace, cfg.straceDiv)
+	if cfg.stapbpf {
+		progress("translating the seed scripts for stapbpf (about 45 s each)")
+	}
+	cases := s.cases(cfg)
 	results := runRounds(cfg, cases)
 	results[oracleStartup] = oracle
 	report := renderReport(cfg, s, cases, results)
@@ -70,6 +72,7 @@ func parseFlags() *config {
 	cpus := flag.String("cpus", "0,1", "comma-separated CPUs to pin the workload to, one run each")
 	flag.DurationVar(&cfg.settle, "settle", 200*time.Millisecond, "pause between attachment and the workload")
 	flag.BoolVar(&cfg.strace, "strace", true, "include strace -c -f")
+	flag.BoolVar(&cfg.stapbpf, "stapbpf", true, "include SystemTap's BPF runtime (translating takes ~90 s)")
 	flag.IntVar(&cfg.straceDiv, "strace-div", 50, "strace runs n/strace-div calls (ptrace is slow)")
 	flag.IntVar(&cfg.oracleRounds, "oracle-rounds", 1, "start-up runs of stap-oracle (about 45 s each; 0 skips)")
 	flag.StringVar(&cfg.out, "o", "bench/RESULTS.md", "report file")

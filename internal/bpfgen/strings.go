@@ -2,7 +2,10 @@ package bpfgen
 
 import (
 	"encoding/binary"
+	"sync"
 
+	"github.com/bpftap/bpftap/internal/bpfrt"
+	"github.com/bpftap/bpftap/internal/kernel"
 	"github.com/bpftap/bpftap/internal/syntax"
 	"github.com/cilium/ebpf/asm"
 )
@@ -112,8 +115,22 @@ func (g *gen) strKey(e syntax.Expr, off, width int) {
 	g.scratchRelease(mark)
 }
 
-// comm writes the current task's comm (16 bytes, zero-padded) at off.
+// comm writes the current task's comm (16 bytes, zero-padded) at off. A
+// BTF-typed program loads the two words straight from task_struct (the
+// task pointer bpf_get_current_task_btf returns may be dereferenced
+// there), which costs a fraction of bpf_get_current_comm's copy; the
+// others call that helper.
 func (g *gen) comm(off int) {
+	if commOff, ok := taskCommOffset(); ok && g.mech == bpfrt.TPBTF {
+		g.emit(asm.FnGetCurrentTaskBtf.Call())
+		for i := int16(0); i < commLen; i += 8 {
+			g.emit(
+				asm.LoadMem(asm.R1, asm.R0, int16(commOff)+i, asm.DWord),
+				asm.StoreMem(regScratch, int16(off)+i, asm.R1, asm.DWord),
+			)
+		}
+		return
+	}
 	g.emit(
 		asm.Mov.Reg(asm.R1, regScratch),
 		asm.Add.Imm(asm.R1, int32(off)),
@@ -242,3 +259,22 @@ func (g *gen) strcmp(x, y value) {
 	g.emit(asm.Mov.Imm(asm.R0, 1), asm.JGT.Reg(asm.R2, asm.R3, done), asm.Mov.Imm(asm.R0, -1))
 	g.mark(done)
 }
+
+// taskCommOffset is the offset of comm in the kernel's task_struct, from
+// its BTF (false when unknown).
+var taskCommOffset = sync.OnceValues(func() (int, bool) {
+	b, err := kernel.Kernel()
+	if err != nil {
+		return 0, false
+	}
+	t, err := b.TypeByName("task_struct", kernel.KindStruct)
+	if err != nil {
+		return 0, false
+	}
+	for _, m := range t.Members {
+		if m.Name == "comm" && m.BitSize == 0 && m.BitOffset%64 == 0 {
+			return int(m.BitOffset / 8), true
+		}
+	}
+	return 0, false
+})
