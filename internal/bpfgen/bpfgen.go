@@ -146,6 +146,9 @@ func (m *Module) Compile(p *sema.Probe, mech bpfrt.Mechanism) (*Program, error) 
 	return g.program(), nil
 }
 
+// RingSize is the size of the module's ring buffer in bytes.
+func (m *Module) RingSize() int { return m.cfg.RingSize }
+
 // Mechanism is how the program attaches.
 func (p *Program) Mechanism() bpfrt.Mechanism { return p.mech }
 

@@ -62,8 +62,9 @@ func (s *session) attach(ks *kernelside.Session, in *interp.Interp) error {
 }
 
 // stopKernel detaches the kernel programs and delivers what they left in
-// the ring, so the end probes print after it; lost records are reported
-// as stap reports dropped output.
+// the ring, so the end probes print after it; records the full ring had
+// no room for are reported as stap reports transport failures (the ring's
+// size in MiB, which -s sets).
 func (s *session) stopKernel(ks *kernelside.Session, in *interp.Interp) {
 	lost, err := ks.Stop()
 	in.Flush()
@@ -71,7 +72,8 @@ func (s *session) stopKernel(ks *kernelside.Session, in *interp.Interp) {
 		fmt.Fprintf(s.stderr, "ERROR: %v\n", err)
 	}
 	if lost > 0 {
-		fmt.Fprintf(s.stderr, "WARNING: There were %d output records lost (the kernel ring buffer was full).\n", lost)
+		fmt.Fprintf(s.stderr, "WARNING: There were %d transport failures. Try bpftap -s to increase the buffer size from %d.\n",
+			lost, ks.RingSize()>>20)
 	}
 }
 

@@ -2,9 +2,16 @@ package driver
 
 import (
 	"bytes"
+	"io"
 	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/cilium/ebpf"
 )
@@ -68,5 +75,47 @@ func bpftapPrograms(t *testing.T) []string {
 			names = append(names, info.Name)
 		}
 		p.Close()
+	}
+}
+
+// TestKernelDrops fills a 1 MiB ring faster than it is read (the output
+// goes to a FIFO nobody reads for a while, so the reader stalls): the
+// records that found the ring full are counted and reported as stap
+// reports transport failures, and the run still succeeds.
+func TestKernelDrops(t *testing.T) {
+	fifo := filepath.Join(t.TempDir(), "out")
+	if err := unix.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	read := make(chan int)
+	go func() {
+		f, err := os.Open(fifo)
+		if err != nil {
+			read <- -1
+			return
+		}
+		defer f.Close()
+		time.Sleep(500 * time.Millisecond)
+		b, _ := io.ReadAll(f)
+		read <- bytes.Count(b, []byte("\n"))
+	}()
+	long := strings.Repeat("0123456789", 20)
+	script := `probe kernel.trace("raw_syscalls:sys_enter") {
+	if (pid() == target()) printf("%s %s %s\n", "` + long + `", "` + long + `", execname())
+}`
+	var stdout, stderr bytes.Buffer
+	status := Main([]string{"-s", "1", "-o", fifo, "-c", workloadCommand() + " getppid 100000", "-e", script},
+		strings.NewReader(""), &stdout, &stderr)
+	lines := <-read
+	if status != 0 {
+		t.Fatalf("exit status %d: %s", status, stderr.String())
+	}
+	re := regexp.MustCompile(`(?m)^WARNING: There were ([0-9]+) transport failures\. Try bpftap -s to increase the buffer size from 1\.$`)
+	m := re.FindStringSubmatch(stderr.String())
+	if m == nil {
+		t.Fatalf("no transport failure warning (%d lines printed); stderr:\n%s", lines, stderr.String())
+	}
+	if n, _ := strconv.Atoi(m[1]); n <= 0 || lines+n < 100000 {
+		t.Errorf("%d lines printed and %s records reported lost for the target's 100000+ system calls", lines, m[1])
 	}
 }

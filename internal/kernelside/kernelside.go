@@ -139,6 +139,9 @@ func realtimeOffset() int64 {
 	return time.Now().UnixNano() - mono.Nano()
 }
 
+// RingSize is the size of the ring buffer in bytes.
+func (s *Session) RingSize() int { return s.mod.RingSize() }
+
 // Programs is the number of compiled programs.
 func (s *Session) Programs() int { return len(s.progs) }
 
