@@ -79,6 +79,7 @@ type elab struct {
 	globalVar map[*syntax.GlobalDecl]*syntax.Var
 	arityAt   map[*syntax.Var]syntax.Node // where each global's arity was set
 	usedFiles map[*syntax.File]bool
+	userFiles int            // Program.Files starts with them
 	pending   []*syntax.Func // functions whose bodies still need resolving
 	loops     int            // alias loops reported (they do not stop a probe's derivation)
 }
@@ -101,6 +102,7 @@ func Elaborate(user []*syntax.File, opts Options) (*Program, error) {
 		globalVar: map[*syntax.GlobalDecl]*syntax.Var{},
 		arityAt:   map[*syntax.Var]syntax.Node{},
 		usedFiles: map[*syntax.File]bool{},
+		userFiles: len(user),
 	}
 	if e.reg == nil {
 		e.reg = probes.Builtin()

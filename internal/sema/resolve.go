@@ -28,22 +28,36 @@ type scope struct {
 	probe *Probe
 }
 
+// A tapset file the program uses (one of its functions or globals) brings
+// its probes along, as in stap (target_set.stp's fork and exit probes, for
+// instance); those may use further files, so resolution runs to a fixpoint.
 func (e *elab) resolveAll() {
-	for _, p := range e.prog.Probes {
-		s := e.newScope(e.fileOf[p.Decl], nil)
-		s.ctx, s.probe = p.Context, p
-		s.walk(p.Body)
-		p.Locals = s.list
-		if p.Cond != nil {
-			e.resolveCondition(p.Cond, s.file)
+	// probes resolved; files whose probes are derived (the user's already)
+	resolved, derived := 0, e.userFiles
+	for resolved < len(e.prog.Probes) || len(e.pending) > 0 || derived < len(e.prog.Files) {
+		for ; resolved < len(e.prog.Probes); resolved++ {
+			e.resolveProbe(e.prog.Probes[resolved])
+		}
+		for len(e.pending) > 0 {
+			f := e.pending[0]
+			e.pending = e.pending[1:]
+			s := e.newScope(e.fileOf[f.Decl], f.Params)
+			s.walk(f.Decl.Body)
+			f.Locals = s.list
+		}
+		for ; derived < len(e.prog.Files); derived++ {
+			e.deriveAll(e.prog.Files[derived : derived+1])
 		}
 	}
-	for len(e.pending) > 0 {
-		f := e.pending[0]
-		e.pending = e.pending[1:]
-		s := e.newScope(e.fileOf[f.Decl], f.Params)
-		s.walk(f.Decl.Body)
-		f.Locals = s.list
+}
+
+func (e *elab) resolveProbe(p *Probe) {
+	s := e.newScope(e.fileOf[p.Decl], nil)
+	s.ctx, s.probe = p.Context, p
+	s.walk(p.Body)
+	p.Locals = s.list
+	if p.Cond != nil {
+		e.resolveCondition(p.Cond, s.file)
 	}
 }
 

@@ -15,6 +15,9 @@ import (
 // page's SYNOPSIS writes it (name:result(param:type,...)), with the types the
 // elaborator must infer where stap's declaration leaves them out.
 var signatures = []string{
+	// target_set.stp
+	"target_set_pid:long(pid:long)",
+	"target_set_report()",
 	// ansi.stp
 	"ansi_clear_screen()",
 	"ansi_set_color(fg:long)",
@@ -146,7 +149,7 @@ func elaborate(t *testing.T, script string) (*sema.Program, error) {
 		}
 		lib = append(lib, f)
 	}
-	return sema.Elaborate([]*syntax.File{user}, sema.Options{Library: lib})
+	return sema.Elaborate([]*syntax.File{user}, sema.Options{Library: lib, KernelProbes: true})
 }
 
 // TestSignatures elaborates a call of every library function and checks the
