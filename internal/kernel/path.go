@@ -57,8 +57,24 @@ func (e *MemberError) Error() string {
 
 // Resolve follows steps from a base value of type base.
 func (b *BTF) Resolve(base TypeID, steps []Step) (*Path, error) {
-	p := &Path{Type: base}
-	inMemory := false // whether the current value lies at the address Offsets compute
+	return b.follow(&Path{Type: base}, false, steps)
+}
+
+// ResolveIn follows steps from a struct called name that lies at the base
+// address: the base value is a pointer to it, as the task_struct pointer
+// bpf_get_current_task returns, whose pointer type the BTF may not name.
+// The first offset is the first member's; each later one follows a load.
+func (b *BTF) ResolveIn(name string, steps []Step) (*Path, error) {
+	t, err := b.TypeByName(name, KindStruct)
+	if err != nil {
+		return nil, err
+	}
+	return b.follow(&Path{Type: t.ID, Offsets: []int64{0}}, true, steps)
+}
+
+// follow applies steps to p; inMemory tells whether p's value lies at the
+// address its Offsets compute (else it is the base value itself).
+func (b *BTF) follow(p *Path, inMemory bool, steps []Step) (*Path, error) {
 	for _, s := range steps {
 		u, err := b.Underlying(p.Type)
 		if err != nil {
