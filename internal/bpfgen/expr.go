@@ -33,7 +33,7 @@ func (g *gen) long(e syntax.Expr) {
 	case *syntax.Call:
 		g.call(e)
 	case *syntax.StatOp:
-		g.statOp(e)
+		g.statRead(e)
 	case *syntax.PrintCall:
 		g.print(e)
 	case *syntax.TargetVar, *syntax.Cast:

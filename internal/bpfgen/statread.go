@@ -1,0 +1,169 @@
+package bpfgen
+
+import (
+	"github.com/bpftap/bpftap/internal/sema"
+	"github.com/bpftap/bpftap/internal/syntax"
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/asm"
+)
+
+// Reading a statistic in a kernel probe: @count, @sum, @min, @max and @avg
+// of a global statistic or of an element of a statistics array.
+//
+// stap's extractors see the aggregate over every CPU, but a statistic is a
+// per-CPU map, and a lookup in BPF sees only this CPU's partial. So the
+// program walks every possible CPU (their number is known when compiling)
+// with bpf_map_lookup_percpu_elem and combines the partials into stack
+// slots {count, sum, min, max}: counts and sums add, min and max compare,
+// partials with no value are skipped. For an array with a last-key cache
+// (cache.go), each CPU's pending partial is combined too when its key is
+// the one read. Then:
+//
+//	@count, @sum  the total (0 for an element that does not exist)
+//	@min, @max    the extreme, or stap's "empty aggregate" error when the
+//	              count is 0
+//	@avg          sum / count (truncated, as stap's division), or the error
+//
+// The other CPUs' partials are read while they may change (stap's module
+// runtime locks them; BPF cannot), so a read racing an update on another
+// CPU may miss that update. @variance is not compiled yet: combining the
+// partials' variances needs their Welford terms.
+
+// Offsets in the accumulator on the stack.
+const (
+	accCount = 8 * iota
+	accSum
+	accMin
+	accMax
+	accCPU
+	accSize
+)
+
+// statRead compiles a statistic extractor into R0.
+func (g *gen) statRead(e *syntax.StatOp) {
+	v := sema.StatVar(e.X)
+	switch {
+	case e.Op == "variance":
+		g.fail(e, "@variance() of a statistic cannot be compiled in a kernel probe yet")
+		return
+	case v == nil:
+		g.fail(e, "@%s() needs a statistic", e.Op)
+		return
+	}
+	ncpu, err := ebpf.PossibleCPU()
+	if err != nil {
+		g.fail(e, "@%s() in a kernel probe needs the number of CPUs: %v", e.Op, err)
+		return
+	}
+	var keys []syntax.Expr
+	if x, ok := e.X.(*syntax.Index); ok {
+		keys = x.Keys
+	}
+	gl := g.m.global(v)
+	smark, stack := g.scratchMark(), g.stack
+	k := g.key(gl, keys)
+	acc := g.pushStack(accSize)
+	g.emit(asm.Mov.Imm(asm.R1, 0))
+	for off := int16(0); off < accSize; off += 8 {
+		g.emit(asm.StoreMem(asm.R10, acc+off, asm.R1, asm.DWord))
+	}
+	top := g.newLabel("stat_cpu")
+	g.mark(top)
+	g.percpuLookup(gl.Ref, k, acc)
+	g.mergeNonNull(acc)
+	if gl.Cache != nil {
+		g.cachedPartial(gl, k, acc)
+	}
+	g.emit(
+		asm.LoadMem(asm.R1, asm.R10, acc+accCPU, asm.DWord),
+		asm.Add.Imm(asm.R1, 1),
+		asm.StoreMem(asm.R10, acc+accCPU, asm.R1, asm.DWord),
+		asm.JLT.Imm(asm.R1, int32(ncpu), top),
+	)
+	g.extract(e, acc)
+	g.scratchRelease(smark)
+	g.stack = stack
+}
+
+// percpuLookup leaves in R0 the value at key k of map ref on the CPU in
+// the accumulator (NULL when absent).
+func (g *gen) percpuLookup(ref string, k keyAddr, acc int16) {
+	g.emit(asm.LoadMapPtr(asm.R1, 0).WithReference(ref))
+	k.load(g, asm.R2)
+	g.emit(asm.LoadMem(asm.R3, asm.R10, acc+accCPU, asm.DWord), asm.FnMapLookupPercpuElem.Call())
+}
+
+// cachedPartial combines the CPU's pending partial of gl's last-key cache
+// when the cached key is k.
+func (g *gen) cachedPartial(gl *Global, k keyAddr, acc int16) {
+	skip := g.newLabel("stat_nocache")
+	zero := g.pushSlot()
+	g.emit(asm.Mov.Imm(asm.R1, 0), asm.StoreMem(asm.R10, zero, asm.R1, asm.DWord))
+	g.percpuLookup(gl.Cache.Ref, keyAddr{asm.R10, int32(zero)}, acc)
+	g.emit(asm.JEq.Imm(asm.R0, 0, skip), asm.LoadMem(asm.R1, asm.R0, 0, asm.DWord), asm.JEq.Imm(asm.R1, 0, skip))
+	for off := 0; off < int(gl.Spec.KeySize); off += 8 {
+		g.emit(
+			asm.LoadMem(asm.R1, k.base, int16(int(k.off)+off), asm.DWord),
+			asm.LoadMem(asm.R2, asm.R0, int16(cacheKey+off), asm.DWord),
+			asm.JNE.Reg(asm.R1, asm.R2, skip),
+		)
+	}
+	g.emit(asm.Add.Imm(asm.R0, int32(gl.CacheValue())))
+	g.mergeNonNull(acc)
+	g.mark(skip)
+	g.popStack(8)
+}
+
+// mergeNonNull combines the partial at R0, unless R0 is NULL or the
+// partial empty, into the accumulator.
+func (g *gen) mergeNonNull(acc int16) {
+	ld := func(r, base asm.Register, off int16) asm.Instruction { return asm.LoadMem(r, base, off, asm.DWord) }
+	st := func(off int16, r asm.Register) asm.Instruction { return asm.StoreMem(asm.R10, acc+off, r, asm.DWord) }
+	done, first, add := g.newLabel("merge_done"), g.newLabel("merge_first"), g.newLabel("merge_add")
+	g.emit(
+		asm.JEq.Imm(asm.R0, 0, done),
+		ld(asm.R1, asm.R0, statCount), asm.JEq.Imm(asm.R1, 0, done),
+		ld(asm.R2, asm.R10, acc+accCount), asm.JEq.Imm(asm.R2, 0, first),
+	)
+	for _, f := range []struct {
+		part, acc int16
+		keep      asm.JumpOp // keep the accumulator's word unless the partial's wins
+	}{{statMin, accMin, asm.JSGE}, {statMax, accMax, asm.JSLE}} {
+		keep := g.newLabel("merge_keep")
+		g.emit(ld(asm.R3, asm.R0, f.part), ld(asm.R4, asm.R10, acc+f.acc), f.keep.Reg(asm.R3, asm.R4, keep), st(f.acc, asm.R3))
+		g.mark(keep)
+	}
+	g.emit(asm.Ja.Label(add))
+	g.mark(first)
+	g.emit(ld(asm.R3, asm.R0, statMin), st(accMin, asm.R3), ld(asm.R3, asm.R0, statMax), st(accMax, asm.R3))
+	g.mark(add)
+	g.emit(
+		asm.Add.Reg(asm.R2, asm.R1), st(accCount, asm.R2),
+		ld(asm.R3, asm.R0, statSum), ld(asm.R4, asm.R10, acc+accSum), asm.Add.Reg(asm.R4, asm.R3), st(accSum, asm.R4),
+	)
+	g.mark(done)
+}
+
+// extract leaves e's extractor of the accumulated statistic in R0.
+func (g *gen) extract(e *syntax.StatOp, acc int16) {
+	ld := func(r asm.Register, off int16) asm.Instruction { return asm.LoadMem(r, asm.R10, acc+off, asm.DWord) }
+	switch e.Op {
+	case "count":
+		g.emit(ld(asm.R0, accCount))
+		return
+	case "sum":
+		g.emit(ld(asm.R0, accSum))
+		return
+	}
+	g.emit(ld(asm.R1, accCount), asm.JEq.Imm(asm.R1, 0, g.errorSite("empty aggregate", e.Pos, false)))
+	switch e.Op {
+	case "min":
+		g.emit(ld(asm.R0, accMin))
+	case "max":
+		g.emit(ld(asm.R0, accMax))
+	case "avg":
+		g.emit(ld(asm.R0, accSum), asm.SDiv.Reg(asm.R0, asm.R1))
+	default:
+		g.fail(e, "@%s() cannot be compiled in a kernel probe", e.Op)
+	}
+}
