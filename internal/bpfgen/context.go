@@ -4,6 +4,8 @@ import (
 	"strconv"
 
 	"github.com/bpftap/bpftap/internal/bpfrt"
+	"github.com/bpftap/bpftap/internal/kernel"
+	"github.com/bpftap/bpftap/internal/probes"
 	"github.com/bpftap/bpftap/internal/syntax"
 	"github.com/cilium/ebpf/asm"
 )
@@ -12,7 +14,10 @@ import (
 // bpf_get_current_pid_tgid, uid/gid from bpf_get_current_uid_gid, cpu,
 // jiffies, the clocks from bpf_ktime_get_ns (gettimeofday_* adding the
 // realtime offset the driver measured), memory reads through
-// bpf_probe_read_kernel/user into a stack slot, raising stap's fault errors.
+// bpf_probe_read_kernel/user into a stack slot, raising stap's fault errors;
+// ppid/euid read the current task_struct (task.go); pp, pn and probefunc
+// are constant strings of the probe. Calls of script functions are inlined
+// (calls.go).
 
 // clockDivisors scale nanoseconds for the clock functions by suffix.
 var clockDivisors = map[string]int32{"ns": 1, "us": 1000, "ms": 1000000, "s": 1000000000}
@@ -61,6 +66,10 @@ func (g *gen) call(c *syntax.Call) {
 		g.clock(clockSuffix(name, "local_clock_"), 0)
 	case memRead(name) != "":
 		g.memRead(c, memRead(name))
+	case taskPaths[name] != nil:
+		g.taskField(c)
+	case scriptFunc(c):
+		g.inline(c)
 	default:
 		g.fail(c, "function %s() cannot be compiled in a kernel probe yet", name)
 	}
@@ -154,6 +163,17 @@ func (g *gen) strCall(c *syntax.Call) value {
 		return g.readString(c)
 	case "syscall_name":
 		return g.syscallName(c)
+	case "pp":
+		return g.strLit(g.probe.Name)
+	case "pn":
+		return g.strLit(probes.ComponentsString(g.probe.User.Components))
+	case "probefunc":
+		// stap's probefunc() is symname(addr()); a tracepoint has no
+		// registers, so addr() is 0 and symname prints it in hex.
+		return g.strLit("0x0")
+	}
+	if scriptFunc(c) {
+		return g.inline(c)
 	}
 	g.fail(c, "function %s() cannot be compiled in a kernel probe yet", c.Name)
 	return g.strSlot(8)
@@ -210,22 +230,30 @@ func (g *gen) targetVar(e syntax.Expr) {
 		}
 		g.long(c.Operand)
 	}
-	if acc.Path == nil || len(acc.Path.Offsets) == 0 {
+	g.readPath(acc.Path, acc.Address, e.Position())
+}
+
+// readPath replaces the base value in R0 by the value path reaches from
+// it: each offset after the first follows a pointer load, then Size bytes
+// are loaded (sign-extended when Signed) unless address asks for the final
+// address itself. A fault raises stap's read error at at.
+func (g *gen) readPath(path *kernel.Path, address bool, at syntax.Pos) {
+	if path == nil || len(path.Offsets) == 0 {
 		return
 	}
-	fault := func() string { return g.errorSite("kernel read fault at 0x%x [man error::fault]", e.Position(), true) }
+	fault := func() string { return g.errorSite("kernel read fault at 0x%x [man error::fault]", at, true) }
 	slot := g.pushSlot()
-	for i, off := range acc.Path.Offsets {
+	for i, off := range path.Offsets {
 		if i > 0 {
 			g.kread(slot, 8, fault())
 		}
 		g.constant(asm.R1, off)
 		g.emit(asm.Add.Reg(asm.R0, asm.R1))
 	}
-	if !acc.Address {
-		size := min(int(acc.Path.Size), 8)
+	if !address {
+		size := min(int(path.Size), 8)
 		g.kread(slot, size, fault())
-		if acc.Path.Signed && size < 8 {
+		if path.Signed && size < 8 {
 			g.emit(asm.LSh.Imm(asm.R0, int32(64-8*size)), asm.ArSh.Imm(asm.R0, int32(64-8*size)))
 		}
 	}

@@ -38,16 +38,27 @@ func (g *gen) stmt(s syntax.Stmt) {
 	case *syntax.ForStmt:
 		g.loop(s.Init, s.Cond, s.Post, s.Body)
 	case *syntax.NextStmt:
-		g.emit(asm.Ja.Label(labelExit))
+		g.next()
+	case *syntax.ReturnStmt:
+		g.ret(s)
 	case *syntax.BreakStmt:
-		g.emit(asm.Ja.Label(g.loops[len(g.loops)-1].brk))
+		g.jump(g.loops[len(g.loops)-1].brk)
 	case *syntax.ContinueStmt:
-		g.emit(asm.Ja.Label(g.loops[len(g.loops)-1].cont))
+		g.jump(g.loops[len(g.loops)-1].cont)
 	case *syntax.DeleteStmt:
 		g.delete(s)
 	default:
 		g.fail(s, "this statement cannot be compiled in a kernel probe yet")
 	}
+}
+
+// jump leaves a statement for label (next, break, continue, return). The
+// jump is conditional on a register just set to 0: the verifier's
+// control-flow check rejects any instruction no edge reaches, such as the
+// jump over an else branch that follows a `next`, while its path analysis
+// knows the jump is taken and never explores what follows. Clobbers R1.
+func (g *gen) jump(label string) {
+	g.emit(asm.Mov.Imm(asm.R1, 0), asm.JEq.Imm(asm.R1, 0, label))
 }
 
 // effect compiles an expression for its side effects.
@@ -104,15 +115,24 @@ func (g *gen) loop(init, cond, post syntax.Expr, body syntax.Stmt) {
 	g.mark(brk)
 }
 
-// hasLoop tells whether a body contains a loop.
+// hasLoop tells whether a body, or a script function it calls (which is
+// inlined), contains a loop.
 func hasLoop(body syntax.Node) bool {
 	found := false
-	syntax.Walk(body, func(n syntax.Node) bool {
-		switch n.(type) {
+	seen := map[*syntax.Func]bool{}
+	var visit func(n syntax.Node) bool
+	visit = func(n syntax.Node) bool {
+		switch n := n.(type) {
 		case *syntax.WhileStmt, *syntax.ForStmt, *syntax.ForeachStmt:
 			found = true
+		case *syntax.Call:
+			if scriptFunc(n) && !seen[n.Func] {
+				seen[n.Func] = true
+				syntax.Walk(n.Func.Decl.Body, visit)
+			}
 		}
 		return !found
-	})
+	}
+	syntax.Walk(body, visit)
 	return found
 }
