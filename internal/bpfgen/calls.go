@@ -20,8 +20,9 @@ import (
 // variables bound to the slots (so an argument that calls the same function
 // binds its own). The body is compiled in place; `return x` leaves x in R0
 // (or copies it into the result's string slot, allocated before the callee's
-// slots so it outlives them) and jumps to a label after the body, where
-// falling off the end arrives with 0 (or ""). The slots are released after
+// slots so it outlives them) and jumps to a label after the body (a return
+// that ends the body just falls through to it), where falling off the end
+// arrives with 0 (or ""). The slots are released after
 // the call. A call chain that reaches a function being inlined is recursion,
 // which cannot be inlined: it is refused at the call. `next` in a function
 // raises stap's "all functions exhausted" (no other overload to try).
@@ -31,6 +32,9 @@ type frame struct {
 	call   *syntax.Call
 	ret    string // the label after the inlined body
 	result value  // the result's slot, for a function returning a string
+	// tail is the body's last statement when it is a return, which falls
+	// through to the label instead of jumping.
+	tail *syntax.ReturnStmt
 }
 
 // inlining holds the calls each gen is inlining, innermost last. (A field
@@ -82,7 +86,7 @@ func (g *gen) inline(c *syntax.Call) value {
 	slots := g.frameSlots(f)
 	g.passArgs(c, slots)
 	saved := g.bind(slots)
-	fr := frame{call: c, ret: g.newLabel("return_" + f.Name), result: result}
+	fr := frame{call: c, ret: g.newLabel("return_" + f.Name), result: result, tail: tailReturn(f.Decl.Body)}
 	outer := g.frames()
 	g.setFrames(append(outer[:len(outer):len(outer)], fr))
 	loops := g.loops
@@ -90,7 +94,9 @@ func (g *gen) inline(c *syntax.Call) value {
 	g.stmt(f.Decl.Body)
 	g.loops = loops
 	g.setFrames(outer)
-	g.emit(asm.Mov.Imm(asm.R0, 0))
+	if fr.tail == nil {
+		g.emit(asm.Mov.Imm(asm.R0, 0))
+	}
 	g.mark(fr.ret)
 	g.bind(saved)
 	g.scratchRelease(smark)
@@ -184,7 +190,18 @@ func (g *gen) ret(s *syntax.ReturnStmt) {
 	default:
 		g.long(s.Value)
 	}
-	g.jump(fr.ret)
+	if s != fr.tail {
+		g.jump(fr.ret)
+	}
+}
+
+// tailReturn is the last statement of body if it is a return, else nil.
+func tailReturn(body *syntax.Block) *syntax.ReturnStmt {
+	if len(body.Stmts) == 0 {
+		return nil
+	}
+	r, _ := body.Stmts[len(body.Stmts)-1].(*syntax.ReturnStmt)
+	return r
 }
 
 // next compiles `next`: the end of the probe, or in a function stap's
