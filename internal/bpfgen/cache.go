@@ -8,7 +8,7 @@ import (
 
 // The last-key cache.
 //
-// A per-CPU array the kernel only updates (sema's Var.PerCPU: `a[k]++`,
+// An array the kernel only updates (sema's Var.PerCPU: `a[k]++`,
 // `a[k] += v`, `a[k] <<< v`, read only by user space) goes through a
 // one-entry cache per CPU: {valid, key, pending value}. An update whose key
 // is the cached one adds to the pending value (a per-CPU array lookup the
@@ -38,7 +38,7 @@ func (gl *Global) CacheValue() int { return cacheKey + int(gl.Spec.KeySize) }
 
 // cacheFor returns the cache of gl, or nil when its updates go to the map.
 func cacheFor(gl *Global) *Cache {
-	cached := gl.PerCPU && gl.Keys != nil &&
+	cached := gl.Var.PerCPU && gl.Keys != nil &&
 		(gl.Stat == nil && gl.Value.Width == 0 || gl.Stat != nil && gl.Stat.Hist == nil && !gl.Stat.Variance)
 	if !cached {
 		return nil
@@ -134,7 +134,9 @@ func (g *gen) takeOver(gl *Global, k keyAddr, val int16, at syntax.Pos) {
 // flush adds the pending value saved at stack slot old to the element at
 // regRec: a long, or a partial's count, sum, min and max.
 func (g *gen) flush(gl *Global, old int16) {
-	ld := func(r asm.Register, off int) asm.Instruction { return asm.LoadMem(r, asm.R10, old+int16(off), asm.DWord) }
+	ld := func(r asm.Register, off int) asm.Instruction {
+		return asm.LoadMem(r, asm.R10, old+int16(off), asm.DWord)
+	}
 	if gl.Stat == nil {
 		g.emit(ld(asm.R1, 0), asm.LoadMem(asm.R2, regRec, 0, asm.DWord), asm.Add.Reg(asm.R2, asm.R1),
 			asm.StoreMem(regRec, 0, asm.R2, asm.DWord))

@@ -2,7 +2,6 @@ package bpfgen
 
 import (
 	"strings"
-	"sync"
 
 	"github.com/bpftap/bpftap/internal/syntax"
 	"github.com/cilium/ebpf/asm"
@@ -37,32 +36,6 @@ type frame struct {
 	tail *syntax.ReturnStmt
 }
 
-// inlining holds the calls each gen is inlining, innermost last. (A field
-// of gen would do; it lives here while emit.go, which declares gen, is
-// edited elsewhere.)
-var inlining = struct {
-	sync.Mutex
-	frames map[*gen][]frame
-}{frames: map[*gen][]frame{}}
-
-// frames are the calls g is inlining, innermost last.
-func (g *gen) frames() []frame {
-	inlining.Lock()
-	defer inlining.Unlock()
-	return inlining.frames[g]
-}
-
-// setFrames replaces the calls g is inlining.
-func (g *gen) setFrames(fs []frame) {
-	inlining.Lock()
-	defer inlining.Unlock()
-	if len(fs) == 0 {
-		delete(inlining.frames, g)
-		return
-	}
-	inlining.frames[g] = fs
-}
-
 // scriptFunc tells whether c calls a function with a body in the script
 // language.
 func scriptFunc(c *syntax.Call) bool {
@@ -87,13 +60,13 @@ func (g *gen) inline(c *syntax.Call) value {
 	g.passArgs(c, slots)
 	saved := g.bind(slots)
 	fr := frame{call: c, ret: g.newLabel("return_" + f.Name), result: result, tail: tailReturn(f.Decl.Body)}
-	outer := g.frames()
-	g.setFrames(append(outer[:len(outer):len(outer)], fr))
+	outer := g.inlined
+	g.inlined = append(outer[:len(outer):len(outer)], fr)
 	loops := g.loops
 	g.loops = nil
 	g.stmt(f.Decl.Body)
 	g.loops = loops
-	g.setFrames(outer)
+	g.inlined = outer
 	if fr.tail == nil {
 		g.emit(asm.Mov.Imm(asm.R0, 0))
 	}
@@ -107,7 +80,7 @@ func (g *gen) inline(c *syntax.Call) value {
 // recursion returns the call chain "f → g → f" when f is being inlined
 // already, else "".
 func (g *gen) recursion(f *syntax.Func) string {
-	frames := g.frames()
+	frames := g.inlined
 	for i, fr := range frames {
 		if fr.call.Func == f {
 			var names []string
@@ -174,7 +147,7 @@ func (g *gen) bind(slots map[*syntax.Var]value) map[*syntax.Var]value {
 
 // ret compiles `return [x]` in an inlined function.
 func (g *gen) ret(s *syntax.ReturnStmt) {
-	frames := g.frames()
+	frames := g.inlined
 	if len(frames) == 0 {
 		g.fail(s, "return outside a function")
 		return
@@ -207,7 +180,7 @@ func tailReturn(body *syntax.Block) *syntax.ReturnStmt {
 // next compiles `next`: the end of the probe, or in a function stap's
 // error for an overload that passes with none left.
 func (g *gen) next() {
-	frames := g.frames()
+	frames := g.inlined
 	if len(frames) == 0 {
 		g.jump(labelExit)
 		return

@@ -47,6 +47,8 @@ type gen struct {
 	timeSlot    int16 // stack slot of the start time (-t), the map key after it
 	timingIndex int
 
+	inlined []frame // the script functions being inlined, innermost last (calls.go)
+
 	locals  map[*syntax.Var]value
 	actions int16 // stack offset of the loop action counter, 0 if none
 	loops   []loop

@@ -212,12 +212,12 @@ func (g *gen) assign(e *syntax.Assign) {
 	switch lhs := e.LHS.(type) {
 	case *syntax.Ident:
 		if lhs.Var.Kind == syntax.VarGlobal {
-			g.updateGlobal(lhs.Var, nil, op, e.RHS, e.Pos, false)
+			g.updateGlobal(lhs, op, e.RHS, e.Pos, false)
 			return
 		}
 		g.updateLocal(lhs.Var, op, e.RHS, e.Pos)
 	case *syntax.Index:
-		g.updateGlobal(indexVar(lhs), lhs.Keys, op, e.RHS, e.Pos, false)
+		g.updateGlobal(lhs, op, e.RHS, e.Pos, false)
 	default:
 		g.fail(e, "cannot assign to %s in a kernel probe", syntax.ExprString(e.LHS))
 	}
@@ -243,12 +243,12 @@ func (g *gen) incDec(e *syntax.IncDec) {
 	switch x := e.X.(type) {
 	case *syntax.Ident:
 		if x.Var.Kind == syntax.VarGlobal {
-			g.updateGlobal(x.Var, nil, op, one, e.Pos, !e.Prefix)
+			g.updateGlobal(x, op, one, e.Pos, !e.Prefix)
 			return
 		}
 		g.updateLocal(x.Var, op, one, e.Pos)
 	case *syntax.Index:
-		g.updateGlobal(indexVar(x), x.Keys, op, one, e.Pos, !e.Prefix)
+		g.updateGlobal(x, op, one, e.Pos, !e.Prefix)
 		return
 	default:
 		g.fail(e, "cannot %s %s in a kernel probe", e.Op, syntax.ExprString(e.X))

@@ -271,9 +271,12 @@ func (g *gen) readElement(x *syntax.Index) {
 	g.readGlobal(v, x.Keys)
 }
 
-// updateGlobal compiles v[keys] op= rhs (op "" for =), leaving the new
-// value in R0, or the old one with post.
-func (g *gen) updateGlobal(v *syntax.Var, keys []syntax.Expr, op string, rhs syntax.Expr, at syntax.Pos, post bool) {
+// updateGlobal compiles lv op= rhs (op "" for =) on a global or an
+// element (lv an Ident or an Index), leaving the new value in R0, or the
+// old one with post. An arithmetic error is raised at the operator (at),
+// an array overflow at the element, as stap does.
+func (g *gen) updateGlobal(lv syntax.Expr, op string, rhs syntax.Expr, at syntax.Pos, post bool) {
+	v, keys := globalOf(lv)
 	gl := g.m.global(v)
 	g.long(rhs)
 	slot := g.pushSlot()
@@ -282,13 +285,13 @@ func (g *gen) updateGlobal(v *syntax.Var, keys []syntax.Expr, op string, rhs syn
 			g.emit(asm.Neg.Imm(asm.R0, 0))
 		}
 		g.emit(asm.StoreMem(asm.R10, slot, asm.R0, asm.DWord))
-		g.cachedUpdate(gl, keys, slot, at)
+		g.cachedUpdate(gl, keys, slot, lv.Position())
 		g.popStack(8)
 		g.emit(asm.Mov.Imm(asm.R0, 0)) // the value is never read: Var.PerCPU
 		return
 	}
 	g.emit(asm.StoreMem(asm.R10, slot, asm.R0, asm.DWord))
-	g.lookupOrCreate(gl, keys, at)
+	g.lookupOrCreate(gl, keys, lv.Position())
 	g.emit(asm.LoadMem(asm.R1, asm.R10, slot, asm.DWord))
 	g.popStack(8)
 	switch {
@@ -316,6 +319,14 @@ func (g *gen) updateGlobal(v *syntax.Var, keys []syntax.Expr, op string, rhs syn
 	if post {
 		g.emit(undo(op))
 	}
+}
+
+// globalOf is the global and the keys an lvalue (Ident or Index) names.
+func globalOf(lv syntax.Expr) (*syntax.Var, []syntax.Expr) {
+	if x, ok := lv.(*syntax.Index); ok {
+		return indexVar(x), x.Keys
+	}
+	return lv.(*syntax.Ident).Var, nil
 }
 
 // in compiles `[keys] in a`.
@@ -363,7 +374,7 @@ func (g *gen) delete(s *syntax.DeleteStmt) {
 			g.fail(s, "deleting a whole array, statistic or string cannot be compiled in a kernel probe yet")
 			return
 		}
-		g.updateGlobal(t.Var, nil, "", &syntax.NumberLit{Typed: syntax.Typed{T: syntax.TypeLong}}, s.Pos, false)
+		g.updateGlobal(t, "", &syntax.NumberLit{Typed: syntax.Typed{T: syntax.TypeLong}}, s.Pos, false)
 	default:
 		g.fail(s, "cannot delete %s in a kernel probe", syntax.ExprString(s.Target))
 	}

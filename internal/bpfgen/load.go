@@ -19,7 +19,7 @@ type Maps struct {
 	Globals map[*Global]*ebpf.Map
 	// Caches maps the layout of a global with a last-key cache to the cache.
 	Caches map[*Global]*ebpf.Map
-	owned   []*ebpf.Map
+	owned  []*ebpf.Map
 }
 
 // CreateMaps creates the shared maps; call it after compiling every

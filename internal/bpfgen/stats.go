@@ -89,9 +89,9 @@ func (g *gen) statAdd(e *syntax.Assign) {
 	slot := g.pushSlot()
 	g.emit(asm.StoreMem(asm.R10, slot, asm.R0, asm.DWord))
 	if gl.Cache != nil {
-		g.cachedUpdate(gl, keys, slot, e.Pos)
+		g.cachedUpdate(gl, keys, slot, e.LHS.Position())
 	} else {
-		g.lookupOrCreate(gl, keys, e.Pos)
+		g.lookupOrCreate(gl, keys, e.LHS.Position())
 		g.emit(asm.LoadMem(asm.R1, asm.R10, slot, asm.DWord))
 		g.statUpdate(gl.Stat)
 	}
@@ -241,10 +241,4 @@ func (g *gen) linearBucket(h *format.Hist) {
 	g.mark(under)
 	g.emit(asm.Mov.Imm(asm.R0, 0))
 	g.mark(done)
-}
-
-// statOp would read @count/@sum/@min/@max/@avg in a kernel probe, which
-// needs the partials of every CPU (bpf_map_lookup_percpu_elem); not yet.
-func (g *gen) statOp(e *syntax.StatOp) {
-	g.fail(e, "@%s() of a statistic cannot be compiled in a kernel probe yet", e.Op)
 }

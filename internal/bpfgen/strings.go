@@ -169,9 +169,9 @@ func (g *gen) assignString(e *syntax.Assign) value {
 			g.copyStr(dst, rhs)
 			return dst
 		}
-		g.storeString(lhs.Var, nil, rhs, e.Pos)
+		g.storeString(lhs.Var, nil, rhs, lhs.Pos)
 	case *syntax.Index:
-		g.storeString(indexVar(lhs), lhs.Keys, rhs, e.Pos)
+		g.storeString(indexVar(lhs), lhs.Keys, rhs, lhs.Pos)
 	default:
 		g.fail(e, "cannot assign to %s in a kernel probe", syntax.ExprString(e.LHS))
 	}
@@ -197,8 +197,9 @@ func (g *gen) concat(e *syntax.Binary) value {
 	// Twice the width: the verifier bounds the second copy by its largest
 	// offset plus its largest size, not by their sum (which is width).
 	dst := value{str: true, off: g.allocScratch(2 * width), width: width}
-	g.copyStr(dst, g.str(e.X))
-	y := g.str(e.Y)
+	x := g.str(e.X)
+	y := g.str(e.Y) // before the copy: evaluating y may use R0
+	g.copyStr(dst, x)
 	// R0 = bytes copied including the NUL, clamped to [1, width].
 	ok1, ok2 := g.newLabel("len"), g.newLabel("len")
 	g.emit(asm.JSGT.Imm(asm.R0, 0, ok1), asm.Mov.Imm(asm.R0, 1))

@@ -43,9 +43,16 @@ func TestKernelCleanup(t *testing.T) {
 	if after := openFDs(t); after != before {
 		t.Errorf("%d file descriptors open before the runs, %d after", before, after)
 	}
-	if names := bpftapPrograms(t); len(names) > 0 {
-		t.Errorf("programs left in the kernel: %v", names)
+	// The kernel frees a closed program asynchronously (after an RCU grace
+	// period): wait a little before calling it left behind.
+	var names []string
+	for range 50 {
+		if names = bpftapPrograms(t); len(names) == 0 {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
+	t.Errorf("programs left in the kernel: %v", names)
 }
 
 func openFDs(t *testing.T) int {
