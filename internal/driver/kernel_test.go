@@ -126,3 +126,42 @@ func TestKernelDrops(t *testing.T) {
 		t.Errorf("%d lines printed and %s records reported lost for the target's 100000+ system calls", lines, m[1])
 	}
 }
+
+// TestSeedScriptsVerbatim runs the seed's two scripts (bench/scripts) and
+// Debian's examples/process/syscalls_by_proc.stp unchanged with -c on a
+// workload making N getppid calls: each prints SystemTap's table with at
+// least N calls on the workload's line.
+func TestSeedScriptsVerbatim(t *testing.T) {
+	const n = 5000
+	scripts := []string{
+		"../../bench/scripts/syscalls_by_proc_inc.stp",
+		"../../bench/scripts/syscalls_by_proc_agg.stp",
+		"/usr/share/systemtap/examples/process/syscalls_by_proc.stp",
+	}
+	workload := filepath.Base(workloadCommand()[strings.LastIndex(workloadCommand(), " ")+1:])
+	line := regexp.MustCompile(`(?m)^([0-9]+) +` + regexp.QuoteMeta(workload[:min(len(workload), 15)]) + `$`)
+	for _, script := range scripts {
+		if _, err := os.Stat(script); err != nil {
+			t.Errorf("%s: %v (CI installs systemtap-doc)", script, err)
+			continue
+		}
+		var stdout, stderr bytes.Buffer
+		status := Main([]string{"-c", workloadCommand() + " getppid " + strconv.Itoa(n), script},
+			strings.NewReader(""), &stdout, &stderr)
+		if status != 0 || stderr.Len() > 0 {
+			t.Errorf("%s: exit status %d, stderr:\n%s", script, status, stderr.String())
+			continue
+		}
+		if !strings.Contains(stdout.String(), "#SysCalls  Process Name\n") {
+			t.Errorf("%s: no table header:\n%s", script, stdout.String())
+		}
+		m := line.FindStringSubmatch(stdout.String())
+		if m == nil {
+			t.Errorf("%s: no line for %s:\n%s", script, workload, stdout.String())
+			continue
+		}
+		if count, _ := strconv.Atoi(m[1]); count < n {
+			t.Errorf("%s: %d calls counted for %s, which made at least %d", script, count, workload, n)
+		}
+	}
+}
