@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -163,5 +165,34 @@ func TestSeedScriptsVerbatim(t *testing.T) {
 		if count, _ := strconv.Atoi(m[1]); count < n {
 			t.Errorf("%s: %d calls counted for %s, which made at least %d", script, count, workload, n)
 		}
+	}
+}
+
+// TestKernelNotRoot runs a kernel probe as nobody: a clear message that
+// root (or CAP_BPF and CAP_PERFMON) is needed, and pass 4 failing, not a
+// stack trace.
+func TestKernelNotRoot(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to switch to nobody")
+	}
+	dir, err := os.MkdirTemp("", "bpftap-nobody")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	os.Chmod(dir, 0o755)
+	bin := filepath.Join(dir, "bpftap")
+	if out, err := exec.Command("go", "build", "-o", bin, "../../cmd/bpftap").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	cmd := exec.Command(bin, "-e", `probe kernel.trace("sys_enter") { exit() }`)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	err = cmd.Run()
+	want := "ERROR: kernel probes need BPF: loading BPF programs needs root (or CAP_BPF and CAP_PERFMON)\n" +
+		"Pass 4: compilation failed.  [man error::pass4]\n"
+	if err == nil || stderr.String() != want {
+		t.Errorf("as nobody: %v, stderr:\n%s\nwant:\n%s", err, stderr.String(), want)
 	}
 }
