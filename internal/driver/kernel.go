@@ -21,6 +21,7 @@ func (s *session) translate(prog *sema.Program, limits interp.Limits, targetPID 
 		RingSize:      s.opts.BufferMB << 20,
 		TargetPID:     targetPID,
 		Timing:        s.opts.Timing,
+		LogLevel:      verifierLogLevel(s.opts.Verbose),
 	})
 	if err != nil {
 		return nil, err
@@ -39,8 +40,19 @@ func (s *session) load(ks *kernelside.Session) error {
 		}
 		return err
 	}
+	if s.opts.Verbose >= 3 {
+		ks.FprintVerifierLogs(s.stderr)
+	}
 	s.timer.report(s, 4, fmt.Sprintf("loaded %s into the kernel", plural(ks.Programs(), "BPF program")))
 	return nil
+}
+
+// verifierLogLevel keeps the verifier's logs of accepted programs with -vvv.
+func verifierLogLevel(verbose int) uint32 {
+	if verbose >= 3 {
+		return 1
+	}
+	return 0
 }
 
 // attach attaches the kernel programs and starts delivering their records

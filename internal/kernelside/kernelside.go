@@ -44,14 +44,13 @@ type Config struct {
 	TargetPID int
 	// Timing makes every program measure its runs (-t).
 	Timing bool
-	// LogLevel is the verifier's log level (1 or 2 keep the log of
-	// programs it accepts, for -vvv).
+	// LogLevel is the verifier's log level: 1 keeps the log of programs
+	// it accepts (-vvv).
 	LogLevel uint32
 }
 
 // Session is the kernel side of one run.
 type Session struct {
-	prog   *sema.Program
 	mod    *bpfgen.Module
 	progs  []*bpfgen.Program
 	maps   *bpfgen.Maps
@@ -99,7 +98,7 @@ func Compile(prog *sema.Program, cfg Config) (*Session, error) {
 		MaxAction: cfg.MaxAction, MaxMapEntries: cfg.MaxMapEntries, MaxStringLen: cfg.MaxStringLen,
 		TargetPID: int64(cfg.TargetPID), RingSize: powerOfTwo(cfg.RingSize), Timing: cfg.Timing, RealtimeOffset: realtimeOffset(),
 	})
-	s := &Session{prog: prog, mod: mod, cfg: cfg}
+	s := &Session{mod: mod, cfg: cfg}
 	for _, p := range KernelProbes(prog) {
 		tp := p.Context.Tracepoint
 		mech, err := bpfrt.Choose(tp)
@@ -177,14 +176,12 @@ func (s *Session) Load() error {
 	return nil
 }
 
-// VerifierLogs returns the verifier's log of each loaded program (with
-// Config.LogLevel > 0), by probe name.
-func (s *Session) VerifierLogs() []string {
-	var logs []string
-	for _, lp := range s.loaded {
-		logs = append(logs, lp.VerifierLog)
+// FprintVerifierLogs writes the verifier's log of each loaded program
+// under its probe's name (with Config.LogLevel > 0).
+func (s *Session) FprintVerifierLogs(w io.Writer) {
+	for i, lp := range s.loaded {
+		fmt.Fprintf(w, "verifier log of %s:\n%s", s.progs[i].Probe.Name, lp.VerifierLog)
 	}
-	return logs
 }
 
 // Attach attaches every loaded program.
