@@ -37,6 +37,8 @@ func (g *gen) str(e syntax.Expr) value {
 		return g.assignString(e)
 	case *syntax.Call:
 		return g.strCall(e)
+	case *syntax.PrintCall:
+		return g.sprintf(e)
 	case *syntax.Ternary:
 		dst := g.strSlot(g.m.cfg.MaxStringLen)
 		other, done := g.newLabel("else"), g.newLabel("fi")
