@@ -230,7 +230,8 @@ func sanitizeName(name string) string { return nameChars.ReplaceAllString(name, 
 const maxLogSize = 1<<30 - 1
 
 // progLoad runs BPF_PROG_LOAD, retrying with the verifier log on when the
-// first attempt fails without one, and with larger buffers while it is cut.
+// first attempt fails without one, with larger buffers while it is cut, and
+// when the verifier was interrupted (EAGAIN).
 func progLoad(attr *progLoadAttr, level uint32) (int, string, error) {
 	size := uint32(64 << 10)
 	for {
@@ -247,6 +248,10 @@ func progLoad(attr *progLoadAttr, level uint32) (int, string, error) {
 		switch {
 		case errno == 0:
 			return int(fd), log, nil
+		case errno == unix.EAGAIN:
+			// A signal (the Go runtime's preemption, for one) interrupted
+			// the verifier: load again, as libbpf and cilium/ebpf do.
+			continue
 		case level == 0 && errno != unix.EPERM:
 			level = 1
 		case errno == unix.ENOSPC && size < maxLogSize/4:
