@@ -4,7 +4,9 @@ import (
 	"encoding/binary"
 	"math"
 
+	"github.com/bpftap/bpftap/internal/bpfrt"
 	"github.com/bpftap/bpftap/internal/format"
+	"github.com/bpftap/bpftap/internal/probes"
 	"github.com/bpftap/bpftap/internal/sema"
 	"github.com/bpftap/bpftap/internal/syntax"
 	"github.com/cilium/ebpf/asm"
@@ -94,21 +96,54 @@ func (g *gen) sprintf(e *syntax.PrintCall) value {
 	if !g.sprintable(e, f) {
 		return g.strSlot(8)
 	}
+	return g.format(e, e.Name+"()", f, func() []sprintArg { return g.sprintArgs(e.Args) })
+}
+
+// format renders f into a new slot of MAXSTRINGLEN bytes with the
+// arguments args evaluates (in order, after the slots are laid out); what
+// names the construct in errors at n.
+func (g *gen) format(n syntax.Node, what string, f *format.Format, args func() []sprintArg) value {
 	s := &sprint{g: g, limit: g.m.cfg.MaxStringLen}
 	s.out = g.allocScratch(2*s.limit + 8)
 	s.stage = g.allocScratch(2 * digitRoom)
 	s.table = g.allocScratch(len(digitTable))
 	s.cells = g.allocScratch(cellsSize)
 	if end := s.cells + cellsSize; end > math.MaxInt16 {
-		g.fail(e, "%s() needs scratch space up to offset %d, beyond the %d a BPF instruction reaches (MAXSTRINGLEN is %d)",
-			e.Name, end, math.MaxInt16, s.limit)
+		g.fail(n, "%s needs scratch space up to offset %d, beyond the %d a BPF instruction reaches (MAXSTRINGLEN is %d)",
+			what, end, math.MaxInt16, s.limit)
 	}
 	mark, stack := g.scratchMark(), g.stack
-	args := g.sprintArgs(e.Args)
-	s.run(f, args)
+	s.run(f, args())
 	g.scratchRelease(mark)
 	g.stack = stack
 	return value{str: true, off: s.out, width: s.limit}
+}
+
+// contextString compiles $$name (a constant) and $$parms/$$vars: stap's
+// "NAME=%p NAME=%#x ..." of the tracepoint's arguments, as sema described
+// it (Access.Format, one argument per parameter, args[i] of the context).
+func (g *gen) contextString(e syntax.Expr, acc *probes.Access) value {
+	if acc.Format == "" {
+		return g.strLit(acc.Name)
+	}
+	if g.mech == bpfrt.Tracepoint {
+		g.fail(e, "%s: tracepoint arguments need a raw or BTF-typed tracepoint", syntax.ExprString(e))
+		return g.strSlot(8)
+	}
+	f, err := format.Compile(acc.Format)
+	if err != nil {
+		g.fail(e, "%s: %v", syntax.ExprString(e), err)
+		return g.strSlot(8)
+	}
+	return g.format(e, syntax.ExprString(e), f, func() []sprintArg {
+		var out []sprintArg
+		for _, a := range acc.Args {
+			slot := g.pushSlot()
+			g.emit(asm.LoadMem(asm.R0, regCtx, int16(8*a.Param), asm.DWord), asm.StoreMem(asm.R10, slot, asm.R0, asm.DWord))
+			out = append(out, sprintArg{slot: slot})
+		}
+		return out
+	})
 }
 
 // sprintable refuses, at the format's position, the conversions the BPF

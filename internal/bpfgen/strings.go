@@ -37,6 +37,10 @@ func (g *gen) str(e syntax.Expr) value {
 		return g.assignString(e)
 	case *syntax.Call:
 		return g.strCall(e)
+	case *syntax.TargetVar:
+		if acc := g.m.prog.Targets[e]; acc != nil && acc.Type == syntax.TypeString {
+			return g.contextString(e, acc)
+		}
 	case *syntax.PrintCall:
 		return g.sprintf(e)
 	case *syntax.Ternary:
