@@ -125,7 +125,7 @@ func sumGlobal(t *testing.T, m *Module, ms *Maps, name string, key any) int64 {
 				t.Fatalf("%s: %v", name, err)
 			}
 			for _, c := range cache {
-				if c[0] != 0 && bytes.Equal(c[8:8+len(key.([]byte))], key.([]byte)) {
+				if c[0] != 0 && bytes.Equal(c[CacheKey:CacheKey+len(key.([]byte))], key.([]byte)) {
 					vs = append(vs, c[gl.CacheValue():])
 				}
 			}

@@ -1,6 +1,7 @@
 package bpfgen
 
 import (
+	"github.com/bpftap/bpftap/internal/bpfrt"
 	"github.com/bpftap/bpftap/internal/syntax"
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
@@ -30,11 +31,11 @@ type Cache struct {
 	Spec *ebpf.MapSpec
 }
 
-// Offsets in a cache element.
-const cacheKey = 8
+// CacheKey is the offset of the key in a cache element, after valid.
+const CacheKey = 8
 
 // CacheValue is the offset of the pending value in a cache element of gl.
-func (gl *Global) CacheValue() int { return cacheKey + int(gl.Spec.KeySize) }
+func (gl *Global) CacheValue() int { return CacheKey + int(gl.Spec.KeySize) }
 
 // cacheFor returns the cache of gl, or nil when its updates go to the map.
 func cacheFor(gl *Global) *Cache {
@@ -43,7 +44,7 @@ func cacheFor(gl *Global) *Cache {
 	if !cached {
 		return nil
 	}
-	size := cacheKey + gl.Spec.KeySize + gl.Spec.ValueSize
+	size := CacheKey + gl.Spec.KeySize + gl.Spec.ValueSize
 	return &Cache{Ref: "c_" + gl.Var.Name, Spec: &ebpf.MapSpec{Name: mapName("c_" + gl.Var.Name),
 		Type: ebpf.PerCPUArray, KeySize: 4, ValueSize: size, MaxEntries: 1}}
 }
@@ -54,21 +55,14 @@ func (g *gen) cachedUpdate(gl *Global, keys []syntax.Expr, val int16, at syntax.
 	smark, stack := g.scratchMark(), g.stack
 	k := g.key(gl, keys)
 	zero := g.pushSlot()
-	g.emit(
-		asm.StoreImm(asm.R10, zero, 0, asm.Word),
-		asm.LoadMapPtr(asm.R1, 0).WithReference(gl.Cache.Ref),
-		asm.Mov.Reg(asm.R2, asm.R10),
-		asm.Add.Imm(asm.R2, int32(zero)),
-		asm.FnMapLookupElem.Call(),
-		asm.JEq.Imm(asm.R0, 0, labelExit),
-		asm.Mov.Reg(regRec, asm.R0),
-	)
+	g.emit(bpfrt.EmitLookupIndex(gl.Cache.Ref, zero, 0, labelExit)...)
+	g.emit(asm.Mov.Reg(regRec, asm.R0))
 	miss, done := g.newLabel("cache_miss"), g.newLabel("cache_done")
 	g.emit(asm.LoadMem(asm.R1, regRec, 0, asm.DWord), asm.JEq.Imm(asm.R1, 0, miss))
 	for off := 0; off < int(gl.Spec.KeySize); off += 8 {
 		g.emit(
 			asm.LoadMem(asm.R1, regScratch, int16(int(k.off)+off), asm.DWord),
-			asm.LoadMem(asm.R2, regRec, int16(cacheKey+off), asm.DWord),
+			asm.LoadMem(asm.R2, regRec, int16(CacheKey+off), asm.DWord),
 			asm.JNE.Reg(asm.R1, asm.R2, miss),
 		)
 	}
@@ -118,8 +112,8 @@ func (g *gen) takeOver(gl *Global, k keyAddr, val int16, at syntax.Pos) {
 	for off := 0; off < int(gl.Spec.KeySize); off += 8 {
 		g.emit(
 			asm.LoadMem(asm.R1, regScratch, int16(int(k.off)+off), asm.DWord),
-			asm.LoadMem(asm.R2, regRec, int16(cacheKey+off), asm.DWord),
-			asm.StoreMem(regRec, int16(cacheKey+off), asm.R1, asm.DWord),
+			asm.LoadMem(asm.R2, regRec, int16(CacheKey+off), asm.DWord),
+			asm.StoreMem(regRec, int16(CacheKey+off), asm.R1, asm.DWord),
 			asm.StoreMem(regScratch, int16(int(k.off)+off), asm.R2, asm.DWord),
 		)
 	}

@@ -36,19 +36,9 @@ func (g *gen) call(c *syntax.Call) {
 	name := c.Name
 	switch {
 	case name == "pid" || name == "tid":
-		g.emit(asm.FnGetCurrentPidTgid.Call())
-		if name == "pid" {
-			g.emit(asm.RSh.Imm(asm.R0, 32))
-		} else {
-			g.emit(asm.Mov.Reg32(asm.R0, asm.R0))
-		}
+		g.halfOf(asm.FnGetCurrentPidTgid, name == "pid")
 	case name == "uid" || name == "gid":
-		g.emit(asm.FnGetCurrentUidGid.Call())
-		if name == "gid" {
-			g.emit(asm.RSh.Imm(asm.R0, 32))
-		} else {
-			g.emit(asm.Mov.Reg32(asm.R0, asm.R0))
-		}
+		g.halfOf(asm.FnGetCurrentUidGid, name == "gid")
 	case name == "target":
 		g.constant(asm.R0, g.m.cfg.TargetPID)
 	case name == "cpu":
@@ -72,6 +62,17 @@ func (g *gen) call(c *syntax.Call) {
 		g.inline(c)
 	default:
 		g.fail(c, "function %s() cannot be compiled in a kernel probe yet", name)
+	}
+}
+
+// halfOf calls fn, a helper returning two u32s in a u64, and keeps its
+// upper (tgid, gid) or lower (pid, uid) half.
+func (g *gen) halfOf(fn asm.BuiltinFunc, upper bool) {
+	g.emit(fn.Call())
+	if upper {
+		g.emit(asm.RSh.Imm(asm.R0, 32))
+	} else {
+		g.emit(asm.Mov.Reg32(asm.R0, asm.R0))
 	}
 }
 

@@ -177,23 +177,12 @@ func (g *gen) prologue() {
 			asm.FnGetCurrentPidTgid.Call(),
 			asm.RSh.Imm(asm.R0, 32),
 			asm.StoreMem(asm.R10, -8, asm.R0, asm.Word),
-			asm.LoadMapPtr(asm.R1, 0).WithReference(TargetMap),
-			asm.Mov.Reg(asm.R2, asm.R10),
-			asm.Add.Imm(asm.R2, -8),
-			asm.FnMapLookupElem.Call(),
-			asm.JEq.Imm(asm.R0, 0, labelDone),
 		)
+		g.emit(bpfrt.EmitLookup(TargetMap, -8, labelDone)...)
 	}
 	if g.maxScr > 0 {
-		g.emit(
-			asm.StoreImm(asm.R10, -8, 0, asm.Word),
-			asm.LoadMapPtr(asm.R1, 0).WithReference(ScratchMap),
-			asm.Mov.Reg(asm.R2, asm.R10),
-			asm.Add.Imm(asm.R2, -8),
-			asm.FnMapLookupElem.Call(),
-			asm.JEq.Imm(asm.R0, 0, labelDone),
-			asm.Mov.Reg(regScratch, asm.R0),
-		)
+		g.emit(bpfrt.EmitLookupIndex(ScratchMap, -8, 0, labelDone)...)
+		g.emit(asm.Mov.Reg(regScratch, asm.R0))
 	}
 	g.emit(asm.Mov.Imm(asm.R0, 0))
 	for off := 8; off <= g.maxStack; off += 8 {

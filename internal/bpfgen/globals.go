@@ -1,6 +1,7 @@
 package bpfgen
 
 import (
+	"github.com/bpftap/bpftap/internal/bpfrt"
 	"github.com/bpftap/bpftap/internal/syntax"
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
@@ -218,13 +219,8 @@ func (g *gen) lookupOrCreateKey(gl *Global, k keyAddr, at syntax.Pos) {
 	g.emit(asm.JNE.Imm(asm.R0, 0, have))
 	if gl.Keys != nil {
 		zero := g.pushSlot()
+		g.emit(bpfrt.EmitLookupIndex(ZeroMap, zero, 0, labelExit)...)
 		g.emit(
-			asm.StoreImm(asm.R10, zero, 0, asm.Word),
-			asm.LoadMapPtr(asm.R1, 0).WithReference(ZeroMap),
-			asm.Mov.Reg(asm.R2, asm.R10),
-			asm.Add.Imm(asm.R2, int32(zero)),
-			asm.FnMapLookupElem.Call(),
-			asm.JEq.Imm(asm.R0, 0, labelExit),
 			asm.Mov.Reg(asm.R3, asm.R0),
 			asm.LoadMapPtr(asm.R1, 0).WithReference(gl.Ref),
 		)

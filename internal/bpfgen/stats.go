@@ -99,6 +99,14 @@ func (g *gen) statAdd(e *syntax.Assign) {
 	g.emit(asm.Mov.Imm(asm.R0, 0))
 }
 
+// statLoad and statStore load and store word off of the partial at regRec.
+func statLoad(r asm.Register, off int16) asm.Instruction {
+	return asm.LoadMem(r, regRec, off, asm.DWord)
+}
+func statStore(off int16, r asm.Register) asm.Instruction {
+	return asm.StoreMem(regRec, off, r, asm.DWord)
+}
+
 // statUpdate adds the value in R1 to the partial at regRec.
 func (g *gen) statUpdate(l *StatLayout) {
 	if l.Variance {
@@ -115,58 +123,52 @@ func (g *gen) statUpdate(l *StatLayout) {
 // value in R1 (kept).
 func (g *gen) minMax() {
 	first, done := g.newLabel("stat_first"), g.newLabel("stat_done")
-	ld := func(r asm.Register, off int16) asm.Instruction { return asm.LoadMem(r, regRec, off, asm.DWord) }
-	st := func(off int16, r asm.Register) asm.Instruction { return asm.StoreMem(regRec, off, r, asm.DWord) }
-	g.emit(ld(asm.R2, statCount), asm.JEq.Imm(asm.R2, 0, first))
+	g.emit(statLoad(asm.R2, statCount), asm.JEq.Imm(asm.R2, 0, first))
 	g.countSumMinMax()
 	g.emit(asm.Ja.Label(done))
 	g.mark(first)
-	g.emit(asm.Mov.Imm(asm.R2, 1), st(statCount, asm.R2),
-		st(statSum, asm.R1), st(statMin, asm.R1), st(statMax, asm.R1))
+	g.emit(asm.Mov.Imm(asm.R2, 1), statStore(statCount, asm.R2),
+		statStore(statSum, asm.R1), statStore(statMin, asm.R1), statStore(statMax, asm.R1))
 	g.mark(done)
 }
 
 // countSumMinMax: count (in R2) + 1, sum += R1, min and max with R1, for a
 // partial at regRec that is not empty.
 func (g *gen) countSumMinMax() {
-	ld := func(r asm.Register, off int16) asm.Instruction { return asm.LoadMem(r, regRec, off, asm.DWord) }
-	st := func(off int16, r asm.Register) asm.Instruction { return asm.StoreMem(regRec, off, r, asm.DWord) }
-	g.emit(asm.Add.Imm(asm.R2, 1), st(statCount, asm.R2),
-		ld(asm.R3, statSum), asm.Add.Reg(asm.R3, asm.R1), st(statSum, asm.R3))
+	g.emit(asm.Add.Imm(asm.R2, 1), statStore(statCount, asm.R2),
+		statLoad(asm.R3, statSum), asm.Add.Reg(asm.R3, asm.R1), statStore(statSum, asm.R3))
 	notMax, notMin := g.newLabel("stat_max"), g.newLabel("stat_min")
-	g.emit(ld(asm.R3, statMax), asm.JSLE.Reg(asm.R1, asm.R3, notMax), st(statMax, asm.R1))
+	g.emit(statLoad(asm.R3, statMax), asm.JSLE.Reg(asm.R1, asm.R3, notMax), statStore(statMax, asm.R1))
 	g.mark(notMax)
-	g.emit(ld(asm.R3, statMin), asm.JSGE.Reg(asm.R1, asm.R3, notMin), st(statMin, asm.R1))
+	g.emit(statLoad(asm.R3, statMin), asm.JSGE.Reg(asm.R1, asm.R3, notMin), statStore(statMin, asm.R1))
 	g.mark(notMin)
 }
 
 // welford updates the partial at regRec with the value in R1 (kept).
 func (g *gen) welford(shift uint) {
 	first, done := g.newLabel("stat_first"), g.newLabel("stat_done")
-	ld := func(r asm.Register, off int16) asm.Instruction { return asm.LoadMem(r, regRec, off, asm.DWord) }
-	st := func(off int16, r asm.Register) asm.Instruction { return asm.StoreMem(regRec, off, r, asm.DWord) }
-	g.emit(ld(asm.R2, statCount), asm.JEq.Imm(asm.R2, 0, first))
+	g.emit(statLoad(asm.R2, statCount), asm.JEq.Imm(asm.R2, 0, first))
 	g.countSumMinMax()
 	g.emit(
 		// R3 = v << shift; R4 = delta = int32(R3 - avg_s)
 		asm.Mov.Reg(asm.R3, asm.R1), asm.LSh.Imm(asm.R3, int32(shift)),
-		ld(asm.R5, statAvgS), asm.Mov.Reg(asm.R4, asm.R3), asm.Sub.Reg(asm.R4, asm.R5),
+		statLoad(asm.R5, statAvgS), asm.Mov.Reg(asm.R4, asm.R3), asm.Sub.Reg(asm.R4, asm.R5),
 		asm.LSh.Imm(asm.R4, 32), asm.ArSh.Imm(asm.R4, 32),
 		// avg_s += delta / count
-		asm.Mov.Reg(asm.R0, asm.R4), asm.SDiv.Reg(asm.R0, asm.R2), asm.Add.Reg(asm.R5, asm.R0), st(statAvgS, asm.R5),
+		asm.Mov.Reg(asm.R0, asm.R4), asm.SDiv.Reg(asm.R0, asm.R2), asm.Add.Reg(asm.R5, asm.R0), statStore(statAvgS, asm.R5),
 		// m2 += delta * ((v << shift) - avg_s)
 		asm.Sub.Reg(asm.R3, asm.R5), asm.Mul.Reg(asm.R3, asm.R4),
-		ld(asm.R0, statM2), asm.Add.Reg(asm.R0, asm.R3), st(statM2, asm.R0),
+		statLoad(asm.R0, statM2), asm.Add.Reg(asm.R0, asm.R3), statStore(statM2, asm.R0),
 		// variance_s = m2 / (count - 1)
-		asm.Sub.Imm(asm.R2, 1), asm.SDiv.Reg(asm.R0, asm.R2), st(statVariance, asm.R0),
+		asm.Sub.Imm(asm.R2, 1), asm.SDiv.Reg(asm.R0, asm.R2), statStore(statVariance, asm.R0),
 		asm.Ja.Label(done),
 	)
 	g.mark(first)
 	g.emit(
-		asm.Mov.Imm(asm.R2, 1), st(statCount, asm.R2),
-		st(statSum, asm.R1), st(statMin, asm.R1), st(statMax, asm.R1),
-		asm.Mov.Reg(asm.R3, asm.R1), asm.LSh.Imm(asm.R3, int32(shift)), st(statAvgS, asm.R3),
-		asm.Mov.Imm(asm.R3, 0), st(statM2, asm.R3),
+		asm.Mov.Imm(asm.R2, 1), statStore(statCount, asm.R2),
+		statStore(statSum, asm.R1), statStore(statMin, asm.R1), statStore(statMax, asm.R1),
+		asm.Mov.Reg(asm.R3, asm.R1), asm.LSh.Imm(asm.R3, int32(shift)), statStore(statAvgS, asm.R3),
+		asm.Mov.Imm(asm.R3, 0), statStore(statM2, asm.R3),
 	)
 	g.mark(done)
 }

@@ -3,6 +3,7 @@ package bpfgen
 import (
 	"fmt"
 
+	"github.com/bpftap/bpftap/internal/bpfrt"
 	"github.com/bpftap/bpftap/internal/syntax"
 	"github.com/bpftap/bpftap/internal/tapset"
 	"github.com/cilium/ebpf"
@@ -41,12 +42,8 @@ func (g *gen) syscallName(c *syntax.Call) value {
 		asm.StoreImm(regScratch, int16(dst.off), 0, asm.Byte),
 		asm.JGE.Imm(asm.R0, int32(len(names)), done),
 		asm.StoreMem(asm.R10, slot, asm.R0, asm.Word),
-		asm.LoadMapPtr(asm.R1, 0).WithReference(SyscallMap),
-		asm.Mov.Reg(asm.R2, asm.R10),
-		asm.Add.Imm(asm.R2, int32(slot)),
-		asm.FnMapLookupElem.Call(),
-		asm.JEq.Imm(asm.R0, 0, done),
 	)
+	g.emit(bpfrt.EmitLookup(SyscallMap, slot, done)...)
 	g.readStr(asm.FnProbeReadKernelStr, dst, func() { g.emit(asm.Mov.Reg(asm.R3, asm.R0)) }, width)
 	g.mark(done)
 	g.popStack(8)

@@ -35,12 +35,9 @@ func (g *gen) stopTiming() {
 		asm.LoadMem(asm.R1, asm.R10, g.timeSlot, asm.DWord),
 		asm.Sub.Reg(asm.R0, asm.R1),
 		asm.StoreMem(asm.R10, g.timeSlot, asm.R0, asm.DWord),
-		asm.StoreImm(asm.R10, g.timeSlot+8, int64(g.timingIndex), asm.Word),
-		asm.LoadMapPtr(asm.R1, 0).WithReference(TimingMap),
-		asm.Mov.Reg(asm.R2, asm.R10),
-		asm.Add.Imm(asm.R2, int32(g.timeSlot+8)),
-		asm.FnMapLookupElem.Call(),
-		asm.JEq.Imm(asm.R0, 0, labelDone),
+	)
+	g.emit(bpfrt.EmitLookupIndex(TimingMap, g.timeSlot+8, int32(g.timingIndex), labelDone)...)
+	g.emit(
 		asm.Mov.Reg(regRec, asm.R0),
 		asm.LoadMem(asm.R1, asm.R10, g.timeSlot, asm.DWord),
 	)

@@ -61,25 +61,22 @@ const (
 // counter. Clobbers R0-R5.
 func EmitReserve(ringRef, dropsRef string, size int32, full string) asm.Instructions {
 	ok := full + "_reserved"
-	return asm.Instructions{
+	insns := asm.Instructions{
 		asm.LoadMapPtr(asm.R1, 0).WithReference(ringRef),
 		asm.Mov.Imm(asm.R2, size),
 		asm.Mov.Imm(asm.R3, 0),
 		asm.FnRingbufReserve.Call(),
 		asm.JNE.Imm(asm.R0, 0, ok),
-		// full: drops[0]++ on this CPU
-		asm.StoreImm(asm.R10, -4, 0, asm.Word),
-		asm.LoadMapPtr(asm.R1, 0).WithReference(dropsRef),
-		asm.Mov.Reg(asm.R2, asm.R10),
-		asm.Add.Imm(asm.R2, -4),
-		asm.FnMapLookupElem.Call(),
-		asm.JEq.Imm(asm.R0, 0, full),
+	}
+	// full: drops[0]++ on this CPU
+	insns = append(insns, EmitLookupIndex(dropsRef, -4, 0, full)...)
+	return append(insns,
 		asm.LoadMem(asm.R1, asm.R0, 0, asm.DWord),
 		asm.Add.Imm(asm.R1, 1),
 		asm.StoreMem(asm.R0, 0, asm.R1, asm.DWord),
 		asm.Ja.Label(full),
 		asm.Mov.Reg(asm.R0, asm.R0).WithSymbol(ok), // no-op carrying the label
-	}
+	)
 }
 
 // EmitSubmit emits bpf_ringbuf_submit of the record whose address is in

@@ -89,20 +89,20 @@ func (s *session) run() int {
 	}
 	// The -c command starts now, held before its exec, so that target() is
 	// a constant of the kernel programs; it runs once they are attached.
-	target := &target{}
+	held := &target{}
 	if s.opts.LastPass == 5 {
-		if target, err = s.startTarget(); err != nil {
+		if held, err = s.startTarget(); err != nil {
 			return s.fail(5, "run", err)
 		}
 	}
-	defer target.kill()
-	ks, err := s.translate(prog, limits, target.pid())
+	defer held.kill()
+	ks, err := s.translate(prog, limits, held.pid())
 	if err != nil {
 		return s.fail(3, "translation", err)
 	}
 	defer ks.Close()
 	if s.opts.LastPass == 3 {
-		printPrograms(s.stdout, ks)
+		ks.Fprint(s.stdout) // each kernel probe's BPF instructions
 		return 0
 	}
 	if err := s.load(ks); err != nil {
@@ -111,7 +111,7 @@ func (s *session) run() int {
 	if s.opts.LastPass == 4 {
 		return 0
 	}
-	return s.execute(prog, ks, limits, target)
+	return s.execute(prog, ks, limits, held)
 }
 
 // fail prints a pass's diagnostics and stap's closing lines for that pass: the

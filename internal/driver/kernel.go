@@ -89,11 +89,6 @@ func (s *session) stopKernel(ks *kernelside.Session, in *interp.Interp) {
 	}
 }
 
-// printPrograms is -p3's output: each kernel probe's BPF instructions.
-func printPrograms(w io.Writer, ks *kernelside.Session) {
-	ks.Fprint(w)
-}
-
 // printHitReport is -t's report, in stap's format: a line per probe that
 // ran, with its run time in ns (kernel probes measure themselves with the
 // BPF clock, user-side probes are timed by the interpreter; see

@@ -226,12 +226,7 @@ func (s *Session) detach() error {
 
 // Close detaches every program, stops the ring reader and frees the maps.
 func (s *Session) Close() error {
-	errs := []error{s.detach()}
-	if s.reader != nil {
-		s.reader.Stop()
-		errs = append(errs, <-s.readerDone, s.reader.Close())
-		s.reader = nil
-	}
+	errs := []error{s.detach(), s.stopReader()}
 	if s.maps != nil {
 		errs = append(errs, s.maps.Close())
 		s.maps = nil

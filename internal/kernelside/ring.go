@@ -1,6 +1,7 @@
 package kernelside
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/bpftap/bpftap/internal/bpfgen"
@@ -54,18 +55,21 @@ func (s *Session) Start(sink Sink) error {
 	return nil
 }
 
+// stopReader lets the reader deliver what is in the ring, then frees it.
+func (s *Session) stopReader() error {
+	if s.reader == nil {
+		return nil
+	}
+	s.reader.Stop()
+	err := errors.Join(<-s.readerDone, s.reader.Close())
+	s.reader = nil
+	return err
+}
+
 // Stop detaches every program, then lets the reader deliver what is left
 // in the ring and returns the number of records the ring had no room for.
 func (s *Session) Stop() (lost uint64, err error) {
-	err = s.detach()
-	if s.reader != nil {
-		s.reader.Stop()
-		if rerr := <-s.readerDone; rerr != nil && err == nil {
-			err = rerr
-		}
-		s.reader.Close()
-		s.reader = nil
-	}
+	err = errors.Join(s.detach(), s.stopReader())
 	if s.maps != nil {
 		lost, _ = s.maps.Ring.Lost()
 	}

@@ -343,36 +343,39 @@ type cacheEntry struct{ key, value []byte }
 // cached returns the valid entries of the array's last-key caches
 // (bpfgen's cache.go), none without a cache.
 func (g mapArray) cached() []cacheEntry {
-	if g.cache == nil {
-		return nil
-	}
-	vs, err := bpfrt.LookupValues(g.cache, uint32(0))
-	if err != nil {
-		return nil
-	}
 	var entries []cacheEntry
-	keyEnd := 8 + int(g.gl.Spec.KeySize)
-	for _, v := range vs {
-		if binary.NativeEndian.Uint64(v) != 0 {
-			entries = append(entries, cacheEntry{v[8:keyEnd], v[keyEnd:]})
+	for _, v := range g.cacheValues() {
+		if binary.NativeEndian.Uint64(v) != 0 { // valid
+			entries = append(entries, g.entry(v))
 		}
 	}
 	return entries
 }
 
+// cacheValues reads every CPU's cache element (nil without a cache).
+func (g mapArray) cacheValues() [][]byte {
+	if g.cache == nil {
+		return nil
+	}
+	vs, _ := bpfrt.LookupValues(g.cache, uint32(0))
+	return vs
+}
+
+// entry splits a cache element into its key and pending value.
+func (g mapArray) entry(v []byte) cacheEntry {
+	keyEnd := g.gl.CacheValue()
+	return cacheEntry{key: v[bpfgen.CacheKey:keyEnd], value: v[keyEnd:]}
+}
+
 // uncache drops the pending values of key (nil: of every key); user space
 // then owns the element's value.
 func (g mapArray) uncache(key []byte) {
-	if g.cache == nil {
+	vs := g.cacheValues()
+	if vs == nil {
 		return
 	}
-	vs, err := bpfrt.LookupValues(g.cache, uint32(0))
-	if err != nil {
-		return
-	}
-	keyEnd := 8 + int(g.gl.Spec.KeySize)
 	for _, v := range vs {
-		if key == nil || bytes.Equal(v[8:keyEnd], key) {
+		if key == nil || bytes.Equal(g.entry(v).key, key) {
 			clear(v)
 		}
 	}
