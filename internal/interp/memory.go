@@ -96,10 +96,7 @@ func (a *memArray) Stat(k Key) *format.Stat {
 }
 
 func (a *memArray) Set(k Key, v Value) error {
-	e, err := a.last, error(nil)
-	if !e.has(k) {
-		e, err = a.put(k)
-	}
+	e, err := a.put(k)
 	if err == nil {
 		e.Value = v
 	}
@@ -107,23 +104,24 @@ func (a *memArray) Set(k Key, v Value) error {
 }
 
 func (a *memArray) Add(k Key, v int64) error {
-	e, err := a.last, error(nil)
-	if !e.has(k) {
-		e, err = a.put(k)
-	}
+	e, err := a.put(k)
 	if err == nil {
 		e.Stat.Add(v)
 	}
 	return err
 }
 
-// has reports whether e is an element with key k. Set and Add try the
-// element found last first, which spares the store of a read-modify-write
+// has reports whether e is an element with key k. put tries the element
+// found last first, which spares the store of a read-modify-write
 // (a[k] += v) a second hash lookup.
 func (e *Element) has(k Key) bool { return e != nil && e.Key.equal(k) }
 
-// put returns the element with key k, creating it when absent.
+// put returns the element with key k, creating it when absent; the element
+// used last is tried first (see has).
 func (a *memArray) put(k Key) (*Element, error) {
+	if a.last.has(k) {
+		return a.last, nil
+	}
 	if e := a.find(k); e != nil {
 		return e, nil
 	}
