@@ -1,13 +1,17 @@
 // Package bpfgen compiles the kernel probes of an elaborated script into BPF
-// programs (cilium/ebpf asm instructions with labels and named map
-// references, loaded by package bpfrt).
+// programs: cilium/ebpf asm instructions with labels and named map
+// references, and the layouts of everything they share with user space
+// (maps.go, globals.go, stats.go, record.go), with the Go codec of those
+// layouts (codec.go). It emits and describes; creating maps and loading
+// programs is package kernelside's work, attaching them package bpfrt's.
 //
 // # Shape of a program
 //
 // A Module holds what every program of one script shares: the maps of the
 // globals, the ring buffer that carries output and errors to user space, the
 // table of output formats and the table of error sites. Module.Compile turns
-// one probe body into a Program:
+// one probe body into a Program, reading the probe's arguments where its
+// attach point (package attach) says they lie:
 //
 //	prologue: R6 = ctx; target filter; R9 = this program's per-CPU scratch
 //	          area; long locals zeroed; the loop action counter zeroed
@@ -36,7 +40,6 @@ package bpfgen
 import (
 	"fmt"
 
-	"github.com/bpftap/bpftap/internal/bpfrt"
 	"github.com/bpftap/bpftap/internal/format"
 	"github.com/bpftap/bpftap/internal/sema"
 	"github.com/bpftap/bpftap/internal/syntax"
@@ -78,15 +81,6 @@ func (c *Config) defaults() {
 	}
 }
 
-// Names under which programs reference the module's shared maps.
-const (
-	RingMap   = "ring"       // BPF_MAP_TYPE_RINGBUF of output and error records
-	DropsMap  = "ring_drops" // per-CPU count of records that found the ring full
-	TargetMap = "target"     // HASH u32 tgid → u8, maintained by the driver
-	ZeroMap   = "zero"       // ARRAY of one zeroed value, the initial value of new map elements
-	StateMap  = "state"      // ARRAY of one u64: nonzero once exit() was called (probes then do nothing)
-)
-
 // Module compiles the kernel probes of one program.
 type Module struct {
 	cfg     Config
@@ -114,15 +108,12 @@ type Program struct {
 	Instructions asm.Instructions
 	// Pos is the script position each instruction was compiled from.
 	Pos []syntax.Pos
-	// ScratchSize is the size of the per-CPU scratch area (0: none).
-	ScratchSize int
+	// Maps are the maps of this program alone: its per-CPU scratch area
+	// (ScratchMap), when it needs one.
+	Maps []Map
 	// TimingIndex is the program's element of TimingMap.
 	TimingIndex int
-	mech        bpfrt.Mechanism
 }
-
-// ScratchMap is the name under which a program references its scratch area.
-const ScratchMap = "scratch"
 
 // Error is a construct the code generator cannot compile, at its position.
 type Error struct {
@@ -132,9 +123,9 @@ type Error struct {
 
 func (e *Error) Error() string { return fmt.Sprintf("%s: %s", e.Pos, e.Msg) }
 
-// Compile compiles p, a kernel probe, for a program attached by mech.
-func (m *Module) Compile(p *sema.Probe, mech bpfrt.Mechanism) (*Program, error) {
-	g := newGen(m, p, mech)
+// Compile compiles p, a kernel probe, for its attach point.
+func (m *Module) Compile(p *sema.Probe) (*Program, error) {
+	g := newGen(m, p)
 	if m.cfg.Timing {
 		g.timingIndex = m.programs
 		g.timeSlot = g.pushStack(16) // the start time, then the map key
@@ -149,11 +140,8 @@ func (m *Module) Compile(p *sema.Probe, mech bpfrt.Mechanism) (*Program, error) 
 // RingSize is the size of the module's ring buffer in bytes.
 func (m *Module) RingSize() int { return m.cfg.RingSize }
 
-// Mechanism is how the program attaches.
-func (p *Program) Mechanism() bpfrt.Mechanism { return p.mech }
-
-// PosOf maps an instruction index (bpfrt.VerifierError.Insn) to its script
-// position; the zero Pos when unknown.
+// PosOf maps an instruction index (the one a verifier rejection names) to
+// its script position; the zero Pos when unknown.
 func (p *Program) PosOf(insn int) syntax.Pos {
 	if insn < 0 || insn >= len(p.Pos) {
 		return syntax.Pos{}

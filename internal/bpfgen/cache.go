@@ -1,7 +1,6 @@
 package bpfgen
 
 import (
-	"github.com/bpftap/bpftap/internal/bpfrt"
 	"github.com/bpftap/bpftap/internal/syntax"
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
@@ -31,11 +30,11 @@ type Cache struct {
 	Spec *ebpf.MapSpec
 }
 
-// CacheKey is the offset of the key in a cache element, after valid.
-const CacheKey = 8
+// cacheKey is the offset of the key in a cache element, after valid.
+const cacheKey = 8
 
-// CacheValue is the offset of the pending value in a cache element of gl.
-func (gl *Global) CacheValue() int { return CacheKey + int(gl.Spec.KeySize) }
+// cacheValue is the offset of the pending value in a cache element of gl.
+func (gl *Global) cacheValue() int { return cacheKey + int(gl.Spec.KeySize) }
 
 // cacheFor returns the cache of gl, or nil when its updates go to the map.
 func cacheFor(gl *Global) *Cache {
@@ -44,7 +43,7 @@ func cacheFor(gl *Global) *Cache {
 	if !cached {
 		return nil
 	}
-	size := CacheKey + gl.Spec.KeySize + gl.Spec.ValueSize
+	size := cacheKey + gl.Spec.KeySize + gl.Spec.ValueSize
 	return &Cache{Ref: "c_" + gl.Var.Name, Spec: &ebpf.MapSpec{Name: mapName("c_" + gl.Var.Name),
 		Type: ebpf.PerCPUArray, KeySize: 4, ValueSize: size, MaxEntries: 1}}
 }
@@ -55,14 +54,14 @@ func (g *gen) cachedUpdate(gl *Global, keys []syntax.Expr, val int16, at syntax.
 	smark, stack := g.scratchMark(), g.stack
 	k := g.key(gl, keys)
 	zero := g.pushSlot()
-	g.emit(bpfrt.EmitLookupIndex(gl.Cache.Ref, zero, 0, labelExit)...)
+	g.emit(emitLookupIndex(gl.Cache.Ref, zero, 0, labelExit)...)
 	g.emit(asm.Mov.Reg(regRec, asm.R0))
 	miss, done := g.newLabel("cache_miss"), g.newLabel("cache_done")
 	g.emit(asm.LoadMem(asm.R1, regRec, 0, asm.DWord), asm.JEq.Imm(asm.R1, 0, miss))
 	for off := 0; off < int(gl.Spec.KeySize); off += 8 {
 		g.emit(
 			asm.LoadMem(asm.R1, regScratch, int16(int(k.off)+off), asm.DWord),
-			asm.LoadMem(asm.R2, regRec, int16(CacheKey+off), asm.DWord),
+			asm.LoadMem(asm.R2, regRec, int16(cacheKey+off), asm.DWord),
 			asm.JNE.Reg(asm.R1, asm.R2, miss),
 		)
 	}
@@ -77,7 +76,7 @@ func (g *gen) cachedUpdate(gl *Global, keys []syntax.Expr, val int16, at syntax.
 
 // addPending adds the value in slot val to the pending value at regRec.
 func (g *gen) addPending(gl *Global, val int16) {
-	off := int16(gl.CacheValue())
+	off := int16(gl.cacheValue())
 	g.emit(asm.LoadMem(asm.R1, asm.R10, val, asm.DWord))
 	if gl.Stat == nil {
 		g.emit(asm.LoadMem(asm.R2, regRec, off, asm.DWord), asm.Add.Reg(asm.R2, asm.R1), asm.StoreMem(regRec, off, asm.R2, asm.DWord))
@@ -98,7 +97,7 @@ func (g *gen) takeOver(gl *Global, k keyAddr, val int16, at syntax.Pos) {
 		words = statMin/8 + 2 // count, sum, min, max
 	}
 	old, valid := g.pushStack(8*words), g.pushSlot()
-	valueOff := gl.CacheValue()
+	valueOff := gl.cacheValue()
 	g.emit(asm.LoadMem(asm.R1, regRec, 0, asm.DWord), asm.StoreMem(asm.R10, valid, asm.R1, asm.DWord),
 		asm.StoreImm(regRec, 0, 1, asm.Word))
 	for i := range words {
@@ -112,8 +111,8 @@ func (g *gen) takeOver(gl *Global, k keyAddr, val int16, at syntax.Pos) {
 	for off := 0; off < int(gl.Spec.KeySize); off += 8 {
 		g.emit(
 			asm.LoadMem(asm.R1, regScratch, int16(int(k.off)+off), asm.DWord),
-			asm.LoadMem(asm.R2, regRec, int16(CacheKey+off), asm.DWord),
-			asm.StoreMem(regRec, int16(CacheKey+off), asm.R1, asm.DWord),
+			asm.LoadMem(asm.R2, regRec, int16(cacheKey+off), asm.DWord),
+			asm.StoreMem(regRec, int16(cacheKey+off), asm.R1, asm.DWord),
 			asm.StoreMem(regScratch, int16(int(k.off)+off), asm.R2, asm.DWord),
 		)
 	}

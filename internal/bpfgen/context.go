@@ -3,7 +3,6 @@ package bpfgen
 import (
 	"strconv"
 
-	"github.com/bpftap/bpftap/internal/bpfrt"
 	"github.com/bpftap/bpftap/internal/kernel"
 	"github.com/bpftap/bpftap/internal/probes"
 	"github.com/bpftap/bpftap/internal/syntax"
@@ -207,22 +206,19 @@ func (g *gen) readString(c *syntax.Call) value {
 func itoa(v int64) string { return strconv.FormatInt(v, 10) }
 
 // targetVar compiles a context expression ($param, $p->a->b, @cast) as
-// sema resolved it (Program.Targets): the base is args[Param] of a raw or
-// BTF-typed tracepoint's context (u64 args[] at ctx + 8*i) or the cast's
-// operand; each offset of the path after the first follows a pointer load;
-// the value is the final address or a load of Size bytes from it. Memory is
-// read with bpf_probe_read_kernel, a fault raising stap's error.
+// sema resolved it (Program.Targets): the base is argument Param of the
+// attach point (loadArg) or the cast's operand; each offset of the path
+// after the first follows a pointer load; the value is the final address
+// or a load of Size bytes from it. Memory is read with
+// bpf_probe_read_kernel, a fault raising stap's error.
 func (g *gen) targetVar(e syntax.Expr) {
 	acc := g.m.prog.Targets[e]
 	switch {
 	case acc == nil || acc.Type == syntax.TypeString:
 		g.fail(e, "%s cannot be compiled in a kernel probe yet", syntax.ExprString(e))
 		return
-	case acc.Param >= 0 && g.mech == bpfrt.Tracepoint:
-		g.fail(e, "%s: tracepoint arguments need a raw or BTF-typed tracepoint", syntax.ExprString(e))
-		return
 	case acc.Param >= 0:
-		g.emit(asm.LoadMem(asm.R0, regCtx, int16(8*acc.Param), asm.DWord))
+		g.loadArg(acc.Param)
 	default:
 		c, ok := e.(*syntax.Cast)
 		if !ok {
@@ -232,6 +228,30 @@ func (g *gen) targetVar(e syntax.Expr) {
 		g.long(c.Operand)
 	}
 	g.readPath(acc.Path, acc.Address, e.Position())
+}
+
+// loadArg loads argument i of the attach point into R0 from where its ABI
+// puts it in the context (attach.Loc): an args[] word, a pt_regs slot, a
+// field of a trace record.
+func (g *gen) loadArg(i int) {
+	loc := g.attach.Args[i].Loc
+	g.emit(asm.LoadMem(asm.R0, regCtx, int16(loc.Offset), sizeOf(loc.Size)))
+	if bits := int32(64 - 8*loc.Size); loc.Signed && bits > 0 {
+		g.emit(asm.LSh.Imm(asm.R0, bits), asm.ArSh.Imm(asm.R0, bits))
+	}
+}
+
+// sizeOf is the load size of n bytes (1, 2, 4 or 8).
+func sizeOf(n int) asm.Size {
+	switch n {
+	case 1:
+		return asm.Byte
+	case 2:
+		return asm.Half
+	case 4:
+		return asm.Word
+	}
+	return asm.DWord
 }
 
 // readPath replaces the base value in R0 by the value path reaches from

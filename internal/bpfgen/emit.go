@@ -3,7 +3,7 @@ package bpfgen
 import (
 	"fmt"
 
-	"github.com/bpftap/bpftap/internal/bpfrt"
+	"github.com/bpftap/bpftap/internal/probes/attach"
 	"github.com/bpftap/bpftap/internal/sema"
 	"github.com/bpftap/bpftap/internal/syntax"
 	"github.com/cilium/ebpf/asm"
@@ -31,7 +31,9 @@ const maxStack = 512
 type gen struct {
 	m     *Module
 	probe *sema.Probe
-	mech  bpfrt.Mechanism
+	// attach is where the probe attaches: where its arguments lie, and
+	// what its kind of program may do.
+	attach *attach.Point
 
 	insns   asm.Instructions
 	pos     []syntax.Pos
@@ -68,8 +70,8 @@ type value struct {
 // loop holds the targets of break and continue.
 type loop struct{ brk, cont string }
 
-func newGen(m *Module, p *sema.Probe, mech bpfrt.Mechanism) *gen {
-	return &gen{m: m, probe: p, mech: mech, locals: map[*syntax.Var]value{}, errs: map[string]string{}}
+func newGen(m *Module, p *sema.Probe) *gen {
+	return &gen{m: m, probe: p, attach: p.Attach, locals: map[*syntax.Var]value{}, errs: map[string]string{}}
 }
 
 // emit appends instructions at the current position, giving the first the
@@ -159,7 +161,11 @@ func (g *gen) program() *Program {
 	g.pos = append(g.pos, bodyPos...)
 	g.pending = pending // labels at the end of the body
 	g.epilogue()
-	return &Program{Probe: g.probe, Instructions: g.insns, Pos: g.pos, ScratchSize: g.maxScr, mech: g.mech}
+	prog := &Program{Probe: g.probe, Instructions: g.insns, Pos: g.pos}
+	if g.maxScr > 0 {
+		prog.Maps = []Map{{ScratchMap, perCPUArray("stap_scratch", uint32(g.maxScr), 1)}}
+	}
+	return prog
 }
 
 // prologue: context, session state (after exit() a probe does nothing,
@@ -178,10 +184,10 @@ func (g *gen) prologue() {
 			asm.RSh.Imm(asm.R0, 32),
 			asm.StoreMem(asm.R10, -8, asm.R0, asm.Word),
 		)
-		g.emit(bpfrt.EmitLookup(TargetMap, -8, labelDone)...)
+		g.emit(emitLookup(TargetMap, -8, labelDone)...)
 	}
 	if g.maxScr > 0 {
-		g.emit(bpfrt.EmitLookupIndex(ScratchMap, -8, 0, labelDone)...)
+		g.emit(emitLookupIndex(ScratchMap, -8, 0, labelDone)...)
 		g.emit(asm.Mov.Reg(regScratch, asm.R0))
 	}
 	g.emit(asm.Mov.Imm(asm.R0, 0))

@@ -1,7 +1,6 @@
 package bpfgen
 
 import (
-	"github.com/bpftap/bpftap/internal/bpfrt"
 	"github.com/bpftap/bpftap/internal/syntax"
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
@@ -27,7 +26,7 @@ import (
 // Global is the map layout of one global variable.
 type Global struct {
 	Var  *syntax.Var
-	Ref  string // name of the map in bpfrt.ProgramSpec.Maps
+	Ref  string // the name its programs reference the map by (Map.Ref)
 	Spec *ebpf.MapSpec
 	// PerCPU values hold one partial per possible CPU (Spec is PerCPU*).
 	PerCPU bool
@@ -219,7 +218,7 @@ func (g *gen) lookupOrCreateKey(gl *Global, k keyAddr, at syntax.Pos) {
 	g.emit(asm.JNE.Imm(asm.R0, 0, have))
 	if gl.Keys != nil {
 		zero := g.pushSlot()
-		g.emit(bpfrt.EmitLookupIndex(ZeroMap, zero, 0, labelExit)...)
+		g.emit(emitLookupIndex(ZeroMap, zero, 0, labelExit)...)
 		g.emit(
 			asm.Mov.Reg(asm.R3, asm.R0),
 			asm.LoadMapPtr(asm.R1, 0).WithReference(gl.Ref),

@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"math"
 
-	"github.com/bpftap/bpftap/internal/bpfrt"
 	"github.com/bpftap/bpftap/internal/format"
 	"github.com/bpftap/bpftap/internal/probes"
 	"github.com/bpftap/bpftap/internal/sema"
@@ -120,15 +119,11 @@ func (g *gen) format(n syntax.Node, what string, f *format.Format, args func() [
 }
 
 // contextString compiles $$name (a constant) and $$parms/$$vars: stap's
-// "NAME=%p NAME=%#x ..." of the tracepoint's arguments, as sema described
-// it (Access.Format, one argument per parameter, args[i] of the context).
+// "NAME=%p NAME=%#x ..." of the attach point's arguments, as sema
+// described it (Access.Format, one argument per parameter).
 func (g *gen) contextString(e syntax.Expr, acc *probes.Access) value {
 	if acc.Format == "" {
 		return g.strLit(acc.Name)
-	}
-	if g.mech == bpfrt.Tracepoint {
-		g.fail(e, "%s: tracepoint arguments need a raw or BTF-typed tracepoint", syntax.ExprString(e))
-		return g.strSlot(8)
 	}
 	f, err := format.Compile(acc.Format)
 	if err != nil {
@@ -139,7 +134,8 @@ func (g *gen) contextString(e syntax.Expr, acc *probes.Access) value {
 		var out []sprintArg
 		for _, a := range acc.Args {
 			slot := g.pushSlot()
-			g.emit(asm.LoadMem(asm.R0, regCtx, int16(8*a.Param), asm.DWord), asm.StoreMem(asm.R10, slot, asm.R0, asm.DWord))
+			g.loadArg(a.Param)
+			g.emit(asm.StoreMem(asm.R10, slot, asm.R0, asm.DWord))
 			out = append(out, sprintArg{slot: slot})
 		}
 		return out

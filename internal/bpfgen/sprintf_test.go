@@ -1,4 +1,4 @@
-package bpfgen
+package bpfgen_test
 
 import (
 	"fmt"
@@ -165,14 +165,7 @@ func TestSprintfRefused(t *testing.T) {
 		{`probe begin { sprintf("%5M", 0) }`,
 			`<input>:1:23: conversion %M of sprintf() cannot be compiled in a kernel probe`},
 	} {
-		prog := elaborate(t, c.script)
-		var err error
-		for _, p := range prog.Probes {
-			if p.Family == "begin" {
-				_, err = New(prog, Config{}).Compile(p, 0)
-			}
-		}
-		if err == nil || err.Error() != c.want {
+		if err := compileError(t, c.script); err == nil || err.Error() != c.want {
 			t.Errorf("%s:\nerror %v\nwant  %s", c.script, err, c.want)
 		}
 	}

@@ -104,11 +104,11 @@ func (g *gen) cachedPartial(gl *Global, k keyAddr, acc int16) {
 	for off := 0; off < int(gl.Spec.KeySize); off += 8 {
 		g.emit(
 			asm.LoadMem(asm.R1, k.base, int16(int(k.off)+off), asm.DWord),
-			asm.LoadMem(asm.R2, asm.R0, int16(CacheKey+off), asm.DWord),
+			asm.LoadMem(asm.R2, asm.R0, int16(cacheKey+off), asm.DWord),
 			asm.JNE.Reg(asm.R1, asm.R2, skip),
 		)
 	}
-	g.emit(asm.Add.Imm(asm.R0, int32(gl.CacheValue())))
+	g.emit(asm.Add.Imm(asm.R0, int32(gl.cacheValue())))
 	g.mergeNonNull(acc)
 	g.mark(skip)
 	g.popStack(8)

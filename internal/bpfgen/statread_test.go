@@ -1,4 +1,4 @@
-package bpfgen
+package bpfgen_test
 
 import (
 	"fmt"

@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"sync"
 
-	"github.com/bpftap/bpftap/internal/bpfrt"
 	"github.com/bpftap/bpftap/internal/kernel"
 	"github.com/bpftap/bpftap/internal/syntax"
 	"github.com/cilium/ebpf/asm"
@@ -127,7 +126,7 @@ func (g *gen) strKey(e syntax.Expr, off, width int) {
 // there), which costs a fraction of bpf_get_current_comm's copy; the
 // others call that helper.
 func (g *gen) comm(off int) {
-	if commOff, ok := taskCommOffset(); ok && g.mech == bpfrt.TPBTF {
+	if commOff, ok := taskCommOffset(); ok && g.attach.Kind.BTFTyped() {
 		g.emit(asm.FnGetCurrentTaskBtf.Call())
 		for i := int16(0); i < commLen; i += 8 {
 			g.emit(

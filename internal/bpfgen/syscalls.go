@@ -1,9 +1,6 @@
 package bpfgen
 
 import (
-	"fmt"
-
-	"github.com/bpftap/bpftap/internal/bpfrt"
 	"github.com/bpftap/bpftap/internal/syntax"
 	"github.com/bpftap/bpftap/internal/tapset"
 	"github.com/cilium/ebpf"
@@ -43,28 +40,22 @@ func (g *gen) syscallName(c *syntax.Call) value {
 		asm.JGE.Imm(asm.R0, int32(len(names)), done),
 		asm.StoreMem(asm.R10, slot, asm.R0, asm.Word),
 	)
-	g.emit(bpfrt.EmitLookup(SyscallMap, slot, done)...)
+	g.emit(emitLookup(SyscallMap, slot, done)...)
 	g.readStr(asm.FnProbeReadKernelStr, dst, func() { g.emit(asm.Mov.Reg(asm.R3, asm.R0)) }, width)
 	g.mark(done)
 	g.popStack(8)
 	return dst
 }
 
-// newSyscallMap creates and fills SyscallMap.
-func newSyscallMap() (*ebpf.Map, error) {
+// syscallMapSpec describes SyscallMap with its contents.
+func syscallMapSpec() *ebpf.MapSpec {
 	names, width := syscallTable()
-	mp, err := ebpf.NewMap(&ebpf.MapSpec{Name: "stap_sysnames", Type: ebpf.Array, KeySize: 4,
-		ValueSize: uint32(width), MaxEntries: uint32(len(names))})
-	if err != nil {
-		return nil, fmt.Errorf("map stap_sysnames: %w", err)
-	}
+	spec := &ebpf.MapSpec{Name: "stap_sysnames", Type: ebpf.Array, KeySize: 4,
+		ValueSize: uint32(width), MaxEntries: uint32(len(names))}
 	for nr, name := range names {
 		v := make([]byte, width)
 		copy(v, name)
-		if err := mp.Put(uint32(nr), v); err != nil {
-			mp.Close()
-			return nil, fmt.Errorf("map stap_sysnames: %w", err)
-		}
+		spec.Contents = append(spec.Contents, ebpf.MapKV{Key: uint32(nr), Value: v})
 	}
-	return mp, nil
+	return spec
 }

@@ -2,124 +2,54 @@ package bpfrt
 
 import (
 	"fmt"
-	"sync"
-	"unsafe"
+	"io"
 
-	"github.com/bpftap/bpftap/internal/kernel"
+	"github.com/bpftap/bpftap/internal/probes/attach"
 	"github.com/cilium/ebpf"
-	"github.com/cilium/ebpf/asm"
-	"github.com/cilium/ebpf/link"
-	"golang.org/x/sys/unix"
 )
 
-// Mechanism is how a program is attached to a tracepoint.
-type Mechanism uint8
+// Attaching. Each kind of attach point has a file of its own, as in
+// cilium/ebpf's link package (tracepoint_btf.go, tracepoint_raw.go,
+// tracepoint.go; kprobes, fentry, uprobes, USDT and perf events will follow):
+// it sets the program type and attach fields a load needs, attaches a loaded
+// program, and says plainly when the running kernel lacks the kind.
 
-const (
-	// TPBTF is a BTF-typed raw tracepoint (tp_btf): context u64 args[],
-	// pointer arguments typed and directly dereferenceable.
-	TPBTF Mechanism = iota
-	// RawTracepoint: context u64 args[], memory read by helper.
-	RawTracepoint
-	// Tracepoint is a classic tracepoint through a perf event: the context
-	// is the trace event record (tracefs's events/SYSTEM/EVENT/format).
-	Tracepoint
-)
+// kind is what bpfrt knows of one kind of attach point.
+type kind interface {
+	// prepare sets the program type and attach fields of a load for p.
+	prepare(p *attach.Point, attr *progLoadAttr) error
+	// attach attaches a loaded program to p; closing the result detaches it.
+	attach(prog *ebpf.Program, p *attach.Point) (io.Closer, error)
+	// check tells whether the running kernel offers the kind (nil), or why
+	// not; p is a sample point to try it on.
+	check(p *attach.Point) error
+}
 
-func (m Mechanism) String() string {
-	switch m {
-	case TPBTF:
-		return "tp_btf"
-	case RawTracepoint:
-		return "raw_tracepoint"
-	case Tracepoint:
-		return "tracepoint"
+// kinds maps every kind bpfrt implements to its implementation; the file
+// of each kind registers it.
+var kinds = map[attach.Kind]kind{}
+
+func register(k attach.Kind, impl kind) { kinds[k] = impl }
+
+// kindOf returns what bpfrt knows of p's kind.
+func kindOf(p *attach.Point) (kind, error) {
+	if p == nil {
+		return nil, fmt.Errorf("no attach point")
 	}
-	return fmt.Sprintf("mechanism %d", uint8(m))
-}
-
-// Choose returns the cheapest mechanism that can attach to tp: tp_btf when
-// the kernel has the tracepoint's BTF prototype and BTF-typed programs, a
-// raw tracepoint otherwise, a classic tracepoint for a trace event without
-// a raw tracepoint.
-func Choose(tp *kernel.Tracepoint) (Mechanism, error) {
-	switch {
-	case tp.Proto != 0 && haveTPBTF(tp):
-		return TPBTF, nil
-	case tp.Proto != 0:
-		return RawTracepoint, nil
-	case tp.System != "":
-		return Tracepoint, nil
+	k, ok := kinds[p.Kind]
+	if !ok {
+		return nil, fmt.Errorf("bpftap cannot attach %s programs yet", p.Kind)
 	}
-	return 0, fmt.Errorf("tracepoint %s cannot be attached: the kernel describes it neither in BTF nor in tracefs", tp)
+	return k, nil
 }
 
-var (
-	tpBTFOnce sync.Once
-	tpBTFErr  error
-)
-
-// haveTPBTF tells whether the kernel loads BTF-typed tracepoint programs
-// (Linux 5.5), by loading an empty one on tp once per process.
-func haveTPBTF(tp *kernel.Tracepoint) bool {
-	tpBTFOnce.Do(func() {
-		spec := &ProgramSpec{Name: "probe_tp_btf", Mechanism: TPBTF, Tracepoint: tp,
-			Instructions: asm.Instructions{asm.Mov.Imm(asm.R0, 0), asm.Return()}}
-		p, err := Load(spec)
-		if err == nil {
-			p.Close()
-		}
-		tpBTFErr = err
-	})
-	return tpBTFErr == nil
-}
-
-func attach(p *Program) (interface{ Close() error }, error) {
-	tp := p.Spec.Tracepoint
-	switch p.Spec.Mechanism {
-	case TPBTF:
-		return link.AttachTracing(link.TracingOptions{Program: p.Program, AttachType: ebpf.AttachTraceRawTp})
-	case RawTracepoint:
-		return link.AttachRawTracepoint(link.RawTracepointOptions{Name: tp.Event, Program: p.Program})
-	case Tracepoint:
-		return attachPerfTracepoint(p.Program, tp)
-	}
-	return nil, fmt.Errorf("unknown mechanism %d", p.Spec.Mechanism)
-}
-
-// perfEvent is a classic tracepoint attachment: closing the perf event
-// detaches the program.
-type perfEvent struct{ fd int }
-
-func (e *perfEvent) Close() error { return unix.Close(e.fd) }
-
-// attachPerfTracepoint opens the trace event as a perf event (one for all
-// CPUs: a tracepoint runs its BPF programs wherever it fires) and sets the
-// program on it.
-func attachPerfTracepoint(prog *ebpf.Program, tp *kernel.Tracepoint) (*perfEvent, error) {
-	id, err := kernel.TracepointID(tp.System, tp.Event)
+// CanAttach tells whether the running kernel can load and attach a program
+// for p (nil), or says plainly why not. The kernel families of package
+// probes ask it to choose the cheapest kind the kernel offers.
+func CanAttach(p *attach.Point) error {
+	k, err := kindOf(p)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	attr := unix.PerfEventAttr{
-		Type:        unix.PERF_TYPE_TRACEPOINT,
-		Config:      id,
-		Sample:      1,
-		Wakeup:      1,
-		Sample_type: unix.PERF_SAMPLE_RAW,
-	}
-	attr.Size = uint32(unsafe.Sizeof(attr))
-	fd, err := unix.PerfEventOpen(&attr, -1, 0, -1, unix.PERF_FLAG_FD_CLOEXEC)
-	if err != nil {
-		return nil, fmt.Errorf("perf_event_open: %w", err)
-	}
-	if err := unix.IoctlSetInt(fd, unix.PERF_EVENT_IOC_SET_BPF, prog.FD()); err != nil {
-		unix.Close(fd)
-		return nil, fmt.Errorf("set BPF program on perf event: %w", err)
-	}
-	if err := unix.IoctlSetInt(fd, unix.PERF_EVENT_IOC_ENABLE, 0); err != nil {
-		unix.Close(fd)
-		return nil, fmt.Errorf("enable perf event: %w", err)
-	}
-	return &perfEvent{fd}, nil
+	return k.check(p)
 }

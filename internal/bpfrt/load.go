@@ -1,15 +1,15 @@
 // Package bpfrt is bpftap's kernel runtime: it loads the BPF programs the
 // code generator builds (cilium/ebpf asm instructions with labels and
-// named map references), attaches them to tracepoints, reads their ring
-// buffer output and their run-time statistics, and closes everything.
+// named map references), attaches them to their attach points, reads their
+// ring buffer output and their run-time statistics, and closes everything.
 //
 // # Loading
 //
 // Programs are loaded with our own BPF_PROG_LOAD call rather than
-// ebpf.NewProgram: a BTF-typed tracepoint program needs the BTF ID of the
-// typedef btf_trace_EVENT, which package kernel finds in about a millisecond,
-// while cilium/ebpf would first decode the whole kernel BTF (16 ms or more)
-// and probe features. Instructions are encoded by asm.Instructions.Marshal
+// ebpf.NewProgram: a BTF-typed program needs the BTF ID of its attach
+// target (the typedef btf_trace_EVENT of a tracepoint), which package
+// kernel finds in about a millisecond, while cilium/ebpf would first decode
+// the whole kernel BTF (16 ms or more) and probe features. Instructions are encoded by asm.Instructions.Marshal
 // (which resolves labels), after map references named by
 // asm.Instruction.Reference are bound to the maps the caller created. A load
 // first runs without a verifier log; when it fails it is repeated with the
@@ -19,14 +19,9 @@
 //
 // # Attaching
 //
-// Every tracepoint is reachable three ways, from cheapest (measured on
-// getppid: +27 ns, +33 ns, +48 ns per call with an empty program):
-// BTF-typed raw tracepoint (tp_btf: arguments as u64 args[], pointers typed
-// so they may be dereferenced directly), raw tracepoint (same args[], reads
-// through bpf_probe_read_kernel) and classic tracepoint (perf event; the
-// context is the trace event's record, laid out as tracefs's format file
-// says). Choose picks the cheapest the kernel offers; the code generator must
-// know the choice, since the context differs.
+// A program attaches to the attach point (package attach) its probe family
+// chose; attach.go dispatches to a file per kind, which also tells the
+// families whether the running kernel offers the kind (CanAttach).
 //
 // # Output and statistics
 //
@@ -39,6 +34,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"regexp"
 	"runtime"
@@ -46,7 +42,7 @@ import (
 	"strings"
 	"unsafe"
 
-	"github.com/bpftap/bpftap/internal/kernel"
+	"github.com/bpftap/bpftap/internal/probes/attach"
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
 	"golang.org/x/sys/unix"
@@ -55,9 +51,8 @@ import (
 // ProgramSpec is a program to load.
 type ProgramSpec struct {
 	// Name is shown by bpftool and in errors; at most 15 bytes reach the kernel.
-	Name       string
-	Mechanism  Mechanism
-	Tracepoint *kernel.Tracepoint
+	Name   string
+	Attach *attach.Point
 	// Instructions may jump to labels (asm.Instruction.WithSymbol) and load
 	// maps by name (asm.LoadMapPtr(...).WithReference(name)).
 	Instructions asm.Instructions
@@ -73,7 +68,7 @@ type Program struct {
 	*ebpf.Program
 	Spec        *ProgramSpec
 	VerifierLog string
-	link        interface{ Close() error }
+	link        io.Closer
 }
 
 // VerifierError is a program the verifier rejected.
@@ -203,20 +198,12 @@ func loadAttr(spec *ProgramSpec, insns []byte) (*progLoadAttr, error) {
 		license: uint64(uintptr(unsafe.Pointer(&license[0]))),
 	}
 	copy(attr.progName[:15], sanitizeName(spec.Name))
-	switch spec.Mechanism {
-	case TPBTF:
-		if spec.Tracepoint == nil || spec.Tracepoint.Proto == 0 {
-			return nil, fmt.Errorf("probe program %s: a BTF-typed tracepoint needs the tracepoint's BTF prototype", spec.Name)
-		}
-		attr.progType = unix.BPF_PROG_TYPE_TRACING
-		attr.expectedAttachType = unix.BPF_TRACE_RAW_TP
-		attr.attachBTFID = uint32(spec.Tracepoint.Proto)
-	case RawTracepoint:
-		attr.progType = unix.BPF_PROG_TYPE_RAW_TRACEPOINT
-	case Tracepoint:
-		attr.progType = unix.BPF_PROG_TYPE_TRACEPOINT
-	default:
-		return nil, fmt.Errorf("probe program %s: unknown mechanism %d", spec.Name, spec.Mechanism)
+	k, err := kindOf(spec.Attach)
+	if err == nil {
+		err = k.prepare(spec.Attach, attr)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("probe program %s: %w", spec.Name, err)
 	}
 	return attr, nil
 }
@@ -298,14 +285,19 @@ func failedInsn(insns asm.Instructions, log string) int {
 	return -1
 }
 
-// Attach attaches p by its spec's mechanism.
+// Attach attaches p to its spec's attach point.
 func (p *Program) Attach() error {
 	if p.link != nil {
 		return fmt.Errorf("probe program %s is already attached", p.Spec.Name)
 	}
-	l, err := attach(p)
+	a := p.Spec.Attach
+	k, err := kindOf(a)
 	if err != nil {
-		return fmt.Errorf("attach %s to %s (%s): %w", p.Spec.Name, p.Spec.Tracepoint, p.Spec.Mechanism, err)
+		return err
+	}
+	l, err := k.attach(p.Program, a)
+	if err != nil {
+		return fmt.Errorf("attach %s to %s (%s): %w", p.Spec.Name, a.Target(), a.Kind, err)
 	}
 	p.link = l
 	return nil

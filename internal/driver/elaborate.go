@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/bpftap/bpftap/internal/bpfrt"
+	"github.com/bpftap/bpftap/internal/probes"
 	"github.com/bpftap/bpftap/internal/sema"
 	"github.com/bpftap/bpftap/internal/syntax"
 )
@@ -22,6 +24,7 @@ func (s *session) elaborate(user, libs []*syntax.File) (*sema.Program, error) {
 		Verbose:         s.opts.Verbose > 0,
 		Unoptimized:     s.opts.Unoptimize,
 		NoGlobalDisplay: s.opts.NoGlobalDisplay,
+		Registry:        probes.BuiltinFor(probes.RunningKernel{CanAttach: bpfrt.CanAttach}),
 		KernelProbes:    true,
 	})
 	if err != nil {

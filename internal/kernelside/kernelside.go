@@ -1,13 +1,14 @@
 // Package kernelside runs the kernel probes of a script: it compiles each
-// one to a BPF program (package bpfgen), creates the shared maps, loads and
-// attaches the programs (package bpfrt), serves the interpreter's globals
-// from those maps (storage.go) and carries the records the programs send
-// through the ring buffer to the interpreter (ring.go).
+// one to a BPF program (package bpfgen), creates the maps bpfgen describes
+// and loads the programs (objects.go), attaches them (package bpfrt),
+// serves the interpreter's globals from those maps (storage.go) and carries
+// the records the programs send through the ring buffer to the interpreter
+// (ring.go).
 //
 // The driver calls, in this order:
 //
-//	Compile   pass 3: one program per kernel probe, through the cheapest
-//	          attach mechanism the kernel offers for its tracepoint
+//	Compile   pass 3: one program per kernel probe, for the attach point its
+//	          probe family chose
 //	Load      pass 4: maps, then every program through the verifier
 //	Storage   for interp.Config.Storage: globals the programs use live in
 //	          their maps, the others stay in the interpreter
@@ -42,6 +43,9 @@ type Config struct {
 	RingSize int
 	// TargetPID is target(): the pid of -x or -c, 0 if none.
 	TargetPID int
+	// Target filters every program to the processes of the target set,
+	// which AddTarget fills: a program runs only for them.
+	Target bool
 	// Timing makes every program measure its runs (-t).
 	Timing bool
 	// LogLevel is the verifier's log level: 1 keeps the log of programs
@@ -53,7 +57,7 @@ type Config struct {
 type Session struct {
 	mod    *bpfgen.Module
 	progs  []*bpfgen.Program
-	maps   *bpfgen.Maps
+	objs   *objects // from Load on
 	loaded []*bpfrt.Program
 	cfg    Config
 
@@ -96,16 +100,12 @@ func KernelProbes(prog *sema.Program) []*sema.Probe {
 func Compile(prog *sema.Program, cfg Config) (*Session, error) {
 	mod := bpfgen.New(prog, bpfgen.Config{
 		MaxAction: cfg.MaxAction, MaxMapEntries: cfg.MaxMapEntries, MaxStringLen: cfg.MaxStringLen,
-		TargetPID: int64(cfg.TargetPID), RingSize: powerOfTwo(cfg.RingSize), Timing: cfg.Timing, RealtimeOffset: realtimeOffset(),
+		TargetPID: int64(cfg.TargetPID), Target: cfg.Target, RingSize: powerOfTwo(cfg.RingSize), Timing: cfg.Timing,
+		RealtimeOffset: realtimeOffset(),
 	})
 	s := &Session{mod: mod, cfg: cfg}
 	for _, p := range KernelProbes(prog) {
-		tp := p.Context.Tracepoint
-		mech, err := bpfrt.Choose(tp)
-		if err != nil {
-			return nil, &Error{Pos: p.Point.Position(), Msg: err.Error()}
-		}
-		bp, err := mod.Compile(p, mech)
+		bp, err := mod.Compile(p)
 		var ge *bpfgen.Error
 		if errors.As(err, &ge) {
 			return nil, &Error{Pos: ge.Pos, Msg: ge.Msg}
@@ -153,20 +153,16 @@ func (s *Session) Load() error {
 	if err := bpfrt.CheckPrivileges(); err != nil {
 		return fmt.Errorf("ERROR: kernel probes need BPF: %w", err)
 	}
-	ms, err := s.mod.CreateMaps()
+	objs, err := createMaps(s.mod.Maps())
 	if err != nil {
 		return fmt.Errorf("ERROR: %w", err)
 	}
-	s.maps = ms
+	s.objs = objs
 	for _, p := range s.progs {
-		lp, err := p.Load(ms, p.Probe.Context.Tracepoint, s.cfg.LogLevel)
-		var le *bpfgen.LoadError
-		if errors.As(err, &le) {
-			pos := le.Pos
-			if !pos.IsValid() {
-				pos = p.Probe.Point.Position()
-			}
-			return &Error{Pos: pos, Msg: fmt.Sprintf("%v in probe %s", le.Err, p.Probe.Name), Log: le.Err.Log}
+		lp, err := objs.load(p, s.cfg.LogLevel)
+		var ke *Error
+		if errors.As(err, &ke) {
+			return ke
 		}
 		if err != nil {
 			return fmt.Errorf("ERROR: probe %s: %w", p.Probe.Name, err)
@@ -193,6 +189,15 @@ func (s *Session) Attach() error {
 		}
 	}
 	return nil
+}
+
+// AddTarget adds process pid to the target set of Config.Target (after
+// Load).
+func (s *Session) AddTarget(pid int) error {
+	if s.objs == nil || s.objs.shared[bpfgen.TargetMap] == nil {
+		return fmt.Errorf("no target set: the session is not loaded with Config.Target")
+	}
+	return s.objs.shared[bpfgen.TargetMap].Put(uint32(pid), uint8(1))
 }
 
 // Skipped is the number of probe runs the kernel skipped because another
@@ -227,9 +232,9 @@ func (s *Session) detach() error {
 // Close detaches every program, stops the ring reader and frees the maps.
 func (s *Session) Close() error {
 	errs := []error{s.detach(), s.stopReader()}
-	if s.maps != nil {
-		errs = append(errs, s.maps.Close())
-		s.maps = nil
+	if s.objs != nil {
+		errs = append(errs, s.objs.close())
+		s.objs = nil
 	}
 	return errors.Join(errs...)
 }
@@ -237,19 +242,29 @@ func (s *Session) Close() error {
 // Fprint lists each program's instructions under its probe's name (-p3).
 func (s *Session) Fprint(w io.Writer) {
 	for _, p := range s.progs {
-		fmt.Fprintf(w, "# %s (%s)\n%v\n", p.Probe.Name, p.Mechanism(), p.Instructions)
+		fmt.Fprintf(w, "# %s (%s)\n%v\n", p.Probe.Name, p.Probe.Attach.Kind, p.Instructions)
 	}
 }
 
-// Timing is the run-time statistic (ns per run) of kernel probe p with
-// Config.Timing, nil without it or when p never ran.
+// Timing is the run-time statistic (ns per run, over every CPU) of kernel
+// probe p with Config.Timing, nil without it or when p never ran.
 func (s *Session) Timing(p *sema.Probe) *format.Stat {
+	if s.objs == nil || s.objs.shared[bpfgen.TimingMap] == nil {
+		return nil
+	}
 	for _, bp := range s.progs {
-		if bp.Probe == p && s.maps != nil {
-			st, err := s.maps.Timing(bp)
-			if err != nil || st == nil || st.Count == 0 {
-				return nil
-			}
+		if bp.Probe != p {
+			continue
+		}
+		parts, err := bpfrt.LookupValues(s.objs.shared[bpfgen.TimingMap], uint32(bp.TimingIndex))
+		if err != nil || parts == nil {
+			return nil
+		}
+		stats := make([]*format.Stat, len(parts))
+		for i, b := range parts {
+			stats[i] = bpfgen.TimingLayout.Decode(b)
+		}
+		if st := format.Total(stats...); st.Count > 0 {
 			return st
 		}
 	}

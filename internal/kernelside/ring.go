@@ -24,10 +24,10 @@ type Sink interface {
 // record to sink. Records that follow an exit() record are dropped: stap
 // runs no probe handler once exit() was called.
 func (s *Session) Start(sink Sink) error {
-	if s.maps == nil {
+	if s.objs == nil {
 		return nil
 	}
-	rr, err := bpfrt.NewRingReader(s.maps.Ring, 0)
+	rr, err := bpfrt.NewRingReader(s.objs.shared[bpfgen.RingMap], 0)
 	if err != nil {
 		return fmt.Errorf("ERROR: %w", err)
 	}
@@ -70,8 +70,8 @@ func (s *Session) stopReader() error {
 // in the ring and returns the number of records the ring had no room for.
 func (s *Session) Stop() (lost uint64, err error) {
 	err = errors.Join(s.detach(), s.stopReader())
-	if s.maps != nil {
-		lost, _ = s.maps.Ring.Lost()
+	if s.objs != nil {
+		lost, _ = bpfrt.SumPerCPU(s.objs.shared[bpfgen.DropsMap], 0)
 	}
 	return lost, err
 }

@@ -2,9 +2,7 @@ package kernelside
 
 import (
 	"bytes"
-	"encoding/binary"
 	"errors"
-	"fmt"
 
 	"github.com/bpftap/bpftap/internal/bpfgen"
 	"github.com/bpftap/bpftap/internal/bpfrt"
@@ -17,18 +15,21 @@ import (
 
 // Storage serves a global the kernel programs use from its map, under the
 // contract of interp.Storage; other globals (the zero Storage) stay in the
-// interpreter. Values are decoded from the layouts bpfgen chose
-// (bpfgen.Global): longs as 8 native-endian bytes, strings NUL-padded,
-// statistics one partial per CPU, keys packed field by field.
+// interpreter. Keys and values go through the codec of the layouts bpfgen
+// chose (bpfgen.Global: codec.go there); this file adapts it to the
+// interpreter's values and folds in what the last-key caches hold.
 func (s *Session) Storage(g interp.Global) interp.Storage {
-	if s.maps == nil {
+	if s.objs == nil {
 		return interp.Storage{}
 	}
 	for _, gl := range s.mod.Globals() {
 		if gl.Var != g.Var {
 			continue
 		}
-		mg := &mapGlobal{gl: gl, m: s.maps.Globals[gl], cache: s.maps.Caches[gl], newStat: g.NewStat, cpus: 1}
+		mg := &mapGlobal{gl: gl, m: s.objs.shared[gl.Ref], newStat: g.NewStat, cpus: 1}
+		if gl.Cache != nil {
+			mg.cache = s.objs.shared[gl.Cache.Ref]
+		}
 		if gl.PerCPU {
 			mg.cpus, _ = ebpf.PossibleCPU()
 		}
@@ -79,38 +80,9 @@ func (g *mapGlobal) put(key []byte, vs [][]byte) error {
 	return err
 }
 
-// decode is the value of copies vs: a long summed over CPUs, or a string.
-func (g *mapGlobal) decode(vs [][]byte) interp.Value {
-	if g.gl.Value.Width > 0 {
-		return interp.Value{Str: cString(vs[0])}
-	}
-	var sum int64
-	for _, v := range vs {
-		sum += int64(binary.NativeEndian.Uint64(v))
-	}
-	return interp.Value{Int: sum}
-}
+func (g *mapGlobal) decode(vs [][]byte) interp.Value { return interp.Value(g.gl.DecodeValue(vs)) }
 
-// encode stores v in the first copy and zeroes the others.
-func (g *mapGlobal) encode(v interp.Value) [][]byte {
-	vs := make([][]byte, g.cpus)
-	for i := range vs {
-		vs[i] = make([]byte, g.gl.Spec.ValueSize)
-	}
-	if g.gl.Value.Width > 0 {
-		copy(vs[0][:g.gl.Value.Width-1], v.Str)
-	} else {
-		binary.NativeEndian.PutUint64(vs[0], uint64(v.Int))
-	}
-	return vs
-}
-
-func cString(b []byte) string {
-	if i := bytes.IndexByte(b, 0); i >= 0 {
-		b = b[:i]
-	}
-	return string(b)
-}
+func (g *mapGlobal) encode(v interp.Value) [][]byte { return g.gl.EncodeValue(format.Arg(v), g.cpus) }
 
 // partials decodes the per-CPU partials of a statistic.
 func (g *mapGlobal) partials(vs [][]byte) []*format.Stat {
@@ -134,11 +106,7 @@ func (g *mapGlobal) merged(vs [][]byte) *format.Stat {
 func (g *mapGlobal) addStat(key []byte, x int64) error {
 	vs := g.values(key)
 	if vs == nil {
-		vs = make([][]byte, g.cpus)
-		for i := range vs {
-			vs[i] = make([]byte, g.gl.Spec.ValueSize)
-			g.gl.Stat.Encode(g.newStat(), vs[i])
-		}
+		vs = g.gl.EncodeStats(g.cpus, g.newStat)
 	}
 	s := g.gl.Stat.Decode(vs[0])
 	s.Add(x)
@@ -171,44 +139,24 @@ func (g mapStatistic) Total() *format.Stat {
 	return format.Total(g.partials(vs)...)
 }
 
-func (g mapStatistic) Reset() {
-	vs := make([][]byte, g.cpus)
-	for i := range vs {
-		vs[i] = make([]byte, g.gl.Spec.ValueSize)
-		g.gl.Stat.Encode(g.newStat(), vs[i])
-	}
-	g.put(scalarKey, vs)
-}
+func (g mapStatistic) Reset() { g.put(scalarKey, g.gl.EncodeStats(g.cpus, g.newStat)) }
 
 // mapArray is a global array: a (PERCPU_)HASH keyed by the packed keys.
 type mapArray struct{ *mapGlobal }
 
-// packKey packs k as bpfgen lays keys out; a string longer than its
-// field cannot be a key of the map.
 func (g mapArray) packKey(k interp.Key) ([]byte, error) {
-	key := make([]byte, g.gl.Spec.KeySize)
-	for i, f := range g.gl.Keys {
-		if f.Width == 0 {
-			binary.NativeEndian.PutUint64(key[f.Offset:], uint64(k[i].Int))
-			continue
-		}
-		if len(k[i].Str) >= f.Width {
-			return nil, fmt.Errorf("key \"%s\" of %s is longer than the %d bytes its kernel map holds",
-				k[i].Str, g.gl.Var.Name, f.Width-1)
-		}
-		copy(key[f.Offset:], k[i].Str)
+	columns := make([]format.Arg, len(k))
+	for i, v := range k {
+		columns[i] = format.Arg(v)
 	}
-	return key, nil
+	return g.gl.PackKey(columns)
 }
 
 func (g mapArray) unpackKey(key []byte) interp.Key {
-	k := make(interp.Key, len(g.gl.Keys))
-	for i, f := range g.gl.Keys {
-		if f.Width == 0 {
-			k[i].Int = int64(binary.NativeEndian.Uint64(key[f.Offset:]))
-		} else {
-			k[i].Str = cString(key[f.Offset : f.Offset+f.Width])
-		}
+	columns := g.gl.UnpackKey(key)
+	k := make(interp.Key, len(columns))
+	for i, c := range columns {
+		k[i] = interp.Value(c)
 	}
 	return k
 }
@@ -345,8 +293,8 @@ type cacheEntry struct{ key, value []byte }
 func (g mapArray) cached() []cacheEntry {
 	var entries []cacheEntry
 	for _, v := range g.cacheValues() {
-		if binary.NativeEndian.Uint64(v) != 0 { // valid
-			entries = append(entries, g.entry(v))
+		if key, value, valid := g.gl.CacheEntry(v); valid {
+			entries = append(entries, cacheEntry{key, value})
 		}
 	}
 	return entries
@@ -361,12 +309,6 @@ func (g mapArray) cacheValues() [][]byte {
 	return vs
 }
 
-// entry splits a cache element into its key and pending value.
-func (g mapArray) entry(v []byte) cacheEntry {
-	keyEnd := g.gl.CacheValue()
-	return cacheEntry{key: v[bpfgen.CacheKey:keyEnd], value: v[keyEnd:]}
-}
-
 // uncache drops the pending values of key (nil: of every key); user space
 // then owns the element's value.
 func (g mapArray) uncache(key []byte) {
@@ -375,7 +317,7 @@ func (g mapArray) uncache(key []byte) {
 		return
 	}
 	for _, v := range vs {
-		if key == nil || bytes.Equal(g.entry(v).key, key) {
+		if k, _, _ := g.gl.CacheEntry(v); key == nil || bytes.Equal(k, key) {
 			clear(v)
 		}
 	}

@@ -5,14 +5,15 @@ import (
 	"strings"
 
 	"github.com/bpftap/bpftap/internal/kernel"
+	"github.com/bpftap/bpftap/internal/probes/attach"
 	"github.com/bpftap/bpftap/internal/syntax"
 )
 
-// Context variables of kernel probes. In a kernel.trace probe `$NAME` is the
-// tracepoint's parameter NAME and `$NAME->a->b[2]` follows it through the
-// kernel's types (BTF); `$$name` is the event name, `$$parms` and `$$vars`
-// the parameters as "p=%p old_pid=%#x" (pointers %p, integers %#x, as stap
-// prints them); `@cast(ADDR, "struct T")->m` reads from any address. As in
+// Context variables of kernel probes. `$NAME` is the attach point's
+// argument NAME (a tracepoint's parameter) and `$NAME->a->b[2]` follows it
+// through the kernel's types (BTF); `$$name` is the event name, `$$parms`
+// and `$$vars` the arguments as "p=%p old_pid=%#x" (pointers %p, integers
+// %#x, as stap prints them); `@cast(ADDR, "struct T")->m` reads from any address. As in
 // stap every value is a long: a char array such as $p->comm is its address
 // (scripts call kernel_string on it), a char * is the pointer. Pretty
 // printing ($p$, $$parms$) is refused. An Access tells the code generator how
@@ -20,9 +21,8 @@ import (
 
 // Access is how a kernel probe computes the value of a context expression.
 type Access struct {
-	// Param is the index of the tracepoint argument the value starts from
-	// (args[Param] of a raw or BTF-typed tracepoint context); -1 for @cast,
-	// whose base is the value of the cast's operand.
+	// Param is the index in Attach.Args of the argument the value starts
+	// from; -1 for @cast, whose base is the value of the cast's operand.
 	Param int
 	// Path leads from the base to the value (kernel.Path: offsets and
 	// pointer loads); nil for a bare parameter.
@@ -38,10 +38,11 @@ type Access struct {
 	Type   syntax.Type
 }
 
-// Context resolves the context expressions of one kernel probe point.
+// Context resolves the context expressions of one kernel probe point
+// against its attach point.
 type Context struct {
-	kernel     KernelInfo
-	Tracepoint *kernel.Tracepoint
+	kernel KernelInfo
+	Attach *attach.Point
 }
 
 // ContextError is a context expression that does not resolve. Step is the
@@ -64,11 +65,11 @@ func (c *Context) Var(x *syntax.TargetVar) (*Access, *ContextError) {
 	}
 	switch x.Name {
 	case "$$name":
-		return &Access{Param: -1, Name: c.Tracepoint.Event, Type: syntax.TypeString}, nil
+		return &Access{Param: -1, Name: c.Attach.Event, Type: syntax.TypeString}, nil
 	case "$$parms", "$$vars":
 		return c.parms()
 	}
-	i, p, ok := c.Tracepoint.Param(strings.TrimPrefix(x.Name, "$"))
+	i, p, ok := c.Attach.Arg(strings.TrimPrefix(x.Name, "$"))
 	if !ok || strings.HasPrefix(x.Name, "$$") {
 		return nil, ctxErr(-1, "unable to find tracepoint variable '%s' (alternatives: %s)", x.Name, strings.Join(c.names(), ", "))
 	}
@@ -86,10 +87,10 @@ func (c *Context) Var(x *syntax.TargetVar) (*Access, *ContextError) {
 	return a, cerr
 }
 
-// names lists the variables of the tracepoint for "alternatives".
+// names lists the variables of the attach point for "alternatives".
 func (c *Context) names() []string {
 	var names []string
-	for _, p := range c.Tracepoint.Params {
+	for _, p := range c.Attach.Args {
 		names = append(names, "$"+p.Name)
 	}
 	return append(names, "$$name", "$$parms", "$$vars")
@@ -102,7 +103,7 @@ func (c *Context) parms() (*Access, *ContextError) {
 	}
 	a := &Access{Param: -1, Type: syntax.TypeString}
 	var parts []string
-	for i, p := range c.Tracepoint.Params {
+	for i, p := range c.Attach.Args {
 		conv := "%#x"
 		if u, err := btf.Underlying(p.Type); err == nil && u.Kind == kernel.KindPtr {
 			conv = "%p"

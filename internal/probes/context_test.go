@@ -32,7 +32,11 @@ func TestContext(t *testing.T) {
 		in, want, _ := strings.Cut(line, " => ")
 		name, expr, _ := strings.Cut(in, " ")
 		matched, _ := kernelMatch(tps, name)
-		ctx := &Context{kernel: k, Tracepoint: matched}
+		a, err := attachTracepoint(k, matched)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx := &Context{kernel: k, Attach: a}
 		if got := describeAccess(t, ctx, expr); got != want {
 			t.Errorf("%s:\n got %s\nwant %s", in, got, want)
 		}

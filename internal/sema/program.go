@@ -2,6 +2,7 @@ package sema
 
 import (
 	"github.com/bpftap/bpftap/internal/probes"
+	"github.com/bpftap/bpftap/internal/probes/attach"
 	"github.com/bpftap/bpftap/internal/syntax"
 )
 
@@ -58,15 +59,16 @@ type Probe struct {
 	// run in the interpreter. Runners order begin/end/error probes by Sequence,
 	// keeping this order among equal sequence numbers.
 	Kernel bool
-	// Context is the kernel probe point's context: Context.Tracepoint is
-	// the tracepoint a kernel.trace probe attaches to. Nil for user probes.
-	Context *probes.Context
-	// Params are the indexes of the tracepoint parameters the body reads,
-	// ascending; -p2 lists them as stap's __tracepoint_arg_NAME locals.
+	// Attach is where a kernel probe attaches and how it reads its
+	// arguments; nil for user probes.
+	Attach *attach.Point
+	// Params are the indexes in Attach.Args of the arguments the body
+	// reads, ascending; -p2 lists them as stap's locals (Arg.Local).
 	Params []int
 
-	origin   []string // alias definitions the point went through, innermost first
-	userText string   // the probe's points as the user wrote them
+	context  *probes.Context // resolves the context expressions of a kernel probe
+	origin   []string        // alias definitions the point went through, innermost first
+	userText string          // the probe's points as the user wrote them
 }
 
 // SuppressedText returns stap's trailer about suppressed warnings, printed at

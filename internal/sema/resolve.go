@@ -53,7 +53,7 @@ func (e *elab) resolveAll() {
 
 func (e *elab) resolveProbe(p *Probe) {
 	s := e.newScope(e.fileOf[p.Decl], nil)
-	s.ctx, s.probe = p.Context, p
+	s.ctx, s.probe = p.context, p
 	s.walk(p.Body)
 	p.Locals = s.list
 	if p.Cond != nil {

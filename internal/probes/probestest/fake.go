@@ -10,6 +10,7 @@ import (
 	"encoding/binary"
 
 	"github.com/bpftap/bpftap/internal/kernel"
+	"github.com/bpftap/bpftap/internal/probes/attach"
 )
 
 // Kernel is a fake probes.KernelInfo.
@@ -20,6 +21,9 @@ type Kernel struct {
 
 func (k *Kernel) Tracepoints() ([]*kernel.Tracepoint, error) { return k.tps, nil }
 func (k *Kernel) BTF() (*kernel.BTF, error)                  { return k.btf, nil }
+
+// Attachable accepts every attach point: the fake kernel attaches anything.
+func (k *Kernel) Attachable(*attach.Point) error { return nil }
 
 // Type IDs of the fake BTF, in encoding order.
 const (
@@ -62,8 +66,10 @@ func New() *Kernel {
 	if err != nil {
 		panic("probestest: " + err.Error())
 	}
+	// Every tracepoint has a prototype (Proto is nonzero, as on a kernel
+	// with BTF), so the families offer tp_btf; no family looks it up.
 	tp := func(sys, ev string, params ...kernel.Param) *kernel.Tracepoint {
-		return &kernel.Tracepoint{System: sys, Event: ev, Params: params}
+		return &kernel.Tracepoint{System: sys, Event: ev, Proto: tInt, Params: params}
 	}
 	return &Kernel{btf: btf, tps: []*kernel.Tracepoint{
 		tp("raw_syscalls", "sys_enter", kernel.Param{Name: "regs", Type: tRegsPtr}, kernel.Param{Name: "id", Type: tLong}),

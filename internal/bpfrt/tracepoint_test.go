@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/bpftap/bpftap/internal/kernel"
+	"github.com/bpftap/bpftap/internal/probes/attach"
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
 	"golang.org/x/sys/unix"
@@ -71,7 +72,28 @@ func requireBPF(t testing.TB) {
 	}
 }
 
-func sysEnter(t testing.TB) *kernel.Tracepoint {
+// kindsOfTracepoints are the attach kinds of a tracepoint.
+var kindsOfTracepoints = []attach.Kind{attach.TPBTF, attach.RawTracepoint, attach.Tracepoint}
+
+// sysEnter returns the attach point of raw_syscalls:sys_enter by kind,
+// skipping the test when the kernel lacks that kind (bpfrt.CanAttach says
+// why).
+func sysEnter(t testing.TB, kind attach.Kind) *attach.Point {
+	t.Helper()
+	tp := tracepoint(t, "raw_syscalls:sys_enter")
+	p := &attach.Point{Kind: kind, Event: tp.Event, System: tp.System}
+	if kind == attach.TPBTF {
+		p.BTFID = tp.Proto
+	}
+	if err := CanAttach(p); err != nil {
+		t.Skipf("skipped: %v", err)
+	}
+	return p
+}
+
+// tracepoint returns the kernel's tracepoint spec; a kernel without BTF
+// has none (skipped).
+func tracepoint(t testing.TB, spec string) *kernel.Tracepoint {
 	t.Helper()
 	tps, err := kernel.Tracepoints()
 	if errors.Is(err, kernel.ErrNoBTF) {
@@ -80,17 +102,17 @@ func sysEnter(t testing.TB) *kernel.Tracepoint {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := kernel.MatchTracepoints(tps, "raw_syscalls:sys_enter")
+	m, err := kernel.MatchTracepoints(tps, spec)
 	if err != nil || len(m) != 1 {
-		t.Fatalf("raw_syscalls:sys_enter: %v %v", m, err)
+		t.Fatalf("%s: %v %v", spec, m, err)
 	}
 	return m[0]
 }
 
 // filterGetppid emits: exit unless the current process is pid and the
 // system call is getppid. The context holds the call number at offset 8
-// for all three mechanisms: args[1] of raw and BTF-typed tracepoints, the
-// field id of the classic event record.
+// for all three kinds: args[1] of raw and BTF-typed tracepoints, the field
+// id of the classic event record.
 func filterGetppid(pid int32) asm.Instructions {
 	return asm.Instructions{
 		asm.Mov.Reg(asm.R6, asm.R1),
@@ -127,24 +149,17 @@ func countProgram(pid int32) asm.Instructions {
 
 // TestCountSyscalls is the end-to-end proof: a program on
 // raw_syscalls:sys_enter counts a child's getppid calls into a per-CPU
-// array, through each mechanism.
+// array, through each kind of attach point the kernel offers.
 func TestCountSyscalls(t *testing.T) {
 	requireBPF(t)
-	tp := sysEnter(t)
-	best, err := Choose(tp)
-	if err != nil || best != TPBTF {
-		t.Fatalf("Choose = %v, %v; this kernel has tp_btf", best, err)
-	}
-	for _, mech := range []Mechanism{TPBTF, RawTracepoint, Tracepoint} {
-		t.Run(mech.String(), func(t *testing.T) {
+	for _, kind := range kindsOfTracepoints {
+		t.Run(kind.String(), func(t *testing.T) {
 			const calls = 5000
-			counts, err := NewPerCPUArray("counts", 8, 1)
-			if err != nil {
-				t.Fatal(err)
-			}
+			point := sysEnter(t, kind)
+			counts := newCounts(t)
 			defer counts.Close()
 			child := newWorkload(t, calls)
-			p := loadAttached(t, &ProgramSpec{Name: "count_getppid", Mechanism: mech, Tracepoint: tp,
+			p := loadAttached(t, &ProgramSpec{Name: "count_getppid", Attach: point,
 				Instructions: countProgram(child.pid()), Maps: map[string]*ebpf.Map{"counts": counts}})
 			defer p.Close()
 			child.run(t)
@@ -157,6 +172,16 @@ func TestCountSyscalls(t *testing.T) {
 			}
 		})
 	}
+}
+
+// newCounts creates the per-CPU array of one counter countProgram uses.
+func newCounts(t testing.TB) *ebpf.Map {
+	t.Helper()
+	m, err := ebpf.NewMap(&ebpf.MapSpec{Name: "counts", Type: ebpf.PerCPUArray, KeySize: 4, ValueSize: 8, MaxEntries: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
 }
 
 func loadAttached(t testing.TB, spec *ProgramSpec) *Program {
@@ -180,7 +205,7 @@ func loadAttached(t testing.TB, spec *ProgramSpec) *Program {
 // the child ran the program.
 func TestStats(t *testing.T) {
 	requireBPF(t)
-	tp := sysEnter(t)
+	point := sysEnter(t, attach.TPBTF)
 	stats, err := EnableStats()
 	if err != nil {
 		t.Fatal(err)
@@ -188,7 +213,7 @@ func TestStats(t *testing.T) {
 	defer stats.Close()
 	const calls = 2000
 	child := newWorkload(t, calls)
-	p := loadAttached(t, &ProgramSpec{Name: "empty", Mechanism: TPBTF, Tracepoint: tp,
+	p := loadAttached(t, &ProgramSpec{Name: "empty", Attach: point,
 		Instructions: append(filterGetppid(child.pid()), exit...)})
 	defer p.Close()
 	child.run(t)
@@ -205,14 +230,14 @@ func TestStats(t *testing.T) {
 // of the offending instruction.
 func TestVerifierError(t *testing.T) {
 	requireBPF(t)
-	tp := sysEnter(t)
+	point := sysEnter(t, attach.TPBTF)
 	bad := asm.Instructions{
 		asm.LoadImm(asm.R1, 1, asm.DWord), // two raw slots: shifts raw offsets
 		asm.Mov.Imm(asm.R0, 0),
 		asm.LoadMem(asm.R0, asm.R1, 0, asm.DWord), // R1 is a number, not a pointer
 		asm.Return(),
 	}
-	_, err := Load(&ProgramSpec{Name: "bad", Mechanism: TPBTF, Tracepoint: tp, Instructions: bad})
+	_, err := Load(&ProgramSpec{Name: "bad", Attach: point, Instructions: bad})
 	var ve *VerifierError
 	if !errors.As(err, &ve) {
 		t.Fatalf("Load = %v, want a VerifierError", err)
@@ -223,9 +248,9 @@ func TestVerifierError(t *testing.T) {
 }
 
 func TestUnknownMapReference(t *testing.T) {
-	tp := &kernel.Tracepoint{Event: "sys_enter", Proto: 1}
+	point := &attach.Point{Kind: attach.TPBTF, Event: "sys_enter", BTFID: 1}
 	insns := append(asm.Instructions{asm.LoadMapPtr(asm.R1, 0).WithReference("nosuch")}, exit...)
-	_, err := Load(&ProgramSpec{Name: "p", Mechanism: TPBTF, Tracepoint: tp, Instructions: insns})
+	_, err := Load(&ProgramSpec{Name: "p", Attach: point, Instructions: insns})
 	if err == nil || !strings.Contains(err.Error(), `unknown map "nosuch"`) {
 		t.Errorf("Load = %v", err)
 	}
@@ -235,29 +260,28 @@ func TestUnknownMapReference(t *testing.T) {
 // attach, close) and checks that every file descriptor is closed.
 func TestNoFdLeak(t *testing.T) {
 	requireBPF(t)
-	tp := sysEnter(t)
-	Choose(tp) // the once-per-process feature probe must not count
+	var points []*attach.Point
+	for _, kind := range kindsOfTracepoints { // the once-per-process feature checks must not count
+		points = append(points, sysEnter(t, kind))
+	}
 	before := openFds(t)
-	for _, mech := range []Mechanism{TPBTF, RawTracepoint, Tracepoint} {
-		cycle(t, tp, mech)
+	for _, p := range points {
+		cycle(t, p)
 	}
 	if after := openFds(t); after != before {
 		t.Errorf("%d file descriptors open before, %d after", before, after)
 	}
 }
 
-func cycle(t *testing.T, tp *kernel.Tracepoint, mech Mechanism) {
+func cycle(t *testing.T, point *attach.Point) {
 	stats, err := EnableStats()
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer stats.Close()
-	counts, err := NewPerCPUArray("counts", 8, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
+	counts := newCounts(t)
 	defer counts.Close()
-	ring, err := NewRing("out", 1<<16)
+	ring, err := ebpf.NewMap(&ebpf.MapSpec{Name: "out", Type: ebpf.RingBuf, MaxEntries: 1 << 16})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -267,7 +291,7 @@ func cycle(t *testing.T, tp *kernel.Tracepoint, mech Mechanism) {
 		t.Fatal(err)
 	}
 	defer rd.Close()
-	p := loadAttached(t, &ProgramSpec{Name: "count", Mechanism: mech, Tracepoint: tp,
+	p := loadAttached(t, &ProgramSpec{Name: "count", Attach: point,
 		Instructions: countProgram(1), Maps: map[string]*ebpf.Map{"counts": counts}})
 	if err := p.Close(); err != nil {
 		t.Fatal(err)

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/bpftap/bpftap/internal/kernel"
+	"github.com/bpftap/bpftap/internal/probes/attach"
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
 	"golang.org/x/sys/unix"
@@ -38,26 +39,22 @@ var countAllProgram = asm.Instructions{
 
 func BenchmarkGetppid(b *testing.B) {
 	requireBPF(b)
-	tp := sysEnter(b)
-	counts, err := NewPerCPUArray("counts", 8, 1)
-	if err != nil {
-		b.Fatal(err)
-	}
+	counts := newCounts(b)
 	defer counts.Close()
 	maps := map[string]*ebpf.Map{"counts": counts}
 	b.Run("none", func(b *testing.B) { getppidLoop(b) })
 	for _, c := range []struct {
 		name  string
-		mech  Mechanism
+		kind  attach.Kind
 		insns asm.Instructions
 	}{
-		{"empty_tp_btf", TPBTF, emptyProgram},
-		{"empty_raw_tracepoint", RawTracepoint, emptyProgram},
-		{"empty_tracepoint", Tracepoint, emptyProgram},
-		{"percpu_count_tp_btf", TPBTF, countAllProgram},
+		{"empty_tp_btf", attach.TPBTF, emptyProgram},
+		{"empty_raw_tracepoint", attach.RawTracepoint, emptyProgram},
+		{"empty_tracepoint", attach.Tracepoint, emptyProgram},
+		{"percpu_count_tp_btf", attach.TPBTF, countAllProgram},
 	} {
 		b.Run(c.name, func(b *testing.B) {
-			p := loadAttached(b, &ProgramSpec{Name: c.name, Mechanism: c.mech, Tracepoint: tp, Instructions: c.insns, Maps: maps})
+			p := loadAttached(b, &ProgramSpec{Name: c.name, Attach: sysEnter(b, c.kind), Instructions: c.insns, Maps: maps})
 			defer p.Close()
 			getppidLoop(b)
 		})
@@ -78,7 +75,7 @@ func getppidLoop(b *testing.B) {
 // does. Use -benchtime below the number of tracepoints (e.g. 500x).
 func BenchmarkLoadAttach(b *testing.B) {
 	requireBPF(b)
-	sysEnter(b)
+	tracepoint(b, "raw_syscalls:sys_enter")
 	all, _ := kernel.Tracepoints()
 	var tps []*kernel.Tracepoint
 	for _, tp := range all {
@@ -86,8 +83,8 @@ func BenchmarkLoadAttach(b *testing.B) {
 			tps = append(tps, tp)
 		}
 	}
-	for _, mech := range []Mechanism{TPBTF, RawTracepoint, Tracepoint} {
-		b.Run(mech.String(), func(b *testing.B) {
+	for _, kind := range kindsOfTracepoints {
+		b.Run(kind.String(), func(b *testing.B) {
 			var open []io.Closer
 			defer func() {
 				for _, c := range open {
@@ -98,11 +95,12 @@ func BenchmarkLoadAttach(b *testing.B) {
 				if i == len(tps) {
 					b.Fatalf("more iterations than the %d tracepoints", len(tps))
 				}
-				counts, err := NewPerCPUArray("counts", 8, 1)
-				if err != nil {
-					b.Fatal(err)
+				counts := newCounts(b)
+				point := &attach.Point{Kind: kind, Event: tps[i].Event, System: tps[i].System}
+				if kind == attach.TPBTF {
+					point.BTFID = tps[i].Proto
 				}
-				p := loadAttached(b, &ProgramSpec{Name: "count", Mechanism: mech, Tracepoint: tps[i],
+				p := loadAttached(b, &ProgramSpec{Name: "count", Attach: point,
 					Instructions: countAllProgram, Maps: map[string]*ebpf.Map{"counts": counts}})
 				open = append(open, p, counts)
 			}

@@ -1,0 +1,112 @@
+// Package attach describes attach points: where the BPF program of a
+// kernel probe attaches and how it reads the probe point's arguments. It is
+// the contract between the kernel probe families (package probes), which
+// resolve each probe point to a Point, the code generator (package bpfgen),
+// which loads arguments from the locations a Point gives, and the runtime
+// (package bpfrt, a file per Kind), which loads and attaches programs by
+// Kind. A new family adds a Kind, and bpfrt's file for it, or reuses one;
+// docs/adding-a-probe-family.md walks through it.
+package attach
+
+import (
+	"fmt"
+
+	"github.com/bpftap/bpftap/internal/kernel"
+)
+
+// Kind is how a kernel probe's program attaches.
+type Kind uint8
+
+const (
+	// TPBTF is a BTF-typed raw tracepoint (tp_btf): the context is u64
+	// args[], pointers typed so that they may be dereferenced directly.
+	TPBTF Kind = iota + 1
+	// RawTracepoint: the context is u64 args[], memory is read by helper.
+	RawTracepoint
+	// Tracepoint is a classic tracepoint, a perf event: the context is the
+	// trace event's record, laid out as tracefs's events/SYSTEM/EVENT/format
+	// says.
+	Tracepoint
+)
+
+var kindNames = [...]string{TPBTF: "tp_btf", RawTracepoint: "raw_tracepoint", Tracepoint: "tracepoint"}
+
+func (k Kind) String() string {
+	if int(k) < len(kindNames) && kindNames[k] != "" {
+		return kindNames[k]
+	}
+	return fmt.Sprintf("attach kind %d", uint8(k))
+}
+
+// BTFTyped tells whether programs of kind k are BTF-typed tracing programs,
+// which may dereference the BTF-typed pointers of helpers such as
+// bpf_get_current_task_btf without a probe read.
+func (k Kind) BTFTyped() bool { return k == TPBTF }
+
+// Point is the attach point of one kernel probe.
+type Point struct {
+	Kind Kind
+	// The target, by kind. Tracepoints: Event, with its System (the
+	// tracefs directory, which a classic tracepoint needs) and, for tp_btf,
+	// BTFID, the typedef btf_trace_EVENT the kernel checks the program
+	// against.
+	Event  string
+	System string
+	BTFID  kernel.TypeID
+	// Args are the point's arguments, $NAME in a script, in order.
+	Args []Arg
+}
+
+// Target names what p attaches to, for messages: "sched:sched_switch".
+func (p *Point) Target() string {
+	if p.System == "" {
+		return p.Event
+	}
+	return p.System + ":" + p.Event
+}
+
+// Arg returns the argument called name and its index.
+func (p *Point) Arg(name string) (int, *Arg, bool) {
+	for i := range p.Args {
+		if p.Args[i].Name == name {
+			return i, &p.Args[i], true
+		}
+	}
+	return -1, nil, false
+}
+
+// Arg is one argument of an attach point.
+type Arg struct {
+	// Name is the argument's name without its `$`.
+	Name string
+	// Type is its type in the kernel's BTF, which member chains follow; 0
+	// when the kernel does not describe it.
+	Type kernel.TypeID
+	// Local is the name stap's -p2 listing gives the local holding it
+	// (__tracepoint_arg_NAME for a tracepoint's).
+	Local string
+	// Loc is where the program finds it.
+	Loc Loc
+}
+
+// Loc is where a program finds an argument: Size bytes (1, 2, 4 or 8) at
+// byte Offset of its context, sign-extended when Signed. That is args[i]
+// at 8·i for tp_btf, raw tracepoints and fentry; a register's slot of
+// struct pt_regs for kprobes and uprobes (rdi at 112 on x86-64); a field
+// of the trace event record for a classic tracepoint. USDT operands that
+// live in memory or are constants will extend it.
+type Loc struct {
+	Offset int
+	Size   int
+	Signed bool
+}
+
+// Words lays out params as the words of args[], the context of tp_btf and
+// raw tracepoint programs; local prefixes the names -p2 lists.
+func Words(params []kernel.Param, local string) []Arg {
+	args := make([]Arg, len(params))
+	for i, p := range params {
+		args[i] = Arg{Name: p.Name, Type: p.Type, Local: local + p.Name, Loc: Loc{Offset: 8 * i, Size: 8}}
+	}
+	return args
+}
