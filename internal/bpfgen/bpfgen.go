@@ -40,17 +40,17 @@ package bpfgen
 import (
 	"fmt"
 
-	"github.com/bpftap/bpftap/internal/format"
 	"github.com/bpftap/bpftap/internal/sema"
 	"github.com/bpftap/bpftap/internal/syntax"
+	"github.com/bpftap/bpftap/internal/tapset"
 	"github.com/cilium/ebpf/asm"
 )
 
 // Config holds the limits and choices a Module compiles with.
 type Config struct {
-	MaxAction     int64 // MAXACTION; 0 means stap's default, 1000
-	MaxMapEntries int64 // MAXMAPENTRIES; 0 means 2048
-	MaxStringLen  int   // MAXSTRINGLEN; 0 means 512
+	// Limits are the run-time limits (-D); MAXACTION, MAXMAPENTRIES and
+	// MAXSTRINGLEN left 0 take stap's defaults.
+	Limits tapset.Limits
 	// RingSize is the size of the ring buffer in bytes, a power of two
 	// (0: DefaultRingSize).
 	RingSize int
@@ -67,23 +67,23 @@ type Config struct {
 }
 
 func (c *Config) defaults() {
-	if c.MaxAction <= 0 {
-		c.MaxAction = 1000
-	}
-	if c.MaxMapEntries <= 0 {
-		c.MaxMapEntries = 2048
+	l, d := &c.Limits, tapset.DefaultLimits()
+	for _, f := range []struct{ v, def *int64 }{
+		{&l.MaxAction, &d.MaxAction}, {&l.MaxMapEntries, &d.MaxMapEntries}, {&l.MaxStringLen, &d.MaxStringLen},
+	} {
+		if *f.v <= 0 {
+			*f.v = *f.def
+		}
 	}
 	if c.RingSize <= 0 {
 		c.RingSize = DefaultRingSize
-	}
-	if c.MaxStringLen <= 0 {
-		c.MaxStringLen = format.DefaultMaxStringLen
 	}
 }
 
 // Module compiles the kernel probes of one program.
 type Module struct {
 	cfg     Config
+	maxStr  int // MAXSTRINGLEN: the width of a string slot, NUL included
 	prog    *sema.Program
 	globals map[*syntax.Var]*Global
 	order   []*Global // in the program's global order
@@ -99,7 +99,7 @@ type Module struct {
 // programs use them.
 func New(prog *sema.Program, cfg Config) *Module {
 	cfg.defaults()
-	return &Module{cfg: cfg, prog: prog, globals: map[*syntax.Var]*Global{}}
+	return &Module{cfg: cfg, maxStr: int(cfg.Limits.MaxStringLen), prog: prog, globals: map[*syntax.Var]*Global{}}
 }
 
 // Program is one compiled probe.

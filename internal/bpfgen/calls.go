@@ -4,6 +4,7 @@ import (
 	"strings"
 
 	"github.com/bpftap/bpftap/internal/syntax"
+	"github.com/bpftap/bpftap/internal/tapset"
 	"github.com/cilium/ebpf/asm"
 )
 
@@ -48,7 +49,7 @@ func (g *gen) inline(c *syntax.Call) value {
 	f := c.Func
 	var result value
 	if f.Result == syntax.TypeString {
-		result = g.strSlot(g.m.cfg.MaxStringLen)
+		result = g.strSlot(g.m.maxStr)
 		g.emit(asm.StoreImm(regScratch, int16(result.off), 0, asm.Byte))
 	}
 	if chain := g.recursion(f); chain != "" {
@@ -100,7 +101,7 @@ func (g *gen) frameSlots(f *syntax.Func) map[*syntax.Var]value {
 	g.emit(asm.Mov.Imm(asm.R1, 0))
 	for _, v := range f.Locals {
 		if v.Type == syntax.TypeString {
-			s := g.strSlot(g.m.cfg.MaxStringLen)
+			s := g.strSlot(g.m.maxStr)
 			g.emit(asm.StoreMem(regScratch, int16(s.off), asm.R1, asm.Byte))
 			slots[v] = s
 			continue
@@ -186,5 +187,5 @@ func (g *gen) next() {
 		return
 	}
 	at := frames[len(frames)-1].call.Pos
-	g.jump(g.errorSite("all functions exhausted", at, false))
+	g.jump(g.errorSite(tapset.MsgFunctionsExhausted, at, false))
 }

@@ -4,64 +4,31 @@ import (
 	"strconv"
 
 	"github.com/bpftap/bpftap/internal/kernel"
-	"github.com/bpftap/bpftap/internal/probes"
 	"github.com/bpftap/bpftap/internal/syntax"
+	"github.com/bpftap/bpftap/internal/tapset"
 	"github.com/cilium/ebpf/asm"
 )
 
-// Context functions compile to helper calls: pid/tid from
-// bpf_get_current_pid_tgid, uid/gid from bpf_get_current_uid_gid, cpu,
-// jiffies, the clocks from bpf_ktime_get_ns (gettimeofday_* adding the
-// realtime offset the driver measured), memory reads through
-// bpf_probe_read_kernel/user into a stack slot, raising stap's fault errors;
-// ppid/euid read the current task_struct (task.go); pp, pn and probefunc
-// are constant strings of the probe. Calls of script functions are inlined
-// (calls.go).
+// Context functions (builtins.go dispatches to them) compile to helper
+// calls: pid/tid from bpf_get_current_pid_tgid, uid/gid from
+// bpf_get_current_uid_gid, cpu, jiffies, the clocks from bpf_ktime_get_ns
+// (gettimeofday_* adding the realtime offset the driver measured), memory
+// reads through bpf_probe_read_kernel/user into a stack slot, raising stap's
+// fault errors; ppid/euid read the current task_struct (task.go). Context
+// expressions ($var, @cast) load their base from the attach point's
+// arguments and follow member chains (targetVar).
 
 // clockDivisors scale nanoseconds for the clock functions by suffix.
 var clockDivisors = map[string]int32{"ns": 1, "us": 1000, "ms": 1000000, "s": 1000000000}
 
-// memReads are the kernel_* and user_* readers of longs: size, signed.
+// memReads are the kernel_* and user_* readers of longs (user_ has no
+// pointer reader): size, signed.
 var memReads = map[string]struct {
 	size asm.Size
 	what string
 }{
 	"long": {asm.DWord, "long"}, "int": {asm.Word, "int"}, "short": {asm.Half, "short"},
 	"char": {asm.Byte, "char"}, "pointer": {asm.DWord, "pointer"},
-}
-
-// call compiles a call returning a long (or nothing) into R0.
-func (g *gen) call(c *syntax.Call) {
-	name := c.Name
-	switch {
-	case name == "pid" || name == "tid":
-		g.halfOf(asm.FnGetCurrentPidTgid, name == "pid")
-	case name == "uid" || name == "gid":
-		g.halfOf(asm.FnGetCurrentUidGid, name == "gid")
-	case name == "target":
-		g.constant(asm.R0, g.m.cfg.TargetPID)
-	case name == "cpu":
-		g.emit(asm.FnGetSmpProcessorId.Call())
-	case name == "jiffies":
-		g.emit(asm.FnJiffies64.Call())
-	case name == "exit":
-		g.exitRecord()
-		g.emit(asm.Mov.Imm(asm.R0, 0))
-	case name == "error":
-		g.raise(c)
-	case clockSuffix(name, "gettimeofday_") != "":
-		g.clock(clockSuffix(name, "gettimeofday_"), g.m.cfg.RealtimeOffset)
-	case clockSuffix(name, "local_clock_") != "":
-		g.clock(clockSuffix(name, "local_clock_"), 0)
-	case memRead(name) != "":
-		g.memRead(c, memRead(name))
-	case taskPaths[name] != nil:
-		g.taskField(c)
-	case scriptFunc(c):
-		g.inline(c)
-	default:
-		g.fail(c, "function %s() cannot be compiled in a kernel probe yet", name)
-	}
 }
 
 // halfOf calls fn, a helper returning two u32s in a u64, and keeps its
@@ -75,15 +42,6 @@ func (g *gen) halfOf(fn asm.BuiltinFunc, upper bool) {
 	}
 }
 
-func clockSuffix(name, prefix string) string {
-	if len(name) > len(prefix) && name[:len(prefix)] == prefix {
-		if _, ok := clockDivisors[name[len(prefix):]]; ok {
-			return name[len(prefix):]
-		}
-	}
-	return ""
-}
-
 func (g *gen) clock(unit string, offset int64) {
 	g.emit(asm.FnKtimeGetNs.Call())
 	if offset != 0 {
@@ -94,21 +52,10 @@ func (g *gen) clock(unit string, offset int64) {
 	}
 }
 
-// memRead is the kind of a kernel_*/user_* long reader, or "".
-func memRead(name string) string {
-	for _, p := range []string{"kernel_", "user_"} {
-		if len(name) > len(p) && name[:len(p)] == p {
-			if _, ok := memReads[name[len(p):]]; ok {
-				return name
-			}
-		}
-	}
-	return ""
-}
-
 // memRead compiles kernel_long(addr) and friends: a fault raises stap's
 // error for kernel reads; user reads return 0, as the tapset's wrappers do.
-func (g *gen) memRead(c *syntax.Call, name string) {
+func (g *gen) memRead(c *syntax.Call) {
+	name := c.Name
 	kernel := name[0] == 'k'
 	kind := name[len("user_"):]
 	fn := asm.FnProbeReadUser
@@ -128,7 +75,7 @@ func (g *gen) memRead(c *syntax.Call, name string) {
 		fn.Call(),
 	)
 	if kernel {
-		g.emit(asm.JNE.Imm(asm.R0, 0, g.errorSite("kernel "+r.what+" copy fault at 0x%x [man error::fault]", c.Pos, true)))
+		g.emit(asm.JNE.Imm(asm.R0, 0, g.errorSite(tapset.KernelCopyFault(r.what), c.Pos, true)))
 	} else {
 		ok := g.newLabel("read")
 		g.emit(asm.JEq.Imm(asm.R0, 0, ok), asm.StoreImm(asm.R10, slot, 0, asm.Word), asm.StoreImm(asm.R10, slot+4, 0, asm.Word))
@@ -142,59 +89,24 @@ func (g *gen) memRead(c *syntax.Call, name string) {
 	g.popStack(8)
 }
 
-// raise compiles error(msg) with a literal message.
+// raise compiles error(msg), whose message is a literal (tapset's table
+// says so, and the elaborator checked it).
 func (g *gen) raise(c *syntax.Call) {
-	lit, ok := c.Args[0].(*syntax.StringLit)
-	if !ok {
-		g.fail(c, "error() in a kernel probe needs a literal message")
-		return
-	}
-	g.emit(asm.Ja.Label(g.errorSite(lit.Value, syntax.Pos{}, false)))
-}
-
-// strCall compiles a call returning a string.
-func (g *gen) strCall(c *syntax.Call) value {
-	switch c.Name {
-	case "execname":
-		v := g.strSlot(commLen)
-		g.comm(v.off)
-		return v
-	case "kernel_string", "kernel_string_n", "user_string", "user_string_n":
-		return g.readString(c)
-	case "syscall_name":
-		return g.syscallName(c)
-	case "pp":
-		return g.strLit(g.probe.Name)
-	case "pn":
-		return g.strLit(probes.ComponentsString(g.probe.User.Components))
-	case "probefunc":
-		// stap's probefunc() is symname(addr()); a tracepoint has no
-		// registers, so addr() is 0 and symname prints it in hex.
-		return g.strLit("0x0")
-	}
-	if scriptFunc(c) {
-		return g.inline(c)
-	}
-	g.fail(c, "function %s() cannot be compiled in a kernel probe yet", c.Name)
-	return g.strSlot(8)
+	g.emit(asm.Ja.Label(g.errorSite(c.Args[0].(*syntax.StringLit).Value, syntax.Pos{}, false)))
 }
 
 // readString compiles kernel_string(addr[, n]) and user_string(addr[, n]).
 func (g *gen) readString(c *syntax.Call) value {
-	width := g.m.cfg.MaxStringLen
+	width := g.m.maxStr
 	dst := g.strSlot(width)
 	limit := width
-	if len(c.Args) > 1 {
-		n, ok := c.Args[1].(*syntax.NumberLit)
-		if !ok {
-			g.fail(c, "%s() in a kernel probe needs a literal length", c.Name)
-			return dst
-		}
-		limit = int(min(max(n.Value, 0), int64(width-1))) + 1
+	if len(c.Args) > 1 { // a literal: tapset's table says so
+		n := c.Args[1].(*syntax.NumberLit).Value
+		limit = int(min(max(n, 0), int64(width-1))) + 1
 	}
-	fn, what := asm.FnProbeReadKernelStr, "kernel string copy fault at 0x%x [man error::fault]"
+	fn, what := asm.FnProbeReadKernelStr, tapset.KernelCopyFault("string")
 	if c.Name[0] == 'u' {
-		fn, what = asm.FnProbeReadUserStr, "user string copy fault "+strconv.Itoa(-14)+" at 0x%x [man error::fault]"
+		fn, what = asm.FnProbeReadUserStr, tapset.UserStringFault
 	}
 	g.long(c.Args[0])
 	g.emit(asm.Mov.Reg(regRec, asm.R0))
@@ -262,7 +174,7 @@ func (g *gen) readPath(path *kernel.Path, address bool, at syntax.Pos) {
 	if path == nil || len(path.Offsets) == 0 {
 		return
 	}
-	fault := func() string { return g.errorSite("kernel read fault at 0x%x [man error::fault]", at, true) }
+	fault := func() string { return g.errorSite(tapset.KernelReadFault, at, true) }
 	slot := g.pushSlot()
 	for i, off := range path.Offsets {
 		if i > 0 {

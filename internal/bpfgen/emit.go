@@ -125,6 +125,17 @@ func (g *gen) fail(n syntax.Node, format string, args ...any) {
 	}
 }
 
+// refuse fails at n, a construct the elaborator refuses in kernel probes,
+// with the elaborator's message (sema.KernelRefusal), so that both passes
+// say the same; what describes n should the elaborator have none.
+func (g *gen) refuse(n syntax.Node, what string) {
+	if msg := sema.KernelRefusal(n, false); msg != "" {
+		g.fail(n, "%s", msg)
+		return
+	}
+	g.fail(n, "%s cannot be compiled in a kernel probe", what)
+}
+
 // pushSlot reserves an 8-byte stack slot and returns its offset from R10.
 func (g *gen) pushSlot() int16 { return g.pushStack(8) }
 

@@ -4,6 +4,7 @@ import (
 	"math"
 
 	"github.com/bpftap/bpftap/internal/syntax"
+	"github.com/bpftap/bpftap/internal/tapset"
 	"github.com/cilium/ebpf/asm"
 )
 
@@ -68,7 +69,7 @@ func (g *gen) local(v *syntax.Var) value {
 	}
 	var s value
 	if v.Type == syntax.TypeString {
-		s = value{str: true, width: g.m.cfg.MaxStringLen}
+		s = value{str: true, width: g.m.maxStr}
 		s.off = g.allocScratch(s.width)
 	} else {
 		s = value{off: int(g.pushSlot())}
@@ -148,7 +149,7 @@ func (g *gen) arith(op string, at syntax.Pos) {
 	}
 	switch op {
 	case "/", "%":
-		g.emit(asm.JEq.Imm(asm.R1, 0, g.errorSite("division by 0", at, false)))
+		g.emit(asm.JEq.Imm(asm.R1, 0, g.errorSite(tapset.MsgDivisionByZero, at, false)))
 	case "<<", ">>", ">>>":
 		g.emit(asm.And.Imm(asm.R1, 63))
 	}

@@ -2,6 +2,7 @@ package bpfgen
 
 import (
 	"github.com/bpftap/bpftap/internal/syntax"
+	"github.com/bpftap/bpftap/internal/tapset"
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
 )
@@ -65,7 +66,7 @@ func (m *Module) global(v *syntax.Var) *Global {
 	valueSize := 8
 	switch v.Type {
 	case syntax.TypeString:
-		gl.Value.Width = m.cfg.MaxStringLen
+		gl.Value.Width = m.maxStr
 		valueSize = fieldSize(gl.Value)
 	case syntax.TypeStats:
 		gl.Stat = m.statLayout(v)
@@ -77,7 +78,7 @@ func (m *Module) global(v *syntax.Var) *Global {
 	case !v.IsArray:
 		gl.Spec.Type, gl.Spec.MaxEntries = ebpf.Array, 1
 	default:
-		gl.Spec.Type, gl.Spec.MaxEntries = ebpf.Hash, uint32(m.cfg.MaxMapEntries)
+		gl.Spec.Type, gl.Spec.MaxEntries = ebpf.Hash, uint32(m.cfg.Limits.MaxMapEntries)
 		if v.Decl != nil && v.Decl.Size > 0 {
 			gl.Spec.MaxEntries = uint32(v.Decl.Size)
 		}
@@ -144,7 +145,7 @@ func (m *Module) keyWidth(v *syntax.Var, i int) int {
 	if comm {
 		return commLen
 	}
-	return m.cfg.MaxStringLen
+	return m.maxStr
 }
 
 func fitsComm(k syntax.Expr) bool {
@@ -229,21 +230,13 @@ func (g *gen) lookupOrCreateKey(gl *Global, k keyAddr, at syntax.Pos) {
 		k.load(g, asm.R2)
 		g.emit(asm.FnMapLookupElem.Call())
 	}
-	g.emit(asm.JEq.Imm(asm.R0, 0, g.errorSite(g.overflowMsg(gl.Var), at, false)))
+	g.emit(asm.JEq.Imm(asm.R0, 0, g.errorSite(tapset.OverflowMessage(gl.Var), at, false)))
 	g.mark(have)
 	g.emit(asm.Mov.Reg(regRec, asm.R0))
 	g.stack = stack
 }
 
 const bpfNoExist = 1 // BPF_NOEXIST
-
-// overflowMsg is stap's message for a full array.
-func (g *gen) overflowMsg(v *syntax.Var) string {
-	if v.Decl != nil && v.Decl.Size > 0 {
-		return "Array overflow, check size limit (" + itoa(v.Decl.Size) + ")"
-	}
-	return "Array overflow, check MAXMAPENTRIES"
-}
 
 // readGlobal loads the long v[keys] (0 when absent) into R0.
 func (g *gen) readGlobal(v *syntax.Var, keys []syntax.Expr) {
@@ -260,7 +253,7 @@ func (g *gen) readGlobal(v *syntax.Var, keys []syntax.Expr) {
 func (g *gen) readElement(x *syntax.Index) {
 	v := indexVar(x)
 	if v == nil {
-		g.fail(x, "histogram buckets cannot be read in a kernel probe")
+		g.refuse(x.Array, "reading a histogram's bucket")
 		return
 	}
 	g.readGlobal(v, x.Keys)
@@ -333,7 +326,7 @@ func (g *gen) in(e *syntax.In) {
 	}
 	for _, k := range e.Keys {
 		if _, star := k.(*syntax.Star); star {
-			g.fail(k, "'*' keys cannot be compiled in a kernel probe")
+			g.refuse(k, "a '*' key")
 			return
 		}
 	}
@@ -354,7 +347,7 @@ func (g *gen) delete(s *syntax.DeleteStmt) {
 		v := indexVar(t)
 		for _, k := range t.Keys {
 			if _, star := k.(*syntax.Star); star || v == nil {
-				g.fail(k, "'*' keys cannot be compiled in a kernel probe")
+				g.refuse(k, "a '*' key")
 				return
 			}
 		}
@@ -366,7 +359,7 @@ func (g *gen) delete(s *syntax.DeleteStmt) {
 		g.stack = stack
 	case *syntax.Ident:
 		if t.Var.Kind != syntax.VarGlobal || t.Var.IsArray || t.Var.Type != syntax.TypeLong {
-			g.fail(s, "deleting a whole array, statistic or string cannot be compiled in a kernel probe yet")
+			g.refuse(s, "delete of a whole array, statistic or string")
 			return
 		}
 		g.updateGlobal(t, "", &syntax.NumberLit{Typed: syntax.Typed{T: syntax.TypeLong}}, s.Pos, false)

@@ -41,7 +41,7 @@ func (m *Module) Maps() []Map {
 	}
 	if m.cfg.Target {
 		maps = append(maps, Map{TargetMap, &ebpf.MapSpec{Name: "stap_target", Type: ebpf.Hash, KeySize: 4, ValueSize: 1,
-			MaxEntries: uint32(m.cfg.MaxMapEntries)}})
+			MaxEntries: uint32(m.cfg.Limits.MaxMapEntries)}})
 	}
 	for _, gl := range m.order {
 		maps = append(maps, Map{gl.Ref, gl.Spec})

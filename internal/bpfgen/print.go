@@ -3,13 +3,16 @@ package bpfgen
 import (
 	"github.com/bpftap/bpftap/internal/sema"
 	"github.com/bpftap/bpftap/internal/syntax"
+	"github.com/bpftap/bpftap/internal/tapset"
 	"github.com/cilium/ebpf/asm"
 )
 
 // print compiles printf/print/println/printd/printdln into a RecordPrint:
 // the arguments are evaluated first (longs to stack slots, strings to
 // scratch slots), then a record is reserved, filled and submitted. A full
-// ring skips the output (the drop is counted).
+// ring skips the output (the drop is counted). An argument that calls a
+// Captured builtin (tapset.Captured) sends the call's arguments instead,
+// depth first, and user space computes the call when it formats the record.
 // The s* forms, used for their side effects only, are formatted (see
 // sprintf.go) and dropped.
 func (g *gen) print(e *syntax.PrintCall) {
@@ -29,19 +32,7 @@ func (g *gen) print(e *syntax.PrintCall) {
 	mark, stack := g.scratchMark(), g.stack
 	var where []int
 	for _, a := range e.Args {
-		field := ArgField{Offset: out.Size}
-		if a.Type() == syntax.TypeString {
-			v := g.str(a)
-			field.Width = v.width
-			where = append(where, v.off)
-		} else {
-			g.long(a)
-			slot := g.pushSlot()
-			g.emit(asm.StoreMem(asm.R10, slot, asm.R0, asm.DWord))
-			where = append(where, int(slot))
-		}
-		out.Args = append(out.Args, field)
-		out.Size += fieldSize(field)
+		g.printArg(a, out, &where)
 	}
 	id := len(g.m.Outputs)
 	g.m.Outputs = append(g.m.Outputs, out)
@@ -75,5 +66,29 @@ func (g *gen) print(e *syntax.PrintCall) {
 	g.stack = stack
 }
 
-// printFormat is the format of a print-family call, as the interpreter
-// builds it.
+// printArg evaluates a print argument into a field of the record out: its
+// value, or, for a call of a Captured builtin, the values of the call's
+// arguments; where gets the slot each value waits in.
+func (g *gen) printArg(a syntax.Expr, out *Output, where *[]int) {
+	if c, ok := a.(*syntax.Call); ok {
+		if b := sema.Builtin(c); b != nil && b.Kernel == tapset.Captured {
+			for _, x := range c.Args {
+				g.printArg(x, out, where)
+			}
+			return
+		}
+	}
+	field := ArgField{Offset: out.Size}
+	if a.Type() == syntax.TypeString {
+		v := g.str(a)
+		field.Width = v.width
+		*where = append(*where, v.off)
+	} else {
+		g.long(a)
+		slot := g.pushSlot()
+		g.emit(asm.StoreMem(asm.R10, slot, asm.R0, asm.DWord))
+		*where = append(*where, int(slot))
+	}
+	out.Args = append(out.Args, field)
+	out.Size += fieldSize(field)
+}

@@ -13,7 +13,9 @@ import (
 //
 //	RecordPrint: id indexes Module.Outputs; the arguments follow at the
 //	             offsets the Output lists (longs as 8 native-endian bytes,
-//	             strings as NUL-terminated bytes in a fixed-width field).
+//	             strings as NUL-terminated bytes in a fixed-width field);
+//	             for an argument calling a Captured builtin, the call's
+//	             arguments, depth first (print.go).
 //	RecordError: id indexes Module.Errors; a u64 argument follows (the
 //	             faulting address of a read error, else 0). The probe ended.
 //	RecordExit:  exit() was called; no payload.

@@ -102,7 +102,7 @@ func (g *gen) sprintf(e *syntax.PrintCall) value {
 // arguments args evaluates (in order, after the slots are laid out); what
 // names the construct in errors at n.
 func (g *gen) format(n syntax.Node, what string, f *format.Format, args func() []sprintArg) value {
-	s := &sprint{g: g, limit: g.m.cfg.MaxStringLen}
+	s := &sprint{g: g, limit: g.m.maxStr}
 	s.out = g.allocScratch(2*s.limit + 8)
 	s.stage = g.allocScratch(2 * digitRoom)
 	s.table = g.allocScratch(len(digitTable))

@@ -3,6 +3,7 @@ package bpfgen
 import (
 	"github.com/bpftap/bpftap/internal/sema"
 	"github.com/bpftap/bpftap/internal/syntax"
+	"github.com/bpftap/bpftap/internal/tapset"
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
 )
@@ -44,7 +45,7 @@ func (g *gen) statRead(e *syntax.StatOp) {
 	v := sema.StatVar(e.X)
 	switch {
 	case e.Op == "variance":
-		g.fail(e, "@variance() of a statistic cannot be compiled in a kernel probe yet")
+		g.refuse(e, "@variance")
 		return
 	case v == nil:
 		g.fail(e, "@%s() needs a statistic", e.Op)
@@ -155,7 +156,7 @@ func (g *gen) extract(e *syntax.StatOp, acc int16) {
 		g.emit(ld(asm.R0, accSum))
 		return
 	}
-	g.emit(ld(asm.R1, accCount), asm.JEq.Imm(asm.R1, 0, g.errorSite("empty aggregate", e.Pos, false)))
+	g.emit(ld(asm.R1, accCount), asm.JEq.Imm(asm.R1, 0, g.errorSite(tapset.MsgEmptyAggregate, e.Pos, false)))
 	switch e.Op {
 	case "min":
 		g.emit(ld(asm.R0, accMin))

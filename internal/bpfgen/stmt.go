@@ -2,6 +2,7 @@ package bpfgen
 
 import (
 	"github.com/bpftap/bpftap/internal/syntax"
+	"github.com/bpftap/bpftap/internal/tapset"
 	"github.com/cilium/ebpf/asm"
 )
 
@@ -48,7 +49,7 @@ func (g *gen) stmt(s syntax.Stmt) {
 	case *syntax.DeleteStmt:
 		g.delete(s)
 	default:
-		g.fail(s, "this statement cannot be compiled in a kernel probe yet")
+		g.refuse(s, "this statement")
 	}
 }
 
@@ -98,7 +99,7 @@ func (g *gen) loop(init, cond, post syntax.Expr, body syntax.Stmt) {
 		asm.LoadMem(asm.R1, asm.R10, counter, asm.DWord),
 		asm.Add.Imm(asm.R1, 1),
 		asm.StoreMem(asm.R10, counter, asm.R1, asm.DWord),
-		asm.JGT.Imm(asm.R1, int32(g.m.cfg.MaxAction), g.errorSite("MAXACTION exceeded", g.cur, false)),
+		asm.JGT.Imm(asm.R1, int32(g.m.cfg.Limits.MaxAction), g.errorSite(tapset.MsgMaxAction, g.cur, false)),
 	)
 	if cond != nil {
 		g.long(cond)

@@ -43,7 +43,7 @@ func (g *gen) str(e syntax.Expr) value {
 	case *syntax.PrintCall:
 		return g.sprintf(e)
 	case *syntax.Ternary:
-		dst := g.strSlot(g.m.cfg.MaxStringLen)
+		dst := g.strSlot(g.m.maxStr)
 		other, done := g.newLabel("else"), g.newLabel("fi")
 		g.long(e.Cond)
 		g.emit(asm.JEq.Imm(asm.R0, 0, other))
@@ -66,8 +66,8 @@ func (g *gen) strSlot(width int) value {
 // strLit stores a literal into a new slot, eight bytes at a time.
 func (g *gen) strLit(s string) value {
 	b := []byte(s)
-	if len(b) >= g.m.cfg.MaxStringLen {
-		b = b[:g.m.cfg.MaxStringLen-1]
+	if len(b) >= g.m.maxStr {
+		b = b[:g.m.maxStr-1]
 	}
 	v := g.strSlot(len(b) + 1)
 	padded := make([]byte, (len(b)+8)&^7)
@@ -198,7 +198,7 @@ func (g *gen) storeString(v *syntax.Var, keys []syntax.Expr, src value, at synta
 
 // concat compiles x . y into a new slot.
 func (g *gen) concat(e *syntax.Binary) value {
-	width := g.m.cfg.MaxStringLen
+	width := g.m.maxStr
 	// Twice the width: the verifier bounds the second copy by its largest
 	// offset plus its largest size, not by their sum (which is width).
 	dst := value{str: true, off: g.allocScratch(2 * width), width: width}

@@ -10,18 +10,17 @@ import (
 	"github.com/bpftap/bpftap/internal/kernelside"
 	"github.com/bpftap/bpftap/internal/sema"
 	"github.com/bpftap/bpftap/internal/syntax"
+	"github.com/bpftap/bpftap/internal/tapset"
 )
 
 // translate runs pass 3: every kernel probe compiled to a BPF program.
-func (s *session) translate(prog *sema.Program, limits interp.Limits, targetPID int) (*kernelside.Session, error) {
+func (s *session) translate(prog *sema.Program, limits tapset.Limits, targetPID int) (*kernelside.Session, error) {
 	ks, err := kernelside.Compile(prog, kernelside.Config{
-		MaxAction:     limits.MaxAction,
-		MaxMapEntries: limits.MaxMapEntries,
-		MaxStringLen:  int(limits.MaxStringLen),
-		RingSize:      s.opts.BufferMB << 20,
-		TargetPID:     targetPID,
-		Timing:        s.opts.Timing,
-		LogLevel:      verifierLogLevel(s.opts.Verbose),
+		Limits:    tapset.Limits(limits),
+		RingSize:  s.opts.BufferMB << 20,
+		TargetPID: targetPID,
+		Timing:    s.opts.Timing,
+		LogLevel:  verifierLogLevel(s.opts.Verbose),
 	})
 	if err != nil {
 		return nil, err

@@ -11,13 +11,14 @@ import (
 	"github.com/bpftap/bpftap/internal/interp"
 	"github.com/bpftap/bpftap/internal/kernelside"
 	"github.com/bpftap/bpftap/internal/sema"
+	"github.com/bpftap/bpftap/internal/tapset"
 )
 
 // execute runs pass 5: begin probes, then the kernel programs are attached
 // and the -c command released, timers and kernel events until the script
 // exits, the command ends, the -T timeout expires or a signal arrives; then
 // the programs are detached, the ring drained and the end probes run.
-func (s *session) execute(prog *sema.Program, ks *kernelside.Session, limits interp.Limits, target *target) int {
+func (s *session) execute(prog *sema.Program, ks *kernelside.Session, limits tapset.Limits, target *target) int {
 	out, closeOut, err := s.output()
 	if err != nil {
 		return s.fail(5, "run", err)
@@ -59,8 +60,8 @@ func (s *session) execute(prog *sema.Program, ks *kernelside.Session, limits int
 // limits applies the -D NAME=VALUE settings to the interpreter's limits. Names
 // that are not run-time limits only meant something to stap's C compiler and are
 // accepted without effect.
-func (s *session) limits() (interp.Limits, error) {
-	l := interp.DefaultLimits()
+func (s *session) limits() (tapset.Limits, error) {
+	l := tapset.DefaultLimits()
 	for _, d := range s.opts.Defines {
 		name, value, ok := strings.Cut(d, "=")
 		if !ok {

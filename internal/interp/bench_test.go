@@ -7,6 +7,7 @@ import (
 
 	"github.com/bpftap/bpftap/internal/sema"
 	"github.com/bpftap/bpftap/internal/syntax"
+	"github.com/bpftap/bpftap/internal/tapset"
 )
 
 // benchLoops is how many times each benchmark script goes round its loop.
@@ -35,7 +36,7 @@ func BenchmarkScripts(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
 				in, err := New(prog, Config{Stdout: io.Discard, Stderr: io.Discard,
-					Limits: Limits{MaxStringLen: 512, MaxAction: 1 << 40, MaxMapEntries: 2048},
+					Limits: tapset.Limits{MaxStringLen: 512, MaxAction: 1 << 40, MaxMapEntries: 2048},
 					Now:    func() time.Time { return fixedNow }, Seed: 1})
 				if err != nil {
 					b.Fatal(err)

@@ -1,6 +1,10 @@
 package interp
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/bpftap/bpftap/internal/tapset"
+)
 
 // User-side probes have no kernel context and no traced process: every read
 // faults. The kernel readers and user_string report stap's fault errors;
@@ -23,15 +27,13 @@ var memoryBuiltins = map[string]builtinFunc{
 
 func kernelFault(what string) builtinFunc {
 	return func(cc *callContext, a []Value) Value {
-		cc.fail(fmt.Sprintf("kernel %s copy fault at 0x%x [man error::fault]", what, uint64(a[0].Int)))
+		cc.fail(fmt.Sprintf(tapset.KernelCopyFault(what), uint64(a[0].Int)))
 		return Value{}
 	}
 }
 
-const efault = -14
-
 func userStringFault(cc *callContext, a []Value) Value {
-	cc.fail(fmt.Sprintf("user string copy fault %d at 0x%x [man error::fault]", efault, uint64(a[0].Int)))
+	cc.fail(fmt.Sprintf(tapset.UserStringFault, uint64(a[0].Int)))
 	return Value{}
 }
 

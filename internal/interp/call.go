@@ -6,6 +6,7 @@ import (
 
 	"github.com/bpftap/bpftap/internal/format"
 	"github.com/bpftap/bpftap/internal/syntax"
+	"github.com/bpftap/bpftap/internal/tapset"
 )
 
 // call calls a script function or a builtin. Like stap it checks the nesting
@@ -24,7 +25,7 @@ func (in *Interp) call(c *syntax.Call) Value {
 		at = f.Decl.NamePos
 	}
 	if in.act.nesting+1 >= in.maxNesting {
-		throw("MAXNESTING exceeded", at)
+		throw(tapset.MsgMaxNesting, at)
 	}
 	in.act.nesting++
 	defer func() { in.act.nesting-- }()
@@ -58,7 +59,7 @@ func (in *Interp) callScript(c *syntax.Call, args []Value) Value {
 	case ctlNone:
 		in.note(0, body.Pos, true)
 	case ctlNext:
-		throw("all functions exhausted", c.Pos)
+		throw(tapset.MsgFunctionsExhausted, c.Pos)
 	}
 	in.fr = caller
 	if finite {
@@ -161,7 +162,7 @@ func (in *Interp) printError(n *syntax.PrintCall, err error) {
 func (in *Interp) renderHist(dst []byte, h *syntax.Hist) []byte {
 	s := in.aggregate(h.X)
 	if s == nil {
-		throw("empty aggregate", h.Pos)
+		throw(tapset.MsgEmptyAggregate, h.Pos)
 	}
 	out, err := s.AppendHist(dst)
 	if err != nil {

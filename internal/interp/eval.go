@@ -6,6 +6,7 @@ import (
 
 	"github.com/bpftap/bpftap/internal/format"
 	"github.com/bpftap/bpftap/internal/syntax"
+	"github.com/bpftap/bpftap/internal/tapset"
 )
 
 // eval evaluates e to a value of its type.
@@ -217,7 +218,7 @@ func (in *Interp) loadIndex(e *syntax.Index) Value {
 func (in *Interp) storeError(e *syntax.Index, err error) {
 	switch {
 	case errors.Is(err, ErrOverflow):
-		throw(OverflowMessage(e.Array.(*syntax.Ident).Var), e.Pos)
+		throw(tapset.OverflowMessage(e.Array.(*syntax.Ident).Var), e.Pos)
 	default:
 		throw(err.Error(), e.Pos)
 	}
@@ -297,7 +298,7 @@ func arith(op string, x, y int64, at syntax.Pos) int64 {
 		return x * y
 	case "/", "%":
 		if y == 0 {
-			throw("division by 0", at)
+			throw(tapset.MsgDivisionByZero, at)
 		}
 		if op == "/" {
 			return x / y
@@ -456,7 +457,7 @@ func (in *Interp) statOp(e *syntax.StatOp) int64 {
 		if e.Op == "count" || e.Op == "sum" {
 			return 0
 		}
-		throw("empty aggregate", e.Pos)
+		throw(tapset.MsgEmptyAggregate, e.Pos)
 	}
 	v, err := s.Get(e.Op)
 	if err != nil {
@@ -469,7 +470,7 @@ func (in *Interp) statOp(e *syntax.StatOp) int64 {
 func (in *Interp) histBucket(h *syntax.Hist, e *syntax.Index) int64 {
 	s := in.aggregate(h.X)
 	if s == nil || s.Count == 0 {
-		throw("empty aggregate", e.Pos)
+		throw(tapset.MsgEmptyAggregate, e.Pos)
 	}
 	n := in.evalLong(e.Keys[0])
 	if n < 0 || n >= int64(len(s.Counts)) {

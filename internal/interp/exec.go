@@ -8,6 +8,7 @@ import (
 	"github.com/bpftap/bpftap/internal/format"
 	"github.com/bpftap/bpftap/internal/sema"
 	"github.com/bpftap/bpftap/internal/syntax"
+	"github.com/bpftap/bpftap/internal/tapset"
 )
 
 // ctl is how a statement ended.
@@ -134,7 +135,7 @@ func (in *Interp) enter(count int64, finite bool, at syntax.Pos) {
 		return
 	}
 	if in.act.remaining < count {
-		panic(&runError{Msg: "MAXACTION exceeded", At: at, Uncatchable: true})
+		panic(&runError{Msg: tapset.MsgMaxAction, At: at, Uncatchable: true})
 	}
 	in.fr.checked = true
 }
@@ -143,7 +144,7 @@ func (in *Interp) enter(count int64, finite bool, at syntax.Pos) {
 // (the generated code does so at the end of basic blocks, and every ten actions).
 func (in *Interp) note(n int64, p syntax.Pos, update bool) {
 	if in.exhausted(n, update) {
-		panic(&runError{Msg: "MAXACTION exceeded", At: p, Uncatchable: true})
+		panic(&runError{Msg: tapset.MsgMaxAction, At: p, Uncatchable: true})
 	}
 }
 
@@ -151,7 +152,7 @@ func (in *Interp) note(n int64, p syntax.Pos, update bool) {
 // looked for only when the error needs it.
 func (in *Interp) noteAt(n int64, s syntax.Node, update bool) {
 	if in.exhausted(n, update) {
-		panic(&runError{Msg: "MAXACTION exceeded", At: stmtPos(s), Uncatchable: true})
+		panic(&runError{Msg: tapset.MsgMaxAction, At: stmtPos(s), Uncatchable: true})
 	}
 }
 

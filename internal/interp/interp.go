@@ -77,54 +77,21 @@ import (
 	"math/rand/v2"
 	"os"
 	"sort"
-	"strconv"
 	"sync"
 	"time"
 
 	"github.com/bpftap/bpftap/internal/format"
 	"github.com/bpftap/bpftap/internal/sema"
 	"github.com/bpftap/bpftap/internal/syntax"
+	"github.com/bpftap/bpftap/internal/tapset"
 )
-
-// Limits are the run-time limits stap takes from -D NAME=VALUE.
-type Limits struct {
-	MaxStringLen  int64 // MAXSTRINGLEN: string buffers, including the NUL byte
-	MaxAction     int64 // MAXACTION; handlers get ten times as many (MAXACTION_INTERRUPTIBLE)
-	MaxNesting    int64 // MAXNESTING; 0 means computed from the call graph as stap does
-	MaxMapEntries int64 // MAXMAPENTRIES: capacity of arrays declared without a size
-	MaxErrors     int64 // MAXERRORS: errors tolerated before the session stops
-	MaxSkipped    int64 // MAXSKIPPED
-}
-
-// DefaultLimits are stap's defaults on a 64-bit machine.
-func DefaultLimits() Limits {
-	return Limits{MaxStringLen: 512, MaxAction: 1000, MaxMapEntries: 2048, MaxSkipped: 100}
-}
-
-// Define applies a -D NAME=VALUE setting. It reports false for names that are
-// not run-time limits (the driver may accept and ignore those, as they only
-// matter to stap's C compiler).
-func (l *Limits) Define(name, value string) (bool, error) {
-	fields := map[string]*int64{
-		"MAXSTRINGLEN": &l.MaxStringLen, "MAXACTION": &l.MaxAction, "MAXNESTING": &l.MaxNesting,
-		"MAXMAPENTRIES": &l.MaxMapEntries, "MAXERRORS": &l.MaxErrors, "MAXSKIPPED": &l.MaxSkipped,
-	}
-	p := fields[name]
-	if p == nil {
-		return false, nil
-	}
-	v, err := strconv.ParseInt(value, 0, 64)
-	if err != nil || v < 0 {
-		return true, fmt.Errorf("invalid value %q for %s", value, name)
-	}
-	*p = v
-	return true, nil
-}
 
 // Config is what a session needs from its driver.
 type Config struct {
 	Stdout, Stderr io.Writer
-	Limits         Limits
+	// Limits are the run-time limits (-D); the zero Limits are stap's
+	// defaults.
+	Limits tapset.Limits
 	// Target is the pid of -x or -c (target()), 0 if none.
 	Target int
 	// Now is the clock (nil: time.Now); tests fix it.
@@ -155,7 +122,7 @@ const (
 type Interp struct {
 	prog   *sema.Program
 	cfg    Config
-	limits Limits
+	limits tapset.Limits
 	now    func() time.Time
 	start  time.Time
 	rng    *rand.Rand
@@ -168,8 +135,11 @@ type Interp struct {
 	timing  map[*sema.Probe]*format.Stat // with Config.Timing
 	globals []Storage
 	formats map[*syntax.PrintCall]*format.Format
-	regexps map[*syntax.Binary]*regexpProg
-	actions *actionCounter
+	// captures marks the print-family calls of kernel probes whose records
+	// carry the arguments of Captured builtins (kernel.go).
+	captures map[*syntax.PrintCall]bool
+	regexps  map[*syntax.Binary]*regexpProg
+	actions  *actionCounter
 
 	maxNesting int
 	// stack holds the key tuples, arguments and locals in use (see release),
@@ -197,8 +167,8 @@ type Interp struct {
 // New prepares a session for prog. It fails when the program uses something
 // the interpreter cannot run (an invalid printf format, a bad histogram).
 func New(prog *sema.Program, cfg Config) (*Interp, error) {
-	if cfg.Limits == (Limits{}) {
-		cfg.Limits = DefaultLimits()
+	if cfg.Limits == (tapset.Limits{}) {
+		cfg.Limits = tapset.DefaultLimits()
 	}
 	if cfg.Stdout == nil {
 		cfg.Stdout = os.Stdout
@@ -207,14 +177,15 @@ func New(prog *sema.Program, cfg Config) (*Interp, error) {
 		cfg.Stderr = os.Stderr
 	}
 	in := &Interp{
-		prog:    prog,
-		cfg:     cfg,
-		limits:  cfg.Limits,
-		now:     cfg.Now,
-		done:    make(chan struct{}),
-		formats: map[*syntax.PrintCall]*format.Format{},
-		regexps: map[*syntax.Binary]*regexpProg{},
-		warned:  map[string]bool{},
+		prog:     prog,
+		cfg:      cfg,
+		limits:   cfg.Limits,
+		now:      cfg.Now,
+		done:     make(chan struct{}),
+		formats:  map[*syntax.PrintCall]*format.Format{},
+		captures: map[*syntax.PrintCall]bool{},
+		regexps:  map[*syntax.Binary]*regexpProg{},
+		warned:   map[string]bool{},
 	}
 	if in.now == nil {
 		in.now = time.Now

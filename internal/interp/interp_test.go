@@ -88,7 +88,7 @@ func runScript(t *testing.T, c testCase, lib []*syntax.File, seed uint64) (strin
 	if err != nil {
 		t.Fatalf("%s: elaborate: %v", c.file, err)
 	}
-	limits := DefaultLimits()
+	limits := tapset.DefaultLimits()
 	for _, d := range c.defines {
 		name, value, _ := strings.Cut(d, "=")
 		if ok, err := limits.Define(name, value); !ok || err != nil {

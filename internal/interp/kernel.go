@@ -1,10 +1,10 @@
 package interp
 
 import (
-	"strconv"
-
 	"github.com/bpftap/bpftap/internal/format"
+	"github.com/bpftap/bpftap/internal/sema"
 	"github.com/bpftap/bpftap/internal/syntax"
+	"github.com/bpftap/bpftap/internal/tapset"
 )
 
 // Kernel probes.
@@ -30,7 +30,9 @@ const kernelFlushSize = 64 << 10
 
 // KernelPrint formats a print record of a kernel probe: call is the
 // print-family call it comes from (print, printf, println, printd, printdln),
-// args its arguments, longs in Int and strings in Str. Strings are cut to
+// args its arguments, longs in Int and strings in Str; for an argument that
+// calls a Captured builtin (tapset.Captured), the call's arguments, depth
+// first: the call is made here (captured). Strings are cut to
 // MAXSTRINGLEN-1 bytes and at their first NUL byte, in place. A format error
 // is reported as a run-time error at the argument, as in a user-side probe.
 func (in *Interp) KernelPrint(call *syntax.PrintCall, args []format.Arg) {
@@ -42,6 +44,9 @@ func (in *Interp) KernelPrint(call *syntax.PrintCall, args []format.Arg) {
 	for i := range args {
 		args[i].Str = in.clip(args[i].Str)
 	}
+	if in.captures[call] {
+		args = in.captured(call.Args, args)
+	}
 	if err := protect(func() { in.emit(call, nil, args) }); err != nil {
 		in.flush()
 		in.report(err)
@@ -51,8 +56,43 @@ func (in *Interp) KernelPrint(call *syntax.PrintCall, args []format.Arg) {
 	}
 }
 
+// captured computes the arguments exprs of a print-family call from the
+// values a kernel probe sent: the value of an argument, or the values of
+// the arguments of a Captured builtin's call, which is made here as a
+// user-side probe would make it.
+func (in *Interp) captured(exprs []syntax.Expr, values []format.Arg) []format.Arg {
+	args := make([]format.Arg, len(exprs))
+	for i, e := range exprs {
+		var v Value
+		v, values = in.capturedValue(e, values)
+		args[i] = format.Arg(v)
+	}
+	return args
+}
+
+// capturedValue computes e from the first of values, returning the rest.
+func (in *Interp) capturedValue(e syntax.Expr, values []format.Arg) (Value, []format.Arg) {
+	c, ok := e.(*syntax.Call)
+	if !ok || !isCaptured(c) {
+		return Value(values[0]), values[1:]
+	}
+	args := make([]Value, len(c.Args))
+	for i, a := range c.Args {
+		args[i], values = in.capturedValue(a, values)
+	}
+	v := in.callBuiltin(c, args)
+	v.Str = in.clip(v.Str)
+	return v, values
+}
+
+// isCaptured tells whether c calls a Captured builtin.
+func isCaptured(c *syntax.Call) bool {
+	b := sema.Builtin(c)
+	return b != nil && b.Kernel == tapset.Captured
+}
+
 // KernelError reports a run-time error raised by a kernel probe: msg is the
-// message (e.g. "division by 0", OverflowMessage(v)), at the token stap
+// message (e.g. tapset.MsgDivisionByZero, tapset.OverflowMessage(v)), at the token stap
 // names after "near" (the operator, the indexed array), or the zero Pos.
 // Output buffered before it is written first. Past MAXERRORS the session
 // stops, as it does for user-side errors.
@@ -71,14 +111,6 @@ func (in *Interp) Flush() {
 	in.mu.Lock()
 	defer in.mu.Unlock()
 	in.flush()
-}
-
-// OverflowMessage is stap's error when array v is full.
-func OverflowMessage(v *syntax.Var) string {
-	if v.Decl != nil && v.Decl.Size > 0 {
-		return "Array overflow, check size limit (" + strconv.FormatInt(v.Decl.Size, 10) + ")"
-	}
-	return "Array overflow, check MAXMAPENTRIES"
 }
 
 // KernelExit is exit() called by a kernel probe: the session stops as it

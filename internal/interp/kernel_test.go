@@ -8,6 +8,7 @@ import (
 	"github.com/bpftap/bpftap/internal/format"
 	"github.com/bpftap/bpftap/internal/sema"
 	"github.com/bpftap/bpftap/internal/syntax"
+	"github.com/bpftap/bpftap/internal/tapset"
 )
 
 // kernelScript stands in for a program with kernel probes: the never probe's
@@ -26,7 +27,7 @@ type kernelSession struct {
 	div            syntax.Pos
 }
 
-func newKernelSession(t *testing.T, limits Limits, skipped int64) *kernelSession {
+func newKernelSession(t *testing.T, limits tapset.Limits, skipped int64) *kernelSession {
 	t.Helper()
 	f, err := syntax.Parse(syntax.NewSource("<input>", kernelScript), syntax.DefaultConfig())
 	if err != nil {
@@ -78,7 +79,7 @@ func (s *kernelSession) check(t *testing.T, status int, stdout, stderr string) {
 }
 
 func TestKernelOutputOrder(t *testing.T) {
-	s := newKernelSession(t, DefaultLimits(), 0)
+	s := newKernelSession(t, tapset.DefaultLimits(), 0)
 	s.in.Begin()
 	s.print(1, "a")
 	s.print(2, "b")
@@ -94,7 +95,7 @@ func TestKernelOutputOrder(t *testing.T) {
 }
 
 func TestKernelStringsAreClipped(t *testing.T) {
-	limits := DefaultLimits()
+	limits := tapset.DefaultLimits()
 	limits.MaxStringLen = 8
 	s := newKernelSession(t, limits, 0)
 	s.print(1, "abcdefghij")
@@ -103,7 +104,7 @@ func TestKernelStringsAreClipped(t *testing.T) {
 }
 
 func TestKernelErrors(t *testing.T) {
-	limits := DefaultLimits()
+	limits := tapset.DefaultLimits()
 	limits.MaxErrors = 1
 	s := newKernelSession(t, limits, 3)
 	s.in.Begin()
@@ -114,7 +115,7 @@ func TestKernelErrors(t *testing.T) {
 		t.Fatal("session stopped at the first error, with MAXERRORS=1")
 	default:
 	}
-	s.in.KernelError(OverflowMessage(&syntax.Var{Name: "a"}), syntax.Pos{})
+	s.in.KernelError(tapset.OverflowMessage(&syntax.Var{Name: "a"}), syntax.Pos{})
 	select {
 	case <-s.in.Done():
 	default:
@@ -126,6 +127,6 @@ func TestKernelErrors(t *testing.T) {
 }
 
 func TestSkippedProbesWarning(t *testing.T) {
-	s := newKernelSession(t, DefaultLimits(), 4)
+	s := newKernelSession(t, tapset.DefaultLimits(), 4)
 	s.check(t, 0, "end 0\n", "WARNING: Number of errors: 0, skipped probes: 4\n")
 }

@@ -10,7 +10,8 @@ import (
 )
 
 // prepare compiles what the program's nodes need at run time: printf formats
-// (kernel probes' too, for their print records) and regular expressions, and
+// (kernel probes' too, for their print records, with the calls whose records
+// carry captured arguments) and regular expressions, and
 // refuses statistics whose shape (sema.StatShape) the runtime cannot build.
 func (in *Interp) prepare() error {
 	var err error
@@ -21,6 +22,7 @@ func (in *Interp) prepare() error {
 		switch n := n.(type) {
 		case *syntax.PrintCall:
 			err = in.compilePrint(n)
+			in.noteCaptures(n)
 		case *syntax.Binary:
 			if n.Op == "=~" || n.Op == "!~" {
 				err = in.compileRegexp(n)
@@ -44,6 +46,16 @@ func (in *Interp) prepare() error {
 		}
 	}
 	return err
+}
+
+// noteCaptures records the print-family calls with an argument calling a
+// Captured builtin, whose kernel records KernelPrint completes.
+func (in *Interp) noteCaptures(n *syntax.PrintCall) {
+	for _, a := range n.Args {
+		if c, ok := a.(*syntax.Call); ok && isCaptured(c) {
+			in.captures[n] = true
+		}
+	}
 }
 
 func (in *Interp) compilePrint(n *syntax.PrintCall) error {

@@ -30,14 +30,14 @@ import (
 	"github.com/bpftap/bpftap/internal/format"
 	"github.com/bpftap/bpftap/internal/sema"
 	"github.com/bpftap/bpftap/internal/syntax"
+	"github.com/bpftap/bpftap/internal/tapset"
 	"golang.org/x/sys/unix"
 )
 
 // Config is what the kernel side is built with.
 type Config struct {
-	MaxAction     int64
-	MaxMapEntries int64
-	MaxStringLen  int
+	// Limits are the run-time limits (-D).
+	Limits tapset.Limits
 	// RingSize is the ring buffer's size in bytes, rounded up to a power
 	// of two (0: bpfgen's default).
 	RingSize int
@@ -99,7 +99,7 @@ func KernelProbes(prog *sema.Program) []*sema.Probe {
 // Compile compiles every kernel probe of prog.
 func Compile(prog *sema.Program, cfg Config) (*Session, error) {
 	mod := bpfgen.New(prog, bpfgen.Config{
-		MaxAction: cfg.MaxAction, MaxMapEntries: cfg.MaxMapEntries, MaxStringLen: cfg.MaxStringLen,
+		Limits:    cfg.Limits,
 		TargetPID: int64(cfg.TargetPID), Target: cfg.Target, RingSize: powerOfTwo(cfg.RingSize), Timing: cfg.Timing,
 		RealtimeOffset: realtimeOffset(),
 	})

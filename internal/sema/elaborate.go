@@ -59,9 +59,6 @@ type Options struct {
 // maxArrayKeys is how many keys an array may have.
 const maxArrayKeys = 9
 
-// maxMapEntries is the default capacity of an array (stap's MAXMAPENTRIES).
-const maxMapEntries = 2048
-
 type elab struct {
 	opts Options
 	rep  *reporter

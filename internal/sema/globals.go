@@ -4,6 +4,7 @@ import (
 	"strings"
 
 	"github.com/bpftap/bpftap/internal/syntax"
+	"github.com/bpftap/bpftap/internal/tapset"
 )
 
 // finish drops the globals nothing uses (stap elides them silently), adds the
@@ -21,7 +22,7 @@ func (e *elab) finish() {
 		}
 		g.Index = len(kept)
 		if g.IsArray && g.MaxEntries == 0 {
-			g.MaxEntries = maxMapEntries
+			g.MaxEntries = tapset.DefaultLimits().MaxMapEntries
 		}
 		kept = append(kept, g)
 	}

@@ -10,8 +10,11 @@ import (
 // Kernel context. The code of kernel probes, and of every function they
 // call, runs as BPF programs. checkKernel refuses there what bpftap's BPF
 // back end cannot run (docs/bpf-backend.md lists it), naming the construct
-// and its position; promotePerCPU marks the globals that kernel code only
-// updates, which the back end may keep per CPU.
+// and its position, with the message the code generator would give: for a
+// builtin, tapset's table decides (Builtin.KernelError); a Captured builtin
+// is allowed where its value is only printed. promotePerCPU marks the
+// globals that kernel code only updates, which the back end may keep per
+// CPU.
 
 // kernelCode calls visit on every node of the kernel probes' bodies and of
 // the functions they reach, each function once.
@@ -36,36 +39,74 @@ func (e *elab) kernelCode(visit func(syntax.Node) bool) {
 
 // checkKernel refuses the constructs kernel probes cannot run.
 func (e *elab) checkKernel() {
+	printed := map[syntax.Node]bool{} // values a kernel probe only prints
 	e.kernelCode(func(n syntax.Node) bool {
-		if what := userOnly(n); what != "" {
-			e.rep.errorAt("kernelctx", n, what+" cannot run in a kernel probe (bpftap runs it in user space only)")
+		markPrinted(n, printed)
+		if msg := KernelRefusal(n, printed[n]); msg != "" {
+			e.rep.errorAt("kernelctx", n, msg)
 		}
 		return true
 	})
 }
 
-// userOnly names the construct n when it cannot run in a kernel probe.
-func userOnly(n syntax.Node) string {
+// markPrinted marks the arguments of n whose value is only printed: those
+// of a print-family call, and of a Captured builtin whose own value is.
+func markPrinted(n syntax.Node, printed map[syntax.Node]bool) {
+	switch n := n.(type) {
+	case *syntax.PrintCall:
+		if n.Name[0] != 's' {
+			for _, a := range n.Args {
+				printed[a] = true
+			}
+		}
+	case *syntax.Call:
+		if b := Builtin(n); b != nil && b.Kernel == tapset.Captured && printed[n] {
+			for _, a := range n.Args {
+				printed[a] = true
+			}
+		}
+	}
+}
+
+// Builtin returns the tapset builtin c calls, or nil for a script function.
+func Builtin(c *syntax.Call) *tapset.Builtin {
+	if c.Func == nil || c.Func.Builtin == "" {
+		return nil
+	}
+	return tapset.Builtins[c.Func.Builtin]
+}
+
+// KernelRefusal is the message for n when a kernel probe cannot run it, or
+// ""; printed tells whether n's value is only printed. The code generator
+// gives the same message should such a node reach it.
+func KernelRefusal(n syntax.Node, printed bool) string {
 	switch n := n.(type) {
 	case *syntax.Call:
-		if b := tapset.Builtins[n.Name]; b != nil && n.Func != nil && n.Func.Decl == nil && b.UserOnly {
-			return fmt.Sprintf("function '%s'", n.Name)
+		if b := Builtin(n); b != nil {
+			return b.KernelError(n.Args, printed)
 		}
 	case *syntax.ForeachStmt:
 		if n.SortDir != 0 {
-			return "sorted foreach"
+			return tapset.UserSpaceOnly("sorted foreach")
 		}
+		return tapset.UserSpaceOnly("foreach")
 	case *syntax.Hist:
-		return "histogram (@hist_log, @hist_linear)"
+		return tapset.UserSpaceOnly("histogram (@hist_log, @hist_linear)")
 	case *syntax.TryStmt:
-		return "try/catch"
+		return tapset.UserSpaceOnly("try/catch")
 	case *syntax.Binary:
 		if n.Op == "=~" || n.Op == "!~" {
-			return fmt.Sprintf("regular expression matching ('%s')", n.Op)
+			return tapset.UserSpaceOnly(fmt.Sprintf("regular expression matching ('%s')", n.Op))
 		}
 	case *syntax.DeleteStmt:
-		if id, ok := n.Target.(*syntax.Ident); ok && id.Var != nil && id.Var.IsArray {
-			return "delete of a whole array"
+		if id, ok := n.Target.(*syntax.Ident); ok && id.Var != nil && (id.Var.IsArray || id.Var.Type != syntax.TypeLong) {
+			return tapset.UserSpaceOnly("delete of a whole array, statistic or string")
+		}
+	case *syntax.Star:
+		return tapset.UserSpaceOnly("a '*' key")
+	case *syntax.StatOp:
+		if n.Op == "variance" {
+			return tapset.UserSpaceOnly("@variance")
 		}
 	}
 	return ""

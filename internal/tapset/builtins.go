@@ -1,13 +1,21 @@
 // Package tapset holds bpftap's tapset library: the functions and probe aliases a
 // script can use without defining them. Functions that can be written in the script
 // language live in the embedded .stp files; the ones that need the runtime are
-// builtins, declared here by signature and implemented by the interpreter (and, for
-// those that can run in a kernel probe, by the BPF code generator).
+// builtins, declared here once: by signature, and by what a kernel probe may do with
+// them. The elaborator types calls and refuses in kernel probes what this table
+// refuses; the interpreter implements every builtin for user-side probes; the BPF code
+// generator compiles those marked InKernel. Tests hold both implementations to the
+// table. runtime.go holds the runtime's limits and its error messages, which the
+// interpreter and the code generator share.
 package tapset
 
-import "github.com/bpftap/bpftap/internal/syntax"
+import (
+	"fmt"
 
-// Builtin is the signature of a natively implemented tapset function.
+	"github.com/bpftap/bpftap/internal/syntax"
+)
+
+// Builtin is a natively implemented tapset function.
 type Builtin struct {
 	Name   string
 	Params []syntax.Type
@@ -15,13 +23,60 @@ type Builtin struct {
 	// shows them), one per Params entry.
 	ParamNames []string
 	Result     syntax.Type // TypeUnknown means the function returns nothing (stap's "unknown")
-	// UserOnly marks functions that only make sense in user-side probes (begin, end,
-	// timers); the elaborator refuses them in kernel probes.
-	UserOnly bool
 	// SideEffects marks the functions stap never elides: those its tapset does
 	// not declare pure (output, control, delays, state such as tokenize's or
 	// randint's). A call of any other builtin whose value is unused is dropped.
 	SideEffects bool
+	// Kernel is what a kernel probe may do with a call.
+	Kernel Kernel
+	// Literal is the argument (1-based; 0: none) that a kernel probe must give
+	// as a literal: the BPF code needs its value when compiling.
+	Literal int
+}
+
+// Kernel is what a kernel probe (a BPF program) may do with a builtin.
+type Kernel uint8
+
+const (
+	// UserSpace builtins run in user-side probes only: the elaborator refuses
+	// them in kernel probes.
+	UserSpace Kernel = iota
+	// InKernel builtins are compiled to BPF.
+	InKernel
+	// Captured builtins are pure functions of their arguments that the kernel
+	// probe does not compute: it captures their arguments in the print record
+	// and user space computes the value when it formats the record. So a
+	// kernel probe may only print their value: a call must be an argument of
+	// a print-family call (not of an s* one), or of another Captured call.
+	Captured
+)
+
+// KernelError is the message for a call of b that a kernel probe cannot
+// run as written, or "" when it can: a UserSpace builtin, or an InKernel
+// one whose Literal argument is not a literal. printed tells whether the
+// call's value is only printed.
+func (b *Builtin) KernelError(args []syntax.Expr, printed bool) string {
+	switch {
+	case b.Kernel == UserSpace:
+		return UserSpaceOnly(fmt.Sprintf("function '%s'", b.Name))
+	case b.Kernel == Captured && !printed:
+		return fmt.Sprintf("the value of '%s' is computed in user space: a kernel probe can only print it", b.Name)
+	case b.Literal > 0 && b.Literal <= len(args):
+		if _, ok := args[b.Literal-1].(*syntax.StringLit); ok {
+			return ""
+		}
+		if _, ok := args[b.Literal-1].(*syntax.NumberLit); ok {
+			return ""
+		}
+		return fmt.Sprintf("%s() in a kernel probe needs a literal %s", b.Name, b.ParamNames[b.Literal-1])
+	}
+	return ""
+}
+
+// UserSpaceOnly is the message for a construct (what) that only user-side
+// probes run.
+func UserSpaceOnly(what string) string {
+	return what + " cannot run in a kernel probe (bpftap runs it in user space only)"
 }
 
 // param is one parameter of a builtin's signature.
@@ -39,6 +94,7 @@ const (
 func l(name string) param { return param{name, long} }
 func s(name string) param { return param{name, str} }
 
+// fn declares a builtin that runs in user space only.
 func fn(name string, result syntax.Type, params ...param) *Builtin {
 	b := &Builtin{Name: name, Result: result}
 	for _, p := range params {
@@ -48,9 +104,21 @@ func fn(name string, result syntax.Type, params ...param) *Builtin {
 	return b
 }
 
-func userFn(name string, result syntax.Type, params ...param) *Builtin {
-	b := fn(name, result, params...)
-	b.UserOnly = true
+// bpf marks b compiled to BPF.
+func bpf(b *Builtin) *Builtin {
+	b.Kernel = InKernel
+	return b
+}
+
+// bpfLiteral marks b compiled to BPF, argument i (1-based) a literal.
+func bpfLiteral(i int, b *Builtin) *Builtin {
+	b.Literal = i
+	return bpf(b)
+}
+
+// captured marks b computed in user space from arguments a kernel probe captures.
+func captured(b *Builtin) *Builtin {
+	b.Kernel = Captured
 	return b
 }
 
@@ -64,88 +132,88 @@ func effects(b *Builtin) *Builtin {
 // separate tapset functions in the .stp library.
 var Builtins = index(
 	// control
-	effects(fn("exit", none)),
-	effects(fn("error", none, s("msg"))),
+	bpf(effects(fn("exit", none))),
+	bpfLiteral(1, effects(fn("error", none, s("msg")))),
 	effects(fn("warn", none, s("msg"))),
 	effects(fn("abort", none)),
 	effects(fn("log", none, s("msg"))),
 	// strings
-	fn("strlen", long, s("s")),
-	fn("substr", str, s("str"), l("start"), l("length")),
+	captured(fn("strlen", long, s("s"))),
+	captured(fn("substr", str, s("str"), l("start"), l("length"))),
 	fn("stringat", long, s("str"), l("pos")),
-	fn("isinstr", long, s("s1"), s("s2")),
-	fn("strpos", long, s("s1"), s("s2")),
-	fn("str_replace", str, s("prnt_str"), s("srch_str"), s("rplc_str")),
+	captured(fn("isinstr", long, s("s1"), s("s2"))),
+	captured(fn("strpos", long, s("s1"), s("s2"))),
+	captured(fn("str_replace", str, s("prnt_str"), s("srch_str"), s("rplc_str"))),
 	effects(fn("tokenize", str, s("input"), s("delim"))),
-	fn("text_str", str, s("input")),
-	fn("text_strn", str, s("input"), l("len"), l("quoted")),
-	fn("string_quoted", str, s("str")),
-	fn("strtol", long, s("str"), l("base")),
-	fn("isdigit", long, s("str")),
+	captured(fn("text_str", str, s("input"))),
+	captured(fn("text_strn", str, s("input"), l("len"), l("quoted"))),
+	captured(fn("string_quoted", str, s("str"))),
+	captured(fn("strtol", long, s("str"), l("base"))),
+	captured(fn("isdigit", long, s("str"))),
 	// regular expressions
 	fn("matched", str, l("n")),
 	fn("matched_str", str),
 	fn("ngroups", long),
 	// time
-	fn("gettimeofday_s", long),
-	fn("gettimeofday_ms", long),
-	fn("gettimeofday_us", long),
-	fn("gettimeofday_ns", long),
-	fn("local_clock_s", long),
-	fn("local_clock_ms", long),
-	fn("local_clock_us", long),
-	fn("local_clock_ns", long),
+	bpf(fn("gettimeofday_s", long)),
+	bpf(fn("gettimeofday_ms", long)),
+	bpf(fn("gettimeofday_us", long)),
+	bpf(fn("gettimeofday_ns", long)),
+	bpf(fn("local_clock_s", long)),
+	bpf(fn("local_clock_ms", long)),
+	bpf(fn("local_clock_us", long)),
+	bpf(fn("local_clock_ns", long)),
 	fn("cpu_clock_s", long, l("cpu")),
 	fn("cpu_clock_ms", long, l("cpu")),
 	fn("cpu_clock_us", long, l("cpu")),
 	fn("cpu_clock_ns", long, l("cpu")),
-	fn("jiffies", long),
+	bpf(fn("jiffies", long)),
 	fn("HZ", long),
 	fn("get_cycles", long),
-	userFn("ctime", str, l("epochsecs")),
-	userFn("tz_ctime", str, l("epochsecs")),
-	userFn("tz_gmtoff", long),
-	userFn("tz_name", str),
+	fn("ctime", str, l("epochsecs")),
+	fn("tz_ctime", str, l("epochsecs")),
+	fn("tz_gmtoff", long),
+	fn("tz_name", str),
 	// process context
-	fn("pid", long),
-	fn("tid", long),
-	fn("ppid", long),
-	fn("uid", long),
-	fn("euid", long),
-	fn("gid", long),
+	bpf(fn("pid", long)),
+	bpf(fn("tid", long)),
+	bpf(fn("ppid", long)),
+	bpf(fn("uid", long)),
+	bpf(fn("euid", long)),
+	bpf(fn("gid", long)),
 	fn("egid", long),
-	fn("execname", str),
-	fn("cpu", long),
-	fn("target", long),
-	fn("pp", str),
-	fn("pn", str),
-	fn("probefunc", str),
+	bpf(fn("execname", str)),
+	bpf(fn("cpu", long)),
+	bpf(fn("target", long)),
+	bpf(fn("pp", str)),
+	bpf(fn("pn", str)),
+	bpf(fn("probefunc", str)),
 	fn("user_mode", long),
 	fn("is_return", long),
 	fn("mem_page_size", long),
 	fn("stp_pid", long),
 	effects(fn("randint", long, l("n"))),
-	fn("syscall_name", str, l("num")), // see SyscallName
-	effects(userFn("env_var", str, s("name"))),
-	userFn("cmdline_str", str),
+	bpf(fn("syscall_name", str, l("num"))), // see SyscallName
+	effects(fn("env_var", str, s("name"))),
+	fn("cmdline_str", str),
 	// memory of traced processes and the kernel
-	fn("kernel_string", str, l("addr")),
-	fn("kernel_string_n", str, l("addr"), l("n")),
-	fn("kernel_long", long, l("addr")),
-	fn("kernel_int", long, l("addr")),
-	fn("kernel_short", long, l("addr")),
-	fn("kernel_char", long, l("addr")),
-	fn("kernel_pointer", long, l("addr")),
-	fn("user_string", str, l("addr")),
-	fn("user_string_n", str, l("addr"), l("n")),
-	fn("user_long", long, l("addr")),
-	fn("user_int", long, l("addr")),
-	fn("user_short", long, l("addr")),
-	fn("user_char", long, l("addr")),
+	bpf(fn("kernel_string", str, l("addr"))),
+	bpfLiteral(2, fn("kernel_string_n", str, l("addr"), l("n"))),
+	bpf(fn("kernel_long", long, l("addr"))),
+	bpf(fn("kernel_int", long, l("addr"))),
+	bpf(fn("kernel_short", long, l("addr"))),
+	bpf(fn("kernel_char", long, l("addr"))),
+	bpf(fn("kernel_pointer", long, l("addr"))),
+	bpf(fn("user_string", str, l("addr"))),
+	bpfLiteral(2, fn("user_string_n", str, l("addr"), l("n"))),
+	bpf(fn("user_long", long, l("addr"))),
+	bpf(fn("user_int", long, l("addr"))),
+	bpf(fn("user_short", long, l("addr"))),
+	bpf(fn("user_char", long, l("addr"))),
 	// system
-	effects(userFn("system", none, s("cmd"))),
-	effects(userFn("mdelay", none, l("ms"))),
-	effects(userFn("udelay", none, l("us"))),
+	effects(fn("system", none, s("cmd"))),
+	effects(fn("mdelay", none, l("ms"))),
+	effects(fn("udelay", none, l("us"))),
 )
 
 func index(list ...*Builtin) map[string]*Builtin {

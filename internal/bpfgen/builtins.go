@@ -1,0 +1,113 @@
+package bpfgen
+
+import (
+	"github.com/bpftap/bpftap/internal/probes"
+	"github.com/bpftap/bpftap/internal/sema"
+	"github.com/bpftap/bpftap/internal/syntax"
+	"github.com/cilium/ebpf/asm"
+)
+
+// Builtins in kernel probes. tapset's table says what a kernel probe may do
+// with each builtin (tapset.Kernel); the elaborator refuses the rest with
+// the table's message, and so does the code generator, with the same
+// message, should such a call reach it. builtinCodes compiles every
+// builtin the table marks InKernel (a test holds the two to each other);
+// Captured builtins are compiled where they are printed (print.go).
+
+// builtinCode compiles one builtin: a long result (or none) into R0, or a
+// string result into the scratch slot it returns.
+type builtinCode struct {
+	long func(g *gen, c *syntax.Call)
+	str  func(g *gen, c *syntax.Call) value
+}
+
+func longCode(f func(g *gen, c *syntax.Call)) builtinCode      { return builtinCode{long: f} }
+func strCode(f func(g *gen, c *syntax.Call) value) builtinCode { return builtinCode{str: f} }
+
+// builtinCodes holds the code of every InKernel builtin, by name. (The
+// code calls back into the compiler, which looks builtins up here: hence
+// init.)
+var builtinCodes map[string]builtinCode
+
+func init() { builtinCodes = kernelBuiltins() }
+
+func kernelBuiltins() map[string]builtinCode {
+	codes := map[string]builtinCode{
+		"pid":      longCode(func(g *gen, _ *syntax.Call) { g.halfOf(asm.FnGetCurrentPidTgid, true) }),
+		"tid":      longCode(func(g *gen, _ *syntax.Call) { g.halfOf(asm.FnGetCurrentPidTgid, false) }),
+		"uid":      longCode(func(g *gen, _ *syntax.Call) { g.halfOf(asm.FnGetCurrentUidGid, false) }),
+		"gid":      longCode(func(g *gen, _ *syntax.Call) { g.halfOf(asm.FnGetCurrentUidGid, true) }),
+		"target":   longCode(func(g *gen, _ *syntax.Call) { g.constant(asm.R0, g.m.cfg.TargetPID) }),
+		"cpu":      longCode(func(g *gen, _ *syntax.Call) { g.emit(asm.FnGetSmpProcessorId.Call()) }),
+		"jiffies":  longCode(func(g *gen, _ *syntax.Call) { g.emit(asm.FnJiffies64.Call()) }),
+		"exit":     longCode(func(g *gen, _ *syntax.Call) { g.exitRecord(); g.emit(asm.Mov.Imm(asm.R0, 0)) }),
+		"error":    longCode((*gen).raise),
+		"ppid":     longCode((*gen).taskField),
+		"euid":     longCode((*gen).taskField),
+		"execname": strCode(func(g *gen, _ *syntax.Call) value { v := g.strSlot(commLen); g.comm(v.off); return v }),
+		"pp":       strCode(func(g *gen, _ *syntax.Call) value { return g.strLit(g.probe.Name) }),
+		"pn": strCode(func(g *gen, _ *syntax.Call) value {
+			return g.strLit(probes.ComponentsString(g.probe.User.Components))
+		}),
+		// stap's probefunc() is symname(addr()); a tracepoint has no
+		// registers, so addr() is 0 and symname prints it in hex.
+		"probefunc":    strCode(func(g *gen, _ *syntax.Call) value { return g.strLit("0x0") }),
+		"syscall_name": strCode((*gen).syscallName),
+	}
+	for unit := range clockDivisors {
+		codes["gettimeofday_"+unit] = longCode(func(g *gen, _ *syntax.Call) { g.clock(unit, g.m.cfg.RealtimeOffset) })
+		codes["local_clock_"+unit] = longCode(func(g *gen, _ *syntax.Call) { g.clock(unit, 0) })
+	}
+	for kind := range memReads {
+		codes["kernel_"+kind] = longCode((*gen).memRead)
+		if kind != "pointer" {
+			codes["user_"+kind] = longCode((*gen).memRead)
+		}
+	}
+	for _, name := range []string{"kernel_string", "kernel_string_n", "user_string", "user_string_n"} {
+		codes[name] = strCode((*gen).readString)
+	}
+	return codes
+}
+
+// builtin returns the code of the builtin c calls, or fails, with tapset's
+// message, when a kernel probe cannot run it (a call whose value is only
+// printed never gets here: print.go captures it).
+func (g *gen) builtin(c *syntax.Call) (builtinCode, bool) {
+	b := sema.Builtin(c)
+	if b == nil {
+		g.fail(c, "function %s() cannot be compiled in a kernel probe", c.Name)
+		return builtinCode{}, false
+	}
+	if msg := b.KernelError(c.Args, false); msg != "" {
+		g.fail(c, "%s", msg)
+		return builtinCode{}, false
+	}
+	code, ok := builtinCodes[b.Name]
+	if !ok {
+		g.fail(c, "function %s() has no BPF code (tapset marks it compiled)", c.Name)
+	}
+	return code, ok
+}
+
+// call compiles a call returning a long (or nothing) into R0.
+func (g *gen) call(c *syntax.Call) {
+	if scriptFunc(c) {
+		g.inline(c)
+		return
+	}
+	if code, ok := g.builtin(c); ok && code.long != nil {
+		code.long(g, c)
+	}
+}
+
+// strCall compiles a call returning a string.
+func (g *gen) strCall(c *syntax.Call) value {
+	if scriptFunc(c) {
+		return g.inline(c)
+	}
+	if code, ok := g.builtin(c); ok && code.str != nil {
+		return code.str(g, c)
+	}
+	return g.strSlot(8)
+}

@@ -1,0 +1,83 @@
+package tapset
+
+import (
+	"fmt"
+	"strconv"
+
+	"github.com/bpftap/bpftap/internal/format"
+	"github.com/bpftap/bpftap/internal/syntax"
+)
+
+// The runtime's limits and run-time error messages, as stap's runtime has
+// them. The interpreter (user-side probes) and the BPF code generator
+// (kernel probes) both enforce the limits and raise these errors, so that a
+// script fails the same way wherever its code runs.
+
+// Limits are the run-time limits stap takes from -D NAME=VALUE.
+type Limits struct {
+	MaxStringLen  int64 // MAXSTRINGLEN: string buffers, including the NUL byte
+	MaxAction     int64 // MAXACTION; begin and end handlers get ten times as many (MAXACTION_INTERRUPTIBLE)
+	MaxNesting    int64 // MAXNESTING; 0 means computed from the call graph as stap does
+	MaxMapEntries int64 // MAXMAPENTRIES: capacity of arrays declared without a size
+	MaxErrors     int64 // MAXERRORS: errors tolerated before the session stops
+	MaxSkipped    int64 // MAXSKIPPED
+}
+
+// DefaultLimits are stap's defaults on a 64-bit machine.
+func DefaultLimits() Limits {
+	return Limits{MaxStringLen: format.DefaultMaxStringLen, MaxAction: 1000, MaxMapEntries: 2048, MaxSkipped: 100}
+}
+
+// Define applies a -D NAME=VALUE setting. It reports false for names that are
+// not run-time limits (the driver may accept and ignore those, as they only
+// matter to stap's C compiler).
+func (l *Limits) Define(name, value string) (bool, error) {
+	fields := map[string]*int64{
+		"MAXSTRINGLEN": &l.MaxStringLen, "MAXACTION": &l.MaxAction, "MAXNESTING": &l.MaxNesting,
+		"MAXMAPENTRIES": &l.MaxMapEntries, "MAXERRORS": &l.MaxErrors, "MAXSKIPPED": &l.MaxSkipped,
+	}
+	p := fields[name]
+	if p == nil {
+		return false, nil
+	}
+	v, err := strconv.ParseInt(value, 0, 64)
+	if err != nil || v < 0 {
+		return true, fmt.Errorf("invalid value %q for %s", value, name)
+	}
+	*p = v
+	return true, nil
+}
+
+// Run-time error messages (stap prints them after "ERROR: ").
+const (
+	MsgDivisionByZero     = "division by 0"
+	MsgMaxAction          = "MAXACTION exceeded"
+	MsgMaxNesting         = "MAXNESTING exceeded"
+	MsgFunctionsExhausted = "all functions exhausted"
+)
+
+// MsgEmptyAggregate is the error of @min, @max, @avg and histograms of a
+// statistic without values (format's statistics return it too).
+var MsgEmptyAggregate = format.ErrEmpty.Error()
+
+// OverflowMessage is stap's error when array v is full.
+func OverflowMessage(v *syntax.Var) string {
+	if v.Decl != nil && v.Decl.Size > 0 {
+		return "Array overflow, check size limit (" + strconv.FormatInt(v.Decl.Size, 10) + ")"
+	}
+	return "Array overflow, check MAXMAPENTRIES"
+}
+
+// Messages of failed memory reads: fmt formats taking the faulting address.
+const (
+	// UserStringFault is user_string's (-EFAULT is the error stap shows).
+	UserStringFault = "user string copy fault -14 at 0x%x [man error::fault]"
+	// KernelReadFault is a context expression's ($p->a->b).
+	KernelReadFault = "kernel read fault at 0x%x [man error::fault]"
+)
+
+// KernelCopyFault is the message of kernel_WHAT's failed read ("long",
+// "string", ...): a fmt format taking the faulting address.
+func KernelCopyFault(what string) string {
+	return "kernel " + what + " copy fault at 0x%x [man error::fault]"
+}
