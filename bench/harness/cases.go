@@ -59,7 +59,10 @@ func (s *setup) cases(cfg *config) []*tracerCase {
 		}
 	}
 	for _, v := range variants {
-		cs = append(cs, s.bpftapCase(v.label, v.file))
+		cs = append(cs, s.bpftapCase("bpftap, seed "+v.label, s.path("bpftap"), v.file))
+		if cfg.baseline != "" {
+			cs = append(cs, s.bpftapCase("bpftap baseline, seed "+v.label, cfg.baseline, v.file))
+		}
 	}
 	if cfg.strace {
 		cs = append(cs, &tracerCase{name: fmt.Sprintf("strace -c -f (n/%d calls)", cfg.straceDiv), wrap: true,
@@ -105,18 +108,19 @@ func (s *setup) translateStap(file string) (string, error) {
 	return filepath.Join(s.bin, module+".bo"), nil
 }
 
-// bpftapCase runs the seed script with the bpftap built from this tree,
-// once `bpftap -p4` (translate and load) accepts it.
-func (s *setup) bpftapCase(label, file string) *tracerCase {
+// bpftapCase runs the seed script with a bpftap binary (the one built from
+// this tree, or -baseline's), once `bpftap -p4` (translate and load)
+// accepts it.
+func (s *setup) bpftapCase(name, bpftap, file string) *tracerCase {
 	script := filepath.Join(s.scripts, file)
-	c := &tracerCase{name: "bpftap, seed " + label, counted: true, argv: []string{s.path("bpftap"), script}}
-	if _, err := os.Stat(s.path("bpftap")); err != nil {
+	c := &tracerCase{name: name, counted: true, argv: []string{bpftap, script}}
+	if _, err := os.Stat(bpftap); err != nil {
 		build, _ := os.ReadFile(s.path("bpftap-build.log"))
 		c.skip = "not yet supported: cmd/bpftap does not build: " + firstLines(string(build))
 		return c
 	}
 	var stderr bytes.Buffer
-	check := exec.Command(s.path("bpftap"), "-p4", script)
+	check := exec.Command(bpftap, "-p4", script)
 	check.Stderr = &stderr
 	if err := check.Run(); err != nil {
 		c.skip = "not yet supported: " + firstLines(stderr.String())

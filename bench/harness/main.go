@@ -35,6 +35,7 @@ type config struct {
 	settle                             time.Duration
 	strace, stapbpf                    bool
 	out, bin, scripts, oracle          string
+	baseline                           string // a bpftap from another commit, measured beside this tree's
 	seed                               uint64
 }
 
@@ -79,6 +80,7 @@ func parseFlags() *config {
 	flag.StringVar(&cfg.bin, "bin", "", "directory with the built harness, getppid, floor and bpftap")
 	flag.StringVar(&cfg.scripts, "scripts", "bench/scripts", "directory of the seed scripts")
 	flag.StringVar(&cfg.oracle, "oracle", "/work/shared/tools/stap-oracle", "stap-oracle path")
+	flag.StringVar(&cfg.baseline, "baseline", "", "a bpftap binary built from another commit, measured in the same rounds (A/B)")
 	flag.Uint64Var(&cfg.seed, "seed", uint64(time.Now().UnixNano()), "seed of the case order")
 	flag.Parse()
 	for _, c := range strings.Split(*cpus, ",") {
@@ -94,6 +96,9 @@ func parseFlags() *config {
 		os.Exit(2)
 	}
 	cfg.scripts = absolute(cfg.scripts)
+	if cfg.baseline != "" {
+		cfg.baseline = absolute(cfg.baseline)
+	}
 	return cfg
 }
 
