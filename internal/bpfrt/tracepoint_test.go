@@ -130,21 +130,24 @@ var exit = asm.Instructions{
 	asm.Return(),
 }
 
+// countAllProgram counts every system call in slot 0 of the per-CPU array "counts".
+var countAllProgram = asm.Instructions{
+	asm.StoreImm(asm.R10, -4, 0, asm.Word),
+	asm.LoadMapPtr(asm.R1, 0).WithReference("counts"),
+	asm.Mov.Reg(asm.R2, asm.R10),
+	asm.Add.Imm(asm.R2, -4),
+	asm.FnMapLookupElem.Call(),
+	asm.JEq.Imm(asm.R0, 0, "out"),
+	asm.LoadMem(asm.R1, asm.R0, 0, asm.DWord),
+	asm.Add.Imm(asm.R1, 1),
+	asm.StoreMem(asm.R0, 0, asm.R1, asm.DWord),
+	asm.Mov.Imm(asm.R0, 0).WithSymbol("out"),
+	asm.Return(),
+}
+
 // countProgram counts getppid calls of pid in slot 0 of the per-CPU array "counts".
 func countProgram(pid int32) asm.Instructions {
-	insns := filterGetppid(pid)
-	insns = append(insns,
-		asm.StoreImm(asm.R10, -4, 0, asm.Word),
-		asm.LoadMapPtr(asm.R1, 0).WithReference("counts"),
-		asm.Mov.Reg(asm.R2, asm.R10),
-		asm.Add.Imm(asm.R2, -4),
-		asm.FnMapLookupElem.Call(),
-		asm.JEq.Imm(asm.R0, 0, "out"),
-		asm.LoadMem(asm.R1, asm.R0, 0, asm.DWord),
-		asm.Add.Imm(asm.R1, 1),
-		asm.StoreMem(asm.R0, 0, asm.R1, asm.DWord),
-	)
-	return append(insns, exit...)
+	return append(filterGetppid(pid), countAllProgram...)
 }
 
 // TestCountSyscalls is the end-to-end proof: a program on
