@@ -68,12 +68,14 @@ type Config struct {
 
 func (c *Config) defaults() {
 	l, d := &c.Limits, tapset.DefaultLimits()
-	for _, f := range []struct{ v, def *int64 }{
-		{&l.MaxAction, &d.MaxAction}, {&l.MaxMapEntries, &d.MaxMapEntries}, {&l.MaxStringLen, &d.MaxStringLen},
-	} {
-		if *f.v <= 0 {
-			*f.v = *f.def
-		}
+	if l.MaxAction <= 0 {
+		l.MaxAction = d.MaxAction
+	}
+	if l.MaxMapEntries <= 0 {
+		l.MaxMapEntries = d.MaxMapEntries
+	}
+	if l.MaxStringLen <= 0 {
+		l.MaxStringLen = d.MaxStringLen
 	}
 	if c.RingSize <= 0 {
 		c.RingSize = DefaultRingSize

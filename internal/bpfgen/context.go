@@ -146,7 +146,7 @@ func (g *gen) targetVar(e syntax.Expr) {
 // puts it in the context (attach.Loc): an args[] word, a pt_regs slot, a
 // field of a trace record.
 func (g *gen) loadArg(i int) {
-	loc := g.attach.Args[i].Loc
+	loc := g.probe.Attach.Args[i].Loc
 	g.emit(asm.LoadMem(asm.R0, regCtx, int16(loc.Offset), sizeOf(loc.Size)))
 	if bits := int32(64 - 8*loc.Size); loc.Signed && bits > 0 {
 		g.emit(asm.LSh.Imm(asm.R0, bits), asm.ArSh.Imm(asm.R0, bits))

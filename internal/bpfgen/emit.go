@@ -3,7 +3,6 @@ package bpfgen
 import (
 	"fmt"
 
-	"github.com/bpftap/bpftap/internal/probes/attach"
 	"github.com/bpftap/bpftap/internal/sema"
 	"github.com/bpftap/bpftap/internal/syntax"
 	"github.com/cilium/ebpf/asm"
@@ -30,10 +29,7 @@ const maxStack = 512
 // gen compiles one probe.
 type gen struct {
 	m     *Module
-	probe *sema.Probe
-	// attach is where the probe attaches: where its arguments lie, and
-	// what its kind of program may do.
-	attach *attach.Point
+	probe *sema.Probe // its Attach says where its arguments lie
 
 	insns   asm.Instructions
 	pos     []syntax.Pos
@@ -71,7 +67,7 @@ type value struct {
 type loop struct{ brk, cont string }
 
 func newGen(m *Module, p *sema.Probe) *gen {
-	return &gen{m: m, probe: p, attach: p.Attach, locals: map[*syntax.Var]value{}, errs: map[string]string{}}
+	return &gen{m: m, probe: p, locals: map[*syntax.Var]value{}, errs: map[string]string{}}
 }
 
 // emit appends instructions at the current position, giving the first the

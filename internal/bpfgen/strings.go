@@ -126,7 +126,7 @@ func (g *gen) strKey(e syntax.Expr, off, width int) {
 // there), which costs a fraction of bpf_get_current_comm's copy; the
 // others call that helper.
 func (g *gen) comm(off int) {
-	if commOff, ok := taskCommOffset(); ok && g.attach.Kind.BTFTyped() {
+	if commOff, ok := taskCommOffset(); ok && g.probe.Attach.Kind.BTFTyped() {
 		g.emit(asm.FnGetCurrentTaskBtf.Call())
 		for i := int16(0); i < commLen; i += 8 {
 			g.emit(
