@@ -46,7 +46,8 @@ func (f *Format) Sprint(args []Arg, mem Memory, maxLen int) (string, error) {
 // Exec renders args with f and appends the output to dst. limit is the room
 // the call has (BufferSize for printf, MAXSTRINGLEN for sprintf; <= 0 means
 // BufferSize): widths and precisions are clamped to the room left and output
-// past it is dropped. Missing arguments read as 0 or "". On error dst is
+// past it is dropped. Missing arguments read as 0 or "". A nil mem is no
+// memory at all (user-side probes): every dump faults. On error dst is
 // returned unchanged.
 func (f *Format) Exec(dst []byte, args []Arg, mem Memory, limit int) ([]byte, error) {
 	if f.memory {

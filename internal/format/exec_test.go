@@ -129,4 +129,9 @@ func TestRunErrors(t *testing.T) {
 	if got := string(f.Append(nil, []Arg{Long(1), Long(2), Long(0x1000)})); got != "" {
 		t.Errorf("Append without memory wrote %q", got)
 	}
+	// no memory at all: the dump faults at its first byte
+	_, err = f.Exec(nil, []Arg{Long(1), Long(2), Long(0x1000)}, nil, 0)
+	if re, ok := err.(*RunError); !ok || re.Arg != -1 || re.Msg != "read fault [man error::fault] at 0x1000" {
+		t.Errorf("Exec without memory: %#v", err)
+	}
 }
