@@ -19,11 +19,11 @@ func (in *Interp) execForeach(s *syntax.ForeachStmt) ctl {
 		return in.foreachHist(s, h)
 	}
 	arr := in.arrayOf(s.Array)
-	var limit int64
+	o := foreachOrder(s)
 	if s.Limit != nil {
-		limit = in.evalLong(s.Limit)
+		o.limit = in.evalLong(s.Limit)
 	}
-	elems := in.iteration(arr, s, limit)
+	elems := iteration(arr, o)
 	var slice Key
 	if s.Slice != nil {
 		slice, _ = in.evalKeys(s.Slice)
@@ -32,7 +32,7 @@ func (in *Interp) execForeach(s *syntax.ForeachStmt) ctl {
 	in.note(1, s.Pos, true)
 	for i := 0; ; i++ {
 		in.note(1, s.Pos, false)
-		if i == len(elems) || s.Limit != nil && int64(i) >= limit {
+		if i == len(elems) || o.limited && int64(i) >= o.limit {
 			return ctlNone
 		}
 		el := elems[i]
@@ -90,27 +90,43 @@ func (in *Interp) foreachHist(s *syntax.ForeachStmt, h *syntax.Hist) ctl {
 	return ctlNone
 }
 
-// iteration returns the elements of arr in the order a foreach walks them.
-// An OrderedArray is walked in its order, or sorted as the runtime's
-// _stp_map_sort (a stable merge sort) or, for a limit of 1 to 30,
-// _stp_map_sortn (a bubble sort of the first elements, then an insertion of
-// each further element into them) do; the sorted order persists. Any other
-// array iterates in hash order, so its elements are first put in key order:
-// unsorted foreach walks that, and sorting breaks ties by it.
-func (in *Interp) iteration(arr Array, s *syntax.ForeachStmt, limit int64) []*Element {
+// order is how a foreach orders the elements of an array.
+type order struct {
+	array *syntax.Var
+	col   int    // what it sorts on: 0 the value, i key i
+	dir   int    // 1 ascending, -1 descending, 0 unsorted
+	agg   string // the aggregate a statistic sorts on ("": @count)
+	// limited is set when the foreach has a limit, of value limit.
+	limited bool
+	limit   int64
+}
+
+// foreachOrder is the order of s, but for the value of its limit.
+func foreachOrder(s *syntax.ForeachStmt) order {
+	return order{array: s.Array.(*syntax.Ident).Var, col: s.SortCol, dir: s.SortDir, agg: s.SortAgg, limited: s.Limit != nil}
+}
+
+// iteration returns the elements of arr in order o. An OrderedArray is
+// walked in its order, or sorted as the runtime's _stp_map_sort (a stable
+// merge sort) or, for a limit of 1 to 30, _stp_map_sortn (a bubble sort of
+// the first elements, then an insertion of each further element into them)
+// do; the sorted order persists. Any other array iterates in hash order, so
+// its elements are first put in key order: unsorted foreach walks that, and
+// sorting breaks ties by it.
+func iteration(arr Array, o order) []*Element {
 	elems := arr.Elements()
 	ordered, isOrdered := arr.(OrderedArray)
 	if !isOrdered {
 		slices.SortFunc(elems, func(a, b *Element) int { return compareKeys(a.Key, b.Key) })
 	}
-	if s.SortDir == 0 || len(elems) == 0 {
+	if o.dir == 0 || len(elems) == 0 {
 		return elems
 	}
-	after := in.sortOrder(s)
-	if s.Limit == nil || limit == 0 || limit > 30 {
+	after := o.after()
+	if !o.limited || o.limit == 0 || o.limit > 30 {
 		sort.SliceStable(elems, func(i, j int) bool { return after(elems[j], elems[i]) })
 	} else {
-		partialSort(elems, int(limit), after)
+		partialSort(elems, int(o.limit), after)
 	}
 	if isOrdered {
 		ordered.Reorder(elems)
@@ -160,17 +176,17 @@ func partialSort(elems []*Element, n int, after func(a, b *Element) bool) {
 	}
 }
 
-// sortOrder returns the runtime's comparison for a foreach: whether a belongs
-// after b.
-func (in *Interp) sortOrder(s *syntax.ForeachStmt) func(a, b *Element) bool {
-	col := s.SortCol
-	desc := s.SortDir < 0
-	typ := s.Array.(*syntax.Ident).Var.Type
+// after returns the runtime's comparison for a sorted foreach: whether a
+// belongs after b.
+func (o order) after() func(a, b *Element) bool {
+	col := o.col
+	desc := o.dir < 0
+	typ := o.array.Type
 	if col > 0 {
-		typ = s.Array.(*syntax.Ident).Var.Keys[col-1]
+		typ = o.array.Keys[col-1]
 	}
 	return func(a, b *Element) bool {
-		x, y := sortValue(a, col, typ, s.SortAgg), sortValue(b, col, typ, s.SortAgg)
+		x, y := sortValue(a, col, typ, o.agg), sortValue(b, col, typ, o.agg)
 		var c int
 		if typ == syntax.TypeString {
 			c = strings.Compare(x.Str, y.Str)
