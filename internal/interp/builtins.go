@@ -50,7 +50,7 @@ var controlBuiltins = map[string]builtinFunc{
 		return Value{}
 	},
 	"log": func(cc *callContext, args []Value) Value {
-		cc.in.out = append(cc.in.out, args[0].Str+"\n"...)
+		cc.in.out.Log(args[0].Str)
 		return Value{}
 	},
 	"system": func(cc *callContext, args []Value) Value {

@@ -125,26 +125,27 @@ func (in *Interp) print(n *syntax.PrintCall) string {
 	return s
 }
 
-// emit renders a print-family call with its arguments evaluated.
+// emit renders a print-family call with its arguments evaluated: the s*
+// forms return the text, the others hand the call to the output writer.
 func (in *Interp) emit(n *syntax.PrintCall, hist *syntax.Hist, args []format.Arg) string {
 	toString := n.Name[0] == 's'
 	switch {
 	case hist != nil && toString:
-		return format.StringValue(string(in.renderHist(nil, hist)), in.maxStringLen())
+		text, err := in.histStat(hist).AppendHist(nil)
+		histError(hist, err)
+		return format.StringValue(string(text), in.maxStringLen())
 	case hist != nil:
-		in.out = in.renderHist(in.out, hist)
+		histError(hist, in.out.Hist(in.histStat(hist)))
 	case toString:
-		s, err := in.formats[n].Sprint(args, noMemory{}, in.maxStringLen())
+		s, err := in.formats[n].Sprint(args, nil, in.maxStringLen())
 		if err != nil {
 			in.printError(n, err)
 		}
 		return s
 	default:
-		out, err := in.formats[n].Exec(in.out, args, noMemory{}, format.BufferSize)
-		if err != nil {
+		if err := in.out.Print(in.formats[n], args); err != nil {
 			in.printError(n, err)
 		}
-		in.out = out
 	}
 	return ""
 }
@@ -158,22 +159,19 @@ func (in *Interp) printError(n *syntax.PrintCall, err error) {
 	throw(err.Error(), at)
 }
 
-// renderHist appends the rendering of a histogram to dst.
-func (in *Interp) renderHist(dst []byte, h *syntax.Hist) []byte {
+// histStat is the aggregate histogram h renders; a missing one (an array
+// element never set) is an error.
+func (in *Interp) histStat(h *syntax.Hist) *format.Stat {
 	s := in.aggregate(h.X)
 	if s == nil {
 		throw(tapset.MsgEmptyAggregate, h.Pos)
 	}
-	out, err := s.AppendHist(dst)
+	return s
+}
+
+// histError raises the error of rendering histogram h, if any.
+func histError(h *syntax.Hist, err error) {
 	if err != nil {
 		throw(err.Error(), h.Pos)
 	}
-	return out
-}
-
-// noMemory is the memory %m and %M see in user-side probes: none.
-type noMemory struct{}
-
-func (noMemory) ReadMemory(addr uint64, p []byte, user bool) (int, error) {
-	return 0, errors.New("no memory in user-side probes")
 }

@@ -19,8 +19,9 @@
 //
 // Each probe handler runs atomically: stap locks every global a handler uses,
 // and serialising all user-side handlers on one mutex gives the same results.
-// Output of a handler is buffered and written when it ends, as stap flushes its
-// print buffer at the end of every probe; warnings and errors go to Stderr at
+// Output goes to Config.Output as typed events (package output; stap's text
+// by default) and is flushed when a handler ends, as stap flushes its print
+// buffer at the end of every probe; warnings and errors go to Stderr at
 // once. Duplicate warnings are printed once, as staprun does.
 //
 // # Values and errors
@@ -81,6 +82,7 @@ import (
 	"time"
 
 	"github.com/bpftap/bpftap/internal/format"
+	"github.com/bpftap/bpftap/internal/output"
 	"github.com/bpftap/bpftap/internal/sema"
 	"github.com/bpftap/bpftap/internal/syntax"
 	"github.com/bpftap/bpftap/internal/tapset"
@@ -88,6 +90,10 @@ import (
 
 // Config is what a session needs from its driver.
 type Config struct {
+	// Output receives what the script prints (nil: output.NewText(Stdout)).
+	Output output.Writer
+	// Stdout is where the commands of system() write; Stderr gets warnings
+	// and errors.
 	Stdout, Stderr io.Writer
 	// Limits are the run-time limits (-D); the zero Limits are stap's
 	// defaults.
@@ -150,9 +156,9 @@ type Interp struct {
 	frames    []*frame
 	// builtinCall is the context of the running builtin.
 	builtinCall callContext
-	act         activation // the running handler
-	fr          *frame     // the running function or probe body
-	out         []byte     // the running handler's output
+	act         activation    // the running handler
+	fr          *frame        // the running function or probe body
+	out         output.Writer // Config.Output
 	// commands system() queued, run after the handler's output
 	pendingCommands []string
 	errors          int
@@ -176,9 +182,13 @@ func New(prog *sema.Program, cfg Config) (*Interp, error) {
 	if cfg.Stderr == nil {
 		cfg.Stderr = os.Stderr
 	}
+	if cfg.Output == nil {
+		cfg.Output = output.NewText(cfg.Stdout)
+	}
 	in := &Interp{
 		prog:     prog,
 		cfg:      cfg,
+		out:      cfg.Output,
 		limits:   cfg.Limits,
 		now:      cfg.Now,
 		done:     make(chan struct{}),
@@ -309,10 +319,8 @@ func ensureNewline(s string) string {
 	return s
 }
 
-// flush writes the handler's buffered output.
+// flush delivers the output written so far. Output the writer fails to
+// deliver is lost; the script runs on.
 func (in *Interp) flush() {
-	if len(in.out) > 0 {
-		in.cfg.Stdout.Write(in.out)
-		in.out = in.out[:0]
-	}
+	in.out.Flush()
 }

@@ -15,18 +15,16 @@ import (
 // as the interpreter's own: print records with the format.Format compiled for
 // their call (the same MAXSTRINGLEN, the same BufferSize room per call),
 // errors with stap's "ERROR: MSG near TOKEN" line, towards MAXERRORS. Output
-// is buffered and written when the driver calls Flush (after each batch of
-// records), when the buffer grows large, and before the output of the next
-// user-side handler, so that both stay in order. A record and a handler
-// never interleave: each holds the session's lock.
+// goes to the session's output writer after what handlers wrote before it,
+// so that both stay in order; the writer delivers it when the driver calls
+// Flush (after each batch of records), at the end of the next user-side
+// handler, or by itself when its buffer fills (output.Text past 64 KiB). A
+// record and a handler never interleave: each holds the session's lock.
 //
 // The driver drains the ring buffer and calls Flush before End, so that the
 // end probes print after everything the kernel printed. Once too many errors
 // stopped the session, later records are dropped: stap runs no handler
 // after that.
-
-// kernelFlushSize is how much kernel output is buffered at most.
-const kernelFlushSize = 64 << 10
 
 // KernelPrint formats a print record of a kernel probe: call is the
 // print-family call it comes from (print, printf, println, printd, printdln),
@@ -50,9 +48,6 @@ func (in *Interp) KernelPrint(call *syntax.PrintCall, args []format.Arg) {
 	if err := protect(func() { in.emit(call, nil, args) }); err != nil {
 		in.flush()
 		in.report(err)
-	}
-	if len(in.out) >= kernelFlushSize {
-		in.flush()
 	}
 }
 
@@ -106,7 +101,7 @@ func (in *Interp) KernelError(msg string, at syntax.Pos) {
 	in.report(&runError{Msg: msg, At: at})
 }
 
-// Flush writes the buffered kernel output.
+// Flush delivers the kernel output written so far.
 func (in *Interp) Flush() {
 	in.mu.Lock()
 	defer in.mu.Unlock()

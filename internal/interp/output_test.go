@@ -1,0 +1,105 @@
+package interp
+
+import (
+	"bytes"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/bpftap/bpftap/internal/format"
+	"github.com/bpftap/bpftap/internal/output"
+	"github.com/bpftap/bpftap/internal/sema"
+	"github.com/bpftap/bpftap/internal/syntax"
+)
+
+// recorder is an output.Writer that notes every event it receives, and what
+// system() commands write to Stdout, in one list.
+type recorder struct{ events []string }
+
+func (r *recorder) note(format string, args ...any) {
+	r.events = append(r.events, fmt.Sprintf(format, args...))
+}
+
+func (r *recorder) Print(f *format.Format, args []format.Arg) error {
+	text, err := f.Exec(nil, args, nil, 0)
+	r.note("print %q", text)
+	return err
+}
+
+func (r *recorder) Hist(s *format.Stat) error {
+	r.note("hist count=%d", s.Count)
+	return nil
+}
+
+func (r *recorder) Log(msg string) { r.note("log %q", msg) }
+
+func (r *recorder) Global(g *output.Global) {
+	var elems []string
+	for _, e := range g.Elements {
+		elem := fmt.Sprint(e.Key, e.Value)
+		if e.Stat != nil {
+			elem = fmt.Sprint(e.Key, " count=", e.Stat.Count)
+		}
+		elems = append(elems, elem)
+	}
+	r.note("global %s:%s %v %s", g.Name, g.Type, g.Keys, strings.Join(elems, " "))
+}
+
+func (r *recorder) Flush() error {
+	r.note("flush")
+	return nil
+}
+
+func (r *recorder) Write(p []byte) (int, error) {
+	r.note("stdout %q", p)
+	return len(p), nil
+}
+
+// runRecorded runs script with a recorder as its output writer and Stdout.
+func runRecorded(t *testing.T, script string) []string {
+	t.Helper()
+	f, err := syntax.Parse(syntax.NewSource("<input>", script), syntax.DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	prog, err := sema.Elaborate([]*syntax.File{f}, sema.Options{Library: libraryFiles(t), NoWarnings: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := &recorder{}
+	var stderr bytes.Buffer
+	in, err := New(prog, Config{Output: rec, Stdout: rec, Stderr: &stderr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	in.Begin()
+	in.End()
+	if stderr.Len() > 0 {
+		t.Errorf("stderr: %s", stderr.String())
+	}
+	return rec.events
+}
+
+func checkEvents(t *testing.T, got, want []string) {
+	t.Helper()
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("events:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// The print family, log and histograms reach the writer as events; the s*
+// forms do not; system() commands run after the handler's flush.
+func TestOutputEvents(t *testing.T) {
+	got := runRecorded(t, `global s
+probe begin {
+	printf("%d %s\n", 1, "a"); log("msg"); s <<< 3; print(@hist_log(s))
+	x = sprintf("%d", 2); system("echo hi"); println(x, @count(s))
+}
+probe end { print(1) }
+`)
+	checkEvents(t, got, []string{
+		`print "1 a\n"`, `log "msg"`, `hist count=1`, `print "21\n"`, `flush`, `stdout "hi\n"`,
+		`flush`, // End flushes before the end probes
+		`print "1"`, `flush`,
+	})
+}
