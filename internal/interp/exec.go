@@ -76,14 +76,7 @@ func (in *Interp) runHandler(p *sema.Probe) {
 	in.stack, in.printArgs = in.stack[:0], in.printArgs[:0]
 	err := protect(func() {
 		defer swallowAbort()
-		if p.Cond != nil && in.evalLong(p.Cond) == 0 {
-			return
-		}
-		count, finite := in.actions.count(p.Body)
-		in.enter(count, finite, syntax.Pos{})
-		if in.execBlock(p.Body) != ctlNext {
-			in.note(0, p.Body.Pos, true)
-		}
+		in.runBody(p)
 	})
 	in.flush()
 	in.runCommands()
@@ -91,6 +84,22 @@ func (in *Interp) runHandler(p *sema.Probe) {
 		in.report(err)
 	}
 	in.act.probe = nil
+}
+
+// runBody runs the body of p, or for a display probe the display.
+func (in *Interp) runBody(p *sema.Probe) {
+	if p.Display != nil {
+		in.display(p.Display)
+		return
+	}
+	if p.Cond != nil && in.evalLong(p.Cond) == 0 {
+		return
+	}
+	count, finite := in.actions.count(p.Body)
+	in.enter(count, finite, syntax.Pos{})
+	if in.execBlock(p.Body) != ctlNext {
+		in.note(0, p.Body.Pos, true)
+	}
 }
 
 // protect runs fn and returns the run-time error that ended it, if any;

@@ -69,6 +69,10 @@
 //   - probefunc() is "" in user-side probes.
 //   - Regular expressions use Go's engine in leftmost-longest mode, so they
 //     match runes of UTF-8 text rather than bytes.
+//   - The end-of-run display of a global written and never read is no
+//     script code (sema.Probe.Display; display.go) and charges no actions:
+//     stap's module runtime can fail with MAXACTION exceeded displaying a
+//     very large array; bpftap always displays it.
 package interp
 
 import (

@@ -3,6 +3,7 @@ package interp
 import (
 	"bytes"
 	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -34,15 +35,37 @@ func (r *recorder) Hist(s *format.Stat) error {
 func (r *recorder) Log(msg string) { r.note("log %q", msg) }
 
 func (r *recorder) Global(g *output.Global) {
-	var elems []string
-	for _, e := range g.Elements {
-		elem := fmt.Sprint(e.Key, e.Value)
-		if e.Stat != nil {
-			elem = fmt.Sprint(e.Key, " count=", e.Stat.Count)
-		}
-		elems = append(elems, elem)
+	text := "global " + g.Name + " " + g.Type.String()
+	if g.Keys != nil {
+		text += fmt.Sprint(" ", g.Keys)
 	}
-	r.note("global %s:%s %v %s", g.Name, g.Type, g.Keys, strings.Join(elems, " "))
+	for _, e := range g.Elements {
+		text += " " + elementString(e)
+	}
+	r.note("%s", text)
+}
+
+// elementString is `[KEY,...]=VALUE` or `[KEY,...]@count=N`, strings quoted.
+func elementString(e output.Element) string {
+	var keys []string
+	for _, k := range e.Key {
+		keys = append(keys, argString(k))
+	}
+	text := ""
+	if keys != nil {
+		text = "[" + strings.Join(keys, ",") + "]"
+	}
+	if e.Stat != nil {
+		return text + fmt.Sprintf("@count=%d", e.Stat.Count)
+	}
+	return text + "=" + argString(e.Value)
+}
+
+func argString(a format.Arg) string {
+	if a.Str != "" {
+		return strconv.Quote(a.Str)
+	}
+	return strconv.FormatInt(a.Int, 10)
 }
 
 func (r *recorder) Flush() error {
@@ -101,5 +124,21 @@ probe end { print(1) }
 		`print "1 a\n"`, `log "msg"`, `hist count=1`, `print "21\n"`, `flush`, `stdout "hi\n"`,
 		`flush`, // End flushes before the end probes
 		`print "1"`, `flush`,
+	})
+}
+
+// A global written and never read reaches the writer as one Global event,
+// at the place of its display probe among the end probes.
+func TestDisplayEvents(t *testing.T) {
+	got := runRecorded(t, `global n, s, a, t
+probe begin { n = 1; s <<< 4; a["x", 1] = "v"; a["y", 2] = "w"; t[7] <<< 1; t[8] <<< 1; t[8] <<< 2; exit() }
+probe end { print("end") }
+`)
+	checkEvents(t, got, []string{
+		`flush`, `flush`, `print "end"`, `flush`,
+		`global n long =1`, `flush`,
+		`global s stats @count=1`, `flush`,
+		`global a string [string long] ["y",2]="w" ["x",1]="v"`, `flush`,
+		`global t stats [long] [8]@count=2 [7]@count=1`, `flush`,
 	})
 }

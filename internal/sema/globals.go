@@ -1,6 +1,7 @@
 package sema
 
 import (
+	"strconv"
 	"strings"
 
 	"github.com/bpftap/bpftap/internal/syntax"
@@ -47,116 +48,37 @@ func (e *elab) overrides() {
 	}
 }
 
-// displayProbe builds `probe end { print g }` in stap's format for a global
-// written and never read.
+// displayProbe builds the end probe that displays a global written and
+// never read, as stap synthesizes `probe end { print g }` for it. The
+// interpreter displays the global itself (output.Writer's Global), so the
+// body is empty. The probe keeps its place among the end probes, which
+// decides when the display runs, and the locals of stap's display code (a
+// foreach over an array into __idx0, __idx1, ... and, but for statistics,
+// __val), which -p2 lists.
 func displayProbe(g *syntax.Var) *Probe {
 	pos := g.Pos
 	p := &Probe{
-		Point:  &syntax.ProbePoint{Pos: pos, Components: []*syntax.Component{{Pos: pos, Name: "end"}}},
-		Name:   "end",
-		Family: "end",
-		Args:   map[string]syntax.Expr{},
-		Body:   &syntax.Block{Pos: pos},
+		Point:   &syntax.ProbePoint{Pos: pos, Components: []*syntax.Component{{Pos: pos, Name: "end"}}},
+		Name:    "end",
+		Family:  "end",
+		Args:    map[string]syntax.Expr{},
+		Body:    &syntax.Block{Pos: pos},
+		Display: g,
 	}
 	p.User = p.Point
-	b := &builder{pos: pos, probe: p}
-	switch {
-	case !g.IsArray && g.Type == tStats:
-		p.Body.Stmts = []syntax.Stmt{b.statsScalar(g)}
-	case !g.IsArray:
-		p.Body.Stmts = []syntax.Stmt{b.printf(g.Name+"="+valueFormat(g.Type, false)+"\n", b.ident(g))}
-	default:
-		p.Body.Stmts = []syntax.Stmt{b.arrayLoop(g)}
+	if !g.IsArray {
+		return p
+	}
+	for i, kt := range g.Keys {
+		p.addLocal("__idx"+strconv.Itoa(i), kt)
+	}
+	if g.Type != tStats {
+		p.addLocal("__val", g.Type)
 	}
 	return p
 }
 
-func valueFormat(t syntax.Type, special bool) string {
-	if t == tString {
-		return `"%#s"`
-	}
-	if special {
-		return "%#d"
-	}
-	return "%d"
-}
-
-// builder makes typed, resolved nodes for synthesized code.
-type builder struct {
-	pos   syntax.Pos
-	probe *Probe
-}
-
-func (b *builder) typed(t syntax.Type) syntax.Typed { return syntax.Typed{Pos: b.pos, T: t} }
-
-func (b *builder) ident(v *syntax.Var) *syntax.Ident {
-	return &syntax.Ident{Typed: b.typed(v.Type), Name: v.Name, Var: v}
-}
-
-func (b *builder) local(name string, t syntax.Type) *syntax.Var {
-	v := &syntax.Var{Name: name, Kind: syntax.VarLocal, Pos: b.pos, Type: t, Index: len(b.probe.Locals), Read: true, Written: true}
-	b.probe.Locals = append(b.probe.Locals, v)
-	return v
-}
-
-func (b *builder) str(s string) *syntax.StringLit {
-	return &syntax.StringLit{Typed: b.typed(tString), Value: s}
-}
-
-func (b *builder) num(n int64) *syntax.NumberLit {
-	return &syntax.NumberLit{Typed: b.typed(tLong), Value: n, Text: "0"}
-}
-
-func (b *builder) printf(format string, args ...syntax.Expr) syntax.Stmt {
-	return &syntax.ExprStmt{X: &syntax.PrintCall{Typed: b.typed(tUnknown), Name: "printf", Format: b.str(format), Args: args}}
-}
-
-func (b *builder) stat(op string, x syntax.Expr) *syntax.StatOp {
-	return &syntax.StatOp{Typed: b.typed(tLong), Op: op, X: x}
-}
-
-var statOps = []string{"count", "min", "max", "sum", "avg"}
-
-// statsArgs returns " @count=%#d @min=%#d ..." and the extractors of x.
-func (b *builder) statsArgs(x func() syntax.Expr) (string, []syntax.Expr) {
-	var f strings.Builder
-	var args []syntax.Expr
-	for _, op := range statOps {
-		f.WriteString(" @" + op + "=%#d")
-		args = append(args, b.stat(op, x()))
-	}
-	return f.String(), args
-}
-
-func (b *builder) statsScalar(g *syntax.Var) syntax.Stmt {
-	format, args := b.statsArgs(func() syntax.Expr { return b.ident(g) })
-	cond := &syntax.Binary{Typed: b.typed(tLong), Op: "==", X: b.stat("count", b.ident(g)), Y: b.num(0)}
-	return &syntax.IfStmt{Pos: b.pos, Cond: cond,
-		Then: b.printf(g.Name + " @count=0x0\n"),
-		Else: b.printf(g.Name+format+"\n", args...)}
-}
-
-func (b *builder) arrayLoop(g *syntax.Var) syntax.Stmt {
-	loop := &syntax.ForeachStmt{Pos: b.pos, Array: b.ident(g), SortCol: 0, SortDir: -1}
-	var keyFmt []string
-	var keys []syntax.Expr
-	for i, kt := range g.Keys {
-		k := b.local("__idx"+string(rune('0'+i)), kt)
-		loop.Keys = append(loop.Keys, b.ident(k))
-		keys = append(keys, b.ident(k))
-		keyFmt = append(keyFmt, valueFormat(kt, true))
-	}
-	head := g.Name + "[" + strings.Join(keyFmt, ",") + "]"
-	if g.Type == tStats {
-		elem := func() syntax.Expr {
-			return &syntax.Index{Typed: b.typed(tStats), Array: b.ident(g), Keys: syntax.Clone(keys)}
-		}
-		format, args := b.statsArgs(elem)
-		loop.Body = b.printf(head+format+"\n", append(syntax.Clone(keys), args...)...)
-		return loop
-	}
-	val := b.local("__val", g.Type)
-	loop.Value = b.ident(val)
-	loop.Body = b.printf(head+"="+valueFormat(g.Type, g.Type == tString)+"\n", append(keys, b.ident(val))...)
-	return loop
+// addLocal adds a local variable to p.
+func (p *Probe) addLocal(name string, t syntax.Type) {
+	p.Locals = append(p.Locals, &syntax.Var{Name: name, Kind: syntax.VarLocal, Pos: p.Body.Pos, Type: t, Index: len(p.Locals)})
 }

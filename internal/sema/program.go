@@ -65,6 +65,12 @@ type Probe struct {
 	// Params are the indexes in Attach.Args of the arguments the body
 	// reads, ascending; -p2 lists them as stap's locals (Arg.Local).
 	Params []int
+	// Display is the global an end probe the elaborator synthesizes
+	// displays (stap's display of a global written and never read; see
+	// displayProbe): runners output the global's contents, sorted as stap's
+	// display code sorts them, instead of running the body, which is empty.
+	// Nil for every other probe.
+	Display *syntax.Var
 
 	context  *probes.Context // resolves the context expressions of a kernel probe
 	origin   []string        // alias definitions the point went through, innermost first
