@@ -79,6 +79,20 @@ func libraryFiles(t testing.TB) []*syntax.File {
 	return files
 }
 
+// elaborate parses and elaborates script against the tapset library.
+func elaborate(t *testing.T, script string) *sema.Program {
+	t.Helper()
+	f, err := syntax.Parse(syntax.NewSource("<input>", script), syntax.DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	prog, err := sema.Elaborate([]*syntax.File{f}, sema.Options{Library: libraryFiles(t), NoWarnings: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return prog
+}
+
 func runScript(t *testing.T, c testCase, lib []*syntax.File, seed uint64) (string, string, int) {
 	f, err := syntax.Parse(syntax.NewSource("<input>", c.script), syntax.DefaultConfig())
 	if err != nil {

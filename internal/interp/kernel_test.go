@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/bpftap/bpftap/internal/format"
-	"github.com/bpftap/bpftap/internal/sema"
 	"github.com/bpftap/bpftap/internal/syntax"
 	"github.com/bpftap/bpftap/internal/tapset"
 )
@@ -29,14 +28,7 @@ type kernelSession struct {
 
 func newKernelSession(t *testing.T, limits tapset.Limits, skipped int64) *kernelSession {
 	t.Helper()
-	f, err := syntax.Parse(syntax.NewSource("<input>", kernelScript), syntax.DefaultConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
-	prog, err := sema.Elaborate([]*syntax.File{f}, sema.Options{Library: libraryFiles(t), NoWarnings: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	prog := elaborate(t, kernelScript)
 	s := &kernelSession{}
 	for _, p := range prog.Probes {
 		syntax.Walk(p.Body, func(n syntax.Node) bool {
@@ -53,6 +45,7 @@ func newKernelSession(t *testing.T, limits tapset.Limits, skipped int64) *kernel
 			return true
 		})
 	}
+	var err error
 	s.in, err = New(prog, Config{Stdout: &s.stdout, Stderr: &s.stderr, Limits: limits,
 		Now: func() time.Time { return fixedNow }, Skipped: func() int64 { return skipped }})
 	if err != nil {

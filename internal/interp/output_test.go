@@ -9,8 +9,6 @@ import (
 
 	"github.com/bpftap/bpftap/internal/format"
 	"github.com/bpftap/bpftap/internal/output"
-	"github.com/bpftap/bpftap/internal/sema"
-	"github.com/bpftap/bpftap/internal/syntax"
 )
 
 // recorder is an output.Writer that notes every event it receives, and what
@@ -81,14 +79,7 @@ func (r *recorder) Write(p []byte) (int, error) {
 // runRecorded runs script with a recorder as its output writer and Stdout.
 func runRecorded(t *testing.T, script string) []string {
 	t.Helper()
-	f, err := syntax.Parse(syntax.NewSource("<input>", script), syntax.DefaultConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
-	prog, err := sema.Elaborate([]*syntax.File{f}, sema.Options{Library: libraryFiles(t), NoWarnings: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	prog := elaborate(t, script)
 	rec := &recorder{}
 	var stderr bytes.Buffer
 	in, err := New(prog, Config{Output: rec, Stdout: rec, Stderr: &stderr})
