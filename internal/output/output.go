@@ -61,7 +61,8 @@ type Writer interface {
 	Flush() error
 }
 
-// Global is the content of a global at the end of the run.
+// Global is the content of a global at the end of the run. A Writer reads
+// it during the call only: its statistics may be the session's own.
 type Global struct {
 	Name string
 	// Type is the type of the value: syntax.TypeLong, syntax.TypeString or

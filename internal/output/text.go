@@ -27,19 +27,18 @@ func NewText(w io.Writer) *Text { return &Text{w: w} }
 
 // Print renders a print-family call with printf's room.
 func (t *Text) Print(f *format.Format, args []format.Arg) error {
-	out, err := f.Exec(t.buf, args, nil, format.BufferSize)
-	if err != nil {
-		return err
-	}
-	t.buf = out
-	t.flushIfFull()
-	return nil
+	return t.keep(f.Exec(t.buf, args, nil, format.BufferSize))
 }
 
 // Hist renders a histogram; it fails with format.ErrEmpty when s holds no
 // value.
 func (t *Text) Hist(s *format.Stat) error {
-	out, err := s.AppendHist(t.buf)
+	return t.keep(s.AppendHist(t.buf))
+}
+
+// keep makes out, the buffer with a rendering appended, the buffer, unless
+// the rendering failed.
+func (t *Text) keep(out []byte, err error) error {
 	if err != nil {
 		return err
 	}
