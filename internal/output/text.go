@@ -63,8 +63,8 @@ func (t *Text) Global(g *Global) {
 	}
 }
 
-// Flush writes what is buffered. Its error is the first failed write since
-// the last Flush.
+// Flush writes what is buffered. Its error reports the failed writes since
+// the last Flush: the first automatic one's, and its own.
 func (t *Text) Flush() error {
 	err := errors.Join(t.err, t.write())
 	t.err = nil
