@@ -12,7 +12,8 @@
 //  3. elide code without effect and probes left empty, warning as stap does
 //     (elide.go);
 //  4. infer types by iterating over every probe and function until nothing
-//     changes, then report what stayed unresolved (types.go);
+//     changes, then report what stayed unresolved (types.go, and
+//     types_stmt.go, types_expr.go, types_call.go, types_errors.go);
 //  5. check what kernel probes (BPF programs) may run and mark the globals
 //     they only update as per-CPU candidates (kernelctx.go).
 //
@@ -21,6 +22,15 @@
 //
 // Diagnostics are rendered exactly as stap renders them (diag.go); print.go is
 // the -p2 printer.
+//
+// Where results live: a result in the syntax package's own terms (a binding,
+// a syntax.Type, a flag or a count) is written on the AST node, or on the
+// syntax.Var or syntax.Func the node binds to (Ident.Var, Call.Func,
+// Typed.T, Var.PerCPU); a result in another package's terms (a
+// probes.Access, a StatShape with its format.Hist) lives in a side table of
+// Program keyed by the node or the Var (Targets, StatShape), since syntax
+// imports nothing above it; a fact about a derived probe lives on Probe
+// (Attach, Params, Display). docs/elaboration.md says more.
 package sema
 
 import (
