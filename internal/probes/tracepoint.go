@@ -62,7 +62,9 @@ func expandTrace(k KernelInfo, p *Point) ([]*Point, error) {
 // tp: tp_btf when the kernel has the tracepoint's BTF prototype and loads
 // BTF-typed programs, a raw tracepoint otherwise (both read the arguments
 // as args[] words), a classic tracepoint for a trace event the kernel has
-// no prototype for.
+// no prototype for. (Such events, syscalls:sys_enter_openat and the like,
+// are not listed yet: the fields of their records, read from tracefs's
+// format files, will be their arguments.)
 func attachTracepoint(k KernelInfo, tp *kernel.Tracepoint) (*attach.Point, error) {
 	a := &attach.Point{Event: tp.Event, System: tp.System}
 	switch {
