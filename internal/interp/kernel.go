@@ -42,7 +42,7 @@ func (in *Interp) KernelPrint(call *syntax.PrintCall, args []format.Arg) {
 	for i := range args {
 		args[i].Str = in.clip(args[i].Str)
 	}
-	if in.captures[call] {
+	if len(in.captures) > 0 && in.captures[call] { // no map lookup per record when nothing is captured
 		args = in.captured(call.Args, args)
 	}
 	if err := protect(func() { in.emit(call, nil, args) }); err != nil {
