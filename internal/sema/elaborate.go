@@ -26,10 +26,10 @@
 // Where results live: a result in the syntax package's own terms (a binding,
 // a syntax.Type, a flag or a count) is written on the AST node, or on the
 // syntax.Var or syntax.Func the node binds to (Ident.Var, Call.Func,
-// Typed.T, Var.PerCPU); a result in another package's terms (a
-// probes.Access, a StatShape with its format.Hist) lives in a side table of
-// Program keyed by the node or the Var (Targets, StatShape), since syntax
-// imports nothing above it; a fact about a derived probe lives on Probe
+// Typed.T, Var.PerCPU); a result only a package above syntax can name (a
+// probes.Access, a sema StatShape) lives in a side table of Program keyed by
+// the node or the Var (Targets, StatShape), since syntax cannot import those
+// packages; a fact about a derived probe lives on Probe
 // (Attach, Params, Display). docs/elaboration.md says more.
 package sema
 

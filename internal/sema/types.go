@@ -9,7 +9,7 @@ import (
 
 // Type inference, as stap does it. Every function (by name) and then every
 // probe is visited again and again; each expression is told the type its
-// context expects (t) and settles its own type, the types of the variables it
+// context expects (want) and settles its own type, the types of the variables it
 // refers to, of array keys, of function results and parameters. A visit that
 // settles a type counts as progress; the passes stop when one makes none.
 // If something is still unknown or inconsistent, one more pass runs with
