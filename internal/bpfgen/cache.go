@@ -10,28 +10,37 @@ import (
 //
 // An array the kernel only updates (sema's Var.PerCPU: `a[k]++`,
 // `a[k] += v`, `a[k] <<< v`, read only by user space) goes through a
-// one-entry cache per CPU: {valid, key, pending value}. An update whose key
-// is the cached one adds to the pending value (a per-CPU array lookup the
-// verifier inlines, a compare of the key's words, an add: no hash); any
-// other key first flushes the pending value into the hash map, then takes
-// the cache over. Consecutive events on a CPU mostly come from the same
-// process (the seed's `syscalls[execname()]++`), so most updates skip the
-// hash lookup, the dominant cost. User space folds the pending values in
-// when it reads the array (kernelside's storage); after the programs are
-// detached nothing is pending anywhere but in the caches.
+// one-entry cache per CPU: {valid, busy, key, pending value}. An update
+// whose key is the cached one adds to the pending value (a per-CPU array
+// lookup the verifier inlines, a compare of the key's words, an add: no
+// hash); any other key takes the cache over and then flushes the previous
+// key's pending value into the hash map. Consecutive events on a CPU
+// mostly come from the same process (the seed's `syscalls[execname()]++`),
+// so most updates skip the hash lookup, the dominant cost. User space
+// folds the pending values in when it reads the array (kernelside's
+// storage); after the programs are detached nothing is pending anywhere
+// but in the caches.
+//
+// The update that sets busy owns the pending value and the key; an update
+// from a program nested inside it (nesting.go) finds busy set and adds to
+// the map's element directly, atomically, as the owner's flush does. The
+// owner releases busy before its flush, which works on a copy.
 //
 // Cached: arrays of longs updated with + or -, and statistics that keep
 // no histogram and no @variance (count, sum, min, max merge exactly).
 
 // Cache is the layout of a global's cache: a PERCPU_ARRAY of one element,
-// {u64 valid; key (the array's packed key); value}.
+// {u64 valid; u64 busy; key (the array's packed key); value}.
 type Cache struct {
 	Ref  string
 	Spec *ebpf.MapSpec
 }
 
-// cacheKey is the offset of the key in a cache element, after valid.
-const cacheKey = 8
+// Offsets in a cache element: busy, and the key.
+const (
+	cacheBusy = 8
+	cacheKey  = 16
+)
 
 // cacheValue is the offset of the pending value in a cache element of gl.
 func (gl *Global) cacheValue() int { return cacheKey + int(gl.Spec.KeySize) }
@@ -56,8 +65,12 @@ func (g *gen) cachedUpdate(gl *Global, keys []syntax.Expr, val int16, at syntax.
 	zero := g.pushSlot()
 	g.emit(emitLookupIndex(gl.Cache.Ref, zero, 0, labelExit)...)
 	g.emit(asm.Mov.Reg(regRec, asm.R0))
-	miss, done := g.newLabel("cache_miss"), g.newLabel("cache_done")
-	g.emit(asm.LoadMem(asm.R1, regRec, 0, asm.DWord), asm.JEq.Imm(asm.R1, 0, miss))
+	miss, nested, done := g.newLabel("cache_miss"), g.newLabel("cache_nested"), g.newLabel("cache_done")
+	g.emit(
+		asm.LoadMem(asm.R1, regRec, cacheBusy, asm.DWord), asm.JNE.Imm(asm.R1, 0, nested),
+		asm.Mov.Imm(asm.R1, 1), asm.StoreMem(regRec, cacheBusy, asm.R1, asm.DWord),
+		asm.LoadMem(asm.R1, regRec, 0, asm.DWord), asm.JEq.Imm(asm.R1, 0, miss),
+	)
 	for off := 0; off < int(gl.Spec.KeySize); off += 8 {
 		g.emit(
 			asm.LoadMem(asm.R1, regScratch, int16(int(k.off)+off), asm.DWord),
@@ -66,9 +79,18 @@ func (g *gen) cachedUpdate(gl *Global, keys []syntax.Expr, val int16, at syntax.
 		)
 	}
 	g.addPending(gl, val)
-	g.emit(asm.Ja.Label(done))
+	g.emit(asm.Mov.Imm(asm.R1, 0), asm.StoreMem(regRec, cacheBusy, asm.R1, asm.DWord), asm.Ja.Label(done))
 	g.mark(miss)
 	g.takeOver(gl, k, val, at)
+	g.emit(asm.Ja.Label(done))
+	g.mark(nested)
+	g.lookupOrCreateKey(gl, k, at)
+	g.emit(asm.LoadMem(asm.R1, asm.R10, val, asm.DWord))
+	if gl.Stat == nil {
+		g.addWord(0, asm.R1, true)
+	} else {
+		g.countSumMinMax(true)
+	}
 	g.mark(done)
 	g.scratchRelease(smark)
 	g.stack = stack
@@ -83,14 +105,15 @@ func (g *gen) addPending(gl *Global, val int16) {
 		return
 	}
 	g.emit(asm.Add.Imm(regRec, int32(off)))
-	g.minMax()
+	g.countSumMinMax(false)
+	g.emit(asm.Add.Imm(regRec, -int32(off)))
 }
 
 // takeOver makes the key at k the cached one: the pending value of the
 // previous key (if any) is moved to stack slots, the key words swapped
 // into the cache (k then holds the previous key), the value of slot val
-// becomes the pending one, and the previous pending value is flushed into
-// the map under the previous key.
+// becomes the pending one, busy is released, and the previous pending
+// value is flushed into the map under the previous key.
 func (g *gen) takeOver(gl *Global, k keyAddr, val int16, at syntax.Pos) {
 	words := int(gl.Spec.ValueSize) / 8
 	if gl.Stat != nil {
@@ -117,43 +140,25 @@ func (g *gen) takeOver(gl *Global, k keyAddr, val int16, at syntax.Pos) {
 		)
 	}
 	g.addPending(gl, val)
+	g.emit(asm.Mov.Imm(asm.R1, 0), asm.StoreMem(regRec, cacheBusy, asm.R1, asm.DWord))
 	done := g.newLabel("flushed")
 	g.emit(asm.LoadMem(asm.R1, asm.R10, valid, asm.DWord), asm.JEq.Imm(asm.R1, 0, done))
 	g.lookupOrCreateKey(gl, k, at)
 	g.flush(gl, old)
 	g.mark(done)
 }
-
 // flush adds the pending value saved at stack slot old to the element at
-// regRec: a long, or a partial's count, sum, min and max.
+// regRec, atomically: a long, or a partial's count, sum, min and max.
 func (g *gen) flush(gl *Global, old int16) {
-	ld := func(r asm.Register, off int) asm.Instruction {
-		return asm.LoadMem(r, asm.R10, old+int16(off), asm.DWord)
-	}
+	g.emit(asm.LoadMem(asm.R1, asm.R10, old, asm.DWord))
+	g.addWord(0, asm.R1, true)
 	if gl.Stat == nil {
-		g.emit(ld(asm.R1, 0), asm.LoadMem(asm.R2, regRec, 0, asm.DWord), asm.Add.Reg(asm.R2, asm.R1),
-			asm.StoreMem(regRec, 0, asm.R2, asm.DWord))
 		return
 	}
-	first, done := g.newLabel("merge_first"), g.newLabel("merge_done")
-	g.emit(asm.LoadMem(asm.R2, regRec, statCount, asm.DWord), asm.JEq.Imm(asm.R2, 0, first))
-	for _, f := range []struct {
-		off int
-		op  asm.JumpOp // keep the element's word unless the pending one wins
-	}{{statMin, asm.JSLE}, {statMax, asm.JSGE}} {
-		keep := g.newLabel("merge_keep")
-		g.emit(ld(asm.R1, f.off), asm.LoadMem(asm.R3, regRec, int16(f.off), asm.DWord),
-			f.op.Reg(asm.R3, asm.R1, keep), asm.StoreMem(regRec, int16(f.off), asm.R1, asm.DWord))
-		g.mark(keep)
+	g.emit(asm.LoadMem(asm.R1, asm.R10, old+statSum, asm.DWord))
+	g.addWord(statSum, asm.R1, true)
+	for _, off := range []int16{statMin, statMax} {
+		g.emit(asm.LoadMem(asm.R3, asm.R10, old+off, asm.DWord))
+		g.raiseWord(off, true)
 	}
-	for _, off := range []int{statCount, statSum} {
-		g.emit(ld(asm.R1, off), asm.LoadMem(asm.R3, regRec, int16(off), asm.DWord), asm.Add.Reg(asm.R3, asm.R1),
-			asm.StoreMem(regRec, int16(off), asm.R3, asm.DWord))
-	}
-	g.emit(asm.Ja.Label(done))
-	g.mark(first)
-	for _, off := range []int{statCount, statSum, statMin, statMax} {
-		g.emit(ld(asm.R1, off), asm.StoreMem(regRec, int16(off), asm.R1, asm.DWord))
-	}
-	g.mark(done)
 }

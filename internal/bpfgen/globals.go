@@ -16,9 +16,9 @@ import (
 //	value:   8 bytes per long, a string field, or a statistic (stats.go)
 //
 // Statistics and globals sema marked for promotion (Var.PerCPU) use the PERCPU_ variants;
-// each CPU then updates its own slot with plain loads and stores. Shared
-// longs are updated with atomic adds where the operator allows (++, --,
-// +=, -=) and read-modify-write otherwise.
+// each CPU then updates its own slot. Longs are updated with atomic adds
+// where the operator allows (++, --, +=, -=), per-CPU ones too, since
+// programs nest (nesting.go); read-modify-write otherwise.
 //
 // An element is created on first update: insert the zero value with
 // BPF_NOEXIST (losing a race to another CPU is harmless), look up again, and
@@ -286,13 +286,13 @@ func (g *gen) updateGlobal(lv syntax.Expr, op string, rhs syntax.Expr, at syntax
 	case op == "":
 		g.emit(asm.StoreMem(regRec, 0, asm.R1, asm.DWord), asm.Mov.Reg(asm.R0, asm.R1))
 		return
-	case (op == "+" || op == "-") && !gl.PerCPU:
+	case op == "+" || op == "-": // atomic, even per-CPU (nesting.go)
 		if op == "-" {
 			g.emit(asm.Neg.Imm(asm.R1, 0))
 		}
 		g.emit(
 			asm.Mov.Reg(asm.R0, asm.R1),
-			fetchAdd(regRec, asm.R1),
+			atomicOp(bpfFetchAdd, regRec, asm.R1, 0),
 		)
 		if !post {
 			g.emit(asm.Add.Reg(asm.R0, asm.R1))
@@ -368,13 +368,3 @@ func (g *gen) delete(s *syntax.DeleteStmt) {
 	}
 }
 
-// fetchAdd is `src = atomic_fetch_add((u64 *)dst, src)`. cilium/ebpf v0.22
-// encodes asm.FetchAdd without its BPF_FETCH bit (Marshal computes the
-// immediate after reading it), so the immediate is set by hand.
-func fetchAdd(dst, src asm.Register) asm.Instruction {
-	ins := asm.AddAtomic.Mem(dst, src, asm.DWord, 0)
-	ins.Constant = bpfFetch
-	return ins
-}
-
-const bpfFetch = 0x01 // BPF_ADD | BPF_FETCH

@@ -38,6 +38,8 @@ func (m *Module) Maps() []Map {
 		{DropsMap, perCPUArray("stap_ring_drops", 8, 1)},
 		{ZeroMap, &ebpf.MapSpec{Name: "stap_zero", Type: ebpf.Array, KeySize: 4, ValueSize: uint32(max(m.zeroSize, 8)), MaxEntries: 1}},
 		{StateMap, &ebpf.MapSpec{Name: "stap_state", Type: ebpf.Array, KeySize: 4, ValueSize: 8, MaxEntries: 1}},
+		{SkipMap, &ebpf.MapSpec{Name: "stap_skipped", Type: ebpf.Array, KeySize: 4, ValueSize: 8, MaxEntries: 1}},
+		{NestMap, perCPUArray("stap_nest", 8, 1)},
 	}
 	if m.cfg.Target {
 		maps = append(maps, Map{TargetMap, &ebpf.MapSpec{Name: "stap_target", Type: ebpf.Hash, KeySize: 4, ValueSize: 1,

@@ -163,12 +163,11 @@ func (g *gen) reserve(size int) string {
 		asm.FnRingbufReserve.Call(),
 		asm.JNE.Imm(asm.R0, 0, ok),
 	)
-	// full: drops[0]++ on this CPU
+	// full: drops[0]++ on this CPU, atomically (nesting.go)
 	g.emit(emitLookupIndex(DropsMap, -4, 0, full)...)
 	g.emit(
-		asm.LoadMem(asm.R1, asm.R0, 0, asm.DWord),
-		asm.Add.Imm(asm.R1, 1),
-		asm.StoreMem(asm.R0, 0, asm.R1, asm.DWord),
+		asm.Mov.Imm(asm.R1, 1),
+		atomicOp(bpfAdd, asm.R0, asm.R1, 0),
 		asm.Ja.Label(full),
 		asm.Mov.Reg(asm.R0, asm.R0).WithSymbol(ok), // no-op carrying the label
 	)

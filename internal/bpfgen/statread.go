@@ -15,8 +15,8 @@ import (
 // per-CPU map, and a lookup in BPF sees only this CPU's partial. So the
 // program walks every possible CPU (their number is known when compiling)
 // with bpf_map_lookup_percpu_elem and combines the partials into stack
-// slots {count, sum, min, max}: counts and sums add, min and max compare,
-// partials with no value are skipped. For an array with a last-key cache
+// slots {count, sum, min, max}: counts and sums add, the order keys of min
+// and max (nesting.go) take the greater. For an array with a last-key cache
 // (cache.go), each CPU's pending partial is combined too when its key is
 // the one read. Then:
 //
@@ -115,33 +115,26 @@ func (g *gen) cachedPartial(gl *Global, k keyAddr, acc int16) {
 	g.popStack(8)
 }
 
-// mergeNonNull combines the partial at R0, unless R0 is NULL or the
-// partial empty, into the accumulator.
+// mergeNonNull combines the partial at R0, unless R0 is NULL, into the
+// accumulator: counts and sums add, the order keys of min and max take the
+// greater (an empty partial is all zeros and changes nothing).
 func (g *gen) mergeNonNull(acc int16) {
-	ld := func(r, base asm.Register, off int16) asm.Instruction { return asm.LoadMem(r, base, off, asm.DWord) }
-	st := func(off int16, r asm.Register) asm.Instruction { return asm.StoreMem(asm.R10, acc+off, r, asm.DWord) }
-	done, first, add := g.newLabel("merge_done"), g.newLabel("merge_first"), g.newLabel("merge_add")
-	g.emit(
-		asm.JEq.Imm(asm.R0, 0, done),
-		ld(asm.R1, asm.R0, statCount), asm.JEq.Imm(asm.R1, 0, done),
-		ld(asm.R2, asm.R10, acc+accCount), asm.JEq.Imm(asm.R2, 0, first),
-	)
+	done := g.newLabel("merge_done")
+	g.emit(asm.JEq.Imm(asm.R0, 0, done))
 	for _, f := range []struct {
 		part, acc int16
-		keep      asm.JumpOp // keep the accumulator's word unless the partial's wins
-	}{{statMin, accMin, asm.JSGE}, {statMax, accMax, asm.JSLE}} {
+		keep      asm.JumpOp // keep the accumulator's word when this holds
+	}{{statCount, accCount, asm.Ja}, {statSum, accSum, asm.Ja}, {statMin, accMin, asm.JGE}, {statMax, accMax, asm.JGE}} {
 		keep := g.newLabel("merge_keep")
-		g.emit(ld(asm.R3, asm.R0, f.part), ld(asm.R4, asm.R10, acc+f.acc), f.keep.Reg(asm.R3, asm.R4, keep), st(f.acc, asm.R3))
+		g.emit(asm.LoadMem(asm.R3, asm.R0, f.part, asm.DWord), asm.LoadMem(asm.R4, asm.R10, acc+f.acc, asm.DWord))
+		if f.keep == asm.Ja {
+			g.emit(asm.Add.Reg(asm.R3, asm.R4))
+		} else {
+			g.emit(f.keep.Reg(asm.R4, asm.R3, keep))
+		}
+		g.emit(asm.StoreMem(asm.R10, acc+f.acc, asm.R3, asm.DWord))
 		g.mark(keep)
 	}
-	g.emit(asm.Ja.Label(add))
-	g.mark(first)
-	g.emit(ld(asm.R3, asm.R0, statMin), st(accMin, asm.R3), ld(asm.R3, asm.R0, statMax), st(accMax, asm.R3))
-	g.mark(add)
-	g.emit(
-		asm.Add.Reg(asm.R2, asm.R1), st(accCount, asm.R2),
-		ld(asm.R3, asm.R0, statSum), ld(asm.R4, asm.R10, acc+accSum), asm.Add.Reg(asm.R4, asm.R3), st(accSum, asm.R4),
-	)
 	g.mark(done)
 }
 
@@ -159,9 +152,11 @@ func (g *gen) extract(e *syntax.StatOp, acc int16) {
 	g.emit(ld(asm.R1, accCount), asm.JEq.Imm(asm.R1, 0, g.errorSite(tapset.MsgEmptyAggregate, e.Pos, false)))
 	switch e.Op {
 	case "min":
-		g.emit(ld(asm.R0, accMin))
+		g.emit(ld(asm.R1, accMin))
+		g.emit(emitMinKey(asm.R0, asm.R1)...) // minKey is its own inverse
 	case "max":
-		g.emit(ld(asm.R0, accMax))
+		g.emit(ld(asm.R1, accMax))
+		g.emit(emitMaxKey(asm.R0, asm.R1)...) // so is maxKey
 	case "avg":
 		g.emit(ld(asm.R0, accSum), asm.SDiv.Reg(asm.R0, asm.R1))
 	default:

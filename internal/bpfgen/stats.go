@@ -11,7 +11,9 @@ import (
 
 // A statistic's per-CPU value is format.Stat's partial, word by word:
 // count, sum, min, max, avg_s, m2, variance_s, then one count per
-// histogram bucket. `s <<< v` updates it exactly as format.Stat.Add does
+// histogram bucket; min and max are held as order keys (nesting.go), so
+// that an empty partial is all zeros and every word merges by an add or
+// an unsigned maximum. `s <<< v` updates it exactly as format.Stat.Add does
 // (Welford's update with the deviation truncated to 32 bits and scaled by
 // @variance's shift); user space loads the partials with StatLayout.Decode
 // and combines them with format.Total (globals) or Stat.Merge (elements).
@@ -43,7 +45,10 @@ type StatLayout struct {
 func (l *StatLayout) Decode(b []byte) *format.Stat {
 	s := format.NewStat(l.Hist, l.Shift)
 	w := func(off int) int64 { return int64(binary.NativeEndian.Uint64(b[off:])) }
-	s.Count, s.Sum, s.Min, s.Max = w(statCount), w(statSum), w(statMin), w(statMax)
+	s.Count, s.Sum = w(statCount), w(statSum)
+	if s.Count != 0 {
+		s.Min, s.Max = int64(minKey(w(statMin))), int64(maxKey(w(statMax))) // keys are their own inverses
+	}
 	s.AvgS, s.M2, s.VarianceS = w(statAvgS), w(statM2), w(statVariance)
 	for i := range s.Counts {
 		s.Counts[i] = w(statBuckets + 8*i)
@@ -56,8 +61,12 @@ func (l *StatLayout) Encode(s *format.Stat, b []byte) {
 	put := func(off int, v int64) { binary.NativeEndian.PutUint64(b[off:], uint64(v)) }
 	put(statCount, s.Count)
 	put(statSum, s.Sum)
-	put(statMin, s.Min)
-	put(statMax, s.Max)
+	var minK, maxK uint64 // an empty partial's are zero
+	if s.Count != 0 {
+		minK, maxK = minKey(s.Min), maxKey(s.Max)
+	}
+	put(statMin, int64(minK))
+	put(statMax, int64(maxK))
 	put(statAvgS, s.AvgS)
 	put(statM2, s.M2)
 	put(statVariance, s.VarianceS)
@@ -77,7 +86,9 @@ func (m *Module) statLayout(v *syntax.Var) *StatLayout {
 	return l
 }
 
-// statAdd compiles `s <<< v` and `s[k] <<< v`.
+// statAdd compiles `s <<< v` and `s[k] <<< v`: through the last-key
+// cache, under the nesting guard when the statistic keeps @variance, with
+// atomic word updates otherwise (nesting.go).
 func (g *gen) statAdd(e *syntax.Assign) {
 	v := sema.StatVar(e.LHS)
 	var keys []syntax.Expr
@@ -88,12 +99,19 @@ func (g *gen) statAdd(e *syntax.Assign) {
 	g.long(e.RHS)
 	slot := g.pushSlot()
 	g.emit(asm.StoreMem(asm.R10, slot, asm.R0, asm.DWord))
-	if gl.Cache != nil {
+	switch {
+	case gl.Cache != nil:
 		g.cachedUpdate(gl, keys, slot, e.LHS.Position())
-	} else {
+	case gl.Stat.Variance:
+		g.lookupOrCreate(gl, keys, e.LHS.Position())
+		g.guarded(func() {
+			g.emit(asm.LoadMem(asm.R1, asm.R10, slot, asm.DWord))
+			g.statUpdate(gl.Stat, false)
+		})
+	default:
 		g.lookupOrCreate(gl, keys, e.LHS.Position())
 		g.emit(asm.LoadMem(asm.R1, asm.R10, slot, asm.DWord))
-		g.statUpdate(gl.Stat)
+		g.statUpdate(gl.Stat, true)
 	}
 	g.popStack(8)
 	g.emit(asm.Mov.Imm(asm.R0, 0))
@@ -107,48 +125,38 @@ func statStore(off int16, r asm.Register) asm.Instruction {
 	return asm.StoreMem(regRec, off, r, asm.DWord)
 }
 
-// statUpdate adds the value in R1 to the partial at regRec.
-func (g *gen) statUpdate(l *StatLayout) {
+// statUpdate adds the value in R1 to the partial at regRec: with atomic
+// word updates, or (the caller owning the partial) with plain ones and the
+// Welford terms when the layout keeps them.
+func (g *gen) statUpdate(l *StatLayout, atomic bool) {
 	if l.Variance {
 		g.welford(l.Shift)
 	} else {
-		g.minMax()
+		g.countSumMinMax(atomic)
 	}
 	if l.Hist != nil {
-		g.bucket(l.Hist)
+		g.bucket(l.Hist, atomic)
 	}
 }
 
-// minMax updates count, sum, min and max of the partial at regRec with the
+// countSumMinMax adds the value in R1 (kept) to count, sum, min and max of
+// the partial at regRec. Clobbers R0 and R2-R5.
+func (g *gen) countSumMinMax(atomic bool) {
+	g.emit(asm.Mov.Imm(asm.R2, 1))
+	g.addWord(statCount, asm.R2, atomic)
+	g.addWord(statSum, asm.R1, atomic)
+	g.emit(emitMinKey(asm.R3, asm.R1)...)
+	g.raiseWord(statMin, atomic)
+	g.emit(emitMaxKey(asm.R3, asm.R1)...)
+	g.raiseWord(statMax, atomic)
+}
+
+// welford updates the partial at regRec, which the caller owns, with the
 // value in R1 (kept).
-func (g *gen) minMax() {
-	first, done := g.newLabel("stat_first"), g.newLabel("stat_done")
-	g.emit(statLoad(asm.R2, statCount), asm.JEq.Imm(asm.R2, 0, first))
-	g.countSumMinMax()
-	g.emit(asm.Ja.Label(done))
-	g.mark(first)
-	g.emit(asm.Mov.Imm(asm.R2, 1), statStore(statCount, asm.R2),
-		statStore(statSum, asm.R1), statStore(statMin, asm.R1), statStore(statMax, asm.R1))
-	g.mark(done)
-}
-
-// countSumMinMax: count (in R2) + 1, sum += R1, min and max with R1, for a
-// partial at regRec that is not empty.
-func (g *gen) countSumMinMax() {
-	g.emit(asm.Add.Imm(asm.R2, 1), statStore(statCount, asm.R2),
-		statLoad(asm.R3, statSum), asm.Add.Reg(asm.R3, asm.R1), statStore(statSum, asm.R3))
-	notMax, notMin := g.newLabel("stat_max"), g.newLabel("stat_min")
-	g.emit(statLoad(asm.R3, statMax), asm.JSLE.Reg(asm.R1, asm.R3, notMax), statStore(statMax, asm.R1))
-	g.mark(notMax)
-	g.emit(statLoad(asm.R3, statMin), asm.JSGE.Reg(asm.R1, asm.R3, notMin), statStore(statMin, asm.R1))
-	g.mark(notMin)
-}
-
-// welford updates the partial at regRec with the value in R1 (kept).
 func (g *gen) welford(shift uint) {
+	g.countSumMinMax(false)
 	first, done := g.newLabel("stat_first"), g.newLabel("stat_done")
-	g.emit(statLoad(asm.R2, statCount), asm.JEq.Imm(asm.R2, 0, first))
-	g.countSumMinMax()
+	g.emit(statLoad(asm.R2, statCount), asm.JEq.Imm(asm.R2, 1, first))
 	g.emit(
 		// R3 = v << shift; R4 = delta = int32(R3 - avg_s)
 		asm.Mov.Reg(asm.R3, asm.R1), asm.LSh.Imm(asm.R3, int32(shift)),
@@ -165,8 +173,6 @@ func (g *gen) welford(shift uint) {
 	)
 	g.mark(first)
 	g.emit(
-		asm.Mov.Imm(asm.R2, 1), statStore(statCount, asm.R2),
-		statStore(statSum, asm.R1), statStore(statMin, asm.R1), statStore(statMax, asm.R1),
 		asm.Mov.Reg(asm.R3, asm.R1), asm.LSh.Imm(asm.R3, int32(shift)), statStore(statAvgS, asm.R3),
 		asm.Mov.Imm(asm.R3, 0), statStore(statM2, asm.R3),
 	)
@@ -174,7 +180,7 @@ func (g *gen) welford(shift uint) {
 }
 
 // bucket counts the value in R1 in its histogram bucket.
-func (g *gen) bucket(h *format.Hist) {
+func (g *gen) bucket(h *format.Hist, atomic bool) {
 	if h.Linear {
 		g.linearBucket(h)
 	} else {
@@ -187,10 +193,14 @@ func (g *gen) bucket(h *format.Hist) {
 		asm.LSh.Imm(asm.R0, 3),
 		asm.Mov.Reg(asm.R2, regRec),
 		asm.Add.Reg(asm.R2, asm.R0),
-		asm.LoadMem(asm.R3, asm.R2, statBuckets, asm.DWord),
-		asm.Add.Imm(asm.R3, 1),
-		asm.StoreMem(asm.R2, statBuckets, asm.R3, asm.DWord),
+		asm.Mov.Imm(asm.R3, 1),
 	)
+	if atomic {
+		g.emit(atomicOp(bpfAdd, asm.R2, asm.R3, statBuckets))
+	} else {
+		g.emit(asm.LoadMem(asm.R4, asm.R2, statBuckets, asm.DWord), asm.Add.Reg(asm.R4, asm.R3),
+			asm.StoreMem(asm.R2, statBuckets, asm.R4, asm.DWord))
+	}
 	g.mark(skip)
 }
 

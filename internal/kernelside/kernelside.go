@@ -201,11 +201,27 @@ func (s *Session) AddTarget(pid int) error {
 }
 
 // Skipped is the number of probe runs the kernel skipped because another
-// BPF program was running on the CPU (stap's skipped probes).
+// BPF program was running on the CPU, and of updates a program could not
+// make because it had interrupted another in the middle of one (stap's
+// skipped probes).
 func (s *Session) Skipped() int64 {
-	n := s.skipped
+	n := s.skipped + s.nestingSkips()
 	for _, lp := range s.loaded {
 		n += recursionMisses(lp)
+	}
+	return n
+}
+
+// nestingSkips is the number of updates the programs could not make
+// because another program on the same CPU was in the middle of one
+// (bpfgen's SkipMap).
+func (s *Session) nestingSkips() int64 {
+	if s.objs == nil || s.objs.shared[bpfgen.SkipMap] == nil {
+		return 0
+	}
+	var n int64
+	if err := s.objs.shared[bpfgen.SkipMap].Lookup(uint32(0), &n); err != nil {
+		return 0
 	}
 	return n
 }

@@ -1,0 +1,23 @@
+#!/bin/sh
+# bench/soak.sh [SECONDS] (root): the nesting soak. Runs bench/soak.stp
+# (kernel.trace("*") updating per-CPU globals beside shared atomic twins)
+# for SECONDS (600 by default) while a getppid loop and a 10 µs sleep loop
+# keep every CPU busy with system calls and timer interrupts, then prints
+# the script's verdict. Exits 1 unless it reports 0 differences.
+set -eu
+cd "$(dirname "$0")/.."
+secs=${1:-600}
+bin=$(mktemp -d /tmp/bpftap-soak.XXXXXX)
+trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$bin"' EXIT
+go build -o "$bin/" ./cmd/bpftap ./bench/getppid
+out="$bin/out"
+"$bin/bpftap" bench/soak.stp -T "$secs" >"$out" 2>&1 &
+tracer=$!
+sleep 2 # attach (every tracepoint) before the load starts
+for cpu in $(seq 0 $(($(nproc) - 1))); do
+  (while :; do "$bin/getppid" -cpu "$cpu" -n 5000000 >/dev/null; done) &
+  (while :; do sleep 0.00001; done) &
+done
+wait "$tracer" || true
+cat "$out"
+grep -q 'differences 0$' "$out"

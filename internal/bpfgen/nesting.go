@@ -1,0 +1,147 @@
+package bpfgen
+
+import (
+	"math"
+
+	"github.com/cilium/ebpf/asm"
+)
+
+// Exact updates when programs nest.
+//
+// Programs nest on a CPU: a tracepoint that fires in an interrupt runs its
+// program in the middle of another program on the same CPU, possibly
+// between the load and the store of a per-CPU slot. (The kernel never runs
+// a program inside itself: it skips that run and counts a recursion miss,
+// which the driver reports as a skipped probe.) The kernel runs the
+// programs of every attach kind bpftap uses with preemption disabled, so
+// nesting is last-in first-out: a nested program runs to its end before
+// the one it interrupted goes on. Under that rule every per-CPU update is
+// exact:
+//
+//   - a long (++, --, +=, -=) and the count, sum and histogram buckets of
+//     a statistic are atomic adds, even in per-CPU slots;
+//   - min and max are stored as order keys (minKey, maxKey): unsigned
+//     words whose zero is the neutral element, so a partial has no
+//     first-value case, and a new extreme is a compare-and-exchange that
+//     is retried when a nested program changed the word in between;
+//   - the Welford terms of a statistic that keeps @variance cannot be
+//     updated atomically: such an update holds a per-CPU guard (NestMap)
+//     and uses plain loads and stores; an update that finds the guard
+//     held is not made and is counted in SkipMap;
+//   - the last-key cache (cache.go) has a busy word, taken the same way:
+//     the update that holds it owns the pending value, a nested update
+//     goes straight to the map with atomic adds, and the owner flushes a
+//     pending value into the map with atomic adds too.
+//
+// SkipMap's count is added to the kernel's recursion misses and reported
+// as skipped probes. A guard is taken with a plain load and store, which
+// is exact only because nesting is last-in first-out: an attach kind
+// whose programs can be preempted (uprobes on a preemptible kernel) would
+// need an atomic exchange there.
+
+// NestMap is the per-CPU guard of the updates that keep @variance; SkipMap
+// counts the updates made impossible by nesting.
+const (
+	NestMap = "nest"
+	SkipMap = "skipped"
+)
+
+// maxRaiseTries bounds the compare-and-exchange retries of raiseWord: each
+// retry needs another nested program to land in a window of three
+// instructions.
+const maxRaiseTries = 4
+
+// minKey and maxKey map a value to its order key: unsigned, monotonic
+// (decreasing for min, increasing for max), and zero for the value every
+// other beats (MaxInt64 for min, MinInt64 for max). Each is its own
+// inverse.
+func minKey(v int64) uint64 { return uint64(math.MaxInt64) - uint64(v) }
+func maxKey(v int64) uint64 { return uint64(v) ^ 1<<63 }
+
+// emitMinKey and emitMaxKey leave in dst the order key of the value in src.
+func emitMinKey(dst, src asm.Register) asm.Instructions {
+	return asm.Instructions{asm.LoadImm(dst, math.MaxInt64, asm.DWord), asm.Sub.Reg(dst, src)}
+}
+func emitMaxKey(dst, src asm.Register) asm.Instructions {
+	return asm.Instructions{asm.LoadImm(dst, math.MinInt64, asm.DWord), asm.Xor.Reg(dst, src)}
+}
+
+// atomicOp is the atomic instruction op (BPF_ADD, BPF_FETCH, ... in the
+// immediate) on the word at dst+off with src. cilium/ebpf v0.22 marshals
+// every atomic instruction with an immediate of 0 (a plain atomic add)
+// unless the constant is set by hand.
+func atomicOp(op int64, dst, src asm.Register, off int16) asm.Instruction {
+	ins := asm.AddAtomic.Mem(dst, src, asm.DWord, off)
+	ins.Constant = op
+	return ins
+}
+
+// Immediates of atomic instructions.
+const (
+	bpfAdd      = 0x00 // *dst += src
+	bpfFetchAdd = 0x01 // src = atomic_fetch_add(dst, src)
+	bpfCmpXchg  = 0xf1 // R0 = atomic_cmpxchg(dst, R0, src)
+)
+
+// addWord adds src to the word at regRec+off: an atomic add, or a load,
+// add and store (clobbering R4) where the caller owns the word.
+func (g *gen) addWord(off int16, src asm.Register, atomic bool) {
+	if atomic {
+		g.emit(atomicOp(bpfAdd, regRec, src, off))
+		return
+	}
+	g.emit(asm.LoadMem(asm.R4, regRec, off, asm.DWord), asm.Add.Reg(asm.R4, src), asm.StoreMem(regRec, off, asm.R4, asm.DWord))
+}
+
+// raiseWord raises the unsigned word at regRec+off to R3 when R3 is greater.
+// Atomically, that is a compare-and-exchange retried up to maxRaiseTries
+// times; a raise that loses every race is counted in SkipMap. Clobbers R0,
+// R2, R4 and R5.
+func (g *gen) raiseWord(off int16, atomic bool) {
+	done := g.newLabel("raised")
+	g.emit(asm.LoadMem(asm.R0, regRec, off, asm.DWord))
+	if !atomic {
+		g.emit(asm.JGE.Reg(asm.R0, asm.R3, done), asm.StoreMem(regRec, off, asm.R3, asm.DWord))
+		g.mark(done)
+		return
+	}
+	for range maxRaiseTries {
+		g.emit(
+			asm.JGE.Reg(asm.R0, asm.R3, done),
+			asm.Mov.Reg(asm.R4, asm.R0),
+			atomicOp(bpfCmpXchg, regRec, asm.R3, off), // R0 = the word; stored R3 if it was R0
+			asm.JEq.Reg(asm.R0, asm.R4, done),
+		)
+	}
+	g.countSkip()
+	g.mark(done)
+}
+
+// countSkip adds one to SkipMap. Clobbers R2 and R5.
+func (g *gen) countSkip() {
+	g.emit(asm.LoadMapValue(asm.R5, 0, 0).WithReference(SkipMap), asm.Mov.Imm(asm.R2, 1),
+		atomicOp(bpfAdd, asm.R5, asm.R2, 0))
+}
+
+// guarded emits body holding this CPU's NestMap guard, or counts a skip
+// when the guard is held (body then does not run). body may use R0-R5 and
+// regRec.
+func (g *gen) guarded(body func()) {
+	held, done := g.newLabel("guard_held"), g.newLabel("guard_done")
+	guard := g.pushSlot()
+	g.emit(emitLookupIndex(NestMap, guard, 0, labelExit)...)
+	g.emit(
+		asm.LoadMem(asm.R1, asm.R0, 0, asm.DWord), asm.JNE.Imm(asm.R1, 0, held),
+		asm.Mov.Imm(asm.R1, 1), asm.StoreMem(asm.R0, 0, asm.R1, asm.DWord),
+		asm.StoreMem(asm.R10, guard, asm.R0, asm.DWord),
+	)
+	body()
+	g.emit(
+		asm.LoadMem(asm.R0, asm.R10, guard, asm.DWord), asm.Mov.Imm(asm.R1, 0), asm.StoreMem(asm.R0, 0, asm.R1, asm.DWord),
+		asm.Ja.Label(done),
+	)
+	g.mark(held)
+	g.countSkip()
+	g.mark(done)
+	g.popStack(8)
+}

@@ -1,0 +1,153 @@
+package bpfgen_test
+
+import (
+	"fmt"
+	"runtime"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/bpftap/bpftap/internal/interp"
+	"github.com/bpftap/bpftap/internal/kernelside"
+	"github.com/bpftap/bpftap/internal/sema"
+	"golang.org/x/sys/unix"
+)
+
+// nestingScript updates every kind of per-CPU storage from a system-call
+// probe and from two probes that fire in hard-IRQ context, all on the same
+// keys, beside shared twins that count the same updates with atomic adds
+// (the kernel reads the twins, so they are never promoted to per-CPU).
+// Each probe point is a program of its own; an IRQ-context program runs
+// in the middle of a system-call program whenever the interrupt arrives
+// there.
+const nestingScript = `
+global cached, cachedTwin, scalar, scalarTwin, swap, swapTwin
+global stat, statKeyed, hist, variance, statTwin, sumTwin
+probe kernel.trace("raw_syscalls:sys_enter"), kernel.trace("timer:hrtimer_expire_entry"),
+      kernel.trace("irq_vectors:local_timer_entry") {
+  x = gettimeofday_ns() % 3
+  cached[1]++; cachedTwin[1]++
+  swap[x] += 2; swapTwin[x] += 2
+  scalar++; scalarTwin++
+  stat <<< x; statKeyed[x % 2] <<< x; hist <<< x; variance <<< x
+  statTwin++; sumTwin += x
+  if (cachedTwin[1] < 0 || scalarTwin < 0 || swapTwin[x] < 0 || statTwin < 0 || sumTwin < 0) printf("negative\n")
+}
+probe end { println(@variance(variance)); print(@hist_log(hist)) }
+`
+
+// TestNestedUpdates drives the programs of nestingScript on one CPU with
+// a getppid loop and a thread that sleeps 1 µs at a time (an hrtimer
+// interrupt per sleep), then checks that every per-CPU count equals its
+// shared twin: no update was lost or counted twice when an interrupt's
+// program ran inside another program's update.
+func TestNestedUpdates(t *testing.T) {
+	requireBPF(t)
+	prog := elaborate(t, nestingScript)
+	s, err := kernelside.Compile(prog, kernelside.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if err := s.Load(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Start(&recorder{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Attach(); err != nil {
+		t.Fatal(err)
+	}
+	interruptedSyscalls(t, 3*time.Second)
+	if _, err := s.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	checkTwins(t, s, prog)
+}
+
+// checkTwins compares the per-CPU globals of nestingScript with their
+// twins. Updates of a statistic that keeps @variance may be skipped when
+// programs nest (nesting.go); the skips must be counted.
+func checkTwins(t *testing.T, s *kernelside.Session, prog *sema.Program) {
+	t.Helper()
+	for _, v := range prog.Globals {
+		if (v.Name == "cached" || v.Name == "scalar" || v.Name == "swap") && !v.PerCPU {
+			t.Fatalf("%s is not promoted to per-CPU storage: the test tests nothing", v.Name)
+		}
+	}
+	long := func(name string, key ...int64) int64 {
+		st := global(s, prog, name)
+		if key == nil {
+			return st.Scalar.Load().Int
+		}
+		v, _ := st.Array.Get(interp.Key{{Int: key[0]}})
+		return v.Int
+	}
+	check := func(name string, got, want int64) {
+		if got != want {
+			t.Errorf("%s = %d, its shared twin counted %d (%+d)", name, got, want, got-want)
+		}
+	}
+	check("cached[1]", long("cached", 1), long("cachedTwin", 1))
+	check("scalar", long("scalar"), long("scalarTwin"))
+	for x := range int64(3) {
+		check(fmt.Sprintf("swap[%d]", x), long("swap", x), long("swapTwin", x))
+	}
+	count, sum := long("statTwin"), long("sumTwin")
+	for _, name := range []string{"stat", "hist"} {
+		total := global(s, prog, name).Statistic.Total()
+		check("@count("+name+")", total.Count, count)
+		check("@sum("+name+")", total.Sum, sum)
+		if total.Min != 0 || total.Max != 2 {
+			t.Errorf("@min(%s) = %d, @max = %d, want 0 and 2", name, total.Min, total.Max)
+		}
+	}
+	var keyed int64
+	for _, e := range global(s, prog, "statKeyed").Array.Elements() {
+		keyed += e.Stat.Count
+	}
+	check("@count(statKeyed[*])", keyed, count)
+	skipped := count - global(s, prog, "variance").Statistic.Total().Count
+	if skipped < 0 || skipped > s.Skipped() {
+		t.Errorf("@count(variance) is %d short of its twin, %d skips were counted", skipped, s.Skipped())
+	}
+	t.Logf("%d updates of each global; %d of the statistic that keeps @variance skipped", count, skipped)
+}
+
+// interruptedSyscalls runs, for d, a getppid loop and a thread that sleeps
+// 1 µs at a time, both on CPU 0, so that hrtimer interrupts keep arriving
+// while the loop's system-call probes run.
+func interruptedSyscalls(t *testing.T, d time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	var wg sync.WaitGroup
+	errs := make(chan error, 2)
+	work := func(body func()) {
+		defer wg.Done()
+		runtime.LockOSThread() // the thread ends with the goroutine
+		var cpu0 unix.CPUSet
+		cpu0.Set(0)
+		if err := unix.SchedSetaffinity(0, &cpu0); err != nil {
+			errs <- err
+			return
+		}
+		for time.Now().Before(deadline) {
+			body()
+		}
+	}
+	wg.Add(2)
+	go work(func() {
+		for range 1000 {
+			unix.Getppid()
+		}
+	})
+	go work(func() {
+		unix.Prctl(unix.PR_SET_TIMERSLACK, 1, 0, 0, 0)
+		unix.Nanosleep(&unix.Timespec{Nsec: 1000}, nil)
+	})
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+}
