@@ -287,6 +287,9 @@ func (in *Interp) End() int {
 	if in.errors > 0 || skipped > 0 {
 		in.warn(fmt.Sprintf("Number of errors: %d, skipped probes: %d", in.errors, skipped))
 	}
+	if in.cfg.Timing && skipped > 0 { // every skip is a nested run, as stap's reentrancy
+		in.warn(fmt.Sprintf("Skipped due to reentrancy: %d", skipped))
+	}
 	if in.errorSeen {
 		return 1
 	}

@@ -26,7 +26,7 @@ type kernelSession struct {
 	div            syntax.Pos
 }
 
-func newKernelSession(t *testing.T, limits tapset.Limits, skipped int64) *kernelSession {
+func newKernelSession(t *testing.T, limits tapset.Limits, skipped int64, options ...func(*Config)) *kernelSession {
 	t.Helper()
 	prog := elaborate(t, kernelScript)
 	s := &kernelSession{}
@@ -45,9 +45,13 @@ func newKernelSession(t *testing.T, limits tapset.Limits, skipped int64) *kernel
 			return true
 		})
 	}
+	cfg := Config{Stdout: &s.stdout, Stderr: &s.stderr, Limits: limits,
+		Now: func() time.Time { return fixedNow }, Skipped: func() int64 { return skipped }}
+	for _, o := range options {
+		o(&cfg)
+	}
 	var err error
-	s.in, err = New(prog, Config{Stdout: &s.stdout, Stderr: &s.stderr, Limits: limits,
-		Now: func() time.Time { return fixedNow }, Skipped: func() int64 { return skipped }})
+	s.in, err = New(prog, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,4 +126,7 @@ func TestKernelErrors(t *testing.T) {
 func TestSkippedProbesWarning(t *testing.T) {
 	s := newKernelSession(t, tapset.DefaultLimits(), 4)
 	s.check(t, 0, "end 0\n", "WARNING: Number of errors: 0, skipped probes: 4\n")
+	// With -t, stap says why: every skip here is a nested run.
+	s = newKernelSession(t, tapset.DefaultLimits(), 4, func(c *Config) { c.Timing = true })
+	s.check(t, 0, "end 0\n", "WARNING: Number of errors: 0, skipped probes: 4\nWARNING: Skipped due to reentrancy: 4\n")
 }
