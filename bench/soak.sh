@@ -8,7 +8,8 @@ set -eu
 cd "$(dirname "$0")/.."
 secs=${1:-600}
 bin=$(mktemp -d /tmp/bpftap-soak.XXXXXX)
-trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$bin"' EXIT
+loads=""
+trap 'kill $loads 2>/dev/null || true; rm -rf "$bin"' EXIT
 go build -o "$bin/" ./cmd/bpftap ./bench/getppid
 out="$bin/out"
 "$bin/bpftap" bench/soak.stp -T "$secs" >"$out" 2>&1 &
@@ -16,7 +17,9 @@ tracer=$!
 sleep 2 # attach (every tracepoint) before the load starts
 for cpu in $(seq 0 $(($(nproc) - 1))); do
   (while :; do "$bin/getppid" -cpu "$cpu" -n 5000000 >/dev/null; done) &
+  loads="$loads $!"
   (while :; do sleep 0.00001; done) &
+  loads="$loads $!"
 done
 wait "$tracer" || true
 cat "$out"
