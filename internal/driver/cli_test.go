@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
 	"golang.org/x/tools/txtar"
 )
 
@@ -27,6 +28,9 @@ import (
 //	stderr REGEXP            the same for stderr
 //	cmp stdout FILE          stdout equals the archive's FILE exactly (also stderr)
 //	interrupt DURATION       the next exec receives SIGINT after DURATION
+//	signal NAME DURATION     the next exec receives SIGNAME (KILL, TERM, ...) after DURATION
+//	sleep DURATION           wait
+//	exists FILE              FILE exists in the working directory (prefix `!` for absent)
 //
 // The archive's files are written to a fresh directory, which is the working directory;
 // $BPFTAP names the binary for commands that run it through a shell.
@@ -80,7 +84,8 @@ type cliScript struct {
 	line           int
 	stdout, stderr string
 	status         int
-	interrupt      time.Duration
+	signal         syscall.Signal // sent to the next exec after delay
+	delay          time.Duration
 }
 
 func (s *cliScript) fatalf(format string, args ...any) {
@@ -111,14 +116,29 @@ func (s *cliScript) command(line string) {
 	case "cmp":
 		s.cmp(words[1], words[2])
 	case "interrupt":
-		d, err := time.ParseDuration(words[1])
-		if err != nil {
-			s.fatalf("bad duration %q", words[1])
+		s.signal, s.delay = syscall.SIGINT, s.duration(words[1])
+	case "signal":
+		s.signal, s.delay = unix.SignalNum("SIG"+words[1]), s.duration(words[2])
+		if s.signal == 0 {
+			s.fatalf("unknown signal %q", words[1])
 		}
-		s.interrupt = d
+	case "sleep":
+		time.Sleep(s.duration(words[1]))
+	case "exists":
+		if _, err := os.Stat(filepath.Join(s.dir, words[1])); (err == nil) == negate {
+			s.fatalf("%s: exists is %v", words[1], err == nil)
+		}
 	default:
 		s.fatalf("unknown command %q", words[0])
 	}
+}
+
+func (s *cliScript) duration(word string) time.Duration {
+	d, err := time.ParseDuration(word)
+	if err != nil {
+		s.fatalf("bad duration %q", word)
+	}
+	return d
 }
 
 func (s *cliScript) exec(args []string, wantFailure bool) {
@@ -137,10 +157,11 @@ func (s *cliScript) exec(args []string, wantFailure bool) {
 	if err := cmd.Start(); err != nil {
 		s.fatalf("%v", err)
 	}
-	if s.interrupt > 0 {
-		timer := time.AfterFunc(s.interrupt, func() { cmd.Process.Signal(syscall.SIGINT) })
+	if s.signal != 0 {
+		sig := s.signal
+		timer := time.AfterFunc(s.delay, func() { cmd.Process.Signal(sig) })
 		defer timer.Stop()
-		s.interrupt = 0
+		s.signal = 0
 	}
 	err := cmd.Wait()
 	s.stdout, s.stderr, s.status = stdout.String(), stderr.String(), 0

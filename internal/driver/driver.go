@@ -13,14 +13,9 @@
 package driver
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"os/signal"
-	"syscall"
-	"time"
 
 	"github.com/bpftap/bpftap/internal/sema"
 	"github.com/bpftap/bpftap/internal/syntax"
@@ -47,7 +42,8 @@ func Main(argv []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			Version, syntax.DefaultConfig().Version)
 		return 0
 	}
-	s := &session{opts: opts, stdin: stdin, stdout: stdout, stderr: stderr}
+	s := &session{opts: opts, stdin: stdin, stdout: stdout, stderr: stderr, signals: catchSignals()}
+	defer s.signals.stop()
 	return s.run()
 }
 
@@ -57,6 +53,7 @@ type session struct {
 	stdin          io.Reader
 	stdout, stderr io.Writer
 	timer          passTimer
+	signals        *signals
 }
 
 func (s *session) run() int {
@@ -150,14 +147,4 @@ func ensureNewline(s string) string {
 		return s + "\n"
 	}
 	return s
-}
-
-// runContext returns a context cancelled by SIGINT, SIGTERM, SIGHUP or the -T timeout.
-func (s *session) runContext() (context.Context, context.CancelFunc) {
-	ctx, stopSignals := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
-	if s.opts.Timeout <= 0 {
-		return ctx, stopSignals
-	}
-	ctx, cancel := context.WithTimeout(ctx, time.Duration(s.opts.Timeout*float64(time.Second)))
-	return ctx, func() { cancel(); stopSignals() }
 }

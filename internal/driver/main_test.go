@@ -11,14 +11,17 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// TestMain makes the test binary double as the workload kernel-probe tests
-// trace: run with BPFTAP_WORKLOAD set, it does what its arguments say and
+// TestMain makes the test binary double as the -c holder and as the
+// workload kernel-probe tests trace: run with BPFTAP_WORKLOAD set, it does what its arguments say and
 // exits instead of running the tests. Scripts name it $WORKLOAD (see
 // workloadCommand).
 //
 //	getppid N   N getppid() calls
 //	fork N      N children, each making one getppid() call, waited for
 func TestMain(m *testing.M) {
+	if Holding() {
+		Hold() // -c commands of in-process runs: see target.go
+	}
 	if os.Getenv("BPFTAP_WORKLOAD") != "" {
 		os.Exit(workload(os.Args[1:]))
 	}

@@ -1,0 +1,92 @@
+package driver
+
+import (
+	"context"
+	"errors"
+	"io"
+	"os"
+	"os/signal"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// Signals, as stapio handles them. SIGINT, SIGTERM, SIGHUP and SIGQUIT
+// are caught from the start: before pass 5 nothing has run, so bpftap
+// exits at once with status 1 (the kernel frees every BPF object with the
+// process; the held -c command dies with it, never released; a long map
+// creation does not delay the exit); during pass 5 they end the run, and
+// the end probes run; the third one forces the exit even from a probe
+// that never returns. SIGPIPE is ignored: when the output is a pipe that
+// closes, the run ends as if interrupted.
+type signals struct {
+	ch     chan os.Signal
+	mu     sync.Mutex
+	cancel func() // the run's, from pass 5 on
+	caught int
+}
+
+// stopSignals are the signals that end a run.
+var stopSignals = []os.Signal{os.Interrupt, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT}
+
+// forceExit is the number of signals after which bpftap exits at once.
+const forceExit = 3
+
+// catchSignals starts handling signals; stop ends it.
+func catchSignals() *signals {
+	sig := &signals{ch: make(chan os.Signal, forceExit)}
+	signal.Notify(sig.ch, stopSignals...)
+	signal.Ignore(syscall.SIGPIPE)
+	go sig.handle()
+	return sig
+}
+
+func (sig *signals) handle() {
+	for range sig.ch {
+		sig.mu.Lock()
+		sig.caught++
+		cancel, caught := sig.cancel, sig.caught
+		sig.mu.Unlock()
+		if cancel == nil || caught >= forceExit {
+			os.Exit(1)
+		}
+		cancel()
+	}
+}
+
+func (sig *signals) stop() {
+	signal.Stop(sig.ch)
+	signal.Reset(syscall.SIGPIPE)
+}
+
+// runContext returns the context of pass 5: cancelled by a signal, a
+// closed output pipe (see pipeGuard), or the -T timeout.
+func (s *session) runContext() (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(context.Background())
+	s.signals.mu.Lock()
+	s.signals.cancel = cancel
+	caught := s.signals.caught
+	s.signals.mu.Unlock()
+	if caught > 0 {
+		cancel()
+	}
+	if s.opts.Timeout <= 0 {
+		return ctx, cancel
+	}
+	ctx, cancelTimeout := context.WithTimeout(ctx, time.Duration(s.opts.Timeout*float64(time.Second)))
+	return ctx, func() { cancelTimeout(); cancel() }
+}
+
+// pipeGuard ends the run when the output is a pipe its reader closed.
+type pipeGuard struct {
+	w      io.Writer
+	closed func()
+}
+
+func (p pipeGuard) Write(b []byte) (int, error) {
+	n, err := p.w.Write(b)
+	if errors.Is(err, syscall.EPIPE) {
+		p.closed()
+	}
+	return n, err
+}

@@ -1,0 +1,204 @@
+package driver
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"runtime"
+	"strings"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// The -c command.
+//
+// The command starts before pass 3, so that target() is a constant of the
+// kernel programs, but it must not run until they are attached, and never
+// untraced. bpftap starts a copy of itself as the holder (HoldEnv in its
+// environment, the command's words as arguments, the read end of a pipe
+// as fd 3) and the holder waits for a byte on that pipe, then execs the
+// command in its own place: the target's pid is the holder's. The holder
+// dies with bpftap (PR_SET_PDEATHSIG), and end of file on the pipe, which
+// is all it sees when bpftap exits or dies without releasing it, makes it
+// exit instead of running the command. Between its release and the
+// command's exec the holder makes no system call but execve, so a script
+// counting the target's events sees the command, not a wrapper (stap's
+// child shows as stapio the same way).
+//
+// As staprun does, a plain command is word-expanded as wordexp(3) would
+// (quotes, variables, globs; here by sh, before the command starts) and
+// exec'd itself; one with shell metacharacters runs under /bin/sh -c.
+// When the command ends on its own with a failure, bpftap reports it as
+// stapio does ("WARNING: Child process exited with status N" or "... with
+// signal N (NAME)") and exits 1.
+
+// HoldEnv marks the holder's environment; the command does not inherit it.
+const HoldEnv = "BPFTAP_HOLD_COMMAND"
+
+// Holding reports whether this process is a holder; main must then call Hold.
+func Holding() bool { return os.Getenv(HoldEnv) != "" }
+
+// Hold is the holder: it waits for the release byte on fd 3 and execs the
+// command os.Args[1:], or exits 1 at end of file. It does not return.
+func Hold() {
+	argv := os.Args[1:]
+	path, err := exec.LookPath(argv[0]) // now: released, the holder only execs
+	gate := os.NewFile(3, "gate")
+	unix.CloseOnExec(3)
+	if n, _ := gate.Read(make([]byte, 1)); n != 1 {
+		os.Exit(1) // bpftap exited or died before releasing the command
+	}
+	if err == nil {
+		err = syscall.Exec(path, argv, withoutHoldEnv(os.Environ()))
+	}
+	fmt.Fprintf(os.Stderr, "bpftap: cannot run %s: %v\n", argv[0], err)
+	os.Exit(127)
+}
+
+func withoutHoldEnv(env []string) []string {
+	out := env[:0:0]
+	for _, e := range env {
+		if !strings.HasPrefix(e, HoldEnv+"=") {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// target is the process of -c (started but held until release) or -x.
+type target struct {
+	cmd    *exec.Cmd
+	gate   *os.File      // write end of the pipe the holder waits on
+	exited chan struct{} // made by release, closed once the command has been reaped
+	killed bool          // bpftap ended the command (the script ended first)
+	x      int
+}
+
+// shellMetacharacters are the characters wordexp(3) refuses (WRDE_BADCHAR).
+const shellMetacharacters = "|&;<>(){}\n"
+
+// startTarget starts the -c command held before exec, or records -x's pid.
+func (s *session) startTarget() (*target, error) {
+	if s.opts.Command == "" {
+		return &target{x: s.opts.TargetPID}, nil
+	}
+	argv, err := commandWords(s.opts.Command)
+	if err != nil {
+		return nil, err
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("ERROR: cannot start '%s': %v", s.opts.Command, err)
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	cmd := exec.Command(self, argv...)
+	cmd.Env = append(os.Environ(), HoldEnv+"=1")
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+	cmd.ExtraFiles = []*os.File{r}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	// The death signal follows the thread that forks: fork from one that
+	// lives as long as the process (Go never ends an unlocked thread).
+	runtime.LockOSThread()
+	err = cmd.Start()
+	runtime.UnlockOSThread()
+	if err != nil {
+		w.Close()
+		return nil, fmt.Errorf("ERROR: cannot start '%s': %v", s.opts.Command, err)
+	}
+	return &target{cmd: cmd, gate: w}, nil
+}
+
+// commandWords are the words of a -c command: wordexp's expansion of a
+// plain command, else /bin/sh -c and the command.
+func commandWords(command string) ([]string, error) {
+	if strings.ContainsAny(command, shellMetacharacters) {
+		return []string{"/bin/sh", "-c", command}, nil
+	}
+	var stderr bytes.Buffer
+	expand := exec.Command("/bin/sh", "-c", `eval "set -- $1" && printf '%s\0' "$@"`, "sh", command)
+	expand.Stderr = &stderr
+	out, err := expand.Output()
+	if err != nil {
+		return nil, fmt.Errorf("ERROR: cannot expand -c '%s': %s", command, strings.TrimSpace(stderr.String()))
+	}
+	words := strings.Split(strings.TrimSuffix(string(out), "\x00"), "\x00")
+	if len(out) == 0 {
+		return nil, fmt.Errorf("ERROR: -c '%s' names no command", command)
+	}
+	return words, nil
+}
+
+func (t *target) pid() int {
+	if t.cmd != nil && t.cmd.Process != nil {
+		return t.cmd.Process.Pid
+	}
+	return t.x
+}
+
+// release lets the held command run and arranges for done to be called when it exits.
+func (t *target) release(done func()) error {
+	if t.cmd == nil {
+		return nil
+	}
+	_, err := t.gate.Write([]byte{1})
+	t.gate.Close()
+	t.exited = make(chan struct{})
+	go func() {
+		t.cmd.Wait()
+		close(t.exited)
+		done()
+	}()
+	if err != nil {
+		return errors.New("the target command exited before it was started")
+	}
+	return nil
+}
+
+// kill ends a -c command still running when the script ends, as stap
+// does, or a held one that was never released.
+func (t *target) kill() {
+	if t.cmd == nil || t.killed {
+		return
+	}
+	if t.exited != nil {
+		select {
+		case <-t.exited:
+			return
+		default:
+		}
+	}
+	t.killed = true
+	t.cmd.Process.Kill()
+	t.gate.Close()
+	if t.exited == nil {
+		t.cmd.Wait()
+	}
+}
+
+// finish kills the command if it is still running and returns stapio's
+// warning about a command that ended on its own with a failure, or "".
+func (t *target) finish() string {
+	t.kill()
+	if t.cmd == nil || t.killed {
+		return ""
+	}
+	<-t.exited
+	ws, ok := t.cmd.ProcessState.Sys().(syscall.WaitStatus)
+	switch {
+	case !ok:
+		return ""
+	case ws.Signaled():
+		name := ws.Signal().String()
+		return fmt.Sprintf("WARNING: Child process exited with signal %d (%s)", int(ws.Signal()), strings.ToUpper(name[:1])+name[1:])
+	case ws.ExitStatus() != 0:
+		return fmt.Sprintf("WARNING: Child process exited with status %d", ws.ExitStatus())
+	}
+	return ""
+}
