@@ -147,6 +147,7 @@ func (g *gen) takeOver(gl *Global, k keyAddr, val int16, at syntax.Pos) {
 	g.flush(gl, old)
 	g.mark(done)
 }
+
 // flush adds the pending value saved at stack slot old to the element at
 // regRec, atomically: a long, or a partial's count, sum, min and max.
 func (g *gen) flush(gl *Global, old int16) {

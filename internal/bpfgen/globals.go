@@ -367,4 +367,3 @@ func (g *gen) delete(s *syntax.DeleteStmt) {
 		g.fail(s, "cannot delete %s in a kernel probe", syntax.ExprString(s.Target))
 	}
 }
-

@@ -2,8 +2,11 @@ package driver
 
 import (
 	"fmt"
+	"regexp"
 	"strconv"
 	"strings"
+
+	"golang.org/x/sys/unix"
 )
 
 // Options is the parsed command line, with stap's option names and meanings.
@@ -60,7 +63,7 @@ var shortOptions = map[byte]optionSpec{
 	'E': {true, func(o *Options, a string) error { o.Extra = append(o.Extra, a); return nil }},
 	'o': {true, func(o *Options, a string) error { o.Output = a; return nil }},
 	'T': {true, setTimeout},
-	'D': {true, func(o *Options, a string) error { o.Defines = append(o.Defines, a); return nil }},
+	'D': {true, addDefine},
 	'G': {true, func(o *Options, a string) error { o.Globals = append(o.Globals, a); return nil }},
 	'c': {true, func(o *Options, a string) error { o.Command = a; return nil }},
 	'x': {true, setTarget},
@@ -107,9 +110,25 @@ func setTarget(o *Options, a string) error {
 	if err != nil || pid <= 0 {
 		return usagef("Invalid target process ID number.")
 	}
+	if unix.Kill(pid, 0) == unix.ESRCH {
+		return usagef("No process with ID %d (-x).", pid)
+	}
 	o.TargetPID = pid
 	return nil
 }
+
+// addDefine records -D NAME or -D NAME=VALUE; NAME must be a C identifier,
+// as it was for stap's compiler.
+func addDefine(o *Options, a string) error {
+	name, _, _ := strings.Cut(a, "=")
+	if !macroName.MatchString(name) {
+		return usagef("Invalid -D %q: the macro name must be a C identifier.", a)
+	}
+	o.Defines = append(o.Defines, a)
+	return nil
+}
+
+var macroName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
 func setRuntime(o *Options, a string) error {
 	if a != "bpf" && a != "kernel" {

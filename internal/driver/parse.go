@@ -3,8 +3,10 @@ package driver
 import (
 	"bytes"
 	"compress/gzip"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
@@ -22,22 +24,59 @@ func (s *session) readScripts() ([]*syntax.Source, error) {
 	case s.opts.ScriptText != nil:
 		srcs = append(srcs, syntax.NewSource("<input>", *s.opts.ScriptText))
 	case s.opts.Script == "-":
-		text, err := io.ReadAll(s.stdin)
+		text, err := readScript("-", s.stdin)
 		if err != nil {
-			return nil, fmt.Errorf("Input file '-' cannot be read: %v", err)
+			return nil, err
 		}
-		srcs = append(srcs, syntax.NewSource("<input>", string(text)))
+		srcs = append(srcs, syntax.NewSource("<input>", text))
 	default:
-		text, err := os.ReadFile(s.opts.Script)
+		text, err := readScriptFile(s.opts.Script)
 		if err != nil {
-			return nil, fmt.Errorf("Input file '%s' is missing.", s.opts.Script)
+			return nil, err
 		}
-		srcs = append(srcs, syntax.NewSource(s.opts.Script, string(text)))
+		srcs = append(srcs, syntax.NewSource(s.opts.Script, text))
 	}
 	for _, e := range s.opts.Extra {
 		srcs = append(srcs, syntax.NewSource("<input>", e))
 	}
 	return srcs, nil
+}
+
+// maxScriptSize caps what bpftap reads as a script (stap has no cap: a
+// device such as /dev/zero given as the script would fill the memory).
+const maxScriptSize = 16 << 20
+
+// readScriptFile reads the script file name, saying plainly why it cannot.
+func readScriptFile(name string) (string, error) {
+	f, err := os.Open(name)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return "", fmt.Errorf("Input file '%s' is missing.", name)
+	case err != nil:
+		return "", fmt.Errorf("Input file '%s' cannot be read: %v", name, errors.Unwrap(err))
+	}
+	defer f.Close()
+	if st, err := f.Stat(); err == nil && st.IsDir() {
+		return "", fmt.Errorf("Input file '%s' is a directory.", name)
+	}
+	return readScript(name, f)
+}
+
+// readScript reads a script of at most maxScriptSize bytes that is text:
+// a NUL byte means a binary file, whose bytes must not reach the terminal
+// in a diagnostic.
+func readScript(name string, r io.Reader) (string, error) {
+	text, err := io.ReadAll(io.LimitReader(r, maxScriptSize+1))
+	switch {
+	case err != nil:
+		return "", fmt.Errorf("Input file '%s' cannot be read: %v", name, err)
+	case len(text) > maxScriptSize:
+		return "", fmt.Errorf("Input file '%s' is larger than %d MiB: not a script.", name, maxScriptSize>>20)
+	}
+	if i := bytes.IndexByte(text, 0); i >= 0 {
+		return "", fmt.Errorf("Input file '%s' is not a text file (a NUL byte at offset %d).", name, i)
+	}
+	return string(text), nil
 }
 
 // parseConfig describes this machine to the preprocessor. The kernel configuration
@@ -109,11 +148,11 @@ func (s *session) librarySources() (stp, stpm []*syntax.Source, err error) {
 			names, _ := filepath.Glob(filepath.Join(dir, ext))
 			sort.Strings(names)
 			for _, name := range names {
-				text, err := os.ReadFile(name)
+				text, err := readScriptFile(name)
 				if err != nil {
 					return nil, nil, err
 				}
-				src := syntax.NewSource(name, string(text))
+				src := syntax.NewSource(name, text)
 				if ext == "*.stp" {
 					stp = append(stp, src)
 				} else {

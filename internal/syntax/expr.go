@@ -29,7 +29,7 @@ const maxNesting = 5000
 func (p *parser) nest() {
 	p.depth++
 	if p.depth > maxNesting {
-		p.fail(fmt.Sprintf("nesting too deep (more than %d levels)", maxNesting))
+		p.failAt(fmt.Sprintf("nesting too deep (more than %d levels)", maxNesting), p.peek())
 	}
 }
 

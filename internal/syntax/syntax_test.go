@@ -2,6 +2,7 @@ package syntax
 
 import (
 	"crypto/sha256"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -229,5 +230,19 @@ func TestCloneNil(t *testing.T) {
 	var b *Block
 	if Clone(b) != nil {
 		t.Error("Clone(nil *Block) != nil")
+	}
+}
+
+// TestNestingTooDeep: a pathological nesting is refused at the token that
+// goes one level too deep, with its file, line and column.
+func TestNestingTooDeep(t *testing.T) {
+	text := "probe begin { x = " + strings.Repeat("(", maxNesting+10) + "1" + strings.Repeat(")", maxNesting+10) + " }"
+	_, err := Parse(NewSource("deep.stp", text), DefaultConfig())
+	var errs ErrorList
+	if !errors.As(err, &errs) || len(errs) != 1 {
+		t.Fatalf("got %v, want one parse error", err)
+	}
+	if want := "deep.stp:1:"; !strings.Contains(errs.Report(), "at: operator '(' at "+want) {
+		t.Errorf("report lacks the position of the '(':\n%.300s", errs.Report())
 	}
 }

@@ -2,6 +2,7 @@ package tapset
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 
 	"github.com/bpftap/bpftap/internal/format"
@@ -30,22 +31,35 @@ func DefaultLimits() Limits {
 
 // Define applies a -D NAME=VALUE setting. It reports false for names that are
 // not run-time limits (the driver may accept and ignore those, as they only
-// matter to stap's C compiler).
+// matter to stap's C compiler). A value outside the limit's range is an error.
 func (l *Limits) Define(name, value string) (bool, error) {
-	fields := map[string]*int64{
-		"MAXSTRINGLEN": &l.MaxStringLen, "MAXACTION": &l.MaxAction, "MAXNESTING": &l.MaxNesting,
-		"MAXMAPENTRIES": &l.MaxMapEntries, "MAXERRORS": &l.MaxErrors, "MAXSKIPPED": &l.MaxSkipped,
-	}
-	p := fields[name]
-	if p == nil {
+	r, ok := limitRanges[name]
+	if !ok {
 		return false, nil
 	}
 	v, err := strconv.ParseInt(value, 0, 64)
-	if err != nil || v < 0 {
-		return true, fmt.Errorf("invalid value %q for %s", value, name)
+	if err != nil || v < r.min || v > r.max {
+		return true, fmt.Errorf("invalid value %q for %s (%s: %d to %d)", value, name, r.what, r.min, r.max)
 	}
-	*p = v
+	*r.field(l) = v
 	return true, nil
+}
+
+// limitRanges are the values each limit accepts. stap bounds them only by
+// the C types of its runtime; bpftap caps the ones that size memory or
+// recursion, so that a typo cannot take gigabytes or overflow the stack.
+var limitRanges = map[string]struct {
+	field    func(*Limits) *int64
+	min, max int64
+	what     string
+}{
+	"MAXSTRINGLEN": {func(l *Limits) *int64 { return &l.MaxStringLen }, 2, 1 << 20, "bytes, with the NUL"},
+	"MAXACTION":    {func(l *Limits) *int64 { return &l.MaxAction }, 0, math.MaxInt64, "statements"},
+	"MAXNESTING":   {func(l *Limits) *int64 { return &l.MaxNesting }, 0, 10000, "nested calls, 0 for stap's computed depth"},
+	"MAXMAPENTRIES": {func(l *Limits) *int64 { return &l.MaxMapEntries }, 1, math.MaxUint32,
+		"elements, the kernel's u32"},
+	"MAXERRORS":  {func(l *Limits) *int64 { return &l.MaxErrors }, 0, math.MaxInt64, "errors"},
+	"MAXSKIPPED": {func(l *Limits) *int64 { return &l.MaxSkipped }, 0, math.MaxInt64, "skipped probes"},
 }
 
 // Run-time error messages (stap prints them after "ERROR: ").
