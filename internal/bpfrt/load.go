@@ -313,7 +313,8 @@ func (p *Program) Close() error {
 	return errors.Join(err, p.Program.Close())
 }
 
-// CheckPrivileges says plainly when the process cannot use BPF at all.
+// CheckPrivileges says plainly when the process cannot use BPF at all:
+// which capabilities it lacks, as which user.
 func CheckPrivileges() error {
 	if os.Geteuid() == 0 {
 		return nil
@@ -323,10 +324,17 @@ func CheckPrivileges() error {
 	if err := unix.Capget(&hdr, &data[0]); err != nil {
 		return fmt.Errorf("%w: %v", ErrPermission, err)
 	}
-	const capPerfmon, capBPF = 38, 39
-	have := func(c uint) bool { return data[c/32].Effective&(1<<(c%32)) != 0 }
-	if have(capBPF) && have(capPerfmon) {
+	var missing []string
+	for _, c := range []struct {
+		bit  uint
+		name string
+	}{{unix.CAP_BPF, "CAP_BPF"}, {unix.CAP_PERFMON, "CAP_PERFMON"}} {
+		if data[c.bit/32].Effective&(1<<(c.bit%32)) == 0 {
+			missing = append(missing, c.name)
+		}
+	}
+	if missing == nil {
 		return nil
 	}
-	return ErrPermission
+	return fmt.Errorf("%w; bpftap runs as uid %d without %s", ErrPermission, os.Geteuid(), strings.Join(missing, " and "))
 }

@@ -3,32 +3,77 @@ package kernel
 import (
 	"bufio"
 	"bytes"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 
 	"golang.org/x/sys/unix"
 )
 
 // ReadTracefs reads a file of tracefs, such as "available_events" or
-// "events/sched/sched_process_exec/id". When tracefs is not mounted anywhere,
-// it is mounted on a fresh temporary directory for the duration of the call
-// and unmounted (lazily) afterwards, so nothing is left behind.
+// "events/sched/sched_process_exec/id". When tracefs is not mounted
+// anywhere, it is read from a private mount: see readPrivately.
 func ReadTracefs(name string) ([]byte, error) {
 	if dir := tracefsMount(); dir != "" {
 		return os.ReadFile(filepath.Join(dir, name))
 	}
-	dir, err := os.MkdirTemp("", "bpftap-tracefs-")
-	if err != nil {
-		return nil, fmt.Errorf("tracefs: %w", err)
+	return readPrivately(name)
+}
+
+// tracefsDir is where the kernel provides a mount point for tracefs.
+const tracefsDir = "/sys/kernel/tracing"
+
+// readPrivately mounts tracefs in a mount namespace of its own and reads
+// name there. The namespace belongs to one OS thread, locked to a
+// goroutine that never unlocks it, so the thread, its namespace and the
+// mount all end with the goroutine: nothing is mounted where anything else
+// can see it, and nothing survives bpftap, however it ends.
+func readPrivately(name string) ([]byte, error) {
+	done := make(chan tracefsRead, 1)
+	go privateRead(name, done)
+	r := <-done
+	return r.data, r.err
+}
+
+type tracefsRead struct {
+	data []byte
+	err  error
+}
+
+// privateRead is readPrivately's goroutine. Not on the main thread: Go
+// never ends that one, and its namespace is the one /proc/self shows; there
+// it hands over to another goroutine and lets the main thread go.
+func privateRead(name string, done chan<- tracefsRead) {
+	runtime.LockOSThread()
+	if unix.Gettid() == unix.Getpid() {
+		go privateRead(name, done)
+		runtime.UnlockOSThread()
+		return
 	}
-	defer os.Remove(dir)
-	if err := unix.Mount("nodev", dir, "tracefs", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
-		return nil, fmt.Errorf("tracefs is not mounted and mounting it failed: %w", err)
+	data, err := mountAndRead(name)
+	done <- tracefsRead{data, err}
+}
+
+// mountAndRead is readPrivately's thread: a new mount namespace, private
+// propagation, tracefs on its mount point, the read.
+func mountAndRead(name string) ([]byte, error) {
+	err := unix.Unshare(unix.CLONE_NEWNS)
+	if err == nil {
+		err = unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, "")
 	}
-	defer unix.Unmount(dir, unix.MNT_DETACH)
-	return os.ReadFile(filepath.Join(dir, name))
+	if err == nil {
+		err = unix.Mount("nodev", tracefsDir, "tracefs", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "")
+	}
+	switch {
+	case errors.Is(err, unix.EPERM):
+		return nil, errors.New("tracefs is not mounted, and mounting it needs CAP_SYS_ADMIN (as root: mount -t tracefs nodev " + tracefsDir + ")")
+	case err != nil:
+		return nil, fmt.Errorf("tracefs is not mounted, and mounting it failed: %w", err)
+	}
+	return os.ReadFile(filepath.Join(tracefsDir, name))
 }
 
 // tracefsMount returns where tracefs is mounted, or "".

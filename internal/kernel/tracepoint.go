@@ -14,9 +14,11 @@ import (
 // Tracepoint is one kernel tracepoint.
 type Tracepoint struct {
 	// System is the tracefs directory the event lives in ("sched",
-	// "raw_syscalls"); empty for a tracepoint with no trace event.
-	System string
-	Event  string
+	// "raw_syscalls"); empty for a tracepoint with no trace event, and when
+	// tracefs could not be read (SystemUnknown).
+	System        string
+	SystemUnknown bool
+	Event         string
 	// Proto is the ID of the typedef btf_trace_EVENT: the attach_btf_id of a
 	// BTF-typed (tp_btf) program. 0 when the kernel has no BTF.
 	Proto TypeID
@@ -49,7 +51,15 @@ var (
 	tracepointsOnce sync.Once
 	tracepoints     []*Tracepoint
 	tracepointsErr  error
+	tracefsErr      error // why available_events could not be read
 )
+
+// TracefsError says why Tracepoints could not read tracefs (their systems
+// are then unknown), or is nil.
+func TracefsError() error {
+	Tracepoints()
+	return tracefsErr
+}
 
 // Tracepoints lists the running kernel's tracepoints sorted by system and event,
 // reading BTF and tracefs on first use.
@@ -62,9 +72,13 @@ func Tracepoints() ([]*Tracepoint, error) {
 		}
 		events, err := ReadTracefs("available_events")
 		if err != nil {
-			events = nil // no systems: tracepoints are still found by event name
+			// No systems: tracepoints are still found by event name.
+			events, tracefsErr = nil, err
 		}
 		tracepoints, tracepointsErr = b.Tracepoints(string(events))
+		for _, tp := range tracepoints {
+			tp.SystemUnknown = tracefsErr != nil
+		}
 	})
 	return tracepoints, tracepointsErr
 }
@@ -170,6 +184,8 @@ func nameParams(params, named []Param) {
 // MatchTracepoints returns the tracepoints that kernel.trace(spec) names, as
 // SystemTap resolves it: "SYSTEM:EVENT" matches both parts, "EVENT" matches
 // the event in any system; either part may hold the wildcards * ? [...].
+// A tracepoint whose system is unknown (tracefs could not be read) matches
+// any system.
 func MatchTracepoints(tps []*Tracepoint, spec string) ([]*Tracepoint, error) {
 	sysPattern, evPattern, hasSystem := strings.Cut(spec, ":")
 	if !hasSystem {
@@ -178,6 +194,7 @@ func MatchTracepoints(tps []*Tracepoint, spec string) ([]*Tracepoint, error) {
 	var matched []*Tracepoint
 	for _, tp := range tps {
 		sysOK, err := path.Match(sysPattern, tp.System)
+		sysOK = sysOK || tp.SystemUnknown
 		if err != nil {
 			return nil, fmt.Errorf("bad pattern %q: %w", spec, err)
 		}

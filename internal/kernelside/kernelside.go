@@ -151,7 +151,7 @@ func (s *Session) Load() error {
 		return nil
 	}
 	if err := bpfrt.CheckPrivileges(); err != nil {
-		return fmt.Errorf("ERROR: kernel probes need BPF: %w", err)
+		return fmt.Errorf("ERROR: kernel probes need BPF, and %w", err)
 	}
 	objs, err := createMaps(s.mod.Maps())
 	if err != nil {

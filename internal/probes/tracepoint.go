@@ -1,6 +1,7 @@
 package probes
 
 import (
+	"fmt"
 	"strings"
 
 	"github.com/bpftap/bpftap/internal/kernel"
@@ -43,7 +44,7 @@ func expandTrace(k KernelInfo, p *Point) ([]*Point, error) {
 		if !found {
 			event = spec.Value
 		}
-		return nil, errorf("no match (similar tracepoints: %s)", similarNames(event, eventNames(tps)))
+		return nil, errorf("no match (similar tracepoints: %s)%s", similarNames(event, eventNames(tps)), tracefsNote(tps))
 	}
 	var out []*Point
 	for _, tp := range matched {
@@ -56,6 +57,15 @@ func expandTrace(k KernelInfo, p *Point) ([]*Point, error) {
 		out = append(out, q)
 	}
 	return out, nil
+}
+
+// tracefsNote says, after "no match", that the kernel's BTF alone was
+// searched because tracefs could not be read, and why.
+func tracefsNote(tps []*kernel.Tracepoint) string {
+	if len(tps) == 0 || !tps[0].SystemUnknown {
+		return ""
+	}
+	return fmt.Sprintf("; only the tracepoints the kernel's BTF describes were searched: %v", kernel.TracefsError())
 }
 
 // attachTracepoint returns the cheapest attach point the kernel offers for
