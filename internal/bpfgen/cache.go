@@ -53,7 +53,7 @@ func cacheFor(gl *Global) *Cache {
 		return nil
 	}
 	size := cacheKey + gl.Spec.KeySize + gl.Spec.ValueSize
-	return &Cache{Ref: "c_" + gl.Var.Name, Spec: &ebpf.MapSpec{Name: mapName("c_" + gl.Var.Name),
+	return &Cache{Ref: "c_" + gl.Var.Name, Spec: &ebpf.MapSpec{Name: "c_" + gl.Var.Name,
 		Type: ebpf.PerCPUArray, KeySize: 4, ValueSize: size, MaxEntries: 1}}
 }
 

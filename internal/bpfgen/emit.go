@@ -170,7 +170,7 @@ func (g *gen) program() *Program {
 	g.epilogue()
 	prog := &Program{Probe: g.probe, Instructions: g.insns, Pos: g.pos}
 	if g.maxScr > 0 {
-		prog.Maps = []Map{{ScratchMap, perCPUArray("stap_scratch", uint32(g.maxScr), 1)}}
+		prog.Maps = []Map{{ScratchMap, perCPUArray("scratch", uint32(g.maxScr), 1)}}
 	}
 	return prog
 }

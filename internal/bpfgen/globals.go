@@ -73,7 +73,7 @@ func (m *Module) global(v *syntax.Var) *Global {
 		valueSize = gl.Stat.Size
 	}
 	m.zeroSize = max(m.zeroSize, valueSize)
-	gl.Spec = &ebpf.MapSpec{Name: mapName(v.Name), KeySize: uint32(keySize), ValueSize: uint32(valueSize)}
+	gl.Spec = &ebpf.MapSpec{Name: v.Name, KeySize: uint32(keySize), ValueSize: uint32(valueSize)}
 	switch {
 	case !v.IsArray:
 		gl.Spec.Type, gl.Spec.MaxEntries = ebpf.Array, 1
@@ -98,15 +98,6 @@ func fieldSize(f ArgField) int {
 		return 8
 	}
 	return (f.Width + 7) &^ 7
-}
-
-// mapName is a kernel object name for a global (at most 15 bytes).
-func mapName(name string) string {
-	name = "g_" + name
-	if len(name) > 15 {
-		name = name[:15]
-	}
-	return name
 }
 
 // keyWidth is the width of string key i of v: 16 when every key used

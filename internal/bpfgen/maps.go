@@ -34,15 +34,15 @@ const ScratchMap = "scratch"
 // compiling every program (compilation decides the globals' layouts).
 func (m *Module) Maps() []Map {
 	maps := []Map{
-		{RingMap, &ebpf.MapSpec{Name: "stap_ring", Type: ebpf.RingBuf, MaxEntries: uint32(m.cfg.RingSize)}},
-		{DropsMap, perCPUArray("stap_ring_drops", 8, 1)},
-		{ZeroMap, &ebpf.MapSpec{Name: "stap_zero", Type: ebpf.Array, KeySize: 4, ValueSize: uint32(max(m.zeroSize, 8)), MaxEntries: 1}},
-		{StateMap, &ebpf.MapSpec{Name: "stap_state", Type: ebpf.Array, KeySize: 4, ValueSize: 8, MaxEntries: 1}},
-		{SkipMap, &ebpf.MapSpec{Name: "stap_skipped", Type: ebpf.Array, KeySize: 4, ValueSize: 8, MaxEntries: 1}},
-		{NestMap, perCPUArray("stap_nest", 8, 1)},
+		{RingMap, &ebpf.MapSpec{Name: "ring", Type: ebpf.RingBuf, MaxEntries: uint32(m.cfg.RingSize)}},
+		{DropsMap, perCPUArray("drops", 8, 1)},
+		{ZeroMap, &ebpf.MapSpec{Name: "zero", Type: ebpf.Array, KeySize: 4, ValueSize: uint32(max(m.zeroSize, 8)), MaxEntries: 1}},
+		{StateMap, &ebpf.MapSpec{Name: "state", Type: ebpf.Array, KeySize: 4, ValueSize: 8, MaxEntries: 1}},
+		{SkipMap, &ebpf.MapSpec{Name: "skipped", Type: ebpf.Array, KeySize: 4, ValueSize: 8, MaxEntries: 1}},
+		{NestMap, perCPUArray("nest", 8, 1)},
 	}
 	if m.cfg.Target {
-		maps = append(maps, Map{TargetMap, &ebpf.MapSpec{Name: "stap_target", Type: ebpf.Hash, KeySize: 4, ValueSize: 1,
+		maps = append(maps, Map{TargetMap, &ebpf.MapSpec{Name: "target", Type: ebpf.Hash, KeySize: 4, ValueSize: 1,
 			MaxEntries: uint32(m.cfg.Limits.MaxMapEntries)}})
 	}
 	for _, gl := range m.order {
@@ -52,7 +52,7 @@ func (m *Module) Maps() []Map {
 		}
 	}
 	if m.cfg.Timing {
-		maps = append(maps, Map{TimingMap, perCPUArray("stap_timing", uint32(TimingLayout.Size), uint32(max(m.programs, 1)))})
+		maps = append(maps, Map{TimingMap, perCPUArray("timing", uint32(TimingLayout.Size), uint32(max(m.programs, 1)))})
 	}
 	if m.syscalls {
 		maps = append(maps, Map{SyscallMap, syscallMapSpec()})

@@ -50,7 +50,7 @@ func (g *gen) syscallName(c *syntax.Call) value {
 // syscallMapSpec describes SyscallMap with its contents.
 func syscallMapSpec() *ebpf.MapSpec {
 	names, width := syscallTable()
-	spec := &ebpf.MapSpec{Name: "stap_sysnames", Type: ebpf.Array, KeySize: 4,
+	spec := &ebpf.MapSpec{Name: "sysnames", Type: ebpf.Array, KeySize: 4,
 		ValueSize: uint32(width), MaxEntries: uint32(len(names))}
 	for nr, name := range names {
 		v := make([]byte, width)

@@ -73,9 +73,8 @@ type Program struct {
 
 // VerifierError is a program the verifier rejected.
 type VerifierError struct {
-	Program string
-	Err     error
-	Log     string
+	Err error
+	Log string
 	// Insn is the index in ProgramSpec.Instructions of the instruction the
 	// verifier stopped at, or -1 when the log names none.
 	Insn int
@@ -83,9 +82,9 @@ type VerifierError struct {
 
 func (e *VerifierError) Error() string {
 	if r := verifierReason(e.Log); r != "" {
-		return fmt.Sprintf("the kernel's verifier rejected probe program %s: %s", e.Program, r)
+		return fmt.Sprintf("the kernel's verifier rejected the program: %s", r)
 	}
-	return fmt.Sprintf("the kernel's verifier rejected probe program %s: %v", e.Program, e.Err)
+	return fmt.Sprintf("the kernel's verifier rejected the program: %v", e.Err)
 }
 
 // verifierReason is the verifier's last message: the last line of its log
@@ -261,7 +260,7 @@ func loadError(spec *ProgramSpec, insns []byte, log string, err error) error {
 	if errors.Is(err, unix.EPERM) || errors.Is(err, unix.EACCES) && log == "" {
 		return fmt.Errorf("probe program %s: %w (%v)", spec.Name, ErrPermission, err)
 	}
-	return &VerifierError{Program: spec.Name, Err: err, Log: log, Insn: failedInsn(spec.Instructions, log)}
+	return &VerifierError{Err: err, Log: log, Insn: failedInsn(spec.Instructions, log)}
 }
 
 // lastInsnRE matches the verifier's trace lines "123: (85) call ...".

@@ -2,6 +2,7 @@ package driver
 
 import (
 	"bytes"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -66,8 +67,11 @@ func openFDs(t *testing.T) int {
 	return len(fds)
 }
 
-// bpftapPrograms lists the kernel's BPF programs named as bpftap names its own.
+// bpftapPrograms lists the kernel's BPF programs named as bpftap names the
+// programs of this process's runs (kernelside.Config.NamePrefix): other
+// processes' runs, such as other packages' tests, are not counted.
 func bpftapPrograms(t *testing.T) []string {
+	prefix := fmt.Sprintf("b%d_", os.Getpid())
 	var names []string
 	var id ebpf.ProgramID
 	for {
@@ -80,7 +84,7 @@ func bpftapPrograms(t *testing.T) []string {
 		if err != nil {
 			continue
 		}
-		if info, err := p.Info(); err == nil && strings.HasPrefix(info.Name, "stap_") {
+		if info, err := p.Info(); err == nil && strings.HasPrefix(info.Name, prefix) {
 			names = append(names, info.Name)
 		}
 		p.Close()

@@ -23,6 +23,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"time"
 
 	"github.com/bpftap/bpftap/internal/bpfgen"
@@ -51,6 +52,18 @@ type Config struct {
 	// LogLevel is the verifier's log level: 1 keeps the log of programs
 	// it accepts (-vvv).
 	LogLevel uint32
+	// NamePrefix starts the kernel name of every map and program, so that
+	// bpftool tells runs apart; "" means "b" and bpftap's pid, then "_"
+	// (b4242_ring, b4242_syscalls, b4242_sys_enter: 15 bytes at most, the
+	// rest cut off).
+	NamePrefix string
+}
+
+func (c Config) namePrefix() string {
+	if c.NamePrefix != "" {
+		return c.NamePrefix
+	}
+	return fmt.Sprintf("b%d_", os.Getpid())
 }
 
 // Session is the kernel side of one run.
@@ -153,7 +166,7 @@ func (s *Session) Load() error {
 	if err := bpfrt.CheckPrivileges(); err != nil {
 		return fmt.Errorf("ERROR: kernel probes need BPF, and %w", err)
 	}
-	objs, err := createMaps(s.mod.Maps())
+	objs, err := createMaps(s.mod.Maps(), s.cfg.namePrefix())
 	if err != nil {
 		return fmt.Errorf("ERROR: %w", err)
 	}

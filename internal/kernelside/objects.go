@@ -14,13 +14,14 @@ import (
 // describes, created here, and the programs, loaded through package bpfrt
 // with every map reference bound.
 type objects struct {
+	prefix string               // of every object's name: see Config.NamePrefix
 	shared map[string]*ebpf.Map // the module's maps, by bpfgen.Map.Ref
 	owned  []*ebpf.Map          // every map created: shared ones and the programs' own
 }
 
-// createMaps creates the maps of a module.
-func createMaps(defs []bpfgen.Map) (*objects, error) {
-	o := &objects{shared: map[string]*ebpf.Map{}}
+// createMaps creates the maps of a module, their names after prefix.
+func createMaps(defs []bpfgen.Map, prefix string) (*objects, error) {
+	o := &objects{prefix: prefix, shared: map[string]*ebpf.Map{}}
 	for _, d := range defs {
 		m, err := o.create(d)
 		if err != nil {
@@ -34,7 +35,9 @@ func createMaps(defs []bpfgen.Map) (*objects, error) {
 
 // create creates one map, which o then owns.
 func (o *objects) create(d bpfgen.Map) (*ebpf.Map, error) {
-	m, err := ebpf.NewMap(d.Spec)
+	spec := d.Spec.Copy()
+	spec.Name = o.name(spec.Name)
+	m, err := ebpf.NewMap(spec)
 	if err != nil {
 		return nil, fmt.Errorf("map %s: %w", d.Spec.Name, err)
 	}
@@ -54,7 +57,7 @@ func (o *objects) load(p *bpfgen.Program, logLevel uint32) (*bpfrt.Program, erro
 		}
 		refs[d.Ref] = m
 	}
-	lp, err := bpfrt.Load(&bpfrt.ProgramSpec{Name: programName(p), Attach: p.Probe.Attach,
+	lp, err := bpfrt.Load(&bpfrt.ProgramSpec{Name: o.name(programName(p)), Attach: p.Probe.Attach,
 		Instructions: p.Instructions, Maps: refs, LogLevel: logLevel})
 	var ve *bpfrt.VerifierError
 	if errors.As(err, &ve) {
@@ -67,13 +70,30 @@ func (o *objects) load(p *bpfgen.Program, logLevel uint32) (*bpfrt.Program, erro
 	return lp, err
 }
 
-// programName is the kernel name of a probe's program.
+// programName names a probe's program after its attach point's event, or
+// the probe point's last component.
 func programName(p *bpfgen.Program) string {
-	if p.Probe.Point != nil && len(p.Probe.Point.Components) > 0 {
-		return "stap_" + p.Probe.Point.Components[len(p.Probe.Point.Components)-1].Name
+	switch {
+	case p.Probe.Attach != nil && p.Probe.Attach.Event != "":
+		return p.Probe.Attach.Event
+	case p.Probe.Point != nil && len(p.Probe.Point.Components) > 0:
+		return p.Probe.Point.Components[len(p.Probe.Point.Components)-1].Name
 	}
-	return "stap_probe"
+	return "probe"
 }
+
+// name is the kernel name of the object called name: the run's prefix,
+// then name, within the kernel's 15 bytes.
+func (o *objects) name(name string) string {
+	name = o.prefix + name
+	if len(name) > maxObjectName {
+		name = name[:maxObjectName]
+	}
+	return name
+}
+
+// maxObjectName is BPF_OBJ_NAME_LEN without its NUL.
+const maxObjectName = 15
 
 // close frees every map.
 func (o *objects) close() error {
