@@ -19,10 +19,16 @@ test: bpftap vet
 	$(GO) test -count=1 ./...
 	$(MAKE) fuzz
 
-# Short fuzzing runs: no script may make the parser or the elaborator panic or hang.
+# Short fuzzing runs of every fuzz target: no script may make the parser or the
+# elaborator panic or hang, and the formatter must agree with its references.
+FUZZ_TARGETS = syntax:FuzzParse sema:FuzzElaborate format:FuzzFormat format:FuzzText format:FuzzStat
+
 fuzz:
-	$(GO) test ./internal/syntax -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME)
-	$(GO) test ./internal/sema -run '^$$' -fuzz '^FuzzElaborate$$' -fuzztime $(FUZZTIME)
+	@for t in $(FUZZ_TARGETS); do \
+	  pkg=$${t%%:*}; name=$${t#*:}; \
+	  echo "fuzz $$pkg $$name"; \
+	  $(GO) test ./internal/$$pkg -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) || exit 1; \
+	done
 
 clean:
 	rm -f bpftap
