@@ -7,7 +7,13 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
+
+	"github.com/bpftap/bpftap/internal/bpfrt"
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/asm"
 )
 
 var update = flag.Bool("update", false, "rewrite the expected outputs of testdata/run from what bpftap prints")
@@ -17,8 +23,11 @@ var update = flag.Bool("update", false, "rewrite the expected outputs of testdat
 //
 //	NAME.stp   the script; `#! args: ...` lines add command-line options (before the
 //	           script; $WORKLOAD names a workload program, see TestMain),
-//	           `#! scriptargs: ...` script arguments (after it), and
-//	           `#! status: N` gives the expected exit status (default 0)
+//	           `#! scriptargs: ...` script arguments (after it),
+//	           `#! status: N` gives the expected exit status (default 0), and
+//	           `#! requires: bpf` marks a case that loads BPF programs: without
+//	           the privilege or the kernel support it is skipped, and the reason
+//	           is printed once
 //	NAME.out   expected standard output
 //	NAME.err   expected standard error (absent: none)
 //
@@ -42,7 +51,10 @@ func runCase(t *testing.T, script string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	args, scriptArgs, wantStatus := caseDirectives(t, string(text))
+	args, scriptArgs, wantStatus, requires := caseDirectives(t, string(text))
+	for _, r := range requires {
+		requireFeature(t, r)
+	}
 	var stdout, stderr bytes.Buffer
 	// A safety net: a script that never exits ends after 20 s and fails its comparison.
 	argv := append(append(append([]string{"-T", "20"}, args...), script), scriptArgs...)
@@ -59,8 +71,9 @@ func runCase(t *testing.T, script string) {
 	}
 }
 
-// caseDirectives reads the `#! args:`, `#! scriptargs:` and `#! status:` lines of a test script.
-func caseDirectives(t *testing.T, text string) (args, scriptArgs []string, status int) {
+// caseDirectives reads the `#! args:`, `#! scriptargs:`, `#! status:` and
+// `#! requires:` lines of a test script.
+func caseDirectives(t *testing.T, text string) (args, scriptArgs []string, status int, requires []string) {
 	for _, line := range strings.Split(text, "\n") {
 		rest, ok := strings.CutPrefix(line, "#! ")
 		if !ok {
@@ -73,6 +86,8 @@ func caseDirectives(t *testing.T, text string) (args, scriptArgs []string, statu
 			args = append(args, expandWorkload(splitArgs(value))...)
 		case "scriptargs":
 			scriptArgs = append(scriptArgs, splitArgs(value)...)
+		case "requires":
+			requires = append(requires, splitArgs(value)...)
 		case "status":
 			n, err := strconv.Atoi(value)
 			if err != nil {
@@ -83,7 +98,49 @@ func caseDirectives(t *testing.T, text string) (args, scriptArgs []string, statu
 			t.Fatalf("unknown directive %q", line)
 		}
 	}
-	return args, scriptArgs, status
+	return args, scriptArgs, status, requires
+}
+
+// requireFeature skips t unless this process has feature ("bpf": it may
+// create maps and load programs, checked once by doing so). The first skip
+// says why; the others refer to it.
+func requireFeature(t *testing.T, feature string) {
+	if feature != "bpf" {
+		t.Fatalf("unknown requirement %q", feature)
+	}
+	bpfOnce.Do(func() { bpfMissing = probeBPF() })
+	if bpfMissing == nil {
+		return
+	}
+	reported := bpfReported.Swap(true)
+	if !reported {
+		t.Skipf("requires bpf, which this process cannot use: %v", bpfMissing)
+	}
+	t.Skip("requires bpf (see the first skipped case for why)")
+}
+
+var (
+	bpfOnce     sync.Once
+	bpfMissing  error
+	bpfReported atomic.Bool
+)
+
+// probeBPF creates a map and loads a program that returns 0.
+func probeBPF() error {
+	if err := bpfrt.CheckPrivileges(); err != nil {
+		return err
+	}
+	m, err := ebpf.NewMap(&ebpf.MapSpec{Type: ebpf.Array, KeySize: 4, ValueSize: 8, MaxEntries: 1})
+	if err != nil {
+		return err
+	}
+	m.Close()
+	p, err := ebpf.NewProgram(&ebpf.ProgramSpec{Type: ebpf.SocketFilter, License: "GPL",
+		Instructions: asm.Instructions{asm.Mov.Imm(asm.R0, 0), asm.Return()}})
+	if err != nil {
+		return err
+	}
+	return p.Close()
 }
 
 // splitArgs splits a directive's value into words; single or double quotes group.
