@@ -21,12 +21,20 @@ func (s *session) translate(prog *sema.Program, limits tapset.Limits, targetPID 
 		TargetPID: targetPID,
 		Timing:    s.opts.Timing,
 		LogLevel:  verifierLogLevel(s.opts.Verbose),
+		Progress:  s.progress,
 	})
 	if err != nil {
 		return nil, err
 	}
 	s.timer.report(s, 3, fmt.Sprintf("translated to BPF: %s", plural(ks.Programs(), "program")))
 	return ks, nil
+}
+
+// progress prints, with -v, what a slow step of pass 4 is doing.
+func (s *session) progress(what string) {
+	if s.opts.Verbose > 0 {
+		fmt.Fprintf(s.stderr, "Pass 4: %s\n", what)
+	}
 }
 
 // load runs pass 4: maps created and every program verified and loaded. On

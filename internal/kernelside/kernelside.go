@@ -57,6 +57,9 @@ type Config struct {
 	// (b4242_ring, b4242_syscalls, b4242_sys_enter: 15 bytes at most, the
 	// rest cut off).
 	NamePrefix string
+	// Progress, when set, is told before a step of Load that may take a
+	// while: creating a map of many megabytes.
+	Progress func(what string)
 }
 
 func (c Config) namePrefix() string {
@@ -166,7 +169,7 @@ func (s *Session) Load() error {
 	if err := bpfrt.CheckPrivileges(); err != nil {
 		return fmt.Errorf("ERROR: kernel probes need BPF, and %w", err)
 	}
-	objs, err := createMaps(s.mod.Maps(), s.cfg.namePrefix())
+	objs, err := createMaps(s.mod.Maps(), s.cfg.namePrefix(), s.cfg.Progress)
 	if err != nil {
 		return fmt.Errorf("ERROR: %w", err)
 	}

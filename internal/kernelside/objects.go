@@ -14,14 +14,16 @@ import (
 // describes, created here, and the programs, loaded through package bpfrt
 // with every map reference bound.
 type objects struct {
-	prefix string               // of every object's name: see Config.NamePrefix
-	shared map[string]*ebpf.Map // the module's maps, by bpfgen.Map.Ref
-	owned  []*ebpf.Map          // every map created: shared ones and the programs' own
+	prefix   string               // of every object's name: see Config.NamePrefix
+	progress func(string)         // Config.Progress, or nil
+	shared   map[string]*ebpf.Map // the module's maps, by bpfgen.Map.Ref
+	owned    []*ebpf.Map          // every map created: shared ones and the programs' own
 }
 
-// createMaps creates the maps of a module, their names after prefix.
-func createMaps(defs []bpfgen.Map, prefix string) (*objects, error) {
-	o := &objects{prefix: prefix, shared: map[string]*ebpf.Map{}}
+// createMaps creates the maps of a module, their names after prefix,
+// telling progress about the big ones.
+func createMaps(defs []bpfgen.Map, prefix string, progress func(string)) (*objects, error) {
+	o := &objects{prefix: prefix, progress: progress, shared: map[string]*ebpf.Map{}}
 	for _, d := range defs {
 		m, err := o.create(d)
 		if err != nil {
@@ -37,6 +39,9 @@ func createMaps(defs []bpfgen.Map, prefix string) (*objects, error) {
 func (o *objects) create(d bpfgen.Map) (*ebpf.Map, error) {
 	spec := d.Spec.Copy()
 	spec.Name = o.name(spec.Name)
+	if mib := mapMiB(spec); o.progress != nil && mib >= bigMapMiB {
+		o.progress(fmt.Sprintf("creating map %s: %d elements, about %d MiB", d.Spec.Name, spec.MaxEntries, mib))
+	}
 	m, err := ebpf.NewMap(spec)
 	if err != nil {
 		return nil, fmt.Errorf("map %s: %w", d.Spec.Name, err)
@@ -68,6 +73,21 @@ func (o *objects) load(p *bpfgen.Program, logLevel uint32) (*bpfrt.Program, erro
 		return nil, &Error{Pos: pos, Msg: fmt.Sprintf("%v in probe %s", ve, p.Probe.Name), Log: ve.Log}
 	}
 	return lp, err
+}
+
+// bigMapMiB is the size from which creating a map is worth a progress line
+// (a preallocated hash of 4 million elements takes about a second).
+const bigMapMiB = 64
+
+// mapMiB estimates the memory of a map: its elements' keys and values,
+// a value per possible CPU in per-CPU maps.
+func mapMiB(spec *ebpf.MapSpec) uint64 {
+	copies := uint64(1)
+	if spec.Type == ebpf.PerCPUHash || spec.Type == ebpf.PerCPUArray {
+		n, _ := ebpf.PossibleCPU()
+		copies = uint64(max(n, 1))
+	}
+	return uint64(spec.MaxEntries) * (uint64(spec.KeySize) + copies*uint64(spec.ValueSize)) >> 20
 }
 
 // programName names a probe's program after its attach point's event, or
