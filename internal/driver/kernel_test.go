@@ -195,23 +195,30 @@ func TestKernelNotRoot(t *testing.T) {
 		t.Fatal(err)
 	}
 	os.WriteFile(filepath.Join(dir, "s.stp"), script, 0o644)
-	asNobody := func(caps ...uintptr) (stdout, stderr string, err error) {
-		cmd := exec.Command(bin, filepath.Join(dir, "s.stp"), "-T", "1")
+	asNobody := func(caps []uintptr, args ...string) (stdout, stderr string, err error) {
+		cmd := exec.Command(bin, args...)
 		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}, AmbientCaps: caps}
 		var out, errs bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &out, &errs
 		err = cmd.Run()
 		return out.String(), errs.String(), err
 	}
-	_, stderr, err := asNobody()
+	readme := []string{filepath.Join(dir, "s.stp"), "-T", "1"}
+	_, stderr, err := asNobody(nil, readme...)
 	want := "ERROR: kernel probes need BPF, and loading BPF programs needs root (or CAP_BPF and CAP_PERFMON); " +
 		"bpftap runs as uid 65534 without CAP_BPF and CAP_PERFMON\n" +
 		"Pass 4: compilation failed.  [man error::pass4]\n"
 	if err == nil || stderr != want {
 		t.Errorf("as nobody: %v, stderr:\n%s\nwant:\n%s", err, stderr, want)
 	}
-	stdout, stderr, err := asNobody(unix.CAP_BPF, unix.CAP_PERFMON)
+	caps := []uintptr{unix.CAP_BPF, unix.CAP_PERFMON}
+	stdout, stderr, err := asNobody(caps, readme...)
 	if err != nil || !strings.Contains(stdout, "#SysCalls  Process Name\n") {
 		t.Errorf("as nobody with CAP_BPF and CAP_PERFMON: %v\nstdout:\n%s\nstderr:\n%s", err, stdout, stderr)
+	}
+	// Without tracefs the system is taken as written, and named as written.
+	stdout, stderr, err = asNobody(caps, "-e", `probe kernel.trace("raw_syscalls:sys_enter") { printf("%s\n", pp()); exit() }`)
+	if want := "kernel.trace(\"raw_syscalls:sys_enter\")\n"; err != nil || stdout != want {
+		t.Errorf("pp() as nobody with CAP_BPF and CAP_PERFMON: %v, %q, want %q\nstderr:\n%s", err, stdout, want, stderr)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -253,5 +254,27 @@ func TestTracepointID(t *testing.T) {
 	}
 	if _, err := TracepointID("../x", "y"); err == nil {
 		t.Error("a path in a system name was accepted")
+	}
+}
+
+// TestMatchUnknownSystems: when tracefs could not be read, a tracepoint's
+// system is unknown and any system in a SYSTEM:EVENT name matches it; a
+// tracepoint known to have no system (no trace event) still matches only
+// a name without a system or with a wildcard system.
+func TestMatchUnknownSystems(t *testing.T) {
+	unknown := &Tracepoint{Event: "sys_enter", SystemUnknown: true}
+	bare := &Tracepoint{Event: "pelt_rt_tp"}
+	tps := []*Tracepoint{unknown, bare}
+	for spec, want := range map[string][]*Tracepoint{
+		"raw_syscalls:sys_enter": {unknown},
+		"raw_syscalls:*":         {unknown},
+		"sys_enter":              {unknown},
+		"*":                      {unknown, bare},
+		"sched:pelt_rt_tp":       nil,
+	} {
+		got, err := MatchTracepoints(tps, spec)
+		if err != nil || !slices.Equal(got, want) {
+			t.Errorf("%s: matched %v (%v), want %v", spec, got, err, want)
+		}
 	}
 }

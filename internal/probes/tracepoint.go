@@ -52,11 +52,22 @@ func expandTrace(k KernelInfo, p *Point) ([]*Point, error) {
 		if err != nil {
 			return nil, err
 		}
-		q := concretePoint(p, "trace", tp.String())
+		q := concretePoint(p, "trace", tracepointName(tp, spec.Value))
 		q.Context = &Context{kernel: k, Attach: a}
 		out = append(out, q)
 	}
 	return out, nil
+}
+
+// tracepointName is the name of a matched tracepoint in its concrete probe
+// point: SYSTEM:EVENT, with the system as the script wrote it when tracefs
+// could not tell it.
+func tracepointName(tp *kernel.Tracepoint, spec string) string {
+	system, _, found := strings.Cut(spec, ":")
+	if tp.SystemUnknown && found && !strings.ContainsAny(system, "*?[") {
+		return system + ":" + tp.Event
+	}
+	return tp.String()
 }
 
 // tracefsNote says, after "no match", that the kernel's BTF alone was
