@@ -77,8 +77,10 @@ type target struct {
 	x      int
 }
 
-// shellMetacharacters are the characters wordexp(3) refuses (WRDE_BADCHAR).
-const shellMetacharacters = "|&;<>(){}\n"
+// shellMetacharacters are the characters wordexp(3) refuses (WRDE_BADCHAR),
+// and the backquote: a command substitution must run under the probes, in
+// the command's shell, not while its words are expanded.
+const shellMetacharacters = "|&;<>(){}\n`"
 
 // startTarget starts the -c command held before exec, or records -x's pid.
 func (s *session) startTarget() (*target, error) {
