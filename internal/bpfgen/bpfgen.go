@@ -94,6 +94,8 @@ type Module struct {
 	Errors   []*ErrorSite
 	zeroSize int
 	syscalls bool // a program reads SyscallMap
+	guards   bool // a program takes NestMap's guard
+	skips    bool // a program counts in SkipMap
 	programs int  // compiled so far
 }
 

@@ -38,8 +38,12 @@ func (m *Module) Maps() []Map {
 		{DropsMap, perCPUArray("drops", 8, 1)},
 		{ZeroMap, &ebpf.MapSpec{Name: "zero", Type: ebpf.Array, KeySize: 4, ValueSize: uint32(max(m.zeroSize, 8)), MaxEntries: 1}},
 		{StateMap, &ebpf.MapSpec{Name: "state", Type: ebpf.Array, KeySize: 4, ValueSize: 8, MaxEntries: 1}},
-		{SkipMap, &ebpf.MapSpec{Name: "skipped", Type: ebpf.Array, KeySize: 4, ValueSize: 8, MaxEntries: 1}},
-		{NestMap, perCPUArray("nest", 8, 1)},
+	}
+	if m.skips {
+		maps = append(maps, Map{SkipMap, &ebpf.MapSpec{Name: "skipped", Type: ebpf.Array, KeySize: 4, ValueSize: 8, MaxEntries: 1}})
+	}
+	if m.guards {
+		maps = append(maps, Map{NestMap, perCPUArray("nest", 8, 1)})
 	}
 	if m.cfg.Target {
 		maps = append(maps, Map{TargetMap, &ebpf.MapSpec{Name: "target", Type: ebpf.Hash, KeySize: 4, ValueSize: 1,

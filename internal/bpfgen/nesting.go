@@ -119,6 +119,7 @@ func (g *gen) raiseWord(off int16, atomic bool) {
 
 // countSkip adds one to SkipMap. Clobbers R2 and R5.
 func (g *gen) countSkip() {
+	g.m.skips = true
 	g.emit(asm.LoadMapValue(asm.R5, 0, 0).WithReference(SkipMap), asm.Mov.Imm(asm.R2, 1),
 		atomicOp(bpfAdd, asm.R5, asm.R2, 0))
 }
@@ -127,6 +128,7 @@ func (g *gen) countSkip() {
 // when the guard is held (body then does not run). body may use R0-R5 and
 // regRec.
 func (g *gen) guarded(body func()) {
+	g.m.guards = true
 	held, done := g.newLabel("guard_held"), g.newLabel("guard_done")
 	guard := g.pushSlot()
 	g.emit(emitLookupIndex(NestMap, guard, 0, labelExit)...)
