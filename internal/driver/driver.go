@@ -28,9 +28,12 @@ const Version = "0.1"
 // the process exit status.
 func Main(argv []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	opts, err := parseArgs(argv)
+	var usage *usageError
 	if err != nil {
 		fmt.Fprintln(stderr, err)
-		fmt.Fprintln(stderr, "Try '--help' for more information. [man stap]")
+		if errors.As(err, &usage) {
+			fmt.Fprintln(stderr, "Try '--help' for more information. [man stap]")
+		}
 		return 1
 	}
 	switch {
@@ -42,7 +45,7 @@ func Main(argv []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			Version, syntax.DefaultConfig().Version)
 		return 0
 	}
-	s := &session{opts: opts, stdin: stdin, stdout: stdout, stderr: stderr, signals: catchSignals()}
+	s := &session{opts: opts, stdin: stdin, stdout: stdout, stderr: stderr, signals: catchSignals(stderr)}
 	defer s.signals.stop()
 	return s.run()
 }

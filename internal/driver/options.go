@@ -117,18 +117,20 @@ func setTarget(o *Options, a string) error {
 	return nil
 }
 
-// addDefine records -D NAME or -D NAME=VALUE; NAME must be a C identifier,
-// as it was for stap's compiler.
+// addDefine records -D NAME or -D NAME=VALUE, checked against stap's
+// safety pattern for -D parameters.
 func addDefine(o *Options, a string) error {
-	name, _, _ := strings.Cut(a, "=")
-	if !macroName.MatchString(name) {
-		return usagef("Invalid -D %q: the macro name must be a C identifier.", a)
+	if !macroName.MatchString(a) {
+		return fmt.Errorf("ERROR: Safety pattern mismatch for -D parameter ('%s' vs. '%s') rc=1", a, macroPattern)
 	}
 	o.Defines = append(o.Defines, a)
 	return nil
 }
 
-var macroName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+// macroPattern is stap's, matched without regard to case.
+const macroPattern = `^[a-z_][a-z_0-9]*(=-?[a-z_0-9]+)?$`
+
+var macroName = regexp.MustCompile("(?i)" + macroPattern)
 
 func setRuntime(o *Options, a string) error {
 	if a != "bpf" && a != "kernel" {
@@ -234,7 +236,7 @@ func parseLong(o *Options, argv []string, i int) (int, error) {
 func setBufferSize(o *Options, a string) error {
 	n, err := strconv.Atoi(a)
 	if err != nil || n < 1 || n > 4095 {
-		return fmt.Errorf("Invalid buffer size (should be 1-4095).")
+		return usagef("Invalid buffer size (should be 1-4095).")
 	}
 	o.BufferMB = n
 	return nil

@@ -3,6 +3,7 @@ package driver
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"os/signal"
@@ -20,6 +21,7 @@ import (
 // that never returns. SIGPIPE is ignored: when the output is a pipe that
 // closes, the run ends as if interrupted.
 type signals struct {
+	stderr io.Writer
 	ch     chan os.Signal
 	mu     sync.Mutex
 	cancel func() // the run's, from pass 5 on
@@ -33,8 +35,8 @@ var stopSignals = []os.Signal{os.Interrupt, syscall.SIGTERM, syscall.SIGHUP, sys
 const forceExit = 3
 
 // catchSignals starts handling signals; stop ends it.
-func catchSignals() *signals {
-	sig := &signals{ch: make(chan os.Signal, forceExit)}
+func catchSignals(stderr io.Writer) *signals {
+	sig := &signals{stderr: stderr, ch: make(chan os.Signal, forceExit)}
 	signal.Notify(sig.ch, stopSignals...)
 	signal.Ignore(syscall.SIGPIPE)
 	go sig.handle()
@@ -47,6 +49,9 @@ func (sig *signals) handle() {
 		sig.caught++
 		cancel, caught := sig.cancel, sig.caught
 		sig.mu.Unlock()
+		if caught >= forceExit {
+			fmt.Fprintln(sig.stderr, "Too many interrupts received, exiting.") // stapio's words
+		}
 		if cancel == nil || caught >= forceExit {
 			os.Exit(1)
 		}

@@ -35,16 +35,19 @@ import (
 // stapio does ("WARNING: Child process exited with status N" or "... with
 // signal N (NAME)") and exits 1.
 
-// HoldEnv marks the holder's environment; the command does not inherit it.
+// HoldEnv holds the command, as the user gave it, in the holder's
+// environment; the command does not inherit it.
 const HoldEnv = "BPFTAP_HOLD_COMMAND"
 
 // Holding reports whether this process is a holder; main must then call Hold.
 func Holding() bool { return os.Getenv(HoldEnv) != "" }
 
 // Hold is the holder: it waits for the release byte on fd 3 and execs the
-// command os.Args[1:], or exits 1 at end of file. It does not return.
+// command os.Args[1:], or exits 1 at end of file. A command that cannot
+// run fails as staprun's child does: perror(command), exit status 1. It
+// does not return.
 func Hold() {
-	argv := os.Args[1:]
+	command, argv := os.Getenv(HoldEnv), os.Args[1:]
 	path, err := exec.LookPath(argv[0]) // now: released, the holder only execs
 	gate := os.NewFile(3, "gate")
 	unix.CloseOnExec(3)
@@ -54,8 +57,21 @@ func Hold() {
 	if err == nil {
 		err = syscall.Exec(path, argv, withoutHoldEnv(os.Environ()))
 	}
-	fmt.Fprintf(os.Stderr, "bpftap: cannot run %s: %v\n", argv[0], err)
-	os.Exit(127)
+	fmt.Fprintf(os.Stderr, "%s: %s\n", command, strerror(err))
+	os.Exit(1)
+}
+
+// strerror is the C library's text for why a command could not run.
+func strerror(err error) string {
+	var errno syscall.Errno
+	switch {
+	case errors.Is(err, exec.ErrNotFound):
+		errno = syscall.ENOENT
+	case !errors.As(err, &errno):
+		return err.Error()
+	}
+	text := errno.Error()
+	return strings.ToUpper(text[:1]) + text[1:]
 }
 
 func withoutHoldEnv(env []string) []string {
@@ -101,7 +117,7 @@ func (s *session) startTarget() (*target, error) {
 	}
 	defer r.Close()
 	cmd := exec.Command(self, argv...)
-	cmd.Env = append(os.Environ(), HoldEnv+"=1")
+	cmd.Env = append(os.Environ(), HoldEnv+"="+s.opts.Command)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
 	cmd.ExtraFiles = []*os.File{r}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}

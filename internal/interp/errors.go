@@ -48,7 +48,7 @@ var operators = []string{
 // tokenAt renders the token at p as stap does in diagnostics:
 // `identifier 'x' at FILE:L:C`, `operator '/' at ...`, `keyword at ...`.
 func tokenAt(p syntax.Pos) string {
-	line := p.Src.Line(p.Line)
+	line := p.Src.DisplayLine(p.Line)
 	rest := ""
 	if p.Col-1 < len(line) && p.Col >= 1 {
 		rest = line[p.Col-1:]

@@ -156,7 +156,7 @@ func writeSource(b *strings.Builder, tok *token) {
 		if t.pos.Src == nil {
 			return
 		}
-		line := t.pos.Src.Line(t.pos.Line)
+		line := t.pos.Src.DisplayLine(t.pos.Line)
 		fmt.Fprintf(b, "%ssource: %s\n%s        ", errAlign, line, errAlign)
 		for i := 0; i < t.pos.Col-1; i++ {
 			if i < len(line) && isSpace(int(line[i])) {

@@ -3,6 +3,7 @@ package syntax
 import (
 	"fmt"
 	"strings"
+	"unicode/utf8"
 )
 
 // A Source is one script or tapset file: its name as the user gave it and its text.
@@ -41,6 +42,26 @@ func (s *Source) Line(n int) string {
 	return s.Text[start:end]
 }
 
+// DisplayLine is line n made safe to print in a diagnostic: every control
+// byte but the tab, and every byte that is not part of valid UTF-8, shows
+// as '?', one for one, so a caret under a column stays where it belongs
+// (stap echoes such bytes to the terminal as they are).
+func (s *Source) DisplayLine(n int) string {
+	line := s.Line(n)
+	var b strings.Builder
+	for i := 0; i < len(line); {
+		r, size := utf8.DecodeRuneInString(line[i:])
+		switch {
+		case r == utf8.RuneError && size <= 1, r < 0x20 && r != '\t', r == 0x7f:
+			b.WriteString(strings.Repeat("?", size))
+		default:
+			b.WriteString(line[i : i+size])
+		}
+		i += size
+	}
+	return b.String()
+}
+
 // Pos is a position in a Source: 1-based line and column (columns count bytes, as stap's do).
 // The zero Pos means "no position".
 type Pos struct {
@@ -70,7 +91,7 @@ func (p Pos) SourceLine(prefix string) string {
 	if !p.IsValid() || p.Src == nil {
 		return ""
 	}
-	line := p.Src.Line(p.Line)
+	line := p.Src.DisplayLine(p.Line)
 	var caret strings.Builder
 	caret.WriteString(strings.Repeat(" ", len(prefix)))
 	for i := 0; i < p.Col-1 && i < len(line); i++ {

@@ -9,6 +9,13 @@ import re, subprocess, sys
 DROP = ("WARNING: Kernel function symbol table missing", "Tip: ",
         "Pass 1: parse failed.", "Rerun with -v to see them.")
 
+def shown(line):
+    """bpftap's one deviation: a source line shows control bytes as '?'
+    (syntax.Source.DisplayLine); stap echoes them to the terminal."""
+    if line.lstrip().startswith("source: "):
+        return "".join("?" if (ord(c) < 0x20 and c != "\t") or ord(c) == 0x7f else c for c in line)
+    return line
+
 def annotate(path):
     text = open(path, encoding="latin-1").read()
     parts = re.split(r"^(-- \S+ --)\n", text, flags=re.M)
@@ -25,7 +32,7 @@ def annotate(path):
         r = subprocess.run(cmd + ["-e", script.encode("latin-1")] + args, capture_output=True)
         if r.returncode == 0:
             print(path, head, "stap accepted it", file=sys.stderr)
-        lines = [l for l in r.stderr.decode("latin-1").split("\n") if l and not l.startswith(DROP)]
+        lines = [shown(l) for l in r.stderr.decode("latin-1").split("\n") if l and not l.startswith(DROP)]
         out.append(head + "\n" + script + "\n" + "".join("### " + l + "\n" for l in lines))
     open(path, "w", encoding="latin-1").write("".join(out))
 
