@@ -44,18 +44,33 @@ func (g *gen) str(e syntax.Expr) value {
 		return g.sprintf(e)
 	case *syntax.Ternary:
 		dst := g.strSlot(g.m.maxStr)
-		other, done := g.newLabel("else"), g.newLabel("fi")
-		g.long(e.Cond)
-		g.emit(asm.JEq.Imm(asm.R0, 0, other))
-		g.copyStr(dst, g.str(e.Then))
-		g.emit(asm.Ja.Label(done))
-		g.mark(other)
-		g.copyStr(dst, g.str(e.Else))
-		g.mark(done)
+		g.ternaryInto(dst, e)
 		return dst
 	}
 	g.fail(e, "%s cannot be compiled in a kernel probe", syntax.ExprString(e))
 	return g.strSlot(8)
+}
+
+// ternaryInto compiles a string ternary into dst. Each branch's
+// temporaries are released once it is copied, and a ternary in the else
+// branch (a chain, such as errno_str's table) writes into dst too, so a
+// chain of any length needs one slot.
+func (g *gen) ternaryInto(dst value, e *syntax.Ternary) {
+	other, done := g.newLabel("else"), g.newLabel("fi")
+	g.long(e.Cond)
+	g.emit(asm.JEq.Imm(asm.R0, 0, other))
+	mark := g.scratchMark()
+	g.copyStr(dst, g.str(e.Then))
+	g.scratchRelease(mark)
+	g.emit(asm.Ja.Label(done))
+	g.mark(other)
+	if next, ok := e.Else.(*syntax.Ternary); ok {
+		g.ternaryInto(dst, next)
+	} else {
+		g.copyStr(dst, g.str(e.Else))
+		g.scratchRelease(mark)
+	}
+	g.mark(done)
 }
 
 // strSlot allocates a string temporary.
