@@ -64,7 +64,7 @@ func kernelBuiltins() map[string]builtinCode {
 			codes["user_"+kind] = longCode((*gen).memRead)
 		}
 	}
-	for _, name := range []string{"kernel_string", "kernel_string_n", "user_string", "user_string_n"} {
+	for _, name := range []string{"kernel_string", "kernel_string_n", "user_string", "user_string_n", "user_string2", "kernel_string2"} {
 		codes[name] = strCode((*gen).readString)
 	}
 	return codes

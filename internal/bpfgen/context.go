@@ -2,6 +2,7 @@ package bpfgen
 
 import (
 	"strconv"
+	"strings"
 
 	"github.com/bpftap/bpftap/internal/kernel"
 	"github.com/bpftap/bpftap/internal/syntax"
@@ -95,12 +96,16 @@ func (g *gen) raise(c *syntax.Call) {
 	g.emit(asm.Ja.Label(g.errorSite(c.Args[0].(*syntax.StringLit).Value, syntax.Pos{}, false)))
 }
 
-// readString compiles kernel_string(addr[, n]) and user_string(addr[, n]).
+// readString compiles kernel_string(addr[, n]) and user_string(addr[, n]),
+// which raise stap's fault error when the memory cannot be read, and
+// kernel_string2(addr, err_msg) and user_string2(addr, err_msg), which
+// return err_msg instead.
 func (g *gen) readString(c *syntax.Call) value {
 	width := g.m.maxStr
 	dst := g.strSlot(width)
 	limit := width
-	if len(c.Args) > 1 { // a literal: tapset's table says so
+	fallback := strings.HasSuffix(c.Name, "2")
+	if len(c.Args) > 1 && !fallback { // a literal: tapset's table says so
 		n := c.Args[1].(*syntax.NumberLit).Value
 		limit = int(min(max(n, 0), int64(width-1))) + 1
 	}
@@ -111,7 +116,16 @@ func (g *gen) readString(c *syntax.Call) value {
 	g.long(c.Args[0])
 	g.emit(asm.Mov.Reg(regRec, asm.R0))
 	g.readStr(fn, dst, func() { g.emit(asm.Mov.Reg(asm.R3, regRec)) }, limit)
-	g.emit(asm.JSLT.Imm(asm.R0, 0, g.errorSite(what, c.Pos, true)))
+	if !fallback {
+		g.emit(asm.JSLT.Imm(asm.R0, 0, g.errorSite(what, c.Pos, true)))
+		return dst
+	}
+	done := g.newLabel("read")
+	g.emit(asm.JSGE.Imm(asm.R0, 0, done))
+	mark := g.scratchMark()
+	g.copyStr(dst, g.str(c.Args[1]))
+	g.scratchRelease(mark)
+	g.mark(done)
 	return dst
 }
 
@@ -144,12 +158,21 @@ func (g *gen) targetVar(e syntax.Expr) {
 
 // loadArg loads argument i of the attach point into R0 from where its ABI
 // puts it in the context (attach.Loc): an args[] word, a pt_regs slot, a
-// field of a trace record.
+// field of a trace record, or the address in the record of an array field
+// (at its offset, or where its __data_loc word says).
 func (g *gen) loadArg(i int) {
 	loc := g.probe.Attach.Args[i].Loc
-	g.emit(asm.LoadMem(asm.R0, regCtx, int16(loc.Offset), sizeOf(loc.Size)))
-	if bits := int32(64 - 8*loc.Size); loc.Signed && bits > 0 {
-		g.emit(asm.LSh.Imm(asm.R0, bits), asm.ArSh.Imm(asm.R0, bits))
+	switch {
+	case loc.Address:
+		g.emit(asm.Mov.Reg(asm.R0, regCtx), asm.Add.Imm(asm.R0, int32(loc.Offset)))
+	case loc.DataLoc:
+		g.emit(asm.LoadMem(asm.R0, regCtx, int16(loc.Offset), asm.Word),
+			asm.And.Imm(asm.R0, 0xffff), asm.Add.Reg(asm.R0, regCtx))
+	default:
+		g.emit(asm.LoadMem(asm.R0, regCtx, int16(loc.Offset), sizeOf(loc.Size)))
+		if bits := int32(64 - 8*loc.Size); loc.Signed && bits > 0 {
+			g.emit(asm.LSh.Imm(asm.R0, bits), asm.ArSh.Imm(asm.R0, bits))
+		}
 	}
 }
 

@@ -8,7 +8,8 @@ import (
 
 // User-side probes have no kernel context and no traced process: every read
 // faults. The kernel readers and user_string report stap's fault errors;
-// user_long and friends return 0, as the tapset's try/catch wrappers do.
+// user_long and friends return 0, as the tapset's try/catch wrappers do, and
+// user_string2 and kernel_string2 their error message.
 var memoryBuiltins = map[string]builtinFunc{
 	"kernel_string":   kernelFault("string"),
 	"kernel_string_n": kernelFault("string"),
@@ -19,6 +20,8 @@ var memoryBuiltins = map[string]builtinFunc{
 	"kernel_pointer":  kernelFault("pointer"),
 	"user_string":     userStringFault,
 	"user_string_n":   userStringFault,
+	"user_string2":    errMsg,
+	"kernel_string2":  errMsg,
 	"user_long":       zero,
 	"user_int":        zero,
 	"user_short":      zero,
@@ -38,3 +41,6 @@ func userStringFault(cc *callContext, a []Value) Value {
 }
 
 func zero(*callContext, []Value) Value { return Value{} }
+
+// errMsg is user_string2 and kernel_string2 on a fault: their second argument.
+func errMsg(_ *callContext, a []Value) Value { return a[1] }

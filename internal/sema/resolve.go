@@ -311,23 +311,30 @@ func (e *elab) unresolvedFunc(name string) string {
 
 // lookupFunc finds the function a call names: the script's, then the library's
 // (visible from file), then a builtin. Among overloads it prefers the one whose
-// arity matches.
+// arity matches, a builtin included (the library's user_string(addr, err_msg)
+// overloads the builtin user_string(addr)).
 func (e *elab) lookupFunc(name string, nargs int, file *syntax.File) (*syntax.Func, *syntax.FuncDecl) {
+	var first *syntax.FuncDecl
 	for _, table := range []map[string][]*syntax.FuncDecl{e.userFuncs, e.libFuncs} {
-		var found *syntax.FuncDecl
 		for _, d := range table[name] {
 			if !visible(d.Private, e.fileOf[d], file) {
 				continue
 			}
-			if found == nil || len(d.Params) == nargs && len(found.Params) != nargs {
-				found = d
+			if len(d.Params) == nargs {
+				return e.funcFor(d), d
+			}
+			if first == nil {
+				first = d
 			}
 		}
-		if found != nil {
-			return e.funcFor(found), found
-		}
 	}
-	return e.builtin(name), nil
+	if b := tapset.Builtins[name]; b != nil && (first == nil || len(b.Params) == nargs) {
+		return e.builtin(name), nil
+	}
+	if first != nil {
+		return e.funcFor(first), first
+	}
+	return nil, nil
 }
 
 // funcFor returns the Func of a declaration, creating it (and queueing its body

@@ -206,6 +206,8 @@ var Builtins = index(
 	bpf(fn("kernel_pointer", long, l("addr"))),
 	bpf(fn("user_string", str, l("addr"))),
 	bpfLiteral(2, fn("user_string_n", str, l("addr"), l("n"))),
+	bpf(fn("user_string2", str, l("addr"), s("err_msg"))),
+	bpf(fn("kernel_string2", str, l("addr"), s("err_msg"))),
 	bpf(fn("user_long", long, l("addr"))),
 	bpf(fn("user_int", long, l("addr"))),
 	bpf(fn("user_short", long, l("addr"))),

@@ -42,6 +42,8 @@ var signatures = []string{
 	"usrdev2kerndev:long(dev:long)",
 	// errno.stp
 	"errno_str:string(err:long)",
+	"user_string:string(addr:long,err_msg:string)",
+	"kernel_string:string(addr:long,err_msg:string)",
 	"return_str:string(format:long,ret:long)",
 	// indent.stp
 	"indent:string(delta:long)",
