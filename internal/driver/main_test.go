@@ -18,6 +18,7 @@ import (
 //
 //	getppid N   N getppid() calls
 //	fork N      N children, each making one getppid() call, waited for
+//	open N      N openat() calls of /nonexistent/bpftap (each fails with ENOENT)
 func TestMain(m *testing.M) {
 	if Holding() {
 		Hold() // -c commands of in-process runs: see target.go
@@ -42,6 +43,12 @@ func workload(args []string) int {
 	case "getppid":
 		for range n {
 			unix.Getppid()
+		}
+	case "open":
+		for range n {
+			if f, err := os.Open("/nonexistent/bpftap"); err == nil {
+				f.Close()
+			}
 		}
 	case "fork":
 		for range n {

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
 
 	"golang.org/x/sys/unix"
 )
@@ -26,16 +27,31 @@ func ReadTracefs(name string) ([]byte, error) {
 // tracefsDir is where the kernel provides a mount point for tracefs.
 const tracefsDir = "/sys/kernel/tracing"
 
-// readPrivately mounts tracefs in a mount namespace of its own and reads
-// name there. The namespace belongs to one OS thread, locked to a
-// goroutine that never unlocks it, so the thread, its namespace and the
-// mount all end with the goroutine: nothing is mounted where anything else
+// readPrivately reads name from tracefs mounted in a mount namespace of
+// bpftap's own. The namespace belongs to one OS thread, locked to a
+// goroutine that serves every private read and never unlocks it, so the
+// mount is made once, however many files are read (a syscall.* script
+// reads hundreds of format files), nothing is mounted where anything else
 // can see it, and nothing survives bpftap, however it ends.
 func readPrivately(name string) ([]byte, error) {
-	done := make(chan tracefsRead, 1)
-	go privateRead(name, done)
-	r := <-done
-	return r.data, r.err
+	privateOnce.Do(func() {
+		privateReads = make(chan privateRead)
+		go servePrivateReads(privateReads)
+	})
+	r := privateRead{name: name, done: make(chan tracefsRead, 1)}
+	privateReads <- r
+	res := <-r.done
+	return res.data, res.err
+}
+
+var (
+	privateOnce  sync.Once
+	privateReads chan privateRead
+)
+
+type privateRead struct {
+	name string
+	done chan tracefsRead
 }
 
 type tracefsRead struct {
@@ -43,23 +59,31 @@ type tracefsRead struct {
 	err  error
 }
 
-// privateRead is readPrivately's goroutine. Not on the main thread: Go
-// never ends that one, and its namespace is the one /proc/self shows; there
-// it hands over to another goroutine and lets the main thread go.
-func privateRead(name string, done chan<- tracefsRead) {
+// servePrivateReads is readPrivately's goroutine. Not on the main thread:
+// Go never ends that one, and its namespace is the one /proc/self shows;
+// there it hands over to another goroutine and lets the main thread go.
+// When the mount fails, every read returns the reason.
+func servePrivateReads(reads <-chan privateRead) {
 	runtime.LockOSThread()
 	if unix.Gettid() == unix.Getpid() {
-		go privateRead(name, done)
+		go servePrivateReads(reads)
 		runtime.UnlockOSThread()
 		return
 	}
-	data, err := mountAndRead(name)
-	done <- tracefsRead{data, err}
+	err := mountPrivately()
+	for r := range reads {
+		if err != nil {
+			r.done <- tracefsRead{nil, err}
+			continue
+		}
+		data, rerr := os.ReadFile(filepath.Join(tracefsDir, r.name))
+		r.done <- tracefsRead{data, rerr}
+	}
 }
 
-// mountAndRead is readPrivately's thread: a new mount namespace, private
-// propagation, tracefs on its mount point, the read.
-func mountAndRead(name string) ([]byte, error) {
+// mountPrivately gives the calling thread a new mount namespace, private
+// propagation and tracefs on its mount point.
+func mountPrivately() error {
 	err := unix.Unshare(unix.CLONE_NEWNS)
 	if err == nil {
 		err = unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, "")
@@ -69,11 +93,11 @@ func mountAndRead(name string) ([]byte, error) {
 	}
 	switch {
 	case errors.Is(err, unix.EPERM):
-		return nil, errors.New("tracefs is not mounted, and mounting it needs CAP_SYS_ADMIN (as root: mount -t tracefs nodev " + tracefsDir + ")")
+		return errors.New("tracefs is not mounted, and mounting it needs CAP_SYS_ADMIN (as root: mount -t tracefs nodev " + tracefsDir + ")")
 	case err != nil:
-		return nil, fmt.Errorf("tracefs is not mounted, and mounting it failed: %w", err)
+		return fmt.Errorf("tracefs is not mounted, and mounting it failed: %w", err)
 	}
-	return os.ReadFile(filepath.Join(tracefsDir, name))
+	return nil
 }
 
 // tracefsMount returns where tracefs is mounted, or "".

@@ -20,7 +20,9 @@ type Tracepoint struct {
 	SystemUnknown bool
 	Event         string
 	// Proto is the ID of the typedef btf_trace_EVENT: the attach_btf_id of a
-	// BTF-typed (tp_btf) program. 0 when the kernel has no BTF.
+	// BTF-typed (tp_btf) program. 0 for a trace event the kernel's BTF has
+	// no prototype for (a classic event: its arguments are the fields of
+	// its record, EventFields).
 	Proto TypeID
 	// Params are the tracepoint's arguments in order: args[i] of a raw or
 	// BTF-typed tracepoint program's context is Params[i] (the __data cookie
@@ -100,6 +102,7 @@ func (b *BTF) Tracepoints(availableEvents string) ([]*Tracepoint, error) {
 	}
 	named := b.NamesWithPrefix(protoPrefix, namesPrefix)
 	var tps []*Tracepoint
+	typed := map[string]bool{}
 	for name, ids := range named {
 		event, ok := strings.CutPrefix(name, protoPrefix)
 		if !ok {
@@ -111,12 +114,29 @@ func (b *BTF) Tracepoints(availableEvents string) ([]*Tracepoint, error) {
 		}
 		if tp != nil {
 			tps = append(tps, tp)
+			typed[event] = true
 		}
 	}
+	tps = append(tps, classicEvents(availableEvents, typed)...)
 	slices.SortFunc(tps, func(x, y *Tracepoint) int {
 		return cmp.Or(cmp.Compare(x.System, y.System), cmp.Compare(x.Event, y.Event))
 	})
 	return tps, nil
+}
+
+// classicEvents lists the trace events of availableEvents that have no BTF
+// prototype (typed holds those that do): the per-syscall events and a few
+// others, which only a classic tracepoint program reaches, its fields
+// read from the event's format file (EventFields) when a script uses them.
+func classicEvents(availableEvents string, typed map[string]bool) []*Tracepoint {
+	var tps []*Tracepoint
+	for _, line := range strings.Split(availableEvents, "\n") {
+		sys, ev, ok := strings.Cut(strings.TrimSpace(line), ":")
+		if ok && !typed[ev] {
+			tps = append(tps, &Tracepoint{System: sys, Event: ev})
+		}
+	}
+	return tps
 }
 
 // tracepoint decodes one tracepoint from its prototype typedef and its

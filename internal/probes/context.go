@@ -69,6 +69,9 @@ func (c *Context) Var(x *syntax.TargetVar) (*Access, *ContextError) {
 	case "$$parms", "$$vars":
 		return c.parms()
 	}
+	if err := c.loadFields(); err != nil {
+		return nil, err
+	}
 	i, p, ok := c.Attach.Arg(strings.TrimPrefix(x.Name, "$"))
 	if !ok || strings.HasPrefix(x.Name, "$$") {
 		return nil, ctxErr(-1, "unable to find tracepoint variable '%s' (alternatives: %s)", x.Name, strings.Join(c.names(), ", "))
@@ -96,7 +99,24 @@ func (c *Context) names() []string {
 	return append(names, "$$name", "$$parms", "$$vars")
 }
 
+// loadFields gives a classic tracepoint its arguments, the fields of its
+// record, on first use.
+func (c *Context) loadFields() *ContextError {
+	if c.Attach.Kind != attach.Tracepoint || c.Attach.Args != nil {
+		return nil
+	}
+	fields, err := c.kernel.EventFields(c.Attach.System, c.Attach.Event)
+	if err != nil {
+		return ctxErr(-1, "cannot read the fields of %s: %v", c.Attach.Target(), err)
+	}
+	c.Attach.Args = attach.Fields(fields, tracepointLocal)
+	return nil
+}
+
 func (c *Context) parms() (*Access, *ContextError) {
+	if err := c.loadFields(); err != nil {
+		return nil, err
+	}
 	btf, err := c.kernel.BTF()
 	if err != nil {
 		return nil, ctxErr(-1, "cannot read the kernel's types: %v", err)
@@ -105,7 +125,7 @@ func (c *Context) parms() (*Access, *ContextError) {
 	var parts []string
 	for i, p := range c.Attach.Args {
 		conv := "%#x"
-		if u, err := btf.Underlying(p.Type); err == nil && u.Kind == kernel.KindPtr {
+		if u, err := btf.Underlying(p.Type); p.Pointer || err == nil && u.Kind == kernel.KindPtr {
 			conv = "%p"
 		}
 		parts = append(parts, p.Name+"="+conv)

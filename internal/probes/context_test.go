@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/bpftap/bpftap/internal/kernel"
+	"github.com/bpftap/bpftap/internal/probes/attach"
 	"github.com/bpftap/bpftap/internal/probes/probestest"
 	"github.com/bpftap/bpftap/internal/syntax"
 )
@@ -32,7 +33,7 @@ func TestContext(t *testing.T) {
 		in, want, _ := strings.Cut(line, " => ")
 		name, expr, _ := strings.Cut(in, " ")
 		matched, _ := kernelMatch(tps, name)
-		a, err := attachTracepoint(k, matched)
+		a, err := attachTracepoint(k, matched, false)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -70,7 +71,11 @@ func describeAccess(t *testing.T, ctx *Context, expr string) string {
 	if cerr != nil {
 		return fmt.Sprintf("error@%d: %s", cerr.Step, cerr.Msg)
 	}
-	return accessString(a)
+	s := accessString(a)
+	if ctx.Attach.Kind == attach.Tracepoint && a.Param >= 0 {
+		s += fmt.Sprintf(" loc=%v", ctx.Attach.Args[a.Param].Loc)
+	}
+	return s
 }
 
 func accessString(a *Access) string {

@@ -17,12 +17,12 @@ import (
 // syscall_any.return are probe aliases of the tapset (syscall_any.stp) on
 // kernel.trace("raw_syscalls:sys_enter") and sys_exit, as in stap.
 
-func kernelFamilies(k KernelInfo) []*Family {
+func kernelFamilies(k KernelInfo, cfg Config) []*Family {
 	u := func(name string, paths ...string) *Family {
 		return &Family{Name: name, Paths: paths, Kernel: true, Unsupported: true}
 	}
 	return []*Family{
-		traceFamily(k),
+		traceFamily(k, cfg.ClassicTracepoints),
 		u("kernel.function", "kernel.function(string)", "kernel.function(string).return",
 			"kernel.function(string).call", "kernel.function(string).call.return",
 			"module(string).function(string)", "module(string).function(string).return"),
@@ -62,6 +62,8 @@ func perfPaths() []string {
 // Tests substitute a fake.
 type KernelInfo interface {
 	Tracepoints() ([]*kernel.Tracepoint, error)
+	// EventFields describes the record of a trace event (kernel.EventFields).
+	EventFields(system, event string) ([]kernel.Field, error)
 	BTF() (*kernel.BTF, error)
 	// Attachable tells whether the kernel can load and attach a program
 	// for a (nil), or says plainly why not.
@@ -78,6 +80,10 @@ type RunningKernel struct {
 
 func (RunningKernel) Tracepoints() ([]*kernel.Tracepoint, error) { return kernel.Tracepoints() }
 func (RunningKernel) BTF() (*kernel.BTF, error)                  { return kernel.Kernel() }
+
+func (RunningKernel) EventFields(system, event string) ([]kernel.Field, error) {
+	return kernel.EventFields(system, event)
+}
 
 func (k RunningKernel) Attachable(a *attach.Point) error {
 	if k.CanAttach == nil {

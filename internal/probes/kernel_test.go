@@ -29,7 +29,7 @@ func TestRunningKernel(t *testing.T) {
 		t.Fatal(err)
 	}
 	exec, _ := kernel.MatchTracepoints(tps, "sched:sched_process_exec")
-	a, err := attachTracepoint(RunningKernel{}, exec[0])
+	a, err := attachTracepoint(RunningKernel{}, exec[0], false)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -158,14 +158,26 @@ func Builtin() *Registry { return BuiltinFor(RunningKernel{}) }
 
 // BuiltinFor returns a registry of bpftap's own probe families whose kernel
 // families describe k.
-func BuiltinFor(k KernelInfo) *Registry { return NewRegistry(Families(k)...) }
+func BuiltinFor(k KernelInfo) *Registry { return BuiltinWith(k, Config{}) }
+
+// BuiltinWith is BuiltinFor with the options of cfg.
+func BuiltinWith(k KernelInfo, cfg Config) *Registry { return NewRegistry(Families(k, cfg)...) }
+
+// Config holds the options that change what probe points mean.
+type Config struct {
+	// ClassicTracepoints (--compatible=4.1 and older): every kernel.trace
+	// point is a classic tracepoint whose variables are the fields of its
+	// trace record ($next_comm), as SystemTap's BPF runtime has them,
+	// rather than the arguments of its prototype ($next).
+	ClassicTracepoints bool
+}
 
 // Families lists bpftap's own probe families (see the per-family files).
-func Families(k KernelInfo) []*Family {
+func Families(k KernelInfo, cfg Config) []*Family {
 	var all []*Family
 	all = append(all, userFamilies()...)
 	all = append(all, timerFamilies()...)
-	all = append(all, kernelFamilies(k)...)
+	all = append(all, kernelFamilies(k, cfg)...)
 	return all
 }
 

@@ -21,12 +21,14 @@ import (
 // tracepoint through a perf event. The family picks the cheapest the kernel
 // offers (attachTracepoint) and describes the arguments for it.
 
-func traceFamily(k KernelInfo) *Family {
+func traceFamily(k KernelInfo, classic bool) *Family {
 	return &Family{Name: "kernel.trace", Paths: []string{"kernel.trace(string)"}, Kernel: true,
-		Expand: func(p *Point) ([]*Point, error) { return expandTrace(k, p) }}
+		Expand: func(p *Point) ([]*Point, error) { return expandTrace(k, p, classic) }}
 }
 
-func expandTrace(k KernelInfo, p *Point) ([]*Point, error) {
+// expandTrace expands a kernel.trace point; classic asks for classic
+// tracepoints wherever tracefs has the event (Config.ClassicTracepoints).
+func expandTrace(k KernelInfo, p *Point, classic bool) ([]*Point, error) {
 	spec, _ := p.Arg("trace").(*syntax.StringLit)
 	if spec == nil {
 		return nil, errorf("kernel.trace needs a string")
@@ -48,7 +50,7 @@ func expandTrace(k KernelInfo, p *Point) ([]*Point, error) {
 	}
 	var out []*Point
 	for _, tp := range matched {
-		a, err := attachTracepoint(k, tp)
+		a, err := attachTracepoint(k, tp, classic)
 		if err != nil {
 			return nil, err
 		}
@@ -83,14 +85,15 @@ func tracefsNote(tps []*kernel.Tracepoint) string {
 // tp: tp_btf when the kernel has the tracepoint's BTF prototype and loads
 // BTF-typed programs, a raw tracepoint otherwise (both read the arguments
 // as args[] words), a classic tracepoint for a trace event the kernel has
-// no prototype for. (Such events, syscalls:sys_enter_openat and the like,
-// are not listed yet: the fields of their records, read from tracefs's
-// format files, will be their arguments.)
-func attachTracepoint(k KernelInfo, tp *kernel.Tracepoint) (*attach.Point, error) {
+// no prototype for (syscalls:sys_enter_openat and the like), whose
+// arguments are the fields of its record: Context reads them from
+// tracefs's format file when the probe first uses one, so that
+// kernel.trace("*") does not read two thousand format files.
+func attachTracepoint(k KernelInfo, tp *kernel.Tracepoint, classic bool) (*attach.Point, error) {
 	a := &attach.Point{Event: tp.Event, System: tp.System}
 	switch {
-	case tp.Proto != 0:
-		a.Kind, a.BTFID, a.Args = attach.TPBTF, tp.Proto, attach.Words(tp.Params, "__tracepoint_arg_")
+	case tp.Proto != 0 && !(classic && tp.System != "" && !tp.SystemUnknown):
+		a.Kind, a.BTFID, a.Args = attach.TPBTF, tp.Proto, attach.Words(tp.Params, tracepointLocal)
 		if k.Attachable(a) != nil {
 			a.Kind, a.BTFID = attach.RawTracepoint, 0
 		}
@@ -101,6 +104,9 @@ func attachTracepoint(k KernelInfo, tp *kernel.Tracepoint) (*attach.Point, error
 	}
 	return a, nil
 }
+
+// tracepointLocal prefixes the -p2 names of a tracepoint's arguments.
+const tracepointLocal = "__tracepoint_arg_"
 
 func eventNames(tps []*kernel.Tracepoint) []string {
 	seen := map[string]bool{}

@@ -53,7 +53,9 @@ type Point struct {
 	Event  string
 	System string
 	BTFID  kernel.TypeID
-	// Args are the point's arguments, $NAME in a script, in order.
+	// Args are the point's arguments, $NAME in a script, in order. For a
+	// classic tracepoint they are the record's fields, read from tracefs
+	// when a script first asks for one (probes.Context).
 	Args []Arg
 }
 
@@ -87,6 +89,10 @@ type Arg struct {
 	Local string
 	// Loc is where the program finds it.
 	Loc Loc
+	// Pointer: the argument is a pointer, though Type may not say so (a
+	// trace record's field has a C type, not a BTF one); $$parms prints it
+	// with %p.
+	Pointer bool
 }
 
 // Loc is where a program finds an argument: Size bytes (1, 2, 4 or 8) at
@@ -99,6 +105,13 @@ type Loc struct {
 	Offset int
 	Size   int
 	Signed bool
+	// Address: the value is the address of the Size bytes at Offset, not
+	// their content (a char array in a trace record, as stap gives it).
+	Address bool
+	// DataLoc: the 32-bit word at Offset is a trace record's __data_loc,
+	// whose low half is the offset in the record of a variable-length
+	// array; the value is that array's address.
+	DataLoc bool
 }
 
 // Words lays out params as the words of args[], the context of tp_btf and
@@ -107,6 +120,17 @@ func Words(params []kernel.Param, local string) []Arg {
 	args := make([]Arg, len(params))
 	for i, p := range params {
 		args[i] = Arg{Name: p.Name, Type: p.Type, Local: local + p.Name, Loc: Loc{Offset: 8 * i, Size: 8}}
+	}
+	return args
+}
+
+// Fields lays out the fields of a trace event's record, the context of a
+// classic tracepoint program; local prefixes the names -p2 lists.
+func Fields(fields []kernel.Field, local string) []Arg {
+	args := make([]Arg, len(fields))
+	for i, f := range fields {
+		args[i] = Arg{Name: f.Name, Local: local + f.Name, Pointer: f.Pointer(),
+			Loc: Loc{Offset: f.Offset, Size: f.Size, Signed: f.Signed, Address: f.Array, DataLoc: f.DataLoc}}
 	}
 	return args
 }

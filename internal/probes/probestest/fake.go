@@ -8,6 +8,7 @@ package probestest
 
 import (
 	"encoding/binary"
+	"fmt"
 
 	"github.com/bpftap/bpftap/internal/kernel"
 	"github.com/bpftap/bpftap/internal/probes/attach"
@@ -21,6 +22,31 @@ type Kernel struct {
 
 func (k *Kernel) Tracepoints() ([]*kernel.Tracepoint, error) { return k.tps, nil }
 func (k *Kernel) BTF() (*kernel.BTF, error)                  { return k.btf, nil }
+
+// EventFields gives the classic events of the fake kernel the fields of a
+// 6.18 x86_64 kernel's format files.
+func (k *Kernel) EventFields(system, event string) ([]kernel.Field, error) {
+	fields, ok := classicFields[system+":"+event]
+	if !ok {
+		return nil, fmt.Errorf("events/%s/%s/format: no such file or directory", system, event)
+	}
+	return kernel.ParseFormat(fields)
+}
+
+var classicFields = map[string]string{
+	"syscalls:sys_enter_openat": `
+	field:int __syscall_nr;	offset:8;	size:4;	signed:1;
+	field:int dfd;	offset:16;	size:8;	signed:0;
+	field:const char * filename;	offset:24;	size:8;	signed:0;
+	field:int flags;	offset:32;	size:8;	signed:0;
+	field:umode_t mode;	offset:40;	size:8;	signed:0;`,
+	"syscalls:sys_exit_openat": `
+	field:int __syscall_nr;	offset:8;	size:4;	signed:1;
+	field:long ret;	offset:16;	size:8;	signed:1;`,
+	"sched:sched_wakeup_classic": `
+	field:char comm[16];	offset:8;	size:16;	signed:0;
+	field:__data_loc char[] name;	offset:24;	size:4;	signed:0;`,
+}
 
 // Attachable accepts every attach point: the fake kernel attaches anything.
 func (k *Kernel) Attachable(*attach.Point) error { return nil }
@@ -80,6 +106,10 @@ func New() *Kernel {
 		tp("sched", "sched_process_fork", kernel.Param{Name: "parent", Type: tTaskPtr}, kernel.Param{Name: "child", Type: tTaskPtr}),
 		tp("sched", "sched_switch", kernel.Param{Name: "preempt", Type: tInt}, kernel.Param{Name: "prev", Type: tTaskPtr},
 			kernel.Param{Name: "next", Type: tTaskPtr}),
+		// Classic events: no prototype, fields from EventFields.
+		{System: "syscalls", Event: "sys_enter_openat"},
+		{System: "syscalls", Event: "sys_exit_openat"},
+		{System: "sched", Event: "sched_wakeup_classic"},
 	}}
 }
 
