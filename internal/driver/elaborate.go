@@ -24,8 +24,10 @@ func (s *session) elaborate(user, libs []*syntax.File) (*sema.Program, error) {
 		Verbose:         s.opts.Verbose > 0,
 		Unoptimized:     s.opts.Unoptimize,
 		NoGlobalDisplay: s.opts.NoGlobalDisplay,
-		Registry:        probes.BuiltinFor(probes.RunningKernel{CanAttach: bpfrt.CanAttach}),
-		KernelProbes:    true,
+		Registry: probes.BuiltinWith(probes.RunningKernel{CanAttach: bpfrt.CanAttach}, probes.Config{
+			ClassicTracepoints: s.opts.Compatible != "" && syntax.CompareVersions(s.opts.Compatible, "4.1") <= 0,
+		}),
+		KernelProbes: true,
 	})
 	if err != nil {
 		return nil, err

@@ -31,6 +31,9 @@ interpreter, kernel probes compiled to eBPF. Options are stap's:
    -u         unoptimized mode (accepted; nothing is elided)
    --no-global-var-display
               do not print written-but-unread globals at exit
+   --compatible=VERSION
+              behave as SystemTap VERSION: systemtap_v; up to 4.1,
+              kernel.trace variables are the trace record's fields
    --runtime=bpf, --bpf
               accepted for compatibility: bpftap is a BPF runtime
 `

@@ -2,6 +2,7 @@ package driver
 
 import (
 	"fmt"
+	"github.com/bpftap/bpftap/internal/syntax"
 	"regexp"
 	"strconv"
 	"strings"
@@ -30,6 +31,7 @@ type Options struct {
 	Guru            bool     // -g
 	Unoptimize      bool     // -u
 	NoGlobalDisplay bool     // --no-global-var-display
+	Compatible      string   // --compatible=VERSION: systemtap_v, and classic tracepoint fields up to 4.1
 	Help, Version   bool
 }
 
@@ -77,6 +79,7 @@ var longOptions = map[string]optionSpec{
 	"help":                    shortOptions['h'],
 	"version":                 shortOptions['V'],
 	"no-global-var-display":   {false, func(o *Options, _ string) error { o.NoGlobalDisplay = true; return nil }},
+	"compatible":              {true, setCompatible},
 	"runtime":                 {true, setRuntime},
 	"bpf":                     {false, func(o *Options, _ string) error { return nil }},
 	"suppress-time-limits":    {false, func(o *Options, _ string) error { return nil }},
@@ -93,6 +96,16 @@ func setPass(o *Options, a string) error {
 		return usagef("Invalid pass number (should be 1-5).")
 	}
 	o.LastPass = n
+	return nil
+}
+
+// setCompatible takes --compatible=VERSION, which may not be newer than
+// the version bpftap implements.
+func setCompatible(o *Options, a string) error {
+	if v := syntax.DefaultConfig().Version; syntax.CompareVersions(a, v) > 0 {
+		return fmt.Errorf("ERROR: systemtap version %s cannot be compatible with future version %s", v, a)
+	}
+	o.Compatible = a
 	return nil
 }
 

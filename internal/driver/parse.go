@@ -85,6 +85,9 @@ func (s *session) parseConfig(srcs []*syntax.Source) *syntax.Config {
 	cfg := syntax.DefaultConfig()
 	cfg.Args = s.opts.Args
 	cfg.Guru = s.opts.Guru
+	if s.opts.Compatible != "" {
+		cfg.Version = s.opts.Compatible
+	}
 	for _, src := range srcs {
 		if strings.Contains(src.Text, "CONFIG_") {
 			cfg.KConfig = syntax.ParseKConfig(readKernelConfig(cfg.KernelRelease))

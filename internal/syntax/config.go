@@ -39,6 +39,10 @@ func DefaultConfig() *Config {
 	}
 }
 
+// CompareVersions compares two version strings as stap does (strverscmp):
+// negative, zero or positive as a sorts before, equal to or after b.
+func CompareVersions(a, b string) int { return strverscmp(a, b) }
+
 // ParseKConfig reads a kernel .config file into CONFIG_* values, kept as
 // written (string values keep their quotes), as stap reads it.
 func ParseKConfig(text string) map[string]string {
