@@ -51,8 +51,9 @@ func kernelBuiltins() map[string]builtinCode {
 		}),
 		// stap's probefunc() is symname(addr()); a tracepoint has no
 		// registers, so addr() is 0 and symname prints it in hex.
-		"probefunc":    strCode(func(g *gen, _ *syntax.Call) value { return g.strLit("0x0") }),
-		"syscall_name": strCode((*gen).syscallName),
+		"probefunc":          strCode(func(g *gen, _ *syntax.Call) value { return g.strLit("0x0") }),
+		"syscall_name":       strCode((*gen).syscallName),
+		"user_string_quoted": strCode((*gen).userStringQuoted),
 	}
 	for unit := range clockDivisors {
 		codes["gettimeofday_"+unit] = longCode(func(g *gen, _ *syntax.Call) { g.clock(unit, g.m.cfg.RealtimeOffset) })

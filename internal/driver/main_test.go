@@ -18,7 +18,8 @@ import (
 //
 //	getppid N   N getppid() calls
 //	fork N      N children, each making one getppid() call, waited for
-//	open N      N openat() calls of /nonexistent/bpftap (each fails with ENOENT)
+//	open N      N openat() calls of /nonexistent/bpftap (each fails with ENOENT),
+//	            each followed by a getppid() call
 func TestMain(m *testing.M) {
 	if Holding() {
 		Hold() // -c commands of in-process runs: see target.go
@@ -49,6 +50,7 @@ func workload(args []string) int {
 			if f, err := os.Open("/nonexistent/bpftap"); err == nil {
 				f.Close()
 			}
+			unix.Getppid()
 		}
 	case "fork":
 		for range n {

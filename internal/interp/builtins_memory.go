@@ -22,10 +22,13 @@ var memoryBuiltins = map[string]builtinFunc{
 	"user_string_n":   userStringFault,
 	"user_string2":    errMsg,
 	"kernel_string2":  errMsg,
-	"user_long":       zero,
-	"user_int":        zero,
-	"user_short":      zero,
-	"user_char":       zero,
+	"user_string_quoted": func(_ *callContext, a []Value) Value {
+		return Value{Str: fmt.Sprintf("0x%x", uint64(a[0].Int))}
+	},
+	"user_long":  zero,
+	"user_int":   zero,
+	"user_short": zero,
+	"user_char":  zero,
 }
 
 func kernelFault(what string) builtinFunc {

@@ -51,7 +51,13 @@ type Family struct {
 	// Expand turns a matched point into the concrete points it denotes (a
 	// tracepoint pattern into one point per tracepoint); nil keeps the point.
 	// Its error is reported like Check's.
-	Expand  func(p *Point) ([]*Point, error)
+	Expand func(p *Point) ([]*Point, error)
+	// Names lists the names a `*` component of Paths stands for
+	// ("syscall.*.return": the kernel's system calls). It is called when a
+	// user's point first reaches that component, never before; a name
+	// that another family registers beside the `*` is left to that family
+	// (the tapset's own syscall.openat alias shadows the generic one).
+	Names   func() ([]string, error)
 	Payload any
 }
 
@@ -66,6 +72,9 @@ type Point struct {
 	// Context is set by families whose probes have context variables
 	// (kernel.trace): it resolves $vars, $$parms and @cast for the elaborator.
 	Context *Context
+	// Prologue, set by families that give their probes locals as a probe
+	// alias would (syscall.NAME: name, argstr, ...), runs before the body.
+	Prologue *syntax.Block
 }
 
 // Arg returns the literal argument of the component named name, or nil.
@@ -122,7 +131,12 @@ type node struct {
 	arg      ArgKind
 	children []*node
 	family   *Family
+	// names lists what a dynamic node (name "*") stands for (Family.Names).
+	names func() ([]string, error)
 }
+
+// dynamic tells whether n stands for the names of a list (Family.Names).
+func (n *node) dynamic() bool { return n.name == "*" }
 
 // Registry is a probe-point namespace.
 type Registry struct {
@@ -146,6 +160,9 @@ func (r *Registry) Add(f *Family) {
 		n := &r.root
 		for _, step := range parsePattern(p) {
 			n = n.child(step)
+			if n.dynamic() {
+				n.names = f.Names
+			}
 		}
 		n.family = f
 	}
@@ -252,15 +269,22 @@ func (n *node) match(rest, done []*syntax.Component, out *[]*Point) error {
 	var firstErr error
 	matched := false
 	for _, ch := range n.children {
-		if ch.arg != argKind(c) || !nameMatches(c.Name, ch.name) {
+		names, err := n.namesOf(ch)
+		if err != nil {
+			firstErr = cmpOr(firstErr, &Error{Msg: err.Error(), At: c})
 			continue
 		}
-		matched = true
-		concrete := *c
-		concrete.Name = ch.name
-		next := append(append([]*syntax.Component(nil), done...), &concrete)
-		if err := ch.match(rest[1:], next, out); err != nil && firstErr == nil {
-			firstErr = err
+		for _, name := range names {
+			if ch.arg != argKind(c) || !nameMatches(c.Name, name) {
+				continue
+			}
+			matched = true
+			concrete := *c
+			concrete.Name = name
+			next := append(append([]*syntax.Component(nil), done...), &concrete)
+			if err := ch.match(rest[1:], next, out); err != nil {
+				firstErr = cmpOr(firstErr, err)
+			}
 		}
 	}
 	if matched {
@@ -272,6 +296,9 @@ func (n *node) match(rest, done []*syntax.Component, out *[]*Point) error {
 			return nil
 		}
 		return &Error{Msg: "invalid suffix for probe", At: c}
+	}
+	if firstErr != nil { // a list of names could not be read
+		return firstErr
 	}
 	msg := "probe point mismatch"
 	if wild {
@@ -287,12 +314,48 @@ func (n *node) childNames() []string {
 	seen := map[string]bool{}
 	var names []string
 	for _, c := range n.children {
-		if !seen[c.name] {
-			seen[c.name] = true
-			names = append(names, c.name)
+		listed, _ := n.namesOf(c)
+		for _, name := range listed {
+			if !seen[name] {
+				seen[name] = true
+				names = append(names, name)
+			}
 		}
 	}
 	return names
+}
+
+// namesOf returns the names child ch of n answers to: its own, or for a
+// dynamic child the names of its list that no other child of n has.
+func (n *node) namesOf(ch *node) ([]string, error) {
+	if !ch.dynamic() || ch.names == nil {
+		return []string{ch.name}, nil
+	}
+	listed, err := ch.names()
+	if err != nil {
+		return nil, err
+	}
+	static := map[string]bool{}
+	for _, c := range n.children {
+		static[c.name] = true
+	}
+	var names []string
+	for _, name := range listed {
+		if !static[name] {
+			names = append(names, name)
+		}
+	}
+	return names, nil
+}
+
+// cmpOr returns the first error that is not nil.
+func cmpOr(errs ...error) error {
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // nameMatches reports whether the user's component name (possibly with `*`

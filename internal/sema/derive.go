@@ -272,7 +272,7 @@ func (e *elab) deriveOne(x *expansion, pp *syntax.ProbePoint, pt *probes.Point) 
 		Family:   pt.Family.Name,
 		Args:     map[string]syntax.Expr{},
 		Cond:     concrete.Cond,
-		Body:     syntax.Clone(x.body),
+		Body:     syntax.Clone(withPrologue(pt.Prologue, x.body)),
 		Decl:     x.decl,
 		Kernel:   pt.Family.Kernel,
 		context:  pt.Context,
@@ -293,6 +293,14 @@ func (e *elab) deriveOne(x *expansion, pp *syntax.ProbePoint, pt *probes.Point) 
 	}
 	e.prog.Probes = append(e.prog.Probes, p)
 	return 1
+}
+
+// withPrologue puts a family's prologue (probes.Point.Prologue) before body.
+func withPrologue(prologue, body *syntax.Block) *syntax.Block {
+	if prologue == nil {
+		return body
+	}
+	return &syntax.Block{Pos: body.Pos, Stmts: []syntax.Stmt{prologue, body}}
 }
 
 // userPoints renders the points of a probe as the user wrote them; stap

@@ -609,13 +609,14 @@ func assignTarget(n syntax.Node) syntax.Expr {
 }
 
 // warnUser warns about code of the user's script; stap keeps quiet about
-// what it elides in tapset code (alias bodies such as syscall_any's).
+// what it elides in tapset code (alias bodies such as syscall_any's, the
+// prologues of the syscall family).
 func (e *elab) warnUser(n syntax.Node, msg string) {
 	src := n.Position().Src
-	for _, f := range e.prog.Files {
-		if f.Tapset && f.Src == src {
+	for _, f := range e.prog.Files[:e.userFiles] {
+		if f.Src == src && !f.Tapset {
+			e.rep.warnAt(n, msg)
 			return
 		}
 	}
-	e.rep.warnAt(n, msg)
 }
