@@ -18,6 +18,7 @@ package probes
 import (
 	"fmt"
 	"path"
+	"slices"
 	"sort"
 	"strings"
 
@@ -69,6 +70,10 @@ type Point struct {
 	Components []*syntax.Component
 	// Suffix holds the components left after the family's path (aliases only).
 	Suffix []*syntax.Component
+	// Names are the names a dynamic component of the family's path matched
+	// (Family.Names), which the point's components show as the user wrote
+	// them ("syscall.*.return"): the family expands them together.
+	Names []string
 	// Context is set by families whose probes have context variables
 	// (kernel.trace): it resolves $vars, $$parms and @cast for the elaborator.
 	Context *Context
@@ -249,19 +254,19 @@ func argKind(c *syntax.Component) ArgKind {
 // concrete point, or the first error met when nothing matched.
 func (r *Registry) Match(comps []*syntax.Component) ([]*Point, error) {
 	var out []*Point
-	err := r.root.match(comps, nil, &out)
+	err := r.root.match(comps, nil, nil, &out)
 	if len(out) > 0 {
 		return out, nil
 	}
 	return nil, err
 }
 
-func (n *node) match(rest, done []*syntax.Component, out *[]*Point) error {
+func (n *node) match(rest, done []*syntax.Component, names []string, out *[]*Point) error {
 	if len(rest) == 0 {
 		if n.family == nil {
 			return &Error{Msg: "probe point mismatch", At: done[len(done)-1]}
 		}
-		*out = append(*out, &Point{Family: n.family, Components: done})
+		*out = append(*out, &Point{Family: n.family, Components: done, Names: names})
 		return nil
 	}
 	c := rest[0]
@@ -269,30 +274,37 @@ func (n *node) match(rest, done []*syntax.Component, out *[]*Point) error {
 	var firstErr error
 	matched := false
 	for _, ch := range n.children {
-		names, err := n.namesOf(ch)
-		if err != nil {
-			firstErr = cmpOr(firstErr, &Error{Msg: err.Error(), At: c})
+		if ch.arg != argKind(c) {
 			continue
 		}
-		for _, name := range names {
-			if ch.arg != argKind(c) || !nameMatches(c.Name, name) {
+		if ch.dynamic() {
+			listed, err := n.dynamicNames(ch, c.Name, rest[1:])
+			if err != nil {
+				firstErr = cmpOr(firstErr, &Error{Msg: err.Error(), At: c})
 				continue
 			}
-			matched = true
-			concrete := *c
-			concrete.Name = name
-			next := append(append([]*syntax.Component(nil), done...), &concrete)
-			if err := ch.match(rest[1:], next, out); err != nil {
-				firstErr = cmpOr(firstErr, err)
+			if len(listed) > 0 {
+				matched = true
+				next := append(append([]*syntax.Component(nil), done...), c)
+				firstErr = cmpOr(firstErr, ch.match(rest[1:], next, listed, out))
 			}
+			continue
 		}
+		if !nameMatches(c.Name, ch.name) || n.yields(ch, rest[1:]) {
+			continue
+		}
+		matched = true
+		concrete := *c
+		concrete.Name = ch.name
+		next := append(append([]*syntax.Component(nil), done...), &concrete)
+		firstErr = cmpOr(firstErr, ch.match(rest[1:], next, names, out))
 	}
 	if matched {
 		return firstErr
 	}
 	if n.family != nil {
 		if n.family.Suffix {
-			*out = append(*out, &Point{Family: n.family, Components: done, Suffix: rest})
+			*out = append(*out, &Point{Family: n.family, Components: done, Suffix: rest, Names: names})
 			return nil
 		}
 		return &Error{Msg: "invalid suffix for probe", At: c}
@@ -310,11 +322,76 @@ func (n *node) match(rest, done []*syntax.Component, out *[]*Point) error {
 	return &Error{Msg: msg, At: c}
 }
 
+// A dynamic child (name "*", Family.Names) stands for every name of its
+// list at once: the point it yields carries the names matched (Point.Names),
+// and its family expands them together (one program may serve them all). A
+// static sibling with the same name takes that name when it matches the
+// rest of the point natively, not through an alias suffix: the tapset's
+// syscall.read alias takes syscall.read, the family's syscall.*.return
+// takes syscall.read.return.
+
+// native tells whether n matches the components after it without an
+// alias suffix: it ends a family's path, or a child takes the next one.
+func (n *node) native(after []*syntax.Component) bool {
+	if len(after) == 0 {
+		return n.family != nil
+	}
+	for _, ch := range n.children {
+		if ch.arg == argKind(after[0]) && (ch.dynamic() || nameMatches(after[0].Name, ch.name)) {
+			return true
+		}
+	}
+	return false
+}
+
+// yields tells whether static child ch leaves its name to a dynamic
+// sibling, which matches the rest natively where ch does not.
+func (n *node) yields(ch *node, after []*syntax.Component) bool {
+	if ch.native(after) {
+		return false
+	}
+	for _, d := range n.children {
+		if d.dynamic() && d.names != nil && d.native(after) {
+			listed, err := d.names()
+			return err == nil && slices.Contains(listed, ch.name)
+		}
+	}
+	return false
+}
+
+// dynamicNames returns the names of dynamic child ch that pattern matches,
+// but those a static sibling takes.
+func (n *node) dynamicNames(ch *node, pattern string, after []*syntax.Component) ([]string, error) {
+	if ch.names == nil {
+		return nil, nil
+	}
+	listed, err := ch.names()
+	if err != nil {
+		return nil, err
+	}
+	taken := map[string]bool{}
+	for _, s := range n.children {
+		if !s.dynamic() && s.native(after) {
+			taken[s.name] = true
+		}
+	}
+	var names []string
+	for _, name := range listed {
+		if !taken[name] && nameMatches(pattern, name) {
+			names = append(names, name)
+		}
+	}
+	return names, nil
+}
+
 func (n *node) childNames() []string {
 	seen := map[string]bool{}
 	var names []string
 	for _, c := range n.children {
-		listed, _ := n.namesOf(c)
+		listed := []string{c.name}
+		if c.dynamic() && c.names != nil {
+			listed, _ = c.names()
+		}
 		for _, name := range listed {
 			if !seen[name] {
 				seen[name] = true
@@ -323,29 +400,6 @@ func (n *node) childNames() []string {
 		}
 	}
 	return names
-}
-
-// namesOf returns the names child ch of n answers to: its own, or for a
-// dynamic child the names of its list that no other child of n has.
-func (n *node) namesOf(ch *node) ([]string, error) {
-	if !ch.dynamic() || ch.names == nil {
-		return []string{ch.name}, nil
-	}
-	listed, err := ch.names()
-	if err != nil {
-		return nil, err
-	}
-	static := map[string]bool{}
-	for _, c := range n.children {
-		static[c.name] = true
-	}
-	var names []string
-	for _, name := range listed {
-		if !static[name] {
-			names = append(names, name)
-		}
-	}
-	return names, nil
 }
 
 // cmpOr returns the first error that is not nil.

@@ -1,13 +1,17 @@
 package probes
 
 import (
+	"cmp"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 
 	"github.com/bpftap/bpftap/internal/kernel"
 	"github.com/bpftap/bpftap/internal/probes/attach"
 	"github.com/bpftap/bpftap/internal/syntax"
+	"github.com/bpftap/bpftap/internal/tapset"
 )
 
 // syscall.NAME and syscall.NAME.return, for every system call of the running
@@ -19,11 +23,11 @@ import (
 // This family is the generic layer: the tapset (tapset/syscalls.stp)
 // defines syscall.NAME itself as a probe alias, with SystemTap's named
 // locals and argstr, for the calls scripts use most, and such an alias
-// shadows the name here (see Family.Names). Every other call gets the
-// locals every syscall probe has, from a prologue built here:
+// takes the name from this family (see node.native). Every other call,
+// and every return, gets the locals every syscall probe has, from a
+// prologue built here:
 //
-//	name    the call's name (from its number, so that the prologues of
-//	        all calls are alike and a program serving many can share code)
+//	name    the call's name, SystemTap's (pread, not pread64)
 //	argstr  its arguments, pointers as %p and integers as %d
 //	retval, retstr  on return: $ret, and $ret as return_str(1, ...) gives it
 
@@ -39,16 +43,36 @@ func syscallFamily(k KernelInfo) *Family {
 		Expand: func(p *Point) ([]*Point, error) { return expandSyscall(k, p) }}
 }
 
-// SyscallNames lists the system calls of the kernel k describes, sorted.
+// Where SystemTap's name for a call differs from the kernel's event name
+// or from the architecture's table of numbers (syscall_name).
+var (
+	// stapEventNames maps SystemTap's name to the kernel's event name.
+	stapEventNames = map[string]string{"stat": "newstat", "fstat": "newfstat", "lstat": "newlstat",
+		"uname": "newuname", "sendfile": "sendfile64", "pread": "pread64", "pwrite": "pwrite64",
+		"fstatat": "newfstatat"}
+	// tableNames maps SystemTap's name to the name in the table of numbers.
+	tableNames = map[string]string{"pread": "pread64", "pwrite": "pwrite64", "fstatat": "newfstatat",
+		"umount": "umount2"}
+)
+
+// eventName is the trace event name of call name.
+func eventName(name string) string { return cmp.Or(stapEventNames[name], name) }
+
+// SyscallNames lists the system calls of the kernel k describes, sorted,
+// by SystemTap's names.
 func SyscallNames(k KernelInfo) ([]string, error) {
 	tps, err := k.Tracepoints()
 	if err != nil {
 		return nil, kernelError(err)
 	}
+	stapName := map[string]string{}
+	for stap, event := range stapEventNames {
+		stapName[event] = stap
+	}
 	var names []string
 	for _, tp := range tps {
 		if name, ok := strings.CutPrefix(tp.Event, syscallEnter); ok && tp.System == "syscalls" {
-			names = append(names, name)
+			names = append(names, cmp.Or(stapName[name], name))
 		}
 	}
 	if len(names) == 0 {
@@ -62,24 +86,160 @@ func SyscallNames(k KernelInfo) ([]string, error) {
 	return names, nil
 }
 
-// expandSyscall turns syscall.NAME[.return] into its trace event, named as
-// pp() names it, with the generic prologue.
+// expandSyscall expands syscall.PATTERN[.return], whose pattern matched
+// the calls p.Names, by the cheaper plan. Entries, and returns of a few
+// calls, are each call's own trace event: the other calls pay nothing.
+// Returns of more calls share one program on raw_syscalls:sys_exit that
+// keeps the calls' numbers (syscallSet): one program to load and attach
+// however many calls match, as syscall_any.return costs, where a program
+// per call would take seconds to load.
 func expandSyscall(k KernelInfo, p *Point) ([]*Point, error) {
-	name := p.Components[1].Name
-	event, ret := syscallEnter+name, len(p.Components) > 2
+	names := p.Names
+	if names == nil {
+		names = []string{p.Components[1].Name}
+	}
+	ret := len(p.Components) > 2
+	var out []*Point
+	if ret && len(names) > narrowCalls {
+		wide, rest, err := expandReturns(k, p, names)
+		if err != nil {
+			return nil, err
+		}
+		out, names = append(out, wide...), rest
+	}
+	for _, name := range names {
+		q, err := syscallEvent(k, p, name, ret)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, q)
+	}
+	return out, nil
+}
+
+// narrowCalls is the most calls whose returns get a program each.
+const narrowCalls = 4
+
+// syscallEvent is syscall.NAME[.return] on the call's own trace event,
+// named as pp() names it, with the generic prologue.
+func syscallEvent(k KernelInfo, p *Point, name string, ret bool) (*Point, error) {
+	event := syscallEnter + eventName(name)
 	if ret {
-		event = syscallExit + name
+		event = syscallExit + eventName(name)
 	}
 	a := &attach.Point{Kind: attach.Tracepoint, System: "syscalls", Event: event}
 	q := *p
+	q.Names = nil
 	q.Components = traceComponents(p.Components[0], a.Target())
 	q.Context = &Context{kernel: k, Attach: a}
-	prologue, err := syscallPrologue(q.Context, name, ret)
-	if err != nil {
-		return nil, err
+	text := fmt.Sprintf("name = %q\n", name)
+	if ret {
+		text += returnLocals
+	} else {
+		if err := q.Context.loadFields(); err != nil {
+			return nil, &Error{Msg: err.Msg}
+		}
+		text += "argstr = " + argstrOf(a.Args) + "\n"
 	}
+	prologue, err := parsePrologue("syscall."+name, text)
 	q.Prologue = prologue
-	return []*Point{&q}, nil
+	return &q, err
+}
+
+// returnLocals are the locals of every return.
+const returnLocals = "retval = $ret\nretstr = return_str(1, retval)\n"
+
+// expandReturns puts the returns of names on raw_syscalls:sys_exit, the
+// probe keeping the calls' numbers only; it returns the names this
+// cannot serve (a call missing from bpftap's table of numbers) for their
+// own events.
+func expandReturns(k KernelInfo, p *Point, names []string) ([]*Point, []string, error) {
+	nrs, unknown := syscallNumbers(names)
+	if len(nrs) == 0 {
+		return nil, names, nil
+	}
+	tps, err := k.Tracepoints()
+	if err != nil {
+		return nil, nil, kernelError(err)
+	}
+	matched, _ := kernel.MatchTracepoints(tps, "raw_syscalls:sys_exit")
+	if len(matched) != 1 {
+		return nil, names, nil
+	}
+	a, err := attachTracepoint(k, matched[0], false)
+	if err != nil {
+		return nil, nil, err
+	}
+	q := *p
+	q.Names = nil
+	q.Components = traceComponents(p.Components[0], "raw_syscalls:sys_exit")
+	q.Context = &Context{kernel: k, Attach: a}
+	text := fmt.Sprintf("__syscall_nr = $regs->%s\nif (!(%s)) next\nname = %ssyscall_name(__syscall_nr)\n%s",
+		syscallNrRegister(), syscallSet(nrs), renames(), returnLocals)
+	prologue, err := parsePrologue("syscall.*.return", text)
+	q.Prologue = prologue
+	return []*Point{&q}, unknown, err
+}
+
+// syscallNumbers returns the numbers of names on this architecture, and
+// the names it has none for.
+func syscallNumbers(names []string) (nrs []int, unknown []string) {
+	table := tapset.SyscallNames(syntax.HostArch())
+	byName := map[string]int{}
+	for nr, name := range table {
+		if name != "" {
+			byName[name] = nr
+		}
+	}
+	for _, name := range names {
+		if nr, ok := byName[cmp.Or(tableNames[name], name)]; ok {
+			nrs = append(nrs, nr)
+		} else {
+			unknown = append(unknown, name)
+		}
+	}
+	sort.Ints(nrs)
+	return nrs, unknown
+}
+
+// renames are the conditions that give a call SystemTap's name where
+// syscall_name's differs, by number (cheaper in BPF than by name).
+func renames() string {
+	var b strings.Builder
+	for _, stap := range slices.Sorted(maps.Keys(tableNames)) {
+		if nrs, _ := syscallNumbers([]string{stap}); len(nrs) == 1 {
+			fmt.Fprintf(&b, "__syscall_nr == %d ? %q : ", nrs[0], stap)
+		}
+	}
+	return b.String()
+}
+
+// syscallSet is a condition true for the numbers nrs (sorted) of
+// __syscall_nr, as ranges: a few comparisons for "all calls but these".
+func syscallSet(nrs []int) string {
+	var terms []string
+	for i := 0; i < len(nrs); {
+		j := i
+		for j+1 < len(nrs) && nrs[j+1] == nrs[j]+1 {
+			j++
+		}
+		if i == j {
+			terms = append(terms, fmt.Sprintf("__syscall_nr == %d", nrs[i]))
+		} else {
+			terms = append(terms, fmt.Sprintf("__syscall_nr >= %d && __syscall_nr <= %d", nrs[i], nrs[j]))
+		}
+		i = j + 1
+	}
+	return strings.Join(terms, " || ")
+}
+
+// syscallNrRegister is the member of struct pt_regs that holds the
+// number of the call in progress.
+func syscallNrRegister() string {
+	if syntax.HostArch() == "arm64" {
+		return "syscallno"
+	}
+	return "orig_ax"
 }
 
 // traceComponents are the components of kernel.trace("TARGET"), positioned
@@ -90,21 +250,12 @@ func traceComponents(first *syntax.Component, target string) []*syntax.Component
 		{Pos: at, Name: "trace", Arg: &syntax.StringLit{Typed: syntax.Typed{Pos: at}, Value: target, Raw: target}}}
 }
 
-// syscallPrologue builds the locals of a call the tapset does not define.
-func syscallPrologue(c *Context, name string, ret bool) (*syntax.Block, error) {
-	text := "name = syscall_name($__syscall_nr)\n"
-	if ret {
-		text += "retval = $ret\nretstr = return_str(1, retval)\n"
-	} else {
-		if err := c.loadFields(); err != nil {
-			return nil, &Error{Msg: err.Msg}
-		}
-		text += "argstr = " + argstrOf(c.Attach.Args) + "\n"
-	}
-	src := syntax.NewSource("tapset/syscall."+name, "probe begin {\n"+text+"}\n")
+// parsePrologue parses the text of a prologue, named as a tapset file.
+func parsePrologue(name, text string) (*syntax.Block, error) {
+	src := syntax.NewSource("tapset/"+name, "probe begin {\n"+text+"}\n")
 	f, err := syntax.Parse(src, &syntax.Config{Tapset: true})
 	if err != nil {
-		return nil, fmt.Errorf("the prologue of syscall.%s: %v", name, err)
+		return nil, fmt.Errorf("the prologue of %s: %v", name, err)
 	}
 	return f.Decls[0].(*syntax.ProbeDecl).Body, nil
 }

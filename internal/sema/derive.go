@@ -99,13 +99,21 @@ func (e *elab) expand(x *expansion, pp *syntax.ProbePoint, comps []*syntax.Compo
 		}
 		return 0
 	}
-	n := 0
+	n, errs, aliases := 0, e.rep.nerrors-e.loops, false
 	for _, pt := range pts {
 		if set, ok := pt.Family.Payload.(*aliasSet); ok {
 			n += e.expandAlias(x, pp, pt, set, depth)
+			aliases = true
 			continue
 		}
 		n += e.derive(x, pp, pt)
+	}
+	// A point that reaches aliases derives nothing when each alias's own
+	// points are optional and absent: stap's "no match", for the point as
+	// a whole (syscall.* skips the calls this kernel lacks).
+	if aliases && n == 0 && !x.optional && depth == 0 && e.rep.nerrors-e.loops == errs {
+		e.rep.add(&Diagnostic{Msg: "while resolving probe point", Tok: describe(pp.Components[0]),
+			Pos: pp.Components[0].Pos, origin: "resolve", Chain: []*Diagnostic{{Msg: "no match", origin: "nomatch"}}})
 	}
 	return n
 }
@@ -124,7 +132,7 @@ func (e *elab) resolveError(first *syntax.Component, err error) {
 }
 
 func (e *elab) expandAlias(x *expansion, pp *syntax.ProbePoint, pt *probes.Point, set *aliasSet, depth int) int {
-	n, errs := 0, e.rep.nerrors-e.loops
+	n := 0
 	for _, a := range set.decls {
 		if x.active[a] || depth >= maxAliasDepth {
 			looped := pp
@@ -162,10 +170,6 @@ func (e *elab) expandAlias(x *expansion, pp *syntax.ProbePoint, pt *probes.Point
 				break
 			}
 		}
-	}
-	if n == 0 && !x.optional && depth == 0 && e.rep.nerrors-e.loops == errs {
-		e.rep.add(&Diagnostic{Msg: "while resolving probe point", Tok: describe(pp.Components[0]),
-			Pos: pp.Components[0].Pos, origin: "resolve", Chain: []*Diagnostic{{Msg: "no match", origin: "nomatch"}}})
 	}
 	return n
 }

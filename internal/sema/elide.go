@@ -540,10 +540,12 @@ func (el *elider) sideEffectFree(x syntax.Node) bool {
 	free := true
 	syntax.Walk(x, func(n syntax.Node) bool {
 		switch n := n.(type) {
-		case *syntax.Assign, *syntax.IncDec, *syntax.PrintCall, *syntax.DeleteStmt,
+		case *syntax.Assign, *syntax.IncDec, *syntax.DeleteStmt,
 			*syntax.EmbeddedExpr, *syntax.EmbeddedCode, *syntax.ReturnStmt, *syntax.NextStmt,
 			*syntax.BreakStmt, *syntax.ContinueStmt:
 			free = false
+		case *syntax.PrintCall:
+			free = toString(n)
 		case *syntax.Call:
 			if !el.pureFunc(n.Func) {
 				free = false
@@ -553,6 +555,11 @@ func (el *elider) sideEffectFree(x syntax.Node) bool {
 	})
 	return free
 }
+
+// toString tells whether a print-family call returns its text (sprintf,
+// sprint, ...) rather than printing it: stap counts only printing as an
+// effect.
+func toString(p *syntax.PrintCall) bool { return strings.HasPrefix(p.Name, "s") }
 
 // pureFunc reports whether a function has no effects besides its result:
 // a builtin stap's tapset declares pure, or a script function that writes
@@ -584,7 +591,9 @@ func (el *elider) pureFunc(f *syntax.Func) bool {
 			if v := lvalueVar(assignTarget(n)); v == nil || v.Kind == syntax.VarGlobal {
 				p = false
 			}
-		case *syntax.PrintCall, *syntax.DeleteStmt, *syntax.EmbeddedExpr:
+		case *syntax.PrintCall:
+			p = toString(n)
+		case *syntax.DeleteStmt, *syntax.EmbeddedExpr:
 			p = false
 		case *syntax.Call:
 			if !el.pureFunc(n.Func) {

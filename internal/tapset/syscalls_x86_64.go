@@ -1,4 +1,8 @@
-// Code generated from the kernel's x86_64 syscall table (asm/unistd_64.h). DO NOT EDIT.
+// Code generated from the kernel's x86_64 syscall table (asm/unistd_64.h),
+// Linux 6.1's, then 451 to 469 added from Linux 6.18, each checked on that
+// kernel against the __syscall_nr its syscalls:sys_enter_NAME event records,
+// and 335 and 336 from its syscall_64.tbl (uretprobe and uprobe: a caller
+// outside a uprobe trampoline is killed before the event fires).
 
 package tapset
 
@@ -339,6 +343,8 @@ var syscallsX8664 = map[int64]string{
 	332: "statx",
 	333: "io_pgetevents",
 	334: "rseq",
+	335: "uretprobe",
+	336: "uprobe",
 	424: "pidfd_send_signal",
 	425: "io_uring_setup",
 	426: "io_uring_enter",
@@ -366,4 +372,23 @@ var syscallsX8664 = map[int64]string{
 	448: "process_mrelease",
 	449: "futex_waitv",
 	450: "set_mempolicy_home_node",
+	451: "cachestat",
+	452: "fchmodat2",
+	453: "map_shadow_stack",
+	454: "futex_wake",
+	455: "futex_wait",
+	456: "futex_requeue",
+	457: "statmount",
+	458: "listmount",
+	459: "lsm_get_self_attr",
+	460: "lsm_set_self_attr",
+	461: "lsm_list_modules",
+	462: "mseal",
+	463: "setxattrat",
+	464: "getxattrat",
+	465: "listxattrat",
+	466: "removexattrat",
+	467: "open_tree_attr",
+	468: "file_getattr",
+	469: "file_setattr",
 }
