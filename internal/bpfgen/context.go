@@ -189,8 +189,9 @@ func (g *gen) targetVar(e syntax.Expr) {
 
 // loadArg loads argument i of the attach point into R0 from where its ABI
 // puts it in the context (attach.Loc): an args[] word, a pt_regs slot, a
-// field of a trace record, or the address in the record of an array field
-// (at its offset, or where its __data_loc word says).
+// field of a trace record, the address in the record of an array field
+// (at its offset, or where its __data_loc word says), or a register slot
+// of the pt_regs a tp_btf argument points to.
 func (g *gen) loadArg(i int) {
 	loc := g.probe.Attach.Args[i].Loc
 	switch {
@@ -199,6 +200,16 @@ func (g *gen) loadArg(i int) {
 	case loc.DataLoc:
 		g.emit(asm.LoadMem(asm.R0, regCtx, int16(loc.Offset), asm.Word),
 			asm.And.Imm(asm.R0, 0xffff), asm.Add.Reg(asm.R0, regCtx))
+	case loc.Deref:
+		g.emit(asm.LoadMem(asm.R0, regCtx, int16(loc.Base), asm.DWord),
+			asm.LoadMem(asm.R0, asm.R0, int16(loc.Offset), asm.DWord))
+		if bits := int32(64 - 8*loc.Size); bits > 0 {
+			shift := asm.RSh
+			if loc.Signed {
+				shift = asm.ArSh
+			}
+			g.emit(asm.LSh.Imm(asm.R0, bits), shift.Imm(asm.R0, bits))
+		}
 	default:
 		g.emit(asm.LoadMem(asm.R0, regCtx, int16(loc.Offset), sizeOf(loc.Size)))
 		if bits := int32(64 - 8*loc.Size); loc.Signed && bits > 0 {

@@ -79,6 +79,11 @@ func (s *session) run() int {
 	// stap notes suppressed repetitions of warnings once the session is over.
 	defer fmt.Fprint(s.stderr, prog.SuppressedText())
 	s.timer.report(s, 2, "analyzed script: "+programSummary(prog))
+	if s.opts.Verbose > 0 {
+		for _, plan := range prog.Plans {
+			fmt.Fprintf(s.stderr, "Pass 2: %s\n", plan)
+		}
+	}
 	if s.opts.LastPass == 2 {
 		printElaborated(s.stdout, prog)
 		return 0

@@ -24,6 +24,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"sync"
 	"time"
 
 	"github.com/bpftap/bpftap/internal/bpfgen"
@@ -251,12 +252,22 @@ func recursionMisses(lp *bpfrt.Program) int64 {
 }
 
 // detach detaches and unloads every program; the maps stay readable.
+// Programs are closed all at once: detaching a classic tracepoint waits
+// for an RCU grace period (tens of milliseconds), and concurrent waits
+// share one, where one after another the 361 programs of syscall.* took
+// 21 s.
 func (s *Session) detach() error {
-	var errs []error
-	for _, lp := range s.loaded {
+	errs := make([]error, len(s.loaded))
+	var wg sync.WaitGroup
+	for i, lp := range s.loaded {
 		s.skipped += recursionMisses(lp)
-		errs = append(errs, lp.Close())
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = lp.Close()
+		}()
 	}
+	wg.Wait()
 	s.loaded = nil
 	return errors.Join(errs...)
 }

@@ -94,7 +94,9 @@ func (c *Context) Var(x *syntax.TargetVar) (*Access, *ContextError) {
 func (c *Context) names() []string {
 	var names []string
 	for _, p := range c.Attach.Args {
-		names = append(names, "$"+p.Name)
+		if !p.Hidden {
+			names = append(names, "$"+p.Name)
+		}
 	}
 	return append(names, "$$name", "$$parms", "$$vars")
 }
@@ -110,6 +112,9 @@ func (c *Context) loadFields() *ContextError {
 		return ctxErr(-1, "cannot read the fields of %s: %v", c.Attach.Target(), err)
 	}
 	c.Attach.Args = attach.Fields(fields, tracepointLocal)
+	if c.Attach.System == "syscalls" && strings.HasPrefix(c.Attach.Event, syscallEnter) {
+		c.Attach.Args = append(c.Attach.Args, rawCallArgs(c.Attach.Args)...)
+	}
 	return nil
 }
 
@@ -124,6 +129,9 @@ func (c *Context) parms() (*Access, *ContextError) {
 	a := &Access{Param: -1, Type: syntax.TypeString}
 	var parts []string
 	for i, p := range c.Attach.Args {
+		if p.Hidden {
+			continue
+		}
 		conv := "%#x"
 		if u, err := btf.Underlying(p.Type); p.Pointer || err == nil && u.Kind == kernel.KindPtr {
 			conv = "%p"

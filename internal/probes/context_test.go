@@ -73,7 +73,21 @@ func describeAccess(t *testing.T, ctx *Context, expr string) string {
 	}
 	s := accessString(a)
 	if ctx.Attach.Kind == attach.Tracepoint && a.Param >= 0 {
-		s += fmt.Sprintf(" loc=%v", ctx.Attach.Args[a.Param].Loc)
+		s += " loc=" + locString(ctx.Attach.Args[a.Param].Loc)
+	}
+	return s
+}
+
+// locString shows a location as OFFSET/SIZE and its flags.
+func locString(l attach.Loc) string {
+	s := fmt.Sprintf("%d/%d", l.Offset, l.Size)
+	for _, f := range []struct {
+		on   bool
+		name string
+	}{{l.Signed, "signed"}, {l.Address, "address"}, {l.DataLoc, "data_loc"}, {l.Deref, fmt.Sprintf("deref@%d", l.Base)}} {
+		if f.on {
+			s += "," + f.name
+		}
 	}
 	return s
 }

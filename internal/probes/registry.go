@@ -80,6 +80,8 @@ type Point struct {
 	// Prologue, set by families that give their probes locals as a probe
 	// alias would (syscall.NAME: name, argstr, ...), runs before the body.
 	Prologue *syntax.Block
+	// Plan says, for -v, how a point that stands for many was served.
+	Plan string
 }
 
 // Arg returns the literal argument of the component named name, or nil.

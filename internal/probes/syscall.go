@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"maps"
+	"math/bits"
 	"slices"
 	"sort"
 	"strings"
@@ -114,6 +115,9 @@ func expandSyscall(k KernelInfo, p *Point) ([]*Point, error) {
 		}
 		out = append(out, q)
 	}
+	if len(names) > 1 && ret {
+		out[len(out)-1].Plan = fmt.Sprintf("%s: the returns of %d system calls on their own trace events", p.Name(), len(names))
+	}
 	return out, nil
 }
 
@@ -139,7 +143,7 @@ func syscallEvent(k KernelInfo, p *Point, name string, ret bool) (*Point, error)
 		if err := q.Context.loadFields(); err != nil {
 			return nil, &Error{Msg: err.Msg}
 		}
-		text += "argstr = " + argstrOf(a.Args) + "\n"
+		text += argstrOf(a.Args) + "\n"
 	}
 	prologue, err := parsePrologue("syscall."+name, text)
 	q.Prologue = prologue
@@ -178,6 +182,7 @@ func expandReturns(k KernelInfo, p *Point, names []string) ([]*Point, []string, 
 		syscallNrRegister(), syscallSet(nrs), renames(), returnLocals)
 	prologue, err := parsePrologue("syscall.*.return", text)
 	q.Prologue = prologue
+	q.Plan = fmt.Sprintf("%s: the returns of %d system calls share one program on raw_syscalls:sys_exit", p.Name(), len(nrs))
 	return []*Point{&q}, unknown, err
 }
 
@@ -260,22 +265,154 @@ func parsePrologue(name, text string) (*syntax.Block, error) {
 	return f.Decls[0].(*syntax.ProbeDecl).Body, nil
 }
 
-// argstrOf is the sprintf that formats a call's arguments (all but the
-// record's __syscall_nr): pointers with %p, integers with %d.
+// The generic argstr is one tapset function for every call,
+// __syscall_argstr(kinds, a1, ..., a6), given each argument's raw 64-bit
+// word and, packed five bits an argument in kinds, how to print it: 16 for
+// an argument present, 8 a pointer (%p), 4 signed (%d, else %u), the low
+// two bits the log2 of its size (the word is cut to it). The call's own
+// part is a number, so the entries of many calls share the code that
+// formats them (see sema's mergeSyscallEntries).
+
+// argstrOf is the generic argstr of a call with the given arguments (the
+// record's fields, __syscall_nr left out).
 func argstrOf(args []attach.Arg) string {
-	var convs, vals []string
+	kinds := 0
+	n := 0
 	for _, a := range args {
-		if a.Name == "__syscall_nr" {
+		if a.Name == "__syscall_nr" || a.Hidden || n == 6 {
 			continue
 		}
-		conv := "%d"
-		if a.Pointer {
-			conv = "%p"
+		k := 16 | bits.Len(uint(a.Loc.Size)) - 1
+		switch {
+		case a.Pointer:
+			k |= 8
+		case a.Loc.Signed:
+			k |= 4
 		}
-		convs, vals = append(convs, conv), append(vals, ", $"+a.Name)
+		kinds |= k << (5 * n)
+		n++
 	}
-	if len(convs) == 0 {
-		return `""`
+	var regs []string
+	for i := range 6 {
+		regs = append(regs, EntryArg(i, 8, false))
 	}
-	return fmt.Sprintf("sprintf(%q%s)", strings.Join(convs, ", "), strings.Join(vals, ""))
+	return fmt.Sprintf("__syscall_kinds = %#x\nargstr = __syscall_argstr(__syscall_kinds, %s)", kinds, strings.Join(regs, ", "))
+}
+
+// rawCallArgs are the hidden arguments $__syscall_arg1_u64 ... _arg6_u64
+// of a call's entry event: each argument's raw word in the record. The
+// record of a call with fewer than six arguments has no word for the
+// others: they read __syscall_nr instead, a value __syscall_argstr never
+// looks at (kinds marks them absent).
+func rawCallArgs(fields []attach.Arg) []attach.Arg {
+	var offsets []int
+	nr := 8
+	for _, f := range fields {
+		if f.Name == "__syscall_nr" {
+			nr = f.Loc.Offset
+		} else if len(offsets) < 6 {
+			offsets = append(offsets, f.Loc.Offset)
+		}
+	}
+	var args []attach.Arg
+	for i := range 6 {
+		loc := attach.Loc{Offset: nr, Size: 4}
+		if i < len(offsets) {
+			loc = attach.Loc{Offset: offsets[i], Size: 8}
+		}
+		name := strings.TrimPrefix(EntryArg(i, 8, false), "$")
+		args = append(args, attach.Arg{Name: name, Local: name, Loc: loc, Hidden: true})
+	}
+	return args
+}
+
+// Entries of many calls share one program too, but their prologues differ
+// call by call (the tapset's named locals, each call's argstr), so the
+// elaborator merges them (sema's mergeSyscallEntries) into one probe on
+// raw_syscalls:sys_enter whose body dispatches on the call's number; the
+// context of that probe is SyscallEntries. Each call's arguments, $fd or
+// $filename on its own event, become registers of the entry's pt_regs,
+// cut to the width of their C type: EntryArg names them.
+
+// syscallArgRegs are the pt_regs offsets of the six argument registers.
+var syscallArgRegs = map[string][]int{
+	"x86_64": {112, 104, 96, 56, 72, 64}, // di, si, dx, r10, r8, r9
+	"arm64":  {0, 8, 16, 24, 32, 40},     // regs[0..5]
+}
+
+// EntryArg names argument i (0-based) of a call, cut to size bytes (signed
+// or not), in SyscallEntries: "$__syscall_arg1_s32".
+func EntryArg(i, size int, signed bool) string {
+	sign := "u"
+	if signed {
+		sign = "s"
+	}
+	return fmt.Sprintf("$__syscall_arg%d_%s%d", i+1, sign, 8*size)
+}
+
+// SyscallEntries returns the context of a probe serving the entries of
+// many calls: raw_syscalls:sys_enter as tp_btf, whose $id is the call's
+// number, with the arguments EntryArg names. Nil when the kernel cannot
+// give it (no tp_btf, an architecture without a register table).
+func (c *Context) SyscallEntries() *Context {
+	regs := syscallArgRegs[syntax.HostArch()]
+	tps, err := c.kernel.Tracepoints()
+	if err != nil || regs == nil {
+		return nil
+	}
+	matched, _ := kernel.MatchTracepoints(tps, "raw_syscalls:sys_enter")
+	if len(matched) != 1 {
+		return nil
+	}
+	a, err := attachTracepoint(c.kernel, matched[0], false)
+	if err != nil || a.Kind != attach.TPBTF {
+		return nil
+	}
+	for i, off := range regs {
+		for _, size := range []int{1, 2, 4, 8} {
+			for _, signed := range []bool{false, true} {
+				name := strings.TrimPrefix(EntryArg(i, size, signed), "$")
+				a.Args = append(a.Args, attach.Arg{Name: name, Local: name, Hidden: true,
+					Loc: attach.Loc{Deref: true, Base: 0, Offset: off, Size: size, Signed: signed}})
+			}
+		}
+	}
+	return &Context{kernel: c.kernel, Attach: a}
+}
+
+// CallArgs returns the arguments of a call's own entry event (the
+// record's fields but __syscall_nr), reading its format file.
+func (c *Context) CallArgs() ([]attach.Arg, error) {
+	if err := c.loadFields(); err != nil {
+		return nil, err
+	}
+	var args []attach.Arg
+	for _, a := range c.Attach.Args {
+		if a.Name != "__syscall_nr" && !a.Hidden {
+			args = append(args, a)
+		}
+	}
+	return args, nil
+}
+
+// SyscallNumber returns the number of the call whose trace event is
+// syscalls:EVENT (sys_enter_NAME or sys_exit_NAME) on this architecture.
+func SyscallNumber(event string) (int, bool) {
+	name, ok := strings.CutPrefix(event, syscallEnter)
+	if !ok {
+		name, ok = strings.CutPrefix(event, syscallExit)
+	}
+	if !ok {
+		return 0, false
+	}
+	for stap, ev := range stapEventNames {
+		if ev == name {
+			name = stap
+		}
+	}
+	nrs, _ := syscallNumbers([]string{name})
+	if len(nrs) != 1 {
+		return 0, false
+	}
+	return nrs[0], true
 }

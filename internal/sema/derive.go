@@ -258,6 +258,9 @@ func (e *elab) derive(x *expansion, pp *syntax.ProbePoint, pt *probes.Point) int
 	}
 	for _, q := range pts {
 		e.deriveOne(x, pp, q)
+		if q.Plan != "" {
+			e.prog.Plans = append(e.prog.Plans, q.Plan)
+		}
 	}
 	return len(pts)
 }

@@ -5,16 +5,18 @@
 //     namespace (internal/probes) extended with the probe aliases of the script
 //     and the library; alias prologues and epilogues are merged into a deep copy
 //     of the body of every derived probe (derive.go);
-//  2. resolve symbols: identifiers become locals, parameters or globals, calls
+//  2. merge the probes of many system calls' entries into one that
+//     dispatches on the call's number (syscalls.go);
+//  3. resolve symbols: identifiers become locals, parameters or globals, calls
 //     become script functions, library functions (pulling in their file) or
 //     builtins; functions reached from the probes are resolved transitively
 //     (resolve.go);
-//  3. elide code without effect and probes left empty, warning as stap does
+//  4. elide code without effect and probes left empty, warning as stap does
 //     (elide.go);
-//  4. infer types by iterating over every probe and function until nothing
+//  5. infer types by iterating over every probe and function until nothing
 //     changes, then report what stayed unresolved (types.go, and
 //     types_stmt.go, types_expr.go, types_call.go, types_errors.go);
-//  5. check what kernel probes (BPF programs) may run and mark the globals
+//  6. check what kernel probes (BPF programs) may run and mark the globals
 //     they only update as per-CPU candidates (kernelctx.go).
 //
 // Context expressions of kernel probes ($var, @cast) are resolved with the
@@ -116,6 +118,7 @@ func Elaborate(user []*syntax.File, opts Options) (*Program, error) {
 	}
 	e.collect(user, opts.Library)
 	e.deriveAll(user)
+	e.mergeSyscallEntries()
 	e.resolveAll()
 	if !e.rep.failed() {
 		e.inlineConditions()

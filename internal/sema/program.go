@@ -17,6 +17,9 @@ type Program struct {
 	Funcs   []*syntax.Func // script and tapset functions that are called, in first-use order
 	// Warnings are stap's pass-2 warnings (elided variables, ...), already formatted.
 	Warnings []string
+	// Plans say how probe points that expand to many probes were served
+	// (one program for the entries of many system calls), for -v.
+	Plans []string
 	// SuppressedWarnings counts the warnings stap would not repeat (without
 	// -v); SuppressedText renders stap's trailer about them.
 	SuppressedWarnings int

@@ -93,6 +93,9 @@ type Arg struct {
 	// trace record's field has a C type, not a BTF one); $$parms prints it
 	// with %p.
 	Pointer bool
+	// Hidden arguments serve the tapset ($__syscall_arg1_u64): $$parms
+	// and the "alternatives" of an error leave them out.
+	Hidden bool
 }
 
 // Loc is where a program finds an argument: Size bytes (1, 2, 4 or 8) at
@@ -112,6 +115,11 @@ type Loc struct {
 	// whose low half is the offset in the record of a variable-length
 	// array; the value is that array's address.
 	DataLoc bool
+	// Deref: the context's word at Base is a BTF-typed pointer (tp_btf's
+	// struct pt_regs *regs), and the value is the 8 bytes at Offset from
+	// it, cut to Size bytes (a syscall's argument in its register slot).
+	Deref bool
+	Base  int
 }
 
 // Words lays out params as the words of args[], the context of tp_btf and

@@ -1,0 +1,283 @@
+package sema
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/bpftap/bpftap/internal/probes"
+	"github.com/bpftap/bpftap/internal/probes/attach"
+	"github.com/bpftap/bpftap/internal/syntax"
+)
+
+// Merging the entries of many system calls into one probe. A user's
+// syscall.* derives one probe per call, each on the call's own trace event
+// with its own prologue (the tapset's locals, the call's argstr) before a
+// copy of the user's body. Hundreds of programs take seconds to load, and
+// as long again to detach (each classic tracepoint waits for an RCU grace
+// period, under a lock). So when one user probe reaches the entries of
+// more than mergeCalls calls, its probes become one, on
+// raw_syscalls:sys_enter (probes.Context.SyscallEntries):
+//
+//	if ($id < 60) { if ($id == 0) { PROLOGUE(read) } else ... }
+//	else { ... if ($id == 257) { PROLOGUE(openat) } else next }
+//	USER BODY
+//
+// a balanced tree of comparisons on the call's number (a few per event,
+// whatever the number of calls), each prologue reading its arguments from
+// the entry's registers. The merge happens right after derivation, before
+// symbols are resolved, so every later pass sees one ordinary probe.
+// Probes whose body reads context variables itself, has a guard, or whose
+// calls have no known number keep their own events.
+
+// mergeCalls is the most entries a user probe keeps on their own events.
+const mergeCalls = 4
+
+// syscallEntry is one derived probe of a call's entry, split.
+type syscallEntry struct {
+	probe    *Probe
+	nr       int
+	prologue *syntax.Block
+}
+
+func (e *elab) mergeSyscallEntries() {
+	groups := map[*syntax.ProbeDecl][]*syscallEntry{}
+	var order []*syntax.ProbeDecl
+	for _, p := range e.prog.Probes {
+		if s := splitEntry(p); s != nil {
+			if groups[p.Decl] == nil {
+				order = append(order, p.Decl)
+			}
+			groups[p.Decl] = append(groups[p.Decl], s)
+		}
+	}
+	for _, decl := range order {
+		if g := groups[decl]; len(g) > mergeCalls {
+			e.mergeEntries(g)
+		}
+	}
+}
+
+// splitEntry returns p as a call's entry, prologue and user body apart, or
+// nil when p is not one that can be merged.
+func splitEntry(p *Probe) *syscallEntry {
+	a := p.Attach
+	if a == nil || a.Kind != attach.Tracepoint || a.System != "syscalls" || p.Cond != nil || p.context == nil ||
+		len(p.Body.Stmts) != 2 || !strings.HasPrefix(a.Event, "sys_enter_") {
+		return nil
+	}
+	prologue, ok := p.Body.Stmts[0].(*syntax.Block)
+	if !ok || !inTapset(prologue) || readsContext(p.Body.Stmts[1]) {
+		return nil
+	}
+	nr, ok := probes.SyscallNumber(a.Event)
+	if !ok {
+		return nil
+	}
+	return &syscallEntry{probe: p, nr: nr, prologue: prologue}
+}
+
+// inTapset tells whether a block is tapset code (a prologue), not the
+// user's body.
+func inTapset(b *syntax.Block) bool {
+	src := b.Pos.Src
+	return src != nil && strings.HasPrefix(src.Name, "tapset/")
+}
+
+func readsContext(s syntax.Node) bool {
+	found := false
+	syntax.Walk(s, func(n syntax.Node) bool {
+		switch n.(type) {
+		case *syntax.TargetVar, *syntax.Cast:
+			found = true
+		}
+		return !found
+	})
+	return found
+}
+
+// mergeEntries replaces the probes of g by one, when every prologue's
+// context variables can be read from the registers.
+func (e *elab) mergeEntries(g []*syscallEntry) {
+	first := g[0].probe
+	wide := first.context.SyscallEntries()
+	if wide == nil {
+		return
+	}
+	for _, s := range g {
+		if !toRegisters(s) {
+			return
+		}
+	}
+	sort.Slice(g, func(i, j int) bool { return g[i].nr < g[j].nr })
+	at := first.Point.Pos
+	merged := *first
+	merged.context, merged.Attach = wide, wide.Attach
+	merged.Name = fmt.Sprintf("kernel.trace(%q)", wide.Attach.Target())
+	merged.Point = &syntax.ProbePoint{Pos: at, Components: []*syntax.Component{{Pos: at, Name: "kernel"},
+		{Pos: at, Name: "trace", Arg: &syntax.StringLit{Typed: syntax.Typed{Pos: at}, Value: wide.Attach.Target()}}}}
+	calls, shapes := shareShapes(g, at)
+	merged.Body = &syntax.Block{Pos: first.Body.Pos, Stmts: []syntax.Stmt{
+		dispatch(calls, "", at), dispatch(shapes, shapeVar, at), first.Body.Stmts[1]}}
+	e.prog.Plans = append(e.prog.Plans, fmt.Sprintf("%s: the entries of %d system calls share one program on %s (%d argument layouts)",
+		userPointsOf(g), len(g), wide.Attach.Target(), len(shapes)))
+	e.replaceProbes(g, &merged)
+}
+
+// userPointsOf names the points of g as the user wrote them.
+func userPointsOf(g []*syscallEntry) string {
+	var names []string
+	seen := map[*syntax.ProbePoint]bool{}
+	for _, s := range g {
+		if u := s.probe.User; !seen[u] {
+			seen[u] = true
+			names = append(names, syntax.ProbePointString(u))
+		}
+	}
+	return strings.Join(names, ", ")
+}
+
+// toRegisters renames the context variables of s's prologue to the
+// registers SyscallEntries reads them from; false when one is not a bare
+// argument of the call.
+func toRegisters(s *syscallEntry) bool {
+	args, err := s.probe.context.CallArgs()
+	if err != nil {
+		return false
+	}
+	ok := true
+	syntax.Walk(s.prologue, func(n syntax.Node) bool {
+		switch n := n.(type) {
+		case *syntax.TargetVar:
+			if strings.HasPrefix(n.Name, "$__syscall_arg") {
+				return true // already a register (the generic argstr's)
+			}
+			i := argIndex(args, n.Name)
+			if i < 0 || len(n.Components) > 0 || n.AddrOf || n.Pretty > 0 || i >= 6 {
+				ok = false
+				return false
+			}
+			n.Name = probes.EntryArg(i, args[i].Loc.Size, args[i].Loc.Signed)
+		case *syntax.Cast:
+			ok = false
+		}
+		return ok
+	})
+	return ok
+}
+
+func argIndex(args []attach.Arg, name string) int {
+	for i, a := range args {
+		if "$"+a.Name == name {
+			return i
+		}
+	}
+	return -1
+}
+
+// shapeVar is the local that carries a call's layout from the first
+// dispatch to the second.
+const shapeVar = "__syscall_layout"
+
+// A case of a dispatch: the statements to run when its key matches.
+type dispatchCase struct {
+	key  int
+	body *syntax.Block
+}
+
+// shareShapes splits each prologue into the call's own name and the rest,
+// whose text many calls share once their arguments are registers (the
+// generic "%d, %p, %u" argstr of dozens of calls): the first dispatch, on
+// the call's number, sets the name and the layout; the second, on the
+// layout, runs the shared rest. A program of a few dozen layouts instead
+// of hundreds of prologues stays within what a BPF jump reaches.
+func shareShapes(g []*syscallEntry, at syntax.Pos) (calls, shapes []dispatchCase) {
+	layout := map[string]int{}
+	for _, s := range g {
+		own, rest := splitName(s.prologue)
+		key := syntax.StmtString(rest)
+		k, ok := layout[key]
+		if !ok {
+			k = len(shapes)
+			layout[key] = k
+			shapes = append(shapes, dispatchCase{key: k, body: rest})
+		}
+		set := &syntax.ExprStmt{X: &syntax.Assign{Typed: syntax.Typed{Pos: at}, Op: "=",
+			LHS: &syntax.Ident{Typed: syntax.Typed{Pos: at}, Name: shapeVar}, RHS: numberAt(k, at)}}
+		calls = append(calls, dispatchCase{key: s.nr, body: &syntax.Block{Pos: at, Stmts: append(own, set)}})
+	}
+	return calls, shapes
+}
+
+// splitName separates a prologue's leading assignments of literals to
+// locals (`name = "read"`, the generic argstr's `__syscall_kinds = 0x...`),
+// the call's own part, from the rest.
+func splitName(b *syntax.Block) (own []syntax.Stmt, rest *syntax.Block) {
+	n := 0
+	for n < len(b.Stmts) && assignsLiteral(b.Stmts[n]) {
+		n++
+	}
+	return append([]syntax.Stmt(nil), b.Stmts[:n]...), &syntax.Block{Pos: b.Pos, Stmts: b.Stmts[n:]}
+}
+
+func assignsLiteral(s syntax.Stmt) bool {
+	x, ok := s.(*syntax.ExprStmt)
+	if !ok {
+		return false
+	}
+	a, ok := x.X.(*syntax.Assign)
+	if !ok || a.Op != "=" {
+		return false
+	}
+	if _, ok := a.LHS.(*syntax.Ident); !ok {
+		return false
+	}
+	switch a.RHS.(type) {
+	case *syntax.StringLit, *syntax.NumberLit:
+		return true
+	}
+	return false
+}
+
+func numberAt(v int, at syntax.Pos) syntax.Expr {
+	return &syntax.NumberLit{Typed: syntax.Typed{Pos: at}, Value: int64(v), Text: fmt.Sprint(v)}
+}
+
+// dispatch is a balanced tree of comparisons that runs the case whose key
+// (sorted) is the value of on: the call's number ($id) when on is empty,
+// else the local on. A key no case has leaves the probe.
+func dispatch(cases []dispatchCase, on string, at syntax.Pos) syntax.Stmt {
+	subject := func() syntax.Expr {
+		if on == "" {
+			return &syntax.TargetVar{Typed: syntax.Typed{Pos: at}, Name: "$id"}
+		}
+		return &syntax.Ident{Typed: syntax.Typed{Pos: at}, Name: on}
+	}
+	if len(cases) == 1 {
+		return &syntax.IfStmt{Pos: at, Cond: &syntax.Binary{Typed: syntax.Typed{Pos: at}, Op: "==", X: subject(), Y: numberAt(cases[0].key, at)},
+			Then: cases[0].body, Else: &syntax.NextStmt{Pos: at}}
+	}
+	mid := len(cases) / 2
+	return &syntax.IfStmt{Pos: at, Cond: &syntax.Binary{Typed: syntax.Typed{Pos: at}, Op: "<", X: subject(), Y: numberAt(cases[mid].key, at)},
+		Then: dispatch(cases[:mid], on, at), Else: dispatch(cases[mid:], on, at)}
+}
+
+// replaceProbes puts merged where the first probe of g was and drops the
+// others.
+func (e *elab) replaceProbes(g []*syscallEntry, merged *Probe) {
+	gone := map[*Probe]bool{}
+	for _, s := range g {
+		gone[s.probe] = true
+	}
+	var kept []*Probe
+	placed := false
+	for _, p := range e.prog.Probes {
+		switch {
+		case !gone[p]:
+			kept = append(kept, p)
+		case !placed:
+			kept, placed = append(kept, merged), true
+		}
+	}
+	e.prog.Probes = kept
+}
