@@ -33,7 +33,8 @@ import (
 //	exists FILE              FILE exists in the working directory (prefix `!` for absent)
 //
 // The archive's files are written to a fresh directory, which is the working directory;
-// $BPFTAP names the binary for commands that run it through a shell.
+// $BPFTAP names the binary for commands that run it through a shell;
+// $EXAMPLES in an argument is the repository's examples directory.
 func TestCLI(t *testing.T) {
 	bin := buildBinary(t)
 	archives, _ := filepath.Glob("../../testdata/cli/*.txt")
@@ -149,6 +150,10 @@ func (s *cliScript) exec(args []string, wantFailure bool) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
+	examples, _ := filepath.Abs("../../examples")
+	for i := range args {
+		args[i] = strings.ReplaceAll(args[i], "$EXAMPLES", examples)
+	}
 	cmd := exec.CommandContext(ctx, prog, args[1:]...)
 	cmd.Dir = s.dir
 	cmd.Env = append(os.Environ(), "BPFTAP="+s.bin)
