@@ -43,6 +43,9 @@ type Access struct {
 type Context struct {
 	kernel KernelInfo
 	Attach *attach.Point
+	// returns are the numbers of the calls a probe on raw_syscalls:sys_exit
+	// serves (syscall.*.return), which its @entry pairs with.
+	returns []int
 }
 
 // ContextError is a context expression that does not resolve. Step is the

@@ -178,8 +178,9 @@ func expandReturns(k KernelInfo, p *Point, names []string) ([]*Point, []string, 
 	q.Names = nil
 	q.Components = traceComponents(p.Components[0], "raw_syscalls:sys_exit")
 	q.Context = &Context{kernel: k, Attach: a}
+	q.Context.returns = nrs
 	text := fmt.Sprintf("__syscall_nr = $regs->%s\nif (!(%s)) next\nname = %ssyscall_name(__syscall_nr)\n%s",
-		syscallNrRegister(), syscallSet(nrs), renames(), returnLocals)
+		syscallNrRegister(), syscallSet(nrs, "__syscall_nr"), renames(), returnLocals)
 	prologue, err := parsePrologue("syscall.*.return", text)
 	q.Prologue = prologue
 	q.Plan = fmt.Sprintf("%s: the returns of %d system calls share one program on raw_syscalls:sys_exit", p.Name(), len(nrs))
@@ -220,8 +221,8 @@ func renames() string {
 }
 
 // syscallSet is a condition true for the numbers nrs (sorted) of
-// __syscall_nr, as ranges: a few comparisons for "all calls but these".
-func syscallSet(nrs []int) string {
+// subject, as ranges: a few comparisons for "all calls but these".
+func syscallSet(nrs []int, subject string) string {
 	var terms []string
 	for i := 0; i < len(nrs); {
 		j := i
@@ -229,9 +230,9 @@ func syscallSet(nrs []int) string {
 			j++
 		}
 		if i == j {
-			terms = append(terms, fmt.Sprintf("__syscall_nr == %d", nrs[i]))
+			terms = append(terms, fmt.Sprintf("%s == %d", subject, nrs[i]))
 		} else {
-			terms = append(terms, fmt.Sprintf("__syscall_nr >= %d && __syscall_nr <= %d", nrs[i], nrs[j]))
+			terms = append(terms, fmt.Sprintf("%s >= %d && %s <= %d", subject, nrs[i], subject, nrs[j]))
 		}
 		i = j + 1
 	}
@@ -415,4 +416,36 @@ func SyscallNumber(event string) (int, bool) {
 		return 0, false
 	}
 	return nrs[0], true
+}
+
+// EntryOf returns, for the context of a syscall return probe, the context
+// of the entries it pairs with (where @entry's expressions are evaluated)
+// and the statements an entry probe there starts with to keep only those
+// calls (nil for none); nil when c is not a syscall return.
+func (c *Context) EntryOf() (*Context, *syntax.Block) {
+	a := c.Attach
+	if name, ok := strings.CutPrefix(a.Event, syscallExit); ok && a.System == "syscalls" {
+		entry := &attach.Point{Kind: attach.Tracepoint, System: "syscalls", Event: syscallEnter + name}
+		return &Context{kernel: c.kernel, Attach: entry}, nil
+	}
+	if c.returns == nil {
+		return nil, nil
+	}
+	tps, err := c.kernel.Tracepoints()
+	if err != nil {
+		return nil, nil
+	}
+	matched, _ := kernel.MatchTracepoints(tps, "raw_syscalls:sys_enter")
+	if len(matched) != 1 {
+		return nil, nil
+	}
+	entry, err := attachTracepoint(c.kernel, matched[0], false)
+	if err != nil {
+		return nil, nil
+	}
+	guard, err := parsePrologue("syscall entries", fmt.Sprintf("if (!(%s)) next\n", syscallSet(c.returns, "$id")))
+	if err != nil {
+		return nil, nil
+	}
+	return &Context{kernel: c.kernel, Attach: entry}, guard
 }

@@ -6,7 +6,8 @@
 //     and the library; alias prologues and epilogues are merged into a deep copy
 //     of the body of every derived probe (derive.go);
 //  2. merge the probes of many system calls' entries into one that
-//     dispatches on the call's number (syscalls.go);
+//     dispatches on the call's number (syscalls.go), and give every return
+//     probe that uses @entry a companion probe on its entries (entry.go);
 //  3. resolve symbols: identifiers become locals, parameters or globals, calls
 //     become script functions, library functions (pulling in their file) or
 //     builtins; functions reached from the probes are resolved transitively
@@ -119,6 +120,7 @@ func Elaborate(user []*syntax.File, opts Options) (*Program, error) {
 	e.collect(user, opts.Library)
 	e.deriveAll(user)
 	e.mergeSyscallEntries()
+	e.pairEntries()
 	e.resolveAll()
 	if !e.rep.failed() {
 		e.inlineConditions()

@@ -187,3 +187,44 @@ func cloneValue(dst, src reflect.Value) {
 
 // Position makes a File a Node (for Walk): the start of its source.
 func (f *File) Position() Pos { return Pos{Src: f.Src, Line: 1, Col: 1} }
+
+var (
+	exprIface = reflect.TypeFor[Expr]()
+	stmtIface = reflect.TypeFor[Stmt]()
+)
+
+// RewriteExprs replaces, in the tree rooted at n, every expression x for
+// which fn returns a non-nil replacement (children first; a replacement is
+// not visited again).
+func RewriteExprs(n Node, fn func(x Expr) Expr) {
+	if isNilNode(n) {
+		return
+	}
+	v := reflect.ValueOf(n)
+	if v.Kind() != reflect.Pointer || v.Elem().Kind() != reflect.Struct {
+		return
+	}
+	v = v.Elem()
+	for i := 0; i < v.NumField(); i++ {
+		rewriteField(v.Field(i), fn)
+	}
+}
+
+func rewriteField(v reflect.Value, fn func(x Expr) Expr) {
+	switch {
+	case v.Kind() == reflect.Slice && (v.Type().Elem() == exprIface || v.Type().Elem() == stmtIface):
+		for j := 0; j < v.Len(); j++ {
+			rewriteField(v.Index(j), fn)
+		}
+	case v.Type() == stmtIface && !v.IsNil():
+		RewriteExprs(v.Interface().(Node), fn)
+	case v.Kind() == reflect.Pointer && !v.IsNil() && v.Type().Implements(stmtIface) && v.Elem().Kind() == reflect.Struct:
+		RewriteExprs(v.Interface().(Node), fn) // a *Block field
+	case v.Type() == exprIface && !v.IsNil():
+		x := v.Interface().(Expr)
+		RewriteExprs(x, fn)
+		if r := fn(x); r != nil {
+			v.Set(reflect.ValueOf(r))
+		}
+	}
+}

@@ -1,0 +1,112 @@
+package sema
+
+import (
+	"fmt"
+
+	"github.com/bpftap/bpftap/internal/syntax"
+)
+
+// @entry(X) in a return probe: X is evaluated when the call is entered
+// and its value used when it returns. Right after derivation, each return
+// probe with @entry gets a companion probe on the entries it pairs with
+// (probes.Context.EntryOf: sys_enter_NAME for sys_exit_NAME, the same
+// calls on raw_syscalls:sys_enter for syscall.*.return) that saves each X
+// in a global array keyed by thread; the return probe takes the value out
+// (reads and deletes it) before its own body runs, and @entry(X) becomes
+// that value:
+//
+//	entry:   __entry_N_k[tid()] = X
+//	return:  __entry_N_k_v = __entry_N_k[tid()]; delete __entry_N_k[tid()]
+//	         ... __entry_N_k_v ...
+//
+// A return whose entry was not seen (the call began before the probes
+// were attached) does not run the probe, as a return probe in stap fires
+// only for the calls whose entry it saw. Probes whose point has no entry
+// keep their @entry, which type checking reports as stap does.
+
+func (e *elab) pairEntries() {
+	n := len(e.prog.Probes)
+	for i := 0; i < n; i++ {
+		p := e.prog.Probes[i]
+		if p.context == nil || !hasEntry(p.Body) {
+			continue
+		}
+		ctx, guard := p.context.EntryOf()
+		if ctx == nil {
+			continue
+		}
+		at := p.Point.Pos
+		entry := &Probe{Point: p.Point, User: p.User, Name: fmt.Sprintf("kernel.trace(%q)", ctx.Attach.Target()),
+			Family: p.Family, Args: map[string]syntax.Expr{}, Decl: p.Decl, Kernel: true,
+			Attach: ctx.Attach, context: ctx, origin: p.origin, userText: p.userText,
+			Body: &syntax.Block{Pos: at}}
+		if guard != nil {
+			entry.Body.Stmts = append(entry.Body.Stmts, guard)
+		}
+		var takes []syntax.Stmt
+		k := 0
+		syntax.RewriteExprs(p.Body, func(x syntax.Expr) syntax.Expr {
+			en, ok := x.(*syntax.Entry)
+			if !ok {
+				return nil
+			}
+			saved := e.entryGlobal(fmt.Sprintf("__entry_%d_%d", i, k), at)
+			value := fmt.Sprintf("%s_v", saved)
+			if k == 0 { // a return whose entry was not seen does not run
+				takes = append(takes, &syntax.IfStmt{Pos: at, Then: &syntax.NextStmt{Pos: at},
+					Cond: &syntax.Unary{Typed: syntax.Typed{Pos: at}, Op: "!", X: &syntax.In{Typed: syntax.Typed{Pos: at},
+						Keys: []syntax.Expr{tidCall(at)}, Array: ident(saved, at)}}})
+			}
+			entry.Body.Stmts = append(entry.Body.Stmts, exprStmt(&syntax.Assign{Typed: syntax.Typed{Pos: at}, Op: "=",
+				LHS: byThread(saved, at), RHS: en.X}))
+			takes = append(takes,
+				exprStmt(&syntax.Assign{Typed: syntax.Typed{Pos: at}, Op: "=", LHS: ident(value, at), RHS: byThread(saved, at)}),
+				&syntax.DeleteStmt{Pos: at, Target: byThread(saved, at)})
+			k++
+			return ident(value, at)
+		})
+		p.Body = beforeUserBody(p.Body, takes)
+		e.prog.Probes = append(e.prog.Probes, entry)
+	}
+}
+
+func hasEntry(b *syntax.Block) bool {
+	found := false
+	syntax.Walk(b, func(n syntax.Node) bool {
+		_, isEntry := n.(*syntax.Entry)
+		found = found || isEntry
+		return !found
+	})
+	return found
+}
+
+// entryGlobal declares the global array that carries one @entry value.
+func (e *elab) entryGlobal(name string, at syntax.Pos) string {
+	e.globals[name] = []*syntax.GlobalDecl{{Pos: at, Name: name}}
+	return name
+}
+
+// beforeUserBody puts stmts after a derived body's prologue (a tapset
+// block first), so that they run only for the calls the prologue keeps.
+func beforeUserBody(b *syntax.Block, stmts []syntax.Stmt) *syntax.Block {
+	if len(b.Stmts) == 2 {
+		if pro, ok := b.Stmts[0].(*syntax.Block); ok && inTapset(pro) {
+			return &syntax.Block{Pos: b.Pos, Stmts: []syntax.Stmt{pro, &syntax.Block{Pos: b.Pos, Stmts: stmts}, b.Stmts[1]}}
+		}
+	}
+	return &syntax.Block{Pos: b.Pos, Stmts: append(stmts, b)}
+}
+
+func byThread(array string, at syntax.Pos) syntax.Expr {
+	return &syntax.Index{Typed: syntax.Typed{Pos: at}, Array: ident(array, at), Keys: []syntax.Expr{tidCall(at)}}
+}
+
+func tidCall(at syntax.Pos) syntax.Expr {
+	return &syntax.Call{Typed: syntax.Typed{Pos: at}, Name: "tid"}
+}
+
+func ident(name string, at syntax.Pos) *syntax.Ident {
+	return &syntax.Ident{Typed: syntax.Typed{Pos: at}, Name: name}
+}
+
+func exprStmt(x syntax.Expr) *syntax.ExprStmt { return &syntax.ExprStmt{X: x} }
