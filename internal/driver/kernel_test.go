@@ -222,3 +222,36 @@ func TestKernelNotRoot(t *testing.T) {
 		t.Errorf("pp() as nobody with CAP_BPF and CAP_PERFMON: %v, %q, want %q\nstderr:\n%s", err, stdout, want, stderr)
 	}
 }
+
+// TestDebianSyscallExamples runs Debian's SystemTap examples that need
+// only the syscall tapset, unchanged, on a small shell workload with -c,
+// and checks that each reports what the workload did.
+func TestDebianSyscallExamples(t *testing.T) {
+	requireFeature(t, "bpf")
+	const dir = "/usr/share/systemtap/examples/"
+	workload := `sh -c "cat /etc/hostname > /dev/null; sleep 0.2; ls / > /dev/null"`
+	for _, c := range []struct{ script, want string }{
+		{"io/iotime.stp", `(?m)^\d+ \d+ \(cat\) access "/etc/hostname" read: \d+ write: 0$`},
+		{"io/iostats.stp", `(?m)^ +cat +\d+ +[1-9]\d* `},
+		{"lwtools/rwtime-nd.stp", `(?m)^syscall read latency \(ns\):\n *value \|-+ count$`},
+		{"process/wait4time.stp", `(?m)^\d+ \d+ \(sh\) wait4: \d+ -1$`},
+		{"process/sleeptime.stp", `(?m)^\d+ \d+ \(sleep\) clock_nanosleep: \d{6}$`},
+		{"process/futexes.stp", ``},
+		{"general/alias_suffixes.stp", `(?m)^intervals for (close|read|write|open) -- min:\d+us avg:\d+us max:\d+us count:\d+`},
+	} {
+		t.Run(filepath.Base(c.script), func(t *testing.T) {
+			script := dir + c.script
+			if _, err := os.Stat(script); err != nil {
+				t.Fatalf("%v (CI installs systemtap-doc)", err)
+			}
+			var stdout, stderr bytes.Buffer
+			status := Main([]string{"-w", "-c", workload, script}, strings.NewReader(""), &stdout, &stderr)
+			if status != 0 || stderr.Len() > 0 {
+				t.Fatalf("exit status %d, stderr:\n%s", status, stderr.String())
+			}
+			if !regexp.MustCompile(c.want).MatchString(stdout.String()) {
+				t.Errorf("no match for %s in:\n%s", c.want, stdout.String())
+			}
+		})
+	}
+}
