@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"github.com/bpftap/bpftap/bench/stats"
 	"math"
 	"os"
 	"os/exec"
@@ -55,24 +56,24 @@ func writeOverhead(b *strings.Builder, cfg *config, cpu int, cases []*tracerCase
 		}
 		return xs
 	}
-	ref := func(name string) float64 { return summarize(added(name)).median }
+	ref := func(name string) float64 { return stats.Summarize(added(name)).Median }
 	syscount, bpftrace := ref(syscountName), ref(bpftraceRef)
 	fmt.Fprintf(b, "## ns per getppid() on CPU %d\n\nMedian [95%% interval of the median] over rounds. \"added\" = traced run − the same round's untraced run.\n\n", cpu)
 	b.WriteString("| case | ns per call | ns added | × syscount | × bpftrace count() | counted the calls |\n|---|---:|---:|---:|---:|---|\n")
 	for _, c := range cases {
 		r := results[c.name]
-		all := summarize(finite(r.ns[cpu]))
-		if all.n == 0 {
+		all := stats.Summarize(finite(r.ns[cpu]))
+		if all.N == 0 {
 			fmt.Fprintf(b, "| %s | — | — | | | %s |\n", c.name, shortReason(r.err))
 			continue
 		}
-		fmt.Fprintf(b, "| %s | %s | ", c.name, all.format(1))
+		fmt.Fprintf(b, "| %s | %s | ", c.name, all.Format(1))
 		if c.argv == nil {
 			b.WriteString("0 | | | |\n")
 			continue
 		}
-		a := summarize(added(c.name))
-		fmt.Fprintf(b, "%s | %s | %s | %s |\n", a.format(1), ratio(a.median, syscount), ratio(a.median, bpftrace), countedNote(c, r, all.n))
+		a := stats.Summarize(added(c.name))
+		fmt.Fprintf(b, "%s | %s | %s | %s |\n", a.Format(1), ratio(a.Median, syscount), ratio(a.Median, bpftrace), countedNote(c, r, all.N))
 	}
 	b.WriteString("\n")
 }
@@ -91,8 +92,8 @@ func writeStartup(b *strings.Builder, cases []*tracerCase, results map[string]*r
 			fmt.Fprintf(b, "| %s | — (%s) | 0 |\n", name, shortReason(r.err))
 			continue
 		}
-		s := summarize(r.startup)
-		fmt.Fprintf(b, "| %s | %s | %d |\n", name, s.format(1), s.n)
+		s := stats.Summarize(r.startup)
+		fmt.Fprintf(b, "| %s | %s | %d |\n", name, s.Format(1), s.N)
 	}
 	b.WriteString("\n")
 }
@@ -110,13 +111,6 @@ func writeSkipped(b *strings.Builder, cases []*tracerCase, results map[string]*r
 	if len(lines) > 0 {
 		b.WriteString("## Cases that did not run\n\n" + strings.Join(lines, "") + "\n")
 	}
-}
-
-func (s summary) format(prec int) string {
-	if s.n == 1 {
-		return fmt.Sprintf("%.*f", prec, s.median)
-	}
-	return fmt.Sprintf("%.*f [%.*f, %.*f]", prec, s.median, prec, s.lo, prec, s.hi)
 }
 
 func ratio(x, ref float64) string {

@@ -47,20 +47,36 @@ type gen struct {
 
 	inlined []frame // the script functions being inlined, innermost last (calls.go)
 
-	locals  map[*syntax.Var]value
-	actions int16 // stack offset of the loop action counter, 0 if none
-	loops   []loop
-	errs    map[string]string // error label by site key, for sharing tails
-	tails   []func()          // code emitted after the body (error tails)
-	err     error
+	locals map[*syntax.Var]value
+	// longsInScratch: the probe has more long locals than maxStackLocals
+	// (the merged entries of syscall.* have the union of every call's), so
+	// they live in the scratch area, leaving the stack to temporaries.
+	longsInScratch bool
+	actions        int16 // stack offset of the loop action counter, 0 if none
+	loops          []loop
+	errs           map[string]string // error label by site key, for sharing tails
+	tails          []func()          // code emitted after the body (error tails)
+	err            error
 }
 
-// value is where a variable lives: a stack slot for longs, a scratch slot
-// for strings.
+// value is where a variable lives: a stack slot for longs (or a scratch
+// slot, when scratch is set), a scratch slot for strings.
 type value struct {
-	str   bool
-	off   int // stack offset (negative) or scratch offset
-	width int // string slot width
+	str     bool
+	scratch bool // a long in the scratch area
+	off     int  // stack offset (negative) or scratch offset
+	width   int  // string slot width
+}
+
+// maxStackLocals is the most long locals a probe keeps on its stack.
+const maxStackLocals = 24
+
+// base is the register a long variable's offset is from.
+func (v value) base() asm.Register {
+	if v.scratch {
+		return regScratch
+	}
+	return asm.R10
 }
 
 // loop holds the targets of break and continue.
@@ -168,7 +184,8 @@ func (g *gen) program() *Program {
 	g.pos = append(g.pos, bodyPos...)
 	g.pending = pending // labels at the end of the body
 	g.epilogue()
-	prog := &Program{Probe: g.probe, Instructions: g.insns, Pos: g.pos}
+	insns, pos := farJumps(g.insns, g.pos)
+	prog := &Program{Probe: g.probe, Instructions: insns, Pos: pos}
 	if g.maxScr > 0 {
 		prog.Maps = []Map{{ScratchMap, perCPUArray("scratch", uint32(g.maxScr), 1)}}
 	}
@@ -202,8 +219,11 @@ func (g *gen) prologue() {
 		g.emit(asm.StoreMem(asm.R10, int16(-off), asm.R0, asm.DWord))
 	}
 	for _, lv := range g.probe.Locals {
-		if v, ok := g.locals[lv]; ok && v.str {
+		switch v, ok := g.locals[lv]; {
+		case ok && v.str:
 			g.emit(asm.StoreMem(regScratch, int16(v.off), asm.R0, asm.Byte))
+		case ok && v.scratch:
+			g.emit(asm.StoreMem(regScratch, int16(v.off), asm.R0, asm.DWord))
 		}
 	}
 	if g.m.cfg.Timing {

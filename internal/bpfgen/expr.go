@@ -59,7 +59,8 @@ func (g *gen) readVar(id *syntax.Ident) {
 		g.readGlobal(id.Var, nil)
 		return
 	}
-	g.emit(asm.LoadMem(asm.R0, asm.R10, int16(g.local(id.Var).off), asm.DWord))
+	v := g.local(id.Var)
+	g.emit(asm.LoadMem(asm.R0, v.base(), int16(v.off), asm.DWord))
 }
 
 // local is the slot of a probe local, allocated on first use.
@@ -68,10 +69,13 @@ func (g *gen) local(v *syntax.Var) value {
 		return s
 	}
 	var s value
-	if v.Type == syntax.TypeString {
+	switch {
+	case v.Type == syntax.TypeString:
 		s = value{str: true, width: g.m.maxStr}
 		s.off = g.allocScratch(s.width)
-	} else {
+	case g.longsInScratch:
+		s = value{scratch: true, off: g.allocScratch(8)}
+	default:
 		s = value{off: int(g.pushSlot())}
 	}
 	g.locals[v] = s
@@ -227,13 +231,14 @@ func (g *gen) assign(e *syntax.Assign) {
 // updateLocal stores `local op rhs` (op "" for a plain store) and leaves
 // the new value in R0.
 func (g *gen) updateLocal(v *syntax.Var, op string, rhs syntax.Expr, at syntax.Pos) {
-	slot := int16(g.local(v).off)
+	loc := g.local(v)
+	slot := int16(loc.off)
 	g.long(rhs)
 	if op != "" {
-		g.emit(asm.Mov.Reg(asm.R1, asm.R0), asm.LoadMem(asm.R0, asm.R10, slot, asm.DWord))
+		g.emit(asm.Mov.Reg(asm.R1, asm.R0), asm.LoadMem(asm.R0, loc.base(), slot, asm.DWord))
 		g.arith(op, at)
 	}
-	g.emit(asm.StoreMem(asm.R10, slot, asm.R0, asm.DWord))
+	g.emit(asm.StoreMem(loc.base(), slot, asm.R0, asm.DWord))
 }
 
 // one is the literal 1 that ++ and -- add or subtract.

@@ -9,6 +9,13 @@ import (
 // body compiles the probe body.
 func (g *gen) body() error {
 	g.cur = g.probe.Point.Position()
+	longs := 0
+	for _, v := range g.probe.Locals {
+		if v.Type != syntax.TypeString {
+			longs++
+		}
+	}
+	g.longsInScratch = longs > maxStackLocals
 	for _, v := range g.probe.Locals { // before any temporary, so never freed
 		g.local(v)
 	}

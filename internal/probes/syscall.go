@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/bpftap/bpftap/internal/kernel"
 	"github.com/bpftap/bpftap/internal/probes/attach"
@@ -39,8 +40,9 @@ const (
 )
 
 func syscallFamily(k KernelInfo) *Family {
+	names := sync.OnceValues(func() ([]string, error) { return SyscallNames(k) })
 	return &Family{Name: "syscall", Paths: []string{"syscall.*", "syscall.*.return"}, Kernel: true,
-		Names:  func() ([]string, error) { return SyscallNames(k) },
+		Names:  names,
 		Expand: func(p *Point) ([]*Point, error) { return expandSyscall(k, p) }}
 }
 

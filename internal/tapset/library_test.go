@@ -52,6 +52,13 @@ var signatures = []string{
 	"_sock_family_str:string(f:long)",
 	"_sock_type_str:string(t:long)",
 	"_sock_protocol_str:string(family:long,protocol:long)",
+	"_mprotect_prot_str:string(prot:long)",
+	"_at_flag_str:string(f:long)",
+	"_dup3_flag_str:string(f:long)",
+	"_sock_flags_str:string(f:long)",
+	"_msg_flags_str:string(f:long)",
+	"_shutdown_how_str:string(how:long)",
+	"_fcntl_cmd_str:string(cmd:long)",
 	"return_str:string(format:long,ret:long)",
 	// indent.stp
 	"indent:string(delta:long)",

@@ -1,4 +1,4 @@
-package main
+package stats
 
 import "testing"
 
@@ -12,8 +12,8 @@ func TestMedianRank(t *testing.T) {
 }
 
 func TestSummarize(t *testing.T) {
-	s := summarize([]float64{5, 1, 4, 2, 3, 6})
-	if s.median != 3.5 || s.lo != 1 || s.hi != 6 || s.n != 6 {
-		t.Errorf("summarize = %+v", s)
+	s := Summarize([]float64{5, 1, 4, 2, 3, 6})
+	if s.Median != 3.5 || s.Lo != 1 || s.Hi != 6 || s.N != 6 {
+		t.Errorf("Summarize = %+v", s)
 	}
 }

@@ -1,24 +1,28 @@
-package main
+// Package stats summarizes the samples of bpftap's benchmarks: medians with
+// distribution-free confidence intervals, shared by bench/harness (per-call
+// costs) and bench/startup (start-up times).
+package stats
 
 import (
+	"fmt"
 	"math"
 	"slices"
 )
 
-// summary is the median of a sample with a distribution-free confidence
+// Summary is the median of a sample with a distribution-free confidence
 // interval for it.
-type summary struct {
-	n              int
-	median, lo, hi float64
+type Summary struct {
+	N              int
+	Median, Lo, Hi float64
 }
 
-// summarize returns the median of xs and the order-statistic interval
+// Summarize returns the median of xs and the order-statistic interval
 // [x(k), x(n+1-k)] with the largest k whose coverage of the true median is
 // still at least 95%; below 6 samples no interval reaches 95% and it is
 // [min, max] (94% at n=5, 88% at n=4).
-func summarize(xs []float64) summary {
+func Summarize(xs []float64) Summary {
 	if len(xs) == 0 {
-		return summary{median: math.NaN(), lo: math.NaN(), hi: math.NaN()}
+		return Summary{Median: math.NaN(), Lo: math.NaN(), Hi: math.NaN()}
 	}
 	s := slices.Clone(xs)
 	slices.Sort(s)
@@ -28,7 +32,7 @@ func summarize(xs []float64) summary {
 		med = (s[n/2-1] + s[n/2]) / 2
 	}
 	k := medianRank(n)
-	return summary{n: n, median: med, lo: s[k-1], hi: s[n-k]}
+	return Summary{N: n, Median: med, Lo: s[k-1], Hi: s[n-k]}
 }
 
 // medianRank returns the largest k >= 1 with P(X < k) <= 2.5% for
@@ -50,4 +54,13 @@ func binomialBelow(n, k int) float64 {
 		c = c * float64(n-i) / float64(i+1)
 	}
 	return sum / math.Pow(2, float64(n))
+}
+
+// Format renders s as "median [lo, hi]" with prec decimals, the median alone
+// for a single sample.
+func (s Summary) Format(prec int) string {
+	if s.N == 1 {
+		return fmt.Sprintf("%.*f", prec, s.Median)
+	}
+	return fmt.Sprintf("%.*f [%.*f, %.*f]", prec, s.Median, prec, s.Lo, prec, s.Hi)
 }

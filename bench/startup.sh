@@ -1,0 +1,15 @@
+#!/bin/sh
+# bench/startup.sh [startup flags]: the seed-002 start-up benchmark (root).
+# Builds bpftap and the tool, then runs it in a private mount namespace
+# with tracefs and debugfs mounted (bpftrace looks for tracepoints there;
+# the mounts vanish with the namespace). Writes bench/RESULTS-startup.md.
+# About 3 minutes with the defaults (the SystemTap cases translate first).
+set -eu
+cd "$(dirname "$0")/.."
+bin=$(mktemp -d /tmp/bpftap-startup.XXXXXX)
+trap 'rm -rf "$bin"' EXIT
+go build -o "$bin/" ./cmd/bpftap ./bench/startup
+unshare -m --propagation private sh -c '
+  mountpoint -q /sys/kernel/debug || mount -t debugfs nodev /sys/kernel/debug
+  mountpoint -q /sys/kernel/tracing || mount -t tracefs nodev /sys/kernel/tracing
+  exec "$@"' sh "$bin/startup" -bpftap "$bin/bpftap" "$@"

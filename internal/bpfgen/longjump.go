@@ -1,0 +1,107 @@
+package bpfgen
+
+import (
+	"fmt"
+
+	"github.com/bpftap/bpftap/internal/syntax"
+	"github.com/cilium/ebpf/asm"
+)
+
+// A BPF jump carries a 16-bit offset: it reaches 32767 instructions. The
+// programs of probes that serve many system calls (the merged entries of
+// syscall.*) are longer, and their jumps to the shared labels (done, exit,
+// the error tail) cross them. farJumps rewrites every jump that does not
+// reach: an unconditional one becomes a long jump (gotol, 32-bit offset,
+// Linux 6.4+), a conditional one jumps to a long jump placed right after
+// it:
+//
+//	Jcc  tramp        (short: one instruction ahead)
+//	Ja   skip
+//	tramp: gotol TARGET
+//	skip:  (nop)
+//
+// Insertions move other jumps' targets, so it repeats until nothing
+// changes, keeping a margin so that it converges.
+
+// jumpReach is the farthest a 16-bit jump is left to reach, with margin.
+const jumpReach = 32767 - 256
+
+// farJumps returns insns (and their positions) with every out-of-reach
+// jump rewritten.
+func farJumps(insns asm.Instructions, pos []syntax.Pos) (asm.Instructions, []syntax.Pos) {
+	if slots(insns) <= jumpReach {
+		return insns, pos
+	}
+	for n := 0; ; n++ {
+		at, labels := layout(insns)
+		var out asm.Instructions
+		var outPos []syntax.Pos
+		changed := false
+		for i, ins := range insns {
+			target, ok := labels[ins.Reference()]
+			if !ok || !shortJump(ins) || abs(target-(at[i]+1)) <= jumpReach {
+				out, outPos = append(out, ins), append(outPos, pos[i])
+				continue
+			}
+			changed = true
+			long := asm.LongJump(ins.Reference())
+			if ins.OpCode.JumpOp() == asm.Ja {
+				out, outPos = append(out, long.WithSymbol(ins.Symbol())), append(outPos, pos[i])
+				continue
+			}
+			tramp, skip := fmt.Sprintf("far_%d_%d", n, i), fmt.Sprintf("far_skip_%d_%d", n, i)
+			out = append(out, ins.WithReference(tramp), asm.Ja.Label(skip), long.WithSymbol(tramp), nop().WithSymbol(skip))
+			outPos = append(outPos, pos[i], pos[i], pos[i], pos[i])
+		}
+		insns, pos = out, outPos
+		if !changed {
+			return insns, pos
+		}
+	}
+}
+
+// shortJump tells whether ins is a jump with a 16-bit offset (not a call,
+// an exit or a long jump).
+func shortJump(ins asm.Instruction) bool {
+	if ins.OpCode.Class() != asm.JumpClass && ins.OpCode.Class() != asm.Jump32Class {
+		return false
+	}
+	switch ins.OpCode.JumpOp() {
+	case asm.Call, asm.Exit:
+		return false
+	case asm.Ja:
+		return ins.OpCode.Class() == asm.JumpClass
+	}
+	return true
+}
+
+// layout returns each instruction's offset in 8-byte slots and the offset
+// of each label.
+func layout(insns asm.Instructions) ([]int, map[string]int) {
+	at := make([]int, len(insns))
+	labels := map[string]int{}
+	off := 0
+	for i, ins := range insns {
+		at[i] = off
+		if sym := ins.Symbol(); sym != "" {
+			labels[sym] = off
+		}
+		off += int(ins.Size() / asm.InstructionSize)
+	}
+	return at, labels
+}
+
+func slots(insns asm.Instructions) int {
+	n := 0
+	for _, ins := range insns {
+		n += int(ins.Size() / asm.InstructionSize)
+	}
+	return n
+}
+
+func abs(x int) int {
+	if x < 0 {
+		return -x
+	}
+	return x
+}
