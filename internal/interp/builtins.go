@@ -5,7 +5,6 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/bpftap/bpftap/internal/probes"
@@ -89,10 +88,13 @@ func (in *Interp) runCommands() {
 }
 
 // In user-side probes the current process is bpftap itself, as it is staprun
-// (begin, end) for stap.
+// (begin, end) for stap. Its probes run one at a time, as one thread whose
+// id is the process's: the OS thread running the interpreter changes as Go
+// schedules it, and tid() must not change between two calls of one probe
+// (thread_indent keys its depth by it).
 var contextBuiltins = map[string]builtinFunc{
 	"pid":           func(*callContext, []Value) Value { return long(int64(os.Getpid())) },
-	"tid":           func(*callContext, []Value) Value { return long(int64(syscall.Gettid())) },
+	"tid":           func(*callContext, []Value) Value { return long(int64(os.Getpid())) },
 	"ppid":          func(*callContext, []Value) Value { return long(int64(os.Getppid())) },
 	"uid":           func(*callContext, []Value) Value { return long(int64(os.Getuid())) },
 	"euid":          func(*callContext, []Value) Value { return long(int64(os.Geteuid())) },
