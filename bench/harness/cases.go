@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"fmt"
+	"github.com/bpftap/bpftap/bench/tracer"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -102,7 +103,7 @@ func (s *setup) translateStap(file string) (string, error) {
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	if err := cmd.Run(); err != nil {
-		return "", fmt.Errorf("stap -p4 failed: %v: %s", err, firstLines(withoutSetupWarnings(stderr.String())))
+		return "", fmt.Errorf("stap -p4 failed: %v: %s", err, tracer.FirstLines(withoutSetupWarnings(stderr.String())))
 	}
 	s.translate[file] = time.Since(start).Seconds()
 	return filepath.Join(s.bin, module+".bo"), nil
@@ -116,14 +117,14 @@ func (s *setup) bpftapCase(name, bpftap, file string) *tracerCase {
 	c := &tracerCase{name: name, counted: true, argv: []string{bpftap, script}}
 	if _, err := os.Stat(bpftap); err != nil {
 		build, _ := os.ReadFile(s.path("bpftap-build.log"))
-		c.skip = "not yet supported: cmd/bpftap does not build: " + firstLines(string(build))
+		c.skip = "not yet supported: cmd/bpftap does not build: " + tracer.FirstLines(string(build))
 		return c
 	}
 	var stderr bytes.Buffer
 	check := exec.Command(bpftap, "-p4", script)
 	check.Stderr = &stderr
 	if err := check.Run(); err != nil {
-		c.skip = "not yet supported: " + firstLines(stderr.String())
+		c.skip = "not yet supported: " + tracer.FirstLines(stderr.String())
 	}
 	return c
 }
@@ -142,14 +143,6 @@ func showsCalls(output string, n int) bool {
 		}
 	}
 	return false
-}
-
-func firstLines(s string) string {
-	lines := strings.SplitN(strings.TrimSpace(s), "\n", 3)
-	if len(lines) > 2 {
-		lines = lines[:2]
-	}
-	return strings.Join(lines, " / ")
 }
 
 // withoutSetupWarnings drops the lines stap prints because of this

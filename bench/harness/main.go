@@ -21,6 +21,7 @@ package main
 import (
 	"flag"
 	"fmt"
+	"github.com/bpftap/bpftap/bench/tracer"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -140,16 +141,16 @@ func measureOracleStartup(cfg *config) *result {
 // attachOnce launches a tracer, waits for its attachment, stops it and
 // returns the start-up in ms and what it printed.
 func attachOnce(argv, env []string, timeout time.Duration) (float64, string, error) {
-	t, err := launch(argv, env)
+	t, err := tracer.Launch(argv, env)
 	if err != nil {
 		return 0, "", err
 	}
-	d, err := t.waitAttached(timeout)
+	d, err := t.WaitAttached(timeout)
 	if err != nil {
 		return 0, "", err
 	}
-	t.stop()
-	return float64(d.Microseconds()) / 1000, t.stdout.String(), nil
+	t.Stop()
+	return float64(d.Microseconds()) / 1000, t.Stdout.String(), nil
 }
 
 func runRounds(cfg *config, cases []*tracerCase) map[string]*result {
@@ -196,19 +197,19 @@ func runCase(cfg *config, c *tracerCase, r *result, round int) error {
 		}
 		return measureCPUs(cfg, r, round, func(cpu int) (float64, error) { return runWorkload(c.argv, workload, n, cpu) })
 	}
-	t, err := launch(c.argv, c.env)
+	t, err := tracer.Launch(c.argv, c.env)
 	if err != nil {
 		return err
 	}
-	d, err := t.waitAttached(60 * time.Second)
+	d, err := t.WaitAttached(60 * time.Second)
 	if err != nil {
 		return err
 	}
 	r.startup = append(r.startup, float64(d.Microseconds())/1000)
 	time.Sleep(cfg.settle)
 	err = measureCPUs(cfg, r, round, func(cpu int) (float64, error) { return runWorkload(nil, workload, cfg.n, cpu) })
-	t.stop()
-	if c.counted && !showsCalls(t.stdout.String(), cfg.n) {
+	t.Stop()
+	if c.counted && !showsCalls(t.Stdout.String(), cfg.n) {
 		r.uncounted++
 	}
 	return err

@@ -6,6 +6,7 @@ package stats
 import (
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"slices"
 )
 
@@ -63,4 +64,25 @@ func (s Summary) Format(prec int) string {
 		return fmt.Sprintf("%.*f", prec, s.Median)
 	}
 	return fmt.Sprintf("%.*f [%.*f, %.*f]", prec, s.Median, prec, s.Lo, prec, s.Hi)
+}
+
+// Bootstrap returns the median of xs with a 95% percentile-bootstrap
+// interval: the median of iters resamples of xs (with replacement), cut at
+// 2.5% and 97.5%. rng makes it reproducible.
+func Bootstrap(xs []float64, iters int, rng *rand.Rand) Summary {
+	s := Summarize(xs)
+	if len(xs) < 2 {
+		return s
+	}
+	medians := make([]float64, iters)
+	sample := make([]float64, len(xs))
+	for i := range medians {
+		for j := range sample {
+			sample[j] = xs[rng.IntN(len(xs))]
+		}
+		medians[i] = Summarize(sample).Median
+	}
+	slices.Sort(medians)
+	s.Lo, s.Hi = medians[iters*25/1000], medians[iters*975/1000]
+	return s
 }
