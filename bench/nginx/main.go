@@ -103,7 +103,9 @@ func (cfg *config) cases() []*nginxCase {
 	seed := filepath.Join(cfg.scripts, "syscalls_by_proc_inc.stp")
 	bpftap := filepath.Join(cfg.bin, "bpftap")
 	pin := []string{"taskset", "-c", cfg.load}
-	c := func(name string, argv ...string) *nginxCase { return &nginxCase{name, append(append([]string{}, pin...), argv...)} }
+	c := func(name string, argv ...string) *nginxCase {
+		return &nginxCase{name, append(append([]string{}, pin...), argv...)}
+	}
 	return []*nginxCase{
 		{name: "untraced"},
 		c("empty BPF program on sys_enter (floor tool)", filepath.Join(cfg.bin, "floor"), "-prog", "empty"),
