@@ -1,6 +1,8 @@
 // Command getppid is the workload of the benchmark harness: it pins itself
 // to one CPU, makes -n getppid system calls in a tight loop and prints the
-// mean wall-clock cost of one call in nanoseconds.
+// mean wall-clock cost of one call in nanoseconds. -call lseek makes
+// lseek(fd of /dev/null, 0, SEEK_CUR) calls instead: a call with arguments,
+// for tracers that format them.
 //
 // The calls go through RawSyscall, so the Go scheduler adds nothing to
 // them; what a tracer attached to the system-call tracepoints adds shows
@@ -20,7 +22,17 @@ import (
 func main() {
 	n := flag.Int("n", 2_000_000, "number of getppid calls to time")
 	cpu := flag.Int("cpu", 1, "CPU to pin the loop to")
+	call := flag.String("call", "getppid", "the call: getppid or lseek")
 	flag.Parse()
+	nr, args := uintptr(unix.SYS_GETPPID), [3]uintptr{}
+	if *call == "lseek" {
+		f, err := os.Open("/dev/null")
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "getppid:", err)
+			os.Exit(1)
+		}
+		nr, args = unix.SYS_LSEEK, [3]uintptr{f.Fd(), 0, 1}
+	}
 	runtime.LockOSThread()
 	var set unix.CPUSet
 	set.Set(*cpu)
@@ -28,14 +40,14 @@ func main() {
 		fmt.Fprintf(os.Stderr, "getppid: pinning to CPU %d: %v\n", *cpu, err)
 		os.Exit(1)
 	}
-	loop(*n / 100) // warm up caches and branch predictors
+	loop(*n/100, nr, args) // warm up caches and branch predictors
 	start := time.Now()
-	loop(*n)
+	loop(*n, nr, args)
 	fmt.Printf("%.3f\n", float64(time.Since(start).Nanoseconds())/float64(*n))
 }
 
-func loop(n int) {
+func loop(n int, nr uintptr, args [3]uintptr) {
 	for range n {
-		unix.RawSyscall(unix.SYS_GETPPID, 0, 0, 0)
+		unix.RawSyscall(nr, args[0], args[1], args[2])
 	}
 }
