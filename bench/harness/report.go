@@ -62,7 +62,7 @@ func writeOverhead(b *strings.Builder, cfg *config, cpu int, cases []*tracerCase
 	b.WriteString("| case | ns per call | ns added | × syscount | × bpftrace count() | counted the calls |\n|---|---:|---:|---:|---:|---|\n")
 	for _, c := range cases {
 		r := results[c.name]
-		all := stats.Summarize(finite(r.ns[cpu]))
+		all := stats.Summarize(stats.Finite(r.ns[cpu]))
 		if all.N == 0 {
 			fmt.Fprintf(b, "| %s | — | — | | | %s |\n", c.name, shortReason(r.err))
 			continue
@@ -138,16 +138,6 @@ func shortReason(err string) string {
 		return "no data"
 	}
 	return "failed"
-}
-
-func finite(xs []float64) []float64 {
-	var out []float64
-	for _, x := range xs {
-		if !math.IsNaN(x) {
-			out = append(out, x)
-		}
-	}
-	return out
 }
 
 func output(name string, args ...string) string {

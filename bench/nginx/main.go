@@ -192,12 +192,12 @@ func render(cfg *config, cases []*nginxCase, ratios map[string][]float64, errs m
 	var b strings.Builder
 	fmt.Fprintf(&b, "# nginx throughput while counting system calls (seed 001)\n\nWritten by `bench/nginx.sh`, %s; %d rounds, wrk -t1 -c%d for %v per case, nginx (one worker) on CPU %s, wrk and tracers on CPU %s.\n\n",
 		time.Now().UTC().Format("2006-01-02 15:04 UTC"), cfg.rounds, cfg.connections, cfg.duration, cfg.serverCPU, cfg.load)
-	untraced := stats.Summarize(finite(ratios["untraced requests/s"]))
+	untraced := stats.Summarize(stats.Finite(ratios["untraced requests/s"]))
 	fmt.Fprintf(&b, "Untraced: %s requests/s (median [95%% interval]).\n\n", untraced.Format(0))
 	b.WriteString("Each figure is a case's requests/s over the same round's untraced requests/s: median over the rounds [95% bootstrap interval]. The seed measured syscount at 0.815 of untraced system-wide (−18.5%), and at 0.908 filtered in the kernel to another pid.\n\n")
 	b.WriteString("| case | × untraced | rounds |\n|---|---:|---:|\n")
 	for _, c := range cases[1:] {
-		xs := finite(ratios[c.name])
+		xs := stats.Finite(ratios[c.name])
 		if len(xs) == 0 {
 			fmt.Fprintf(&b, "| %s | failed: %s | 0 |\n", c.name, errs[c.name])
 			continue
@@ -205,14 +205,4 @@ func render(cfg *config, cases []*nginxCase, ratios map[string][]float64, errs m
 		fmt.Fprintf(&b, "| %s | %s | %d |\n", c.name, stats.Bootstrap(xs, 2000, rng).Format(3), len(xs))
 	}
 	return b.String()
-}
-
-func finite(xs []float64) []float64 {
-	var out []float64
-	for _, x := range xs {
-		if !math.IsNaN(x) && !math.IsInf(x, 0) {
-			out = append(out, x)
-		}
-	}
-	return out
 }

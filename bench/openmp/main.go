@@ -127,15 +127,15 @@ func render(programs []program, tracers []tracerKind, times map[string][]float64
 	for _, p := range programs {
 		fmt.Fprintf(&b, "## %s\n\n| case | run time (s) | added (s) | added ÷ bpftrace's |\n|---|---:|---:|---:|\n", p.name)
 		base := times[key(p, tracers[0])]
-		ref := stats.Summarize(finite(added(times[key(p, tracers[len(tracers)-1])], base))).Median
+		ref := stats.Summarize(stats.Finite(added(times[key(p, tracers[len(tracers)-1])], base))).Median
 		for _, t := range tracers {
 			xs := times[key(p, t)]
-			s := stats.Summarize(finite(xs))
+			s := stats.Summarize(stats.Finite(xs))
 			if s.N == 0 {
 				fmt.Fprintf(&b, "| %s | failed: %s | | |\n", t.name, errs[key(p, t)])
 				continue
 			}
-			a := stats.Summarize(finite(added(xs, base)))
+			a := stats.Summarize(stats.Finite(added(xs, base)))
 			ratio := ""
 			if t.wrap != nil && ref > 0 {
 				ratio = fmt.Sprintf("%.2f", a.Median/ref)
@@ -154,16 +154,6 @@ func added(xs, base []float64) []float64 {
 		out[i] = math.NaN()
 		if i < len(base) {
 			out[i] = xs[i] - base[i]
-		}
-	}
-	return out
-}
-
-func finite(xs []float64) []float64 {
-	var out []float64
-	for _, x := range xs {
-		if !math.IsNaN(x) {
-			out = append(out, x)
 		}
 	}
 	return out

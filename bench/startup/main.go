@@ -128,12 +128,12 @@ func render(cases []*startupCase, times map[*startupCase][]float64, errs map[*st
 		}
 	}
 	for _, c := range cases {
-		s := stats.Summarize(finite(times[c]))
+		s := stats.Summarize(stats.Finite(times[c]))
 		if s.N == 0 {
 			fmt.Fprintf(&b, "| %s | failed: %s | | 0 |\n", c.name, errs[c])
 			continue
 		}
-		ratio := stats.Summarize(finite(ratios(times[c], ref)))
+		ratio := stats.Summarize(stats.Finite(ratios(times[c], ref)))
 		fmt.Fprintf(&b, "| %s | %s | %s | %d |\n", c.name, s.Format(1), ratio.Format(2), s.N)
 	}
 	return b.String()
@@ -146,16 +146,6 @@ func ratios(xs, ref []float64) []float64 {
 		out[i] = math.NaN()
 		if i < len(ref) && ref[i] > 0 {
 			out[i] = xs[i] / ref[i]
-		}
-	}
-	return out
-}
-
-func finite(xs []float64) []float64 {
-	var out []float64
-	for _, x := range xs {
-		if !math.IsNaN(x) {
-			out = append(out, x)
 		}
 	}
 	return out

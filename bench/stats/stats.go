@@ -86,3 +86,14 @@ func Bootstrap(xs []float64, iters int, rng *rand.Rand) Summary {
 	s.Lo, s.Hi = medians[iters*25/1000], medians[iters*975/1000]
 	return s
 }
+
+// Finite returns the finite values of xs (the rounds that have one).
+func Finite(xs []float64) []float64 {
+	var out []float64
+	for _, x := range xs {
+		if !math.IsNaN(x) && !math.IsInf(x, 0) {
+			out = append(out, x)
+		}
+	}
+	return out
+}
