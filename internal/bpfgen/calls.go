@@ -121,9 +121,7 @@ func (g *gen) passArgs(c *syntax.Call, slots map[*syntax.Var]value) {
 		}
 		dst := slots[c.Func.Params[i]]
 		if dst.str {
-			mark := g.scratchMark()
-			g.copyStr(dst, g.str(a))
-			g.scratchRelease(mark)
+			g.strInto(dst, a)
 			continue
 		}
 		g.long(a)

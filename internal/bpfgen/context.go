@@ -123,9 +123,7 @@ func (g *gen) readString(c *syntax.Call) value {
 	}
 	done := g.newLabel("read")
 	g.emit(asm.JSGE.Imm(asm.R0, 0, done))
-	mark := g.scratchMark()
-	g.copyStr(dst, g.str(c.Args[1]))
-	g.scratchRelease(mark)
+	g.strInto(dst, c.Args[1])
 	g.mark(done)
 	return dst
 }

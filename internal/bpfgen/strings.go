@@ -59,16 +59,13 @@ func (g *gen) ternaryInto(dst value, e *syntax.Ternary) {
 	other, done := g.newLabel("else"), g.newLabel("fi")
 	g.long(e.Cond)
 	g.emit(asm.JEq.Imm(asm.R0, 0, other))
-	mark := g.scratchMark()
-	g.copyStr(dst, g.str(e.Then))
-	g.scratchRelease(mark)
+	g.strInto(dst, e.Then)
 	g.emit(asm.Ja.Label(done))
 	g.mark(other)
 	if next, ok := e.Else.(*syntax.Ternary); ok {
 		g.ternaryInto(dst, next)
 	} else {
-		g.copyStr(dst, g.str(e.Else))
-		g.scratchRelease(mark)
+		g.strInto(dst, e.Else)
 	}
 	g.mark(done)
 }
@@ -85,16 +82,36 @@ func (g *gen) strLit(s string) value {
 		b = b[:g.m.maxStr-1]
 	}
 	v := g.strSlot(len(b) + 1)
+	v.width = g.storeLit(v.off, b)
+	return v
+}
+
+// storeLit stores b and its NUL at scratch offset off, eight bytes at a
+// time, and returns the bytes written (b's length rounded up past its NUL).
+func (g *gen) storeLit(off int, b []byte) int {
 	padded := make([]byte, (len(b)+8)&^7)
 	copy(padded, b)
 	for i := 0; i < len(padded); i += 8 {
 		g.emit(
 			asm.LoadImm(asm.R1, int64(binary.NativeEndian.Uint64(padded[i:])), asm.DWord),
-			asm.StoreMem(regScratch, int16(v.off+i), asm.R1, asm.DWord),
+			asm.StoreMem(regScratch, int16(off+i), asm.R1, asm.DWord),
 		)
 	}
-	v.width = len(padded)
-	return v
+	return len(padded)
+}
+
+// strInto evaluates string e into dst: a literal that fits is stored there
+// directly (a copy through bpf_probe_read_kernel_str costs a helper call,
+// and tapset tables assign literals on every event); anything else is
+// computed and copied. Temporaries are released.
+func (g *gen) strInto(dst value, e syntax.Expr) {
+	if lit, ok := e.(*syntax.StringLit); ok && len(lit.Value) < dst.width && len(lit.Value) < g.m.maxStr {
+		g.storeLit(dst.off, []byte(lit.Value))
+		return
+	}
+	mark := g.scratchMark()
+	g.copyStr(dst, g.str(e))
+	g.scratchRelease(mark)
 }
 
 // copyStr copies src into dst (truncating to dst's width).
@@ -176,6 +193,11 @@ func (g *gen) strGlobal(v *syntax.Var, keys []syntax.Expr) value {
 
 // assignString compiles s = t and s .= t for locals and globals.
 func (g *gen) assignString(e *syntax.Assign) value {
+	if id, ok := e.LHS.(*syntax.Ident); ok && id.Var.Kind != syntax.VarGlobal && e.Op == "=" {
+		dst := g.local(id.Var)
+		g.strInto(dst, e.RHS)
+		return dst
+	}
 	var rhs value
 	if e.Op == ".=" {
 		rhs = g.concat(&syntax.Binary{Typed: e.Typed, Op: ".", X: e.LHS, Y: e.RHS})
