@@ -39,6 +39,17 @@ import (
 // environment; the command does not inherit it.
 const HoldEnv = "BPFTAP_HOLD_COMMAND"
 
+// The holder runs main on the process's main thread (LockOSThread in an
+// init function does that), so that the command's execve is entered on
+// the thread whose id is the pid: an execve made by another thread returns
+// under the pid's id, not its own, and a tracer pairing a call's entry and
+// return by thread (strace.stp, @entry) would lose it.
+func init() {
+	if Holding() {
+		runtime.LockOSThread()
+	}
+}
+
 // Holding reports whether this process is a holder; main must then call Hold.
 func Holding() bool { return os.Getenv(HoldEnv) != "" }
 

@@ -42,6 +42,8 @@ var signatures = []string{
 	"usrdev2kerndev:long(dev:long)",
 	// errno.stp
 	"errno_str:string(err:long)",
+	"strerror:string(err:long)",
+	"strace_retstr:string(name:string,ret:long)",
 	"user_string:string(addr:long,err_msg:string)",
 	"kernel_string:string(addr:long,err_msg:string)",
 	"_dfd_str:string(d:long)",
