@@ -185,7 +185,7 @@ func (g *gen) program() *Program {
 	g.pending = pending // labels at the end of the body
 	g.epilogue()
 	insns, pos := farJumps(g.insns, g.pos)
-	prog := &Program{Probe: g.probe, Instructions: insns, Pos: pos}
+	prog := &Program{Probe: g.probe, Instructions: insns, Pos: pos, TimingIndex: g.timingIndex}
 	if g.maxScr > 0 {
 		prog.Maps = []Map{{ScratchMap, perCPUArray("scratch", uint32(g.maxScr), 1)}}
 	}
