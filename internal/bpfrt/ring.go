@@ -43,20 +43,33 @@ func NewRingReader(ring *ebpf.Map, poll time.Duration) (*RingReader, error) {
 
 // Run calls handle with every record, in ring order, until Stop; it then
 // drains the records already submitted and returns. The slice passed to
-// handle is reused for the next record. Idle, if not nil, is called each
-// time the ring has been emptied (the end of a batch).
+// handle is reused for the next record. Idle, if not nil, is called at the
+// end of a batch: when the ring has been emptied and idleGap has passed
+// since the last call, or when a poll finds nothing new. (A reader that
+// keeps up empties the ring after almost every record; the caller writes
+// its output at idle, and a write per record would cost a system call per
+// record, each of them traced again by the probes that made the record.)
 func (rr *RingReader) Run(handle func(record []byte), idle func()) error {
 	var rec ringbuf.Record
+	pending, last := false, time.Now()
+	callIdle := func() {
+		if idle != nil && pending {
+			idle()
+			pending, last = false, time.Now()
+		}
+	}
 	for {
 		rr.reader.SetDeadline(time.Now().Add(rr.poll))
 		err := rr.reader.ReadInto(&rec)
 		switch {
 		case err == nil:
 			handle(rec.RawSample)
-			if idle != nil && rr.reader.AvailableBytes() == 0 {
-				idle()
+			pending = true
+			if rr.reader.AvailableBytes() == 0 && time.Since(last) >= idleGap {
+				callIdle()
 			}
 		case errors.Is(err, os.ErrDeadlineExceeded), errors.Is(err, ringbuf.ErrFlushed):
+			callIdle()
 			if rr.stopping.Load() {
 				return nil
 			}
@@ -65,6 +78,11 @@ func (rr *RingReader) Run(handle func(record []byte), idle func()) error {
 		}
 	}
 }
+
+// idleGap is the least time between two idle calls while records keep
+// coming: output reaches its reader at most this much (or a poll
+// interval) after the kernel printed it.
+const idleGap = 20 * time.Millisecond
 
 // Stop makes Run return once it has read every record submitted so far.
 func (rr *RingReader) Stop() {
