@@ -30,10 +30,15 @@ import (
 // prologue built here:
 //
 //	name    the call's name, SystemTap's (pread, not pread64)
-//	argstr  its arguments, pointers as %p and integers as %d
+//	argstr  its arguments by their C types: pointers %p, signed %d,
+//	        unsigned %u (__syscall_argstr)
 //	retval, retstr  on return: $ret, and $ret as return_str(1, ...) gives it
+//
+// Which programs serve a point that stands for many calls is decided here
+// for returns (expandSyscall) and by the elaborator for entries (sema's
+// syscalls.go); docs/syscalls.md has the table.
 
-// syscallPrefix is the event name prefix of a call's entry and return.
+// The event name prefixes of a call's entry and return.
 const (
 	syscallEnter = "sys_enter_"
 	syscallExit  = "sys_exit_"

@@ -19,14 +19,18 @@ import (
 // more than mergeCalls calls, its probes become one, on
 // raw_syscalls:sys_enter (probes.Context.SyscallEntries):
 //
-//	if ($id < 60) { if ($id == 0) { PROLOGUE(read) } else ... }
-//	else { ... if ($id == 257) { PROLOGUE(openat) } else next }
+//	if ($id < 60) { if ($id == 0) { name = "read"; __syscall_layout = 3 } else ... }
+//	else { ... if ($id == 257) { name = "openat"; __syscall_layout = 7 } else next }
+//	if (__syscall_layout < 12) { ... if (__syscall_layout == 3) { REST OF read's PROLOGUE } ... }
 //	USER BODY
 //
-// a balanced tree of comparisons on the call's number (a few per event,
-// whatever the number of calls), each prologue reading its arguments from
-// the entry's registers. The merge happens right after derivation, before
-// symbols are resolved, so every later pass sees one ordinary probe.
+// two balanced trees of comparisons (a few per event, whatever the number
+// of calls): the first, on the call's number, runs the call's own part of
+// its prologue (its name, the generic argstr's per-call number) and picks
+// its layout; the second runs the rest of the prologue, which calls with
+// the same argument layout share (shareShapes), each reading its arguments
+// from the entry's registers. The merge happens right after derivation,
+// before symbols are resolved, so every later pass sees one ordinary probe.
 // Probes whose body reads context variables itself, has a guard, or whose
 // calls have no known number keep their own events.
 
