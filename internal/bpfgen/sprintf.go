@@ -428,6 +428,10 @@ func (s *sprint) scratchAddr(off int) func() {
 // into the staging half of out, cut to the precision; under '0' a NUL
 // follows (and ends the result).
 func (s *sprint) str(d format.Directive, v value) {
+	if !s.hasWidth && !s.hasPrec && d.Flags == 0 {
+		s.plainStr(v)
+		return
+	}
 	g := s.g
 	g.emit(
 		asm.Mov.Reg(asm.R1, regScratch),
@@ -452,6 +456,34 @@ func (s *sprint) str(d format.Directive, v value) {
 	if d.Flags&format.FlagZero != 0 {
 		s.put(0, false)
 	}
+}
+
+// plainStr writes a %s with no width, precision or flag (argstr's
+// usual one): bpf_probe_read_kernel_str copies the string straight to the
+// position, at most the room left and its NUL, and the position advances
+// by the length copied; one helper call where a field takes two. The
+// destination lies in [out, out+L] and the size in [1, L+1]: within the
+// 2L+8 bytes of out, as the verifier needs.
+func (s *sprint) plainStr(v value) {
+	g := s.g
+	done := g.newLabel("sp_plain")
+	s.loadPos(asm.R1)
+	s.room(asm.R2, asm.R1)
+	g.emit(
+		asm.Add.Imm(asm.R2, 1),
+		asm.Add.Reg(asm.R1, regScratch),
+		asm.Add.Imm(asm.R1, int32(s.out)),
+		asm.Mov.Reg(asm.R3, regScratch),
+		asm.Add.Imm(asm.R3, int32(v.off)),
+		asm.FnProbeReadKernelStr.Call(),
+		asm.JSLE.Imm(asm.R0, 1, done),
+		asm.Sub.Imm(asm.R0, 1),
+	)
+	s.loadPos(asm.R1)
+	g.emit(asm.Add.Reg(asm.R1, asm.R0))
+	s.atMost(asm.R1, s.limit)
+	s.store(cellPos, asm.R1)
+	g.mark(done)
 }
 
 // char writes a %c: the argument's low byte, or under '#' its C escape
