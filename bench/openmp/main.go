@@ -149,12 +149,5 @@ func render(programs []program, tracers []tracerKind, times map[string][]float64
 
 // added is xs minus base, round by round.
 func added(xs, base []float64) []float64 {
-	out := make([]float64, len(xs))
-	for i := range xs {
-		out[i] = math.NaN()
-		if i < len(base) {
-			out[i] = xs[i] - base[i]
-		}
-	}
-	return out
+	return stats.Paired(xs, base, func(x, b float64) float64 { return x - b })
 }

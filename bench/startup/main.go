@@ -141,12 +141,10 @@ func render(cases []*startupCase, times map[*startupCase][]float64, errs map[*st
 
 // ratios divides xs by ref round by round (NaN where either is missing).
 func ratios(xs, ref []float64) []float64 {
-	out := make([]float64, len(xs))
-	for i := range xs {
-		out[i] = math.NaN()
-		if i < len(ref) && ref[i] > 0 {
-			out[i] = xs[i] / ref[i]
+	return stats.Paired(xs, ref, func(x, r float64) float64 {
+		if r > 0 {
+			return x / r
 		}
-	}
-	return out
+		return math.NaN()
+	})
 }

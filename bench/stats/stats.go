@@ -97,3 +97,16 @@ func Finite(xs []float64) []float64 {
 	}
 	return out
 }
+
+// Paired combines xs with base round by round, op(x, base) (NaN where base
+// has no round): a traced case against the same round's untraced one.
+func Paired(xs, base []float64, op func(x, b float64) float64) []float64 {
+	out := make([]float64, len(xs))
+	for i := range xs {
+		out[i] = math.NaN()
+		if i < len(base) {
+			out[i] = op(xs[i], base[i])
+		}
+	}
+	return out
+}

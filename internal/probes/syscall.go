@@ -66,6 +66,16 @@ var (
 // eventName is the trace event name of call name.
 func eventName(name string) string { return cmp.Or(stapEventNames[name], name) }
 
+// stapName is SystemTap's name of the call whose trace event is event's.
+func stapName(event string) string {
+	for stap, ev := range stapEventNames {
+		if ev == event {
+			return stap
+		}
+	}
+	return event
+}
+
 // SyscallNames lists the system calls of the kernel k describes, sorted,
 // by SystemTap's names.
 func SyscallNames(k KernelInfo) ([]string, error) {
@@ -73,14 +83,10 @@ func SyscallNames(k KernelInfo) ([]string, error) {
 	if err != nil {
 		return nil, kernelError(err)
 	}
-	stapName := map[string]string{}
-	for stap, event := range stapEventNames {
-		stapName[event] = stap
-	}
 	var names []string
 	for _, tp := range tps {
 		if name, ok := strings.CutPrefix(tp.Event, syscallEnter); ok && tp.System == "syscalls" {
-			names = append(names, cmp.Or(stapName[name], name))
+			names = append(names, stapName(name))
 		}
 	}
 	if len(names) == 0 {
@@ -169,17 +175,9 @@ func expandReturns(k KernelInfo, p *Point, names []string) ([]*Point, []string, 
 	if len(nrs) == 0 {
 		return nil, names, nil
 	}
-	tps, err := k.Tracepoints()
-	if err != nil {
-		return nil, nil, kernelError(err)
-	}
-	matched, _ := kernel.MatchTracepoints(tps, "raw_syscalls:sys_exit")
-	if len(matched) != 1 {
-		return nil, names, nil
-	}
-	a, err := attachTracepoint(k, matched[0], false)
-	if err != nil {
-		return nil, nil, err
+	a, err := rawSyscalls(k, "sys_exit")
+	if a == nil {
+		return nil, names, err
 	}
 	q := *p
 	q.Names = nil
@@ -197,13 +195,7 @@ func expandReturns(k KernelInfo, p *Point, names []string) ([]*Point, []string, 
 // syscallNumbers returns the numbers of names on this architecture, and
 // the names it has none for.
 func syscallNumbers(names []string) (nrs []int, unknown []string) {
-	table := tapset.SyscallNames(syntax.HostArch())
-	byName := map[string]int{}
-	for nr, name := range table {
-		if name != "" {
-			byName[name] = nr
-		}
-	}
+	byName := numbersByName()
 	for _, name := range names {
 		if nr, ok := byName[cmp.Or(tableNames[name], name)]; ok {
 			nrs = append(nrs, nr)
@@ -214,6 +206,18 @@ func syscallNumbers(names []string) (nrs []int, unknown []string) {
 	sort.Ints(nrs)
 	return nrs, unknown
 }
+
+// numbersByName indexes the architecture's table of numbers by name, once
+// (the merge of syscall.* asks for the number of each of its calls).
+var numbersByName = sync.OnceValue(func() map[string]int {
+	byName := map[string]int{}
+	for nr, name := range tapset.SyscallNames(syntax.HostArch()) {
+		if name != "" {
+			byName[name] = nr
+		}
+	}
+	return byName
+})
 
 // renames are the conditions that give a call SystemTap's name where
 // syscall_name's differs, by number (cheaper in BPF than by name).
@@ -364,16 +368,8 @@ func EntryArg(i, size int, signed bool) string {
 // give it (no tp_btf, an architecture without a register table).
 func (c *Context) SyscallEntries() *Context {
 	regs := syscallArgRegs[syntax.HostArch()]
-	tps, err := c.kernel.Tracepoints()
-	if err != nil || regs == nil {
-		return nil
-	}
-	matched, _ := kernel.MatchTracepoints(tps, "raw_syscalls:sys_enter")
-	if len(matched) != 1 {
-		return nil
-	}
-	a, err := attachTracepoint(c.kernel, matched[0], false)
-	if err != nil || a.Kind != attach.TPBTF {
+	a, _ := rawSyscalls(c.kernel, "sys_enter")
+	if a == nil || regs == nil || a.Kind != attach.TPBTF {
 		return nil
 	}
 	for i, off := range regs {
@@ -413,12 +409,7 @@ func SyscallNumber(event string) (int, bool) {
 	if !ok {
 		return 0, false
 	}
-	for stap, ev := range stapEventNames {
-		if ev == name {
-			name = stap
-		}
-	}
-	nrs, _ := syscallNumbers([]string{name})
+	nrs, _ := syscallNumbers([]string{stapName(name)})
 	if len(nrs) != 1 {
 		return 0, false
 	}
@@ -438,16 +429,8 @@ func (c *Context) EntryOf() (*Context, *syntax.Block) {
 	if c.returns == nil {
 		return nil, nil
 	}
-	tps, err := c.kernel.Tracepoints()
-	if err != nil {
-		return nil, nil
-	}
-	matched, _ := kernel.MatchTracepoints(tps, "raw_syscalls:sys_enter")
-	if len(matched) != 1 {
-		return nil, nil
-	}
-	entry, err := attachTracepoint(c.kernel, matched[0], false)
-	if err != nil {
+	entry, _ := rawSyscalls(c.kernel, "sys_enter")
+	if entry == nil {
 		return nil, nil
 	}
 	guard, err := parsePrologue("syscall entries", fmt.Sprintf("if (!(%s)) next\n", syscallSet(c.returns, "$id")))
@@ -455,4 +438,20 @@ func (c *Context) EntryOf() (*Context, *syntax.Block) {
 		return nil, nil
 	}
 	return &Context{kernel: c.kernel, Attach: entry}, guard
+}
+
+// rawSyscalls is the attach point of raw_syscalls:EVENT (sys_enter or
+// sys_exit), which serves many calls with one program; nil when the
+// kernel does not have it (with the error when its tracepoints could not
+// be read).
+func rawSyscalls(k KernelInfo, event string) (*attach.Point, error) {
+	tps, err := k.Tracepoints()
+	if err != nil {
+		return nil, kernelError(err)
+	}
+	matched, _ := kernel.MatchTracepoints(tps, "raw_syscalls:"+event)
+	if len(matched) != 1 {
+		return nil, nil
+	}
+	return attachTracepoint(k, matched[0], false)
 }

@@ -35,26 +35,20 @@ func (e *elab) inlineConditions() {
 }
 
 func writes(x syntax.Expr) bool {
-	found := false
-	syntax.Walk(x, func(n syntax.Node) bool {
+	return syntax.Any(x, func(n syntax.Node) bool {
 		switch n.(type) {
 		case *syntax.Assign, *syntax.IncDec:
-			found = true
+			return true
 		}
-		return !found
+		return false
 	})
-	return found
 }
 
 func readsVariable(x syntax.Expr) bool {
-	found := false
-	syntax.Walk(x, func(n syntax.Node) bool {
-		if id, ok := n.(*syntax.Ident); ok && id.Var != nil {
-			found = true
-		}
-		return !found
+	return syntax.Any(x, func(n syntax.Node) bool {
+		id, ok := n.(*syntax.Ident)
+		return ok && id.Var != nil
 	})
-	return found
 }
 
 // conditionBegin is stap's synthetic `probe begin {}`.

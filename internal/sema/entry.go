@@ -71,13 +71,10 @@ func (e *elab) pairEntries() {
 }
 
 func hasEntry(b *syntax.Block) bool {
-	found := false
-	syntax.Walk(b, func(n syntax.Node) bool {
+	return syntax.Any(b, func(n syntax.Node) bool {
 		_, isEntry := n.(*syntax.Entry)
-		found = found || isEntry
-		return !found
+		return isEntry
 	})
-	return found
 }
 
 // entryGlobal declares the global array that carries one @entry value.

@@ -89,15 +89,13 @@ func inTapset(b *syntax.Block) bool {
 }
 
 func readsContext(s syntax.Node) bool {
-	found := false
-	syntax.Walk(s, func(n syntax.Node) bool {
+	return syntax.Any(s, func(n syntax.Node) bool {
 		switch n.(type) {
 		case *syntax.TargetVar, *syntax.Cast:
-			found = true
+			return true
 		}
-		return !found
+		return false
 	})
-	return found
 }
 
 // mergeEntries replaces the probes of g by one, when every prologue's

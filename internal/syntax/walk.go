@@ -12,6 +12,17 @@ func Walk(n Node, fn func(Node) bool) {
 	forEachChild(n, func(c Node) { Walk(c, fn) })
 }
 
+// Any tells whether some node of the tree rooted at n satisfies match
+// (the walk stops at the first).
+func Any(n Node, match func(Node) bool) bool {
+	found := false
+	Walk(n, func(c Node) bool {
+		found = found || match(c)
+		return !found
+	})
+	return found
+}
+
 func isNilNode(n Node) bool {
 	if n == nil {
 		return true
