@@ -33,13 +33,6 @@ var timeBuiltins = map[string]builtinFunc{
 		hz := int64(kernelHZ())
 		return long(1<<32 - 300*hz + monotonicNanos()*hz/1e9)
 	},
-	"ctime": func(cc *callContext, a []Value) Value {
-		s, err := format.Ctime(a[0].Int)
-		if err != nil {
-			cc.fail(err.Error())
-		}
-		return str(s)
-	},
 	"tz_ctime": func(cc *callContext, a []Value) Value {
 		name, offset := cc.in.now().Zone()
 		s, err := format.Ctime(a[0].Int + int64(offset))

@@ -170,7 +170,6 @@ var Builtins = index(
 	bpf(fn("jiffies", long)),
 	fn("HZ", long),
 	fn("get_cycles", long),
-	fn("ctime", str, l("epochsecs")),
 	fn("tz_ctime", str, l("epochsecs")),
 	fn("tz_gmtoff", long),
 	fn("tz_name", str),
@@ -195,7 +194,7 @@ var Builtins = index(
 	effects(fn("randint", long, l("n"))),
 	bpf(fn("syscall_name", str, l("num"))), // see SyscallName
 	effects(fn("env_var", str, s("name"))),
-	fn("cmdline_str", str),
+	bpf(fn("cmdline_str", str)),
 	// memory of traced processes and the kernel
 	bpf(fn("kernel_string", str, l("addr"))),
 	bpfLiteral(2, fn("kernel_string_n", str, l("addr"), l("n"))),

@@ -32,6 +32,9 @@ var signatures = []string{
 	"ansi_cursor_show()",
 	"ansi_cursor_save()",
 	"ansi_cursor_restore()",
+	// ctime.stp
+	"ctime:string(epochsecs:long)",
+	"ctime:string()",
 	// context.stp
 	"ppfunc:string()",
 	"pnlabel:string()",
