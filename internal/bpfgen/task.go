@@ -13,13 +13,17 @@ import (
 // member chain is resolved in the kernel's BTF once per process, and every
 // hop is a bpf_probe_read_kernel (readPath), as for a $var chain.
 //
-//	ppid()  current->real_parent->tgid   (stap: the parent's tgid)
-//	euid()  current->cred->euid.val      (stap: current_euid())
+//	ppid()         current->real_parent->tgid   (stap: the parent's tgid)
+//	euid()         current->cred->euid.val      (stap: current_euid())
+//	cmdline_str()  current->mm->arg_start, arg_end: the arguments' bounds
 
 // taskPaths maps a function to its chain from task_struct.
 var taskPaths = map[string]func() (*kernel.Path, error){
 	"ppid": taskPath("real_parent", "tgid"),
 	"euid": taskPath("cred", "euid", "val"),
+	// the bounds of the arguments in the process's memory (cmdlineStr)
+	"arg_start": taskPath("mm", "arg_start"),
+	"arg_end":   taskPath("mm", "arg_end"),
 }
 
 // taskPath resolves the members from task_struct on first use.
@@ -38,12 +42,69 @@ func taskPath(members ...string) func() (*kernel.Path, error) {
 }
 
 // taskField compiles ppid() or euid() into R0.
-func (g *gen) taskField(c *syntax.Call) {
-	path, err := taskPaths[c.Name]()
+func (g *gen) taskField(c *syntax.Call) { g.readTask(c, c.Name) }
+
+// readTask loads the task field taskPaths names into R0.
+func (g *gen) readTask(c *syntax.Call, field string) {
+	path, err := taskPaths[field]()
 	if err != nil {
 		g.fail(c, "%s() in a kernel probe needs task_struct from the kernel's BTF: %v", c.Name, err)
 		return
 	}
 	g.emit(asm.FnGetCurrentTask.Call())
 	g.readPath(path, false, c.Pos)
+}
+
+// cmdlineStr compiles cmdline_str(): the process's arguments lie
+// NUL-separated in its memory from mm->arg_start to mm->arg_end; one
+// bpf_probe_read_user copies them (at most MAXSTRINGLEN-1 bytes), and a
+// loop turns every NUL but the last byte's into a space, as stap joins the
+// arguments. Memory it cannot read (arguments not paged in) gives "".
+func (g *gen) cmdlineStr(c *syntax.Call) value {
+	dst := g.strSlot(g.m.maxStr)
+	start, length := g.pushSlot(), g.pushSlot()
+	g.readTask(c, "arg_start")
+	g.emit(asm.StoreMem(asm.R10, start, asm.R0, asm.DWord))
+	g.readTask(c, "arg_end")
+	fits, empty, loop, next, done := g.newLabel("args_fit"), g.newLabel("args_empty"),
+		g.newLabel("args_loop"), g.newLabel("args_next"), g.newLabel("args_done")
+	g.emit(
+		asm.LoadMem(asm.R3, asm.R10, start, asm.DWord),
+		asm.Sub.Reg(asm.R0, asm.R3),
+		asm.JSLT.Imm(asm.R0, 1, empty),
+		asm.JLE.Imm(asm.R0, int32(g.m.maxStr-1), fits),
+		asm.Mov.Imm(asm.R0, int32(g.m.maxStr-1)),
+	)
+	g.mark(fits)
+	g.emit(
+		asm.StoreMem(asm.R10, length, asm.R0, asm.DWord),
+		asm.Mov.Reg(asm.R2, asm.R0),
+		asm.Mov.Reg(asm.R1, regScratch),
+		asm.Add.Imm(asm.R1, int32(dst.off)),
+		asm.FnProbeReadUser.Call(),
+		asm.JSLT.Imm(asm.R0, 0, empty),
+		asm.LoadMem(asm.R3, asm.R10, length, asm.DWord), // in [1, MAXSTRINGLEN-1]
+		asm.JGT.Imm(asm.R3, int32(g.m.maxStr-1), empty), // never: the bound the verifier needs
+		asm.Mov.Reg(asm.R1, regScratch),
+		asm.Add.Reg(asm.R1, asm.R3),
+		asm.StoreImm(asm.R1, int16(dst.off), 0, asm.Byte),
+		asm.Sub.Imm(asm.R3, 1),
+		asm.Mov.Imm(asm.R2, 0),
+	)
+	g.mark(loop)
+	g.emit(
+		asm.JGE.Reg(asm.R2, asm.R3, done),
+		asm.Mov.Reg(asm.R1, regScratch),
+		asm.Add.Reg(asm.R1, asm.R2),
+		asm.LoadMem(asm.R4, asm.R1, int16(dst.off), asm.Byte),
+		asm.JNE.Imm(asm.R4, 0, next),
+		asm.StoreImm(asm.R1, int16(dst.off), ' ', asm.Byte),
+	)
+	g.mark(next)
+	g.emit(asm.Add.Imm(asm.R2, 1), asm.Ja.Label(loop))
+	g.mark(empty)
+	g.emit(asm.StoreImm(regScratch, int16(dst.off), 0, asm.Byte))
+	g.mark(done)
+	g.popStack(16)
+	return dst
 }
