@@ -9,6 +9,7 @@ import (
 	"runtime"
 	"strings"
 	"syscall"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -57,19 +58,63 @@ func Holding() bool { return os.Getenv(HoldEnv) != "" }
 // command os.Args[1:], or exits 1 at end of file. A command that cannot
 // run fails as staprun's child does: perror(command), exit status 1. It
 // does not return.
+//
+// Everything the exec needs is built before the wait, and after it the
+// thread makes two system calls, the read's return and execve, so that
+// the first calls a script sees the target make are its command's.
 func Hold() {
 	command, argv := os.Getenv(HoldEnv), os.Args[1:]
-	path, err := exec.LookPath(argv[0]) // now: released, the holder only execs
-	gate := os.NewFile(3, "gate")
 	unix.CloseOnExec(3)
-	if n, _ := gate.Read(make([]byte, 1)); n != 1 {
+	exe, err := prepareExec(argv)
+	if !released(3) {
 		os.Exit(1) // bpftap exited or died before releasing the command
 	}
 	if err == nil {
-		err = syscall.Exec(path, argv, withoutHoldEnv(os.Environ()))
+		err = exe.exec()
 	}
 	fmt.Fprintf(os.Stderr, "%s: %s\n", command, strerror(err))
 	os.Exit(1)
+}
+
+// released waits for the release byte on fd: false at end of file.
+func released(fd int) bool {
+	var b [1]byte
+	for {
+		n, _, errno := syscall.Syscall(syscall.SYS_READ, uintptr(fd), uintptr(unsafe.Pointer(&b[0])), 1)
+		if errno != syscall.EINTR {
+			return errno == 0 && n == 1
+		}
+	}
+}
+
+// execArgs are execve's arguments, as C strings.
+type execArgs struct {
+	path       *byte
+	argv, envv []*byte
+}
+
+// prepareExec finds the command's program and builds execve's arguments.
+func prepareExec(argv []string) (execArgs, error) {
+	path, err := exec.LookPath(argv[0])
+	if err != nil {
+		return execArgs{}, err
+	}
+	var exe execArgs
+	if exe.path, err = syscall.BytePtrFromString(path); err != nil {
+		return execArgs{}, err
+	}
+	if exe.argv, err = syscall.SlicePtrFromStrings(argv); err != nil {
+		return execArgs{}, err
+	}
+	exe.envv, err = syscall.SlicePtrFromStrings(withoutHoldEnv(os.Environ()))
+	return exe, err
+}
+
+// exec replaces the process with the command; it returns only its error.
+func (e execArgs) exec() error {
+	_, _, errno := syscall.RawSyscall(syscall.SYS_EXECVE, uintptr(unsafe.Pointer(e.path)),
+		uintptr(unsafe.Pointer(&e.argv[0])), uintptr(unsafe.Pointer(&e.envv[0])))
+	return errno
 }
 
 // strerror is the C library's text for why a command could not run.
