@@ -59,9 +59,12 @@ func Holding() bool { return os.Getenv(HoldEnv) != "" }
 // run fails as staprun's child does: perror(command), exit status 1. It
 // does not return.
 //
-// Everything the exec needs is built before the wait, and after it the
-// thread makes two system calls, the read's return and execve, so that
-// the first calls a script sees the target make are its command's.
+// Everything the exec needs is built before the wait, so that after it the
+// thread allocates nothing and execs with a raw system call: a script sees
+// the read's return, at most a futex wake of the Go runtime's monitor
+// thread, and execve, where it saw mmap and sched_yield too. (The holder's
+// other runtime threads, asleep in futex, return -ERESTARTSYS when execve
+// ends them; a holder without them would need a C program.)
 func Hold() {
 	command, argv := os.Getenv(HoldEnv), os.Args[1:]
 	unix.CloseOnExec(3)
