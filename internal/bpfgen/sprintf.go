@@ -3,6 +3,7 @@ package bpfgen
 import (
 	"encoding/binary"
 	"math"
+	"math/bits"
 
 	"github.com/bpftap/bpftap/internal/format"
 	"github.com/bpftap/bpftap/internal/probes"
@@ -696,16 +697,24 @@ func (s *sprint) digits(d format.Directive, slot int16) {
 		asm.Mov.Imm(asm.R3, 0),
 	)
 	g.mark(top)
+	g.emit(asm.Mov.Reg(asm.R4, asm.R1))
+	if shift := bits.TrailingZeros32(uint32(b)); b&(b-1) == 0 { // octal, hex: no division
+		g.emit(asm.And.Imm(asm.R4, b-1), asm.RSh.Imm(asm.R1, int32(shift)))
+	} else { // one division a digit: the remainder is n - (n/b)*b
+		g.emit(
+			asm.Div.Imm(asm.R1, b),
+			asm.Mov.Reg(asm.R5, asm.R1),
+			asm.Mul.Imm(asm.R5, b),
+			asm.Sub.Reg(asm.R4, asm.R5),
+			asm.And.Imm(asm.R4, 15),
+		)
+	}
 	g.emit(
-		asm.Mov.Reg(asm.R4, asm.R1),
-		asm.Mod.Imm(asm.R4, b),
-		asm.And.Imm(asm.R4, 15),
 		asm.Mov.Reg(asm.R5, regScratch),
 		asm.Add.Reg(asm.R5, asm.R4),
 		asm.LoadMem(asm.R4, asm.R5, int16(table), asm.Byte),
 		asm.Sub.Imm(asm.R2, 1),
 		asm.StoreMem(asm.R2, 0, asm.R4, asm.Byte),
-		asm.Div.Imm(asm.R1, b),
 		asm.Add.Imm(asm.R3, 1),
 		asm.JNE.Imm(asm.R1, 0, more),
 		asm.Ja.Label(done),
