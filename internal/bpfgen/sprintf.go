@@ -367,6 +367,25 @@ func (s *sprint) copy(most int, src func()) {
 	s.g.mark(done)
 }
 
+// copyDigits writes the R2 staged digits (signed, at most digitRoom) as
+// copy does, without a helper call: three 8-byte loads and stores move
+// digitRoom bytes from the first digit, and what lands past the digits is
+// overwritten by the next write or lies past the end. (The stage is
+// doubled and out holds 2L+8 bytes, so with L at least digitRoom both
+// stay in bounds.)
+func (s *sprint) copyDigits() {
+	done := s.g.newLabel("sp_copied")
+	s.reserve(digitRoom, done)
+	s.digitsAddr()
+	for off := 0; off < digitRoom; off += 8 {
+		s.g.emit(
+			asm.LoadMem(asm.R0, asm.R3, int16(off), asm.DWord),
+			asm.StoreMem(asm.R1, int16(s.out+off), asm.R0, asm.DWord),
+		)
+	}
+	s.g.mark(done)
+}
+
 // literal writes text: 8-byte stores of its first L bytes (past L they
 // could not show), the position advanced by its length up to L.
 func (s *sprint) literal(text string) {
@@ -613,7 +632,11 @@ func (s *sprint) number(d format.Directive, slot int16) {
 		s.pad('0')
 	}
 	s.load(asm.R2, cellLen)
-	s.copy(digitRoom, s.digitsAddr)
+	if s.limit >= digitRoom {
+		s.copyDigits()
+	} else {
+		s.copy(digitRoom, s.digitsAddr)
+	}
 	if s.hasWidth && s.isLeft {
 		size()
 		s.pad(' ')
