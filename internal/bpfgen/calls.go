@@ -45,12 +45,17 @@ func scriptFunc(c *syntax.Call) bool {
 
 // inline compiles the call c of a script function: a long result is left
 // in R0, a string result in the returned slot.
-func (g *gen) inline(c *syntax.Call) value {
+func (g *gen) inline(c *syntax.Call) value { return g.inlineInto(c, value{}) }
+
+// inlineInto is inline with a string result written straight into dst
+// when dst is a slot (strInto: no copy from a result slot). dst is cleared
+// only once the arguments are in the parameters' slots, so an argument may
+// read it (`s = f(s)`).
+func (g *gen) inlineInto(c *syntax.Call, dst value) value {
 	f := c.Func
-	var result value
-	if f.Result == syntax.TypeString {
+	result := dst
+	if f.Result == syntax.TypeString && !dst.str {
 		result = g.strSlot(g.m.maxStr)
-		g.emit(asm.StoreImm(regScratch, int16(result.off), 0, asm.Byte))
 	}
 	if chain := g.recursion(f); chain != "" {
 		g.fail(c, "recursive call of function %s() (%s) cannot be compiled in a kernel probe: BPF programs have no call stack", f.Name, chain)
@@ -59,6 +64,9 @@ func (g *gen) inline(c *syntax.Call) value {
 	smark, stack := g.scratchMark(), g.stack
 	slots := g.frameSlots(f)
 	g.passArgs(c, slots)
+	if result.str {
+		g.emit(asm.StoreImm(regScratch, int16(result.off), 0, asm.Byte))
+	}
 	saved := g.bind(slots)
 	fr := frame{call: c, ret: g.newLabel("return_" + f.Name), result: result, tail: tailReturn(f.Decl.Body)}
 	outer := g.inlined
@@ -156,9 +164,7 @@ func (g *gen) ret(s *syntax.ReturnStmt) {
 	case s.Value == nil:
 		g.emit(asm.Mov.Imm(asm.R0, 0))
 	case fr.result.str:
-		mark := g.scratchMark()
-		g.copyStr(fr.result, g.str(s.Value))
-		g.scratchRelease(mark)
+		g.strInto(fr.result, s.Value)
 	default:
 		g.long(s.Value)
 	}

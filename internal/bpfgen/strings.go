@@ -102,12 +102,24 @@ func (g *gen) storeLit(off int, b []byte) int {
 
 // strInto evaluates string e into dst: a literal that fits is stored there
 // directly (a copy through bpf_probe_read_kernel_str costs a helper call,
-// and tapset tables assign literals on every event); anything else is
-// computed and copied. Temporaries are released.
+// and tapset tables assign literals on every event), a ternary's branches
+// and a script function's returns write into dst themselves; anything else
+// is computed and copied. Temporaries are released.
 func (g *gen) strInto(dst value, e syntax.Expr) {
-	if lit, ok := e.(*syntax.StringLit); ok && len(lit.Value) < dst.width && len(lit.Value) < g.m.maxStr {
-		g.storeLit(dst.off, []byte(lit.Value))
+	switch e := e.(type) {
+	case *syntax.StringLit:
+		if len(e.Value) < dst.width && len(e.Value) < g.m.maxStr {
+			g.storeLit(dst.off, []byte(e.Value))
+			return
+		}
+	case *syntax.Ternary:
+		g.ternaryInto(dst, e)
 		return
+	case *syntax.Call:
+		if scriptFunc(e) {
+			g.inlineInto(e, dst)
+			return
+		}
 	}
 	mark := g.scratchMark()
 	g.copyStr(dst, g.str(e))
