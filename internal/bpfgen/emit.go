@@ -48,6 +48,8 @@ type gen struct {
 	inlined []frame // the script functions being inlined, innermost last (calls.go)
 
 	locals map[*syntax.Var]value
+	// sprinted are the locals sprintf renders into (sprintTargets).
+	sprinted map[*syntax.Var]bool
 	// longsInScratch: the probe has more long locals than maxStackLocals
 	// (the merged entries of syscall.* have the union of every call's), so
 	// they live in the scratch area, leaving the stack to temporaries.
@@ -66,6 +68,9 @@ type value struct {
 	scratch bool // a long in the scratch area
 	off     int  // stack offset (negative) or scratch offset
 	width   int  // string slot width
+	// sprintRoom marks a string local with a formatter's room
+	// (sprintRoom(width) bytes): sprintf renders into it without a copy.
+	sprintRoom bool
 }
 
 // maxStackLocals is the most long locals a probe keeps on its stack.

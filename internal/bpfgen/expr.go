@@ -70,6 +70,9 @@ func (g *gen) local(v *syntax.Var) value {
 	}
 	var s value
 	switch {
+	case v.Type == syntax.TypeString && g.sprintTargets()[v]:
+		s = value{str: true, width: g.m.maxStr, sprintRoom: true}
+		s.off = g.allocScratch(sprintRoom(s.width))
 	case v.Type == syntax.TypeString:
 		s = value{str: true, width: g.m.maxStr}
 		s.off = g.allocScratch(s.width)

@@ -87,7 +87,11 @@ type sprintArg struct {
 
 // sprintf compiles a print-family call returning a string into a slot of
 // MAXSTRINGLEN bytes.
-func (g *gen) sprintf(e *syntax.PrintCall) value {
+func (g *gen) sprintf(e *syntax.PrintCall) value { return g.sprintfInto(e, value{}) }
+
+// sprintfInto is sprintf rendering into dst when dst has a formatter's
+// room (a local that value.sprintRoom marks), else into a new slot.
+func (g *gen) sprintfInto(e *syntax.PrintCall, dst value) value {
 	f, err := sema.PrintFormat(e)
 	if err != nil {
 		g.fail(e, "%v", err)
@@ -96,15 +100,28 @@ func (g *gen) sprintf(e *syntax.PrintCall) value {
 	if !g.sprintable(e, f) {
 		return g.strSlot(8)
 	}
-	return g.format(e, e.Name+"()", f, func() []sprintArg { return g.sprintArgs(e.Args) })
+	return g.formatInto(e, e.Name+"()", f, func() []sprintArg { return g.sprintArgs(e.Args) }, dst)
 }
 
 // format renders f into a new slot of MAXSTRINGLEN bytes with the
 // arguments args evaluates (in order, after the slots are laid out); what
 // names the construct in errors at n.
 func (g *gen) format(n syntax.Node, what string, f *format.Format, args func() []sprintArg) value {
+	return g.formatInto(n, what, f, args, value{})
+}
+
+// sprintRoom is the bytes a formatter writes in: 2L+8 for MAXSTRINGLEN L
+// (see "Keeping the verifier's work linear").
+func sprintRoom(limit int) int { return 2*limit + 8 }
+
+// formatInto is format rendering into dst when dst.sprintRoom.
+func (g *gen) formatInto(n syntax.Node, what string, f *format.Format, args func() []sprintArg, dst value) value {
 	s := &sprint{g: g, limit: g.m.maxStr}
-	s.out = g.allocScratch(2*s.limit + 8)
+	if dst.sprintRoom {
+		s.out = dst.off
+	} else {
+		s.out = g.allocScratch(sprintRoom(s.limit))
+	}
 	s.stage = g.allocScratch(2 * digitRoom)
 	s.table = g.allocScratch(len(digitTable))
 	s.cells = g.allocScratch(cellsSize)

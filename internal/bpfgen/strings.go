@@ -120,6 +120,11 @@ func (g *gen) strInto(dst value, e syntax.Expr) {
 			g.inlineInto(e, dst)
 			return
 		}
+	case *syntax.PrintCall:
+		if dst.sprintRoom && e.Name == "sprintf" {
+			g.sprintfInto(e, dst)
+			return
+		}
 	}
 	mark := g.scratchMark()
 	g.copyStr(dst, g.str(e))
@@ -147,6 +152,41 @@ func (g *gen) readStr(fn asm.BuiltinFunc, dst value, src func(), size int) {
 		asm.Mov.Imm(asm.R2, int32(size)),
 		fn.Call(),
 	)
+}
+
+// sprintTargets are the probe's string locals that sprintf renders into
+// (value.sprintRoom): those assigned `v = sprintf(...)` by the probe's own
+// body, where no such sprintf reads v (it would read what it overwrites).
+// Computed once per probe.
+func (g *gen) sprintTargets() map[*syntax.Var]bool {
+	if g.sprinted != nil {
+		return g.sprinted
+	}
+	g.sprinted = map[*syntax.Var]bool{}
+	self := map[*syntax.Var]bool{}
+	syntax.Walk(g.probe.Body, func(n syntax.Node) bool {
+		a, ok := n.(*syntax.Assign)
+		if !ok || a.Op != "=" {
+			return true
+		}
+		id, isLocal := a.LHS.(*syntax.Ident)
+		call, isSprintf := a.RHS.(*syntax.PrintCall)
+		if !isLocal || id.Var.Kind == syntax.VarGlobal || !isSprintf || call.Name != "sprintf" {
+			return true
+		}
+		g.sprinted[id.Var] = true
+		self[id.Var] = self[id.Var] || syntax.Any(call, func(m syntax.Node) bool {
+			x, ok := m.(*syntax.Ident)
+			return ok && x.Var == id.Var
+		})
+		return true
+	})
+	for v := range self {
+		if self[v] {
+			delete(g.sprinted, v)
+		}
+	}
+	return g.sprinted
 }
 
 // strKey stores string e zero-padded into a key field.
