@@ -15,13 +15,15 @@ import (
 //
 //	ppid()         current->real_parent->tgid   (stap: the parent's tgid)
 //	euid()         current->cred->euid.val      (stap: current_euid())
-//	cmdline_str()  current->mm->arg_start, arg_end: the arguments' bounds
+//	cmdline_str()  current->mm (NULL for a kernel thread), mm->arg_start
+//	               and mm->arg_end: the arguments' bounds
 
 // taskPaths maps a function to its chain from task_struct.
 var taskPaths = map[string]func() (*kernel.Path, error){
 	"ppid": taskPath("real_parent", "tgid"),
 	"euid": taskPath("cred", "euid", "val"),
 	// the bounds of the arguments in the process's memory (cmdlineStr)
+	"mm":        taskPath("mm"),
 	"arg_start": taskPath("mm", "arg_start"),
 	"arg_end":   taskPath("mm", "arg_end"),
 }
@@ -59,15 +61,18 @@ func (g *gen) readTask(c *syntax.Call, field string) {
 // NUL-separated in its memory from mm->arg_start to mm->arg_end; one
 // bpf_probe_read_user copies them (at most MAXSTRINGLEN-1 bytes), and a
 // loop turns every NUL but the last byte's into a space, as stap joins the
-// arguments. Memory it cannot read (arguments not paged in) gives "".
+// arguments. A kernel thread (no mm) and memory it cannot read (arguments
+// not paged in) give "".
 func (g *gen) cmdlineStr(c *syntax.Call) value {
 	dst := g.strSlot(g.m.maxStr)
 	start, length := g.pushSlot(), g.pushSlot()
+	fits, empty, loop, next, done := g.newLabel("args_fit"), g.newLabel("args_empty"),
+		g.newLabel("args_loop"), g.newLabel("args_next"), g.newLabel("args_done")
+	g.readTask(c, "mm")
+	g.emit(asm.JEq.Imm(asm.R0, 0, empty))
 	g.readTask(c, "arg_start")
 	g.emit(asm.StoreMem(asm.R10, start, asm.R0, asm.DWord))
 	g.readTask(c, "arg_end")
-	fits, empty, loop, next, done := g.newLabel("args_fit"), g.newLabel("args_empty"),
-		g.newLabel("args_loop"), g.newLabel("args_next"), g.newLabel("args_done")
 	g.emit(
 		asm.LoadMem(asm.R3, asm.R10, start, asm.DWord),
 		asm.Sub.Reg(asm.R0, asm.R3),
