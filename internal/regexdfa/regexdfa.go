@@ -145,19 +145,19 @@ func Compile(pattern string) (*DFA, error) {
 }
 
 func compile(pattern string) (*DFA, error) {
-	re, err := syntax.Parse("(?s)"+pattern, syntax.Perl)
+	re, err := syntax.Parse(pattern, syntax.Perl|syntax.DotNL) // "(?s)"+pattern
 	if err != nil {
-		return nil, &Error{fmt.Sprintf("invalid regular expression %q: %v", pattern, err)}
+		return nil, &Error{fmt.Sprintf("invalid regular expression: %v", err)}
 	}
 	prog, err := syntax.Compile(re.Simplify())
 	if err != nil {
-		return nil, &Error{fmt.Sprintf("invalid regular expression %q: %v", pattern, err)}
+		return nil, &Error{fmt.Sprintf("invalid regular expression: %v", err)}
 	}
 	b := &builder{prog: prog, index: map[string]int{}}
-	if err := b.classes(pattern); err != nil {
+	if err := b.classes(); err != nil {
 		return nil, err
 	}
-	if err := b.states(pattern); err != nil {
+	if err := b.states(); err != nil {
 		return nil, err
 	}
 	return b.finish(), nil
@@ -238,7 +238,7 @@ func isRune(op syntax.InstOp) bool {
 }
 
 // classes partitions the runes into classes.
-func (b *builder) classes(pattern string) error {
+func (b *builder) classes() error {
 	cuts := map[rune]bool{0: true, utf8.RuneSelf: true, unicode.MaxRune + 1: true}
 	cut := func(lo, hi rune) { cuts[lo], cuts[hi+1] = true, true }
 	var runeInsts []*syntax.Inst
@@ -282,7 +282,7 @@ func (b *builder) classes(pattern string) error {
 		if !ok {
 			c = len(b.reps)
 			if c+1 > MaxClasses {
-				return &Error{fmt.Sprintf("regular expression %q needs more than %d character classes in a kernel probe", pattern, MaxClasses)}
+				return &Error{fmt.Sprintf("regular expression needs more than %d character classes in a kernel probe", MaxClasses)}
 			}
 			sig[key.String()] = c
 			b.reps = append(b.reps, lo)
@@ -299,7 +299,7 @@ func (b *builder) classes(pattern string) error {
 	}
 	b.ncls = len(b.reps)
 	if len(b.upper) > MaxUpper {
-		return &Error{fmt.Sprintf("regular expression %q divides the non-ASCII characters into %d ranges; a kernel probe allows %d", pattern, len(b.upper), MaxUpper)}
+		return &Error{fmt.Sprintf("regular expression divides the non-ASCII characters into %d ranges; a kernel probe allows %d", len(b.upper), MaxUpper)}
 	}
 	return nil
 }
@@ -373,7 +373,7 @@ func (b *builder) state(pcs map[uint32]bool, prev int) int {
 }
 
 // states explores the states reachable from the start.
-func (b *builder) states(pattern string) error {
+func (b *builder) states() error {
 	b.sets, b.prevs = [][]uint32{nil, nil}, []int{prevNone, prevNone} // Dead, Match
 	start := map[uint32]bool{}
 	b.closure(uint32(b.prog.Start), start, false, 0)
@@ -405,14 +405,14 @@ func (b *builder) states(pattern string) error {
 				}
 				b.closure(uint32(b.prog.Start), after, false, 0)
 				if row[c] = b.state(after, b.prevKind(next)); row[c] < 0 {
-					return &Error{fmt.Sprintf("regular expression %q needs more than %d DFA states in a kernel probe", pattern, MaxStates)}
+					return &Error{fmt.Sprintf("regular expression needs more than %d DFA states in a kernel probe", MaxStates)}
 				}
 			}
 		}
 		b.next = append(b.next, row)
 	}
 	if n := len(b.sets) * (b.ncls + 1) * 2; n > MaxTable {
-		return &Error{fmt.Sprintf("regular expression %q needs a %d-byte DFA table in a kernel probe, more than %d", pattern, n, MaxTable)}
+		return &Error{fmt.Sprintf("regular expression needs a %d-byte DFA table in a kernel probe, more than %d", n, MaxTable)}
 	}
 	return nil
 }
