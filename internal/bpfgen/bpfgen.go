@@ -97,6 +97,10 @@ type Module struct {
 	guards   bool // a program takes NestMap's guard
 	skips    bool // a program counts in SkipMap
 	programs int  // compiled so far
+	// regexData holds the tables of the patterns of =~ (regex.go), each at
+	// its regexBase.
+	regexData []byte
+	regexBase map[string]int
 }
 
 // New returns a module for prog; the layouts of globals are decided as

@@ -127,6 +127,8 @@ func (g *gen) binary(e *syntax.Binary) {
 	switch {
 	case e.Op == "&&" || e.Op == "||":
 		g.logical(e)
+	case e.Op == "=~" || e.Op == "!~":
+		g.regexMatch(e)
 	case e.X.Type() == syntax.TypeString:
 		g.stringBinary(e)
 	default:

@@ -1,8 +1,7 @@
 package sema
 
 import (
-	"fmt"
-
+	"github.com/bpftap/bpftap/internal/regexdfa"
 	"github.com/bpftap/bpftap/internal/syntax"
 	"github.com/bpftap/bpftap/internal/tapset"
 )
@@ -12,7 +11,8 @@ import (
 // back end cannot run (docs/bpf-backend.md lists it), naming the construct
 // and its position, with the message the code generator would give: for a
 // builtin, tapset's table decides (Builtin.KernelError); a Captured builtin
-// is allowed where its value is only printed. promotePerCPU marks the
+// is allowed where its value is only printed; a =~ pattern must become an
+// automaton of package regexdfa's size. promotePerCPU marks the
 // globals that kernel code only updates, which the back end may keep per
 // CPU.
 
@@ -43,7 +43,7 @@ func (e *elab) checkKernel() {
 	e.kernelCode(func(n syntax.Node) bool {
 		markPrinted(n, printed)
 		if msg := KernelRefusal(n, printed[n]); msg != "" {
-			e.rep.errorAt("kernelctx", n, msg)
+			e.rep.errorAt("kernelctx", RefusalNode(n), msg)
 		}
 		return true
 	})
@@ -76,6 +76,15 @@ func Builtin(c *syntax.Call) *tapset.Builtin {
 	return tapset.Builtins[c.Func.Builtin]
 }
 
+// RefusalNode is the node a refusal of n blames: the pattern of a regular
+// expression match (which cannot become an automaton), else n.
+func RefusalNode(n syntax.Node) syntax.Node {
+	if b, ok := n.(*syntax.Binary); ok && (b.Op == "=~" || b.Op == "!~") {
+		return b.Y
+	}
+	return n
+}
+
 // KernelRefusal is the message for n when a kernel probe cannot run it, or
 // ""; printed tells whether n's value is only printed. The code generator
 // gives the same message should such a node reach it.
@@ -95,8 +104,10 @@ func KernelRefusal(n syntax.Node, printed bool) string {
 	case *syntax.TryStmt:
 		return tapset.UserSpaceOnly("try/catch")
 	case *syntax.Binary:
-		if n.Op == "=~" || n.Op == "!~" {
-			return tapset.UserSpaceOnly(fmt.Sprintf("regular expression matching ('%s')", n.Op))
+		if lit, ok := n.Y.(*syntax.StringLit); ok && (n.Op == "=~" || n.Op == "!~") {
+			if _, err := regexdfa.Compile(lit.Value); err != nil {
+				return err.Error()
+			}
 		}
 	case *syntax.DeleteStmt:
 		if id, ok := n.Target.(*syntax.Ident); ok && id.Var != nil && (id.Var.IsArray || id.Var.Type != syntax.TypeLong) {

@@ -1,0 +1,148 @@
+package bpfgen_test
+
+import (
+	"fmt"
+	"os"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/bpftap/bpftap/internal/kernelside"
+	"golang.org/x/sys/unix"
+)
+
+// TestRegexKernel runs the patterns of package regexdfa's cases in BPF, a
+// few to a program, on every subject (one subject per getppid call of the
+// child, which makes them one after the other), and compares each answer
+// with Go's regexp, which the interpreter runs.
+func TestRegexKernel(t *testing.T) {
+	requireBPF(t)
+	patterns, subjects := regexCases(t)
+	const perProgram = 6
+	for i := 0; i < len(patterns); i += perProgram {
+		chunk := patterns[i:min(i+perProgram, len(patterns))]
+		t.Run(fmt.Sprint(i), func(t *testing.T) {
+			var script, want strings.Builder
+			fmt.Fprintf(&script, "global n\nprobe kernel.trace(\"raw_syscalls:sys_enter\") {\n  if ($id != %d || n >= %d) next\n  s = ",
+				unix.SYS_GETPPID, len(subjects))
+			for k, s := range subjects {
+				if k < len(subjects)-1 {
+					fmt.Fprintf(&script, "n == %d ? %s : ", k, stapQuote(s))
+				} else {
+					script.WriteString(stapQuote(s) + "\n")
+				}
+			}
+			script.WriteString(`  printf("%d`)
+			for range chunk {
+				script.WriteString(" %d %d")
+			}
+			script.WriteString(`\n", n`)
+			for _, p := range chunk {
+				fmt.Fprintf(&script, ", s =~ %s, s !~ %s", stapQuote(p), stapQuote(p))
+			}
+			script.WriteString(")\n  n++\n}\n")
+			for k, s := range subjects {
+				fmt.Fprint(&want, k)
+				for _, p := range chunk {
+					re := regexp.MustCompile("(?s)" + p)
+					m := re.MatchString(s)
+					fmt.Fprintf(&want, " %d %d", b2i(m), b2i(!m))
+				}
+				want.WriteByte('\n')
+			}
+			prog := elaborate(t, script.String())
+			c := getppidChild(t, len(subjects))
+			s := compile(t, prog, kernelside.Config{Target: true}, c)
+			defer s.Close()
+			var out recorder
+			start(t, s, c, &out)
+			got := string(out.out)
+			if got != want.String() {
+				gotLines, wantLines := strings.Split(got, "\n"), strings.Split(want.String(), "\n")
+				for k := range min(len(gotLines), len(wantLines)) {
+					if gotLines[k] != wantLines[k] {
+						t.Errorf("subject %q, patterns %q:\nkernel %s\nregexp %s", subjects[k], chunk, gotLines[k], wantLines[k])
+					}
+				}
+				if len(gotLines) != len(wantLines) {
+					t.Errorf("%d lines, want %d:\n%s", len(gotLines), len(wantLines), got)
+				}
+			}
+		})
+	}
+}
+
+// TestRegexTooLarge checks the error for a pattern whose automaton is too
+// large for a kernel probe.
+func TestRegexTooLarge(t *testing.T) {
+	err := compileError(t, `probe begin { println(execname() =~ "(a|b)*a(a|b){12}") }`)
+	want := `<input>:1:37: regular expression needs more than 500 DFA states in a kernel probe`
+	if err == nil || err.Error() != want {
+		t.Errorf("error %v, want %s", err, want)
+	}
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// regexCases reads package regexdfa's patterns and subjects.
+func regexCases(t *testing.T) (patterns, subjects []string) {
+	data, err := os.ReadFile("../regexdfa/testdata/cases.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		kind, q, _ := strings.Cut(line, " ")
+		s, err := strconv.Unquote(q)
+		switch {
+		case kind != "pattern" && kind != "subject":
+		case err != nil:
+			t.Fatalf("%s: %v", line, err)
+		case kind == "pattern":
+			patterns = append(patterns, s)
+		default:
+			subjects = append(subjects, s)
+		}
+	}
+	return patterns, subjects
+}
+
+// stapQuote writes s as a script string literal, bytes outside printable
+// ASCII as octal escapes.
+func stapQuote(s string) string {
+	var b strings.Builder
+	b.WriteByte('"')
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c == '\\' || c == '"':
+			b.WriteByte('\\')
+			b.WriteByte(c)
+		case c >= ' ' && c < 0x7f:
+			b.WriteByte(c)
+		default:
+			fmt.Fprintf(&b, "\\%03o", c)
+		}
+	}
+	b.WriteByte('"')
+	return b.String()
+}
+
+// TestRegexMany checks that a probe with many matches of a long string
+// passes the verifier, which checks each match's loop once.
+func TestRegexMany(t *testing.T) {
+	requireBPF(t)
+	var script strings.Builder
+	script.WriteString("global n\nprobe begin {\n  if (n++) next\n  s = execname()\n")
+	for i := range 60 {
+		fmt.Fprintf(&script, "  if (s =~ \"^x%d|é[a-z]+x$\") println(%d)\n", i, i)
+	}
+	script.WriteString("  println(s =~ \"^bpfgen.test$\", s !~ \"^bpfgen.test$\")\n}\n")
+	if got := runScript(t, script.String(), getppidChild(t, 1)); got != "10\n" {
+		t.Errorf("output %q, want %q", got, "10\n")
+	}
+}
