@@ -257,6 +257,11 @@ func TestDebianSyscallExamples(t *testing.T) {
 		{"general/socket-events.stp", `^Socket 3 connect, wait \d+ us, send 5 bytes in \d+ us\nSocket 3 close\n$`, nil, "",
 			`python3 -c 'import socket; s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.bind(("127.0.0.1", 0)); ` +
 				`s.sendto(b"hello", s.getsockname()); s.recvfrom(16); s.close()'`},
+		// The pattern as an argument: filename is quoted, as stap's tapset
+		// quotes it, so the example's own pattern (no quote before its $)
+		// matches no name, under stap as here (TestRegexExample).
+		{"general/regex.stp", `(?m)\Aopened "/nonexistent/bpftap\.tar\.gz"\n\z`, []string{`\.tar\.gz"$`}, "",
+			workloadCommand() + " archive 1"},
 	} {
 		t.Run(filepath.Base(c.script), func(t *testing.T) {
 			script := dir + c.script
@@ -275,6 +280,40 @@ func TestDebianSyscallExamples(t *testing.T) {
 			}
 			if !regexp.MustCompile(c.want).MatchString(stdout.String()) {
 				t.Errorf("no match for %s in:\n%s", c.want, stdout.String())
+			}
+		})
+	}
+}
+
+// TestRegexExample runs Debian's regex.stp with its own pattern on
+// syscall.open and, edited, on syscall.openat: the archive workload opens
+// /nonexistent/bpftap.tar.gz with both calls. The pattern never matches the
+// quoted filename (see TestDebianSyscallExamples); on the name itself
+// (user_string2), it does.
+func TestRegexExample(t *testing.T) {
+	requireFeature(t, "bpf")
+	const example = "/usr/share/systemtap/examples/general/regex.stp"
+	data, err := os.ReadFile(example)
+	if err != nil {
+		t.Fatalf("%v (CI installs systemtap-doc)", err)
+	}
+	quoted := string(data)
+	unquoted := strings.ReplaceAll(quoted, "filename =~", `user_string2($filename, "") =~`)
+	for _, c := range []struct{ name, script, want string }{
+		{"open", quoted, ""},
+		{"openat", strings.ReplaceAll(quoted, "syscall.open ", "syscall.openat "), ""},
+		{"open_unquoted", unquoted, `opened "/nonexistent/bpftap.tar.gz"` + "\n"},
+		{"openat_unquoted", strings.ReplaceAll(unquoted, "syscall.open ", "syscall.openat "), `opened "/nonexistent/bpftap.tar.gz"` + "\n"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			script := filepath.Join(t.TempDir(), "regex.stp")
+			if err := os.WriteFile(script, []byte(c.script), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			var stdout, stderr bytes.Buffer
+			status := Main([]string{"-w", "-c", workloadCommand() + " archive 1", script}, strings.NewReader(""), &stdout, &stderr)
+			if status != 0 || stderr.Len() > 0 || stdout.String() != c.want {
+				t.Errorf("exit status %d, stdout %q (want %q), stderr:\n%s", status, stdout.String(), c.want, stderr.String())
 			}
 		})
 	}

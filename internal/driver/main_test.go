@@ -4,9 +4,11 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -20,6 +22,8 @@ import (
 //	fork N      N children, each making one getppid() call, waited for
 //	open N      N openat() calls of /nonexistent/bpftap (each fails with ENOENT),
 //	            each followed by a getppid() call
+//	archive N   N opens of /nonexistent/bpftap.tar.gz, each by open() (on
+//	            x86_64, where it exists) and by openat()
 func TestMain(m *testing.M) {
 	if Holding() {
 		Hold() // -c commands of in-process runs: see target.go
@@ -51,6 +55,14 @@ func workload(args []string) int {
 				f.Close()
 			}
 			unix.Getppid()
+		}
+	case "archive":
+		path, _ := unix.BytePtrFromString("/nonexistent/bpftap.tar.gz")
+		for range n {
+			if runtime.GOARCH == "amd64" {
+				unix.Syscall(2 /* open */, uintptr(unsafe.Pointer(path)), 0, 0)
+			}
+			unix.Syscall(unix.SYS_OPENAT, uintptr(unix.AT_FDCWD&0xffffffff), uintptr(unsafe.Pointer(path)), 0)
 		}
 	case "fork":
 		for range n {
