@@ -38,22 +38,30 @@ import (
 //
 // # The loop
 //
-// The loop is an open-coded iterator (bpf_iter_num_new/next/destroy,
-// kfuncs of Linux 6.4), which the verifier checks once whatever the number
-// of iterations, rather than a bounded loop, which it walks iteration by
-// iteration: there, each character's branches (ASCII or not, answer or
-// not) stay pending until the walk reaches the program's end, and half a
-// dozen matches of 512-byte strings in one probe exceed the verifier's
-// limit of 8192 pending branches. The
-// iterator's checks converge only when what the iterations hand on is no
-// constant: the row and the index live in two scratch cells, loaded afresh
-// each iteration.
+// The first regexUnroll characters are stepped without a loop, at
+// constant indexes: that settles most names (execname()'s are at most 15
+// bytes, and an anchored pattern's answer often comes at the first
+// character) for a few instructions a character. What remains runs in an
+// open-coded iterator (bpf_iter_num_new/next/destroy, kfuncs of Linux
+// 6.4), which the verifier checks once whatever the number of iterations,
+// rather than in a bounded loop, which it walks iteration by iteration:
+// there, each character's branches (ASCII or not, answer or not) stay
+// pending until the walk reaches the program's end, and half a dozen
+// matches of 512-byte strings in one probe exceed the verifier's limit of
+// 8192 pending branches. The iterator's checks converge only when what the
+// iterations hand on is no constant: the row and the index live in two
+// scratch cells, loaded afresh each iteration. An iteration steps up to
+// regexUnroll ASCII characters, or one other:
 //
-//	cells = {start row, 0}; iterate width+1 times:
-//	  R0 = row, R4 = index, R5 = the pattern's tables, R2 = end of text
-//	  R4 < width: R2 = s[R4]; >= 0x80: decode; R4++; R2 = classes[R2]
-//	  step: R0 = next[R0 + R2]; cells = {R0, R4}; R0 <= Match: stop
-//	R0 = (row == Match), inverted for !~
+//	R0 = row, R4 = index, R5 = the pattern's tables
+//	regexUnroll times:
+//	  R2 = end of text; R4 >= width: step
+//	  R2 = s[R4]; >= 0x80: decode, step
+//	  R4++; R0 = next[R0 + classes[R2]]; R0 <= Match: save
+//	step: R0 = next[R0 + R2]
+//	save: cells = {R0, R4}; R0 > Match: next iteration
+//
+// The answer is R0 == Match, inverted for !~.
 //
 // A byte of 0x80 or more starts a UTF-8 sequence, decoded as
 // utf8.DecodeRune decodes it (a byte that starts no valid sequence is one
@@ -63,6 +71,9 @@ import (
 // non-ASCII characters). Continuation bytes past the slot's width count as
 // missing: the string's NUL lies before them anyway. The loop charges no
 // actions, as stap's matcher does not.
+
+// regexUnroll is how many ASCII characters one iteration reads at most.
+const regexUnroll = 8
 
 // RegexMap is the name under which programs reference the automata.
 const RegexMap = "regex"
@@ -119,23 +130,82 @@ func (g *gen) regexMatch(e *syntax.Binary) {
 		g.fail(e, "regular expression matching in a kernel probe needs the kernel's numeric iterator (bpf_iter_num_*, Linux 6.4): %v", err)
 		return
 	}
-	base := g.m.regexTables(lit.Value, d)
-	row := int32(2 * (d.Classes + 1))
-	match := row * regexdfa.Match
 	mark := g.scratchMark()
-	s := g.str(e.X)
-	cells := int16(g.allocScratch(16)) // the row, the index
+	r := &reMatch{dfa: d, base: g.m.regexTables(lit.Value, d), s: g.str(e.X), row: int32(2 * (d.Classes + 1))}
+	r.match = r.row * regexdfa.Match
+	r.cells = int16(g.allocScratch(16))
 	iter := g.pushSlot()
-	loop, decode, step, end := g.newLabel("re_loop"), g.newLabel("re_decode"), g.newLabel("re_step"), g.newLabel("re_end")
+	enter, answer := g.newLabel("re_enter"), g.newLabel("re_answer")
+	g.regexFirst(r, enter, answer)
+	g.mark(enter)
+	g.regexLoop(r, ids, iter)
+	g.popStack(8)
+	g.scratchRelease(mark)
+	g.mark(answer)
+	yes, no := int32(1), int32(0)
+	if e.Op == "!~" {
+		yes, no = 0, 1
+	}
+	done := g.newLabel("re_done")
+	g.emit(asm.Mov.Imm(asm.R0, yes), asm.JEq.Imm(asm.R1, r.match, done), asm.Mov.Imm(asm.R0, no))
+	g.mark(done)
+}
+
+// reMatch is one match being compiled.
+type reMatch struct {
+	dfa   *regexdfa.DFA
+	base  int   // of its tables in RegexMap
+	s     value // the subject
+	row   int32 // bytes per state
+	match int32 // Match's row
+	cells int16 // scratch: the row, the index
+}
+
+// regexFirst steps through the first regexUnroll characters without a
+// loop, with constant indexes, which settles most names (execname()'s
+// are at most 15 bytes) without the iterator's three calls. It jumps to
+// answer with the row in R1 when the automaton answers, to enter with the
+// row in R0 and the index in R4 at the first character it cannot take (a
+// non-ASCII one, the slot's end) or after the last.
+func (g *gen) regexFirst(r *reMatch, enter, answer string) {
+	final := g.newLabel("re_final")
 	g.emit(
-		asm.Mov.Imm(asm.R0, int32(d.Start)*row),
-		asm.StoreMem(regScratch, cells, asm.R0, asm.DWord),
-		asm.Mov.Imm(asm.R0, 0),
-		asm.StoreMem(regScratch, cells+8, asm.R0, asm.DWord),
+		asm.Mov.Imm(asm.R0, int32(r.dfa.Start)*r.row),
+		asm.LoadMapValue(asm.R5, 0, uint32(r.base)).WithReference(RegexMap),
+	)
+	for k := range min(regexUnroll, r.s.width) {
+		g.emit(
+			asm.Mov.Imm(asm.R4, int32(k)),
+			asm.LoadMem(asm.R2, regScratch, int16(r.s.off+k), asm.Byte),
+			asm.JGE.Imm(asm.R2, utf8.RuneSelf, enter),
+			asm.Mov.Reg(asm.R1, asm.R5),
+			asm.Add.Reg(asm.R1, asm.R2),
+			asm.LoadMem(asm.R2, asm.R1, 0, asm.Byte),
+			asm.Mov.Reg(asm.R1, asm.R5),
+			asm.Add.Reg(asm.R1, asm.R0),
+			asm.Add.Reg(asm.R1, asm.R2),
+			asm.LoadMem(asm.R0, asm.R1, utf8.RuneSelf, asm.Half),
+			asm.JLE.Imm(asm.R0, r.match, final),
+		)
+	}
+	g.emit(asm.Mov.Imm(asm.R4, int32(min(regexUnroll, r.s.width))), asm.Ja.Label(enter))
+	g.mark(final)
+	g.emit(asm.Mov.Reg(asm.R1, asm.R0), asm.Ja.Label(answer))
+}
+
+// regexLoop steps from the row in R0 and the index in R4 to the answer,
+// regexUnroll ASCII characters or one other per iteration, and leaves the
+// final row in R1.
+func (g *gen) regexLoop(r *reMatch, ids iterNumIDs, iter int16) {
+	loop, decode, step, save, end := g.newLabel("re_loop"), g.newLabel("re_decode"), g.newLabel("re_step"),
+		g.newLabel("re_save"), g.newLabel("re_end")
+	g.emit(
+		asm.StoreMem(regScratch, r.cells, asm.R0, asm.DWord),
+		asm.StoreMem(regScratch, r.cells+8, asm.R4, asm.DWord),
 		asm.Mov.Reg(asm.R1, asm.R10),
 		asm.Add.Imm(asm.R1, int32(iter)),
 		asm.Mov.Imm(asm.R2, 0),
-		asm.Mov.Imm(asm.R3, int32(s.width+1)),
+		asm.Mov.Imm(asm.R3, int32(r.s.width+1)),
 		kfuncCall(ids.new),
 	)
 	g.mark(loop)
@@ -144,50 +214,56 @@ func (g *gen) regexMatch(e *syntax.Binary) {
 		asm.Add.Imm(asm.R1, int32(iter)),
 		kfuncCall(ids.next),
 		asm.JEq.Imm(asm.R0, 0, end),
-		asm.LoadMem(asm.R4, regScratch, cells+8, asm.DWord),
-		asm.LoadMem(asm.R0, regScratch, cells, asm.DWord),
+		asm.LoadMem(asm.R4, regScratch, r.cells+8, asm.DWord),
+		asm.LoadMem(asm.R0, regScratch, r.cells, asm.DWord),
 		asm.And.Imm(asm.R0, 0xffff),
-		asm.LoadMapValue(asm.R5, 0, uint32(base)).WithReference(RegexMap),
-		asm.Mov.Imm(asm.R2, int32(2*d.Classes)),
-		asm.JGE.Imm(asm.R4, int32(s.width), step),
-		asm.Mov.Reg(asm.R1, regScratch),
-		asm.Add.Reg(asm.R1, asm.R4),
-		asm.LoadMem(asm.R2, asm.R1, int16(s.off), asm.Byte),
-		asm.JGE.Imm(asm.R2, utf8.RuneSelf, decode),
-		asm.Add.Imm(asm.R4, 1),
-		asm.Mov.Reg(asm.R1, asm.R5),
-		asm.Add.Reg(asm.R1, asm.R2),
-		asm.LoadMem(asm.R2, asm.R1, 0, asm.Byte),
+		asm.LoadMapValue(asm.R5, 0, uint32(r.base)).WithReference(RegexMap),
 	)
+	for k := range regexUnroll {
+		g.emit(
+			asm.Mov.Imm(asm.R2, int32(2*r.dfa.Classes)),
+			asm.JGE.Imm(asm.R4, int32(r.s.width), step),
+			asm.Mov.Reg(asm.R1, regScratch),
+			asm.Add.Reg(asm.R1, asm.R4),
+			asm.LoadMem(asm.R2, asm.R1, int16(r.s.off), asm.Byte),
+			asm.JGE.Imm(asm.R2, utf8.RuneSelf, decode),
+			asm.Add.Imm(asm.R4, 1),
+			asm.Mov.Reg(asm.R1, asm.R5),
+			asm.Add.Reg(asm.R1, asm.R2),
+			asm.LoadMem(asm.R2, asm.R1, 0, asm.Byte),
+			asm.Mov.Reg(asm.R1, asm.R5),
+			asm.Add.Reg(asm.R1, asm.R0),
+			asm.Add.Reg(asm.R1, asm.R2),
+			asm.LoadMem(asm.R0, asm.R1, utf8.RuneSelf, asm.Half),
+		)
+		if k < regexUnroll-1 {
+			g.emit(asm.JLE.Imm(asm.R0, r.match, save))
+		}
+	}
+	g.emit(asm.Ja.Label(save))
+	g.mark(decode)
+	g.decodeRune(r.s)
+	g.classify(r.dfa, step)
 	g.mark(step)
 	g.emit(
 		asm.Mov.Reg(asm.R1, asm.R5),
 		asm.Add.Reg(asm.R1, asm.R0),
 		asm.Add.Reg(asm.R1, asm.R2),
 		asm.LoadMem(asm.R0, asm.R1, utf8.RuneSelf, asm.Half),
-		asm.StoreMem(regScratch, cells, asm.R0, asm.DWord),
-		asm.StoreMem(regScratch, cells+8, asm.R4, asm.DWord),
-		asm.JGT.Imm(asm.R0, match, loop),
+	)
+	g.mark(save)
+	g.emit(
+		asm.StoreMem(regScratch, r.cells, asm.R0, asm.DWord),
+		asm.StoreMem(regScratch, r.cells+8, asm.R4, asm.DWord),
+		asm.JGT.Imm(asm.R0, r.match, loop),
 	)
 	g.mark(end)
 	g.emit(
 		asm.Mov.Reg(asm.R1, asm.R10),
 		asm.Add.Imm(asm.R1, int32(iter)),
 		kfuncCall(ids.destroy),
-		asm.LoadMem(asm.R1, regScratch, cells, asm.DWord),
+		asm.LoadMem(asm.R1, regScratch, r.cells, asm.DWord),
 	)
-	g.popStack(8)
-	g.scratchRelease(mark)
-	yes, no := int32(1), int32(0)
-	if e.Op == "!~" {
-		yes, no = 0, 1
-	}
-	done := g.newLabel("re_done")
-	g.emit(asm.Mov.Imm(asm.R0, yes), asm.JEq.Imm(asm.R1, match, done), asm.Mov.Imm(asm.R0, no), asm.Ja.Label(done))
-	g.mark(decode)
-	g.decodeRune(s)
-	g.classify(d, step)
-	g.mark(done)
 }
 
 // iterNumIDs are the BTF IDs of the kernel's numeric iterator kfuncs.
