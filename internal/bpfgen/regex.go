@@ -46,18 +46,20 @@ import (
 // 6.4), which the verifier checks once whatever the number of iterations,
 // rather than in a bounded loop, which it walks iteration by iteration:
 // there, each character's branches (ASCII or not, answer or not) stay
-// pending until the walk reaches the program's end, and half a dozen
-// matches of 512-byte strings in one probe exceed the verifier's limit of
-// 8192 pending branches. The iterator's checks converge only when what the
+// pending until the walk reaches the program's end, and a dozen matches
+// of 512-byte strings in one probe exceeded the verifier's limit of 8192
+// pending branches (TestRegexMany has 61). The iterator's checks converge only when what the
 // iterations hand on is no constant: the row and the index live in two
 // scratch cells, loaded afresh each iteration. An iteration steps up to
 // regexUnroll ASCII characters, or one other:
 //
 //	R0 = row, R4 = index, R5 = the pattern's tables
-//	regexUnroll times:
-//	  R2 = end of text; R4 >= width: step
-//	  R2 = s[R4]; >= 0x80: decode, step
-//	  R4++; R0 = next[R0 + classes[R2]]; R0 <= Match: save
+//	R4 + regexUnroll <= width: R3 = &s[R4]; regexUnroll times, k = 0, 1, ...:
+//	  R2 = R3[k]; >= 0x80: R4 += k, decode, step
+//	  R0 = next[R0 + classes[R2]]; R0 <= Match: R4 += k+1, save
+//	  (after the last: R4 += regexUnroll, save)
+//	else one character: R2 = end of text; R4 >= width: step
+//	  R2 = s[R4]; >= 0x80: decode, step; R4++; R2 = classes[R2]
 //	step: R0 = next[R0 + R2]
 //	save: cells = {R0, R4}; R0 > Match: next iteration
 //
@@ -219,28 +221,24 @@ func (g *gen) regexLoop(r *reMatch, ids iterNumIDs, iter int16) {
 		asm.And.Imm(asm.R0, 0xffff),
 		asm.LoadMapValue(asm.R5, 0, uint32(r.base)).WithReference(RegexMap),
 	)
-	for k := range regexUnroll {
-		g.emit(
-			asm.Mov.Imm(asm.R2, int32(2*r.dfa.Classes)),
-			asm.JGE.Imm(asm.R4, int32(r.s.width), step),
-			asm.Mov.Reg(asm.R1, regScratch),
-			asm.Add.Reg(asm.R1, asm.R4),
-			asm.LoadMem(asm.R2, asm.R1, int16(r.s.off), asm.Byte),
-			asm.JGE.Imm(asm.R2, utf8.RuneSelf, decode),
-			asm.Add.Imm(asm.R4, 1),
-			asm.Mov.Reg(asm.R1, asm.R5),
-			asm.Add.Reg(asm.R1, asm.R2),
-			asm.LoadMem(asm.R2, asm.R1, 0, asm.Byte),
-			asm.Mov.Reg(asm.R1, asm.R5),
-			asm.Add.Reg(asm.R1, asm.R0),
-			asm.Add.Reg(asm.R1, asm.R2),
-			asm.LoadMem(asm.R0, asm.R1, utf8.RuneSelf, asm.Half),
-		)
-		if k < regexUnroll-1 {
-			g.emit(asm.JLE.Imm(asm.R0, r.match, save))
-		}
+	if r.s.width > regexUnroll {
+		g.regexRun(r, save, decode)
 	}
-	g.emit(asm.Ja.Label(save))
+	// Near the slot's end, one character an iteration, the end of the
+	// slot standing for the end of text.
+	g.emit(
+		asm.Mov.Imm(asm.R2, int32(2*r.dfa.Classes)),
+		asm.JGE.Imm(asm.R4, int32(r.s.width), step),
+		asm.Mov.Reg(asm.R1, regScratch),
+		asm.Add.Reg(asm.R1, asm.R4),
+		asm.LoadMem(asm.R2, asm.R1, int16(r.s.off), asm.Byte),
+		asm.JGE.Imm(asm.R2, utf8.RuneSelf, decode),
+		asm.Add.Imm(asm.R4, 1),
+		asm.Mov.Reg(asm.R1, asm.R5),
+		asm.Add.Reg(asm.R1, asm.R2),
+		asm.LoadMem(asm.R2, asm.R1, 0, asm.Byte),
+		asm.Ja.Label(step),
+	)
 	g.mark(decode)
 	g.decodeRune(r.s)
 	g.classify(r.dfa, step)
@@ -264,6 +262,45 @@ func (g *gen) regexLoop(r *reMatch, ids iterNumIDs, iter int16) {
 		kfuncCall(ids.destroy),
 		asm.LoadMem(asm.R1, regScratch, r.cells, asm.DWord),
 	)
+}
+
+// regexRun steps through the regexUnroll characters from index R4 when
+// they all lie inside the slot, at constant offsets from one pointer:
+// eight instructions a character. It goes to save with the index after
+// the last character stepped, to decode with the index of a non-ASCII one,
+// and falls through when the run does not fit.
+func (g *gen) regexRun(r *reMatch, save, decode string) {
+	short := g.newLabel("re_short")
+	g.emit(
+		asm.JGT.Imm(asm.R4, int32(r.s.width-regexUnroll), short),
+		asm.Mov.Reg(asm.R3, regScratch),
+		asm.Add.Reg(asm.R3, asm.R4),
+	)
+	var stubs []func()
+	for k := range regexUnroll {
+		dec, stepped := g.newLabel("re_dec"), g.newLabel("re_stepped")
+		g.emit(
+			asm.LoadMem(asm.R2, asm.R3, int16(r.s.off+k), asm.Byte),
+			asm.JGE.Imm(asm.R2, utf8.RuneSelf, dec),
+			asm.Add.Reg(asm.R2, asm.R5),
+			asm.LoadMem(asm.R2, asm.R2, 0, asm.Byte),
+			asm.Add.Reg(asm.R2, asm.R5),
+			asm.Add.Reg(asm.R2, asm.R0),
+			asm.LoadMem(asm.R0, asm.R2, utf8.RuneSelf, asm.Half),
+			asm.JLE.Imm(asm.R0, r.match, stepped),
+		)
+		stubs = append(stubs, func() {
+			g.mark(dec)
+			g.emit(asm.Add.Imm(asm.R4, int32(k)), asm.Ja.Label(decode))
+			g.mark(stepped)
+			g.emit(asm.Add.Imm(asm.R4, int32(k+1)), asm.Ja.Label(save))
+		})
+	}
+	g.emit(asm.Add.Imm(asm.R4, regexUnroll), asm.Ja.Label(save))
+	for _, stub := range stubs {
+		stub()
+	}
+	g.mark(short)
 }
 
 // iterNumIDs are the BTF IDs of the kernel's numeric iterator kfuncs.
