@@ -44,6 +44,13 @@ var controlBuiltins = map[string]builtinFunc{
 	"error": func(cc *callContext, args []Value) Value {
 		panic(&runError{Msg: args[0].Str})
 	},
+	"__error_at_call": func(cc *callContext, args []Value) Value {
+		var at syntax.Pos
+		if fr := cc.in.fr; fr != nil && fr.call != nil {
+			at = fr.call.Pos
+		}
+		panic(&runError{Msg: args[0].Str, At: at})
+	},
 	"warn": func(cc *callContext, args []Value) Value {
 		cc.in.warn(args[0].Str)
 		return Value{}

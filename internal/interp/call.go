@@ -46,6 +46,7 @@ func (in *Interp) callScript(c *syntax.Call, args []Value) Value {
 	body := f.Decl.Body
 	caller := in.fr
 	fr := in.newFrame(f)
+	fr.call = c
 	for i, p := range f.Params {
 		if i < len(args) {
 			fr.locals[p.Index] = args[i]

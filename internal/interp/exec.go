@@ -31,6 +31,7 @@ type activation struct {
 
 // frame holds the locals of a probe body or function call.
 type frame struct {
+	call    *syntax.Call // the call of the function (nil for a probe's frame)
 	locals  []Value
 	ret     Value
 	pending int64 // actions noted but not yet charged

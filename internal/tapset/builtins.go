@@ -134,6 +134,10 @@ var Builtins = index(
 	// control
 	bpf(effects(fn("exit", none))),
 	bpfLiteral(1, effects(fn("error", none, s("msg")))),
+	// __error_at_call(msg): error(msg) raised near the call of the script
+	// function that calls it, as stap locates the errors of its tapset's C
+	// functions (ctime's range errors: tapset/ctime.stp)
+	bpfLiteral(1, effects(fn("__error_at_call", none, s("msg")))),
 	effects(fn("warn", none, s("msg"))),
 	effects(fn("abort", none)),
 	effects(fn("log", none, s("msg"))),
