@@ -58,6 +58,7 @@ type gen struct {
 	loops          []loop
 	errs           map[string]string // error label by site key, for sharing tails
 	tails          []func()          // code emitted after the body (error tails)
+	alias          map[string]string // a label that met another at one instruction → that one
 	err            error
 }
 
@@ -88,33 +89,52 @@ func (v value) base() asm.Register {
 type loop struct{ brk, cont string }
 
 func newGen(m *Module, p *sema.Probe) *gen {
-	return &gen{m: m, probe: p, locals: map[*syntax.Var]value{}, errs: map[string]string{}}
+	return &gen{m: m, probe: p, locals: map[*syntax.Var]value{}, errs: map[string]string{}, alias: map[string]string{}}
 }
 
 // emit appends instructions at the current position, giving the first the
-// pending labels.
+// pending labels. An instruction carries one label: when several meet, the
+// others become aliases of it (program resolves them), not `goto +0`
+// instructions to carry them, since the kernel removes every such no-op
+// one at a time, moving all the code after it (bpf_remove_insns): seconds
+// for the merged program of syscall.*.
 func (g *gen) emit(ins ...asm.Instruction) {
 	for _, in := range ins {
-		for len(g.pending) > 1 || len(g.pending) == 1 && in.Symbol() != "" {
-			g.raw(nop().WithSymbol(g.pending[0]))
-			g.pending = g.pending[1:]
-		}
-		if len(g.pending) == 1 {
-			in = in.WithSymbol(g.pending[0])
+		if len(g.pending) > 0 {
+			label := in.Symbol()
+			if label == "" {
+				label = g.pending[0]
+				in = in.WithSymbol(label)
+			}
+			for _, l := range g.pending {
+				if l != label {
+					g.alias[l] = label
+				}
+			}
 			g.pending = nil
 		}
 		g.raw(in)
 	}
 }
 
+// resolveAliases makes the jumps to an alias jump to the label it stands
+// for.
+func (g *gen) resolveAliases() {
+	for i, in := range g.insns {
+		ref := in.Reference()
+		if _, ok := g.alias[ref]; !ok {
+			continue
+		}
+		for g.alias[ref] != "" {
+			ref = g.alias[ref]
+		}
+		g.insns[i] = in.WithReference(ref)
+	}
+}
+
 func (g *gen) raw(in asm.Instruction) {
 	g.insns = append(g.insns, in)
 	g.pos = append(g.pos, g.cur)
-}
-
-// nop is `goto +0`, which carries a label when two meet.
-func nop() asm.Instruction {
-	return asm.Instruction{OpCode: asm.OpCode(asm.JumpClass).SetJumpOp(asm.Ja)}
 }
 
 // newLabel returns a fresh label name.
@@ -189,6 +209,7 @@ func (g *gen) program() *Program {
 	g.pos = append(g.pos, bodyPos...)
 	g.pending = pending // labels at the end of the body
 	g.epilogue()
+	g.resolveAliases()
 	insns, pos := farJumps(g.insns, g.pos)
 	prog := &Program{Probe: g.probe, Instructions: insns, Pos: pos, TimingIndex: g.timingIndex}
 	if g.maxScr > 0 {

@@ -12,16 +12,24 @@ import (
 // syscall.*) are longer, and their jumps to the shared labels (done, exit,
 // the error tail) cross them. farJumps rewrites every jump that does not
 // reach: an unconditional one becomes a long jump (gotol, 32-bit offset,
-// Linux 6.4+), a conditional one jumps to a long jump placed right after
-// it:
+// Linux 6.4+), a conditional one the opposite condition jumping over a long
+// jump placed right after it (JSET, which has no opposite, jumps to it):
 //
-//	Jcc  tramp        (short: one instruction ahead)
-//	Ja   skip
-//	tramp: gotol TARGET
-//	skip:  (nop)
+//	J!cc +1               JSET tramp
+//	gotol TARGET          Ja   +1
+//	                      tramp: gotol TARGET
+//
+// (no `goto +0` to carry a label: see emit)
 //
 // Insertions move other jumps' targets, so it repeats until nothing
 // changes, keeping a margin so that it converges.
+
+// opposite is the jump taken exactly when the other is not.
+var opposite = map[asm.JumpOp]asm.JumpOp{
+	asm.JEq: asm.JNE, asm.JNE: asm.JEq,
+	asm.JGT: asm.JLE, asm.JLE: asm.JGT, asm.JGE: asm.JLT, asm.JLT: asm.JGE,
+	asm.JSGT: asm.JSLE, asm.JSLE: asm.JSGT, asm.JSGE: asm.JSLT, asm.JSLT: asm.JSGE,
+}
 
 // jumpReach is the farthest a 16-bit jump is left to reach, with margin.
 const jumpReach = 32767 - 256
@@ -49,9 +57,17 @@ func farJumps(insns asm.Instructions, pos []syntax.Pos) (asm.Instructions, []syn
 				out, outPos = append(out, long.WithSymbol(ins.Symbol())), append(outPos, pos[i])
 				continue
 			}
-			tramp, skip := fmt.Sprintf("far_%d_%d", n, i), fmt.Sprintf("far_skip_%d_%d", n, i)
-			out = append(out, ins.WithReference(tramp), asm.Ja.Label(skip), long.WithSymbol(tramp), nop().WithSymbol(skip))
-			outPos = append(outPos, pos[i], pos[i], pos[i], pos[i])
+			if op, ok := opposite[ins.OpCode.JumpOp()]; ok {
+				over := ins.WithReference("")
+				over.OpCode, over.Offset = ins.OpCode.SetJumpOp(op), 1
+				out = append(out, over, long)
+				outPos = append(outPos, pos[i], pos[i])
+				continue
+			}
+			tramp := fmt.Sprintf("far_%d_%d", n, i)
+			skip := asm.Instruction{OpCode: asm.OpCode(asm.JumpClass).SetJumpOp(asm.Ja), Offset: 1}
+			out = append(out, ins.WithReference(tramp), skip, long.WithSymbol(tramp))
+			outPos = append(outPos, pos[i], pos[i], pos[i])
 		}
 		insns, pos = out, outPos
 		if !changed {

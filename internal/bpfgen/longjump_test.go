@@ -10,8 +10,9 @@ import (
 )
 
 // TestFarJumps loads a program whose jumps cross 40000 instructions: a
-// conditional one forwards, a conditional one backwards, an unconditional
-// one forwards. As written the kernel refuses it; rewritten by farJumps it
+// conditional one forwards (JSET, through a trampoline), a conditional one
+// backwards (JNE, as the opposite condition over a long jump), an
+// unconditional one forwards. As written the kernel refuses it; rewritten by farJumps it
 // loads and returns the value the jumps lead to.
 func TestFarJumps(t *testing.T) {
 	if err := bpfrt.CheckPrivileges(); err != nil {
@@ -20,7 +21,7 @@ func TestFarJumps(t *testing.T) {
 	insns := asm.Instructions{
 		asm.Mov.Imm(asm.R0, 1),
 		asm.JEq.Imm(asm.R0, 99, "filler"), // never taken; keeps the filler reachable
-		asm.JEq.Imm(asm.R0, 1, "far"),
+		asm.JSet.Imm(asm.R0, 1, "far"),
 		asm.Mov.Imm(asm.R0, 3).WithSymbol("back"),
 		asm.Ja.Label("end"),
 	}
@@ -39,6 +40,11 @@ func TestFarJumps(t *testing.T) {
 		t.Fatal("the kernel loaded jumps out of range")
 	}
 	spec.Instructions, _ = farJumps(insns, make([]syntax.Pos, len(insns)))
+	for _, ins := range spec.Instructions {
+		if ins.OpCode.JumpOp() == asm.Ja && ins.Offset == 0 && ins.Reference() == "" {
+			t.Errorf("a goto +0 in the rewritten program (the kernel removes each one at a time)")
+		}
+	}
 	prog, err := ebpf.NewProgram(spec)
 	if err != nil {
 		t.Fatalf("rewritten: %v", err)

@@ -85,12 +85,30 @@ func (g *gen) ifStmt(s *syntax.IfStmt) {
 	g.long(s.Cond)
 	g.emit(asm.JEq.Imm(asm.R0, 0, other))
 	g.stmt(s.Then)
-	if s.Else != nil {
+	if s.Else != nil && !terminates(s.Then) {
 		g.emit(asm.Ja.Label(done))
 	}
 	g.mark(other)
 	g.stmt(s.Else)
 	g.mark(done)
+}
+
+// terminates tells whether s always leaves its block (next, return, break,
+// continue), so that no jump need follow it: code no path reaches is
+// refused by the verifier's first check or, once proved dead, removed by
+// the kernel a stretch at a time, each removal moving all the code that
+// follows (seconds for the merged syscall.* program, whose dispatch tree
+// ends its branches with next).
+func terminates(s syntax.Stmt) bool {
+	switch s := s.(type) {
+	case *syntax.NextStmt, *syntax.ReturnStmt, *syntax.BreakStmt, *syntax.ContinueStmt:
+		return true
+	case *syntax.Block:
+		return len(s.Stmts) > 0 && terminates(s.Stmts[len(s.Stmts)-1])
+	case *syntax.IfStmt:
+		return s.Else != nil && terminates(s.Then) && terminates(s.Else)
+	}
+	return false
 }
 
 // loop compiles while and for loops. Every iteration charges one action to
