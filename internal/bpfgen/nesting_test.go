@@ -151,3 +151,53 @@ func interruptedSyscalls(t *testing.T, d time.Duration) {
 		t.Fatal(err)
 	}
 }
+
+// TestNestedTaskStorage runs an array by thread (task-local storage) in
+// the programs of a system-call probe and of two hard-IRQ probes, as
+// TestNestedUpdates does. A program that interrupts another inside a
+// task-storage helper cannot create its element (the kernel's recursion
+// check); it must skip the rest of its run and count it, so every run
+// that started and did not complete is counted as a skipped probe.
+func TestNestedTaskStorage(t *testing.T) {
+	requireBPF(t)
+	prog := elaborate(t, `
+global mine, started, completed
+probe kernel.trace("raw_syscalls:sys_enter"), kernel.trace("timer:hrtimer_expire_entry"),
+      kernel.trace("irq_vectors:local_timer_entry") {
+  started++
+  mine[tid()] = started
+  completed++
+  if ([tid()] in mine) delete mine[tid()]
+}
+probe end { println(started, completed) }
+`)
+	for _, v := range prog.Globals {
+		if v.Name == "mine" && !v.ByThread {
+			t.Fatal("mine is not kept by thread: the test tests nothing")
+		}
+	}
+	s, err := kernelside.Compile(prog, kernelside.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if err := s.Load(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Start(&recorder{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Attach(); err != nil {
+		t.Fatal(err)
+	}
+	interruptedSyscalls(t, 2*time.Second)
+	if _, err := s.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	started := global(s, prog, "started").Scalar.Load().Int
+	completed := global(s, prog, "completed").Scalar.Load().Int
+	if started == 0 || completed > started || started-completed > s.Skipped() {
+		t.Errorf("%d runs started, %d completed, %d skips counted", started, completed, s.Skipped())
+	}
+	t.Logf("%d runs started, %d completed, %d skips counted", started, completed, s.Skipped())
+}
