@@ -7,8 +7,6 @@ import (
 	"github.com/bpftap/bpftap/internal/tapset"
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
-	"github.com/cilium/ebpf/btf"
-	"golang.org/x/sys/unix"
 )
 
 // Globals are maps shared by every program and by the user side:
@@ -28,29 +26,8 @@ import (
 // BPF_NOEXIST (losing a race to another CPU is harmless), look up again, and
 // a second miss means the map is full: stap's array overflow error.
 //
-// Arrays keyed by the current thread (sema's Var.ByThread: one long key,
-// tid() at every use, kernel probes only) live in task-local storage
-// instead: TASK_STORAGE, max_entries 0, BPF_F_NO_PREALLOC, BTF key int and
-// BTF value (the kernel insists on both). The element of v[tid()] is the
-// current task's: a read is bpf_task_storage_get(map,
-// bpf_get_current_task_btf(), NULL, 0), NULL meaning absent (0 or ""); an
-// update the same get with BPF_LOCAL_STORAGE_GET_F_CREATE, which starts
-// from zeros; `in` a get without create; delete bpf_task_storage_delete.
-// No key is built and nothing is hashed (an entry/return pair costs about
-// 175 ns here against 290 in a hash), and the kernel frees a thread's
-// element when the thread exits, where a hash keeps the entries of calls
-// that never return until it overflows.
-//
-// Outside LSM and fentry programs the kernel gives the recursion-checked
-// helpers: while another program on this CPU is inside a task-storage
-// helper (nesting.go), a get still finds an existing element but cannot
-// create one (NULL even with create), and delete fails with EBUSY. Such a
-// create is not a full map, and not stap's overflow error: the rest of the
-// probe's run is skipped and counted in SkipMap, reported as a skipped
-// probe, as stap counts a probe it cannot run for reentrancy. A delete
-// that fails with EBUSY is counted the same way; the probe goes on (the
-// element stays until the thread's next update or exit). A create can
-// also fail for want of memory (no preallocation), counted the same.
+// Arrays keyed by the current thread (sema's Var.ByThread) live in
+// task-local storage instead: bythread.go.
 
 // Global is the map layout of one global variable.
 type Global struct {
@@ -67,8 +44,8 @@ type Global struct {
 	Stat *StatLayout
 	// Cache is the last-key cache updates go through (cache.go), or nil.
 	Cache *Cache
-	// ByThread arrays are the current task's storage (Spec is
-	// TaskStorage): Keys describe the key a hash would pack, never built.
+	// ByThread arrays are the current task's storage (bythread.go; Spec
+	// is TaskStorage): Keys describe the key a hash would pack, never built.
 	ByThread bool
 }
 
@@ -130,21 +107,9 @@ func (m *Module) global(v *syntax.Var) *Global {
 func (gl *Global) String() string {
 	sp := gl.Spec
 	if gl.ByThread {
-		return fmt.Sprintf("global %s: %v (the current thread's element), value %d bytes", gl.Var.Name, sp.Type, sp.ValueSize)
+		return fmt.Sprintf("global %s: %v (the current thread's element), value %d bytes after a present word", gl.Var.Name, sp.Type, sp.ValueSize-threadValue)
 	}
 	return fmt.Sprintf("global %s: %v, key %d bytes, value %d bytes, max_entries %d", gl.Var.Name, sp.Type, sp.KeySize, sp.ValueSize, sp.MaxEntries)
-}
-
-// taskStorageSpec describes the task storage of a global by thread whose
-// value is the field value.
-func taskStorageSpec(name string, value ArgField) *ebpf.MapSpec {
-	var vt btf.Type = &btf.Int{Name: "long", Size: 8, Encoding: btf.Signed}
-	if value.Width > 0 {
-		vt = &btf.Array{Index: &btf.Int{Name: "u32", Size: 4}, Type: &btf.Int{Name: "char", Size: 1, Encoding: btf.Char},
-			Nelems: uint32(fieldSize(value))}
-	}
-	return &ebpf.MapSpec{Name: name, Type: ebpf.TaskStorage, KeySize: 4, ValueSize: uint32(fieldSize(value)),
-		Flags: unix.BPF_F_NO_PREALLOC, Key: &btf.Int{Name: "int", Size: 4, Encoding: btf.Signed}, Value: vt}
 }
 
 // fieldSize is the bytes a key or value field takes (8-aligned).
@@ -242,7 +207,7 @@ func (g *gen) key(gl *Global, keys []syntax.Expr) keyAddr {
 // lookup leaves in R0 the value of v[keys] for this CPU, or 0 when absent.
 func (g *gen) lookup(gl *Global, keys []syntax.Expr) keyAddr {
 	if gl.ByThread {
-		g.taskStorageGet(gl, 0)
+		g.threadLookup(gl)
 		return keyAddr{}
 	}
 	k := g.key(gl, keys)
@@ -255,7 +220,7 @@ func (g *gen) lookup(gl *Global, keys []syntax.Expr) keyAddr {
 // zero when absent; a full map raises the overflow error at at.
 func (g *gen) lookupOrCreate(gl *Global, keys []syntax.Expr, at syntax.Pos) {
 	if gl.ByThread {
-		g.taskStorageCreate(gl)
+		g.threadElement(gl)
 		return
 	}
 	smark, stack := g.scratchMark(), g.stack
@@ -291,49 +256,6 @@ func (g *gen) lookupOrCreateKey(gl *Global, k keyAddr, at syntax.Pos) {
 }
 
 const bpfNoExist = 1 // BPF_NOEXIST
-
-// taskStorageGet emits R0 = bpf_task_storage_get(gl's map, the current
-// task, NULL, flags).
-func (g *gen) taskStorageGet(gl *Global, flags int32) {
-	g.emit(
-		asm.FnGetCurrentTaskBtf.Call(),
-		asm.Mov.Reg(asm.R2, asm.R0),
-		asm.LoadMapPtr(asm.R1, 0).WithReference(gl.Ref),
-		asm.Mov.Imm(asm.R3, 0),
-		asm.Mov.Imm(asm.R4, flags),
-		asm.FnTaskStorageGet.Call(),
-	)
-}
-
-// taskStorageCreate leaves in regRec the current task's element of gl,
-// created as zeros when absent; when it cannot be created (nesting, or no
-// memory) the rest of the run is skipped and counted in SkipMap.
-func (g *gen) taskStorageCreate(gl *Global) {
-	g.taskStorageGet(gl, bpfLocalStorageGetFCreate)
-	have := g.newLabel("have")
-	g.emit(asm.JNE.Imm(asm.R0, 0, have))
-	g.countSkip()
-	g.emit(asm.Ja.Label(labelExit))
-	g.mark(have)
-	g.emit(asm.Mov.Reg(regRec, asm.R0))
-}
-
-// taskStorageDelete deletes the current task's element of gl; one that
-// cannot be deleted now (EBUSY: nesting) is counted in SkipMap.
-func (g *gen) taskStorageDelete(gl *Global) {
-	g.emit(
-		asm.FnGetCurrentTaskBtf.Call(),
-		asm.Mov.Reg(asm.R2, asm.R0),
-		asm.LoadMapPtr(asm.R1, 0).WithReference(gl.Ref),
-		asm.FnTaskStorageDelete.Call(),
-	)
-	done := g.newLabel("deleted")
-	g.emit(asm.JNE.Imm(asm.R0, -int32(unix.EBUSY), done))
-	g.countSkip()
-	g.mark(done)
-}
-
-const bpfLocalStorageGetFCreate = 1 // BPF_LOCAL_STORAGE_GET_F_CREATE
 
 // readGlobal loads the long v[keys] (0 when absent) into R0.
 func (g *gen) readGlobal(v *syntax.Var, keys []syntax.Expr) {
@@ -428,6 +350,10 @@ func (g *gen) in(e *syntax.In) {
 		}
 	}
 	gl := g.m.global(id.Var)
+	if gl.ByThread {
+		g.threadIn(gl)
+		return
+	}
 	smark, stack := g.scratchMark(), g.stack
 	g.lookup(gl, e.Keys)
 	done := g.newLabel("in")
@@ -450,7 +376,7 @@ func (g *gen) delete(s *syntax.DeleteStmt) {
 		}
 		gl := g.m.global(v)
 		if gl.ByThread {
-			g.taskStorageDelete(gl)
+			g.threadDelete(gl)
 			return
 		}
 		smark, stack := g.scratchMark(), g.stack

@@ -156,8 +156,10 @@ func interruptedSyscalls(t *testing.T, d time.Duration) {
 // the programs of a system-call probe and of two hard-IRQ probes, as
 // TestNestedUpdates does. A program that interrupts another inside a
 // task-storage helper cannot create its element (the kernel's recursion
-// check); it must skip the rest of its run and count it, so every run
-// that started and did not complete is counted as a skipped probe.
+// check; elements are created once per thread, so it happens a few times
+// a run at most); it must skip the rest of its run and count it, so every
+// run that started and did not complete is counted as a skipped probe,
+// and a delete never loses an update.
 func TestNestedTaskStorage(t *testing.T) {
 	requireBPF(t)
 	prog := elaborate(t, `
