@@ -44,24 +44,7 @@ probe end { println(@variance(variance)); print(@hist_log(hist)) }
 func TestNestedUpdates(t *testing.T) {
 	requireBPF(t)
 	prog := elaborate(t, nestingScript)
-	s, err := kernelside.Compile(prog, kernelside.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	if err := s.Load(); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Start(&recorder{}); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Attach(); err != nil {
-		t.Fatal(err)
-	}
-	interruptedSyscalls(t, 3*time.Second)
-	if _, err := s.Stop(); err != nil {
-		t.Fatal(err)
-	}
+	s := runInterrupted(t, prog, 3*time.Second)
 	checkTwins(t, s, prog)
 }
 
@@ -112,6 +95,28 @@ func checkTwins(t *testing.T, s *kernelside.Session, prog *sema.Program) {
 		t.Errorf("@count(variance) is %d short of its twin, %d skips were counted", skipped, s.Skipped())
 	}
 	t.Logf("%d updates of each global; %d of the statistic that keeps @variance skipped", count, skipped)
+}
+
+// runInterrupted compiles, loads and attaches prog, runs
+// interruptedSyscalls for d and stops the session, which is closed when
+// the test ends.
+func runInterrupted(t *testing.T, prog *sema.Program, d time.Duration) *kernelside.Session {
+	t.Helper()
+	s, err := kernelside.Compile(prog, kernelside.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	for _, step := range []func() error{s.Load, func() error { return s.Start(&recorder{}) }, s.Attach} {
+		if err := step(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	interruptedSyscalls(t, d)
+	if _, err := s.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	return s
 }
 
 // interruptedSyscalls runs, for d, a getppid loop and a thread that sleeps
@@ -178,24 +183,7 @@ probe end { println(started, completed) }
 			t.Fatal("mine is not kept by thread: the test tests nothing")
 		}
 	}
-	s, err := kernelside.Compile(prog, kernelside.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	if err := s.Load(); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Start(&recorder{}); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Attach(); err != nil {
-		t.Fatal(err)
-	}
-	interruptedSyscalls(t, 2*time.Second)
-	if _, err := s.Stop(); err != nil {
-		t.Fatal(err)
-	}
+	s := runInterrupted(t, prog, 2*time.Second)
 	started := global(s, prog, "started").Scalar.Load().Int
 	completed := global(s, prog, "completed").Scalar.Load().Int
 	if started == 0 || completed > started || started-completed > s.Skipped() {

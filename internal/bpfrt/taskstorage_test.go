@@ -1,6 +1,7 @@
 package bpfrt
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/cilium/ebpf"
@@ -31,11 +32,9 @@ func taskStorageProgram(pid int32, calls int32) asm.Instructions {
 		asm.Add.Imm(asm.R8, 1),
 		asm.StoreMem(asm.R0, 0, asm.R8, asm.DWord),
 		asm.StoreImm(asm.R10, -4, 0, asm.Word),
-		asm.LoadMapPtr(asm.R1, 0).WithReference("out"),
-		asm.Mov.Reg(asm.R2, asm.R10),
-		asm.Add.Imm(asm.R2, -4),
-		asm.FnMapLookupElem.Call(),
-		asm.JEq.Imm(asm.R0, 0, "out"),
+	)
+	insns = append(insns, lookupOrOut("out")...)
+	insns = append(insns,
 		asm.StoreMem(asm.R0, 0, asm.R8, asm.DWord),
 		asm.JNE.Imm(asm.R8, calls, "out"),
 		asm.LoadMapPtr(asm.R1, 0).WithReference("task"),
@@ -51,21 +50,17 @@ func taskStorageProgram(pid int32, calls int32) asm.Instructions {
 		asm.Mov.Imm(asm.R6, 1),
 		asm.StoreImm(asm.R10, -4, 0, asm.Word).WithSymbol("set"),
 		asm.StoreMem(asm.R10, -4, asm.R6, asm.Word),
-		asm.LoadMapPtr(asm.R1, 0).WithReference("out"),
-		asm.Mov.Reg(asm.R2, asm.R10),
-		asm.Add.Imm(asm.R2, -4),
-		asm.FnMapLookupElem.Call(),
-		asm.JEq.Imm(asm.R0, 0, "out"),
+	)
+	return slices.Concat(insns, lookupOrOut("out"), asm.Instructions{
 		asm.Mov.Imm(asm.R1, 1),
 		asm.StoreMem(asm.R0, 0, asm.R1, asm.DWord),
-	)
-	return append(insns, exit...)
+	}, exit)
 }
 
 // TestTaskStorage proves that the programs of every attach kind bpftap
 // uses for kernel probes may call bpf_get_current_task_btf and the
-// task-storage helpers (get with and without create, delete), and that a
-// TASK_STORAGE map is created as bpfgen describes it: max_entries 0,
+// task-storage helpers (get with and without create, delete), on a
+// TASK_STORAGE map as the kernel wants it: max_entries 0,
 // BPF_F_NO_PREALLOC, BTF key int and a BTF value.
 func TestTaskStorage(t *testing.T) {
 	requireBPF(t)

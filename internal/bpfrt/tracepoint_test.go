@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -130,20 +131,29 @@ var exit = asm.Instructions{
 	asm.Return(),
 }
 
-// countAllProgram counts every system call in slot 0 of the per-CPU array "counts".
-var countAllProgram = asm.Instructions{
-	asm.StoreImm(asm.R10, -4, 0, asm.Word),
-	asm.LoadMapPtr(asm.R1, 0).WithReference("counts"),
-	asm.Mov.Reg(asm.R2, asm.R10),
-	asm.Add.Imm(asm.R2, -4),
-	asm.FnMapLookupElem.Call(),
-	asm.JEq.Imm(asm.R0, 0, "out"),
-	asm.LoadMem(asm.R1, asm.R0, 0, asm.DWord),
-	asm.Add.Imm(asm.R1, 1),
-	asm.StoreMem(asm.R0, 0, asm.R1, asm.DWord),
-	asm.Mov.Imm(asm.R0, 0).WithSymbol("out"),
-	asm.Return(),
+// lookupOrOut emits R0 = the element of the array mapRef whose u32 key is
+// at R10-4, and a jump to "out" when there is none.
+func lookupOrOut(mapRef string) asm.Instructions {
+	return asm.Instructions{
+		asm.LoadMapPtr(asm.R1, 0).WithReference(mapRef),
+		asm.Mov.Reg(asm.R2, asm.R10),
+		asm.Add.Imm(asm.R2, -4),
+		asm.FnMapLookupElem.Call(),
+		asm.JEq.Imm(asm.R0, 0, "out"),
+	}
 }
+
+// countAllProgram counts every system call in slot 0 of the per-CPU array "counts".
+var countAllProgram = slices.Concat(
+	asm.Instructions{asm.StoreImm(asm.R10, -4, 0, asm.Word)},
+	lookupOrOut("counts"),
+	asm.Instructions{
+		asm.LoadMem(asm.R1, asm.R0, 0, asm.DWord),
+		asm.Add.Imm(asm.R1, 1),
+		asm.StoreMem(asm.R0, 0, asm.R1, asm.DWord),
+	},
+	exit,
+)
 
 // countProgram counts getppid calls of pid in slot 0 of the per-CPU array "counts".
 func countProgram(pid int32) asm.Instructions {
