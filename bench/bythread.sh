@@ -15,42 +15,24 @@
 # first to be steady.
 set -eu
 cd "$(dirname "$0")/.."
+. bench/lib.sh
 rounds=${1:-9}
-bin=$(mktemp -d /tmp/bpftap-bythread.XXXXXX)
-trap 'rm -rf "$bin"' EXIT
-go build -o "$bin/" ./cmd/bpftap ./bench/getppid ./bench/floor
+setup bythread
 pair='global n; probe syscall.getppid, syscall.getppid.return { if (pid() == 0) n++ }'
 hash='global start; probe syscall.getppid { start[tid() + 0] = 1 } probe syscall.getppid.return { delete start[tid() + 0] }'
 task='global start; probe syscall.getppid { start[tid()] = 1 } probe syscall.getppid.return { delete start[tid()] }'
 work() { "$bin/getppid" -n 1000000 -cpu 1; }
-traced() { # traced NAME CMD...: run the workload under CMD, print NAME ns
-	name=$1; shift
-	taskset -c 0 "$@" >/dev/null 2>&1 & pid=$!
-	sleep 1.5
-	echo "$name $(work)"
-	kill -INT $pid; wait $pid 2>/dev/null || true
-}
 timed() { # timed NAME SCRIPT: print NAME and the script's programs' ns per call
 	"$bin/bpftap" -t -e "$2" -c "$bin/getppid -n 300000 -cpu 1" 2>&1 |
 		awk -v n="$1" '/avg/ { match($0, /\/[0-9]+avg/); s += substr($0, RSTART + 1, RLENGTH - 4) } END { print n, s }'
 }
-median='
-	{ v[$1, ++n[$1]] = $2 }
-	function median(k,   i, j, t, a, m) { m = n[k]; for (i = 1; i <= m; i++) a[i] = v[k, i]
-		for (i = 1; i <= m; i++) for (j = i + 1; j <= m; j++) if (a[j] < a[i]) { t = a[i]; a[i] = a[j]; a[j] = t }
-		return m % 2 ? a[(m + 1) / 2] : (a[m / 2] + a[m / 2 + 1]) / 2 }'
 for r in $(seq "$rounds"); do
 	echo "untraced $(work)"
 	traced floor "$bin/floor" -prog empty
 	traced pair "$bin/bpftap" -e "$pair"
 	traced hash "$bin/bpftap" -e "$hash"
 	traced task "$bin/bpftap" -e "$task"
-done | awk "$median"'
-	END { u = median("untraced"); f = median("floor") - u
-		printf "%-12s %8s %8s %8s\n", "case", "ns/call", "added", "x floor"
-		split("untraced floor pair hash task", ks, " ")
-		for (i = 1; i <= 5; i++) { k = ks[i]; m = median(k)
-			printf "%-12s %8.1f %8.1f %8s\n", k, m, m - u, k == "untraced" ? "" : sprintf("%.2f", (m - u) / f) } }'
+done | per_call "untraced floor pair hash task"
 echo
 for r in $(seq "$rounds"); do
 	timed pair "$pair"
