@@ -14,6 +14,6 @@ work() { "$bin/getppid" -call lseek -n 1000000 -cpu 1; }
 for r in $(seq "$rounds"); do
 	echo "untraced $(work)"
 	traced floor "$bin/floor" -prog empty
-	traced syscall_any "$bin/bpftap" -e 'global n; probe syscall_any { if (pid() == 0) n++ }'
-	traced argstr "$bin/bpftap" -e 'global n; probe syscall.* { if (pid() == 0) printf("%s(%s)\n", name, argstr) }'
+	traced syscall_any "$bin/bpftap" -v -e 'global n; probe syscall_any { if (pid() == 0) n++ }'
+	traced argstr "$bin/bpftap" -v -e 'global n; probe syscall.* { if (pid() == 0) printf("%s(%s)\n", name, argstr) }'
 done | per_call "untraced floor syscall_any argstr"

@@ -29,9 +29,9 @@ timed() { # timed NAME SCRIPT: print NAME and the script's programs' ns per call
 for r in $(seq "$rounds"); do
 	echo "untraced $(work)"
 	traced floor "$bin/floor" -prog empty
-	traced pair "$bin/bpftap" -e "$pair"
-	traced hash "$bin/bpftap" -e "$hash"
-	traced task "$bin/bpftap" -e "$task"
+	traced pair "$bin/bpftap" -v -e "$pair"
+	traced hash "$bin/bpftap" -v -e "$hash"
+	traced task "$bin/bpftap" -v -e "$task"
 done | per_call "untraced floor pair hash task"
 echo
 for r in $(seq "$rounds"); do

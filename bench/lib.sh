@@ -9,12 +9,17 @@ setup() {
 	go build -o "$bin/" ./cmd/bpftap ./bench/getppid ./bench/floor
 }
 
-# traced NAME CMD...: start CMD on CPU 0, run the workload (work, defined by
-# the caller) under it, print NAME and the workload's ns per call.
+# traced NAME CMD...: start CMD on CPU 0, wait until it says on its
+# standard error that its programs are attached (bpftap -v's "Pass 5:
+# attached", the floor's "floor: attached"; at most 60 s), run the
+# workload (work, defined by the caller) under it, print NAME and the
+# workload's ns per call.
 traced() {
 	name=$1; shift
-	taskset -c 0 "$@" >/dev/null 2>&1 & pid=$!
-	sleep 1.5
+	taskset -c 0 "$@" >/dev/null 2>"$bin/stderr" & pid=$!
+	i=0
+	until grep -Eq '^(Pass 5: attached|floor: attached)' "$bin/stderr" || [ $i -ge 600 ]; do sleep 0.1; i=$((i + 1)); done
+	sleep 0.2
 	echo "$name $(work)"
 	kill -INT $pid; wait $pid 2>/dev/null || true
 }
