@@ -4,6 +4,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/bpftap/bpftap/internal/probes/attach"
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
 	"github.com/cilium/ebpf/btf"
@@ -63,37 +64,33 @@ func taskStorageProgram(pid int32, calls int32) asm.Instructions {
 // TASK_STORAGE map as the kernel wants it: max_entries 0,
 // BPF_F_NO_PREALLOC, BTF key int and a BTF value.
 func TestTaskStorage(t *testing.T) {
-	requireBPF(t)
-	for _, kind := range kindsOfTracepoints {
-		t.Run(kind.String(), func(t *testing.T) {
-			const calls = 3000
-			point := sysEnter(t, kind)
-			task, err := ebpf.NewMap(&ebpf.MapSpec{Name: "task", Type: ebpf.TaskStorage, KeySize: 4, ValueSize: 8,
-				Flags: unix.BPF_F_NO_PREALLOC, Key: &btf.Int{Name: "int", Size: 4, Encoding: btf.Signed},
-				Value: &btf.Int{Name: "long", Size: 8, Encoding: btf.Signed}})
-			if err != nil {
+	onEachKind(t, func(t *testing.T, point *attach.Point) {
+		const calls = 3000
+		task, err := ebpf.NewMap(&ebpf.MapSpec{Name: "task", Type: ebpf.TaskStorage, KeySize: 4, ValueSize: 8,
+			Flags: unix.BPF_F_NO_PREALLOC, Key: &btf.Int{Name: "int", Size: 4, Encoding: btf.Signed},
+			Value: &btf.Int{Name: "long", Size: 8, Encoding: btf.Signed}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer task.Close()
+		out, err := ebpf.NewMap(&ebpf.MapSpec{Name: "out", Type: ebpf.Array, KeySize: 4, ValueSize: 8, MaxEntries: 3})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer out.Close()
+		child := newWorkload(t, calls)
+		p := loadAttached(t, &ProgramSpec{Name: "task_storage", Attach: point,
+			Instructions: taskStorageProgram(child.pid(), calls), Maps: map[string]*ebpf.Map{"task": task, "out": out}})
+		defer p.Close()
+		child.run(t)
+		var got [3]uint64
+		for i := range got {
+			if err := out.Lookup(uint32(i), &got[i]); err != nil {
 				t.Fatal(err)
 			}
-			defer task.Close()
-			out, err := ebpf.NewMap(&ebpf.MapSpec{Name: "out", Type: ebpf.Array, KeySize: 4, ValueSize: 8, MaxEntries: 3})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer out.Close()
-			child := newWorkload(t, calls)
-			p := loadAttached(t, &ProgramSpec{Name: "task_storage", Attach: point,
-				Instructions: taskStorageProgram(child.pid(), calls), Maps: map[string]*ebpf.Map{"task": task, "out": out}})
-			defer p.Close()
-			child.run(t)
-			var got [3]uint64
-			for i := range got {
-				if err := out.Lookup(uint32(i), &got[i]); err != nil {
-					t.Fatal(err)
-				}
-			}
-			if got != [3]uint64{calls, 1, 0} {
-				t.Errorf("count %d, absent after delete %d, failed gets %d; want %d, 1, 0", got[0], got[1], got[2], calls)
-			}
-		})
-	}
+		}
+		if got != [3]uint64{calls, 1, 0} {
+			t.Errorf("count %d, absent after delete %d, failed gets %d; want %d, 1, 0", got[0], got[1], got[2], calls)
+		}
+	})
 }

@@ -92,6 +92,15 @@ func sysEnter(t testing.TB, kind attach.Kind) *attach.Point {
 	return p
 }
 
+// onEachKind runs f in a subtest for each kind of attach point of
+// raw_syscalls:sys_enter (a kind the kernel lacks is skipped).
+func onEachKind(t *testing.T, f func(t *testing.T, point *attach.Point)) {
+	requireBPF(t)
+	for _, kind := range kindsOfTracepoints {
+		t.Run(kind.String(), func(t *testing.T) { f(t, sysEnter(t, kind)) })
+	}
+}
+
 // tracepoint returns the kernel's tracepoint spec; a kernel without BTF
 // has none (skipped).
 func tracepoint(t testing.TB, spec string) *kernel.Tracepoint {
@@ -164,27 +173,23 @@ func countProgram(pid int32) asm.Instructions {
 // raw_syscalls:sys_enter counts a child's getppid calls into a per-CPU
 // array, through each kind of attach point the kernel offers.
 func TestCountSyscalls(t *testing.T) {
-	requireBPF(t)
-	for _, kind := range kindsOfTracepoints {
-		t.Run(kind.String(), func(t *testing.T) {
-			const calls = 5000
-			point := sysEnter(t, kind)
-			counts := newCounts(t)
-			defer counts.Close()
-			child := newWorkload(t, calls)
-			p := loadAttached(t, &ProgramSpec{Name: "count_getppid", Attach: point,
-				Instructions: countProgram(child.pid()), Maps: map[string]*ebpf.Map{"counts": counts}})
-			defer p.Close()
-			child.run(t)
-			n, err := SumPerCPU(counts, 0)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if n < calls {
-				t.Errorf("counted %d getppid calls, the child made %d", n, calls)
-			}
-		})
-	}
+	onEachKind(t, func(t *testing.T, point *attach.Point) {
+		const calls = 5000
+		counts := newCounts(t)
+		defer counts.Close()
+		child := newWorkload(t, calls)
+		p := loadAttached(t, &ProgramSpec{Name: "count_getppid", Attach: point,
+			Instructions: countProgram(child.pid()), Maps: map[string]*ebpf.Map{"counts": counts}})
+		defer p.Close()
+		child.run(t)
+		n, err := SumPerCPU(counts, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n < calls {
+			t.Errorf("counted %d getppid calls, the child made %d", n, calls)
+		}
+	})
 }
 
 // newCounts creates the per-CPU array of one counter countProgram uses.
