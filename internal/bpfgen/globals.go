@@ -1,6 +1,8 @@
 package bpfgen
 
 import (
+	"fmt"
+
 	"github.com/bpftap/bpftap/internal/syntax"
 	"github.com/bpftap/bpftap/internal/tapset"
 	"github.com/cilium/ebpf"
@@ -23,6 +25,9 @@ import (
 // An element is created on first update: insert the zero value with
 // BPF_NOEXIST (losing a race to another CPU is harmless), look up again, and
 // a second miss means the map is full: stap's array overflow error.
+//
+// Arrays keyed by the current thread (sema's Var.ByThread) live in
+// task-local storage instead: bythread.go.
 
 // Global is the map layout of one global variable.
 type Global struct {
@@ -39,6 +44,9 @@ type Global struct {
 	Stat *StatLayout
 	// Cache is the last-key cache updates go through (cache.go), or nil.
 	Cache *Cache
+	// ByThread arrays are the current task's storage (bythread.go; Spec
+	// is TaskStorage): Keys describe the key a hash would pack, never built.
+	ByThread bool
 }
 
 // Globals are the layouts of the globals the compiled programs use.
@@ -77,6 +85,9 @@ func (m *Module) global(v *syntax.Var) *Global {
 	switch {
 	case !v.IsArray:
 		gl.Spec.Type, gl.Spec.MaxEntries = ebpf.Array, 1
+	case v.ByThread:
+		gl.ByThread = true
+		gl.Spec = taskStorageSpec(v.Name, gl.Value)
 	default:
 		gl.Spec.Type, gl.Spec.MaxEntries = ebpf.Hash, uint32(m.cfg.Limits.MaxMapEntries)
 		if v.Decl != nil && v.Decl.Size > 0 {
@@ -90,6 +101,15 @@ func (m *Module) global(v *syntax.Var) *Global {
 	m.globals[v] = gl
 	m.order = append(m.order, gl)
 	return gl
+}
+
+// String describes the global's map, as -p3 lists it.
+func (gl *Global) String() string {
+	sp := gl.Spec
+	if gl.ByThread {
+		return fmt.Sprintf("global %s: %v (the current thread's element), value %d bytes after a present word", gl.Var.Name, sp.Type, sp.ValueSize-threadValue)
+	}
+	return fmt.Sprintf("global %s: %v, key %d bytes, value %d bytes, max_entries %d", gl.Var.Name, sp.Type, sp.KeySize, sp.ValueSize, sp.MaxEntries)
 }
 
 // fieldSize is the bytes a key or value field takes (8-aligned).
@@ -186,6 +206,10 @@ func (g *gen) key(gl *Global, keys []syntax.Expr) keyAddr {
 
 // lookup leaves in R0 the value of v[keys] for this CPU, or 0 when absent.
 func (g *gen) lookup(gl *Global, keys []syntax.Expr) keyAddr {
+	if gl.ByThread {
+		g.threadLookup(gl)
+		return keyAddr{}
+	}
 	k := g.key(gl, keys)
 	k.load(g, asm.R2)
 	g.emit(asm.LoadMapPtr(asm.R1, 0).WithReference(gl.Ref), asm.FnMapLookupElem.Call())
@@ -195,6 +219,10 @@ func (g *gen) lookup(gl *Global, keys []syntax.Expr) keyAddr {
 // lookupOrCreate leaves in regRec the value of v[keys], creating it as
 // zero when absent; a full map raises the overflow error at at.
 func (g *gen) lookupOrCreate(gl *Global, keys []syntax.Expr, at syntax.Pos) {
+	if gl.ByThread {
+		g.threadElement(gl)
+		return
+	}
 	smark, stack := g.scratchMark(), g.stack
 	g.lookupOrCreateKey(gl, g.key(gl, keys), at)
 	g.scratchRelease(smark)
@@ -322,6 +350,10 @@ func (g *gen) in(e *syntax.In) {
 		}
 	}
 	gl := g.m.global(id.Var)
+	if gl.ByThread {
+		g.threadIn(gl)
+		return
+	}
 	smark, stack := g.scratchMark(), g.stack
 	g.lookup(gl, e.Keys)
 	done := g.newLabel("in")
@@ -343,6 +375,10 @@ func (g *gen) delete(s *syntax.DeleteStmt) {
 			}
 		}
 		gl := g.m.global(v)
+		if gl.ByThread {
+			g.threadDelete(gl)
+			return
+		}
 		smark, stack := g.scratchMark(), g.stack
 		g.key(gl, t.Keys).load(g, asm.R2)
 		g.emit(asm.LoadMapPtr(asm.R1, 0).WithReference(gl.Ref), asm.FnMapDeleteElem.Call())

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -91,6 +92,15 @@ func sysEnter(t testing.TB, kind attach.Kind) *attach.Point {
 	return p
 }
 
+// onEachKind runs f in a subtest for each kind of attach point of
+// raw_syscalls:sys_enter (a kind the kernel lacks is skipped).
+func onEachKind(t *testing.T, f func(t *testing.T, point *attach.Point)) {
+	requireBPF(t)
+	for _, kind := range kindsOfTracepoints {
+		t.Run(kind.String(), func(t *testing.T) { f(t, sysEnter(t, kind)) })
+	}
+}
+
 // tracepoint returns the kernel's tracepoint spec; a kernel without BTF
 // has none (skipped).
 func tracepoint(t testing.TB, spec string) *kernel.Tracepoint {
@@ -130,20 +140,29 @@ var exit = asm.Instructions{
 	asm.Return(),
 }
 
-// countAllProgram counts every system call in slot 0 of the per-CPU array "counts".
-var countAllProgram = asm.Instructions{
-	asm.StoreImm(asm.R10, -4, 0, asm.Word),
-	asm.LoadMapPtr(asm.R1, 0).WithReference("counts"),
-	asm.Mov.Reg(asm.R2, asm.R10),
-	asm.Add.Imm(asm.R2, -4),
-	asm.FnMapLookupElem.Call(),
-	asm.JEq.Imm(asm.R0, 0, "out"),
-	asm.LoadMem(asm.R1, asm.R0, 0, asm.DWord),
-	asm.Add.Imm(asm.R1, 1),
-	asm.StoreMem(asm.R0, 0, asm.R1, asm.DWord),
-	asm.Mov.Imm(asm.R0, 0).WithSymbol("out"),
-	asm.Return(),
+// lookupOrOut emits R0 = the element of the array mapRef whose u32 key is
+// at R10-4, and a jump to "out" when there is none.
+func lookupOrOut(mapRef string) asm.Instructions {
+	return asm.Instructions{
+		asm.LoadMapPtr(asm.R1, 0).WithReference(mapRef),
+		asm.Mov.Reg(asm.R2, asm.R10),
+		asm.Add.Imm(asm.R2, -4),
+		asm.FnMapLookupElem.Call(),
+		asm.JEq.Imm(asm.R0, 0, "out"),
+	}
 }
+
+// countAllProgram counts every system call in slot 0 of the per-CPU array "counts".
+var countAllProgram = slices.Concat(
+	asm.Instructions{asm.StoreImm(asm.R10, -4, 0, asm.Word)},
+	lookupOrOut("counts"),
+	asm.Instructions{
+		asm.LoadMem(asm.R1, asm.R0, 0, asm.DWord),
+		asm.Add.Imm(asm.R1, 1),
+		asm.StoreMem(asm.R0, 0, asm.R1, asm.DWord),
+	},
+	exit,
+)
 
 // countProgram counts getppid calls of pid in slot 0 of the per-CPU array "counts".
 func countProgram(pid int32) asm.Instructions {
@@ -154,27 +173,23 @@ func countProgram(pid int32) asm.Instructions {
 // raw_syscalls:sys_enter counts a child's getppid calls into a per-CPU
 // array, through each kind of attach point the kernel offers.
 func TestCountSyscalls(t *testing.T) {
-	requireBPF(t)
-	for _, kind := range kindsOfTracepoints {
-		t.Run(kind.String(), func(t *testing.T) {
-			const calls = 5000
-			point := sysEnter(t, kind)
-			counts := newCounts(t)
-			defer counts.Close()
-			child := newWorkload(t, calls)
-			p := loadAttached(t, &ProgramSpec{Name: "count_getppid", Attach: point,
-				Instructions: countProgram(child.pid()), Maps: map[string]*ebpf.Map{"counts": counts}})
-			defer p.Close()
-			child.run(t)
-			n, err := SumPerCPU(counts, 0)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if n < calls {
-				t.Errorf("counted %d getppid calls, the child made %d", n, calls)
-			}
-		})
-	}
+	onEachKind(t, func(t *testing.T, point *attach.Point) {
+		const calls = 5000
+		counts := newCounts(t)
+		defer counts.Close()
+		child := newWorkload(t, calls)
+		p := loadAttached(t, &ProgramSpec{Name: "count_getppid", Attach: point,
+			Instructions: countProgram(child.pid()), Maps: map[string]*ebpf.Map{"counts": counts}})
+		defer p.Close()
+		child.run(t)
+		n, err := SumPerCPU(counts, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n < calls {
+			t.Errorf("counted %d getppid calls, the child made %d", n, calls)
+		}
+	})
 }
 
 // newCounts creates the per-CPU array of one counter countProgram uses.

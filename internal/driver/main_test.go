@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"unsafe"
 
@@ -24,6 +25,8 @@ import (
 //	            each followed by a getppid() call
 //	archive N   N opens of /nonexistent/bpftap.tar.gz, each by open() (on
 //	            x86_64, where it exists) and by openat()
+//	threads N   two threads at once, each making N read() calls of /dev/zero,
+//	            of 1001 bytes on one thread and 2002 on the other
 func TestMain(m *testing.M) {
 	if Holding() {
 		Hold() // -c commands of in-process runs: see target.go
@@ -73,6 +76,8 @@ func workload(args []string) int {
 				return 1
 			}
 		}
+	case "threads":
+		return readThreads(n)
 	default:
 		fmt.Fprintln(os.Stderr, "workload: unknown mode", args[0])
 		return 2
@@ -96,4 +101,34 @@ func expandWorkload(args []string) []string {
 		args[i] = strings.ReplaceAll(a, "$WORKLOAD", workloadCommand())
 	}
 	return args
+}
+
+// readThreads is the threads workload: each thread locks its goroutine to
+// itself, and both start their reads together.
+func readThreads(n int) int {
+	fd, err := unix.Open("/dev/zero", unix.O_RDONLY, 0)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "workload:", err)
+		return 1
+	}
+	var ready, done sync.WaitGroup
+	start := make(chan struct{})
+	for _, size := range []int{1001, 2002} {
+		ready.Add(1)
+		done.Add(1)
+		go func() {
+			runtime.LockOSThread()
+			defer done.Done()
+			buf := make([]byte, size)
+			ready.Done()
+			<-start
+			for range n {
+				unix.Read(fd, buf)
+			}
+		}()
+	}
+	ready.Wait()
+	close(start)
+	done.Wait()
+	return 0
 }

@@ -282,8 +282,12 @@ func (s *Session) Close() error {
 	return errors.Join(errs...)
 }
 
-// Fprint lists each program's instructions under its probe's name (-p3).
+// Fprint lists the globals' maps, then each program's instructions under
+// its probe's name (-p3).
 func (s *Session) Fprint(w io.Writer) {
+	for _, gl := range s.mod.Globals() {
+		fmt.Fprintf(w, "# %v\n", gl)
+	}
 	for _, p := range s.progs {
 		fmt.Fprintf(w, "# %s (%s)\n%v\n", p.Probe.Name, p.Probe.Attach.Kind, p.Instructions)
 	}

@@ -26,6 +26,12 @@ func (s *Session) Storage(g interp.Global) interp.Storage {
 		if gl.Var != g.Var {
 			continue
 		}
+		if gl.ByThread {
+			// Task-local storage cannot be listed, and only kernel probes
+			// use such a global (sema's Var.ByThread): the interpreter's
+			// own empty array stands for it and is never touched.
+			return interp.Storage{}
+		}
 		mg := &mapGlobal{gl: gl, m: s.objs.shared[gl.Ref], newStat: g.NewStat, cpus: 1}
 		if gl.Cache != nil {
 			mg.cache = s.objs.shared[gl.Cache.Ref]

@@ -138,6 +138,7 @@ func Elaborate(user []*syntax.File, opts Options) (*Program, error) {
 	}
 	if !e.rep.failed() {
 		e.promotePerCPU()
+		e.promoteByThread()
 	}
 	if e.rep.failed() {
 		return nil, e.rep.errors()

@@ -19,6 +19,12 @@ import (
 // kernelCode calls visit on every node of the kernel probes' bodies and of
 // the functions they reach, each function once.
 func (e *elab) kernelCode(visit func(syntax.Node) bool) {
+	e.reachable(func(p *Probe) bool { return p.Kernel }, visit)
+}
+
+// reachable calls visit on every node of the bodies of the probes keep
+// selects and of the functions they reach, each function once.
+func (e *elab) reachable(keep func(*Probe) bool, visit func(syntax.Node) bool) {
 	seen := map[*syntax.Func]bool{}
 	var walk func(n syntax.Node)
 	walk = func(n syntax.Node) {
@@ -31,7 +37,7 @@ func (e *elab) kernelCode(visit func(syntax.Node) bool) {
 		})
 	}
 	for _, p := range e.prog.Probes {
-		if p.Kernel {
+		if keep(p) {
 			walk(p.Body)
 		}
 	}

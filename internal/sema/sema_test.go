@@ -93,22 +93,24 @@ func run(t *testing.T, c chunk, lib []*syntax.File) string {
 	if err != nil {
 		return err.(*Errors).Text()
 	}
-	return strings.Join(prog.Warnings, "") + prog.String() + perCPU(prog)
+	return strings.Join(prog.Warnings, "") + prog.String() +
+		promoted(prog, "per-CPU", func(g *syntax.Var) bool { return g.PerCPU }) +
+		promoted(prog, "by thread", func(g *syntax.Var) bool { return g.ByThread })
 }
 
-// perCPU lists the globals promoted to per-CPU storage (not part of stap's
-// listing; only kernel probes promote).
-func perCPU(prog *Program) string {
+// promoted lists the globals promoted to per-CPU or per-thread storage
+// (not part of stap's listing; only kernel probes promote).
+func promoted(prog *Program, what string, is func(*syntax.Var) bool) string {
 	var names []string
 	for _, g := range prog.Globals {
-		if g.PerCPU {
+		if is(g) {
 			names = append(names, g.Name)
 		}
 	}
 	if names == nil {
 		return ""
 	}
-	return "# per-CPU (bpftap): " + strings.Join(names, ", ") + "\n"
+	return "# " + what + " (bpftap): " + strings.Join(names, ", ") + "\n"
 }
 
 func hasFlag(flags []string, f string) bool {

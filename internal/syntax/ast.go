@@ -515,6 +515,10 @@ type Var struct {
 	// <<< as statements) and never otherwise use: the BPF back end may keep
 	// it per CPU, the user side merging the CPUs' values when it reads.
 	PerCPU bool
+	// ByThread marks a global array whose one long key is tid() wherever
+	// it is used, in kernel probes only (sema's bythread.go): the BPF back
+	// end keeps it in task-local storage.
+	ByThread bool
 }
 
 // Func is a resolved function: a script or tapset function, or a builtin.
