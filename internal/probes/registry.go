@@ -129,9 +129,16 @@ func ComponentsString(comps []*syntax.Component) string {
 type Error struct {
 	Msg string
 	At  *syntax.Component
+	// detail, when set, computes the rest of the message when it is shown.
+	detail func() string
 }
 
-func (e *Error) Error() string { return e.Msg }
+func (e *Error) Error() string {
+	if e.detail != nil {
+		return e.Msg + e.detail()
+	}
+	return e.Msg
+}
 
 type node struct {
 	name     string

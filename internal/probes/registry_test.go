@@ -54,7 +54,7 @@ func resolve(t *testing.T, reg *Registry, point string) string {
 	pts = expanded
 	if err != nil {
 		e := err.(*Error)
-		s := "error: " + e.Msg
+		s := "error: " + e.Error()
 		if e.At != nil {
 			s += " @ " + e.At.Name
 		}

@@ -46,7 +46,13 @@ func expandTrace(k KernelInfo, p *Point, classic bool) ([]*Point, error) {
 		if !found {
 			event = spec.Value
 		}
-		return nil, errorf("no match (similar tracepoints: %s)%s", similarNames(event, eventNames(tps)), tracefsNote(tps))
+		// the suggestions cost milliseconds (distances to every
+		// tracepoint's name): computed only if the message is shown, not
+		// when an optional point (an alias on an event this kernel lacks)
+		// fails and discards it
+		return nil, &Error{Msg: "no match", detail: func() string {
+			return fmt.Sprintf(" (similar tracepoints: %s)%s", similarNames(event, eventNames(tps)), tracefsNote(tps))
+		}}
 	}
 	var out []*Point
 	for _, tp := range matched {
