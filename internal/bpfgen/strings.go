@@ -210,6 +210,9 @@ func (g *gen) strKey(e syntax.Expr, off, width int) {
 // there), which costs a fraction of bpf_get_current_comm's copy; the
 // others call that helper.
 func (g *gen) comm(off int) {
+	if g.m.maxStr < commLen { // a string holds at most MAXSTRINGLEN-1 bytes
+		defer g.emit(asm.StoreImm(regScratch, int16(off+g.m.maxStr-1), 0, asm.Byte))
+	}
 	if commOff, ok := taskCommOffset(); ok && g.probe.Attach.Kind.BTFTyped() {
 		g.emit(asm.FnGetCurrentTaskBtf.Call())
 		for i := int16(0); i < commLen; i += 8 {
