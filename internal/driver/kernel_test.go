@@ -322,7 +322,7 @@ func TestRegexExample(t *testing.T) {
 // TestStraceExample runs examples/strace.stp and strace itself on the same
 // `ls -l` (ASLR off for both, so that most addresses agree too) and
 // requires most of strace's lines, addresses aside, to come out identical
-// (91% on this project's machine; the bar leaves room for a machine whose
+// (93% on this project's machine; the bar leaves room for a machine whose
 // ls makes a call the example does not format as strace yet).
 func TestStraceExample(t *testing.T) {
 	requireFeature(t, "bpf")
