@@ -217,8 +217,9 @@ func TestKernelNotRoot(t *testing.T) {
 		t.Errorf("as nobody with CAP_BPF and CAP_PERFMON: %v\nstdout:\n%s\nstderr:\n%s", err, stdout, stderr)
 	}
 	// Without tracefs the system is taken as written, and named as written.
+	// (Both CPUs may print before exit() stops the probes: one line or more.)
 	stdout, stderr, err = asNobody(caps, "-e", `probe kernel.trace("raw_syscalls:sys_enter") { printf("%s\n", pp()); exit() }`)
-	if want := "kernel.trace(\"raw_syscalls:sys_enter\")\n"; err != nil || stdout != want {
+	if want := "kernel.trace(\"raw_syscalls:sys_enter\")\n"; err != nil || stdout == "" || strings.ReplaceAll(stdout, want, "") != "" {
 		t.Errorf("pp() as nobody with CAP_BPF and CAP_PERFMON: %v, %q, want %q\nstderr:\n%s", err, stdout, want, stderr)
 	}
 }
