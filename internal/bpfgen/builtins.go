@@ -33,27 +33,21 @@ func init() { builtinCodes = kernelBuiltins() }
 
 func kernelBuiltins() map[string]builtinCode {
 	codes := map[string]builtinCode{
-		"pid":     longCode(func(g *gen, _ *syntax.Call) { g.halfOf(asm.FnGetCurrentPidTgid, true) }),
-		"tid":     longCode(func(g *gen, _ *syntax.Call) { g.halfOf(asm.FnGetCurrentPidTgid, false) }),
-		"uid":     longCode(func(g *gen, _ *syntax.Call) { g.halfOf(asm.FnGetCurrentUidGid, false) }),
-		"gid":     longCode(func(g *gen, _ *syntax.Call) { g.halfOf(asm.FnGetCurrentUidGid, true) }),
-		"target":  longCode(func(g *gen, _ *syntax.Call) { g.constant(asm.R0, g.m.cfg.TargetPID) }),
-		"cpu":     longCode(func(g *gen, _ *syntax.Call) { g.emit(asm.FnGetSmpProcessorId.Call()) }),
-		"jiffies": longCode(func(g *gen, _ *syntax.Call) { g.emit(asm.FnJiffies64.Call()) }),
-		"exit":    longCode(func(g *gen, _ *syntax.Call) { g.exitRecord(); g.emit(asm.Mov.Imm(asm.R0, 0)) }),
-		"error":   longCode((*gen).raise),
-		"__error_at_call": longCode(func(g *gen, c *syntax.Call) {
-			var at syntax.Pos
-			if n := len(g.inlined); n > 0 {
-				at = g.inlined[n-1].call.Pos
-			}
-			g.emit(asm.Ja.Label(g.errorSite(c.Args[0].(*syntax.StringLit).Value, at, false)))
-		}),
-		"ppid":        longCode((*gen).taskField),
-		"euid":        longCode((*gen).taskField),
-		"cmdline_str": strCode((*gen).cmdlineStr),
-		"execname":    strCode(func(g *gen, _ *syntax.Call) value { v := g.strSlot(commLen); g.comm(v.off); return v }),
-		"pp":          strCode(func(g *gen, _ *syntax.Call) value { return g.strLit(g.probe.Name) }),
+		"pid":             longCode(func(g *gen, _ *syntax.Call) { g.halfOf(asm.FnGetCurrentPidTgid, true) }),
+		"tid":             longCode(func(g *gen, _ *syntax.Call) { g.halfOf(asm.FnGetCurrentPidTgid, false) }),
+		"uid":             longCode(func(g *gen, _ *syntax.Call) { g.halfOf(asm.FnGetCurrentUidGid, false) }),
+		"gid":             longCode(func(g *gen, _ *syntax.Call) { g.halfOf(asm.FnGetCurrentUidGid, true) }),
+		"target":          longCode(func(g *gen, _ *syntax.Call) { g.constant(asm.R0, g.m.cfg.TargetPID) }),
+		"cpu":             longCode(func(g *gen, _ *syntax.Call) { g.emit(asm.FnGetSmpProcessorId.Call()) }),
+		"jiffies":         longCode(func(g *gen, _ *syntax.Call) { g.emit(asm.FnJiffies64.Call()) }),
+		"exit":            longCode(func(g *gen, _ *syntax.Call) { g.exitRecord(); g.emit(asm.Mov.Imm(asm.R0, 0)) }),
+		"error":           longCode((*gen).raise),
+		"__error_at_call": longCode((*gen).raiseAtCall),
+		"ppid":            longCode((*gen).taskField),
+		"euid":            longCode((*gen).taskField),
+		"cmdline_str":     strCode((*gen).cmdlineStr),
+		"execname":        strCode(func(g *gen, _ *syntax.Call) value { v := g.strSlot(commLen); g.comm(v.off); return v }),
+		"pp":              strCode(func(g *gen, _ *syntax.Call) value { return g.strLit(g.probe.Name) }),
 		"pn": strCode(func(g *gen, _ *syntax.Call) value {
 			return g.strLit(probes.ComponentsString(g.probe.User.Components))
 		}),

@@ -97,6 +97,17 @@ func (g *gen) raise(c *syntax.Call) {
 	g.emit(asm.Ja.Label(g.errorSite(c.Args[0].(*syntax.StringLit).Value, syntax.Pos{}, false)))
 }
 
+// raiseAtCall compiles __error_at_call(msg): error(msg) located at the
+// call of the script function being inlined, as stap locates its tapset's
+// C functions' errors.
+func (g *gen) raiseAtCall(c *syntax.Call) {
+	var at syntax.Pos
+	if n := len(g.inlined); n > 0 {
+		at = g.inlined[n-1].call.Pos
+	}
+	g.emit(asm.Ja.Label(g.errorSite(c.Args[0].(*syntax.StringLit).Value, at, false)))
+}
+
 // readString compiles kernel_string(addr[, n]) and user_string(addr[, n]),
 // which raise stap's fault error when the memory cannot be read, and
 // kernel_string2(addr, err_msg) and user_string2(addr, err_msg), which

@@ -2,11 +2,11 @@ package bpfgen_test
 
 import (
 	"fmt"
-	"os"
 	"regexp"
-	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/bpftap/bpftap/internal/regexdfa/regexcases"
 
 	"github.com/bpftap/bpftap/internal/kernelside"
 	"golang.org/x/sys/unix"
@@ -92,22 +92,9 @@ func b2i(b bool) int {
 
 // regexCases reads package regexdfa's patterns and subjects.
 func regexCases(t *testing.T) (patterns, subjects []string) {
-	data, err := os.ReadFile("../regexdfa/testdata/cases.txt")
+	patterns, subjects, err := regexcases.Load("../regexdfa/testdata/cases.txt")
 	if err != nil {
 		t.Fatal(err)
-	}
-	for _, line := range strings.Split(string(data), "\n") {
-		kind, q, _ := strings.Cut(line, " ")
-		s, err := strconv.Unquote(q)
-		switch {
-		case kind != "pattern" && kind != "subject":
-		case err != nil:
-			t.Fatalf("%s: %v", line, err)
-		case kind == "pattern":
-			patterns = append(patterns, s)
-		default:
-			subjects = append(subjects, s)
-		}
 	}
 	return patterns, subjects
 }

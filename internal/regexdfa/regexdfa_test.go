@@ -2,34 +2,19 @@ package regexdfa
 
 import (
 	"math/rand"
-	"os"
 	"regexp"
-	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/bpftap/bpftap/internal/regexdfa/regexcases"
 )
 
 // cases reads testdata/cases.txt, which package bpfgen's kernel test
 // reads too.
 func cases(t *testing.T) (patterns, subjects []string) {
-	data, err := os.ReadFile("testdata/cases.txt")
+	patterns, subjects, err := regexcases.Load("testdata/cases.txt")
 	if err != nil {
 		t.Fatal(err)
-	}
-	for _, line := range strings.Split(string(data), "\n") {
-		kind, q, _ := strings.Cut(line, " ")
-		if kind != "pattern" && kind != "subject" {
-			continue
-		}
-		s, err := strconv.Unquote(q)
-		if err != nil {
-			t.Fatalf("%s: %v", line, err)
-		}
-		if kind == "pattern" {
-			patterns = append(patterns, s)
-		} else {
-			subjects = append(subjects, s)
-		}
 	}
 	return patterns, subjects
 }
