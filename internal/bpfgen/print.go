@@ -59,7 +59,7 @@ func (g *gen) print(e *syntax.PrintCall) {
 			asm.FnProbeReadKernelStr.Call(),
 		)
 	}
-	g.submit()
+	g.submit(out.Size)
 	g.mark(full)
 	g.emit(asm.Mov.Imm(asm.R0, 0))
 	g.scratchRelease(mark)

@@ -3,6 +3,7 @@ package bpfgen
 import (
 	"encoding/binary"
 	"fmt"
+	"math/bits"
 
 	"github.com/bpftap/bpftap/internal/format"
 	"github.com/bpftap/bpftap/internal/syntax"
@@ -137,7 +138,7 @@ func (g *gen) errorTail() {
 		asm.LoadMem(asm.R1, asm.R10, -8, asm.DWord),
 		asm.StoreMem(regRec, headerSize, asm.R1, asm.DWord),
 	)
-	g.submit()
+	g.submit(headerSize + 8)
 	g.mark(full)
 	g.emit(asm.Ja.Label(labelExit))
 }
@@ -174,26 +175,41 @@ func (g *gen) reserve(size int) string {
 	return full
 }
 
-// submit sends the record whose address is in regRec. Waking the reader
-// for every record costs ~350 ns per record (measured), so it submits with
-// BPF_RB_NO_WAKEUP and forces a wake-up only when at least a quarter of the
-// ring is waiting; the reader also polls (bpfrt.RingReader), so a record
-// never waits long. Clobbers R0-R5.
-func (g *gen) submit() {
+// submit sends the record of size bytes whose address is in regRec.
+// Waking the reader for every record costs ~350 ns per record (measured;
+// more in a VM, where the self-IPI that raises the wake-up traps), so it
+// submits with BPF_RB_NO_WAKEUP and forces a wake-up only when this record
+// makes the data waiting in the ring cross a quarter of the ring (a
+// quarter, a half), or when three quarters are waiting: once per quarter
+// however slowly the reader drains, and always when the ring is about to
+// fill (a record of another CPU reserved at the same moment can hide a
+// crossing). The reader also polls (bpfrt.RingReader), so a record never
+// waits long. Clobbers R0-R5.
+func (g *gen) submit(size int) {
 	label := g.newLabel("submit")
-	quiet, submit := label+"_quiet", label+"_submit"
+	quiet, wake, submit := label+"_quiet", label+"_wake", label+"_submit"
+	quarter := bits.Len(uint(g.m.cfg.RingSize)) - 3 // log2(RingSize/4)
 	g.emit(
 		asm.LoadMapPtr(asm.R1, 0).WithReference(RingMap),
 		asm.Mov.Imm(asm.R2, rbAvailData),
 		asm.FnRingbufQuery.Call(),
-		asm.JLT.Imm(asm.R0, int32(g.m.cfg.RingSize/4), quiet),
-		asm.Mov.Imm(asm.R2, rbForceWakeup),
+		asm.JGE.Imm(asm.R0, int32(3*(g.m.cfg.RingSize/4)), wake),
+		asm.Mov.Reg(asm.R1, asm.R0),
+		asm.Sub.Imm(asm.R1, int32(ringRecordSize(size))),
+		asm.RSh.Imm(asm.R0, int32(quarter)),
+		asm.RSh.Imm(asm.R1, int32(quarter)),
+		asm.JEq.Reg(asm.R0, asm.R1, quiet),
+		asm.Mov.Imm(asm.R2, rbForceWakeup).WithSymbol(wake),
 		asm.Ja.Label(submit),
 		asm.Mov.Imm(asm.R2, rbNoWakeup).WithSymbol(quiet),
 		asm.Mov.Reg(asm.R1, regRec).WithSymbol(submit),
 		asm.FnRingbufSubmit.Call(),
 	)
 }
+
+// ringRecordSize is the room a record of size bytes takes in the ring: an
+// 8-byte header, rounded up to 8 (BPF_RINGBUF_HDR_SZ, kernel/bpf/ringbuf.c).
+func ringRecordSize(size int) int { return (size + 8 + 7) &^ 7 }
 
 // exitRecord marks the session stopped (StateMap) and sends RecordExit
 // (exit()); the probe goes on.
@@ -209,6 +225,6 @@ func (g *gen) exitRecord() {
 		asm.StoreImm(regRec, 0, int64(RecordExit), asm.Word),
 		asm.StoreImm(regRec, 4, 0, asm.Word),
 	)
-	g.submit()
+	g.submit(headerSize)
 	g.mark(full)
 }
