@@ -74,8 +74,11 @@ type sprint struct {
 	g                        *gen
 	limit                    int // MAXSTRINGLEN
 	out, stage, table, cells int // scratch offsets
-	// The directive being compiled: has a width, a precision, the '-' flag.
+	// The directive being compiled: has a width, a precision, the '-' flag;
+	// the most padding its width and its precision can ask for (a static
+	// one's value, else L): the verifier walks a pad loop as many times.
 	hasWidth, hasPrec, isLeft bool
+	widthMost, precMost       int
 }
 
 // sprintArg is where an evaluated argument is: a string's slot or a
@@ -209,6 +212,7 @@ func (s *sprint) run(f *format.Format, args []sprintArg) {
 		}
 		s.hasWidth, s.hasPrec = d.WidthArg || d.Width >= 0, d.PrecArg || d.Prec >= 0
 		s.isLeft = d.Flags&format.FlagLeft != 0
+		s.widthMost, s.precMost = s.staticMost(d.WidthArg, d.Width), s.staticMost(d.PrecArg, d.Prec)
 		if s.hasWidth {
 			s.clamp(cellWidth, d.WidthArg, d.Width, take)
 		}
@@ -225,6 +229,15 @@ func (s *sprint) run(f *format.Format, args []sprintArg) {
 		}
 	}
 	s.terminate()
+}
+
+// staticMost is the most padding a width or precision can ask for: its
+// value when the format gives it, else L.
+func (s *sprint) staticMost(fromArg bool, static int) int {
+	if fromArg || static < 0 {
+		return s.limit
+	}
+	return min(static, s.limit)
 }
 
 // loadTable stores the digit table when the format converts numbers.
@@ -330,6 +343,14 @@ func (s *sprint) reserve(most int, done string) {
 	g := s.g
 	g.emit(asm.JSLE.Imm(asm.R2, 0, done))
 	s.atMost(asm.R2, min(most, s.limit))
+	s.reserveRoom(done)
+}
+
+// reserveRoom is reserve once R2 is known to be in [1, L]: it cuts R2 to
+// the room left. (A check the verifier can decide leaves dead code, and
+// each stretch of it costs the verifier a pass over the whole program.)
+func (s *sprint) reserveRoom(done string) {
+	g := s.g
 	s.loadPos(asm.R1)
 	s.room(asm.R4, asm.R1)
 	s.atMostReg(asm.R2, asm.R4)
@@ -346,7 +367,7 @@ func (s *sprint) reserve(most int, done string) {
 func (s *sprint) put(c byte, fromR0 bool) {
 	done := s.g.newLabel("sp_put")
 	s.g.emit(asm.Mov.Imm(asm.R2, 1))
-	s.reserve(1, done)
+	s.reserveRoom(done)
 	if fromR0 {
 		s.g.emit(asm.StoreMem(asm.R1, int16(s.out), asm.R0, asm.Byte))
 	} else {
@@ -355,14 +376,14 @@ func (s *sprint) put(c byte, fromR0 bool) {
 	s.g.mark(done)
 }
 
-// pad writes R2 (signed) copies of c, as many as fit: a loop the verifier
-// walks at most L times. The loop is a do-while whose exit is the
+// pad writes R2 (signed) copies of c, at most most, as many as fit: a
+// loop the verifier walks at most most times. The loop is a do-while whose exit is the
 // fall-through: the verifier follows the exit first and keeps one pending
 // iteration at a time, not one pending exit per iteration (it allows 8192).
-func (s *sprint) pad(c byte) {
+func (s *sprint) pad(c byte, most int) {
 	g := s.g
 	top, done := g.newLabel("sp_pad"), g.newLabel("sp_padded")
-	s.reserve(s.limit, done)
+	s.reserve(most, done)
 	g.mark(top)
 	g.emit(
 		asm.StoreImm(asm.R1, int16(s.out), int64(c), asm.Byte),
@@ -442,7 +463,7 @@ func (s *sprint) field(most int, src func()) {
 	spaces := func() {
 		s.load(asm.R2, cellWidth)
 		s.minusLen()
-		s.pad(' ')
+		s.pad(' ', s.widthMost)
 	}
 	if s.hasWidth && !s.isLeft {
 		spaces()
@@ -631,7 +652,7 @@ func (s *sprint) number(d format.Directive, slot int16) {
 	}
 	if s.hasWidth && flags&(format.FlagZero|format.FlagLeft) == 0 {
 		size()
-		s.pad(' ')
+		s.pad(' ', s.widthMost)
 	}
 	if flags&format.FlagSign != 0 {
 		s.putSign()
@@ -641,12 +662,12 @@ func (s *sprint) number(d format.Directive, slot int16) {
 	}
 	if s.hasWidth && flags&format.FlagZero != 0 {
 		size()
-		s.pad('0')
+		s.pad('0', s.widthMost)
 	}
 	if s.hasPrec {
 		s.load(asm.R2, cellPrec)
 		s.minusLen()
-		s.pad('0')
+		s.pad('0', s.precMost)
 	}
 	s.load(asm.R2, cellLen)
 	if s.limit >= digitRoom {
@@ -656,7 +677,7 @@ func (s *sprint) number(d format.Directive, slot int16) {
 	}
 	if s.hasWidth && s.isLeft {
 		size()
-		s.pad(' ')
+		s.pad(' ', s.widthMost)
 	}
 }
 
