@@ -24,6 +24,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
 	"sync"
 	"time"
 
@@ -33,6 +34,7 @@ import (
 	"github.com/bpftap/bpftap/internal/sema"
 	"github.com/bpftap/bpftap/internal/syntax"
 	"github.com/bpftap/bpftap/internal/tapset"
+	"github.com/cilium/ebpf"
 	"golang.org/x/sys/unix"
 )
 
@@ -175,18 +177,61 @@ func (s *Session) Load() error {
 		return fmt.Errorf("ERROR: %w", err)
 	}
 	s.objs = objs
-	for _, p := range s.progs {
-		lp, err := objs.load(p, s.cfg.LogLevel)
+	refs := make([]map[string]*ebpf.Map, len(s.progs))
+	for i, p := range s.progs {
+		if refs[i], err = objs.bind(p); err != nil {
+			return fmt.Errorf("ERROR: probe %s: %w", p.Probe.Name, err)
+		}
+	}
+	loaded, errs := s.loadAll(refs)
+	for i, err := range errs {
+		if err == nil {
+			continue
+		}
+		for _, lp := range loaded[i:] {
+			if lp != nil {
+				lp.Close()
+			}
+		}
 		var ke *Error
 		if errors.As(err, &ke) {
 			return ke
 		}
-		if err != nil {
-			return fmt.Errorf("ERROR: probe %s: %w", p.Probe.Name, err)
+		return fmt.Errorf("ERROR: probe %s: %w", s.progs[i].Probe.Name, err)
+	}
+	return nil
+}
+
+// loadAll loads the programs, as many at a time as there are CPUs: the
+// kernel verifies privileged programs in parallel, and the verifier's time
+// is most of a large script's start-up. The programs before the first
+// that failed are kept in s.loaded, in order (Close closes them); the
+// others are returned for the caller to close.
+func (s *Session) loadAll(refs []map[string]*ebpf.Map) ([]*bpfrt.Program, []error) {
+	loaded, errs := make([]*bpfrt.Program, len(s.progs)), make([]error, len(s.progs))
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range min(runtime.NumCPU(), len(s.progs)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				loaded[i], errs[i] = s.objs.load(s.progs[i], refs[i], s.cfg.LogLevel)
+			}
+		}()
+	}
+	for i := range s.progs {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	for i, lp := range loaded {
+		if errs[i] != nil {
+			break
 		}
 		s.loaded = append(s.loaded, lp)
 	}
-	return nil
+	return loaded, errs
 }
 
 // FprintVerifierLogs writes the verifier's log of each loaded program

@@ -50,10 +50,8 @@ func (o *objects) create(d bpfgen.Map) (*ebpf.Map, error) {
 	return m, nil
 }
 
-// load creates p's own maps and loads p for its probe's attach point; the
-// program is not attached. A verifier rejection comes back as *Error at the
-// script position of the instruction the verifier stopped at.
-func (o *objects) load(p *bpfgen.Program, logLevel uint32) (*bpfrt.Program, error) {
+// bind creates p's own maps and returns the maps p's instructions name.
+func (o *objects) bind(p *bpfgen.Program) (map[string]*ebpf.Map, error) {
 	refs := maps.Clone(o.shared)
 	for _, d := range p.Maps {
 		m, err := o.create(d)
@@ -62,6 +60,14 @@ func (o *objects) load(p *bpfgen.Program, logLevel uint32) (*bpfrt.Program, erro
 		}
 		refs[d.Ref] = m
 	}
+	return refs, nil
+}
+
+// load loads p, its maps bound (refs), for its probe's attach point; the
+// program is not attached. A verifier rejection comes back as *Error at the
+// script position of the instruction the verifier stopped at. Safe to call
+// for several programs at once.
+func (o *objects) load(p *bpfgen.Program, refs map[string]*ebpf.Map, logLevel uint32) (*bpfrt.Program, error) {
 	lp, err := bpfrt.Load(&bpfrt.ProgramSpec{Name: o.name(programName(p)), Attach: p.Probe.Attach,
 		Instructions: p.Instructions, Maps: refs, LogLevel: logLevel})
 	var ve *bpfrt.VerifierError
