@@ -18,7 +18,7 @@ import (
 // "events/sched/sched_process_exec/id". When tracefs is not mounted
 // anywhere, it is read from a private mount: see readPrivately.
 func ReadTracefs(name string) ([]byte, error) {
-	if dir := tracefsMount(); dir != "" {
+	if dir := tracefsMountOnce(); dir != "" {
 		return os.ReadFile(filepath.Join(dir, name))
 	}
 	return readPrivately(name)
@@ -99,6 +99,10 @@ func mountPrivately() error {
 	}
 	return nil
 }
+
+// tracefsMountOnce is tracefsMount, looked up once per process (a
+// syscall.* script reads hundreds of tracefs files).
+var tracefsMountOnce = sync.OnceValue(tracefsMount)
 
 // tracefsMount returns where tracefs is mounted, or "".
 func tracefsMount() string {

@@ -211,22 +211,40 @@ func MatchTracepoints(tps []*Tracepoint, spec string) ([]*Tracepoint, error) {
 	if !hasSystem {
 		sysPattern, evPattern = "*", spec
 	}
+	sysOK, err := matcher(sysPattern)
+	if err != nil {
+		return nil, fmt.Errorf("bad pattern %q: %w", spec, err)
+	}
+	evOK, err := matcher(evPattern)
+	if err != nil {
+		return nil, fmt.Errorf("bad pattern %q: %w", spec, err)
+	}
 	var matched []*Tracepoint
 	for _, tp := range tps {
-		sysOK, err := path.Match(sysPattern, tp.System)
-		sysOK = sysOK || tp.SystemUnknown
-		if err != nil {
-			return nil, fmt.Errorf("bad pattern %q: %w", spec, err)
-		}
-		evOK, err := path.Match(evPattern, tp.Event)
-		if err != nil {
-			return nil, fmt.Errorf("bad pattern %q: %w", spec, err)
-		}
-		if sysOK && evOK {
+		if (tp.SystemUnknown || sysOK(tp.System)) && evOK(tp.Event) {
 			matched = append(matched, tp)
 		}
 	}
 	return matched, nil
+}
+
+// matcher returns whether a name matches pattern (path.Match's syntax),
+// or the pattern's error. A pattern without wildcards, as the syscall
+// tapset's hundreds of aliases name their events, is a comparison.
+func matcher(pattern string) (func(string) bool, error) {
+	if _, err := path.Match(pattern, ""); err != nil {
+		return nil, err
+	}
+	switch {
+	case pattern == "*":
+		return func(string) bool { return true }, nil
+	case !strings.ContainsAny(pattern, `*?[\`):
+		return func(name string) bool { return name == pattern }, nil
+	}
+	return func(name string) bool {
+		ok, _ := path.Match(pattern, name)
+		return ok
+	}, nil
 }
 
 // TracepointID returns the trace event ID of system:event from tracefs,
