@@ -119,11 +119,62 @@ func (e *elab) mergeEntries(g []*syscallEntry) {
 	merged.Point = &syntax.ProbePoint{Pos: at, Components: []*syntax.Component{{Pos: at, Name: "kernel"},
 		{Pos: at, Name: "trace", Arg: &syntax.StringLit{Typed: syntax.Typed{Pos: at}, Value: wide.Attach.Target()}}}}
 	calls, shapes := shareShapes(g, at)
-	merged.Body = &syntax.Block{Pos: first.Body.Pos, Stmts: []syntax.Stmt{
-		dispatch(calls, "", at), dispatch(shapes, shapeVar, at), first.Body.Stmts[1]}}
+	guards, body := splitGuards(first.Body.Stmts[1], shapes)
+	merged.Body = &syntax.Block{Pos: first.Body.Pos, Stmts: []syntax.Stmt{dispatch(calls, "", at)}}
+	merged.Body.Stmts = append(merged.Body.Stmts, guards...)
+	merged.Body.Stmts = append(merged.Body.Stmts, dispatch(shapes, shapeVar, at), body)
 	e.prog.Plans = append(e.prog.Plans, fmt.Sprintf("%s: the entries of %d system calls share one program on %s (%d argument layouts)",
 		userPointsOf(g), len(g), wide.Attach.Target(), len(shapes)))
 	e.replaceProbes(g, &merged)
+}
+
+// splitGuards separates the leading `if (COND) next` statements of the
+// user's body that read none of the locals the layouts' prologues set
+// (`if (pid() != target()) next`, a test of name): the merged probe runs
+// them right after the first dispatch, so a call the body skips does not
+// compute its argstr first. The prologues only set locals, so nothing
+// else changes.
+func splitGuards(body syntax.Stmt, shapes []dispatchCase) (guards []syntax.Stmt, rest syntax.Stmt) {
+	b, ok := body.(*syntax.Block)
+	if !ok {
+		return nil, body
+	}
+	set := map[string]bool{}
+	for _, c := range shapes {
+		syntax.Walk(c.body, func(n syntax.Node) bool {
+			if a, ok := n.(*syntax.Assign); ok {
+				if id, ok := a.LHS.(*syntax.Ident); ok {
+					set[id.Name] = true
+				}
+			}
+			return true
+		})
+	}
+	n := 0
+	for n < len(b.Stmts) && isGuard(b.Stmts[n], set) {
+		n++
+	}
+	return b.Stmts[:n], &syntax.Block{Pos: b.Pos, Stmts: b.Stmts[n:]}
+}
+
+// isGuard tells whether s is `if (COND) next` with a COND that reads none
+// of the locals in set.
+func isGuard(s syntax.Stmt, set map[string]bool) bool {
+	i, ok := s.(*syntax.IfStmt)
+	if !ok || i.Else != nil {
+		return false
+	}
+	then := i.Then
+	if b, ok := then.(*syntax.Block); ok && len(b.Stmts) == 1 {
+		then = b.Stmts[0]
+	}
+	if _, ok := then.(*syntax.NextStmt); !ok {
+		return false
+	}
+	return !syntax.Any(i.Cond, func(n syntax.Node) bool {
+		id, ok := n.(*syntax.Ident)
+		return ok && set[id.Name]
+	})
 }
 
 // userPointsOf names the points of g as the user wrote them.
