@@ -119,7 +119,14 @@ type Program struct {
 	// Maps are the maps of this program alone: its per-CPU scratch area
 	// (ScratchMap), when it needs one.
 	Maps []Map
-	// TimingIndex is the program's element of TimingMap.
+	// Sections are the probes whose code the program runs, in order, each
+	// with its element of TimingMap (-t); Probe is the first.
+	Sections []Section
+}
+
+// Section is one probe's part of a program.
+type Section struct {
+	Probe       *sema.Probe
 	TimingIndex int
 }
 
@@ -133,16 +140,30 @@ func (e *Error) Error() string { return fmt.Sprintf("%s: %s", e.Pos, e.Msg) }
 
 // Compile compiles p, a kernel probe, for its attach point.
 func (m *Module) Compile(p *sema.Probe) (*Program, error) {
-	g := newGen(m, p)
+	return m.CompileGroup([]*sema.Probe{p})
+}
+
+// CompileGroup compiles probes that share an attach point (the first, and
+// those that sema.Probe.Joins to it) into one program: each probe's code
+// is a section of it, which runs when the probe's Skip test is false, with
+// its own locals, its own -t statistic, and its `next` ending the section.
+func (m *Module) CompileGroup(ps []*sema.Probe) (*Program, error) {
+	g := newGen(m, ps[0])
+	g.grouped = len(ps) > 1
 	if m.cfg.Timing {
-		g.timingIndex = m.programs
 		g.timeSlot = g.pushStack(16) // the start time, then the map key
 	}
-	m.programs++
-	if err := g.body(); err != nil {
-		return nil, err
+	var sections []Section
+	for _, p := range ps {
+		sections = append(sections, Section{Probe: p, TimingIndex: m.programs})
+		m.programs++
+		if err := g.section(p, sections[len(sections)-1].TimingIndex); err != nil {
+			return nil, err
+		}
 	}
-	return g.program(), nil
+	prog := g.program()
+	prog.Sections = sections
+	return prog, nil
 }
 
 // RingSize is the size of the module's ring buffer in bytes.

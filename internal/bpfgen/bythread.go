@@ -93,7 +93,7 @@ func (g *gen) threadElement(gl *Global) {
 	have := g.newLabel("have")
 	g.emit(asm.JNE.Imm(asm.R0, 0, have))
 	g.countSkip()
-	g.emit(asm.Ja.Label(labelExit))
+	g.emit(asm.Ja.Label(g.exitLabel))
 	g.mark(have)
 	g.emit(
 		asm.Mov.Imm(asm.R1, 1),

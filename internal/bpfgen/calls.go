@@ -187,7 +187,7 @@ func tailReturn(body *syntax.Block) *syntax.ReturnStmt {
 func (g *gen) next() {
 	frames := g.inlined
 	if len(frames) == 0 {
-		g.jump(labelExit)
+		g.jump(g.exitLabel)
 		return
 	}
 	at := frames[len(frames)-1].call.Pos

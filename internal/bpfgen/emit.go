@@ -30,6 +30,12 @@ const maxStack = 512
 type gen struct {
 	m     *Module
 	probe *sema.Probe // its Attach says where its arguments lie
+	// first is the program's own probe; probe is the one whose section is
+	// being compiled (CompileGroup), and grouped tells whether there are
+	// several. exitLabel is where the section's `next` goes.
+	first     *sema.Probe
+	grouped   bool
+	exitLabel string
 
 	insns   asm.Instructions
 	pos     []syntax.Pos
@@ -89,7 +95,7 @@ func (v value) base() asm.Register {
 type loop struct{ brk, cont string }
 
 func newGen(m *Module, p *sema.Probe) *gen {
-	return &gen{m: m, probe: p, locals: map[*syntax.Var]value{}, errs: map[string]string{}, alias: map[string]string{}}
+	return &gen{m: m, probe: p, first: p, locals: map[*syntax.Var]value{}, errs: map[string]string{}, alias: map[string]string{}}
 }
 
 // emit appends instructions at the current position, giving the first the
@@ -211,7 +217,7 @@ func (g *gen) program() *Program {
 	g.epilogue()
 	g.resolveAliases()
 	insns, pos := farJumps(g.insns, g.pos)
-	prog := &Program{Probe: g.probe, Instructions: insns, Pos: pos, TimingIndex: g.timingIndex}
+	prog := &Program{Probe: g.first, Instructions: insns, Pos: pos}
 	if g.maxScr > 0 {
 		prog.Maps = []Map{{ScratchMap, perCPUArray("scratch", uint32(g.maxScr), 1)}}
 	}
@@ -244,23 +250,40 @@ func (g *gen) prologue() {
 	for off := 8; off <= g.maxStack; off += 8 {
 		g.emit(asm.StoreMem(asm.R10, int16(-off), asm.R0, asm.DWord))
 	}
+	if g.grouped {
+		return // each section zeroes its locals and times itself
+	}
+	g.zeroLocals()
+	if g.m.cfg.Timing {
+		g.startTiming()
+	}
+}
+
+// zeroLocals gives the current probe's locals their initial values: an
+// empty string, 0. (The prologue zeroes the whole stack once; a section
+// of a group zeroes its stack locals too, which an earlier section may
+// have used.)
+func (g *gen) zeroLocals() {
+	g.emit(asm.Mov.Imm(asm.R0, 0))
 	for _, lv := range g.probe.Locals {
 		switch v, ok := g.locals[lv]; {
 		case ok && v.str:
 			g.emit(asm.StoreMem(regScratch, int16(v.off), asm.R0, asm.Byte))
 		case ok && v.scratch:
 			g.emit(asm.StoreMem(regScratch, int16(v.off), asm.R0, asm.DWord))
+		case ok && g.grouped:
+			g.emit(asm.StoreMem(asm.R10, int16(v.off), asm.R0, asm.DWord))
 		}
 	}
-	if g.m.cfg.Timing {
-		g.startTiming()
+	if g.grouped && g.actions != 0 {
+		g.emit(asm.StoreMem(asm.R10, g.actions, asm.R0, asm.DWord))
 	}
 }
 
 // epilogue: the exit and the error tail.
 func (g *gen) epilogue() {
 	g.mark(labelExit)
-	if g.m.cfg.Timing {
+	if g.m.cfg.Timing && !g.grouped {
 		g.stopTiming()
 	}
 	g.mark(labelDone)

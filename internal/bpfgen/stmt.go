@@ -1,28 +1,57 @@
 package bpfgen
 
 import (
+	"github.com/bpftap/bpftap/internal/sema"
 	"github.com/bpftap/bpftap/internal/syntax"
 	"github.com/bpftap/bpftap/internal/tapset"
 	"github.com/cilium/ebpf/asm"
 )
 
-// body compiles the probe body.
-func (g *gen) body() error {
-	g.cur = g.probe.Point.Position()
+// section compiles probe p's code, timed in TimingMap element timing when
+// grouped: its Skip test, its locals, its body.
+func (g *gen) section(p *sema.Probe, timing int) error {
+	g.probe, g.sprinted, g.timingIndex = p, nil, timing
+	g.cur = p.Point.Position()
+	mark, stack := g.scratchMark(), g.stack
+	g.exitLabel = labelExit
+	if g.grouped {
+		g.exitLabel = g.newLabel("section_exit")
+	}
+	end := g.exitLabel + "_end"
+	if p.Skip != nil {
+		g.long(p.Skip)
+		g.emit(asm.JNE.Imm(asm.R0, 0, end))
+	}
 	longs := 0
-	for _, v := range g.probe.Locals {
+	for _, v := range p.Locals {
 		if v.Type != syntax.TypeString {
 			longs++
 		}
 	}
 	g.longsInScratch = longs > maxStackLocals
-	for _, v := range g.probe.Locals { // before any temporary, so never freed
+	for _, v := range p.Locals { // before any temporary, so never freed
 		g.local(v)
 	}
-	if hasLoop(g.probe.Body) {
+	g.actions = 0
+	if hasLoop(p.Body) {
 		g.actions = g.pushSlot()
 	}
-	g.stmt(g.probe.Body)
+	if g.grouped {
+		g.zeroLocals()
+		if g.m.cfg.Timing {
+			g.startTiming()
+		}
+	}
+	g.stmt(p.Body)
+	if g.grouped {
+		g.mark(g.exitLabel)
+		if g.m.cfg.Timing {
+			g.stopTiming()
+		}
+	}
+	g.mark(end)
+	g.scratchRelease(mark)
+	g.stack = stack
 	return g.err
 }
 

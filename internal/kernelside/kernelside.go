@@ -123,8 +123,8 @@ func Compile(prog *sema.Program, cfg Config) (*Session, error) {
 		RealtimeOffset: realtimeOffset(),
 	})
 	s := &Session{mod: mod, cfg: cfg}
-	for _, p := range KernelProbes(prog) {
-		bp, err := mod.Compile(p)
+	for _, g := range programGroups(KernelProbes(prog)) {
+		bp, err := mod.CompileGroup(g)
 		var ge *bpfgen.Error
 		if errors.As(err, &ge) {
 			return nil, &Error{Pos: ge.Pos, Msg: ge.Msg}
@@ -135,6 +135,28 @@ func Compile(prog *sema.Program, cfg Config) (*Session, error) {
 		s.progs = append(s.progs, bp)
 	}
 	return s, nil
+}
+
+// programGroups splits the kernel probes into the probes of each program:
+// a probe that joins another (sema.Probe.Joins) shares its program, in
+// script order; every other probe has one of its own.
+func programGroups(ps []*sema.Probe) [][]*sema.Probe {
+	var groups [][]*sema.Probe
+	at := map[*sema.Probe]int{}
+	for _, p := range ps {
+		lead := p
+		if p.Joins != nil {
+			lead = p.Joins
+		}
+		i, ok := at[lead]
+		if !ok {
+			i = len(groups)
+			at[lead] = i
+			groups = append(groups, nil)
+		}
+		groups[i] = append(groups[i], p)
+	}
+	return groups
 }
 
 // powerOfTwo rounds n up to a power of two (0 stays 0).
@@ -345,20 +367,27 @@ func (s *Session) Timing(p *sema.Probe) *format.Stat {
 		return nil
 	}
 	for _, bp := range s.progs {
-		if bp.Probe != p {
-			continue
+		for _, sec := range bp.Sections {
+			if sec.Probe == p {
+				return s.timingOf(sec.TimingIndex)
+			}
 		}
-		parts, err := bpfrt.LookupValues(s.objs.shared[bpfgen.TimingMap], uint32(bp.TimingIndex))
-		if err != nil || parts == nil {
-			return nil
-		}
-		stats := make([]*format.Stat, len(parts))
-		for i, b := range parts {
-			stats[i] = bpfgen.TimingLayout.Decode(b)
-		}
-		if st := format.Total(stats...); st.Count > 0 {
-			return st
-		}
+	}
+	return nil
+}
+
+// timingOf is the statistic in TimingMap element i, nil when it is empty.
+func (s *Session) timingOf(i int) *format.Stat {
+	parts, err := bpfrt.LookupValues(s.objs.shared[bpfgen.TimingMap], uint32(i))
+	if err != nil || parts == nil {
+		return nil
+	}
+	stats := make([]*format.Stat, len(parts))
+	for i, b := range parts {
+		stats[i] = bpfgen.TimingLayout.Decode(b)
+	}
+	if st := format.Total(stats...); st.Count > 0 {
+		return st
 	}
 	return nil
 }

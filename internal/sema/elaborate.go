@@ -139,6 +139,7 @@ func Elaborate(user []*syntax.File, opts Options) (*Program, error) {
 	if !e.rep.failed() {
 		e.promotePerCPU()
 		e.promoteByThread()
+		e.takeSelectors()
 	}
 	if e.rep.failed() {
 		return nil, e.rep.errors()

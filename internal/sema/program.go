@@ -68,6 +68,12 @@ type Probe struct {
 	// Params are the indexes in Attach.Args of the arguments the body
 	// reads, ascending; -p2 lists them as stap's locals (Arg.Local).
 	Params []int
+	// Joins is the probe whose BPF program this one's code shares, as a
+	// section that runs when Skip is false (a test of the system call's
+	// number: see joinSyscallEntries); nil for a probe with a program of
+	// its own.
+	Joins *Probe
+	Skip  syntax.Expr
 	// Display is the global an end probe the elaborator synthesizes
 	// displays (stap's display of a global written and never read; see
 	// displayProbe): runners output the global's contents, sorted as stap's
