@@ -125,10 +125,134 @@ func (g *gen) strInto(dst value, e syntax.Expr) {
 			g.sprintfInto(e, dst)
 			return
 		}
+	case *syntax.Binary:
+		if e.Op == "." && g.concatInto(dst, concatOperands(e)) {
+			return
+		}
 	}
 	mark := g.scratchMark()
 	g.copyStr(dst, g.str(e))
 	g.scratchRelease(mark)
+}
+
+// concatOperands flattens a chain of concatenations, left to right.
+func concatOperands(e syntax.Expr) []syntax.Expr {
+	if b, ok := e.(*syntax.Binary); ok && b.Op == "." {
+		return append(concatOperands(b.X), concatOperands(b.Y)...)
+	}
+	return []syntax.Expr{e}
+}
+
+// concatInto writes the concatenation of ops into dst with no temporary
+// for the result: each operand is copied to the end of what dst holds so
+// far (bpf_probe_read_kernel_str returns the length it copied), the first
+// not at all when it is dst's own variable (`s .= x` copies x alone). A
+// concat through a temporary copies every operand twice, then the result.
+// It declines (false) when an operand after the first reads dst, which the
+// writes before it would have changed (x = "a" . x).
+func (g *gen) concatInto(dst value, ops []syntax.Expr) bool {
+	for _, op := range ops[1:] {
+		if g.readsSlot(op, dst) {
+			return false
+		}
+	}
+	self := g.isSlot(ops[0], dst)
+	if !self && g.readsSlot(ops[0], dst) {
+		return false
+	}
+	// dst must have room for a copy of up to its width starting anywhere
+	// inside it: the verifier bounds the end by the largest offset plus the
+	// largest size.
+	g.maxScr = max(g.maxScr, dst.off+2*dst.width)
+	// The length so far lives in the scratch area, not on the stack: a
+	// value reloaded from a map is unknown to the verifier, so the paths
+	// that wrote strings of different lengths are pruned where they meet.
+	mark := g.scratchMark()
+	length := g.allocScratch(8)
+	switch lit, ok := ops[0].(*syntax.StringLit); {
+	case self:
+		g.readStr(asm.FnProbeReadKernelStr, dst, g.scratchAddrInto(asm.R3, dst.off), dst.width)
+	case ok && len(lit.Value) < dst.width:
+		g.storeLit(dst.off, []byte(lit.Value))
+		g.emit(asm.Mov.Imm(asm.R0, int32(len(lit.Value)+1)))
+	default:
+		inner := g.scratchMark()
+		g.copyStr(dst, g.str(ops[0]))
+		g.scratchRelease(inner)
+	}
+	g.emit(asm.StoreMem(regScratch, int16(length), asm.R0, asm.DWord))
+	for _, op := range ops[1:] {
+		g.appendStr(dst, op, length)
+	}
+	g.scratchRelease(mark)
+	return true
+}
+
+// appendStr copies op after the bytes dst holds (the scratch cell length
+// holds their count, the NUL included; the NUL is overwritten) and stores
+// the new count.
+func (g *gen) appendStr(dst value, op syntax.Expr, length int) {
+	mark := g.scratchMark()
+	y := g.str(op)
+	low, high := g.newLabel("append_low"), g.newLabel("append_high")
+	g.emit(
+		asm.LoadMem(asm.R0, regScratch, int16(length), asm.DWord),
+		asm.JSGT.Imm(asm.R0, 0, low), // a failed copy (negative) left dst empty
+		asm.Mov.Imm(asm.R0, 1),
+	)
+	g.mark(low)
+	g.emit(asm.JLE.Imm(asm.R0, int32(dst.width), high), asm.Mov.Imm(asm.R0, int32(dst.width)))
+	g.mark(high)
+	g.emit(
+		asm.Sub.Imm(asm.R0, 1),
+		asm.StoreMem(regScratch, int16(length), asm.R0, asm.DWord),
+		asm.Mov.Reg(asm.R1, regScratch),
+		asm.Add.Imm(asm.R1, int32(dst.off)),
+		asm.Add.Reg(asm.R1, asm.R0),
+		asm.Mov.Imm(asm.R2, int32(dst.width)),
+		asm.Sub.Reg(asm.R2, asm.R0),
+		asm.Mov.Reg(asm.R3, regScratch),
+		asm.Add.Imm(asm.R3, int32(y.off)),
+		asm.FnProbeReadKernelStr.Call(),
+	)
+	g.atLeastOne()
+	g.emit(
+		asm.LoadMem(asm.R1, regScratch, int16(length), asm.DWord),
+		asm.Add.Reg(asm.R0, asm.R1),
+		asm.StoreMem(regScratch, int16(length), asm.R0, asm.DWord),
+	)
+	g.scratchRelease(mark)
+}
+
+// atLeastOne raises R0, a probe_read_*_str result, to 1 when the copy
+// failed (a fault leaves the destination empty).
+func (g *gen) atLeastOne() {
+	ok := g.newLabel("len")
+	g.emit(asm.JSGT.Imm(asm.R0, 0, ok), asm.Mov.Imm(asm.R0, 1))
+	g.mark(ok)
+}
+
+// scratchAddrInto returns a src for readStr: the scratch address off in r.
+func (g *gen) scratchAddrInto(r asm.Register, off int) func() {
+	return func() { g.emit(asm.Mov.Reg(r, regScratch), asm.Add.Imm(r, int32(off))) }
+}
+
+// isSlot tells whether e is a local living in dst's slot.
+func (g *gen) isSlot(e syntax.Expr, dst value) bool {
+	id, ok := e.(*syntax.Ident)
+	if !ok || id.Var == nil || id.Var.Kind == syntax.VarGlobal {
+		return false
+	}
+	v, ok := g.locals[id.Var]
+	return ok && v.str && v.off == dst.off
+}
+
+// readsSlot tells whether e reads the local living in dst's slot.
+func (g *gen) readsSlot(e syntax.Expr, dst value) bool {
+	return syntax.Any(e, func(n syntax.Node) bool {
+		x, ok := n.(syntax.Expr)
+		return ok && g.isSlot(x, dst)
+	})
 }
 
 // copyStr copies src into dst (truncating to dst's width).
@@ -252,6 +376,12 @@ func (g *gen) assignString(e *syntax.Assign) value {
 		dst := g.local(id.Var)
 		g.strInto(dst, e.RHS)
 		return dst
+	}
+	if id, ok := e.LHS.(*syntax.Ident); ok && id.Var.Kind != syntax.VarGlobal && e.Op == ".=" {
+		dst := g.local(id.Var)
+		if g.concatInto(dst, append([]syntax.Expr{e.LHS}, concatOperands(e.RHS)...)) {
+			return dst
+		}
 	}
 	var rhs value
 	if e.Op == ".=" {
