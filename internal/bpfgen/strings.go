@@ -431,9 +431,7 @@ func (g *gen) concat(e *syntax.Binary) value {
 	// that a probe_read_*_str helper returns at most its size (at most
 	// width here), so no upper clamp: it would be dead code, and each
 	// stretch of dead code costs the verifier a pass over the program.
-	ok := g.newLabel("len")
-	g.emit(asm.JSGT.Imm(asm.R0, 0, ok), asm.Mov.Imm(asm.R0, 1))
-	g.mark(ok)
+	g.atLeastOne()
 	g.emit(
 		asm.Sub.Imm(asm.R0, 1),
 		asm.Mov.Reg(asm.R1, regScratch),
