@@ -161,8 +161,9 @@ func (m *Module) CompileGroup(ps []*sema.Probe) (*Program, error) {
 			return nil, err
 		}
 	}
+	g.probe = ps[0] // the prologue's position
 	prog := g.program()
-	prog.Sections = sections
+	prog.Probe, prog.Sections = ps[0], sections
 	return prog, nil
 }
 

@@ -30,10 +30,9 @@ const maxStack = 512
 type gen struct {
 	m     *Module
 	probe *sema.Probe // its Attach says where its arguments lie
-	// first is the program's own probe; probe is the one whose section is
-	// being compiled (CompileGroup), and grouped tells whether there are
-	// several. exitLabel is where the section's `next` goes.
-	first     *sema.Probe
+	// probe is the one whose section is being compiled (CompileGroup),
+	// and grouped tells whether there are several. exitLabel is where the
+	// section's `next` goes.
 	grouped   bool
 	exitLabel string
 
@@ -95,7 +94,7 @@ func (v value) base() asm.Register {
 type loop struct{ brk, cont string }
 
 func newGen(m *Module, p *sema.Probe) *gen {
-	return &gen{m: m, probe: p, first: p, locals: map[*syntax.Var]value{}, errs: map[string]string{}, alias: map[string]string{}}
+	return &gen{m: m, probe: p, locals: map[*syntax.Var]value{}, errs: map[string]string{}, alias: map[string]string{}}
 }
 
 // emit appends instructions at the current position, giving the first the
@@ -217,7 +216,7 @@ func (g *gen) program() *Program {
 	g.epilogue()
 	g.resolveAliases()
 	insns, pos := farJumps(g.insns, g.pos)
-	prog := &Program{Probe: g.first, Instructions: insns, Pos: pos}
+	prog := &Program{Instructions: insns, Pos: pos}
 	if g.maxScr > 0 {
 		prog.Maps = []Map{{ScratchMap, perCPUArray("scratch", uint32(g.maxScr), 1)}}
 	}

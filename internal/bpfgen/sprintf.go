@@ -475,13 +475,6 @@ func (s *sprint) field(most int, src func()) {
 	}
 }
 
-// scratchAddr returns a src for copy: the scratch address off.
-func (s *sprint) scratchAddr(off int) func() {
-	return func() {
-		s.g.emit(asm.Mov.Reg(asm.R3, regScratch), asm.Add.Imm(asm.R3, int32(off)))
-	}
-}
-
 // str writes a %s: its length is what bpf_probe_read_kernel_str copies
 // into the staging half of out, cut to the precision; under '0' a NUL
 // follows (and ends the result).
@@ -496,7 +489,7 @@ func (s *sprint) str(d format.Directive, v value) {
 		asm.Add.Imm(asm.R1, int32(s.out+s.limit)),
 		asm.Mov.Imm(asm.R2, int32(min(v.width, s.limit))),
 	)
-	s.scratchAddr(v.off)()
+	s.g.scratchAddr(v.off)()
 	positive := g.newLabel("sp_len")
 	g.emit(
 		asm.FnProbeReadKernelStr.Call(),
@@ -510,7 +503,7 @@ func (s *sprint) str(d format.Directive, v value) {
 		s.atMostReg(asm.R0, asm.R1)
 	}
 	s.store(cellLen, asm.R0)
-	s.field(v.width, s.scratchAddr(v.off))
+	s.field(v.width, s.g.scratchAddr(v.off))
 	if d.Flags&format.FlagZero != 0 {
 		s.put(0, false)
 	}
@@ -559,7 +552,7 @@ func (s *sprint) char(d format.Directive, slot int16) {
 		g.emit(asm.StoreMem(regScratch, int16(s.stage), asm.R0, asm.Byte))
 		s.setLen(1)
 	}
-	s.field(4, s.scratchAddr(s.stage))
+	s.field(4, s.g.scratchAddr(s.stage))
 }
 
 // setLen stores a constant text length.

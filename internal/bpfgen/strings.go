@@ -171,7 +171,7 @@ func (g *gen) concatInto(dst value, ops []syntax.Expr) bool {
 	length := g.allocScratch(8)
 	switch lit, ok := ops[0].(*syntax.StringLit); {
 	case self:
-		g.readStr(asm.FnProbeReadKernelStr, dst, g.scratchAddrInto(asm.R3, dst.off), dst.width)
+		g.readStr(asm.FnProbeReadKernelStr, dst, g.scratchAddr(dst.off), dst.width)
 	case ok && len(lit.Value) < dst.width:
 		g.storeLit(dst.off, []byte(lit.Value))
 		g.emit(asm.Mov.Imm(asm.R0, int32(len(lit.Value)+1)))
@@ -203,25 +203,31 @@ func (g *gen) appendStr(dst value, op syntax.Expr, length int) {
 	g.mark(low)
 	g.emit(asm.JLE.Imm(asm.R0, int32(dst.width), high), asm.Mov.Imm(asm.R0, int32(dst.width)))
 	g.mark(high)
+	g.emit(asm.StoreMem(regScratch, int16(length), asm.R0, asm.DWord))
+	g.appendAt(dst, y)
+	g.atLeastOne()
 	g.emit(
+		asm.LoadMem(asm.R1, regScratch, int16(length), asm.DWord),
+		asm.Add.Reg(asm.R0, asm.R1),
 		asm.Sub.Imm(asm.R0, 1),
 		asm.StoreMem(regScratch, int16(length), asm.R0, asm.DWord),
+	)
+	g.scratchRelease(mark)
+}
+
+// appendAt copies src over the NUL of dst, whose bytes (the NUL included,
+// in [1, dst.width]) R0 holds; R0 is then what the copy returned.
+func (g *gen) appendAt(dst, src value) {
+	g.emit(
+		asm.Sub.Imm(asm.R0, 1),
 		asm.Mov.Reg(asm.R1, regScratch),
 		asm.Add.Imm(asm.R1, int32(dst.off)),
 		asm.Add.Reg(asm.R1, asm.R0),
 		asm.Mov.Imm(asm.R2, int32(dst.width)),
 		asm.Sub.Reg(asm.R2, asm.R0),
-		asm.Mov.Reg(asm.R3, regScratch),
-		asm.Add.Imm(asm.R3, int32(y.off)),
-		asm.FnProbeReadKernelStr.Call(),
 	)
-	g.atLeastOne()
-	g.emit(
-		asm.LoadMem(asm.R1, regScratch, int16(length), asm.DWord),
-		asm.Add.Reg(asm.R0, asm.R1),
-		asm.StoreMem(regScratch, int16(length), asm.R0, asm.DWord),
-	)
-	g.scratchRelease(mark)
+	g.scratchAddr(src.off)()
+	g.emit(asm.FnProbeReadKernelStr.Call())
 }
 
 // atLeastOne raises R0, a probe_read_*_str result, to 1 when the copy
@@ -232,9 +238,10 @@ func (g *gen) atLeastOne() {
 	g.mark(ok)
 }
 
-// scratchAddrInto returns a src for readStr: the scratch address off in r.
-func (g *gen) scratchAddrInto(r asm.Register, off int) func() {
-	return func() { g.emit(asm.Mov.Reg(r, regScratch), asm.Add.Imm(r, int32(off))) }
+// scratchAddr returns a src for readStr (and sprintf's copies): the
+// scratch address off in R3.
+func (g *gen) scratchAddr(off int) func() {
+	return func() { g.emit(asm.Mov.Reg(asm.R3, regScratch), asm.Add.Imm(asm.R3, int32(off))) }
 }
 
 // isSlot tells whether e is a local living in dst's slot.
@@ -261,9 +268,7 @@ func (g *gen) copyStr(dst, src value) {
 		return
 	}
 	g.emit(asm.StoreImm(regScratch, int16(dst.off), 0, asm.Byte))
-	g.readStr(asm.FnProbeReadKernelStr, dst, func() {
-		g.emit(asm.Mov.Reg(asm.R3, regScratch), asm.Add.Imm(asm.R3, int32(src.off)))
-	}, min(dst.width, src.width))
+	g.readStr(asm.FnProbeReadKernelStr, dst, g.scratchAddr(src.off), min(dst.width, src.width))
 }
 
 // readStr calls a probe_read_*_str helper into dst, with the source address
@@ -432,17 +437,7 @@ func (g *gen) concat(e *syntax.Binary) value {
 	// width here), so no upper clamp: it would be dead code, and each
 	// stretch of dead code costs the verifier a pass over the program.
 	g.atLeastOne()
-	g.emit(
-		asm.Sub.Imm(asm.R0, 1),
-		asm.Mov.Reg(asm.R1, regScratch),
-		asm.Add.Imm(asm.R1, int32(dst.off)),
-		asm.Add.Reg(asm.R1, asm.R0),
-		asm.Mov.Imm(asm.R2, int32(width)),
-		asm.Sub.Reg(asm.R2, asm.R0),
-		asm.Mov.Reg(asm.R3, regScratch),
-		asm.Add.Imm(asm.R3, int32(y.off)),
-		asm.FnProbeReadKernelStr.Call(),
-	)
+	g.appendAt(dst, y)
 	return dst
 }
 
