@@ -46,6 +46,7 @@ func kernelBuiltins() map[string]builtinCode {
 		"ppid":            longCode((*gen).taskField),
 		"euid":            longCode((*gen).taskField),
 		"cmdline_str":     strCode((*gen).cmdlineStr),
+		"__task_current":  longCode(func(g *gen, _ *syntax.Call) { g.emit(asm.FnGetCurrentTask.Call()) }),
 		"execname":        strCode(func(g *gen, _ *syntax.Call) value { v := g.strSlot(commLen); g.comm(v.off); return v }),
 		"pp":              strCode(func(g *gen, _ *syntax.Call) value { return g.strLit(g.probe.Name) }),
 		"pn": strCode(func(g *gen, _ *syntax.Call) value {

@@ -171,9 +171,9 @@ func (g *gen) userStringQuoted(c *syntax.Call) value {
 
 func itoa(v int64) string { return strconv.FormatInt(v, 10) }
 
-// targetVar compiles a context expression ($param, $p->a->b, @cast) as
-// sema resolved it (Program.Targets): the base is argument Param of the
-// attach point (loadArg) or the cast's operand; each offset of the path
+// targetVar compiles a context expression ($param, $p->a->b, @cast, an
+// autocast such as t->pid) as sema resolved it (Program.Targets): the base
+// is argument Param of the attach point (loadArg) or the operand; each offset of the path
 // after the first follows a pointer load; the value is the final address
 // or a load of Size bytes from it. Memory is read with
 // bpf_probe_read_kernel, a fault raising stap's error.
@@ -186,12 +186,15 @@ func (g *gen) targetVar(e syntax.Expr) {
 	case acc.Param >= 0:
 		g.loadArg(acc.Param)
 	default:
-		c, ok := e.(*syntax.Cast)
-		if !ok {
+		switch c := e.(type) {
+		case *syntax.Cast:
+			g.long(c.Operand)
+		case *syntax.Autocast:
+			g.long(c.Operand)
+		default:
 			g.fail(e, "%s cannot be compiled in a kernel probe yet", syntax.ExprString(e))
 			return
 		}
-		g.long(c.Operand)
 	}
 	g.readPath(acc.Path, acc.Address, e.Position())
 }

@@ -224,6 +224,14 @@ func compileError(t *testing.T, script string) error {
 	return err
 }
 
+// compileKernelError compiles the first probe of script, a kernel probe,
+// and returns the error.
+func compileKernelError(t *testing.T, script string) error {
+	prog := elaborate(t, script)
+	_, err := bpfgen.New(prog, bpfgen.Config{}).Compile(prog.Probes[0])
+	return err
+}
+
 // child is a process stopped until released.
 type child struct {
 	cmd   *exec.Cmd

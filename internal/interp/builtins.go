@@ -125,6 +125,8 @@ var contextBuiltins = map[string]builtinFunc{
 		b, _ := os.ReadFile("/proc/self/cmdline")
 		return str(strings.TrimSpace(strings.ReplaceAll(strings.TrimRight(string(b), "\x00"), "\x00", " ")))
 	},
+	// refused in pass 2 (tapset.Builtin.KernelOnly)
+	"__task_current": func(*callContext, []Value) Value { panic(&runError{Msg: tapset.KernelOnlyMsg("task_current()")}) },
 }
 
 func selfComm() string {

@@ -61,15 +61,40 @@ func (b *BTF) Resolve(base TypeID, steps []Step) (*Path, error) {
 }
 
 // ResolveIn follows steps from a struct called name that lies at the base
-// address: the base value is a pointer to it, as the task_struct pointer
-// bpf_get_current_task returns, whose pointer type the BTF may not name.
-// The first offset is the first member's; each later one follows a load.
+// address (ResolvePointee), as the task_struct bpf_get_current_task
+// returns.
 func (b *BTF) ResolveIn(name string, steps []Step) (*Path, error) {
 	t, err := b.TypeByName(name, KindStruct)
 	if err != nil {
 		return nil, err
 	}
-	return b.follow(&Path{Type: t.ID, Offsets: []int64{0}}, true, steps)
+	return b.ResolvePointee(t.ID, steps)
+}
+
+// ResolvePointee follows steps from a base value that points to a value of
+// type t, whether or not the BTF names a pointer to t (a @cast's operand,
+// a task_struct address): the first step applies to the pointee, as through
+// a pointer (a member's offset, or an index times t's size); each later
+// offset follows a load.
+func (b *BTF) ResolvePointee(t TypeID, steps []Step) (*Path, error) {
+	if len(steps) == 0 {
+		return b.follow(&Path{Type: t}, false, nil)
+	}
+	off, typ, err := b.stepThroughPointer(&Type{Kind: KindPtr, ID: t, Target: t}, steps[0])
+	if err != nil {
+		return nil, err
+	}
+	return b.follow(&Path{Type: typ, Offsets: []int64{off}}, true, steps[1:])
+}
+
+// Pointee is the type a value of type id points to, or false when id is
+// not a pointer (typedefs seen through).
+func (b *BTF) Pointee(id TypeID) (TypeID, bool) {
+	u, err := b.Underlying(id)
+	if err != nil || u.Kind != KindPtr {
+		return 0, false
+	}
+	return u.Target, true
 }
 
 // follow applies steps to p; inMemory tells whether p's value lies at the

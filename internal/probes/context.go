@@ -36,6 +36,10 @@ type Access struct {
 	Format string
 	Args   []*Access
 	Type   syntax.Type
+	// Pointee is the type the value points to when it is a typed pointer
+	// (a pointer member, &member, a member-less @cast), else 0: an
+	// autocast such as t->pid reads through it.
+	Pointee kernel.TypeID
 }
 
 // Context resolves the context expressions of one kernel probe point
@@ -47,6 +51,9 @@ type Context struct {
 	// serves (syscall.*.return), which its @entry pairs with.
 	returns []int
 }
+
+// Kernel is the kernel the probe point's expressions resolve against.
+func (c *Context) Kernel() KernelInfo { return c.kernel }
 
 // ContextError is a context expression that does not resolve. Step is the
 // index of the chain component it blames, -1 for the expression itself.
@@ -89,6 +96,9 @@ func (c *Context) Var(x *syntax.TargetVar) (*Access, *ContextError) {
 	a, cerr := chain(btf, p.Type, x.Components, x.AddrOf, resolveFrom(btf, p.Type))
 	if a != nil {
 		a.Param = i
+		if len(x.Components) == 0 {
+			a.Pointee, _ = btf.Pointee(p.Type)
+		}
 	}
 	return a, cerr
 }
@@ -158,7 +168,10 @@ func ResolveCast(k KernelInfo, x *syntax.Cast) (*Access, *ContextError) {
 	if x.Pretty > 0 {
 		return nil, ctxErr(-1, "pretty printing of @cast is not supported by bpftap")
 	}
-	if x.Module != "" && x.Module != "kernel" {
+	switch {
+	case !KernelModule(x.Module) && strings.ContainsAny(x.Module, "</"): // headers, a program's or library's DWARF
+		return nil, ctxErr(-1, "type '%s' in '%s' needs headers or debuginfo: bpftap finds @cast types only in the kernel's BTF (module \"kernel\" or \"kernel<header.h>\")", x.TypeName, x.Module)
+	case !KernelModule(x.Module) || k == nil:
 		return nil, notFound
 	}
 	btf, err := k.BTF()
@@ -169,11 +182,29 @@ func ResolveCast(k KernelInfo, x *syntax.Cast) (*Access, *ContextError) {
 	if t == nil {
 		return nil, notFound
 	}
-	a, cerr := chain(btf, t.ID, x.Components, x.AddrOf, resolveAt(btf, t))
+	return ResolvePointee(btf, t.ID, x.Components, x.AddrOf)
+}
+
+// KernelModule tells whether a @cast module names the kernel, whose types
+// are in its BTF: "" and "kernel", with or without headers
+// ("kernel<linux/sched.h>", stap's @task), which BTF makes unnecessary.
+func KernelModule(module string) bool {
+	rest, ok := strings.CutPrefix(module, "kernel")
+	return module == "" || ok && (rest == "" || strings.HasPrefix(rest, "<") && strings.HasSuffix(rest, ">"))
+}
+
+// ResolvePointee resolves a chain from an address of a value of type t: a
+// @cast's operand, or an autocast's operand whose pointer type is known
+// (task_current(), a local assigned from it). Without components the
+// value is the address itself.
+func ResolvePointee(btf *kernel.BTF, t kernel.TypeID, comps []*syntax.TargetComponent, addrOf bool) (*Access, *ContextError) {
+	a, cerr := chain(btf, t, comps, addrOf, func(steps []kernel.Step) (*kernel.Path, error) {
+		return btf.ResolvePointee(t, steps)
+	})
 	if a != nil {
 		a.Param = -1
-		if len(x.Components) == 0 {
-			a.Address = true
+		if len(comps) == 0 {
+			a.Address, a.Pointee = true, t
 		}
 	}
 	return a, cerr
@@ -205,21 +236,6 @@ func resolveFrom(btf *kernel.BTF, base kernel.TypeID) resolver {
 	return func(steps []kernel.Step) (*kernel.Path, error) { return btf.Resolve(base, steps) }
 }
 
-// resolveAt resolves from the address of a value of type t (a @cast base):
-// kernel.BTF.Resolve starts from a pointer to t, which is looked up by
-// decoding the pointer types of the BTF until one points to t. That scan
-// happens only for scripts using @cast with members.
-func resolveAt(btf *kernel.BTF, t *kernel.Type) resolver {
-	return func(steps []kernel.Step) (*kernel.Path, error) {
-		for id := kernel.TypeID(1); int(id) < btf.NumTypes(); id++ {
-			if pt, err := btf.Type(id); err == nil && pt.Kind == kernel.KindPtr && pt.Target == t.ID {
-				return btf.Resolve(id, steps)
-			}
-		}
-		return nil, fmt.Errorf("the kernel's BTF has no pointer to %s", btf.TypeName(t.ID))
-	}
-}
-
 // chain resolves the components of a context expression step by step, so
 // that an error blames the component where it arose.
 func chain(btf *kernel.BTF, base kernel.TypeID, comps []*syntax.TargetComponent, addrOf bool, resolve resolver) (*Access, *ContextError) {
@@ -242,7 +258,9 @@ func chain(btf *kernel.BTF, base kernel.TypeID, comps []*syntax.TargetComponent,
 	}
 	switch {
 	case addrOf:
-		a.Address = true
+		a.Address, a.Pointee = true, a.Path.Type
+	case a.Path.Kind == kernel.ValueInt:
+		a.Pointee, _ = btf.Pointee(a.Path.Type)
 	case a.Path.Kind == kernel.ValueString:
 		a.Address = true // a char array is its address, as in stap
 	case a.Path.Kind == kernel.ValueAggregate:

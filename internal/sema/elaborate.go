@@ -92,6 +92,11 @@ type elab struct {
 	userFiles int            // Program.Files starts with them
 	pending   []*syntax.Func // functions whose bodies still need resolving
 	loops     int            // alias loops reported (they do not stop a probe's derivation)
+	// kernel is the kernel of the script's kernel probes, which @cast in
+	// functions resolves against (nil without kernel probes); contextErrs
+	// are the context expressions that did not resolve (context.go).
+	kernel      probes.KernelInfo
+	contextErrs map[syntax.Expr]contextError
 }
 
 // Elaborate runs pass 2 over the user's files. On failure the error is an
@@ -122,11 +127,14 @@ func Elaborate(user []*syntax.File, opts Options) (*Program, error) {
 	e.mergeSyscallEntries()
 	e.pairEntries()
 	e.resolveAll()
+	e.resolveAutocasts()
 	if !e.rep.failed() {
 		e.inlineConditions()
 	}
 	if !e.rep.failed() {
 		e.elide()
+		e.reportContextErrors()
+		e.checkUserSide()
 	}
 	if !e.rep.failed() {
 		e.inferTypes()

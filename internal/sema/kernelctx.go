@@ -55,6 +55,61 @@ func (e *elab) checkKernel() {
 	})
 }
 
+// checkUserSide refuses, in user-side probes, the calls that read kernel
+// memory: of a KernelOnly builtin, or of a script function whose code
+// reaches one or a @cast (task_current(), task_pid(t)), blamed at the call
+// in the probe's own body. It runs before types are inferred: without
+// kernel probes such a @cast does not resolve, and this message says why
+// better than the type checker's.
+func (e *elab) checkUserSide() {
+	reads := map[*syntax.Func]bool{}
+	var readsKernel func(f *syntax.Func) bool
+	readsKernel = func(f *syntax.Func) bool {
+		if done, seen := reads[f]; seen {
+			return done
+		}
+		reads[f] = false // recursion: decided by the other paths
+		if b := tapset.Builtins[f.Builtin]; b != nil {
+			reads[f] = b.KernelOnly
+		} else if f.Decl != nil && f.Decl.Body != nil {
+			syntax.Walk(f.Decl.Body, func(n syntax.Node) bool {
+				reads[f] = reads[f] || e.readsKernel(n) || isCall(n) && readsKernel(n.(*syntax.Call).Func)
+				return !reads[f]
+			})
+		}
+		return reads[f]
+	}
+	for _, p := range e.prog.Probes {
+		if p.Kernel {
+			continue
+		}
+		syntax.Walk(p.Body, func(n syntax.Node) bool {
+			if c, ok := n.(*syntax.Call); ok && c.Func != nil && readsKernel(c.Func) {
+				e.rep.errorAt("userside", c, tapset.KernelOnlyMsg(c.Name+"()"))
+				return false
+			}
+			return true
+		})
+	}
+}
+
+// readsKernel tells whether n reads kernel memory itself: a @cast (which
+// resolves only where kernel probes run) or a resolved autocast.
+func (e *elab) readsKernel(n syntax.Node) bool {
+	switch n := n.(type) {
+	case *syntax.Cast:
+		return true
+	case *syntax.Autocast:
+		return e.prog.Targets[n] != nil
+	}
+	return false
+}
+
+func isCall(n syntax.Node) bool {
+	c, ok := n.(*syntax.Call)
+	return ok && c.Func != nil
+}
+
 // markPrinted marks the arguments of n whose value is only printed: those
 // of a print-family call, and of a Captured builtin whose own value is.
 func markPrinted(n syntax.Node, printed map[syntax.Node]bool) {

@@ -54,6 +54,9 @@ func (e *elab) resolveAll() {
 func (e *elab) resolveProbe(p *Probe) {
 	s := e.newScope(e.fileOf[p.Decl], nil)
 	s.ctx, s.probe = p.context, p
+	if p.context != nil && e.kernel == nil {
+		e.kernel = p.context.Kernel()
+	}
 	s.walk(p.Body)
 	p.Locals = s.list
 	if p.Cond != nil {

@@ -69,26 +69,47 @@ func (t *typer) expr(x syntax.Expr, want syntax.Type) {
 		t.hist(x)
 	case *syntax.Defined:
 		t.defined(x)
-	case *syntax.TargetVar:
-		if x.Type() != tUnknown { // resolved in a kernel probe (context.go)
-			t.literal(x, x.Type(), want)
-			return
-		}
-		t.report("target", x, "unresolved target-symbol expression")
+	case *syntax.TargetVar, *syntax.Cast, *syntax.Autocast:
+		t.contextExpr(x, want)
 	case *syntax.AtVar:
 		t.report("atvar", x, "unresolved @var() expression")
-	case *syntax.Cast:
-		if x.Type() != tUnknown {
-			t.expr(x.Operand, tLong)
-			t.literal(x, x.Type(), want)
-			return
-		}
-		t.e.rep.errorAt("cast", x, fmt.Sprintf("type definition '%s' not found in '%s'", x.TypeName, x.Module))
 	case *syntax.Entry:
 		t.throw("entry", x, "internal error: @entry is only valid in .return probes")
+	}
+}
+
+// contextExpr types a context expression ($var, @cast, an autocast): one
+// that resolved (context.go, autocast.go) is a long or string computed in
+// the kernel; else the error its resolution gave, or stap's message for an
+// expression nothing resolves.
+func (t *typer) contextExpr(x syntax.Expr, want syntax.Type) {
+	if x.Type() != tUnknown {
+		if op := contextOperand(x); op != nil {
+			t.expr(op, tLong)
+		}
+		t.literal(x, x.Type(), want)
+		return
+	}
+	switch x := x.(type) {
+	case *syntax.TargetVar:
+		t.report("target", x, "unresolved target-symbol expression")
+	case *syntax.Cast:
+		t.e.rep.errorAt("cast", x, fmt.Sprintf("type definition '%s' not found in '%s'", x.TypeName, x.Module))
 	case *syntax.Autocast:
 		t.autocast(x)
 	}
+}
+
+// contextOperand is the operand whose value a @cast or an autocast
+// starts from, or nil.
+func contextOperand(x syntax.Expr) syntax.Expr {
+	switch x := x.(type) {
+	case *syntax.Cast:
+		return x.Operand
+	case *syntax.Autocast:
+		return x.Operand
+	}
+	return nil
 }
 
 // key types expression k used as key i of array v.

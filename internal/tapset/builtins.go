@@ -32,6 +32,16 @@ type Builtin struct {
 	// Literal is the argument (1-based; 0: none) that a kernel probe must give
 	// as a literal: the BPF code needs its value when compiling.
 	Literal int
+	// KernelOnly builtins read what only a kernel probe has (the current
+	// task_struct): the elaborator refuses them in code that user-side
+	// probes reach (KernelOnlyMsg).
+	KernelOnly bool
+}
+
+// KernelOnlyMsg is the message for a call of a function (what) that reads
+// kernel memory, reached from a user-side probe.
+func KernelOnlyMsg(what string) string {
+	return what + " reads kernel memory, which bpftap does in kernel probes only (not in begin, end, error or timer probes)"
 }
 
 // Kernel is what a kernel probe (a BPF program) may do with a builtin.
@@ -113,6 +123,12 @@ func bpf(b *Builtin) *Builtin {
 // bpfLiteral marks b compiled to BPF, argument i (1-based) a literal.
 func bpfLiteral(i int, b *Builtin) *Builtin {
 	b.Literal = i
+	return bpf(b)
+}
+
+// kernelOnly marks b compiled to BPF and refused in user-side probes.
+func kernelOnly(b *Builtin) *Builtin {
+	b.KernelOnly = true
 	return bpf(b)
 }
 
@@ -199,6 +215,9 @@ var Builtins = index(
 	bpf(fn("syscall_name", str, l("num"))), // see SyscallName
 	effects(fn("env_var", str, s("name"))),
 	bpf(fn("cmdline_str", str)),
+	// __task_current(): the address of the current task_struct (task.stp's
+	// task_current casts it)
+	kernelOnly(fn("__task_current", long)),
 	// memory of traced processes and the kernel
 	bpf(fn("kernel_string", str, l("addr"))),
 	bpfLiteral(2, fn("kernel_string_n", str, l("addr"), l("n"))),

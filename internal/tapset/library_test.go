@@ -15,6 +15,18 @@ import (
 // page's SYNOPSIS writes it (name:result(param:type,...)), with the types the
 // elaborator must infer where stap's declaration leaves them out.
 var signatures = []string{
+	// task.stp (kernelProbeOnly)
+	"task_current:long()",
+	"task_parent:long(task:long)",
+	"task_state:long(task:long)",
+	"task_execname:string(task:long)",
+	"task_pid:long(task:long)",
+	"task_tid:long(task:long)",
+	"task_prio:long(task:long)",
+	"task_nice:long(task:long)",
+	"task_cpu:long(task:long)",
+	"task_utime:long()",
+	"task_stime:long()",
 	// target_set.stp
 	"target_set_pid:long(pid:long)",
 	"target_set_report()",
@@ -180,6 +192,13 @@ var signatures = []string{
 	"cputime_to_string:string(cputime:long)",
 }
 
+// kernelProbeOnly are the functions that read kernel memory, which only
+// kernel probes do: they are called from one.
+var kernelProbeOnly = map[string]bool{
+	"task_current": true, "task_parent": true, "task_state": true, "task_execname": true, "task_pid": true,
+	"task_tid": true, "task_prio": true, "task_nice": true, "task_cpu": true, "task_utime": true, "task_stime": true,
+}
+
 // companions are calls that give types to the globals a function only
 // deletes: called alone, such a function leaves them untyped, an error in
 // stap too.
@@ -224,7 +243,11 @@ func elaborate(t *testing.T, script string) (*sema.Program, error) {
 func TestSignatures(t *testing.T) {
 	for _, want := range signatures {
 		name, result, params := splitSignature(want)
-		script := fmt.Sprintf("probe begin { %s%s }", companions[name], callOf(name, result, params))
+		probe := "begin"
+		if kernelProbeOnly[name] {
+			probe = `kernel.trace("raw_syscalls:sys_enter")`
+		}
+		script := fmt.Sprintf("probe %s { %s%s }", probe, companions[name], callOf(name, result, params))
 		prog, err := elaborate(t, script)
 		if err != nil {
 			t.Errorf("%s:\n%v", script, err)

@@ -1,0 +1,139 @@
+package sema
+
+import (
+	"github.com/bpftap/bpftap/internal/kernel"
+	"github.com/bpftap/bpftap/internal/probes"
+	"github.com/bpftap/bpftap/internal/syntax"
+)
+
+// Autocasts. `t->pid` on an ordinary expression t reads through t's kernel
+// type when stap's autocast can tell it: t is a typed pointer (a context
+// expression whose probes.Access has a Pointee: a pointer member, &member,
+// a member-less @cast such as task_current()'s `& @task(...)`), a local
+// assigned one, a call of a script function returning one, or a ternary
+// with such a branch. As in stap, the types flow through locals and
+// returns, never through parameters: the tapset's task_* functions cast
+// their argument with @task. Types are found by iterating to a fixpoint
+// over every body, since a function's return type may come from code
+// resolved after its callers; each autocast then resolves as
+// @cast(operand, T) would (probes.ResolvePointee) and is recorded in
+// Program.Targets like one. An autocast whose operand has no known type
+// stays unresolved: the type checker reports stap's "unknown type in
+// dereference".
+
+// pointerTypes holds what the fixpoint learned: the pointee type of
+// locals (keyed by *syntax.Var) and of functions' returns (*syntax.Func).
+type pointerTypes struct {
+	e     *elab
+	btf   *kernel.BTF
+	known map[any]kernel.TypeID
+}
+
+// resolveAutocasts resolves the autocasts of every body.
+func (e *elab) resolveAutocasts() {
+	if e.kernel == nil {
+		return
+	}
+	btf, err := e.kernel.BTF()
+	if err != nil {
+		return
+	}
+	pt := &pointerTypes{e: e, btf: btf, known: map[any]kernel.TypeID{}}
+	for pt.round() {
+	}
+}
+
+// round walks every body once, learning types and resolving the autocasts
+// whose operand's type is known; it tells whether it learned anything.
+func (pt *pointerTypes) round() bool {
+	changed := false
+	learn := func(n syntax.Node, fn *syntax.Func) {
+		syntax.Walk(n, func(n syntax.Node) bool {
+			switch n := n.(type) {
+			case *syntax.Assign:
+				if id, ok := n.LHS.(*syntax.Ident); ok && n.Op == "=" && id.Var != nil && id.Var.Kind == syntax.VarLocal {
+					changed = pt.learn(id.Var, n.RHS) || changed
+				}
+			case *syntax.ReturnStmt:
+				if fn != nil && n.Value != nil {
+					changed = pt.learn(fn, n.Value) || changed
+				}
+			case *syntax.Autocast:
+				changed = pt.resolve(n) || changed
+			}
+			return true
+		})
+	}
+	for _, p := range pt.e.prog.Probes {
+		learn(p.Body, nil)
+	}
+	for _, f := range pt.e.funcsByName() {
+		if f.Decl != nil && f.Decl.Body != nil {
+			learn(f.Decl.Body, f)
+		}
+	}
+	return changed
+}
+
+// learn records x's pointee type for a local or a function, the first one
+// learned, and tells whether it did.
+func (pt *pointerTypes) learn(k any, x syntax.Expr) bool {
+	if _, known := pt.known[k]; known {
+		return false
+	}
+	t := pt.pointee(x)
+	if t != 0 {
+		pt.known[k] = t
+	}
+	return t != 0
+}
+
+// pointee is the type x points to, or 0 when unknown.
+func (pt *pointerTypes) pointee(x syntax.Expr) kernel.TypeID {
+	switch x := x.(type) {
+	case *syntax.Ident:
+		if x.Var != nil && x.Var.Kind == syntax.VarLocal {
+			return pt.known[x.Var]
+		}
+	case *syntax.Call:
+		if x.Func != nil {
+			return pt.known[x.Func]
+		}
+	case *syntax.Ternary:
+		if t := pt.pointee(x.Then); t != 0 {
+			return t
+		}
+		return pt.pointee(x.Else)
+	case *syntax.TargetVar, *syntax.Cast, *syntax.Autocast:
+		if a := pt.e.prog.Targets[x]; a != nil {
+			return a.Pointee
+		}
+	}
+	return 0
+}
+
+// resolve resolves autocast x once its operand's type is known, and tells
+// whether it did.
+func (pt *pointerTypes) resolve(x *syntax.Autocast) bool {
+	if _, done := pt.e.prog.Targets[x]; done {
+		return false
+	}
+	if _, failed := pt.e.contextErrs[x]; failed {
+		return false
+	}
+	t := pt.pointee(x.Operand)
+	if t == 0 {
+		return false
+	}
+	a, err := probes.ResolvePointee(pt.btf, t, x.Components, x.AddrOf)
+	if err != nil {
+		pt.e.deferContextError(x, err)
+		return true
+	}
+	if pt.e.prog.Targets == nil {
+		pt.e.prog.Targets = map[syntax.Expr]*probes.Access{}
+	}
+	pt.e.prog.Targets[x] = a
+	x.SetType(a.Type)
+	return true
+}
