@@ -32,9 +32,15 @@ func TestBuiltinVerdicts(t *testing.T) {
 				inKernel := fmt.Sprintf(script, `kernel.trace("raw_syscalls:sys_enter")`, body)
 				pass2 := elaborateError(inKernel)
 				var pass3 error
-				if b.KernelOnly { // refused in a begin probe: compiled where pass 2 took it
+				switch {
+				case b.Unsupported != "": // refused by pass 2 wherever it is
+					if pass2 == nil || !strings.Contains(pass2.Error(), b.Unsupported) {
+						t.Errorf("pass 2: %v, want %s", pass2, b.Unsupported)
+					}
+					return
+				case b.KernelOnly: // refused in a begin probe: compiled where pass 2 took it
 					pass3 = compileKernelError(t, inKernel)
-				} else {
+				default:
 					pass3 = compileError(t, fmt.Sprintf(script, "begin", body))
 				}
 				switch {

@@ -127,6 +127,8 @@ var contextBuiltins = map[string]builtinFunc{
 	},
 	// refused in pass 2 (tapset.Builtin.KernelOnly)
 	"__task_current": func(*callContext, []Value) Value { panic(&runError{Msg: tapset.KernelOnlyMsg("task_current()")}) },
+	"pid2task":       func(*callContext, []Value) Value { panic(&runError{Msg: tapset.Builtins["pid2task"].Unsupported}) },
+	"pid2execname":   func(*callContext, []Value) Value { panic(&runError{Msg: tapset.Builtins["pid2execname"].Unsupported}) },
 }
 
 func selfComm() string {

@@ -85,7 +85,11 @@ func (e *elab) checkUserSide() {
 		}
 		syntax.Walk(p.Body, func(n syntax.Node) bool {
 			if c, ok := n.(*syntax.Call); ok && c.Func != nil && readsKernel(c.Func) {
-				e.rep.errorAt("userside", c, tapset.KernelOnlyMsg(c.Name+"()"))
+				msg := tapset.KernelOnlyMsg(c.Name + "()")
+				if b := Builtin(c); b != nil && b.Unsupported != "" {
+					msg = b.Unsupported
+				}
+				e.rep.errorAt("userside", c, msg)
 				return false
 			}
 			return true

@@ -36,6 +36,9 @@ type Builtin struct {
 	// task_struct): the elaborator refuses them in code that user-side
 	// probes reach (KernelOnlyMsg).
 	KernelOnly bool
+	// Unsupported, when set, is why no probe can run the builtin: the
+	// elaborator refuses every call with it.
+	Unsupported string
 }
 
 // KernelOnlyMsg is the message for a call of a function (what) that reads
@@ -67,6 +70,8 @@ const (
 // call's value is only printed.
 func (b *Builtin) KernelError(args []syntax.Expr, printed bool) string {
 	switch {
+	case b.Unsupported != "":
+		return b.Unsupported
 	case b.Kernel == UserSpace:
 		return UserSpaceOnly(fmt.Sprintf("function '%s'", b.Name))
 	case b.Kernel == Captured && !printed:
@@ -131,6 +136,18 @@ func kernelOnly(b *Builtin) *Builtin {
 	b.KernelOnly = true
 	return bpf(b)
 }
+
+// unsupported marks b refused everywhere, for reason.
+func unsupported(reason string, b *Builtin) *Builtin {
+	b.Unsupported = fmt.Sprintf("%s() cannot run in bpftap: %s", b.Name, reason)
+	b.KernelOnly = true // refused in user-side probes too
+	return b
+}
+
+// noPidLookup is why pid2task and pid2execname cannot run: BPF finds a
+// task by pid only through the bpf_task_from_pid kfunc, which BTF-typed
+// programs alone may call and bpftap does not call.
+const noPidLookup = "finding a task by its pid needs the bpf_task_from_pid kfunc, which bpftap does not call"
 
 // captured marks b computed in user space from arguments a kernel probe captures.
 func captured(b *Builtin) *Builtin {
@@ -218,6 +235,8 @@ var Builtins = index(
 	// __task_current(): the address of the current task_struct (task.stp's
 	// task_current casts it)
 	kernelOnly(fn("__task_current", long)),
+	unsupported(noPidLookup, fn("pid2task", long, l("pid"))),
+	unsupported(noPidLookup, fn("pid2execname", str, l("pid"))),
 	// memory of traced processes and the kernel
 	bpf(fn("kernel_string", str, l("addr"))),
 	bpfLiteral(2, fn("kernel_string_n", str, l("addr"), l("n"))),
