@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/bpftap/bpftap/internal/kernel"
+	"github.com/bpftap/bpftap/internal/sema"
 	"github.com/bpftap/bpftap/internal/syntax"
 	"github.com/bpftap/bpftap/internal/tapset"
 	"github.com/cilium/ebpf/asm"
@@ -186,15 +187,12 @@ func (g *gen) targetVar(e syntax.Expr) {
 	case acc.Param >= 0:
 		g.loadArg(acc.Param)
 	default:
-		switch c := e.(type) {
-		case *syntax.Cast:
-			g.long(c.Operand)
-		case *syntax.Autocast:
-			g.long(c.Operand)
-		default:
+		op := sema.ContextOperand(e)
+		if op == nil {
 			g.fail(e, "%s cannot be compiled in a kernel probe yet", syntax.ExprString(e))
 			return
 		}
+		g.long(op)
 	}
 	g.readPath(acc.Path, acc.Address, e.Position())
 }

@@ -84,7 +84,7 @@ func (t *typer) expr(x syntax.Expr, want syntax.Type) {
 // expression nothing resolves.
 func (t *typer) contextExpr(x syntax.Expr, want syntax.Type) {
 	if x.Type() != tUnknown {
-		if op := contextOperand(x); op != nil {
+		if op := ContextOperand(x); op != nil {
 			t.expr(op, tLong)
 		}
 		t.literal(x, x.Type(), want)
@@ -100,9 +100,9 @@ func (t *typer) contextExpr(x syntax.Expr, want syntax.Type) {
 	}
 }
 
-// contextOperand is the operand whose value a @cast or an autocast
-// starts from, or nil.
-func contextOperand(x syntax.Expr) syntax.Expr {
+// ContextOperand is the operand whose value a @cast or an autocast
+// starts from, or nil (the code generator computes it first).
+func ContextOperand(x syntax.Expr) syntax.Expr {
 	switch x := x.(type) {
 	case *syntax.Cast:
 		return x.Operand
