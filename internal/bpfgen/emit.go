@@ -306,6 +306,12 @@ func (g *gen) epilogue() {
 	}
 	g.mark(labelDone)
 	g.emit(asm.Mov.Imm(asm.R0, 0), asm.Return())
+	g.emitTails()
+}
+
+// emitTails emits the code kept for after the body: the out-of-line
+// parts, then the error tail if an error can be raised.
+func (g *gen) emitTails() {
 	for _, t := range g.tails {
 		t()
 	}

@@ -197,12 +197,7 @@ func (s *gen) assemble(sp *subprog, fn *btf.Func, prologue func()) {
 		s.mark(labelDone)
 		s.emit(asm.Mov.Imm(asm.R0, 1), asm.Return())
 	}
-	for _, t := range s.tails {
-		t()
-	}
-	if len(s.errs) > 0 {
-		s.errorTail()
-	}
+	s.emitTails()
 	s.resolveAliases()
 	prefix := sp.label + "."
 	for i, in := range s.insns {
