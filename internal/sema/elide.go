@@ -57,7 +57,7 @@ func markNode(n syntax.Node) bool {
 	switch n := n.(type) {
 	case *syntax.Assign:
 		markWrite(n.LHS)
-		if n.Op != "=" && n.Op != "<<<" {
+		if !pureWrite(n.Op) {
 			markRead(n.LHS)
 		}
 		syntax.Walk(n.RHS, markNode)
@@ -100,6 +100,11 @@ func markNode(n syntax.Node) bool {
 	}
 	return true
 }
+
+// pureWrite tells an assignment operator that only writes its target (`=`,
+// `<<<`) from one that reads it too (`+=`, `.=`, ...): stap elides only the
+// former when the target is a local nobody reads.
+func pureWrite(op string) bool { return op == "=" || op == "<<<" }
 
 func markIndexKeys(x syntax.Expr) {
 	if ix, ok := x.(*syntax.Index); ok {
@@ -445,7 +450,7 @@ func (el *elider) keepEmpty(s syntax.Stmt) syntax.Stmt {
 func (el *elider) exprStmt(s *syntax.ExprStmt) syntax.Stmt {
 	switch el.mode {
 	case elideAssignments:
-		if a, ok := s.X.(*syntax.Assign); ok && a.Op == "=" {
+		if a, ok := s.X.(*syntax.Assign); ok && pureWrite(a.Op) {
 			if v := lvalueVar(a.LHS); v != nil && v.Kind == syntax.VarLocal && !v.Read {
 				el.e.warnUser(a, fmt.Sprintf("Eliding assignment to '%s'", v.Name))
 				rest := &syntax.ExprStmt{X: a.RHS}
