@@ -164,10 +164,17 @@ func (e *elab) elide() {
 	}
 	e.rep.quiet = false
 	e.markUsage()
-	if e.opts.Unoptimized {
-		e.prune(false)
-		return
+	if !e.opts.Unoptimized {
+		e.dropEmptyProbes()
 	}
+	if len(e.prog.Probes) == 0 { // none left, or none derived (every point optional and absent)
+		e.rep.errorf("noprobes", "no probes found")
+	}
+	e.prune(!e.opts.Unoptimized)
+}
+
+// dropEmptyProbes drops the user's probes whose bodies elision emptied.
+func (e *elab) dropEmptyProbes() {
 	kept := e.prog.Probes[:0]
 	for _, p := range e.prog.Probes {
 		if len(p.Body.Stmts) == 0 && p.Decl != nil {
@@ -177,10 +184,6 @@ func (e *elab) elide() {
 		kept = append(kept, p)
 	}
 	e.prog.Probes = kept
-	if len(e.prog.Probes) == 0 {
-		e.rep.errorf("noprobes", "no probes found")
-	}
-	e.prune(true)
 }
 
 // dropUnusedGlobals forgets the globals no probe or function mentions.
