@@ -104,16 +104,10 @@ func settledStmt(s syntax.Stmt) (r syntax.Stmt, ok bool) {
 	null := &syntax.NullStmt{Pos: s.Position()}
 	switch s := s.(type) {
 	case *syntax.IfStmt:
-		n, ok := s.Cond.(*syntax.NumberLit)
-		switch {
-		case !ok:
-			return nil, false
-		case n.Value != 0:
-			return s.Then, true
-		case s.Else == nil:
-			return null, true
+		if s.Else == nil {
+			return branch[syntax.Stmt](s.Cond, s.Then, null)
 		}
-		return s.Else, true
+		return branch(s.Cond, s.Then, s.Else)
 	case *syntax.WhileStmt:
 		return null, isFalse(s.Cond)
 	case *syntax.ForStmt:
@@ -137,20 +131,26 @@ func settledStmt(s syntax.Stmt) (r syntax.Stmt, ok bool) {
 func settledExpr(x syntax.Expr) (syntax.Expr, bool) {
 	switch x := x.(type) {
 	case *syntax.Ternary:
-		n, ok := x.Cond.(*syntax.NumberLit)
-		switch {
-		case !ok:
-			return nil, false
-		case n.Value != 0:
-			return x.Then, true
-		}
-		return x.Else, true
+		return branch(x.Cond, x.Then, x.Else)
 	case *syntax.Binary:
 		if r := shortCircuit(x); r != nil {
 			return r, true
 		}
 	}
 	return nil, false
+}
+
+// branch picks then or els by a literal condition; ok is false when cond
+// is not a literal.
+func branch[T any](cond syntax.Expr, then, els T) (r T, ok bool) {
+	n, ok := cond.(*syntax.NumberLit)
+	switch {
+	case !ok:
+		return r, false
+	case n.Value != 0:
+		return then, true
+	}
+	return els, true
 }
 
 // shortCircuit is the value of `0 && y` or `N || y` (N nonzero), nil for
