@@ -12,20 +12,22 @@ import (
 // through the probe point's probes.Context; the result, an *probes.Access,
 // is recorded in Program.Targets under the node (every derived probe owns
 // its copy of the body, so nodes are never shared) and the node is typed.
-// A typed context node is what @defined tests, so @defined($p) is 1 where
-// $p resolves. Elsewhere (user probes, functions) context expressions stay
-// unresolved and the type checker reports them as before.
+// @defined($p) is decided before the body is resolved (defined.go).
+// Elsewhere (user probes, functions) context expressions stay unresolved
+// and the type checker reports them.
 
 // context resolves a context expression of a kernel probe and reports
-// whether the walk should go on into its operands.
+// whether the walk should go on into its operands. An expression that does
+// not resolve keeps its error in elab.contextErrs, reported only if the
+// expression survives elision (stap elides `$nosuch;` with a warning).
 func (s *scope) context(n syntax.Expr) bool {
 	if s.ctx == nil {
 		return true
 	}
 	a, err := s.resolveContext(n)
 	if err != nil {
-		s.e.rep.errorAt("context", contextBlame(n, err.Step), err.Msg)
-		return false
+		s.e.contextErrs[n] = err
+		return true
 	}
 	s.record(n, a)
 	_, isCast := n.(*syntax.Cast)
@@ -48,6 +50,11 @@ func (s *scope) record(n syntax.Expr, a *probes.Access) {
 	}
 	s.e.prog.Targets[n] = a
 	n.SetType(a.Type)
+	s.readParams(a)
+}
+
+// readParams adds the probe arguments an access reads to Probe.Params.
+func (s *scope) readParams(a *probes.Access) {
 	for _, x := range append([]*probes.Access{a}, a.Args...) {
 		if x.Param >= 0 && !slices.Contains(s.probe.Params, x.Param) {
 			s.probe.Params = append(s.probe.Params, x.Param)
@@ -56,18 +63,25 @@ func (s *scope) record(n syntax.Expr, a *probes.Access) {
 	slices.Sort(s.probe.Params)
 }
 
-// definedContext decides @defined of a context expression in a kernel
-// probe: it resolves quietly.
-func (s *scope) definedContext(n syntax.Expr) {
+// decideDefined returns the literal a @defined of a context expression in
+// a kernel probe becomes (defined.go): 1 if the expression resolves, whose
+// arguments the probe then reads (stap lists them among its locals), else
+// 0; nil for another operand, or outside kernel probes.
+func (s *scope) decideDefined(x *syntax.Defined) syntax.Expr {
+	switch x.X.(type) {
+	case *syntax.TargetVar, *syntax.Cast:
+	default:
+		return nil
+	}
 	if s.ctx == nil {
-		return
+		return nil
 	}
-	if a, err := s.resolveContext(n); err == nil {
-		s.record(n, a)
-		if c, ok := n.(*syntax.Cast); ok {
-			s.walk(c.Operand)
-		}
+	a, err := s.resolveContext(x.X)
+	if err != nil {
+		return number(x, 0)
 	}
+	s.readParams(a)
+	return number(x, 1)
 }
 
 // contextBlame is the node an error about step (-1: the expression) of a

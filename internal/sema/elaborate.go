@@ -21,7 +21,8 @@
 //     they only update as per-CPU candidates (kernelctx.go).
 //
 // Context expressions of kernel probes ($var, @cast) are resolved with the
-// symbols (context.go) and recorded in Program.Targets.
+// symbols (context.go) and recorded in Program.Targets; before that, their
+// @defined are decided and the branches those rule out dropped (defined.go).
 //
 // Diagnostics are rendered exactly as stap renders them (diag.go); print.go is
 // the -p2 printer.
@@ -92,6 +93,10 @@ type elab struct {
 	userFiles int            // Program.Files starts with them
 	pending   []*syntax.Func // functions whose bodies still need resolving
 	loops     int            // alias loops reported (they do not stop a probe's derivation)
+	// contextErrs holds the errors of the context expressions of kernel
+	// probes that did not resolve (context.go), reported if they survive
+	// elision.
+	contextErrs map[syntax.Expr]*probes.ContextError
 }
 
 // Elaborate runs pass 2 over the user's files. On failure the error is an
@@ -113,6 +118,8 @@ func Elaborate(user []*syntax.File, opts Options) (*Program, error) {
 		arityAt:   map[*syntax.Var]syntax.Node{},
 		usedFiles: map[*syntax.File]bool{},
 		userFiles: len(user),
+
+		contextErrs: map[syntax.Expr]*probes.ContextError{},
 	}
 	if e.reg == nil {
 		e.reg = probes.Builtin()

@@ -54,6 +54,9 @@ func (e *elab) resolveAll() {
 func (e *elab) resolveProbe(p *Probe) {
 	s := e.newScope(e.fileOf[p.Decl], nil)
 	s.ctx, s.probe = p.context, p
+	if s.ctx != nil {
+		s.pruneDefined(p.Body)
+	}
 	s.walk(p.Body)
 	p.Locals = s.list
 	if p.Cond != nil {
@@ -163,19 +166,12 @@ func (s *scope) visit(n syntax.Node) bool {
 	return true
 }
 
-// defined resolves @defined(X): a context expression is defined when it
-// resolves quietly in a kernel probe (see context.go); ordinary operands are
-// walked.
+// defined resolves @defined(X): ordinary operands are walked; a context
+// expression is left unresolved, so that constant folding makes it 0 (a
+// kernel probe's were decided before, defined.go).
 func (s *scope) defined(n *syntax.Defined) bool {
 	n.SetType(syntax.TypeLong)
-	switch n.X.(type) {
-	case *syntax.TargetVar, *syntax.Cast:
-		s.definedContext(n.X)
-		return false
-	case *syntax.AtVar, *syntax.Entry, *syntax.Autocast:
-		return false
-	}
-	return true
+	return !isContextExpr(n.X)
 }
 
 // deleteTarget resolves the operand of delete: a whole array, an element or

@@ -74,7 +74,9 @@ func (t *typer) expr(x syntax.Expr, want syntax.Type) {
 			t.literal(x, x.Type(), want)
 			return
 		}
-		t.report("target", x, "unresolved target-symbol expression")
+		if !t.contextError(x) {
+			t.report("target", x, "unresolved target-symbol expression")
+		}
 	case *syntax.AtVar:
 		t.report("atvar", x, "unresolved @var() expression")
 	case *syntax.Cast:
@@ -83,12 +85,24 @@ func (t *typer) expr(x syntax.Expr, want syntax.Type) {
 			t.literal(x, x.Type(), want)
 			return
 		}
-		t.e.rep.errorAt("cast", x, fmt.Sprintf("type definition '%s' not found in '%s'", x.TypeName, x.Module))
+		if !t.contextError(x) {
+			t.e.rep.errorAt("cast", x, fmt.Sprintf("type definition '%s' not found in '%s'", x.TypeName, x.Module))
+		}
 	case *syntax.Entry:
 		t.throw("entry", x, "internal error: @entry is only valid in .return probes")
 	case *syntax.Autocast:
 		t.autocast(x)
 	}
+}
+
+// contextError reports the error a kernel probe's context expression x met
+// when it was resolved (context.go), and tells whether there was one.
+func (t *typer) contextError(x syntax.Expr) bool {
+	err := t.e.contextErrs[x]
+	if err != nil {
+		t.report("context", contextBlame(x, err.Step), err.Msg)
+	}
+	return err != nil
 }
 
 // key types expression k used as key i of array v.
