@@ -193,3 +193,24 @@ func writeExpected(t *testing.T, path, content string) {
 		t.Fatal(err)
 	}
 }
+
+// TestDebianUserExamples runs Debian's SystemTap examples that need only
+// user-side probes, unchanged, and compares what they print.
+func TestDebianUserExamples(t *testing.T) {
+	const dir = "/usr/share/systemtap/examples/"
+	for _, c := range []struct{ script, want string }{
+		{"general/helloworld.stp", "hello world\n"},
+	} {
+		t.Run(filepath.Base(c.script), func(t *testing.T) {
+			script := dir + c.script
+			if _, err := os.Stat(script); err != nil {
+				t.Fatalf("%v (CI installs systemtap-doc)", err)
+			}
+			var stdout, stderr bytes.Buffer
+			status := Main([]string{script}, strings.NewReader(""), &stdout, &stderr)
+			if status != 0 || stderr.Len() > 0 || stdout.String() != c.want {
+				t.Errorf("exit status %d, stdout %q (want %q), stderr:\n%s", status, stdout.String(), c.want, stderr.String())
+			}
+		})
+	}
+}
