@@ -211,6 +211,7 @@ var Builtins = index(
 	bpfLiteral(2, fn("user_string_n", str, l("addr"), l("n"))),
 	bpf(fn("user_string2", str, l("addr"), s("err_msg"))),
 	bpf(fn("user_string_quoted", str, l("addr"))),
+	fn("user_string_n_quoted", str, l("addr"), l("n")),
 	bpf(fn("kernel_string2", str, l("addr"), s("err_msg"))),
 	bpf(fn("user_long", long, l("addr"))),
 	bpf(fn("user_int", long, l("addr"))),
