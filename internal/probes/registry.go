@@ -279,6 +279,9 @@ func (n *node) match(rest, done []*syntax.Component, names []string, out *[]*Poi
 		return nil
 	}
 	c := rest[0]
+	if strings.Contains(c.Name, "**") {
+		return n.matchAcross(c, rest[1:], done, names, out)
+	}
 	wild := strings.Contains(c.Name, "*")
 	var firstErr error
 	matched := false
@@ -325,6 +328,41 @@ func (n *node) match(rest, done []*syntax.Component, names []string, out *[]*Poi
 	if wild {
 		msg += ": didn't find any wildcard matches"
 	}
+	if s := Similar(c.Name, n.childNames()); s != "" {
+		msg += " (similar: " + s + ")"
+	}
+	return &Error{Msg: msg, At: c}
+}
+
+// matchAcross matches a component holding `**`, which spans one or more
+// components: "foo**bar" stands for "foo*bar" and for "foo*" followed by
+// "**bar", which recurses one level down; an argument stays with the last
+// part. A point matched this way must be one the namespace holds: an alias
+// reached with the rest of a `**` pattern as its suffix is no match (stap
+// ignores the failures of those expansions). Nothing matched is stap's
+// wildcard mismatch, blamed on the user's component.
+func (n *node) matchAcross(c *syntax.Component, after, done []*syntax.Component, names []string, out *[]*Point) error {
+	glob := strings.Index(c.Name, "**")
+	prefix, suffix := c.Name[:glob], strings.TrimLeft(c.Name[glob:], "*")
+	within := *c
+	within.Name = prefix + "*" + suffix
+	head := &syntax.Component{Pos: c.Pos, Name: prefix + "*"}
+	tail := *c
+	tail.Name = "**" + suffix
+	var found []*Point
+	n.match(append([]*syntax.Component{&within}, after...), done, names, &found)
+	n.match(append([]*syntax.Component{head, &tail}, after...), done, names, &found)
+	matched := false
+	for _, p := range found {
+		if len(p.Suffix) == 0 {
+			*out = append(*out, p)
+			matched = true
+		}
+	}
+	if matched {
+		return nil
+	}
+	msg := "probe point mismatch: didn't find any wildcard matches"
 	if s := Similar(c.Name, n.childNames()); s != "" {
 		msg += " (similar: " + s + ")"
 	}
@@ -426,9 +464,6 @@ func cmpOr(errs ...error) error {
 func nameMatches(user, name string) bool {
 	if !strings.Contains(user, "*") {
 		return user == name
-	}
-	if user == "**" {
-		return true
 	}
 	ok, err := path.Match(user, name)
 	return err == nil && ok
