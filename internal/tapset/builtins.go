@@ -217,6 +217,9 @@ var Builtins = index(
 	bpf(fn("user_int", long, l("addr"))),
 	bpf(fn("user_short", long, l("addr"))),
 	bpf(fn("user_char", long, l("addr"))),
+	// __input_chunk(): what the running procfs("__stdin").write probe was
+	// given, one byte of standard input (tapset/input.stp)
+	fn("__input_chunk", str),
 	// system
 	effects(fn("system", none, s("cmd"))),
 	effects(fn("mdelay", none, l("ms"))),
