@@ -8,7 +8,9 @@
 // and the node where a path ends remembers the family. Matching walks the user's
 // point component by component: a component selects the children whose name it
 // matches (a `*` in the user's name is a wildcard) and whose argument kind agrees
-// with the literal the user wrote; several matches fan out. When the user's point
+// with the literal the user wrote; several matches fan out. A `**` spans
+// components: "a**b" is matched as "a*b" and as "a*" followed by "**b", one
+// level further down each time (matchAcross). When the user's point
 // ends on a node that carries a family, that family matched; when components are
 // left over at such a node the family must accept suffixes (probe aliases do) or
 // the point is an "invalid suffix". A component that matches no child is a
