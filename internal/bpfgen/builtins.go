@@ -48,9 +48,9 @@ func kernelBuiltins() map[string]builtinCode {
 		"cmdline_str":     strCode((*gen).cmdlineStr),
 		"__task_current":  longCode(func(g *gen, _ *syntax.Call) { g.emit(asm.FnGetCurrentTask.Call()) }),
 		"execname":        strCode(func(g *gen, _ *syntax.Call) value { v := g.strSlot(commLen); g.comm(v.off); return v }),
-		"pp":              strCode(func(g *gen, _ *syntax.Call) value { return g.strLit(g.probe.Name) }),
+		"pp":              strCode(func(g *gen, _ *syntax.Call) value { return g.strLit(g.ownProbe().Name) }),
 		"pn": strCode(func(g *gen, _ *syntax.Call) value {
-			return g.strLit(probes.ComponentsString(g.probe.User.Components))
+			return g.strLit(probes.ComponentsString(g.ownProbe().User.Components))
 		}),
 		// stap's probefunc() is symname(addr()); a tracepoint has no
 		// registers, so addr() is 0 and symname prints it in hex.

@@ -9,9 +9,9 @@ import (
 )
 
 // Calls of script functions (the user's and the tapset's written in the
-// script language) are inlined: BPF programs have no call stack for
-// bpftap's stack discipline to live on, and inlining lets every callee's
-// locals sit in fixed slots like the probe's own.
+// script language) that cannot be BPF subprograms (subprog.go) are
+// inlined, which lets every callee's locals sit in fixed slots like the
+// probe's own.
 //
 // At a call site the callee gets fresh slots for all its locals (8-byte
 // stack slots for longs, MAXSTRINGLEN scratch slots for strings), zeroed
@@ -52,6 +52,9 @@ func (g *gen) inline(c *syntax.Call) value { return g.inlineInto(c, value{}) }
 // only once the arguments are in the parameters' slots, so an argument may
 // read it (`s = f(s)`).
 func (g *gen) inlineInto(c *syntax.Call, dst value) value {
+	if sp := g.asSubprog(c); sp != nil {
+		return g.callSubprog(c, sp, dst)
+	}
 	f := c.Func
 	result := dst
 	if f.Result == syntax.TypeString && !dst.str {
@@ -190,6 +193,19 @@ func (g *gen) next() {
 		g.jump(g.exitLabel)
 		return
 	}
-	at := frames[len(frames)-1].call.Pos
-	g.jump(g.errorSite(tapset.MsgFunctionsExhausted, at, false))
+	g.jump(g.errorSite(tapset.MsgFunctionsExhausted, g.callSite(), false))
+}
+
+// callSite is the position of the call of the innermost function being
+// compiled (none in a probe's own code). A subprogram has a call site per
+// caller, so one that needs its own is inlined instead.
+func (g *gen) callSite() syntax.Pos {
+	n := len(g.inlined)
+	if n == 0 {
+		return syntax.Pos{}
+	}
+	if g.subprog && n == g.ownFrame+1 {
+		g.probeBound = true
+	}
+	return g.inlined[n-1].call.Pos
 }

@@ -102,11 +102,7 @@ func (g *gen) raise(c *syntax.Call) {
 // call of the script function being inlined, as stap locates its tapset's
 // C functions' errors.
 func (g *gen) raiseAtCall(c *syntax.Call) {
-	var at syntax.Pos
-	if n := len(g.inlined); n > 0 {
-		at = g.inlined[n-1].call.Pos
-	}
-	g.emit(asm.Ja.Label(g.errorSite(c.Args[0].(*syntax.StringLit).Value, at, false)))
+	g.emit(asm.Ja.Label(g.errorSite(c.Args[0].(*syntax.StringLit).Value, g.callSite(), false)))
 }
 
 // readString compiles kernel_string(addr[, n]) and user_string(addr[, n]),
@@ -203,7 +199,7 @@ func (g *gen) targetVar(e syntax.Expr) {
 // (at its offset, or where its __data_loc word says), or a register slot
 // of the pt_regs a tp_btf argument points to.
 func (g *gen) loadArg(i int) {
-	loc := g.probe.Attach.Args[i].Loc
+	loc := g.ownProbe().Attach.Args[i].Loc
 	switch {
 	case loc.Address:
 		g.emit(asm.Mov.Reg(asm.R0, regCtx), asm.Add.Imm(asm.R0, int32(loc.Offset)))

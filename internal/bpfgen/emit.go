@@ -6,6 +6,7 @@ import (
 	"github.com/bpftap/bpftap/internal/sema"
 	"github.com/bpftap/bpftap/internal/syntax"
 	"github.com/cilium/ebpf/asm"
+	"github.com/cilium/ebpf/btf"
 )
 
 // Registers with a fixed role for the whole program.
@@ -51,6 +52,14 @@ type gen struct {
 	timingIndex int
 
 	inlined []frame // the script functions being inlined, innermost last (calls.go)
+	// subs are the program's subprograms (subprog.go); subprog tells that
+	// this gen compiles one (whose frame is inlined[ownFrame]), and
+	// probeBound that its code uses what only its probe or its call site
+	// has (then it is inlined instead).
+	subs       *subprogs
+	subprog    bool
+	ownFrame   int
+	probeBound bool
 
 	locals map[*syntax.Var]value
 	// sprinted are the locals sprintf renders into (sprintTargets).
@@ -94,7 +103,8 @@ func (v value) base() asm.Register {
 type loop struct{ brk, cont string }
 
 func newGen(m *Module, p *sema.Probe) *gen {
-	return &gen{m: m, probe: p, locals: map[*syntax.Var]value{}, errs: map[string]string{}, alias: map[string]string{}}
+	return &gen{m: m, probe: p, locals: map[*syntax.Var]value{}, errs: map[string]string{}, alias: map[string]string{},
+		subs: &subprogs{byFunc: map[*syntax.Func]*subprog{}, byKey: map[string]*subprog{}}}
 }
 
 // emit appends instructions at the current position, giving the first the
@@ -215,10 +225,19 @@ func (g *gen) program() *Program {
 	g.pending = pending // labels at the end of the body
 	g.epilogue()
 	g.resolveAliases()
+	scratch := g.maxScr
+	if len(g.subs.order) > 0 {
+		g.insns[0] = btf.WithFuncMetadata(g.insns[0], mainType)
+	}
+	for _, sp := range g.subs.order {
+		g.insns = append(g.insns, sp.insns...)
+		g.pos = append(g.pos, sp.pos...)
+		scratch = max(scratch, sp.scratch)
+	}
 	insns, pos := farJumps(g.insns, g.pos)
 	prog := &Program{Instructions: insns, Pos: pos}
-	if g.maxScr > 0 {
-		prog.Maps = []Map{{ScratchMap, perCPUArray("scratch", uint32(g.maxScr), 1)}}
+	if scratch > 0 {
+		prog.Maps = []Map{{ScratchMap, perCPUArray("scratch", uint32(scratch), uint32(1+len(g.subs.order)))}}
 	}
 	return prog
 }
@@ -287,6 +306,12 @@ func (g *gen) epilogue() {
 	}
 	g.mark(labelDone)
 	g.emit(asm.Mov.Imm(asm.R0, 0), asm.Return())
+	g.emitTails()
+}
+
+// emitTails emits the code kept for after the body: the out-of-line
+// parts, then the error tail if an error can be raised.
+func (g *gen) emitTails() {
 	for _, t := range g.tails {
 		t()
 	}

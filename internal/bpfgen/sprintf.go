@@ -71,9 +71,13 @@ const digitTable = "0123456789abcdef0123456789ABCDEF"
 
 // sprint is one sprintf call being compiled.
 type sprint struct {
-	g                        *gen
-	limit                    int // MAXSTRINGLEN
-	out, stage, table, cells int // scratch offsets
+	g     *gen
+	limit int // MAXSTRINGLEN
+	// out is at outReg+out; stage, table and cells at work+stage... (both
+	// the scratch area in a formatter, the arguments of a directive's
+	// subprogram in one: see numberSubprog).
+	outReg, work             asm.Register
+	out, stage, table, cells int
 	// The directive being compiled: has a width, a precision, the '-' flag;
 	// the most padding its width and its precision can ask for (a static
 	// one's value, else L): the verifier walks a pad loop as many times.
@@ -119,7 +123,7 @@ func sprintRoom(limit int) int { return 2*limit + 8 }
 
 // formatInto is format rendering into dst when dst.sprintRoom.
 func (g *gen) formatInto(n syntax.Node, what string, f *format.Format, args func() []sprintArg, dst value) value {
-	s := &sprint{g: g, limit: g.m.maxStr}
+	s := &sprint{g: g, limit: g.m.maxStr, outReg: regScratch, work: regScratch}
 	if dst.sprintRoom {
 		s.out = dst.off
 	} else {
@@ -225,7 +229,7 @@ func (s *sprint) run(f *format.Format, args []sprintArg) {
 		case 'c':
 			s.char(d, a.slot)
 		default:
-			s.number(d, a.slot)
+			s.numberCall(d, a.slot)
 		}
 	}
 	s.terminate()
@@ -265,11 +269,11 @@ func (s *sprint) storeBytes(base asm.Register, off int, b []byte) {
 
 // load and store move a cell to and from a register.
 func (s *sprint) load(r asm.Register, cell int) {
-	s.g.emit(asm.LoadMem(r, regScratch, int16(s.cells+cell), asm.DWord))
+	s.g.emit(asm.LoadMem(r, s.work, int16(s.cells+cell), asm.DWord))
 }
 
 func (s *sprint) store(cell int, r asm.Register) {
-	s.g.emit(asm.StoreMem(regScratch, int16(s.cells+cell), r, asm.DWord))
+	s.g.emit(asm.StoreMem(s.work, int16(s.cells+cell), r, asm.DWord))
 }
 
 // atMost bounds r (unsigned) by the constant n.
@@ -360,7 +364,7 @@ func (s *sprint) reserveRoom(done string) {
 		asm.Add.Reg(asm.R4, asm.R2),
 	)
 	s.store(cellPos, asm.R4)
-	g.emit(asm.Add.Reg(asm.R1, regScratch))
+	g.emit(asm.Add.Reg(asm.R1, s.outReg))
 }
 
 // put writes one byte, c or (when fromR0) R0's low byte, if there is room.
@@ -746,7 +750,7 @@ func (s *sprint) digits(d format.Directive, slot int16) {
 	top, more, done := g.newLabel("sp_digit"), g.newLabel("sp_more"), g.newLabel("sp_digits_done")
 	s.load(asm.R1, cellNum)
 	g.emit(
-		asm.Mov.Reg(asm.R2, regScratch),
+		asm.Mov.Reg(asm.R2, s.work),
 		asm.Add.Imm(asm.R2, int32(s.stage+digitRoom)),
 		asm.Mov.Imm(asm.R3, 0),
 	)
@@ -764,7 +768,7 @@ func (s *sprint) digits(d format.Directive, slot int16) {
 		)
 	}
 	g.emit(
-		asm.Mov.Reg(asm.R5, regScratch),
+		asm.Mov.Reg(asm.R5, s.work),
 		asm.Add.Reg(asm.R5, asm.R4),
 		asm.LoadMem(asm.R4, asm.R5, int16(table), asm.Byte),
 		asm.Sub.Imm(asm.R2, 1),
@@ -786,7 +790,7 @@ func (s *sprint) digitsAddr() {
 	s.g.emit(
 		asm.Mov.Imm(asm.R3, digitRoom),
 		asm.Sub.Reg(asm.R3, asm.R0),
-		asm.Add.Reg(asm.R3, regScratch),
+		asm.Add.Reg(asm.R3, s.work),
 		asm.Add.Imm(asm.R3, int32(s.stage)),
 	)
 }

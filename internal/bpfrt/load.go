@@ -45,6 +45,7 @@ import (
 	"github.com/bpftap/bpftap/internal/probes/attach"
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
+	"github.com/cilium/ebpf/btf"
 	"golang.org/x/sys/unix"
 )
 
@@ -117,6 +118,11 @@ func Load(spec *ProgramSpec) (*Program, error) {
 	if err != nil {
 		return nil, err
 	}
+	funcs, err := funcInfo(spec, attr)
+	if err != nil {
+		return nil, err
+	}
+	defer funcs.close()
 	fd, log, err := progLoad(attr, spec.LogLevel)
 	if err != nil {
 		return nil, loadError(spec, insns, log, err)
@@ -151,6 +157,48 @@ func encode(spec *ProgramSpec) ([]byte, error) {
 		return nil, fmt.Errorf("probe program %s: %w", spec.Name, err)
 	}
 	return buf.Bytes(), nil
+}
+
+// funcTypes holds what the kernel reads of a program's functions: their
+// BTF (in the kernel, as a handle) and the func_info records naming the
+// type of each function's first instruction.
+type funcTypes struct {
+	handle *btf.Handle
+	info   []byte
+}
+
+// funcInfo points attr at the BTF of spec's functions when it has several
+// (instructions with btf.FuncMetadata: the first, then each subprogram).
+func funcInfo(spec *ProgramSpec, attr *progLoadAttr) (*funcTypes, error) {
+	b, err := btf.NewBuilder(nil, nil)
+	if err != nil {
+		return nil, err
+	}
+	info, _, err := btf.MarshalExtInfos(spec.Instructions, b)
+	if err != nil || len(info) == 0 {
+		return nil, err
+	}
+	h, err := btf.NewHandle(b)
+	if err != nil {
+		return nil, fmt.Errorf("probe program %s: loading the BTF of its functions: %w", spec.Name, err)
+	}
+	ft := &funcTypes{handle: h, info: info}
+	attr.progBTFFd = uint32(h.FD())
+	attr.funcInfoRecSize = funcInfoRecSize
+	attr.funcInfo = uint64(uintptr(unsafe.Pointer(&ft.info[0])))
+	attr.funcInfoCnt = uint32(len(info) / funcInfoRecSize)
+	return ft, nil
+}
+
+// funcInfoRecSize is the size of struct bpf_func_info: insn_off, type_id.
+const funcInfoRecSize = 8
+
+// close releases the BTF handle once the program is loaded.
+func (ft *funcTypes) close() {
+	if ft != nil {
+		runtime.KeepAlive(ft.info)
+		ft.handle.Close()
+	}
 }
 
 // nativeOrder is the host's byte order as one of the two values asm accepts.

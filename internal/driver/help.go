@@ -26,6 +26,13 @@ interpreter, kernel probes compiled to eBPF. Options are stap's:
    -T SECONDS exit after SECONDS
    -c CMD     start the probes, run CMD, exit when it finishes; target() is its pid
    -x PID     set target() to PID
+   -s NUM     size the buffer of kernel probe output at NUM MiB (1-4095)
+   -d OBJECT  load the symbols of OBJECT (accepted; bpftap has no user-space
+              symbol tables yet, kernel symbols come from /proc/kallsyms)
+   --ldd      add the shared libraries of -d objects (accepted, as -d)
+   --all-modules
+              load the symbols of every kernel module (accepted: kallsyms
+              lists them already)
    -t         print a probe hit report at exit
    -g         guru mode (refused: a BPF runtime runs no embedded C)
    -u         unoptimized mode (accepted; nothing is elided)

@@ -225,9 +225,10 @@ func TestKernelNotRoot(t *testing.T) {
 }
 
 // TestDebianSyscallExamples runs Debian's SystemTap examples that need
-// only the syscall tapset, unchanged (with their script arguments), on a
-// small shell workload with -c, and checks that each reports what the
-// workload did. (watchdog.stp reports through system("/usr/bin/pstack
+// only the syscall tapset, or tracepoints whose variables they pick with
+// @defined / @choose_defined (cycle_thief, kvm_service_time), unchanged
+// (with their script arguments), on a small shell workload with -c, and
+// checks that each reports what the workload did. (watchdog.stp reports through system("/usr/bin/pstack
 // PID"), which Debian does not package: the shell's complaint on standard
 // error shows that it fired for the sleeping command.)
 func TestDebianSyscallExamples(t *testing.T) {
@@ -263,6 +264,10 @@ func TestDebianSyscallExamples(t *testing.T) {
 		// matches no name, under stap as here (TestRegexExample).
 		{"general/regex.stp", `(?m)\Aopened "/nonexistent/bpftap\.tar\.gz"\n\z`, []string{`\.tar\.gz"$`}, "",
 			workloadCommand() + " archive 1"},
+		// @defined($irq) ? $irq : $id: the kernel has irq_handler_entry's $irq.
+		{"process/cycle_thief.stp", `(?m)^task \d+ migrated: \d+\n(.|\n)*^other pids taking processor from task \d+\n +PID +count command\n`, nil, "", ""},
+		// @choose_defined($exit_reason, $vcpu->run->exit_reason): kvm_exit has no $exit_reason.
+		{"virtualization/kvm_service_time.stp", `(?m)^# reason reason\(hex\): count sum\(us\) min\(us\) avg\(us\) max\(us\)$`, nil, "", ""},
 	} {
 		t.Run(filepath.Base(c.script), func(t *testing.T) {
 			script := dir + c.script

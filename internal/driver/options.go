@@ -1,6 +1,7 @@
 package driver
 
 import (
+	"errors"
 	"fmt"
 	"github.com/bpftap/bpftap/internal/syntax"
 	"regexp"
@@ -35,7 +36,9 @@ type Options struct {
 	Help, Version   bool
 }
 
-// usageError is a command-line mistake: reported as stap reports it, then exit 1.
+// usageError is a command-line mistake that stap answers with its usage
+// hint ("Try '--help' ..."): an unknown option, a missing argument, no script.
+// A bad option value is a plain error, reported alone as stap reports it.
 type usageError struct{ msg string }
 
 func (e *usageError) Error() string { return e.msg }
@@ -61,7 +64,7 @@ var shortOptions = map[byte]optionSpec{
 	'k': {false, func(o *Options, _ string) error { return nil }}, // no temporary directory to keep
 	'b': {false, func(o *Options, _ string) error { return nil }}, // output is always per-CPU ring buffers
 	'p': {true, setPass},
-	'e': {true, func(o *Options, a string) error { o.ScriptText = &a; return nil }},
+	'e': {true, setScriptText},
 	'E': {true, func(o *Options, a string) error { o.Extra = append(o.Extra, a); return nil }},
 	'o': {true, func(o *Options, a string) error { o.Output = a; return nil }},
 	'T': {true, setTimeout},
@@ -73,6 +76,7 @@ var shortOptions = map[byte]optionSpec{
 	's': {true, setBufferSize},
 	'm': {true, func(o *Options, _ string) error { return nil }}, // module name: there is no module
 	'r': {true, func(o *Options, _ string) error { return nil }}, // kernel release: bpftap runs on this kernel
+	'd': {true, checkSymbols},
 }
 
 var longOptions = map[string]optionSpec{
@@ -88,12 +92,37 @@ var longOptions = map[string]optionSpec{
 	"privilege":               {true, func(o *Options, _ string) error { return nil }},
 	"unprivileged":            {false, func(o *Options, _ string) error { return nil }},
 	"suppress-handler-errors": {false, func(o *Options, _ string) error { return nil }},
+	// --ldd and -d name objects whose symbols stap loads for backtraces and
+	// symbol names (see checkSymbols); --all-modules asks for every loaded
+	// kernel module's, which /proc/kallsyms, bpftap's source, lists anyway.
+	"ldd":         {false, func(o *Options, _ string) error { return nil }},
+	"all-modules": {false, func(o *Options, _ string) error { return nil }},
+}
+
+// setScriptText takes -e SCRIPT; stap refuses a second one.
+func setScriptText(o *Options, a string) error {
+	if o.ScriptText != nil {
+		return errors.New("Only one script can be given on the command line.")
+	}
+	o.ScriptText = &a
+	return nil
+}
+
+// checkSymbols takes -d OBJECT, a program, library or kernel module whose
+// symbols stap loads for backtraces and symbol names. bpftap has no
+// user-space symbol tables yet, so the option is accepted and has no effect;
+// an empty name is refused as stap refuses it.
+func checkSymbols(_ *Options, a string) error {
+	if a == "" {
+		return errors.New("Data object (-d) cannot be empty.")
+	}
+	return nil
 }
 
 func setPass(o *Options, a string) error {
 	n, err := strconv.Atoi(a)
 	if err != nil || n < 1 || n > 5 {
-		return usagef("Invalid pass number (should be 1-5).")
+		return errors.New("Invalid pass number (should be 1-5).")
 	}
 	o.LastPass = n
 	return nil
@@ -112,7 +141,7 @@ func setCompatible(o *Options, a string) error {
 func setTimeout(o *Options, a string) error {
 	t, err := strconv.ParseFloat(a, 64)
 	if err != nil || t <= 0 {
-		return usagef("Invalid timeout interval.")
+		return errors.New("Invalid timeout interval.")
 	}
 	o.Timeout = t
 	return nil
@@ -121,10 +150,10 @@ func setTimeout(o *Options, a string) error {
 func setTarget(o *Options, a string) error {
 	pid, err := strconv.Atoi(a)
 	if err != nil || pid <= 0 {
-		return usagef("Invalid target process ID number.")
+		return errors.New("Invalid target process ID number.")
 	}
 	if unix.Kill(pid, 0) == unix.ESRCH {
-		return usagef("No process with ID %d (-x).", pid)
+		return fmt.Errorf("No process with ID %d (-x).", pid)
 	}
 	o.TargetPID = pid
 	return nil
@@ -147,7 +176,7 @@ var macroName = regexp.MustCompile("(?i)" + macroPattern)
 
 func setRuntime(o *Options, a string) error {
 	if a != "bpf" && a != "kernel" {
-		return usagef("Invalid runtime mode %q: bpftap is a BPF runtime.", a)
+		return fmt.Errorf("Invalid runtime mode %q: bpftap is a BPF runtime.", a)
 	}
 	return nil
 }
@@ -249,7 +278,7 @@ func parseLong(o *Options, argv []string, i int) (int, error) {
 func setBufferSize(o *Options, a string) error {
 	n, err := strconv.Atoi(a)
 	if err != nil || n < 1 || n > 4095 {
-		return usagef("Invalid buffer size (should be 1-4095).")
+		return errors.New("Invalid buffer size (should be 1-4095).")
 	}
 	o.BufferMB = n
 	return nil

@@ -10,6 +10,7 @@ import (
 	"github.com/bpftap/bpftap/internal/kernelside"
 	"github.com/bpftap/bpftap/internal/sema"
 	"github.com/bpftap/bpftap/internal/tapset"
+	"golang.org/x/sys/unix"
 )
 
 // execute runs pass 5: begin probes, then the kernel programs are attached
@@ -25,13 +26,16 @@ func (s *session) execute(prog *sema.Program, ks *kernelside.Session, limits tap
 	}
 	defer closeOut()
 	out = pipeGuard{out, cancel}
-	in, err := interp.New(prog, interp.Config{Stdout: out, Stderr: s.stderr, Limits: limits, Target: target.pid(),
+	in, err := interp.New(prog, interp.Config{Stdout: out, Stderr: s.stderr, Stdin: s.stdin, Limits: limits, Target: target.pid(),
 		Storage: ks.Storage, Skipped: ks.Skipped, Timing: s.opts.Timing})
 	if err != nil {
 		return s.fail(5, "run", err)
 	}
 	if s.opts.Verbose > 0 {
 		fmt.Fprintln(s.stderr, "Pass 5: starting run.")
+	}
+	if in.ReadsInput() {
+		defer s.keysAsTyped()()
 	}
 	in.Begin()
 	if err := s.attach(ks, in); err != nil {
@@ -85,4 +89,26 @@ func (s *session) output() (io.Writer, func(), error) {
 		return nil, nil, fmt.Errorf("ERROR: cannot open output file: %v", err)
 	}
 	return f, func() { f.Close() }, nil
+}
+
+// keysAsTyped sets a terminal on standard input as stapio sets it for the
+// input probes: no line editing, so each key reaches input.char as it is
+// typed, and no echo. It returns what restores the terminal; stdin that is
+// no terminal is left alone.
+func (s *session) keysAsTyped() (restore func()) {
+	f, ok := s.stdin.(*os.File)
+	if !ok {
+		return func() {}
+	}
+	fd := int(f.Fd())
+	saved, err := unix.IoctlGetTermios(fd, unix.TCGETS)
+	if err != nil {
+		return func() {}
+	}
+	keys := *saved
+	keys.Lflag &^= unix.ICANON | unix.ECHO
+	if unix.IoctlSetTermios(fd, unix.TCSETS, &keys) != nil {
+		return func() {}
+	}
+	return func() { unix.IoctlSetTermios(fd, unix.TCSETS, saved) }
 }

@@ -24,6 +24,7 @@ var update = flag.Bool("update", false, "rewrite the expected outputs of testdat
 //	NAME.stp   the script; `#! args: ...` lines add command-line options (before the
 //	           script; $WORKLOAD names a workload program, see TestMain),
 //	           `#! scriptargs: ...` script arguments (after it),
+//	           `#! stdin: "TEXT"` the standard input (a Go string literal),
 //	           `#! status: N` gives the expected exit status (default 0), and
 //	           `#! requires: bpf` marks a case that loads BPF programs: without
 //	           the privilege or the kernel support it is skipped, and the reason
@@ -51,14 +52,14 @@ func runCase(t *testing.T, script string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	args, scriptArgs, wantStatus, requires := caseDirectives(t, string(text))
-	for _, r := range requires {
+	d := caseDirectives(t, string(text))
+	for _, r := range d.requires {
 		requireFeature(t, r)
 	}
 	var stdout, stderr bytes.Buffer
 	// A safety net: a script that never exits ends after 20 s and fails its comparison.
-	argv := append(append(append([]string{"-T", "20"}, args...), script), scriptArgs...)
-	status := Main(argv, strings.NewReader(""), &stdout, &stderr)
+	argv := append(append(append([]string{"-T", "20"}, d.args...), script), d.scriptArgs...)
+	status := Main(argv, strings.NewReader(d.stdin), &stdout, &stderr)
 	base := strings.TrimSuffix(script, ".stp")
 	if *update {
 		writeExpected(t, base+".out", stdout.String())
@@ -66,14 +67,21 @@ func runCase(t *testing.T, script string) {
 	}
 	compareFile(t, "stdout", base+".out", stdout.String())
 	compareFile(t, "stderr", base+".err", stderr.String())
-	if status != wantStatus {
-		t.Errorf("exit status %d, want %d\nstderr:\n%s", status, wantStatus, stderr.String())
+	if status != d.status {
+		t.Errorf("exit status %d, want %d\nstderr:\n%s", status, d.status, stderr.String())
 	}
 }
 
-// caseDirectives reads the `#! args:`, `#! scriptargs:`, `#! status:` and
-// `#! requires:` lines of a test script.
-func caseDirectives(t *testing.T, text string) (args, scriptArgs []string, status int, requires []string) {
+// directives are the `#!` lines of a test script.
+type directives struct {
+	args, scriptArgs, requires []string
+	stdin                      string
+	status                     int
+}
+
+// caseDirectives reads the `#! args:`, `#! scriptargs:`, `#! stdin:`,
+// `#! status:` and `#! requires:` lines of a test script.
+func caseDirectives(t *testing.T, text string) (d directives) {
 	for _, line := range strings.Split(text, "\n") {
 		rest, ok := strings.CutPrefix(line, "#! ")
 		if !ok {
@@ -83,22 +91,28 @@ func caseDirectives(t *testing.T, text string) (args, scriptArgs []string, statu
 		value = strings.TrimSpace(value)
 		switch key {
 		case "args":
-			args = append(args, expandWorkload(splitArgs(value))...)
+			d.args = append(d.args, expandWorkload(splitArgs(value))...)
 		case "scriptargs":
-			scriptArgs = append(scriptArgs, splitArgs(value)...)
+			d.scriptArgs = append(d.scriptArgs, splitArgs(value)...)
 		case "requires":
-			requires = append(requires, splitArgs(value)...)
+			d.requires = append(d.requires, splitArgs(value)...)
+		case "stdin":
+			s, err := strconv.Unquote(value)
+			if err != nil {
+				t.Fatalf("bad stdin directive %q", line)
+			}
+			d.stdin = s
 		case "status":
 			n, err := strconv.Atoi(value)
 			if err != nil {
 				t.Fatalf("bad status directive %q", line)
 			}
-			status = n
+			d.status = n
 		default:
 			t.Fatalf("unknown directive %q", line)
 		}
 	}
-	return args, scriptArgs, status, requires
+	return d
 }
 
 // requireFeature skips t unless this process has feature ("bpf": it may
@@ -191,5 +205,26 @@ func writeExpected(t *testing.T, path, content string) {
 	}
 	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestDebianUserExamples runs Debian's SystemTap examples that need only
+// user-side probes, unchanged, and compares what they print.
+func TestDebianUserExamples(t *testing.T) {
+	const dir = "/usr/share/systemtap/examples/"
+	for _, c := range []struct{ script, want string }{
+		{"general/helloworld.stp", "hello world\n"},
+	} {
+		t.Run(filepath.Base(c.script), func(t *testing.T) {
+			script := dir + c.script
+			if _, err := os.Stat(script); err != nil {
+				t.Fatalf("%v (CI installs systemtap-doc)", err)
+			}
+			var stdout, stderr bytes.Buffer
+			status := Main([]string{script}, strings.NewReader(""), &stdout, &stderr)
+			if status != 0 || stderr.Len() > 0 || stdout.String() != c.want {
+				t.Errorf("exit status %d, stdout %q (want %q), stderr:\n%s", status, stdout.String(), c.want, stderr.String())
+			}
+		})
 	}
 }

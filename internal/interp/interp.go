@@ -1,5 +1,6 @@
 // Package interp runs the user-side probes of an elaborated program (begin,
-// end, error, never and timer.* probes) with the semantics of SystemTap's
+// end, error, never, timer.* and the stdin probes of input.char and
+// input.line) with the semantics of SystemTap's
 // module runtime, and implements every builtin of tapset.Builtins.
 //
 // # Life of a session
@@ -11,7 +12,7 @@
 //	in, err := interp.New(prog, interp.Config{Stdout: os.Stdout, Stderr: os.Stderr})
 //	in.Begin()          // begin probes, by sequence number then definition order
 //	// ... the driver attaches kernel probes, starts a -c command ...
-//	in.Run(ctx)         // timers, until exit(), an error past MAXERRORS, or ctx is done
+//	in.Run(ctx)         // timers and stdin, until exit(), an error past MAXERRORS, or ctx is done
 //	status := in.End()  // end probes (or error probes after a fatal error), closing warning
 //
 // Done() is closed as soon as the script asks to stop, so a driver that waits on
@@ -99,6 +100,9 @@ type Config struct {
 	// Stdout is where the commands of system() write; Stderr gets warnings
 	// and errors.
 	Stdout, Stderr io.Writer
+	// Stdin feeds the procfs("__stdin").write probes (input.char,
+	// input.line; input.go); nil: no input.
+	Stdin io.Reader
 	// Limits are the run-time limits (-D); the zero Limits are stap's
 	// defaults.
 	Limits tapset.Limits
@@ -171,6 +175,7 @@ type Interp struct {
 
 	// per-session builtin state
 	tokenizeState tokenizer
+	inputChunk    string // the byte of stdin the input probes run for
 	match         matchState
 }
 
@@ -252,8 +257,12 @@ func (in *Interp) Begin() {
 	in.mu.Unlock()
 }
 
-// Run fires the timer probes until the script stops or ctx is done.
+// Run fires the timer probes, and the input probes for each byte of
+// Config.Stdin, until the script stops or ctx is done.
 func (in *Interp) Run(ctx context.Context) {
+	if list := in.inputProbes(); len(list) > 0 && in.cfg.Stdin != nil {
+		go in.feedInput(in.cfg.Stdin, list)
+	}
 	var timers []*sema.Probe
 	for _, p := range in.prog.Probes {
 		if !p.Kernel && p.Family == "timer" {

@@ -8,7 +8,9 @@
 // and the node where a path ends remembers the family. Matching walks the user's
 // point component by component: a component selects the children whose name it
 // matches (a `*` in the user's name is a wildcard) and whose argument kind agrees
-// with the literal the user wrote; several matches fan out. When the user's point
+// with the literal the user wrote; several matches fan out. A `**` spans
+// components: "a**b" is matched as "a*b" and as "a*" followed by "**b", one
+// level further down each time (matchAcross). When the user's point
 // ends on a node that carries a family, that family matched; when components are
 // left over at such a node the family must accept suffixes (probe aliases do) or
 // the point is an "invalid suffix". A component that matches no child is a
@@ -279,6 +281,9 @@ func (n *node) match(rest, done []*syntax.Component, names []string, out *[]*Poi
 		return nil
 	}
 	c := rest[0]
+	if strings.Contains(c.Name, "**") {
+		return n.matchAcross(c, rest[1:], done, names, out)
+	}
 	wild := strings.Contains(c.Name, "*")
 	var firstErr error
 	matched := false
@@ -325,6 +330,41 @@ func (n *node) match(rest, done []*syntax.Component, names []string, out *[]*Poi
 	if wild {
 		msg += ": didn't find any wildcard matches"
 	}
+	if s := Similar(c.Name, n.childNames()); s != "" {
+		msg += " (similar: " + s + ")"
+	}
+	return &Error{Msg: msg, At: c}
+}
+
+// matchAcross matches a component holding `**`, which spans one or more
+// components: "foo**bar" stands for "foo*bar" and for "foo*" followed by
+// "**bar", which recurses one level down; an argument stays with the last
+// part. A point matched this way must be one the namespace holds: an alias
+// reached with the rest of a `**` pattern as its suffix is no match (stap
+// ignores the failures of those expansions). Nothing matched is stap's
+// wildcard mismatch, blamed on the user's component.
+func (n *node) matchAcross(c *syntax.Component, after, done []*syntax.Component, names []string, out *[]*Point) error {
+	glob := strings.Index(c.Name, "**")
+	prefix, suffix := c.Name[:glob], strings.TrimLeft(c.Name[glob:], "*")
+	within := *c
+	within.Name = prefix + "*" + suffix
+	head := &syntax.Component{Pos: c.Pos, Name: prefix + "*"}
+	tail := *c
+	tail.Name = "**" + suffix
+	var found []*Point
+	n.match(append([]*syntax.Component{&within}, after...), done, names, &found)
+	n.match(append([]*syntax.Component{head, &tail}, after...), done, names, &found)
+	matched := false
+	for _, p := range found {
+		if len(p.Suffix) == 0 {
+			*out = append(*out, p)
+			matched = true
+		}
+	}
+	if matched {
+		return nil
+	}
+	msg := "probe point mismatch: didn't find any wildcard matches"
 	if s := Similar(c.Name, n.childNames()); s != "" {
 		msg += " (similar: " + s + ")"
 	}
@@ -426,9 +466,6 @@ func cmpOr(errs ...error) error {
 func nameMatches(user, name string) bool {
 	if !strings.Contains(user, "*") {
 		return user == name
-	}
-	if user == "**" {
-		return true
 	}
 	ok, err := path.Match(user, name)
 	return err == nil && ok

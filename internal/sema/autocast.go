@@ -127,7 +127,7 @@ func (pt *pointerTypes) resolve(x *syntax.Autocast) bool {
 	}
 	a, err := probes.ResolvePointee(pt.btf, t, x.Components, x.AddrOf)
 	if err != nil {
-		pt.e.deferContextError(x, err)
+		pt.e.contextErrs[x] = err
 		return true
 	}
 	if pt.e.prog.Targets == nil {

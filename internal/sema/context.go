@@ -12,18 +12,17 @@ import (
 // through the probe point's probes.Context; the result, an *probes.Access,
 // is recorded in Program.Targets under the node (every derived probe owns
 // its copy of the body, so nodes are never shared) and the node is typed.
-// A typed context node is what @defined tests, so @defined($p) is 1 where
-// $p resolves. A @cast needs no probe point: in functions it resolves
-// against the kernel of the script's kernel probes (elab.kernel), so the
-// tapset's task_* functions read through @task(p). Elsewhere (user probes,
+// A @cast needs no probe point: in functions it resolves against the
+// kernel of the script's kernel probes (elab.kernel), so the tapset's
+// task_* functions read through @task(p). Elsewhere (user probes,
 // functions of scripts without kernel probes) context expressions stay
-// unresolved and the type checker reports them as before.
+// unresolved and the type checker reports them.
 //
-// As in stap, a context expression that does not resolve is an error only
-// if it survives constant folding: the error is kept (elab.contextErrs)
-// and the type checker, which never sees a folded-away branch, reports it
-// in place of "unresolved". So @choose_defined(@task(t)->state,
-// @task(t)->__state) picks the member this kernel has.
+// @defined($p) and @defined(@cast ...) are decided before the body is
+// resolved (defined.go). As in stap, a context expression that does not
+// resolve is an error only if it survives elision: its error is kept in
+// elab.contextErrs and the type checker, which never sees a folded-away
+// branch, reports it (stap elides `$nosuch;` with a warning).
 
 // context resolves a context expression and reports whether the walk
 // should go on into its operands.
@@ -33,16 +32,17 @@ func (s *scope) context(n syntax.Expr) bool {
 	}
 	a, err := s.resolveContext(n)
 	if err != nil {
-		s.e.deferContextError(n, err)
-	} else {
-		s.record(n, a)
+		s.e.contextErrs[n] = err
+		return true
 	}
+	s.record(n, a)
 	_, isCast := n.(*syntax.Cast)
 	return isCast
 }
 
 // resolvesContext tells whether n can be resolved here: anything in a
-// kernel probe, a @cast wherever the script has kernel probes.
+// kernel probe, a @cast in a function wherever the script has kernel
+// probes.
 func (s *scope) resolvesContext(n syntax.Expr) bool {
 	_, isCast := n.(*syntax.Cast)
 	return s.ctx != nil || isCast && s.e.kernel != nil && s.probe == nil
@@ -58,45 +58,19 @@ func (s *scope) resolveContext(n syntax.Expr) (*probes.Access, *probes.ContextEr
 	return nil, &probes.ContextError{Msg: "unsupported context expression", Step: -1}
 }
 
-// contextError is a context expression's resolution error, reported if
-// the expression survives folding.
-type contextError struct {
-	blame syntax.Node
-	msg   string
-}
-
-// reportContextErrors reports the context expressions that did not
-// resolve and survived folding, in the order of the code.
-func (e *elab) reportContextErrors() {
-	if len(e.contextErrs) == 0 {
-		return
-	}
-	for _, b := range e.bodiesByName() {
-		syntax.Walk(b, func(n syntax.Node) bool {
-			if x, ok := n.(syntax.Expr); ok {
-				if err, ok := e.contextErrs[x]; ok {
-					e.rep.errorAt("context", err.blame, err.msg)
-				}
-			}
-			return true
-		})
-	}
-}
-
-func (e *elab) deferContextError(n syntax.Expr, err *probes.ContextError) {
-	if e.contextErrs == nil {
-		e.contextErrs = map[syntax.Expr]contextError{}
-	}
-	e.contextErrs[n] = contextError{contextBlame(n, err.Step), err.Msg}
-}
-
 func (s *scope) record(n syntax.Expr, a *probes.Access) {
 	if s.e.prog.Targets == nil {
 		s.e.prog.Targets = map[syntax.Expr]*probes.Access{}
 	}
 	s.e.prog.Targets[n] = a
 	n.SetType(a.Type)
-	if s.probe == nil { // a @cast in a function
+	s.readParams(a)
+}
+
+// readParams adds the probe arguments an access reads to Probe.Params (a
+// @cast in a function reads none).
+func (s *scope) readParams(a *probes.Access) {
+	if s.probe == nil {
 		return
 	}
 	for _, x := range append([]*probes.Access{a}, a.Args...) {
@@ -107,18 +81,26 @@ func (s *scope) record(n syntax.Expr, a *probes.Access) {
 	slices.Sort(s.probe.Params)
 }
 
-// definedContext decides @defined of a context expression in a kernel
-// probe: it resolves quietly.
-func (s *scope) definedContext(n syntax.Expr) {
-	if !s.resolvesContext(n) {
-		return
+// decideDefined returns the literal a @defined of a context expression
+// becomes where it can be resolved (defined.go): 1 if the expression
+// resolves, whose arguments the probe then reads (stap lists them among
+// its locals), else 0; nil for another operand, or where it cannot be
+// resolved.
+func (s *scope) decideDefined(x *syntax.Defined) syntax.Expr {
+	switch x.X.(type) {
+	case *syntax.TargetVar, *syntax.Cast:
+	default:
+		return nil
 	}
-	if a, err := s.resolveContext(n); err == nil {
-		s.record(n, a)
-		if c, ok := n.(*syntax.Cast); ok {
-			s.walk(c.Operand)
-		}
+	if !s.resolvesContext(x.X) {
+		return nil
 	}
+	a, err := s.resolveContext(x.X)
+	if err != nil {
+		return number(x, 0)
+	}
+	s.readParams(a)
+	return number(x, 1)
 }
 
 // contextBlame is the node an error about step (-1: the expression) of a

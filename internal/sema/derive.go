@@ -255,8 +255,10 @@ func (e *elab) derive(x *expansion, pp *syntax.ProbePoint, pt *probes.Point) int
 		}
 	}
 	if pt.Family.Unsupported || pt.Family.Kernel && !e.opts.KernelProbes {
-		e.rep.errorAt("unsupported", pp.Components[0], fmt.Sprintf(
-			"probe point %s is not yet supported by bpftap", pt.Name()))
+		if !x.optional { // an optional point bpftap cannot serve is skipped, as stap skips one it cannot resolve
+			e.rep.errorAt("unsupported", pp.Components[0], fmt.Sprintf(
+				"probe point %s is not yet supported by bpftap", pt.Name()))
+		}
 		return 0
 	}
 	if pt.Family.Expand == nil {

@@ -214,6 +214,9 @@ func describe(n syntax.Node) string {
 	case *syntax.TargetVar:
 		return "identifier '" + n.Name + "'"
 	case *syntax.Component:
+		if strings.HasPrefix(n.Name, "*") { // stap's scanner reads it as an operator
+			return "operator '" + n.Name + "'"
+		}
 		return "identifier '" + n.Name + "'"
 	case *syntax.FuncDecl:
 		return "identifier '" + n.Name + "'"

@@ -21,7 +21,8 @@
 //     they only update as per-CPU candidates (kernelctx.go).
 //
 // Context expressions of kernel probes ($var, @cast) are resolved with the
-// symbols (context.go) and recorded in Program.Targets.
+// symbols (context.go) and recorded in Program.Targets; before that, their
+// @defined are decided and the branches those rule out dropped (defined.go).
 //
 // Diagnostics are rendered exactly as stap renders them (diag.go); print.go is
 // the -p2 printer.
@@ -94,9 +95,10 @@ type elab struct {
 	loops     int            // alias loops reported (they do not stop a probe's derivation)
 	// kernel is the kernel of the script's kernel probes, which @cast in
 	// functions resolves against (nil without kernel probes); contextErrs
-	// are the context expressions that did not resolve (context.go).
+	// holds the errors of the context expressions that did not resolve
+	// (context.go), reported if they survive elision.
 	kernel      probes.KernelInfo
-	contextErrs map[syntax.Expr]contextError
+	contextErrs map[syntax.Expr]*probes.ContextError
 }
 
 // Elaborate runs pass 2 over the user's files. On failure the error is an
@@ -118,6 +120,8 @@ func Elaborate(user []*syntax.File, opts Options) (*Program, error) {
 		arityAt:   map[*syntax.Var]syntax.Node{},
 		usedFiles: map[*syntax.File]bool{},
 		userFiles: len(user),
+
+		contextErrs: map[syntax.Expr]*probes.ContextError{},
 	}
 	if e.reg == nil {
 		e.reg = probes.Builtin()
@@ -133,7 +137,6 @@ func Elaborate(user []*syntax.File, opts Options) (*Program, error) {
 	}
 	if !e.rep.failed() {
 		e.elide()
-		e.reportContextErrors()
 		e.checkUserSide()
 	}
 	if !e.rep.failed() {

@@ -57,7 +57,7 @@ func markNode(n syntax.Node) bool {
 	switch n := n.(type) {
 	case *syntax.Assign:
 		markWrite(n.LHS)
-		if n.Op != "=" && n.Op != "<<<" {
+		if !pureWrite(n.Op) {
 			markRead(n.LHS)
 		}
 		syntax.Walk(n.RHS, markNode)
@@ -100,6 +100,11 @@ func markNode(n syntax.Node) bool {
 	}
 	return true
 }
+
+// pureWrite tells an assignment operator that only writes its target (`=`,
+// `<<<`) from one that reads it too (`+=`, `.=`, ...): stap elides only the
+// former when the target is a local nobody reads.
+func pureWrite(op string) bool { return op == "=" || op == "<<<" }
 
 func markIndexKeys(x syntax.Expr) {
 	if ix, ok := x.(*syntax.Index); ok {
@@ -159,10 +164,17 @@ func (e *elab) elide() {
 	}
 	e.rep.quiet = false
 	e.markUsage()
-	if e.opts.Unoptimized {
-		e.prune(false)
-		return
+	if !e.opts.Unoptimized {
+		e.dropEmptyProbes()
 	}
+	if len(e.prog.Probes) == 0 { // none left, or none derived (every point optional and absent)
+		e.rep.errorf("noprobes", "no probes found")
+	}
+	e.prune(!e.opts.Unoptimized)
+}
+
+// dropEmptyProbes drops the user's probes whose bodies elision emptied.
+func (e *elab) dropEmptyProbes() {
 	kept := e.prog.Probes[:0]
 	for _, p := range e.prog.Probes {
 		if len(p.Body.Stmts) == 0 && p.Decl != nil {
@@ -172,10 +184,6 @@ func (e *elab) elide() {
 		kept = append(kept, p)
 	}
 	e.prog.Probes = kept
-	if len(e.prog.Probes) == 0 {
-		e.rep.errorf("noprobes", "no probes found")
-	}
-	e.prune(true)
 }
 
 // dropUnusedGlobals forgets the globals no probe or function mentions.
@@ -445,7 +453,7 @@ func (el *elider) keepEmpty(s syntax.Stmt) syntax.Stmt {
 func (el *elider) exprStmt(s *syntax.ExprStmt) syntax.Stmt {
 	switch el.mode {
 	case elideAssignments:
-		if a, ok := s.X.(*syntax.Assign); ok && a.Op == "=" {
+		if a, ok := s.X.(*syntax.Assign); ok && pureWrite(a.Op) {
 			if v := lvalueVar(a.LHS); v != nil && v.Kind == syntax.VarLocal && !v.Read {
 				el.e.warnUser(a, fmt.Sprintf("Eliding assignment to '%s'", v.Name))
 				rest := &syntax.ExprStmt{X: a.RHS}

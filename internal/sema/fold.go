@@ -40,9 +40,10 @@ func (e *elab) foldAll(collapse bool) bool {
 
 // typedDefined decides @defined(X) as stap's folder does before type
 // inference: X is defined if its node already has a type. Only literals do:
-// the initial type pass does not look inside @defined, and bpftap resolves no
-// context expression ($var, @var, @cast, @entry, autocasts) in the probes it
-// runs, so @defined of a variable, a call or a context expression is 0.
+// the initial type pass does not look inside @defined, and a context
+// expression ($var, @var, @cast, @entry, autocasts) left here is one no
+// probe can resolve (kernel probes decided theirs before, defined.go), so
+// @defined of a variable, a call or a context expression is 0.
 func typedDefined(x syntax.Expr) bool { return x.Type() != tUnknown }
 
 func isContextExpr(x syntax.Expr) bool {
@@ -61,48 +62,105 @@ func (f *folder) block(b *syntax.Block) {
 
 // stmt folds a statement and returns its replacement.
 func (f *folder) stmt(s syntax.Stmt) syntax.Stmt {
-	switch s := s.(type) {
-	case *syntax.IfStmt:
-		s.Cond = f.expr(s.Cond)
-		if n, ok := s.Cond.(*syntax.NumberLit); ok {
+	if c := condOf(s); c != nil && *c != nil {
+		*c = f.expr(*c)
+		if r, ok := settledStmt(s); ok {
 			f.changed = true
-			if n.Value != 0 {
-				return f.stmt(s.Then)
-			}
-			if s.Else == nil {
-				return &syntax.NullStmt{Pos: s.Pos}
-			}
-			return f.stmt(s.Else)
-		}
-		s.Then = f.stmt(s.Then)
-		if s.Else != nil {
-			s.Else = f.stmt(s.Else)
-		}
-		return s
-	case *syntax.WhileStmt:
-		s.Cond = f.expr(s.Cond)
-		if isFalse(s.Cond) {
-			f.changed = true
-			return &syntax.NullStmt{Pos: s.Pos}
-		}
-	case *syntax.ForStmt:
-		s.Cond = f.exprOpt(s.Cond)
-		if isFalse(s.Cond) {
-			f.changed = true
-			if s.Init == nil {
-				return &syntax.NullStmt{Pos: s.Pos}
-			}
-			return f.stmt(&syntax.ExprStmt{X: s.Init})
-		}
-	case *syntax.ForeachStmt:
-		s.Limit = f.exprOpt(s.Limit)
-		if n, ok := s.Limit.(*syntax.NumberLit); ok && n.Value <= 0 {
-			f.changed = true
-			return &syntax.NullStmt{Pos: s.Pos}
+			return f.stmt(r)
 		}
 	}
 	f.children(s)
 	return s
+}
+
+// condOf returns the operand that decides which parts of n run: the
+// condition of an if, while, for or ternary, the limit of a foreach, the
+// left operand of && and ||; nil for other nodes.
+func condOf(n syntax.Node) *syntax.Expr {
+	switch n := n.(type) {
+	case *syntax.IfStmt:
+		return &n.Cond
+	case *syntax.WhileStmt:
+		return &n.Cond
+	case *syntax.ForStmt:
+		return &n.Cond
+	case *syntax.ForeachStmt:
+		return &n.Limit
+	case *syntax.Ternary:
+		return &n.Cond
+	case *syntax.Binary:
+		if n.Op == "&&" || n.Op == "||" {
+			return &n.X
+		}
+	}
+	return nil
+}
+
+// settledStmt returns what a statement whose condition (condOf) is a
+// literal becomes: the branch taken (not yet folded), a loop that never
+// runs nothing, or its for's initializer; ok is false when the condition
+// does not decide.
+func settledStmt(s syntax.Stmt) (r syntax.Stmt, ok bool) {
+	null := &syntax.NullStmt{Pos: s.Position()}
+	switch s := s.(type) {
+	case *syntax.IfStmt:
+		if s.Else == nil {
+			return branch[syntax.Stmt](s.Cond, s.Then, null)
+		}
+		return branch(s.Cond, s.Then, s.Else)
+	case *syntax.WhileStmt:
+		return null, isFalse(s.Cond)
+	case *syntax.ForStmt:
+		if !isFalse(s.Cond) {
+			return nil, false
+		}
+		if s.Init == nil {
+			return null, true
+		}
+		return &syntax.ExprStmt{X: s.Init}, true
+	case *syntax.ForeachStmt:
+		n, ok := s.Limit.(*syntax.NumberLit)
+		return null, ok && n.Value <= 0
+	}
+	return nil, false
+}
+
+// settledExpr returns what a ternary whose condition is a literal becomes
+// (the branch taken, not yet folded), or the value of a && or || its
+// literal left operand decides; ok is false otherwise.
+func settledExpr(x syntax.Expr) (syntax.Expr, bool) {
+	switch x := x.(type) {
+	case *syntax.Ternary:
+		return branch(x.Cond, x.Then, x.Else)
+	case *syntax.Binary:
+		if r := shortCircuit(x); r != nil {
+			return r, true
+		}
+	}
+	return nil, false
+}
+
+// branch picks then or els by a literal condition; ok is false when cond
+// is not a literal.
+func branch[T any](cond syntax.Expr, then, els T) (r T, ok bool) {
+	n, ok := cond.(*syntax.NumberLit)
+	switch {
+	case !ok:
+		return r, false
+	case n.Value != 0:
+		return then, true
+	}
+	return els, true
+}
+
+// shortCircuit is the value of `0 && y` or `N || y` (N nonzero), nil for
+// other operators and operands.
+func shortCircuit(x *syntax.Binary) syntax.Expr {
+	n, ok := x.X.(*syntax.NumberLit)
+	if ok && (x.Op == "&&" && n.Value == 0 || x.Op == "||" && n.Value != 0) {
+		return number(x, boolValue(x.Op == "||"))
+	}
+	return nil
 }
 
 func isFalse(x syntax.Expr) bool {
@@ -122,12 +180,9 @@ func (f *folder) expr(x syntax.Expr) syntax.Expr {
 	switch x := x.(type) {
 	case *syntax.Ternary:
 		x.Cond = f.expr(x.Cond)
-		if n, ok := x.Cond.(*syntax.NumberLit); ok {
+		if r, ok := settledExpr(x); ok {
 			f.changed = true
-			if n.Value != 0 {
-				return f.expr(x.Then)
-			}
-			return f.expr(x.Else)
+			return f.expr(r)
 		}
 	case *syntax.Defined:
 		return f.defined(x)
@@ -167,9 +222,10 @@ func (f *folder) binary(x *syntax.Binary) syntax.Expr {
 	rn, rnum := x.Y.(*syntax.NumberLit)
 	ls, lstr := x.X.(*syntax.StringLit)
 	rs, rstr := x.Y.(*syntax.StringLit)
+	if r := shortCircuit(x); r != nil {
+		return r
+	}
 	switch {
-	case x.Op == "&&" && lnum && ln.Value == 0, x.Op == "||" && lnum && ln.Value != 0:
-		return number(x, boolValue(x.Op == "||"))
 	case lnum && rnum:
 		v, ok := numericValue(x.Op, ln.Value, rn.Value)
 		if !ok {
@@ -290,32 +346,39 @@ func number(x syntax.Expr, v int64) *syntax.NumberLit {
 }
 
 var (
-	exprType = reflect.TypeFor[syntax.Expr]()
-	stmtType = reflect.TypeFor[syntax.Stmt]()
+	exprType  = reflect.TypeFor[syntax.Expr]()
+	stmtType  = reflect.TypeFor[syntax.Stmt]()
+	blockType = reflect.TypeFor[*syntax.Block]()
 )
 
-// children folds the direct expression and statement children of n: every
-// field (or slice element) whose static type is syntax.Expr or syntax.Stmt.
-func (f *folder) children(n syntax.Node) {
+// children folds the direct expression and statement children of n.
+func (f *folder) children(n syntax.Node) { rewriteChildren(n, f.expr, f.stmt) }
+
+// rewriteChildren replaces the direct expression and statement children of
+// n (every field or slice element whose static type is syntax.Expr or
+// syntax.Stmt) with what expr and stmt return for them.
+func rewriteChildren(n syntax.Node, expr func(syntax.Expr) syntax.Expr, stmt func(syntax.Stmt) syntax.Stmt) {
 	v := reflect.ValueOf(n)
 	if v.Kind() != reflect.Pointer || v.IsNil() || v.Elem().Kind() != reflect.Struct {
 		return
 	}
 	v = v.Elem()
 	for i := 0; i < v.NumField(); i++ {
-		f.field(v.Field(i))
+		rewriteField(v.Field(i), expr, stmt)
 	}
 }
 
-func (f *folder) field(v reflect.Value) {
+func rewriteField(v reflect.Value, expr func(syntax.Expr) syntax.Expr, stmt func(syntax.Stmt) syntax.Stmt) {
 	switch {
 	case v.Kind() == reflect.Slice && (v.Type().Elem() == exprType || v.Type().Elem() == stmtType):
 		for j := 0; j < v.Len(); j++ {
-			f.field(v.Index(j))
+			rewriteField(v.Index(j), expr, stmt)
 		}
 	case v.Type() == exprType && !v.IsNil():
-		v.Set(reflect.ValueOf(f.expr(v.Interface().(syntax.Expr))))
+		v.Set(reflect.ValueOf(expr(v.Interface().(syntax.Expr))))
 	case v.Type() == stmtType && !v.IsNil():
-		v.Set(reflect.ValueOf(f.stmt(v.Interface().(syntax.Stmt))))
+		v.Set(reflect.ValueOf(stmt(v.Interface().(syntax.Stmt))))
+	case v.Type() == blockType && !v.IsNil():
+		stmt(v.Interface().(*syntax.Block)) // a block (a try's) is rewritten in place
 	}
 }

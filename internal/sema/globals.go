@@ -9,8 +9,9 @@ import (
 )
 
 // finish drops the globals nothing uses (stap elides them silently), adds the
-// end probes that display globals written but never read (stap prints them at
-// exit, unless --no-global-var-display), numbers the globals and records the -G overrides.
+// end probes that display the script's globals written but never read (stap
+// prints them at exit, unless --no-global-var-display; a tapset's own, such
+// as argv, never), numbers the globals and records the -G overrides.
 func (e *elab) finish() {
 	var display []*syntax.Var
 	kept := e.prog.Globals[:0]
@@ -18,7 +19,7 @@ func (e *elab) finish() {
 		if !g.Read && !g.Written && !e.opts.Unoptimized {
 			continue
 		}
-		if g.Written && !g.Read && !e.opts.NoGlobalDisplay {
+		if g.Written && !g.Read && !e.opts.NoGlobalDisplay && !e.inTapset(g) {
 			display = append(display, g)
 		}
 		g.Index = len(kept)
@@ -32,6 +33,15 @@ func (e *elab) finish() {
 		e.prog.Probes = append(e.prog.Probes, displayProbe(g))
 	}
 	e.overrides()
+}
+
+// inTapset tells whether global g is declared in a tapset file.
+func (e *elab) inTapset(g *syntax.Var) bool {
+	if g.Decl == nil {
+		return false
+	}
+	f := e.fileOf[g.Decl]
+	return f != nil && f.Tapset
 }
 
 func (e *elab) overrides() {

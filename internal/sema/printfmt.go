@@ -5,13 +5,18 @@ import (
 	"github.com/bpftap/bpftap/internal/syntax"
 )
 
-// PrintFormat compiles what a print-family call prints: printf's format, or
-// for print/println/printd/printdln and their s* forms, the arguments by type
-// with printd's delimiter and println's newline. Both runtimes (the interpreter
-// and the kernel records' formatter) render with it.
+// PrintFormat compiles what a print-family call prints: printf's format,
+// print_char's one character (%c: the value's low byte, as stap's
+// _stp_print_char takes a C char), or for print/println/printd/printdln and
+// their s* forms, the arguments by type with printd's delimiter and
+// println's newline. Both runtimes (the interpreter and the kernel records'
+// formatter) render with it.
 func PrintFormat(n *syntax.PrintCall) (*format.Format, error) {
-	if n.Format != nil {
+	switch {
+	case n.Format != nil:
 		return format.Compile(n.Format.Value)
+	case n.Name == "print_char":
+		return format.Compile("%c")
 	}
 	kinds := make([]format.Kind, len(n.Args))
 	for i, a := range n.Args {

@@ -42,6 +42,9 @@ func (e *elab) resolveAll() {
 			f := e.pending[0]
 			e.pending = e.pending[1:]
 			s := e.newScope(e.fileOf[f.Decl], f.Params)
+			if e.kernel != nil { // its @cast resolve (context.go)
+				s.pruneDefined(f.Decl.Body)
+			}
 			s.walk(f.Decl.Body)
 			f.Locals = s.list
 		}
@@ -56,6 +59,9 @@ func (e *elab) resolveProbe(p *Probe) {
 	s.ctx, s.probe = p.context, p
 	if p.context != nil && e.kernel == nil {
 		e.kernel = p.context.Kernel()
+	}
+	if s.ctx != nil {
+		s.pruneDefined(p.Body)
 	}
 	s.walk(p.Body)
 	p.Locals = s.list
@@ -166,19 +172,12 @@ func (s *scope) visit(n syntax.Node) bool {
 	return true
 }
 
-// defined resolves @defined(X): a context expression is defined when it
-// resolves quietly in a kernel probe (see context.go); ordinary operands are
-// walked.
+// defined resolves @defined(X): ordinary operands are walked; a context
+// expression is left unresolved, so that constant folding makes it 0 (a
+// kernel probe's, and a function's @cast, were decided before, defined.go).
 func (s *scope) defined(n *syntax.Defined) bool {
 	n.SetType(syntax.TypeLong)
-	switch n.X.(type) {
-	case *syntax.TargetVar, *syntax.Cast:
-		s.definedContext(n.X)
-		return false
-	case *syntax.AtVar, *syntax.Entry, *syntax.Autocast:
-		return false
-	}
-	return true
+	return !isContextExpr(n.X)
 }
 
 // deleteTarget resolves the operand of delete: a whole array, an element or

@@ -28,13 +28,13 @@ func TestElaborate(t *testing.T) {
 	if len(files) == 0 {
 		t.Fatal("no test data")
 	}
-	lib := libraryFiles(t)
+	lib, macros := libraryFiles(t), libraryMacros(t)
 	for _, file := range files {
 		var updated strings.Builder
 		chunks, ran := readChunks(t, file), 0
 		for _, c := range chunks {
 			t.Run(filepath.Base(file)+"/"+c.name, func(t *testing.T) {
-				got := run(t, c, lib)
+				got := run(t, c, lib, macros)
 				ran++
 				fmt.Fprintf(&updated, "=== %s\n%s\n---\n%s", strings.Join(append([]string{c.name}, c.flags...), " "), c.script, got)
 				if got != c.want && !*update {
@@ -81,9 +81,20 @@ func libraryFiles(t testing.TB) []*syntax.File {
 	return files
 }
 
-func run(t *testing.T, c chunk, lib []*syntax.File) string {
+// libraryMacros are the macros of the library's .stpm files
+// (@choose_defined), which scripts are parsed with, as the driver does.
+func libraryMacros(t testing.TB) syntax.MacroLibrary {
+	_, stpm := tapset.Library()
+	macros, errs := syntax.LoadMacros(stpm...)
+	if len(errs) > 0 {
+		t.Fatalf("tapset macros: %v", errs)
+	}
+	return macros
+}
+
+func run(t *testing.T, c chunk, lib []*syntax.File, macros syntax.MacroLibrary) string {
 	src := syntax.NewSource("<input>", c.script)
-	f, err := syntax.Parse(src, &syntax.Config{Guru: hasFlag(c.flags, "-g")})
+	f, err := syntax.Parse(src, &syntax.Config{Guru: hasFlag(c.flags, "-g"), Macros: macros})
 	if err != nil {
 		t.Fatalf("parse: %v", err)
 	}

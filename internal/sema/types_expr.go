@@ -80,14 +80,18 @@ func (t *typer) expr(x syntax.Expr, want syntax.Type) {
 
 // contextExpr types a context expression ($var, @cast, an autocast): one
 // that resolved (context.go, autocast.go) is a long or string computed in
-// the kernel; else the error its resolution gave, or stap's message for an
-// expression nothing resolves.
+// the kernel; else the error its resolution gave (reported only now, so
+// only if it survived elision), or stap's message for an expression
+// nothing resolves.
 func (t *typer) contextExpr(x syntax.Expr, want syntax.Type) {
 	if x.Type() != tUnknown {
 		if op := ContextOperand(x); op != nil {
 			t.expr(op, tLong)
 		}
 		t.literal(x, x.Type(), want)
+		return
+	}
+	if t.contextError(x) {
 		return
 	}
 	switch x := x.(type) {
@@ -110,6 +114,16 @@ func ContextOperand(x syntax.Expr) syntax.Expr {
 		return x.Operand
 	}
 	return nil
+}
+
+// contextError reports the error context expression x met when it was
+// resolved (context.go, autocast.go), and tells whether there was one.
+func (t *typer) contextError(x syntax.Expr) bool {
+	err := t.e.contextErrs[x]
+	if err != nil {
+		t.report("context", contextBlame(x, err.Step), err.Msg)
+	}
+	return err != nil
 }
 
 // key types expression k used as key i of array v.

@@ -249,11 +249,15 @@ var Builtins = index(
 	bpfLiteral(2, fn("user_string_n", str, l("addr"), l("n"))),
 	bpf(fn("user_string2", str, l("addr"), s("err_msg"))),
 	bpf(fn("user_string_quoted", str, l("addr"))),
+	fn("user_string_n_quoted", str, l("addr"), l("n")),
 	bpf(fn("kernel_string2", str, l("addr"), s("err_msg"))),
 	bpf(fn("user_long", long, l("addr"))),
 	bpf(fn("user_int", long, l("addr"))),
 	bpf(fn("user_short", long, l("addr"))),
 	bpf(fn("user_char", long, l("addr"))),
+	// __input_chunk(): what the running procfs("__stdin").write probe was
+	// given, one byte of standard input (tapset/input.stp)
+	fn("__input_chunk", str),
 	// system
 	effects(fn("system", none, s("cmd"))),
 	effects(fn("mdelay", none, l("ms"))),

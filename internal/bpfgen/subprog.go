@@ -1,0 +1,382 @@
+package bpfgen
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/bpftap/bpftap/internal/format"
+	"github.com/bpftap/bpftap/internal/sema"
+	"github.com/bpftap/bpftap/internal/syntax"
+	"github.com/cilium/ebpf/asm"
+	"github.com/cilium/ebpf/btf"
+)
+
+// Script functions as BPF subprograms.
+//
+// The verifier walks an inlined function once per call site and, inside a
+// loop, once per iteration: the merged program of syscall.* inlines the
+// tapset's flag formatters into 135 argument layouts, and strace_buffer's
+// 32-byte loop inlined four sprintf calls 32 times. A global BPF function
+// (BTF linkage "global") is verified once, on its own, whatever calls it:
+// the caller's walk only checks the arguments against its BTF prototype.
+//
+// A script function called from a kernel probe becomes one when it takes
+// at most four longs, returns a long or a string, has no loop (in its body
+// or a function it calls: the verifier walks every iteration of a loop,
+// and one bounded by an argument, a constant where the call was inlined,
+// is bounded by MAXACTION alone in a subprogram), and compiles without
+// what only its probe or its call site has (the context, the probe's
+// name, the call's position for __error_at_call). Its prototype
+// is int f(void *ret, long, ...): ret points at the caller's result (an
+// 8-byte stack slot, or a string slot of the caller's scratch area), the
+// longs are the arguments. It has its own stack frame (long locals, loop
+// action counter) and its own element of the program's scratch map
+// (string locals, sprintf rooms), so nothing it uses overlaps its caller;
+// a function calls itself only through recursion, which is refused. It
+// returns 0, or 1 when it raised an error (the error record is sent):
+// the caller then ends the probe as for its own errors. One that
+// compiles to fewer than minSubprogInsns instructions is inlined instead:
+// the call and the scratch lookup would cost more than they save.
+//
+// minSubprogInsns is the smallest body worth a subprogram.
+const minSubprogInsns = 64
+
+// subprogArgs is the most long arguments a subprogram takes (R2-R5).
+const subprogArgs = 4
+
+// subprog is a script function compiled for one program.
+type subprog struct {
+	label   string // its first instruction's symbol, the call target
+	index   int    // its element of ScratchMap
+	inline  bool   // inlined instead
+	insns   asm.Instructions
+	pos     []syntax.Pos
+	scratch int // bytes of its scratch element
+}
+
+// subprogs are a program's compiled functions, shared by the gens of the
+// program and of its subprograms.
+type subprogs struct {
+	byFunc map[*syntax.Func]*subprog
+	byKey  map[string]*subprog // sprintf's directives
+	order  []*subprog
+}
+
+// asSubprog returns the subprogram of the function c calls, compiling it
+// on first use, or nil when the call is to be inlined.
+func (g *gen) asSubprog(c *syntax.Call) *subprog {
+	f := c.Func
+	if !subprogShape(f) || hasLoop(f.Decl.Body) || g.recursion(f) != "" {
+		return nil
+	}
+	if sp, ok := g.subs.byFunc[f]; ok {
+		return sp.callable()
+	}
+	sp := &subprog{label: "fn_" + f.Name}
+	g.subs.byFunc[f] = sp
+	callee := g.compileSubprog(c, sp)
+	if callee.err != nil || callee.probeBound || len(callee.insns) < minSubprogInsns {
+		sp.inline = true
+		return nil
+	}
+	sp.scratch = callee.maxScr
+	g.subs.order = append(g.subs.order, sp)
+	return sp
+}
+
+func (sp *subprog) callable() *subprog {
+	if sp.inline {
+		return nil
+	}
+	return sp
+}
+
+// subprogShape tells whether f's signature fits a subprogram.
+func subprogShape(f *syntax.Func) bool {
+	if len(f.Params) > subprogArgs {
+		return false
+	}
+	for _, p := range f.Params {
+		if p.Type != syntax.TypeLong {
+			return false
+		}
+	}
+	return f.Result == syntax.TypeLong || f.Result == syntax.TypeString
+}
+
+// compileSubprog compiles the function c calls as sp, in a gen of its own
+// whose chain of frames continues the caller's (for the recursion test).
+func (g *gen) compileSubprog(c *syntax.Call, sp *subprog) *gen {
+	f := c.Func
+	s := newGen(g.m, g.probe)
+	s.subs, s.subprog, s.exitLabel = g.subs, true, labelExit
+	s.cur = f.Decl.Position()
+	keySlot, retSlot := s.pushSlot(), s.pushSlot()
+	slots := s.frameSlots(f)
+	s.insns, s.pos = nil, nil // the prologue zeroes the stack; params arrive in theirs
+	s.emit(asm.Mov.Imm(asm.R1, 0))
+	for _, v := range slots {
+		if v.str {
+			s.emit(asm.StoreMem(regScratch, int16(v.off), asm.R1, asm.Byte))
+		}
+	}
+	var result value
+	if f.Result == syntax.TypeString {
+		result = s.strSlot(s.m.maxStr)
+		s.emit(asm.StoreImm(regScratch, int16(result.off), 0, asm.Byte))
+	}
+	s.bind(slots)
+	fr := frame{call: c, ret: "return", result: result, tail: tailReturn(f.Decl.Body)}
+	s.inlined, s.ownFrame = append(g.inlined[:len(g.inlined):len(g.inlined)], fr), len(g.inlined)
+	s.stmt(f.Decl.Body)
+	if fr.tail == nil {
+		s.emit(asm.Mov.Imm(asm.R0, 0))
+	}
+	s.mark(fr.ret)
+	s.subprogReturn(retSlot, result)
+	if s.err != nil {
+		return s
+	}
+	sp.index = len(g.subs.order) + 1 // its callees have theirs
+	s.assembleSubprog(sp, f, keySlot, retSlot, slots)
+	return s
+}
+
+// subprogReturn stores the result through the ret pointer (when not NULL)
+// and returns 0.
+func (s *gen) subprogReturn(retSlot int16, result value) {
+	done := s.newLabel("returned")
+	s.emit(
+		asm.LoadMem(asm.R1, asm.R10, retSlot, asm.DWord),
+		asm.JEq.Imm(asm.R1, 0, done),
+	)
+	if result.str {
+		s.emit(asm.Mov.Imm(asm.R2, int32(result.width)))
+		s.scratchAddr(result.off)()
+		s.emit(asm.FnProbeReadKernelStr.Call())
+	} else {
+		s.emit(asm.StoreMem(asm.R1, 0, asm.R0, asm.DWord))
+	}
+	s.mark(done)
+	s.emit(asm.Mov.Imm(asm.R0, 0), asm.Return())
+}
+
+// assembleSubprog puts the prologue before the body (zeroed stack, the
+// arguments spilled to their slots, the scratch element in R9); an error
+// ends it with 1.
+func (s *gen) assembleSubprog(sp *subprog, f *syntax.Func, keySlot, retSlot int16, slots map[*syntax.Var]value) {
+	s.assemble(sp, subprogType(sp.label, f, s.m.maxStr), func() {
+		s.emit(asm.Mov.Imm(asm.R0, 0))
+		for off := 8; off <= s.maxStack; off += 8 {
+			s.emit(asm.StoreMem(asm.R10, int16(-off), asm.R0, asm.DWord))
+		}
+		s.emit(asm.StoreMem(asm.R10, retSlot, asm.R1, asm.DWord))
+		for i, p := range f.Params {
+			s.emit(asm.StoreMem(asm.R10, int16(slots[p].off), asm.R2+asm.Register(i), asm.DWord))
+		}
+		if s.maxScr > 0 {
+			s.emit(emitLookupIndex(ScratchMap, keySlot, int32(sp.index), labelExit)...)
+			s.emit(asm.Mov.Reg(regScratch, asm.R0))
+		}
+	})
+}
+
+// assemble puts prologue before the body compiled in s, then the exit
+// (return 1: an error ended it, or a lookup failed) when something jumps
+// to it, and the tails. Every label is prefixed with the subprogram's;
+// the first instruction carries its symbol and BTF prototype fn.
+func (s *gen) assemble(sp *subprog, fn *btf.Func, prologue func()) {
+	body, bodyPos, pending := s.insns, s.pos, s.pending
+	s.insns, s.pos, s.pending = nil, nil, nil
+	prologue()
+	s.insns = append(s.insns, body...)
+	s.pos = append(s.pos, bodyPos...)
+	s.pending = pending
+	if len(s.errs) > 0 || s.jumpsTo(labelExit, labelDone) {
+		s.mark(labelExit)
+		s.mark(labelDone)
+		s.emit(asm.Mov.Imm(asm.R0, 1), asm.Return())
+	}
+	s.emitTails()
+	s.resolveAliases()
+	prefix := sp.label + "."
+	for i, in := range s.insns {
+		if sym := in.Symbol(); sym != "" {
+			s.insns[i] = in.WithSymbol(prefix + sym)
+		}
+		if isJump(in) {
+			s.insns[i] = s.insns[i].WithReference(prefix + in.Reference())
+		}
+	}
+	s.insns[0] = btf.WithFuncMetadata(s.insns[0].WithSymbol(sp.label), fn)
+	sp.insns, sp.pos = s.insns, s.pos
+}
+
+// jumpsTo tells whether an instruction compiled so far jumps to one of
+// labels.
+func (s *gen) jumpsTo(labels ...string) bool {
+	for _, in := range s.insns {
+		if isJump(in) && slices.Contains(labels, in.Reference()) {
+			return true
+		}
+	}
+	return false
+}
+
+// isJump tells whether in jumps to a label of its function (not a call
+// of another function or a helper, not a map load).
+func isJump(in asm.Instruction) bool {
+	if in.Reference() == "" || in.IsFunctionReference() {
+		return false
+	}
+	c := in.OpCode.Class()
+	return c == asm.JumpClass || c == asm.Jump32Class
+}
+
+// callSubprog compiles the call c of sp: the long arguments evaluated in
+// order to scratch cells (a pointer the verifier tracks, $regs say, passes
+// as the scalar a global function takes only once stored in a map), then R1 = the result's address, R2.. = the
+// arguments; a nonzero return ends the probe (the error is sent). A long
+// result is left in R0, a string result in dst (when a slot) or a new
+// slot.
+func (g *gen) callSubprog(c *syntax.Call, sp *subprog, dst value) value {
+	result := dst
+	if c.Func.Result == syntax.TypeString && !dst.str {
+		result = g.strSlot(g.m.maxStr)
+	}
+	stack, mark := g.stack, g.scratchMark()
+	var args []int
+	for _, a := range c.Args {
+		g.long(a)
+		cell := g.allocScratch(8)
+		g.emit(asm.StoreMem(regScratch, int16(cell), asm.R0, asm.DWord))
+		args = append(args, cell)
+	}
+	if result.str {
+		g.scratchAddr(result.off)()
+		g.emit(asm.Mov.Reg(asm.R1, asm.R3))
+	} else {
+		result = value{off: int(g.pushSlot())}
+		g.emit(asm.Mov.Reg(asm.R1, asm.R10), asm.Add.Imm(asm.R1, int32(result.off)))
+	}
+	for i, cell := range args { // reloaded from the map: scalars, even pointers
+		g.emit(asm.LoadMem(asm.R2+asm.Register(i), regScratch, int16(cell), asm.DWord))
+	}
+	g.emit(asm.Call.Label(sp.label), asm.JNE.Imm(asm.R0, 0, labelExit))
+	if !result.str {
+		g.emit(asm.LoadMem(asm.R0, asm.R10, int16(result.off), asm.DWord))
+		result = value{}
+	}
+	g.stack = stack
+	g.scratchRelease(mark)
+	return result
+}
+
+// subprogType is the BTF prototype of a subprogram: int NAME(void *ret,
+// long, ...), ret a pointer to its result's bytes.
+func subprogType(name string, f *syntax.Func, maxStr int) *btf.Func {
+	size := 8
+	if f.Result == syntax.TypeString {
+		size = maxStr
+	}
+	params := []btf.FuncParam{{Name: "ret", Type: bytesPointer(size)}}
+	for i := range f.Params {
+		params = append(params, btf.FuncParam{Name: fmt.Sprintf("a%d", i), Type: longType})
+	}
+	return &btf.Func{Name: name, Linkage: btf.GlobalFunc, Type: &btf.FuncProto{Return: intType, Params: params}}
+}
+
+var (
+	intType  = &btf.Int{Name: "int", Size: 4, Encoding: btf.Signed}
+	longType = &btf.Int{Name: "long", Size: 8, Encoding: btf.Signed}
+)
+
+// mainType is the BTF prototype of a program's main function, which the
+// kernel wants first among the functions of a program that has several.
+var mainType = &btf.Func{Name: "probe", Linkage: btf.GlobalFunc, Type: &btf.FuncProto{
+	Return: intType, Params: []btf.FuncParam{{Name: "ctx", Type: &btf.Pointer{Target: &btf.Void{}}}}}}
+
+// ownProbe is the probe being compiled, for code that depends on which
+// probe it is in: a function using it is inlined.
+func (g *gen) ownProbe() *sema.Probe {
+	g.probeBound = true
+	return g.probe
+}
+
+// A formatter's integer conversions are subprograms too, one for each
+// directive shape (verb, flags, static width and precision) in a program:
+// int f(void *out, void *work, long v), out the formatter's output (2L+8
+// bytes), work its stage, digit table and cells (contiguous), v the value.
+// The merged entry of syscall.* formats a few hundred numbers in a dozen
+// shapes.
+
+// workSize is the bytes of a formatter's stage, table and cells.
+const workSize = 2*digitRoom + len(digitTable) + cellsSize
+
+// numberCall compiles an integer conversion as a call of its shape's
+// subprogram (inline when the formatter's work area is not contiguous).
+func (s *sprint) numberCall(d format.Directive, slot int16) {
+	if s.table != s.stage+2*digitRoom || s.cells != s.table+len(digitTable) {
+		s.number(d, slot)
+		return
+	}
+	sp := s.numberSubprog(d)
+	s.g.emit(asm.LoadMem(asm.R0, asm.R10, slot, asm.DWord))
+	s.store(cellNum, asm.R0) // reloaded from the map: a scalar, even if it was a pointer
+	s.load(asm.R3, cellNum)
+	s.g.emit(
+		asm.Mov.Reg(asm.R1, s.outReg), asm.Add.Imm(asm.R1, int32(s.out)),
+		asm.Mov.Reg(asm.R2, s.work), asm.Add.Imm(asm.R2, int32(s.stage)),
+		asm.Call.Label(sp.label),
+	)
+}
+
+// numberSubprog returns the subprogram of d's shape, compiled on first
+// use: R8 = out, R9 = work (returning when either is NULL), v spilled to
+// a stack slot, then the directive's code.
+func (s *sprint) numberSubprog(d format.Directive) *subprog {
+	g := s.g
+	key := fmt.Sprintf("%c_%d_%t_%t_%t_%d_%d", d.Verb, d.Flags, s.hasWidth, s.hasPrec, s.isLeft, s.widthMost, s.precMost)
+	if sp, ok := g.subs.byKey[key]; ok {
+		return sp
+	}
+	sp := &subprog{label: fmt.Sprintf("fmt_%d", len(g.subs.byKey))}
+	g.subs.byKey[key] = sp
+	c := newGen(g.m, g.probe)
+	c.subs, c.subprog, c.cur = g.subs, true, g.cur
+	slot := c.pushSlot()
+	cs := *s
+	cs.g, cs.outReg, cs.work = c, regRec, regScratch
+	cs.out, cs.stage, cs.table, cs.cells = 0, 0, 2*digitRoom, 2*digitRoom+len(digitTable)
+	cs.number(d, slot)
+	c.emit(asm.Mov.Imm(asm.R0, 0), asm.Return())
+	c.assemble(sp, numberType(sp.label, sprintRoom(s.limit)), func() {
+		done := c.newLabel("null")
+		c.emit(
+			asm.JEq.Imm(asm.R1, 0, done),
+			asm.JEq.Imm(asm.R2, 0, done),
+			asm.Mov.Reg(regRec, asm.R1),
+			asm.Mov.Reg(regScratch, asm.R2),
+			asm.StoreMem(asm.R10, slot, asm.R3, asm.DWord),
+		)
+		c.tails = append(c.tails, func() {
+			c.mark(done)
+			c.emit(asm.Mov.Imm(asm.R0, 0), asm.Return())
+		})
+	})
+	g.subs.order = append(g.subs.order, sp)
+	return sp
+}
+
+// bytesPointer is the BTF type of a pointer to n bytes.
+func bytesPointer(n int) btf.Type {
+	return &btf.Pointer{Target: &btf.Array{Index: &btf.Int{Name: "unsigned int", Size: 4},
+		Type: &btf.Int{Name: "unsigned char", Size: 1}, Nelems: uint32(n)}}
+}
+
+// numberType is the BTF prototype of a directive's subprogram.
+func numberType(name string, outSize int) *btf.Func {
+	return &btf.Func{Name: name, Linkage: btf.GlobalFunc, Type: &btf.FuncProto{Return: intType, Params: []btf.FuncParam{
+		{Name: "out", Type: bytesPointer(outSize)}, {Name: "work", Type: bytesPointer(workSize)},
+		{Name: "v", Type: longType}}}}
+}
