@@ -130,13 +130,8 @@ func elementWritten(n syntax.Node) *syntax.Var {
 // elementTarget returns what n writes, if n writes: the left side of an
 // assignment, the operand of ++ and --, the target of delete.
 func elementTarget(n syntax.Node) syntax.Node {
-	switch n := n.(type) {
-	case *syntax.Assign:
-		return n.LHS
-	case *syntax.IncDec:
-		return n.X
-	case *syntax.DeleteStmt:
-		return n.Target
+	if d, ok := n.(*syntax.DeleteStmt); ok {
+		return d.Target
 	}
-	return nil
+	return assignTarget(n)
 }
