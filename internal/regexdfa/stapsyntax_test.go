@@ -27,3 +27,14 @@ func TestStapSyntax(t *testing.T) {
 		}
 	}
 }
+
+// FuzzStapSyntax checks that no pattern makes the parser fail otherwise
+// than with a SyntaxError.
+func FuzzStapSyntax(f *testing.F) {
+	for _, s := range []string{`(`, `[[:alpha:]]`, `\x4g`, `a{1,2}`, `[a-\\]`, `\0`, `(?:a|b)*`} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, pattern string) {
+		CheckStapSyntax(pattern)
+	})
+}
