@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/bpftap/bpftap/internal/regexdfa"
 	"github.com/bpftap/bpftap/internal/regexdfa/regexcases"
 
 	"github.com/bpftap/bpftap/internal/kernelside"
@@ -90,11 +91,17 @@ func b2i(b bool) int {
 	return 0
 }
 
-// regexCases reads package regexdfa's patterns and subjects.
+// regexCases reads the patterns of package regexdfa's cases but those
+// SystemTap's grammar refuses ((?i), \x{FFFD}), which pass 2 rejects.
 func regexCases(t *testing.T) (patterns, subjects []string) {
-	patterns, subjects, err := regexcases.Load("../regexdfa/testdata/cases.txt")
+	all, subjects, err := regexcases.Load("../regexdfa/testdata/cases.txt")
 	if err != nil {
 		t.Fatal(err)
+	}
+	for _, p := range all {
+		if quoted := stapQuote(p); regexdfa.CheckStapSyntax(quoted[1:len(quoted)-1]) == nil {
+			patterns = append(patterns, p)
+		}
 	}
 	return patterns, subjects
 }

@@ -2,6 +2,8 @@
 // deterministic automaton small enough to run in a BPF program: a table
 // indexed by state and character class, stepped once per character of the
 // subject, with no backtracking and no memory beyond the current state.
+// It also checks a pattern against SystemTap's own grammar, which the
+// elaborator reports as stap does (CheckStapSyntax, stapsyntax.go).
 //
 // # Semantics
 //

@@ -27,6 +27,11 @@ const maxAliasDepth = 100
 
 func (e *elab) addAlias(a *syntax.AliasDecl) {
 	for _, name := range a.Names {
+		if msg := badAliasName(name); msg != "" {
+			// stap gives up on the alias at its first bad name
+			e.rep.errorAt("aliasname", a, "while registering probe alias", &Diagnostic{Msg: msg, origin: "aliasname"})
+			return
+		}
 		key := probes.ComponentsString(name.Components)
 		fam := e.aliases[key]
 		if fam == nil {
@@ -41,6 +46,21 @@ func (e *elab) addAlias(a *syntax.AliasDecl) {
 		set := fam.Payload.(*aliasSet)
 		set.decls = append(set.decls, a)
 	}
+}
+
+// badAliasName says what is wrong with the name an alias defines: a
+// component with an argument, or a component that is just a wildcard
+// (foo.a* is a name, foo.* is not); "" if nothing.
+func badAliasName(name *syntax.ProbePoint) string {
+	for _, c := range name.Components {
+		switch {
+		case c.Arg != nil:
+			return fmt.Sprintf("alias component %s contains illegal parameter", c.Name)
+		case c.Name == "*":
+			return "invalid use of wildcard probe point component"
+		}
+	}
+	return ""
 }
 
 // expansion is the state carried down an alias expansion.

@@ -1,6 +1,7 @@
 package sema
 
 import (
+	"cmp"
 	"fmt"
 	"strings"
 
@@ -227,7 +228,7 @@ func describe(n syntax.Node) string {
 	case *syntax.NumberLit:
 		return "number '" + n.Text + "'"
 	case *syntax.StringLit:
-		return "string '" + n.Value + "'"
+		return "string '" + cmp.Or(n.Raw, n.Value) + "'"
 	case *syntax.Binary:
 		return "operator '" + n.Op + "'"
 	case *syntax.Assign:

@@ -17,7 +17,11 @@
 //  5. infer types by iterating over every probe and function until nothing
 //     changes, then report what stayed unresolved (types.go, and
 //     types_stmt.go, types_expr.go, types_call.go, types_errors.go);
-//  6. check what kernel probes (BPF programs) may run and mark the globals
+//  6. compile the patterns of =~ and !~ as stap does, with its messages
+//     (regex.go); add the end probes that display globals (globals.go);
+//     refuse writes to an array inside a foreach over it (foreach.go);
+//     check the histogram shapes of statistics (stats.go);
+//  7. check what kernel probes (BPF programs) may run and mark the globals
 //     they only update as per-CPU candidates (kernelctx.go).
 //
 // Context expressions of kernel probes ($var, @cast) are resolved with the
@@ -143,7 +147,13 @@ func Elaborate(user []*syntax.File, opts Options) (*Program, error) {
 		e.inferTypes()
 	}
 	if !e.rep.failed() {
+		e.checkRegexps()
+	}
+	if !e.rep.failed() {
 		e.finish()
+		e.checkForeachWrites()
+	}
+	if !e.rep.failed() {
 		e.checkStats()
 		e.checkKernel()
 	}

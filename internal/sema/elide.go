@@ -143,6 +143,9 @@ func (e *elab) elide() {
 	e.dropUnusedGlobals()
 	if !e.opts.Unoptimized { // stap warns in an optimization pass -u skips
 		e.warnNeverAssigned()
+		if !e.checkAssignTargets() {
+			return
+		}
 	}
 	el := &elider{e: e, pure: map[*syntax.Func]bool{}, visiting: map[*syntax.Func]bool{},
 		stmtTok: map[*syntax.ExprStmt]syntax.Node{}}
@@ -548,7 +551,9 @@ func (el *elider) sideEffectFree(x syntax.Node) bool {
 	free := true
 	syntax.Walk(x, func(n syntax.Node) bool {
 		switch n := n.(type) {
-		case *syntax.Assign, *syntax.IncDec, *syntax.DeleteStmt,
+		case *syntax.IncDec: // ++1 writes nothing
+			free = !assignable(n.X)
+		case *syntax.Assign, *syntax.DeleteStmt,
 			*syntax.EmbeddedExpr, *syntax.EmbeddedCode, *syntax.ReturnStmt, *syntax.NextStmt,
 			*syntax.BreakStmt, *syntax.ContinueStmt:
 			free = false

@@ -61,6 +61,9 @@ func (p *Program) listedFuncs() []*syntax.Func {
 
 func globalString(g *syntax.Var) string {
 	s := g.Name
+	if g.Wrap {
+		s += "%"
+	}
 	if g.Decl != nil && g.Decl.Size > 0 {
 		s += fmt.Sprintf("[%d]", g.Decl.Size)
 	}

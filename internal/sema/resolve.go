@@ -145,10 +145,7 @@ func (s *scope) visit(n syntax.Node) bool {
 	case *syntax.In:
 		s.array(n.Array, len(n.Keys))
 	case *syntax.ForeachStmt:
-		s.array(n.Array, len(n.Keys))
-		for _, k := range n.Keys { // keys are declared before the value
-			s.variable(k)
-		}
+		return s.foreach(n)
 	case *syntax.Call:
 		s.call(n)
 	case *syntax.Defined:
@@ -220,48 +217,75 @@ func (s *scope) variable(id *syntax.Ident) {
 	id.Var = v
 }
 
-// array resolves the array operand of an index, `in` or foreach.
-func (s *scope) array(x syntax.Expr, arity int) {
+// foreach resolves the array and the keys of a foreach, and checks that a
+// slice has a key for every key variable. stap resolves nothing more of a
+// foreach whose slice does not: its value, limit and body are skipped.
+func (s *scope) foreach(n *syntax.ForeachStmt) bool {
+	resolved := s.array(n.Array, len(n.Keys))
+	for _, k := range n.Keys { // keys are declared before the value
+		s.variable(k)
+	}
+	if !resolved || len(n.Slice) == 0 || len(n.Slice) == len(n.Keys) {
+		return true
+	}
+	for _, x := range n.Slice {
+		s.walk(x)
+	}
+	id := n.Array.(*syntax.Ident)
+	s.e.rep.errorAt("slicearity", id, unresolvedArray(len(n.Slice), mangledName(id.Var)))
+	return false
+}
+
+func unresolvedArray(arity int, name string) string {
+	return fmt.Sprintf("unresolved arity-%d global array %s, missing global declaration?", arity, name)
+}
+
+// array resolves the array operand of an index, `in` or foreach, and tells
+// whether it is a global array used with a consistent arity.
+func (s *scope) array(x syntax.Expr, arity int) bool {
 	id, ok := x.(*syntax.Ident)
 	if !ok || id.Var != nil {
-		return
+		return ok && id.Var.Kind == syntax.VarGlobal
 	}
 	if v := s.locals[id.Name]; v != nil && v.Kind != syntax.VarGlobal {
-		s.e.rep.errorAt("localarray", id, fmt.Sprintf("unresolved arity-%d global array %s, missing global declaration?", arity, id.Name))
+		s.e.rep.errorAt("localarray", id, unresolvedArray(arity, id.Name))
 		id.Var = v
-		return
+		return false
 	}
 	v := s.e.lookupGlobal(id.Name, s.file)
 	if v == nil {
-		s.e.rep.errorAt("localarray", id, fmt.Sprintf("unresolved arity-%d global array %s, missing global declaration?", arity, id.Name))
+		s.e.rep.errorAt("localarray", id, unresolvedArray(arity, id.Name))
 		v = &syntax.Var{Name: id.Name, Kind: syntax.VarLocal, Pos: id.Pos}
 	}
 	id.Var = v
-	s.e.setArity(v, arity, id)
+	return s.e.setArity(v, arity, id)
 }
 
 // setArity records how many keys global v is used with (0 for a scalar), or
-// reports the use that disagrees with the first.
-func (e *elab) setArity(v *syntax.Var, n int, at syntax.Node) {
+// reports the use that disagrees with the first; it tells whether v is a
+// global used consistently.
+func (e *elab) setArity(v *syntax.Var, n int, at syntax.Node) bool {
 	if v.Kind != syntax.VarGlobal {
-		return
+		return false
 	}
 	if n == 0 && v.Decl != nil && v.Decl.Size > 0 {
 		e.rep.errorAt("arity0", v.Decl, "inconsistent arity")
-		return
+		return false
 	}
 	first := e.arityAt[v]
 	if first == nil {
 		e.arityAt[v] = at
 		v.IsArray = n > 0
 		v.Keys = make([]syntax.Type, n)
-		return
+		return true
 	}
 	if len(v.Keys) != n {
 		c := note(first, fmt.Sprintf("arity %d first inferred here", len(v.Keys)))
 		c.origin = "arityfirst"
 		e.rep.errorAt("arity", at, fmt.Sprintf("inconsistent arity (%d vs %d)", len(v.Keys), n), c)
+		return false
 	}
+	return true
 }
 
 func (s *scope) call(c *syntax.Call) {

@@ -175,10 +175,21 @@ func StatVar(x syntax.Expr) *syntax.Var {
 }
 
 // mangledName is the name stap's translator gives a variable, which some
-// of its late messages show.
+// of its messages show: __global_NAME for a global, __private_FILE_NAME for
+// a private one, FILE being its file's name with every character but
+// letters and digits made '_'.
 func mangledName(v *syntax.Var) string {
-	if v.Kind == syntax.VarGlobal {
+	switch {
+	case v.Kind != syntax.VarGlobal:
+		return v.Name
+	case v.Decl == nil || !v.Decl.Private:
 		return "__global_" + v.Name
 	}
-	return v.Name
+	file := []byte(v.Decl.Pos.File())
+	for i, c := range file {
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9') {
+			file[i] = '_'
+		}
+	}
+	return "__private_" + string(file) + "_" + v.Name
 }

@@ -177,6 +177,10 @@ func (t *typer) pass() {
 		if g.Type == tUnknown && !t.initial {
 			t.unresolvedAt(varToken(g))
 		}
+		if g.Wrap && !g.IsArray && !t.initial { // stap throws: the pass ends here
+			t.e.rep.errorAt("wrapscalar", varToken(g), "wrapping not supported for scalars")
+			panic(typeAbort{})
+		}
 	}
 }
 
