@@ -104,6 +104,11 @@ func (t *typer) contextExpr(x syntax.Expr, want syntax.Type) {
 	}
 }
 
+func isCast(x syntax.Expr) bool {
+	_, ok := x.(*syntax.Cast)
+	return ok
+}
+
 // ContextOperand is the operand whose value a @cast or an autocast
 // starts from, or nil (the code generator computes it first).
 func ContextOperand(x syntax.Expr) syntax.Expr {
@@ -120,7 +125,12 @@ func ContextOperand(x syntax.Expr) syntax.Expr {
 // resolved (context.go, autocast.go), and tells whether there was one.
 func (t *typer) contextError(x syntax.Expr) bool {
 	err := t.e.contextErrs[x]
-	if err != nil {
+	switch {
+	case err == nil:
+	case isCast(x): // stap resolves @cast in its type rounds: each reports it, before the rest
+		t.unresolved++
+		t.e.rep.errorAt("cast", contextBlame(x, err.Step), err.Msg)
+	default:
 		t.report("context", contextBlame(x, err.Step), err.Msg)
 	}
 	return err != nil
