@@ -199,7 +199,9 @@ func (g *gen) targetVar(e syntax.Expr) {
 // (at its offset, or where its __data_loc word says), or a register slot
 // of the pt_regs a tp_btf argument points to.
 func (g *gen) loadArg(i int) {
-	loc := g.ownProbe().Attach.Args[i].Loc
+	p := g.ownProbe()
+	arg := p.Attach.Args[i]
+	loc := arg.Loc
 	switch {
 	case loc.Address:
 		g.emit(asm.Mov.Reg(asm.R0, regCtx), asm.Add.Imm(asm.R0, int32(loc.Offset)))
@@ -221,7 +223,25 @@ func (g *gen) loadArg(i int) {
 		if bits := int32(64 - 8*loc.Size); loc.Signed && bits > 0 {
 			g.emit(asm.LSh.Imm(asm.R0, bits), asm.ArSh.Imm(asm.R0, bits))
 		}
+		if arg.Pointer && p.Attach.Kind.BTFTyped() {
+			g.untrust()
+		}
 	}
+}
+
+// untrust makes the pointer in R0 a plain number to the verifier. A
+// BTF-typed program's pointer argument is a trusted pointer, never NULL to
+// the verifier, which then removes a script's test of it for NULL as dead
+// code; but tracepoints do pass NULL (signal_deliver's info for a SIGKILL).
+// Reloaded from a map value (the scratch area), it is an unknown scalar.
+func (g *gen) untrust() {
+	mark := g.scratchMark()
+	cell := int16(g.allocScratch(8))
+	g.emit(
+		asm.StoreMem(regScratch, cell, asm.R0, asm.DWord),
+		asm.LoadMem(asm.R0, regScratch, cell, asm.DWord),
+	)
+	g.scratchRelease(mark)
 }
 
 // sizeOf is the load size of n bytes (1, 2, 4 or 8).

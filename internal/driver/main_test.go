@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"os/signal"
 	"runtime"
 	"strconv"
 	"strings"
@@ -78,6 +79,8 @@ func workload(args []string) int {
 		}
 	case "threads":
 		return readThreads(n)
+	case "signals":
+		return sendSignals(n)
 	default:
 		fmt.Fprintln(os.Stderr, "workload: unknown mode", args[0])
 		return 2
@@ -130,5 +133,24 @@ func readThreads(n int) int {
 	ready.Wait()
 	close(start)
 	done.Wait()
+	return 0
+}
+
+// sendSignals kills n sleeping children with SIGKILL, and sends itself
+// SIGUSR1 n times, which it handles.
+func sendSignals(n int) int {
+	usr1 := make(chan os.Signal, 1)
+	signal.Notify(usr1, unix.SIGUSR1)
+	for range n {
+		child := exec.Command("sleep", "5")
+		if err := child.Start(); err != nil {
+			fmt.Fprintln(os.Stderr, "workload:", err)
+			return 1
+		}
+		child.Process.Signal(unix.SIGKILL)
+		child.Wait()
+		unix.Kill(os.Getpid(), unix.SIGUSR1)
+		<-usr1
+	}
 	return 0
 }

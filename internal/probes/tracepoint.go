@@ -100,6 +100,7 @@ func attachTracepoint(k KernelInfo, tp *kernel.Tracepoint, classic bool) (*attac
 	switch {
 	case tp.Proto != 0 && !(classic && tp.System != "" && !tp.SystemUnknown):
 		a.Kind, a.BTFID, a.Args = attach.TPBTF, tp.Proto, attach.Words(tp.Params, tracepointLocal)
+		markPointers(k, a.Args)
 		if k.Attachable(a) != nil {
 			a.Kind, a.BTFID = attach.RawTracepoint, 0
 		}
@@ -124,4 +125,20 @@ func eventNames(tps []*kernel.Tracepoint) []string {
 		}
 	}
 	return names
+}
+
+// markPointers sets Pointer on the arguments whose BTF type is a pointer:
+// the code generator makes their values plain numbers in BTF-typed
+// programs (bpfgen's untrust), where the verifier would take them as never
+// NULL.
+func markPointers(k KernelInfo, args []attach.Arg) {
+	b, err := k.BTF()
+	if err != nil {
+		return
+	}
+	for i := range args {
+		if u, err := b.Underlying(args[i].Type); err == nil && u.Kind == kernel.KindPtr {
+			args[i].Pointer = true
+		}
+	}
 }
