@@ -15,6 +15,9 @@ import (
 // page's SYNOPSIS writes it (name:result(param:type,...)), with the types the
 // elaborator must infer where stap's declaration leaves them out.
 var signatures = []string{
+	// atomic.stp
+	"atomic_read:long(addr:long)",
+	"atomic_long_read:long(addr:long)",
 	// task.stp (kernelProbeOnly)
 	"task_current:long()",
 	"task_parent:long(task:long)",
