@@ -100,13 +100,12 @@ func expandLifecycle(k KernelInfo, cfg Config, p *Point) ([]*Point, error) {
 	}
 	var out []*Point
 	for _, lt := range lifecycleTraces(event) {
-		system, name, _ := strings.Cut(lt.event, ":")
 		a, err := tracepointAttach(k, tps, lt.event)
 		if err != nil || a == nil {
 			if lt.optional && err == nil {
 				continue
 			}
-			return nil, cmpOr(err, errorf("the kernel has no tracepoint %s:%s, which %s needs", system, name, p.Name()))
+			return nil, cmpOr(err, errorf("the kernel has no tracepoint %s, which %s needs", lt.event, p.Name()))
 		}
 		if err := lifecycleArgs(a, event); err != nil {
 			return nil, err
