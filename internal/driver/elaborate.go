@@ -26,6 +26,9 @@ func (s *session) elaborate(user, libs []*syntax.File) (*sema.Program, error) {
 		NoGlobalDisplay: s.opts.NoGlobalDisplay,
 		Registry: probes.BuiltinWith(probes.RunningKernel{CanAttach: bpfrt.CanAttach}, probes.Config{
 			ClassicTracepoints: s.opts.Compatible != "" && syntax.CompareVersions(s.opts.Compatible, "4.1") <= 0,
+			Target:             s.opts.Command != "" || s.opts.TargetPID != 0,
+			TargetExecutable:   commandExecutable(s.opts.Command),
+			Holder:             holderExecutable(s.opts.Command),
 		}),
 		KernelProbes: true,
 	})

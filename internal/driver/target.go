@@ -12,6 +12,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/bpftap/bpftap/internal/probes"
 )
 
 // The -c command.
@@ -210,6 +212,37 @@ func commandWords(command string) ([]string, error) {
 		return nil, fmt.Errorf("ERROR: -c '%s' names no command", command)
 	}
 	return words, nil
+}
+
+// commandExecutable is the executable of a plain -c command (one without
+// shell metacharacters, exec'd itself): its first word resolved as stap
+// resolves process("PATH"); "" for none, or one that names no file.
+func commandExecutable(command string) string {
+	if command == "" || strings.ContainsAny(command, shellMetacharacters) {
+		return ""
+	}
+	argv, err := commandWords(command)
+	if err != nil {
+		return ""
+	}
+	path := probes.ResolveExecutable(argv[0])
+	if _, err := os.Stat(path); err != nil {
+		return ""
+	}
+	return path
+}
+
+// holderExecutable is the executable of the holder of a -c command
+// (bpftap's own), "" without one.
+func holderExecutable(command string) string {
+	if command == "" {
+		return ""
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return ""
+	}
+	return self
 }
 
 func (t *target) pid() int {

@@ -10,7 +10,8 @@ import (
 )
 
 // Kernel and user-space instrumentation families that run as BPF programs.
-// kernel.trace is implemented (tracepoint.go); the others are declared so
+// kernel.trace (tracepoint.go), syscall.* (syscall.go) and the process
+// lifecycle (lifecycle.go) are implemented; the others are declared so
 // that points resolve (and typos get "similar" suggestions) and the
 // elaborator refuses them while Unsupported is set. To implement one, give it
 // its Check or Expand and clear Unsupported. syscall_any and
@@ -31,8 +32,7 @@ func kernelFamilies(k KernelInfo, cfg Config) []*Family {
 			"process(string).function(string).return", "process(string).function(string).call",
 			"process.function(string)", "process.function(string).return"),
 		u("process.mark", "process(string).mark(string)", "process.mark(string)"),
-		u("process.begin", "process(string).begin", "process(number).begin", "process.begin"),
-		u("process.end", "process(string).end", "process(number).end", "process.end"),
+		lifecycleFamily(k, cfg),
 		u("perf", perfPaths()...),
 		u("timer.profile", "timer.profile", "timer.profile.tick"),
 	}

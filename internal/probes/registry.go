@@ -203,6 +203,17 @@ type Config struct {
 	// trace record ($next_comm), as SystemTap's BPF runtime has them,
 	// rather than the arguments of its prototype ($next).
 	ClassicTracepoints bool
+	// Target: -c or -x gave a target process; the process lifecycle
+	// points without a path or pid keep only it and its descendants.
+	Target bool
+	// TargetExecutable is the executable of a plain -c command (its first
+	// word, resolved as ResolveExecutable does), which those points mean,
+	// as stap fills the -c command's path in; "" for none.
+	TargetExecutable string
+	// Holder is the executable of the process that holds a -c command
+	// until the probes are attached (bpftap itself): its exec and its
+	// threads' exits are not the command's events.
+	Holder string
 }
 
 // Families lists bpftap's own probe families (see the per-family files).
