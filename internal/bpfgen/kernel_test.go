@@ -174,7 +174,9 @@ var userWords = [4]int64{-2, 0x1122334455667788, -300, 7}
 func TestUserArgLocations(t *testing.T) {
 	requireBPF(t)
 	const rdi, rsi, rdx = 112, 104, 96
-	mem := func(disp int64, terms ...attach.RegTerm) *attach.UserAddr { return &attach.UserAddr{Disp: disp, Terms: terms} }
+	mem := func(disp int64, terms ...attach.RegTerm) *attach.UserAddr {
+		return &attach.UserAddr{Disp: disp, Terms: terms}
+	}
 	cases := []struct {
 		operand string
 		loc     attach.Loc
