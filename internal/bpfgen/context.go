@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/bpftap/bpftap/internal/kernel"
+	"github.com/bpftap/bpftap/internal/probes/attach"
 	"github.com/bpftap/bpftap/internal/sema"
 	"github.com/bpftap/bpftap/internal/syntax"
 	"github.com/bpftap/bpftap/internal/tapset"
@@ -69,14 +70,7 @@ func (g *gen) memRead(c *syntax.Call) {
 	r := memReads[kind]
 	g.long(c.Args[0])
 	slot := g.pushSlot()
-	g.emit(
-		asm.Mov.Reg(regRec, asm.R0),
-		asm.Mov.Reg(asm.R3, asm.R0),
-		asm.Mov.Reg(asm.R1, asm.R10),
-		asm.Add.Imm(asm.R1, int32(slot)),
-		asm.Mov.Imm(asm.R2, int32(r.size.Sizeof())),
-		fn.Call(),
-	)
+	g.probeRead(fn, slot, r.size.Sizeof())
 	if kernel {
 		g.emit(asm.JNE.Imm(asm.R0, 0, g.errorSite(tapset.KernelCopyFault(r.what), c.Pos, true)))
 	} else {
@@ -90,6 +84,20 @@ func (g *gen) memRead(c *syntax.Call) {
 		g.emit(asm.LoadMemSX(asm.R0, asm.R10, slot, r.size))
 	}
 	g.popStack(8)
+}
+
+// probeRead calls fn, bpf_probe_read_kernel or _user, to copy the size
+// bytes at the address in R0 to the stack slot; the address stays in
+// regRec for a fault's message, the helper's result is in R0.
+func (g *gen) probeRead(fn asm.BuiltinFunc, slot int16, size int) {
+	g.emit(
+		asm.Mov.Reg(regRec, asm.R0),
+		asm.Mov.Reg(asm.R3, asm.R0),
+		asm.Mov.Reg(asm.R1, asm.R10),
+		asm.Add.Imm(asm.R1, int32(slot)),
+		asm.Mov.Imm(asm.R2, int32(size)),
+		fn.Call(),
+	)
 }
 
 // raise compiles error(msg), whose message is a literal (tapset's table
@@ -196,32 +204,33 @@ func (g *gen) targetVar(e syntax.Expr) {
 // loadArg loads argument i of the attach point into R0 from where its ABI
 // puts it in the context (attach.Loc): an args[] word, a pt_regs slot, a
 // field of a trace record, the address in the record of an array field
-// (at its offset, or where its __data_loc word says), or a register slot
-// of the pt_regs a tp_btf argument points to.
+// (at its offset, or where its __data_loc word says), a register slot
+// (or a byte of one: %ah) of the pt_regs a tp_btf argument points to, a
+// constant, or user memory at an address computed from registers.
 func (g *gen) loadArg(i int) {
 	p := g.ownProbe()
 	arg := p.Attach.Args[i]
 	loc := arg.Loc
 	switch {
+	case loc.Const:
+		g.constant(asm.R0, loc.Value)
+	case loc.User != nil:
+		g.userArg(loc)
 	case loc.Address:
 		g.emit(asm.Mov.Reg(asm.R0, regCtx), asm.Add.Imm(asm.R0, int32(loc.Offset)))
 	case loc.DataLoc:
 		g.emit(asm.LoadMem(asm.R0, regCtx, int16(loc.Offset), asm.Word),
 			asm.And.Imm(asm.R0, 0xffff), asm.Add.Reg(asm.R0, regCtx))
 	case loc.Deref:
-		g.emit(asm.LoadMem(asm.R0, regCtx, int16(loc.Base), asm.DWord),
-			asm.LoadMem(asm.R0, asm.R0, int16(loc.Offset), asm.DWord))
-		if bits := int32(64 - 8*loc.Size); bits > 0 {
-			shift := asm.RSh
-			if loc.Signed {
-				shift = asm.ArSh
-			}
-			g.emit(asm.LSh.Imm(asm.R0, bits), shift.Imm(asm.R0, bits))
+		g.register(asm.R0, loc, loc.Offset&^7)
+		if shift := int32(8 * (loc.Offset & 7)); shift > 0 {
+			g.emit(asm.RSh.Imm(asm.R0, shift))
 		}
+		g.extend(loc.Size, loc.Signed)
 	default:
 		g.emit(asm.LoadMem(asm.R0, regCtx, int16(loc.Offset), sizeOf(loc.Size)))
-		if bits := int32(64 - 8*loc.Size); loc.Signed && bits > 0 {
-			g.emit(asm.LSh.Imm(asm.R0, bits), asm.ArSh.Imm(asm.R0, bits))
+		if loc.Signed {
+			g.extend(loc.Size, true)
 		}
 		if arg.Pointer && p.Attach.Kind.BTFTyped() {
 			g.untrust()
@@ -242,6 +251,55 @@ func (g *gen) untrust() {
 		asm.LoadMem(asm.R0, regScratch, cell, asm.DWord),
 	)
 	g.scratchRelease(mark)
+}
+
+// register loads into dst the 8-byte register slot at off of the
+// argument's struct pt_regs: the context, or what the context's word at
+// Base points to when the location is Deref.
+func (g *gen) register(dst asm.Register, loc attach.Loc, off int) {
+	if !loc.Deref {
+		g.emit(asm.LoadMem(dst, regCtx, int16(off), asm.DWord))
+		return
+	}
+	g.emit(asm.LoadMem(dst, regCtx, int16(loc.Base), asm.DWord), asm.LoadMem(dst, dst, int16(off), asm.DWord))
+}
+
+// extend cuts R0 to its low size bytes, sign- or zero-extended.
+func (g *gen) extend(size int, signed bool) {
+	bits := int32(64 - 8*size)
+	if bits <= 0 {
+		return
+	}
+	shift := asm.RSh
+	if signed {
+		shift = asm.ArSh
+	}
+	g.emit(asm.LSh.Imm(asm.R0, bits), shift.Imm(asm.R0, bits))
+}
+
+// userArg loads an argument in user memory: its address, computed from
+// the registers (attach.UserAddr), or the Size bytes there, read with
+// bpf_probe_read_user, which leaves zeros when the memory cannot be read
+// (stap reads a marker's operand with user_intN, which returns 0).
+func (g *gen) userArg(loc attach.Loc) {
+	g.constant(asm.R0, loc.User.Disp)
+	for _, t := range loc.User.Terms {
+		g.register(asm.R1, loc, t.Offset)
+		if t.Scale != 1 {
+			g.emit(asm.Mul.Imm(asm.R1, int32(t.Scale)))
+		}
+		g.emit(asm.Add.Reg(asm.R0, asm.R1))
+	}
+	if loc.Address {
+		return
+	}
+	slot := g.pushSlot()
+	g.probeRead(asm.FnProbeReadUser, slot, loc.Size)
+	g.emit(asm.LoadMem(asm.R0, asm.R10, slot, sizeOf(loc.Size)))
+	if loc.Signed {
+		g.extend(loc.Size, true)
+	}
+	g.popStack(8)
 }
 
 // sizeOf is the load size of n bytes (1, 2, 4 or 8).

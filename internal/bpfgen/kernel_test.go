@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"unsafe"
 
 	"github.com/bpftap/bpftap/internal/bpfgen"
 	"github.com/bpftap/bpftap/internal/bpfrt"
@@ -31,12 +32,14 @@ import (
 //
 // With BPFGEN_GETPPID=N the test binary is the child: it waits for a byte
 // on stdin, makes N getppid calls, then a close(-1) that fails with EBADF,
-// and exits.
+// and exits. Its getppid calls pass getppidRegs as their arguments, which
+// the kernel ignores but saves in the thread's pt_regs (rdi points to
+// userWords), for TestUserArgLocations to read as a USDT marker's operands.
 func TestMain(m *testing.M) {
 	if n, err := strconv.Atoi(os.Getenv("BPFGEN_GETPPID")); err == nil {
 		io.ReadFull(os.Stdin, make([]byte, 1))
 		for range n {
-			unix.Getppid()
+			unix.RawSyscall(unix.SYS_GETPPID, uintptr(unsafe.Pointer(&userWords[0])), getppidRSI, uintptr(getppidRDX))
 		}
 		unix.Close(-1)
 		os.Exit(0)
@@ -151,6 +154,82 @@ func TestArgLocations(t *testing.T) {
 	start(t, s, c, &out)
 	if want := "-9 4294967287 -9 247\n"; string(out.out) != want { // EBADF
 		t.Errorf("output %q, want %q", out.out, want)
+	}
+}
+
+// The registers of the child's getppid calls, and the words rdi points to.
+const getppidRSI = 2
+
+var getppidRDX int64 = 0x01234567f9abc3d4 // dl, dh, dx, edx with their sign bits set
+
+var userWords = [4]int64{-2, 0x1122334455667788, -300, 7}
+
+// TestUserArgLocations reads the registers saved by the child's getppid
+// call, through the pt_regs pointer of raw_syscalls:sys_enter (tp_btf),
+// as a uprobe on a USDT marker reads its operands from its own pt_regs:
+// registers of every width (%dh is a byte within rdx's slot), a constant,
+// memory at off(%reg) and off(%base,%index,scale) read from user space
+// (sign- and zero-extended), an address, and an unreadable address,
+// which reads 0.
+func TestUserArgLocations(t *testing.T) {
+	requireBPF(t)
+	const rdi, rsi, rdx = 112, 104, 96
+	mem := func(disp int64, terms ...attach.RegTerm) *attach.UserAddr {
+		return &attach.UserAddr{Disp: disp, Terms: terms}
+	}
+	cases := []struct {
+		operand string
+		loc     attach.Loc
+		want    int64
+	}{
+		{"-1@%dl", attach.Loc{Offset: rdx, Size: 1, Signed: true}, int64(int8(getppidRDX & 0xff))},
+		{"1@%dh", attach.Loc{Offset: rdx + 1, Size: 1}, getppidRDX >> 8 & 0xff},
+		{"-1@%dh", attach.Loc{Offset: rdx + 1, Size: 1, Signed: true}, int64(int8(getppidRDX >> 8 & 0xff))},
+		{"-2@%dx", attach.Loc{Offset: rdx, Size: 2, Signed: true}, int64(int16(getppidRDX & 0xffff))},
+		{"4@%edx", attach.Loc{Offset: rdx, Size: 4}, getppidRDX & 0xffffffff},
+		{"8@%rdx", attach.Loc{Offset: rdx, Size: 8}, getppidRDX},
+		{"-4@$-5", attach.Loc{Const: true, Value: -5, Size: 4, Signed: true}, -5},
+		{"-8@8(%rdi)", attach.Loc{User: mem(8, attach.RegTerm{Offset: rdi, Scale: 1}), Size: 8, Signed: true}, userWords[1]},
+		{"-4@(%rdi,%rsi,8)", attach.Loc{User: mem(0, attach.RegTerm{Offset: rdi, Scale: 1}, attach.RegTerm{Offset: rsi, Scale: 8}), Size: 4, Signed: true}, userWords[2]},
+		{"2@-8(%rdi,%rsi,8)", attach.Loc{User: mem(-8, attach.RegTerm{Offset: rdi, Scale: 1}, attach.RegTerm{Offset: rsi, Scale: 8}), Size: 2}, userWords[1] & 0xffff},
+		{"-1@8(%rdi)", attach.Loc{User: mem(8, attach.RegTerm{Offset: rdi, Scale: 1}), Size: 1, Signed: true}, int64(int8(userWords[1] & 0xff))},
+		{"address 24(%rdi)", attach.Loc{User: mem(24, attach.RegTerm{Offset: rdi, Scale: 1}), Size: 8, Address: true}, 24},
+		{"unreadable 8@(,%rsi,1)", attach.Loc{User: mem(0, attach.RegTerm{Offset: rsi, Scale: 1}), Size: 8}, 0},
+	}
+	formats := strings.Repeat(" %d", len(cases))
+	prog := elaborate(t, fmt.Sprintf(`probe kernel.trace("raw_syscalls:sys_enter") {
+  if ($id == %d) printf("%%d%s\n", $regs->di%s) }`, unix.SYS_GETPPID, formats, strings.Repeat(", $id", len(cases))))
+	p := prog.Probes[0]
+	if p.Attach.Kind != attach.TPBTF {
+		t.Fatalf("raw_syscalls:sys_enter attaches as %s, not tp_btf", p.Attach.Kind)
+	}
+	printArgs := p.Body.Stmts[0].(*syntax.IfStmt).Then.(*syntax.ExprStmt).X.(*syntax.PrintCall).Args
+	point := *p.Attach
+	for i, c := range cases {
+		arg := point.Args[1]
+		arg.Loc, arg.Loc.Deref, arg.Loc.Base = c.loc, !c.loc.Const, 0 // $regs is args[0]
+		prog.Targets[printArgs[1+i]] = &probes.Access{Param: len(point.Args), Type: syntax.TypeLong}
+		point.Args = append(point.Args, arg)
+	}
+	p.Attach = &point
+	c := getppidChild(t, 1)
+	var out recorder
+	s := compile(t, prog, kernelside.Config{Target: true}, c)
+	defer s.Close()
+	start(t, s, c, &out)
+	fields := strings.Fields(string(out.out))
+	if len(fields) != 1+len(cases) {
+		t.Fatalf("output %q, want %d numbers", out.out, 1+len(cases))
+	}
+	userAddr, _ := strconv.ParseInt(fields[0], 10, 64)
+	for i, c := range cases {
+		want := c.want
+		if c.loc.Address {
+			want += userAddr
+		}
+		if got, _ := strconv.ParseInt(fields[1+i], 10, 64); got != want {
+			t.Errorf("%s: %d, want %d", c.operand, got, want)
+		}
 	}
 }
 

@@ -102,8 +102,9 @@ type Arg struct {
 // byte Offset of its context, sign-extended when Signed. That is args[i]
 // at 8·i for tp_btf, raw tracepoints and fentry; a register's slot of
 // struct pt_regs for kprobes and uprobes (rdi at 112 on x86-64); a field
-// of the trace event record for a classic tracepoint. USDT operands that
-// live in memory or are constants will extend it.
+// of the trace event record for a classic tracepoint; a byte within a
+// register's slot for %ah. A USDT operand may also be a constant (Const)
+// or live in user memory (User).
 type Loc struct {
 	Offset int
 	Size   int
@@ -120,6 +121,30 @@ type Loc struct {
 	// it, cut to Size bytes (a syscall's argument in its register slot).
 	Deref bool
 	Base  int
+	// Const: the value is Value (a USDT operand $-5).
+	Const bool
+	Value int64
+	// User: the value is the Size bytes of user memory at the address
+	// User computes from the registers, sign-extended when Signed, 0
+	// when the memory cannot be read (as stap's user_intN functions);
+	// with Address, it is the address itself. A register is read as an
+	// argument at its Offset is (through the pointer at Base when Deref).
+	User *UserAddr
+}
+
+// UserAddr is a user-space address computed from the registers of the
+// probed thread: Disp plus each term's register times its scale (a USDT
+// memory operand: -16(%rbp), 8(%rax,%rsi,4); sym(%rip) in PIE code is
+// ip plus the symbol's distance from the probed instruction).
+type UserAddr struct {
+	Disp  int64
+	Terms []RegTerm
+}
+
+// RegTerm is a register, named by the offset of its slot in struct
+// pt_regs, times Scale.
+type RegTerm struct {
+	Offset, Scale int
 }
 
 // Words lays out params as the words of args[], the context of tp_btf and
