@@ -203,6 +203,10 @@ type Config struct {
 	// trace record ($next_comm), as SystemTap's BPF runtime has them,
 	// rather than the arguments of its prototype ($next).
 	ClassicTracepoints bool
+	// Target returns the executable of the -c command or the -x process,
+	// which process.function("NAME") probes, or "" when there is none; it
+	// is called only for such a point.
+	Target func() string
 }
 
 // Families lists bpftap's own probe families (see the per-family files).
