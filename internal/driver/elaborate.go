@@ -26,6 +26,7 @@ func (s *session) elaborate(user, libs []*syntax.File) (*sema.Program, error) {
 		NoGlobalDisplay: s.opts.NoGlobalDisplay,
 		Registry: probes.BuiltinWith(probes.RunningKernel{CanAttach: bpfrt.CanAttach}, probes.Config{
 			ClassicTracepoints: s.opts.Compatible != "" && syntax.CompareVersions(s.opts.Compatible, "4.1") <= 0,
+			Target:             s.targetExecutable,
 		}),
 		KernelProbes: true,
 	})
