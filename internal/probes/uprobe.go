@@ -71,6 +71,9 @@ func expandUprobe(k KernelInfo, cfg Config, objects *objectCache, p *Point) ([]*
 	}
 	if len(fns) == 0 {
 		return nil, &Error{Msg: "no match", detail: func() string {
+			if len(obj.Funcs) == 0 {
+				return fmt.Sprintf(" (the symbol tables of %s list no functions)", path)
+			}
 			return fmt.Sprintf(" (similar functions: %s)", similarNames(spec.Value, obj.Names()))
 		}}
 	}
@@ -103,7 +106,7 @@ func uprobeFile(p *Point, cfg Config) (string, error) {
 	name, ok := p.Arg("process").(*syntax.StringLit)
 	if !ok {
 		if cfg.Target == nil || cfg.Target() == "" {
-			return "", errorf("unspecified process probe is invalid without a -c COMMAND or -x PID")
+			return "", errorf("unspecified process probe is invalid without a -c COMMAND or -x PID [man stapprobes]")
 		}
 		return cfg.Target(), nil
 	}
