@@ -119,7 +119,9 @@ var (
 
 // cPrograms builds, once per test run, the workloads of the function probe
 // tests with gcc: scale.c at -O0 and -O2, PIE and not (scale_O0_pie ...),
-// libscale.so and uselib, which calls it. It returns their directory (a
+// libscale.so and uselib, which calls it. A probe on a file fires in every
+// process running it: tests running side by side use files of their own
+// (scale_target). It returns their directory (a
 // build failure leaves it empty: the scripts then fail on missing files).
 func cPrograms() string {
 	cProgsOnce.Do(func() {
@@ -136,6 +138,7 @@ func cPrograms() string {
 			{"-O2", "-fPIE", "-pie", "-o", "scale_O2_pie", src("scale.c")},
 			{"-O0", "-fno-pie", "-no-pie", "-o", "scale_O0_nopie", src("scale.c")},
 			{"-O2", "-fno-pie", "-no-pie", "-o", "scale_O2_nopie", src("scale.c")},
+			{"-O2", "-fPIE", "-pie", "-o", "scale_target", src("scale.c")},
 			{"-O2", "-shared", "-fPIC", "-o", "libscale.so", src("libscale.c")},
 			{"-O2", "-o", "uselib", src("uselib.c"), "-L" + dir, "-lscale", "-Wl,-rpath," + dir},
 		}
