@@ -4,6 +4,7 @@ import (
 	"github.com/bpftap/bpftap/internal/probes"
 	"github.com/bpftap/bpftap/internal/sema"
 	"github.com/bpftap/bpftap/internal/syntax"
+	"github.com/bpftap/bpftap/internal/tapset"
 	"github.com/cilium/ebpf/asm"
 )
 
@@ -52,15 +53,20 @@ func kernelBuiltins() map[string]builtinCode {
 		"pn": strCode(func(g *gen, _ *syntax.Call) value {
 			return g.strLit(probes.ComponentsString(g.ownProbe().User.Components))
 		}),
-		// stap's probefunc() is symname(addr()); a tracepoint has no
-		// registers, so addr() is 0 and symname prints it in hex.
-		"probefunc":          strCode(func(g *gen, _ *syntax.Call) value { return g.strLit("0x0") }),
+		"probefunc":          strCode((*gen).probefunc),
+		"register":           longCode((*gen).registerRead),
+		"u_register":         longCode((*gen).registerRead),
+		"returnval":          longCode((*gen).returnval),
+		"uaddr":              longCode((*gen).uaddr),
 		"syscall_name":       strCode((*gen).syscallName),
 		"user_string_quoted": strCode((*gen).userStringQuoted),
 	}
 	for unit := range clockDivisors {
 		codes["gettimeofday_"+unit] = longCode(func(g *gen, _ *syntax.Call) { g.clock(unit, g.m.cfg.RealtimeOffset) })
 		codes["local_clock_"+unit] = longCode(func(g *gen, _ *syntax.Call) { g.clock(unit, 0) })
+	}
+	for name := range tapset.ArgReaders {
+		codes[name] = longCode((*gen).argReader)
 	}
 	for kind := range memReads {
 		codes["kernel_"+kind] = longCode((*gen).memRead)

@@ -264,19 +264,6 @@ func (g *gen) register(dst asm.Register, loc attach.Loc, off int) {
 	g.emit(asm.LoadMem(dst, regCtx, int16(loc.Base), asm.DWord), asm.LoadMem(dst, dst, int16(off), asm.DWord))
 }
 
-// extend cuts R0 to its low size bytes, sign- or zero-extended.
-func (g *gen) extend(size int, signed bool) {
-	bits := int32(64 - 8*size)
-	if bits <= 0 {
-		return
-	}
-	shift := asm.RSh
-	if signed {
-		shift = asm.ArSh
-	}
-	g.emit(asm.LSh.Imm(asm.R0, bits), shift.Imm(asm.R0, bits))
-}
-
 // userArg loads an argument in user memory: its address, computed from
 // the registers (attach.UserAddr), or the Size bytes there, read with
 // bpf_probe_read_user, which leaves zeros when the memory cannot be read

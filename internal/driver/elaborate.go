@@ -29,6 +29,7 @@ func (s *session) elaborate(user, libs []*syntax.File) (*sema.Program, error) {
 			Target:             s.opts.Command != "" || s.opts.TargetPID != 0,
 			TargetExecutable:   commandExecutable(s.opts.Command),
 			Holder:             holderExecutable(s.opts.Command),
+			TargetBinary:       s.targetExecutable,
 		}),
 		KernelProbes: true,
 	})

@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
@@ -35,7 +36,11 @@ func TestMain(m *testing.M) {
 	if os.Getenv("BPFTAP_WORKLOAD") != "" {
 		os.Exit(workload(os.Args[1:]))
 	}
-	os.Exit(m.Run())
+	status := m.Run()
+	if cProgsDir != "" {
+		os.RemoveAll(cProgsDir)
+	}
+	os.Exit(status)
 }
 
 func workload(args []string) int {
@@ -98,12 +103,59 @@ func workloadCommand() string {
 	return "env BPFTAP_WORKLOAD=1 " + exe
 }
 
-// expandWorkload replaces $WORKLOAD in a test's arguments.
+// expandWorkload replaces $WORKLOAD in a test's arguments, and $CPROGS
+// by the directory of the C programs of testdata/run/cprogs (cPrograms).
 func expandWorkload(args []string) []string {
 	for i, a := range args {
 		args[i] = strings.ReplaceAll(a, "$WORKLOAD", workloadCommand())
+		if strings.Contains(a, "$CPROGS") {
+			args[i] = strings.ReplaceAll(args[i], "$CPROGS", cPrograms())
+		}
 	}
 	return args
+}
+
+var (
+	cProgsOnce sync.Once
+	cProgsDir  string
+)
+
+// cPrograms builds, once per test run, the workloads of the function probe
+// tests with gcc: scale.c at -O0 and -O2, PIE and not (scale_O0_pie ...),
+// libscale.so and uselib, which calls it. A probe on a file fires in every
+// process running it: tests running side by side use files of their own
+// (scale_target). It returns their directory (a
+// build failure leaves it empty: the scripts then fail on missing files).
+func cPrograms() string {
+	cProgsOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "bpftap-cprogs")
+		if err != nil {
+			return
+		}
+		src := func(name string) string {
+			abs, _ := filepath.Abs(filepath.Join("..", "..", "testdata", "run", "cprogs", name))
+			return abs
+		}
+		builds := [][]string{
+			{"-O0", "-fPIE", "-pie", "-o", "scale_O0_pie", src("scale.c")},
+			{"-O2", "-fPIE", "-pie", "-o", "scale_O2_pie", src("scale.c")},
+			{"-O0", "-fno-pie", "-no-pie", "-o", "scale_O0_nopie", src("scale.c")},
+			{"-O2", "-fno-pie", "-no-pie", "-o", "scale_O2_nopie", src("scale.c")},
+			{"-O2", "-fPIE", "-pie", "-o", "scale_target", src("scale.c")},
+			{"-O2", "-shared", "-fPIC", "-o", "libscale.so", src("libscale.c")},
+			{"-O2", "-o", "uselib", src("uselib.c"), "-L" + dir, "-lscale", "-Wl,-rpath," + dir},
+		}
+		for _, b := range builds {
+			cmd := exec.Command("gcc", b...)
+			cmd.Dir = dir
+			if out, err := cmd.CombinedOutput(); err != nil {
+				fmt.Fprintf(os.Stderr, "gcc %s: %v\n%s", strings.Join(b, " "), err, out)
+				return
+			}
+		}
+		cProgsDir = dir
+	})
+	return cProgsDir
 }
 
 // readThreads is the threads workload: each thread locks its goroutine to

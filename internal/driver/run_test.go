@@ -93,7 +93,7 @@ func caseDirectives(t *testing.T, text string) (d directives) {
 		case "args":
 			d.args = append(d.args, expandWorkload(splitArgs(value))...)
 		case "scriptargs":
-			d.scriptArgs = append(d.scriptArgs, splitArgs(value)...)
+			d.scriptArgs = append(d.scriptArgs, expandWorkload(splitArgs(value))...)
 		case "requires":
 			d.requires = append(d.requires, splitArgs(value)...)
 		case "stdin":

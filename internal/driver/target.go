@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"syscall"
@@ -311,4 +312,28 @@ func (t *target) finish() string {
 		return fmt.Sprintf("WARNING: Child process exited with status %d", ws.ExitStatus())
 	}
 	return ""
+}
+
+// targetExecutable is the executable process.function probes without a
+// path mean: the -c command's (its first word, found in PATH), or the -x
+// process's; "" when there is no target. A -c command that needs a shell
+// runs /bin/sh.
+func (s *session) targetExecutable() string {
+	if s.opts.TargetPID != 0 {
+		exe, _ := os.Readlink(fmt.Sprintf("/proc/%d/exe", s.opts.TargetPID))
+		return exe
+	}
+	if s.opts.Command == "" {
+		return ""
+	}
+	argv, err := commandWords(s.opts.Command)
+	if err != nil {
+		return ""
+	}
+	if exe, err := exec.LookPath(argv[0]); err == nil {
+		if abs, err := filepath.Abs(exe); err == nil {
+			return abs
+		}
+	}
+	return argv[0]
 }

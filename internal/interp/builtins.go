@@ -21,7 +21,7 @@ var builtins map[string]builtinFunc
 
 func init() {
 	builtins = map[string]builtinFunc{}
-	for _, group := range []map[string]builtinFunc{controlBuiltins, contextBuiltins, stringBuiltins, timeBuiltins, memoryBuiltins} {
+	for _, group := range []map[string]builtinFunc{controlBuiltins, contextBuiltins, registerBuiltins(), stringBuiltins, timeBuiltins, memoryBuiltins} {
 		for name, f := range group {
 			builtins[name] = f
 		}
@@ -132,6 +132,26 @@ var contextBuiltins = map[string]builtinFunc{
 	"__task_current": func(*callContext, []Value) Value { panic(&runError{Msg: tapset.KernelOnlyMsg("task_current()")}) },
 	"pid2task":       func(*callContext, []Value) Value { panic(&runError{Msg: tapset.Builtins["pid2task"].Unsupported}) },
 	"pid2execname":   func(*callContext, []Value) Value { panic(&runError{Msg: tapset.Builtins["pid2execname"].Unsupported}) },
+}
+
+// registerBuiltins read the registers of a function probe: a user-side
+// probe has none, and they raise stap's errors (uaddr() is 0 there).
+func registerBuiltins() map[string]builtinFunc {
+	raise := func(msg string) builtinFunc {
+		return func(*callContext, []Value) Value { panic(&runError{Msg: msg}) }
+	}
+	m := map[string]builtinFunc{
+		"register":   raise(tapset.MsgNoRegisters),
+		"u_register": raise(tapset.MsgNoRegisters),
+		"returnval": func(cc *callContext, _ []Value) Value {
+			panic(&runError{Msg: tapset.NoReturnval(cc.in.act.probe.Name)})
+		},
+		"uaddr": func(*callContext, []Value) Value { return long(0) },
+	}
+	for name := range tapset.ArgReaders {
+		m[name] = raise(tapset.MsgNoArgs)
+	}
+	return m
 }
 
 func selfComm() string {

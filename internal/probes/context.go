@@ -83,7 +83,10 @@ func (c *Context) Var(x *syntax.TargetVar) (*Access, *ContextError) {
 		return nil, err
 	}
 	i, p, ok := c.Attach.Arg(strings.TrimPrefix(x.Name, "$"))
-	if !ok || strings.HasPrefix(x.Name, "$$") {
+	switch {
+	case (!ok || strings.HasPrefix(x.Name, "$$")) && c.Attach.Kind.Registers():
+		return nil, ctxErr(-1, "cannot resolve context variable '%s': bpftap reads no DWARF debuginfo, so a function probe has only $return (in .return probes); read arguments with int_arg(N), long_arg(N), pointer_arg(N) and the like", x.Name)
+	case !ok || strings.HasPrefix(x.Name, "$$"):
 		return nil, ctxErr(-1, "unable to find tracepoint variable '%s' (alternatives: %s)", x.Name, strings.Join(c.names(), ", "))
 	}
 	if x.AddrOf && len(x.Components) == 0 {

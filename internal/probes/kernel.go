@@ -10,8 +10,9 @@ import (
 )
 
 // Kernel and user-space instrumentation families that run as BPF programs.
-// kernel.trace (tracepoint.go), syscall.* (syscall.go) and the process
-// lifecycle (lifecycle.go) are implemented; the others are declared so
+// kernel.trace (tracepoint.go), syscall.* (syscall.go), the process
+// lifecycle (lifecycle.go) and process.function (uprobe.go) are
+// implemented; the others are declared so
 // that points resolve (and typos get "similar" suggestions) and the
 // elaborator refuses them while Unsupported is set. To implement one, give it
 // its Check or Expand and clear Unsupported. syscall_any and
@@ -28,9 +29,7 @@ func kernelFamilies(k KernelInfo, cfg Config) []*Family {
 		u("kernel.function", "kernel.function(string)", "kernel.function(string).return",
 			"kernel.function(string).call", "kernel.function(string).call.return",
 			"module(string).function(string)", "module(string).function(string).return"),
-		u("process.function", "process(string).function(string)",
-			"process(string).function(string).return", "process(string).function(string).call",
-			"process.function(string)", "process.function(string).return"),
+		processFunctionFamily(k, cfg),
 		u("process.mark", "process(string).mark(string)", "process.mark(string)"),
 		lifecycleFamily(k, cfg),
 		u("perf", perfPaths()...),
@@ -94,14 +93,18 @@ func (k RunningKernel) Attachable(a *attach.Point) error {
 }
 
 // concretePoint returns a copy of p whose component named name carries the
-// string argument arg.
+// string argument arg (given one where it had none).
 func concretePoint(p *Point, name, arg string) *Point {
 	q := *p
 	q.Components = make([]*syntax.Component, len(p.Components))
 	for i, c := range p.Components {
 		cc := *c
 		if c.Name == name {
-			cc.Arg = &syntax.StringLit{Typed: syntax.Typed{Pos: c.Arg.Position()}, Value: arg, Raw: arg}
+			at := c.Pos // process.function gets the argument it omitted
+			if c.Arg != nil {
+				at = c.Arg.Position()
+			}
+			cc.Arg = &syntax.StringLit{Typed: syntax.Typed{Pos: at}, Value: arg, Raw: arg}
 		}
 		q.Components[i] = &cc
 	}

@@ -214,6 +214,10 @@ type Config struct {
 	// until the probes are attached (bpftap itself): its exec and its
 	// threads' exits are not the command's events.
 	Holder string
+	// TargetBinary returns the executable of the -c command or the -x process,
+	// which process.function("NAME") probes, or "" when there is none; it
+	// is called only for such a point.
+	TargetBinary func() string
 }
 
 // Families lists bpftap's own probe families (see the per-family files).

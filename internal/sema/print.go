@@ -100,7 +100,8 @@ func writeLocals(b *strings.Builder, locals []*syntax.Var) {
 	}
 }
 
-// header is "POINT /* <- ALIAS <- ... <- USER POINTS */".
+// header is "POINT /* <- ALIAS <- ... <- USER POINTS */", with a
+// function probe's "/* pc=.dynamic+0x1149 */" after POINT.
 func (p *Probe) header() string {
 	chain := append([]string(nil), p.origin...)
 	if p.userText != "" {
@@ -108,7 +109,11 @@ func (p *Probe) header() string {
 	} else {
 		chain = append(chain, p.Name)
 	}
-	return pointString(p.Point, true) + " /* <- " + strings.Join(chain, " <- ") + " */"
+	pc := ""
+	if p.Attach != nil && p.Attach.PC != "" { // a function probe: where, as stap shows it
+		pc = " /* pc=" + p.Attach.PC + " */"
+	}
+	return pointString(p.Point, true) + pc + " /* <- " + strings.Join(chain, " <- ") + " */"
 }
 
 // paramLocals are the arguments the probe reads, named and typed as stap's

@@ -237,6 +237,12 @@ var Builtins = index(
 	kernelOnly(fn("__task_current", long)),
 	unsupported(noPidLookup, fn("pid2task", long, l("pid"))),
 	unsupported(noPidLookup, fn("pid2execname", str, l("pid"))),
+	// registers of function probes (uprobes): x86-64's calling
+	// convention; other probes raise stap's errors (MsgNoArgs ...)
+	bpfLiteral(1, fn("register", long, s("name"))),
+	bpfLiteral(1, fn("u_register", long, s("name"))),
+	bpf(fn("returnval", long)),
+	bpf(fn("uaddr", long)),
 	// memory of traced processes and the kernel
 	bpf(fn("kernel_string", str, l("addr"))),
 	bpfLiteral(2, fn("kernel_string_n", str, l("addr"), l("n"))),
@@ -263,6 +269,13 @@ var Builtins = index(
 	effects(fn("mdelay", none, l("ms"))),
 	effects(fn("udelay", none, l("us"))),
 )
+
+// init declares int_arg(argnum) and the other ArgReaders.
+func init() {
+	for name := range ArgReaders {
+		Builtins[name] = bpf(fn(name, long, l("argnum")))
+	}
+}
 
 func index(list ...*Builtin) map[string]*Builtin {
 	m := make(map[string]*Builtin, len(list))

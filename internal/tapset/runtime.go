@@ -95,3 +95,30 @@ const (
 func KernelCopyFault(what string) string {
 	return "kernel " + what + " copy fault at 0x%x [man error::fault]"
 }
+
+// Messages of the register readers (int_arg(), register(), returnval()),
+// where a probe has no registers: stap's, from its tapset
+// (registers.stp, errno.stp).
+const (
+	MsgNoArgs      = "cannot access function args in this context"
+	MsgNoRegisters = "cannot access CPU registers in this context"
+	// MsgBadArgnum is a fmt format taking the argument's number.
+	MsgBadArgnum = "cannot access arg(%d)"
+)
+
+// NoReturnval is returnval()'s message in a probe (pp) without registers.
+func NoReturnval(pp string) string { return "returnval() not defined in this context " + pp }
+
+// UnknownRegister is register()'s message for a name it does not know.
+func UnknownRegister(name string) string { return "Unknown register: " + name }
+
+// ArgReaders are the readers of a function's arguments, each with how it
+// treats the register: truncated to 32 bits (int_arg, uint_arg), and
+// sign-extended from there (int_arg), as stap's tapset reads them on
+// x86-64.
+var ArgReaders = map[string]struct{ Truncate, SignExtend bool }{
+	"int_arg": {true, true}, "s32_arg": {true, true},
+	"uint_arg": {true, false}, "u32_arg": {true, false},
+	"long_arg": {}, "ulong_arg": {}, "pointer_arg": {}, "s64_arg": {}, "u64_arg": {},
+	"longlong_arg": {}, "ulonglong_arg": {},
+}

@@ -27,9 +27,17 @@ const (
 	// trace event's record, laid out as tracefs's events/SYSTEM/EVENT/format
 	// says.
 	Tracepoint
+	// Uprobe fires at the first instruction of a user-space function, placed
+	// by file offset in an executable or library (Path, Offset): the
+	// context is the user's registers, struct pt_regs.
+	Uprobe
+	// Uretprobe fires when that function returns: pt_regs again, the return
+	// value in rax, the instruction pointer at the return address.
+	Uretprobe
 )
 
-var kindNames = [...]string{TPBTF: "tp_btf", RawTracepoint: "raw_tracepoint", Tracepoint: "tracepoint"}
+var kindNames = [...]string{TPBTF: "tp_btf", RawTracepoint: "raw_tracepoint", Tracepoint: "tracepoint",
+	Uprobe: "uprobe", Uretprobe: "uretprobe"}
 
 func (k Kind) String() string {
 	if int(k) < len(kindNames) && kindNames[k] != "" {
@@ -43,6 +51,10 @@ func (k Kind) String() string {
 // bpf_get_current_task_btf without a probe read.
 func (k Kind) BTFTyped() bool { return k == TPBTF }
 
+// Registers tells whether the context of kind k is a struct pt_regs, the
+// registers of the probed code (register(), int_arg(), returnval()).
+func (k Kind) Registers() bool { return k == Uprobe || k == Uretprobe }
+
 // Point is the attach point of one kernel probe.
 type Point struct {
 	Kind Kind
@@ -53,14 +65,23 @@ type Point struct {
 	Event  string
 	System string
 	BTFID  kernel.TypeID
+	// Uprobes: the function Event of the ELF file Path, at file Offset;
+	// PC is where stap's -p2 listing says it is (".dynamic+0x1149").
+	Path   string
+	Offset uint64
+	PC     string
 	// Args are the point's arguments, $NAME in a script, in order. For a
 	// classic tracepoint they are the record's fields, read from tracefs
 	// when a script first asks for one (probes.Context).
 	Args []Arg
 }
 
-// Target names what p attaches to, for messages: "sched:sched_switch".
+// Target names what p attaches to, for messages: "sched:sched_switch",
+// "/usr/bin/ls:main (file offset 0x4d70)".
 func (p *Point) Target() string {
+	if p.Path != "" {
+		return fmt.Sprintf("%s:%s (file offset %#x)", p.Path, p.Event, p.Offset)
+	}
 	if p.System == "" {
 		return p.Event
 	}

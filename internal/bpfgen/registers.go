@@ -1,0 +1,142 @@
+package bpfgen
+
+import (
+	"github.com/bpftap/bpftap/internal/probes/attach"
+	"github.com/bpftap/bpftap/internal/syntax"
+	"github.com/bpftap/bpftap/internal/tapset"
+	"github.com/cilium/ebpf/asm"
+)
+
+// The register readers of function probes. A uprobe's context is the
+// user's struct pt_regs (attach.Registers): int_arg(n) and its kin read
+// the n-th argument of the System V calling convention (rdi, rsi, rdx, rcx,
+// r8, r9, then the stack above the return address), register("name") any
+// register by stap's names, returnval() rax, uaddr() the instruction
+// pointer. In a probe without registers they raise stap's errors (uaddr()
+// is 0), as stap's tapset does at run time.
+
+// registerProbe tells whether the running probe's context is a pt_regs.
+func (g *gen) registerProbe() bool {
+	a := g.ownProbe().Attach
+	return a != nil && a.Kind.Registers()
+}
+
+// raiseAt jumps to stap's error msg at pos and leaves 0 in R0. The jump
+// tests the context pointer, never null, rather than jumping outright:
+// the verifier refuses code no path of the program reaches, and the
+// caller's code follows.
+func (g *gen) raiseAt(msg string, pos syntax.Pos) {
+	g.emit(asm.JNE.Imm(regCtx, 0, g.errorSite(msg, pos, false)), asm.Mov.Imm(asm.R0, 0))
+}
+
+// extend keeps the low size bytes of R0, sign-extended when signed.
+func (g *gen) extend(size int, signed bool) {
+	bits := int32(64 - 8*size)
+	switch {
+	case bits == 0:
+	case signed:
+		g.emit(asm.LSh.Imm(asm.R0, bits), asm.ArSh.Imm(asm.R0, bits))
+	case size == 4:
+		g.emit(asm.Mov.Reg32(asm.R0, asm.R0))
+	default:
+		g.emit(asm.And.Imm(asm.R0, int32(1)<<(8*size)-1))
+	}
+}
+
+// argReader compiles int_arg(n) and the other tapset.ArgReaders: the
+// register of argument n, or for n > 6 the 8 bytes at rsp+8(n-6) of the
+// user's stack (0 when unreadable), truncated and extended as the reader
+// says.
+func (g *gen) argReader(c *syntax.Call) {
+	if !g.registerProbe() {
+		g.raiseAt(tapset.MsgNoArgs, c.Pos)
+		return
+	}
+	how := tapset.ArgReaders[c.Name]
+	g.long(c.Args[0])
+	done, stack := g.newLabel("arg"), g.newLabel("stackarg")
+	g.emit(asm.Mov.Reg(regRec, asm.R0))
+	g.emit(asm.JSLT.Imm(asm.R0, 1, g.errorSite(tapset.MsgBadArgnum, c.Pos, true)))
+	g.emit(asm.JGT.Imm(asm.R0, int32(len(attach.ArgRegisters)), stack))
+	for i, name := range attach.ArgRegisters {
+		next := g.newLabel("argreg")
+		g.emit(asm.JNE.Imm(regRec, int32(i+1), next),
+			asm.LoadMem(asm.R0, regCtx, int16(attach.Registers[name].Offset), asm.DWord),
+			asm.Ja.Label(done))
+		g.mark(next)
+	}
+	g.mark(stack)
+	g.userStackWord()
+	g.mark(done)
+	if how.Truncate {
+		g.extend(4, how.SignExtend)
+	}
+}
+
+// userStackWord replaces argument number R0 (> 6) by its 8 bytes on the
+// user's stack, at rsp + 8·(n-6) on entry, or by 0 when unreadable.
+func (g *gen) userStackWord() {
+	slot := g.pushSlot()
+	g.emit(
+		asm.Add.Imm(asm.R0, -int32(len(attach.ArgRegisters))),
+		asm.LSh.Imm(asm.R0, 3),
+		asm.LoadMem(asm.R3, regCtx, attach.RegRSP, asm.DWord),
+		asm.Add.Reg(asm.R3, asm.R0),
+		asm.Mov.Imm(asm.R0, 0),
+		asm.StoreMem(asm.R10, slot, asm.R0, asm.DWord),
+		asm.Mov.Reg(asm.R1, asm.R10),
+		asm.Add.Imm(asm.R1, int32(slot)),
+		asm.Mov.Imm(asm.R2, 8),
+		asm.FnProbeReadUser.Call(),
+		asm.LoadMem(asm.R0, asm.R10, slot, asm.DWord),
+	)
+	g.popStack(8)
+}
+
+// registerRead compiles register("name") (sign-extended) and
+// u_register("name") (zero-extended); the name is a literal.
+func (g *gen) registerRead(c *syntax.Call) {
+	if !g.registerProbe() {
+		g.raiseAt(tapset.MsgNoRegisters, c.Pos)
+		return
+	}
+	name := c.Args[0].(*syntax.StringLit).Value
+	reg, ok := attach.Registers[name]
+	if !ok {
+		g.raiseAt(tapset.UnknownRegister(name), c.Pos)
+		return
+	}
+	g.emit(asm.LoadMem(asm.R0, regCtx, int16(reg.Offset), sizeOf(reg.Size)))
+	if c.Name == "register" {
+		g.extend(reg.Size, true)
+	}
+}
+
+// returnval compiles returnval(): rax.
+func (g *gen) returnval(c *syntax.Call) {
+	if !g.registerProbe() {
+		g.raiseAt(tapset.NoReturnval(g.ownProbe().Name), c.Pos)
+		return
+	}
+	g.emit(asm.LoadMem(asm.R0, regCtx, attach.RegRAX, asm.DWord))
+}
+
+// uaddr compiles uaddr(): the user's instruction pointer in a function
+// probe (the probed function's entry; the return address in a .return
+// probe), else 0.
+func (g *gen) uaddr(*syntax.Call) {
+	if !g.registerProbe() {
+		g.emit(asm.Mov.Imm(asm.R0, 0))
+		return
+	}
+	g.emit(asm.LoadMem(asm.R0, regCtx, attach.RegRIP, asm.DWord))
+}
+
+// probefunc compiles probefunc(): a function probe's function; elsewhere
+// stap's symname(addr()) of a probe without registers, "0x0".
+func (g *gen) probefunc(*syntax.Call) value {
+	if g.registerProbe() {
+		return g.strLit(g.ownProbe().Attach.Event)
+	}
+	return g.strLit("0x0")
+}

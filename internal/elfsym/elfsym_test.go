@@ -1,0 +1,84 @@
+package elfsym
+
+import (
+	"bytes"
+	"debug/elf"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+)
+
+// TestFileOffsets builds a function with gcc, PIE and not, and as a shared
+// library, and checks that the file offset Open gives holds the bytes of
+// the function's code (read through its section) and that wildcards match.
+func TestFileOffsets(t *testing.T) {
+	dir := t.TempDir()
+	src := filepath.Join(dir, "f.c")
+	os.WriteFile(src, []byte("__attribute__((noinline)) long scale(long a, long b) { return a * b + 7; }\nint main(void) { return scale(1, 2) == 0; }\n"), 0o644)
+	for _, flags := range [][]string{{"-fPIE", "-pie"}, {"-fno-pie", "-no-pie"}, {"-shared", "-fPIC"}} {
+		out := filepath.Join(dir, flags[1][1:])
+		if b, err := exec.Command("gcc", append(flags, "-O2", "-o", out, src)...).CombinedOutput(); err != nil {
+			t.Fatalf("gcc: %v\n%s", err, b)
+		}
+		o, err := Open(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fns, err := o.Match("sc?l*")
+		if err != nil || len(fns) != 1 || fns[0].Name != "scale" {
+			t.Fatalf("%s: Match = %v, %v", out, fns, err)
+		}
+		if got, want := fileBytes(t, out, fns[0].Offset, fns[0].Size), codeBytes(t, out, fns[0]); !bytes.Equal(got, want) {
+			t.Errorf("%s: bytes at file offset %#x = %x, the function's code is %x", out, fns[0].Offset, got, want)
+		}
+	}
+}
+
+func fileBytes(t *testing.T, path string, off, n uint64) []byte {
+	b, err := os.ReadFile(path)
+	if err != nil || off+n > uint64(len(b)) {
+		t.Fatalf("%s: %v (offset %#x)", path, err, off)
+	}
+	return b[off : off+n]
+}
+
+// codeBytes reads fn's code from the section holding its address.
+func codeBytes(t *testing.T, path string, fn Func) []byte {
+	f, err := elf.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	for _, s := range f.Sections {
+		if s.Flags&elf.SHF_EXECINSTR != 0 && fn.Addr >= s.Addr && fn.Addr+fn.Size <= s.Addr+s.Size {
+			data, err := s.Data()
+			if err != nil {
+				t.Fatal(err)
+			}
+			return data[fn.Addr-s.Addr : fn.Addr-s.Addr+fn.Size]
+		}
+	}
+	t.Fatalf("%s: no section holds %s", path, fn.Name)
+	return nil
+}
+
+// TestResolve finds libc by its soname, a command in PATH, and nothing for
+// names that do not exist.
+func TestResolve(t *testing.T) {
+	libc, err := Resolve("libc.so.6")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o, err := Open(libc); err != nil || len(o.Funcs) < 100 {
+		t.Errorf("libc.so.6 = %s: %v", libc, err)
+	}
+	if sh, err := Resolve("sh"); err != nil || !filepath.IsAbs(sh) {
+		t.Errorf("sh = %q, %v", sh, err)
+	}
+	for _, name := range []string{"libbpftap-nosuch.so.1", "bpftap-nosuch", "/nonexistent/x"} {
+		if p, err := Resolve(name); err != ErrNotFound {
+			t.Errorf("Resolve(%q) = %q, %v, want ErrNotFound", name, p, err)
+		}
+	}
+}

@@ -1,0 +1,137 @@
+package probes
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/bpftap/bpftap/internal/elfsym"
+	"github.com/bpftap/bpftap/internal/probes/attach"
+	"github.com/bpftap/bpftap/internal/syntax"
+)
+
+// process("PATH").function("NAME"), .call and .return: user-space function
+// probes, resolved against the ELF symbol tables of PATH (package elfsym;
+// no debuginfo is read). PATH is a path, a command found in PATH or a
+// shared library's soname; without it (process.function("NAME")) the point
+// means the executable of the -c command or -x process (Config.TargetBinary).
+// NAME may hold wildcards: the point expands to one uprobe (a uretprobe for
+// .return) per matching function, named in its concrete point as stap names
+// it, process("/abs/path").function("scale"). Without DWARF a function has
+// no named parameters: its arguments are read from the registers of the
+// calling convention (int_arg(n) and friends), its return value from rax
+// ($return and returnval() in .return probes).
+func processFunctionFamily(k KernelInfo, cfg Config) *Family {
+	objects := &objectCache{objs: map[string]*elfsym.Object{}}
+	var paths []string
+	for _, base := range []string{"process(string).function(string)", "process.function(string)"} {
+		paths = append(paths, base, base+".call", base+".return")
+	}
+	return &Family{Name: "process.function", Paths: paths, Kernel: true,
+		Expand: func(p *Point) ([]*Point, error) { return expandUprobe(k, cfg, objects, p) }}
+}
+
+// objectCache holds the symbol tables read so far, by path.
+type objectCache struct {
+	mu   sync.Mutex
+	objs map[string]*elfsym.Object
+}
+
+func (c *objectCache) open(path string) (*elfsym.Object, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if o, ok := c.objs[path]; ok {
+		return o, nil
+	}
+	o, err := elfsym.Open(path)
+	if err != nil {
+		return nil, errorf("cannot read the symbol table of %s: %v", path, err)
+	}
+	c.objs[path] = o
+	return o, nil
+}
+
+// returnLocal is the -p2 name of a .return probe's $return.
+const returnLocal = "__uretprobe_return"
+
+func expandUprobe(k KernelInfo, cfg Config, objects *objectCache, p *Point) ([]*Point, error) {
+	path, err := uprobeFile(p, cfg)
+	if err != nil {
+		return nil, err
+	}
+	obj, err := objects.open(path)
+	if err != nil {
+		return nil, err
+	}
+	spec, _ := p.Arg("function").(*syntax.StringLit)
+	fns, err := obj.Match(spec.Value)
+	if err != nil {
+		return nil, &Error{Msg: err.Error()}
+	}
+	if len(fns) == 0 {
+		return nil, &Error{Msg: "no match", detail: func() string {
+			if len(obj.Funcs) == 0 {
+				return fmt.Sprintf(" (the symbol tables of %s list no functions)", path)
+			}
+			return fmt.Sprintf(" (similar functions: %s)", similarNames(spec.Value, obj.Names()))
+		}}
+	}
+	kind := attach.Uprobe
+	if p.Components[len(p.Components)-1].Name == "return" {
+		kind = attach.Uretprobe
+	}
+	var out []*Point
+	for _, fn := range fns {
+		a := &attach.Point{Kind: kind, Event: fn.Name, Path: path, Offset: fn.Offset, PC: obj.PC(fn)}
+		if kind == attach.Uretprobe {
+			a.Args = []attach.Arg{{Name: "return", Local: returnLocal, Loc: attach.Loc{Offset: attach.RegRAX, Size: 8}}}
+		}
+		if len(out) == 0 {
+			if err := k.Attachable(a); err != nil {
+				return nil, &Error{Msg: err.Error()}
+			}
+		}
+		q := concretePoint(concretePoint(p, "process", path), "function", fn.Name)
+		q.Context = &Context{kernel: k, Attach: a}
+		out = append(out, q)
+	}
+	out[0].Plan = uprobePlan(p, kind, path, fns)
+	return out, nil
+}
+
+// uprobeFile is the file a point probes: its process("PATH") resolved, or
+// the target's executable.
+func uprobeFile(p *Point, cfg Config) (string, error) {
+	name, ok := p.Arg("process").(*syntax.StringLit)
+	if !ok {
+		if cfg.TargetBinary == nil || cfg.TargetBinary() == "" {
+			return "", errorf("unspecified process probe is invalid without a -c COMMAND or -x PID [man stapprobes]")
+		}
+		return cfg.TargetBinary(), nil
+	}
+	path, err := elfsym.Resolve(name.Value)
+	if errors.Is(err, elfsym.ErrNotFound) {
+		return "", errorf("cannot find executable '%s'", name.Value)
+	}
+	if err != nil {
+		return "", errorf("cannot find executable '%s': %v", name.Value, err)
+	}
+	return path, nil
+}
+
+// uprobePlan says for -v where a point's probes attach: the kind, the file
+// and the file offsets of the first few functions.
+func uprobePlan(p *Point, kind attach.Kind, path string, fns []elfsym.Func) string {
+	const shown = 4
+	var where []string
+	for i, fn := range fns {
+		if i == shown {
+			where = append(where, fmt.Sprintf("and %d more", len(fns)-shown))
+			break
+		}
+		where = append(where, fmt.Sprintf("%s at %#x", fn.Name, fn.Offset))
+	}
+	return fmt.Sprintf("%s: %d %s(s) on %s, from its ELF symbol table (%s)",
+		p.Name(), len(fns), kind, path, strings.Join(where, ", "))
+}
