@@ -68,7 +68,10 @@ type gen struct {
 	// (the merged entries of syscall.* have the union of every call's), so
 	// they live in the scratch area, leaving the stack to temporaries.
 	longsInScratch bool
-	actions        int16 // stack offset of the loop action counter, 0 if none
+	// actions is the scratch offset of the probe's count of loop actions,
+	// when counted (stmt.go, loop).
+	actions int
+	counted bool
 	loops          []loop
 	errs           map[string]string // error label by site key, for sharing tails
 	tails          []func()          // code emitted after the body (error tails)
@@ -293,8 +296,8 @@ func (g *gen) zeroLocals() {
 			g.emit(asm.StoreMem(asm.R10, int16(v.off), asm.R0, asm.DWord))
 		}
 	}
-	if g.grouped && g.actions != 0 {
-		g.emit(asm.StoreMem(asm.R10, g.actions, asm.R0, asm.DWord))
+	if g.counted {
+		g.emit(asm.StoreMem(regScratch, int16(g.actions), asm.R0, asm.DWord))
 	}
 }
 

@@ -32,9 +32,9 @@ func (g *gen) section(p *sema.Probe, timing int) error {
 	for _, v := range p.Locals { // before any temporary, so never freed
 		g.local(v)
 	}
-	g.actions = 0
-	if hasLoop(p.Body) {
-		g.actions = g.pushSlot()
+	g.counted = hasLoop(p.Body)
+	if g.counted {
+		g.actions = g.allocScratch(8)
 	}
 	if g.grouped {
 		g.zeroLocals()
@@ -140,20 +140,33 @@ func terminates(s syntax.Stmt) bool {
 	return false
 }
 
-// loop compiles while and for loops. Every iteration charges one action to
-// the probe's counter; past MAXACTION the probe ends with stap's error.
+// loop compiles while and for loops. Every iteration charges one action;
+// past MAXACTION the probe ends with stap's error.
+//
+// The loop counts its iterations in a stack slot of its own, from 0, which
+// bounds it for the verifier; when it ends, the count is added to the
+// probe's total in the scratch area (checked against MAXACTION too) and the
+// slot is zeroed again, as it is at the return of an inlined function that
+// leaves the loop. So the paths that left after different numbers of
+// iterations meet with equal states and the verifier prunes them: kept on
+// the stack, the total made every later loop walk once per earlier count.
 func (g *gen) loop(init, cond, post syntax.Expr, body syntax.Stmt) {
 	if init != nil {
 		g.effect(init)
 	}
 	top, cont, brk := g.newLabel("loop"), g.newLabel("continue"), g.newLabel("break")
-	counter := g.actions
+	counter := g.pushSlot()
+	if n := len(g.inlined); n > 0 {
+		g.inlined[n-1].counters = append(g.inlined[n-1].counters, counter)
+	}
+	maxAction := g.errorSite(tapset.MsgMaxAction, g.cur, false)
+	g.emit(asm.Mov.Imm(asm.R1, 0), asm.StoreMem(asm.R10, counter, asm.R1, asm.DWord))
 	g.mark(top)
 	g.emit(
 		asm.LoadMem(asm.R1, asm.R10, counter, asm.DWord),
 		asm.Add.Imm(asm.R1, 1),
 		asm.StoreMem(asm.R10, counter, asm.R1, asm.DWord),
-		asm.JGT.Imm(asm.R1, int32(g.m.cfg.Limits.MaxAction), g.errorSite(tapset.MsgMaxAction, g.cur, false)),
+		asm.JGT.Imm(asm.R1, int32(g.m.cfg.Limits.MaxAction), maxAction),
 	)
 	if cond != nil {
 		g.long(cond)
@@ -168,6 +181,15 @@ func (g *gen) loop(init, cond, post syntax.Expr, body syntax.Stmt) {
 	}
 	g.emit(asm.Ja.Label(top))
 	g.mark(brk)
+	g.emit(
+		asm.LoadMem(asm.R1, asm.R10, counter, asm.DWord),
+		asm.LoadMem(asm.R2, regScratch, int16(g.actions), asm.DWord),
+		asm.Add.Reg(asm.R2, asm.R1),
+		asm.StoreMem(regScratch, int16(g.actions), asm.R2, asm.DWord),
+		asm.Mov.Imm(asm.R1, 0),
+		asm.StoreMem(asm.R10, counter, asm.R1, asm.DWord),
+		asm.JGT.Imm(asm.R2, int32(g.m.cfg.Limits.MaxAction), maxAction),
+	)
 }
 
 // hasLoop tells whether a body, or a script function it calls (which is

@@ -96,11 +96,6 @@ func subprogShape(f *syntax.Func) bool {
 	if len(f.Params) > subprogArgs {
 		return false
 	}
-	for _, p := range f.Params {
-		if p.Type != syntax.TypeLong {
-			return false
-		}
-	}
 	return f.Result == syntax.TypeLong || f.Result == syntax.TypeString
 }
 
@@ -114,10 +109,16 @@ func (g *gen) compileSubprog(c *syntax.Call, sp *subprog) *gen {
 	keySlot, retSlot := s.pushSlot(), s.pushSlot()
 	slots := s.frameSlots(f)
 	s.insns, s.pos = nil, nil // the prologue zeroes the stack; params arrive in theirs
+	params := map[*syntax.Var]int16{} // a string parameter's incoming pointer
+	for _, p := range f.Params {
+		if p.Type == syntax.TypeString {
+			params[p] = s.pushSlot()
+		}
+	}
 	s.emit(asm.Mov.Imm(asm.R1, 0))
-	for _, v := range slots {
-		if v.str {
-			s.emit(asm.StoreMem(regScratch, int16(v.off), asm.R1, asm.Byte))
+	for v, slot := range slots {
+		if _, isParam := params[v]; slot.str && !isParam {
+			s.emit(asm.StoreMem(regScratch, int16(slot.off), asm.R1, asm.Byte))
 		}
 	}
 	var result value
@@ -138,7 +139,7 @@ func (g *gen) compileSubprog(c *syntax.Call, sp *subprog) *gen {
 		return s
 	}
 	sp.index = len(g.subs.order) + 1 // its callees have theirs
-	s.assembleSubprog(sp, f, keySlot, retSlot, slots)
+	s.assembleSubprog(sp, f, keySlot, retSlot, slots, params)
 	return s
 }
 
@@ -164,7 +165,7 @@ func (s *gen) subprogReturn(retSlot int16, result value) {
 // assembleSubprog puts the prologue before the body (zeroed stack, the
 // arguments spilled to their slots, the scratch element in R9); an error
 // ends it with 1.
-func (s *gen) assembleSubprog(sp *subprog, f *syntax.Func, keySlot, retSlot int16, slots map[*syntax.Var]value) {
+func (s *gen) assembleSubprog(sp *subprog, f *syntax.Func, keySlot, retSlot int16, slots map[*syntax.Var]value, params map[*syntax.Var]int16) {
 	s.assemble(sp, subprogType(sp.label, f, s.m.maxStr), func() {
 		s.emit(asm.Mov.Imm(asm.R0, 0))
 		for off := 8; off <= s.maxStack; off += 8 {
@@ -172,11 +173,22 @@ func (s *gen) assembleSubprog(sp *subprog, f *syntax.Func, keySlot, retSlot int1
 		}
 		s.emit(asm.StoreMem(asm.R10, retSlot, asm.R1, asm.DWord))
 		for i, p := range f.Params {
-			s.emit(asm.StoreMem(asm.R10, int16(slots[p].off), asm.R2+asm.Register(i), asm.DWord))
+			at, isStr := params[p]
+			if !isStr {
+				at = int16(slots[p].off)
+			}
+			s.emit(asm.StoreMem(asm.R10, at, asm.R2+asm.Register(i), asm.DWord))
 		}
 		if s.maxScr > 0 {
 			s.emit(emitLookupIndex(ScratchMap, keySlot, int32(sp.index), labelExit)...)
 			s.emit(asm.Mov.Reg(regScratch, asm.R0))
+		}
+		for _, p := range f.Params { // a string is copied in, up to its NUL
+			if at, isStr := params[p]; isStr {
+				s.emit(asm.Mov.Reg(asm.R1, regScratch), asm.Add.Imm(asm.R1, int32(slots[p].off)),
+					asm.Mov.Imm(asm.R2, int32(slots[p].width)), asm.LoadMem(asm.R3, asm.R10, at, asm.DWord),
+					asm.FnProbeReadKernelStr.Call())
+			}
 		}
 	})
 }
@@ -245,12 +257,18 @@ func (g *gen) callSubprog(c *syntax.Call, sp *subprog, dst value) value {
 		result = g.strSlot(g.m.maxStr)
 	}
 	stack, mark := g.stack, g.scratchMark()
-	var args []int
+	var args []value
 	for _, a := range c.Args {
+		if a.Type() == syntax.TypeString {
+			v := g.str(a)
+			g.maxScr = max(g.maxScr, v.off+g.m.maxStr) // the callee's view: maxStr bytes
+			args = append(args, v)
+			continue
+		}
 		g.long(a)
 		cell := g.allocScratch(8)
 		g.emit(asm.StoreMem(regScratch, int16(cell), asm.R0, asm.DWord))
-		args = append(args, cell)
+		args = append(args, value{off: cell})
 	}
 	if result.str {
 		g.scratchAddr(result.off)()
@@ -259,8 +277,14 @@ func (g *gen) callSubprog(c *syntax.Call, sp *subprog, dst value) value {
 		result = value{off: int(g.pushSlot())}
 		g.emit(asm.Mov.Reg(asm.R1, asm.R10), asm.Add.Imm(asm.R1, int32(result.off)))
 	}
-	for i, cell := range args { // reloaded from the map: scalars, even pointers
-		g.emit(asm.LoadMem(asm.R2+asm.Register(i), regScratch, int16(cell), asm.DWord))
+	for i, a := range args {
+		r := asm.R2 + asm.Register(i)
+		if a.str {
+			g.emit(asm.Mov.Reg(r, regScratch), asm.Add.Imm(r, int32(a.off)))
+			continue
+		}
+		// reloaded from the map: a scalar, even if the value was a pointer
+		g.emit(asm.LoadMem(r, regScratch, int16(a.off), asm.DWord))
 	}
 	g.emit(asm.Call.Label(sp.label), asm.JNE.Imm(asm.R0, 0, labelExit))
 	if !result.str {
@@ -280,8 +304,12 @@ func subprogType(name string, f *syntax.Func, maxStr int) *btf.Func {
 		size = maxStr
 	}
 	params := []btf.FuncParam{{Name: "ret", Type: bytesPointer(size)}}
-	for i := range f.Params {
-		params = append(params, btf.FuncParam{Name: fmt.Sprintf("a%d", i), Type: longType})
+	for i, p := range f.Params {
+		var t btf.Type = longType
+		if p.Type == syntax.TypeString {
+			t = bytesPointer(maxStr)
+		}
+		params = append(params, btf.FuncParam{Name: fmt.Sprintf("a%d", i), Type: t})
 	}
 	return &btf.Func{Name: name, Linkage: btf.GlobalFunc, Type: &btf.FuncProto{Return: intType, Params: params}}
 }
