@@ -15,6 +15,14 @@ import (
 // page's SYNOPSIS writes it (name:result(param:type,...)), with the types the
 // elaborator must infer where stap's declaration leaves them out.
 var signatures = []string{
+	// dentry.stp (kernelProbeOnly)
+	"d_name:string(dentry:long)",
+	"reverse_path_walk:string(dentry:long)",
+	"inode_name:string(inode:long)",
+	"real_mount:long(vfsmnt:long)",
+	"task_dentry_path:string(task:long,dentry:long,vfsmnt:long)",
+	"fullpath_struct_path:string(path:long)",
+	"fullpath_struct_file:string(task:long,file:long)",
 	// atomic.stp
 	"atomic_read:long(addr:long)",
 	"atomic_long_read:long(addr:long)",
@@ -202,6 +210,8 @@ var signatures = []string{
 var kernelProbeOnly = map[string]bool{
 	"task_current": true, "task_parent": true, "task_state": true, "task_execname": true, "task_pid": true,
 	"task_tid": true, "task_prio": true, "task_nice": true, "task_cpu": true, "task_utime": true, "task_stime": true,
+	"d_name": true, "reverse_path_walk": true, "inode_name": true, "real_mount": true, "task_dentry_path": true,
+	"fullpath_struct_path": true, "fullpath_struct_file": true,
 }
 
 // refused are the functions (name/arity) every call of which pass 2
