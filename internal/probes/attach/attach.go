@@ -27,9 +27,14 @@ const (
 	// trace event's record, laid out as tracefs's events/SYSTEM/EVENT/format
 	// says.
 	Tracepoint
+	// PerfEvent is a sampling perf event (perf_event_open), opened on
+	// every online CPU: the context is struct bpf_perf_event_data, the
+	// interrupted registers (struct pt_regs) first. Perf says which event.
+	PerfEvent
 )
 
-var kindNames = [...]string{TPBTF: "tp_btf", RawTracepoint: "raw_tracepoint", Tracepoint: "tracepoint"}
+var kindNames = [...]string{TPBTF: "tp_btf", RawTracepoint: "raw_tracepoint", Tracepoint: "tracepoint",
+	PerfEvent: "perf_event"}
 
 func (k Kind) String() string {
 	if int(k) < len(kindNames) && kindNames[k] != "" {
@@ -53,14 +58,27 @@ type Point struct {
 	Event  string
 	System string
 	BTFID  kernel.TypeID
+	// Perf is the event of a PerfEvent point.
+	Perf *Perf
 	// Args are the point's arguments, $NAME in a script, in order. For a
 	// classic tracepoint they are the record's fields, read from tracefs
 	// when a script first asks for one (probes.Context).
 	Args []Arg
 }
 
+// Perf is a sampling perf event: perf_event_attr's type and config, and
+// every how many events it fires (Period), or how many times a second
+// (Freq, when nonzero).
+type Perf struct {
+	Type, Config uint64
+	Period, Freq uint64
+}
+
 // Target names what p attaches to, for messages: "sched:sched_switch".
 func (p *Point) Target() string {
+	if p.Perf != nil {
+		return fmt.Sprintf("perf event type %d config %d", p.Perf.Type, p.Perf.Config)
+	}
 	if p.System == "" {
 		return p.Event
 	}
