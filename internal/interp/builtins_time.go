@@ -60,4 +60,3 @@ func monotonicNanos() int64 {
 	syscall.RawSyscall(syscall.SYS_CLOCK_GETTIME, clockMonotonic, uintptr(unsafe.Pointer(&ts)), 0)
 	return ts.Nano()
 }
-
