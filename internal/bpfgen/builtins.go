@@ -56,7 +56,14 @@ func kernelBuiltins() map[string]builtinCode {
 		// registers, so addr() is 0 and symname prints it in hex.
 		"probefunc":          strCode(func(g *gen, _ *syntax.Call) value { return g.strLit("0x0") }),
 		"syscall_name":       strCode((*gen).syscallName),
+		"addr":               longCode((*gen).addr),
+		"uaddr":              longCode((*gen).uaddr),
+		"user_mode":          longCode((*gen).userMode),
 		"user_string_quoted": strCode((*gen).userStringQuoted),
+	}
+	for name, form := range map[string]StackForm{"backtrace": KernelHex, "sprint_backtrace": KernelText,
+		"ubacktrace": UserHex, "sprint_ubacktrace": UserText} {
+		codes[name] = strCode(func(g *gen, _ *syntax.Call) value { return g.stackToken(form) })
 	}
 	for unit := range clockDivisors {
 		codes["gettimeofday_"+unit] = longCode(func(g *gen, _ *syntax.Call) { g.clock(unit, g.m.cfg.RealtimeOffset) })
