@@ -29,6 +29,10 @@ var signatures = []string{
 	"task_stime:long()",
 	"task_utime:long(tid:long)",
 	"task_stime:long(tid:long)",
+	// context_symbols.stp (kernelProbeOnly)
+	"print_stack(stk:string)",
+	"print_backtrace()",
+	"print_ubacktrace()",
 	// target_set.stp
 	"target_set_pid:long(pid:long)",
 	"target_set_report()",
@@ -199,6 +203,7 @@ var signatures = []string{
 var kernelProbeOnly = map[string]bool{
 	"task_current": true, "task_parent": true, "task_state": true, "task_execname": true, "task_pid": true,
 	"task_tid": true, "task_prio": true, "task_nice": true, "task_cpu": true, "task_utime": true, "task_stime": true,
+	"print_backtrace": true, "print_ubacktrace": true,
 }
 
 // refused are the functions (name/arity) every call of which pass 2
