@@ -94,6 +94,7 @@ type Module struct {
 	Errors   []*ErrorSite
 	zeroSize int
 	syscalls bool // a program reads SyscallMap
+	stacks   bool // a program takes stacks into StackMap
 	guards   bool // a program takes NestMap's guard
 	skips    bool // a program counts in SkipMap
 	programs int  // compiled so far
@@ -169,6 +170,9 @@ func (m *Module) CompileGroup(ps []*sema.Probe) (*Program, error) {
 
 // RingSize is the size of the module's ring buffer in bytes.
 func (m *Module) RingSize() int { return m.cfg.RingSize }
+
+// MaxStringLen is MAXSTRINGLEN, NUL included, as the programs use it.
+func (m *Module) MaxStringLen() int { return m.maxStr }
 
 // PosOf maps an instruction index (the one a verifier rejection names) to
 // its script position; the zero Pos when unknown.

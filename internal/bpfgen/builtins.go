@@ -57,9 +57,15 @@ func kernelBuiltins() map[string]builtinCode {
 		"register":           longCode((*gen).registerRead),
 		"u_register":         longCode((*gen).registerRead),
 		"returnval":          longCode((*gen).returnval),
-		"uaddr":              longCode((*gen).uaddr),
 		"syscall_name":       strCode((*gen).syscallName),
+		"addr":               longCode((*gen).addr),
+		"uaddr":              longCode((*gen).uaddr),
+		"user_mode":          longCode((*gen).userMode),
 		"user_string_quoted": strCode((*gen).userStringQuoted),
+	}
+	for name, form := range map[string]StackForm{"backtrace": KernelHex, "sprint_backtrace": KernelText,
+		"ubacktrace": UserHex, "sprint_ubacktrace": UserText} {
+		codes[name] = strCode(func(g *gen, _ *syntax.Call) value { return g.stackToken(form) })
 	}
 	for unit := range clockDivisors {
 		codes["gettimeofday_"+unit] = longCode(func(g *gen, _ *syntax.Call) { g.clock(unit, g.m.cfg.RealtimeOffset) })

@@ -61,6 +61,9 @@ func (m *Module) Maps() []Map {
 	if m.syscalls {
 		maps = append(maps, Map{SyscallMap, syscallMapSpec()})
 	}
+	if m.stacks {
+		maps = append(maps, Map{StackMap, stackMapSpec()})
+	}
 	if m.regexBase != nil {
 		maps = append(maps, Map{RegexMap, m.regexMapSpec()})
 	}

@@ -121,17 +121,6 @@ func (g *gen) returnval(c *syntax.Call) {
 	g.emit(asm.LoadMem(asm.R0, regCtx, attach.RegRAX, asm.DWord))
 }
 
-// uaddr compiles uaddr(): the user's instruction pointer in a function
-// probe (the probed function's entry; the return address in a .return
-// probe), else 0.
-func (g *gen) uaddr(*syntax.Call) {
-	if !g.registerProbe() {
-		g.emit(asm.Mov.Imm(asm.R0, 0))
-		return
-	}
-	g.emit(asm.LoadMem(asm.R0, regCtx, attach.RegRIP, asm.DWord))
-}
-
 // probefunc compiles probefunc(): a function probe's function; elsewhere
 // stap's symname(addr()) of a probe without registers, "0x0".
 func (g *gen) probefunc(*syntax.Call) value {

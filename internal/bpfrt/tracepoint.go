@@ -49,13 +49,8 @@ func (perfTracepoint) attach(prog *ebpf.Program, p *attach.Point) (io.Closer, er
 	if err != nil {
 		return nil, fmt.Errorf("perf_event_open: %w", err)
 	}
-	if err := unix.IoctlSetInt(fd, unix.PERF_EVENT_IOC_SET_BPF, prog.FD()); err != nil {
-		unix.Close(fd)
-		return nil, fmt.Errorf("set BPF program on perf event: %w", err)
-	}
-	if err := unix.IoctlSetInt(fd, unix.PERF_EVENT_IOC_ENABLE, 0); err != nil {
-		unix.Close(fd)
-		return nil, fmt.Errorf("enable perf event: %w", err)
+	if err := setProgram(fd, prog); err != nil {
+		return nil, err
 	}
 	return &perfEvent{fd}, nil
 }

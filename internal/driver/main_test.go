@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -86,6 +87,8 @@ func workload(args []string) int {
 		return readThreads(n)
 	case "signals":
 		return sendSignals(n)
+	case "spin":
+		spin(time.Duration(n) * time.Millisecond)
 	default:
 		fmt.Fprintln(os.Stderr, "workload: unknown mode", args[0])
 		return 2
@@ -205,4 +208,18 @@ func sendSignals(n int) int {
 		<-usr1
 	}
 	return 0
+}
+
+// spin keeps the CPU busy in user space until the process has used d of
+// CPU time.
+func spin(d time.Duration) {
+	var ru unix.Rusage
+	for x := 0; ; x++ {
+		if x%(1<<20) == 0 {
+			unix.Getrusage(unix.RUSAGE_SELF, &ru)
+			if time.Duration(ru.Utime.Nano()+ru.Stime.Nano()) >= d {
+				return
+			}
+		}
+	}
 }

@@ -21,7 +21,7 @@ var builtins map[string]builtinFunc
 
 func init() {
 	builtins = map[string]builtinFunc{}
-	for _, group := range []map[string]builtinFunc{controlBuiltins, contextBuiltins, registerBuiltins(), stringBuiltins, timeBuiltins, memoryBuiltins} {
+	for _, group := range []map[string]builtinFunc{controlBuiltins, contextBuiltins, registerBuiltins(), stringBuiltins, timeBuiltins, memoryBuiltins, symbolBuiltins} {
 		for name, f := range group {
 			builtins[name] = f
 		}
@@ -146,7 +146,6 @@ func registerBuiltins() map[string]builtinFunc {
 		"returnval": func(cc *callContext, _ []Value) Value {
 			panic(&runError{Msg: tapset.NoReturnval(cc.in.act.probe.Name)})
 		},
-		"uaddr": func(*callContext, []Value) Value { return long(0) },
 	}
 	for name := range tapset.ArgReaders {
 		m[name] = raise(tapset.MsgNoArgs)

@@ -1,17 +1,11 @@
 package interp
 
 import (
-	"bufio"
-	"compress/gzip"
-	"io"
-	"os"
-	"strconv"
-	"strings"
-	"sync"
 	"syscall"
 	"unsafe"
 
 	"github.com/bpftap/bpftap/internal/format"
+	"github.com/bpftap/bpftap/internal/kernel"
 )
 
 var timeBuiltins = map[string]builtinFunc{
@@ -28,9 +22,9 @@ var timeBuiltins = map[string]builtinFunc{
 	"cpu_clock_us":    monoClock(1e3),
 	"cpu_clock_ns":    monoClock(1),
 	"get_cycles":      monoClock(1),
-	"HZ":              func(*callContext, []Value) Value { return long(int64(kernelHZ())) },
+	"HZ":              func(*callContext, []Value) Value { return long(int64(kernel.HZ())) },
 	"jiffies": func(*callContext, []Value) Value {
-		hz := int64(kernelHZ())
+		hz := int64(kernel.HZ())
 		return long(1<<32 - 300*hz + monotonicNanos()*hz/1e9)
 	},
 	"tz_ctime": func(cc *callContext, a []Value) Value {
@@ -65,39 +59,4 @@ func monotonicNanos() int64 {
 	const clockMonotonic = 1
 	syscall.RawSyscall(syscall.SYS_CLOCK_GETTIME, clockMonotonic, uintptr(unsafe.Pointer(&ts)), 0)
 	return ts.Nano()
-}
-
-var kernelHZ = sync.OnceValue(func() int {
-	if hz := configHZ(); hz > 0 {
-		return hz
-	}
-	return 250 // the most common distribution setting
-})
-
-// configHZ reads CONFIG_HZ from the running kernel's configuration.
-func configHZ() int {
-	var r io.Reader
-	if f, err := os.Open("/proc/config.gz"); err == nil {
-		defer f.Close()
-		if gz, err := gzip.NewReader(f); err == nil {
-			r = gz
-		}
-	}
-	if r == nil {
-		release, _ := os.ReadFile("/proc/sys/kernel/osrelease")
-		f, err := os.Open("/boot/config-" + strings.TrimSpace(string(release)))
-		if err != nil {
-			return 0
-		}
-		defer f.Close()
-		r = f
-	}
-	sc := bufio.NewScanner(r)
-	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), "CONFIG_HZ="); ok {
-			hz, _ := strconv.Atoi(v)
-			return hz
-		}
-	}
-	return 0
 }

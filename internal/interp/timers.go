@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/bpftap/bpftap/internal/kernel"
 	"github.com/bpftap/bpftap/internal/probes"
 	"github.com/bpftap/bpftap/internal/sema"
 )
@@ -20,7 +21,7 @@ func newTimer(p *sema.Probe, now time.Time) *timer {
 	point := &probes.Point{Components: p.Point.Components}
 	periodNs, randNs, jiffies := probes.TimerPeriod(point)
 	if jiffies > 0 {
-		tick := int64(time.Second) / int64(kernelHZ())
+		tick := int64(time.Second) / int64(kernel.HZ())
 		periodNs = jiffies * tick
 		r, _ := point.Number("randomize")
 		randNs = r * tick

@@ -79,6 +79,7 @@ type Session struct {
 	objs   *objects // from Load on
 	loaded []*bpfrt.Program
 	cfg    Config
+	stacks *stackTexts // from Load on
 
 	reader     *bpfrt.RingReader
 	readerDone chan error
@@ -199,6 +200,7 @@ func (s *Session) Load() error {
 		return fmt.Errorf("ERROR: %w", err)
 	}
 	s.objs = objs
+	s.stacks = newStackTexts(objs.shared[bpfgen.StackMap], s.mod.MaxStringLen())
 	refs := make([]map[string]*ebpf.Map, len(s.progs))
 	for i, p := range s.progs {
 		if refs[i], err = objs.bind(p); err != nil {

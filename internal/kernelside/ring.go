@@ -42,6 +42,9 @@ func (s *Session) Start(sink Sink) error {
 		case err != nil:
 			sink.KernelError(err.Error(), syntax.Pos{})
 		case r.Kind == bpfgen.RecordPrint:
+			for i := range r.Args {
+				r.Args[i].Str = s.stacks.expand(r.Args[i].Str)
+			}
 			sink.KernelPrint(r.Output.Call, r.Args)
 		case r.Kind == bpfgen.RecordError:
 			sink.KernelError(r.Error.Text(r.Arg), r.Error.Pos)

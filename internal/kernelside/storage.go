@@ -32,7 +32,7 @@ func (s *Session) Storage(g interp.Global) interp.Storage {
 			// own empty array stands for it and is never touched.
 			return interp.Storage{}
 		}
-		mg := &mapGlobal{gl: gl, m: s.objs.shared[gl.Ref], newStat: g.NewStat, cpus: 1}
+		mg := &mapGlobal{gl: gl, m: s.objs.shared[gl.Ref], newStat: g.NewStat, cpus: 1, stacks: s.stacks}
 		if gl.Cache != nil {
 			mg.cache = s.objs.shared[gl.Cache.Ref]
 		}
@@ -58,6 +58,7 @@ type mapGlobal struct {
 	cache   *ebpf.Map // the last-key cache of a cached array, or nil
 	cpus    int       // value copies: the possible CPUs of a per-CPU map, else 1
 	newStat func() *format.Stat
+	stacks  *stackTexts // the text of the stack tokens in keys and values
 }
 
 var scalarKey = []byte{0, 0, 0, 0}
@@ -86,7 +87,11 @@ func (g *mapGlobal) put(key []byte, vs [][]byte) error {
 	return err
 }
 
-func (g *mapGlobal) decode(vs [][]byte) interp.Value { return interp.Value(g.gl.DecodeValue(vs)) }
+func (g *mapGlobal) decode(vs [][]byte) interp.Value {
+	v := g.gl.DecodeValue(vs)
+	v.Str = g.stacks.expand(v.Str)
+	return interp.Value(v)
+}
 
 func (g *mapGlobal) encode(v interp.Value) [][]byte { return g.gl.EncodeValue(format.Arg(v), g.cpus) }
 
@@ -154,6 +159,7 @@ func (g mapArray) packKey(k interp.Key) ([]byte, error) {
 	columns := make([]format.Arg, len(k))
 	for i, v := range k {
 		columns[i] = format.Arg(v)
+		columns[i].Str = g.stacks.token(v.Str)
 	}
 	return g.gl.PackKey(columns)
 }
@@ -162,6 +168,7 @@ func (g mapArray) unpackKey(key []byte) interp.Key {
 	columns := g.gl.UnpackKey(key)
 	k := make(interp.Key, len(columns))
 	for i, c := range columns {
+		c.Str = g.stacks.expand(c.Str)
 		k[i] = interp.Value(c)
 	}
 	return k

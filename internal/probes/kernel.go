@@ -11,8 +11,8 @@ import (
 
 // Kernel and user-space instrumentation families that run as BPF programs.
 // kernel.trace (tracepoint.go), syscall.* (syscall.go), the process
-// lifecycle (lifecycle.go) and process.function (uprobe.go) are
-// implemented; the others are declared so
+// lifecycle (lifecycle.go), process.function (uprobe.go) and the perf
+// events (perf.go) are implemented; the others are declared so
 // that points resolve (and typos get "similar" suggestions) and the
 // elaborator refuses them while Unsupported is set. To implement one, give it
 // its Check or Expand and clear Unsupported. syscall_any and
@@ -32,28 +32,8 @@ func kernelFamilies(k KernelInfo, cfg Config) []*Family {
 		processFunctionFamily(k, cfg),
 		u("process.mark", "process(string).mark(string)", "process.mark(string)"),
 		lifecycleFamily(k, cfg),
-		u("perf", perfPaths()...),
-		u("timer.profile", "timer.profile", "timer.profile.tick"),
+		perfFamily(k),
 	}
-}
-
-// perfPaths lists the perf event points: software and hardware events by name
-// and raw events by type and config, each optionally sampled every N events.
-func perfPaths() []string {
-	events := []string{"perf.type(number).config(number)"}
-	for _, sw := range []string{"cpu_clock", "task_clock", "page_faults", "context_switches",
-		"cpu_migrations", "page_faults_min", "page_faults_maj", "alignment_faults", "emulation_faults"} {
-		events = append(events, "perf.sw."+sw)
-	}
-	for _, hw := range []string{"cpu_cycles", "instructions", "cache_references", "cache_misses",
-		"branch_instructions", "branch_misses", "bus_cycles"} {
-		events = append(events, "perf.hw."+hw)
-	}
-	var paths []string
-	for _, e := range events {
-		paths = append(paths, e, e+".sample(number)")
-	}
-	return paths
 }
 
 // KernelInfo is what the kernel families learn about the kernel: its

@@ -224,7 +224,21 @@ var Builtins = index(
 	bpf(fn("pp", str)),
 	bpf(fn("pn", str)),
 	bpf(fn("probefunc", str)),
-	fn("user_mode", long),
+	bpf(fn("user_mode", long)),
+	bpf(fn("addr", long)),
+	bpf(fn("uaddr", long)),
+	// stacks (bpfgen/stacks.go): taken in kernel probes only, symbolized
+	// in user space; symname and friends symbolize kernel addresses
+	// (package ksym) where the value is printed
+	kernelOnly(fn("backtrace", str)),
+	kernelOnly(fn("sprint_backtrace", str)),
+	kernelOnly(fn("ubacktrace", str)),
+	kernelOnly(fn("sprint_ubacktrace", str)),
+	captured(fn("symname", str, l("addr"))),
+	captured(fn("symdata", str, l("addr"))),
+	captured(fn("sprint_stack", str, s("stk"))),
+	// __stack_lines(stk): print_stack's text, not cut at MAXSTRINGLEN
+	captured(fn("__stack_lines", str, s("stk"))),
 	fn("is_return", long),
 	fn("mem_page_size", long),
 	fn("stp_pid", long),
@@ -242,7 +256,6 @@ var Builtins = index(
 	bpfLiteral(1, fn("register", long, s("name"))),
 	bpfLiteral(1, fn("u_register", long, s("name"))),
 	bpf(fn("returnval", long)),
-	bpf(fn("uaddr", long)),
 	// memory of traced processes and the kernel
 	bpf(fn("kernel_string", str, l("addr"))),
 	bpfLiteral(2, fn("kernel_string_n", str, l("addr"), l("n"))),

@@ -40,6 +40,10 @@ var signatures = []string{
 	"task_stime:long()",
 	"task_utime:long(tid:long)",
 	"task_stime:long(tid:long)",
+	// context_symbols.stp (kernelProbeOnly)
+	"print_stack(stk:string)",
+	"print_backtrace()",
+	"print_ubacktrace()",
 	// target_set.stp
 	"target_set_pid:long(pid:long)",
 	"target_set_report()",
@@ -212,6 +216,7 @@ var kernelProbeOnly = map[string]bool{
 	"task_tid": true, "task_prio": true, "task_nice": true, "task_cpu": true, "task_utime": true, "task_stime": true,
 	"d_name": true, "reverse_path_walk": true, "inode_name": true, "real_mount": true, "task_dentry_path": true,
 	"fullpath_struct_path": true, "fullpath_struct_file": true,
+	"print_backtrace": true, "print_ubacktrace": true,
 }
 
 // refused are the functions (name/arity) every call of which pass 2

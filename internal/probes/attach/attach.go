@@ -34,10 +34,14 @@ const (
 	// Uretprobe fires when that function returns: pt_regs again, the return
 	// value in rax, the instruction pointer at the return address.
 	Uretprobe
+	// PerfEvent is a sampling perf event (perf_event_open), opened on
+	// every online CPU: the context is struct bpf_perf_event_data, the
+	// interrupted registers (struct pt_regs) first. Perf says which event.
+	PerfEvent
 )
 
 var kindNames = [...]string{TPBTF: "tp_btf", RawTracepoint: "raw_tracepoint", Tracepoint: "tracepoint",
-	Uprobe: "uprobe", Uretprobe: "uretprobe"}
+	Uprobe: "uprobe", Uretprobe: "uretprobe", PerfEvent: "perf_event"}
 
 func (k Kind) String() string {
 	if int(k) < len(kindNames) && kindNames[k] != "" {
@@ -70,15 +74,28 @@ type Point struct {
 	Path   string
 	Offset uint64
 	PC     string
+	// Perf is the event of a PerfEvent point.
+	Perf *Perf
 	// Args are the point's arguments, $NAME in a script, in order. For a
 	// classic tracepoint they are the record's fields, read from tracefs
 	// when a script first asks for one (probes.Context).
 	Args []Arg
 }
 
+// Perf is a sampling perf event: perf_event_attr's type and config, and
+// every how many events it fires (Period), or how many times a second
+// (Freq, when nonzero).
+type Perf struct {
+	Type, Config uint64
+	Period, Freq uint64
+}
+
 // Target names what p attaches to, for messages: "sched:sched_switch",
 // "/usr/bin/ls:main (file offset 0x4d70)".
 func (p *Point) Target() string {
+	if p.Perf != nil {
+		return fmt.Sprintf("perf event type %d config %d", p.Perf.Type, p.Perf.Config)
+	}
 	if p.Path != "" {
 		return fmt.Sprintf("%s:%s (file offset %#x)", p.Path, p.Event, p.Offset)
 	}

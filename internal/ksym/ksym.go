@@ -1,0 +1,181 @@
+// Package ksym symbolizes kernel addresses as SystemTap prints them, from
+// /proc/kallsyms. The table is read once, on first use, and holds the text
+// symbols sorted by address; a symbol's size is the distance to the next
+// one (kallsyms gives none). An address belongs to the last symbol at or
+// below it, unless it lies past the end of the kernel's text. The formats
+// are those of stap's runtime: symname() gives the name (the address in
+// hex when there is none), symdata() "name+0xOFF/0xSIZE [module]" (module
+// "kernel" for the kernel proper), a backtrace line " 0xADDR : DATA", and
+// sprint_backtrace()'s "name+0xOFF [module]".
+package ksym
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+)
+
+// Symbol is one text symbol.
+type Symbol struct {
+	Addr   uint64
+	Size   uint64
+	Name   string
+	Module string
+}
+
+// Table is a sorted symbol table.
+type Table struct{ syms []Symbol }
+
+// Kernel is the running kernel's table, read on first use (an empty
+// table when /proc/kallsyms cannot be read or shows no addresses).
+var Kernel = sync.OnceValue(func() *Table {
+	f, err := os.Open("/proc/kallsyms")
+	if err != nil {
+		return &Table{}
+	}
+	defer f.Close()
+	return Parse(f)
+})
+
+// Parse reads a kallsyms listing: "ADDR TYPE NAME [MODULE]" per line.
+func Parse(r io.Reader) *Table {
+	var syms []Symbol
+	sc := bufio.NewScanner(r)
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		if len(f) < 3 || !strings.ContainsAny(f[1], "tTwW") {
+			continue
+		}
+		addr, err := strconv.ParseUint(f[0], 16, 64)
+		if err != nil || addr == 0 {
+			continue
+		}
+		s := Symbol{Addr: addr, Name: f[2], Module: "kernel"}
+		if len(f) > 3 {
+			s.Module = strings.Trim(f[3], "[]")
+		}
+		syms = append(syms, s)
+	}
+	sort.SliceStable(syms, func(i, j int) bool { return syms[i].Addr < syms[j].Addr })
+	// of the names an address has, the first listed stands for it
+	syms = slices.CompactFunc(syms, func(a, b Symbol) bool { return a.Addr == b.Addr })
+	for i := range syms {
+		// the last symbol of a module (or of the kernel) has no known end
+		if i+1 < len(syms) && syms[i+1].Module == syms[i].Module {
+			syms[i].Size = syms[i+1].Addr - syms[i].Addr
+		}
+	}
+	return &Table{syms}
+}
+
+// Lookup returns the symbol holding addr and addr's offset in it.
+func (t *Table) Lookup(addr uint64) (*Symbol, uint64, bool) {
+	i := sort.Search(len(t.syms), func(i int) bool { return t.syms[i].Addr > addr }) - 1
+	if i < 0 || (t.syms[i].Size == 0 && addr != t.syms[i].Addr) {
+		return nil, 0, false
+	}
+	return &t.syms[i], addr - t.syms[i].Addr, true
+}
+
+// tracingFrames are the functions through which the kernel runs a BPF
+// program from a tracepoint: the top of a stack taken there.
+var tracingFrames = []string{"bpf_trace_run", "__bpf_trace_", "bpf_prog_", "__traceiter_", "perf_trace_run_bpf"}
+
+// TrimTracing drops the frames at the top of a kernel stack that belong to
+// the BPF program taking it and the code that called it (a JIT-ed
+// program's frame, bpf_trace_run2, __bpf_trace_EVENT), so that the stack
+// starts where the probe point is, as stap's does.
+func (t *Table) TrimTracing(addrs []uint64) []uint64 {
+	for len(addrs) > 1 {
+		s, _, ok := t.Lookup(addrs[0])
+		if ok && s.Module != "bpf" && !slices.ContainsFunc(tracingFrames, func(p string) bool { return strings.HasPrefix(s.Name, p) }) {
+			break
+		}
+		addrs = addrs[1:]
+	}
+	return addrs
+}
+
+// Hex is an address as stap's %p prints it: 0x and 16 digits.
+func Hex(addr uint64) string { return fmt.Sprintf("0x%016x", addr) }
+
+// Symname is symname(addr): the symbol's name, or the address in hex.
+func (t *Table) Symname(addr uint64) string {
+	if s, _, ok := t.Lookup(addr); ok {
+		return s.Name
+	}
+	return Hex(addr)
+}
+
+// Symdata is symdata(addr): "name+0xOFF/0xSIZE [module]", or the address
+// in hex.
+func (t *Table) Symdata(addr uint64) string {
+	if s, off, ok := t.Lookup(addr); ok {
+		return fmt.Sprintf("%s+%#x/%#x [%s]", s.Name, off, s.Size, s.Module)
+	}
+	return Hex(addr)
+}
+
+// FullLine is a line of print_backtrace(): " 0xADDR : name+0xOFF/0xSIZE
+// [module]\n", or " 0xADDR\n" without a symbol.
+func (t *Table) FullLine(addr uint64) string {
+	if _, _, ok := t.Lookup(addr); ok {
+		return " " + Hex(addr) + " : " + t.Symdata(addr) + "\n"
+	}
+	return " " + Hex(addr) + "\n"
+}
+
+// SimpleLine is a line of sprint_backtrace(): "name+0xOFF [module]\n", or
+// "0xADDR\n" without a symbol.
+func (t *Table) SimpleLine(addr uint64) string {
+	if s, off, ok := t.Lookup(addr); ok {
+		return fmt.Sprintf("%s+%#x [%s]\n", s.Name, off, s.Module)
+	}
+	return Hex(addr) + "\n"
+}
+
+// HexList is backtrace()'s form of a stack: each address in hex followed
+// by a space.
+func HexList(addrs []uint64) string {
+	var b strings.Builder
+	for _, a := range addrs {
+		b.WriteString(Hex(a) + " ")
+	}
+	return b.String()
+}
+
+// Addresses parses a HexList (or any space-separated hex addresses, as
+// print_stack takes them); a word that is not one ends the list, as
+// stap's strtol ends its loop on 0.
+func Addresses(list string) []uint64 {
+	var addrs []uint64
+	for _, w := range strings.Fields(list) {
+		a, err := strconv.ParseUint(strings.TrimPrefix(w, "0x"), 16, 64)
+		if err != nil {
+			break
+		}
+		addrs = append(addrs, a)
+	}
+	return addrs
+}
+
+// Lines renders each address of addrs with line and joins them; limit,
+// when positive, keeps whole lines while the text stays under it (stap's
+// sprint_stack cleanly stops at MAXSTRINGLEN).
+func Lines(addrs []uint64, line func(uint64) string, limit int) string {
+	var b strings.Builder
+	for _, a := range addrs {
+		l := line(a)
+		if limit > 0 && b.Len()+len(l) > limit {
+			break
+		}
+		b.WriteString(l)
+	}
+	return b.String()
+}

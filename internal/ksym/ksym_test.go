@@ -1,0 +1,57 @@
+package ksym
+
+import (
+	"strings"
+	"testing"
+)
+
+const listing = `ffffffff81000000 T _stext
+ffffffff81000000 T startup_64
+ffffffff81000100 t do_thing
+ffffffff81000180 T other
+ffffffff81000200 D some_data
+ffffffffc0001000 t mod_fn	[mymod]
+ffffffffc0001040 t bpf_prog_abc_probe	[bpf]
+`
+
+func TestFormats(t *testing.T) {
+	tab := Parse(strings.NewReader(listing))
+	for _, c := range []struct {
+		addr             uint64
+		name, data, full string
+	}{
+		{0xffffffff81000110, "do_thing", "do_thing+0x10/0x80 [kernel]", " 0xffffffff81000110 : do_thing+0x10/0x80 [kernel]\n"},
+		{0xffffffff81000000, "_stext", "_stext+0x0/0x100 [kernel]", " 0xffffffff81000000 : _stext+0x0/0x100 [kernel]\n"},
+		// the last symbol of the kernel and of a module have no known end
+		{0xffffffff81000190, "0xffffffff81000190", "0xffffffff81000190", " 0xffffffff81000190\n"},
+		{0xffffffffc0001000, "mod_fn", "mod_fn+0x0/0x0 [mymod]", " 0xffffffffc0001000 : mod_fn+0x0/0x0 [mymod]\n"},
+		{0x1000, "0x0000000000001000", "0x0000000000001000", " 0x0000000000001000\n"},
+	} {
+		if got := tab.Symname(c.addr); got != c.name {
+			t.Errorf("Symname(%#x) = %q, want %q", c.addr, got, c.name)
+		}
+		if got := tab.Symdata(c.addr); got != c.data {
+			t.Errorf("Symdata(%#x) = %q, want %q", c.addr, got, c.data)
+		}
+		if got := tab.FullLine(c.addr); got != c.full {
+			t.Errorf("FullLine(%#x) = %q, want %q", c.addr, got, c.full)
+		}
+	}
+}
+
+func TestStacks(t *testing.T) {
+	tab := Parse(strings.NewReader(listing))
+	stack := []uint64{0xffffffffc0001044, 0xffffffff81000110, 0xffffffff81000008}
+	trimmed := tab.TrimTracing(stack)
+	hex := HexList(trimmed)
+	if hex != "0xffffffff81000110 0xffffffff81000008 " {
+		t.Fatalf("HexList(TrimTracing) = %q", hex)
+	}
+	if got := Lines(Addresses(hex), tab.SimpleLine, 0); got != "do_thing+0x10 [kernel]\n_stext+0x8 [kernel]\n" {
+		t.Errorf("simple lines = %q", got)
+	}
+	// a limit keeps whole lines only
+	if got := Lines(Addresses(hex), tab.SimpleLine, 30); got != "do_thing+0x10 [kernel]\n" {
+		t.Errorf("limited lines = %q", got)
+	}
+}
