@@ -72,11 +72,11 @@ type gen struct {
 	// when counted (stmt.go, loop).
 	actions int
 	counted bool
-	loops          []loop
-	errs           map[string]string // error label by site key, for sharing tails
-	tails          []func()          // code emitted after the body (error tails)
-	alias          map[string]string // a label that met another at one instruction → that one
-	err            error
+	loops   []loop
+	errs    map[string]string // error label by site key, for sharing tails
+	tails   []func()          // code emitted after the body (error tails)
+	alias   map[string]string // a label that met another at one instruction → that one
+	err     error
 }
 
 // value is where a variable lives: a stack slot for longs (or a scratch

@@ -108,7 +108,7 @@ func (g *gen) compileSubprog(c *syntax.Call, sp *subprog) *gen {
 	s.cur = f.Decl.Position()
 	keySlot, retSlot := s.pushSlot(), s.pushSlot()
 	slots := s.frameSlots(f)
-	s.insns, s.pos = nil, nil // the prologue zeroes the stack; params arrive in theirs
+	s.insns, s.pos = nil, nil         // the prologue zeroes the stack; params arrive in theirs
 	params := map[*syntax.Var]int16{} // a string parameter's incoming pointer
 	for _, p := range f.Params {
 		if p.Type == syntax.TypeString {
