@@ -186,6 +186,10 @@ var signatures = []string{
 	"read_stopwatch_us:long(name:string)",
 	"read_stopwatch_ms:long(name:string)",
 	"read_stopwatch_s:long(name:string)",
+	// irq_probes.stp
+	"irqflags_str:string(f:long)",
+	// netdev_probes.stp (kernelProbeOnly)
+	"get_netdev_name:string(addr:long)",
 	// units.stp
 	"nsecs_to_string:string(nsecs:long)",
 	"usecs_to_string:string(usecs:long)",
@@ -202,6 +206,7 @@ var signatures = []string{
 var kernelProbeOnly = map[string]bool{
 	"task_current": true, "task_parent": true, "task_state": true, "task_execname": true, "task_pid": true,
 	"task_tid": true, "task_prio": true, "task_nice": true, "task_cpu": true, "task_utime": true, "task_stime": true,
+	"get_netdev_name": true,
 }
 
 // refused are the functions (name/arity) every call of which pass 2
