@@ -5,6 +5,8 @@ import (
 	"io"
 	"net"
 	"os"
+
+	"golang.org/x/sys/unix"
 )
 
 // The sizes of the net workload's messages: lengths a test can tell from
@@ -17,7 +19,8 @@ const (
 // exchangeLoopback is the net workload: n writes of tcpWriteSize bytes on a
 // TCP connection to 127.0.0.1, read by the accepting end, then n UDP
 // datagrams of udpDatagramSize bytes to a socket on 127.0.0.1, each read
-// before the next is sent.
+// before the next is sent. Before the first, the socket is read without
+// waiting, which fails with EAGAIN.
 func exchangeLoopback(n int) int {
 	if err := exchangeTCP(n); err != nil {
 		fmt.Fprintln(os.Stderr, "workload:", err)
@@ -65,6 +68,9 @@ func exchangeUDP(n int) error {
 		return err
 	}
 	defer peer.Close()
+	if err := recvNothing(peer.(*net.UDPConn)); err != nil {
+		return err
+	}
 	conn, err := net.Dial("udp4", peer.LocalAddr().String())
 	if err != nil {
 		return err
@@ -79,6 +85,27 @@ func exchangeUDP(n int) error {
 		if _, _, err := peer.ReadFrom(buf); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// recvNothing reads the empty socket conn once without waiting: a
+// recvfrom that fails with EAGAIN.
+func recvNothing(conn *net.UDPConn) error {
+	raw, err := conn.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var recvErr error
+	err = raw.Read(func(fd uintptr) bool {
+		_, _, recvErr = unix.Recvfrom(int(fd), make([]byte, 1), unix.MSG_DONTWAIT)
+		return true
+	})
+	if err != nil {
+		return err
+	}
+	if recvErr != unix.EAGAIN {
+		return fmt.Errorf("recvfrom of an empty socket: %v, want EAGAIN", recvErr)
 	}
 	return nil
 }

@@ -30,7 +30,8 @@ import (
 //	            of 1001 bytes on one thread and 2002 on the other
 //	signals N   N sleeping children killed, N SIGUSR1 handled (sendSignals)
 //	net N       on loopback, N writes of 1000 bytes on a TCP connection and
-//	            N UDP datagrams of 1234 bytes, all read by a peer (exchangeLoopback)
+//	            N UDP datagrams of 1234 bytes, all read by a peer, after a read of
+//	            the empty peer that fails with EAGAIN (exchangeLoopback)
 //	diskread N  N reads of 4096 bytes of this program's file with O_DIRECT,
 //	            each from the disk (readDirect)
 func TestMain(m *testing.M) {
