@@ -30,6 +30,12 @@ import (
 //	            x86_64, where it exists) and by openat()
 //	threads N   two threads at once, each making N read() calls of /dev/zero,
 //	            of 1001 bytes on one thread and 2002 on the other
+//	signals N   N sleeping children killed, N SIGUSR1 handled (sendSignals)
+//	net N       on loopback, N writes of 1000 bytes on a TCP connection and
+//	            N UDP datagrams of 1234 bytes, all read by a peer, after a read of
+//	            the empty peer that fails with EAGAIN (exchangeLoopback)
+//	diskread N  N reads of 4096 bytes of this program's file with O_DIRECT,
+//	            each from the disk (readDirect)
 func TestMain(m *testing.M) {
 	if Holding() {
 		Hold() // -c commands of in-process runs: see target.go
@@ -89,6 +95,10 @@ func workload(args []string) int {
 		return sendSignals(n)
 	case "spin":
 		spin(time.Duration(n) * time.Millisecond)
+	case "net":
+		return exchangeLoopback(n)
+	case "diskread":
+		return readDirect(n)
 	default:
 		fmt.Fprintln(os.Stderr, "workload: unknown mode", args[0])
 		return 2
@@ -189,6 +199,41 @@ func readThreads(n int) int {
 	close(start)
 	done.Wait()
 	return 0
+}
+
+// readDirect is the diskread workload: O_DIRECT bypasses the page cache, so
+// each read waits for the disk's interrupt. The buffer comes from mmap,
+// aligned to a page as O_DIRECT wants.
+func readDirect(n int) int {
+	exe, err := os.Executable()
+	if err == nil {
+		err = readDirectFrom(exe, n)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "workload:", err)
+		return 1
+	}
+	return 0
+}
+
+func readDirectFrom(path string, n int) error {
+	const block = 4096
+	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_DIRECT, 0)
+	if err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	defer unix.Close(fd)
+	buf, err := unix.Mmap(-1, 0, block, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_ANON|unix.MAP_PRIVATE)
+	if err != nil {
+		return err
+	}
+	defer unix.Munmap(buf)
+	for i := range n {
+		if _, err := unix.Pread(fd, buf, int64(i*block)); err != nil {
+			return fmt.Errorf("%s: %w", path, err)
+		}
+	}
+	return nil
 }
 
 // sendSignals kills n sleeping children with SIGKILL, and sends itself

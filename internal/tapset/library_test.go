@@ -198,6 +198,10 @@ var signatures = []string{
 	"read_stopwatch_us:long(name:string)",
 	"read_stopwatch_ms:long(name:string)",
 	"read_stopwatch_s:long(name:string)",
+	// irq_probes.stp
+	"irqflags_str:string(f:long)",
+	// netdev_probes.stp (kernelProbeOnly)
+	"get_netdev_name:string(addr:long)",
 	// units.stp
 	"nsecs_to_string:string(nsecs:long)",
 	"usecs_to_string:string(usecs:long)",
@@ -217,6 +221,7 @@ var kernelProbeOnly = map[string]bool{
 	"d_name": true, "reverse_path_walk": true, "inode_name": true, "real_mount": true, "task_dentry_path": true,
 	"fullpath_struct_path": true, "fullpath_struct_file": true,
 	"print_backtrace": true, "print_ubacktrace": true,
+	"get_netdev_name": true,
 }
 
 // refused are the functions (name/arity) every call of which pass 2
