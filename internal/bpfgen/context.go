@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/bpftap/bpftap/internal/kernel"
+	"github.com/bpftap/bpftap/internal/probes/attach"
 	"github.com/bpftap/bpftap/internal/sema"
 	"github.com/bpftap/bpftap/internal/syntax"
 	"github.com/bpftap/bpftap/internal/tapset"
@@ -211,21 +212,30 @@ func (g *gen) loadArg(i int) {
 	case loc.Deref:
 		g.emit(asm.LoadMem(asm.R0, regCtx, int16(loc.Base), asm.DWord),
 			asm.LoadMem(asm.R0, asm.R0, int16(loc.Offset), asm.DWord))
-		if bits := int32(64 - 8*loc.Size); bits > 0 {
-			shift := asm.RSh
-			if loc.Signed {
-				shift = asm.ArSh
-			}
-			g.emit(asm.LSh.Imm(asm.R0, bits), shift.Imm(asm.R0, bits))
+		g.cutWord(loc)
+	case loc.Word:
+		g.emit(asm.LoadMem(asm.R0, regCtx, int16(loc.Offset), asm.DWord))
+		g.cutWord(loc)
+		if arg.Pointer && p.Attach.Kind.BTFTyped() {
+			g.untrust()
 		}
 	default:
 		g.emit(asm.LoadMem(asm.R0, regCtx, int16(loc.Offset), sizeOf(loc.Size)))
 		if bits := int32(64 - 8*loc.Size); loc.Signed && bits > 0 {
 			g.emit(asm.LSh.Imm(asm.R0, bits), asm.ArSh.Imm(asm.R0, bits))
 		}
-		if arg.Pointer && p.Attach.Kind.BTFTyped() {
-			g.untrust()
+	}
+}
+
+// cutWord cuts the 8-byte word in R0 to the low loc.Size bytes, sign-
+// extended when loc.Signed.
+func (g *gen) cutWord(loc attach.Loc) {
+	if bits := int32(64 - 8*loc.Size); bits > 0 {
+		shift := asm.RSh
+		if loc.Signed {
+			shift = asm.ArSh
 		}
+		g.emit(asm.LSh.Imm(asm.R0, bits), shift.Imm(asm.R0, bits))
 	}
 }
 

@@ -100,7 +100,7 @@ func attachTracepoint(k KernelInfo, tp *kernel.Tracepoint, classic bool) (*attac
 	switch {
 	case tp.Proto != 0 && !(classic && tp.System != "" && !tp.SystemUnknown):
 		a.Kind, a.BTFID, a.Args = attach.TPBTF, tp.Proto, attach.Words(tp.Params, tracepointLocal)
-		markPointers(k, a.Args)
+		typeWords(k, a.Args)
 		if k.Attachable(a) != nil {
 			a.Kind, a.BTFID = attach.RawTracepoint, 0
 		}
@@ -127,18 +127,25 @@ func eventNames(tps []*kernel.Tracepoint) []string {
 	return names
 }
 
-// markPointers sets Pointer on the arguments whose BTF type is a pointer:
-// the code generator makes their values plain numbers in BTF-typed
-// programs (bpfgen's untrust), where the verifier would take them as never
-// NULL.
-func markPointers(k KernelInfo, args []attach.Arg) {
+// typeWords completes the args[] words from the arguments' BTF types. A
+// pointer is marked Pointer: the code generator makes its value a plain
+// number in BTF-typed programs (bpfgen's untrust), where the verifier would
+// take it as never NULL. A signed integer narrower than the word (an int
+// node of -1) is marked with its size, to be sign-extended: the kernel
+// stores it in its word zero-extended.
+func typeWords(k KernelInfo, args []attach.Arg) {
 	b, err := k.BTF()
 	if err != nil {
 		return
 	}
 	for i := range args {
-		if u, err := b.Underlying(args[i].Type); err == nil && u.Kind == kernel.KindPtr {
+		u, err := b.Underlying(args[i].Type)
+		switch {
+		case err != nil:
+		case u.Kind == kernel.KindPtr:
 			args[i].Pointer = true
+		case (u.Kind == kernel.KindInt || u.Kind == kernel.KindEnum) && u.Signed && u.Size < 8:
+			args[i].Loc.Size, args[i].Loc.Signed = int(u.Size), true
 		}
 	}
 }

@@ -120,6 +120,10 @@ type Loc struct {
 	// it, cut to Size bytes (a syscall's argument in its register slot).
 	Deref bool
 	Base  int
+	// Word: the context's 8-byte word at Offset holds the value in its
+	// low Size bytes (args[] of tp_btf and raw tracepoints, whose context
+	// is read in whole words).
+	Word bool
 }
 
 // Words lays out params as the words of args[], the context of tp_btf and
@@ -127,7 +131,7 @@ type Loc struct {
 func Words(params []kernel.Param, local string) []Arg {
 	args := make([]Arg, len(params))
 	for i, p := range params {
-		args[i] = Arg{Name: p.Name, Type: p.Type, Local: local + p.Name, Loc: Loc{Offset: 8 * i, Size: 8}}
+		args[i] = Arg{Name: p.Name, Type: p.Type, Local: local + p.Name, Loc: Loc{Offset: 8 * i, Size: 8, Word: true}}
 	}
 	return args
 }
