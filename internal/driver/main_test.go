@@ -28,6 +28,9 @@ import (
 //	            x86_64, where it exists) and by openat()
 //	threads N   two threads at once, each making N read() calls of /dev/zero,
 //	            of 1001 bytes on one thread and 2002 on the other
+//	signals N   N sleeping children killed, N SIGUSR1 sent to itself and handled
+//	directio N  N writes of 4 KiB with O_DIRECT to a new file in the temporary
+//	            directory, each synced to the disk, the file then removed
 func TestMain(m *testing.M) {
 	if Holding() {
 		Hold() // -c commands of in-process runs: see target.go
@@ -81,6 +84,8 @@ func workload(args []string) int {
 		return readThreads(n)
 	case "signals":
 		return sendSignals(n)
+	case "directio":
+		return writeDirect(n)
 	default:
 		fmt.Fprintln(os.Stderr, "workload: unknown mode", args[0])
 		return 2
@@ -151,6 +156,39 @@ func sendSignals(n int) int {
 		child.Wait()
 		unix.Kill(os.Getpid(), unix.SIGUSR1)
 		<-usr1
+	}
+	return 0
+}
+
+// writeDirect is the directio workload: block I/O the process submits
+// itself (O_DIRECT bypasses the page cache).
+func writeDirect(n int) int {
+	f, err := os.CreateTemp("", "bpftap-directio")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "workload:", err)
+		return 1
+	}
+	defer os.Remove(f.Name())
+	f.Close()
+	fd, err := unix.Open(f.Name(), unix.O_WRONLY|unix.O_DIRECT, 0)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "workload:", err)
+		return 1
+	}
+	defer unix.Close(fd)
+	// O_DIRECT wants a buffer aligned to the logical block size: a page is.
+	buf, err := unix.Mmap(-1, 0, 4096, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_ANON|unix.MAP_PRIVATE)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "workload:", err)
+		return 1
+	}
+	defer unix.Munmap(buf)
+	for range n {
+		if _, err := unix.Write(fd, buf); err != nil {
+			fmt.Fprintln(os.Stderr, "workload:", err)
+			return 1
+		}
+		unix.Fdatasync(fd)
 	}
 	return 0
 }
