@@ -59,9 +59,10 @@ probe kernel.trace("raw_syscalls:sys_enter") {
 // library parses the embedded tapset library, as the driver does.
 func library(t *testing.T) []*syntax.File {
 	stp, _ := tapset.Library()
+	macros, _ := tapset.Macros()
 	var files []*syntax.File
 	for _, src := range stp {
-		f, err := syntax.Parse(src, &syntax.Config{Tapset: true, Arch: syntax.HostArch()})
+		f, err := syntax.Parse(src, &syntax.Config{Tapset: true, Arch: syntax.HostArch(), Macros: macros})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -36,6 +36,8 @@ import (
 //	            the empty peer that fails with EAGAIN (exchangeLoopback)
 //	diskread N  N reads of 4096 bytes of this program's file with O_DIRECT,
 //	            each from the disk (readDirect)
+//	directio N  N writes of 4 KiB with O_DIRECT to a new file in the temporary
+//	            directory, each synced to the disk, the file then removed
 func TestMain(m *testing.M) {
 	if Holding() {
 		Hold() // -c commands of in-process runs: see target.go
@@ -99,6 +101,8 @@ func workload(args []string) int {
 		return exchangeLoopback(n)
 	case "diskread":
 		return readDirect(n)
+	case "directio":
+		return writeDirect(n)
 	default:
 		fmt.Fprintln(os.Stderr, "workload: unknown mode", args[0])
 		return 2
@@ -267,4 +271,37 @@ func spin(d time.Duration) {
 			}
 		}
 	}
+}
+
+// writeDirect is the directio workload: block I/O the process submits
+// itself (O_DIRECT bypasses the page cache).
+func writeDirect(n int) int {
+	f, err := os.CreateTemp("", "bpftap-directio")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "workload:", err)
+		return 1
+	}
+	defer os.Remove(f.Name())
+	f.Close()
+	fd, err := unix.Open(f.Name(), unix.O_WRONLY|unix.O_DIRECT, 0)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "workload:", err)
+		return 1
+	}
+	defer unix.Close(fd)
+	// O_DIRECT wants a buffer aligned to the logical block size: a page is.
+	buf, err := unix.Mmap(-1, 0, 4096, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_ANON|unix.MAP_PRIVATE)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "workload:", err)
+		return 1
+	}
+	defer unix.Munmap(buf)
+	for range n {
+		if _, err := unix.Write(fd, buf); err != nil {
+			fmt.Fprintln(os.Stderr, "workload:", err)
+			return 1
+		}
+		unix.Fdatasync(fd)
+	}
+	return 0
 }

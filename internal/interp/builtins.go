@@ -130,8 +130,15 @@ var contextBuiltins = map[string]builtinFunc{
 	},
 	// refused in pass 2 (tapset.Builtin.KernelOnly)
 	"__task_current": func(*callContext, []Value) Value { panic(&runError{Msg: tapset.KernelOnlyMsg("task_current()")}) },
-	"pid2task":       func(*callContext, []Value) Value { panic(&runError{Msg: tapset.Builtins["pid2task"].Unsupported}) },
-	"pid2execname":   func(*callContext, []Value) Value { panic(&runError{Msg: tapset.Builtins["pid2execname"].Unsupported}) },
+	"pid2task":       refused("pid2task"),
+	"pid2execname":   refused("pid2execname"),
+	"symname":        refused("symname"),
+}
+
+// refused implements a builtin that pass 2 refuses everywhere
+// (tapset.Builtin.Unsupported): it raises the same reason.
+func refused(name string) func(*callContext, []Value) Value {
+	return func(*callContext, []Value) Value { panic(&runError{Msg: tapset.Builtins[name].Unsupported}) }
 }
 
 // registerBuiltins read the registers of a function probe: a user-side

@@ -72,7 +72,8 @@ func TestScripts(t *testing.T) {
 
 func libraryFiles(t testing.TB) []*syntax.File {
 	stp, _ := tapset.Library()
-	files, err := syntax.ParseFiles(stp, &syntax.Config{Tapset: true})
+	macros, _ := tapset.Macros()
+	files, err := syntax.ParseFiles(stp, &syntax.Config{Tapset: true, Macros: macros})
 	if err != nil {
 		t.Fatalf("tapset library: %v", err)
 	}

@@ -74,7 +74,8 @@ func readChunks(t testing.TB, file string) []chunk {
 
 func libraryFiles(t testing.TB) []*syntax.File {
 	stp, _ := tapset.Library()
-	files, err := syntax.ParseFiles(stp, &syntax.Config{Tapset: true})
+	macros, _ := tapset.Macros()
+	files, err := syntax.ParseFiles(stp, &syntax.Config{Tapset: true, Macros: macros})
 	if err != nil {
 		t.Fatalf("tapset library: %v", err)
 	}

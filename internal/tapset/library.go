@@ -44,3 +44,10 @@ func Library() (stp, stpm []*syntax.Source) {
 	}
 	return stp, stpm
 }
+
+// Macros returns the macros of the library's .stpm files, with which the
+// library's scripts are parsed (they may use them, as a user's script may).
+func Macros() (syntax.MacroLibrary, syntax.ErrorList) {
+	_, stpm := Library()
+	return syntax.LoadMacros(stpm...)
+}

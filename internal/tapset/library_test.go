@@ -72,6 +72,12 @@ var signatures = []string{
 	"MINOR:long(dev:long)",
 	"MKDEV:long(major:long,minor:long)",
 	"usrdev2kerndev:long(dev:long)",
+	// ioblock_probes.stp (bio_op, disk_name, bdevname: kernelProbeOnly)
+	"bio_rw_num:long(rw:long)",
+	"bio_rw_str:string(rw:long)",
+	"bio_op:long(bio:long)",
+	"disk_name:string(hd:long,partno:long)",
+	"bdevname:string(bdev:long)",
 	// errno.stp
 	"errno_str:string(err:long)",
 	"strerror:string(err:long)",
@@ -222,6 +228,7 @@ var kernelProbeOnly = map[string]bool{
 	"fullpath_struct_path": true, "fullpath_struct_file": true,
 	"print_backtrace": true, "print_ubacktrace": true,
 	"get_netdev_name": true,
+	"bio_op":          true, "disk_name": true, "bdevname": true,
 }
 
 // refused are the functions (name/arity) every call of which pass 2
@@ -242,16 +249,24 @@ var companions = map[string]string{
 	"delete_stopwatch": `print(read_stopwatch_ns("x"));`,
 }
 
+// libraryWithMacros returns the library's scripts and the macros of its
+// .stpm files, which its scripts may use as a user's script may.
+func libraryWithMacros(t *testing.T) ([]*syntax.Source, syntax.MacroLibrary) {
+	t.Helper()
+	stp, _ := tapset.Library()
+	macros, errs := tapset.Macros()
+	if len(errs) > 0 {
+		t.Fatalf("macros: %v", errs)
+	}
+	return stp, macros
+}
+
 // elaborate parses script and the library, with the library's macros, and
 // runs pass 2. (The elaborator annotates the library's declarations, so each
 // run needs a fresh parse.)
 func elaborate(t *testing.T, script string) (*sema.Program, error) {
 	t.Helper()
-	stp, stpm := tapset.Library()
-	macros, errs := syntax.LoadMacros(stpm...)
-	if len(errs) > 0 {
-		t.Fatalf("macros: %v", errs)
-	}
+	stp, macros := libraryWithMacros(t)
 	cfg := &syntax.Config{Arch: "x86_64", Macros: macros}
 	user, err := syntax.Parse(syntax.NewSource("<input>", script), cfg)
 	if err != nil {
@@ -305,9 +320,9 @@ func TestSignaturesComplete(t *testing.T) {
 		name, _, params := splitSignature(sig)
 		listed[fmt.Sprintf("%s/%d", name, len(params))] = true
 	}
-	stp, _ := tapset.Library()
+	stp, macros := libraryWithMacros(t)
 	for _, src := range stp {
-		f, err := syntax.Parse(src, &syntax.Config{Tapset: true, Arch: "x86_64"})
+		f, err := syntax.Parse(src, &syntax.Config{Tapset: true, Arch: "x86_64", Macros: macros})
 		if err != nil {
 			t.Fatalf("%s: %v", src.Name, err)
 		}
