@@ -232,6 +232,9 @@ func (g *gen) loadArg(i int) {
 		if loc.Signed {
 			g.extend(loc.Size, true)
 		}
+		if arg.Pointer && p.Attach.Kind.BTFTyped() {
+			g.untrust()
+		}
 	}
 }
 

@@ -132,7 +132,6 @@ var contextBuiltins = map[string]builtinFunc{
 	"__task_current": func(*callContext, []Value) Value { panic(&runError{Msg: tapset.KernelOnlyMsg("task_current()")}) },
 	"pid2task":       refused("pid2task"),
 	"pid2execname":   refused("pid2execname"),
-	"symname":        refused("symname"),
 }
 
 // refused implements a builtin that pass 2 refuses everywhere

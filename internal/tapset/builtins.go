@@ -149,10 +149,6 @@ func unsupported(reason string, b *Builtin) *Builtin {
 // programs alone may call and bpftap does not call.
 const noPidLookup = "finding a task by its pid needs the bpf_task_from_pid kfunc, which bpftap does not call"
 
-// noSymbols is why symname cannot run: a kernel address is named from
-// /proc/kallsyms, which bpftap does not read at run time yet.
-const noSymbols = "naming a kernel address needs the kernel's symbol table (/proc/kallsyms), which bpftap does not read yet"
-
 // captured marks b computed in user space from arguments a kernel probe captures.
 func captured(b *Builtin) *Builtin {
 	b.Kernel = Captured
@@ -260,7 +256,6 @@ var Builtins = index(
 	bpfLiteral(1, fn("register", long, s("name"))),
 	bpfLiteral(1, fn("u_register", long, s("name"))),
 	bpf(fn("returnval", long)),
-	unsupported(noSymbols, fn("symname", str, l("addr"))),
 	// memory of traced processes and the kernel
 	bpf(fn("kernel_string", str, l("addr"))),
 	bpfLiteral(2, fn("kernel_string_n", str, l("addr"), l("n"))),
