@@ -34,7 +34,7 @@ func (u uprobe) attach(prog *ebpf.Program, p *attach.Point) (io.Closer, error) {
 	if err != nil {
 		return nil, err
 	}
-	opts := &link.UprobeOptions{Address: p.Offset}
+	opts := &link.UprobeOptions{Address: p.Offset, RefCtrOffset: p.RefCtrOffset}
 	if u.ret {
 		return ex.Uretprobe("", prog, opts)
 	}

@@ -161,6 +161,8 @@ func cPrograms() string {
 			{"-O2", "-fPIE", "-pie", "-o", "scale_target", src("scale.c")},
 			{"-O2", "-shared", "-fPIC", "-o", "libscale.so", src("libscale.c")},
 			{"-O2", "-o", "uselib", src("uselib.c"), "-L" + dir, "-lscale", "-Wl,-rpath," + dir},
+			{"-O0", "-o", "ticks_O0", src("ticks.c")},
+			{"-O2", "-o", "ticks_O2", src("ticks.c")},
 		}
 		for _, b := range builds {
 			cmd := exec.Command("gcc", b...)

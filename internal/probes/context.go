@@ -76,6 +76,10 @@ func (c *Context) Var(x *syntax.TargetVar) (*Access, *ContextError) {
 	switch x.Name {
 	case "$$name":
 		return &Access{Param: -1, Name: c.Attach.Event, Type: syntax.TypeString}, nil
+	case "$$provider":
+		if c.Attach.Provider != "" {
+			return &Access{Param: -1, Name: c.Attach.Provider, Type: syntax.TypeString}, nil
+		}
 	case "$$parms", "$$vars":
 		return c.parms()
 	}
@@ -84,6 +88,8 @@ func (c *Context) Var(x *syntax.TargetVar) (*Access, *ContextError) {
 	}
 	i, p, ok := c.Attach.Arg(strings.TrimPrefix(x.Name, "$"))
 	switch {
+	case (!ok || strings.HasPrefix(x.Name, "$$")) && c.Attach.Provider != "":
+		return nil, ctxErr(-1, "unable to find marker argument '%s' (alternatives: %s)", x.Name, strings.Join(c.names(), ", "))
 	case (!ok || strings.HasPrefix(x.Name, "$$")) && c.Attach.Kind.Registers():
 		return nil, ctxErr(-1, "cannot resolve context variable '%s': bpftap reads no DWARF debuginfo, so a function probe has only $return (in .return probes); read arguments with int_arg(N), long_arg(N), pointer_arg(N) and the like", x.Name)
 	case !ok || strings.HasPrefix(x.Name, "$$"):

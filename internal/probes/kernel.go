@@ -11,7 +11,8 @@ import (
 
 // Kernel and user-space instrumentation families that run as BPF programs.
 // kernel.trace (tracepoint.go), syscall.* (syscall.go), the process
-// lifecycle (lifecycle.go), process.function (uprobe.go) and the perf
+// lifecycle (lifecycle.go), process.function (uprobe.go), process.mark
+// (usdt.go) and the perf
 // events (perf.go) are implemented; the others are declared so
 // that points resolve (and typos get "similar" suggestions) and the
 // elaborator refuses them while Unsupported is set. To implement one, give it
@@ -30,7 +31,7 @@ func kernelFamilies(k KernelInfo, cfg Config) []*Family {
 			"kernel.function(string).call", "kernel.function(string).call.return",
 			"module(string).function(string)", "module(string).function(string).return"),
 		processFunctionFamily(k, cfg),
-		u("process.mark", "process(string).mark(string)", "process.mark(string)"),
+		processMarkFamily(k, cfg),
 		lifecycleFamily(k, cfg),
 		perfFamily(k),
 	}

@@ -74,6 +74,11 @@ type Point struct {
 	Path   string
 	Offset uint64
 	PC     string
+	// USDT markers (a uprobe at the marker): Provider, and the file offset
+	// of the marker's semaphore (0: none), which the kernel raises while
+	// the uprobe is attached (ref_ctr_offset).
+	Provider     string
+	RefCtrOffset uint64
 	// Perf is the event of a PerfEvent point.
 	Perf *Perf
 	// Args are the point's arguments, $NAME in a script, in order. For a

@@ -1,0 +1,89 @@
+package probes
+
+import (
+	"fmt"
+	"path"
+
+	"github.com/bpftap/bpftap/internal/probes/attach"
+	"github.com/bpftap/bpftap/internal/syntax"
+	"github.com/bpftap/bpftap/internal/usdt"
+)
+
+// process("PATH").mark("NAME") and process.mark("NAME"): the static
+// markers of sys/sdt.h (USDT), read from the file's .note.stapsdt (package
+// usdt). Each marker is a uprobe at its file offset, with its semaphore, if
+// it has one, raised by the kernel while the probe is attached
+// (ref_ctr_offset); its arguments are $arg1 ... $argN, loaded from where
+// the marker's operands say (registers, memory, constants), $$name and
+// $$provider its names. NAME may hold wildcards; PATH is resolved as for
+// process.function.
+func processMarkFamily(k KernelInfo, cfg Config) *Family {
+	return &Family{Name: "process.mark", Paths: []string{"process(string).mark(string)", "process.mark(string)"},
+		Kernel: true, Expand: func(p *Point) ([]*Point, error) { return expandMark(k, cfg, p) }}
+}
+
+func expandMark(k KernelInfo, cfg Config, p *Point) ([]*Point, error) {
+	file, err := uprobeFile(p, cfg)
+	if err != nil {
+		return nil, err
+	}
+	f, err := usdt.Open(file)
+	if err != nil {
+		return nil, errorf("cannot read the markers of %s: %v", file, err)
+	}
+	spec, _ := p.Arg("mark").(*syntax.StringLit)
+	var out []*Point
+	for _, m := range f.Probes {
+		if ok, _ := path.Match(spec.Value, m.Name); !ok {
+			continue
+		}
+		a, err := markPoint(f, file, m)
+		if err != nil {
+			return nil, &Error{Msg: err.Error()}
+		}
+		if len(out) == 0 {
+			if err := k.Attachable(a); err != nil {
+				return nil, &Error{Msg: err.Error()}
+			}
+		}
+		q := concretePoint(concretePoint(p, "process", file), "mark", m.Name)
+		q.Context = &Context{kernel: k, Attach: a}
+		out = append(out, q)
+	}
+	if len(out) == 0 {
+		return nil, &Error{Msg: "no match", detail: func() string { return markNames(f, file, spec.Value) }}
+	}
+	out[0].Plan = fmt.Sprintf("%s: %d marker(s) of %s, each a uprobe", p.Name(), len(out), file)
+	return out, nil
+}
+
+// markPoint is the attach point of marker m of f: a uprobe at its offset,
+// its arguments where its operands lie.
+func markPoint(f *usdt.File, file string, m *usdt.Probe) (*attach.Point, error) {
+	a := &attach.Point{Kind: attach.Uprobe, Event: m.Name, Provider: m.Provider, Path: file, Offset: m.Offset,
+		RefCtrOffset: m.SemaphoreOffset, PC: fmt.Sprintf("%#x", m.PC)}
+	if m.ArgErr != nil {
+		return a, nil // usable without its arguments, as stap's
+	}
+	for i, arg := range m.Args {
+		loc, err := f.Loc(m, arg)
+		if err != nil {
+			return nil, fmt.Errorf("marker %s:%s: %v", m.Provider, m.Name, err)
+		}
+		name := fmt.Sprintf("arg%d", i+1)
+		a.Args = append(a.Args, attach.Arg{Name: name, Local: "__sdt_" + name, Loc: loc})
+	}
+	return a, nil
+}
+
+// markNames says what a mark that matched nothing could have named.
+func markNames(f *usdt.File, file, spec string) string {
+	if len(f.Probes) == 0 {
+		return fmt.Sprintf(" (%s has no sys/sdt.h markers)", file)
+	}
+	var names []string
+	for _, m := range f.Probes {
+		names = append(names, m.Name)
+	}
+	return fmt.Sprintf(" (similar markers: %s)", similarNames(spec, names))
+}
