@@ -23,6 +23,10 @@ var signatures = []string{
 	"task_dentry_path:string(task:long,dentry:long,vfsmnt:long)",
 	"fullpath_struct_path:string(path:long)",
 	"fullpath_struct_file:string(task:long,file:long)",
+	// signal_probes.stp (kernelProbeOnly)
+	"get_sa_flags:long(act:long)",
+	"get_sa_handler:long(act:long)",
+	"is_sig_blocked:long(task:long,sig:long)",
 	// atomic.stp
 	"atomic_read:long(addr:long)",
 	"atomic_long_read:long(addr:long)",
@@ -224,6 +228,7 @@ var signatures = []string{
 var kernelProbeOnly = map[string]bool{
 	"task_current": true, "task_parent": true, "task_state": true, "task_execname": true, "task_pid": true,
 	"task_tid": true, "task_prio": true, "task_nice": true, "task_cpu": true, "task_utime": true, "task_stime": true,
+	"get_sa_flags": true, "get_sa_handler": true, "is_sig_blocked": true,
 	"d_name": true, "reverse_path_walk": true, "inode_name": true, "real_mount": true, "task_dentry_path": true,
 	"fullpath_struct_path": true, "fullpath_struct_file": true,
 	"print_backtrace": true, "print_ubacktrace": true,
