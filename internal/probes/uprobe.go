@@ -87,17 +87,28 @@ func expandUprobe(k KernelInfo, cfg Config, objects *objectCache, p *Point) ([]*
 		if kind == attach.Uretprobe {
 			a.Args = []attach.Arg{{Name: "return", Local: returnLocal, Loc: attach.Loc{Offset: attach.RegRAX, Size: 8}}}
 		}
-		if len(out) == 0 {
-			if err := k.Attachable(a); err != nil {
-				return nil, &Error{Msg: err.Error()}
-			}
+		q, err := fileProbe(k, p, path, "function", fn.Name, a, len(out) == 0)
+		if err != nil {
+			return nil, err
 		}
-		q := concretePoint(concretePoint(p, "process", path), "function", fn.Name)
-		q.Context = &Context{kernel: k, Attach: a}
 		out = append(out, q)
 	}
 	out[0].Plan = uprobePlan(p, kind, path, fns)
 	return out, nil
+}
+
+// fileProbe is the concrete point of a probe on file, named as stap names
+// it (process("/abs/path").COMPONENT("NAME")), attached at a; the first of
+// a point's probes asks the kernel whether it can attach one.
+func fileProbe(k KernelInfo, p *Point, file, component, name string, a *attach.Point, first bool) (*Point, error) {
+	if first {
+		if err := k.Attachable(a); err != nil {
+			return nil, &Error{Msg: err.Error()}
+		}
+	}
+	q := concretePoint(concretePoint(p, "process", file), component, name)
+	q.Context = &Context{kernel: k, Attach: a}
+	return q, nil
 }
 
 // uprobeFile is the file a point probes: its process("PATH") resolved, or

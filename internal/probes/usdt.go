@@ -41,13 +41,10 @@ func expandMark(k KernelInfo, cfg Config, p *Point) ([]*Point, error) {
 		if err != nil {
 			return nil, &Error{Msg: err.Error()}
 		}
-		if len(out) == 0 {
-			if err := k.Attachable(a); err != nil {
-				return nil, &Error{Msg: err.Error()}
-			}
+		q, err := fileProbe(k, p, file, "mark", m.Name, a, len(out) == 0)
+		if err != nil {
+			return nil, err
 		}
-		q := concretePoint(concretePoint(p, "process", file), "mark", m.Name)
-		q.Context = &Context{kernel: k, Attach: a}
 		out = append(out, q)
 	}
 	if len(out) == 0 {
