@@ -39,6 +39,11 @@ type frame struct {
 	// zeroed after the label: a return from inside a loop skips the
 	// loop's own zeroing.
 	counters []int16
+	// retSlot and returned are set in a subprogram's own frame: the stack
+	// slot of its ret pointer and the label past the copy of its result,
+	// where a literal stored through ret itself jumps (subprogRet).
+	retSlot  int16
+	returned string
 }
 
 // scriptFunc tells whether c calls a function with a body in the script
@@ -177,6 +182,9 @@ func (g *gen) ret(s *syntax.ReturnStmt) {
 	switch {
 	case s.Value == nil:
 		g.emit(asm.Mov.Imm(asm.R0, 0))
+	case fr.returned != "":
+		g.subprogRet(fr, s.Value)
+		return
 	case fr.result.str:
 		g.strInto(fr.result, s.Value)
 	default:

@@ -281,12 +281,17 @@ func (g *gen) prologue() {
 }
 
 // zeroLocals gives the current probe's locals their initial values: an
-// empty string, 0. (The prologue zeroes the whole stack once; a section
+// empty string, 0 — those some path may read before assigning them
+// (readBeforeWritten). (The prologue zeroes the whole stack once; a section
 // of a group zeroes its stack locals too, which an earlier section may
 // have used.)
 func (g *gen) zeroLocals() {
 	g.emit(asm.Mov.Imm(asm.R0, 0))
+	read := readBeforeWritten(g.probe.Body)
 	for _, lv := range g.probe.Locals {
+		if !read[lv] {
+			continue
+		}
 		switch v, ok := g.locals[lv]; {
 		case ok && v.str:
 			g.emit(asm.StoreMem(regScratch, int16(v.off), asm.R0, asm.Byte))

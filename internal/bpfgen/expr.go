@@ -198,8 +198,7 @@ func (g *gen) unary(e *syntax.Unary) {
 
 func (g *gen) ternary(e *syntax.Ternary) {
 	other, done := g.newLabel("else"), g.newLabel("fi")
-	g.long(e.Cond)
-	g.emit(asm.JEq.Imm(asm.R0, 0, other))
+	g.unless(e.Cond, other)
 	g.long(e.Then)
 	g.emit(asm.Ja.Label(done))
 	g.mark(other)

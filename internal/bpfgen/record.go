@@ -129,16 +129,18 @@ func (g *gen) errorSite(msg string, at syntax.Pos, addr bool) string {
 // errorTail sends {RecordError, R7, R8} and exits.
 func (g *gen) errorTail() {
 	g.mark(labelError)
-	g.emit(asm.StoreMem(asm.R10, -8, regRec, asm.DWord))
+	addr := g.pushSlot()
+	g.emit(asm.StoreMem(asm.R10, addr, regRec, asm.DWord))
 	full := g.reserve(headerSize + 8)
 	g.emit(
 		asm.Mov.Reg(regRec, asm.R0),
 		asm.StoreImm(regRec, 0, int64(RecordError), asm.Word),
 		asm.StoreMem(regRec, 4, regErr, asm.Word),
-		asm.LoadMem(asm.R1, asm.R10, -8, asm.DWord),
+		asm.LoadMem(asm.R1, asm.R10, addr, asm.DWord),
 		asm.StoreMem(regRec, headerSize, asm.R1, asm.DWord),
 	)
 	g.submit(headerSize + 8)
+	g.popStack(8)
 	g.mark(full)
 	g.emit(asm.Ja.Label(labelExit))
 }
@@ -164,8 +166,11 @@ func (g *gen) reserve(size int) string {
 		asm.FnRingbufReserve.Call(),
 		asm.JNE.Imm(asm.R0, 0, ok),
 	)
-	// full: drops[0]++ on this CPU, atomically (nesting.go)
-	g.emit(emitLookupIndex(DropsMap, -4, 0, full)...)
+	// full: drops[0]++ on this CPU, atomically (nesting.go), the key in a
+	// slot of its own: below it live the probe's locals and loop counters
+	key := g.pushSlot()
+	g.emit(emitLookupIndex(DropsMap, key, 0, full)...)
+	g.popStack(8)
 	g.emit(
 		asm.Mov.Imm(asm.R1, 1),
 		atomicOp(bpfAdd, asm.R0, asm.R1, 0),

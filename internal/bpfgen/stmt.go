@@ -111,8 +111,7 @@ func (g *gen) effect(e syntax.Expr) {
 
 func (g *gen) ifStmt(s *syntax.IfStmt) {
 	other, done := g.newLabel("else"), g.newLabel("endif")
-	g.long(s.Cond)
-	g.emit(asm.JEq.Imm(asm.R0, 0, other))
+	g.unless(s.Cond, other)
 	g.stmt(s.Then)
 	if s.Else != nil && !terminates(s.Then) {
 		g.emit(asm.Ja.Label(done))
@@ -120,6 +119,39 @@ func (g *gen) ifStmt(s *syntax.IfStmt) {
 	g.mark(other)
 	g.stmt(s.Else)
 	g.mark(done)
+}
+
+// unless compiles condition cond to jump to label when it is false. A
+// comparison of longs branches on its operands, without the 0 or 1 it
+// would leave in R0 to be tested (the dispatch trees of the merged
+// syscall.* programs are comparisons, run on every event); && jumps when
+// either side is false; anything else is computed and tested.
+func (g *gen) unless(cond syntax.Expr, label string) {
+	defer g.at(g.at(cond.Position()))
+	b, ok := cond.(*syntax.Binary)
+	if !ok || b.X.Type() == syntax.TypeString {
+		g.long(cond)
+		g.emit(asm.JEq.Imm(asm.R0, 0, label))
+		return
+	}
+	if b.Op == "&&" {
+		g.unless(b.X, label)
+		g.unless(b.Y, label)
+		return
+	}
+	j, ok := compareOps[b.Op]
+	if !ok {
+		g.long(cond)
+		g.emit(asm.JEq.Imm(asm.R0, 0, label))
+		return
+	}
+	if lit, ok := b.Y.(*syntax.NumberLit); ok && lit.Value == int64(int32(lit.Value)) {
+		g.long(b.X)
+		g.emit(opposite[j].Imm(asm.R0, int32(lit.Value), label))
+		return
+	}
+	g.operands(b.X, b.Y)
+	g.emit(opposite[j].Reg(asm.R0, asm.R1, label))
 }
 
 // terminates tells whether s always leaves its block (next, return, break,
@@ -169,8 +201,7 @@ func (g *gen) loop(init, cond, post syntax.Expr, body syntax.Stmt) {
 		asm.JGT.Imm(asm.R1, int32(g.m.cfg.Limits.MaxAction), maxAction),
 	)
 	if cond != nil {
-		g.long(cond)
-		g.emit(asm.JEq.Imm(asm.R0, 0, brk))
+		g.unless(cond, brk)
 	}
 	g.loops = append(g.loops, loop{brk: brk, cont: cont})
 	g.stmt(body)

@@ -57,8 +57,7 @@ func (g *gen) str(e syntax.Expr) value {
 // chain of any length needs one slot.
 func (g *gen) ternaryInto(dst value, e *syntax.Ternary) {
 	other, done := g.newLabel("else"), g.newLabel("fi")
-	g.long(e.Cond)
-	g.emit(asm.JEq.Imm(asm.R0, 0, other))
+	g.unless(e.Cond, other)
 	g.strInto(dst, e.Then)
 	g.emit(asm.Ja.Label(done))
 	g.mark(other)
@@ -88,13 +87,17 @@ func (g *gen) strLit(s string) value {
 
 // storeLit stores b and its NUL at scratch offset off, eight bytes at a
 // time, and returns the bytes written (b's length rounded up past its NUL).
-func (g *gen) storeLit(off int, b []byte) int {
+func (g *gen) storeLit(off int, b []byte) int { return g.storeLitAt(regScratch, off, b) }
+
+// storeLitAt stores b and its NUL at off from the pointer in base (not R1,
+// which carries the bytes).
+func (g *gen) storeLitAt(base asm.Register, off int, b []byte) int {
 	padded := make([]byte, (len(b)+8)&^7)
 	copy(padded, b)
 	for i := 0; i < len(padded); i += 8 {
 		g.emit(
 			asm.LoadImm(asm.R1, int64(binary.NativeEndian.Uint64(padded[i:])), asm.DWord),
-			asm.StoreMem(regScratch, int16(off+i), asm.R1, asm.DWord),
+			asm.StoreMem(base, int16(off+i), asm.R1, asm.DWord),
 		)
 	}
 	return len(padded)

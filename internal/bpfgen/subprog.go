@@ -128,13 +128,16 @@ func (g *gen) compileSubprog(c *syntax.Call, sp *subprog) *gen {
 	}
 	s.bind(slots)
 	fr := frame{call: c, ret: "return", result: result, tail: tailReturn(f.Decl.Body)}
+	if result.str {
+		fr.retSlot, fr.returned = retSlot, s.newLabel("returned")
+	}
 	s.inlined, s.ownFrame = append(g.inlined[:len(g.inlined):len(g.inlined)], fr), len(g.inlined)
 	s.stmt(f.Decl.Body)
 	if fr.tail == nil {
 		s.emit(asm.Mov.Imm(asm.R0, 0))
 	}
 	s.mark(fr.ret)
-	s.subprogReturn(retSlot, result)
+	s.subprogReturn(retSlot, result, fr.returned)
 	if s.err != nil {
 		return s
 	}
@@ -144,9 +147,11 @@ func (g *gen) compileSubprog(c *syntax.Call, sp *subprog) *gen {
 }
 
 // subprogReturn stores the result through the ret pointer (when not NULL)
-// and returns 0.
-func (s *gen) subprogReturn(retSlot int16, result value) {
-	done := s.newLabel("returned")
+// and returns 0; done, when not empty, is the label past the store.
+func (s *gen) subprogReturn(retSlot int16, result value, done string) {
+	if done == "" {
+		done = s.newLabel("returned")
+	}
 	s.emit(
 		asm.LoadMem(asm.R1, asm.R10, retSlot, asm.DWord),
 		asm.JEq.Imm(asm.R1, 0, done),
@@ -160,6 +165,32 @@ func (s *gen) subprogReturn(retSlot int16, result value) {
 	}
 	s.mark(done)
 	s.emit(asm.Mov.Imm(asm.R0, 0), asm.Return())
+}
+
+// subprogRet compiles a string subprogram's `return x`. A literal, or a
+// literal branch of a ternary (the tapset's tables of names), is stored
+// through the ret pointer itself: the copy of the result slot at the end
+// costs a bpf_probe_read_kernel_str call on every return. Other values go
+// to the result slot, copied at the end.
+func (s *gen) subprogRet(fr frame, e syntax.Expr) {
+	switch e := e.(type) {
+	case *syntax.StringLit:
+		if len(e.Value) < s.m.maxStr {
+			s.emit(asm.LoadMem(asm.R2, asm.R10, fr.retSlot, asm.DWord), asm.JEq.Imm(asm.R2, 0, fr.returned))
+			s.storeLitAt(asm.R2, 0, []byte(e.Value))
+			s.jump(fr.returned)
+			return
+		}
+	case *syntax.Ternary:
+		other := s.newLabel("else")
+		s.unless(e.Cond, other)
+		s.subprogRet(fr, e.Then)
+		s.mark(other)
+		s.subprogRet(fr, e.Else)
+		return
+	}
+	s.strInto(fr.result, e)
+	s.jump(fr.ret)
 }
 
 // assembleSubprog puts the prologue before the body (zeroed stack, the
