@@ -128,7 +128,7 @@ func (st *stackTexts) renderUser(form bpfgen.StackForm, frames []userFrame) stri
 		addrs[i], symbols[f.addr] = f.addr, f
 	}
 	if form == bpfgen.UserHex {
-		return cut(usym.HexList(addrs), st.maxStr-1)
+		return cut(ksym.Lines(addrs, func(a uint64) string { return usym.Hex(a) + " " }, 0), st.maxStr-1)
 	}
 	return ksym.Lines(addrs, func(a uint64) string {
 		f := symbols[a]

@@ -3,7 +3,6 @@ package usym
 import (
 	"fmt"
 	"path/filepath"
-	"strings"
 )
 
 // The forms stap prints a user address in. Its runtime prints addresses
@@ -54,14 +53,4 @@ func SimpleLine(addr uint64, sym Symbol, ok bool) string {
 		return fmt.Sprintf("%s+%#x [%s]\n", sym.Name, sym.Offset, filepath.Base(sym.Module))
 	}
 	return Hex(addr) + "\n"
-}
-
-// HexList is ubacktrace()'s form of a stack: each address in hex followed
-// by a space.
-func HexList(addrs []uint64) string {
-	var b strings.Builder
-	for _, a := range addrs {
-		b.WriteString(Hex(a) + " ")
-	}
-	return b.String()
 }
