@@ -95,9 +95,11 @@ type Module struct {
 	zeroSize int
 	syscalls bool // a program reads SyscallMap
 	stacks   bool // a program takes stacks into StackMap
-	guards   bool // a program takes NestMap's guard
-	skips    bool // a program counts in SkipMap
-	programs int  // compiled so far
+	// userStacks: a program takes user stacks into BuildIDStackMap too
+	userStacks bool
+	guards     bool // a program takes NestMap's guard
+	skips      bool // a program counts in SkipMap
+	programs   int  // compiled so far
 	// regexData holds the tables of the patterns of =~ (regex.go), each at
 	// its regexBase.
 	regexData []byte

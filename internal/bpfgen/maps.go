@@ -64,6 +64,9 @@ func (m *Module) Maps() []Map {
 	if m.stacks {
 		maps = append(maps, Map{StackMap, stackMapSpec()})
 	}
+	if m.userStacks {
+		maps = append(maps, Map{BuildIDStackMap, buildIDStackMapSpec()})
+	}
 	if m.regexBase != nil {
 		maps = append(maps, Map{RegexMap, m.regexMapSpec()})
 	}

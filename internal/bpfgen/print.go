@@ -72,23 +72,34 @@ func (g *gen) print(e *syntax.PrintCall) {
 func (g *gen) printArg(a syntax.Expr, out *Output, where *[]int) {
 	if c, ok := a.(*syntax.Call); ok {
 		if b := sema.Builtin(c); b != nil && b.Kernel == tapset.Captured {
+			if b.InProcess {
+				g.printLong(func() { g.emit(asm.FnGetCurrentPidTgid.Call(), asm.RSh.Imm(asm.R0, 32)) }, out, where)
+			}
 			for _, x := range c.Args {
 				g.printArg(x, out, where)
 			}
 			return
 		}
 	}
-	field := ArgField{Offset: out.Size}
-	if a.Type() == syntax.TypeString {
-		v := g.str(a)
-		field.Width = v.width
-		*where = append(*where, v.off)
-	} else {
-		g.long(a)
-		slot := g.pushSlot()
-		g.emit(asm.StoreMem(asm.R10, slot, asm.R0, asm.DWord))
-		*where = append(*where, int(slot))
+	if a.Type() != syntax.TypeString {
+		g.printLong(func() { g.long(a) }, out, where)
+		return
 	}
+	v := g.str(a)
+	field := ArgField{Offset: out.Size, Width: v.width}
+	*where = append(*where, v.off)
+	out.Args = append(out.Args, field)
+	out.Size += fieldSize(field)
+}
+
+// printLong adds a long field to the record out: the value code leaves in
+// R0.
+func (g *gen) printLong(code func(), out *Output, where *[]int) {
+	code()
+	slot := g.pushSlot()
+	g.emit(asm.StoreMem(asm.R10, slot, asm.R0, asm.DWord))
+	*where = append(*where, int(slot))
+	field := ArgField{Offset: out.Size}
 	out.Args = append(out.Args, field)
 	out.Size += fieldSize(field)
 }

@@ -11,14 +11,19 @@ import (
 // sprint_ubacktrace() take the stack with bpf_get_stackid into StackMap,
 // which keeps each distinct stack once under an id, and return a stack
 // token: a short string that names the stack and the form the script asked
-// for. A token is an ordinary string in the kernel, so a stack can be a map
+// for. A user stack is taken twice: as addresses into StackMap and as
+// (build id, file offset) frames into BuildIDStackMap (a stack map made
+// with BPF_F_STACK_BUILD_ID), whose frames name their code without the
+// process, so that user space can symbolize them after it exited; its
+// token names both stacks. A token is an ordinary string in the kernel, so a stack can be a map
 // key (`s[backtrace()] <<< 1` counts samples per stack in the kernel) or a
 // printf argument at the cost of a few bytes; user space replaces it with
 // the stack's text (ParseStackToken, then package kernelside) wherever it
 // reads a string the kernel made — records, keys, values — so a stack is
 // symbolized once however often it was counted. A token is
 //
-//	ESC, the form, the id + 1 in four 6-bit digits each offset by '@', NUL
+//	ESC, the form, the id + 1 in four 6-bit digits each offset by '@',
+//	[a user stack: the build-id stack's id + 1, the same way,] NUL
 //
 // (no NUL inside; id + 1 is 0 when the kernel could not take the stack).
 // addr() and user_mode() read the registers of a perf event's context
@@ -28,6 +33,21 @@ import (
 
 // StackMap is the name programs reference the stack trace map by.
 const StackMap = "stacks"
+
+// BuildIDStackMap is the name of the map of user stacks as build-id frames.
+const BuildIDStackMap = "ustacks"
+
+// BuildIDFrameSize is the size of a frame of BuildIDStackMap (struct
+// bpf_stack_build_id: a status word, the 20-byte build id, the file
+// offset or, when the status is BuildIDFrameIP, the address).
+const BuildIDFrameSize = 32
+
+// The status of a build-id frame.
+const (
+	BuildIDFrameEmpty = 0 // no frame
+	BuildIDFrameValid = 1 // build id and file offset
+	BuildIDFrameIP    = 2 // the kernel could not read the build id: an address
+)
 
 // MaxBacktrace is the most frames a stack keeps (stap's MAXBACKTRACE).
 const MaxBacktrace = 20
@@ -49,24 +69,54 @@ const (
 func (f StackForm) User() bool { return f == UserHex || f == UserText }
 
 const (
-	tokenMark    = 0x1b
-	tokenDigits  = 4
-	tokenLen     = 2 + tokenDigits
-	bpfUserStack = 1 << 8 // BPF_F_USER_STACK
+	tokenMark       = 0x1b
+	tokenDigits     = 4
+	bpfUserStack    = 1 << 8 // BPF_F_USER_STACK
+	bpfStackBuildID = 1 << 5 // BPF_F_STACK_BUILD_ID, a map flag
 )
 
-// ParseStackToken recognizes a stack token: its form and the stack's id
-// in StackMap; ok is false for any other string, and valid false for the
-// token of a stack the kernel could not take.
-func ParseStackToken(s string) (form StackForm, id uint32, valid, ok bool) {
-	if len(s) != tokenLen || s[0] != tokenMark {
-		return 0, 0, false, false
+// tokenLen is the length of a token of form, without its NUL.
+func tokenLen(form StackForm) int {
+	if form.User() {
+		return 2 + 2*tokenDigits
 	}
+	return 2 + tokenDigits
+}
+
+// StackToken is what a stack token names.
+type StackToken struct {
+	Form StackForm
+	// ID is the stack's id in StackMap; Valid is false when the kernel
+	// could not take the stack.
+	ID    uint32
+	Valid bool
+	// BuildIDs is the id of a user stack's frames in BuildIDStackMap;
+	// BuildIDsValid is false when the kernel could not take them.
+	BuildIDs      uint32
+	BuildIDsValid bool
+}
+
+// ParseStackToken recognizes a stack token; ok is false for any other
+// string.
+func ParseStackToken(s string) (tok StackToken, ok bool) {
+	if len(s) < 2 || s[0] != tokenMark || len(s) != tokenLen(StackForm(s[1])) {
+		return StackToken{}, false
+	}
+	tok.Form = StackForm(s[1])
+	tok.ID, tok.Valid = tokenID(s[2:])
+	if tok.Form.User() {
+		tok.BuildIDs, tok.BuildIDsValid = tokenID(s[2+tokenDigits:])
+	}
+	return tok, true
+}
+
+// tokenID decodes the id + 1 in the first tokenDigits digits of s.
+func tokenID(s string) (uint32, bool) {
 	var n uint32
 	for i := tokenDigits - 1; i >= 0; i-- {
-		n = n<<6 | uint32(s[2+i]-'@')&63
+		n = n<<6 | uint32(s[i]-'@')&63
 	}
-	return StackForm(s[1]), n - 1, n != 0, true
+	return n - 1, n != 0
 }
 
 func stackMapSpec() *ebpf.MapSpec {
@@ -74,41 +124,57 @@ func stackMapSpec() *ebpf.MapSpec {
 		ValueSize: 8 * MaxBacktrace, MaxEntries: stackMapEntries}
 }
 
+func buildIDStackMapSpec() *ebpf.MapSpec {
+	return &ebpf.MapSpec{Name: "ustacks", Type: ebpf.StackTrace, KeySize: 4, Flags: bpfStackBuildID,
+		ValueSize: BuildIDFrameSize * MaxBacktrace, MaxEntries: stackMapEntries}
+}
+
 // stackToken compiles backtrace() and friends: the stack's id in
-// StackMap, then the token naming it.
+// StackMap (and a user stack's in BuildIDStackMap), then the token naming
+// it.
 func (g *gen) stackToken(form StackForm) value {
 	g.m.stacks = true
-	var flags int32
-	if form.User() {
-		flags = bpfUserStack
-	}
-	v := g.strSlot(tokenLen + 2)
 	g.ownProbe()
+	n := tokenLen(form)
+	v := g.strSlot(n + 2)
+	g.emit(
+		asm.StoreImm(regScratch, int16(v.off), tokenMark, asm.Byte),
+		asm.StoreImm(regScratch, int16(v.off+1), int64(form), asm.Byte),
+		asm.StoreImm(regScratch, int16(v.off+n), 0, asm.Byte),
+	)
+	if !form.User() {
+		g.stackID(StackMap, 0, v.off+2)
+		return v
+	}
+	g.m.userStacks = true
+	g.stackID(StackMap, bpfUserStack, v.off+2)
+	g.stackID(BuildIDStackMap, bpfUserStack, v.off+2+tokenDigits)
+	return v
+}
+
+// stackID takes the stack into stack map m and writes its id + 1 (0 when
+// the kernel could not take it) as token digits at off in the scratch
+// buffer.
+func (g *gen) stackID(m string, flags int32, off int) {
 	g.emit(
 		asm.Mov.Reg(asm.R1, regCtx),
-		asm.LoadMapPtr(asm.R2, 0).WithReference(StackMap),
+		asm.LoadMapPtr(asm.R2, 0).WithReference(m),
 		asm.Mov.Imm(asm.R3, flags),
 		asm.FnGetStackid.Call(),
 	)
 	ok := g.newLabel("stack")
 	g.emit(asm.JSGE.Imm(asm.R0, 0, ok), asm.Mov.Imm(asm.R0, -1))
 	g.mark(ok)
-	g.emit(
-		asm.Add.Imm(asm.R0, 1),
-		asm.StoreImm(regScratch, int16(v.off), tokenMark, asm.Byte),
-		asm.StoreImm(regScratch, int16(v.off+1), int64(form), asm.Byte),
-		asm.StoreImm(regScratch, int16(v.off+tokenLen), 0, asm.Byte),
-	)
+	g.emit(asm.Add.Imm(asm.R0, 1))
 	for i := 0; i < tokenDigits; i++ {
 		g.emit(
 			asm.Mov.Reg(asm.R1, asm.R0),
 			asm.RSh.Imm(asm.R1, int32(6*i)),
 			asm.And.Imm(asm.R1, 63),
 			asm.Add.Imm(asm.R1, '@'),
-			asm.StoreMem(regScratch, int16(v.off+2+i), asm.R1, asm.Byte),
+			asm.StoreMem(regScratch, int16(off+i), asm.R1, asm.Byte),
 		)
 	}
-	return v
 }
 
 // x86-64 struct pt_regs, the start of a perf event program's context.

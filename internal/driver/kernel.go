@@ -11,6 +11,7 @@ import (
 	"github.com/bpftap/bpftap/internal/sema"
 	"github.com/bpftap/bpftap/internal/syntax"
 	"github.com/bpftap/bpftap/internal/tapset"
+	"github.com/bpftap/bpftap/internal/usym"
 )
 
 // translate runs pass 3: every kernel probe compiled to a BPF program.
@@ -49,6 +50,11 @@ func (s *session) load(ks *kernelside.Session) error {
 	}
 	if s.opts.Verbose >= 3 {
 		ks.FprintVerifierLogs(s.stderr)
+	}
+	if exe := s.targetExecutable(); exe != "" && ks.UserStacks() {
+		// the target's files are known by build id before it runs (and
+		// after it exited, when its stacks are printed)
+		usym.Default().AddExecutable(exe)
 	}
 	s.timer.report(s, 4, fmt.Sprintf("loaded %s into the kernel", plural(ks.Programs(), "BPF program")))
 	return nil

@@ -139,7 +139,8 @@ var (
 
 // cPrograms builds, once per test run, the workloads of the function probe
 // tests with gcc: scale.c at -O0 and -O2, PIE and not (scale_O0_pie ...),
-// libscale.so and uselib, which calls it. A probe on a file fires in every
+// libscale.so and uselib, which calls it; hot, CPU-bound in hot() under
+// work() under main(), with frame pointers for the sampling tests. A probe on a file fires in every
 // process running it: tests running side by side use files of their own
 // (scale_target). It returns their directory (a
 // build failure leaves it empty: the scripts then fail on missing files).
@@ -163,6 +164,7 @@ func cPrograms() string {
 			{"-O2", "-o", "uselib", src("uselib.c"), "-L" + dir, "-lscale", "-Wl,-rpath," + dir},
 			{"-O0", "-o", "ticks_O0", src("ticks.c")},
 			{"-O2", "-o", "ticks_O2", src("ticks.c")},
+			{"-O0", "-fno-omit-frame-pointer", "-o", "hot", src("hot.c")},
 		}
 		for _, b := range builds {
 			cmd := exec.Command("gcc", b...)

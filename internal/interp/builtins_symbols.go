@@ -3,11 +3,13 @@ package interp
 import (
 	"github.com/bpftap/bpftap/internal/ksym"
 	"github.com/bpftap/bpftap/internal/tapset"
+	"github.com/bpftap/bpftap/internal/usym"
 )
 
 // Kernel symbols (package ksym): symname and symdata of an address, the
-// text of a stack of hex addresses; in user-side probes, and for kernel
-// probes that print them (tapset.Captured). A user-side probe has no
+// text of a stack of hex addresses; user symbols (package usym) the same
+// way, in the call's process; in user-side probes, and for kernel probes
+// that print them (tapset.Captured). A user-side probe has no
 // registers: addr() and uaddr() are 0 there, as in stap's begin probes;
 // the stack builtins are refused there (tapset's kernelOnly).
 var symbolBuiltins = map[string]builtinFunc{
@@ -22,11 +24,41 @@ var symbolBuiltins = map[string]builtinFunc{
 	"sprint_stack": func(cc *callContext, args []Value) Value {
 		return str(stackLines(args[0].Str, cc.in.maxStringLen()-1))
 	},
-	"__stack_lines":     func(_ *callContext, args []Value) Value { return str(stackLines(args[0].Str, 0)) },
+	"__stack_lines": func(_ *callContext, args []Value) Value { return str(stackLines(args[0].Str, 0)) },
+	"usymname":      userSymbol(usym.Name),
+	"usymdata":      userSymbol(usym.Data),
+	"umodname": userSymbol(func(_ uint64, sym usym.Symbol, ok bool) string {
+		return usym.Module(sym, ok)
+	}),
+	"sprint_ustack": func(cc *callContext, args []Value) Value {
+		return str(ustackLines(cc.process(), args[0].Str, cc.in.maxStringLen()-1))
+	},
+	"__ustack_lines": func(cc *callContext, args []Value) Value {
+		return str(ustackLines(cc.process(), args[0].Str, 0))
+	},
 	"backtrace":         kernelOnly("backtrace"),
 	"sprint_backtrace":  kernelOnly("sprint_backtrace"),
 	"ubacktrace":        kernelOnly("ubacktrace"),
 	"sprint_ubacktrace": kernelOnly("sprint_ubacktrace"),
+}
+
+// userSymbol is a builtin giving text of the symbol of a user address in
+// the call's process.
+func userSymbol(text func(addr uint64, sym usym.Symbol, ok bool) string) builtinFunc {
+	return func(cc *callContext, args []Value) Value {
+		addr := uint64(args[0].Int)
+		sym, ok := usym.Default().Address(cc.process(), addr)
+		return str(text(addr, sym, ok))
+	}
+}
+
+// ustackLines is print_ustack's text of a stack of hex user addresses of
+// process pid, cut at limit bytes (0: not cut) on a line's end.
+func ustackLines(pid int, stk string, limit int) string {
+	return ksym.Lines(ksym.Addresses(stk), func(a uint64) string {
+		sym, ok := usym.Default().Address(pid, a)
+		return usym.FullLine(a, sym, ok)
+	}, limit)
 }
 
 // kernelOnly is a builtin the elaborator refuses in user-side probes.

@@ -2,6 +2,7 @@ package interp
 
 import (
 	"errors"
+	"os"
 	"slices"
 
 	"github.com/bpftap/bpftap/internal/format"
@@ -86,6 +87,12 @@ func (in *Interp) newFrame(f *syntax.Func) *frame {
 }
 
 func (in *Interp) callBuiltin(c *syntax.Call, args []Value) Value {
+	return in.callBuiltinIn(c, args, 0)
+}
+
+// callBuiltinIn calls a builtin for process pid (0: the current process,
+// bpftap itself in user-side probes).
+func (in *Interp) callBuiltinIn(c *syntax.Call, args []Value, pid int) Value {
 	name := c.Func.Builtin
 	if name == "" {
 		name = c.Func.Name
@@ -95,7 +102,7 @@ func (in *Interp) callBuiltin(c *syntax.Call, args []Value) Value {
 		throw("function "+name+"() is not supported in user-side probes", c.Pos)
 	}
 	// Builtins never run script code, so one context serves every call.
-	in.builtinCall = callContext{in: in, call: c}
+	in.builtinCall = callContext{in: in, call: c, pid: pid}
 	return impl(&in.builtinCall, args)
 }
 
@@ -103,6 +110,16 @@ func (in *Interp) callBuiltin(c *syntax.Call, args []Value) Value {
 type callContext struct {
 	in   *Interp
 	call *syntax.Call
+	pid  int // the process of a captured call of a kernel probe, or 0
+}
+
+// process is the pid of the process the call is made for: a kernel
+// probe's, or bpftap's own.
+func (cc *callContext) process() int {
+	if cc.pid != 0 {
+		return cc.pid
+	}
+	return os.Getpid()
 }
 
 // fail raises a run-time error at the call.

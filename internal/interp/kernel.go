@@ -71,11 +71,15 @@ func (in *Interp) capturedValue(e syntax.Expr, values []format.Arg) (Value, []fo
 	if !ok || !isCaptured(c) {
 		return Value(values[0]), values[1:]
 	}
+	pid := 0
+	if sema.Builtin(c).InProcess {
+		pid, values = int(values[0].Int), values[1:]
+	}
 	args := make([]Value, len(c.Args))
 	for i, a := range c.Args {
 		args[i], values = in.capturedValue(a, values)
 	}
-	v := in.callBuiltin(c, args)
+	v := in.callBuiltinIn(c, args, pid)
 	v.Str = in.clip(v.Str)
 	return v, values
 }

@@ -180,6 +180,13 @@ func realtimeOffset() int64 {
 	return time.Now().UnixNano() - mono.Nano()
 }
 
+// UserStacks tells whether a loaded program takes user stacks, which are
+// symbolized through the build ids of the files of the processes
+// (package usym).
+func (s *Session) UserStacks() bool {
+	return s.objs != nil && s.objs.shared[bpfgen.BuildIDStackMap] != nil
+}
+
 // RingSize is the size of the ring buffer in bytes.
 func (s *Session) RingSize() int { return s.mod.RingSize() }
 
@@ -200,7 +207,7 @@ func (s *Session) Load() error {
 		return fmt.Errorf("ERROR: %w", err)
 	}
 	s.objs = objs
-	s.stacks = newStackTexts(objs.shared[bpfgen.StackMap], s.mod.MaxStringLen())
+	s.stacks = newStackTexts(objs.shared[bpfgen.StackMap], objs.shared[bpfgen.BuildIDStackMap], s.mod.MaxStringLen())
 	refs := make([]map[string]*ebpf.Map, len(s.progs))
 	for i, p := range s.progs {
 		if refs[i], err = objs.bind(p); err != nil {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/bpftap/bpftap/internal/bpfgen"
 	"github.com/bpftap/bpftap/internal/ksym"
+	"github.com/bpftap/bpftap/internal/usym"
 	"github.com/cilium/ebpf"
 )
 
@@ -17,16 +18,17 @@ import (
 // again (foreach, then s[k]) finds the kernel's element. Like stap's
 // backtrace() the text is cut at MAXSTRINGLEN.
 type stackTexts struct {
-	m      *ebpf.Map // StackMap, nil when no program takes stacks
-	maxStr int
+	m        *ebpf.Map // StackMap, nil when no program takes stacks
+	buildIDs *ebpf.Map // BuildIDStackMap, nil when no program takes user stacks
+	maxStr   int
 
 	mu     sync.Mutex
 	text   map[string]string // token → text
 	tokens map[string]string // text → token
 }
 
-func newStackTexts(m *ebpf.Map, maxStr int) *stackTexts {
-	return &stackTexts{m: m, maxStr: maxStr, text: map[string]string{}, tokens: map[string]string{}}
+func newStackTexts(m, buildIDs *ebpf.Map, maxStr int) *stackTexts {
+	return &stackTexts{m: m, buildIDs: buildIDs, maxStr: maxStr, text: map[string]string{}, tokens: map[string]string{}}
 }
 
 // expand returns s, or the text of the stack s is the token of.
@@ -34,7 +36,7 @@ func (st *stackTexts) expand(s string) string {
 	if st == nil || st.m == nil || !strings.HasPrefix(s, "\x1b") {
 		return s
 	}
-	form, id, valid, ok := bpfgen.ParseStackToken(s)
+	tok, ok := bpfgen.ParseStackToken(s)
 	if !ok {
 		return s
 	}
@@ -44,8 +46,12 @@ func (st *stackTexts) expand(s string) string {
 		return t
 	}
 	var t string
-	if valid {
-		t = st.render(form, st.frames(id))
+	switch {
+	case !tok.Valid:
+	case tok.Form.User():
+		t = st.renderUser(tok.Form, st.userFrames(tok))
+	default:
+		t = st.render(tok.Form, st.frames(tok.ID))
 	}
 	st.text[s] = t
 	if _, taken := st.tokens[t]; !taken {
@@ -84,21 +90,66 @@ func (st *stackTexts) frames(id uint32) []uint64 {
 	return addrs
 }
 
-// render is the text of a stack in form, cut at MAXSTRINGLEN.
+// userFrame is a frame of a user stack and its symbol.
+type userFrame struct {
+	addr uint64
+	sym  usym.Symbol
+	ok   bool
+}
+
+// userFrames reads a user stack: its addresses, each symbolized through
+// the build-id frame the kernel took with it (a frame the kernel has only
+// an address for is symbolized as an address).
+func (st *stackTexts) userFrames(tok bpfgen.StackToken) []userFrame {
+	addrs := st.frames(tok.ID)
+	buf := make([]byte, bpfgen.BuildIDFrameSize*bpfgen.MaxBacktrace)
+	if !tok.BuildIDsValid || st.buildIDs.Lookup(tok.BuildIDs, buf) != nil {
+		clear(buf)
+	}
+	frames := make([]userFrame, len(addrs))
+	for i, a := range addrs {
+		frames[i] = userFrame{addr: a}
+		b := buf[i*bpfgen.BuildIDFrameSize:]
+		if binary.NativeEndian.Uint32(b) == bpfgen.BuildIDFrameValid {
+			frames[i].sym, frames[i].ok = usym.Default().Frame(string(b[4:24]), binary.NativeEndian.Uint64(b[24:]), a)
+		} else {
+			frames[i].sym, frames[i].ok = usym.Default().Known(a)
+		}
+	}
+	return frames
+}
+
+// renderUser is the text of a user stack in form, cut at MAXSTRINGLEN
+// (the lines of sprint_ubacktrace() whole).
+func (st *stackTexts) renderUser(form bpfgen.StackForm, frames []userFrame) string {
+	addrs := make([]uint64, len(frames))
+	symbols := make(map[uint64]userFrame, len(frames))
+	for i, f := range frames {
+		addrs[i], symbols[f.addr] = f.addr, f
+	}
+	if form == bpfgen.UserHex {
+		return cut(ksym.Lines(addrs, func(a uint64) string { return usym.Hex(a) + " " }, 0), st.maxStr-1)
+	}
+	return ksym.Lines(addrs, func(a uint64) string {
+		f := symbols[a]
+		return usym.SimpleLine(a, f.sym, f.ok)
+	}, st.maxStr-1)
+}
+
+// render is the text of a kernel stack in form, cut at MAXSTRINGLEN.
 func (st *stackTexts) render(form bpfgen.StackForm, addrs []uint64) string {
 	limit := st.maxStr - 1
-	if !form.User() {
-		addrs = ksym.Kernel().TrimTracing(addrs)
-	}
-	switch form {
-	case bpfgen.KernelText:
+	addrs = ksym.Kernel().TrimTracing(addrs)
+	if form == bpfgen.KernelText {
 		return ksym.Lines(addrs, ksym.Kernel().SimpleLine, limit)
-	case bpfgen.UserText:
-		return ksym.Lines(addrs, func(a uint64) string { return ksym.Hex(a) + "\n" }, limit)
 	}
-	t := ksym.HexList(addrs)
+	return cut(ksym.HexList(addrs), limit)
+}
+
+// cut cuts t to limit bytes.
+func cut(t string, limit int) string {
 	if len(t) > limit {
-		t = t[:limit]
+		return t[:limit]
 	}
 	return t
 }

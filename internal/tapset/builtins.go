@@ -36,6 +36,10 @@ type Builtin struct {
 	// task_struct): the elaborator refuses them in code that user-side
 	// probes reach (KernelOnlyMsg).
 	KernelOnly bool
+	// InProcess Captured builtins read the address space of the current
+	// process (user-space symbols): a kernel probe captures the process's
+	// pid before their arguments.
+	InProcess bool
 	// Unsupported, when set, is why no probe can run the builtin: the
 	// elaborator refuses every call with it.
 	Unsupported string
@@ -155,6 +159,13 @@ func captured(b *Builtin) *Builtin {
 	return b
 }
 
+// inProcess marks b computed in user space, in the current process's
+// address space.
+func inProcess(b *Builtin) *Builtin {
+	b.InProcess = true
+	return captured(b)
+}
+
 func effects(b *Builtin) *Builtin {
 	b.SideEffects = true
 	return b
@@ -229,7 +240,8 @@ var Builtins = index(
 	bpf(fn("uaddr", long)),
 	// stacks (bpfgen/stacks.go): taken in kernel probes only, symbolized
 	// in user space; symname and friends symbolize kernel addresses
-	// (package ksym) where the value is printed
+	// (package ksym), usymname and friends user addresses (package usym),
+	// where the value is printed
 	kernelOnly(fn("backtrace", str)),
 	kernelOnly(fn("sprint_backtrace", str)),
 	kernelOnly(fn("ubacktrace", str)),
@@ -239,6 +251,13 @@ var Builtins = index(
 	captured(fn("sprint_stack", str, s("stk"))),
 	// __stack_lines(stk): print_stack's text, not cut at MAXSTRINGLEN
 	captured(fn("__stack_lines", str, s("stk"))),
+	// user-space symbols (package usym), of the current process's addresses
+	inProcess(fn("usymname", str, l("addr"))),
+	inProcess(fn("usymdata", str, l("addr"))),
+	inProcess(fn("umodname", str, l("addr"))),
+	inProcess(fn("sprint_ustack", str, s("stk"))),
+	// __ustack_lines(stk): print_ustack's text, not cut at MAXSTRINGLEN
+	inProcess(fn("__ustack_lines", str, s("stk"))),
 	fn("is_return", long),
 	fn("mem_page_size", long),
 	fn("stp_pid", long),
