@@ -33,6 +33,12 @@ type Options struct {
 	Unoptimize      bool     // -u
 	NoGlobalDisplay bool     // --no-global-var-display
 	Compatible      string   // --compatible=VERSION: systemtap_v, and classic tracepoint fields up to 4.1
+	// SymbolObjects (-d OBJECT) and SymbolLibraries (--ldd, their shared
+	// libraries too) name the user-space symbol tables stap loads besides
+	// the probed files'; recorded for user-stack symbolization, which has
+	// none to read until it lands (see addSymbols).
+	SymbolObjects   []string
+	SymbolLibraries bool
 	Help, Version   bool
 }
 
@@ -76,7 +82,7 @@ var shortOptions = map[byte]optionSpec{
 	's': {true, setBufferSize},
 	'm': {true, func(o *Options, _ string) error { return nil }}, // module name: there is no module
 	'r': {true, func(o *Options, _ string) error { return nil }}, // kernel release: bpftap runs on this kernel
-	'd': {true, checkSymbols},
+	'd': {true, addSymbols},
 }
 
 var longOptions = map[string]optionSpec{
@@ -93,9 +99,9 @@ var longOptions = map[string]optionSpec{
 	"unprivileged":            {false, func(o *Options, _ string) error { return nil }},
 	"suppress-handler-errors": {false, func(o *Options, _ string) error { return nil }},
 	// --ldd and -d name objects whose symbols stap loads for backtraces and
-	// symbol names (see checkSymbols); --all-modules asks for every loaded
+	// symbol names (see addSymbols); --all-modules asks for every loaded
 	// kernel module's, which /proc/kallsyms, bpftap's source, lists anyway.
-	"ldd":         {false, func(o *Options, _ string) error { return nil }},
+	"ldd":         {false, func(o *Options, _ string) error { o.SymbolLibraries = true; return nil }},
 	"all-modules": {false, func(o *Options, _ string) error { return nil }},
 }
 
@@ -108,14 +114,17 @@ func setScriptText(o *Options, a string) error {
 	return nil
 }
 
-// checkSymbols takes -d OBJECT, a program, library or kernel module whose
-// symbols stap loads for backtraces and symbol names. bpftap has no
-// user-space symbol tables yet, so the option is accepted and has no effect;
-// an empty name is refused as stap refuses it.
-func checkSymbols(_ *Options, a string) error {
+// addSymbols takes -d OBJECT, a program, library or kernel module whose
+// symbols stap loads for backtraces and symbol names, as stap does: an
+// empty name is refused, any other is recorded unchecked (stap checks it
+// only when it builds its module). Nothing reads the list yet: bpftap
+// symbolizes no user-space addresses so far, and kernel modules' symbols
+// come from /proc/kallsyms.
+func addSymbols(o *Options, a string) error {
 	if a == "" {
 		return errors.New("Data object (-d) cannot be empty.")
 	}
+	o.SymbolObjects = append(o.SymbolObjects, a)
 	return nil
 }
 

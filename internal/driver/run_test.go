@@ -28,7 +28,8 @@ var update = flag.Bool("update", false, "rewrite the expected outputs of testdat
 //	           `#! status: N` gives the expected exit status (default 0), and
 //	           `#! requires: bpf` marks a case that loads BPF programs: without
 //	           the privilege or the kernel support it is skipped, and the reason
-//	           is printed once
+//	           is printed once; `#! requires: python3.11` one that runs Debian's
+//	           /usr/bin/python3.11 (skipped, saying so, where it is absent)
 //	NAME.out   expected standard output
 //	NAME.err   expected standard error (absent: none)
 //
@@ -115,13 +116,25 @@ func caseDirectives(t *testing.T, text string) (d directives) {
 	return d
 }
 
-// requireFeature skips t unless this process has feature ("bpf": it may
-// create maps and load programs, checked once by doing so). The first skip
-// says why; the others refer to it.
+// requireFeature skips t unless this process has feature: "bpf" (it may
+// create maps and load programs) or "python3.11" (the file
+// /usr/bin/python3.11, whose markers the python tapset probes).
 func requireFeature(t *testing.T, feature string) {
-	if feature != "bpf" {
+	switch feature {
+	case "bpf":
+		requireBPF(t)
+	case "python3.11":
+		if _, err := os.Stat("/usr/bin/python3.11"); err != nil {
+			t.Skipf("requires Debian's python3.11: %v", err)
+		}
+	default:
 		t.Fatalf("unknown requirement %q", feature)
 	}
+}
+
+// requireBPF skips t unless this process may use bpf, checked once by
+// doing so. The first skip says why; the others refer to it.
+func requireBPF(t *testing.T) {
 	bpfOnce.Do(func() { bpfMissing = probeBPF() })
 	if bpfMissing == nil {
 		return

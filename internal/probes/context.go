@@ -13,7 +13,8 @@ import (
 // argument NAME (a tracepoint's parameter) and `$NAME->a->b[2]` follows it
 // through the kernel's types (BTF); `$$name` is the event name, `$$parms`
 // and `$$vars` the arguments as "p=%p old_pid=%#x" (pointers %p, integers
-// %#x, as stap prints them); `@cast(ADDR, "struct T")->m` reads from any address. As in
+// %#x, as stap prints them; a marker's "$arg1=%#x $arg2=%#x", its
+// `$$locals` ""), `@cast(ADDR, "struct T")->m` reads from any address. As in
 // stap every value is a long: a char array such as $p->comm is its address
 // (scripts call kernel_string on it), a char * is the pointer. Pretty
 // printing ($p$, $$parms$) is refused. An Access tells the code generator how
@@ -81,7 +82,14 @@ func (c *Context) Var(x *syntax.TargetVar) (*Access, *ContextError) {
 			return &Access{Param: -1, Name: c.Attach.Provider, Type: syntax.TypeString}, nil
 		}
 	case "$$parms", "$$vars":
+		if c.Attach.Provider != "" {
+			return c.markParms(), nil
+		}
 		return c.parms()
+	case "$$locals":
+		if c.Attach.Provider != "" {
+			return &Access{Param: -1, Type: syntax.TypeString}, nil // a marker has no locals: ""
+		}
 	}
 	if err := c.loadFields(); err != nil {
 		return nil, err
@@ -163,6 +171,19 @@ func (c *Context) parms() (*Access, *ContextError) {
 	}
 	a.Format = strings.Join(parts, " ")
 	return a, nil
+}
+
+// markParms is a marker's $$parms and $$vars: "$arg1=%#x $arg2=%#x ...",
+// every argument a number, as stap prints them.
+func (c *Context) markParms() *Access {
+	a := &Access{Param: -1, Type: syntax.TypeString}
+	var parts []string
+	for i, p := range c.Attach.Args {
+		parts = append(parts, "$"+p.Name+"=%#x")
+		a.Args = append(a.Args, &Access{Param: i, Type: syntax.TypeLong})
+	}
+	a.Format = strings.Join(parts, " ")
+	return a
 }
 
 // Cast resolves @cast(operand, "T", module) with its chain; the base is the

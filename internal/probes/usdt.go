@@ -3,23 +3,32 @@ package probes
 import (
 	"fmt"
 	"path"
+	"slices"
+	"strings"
 
 	"github.com/bpftap/bpftap/internal/probes/attach"
 	"github.com/bpftap/bpftap/internal/syntax"
 	"github.com/bpftap/bpftap/internal/usdt"
 )
 
-// process("PATH").mark("NAME") and process.mark("NAME"): the static
-// markers of sys/sdt.h (USDT), read from the file's .note.stapsdt (package
-// usdt). Each marker is a uprobe at its file offset, with its semaphore, if
-// it has one, raised by the kernel while the probe is attached
-// (ref_ctr_offset); its arguments are $arg1 ... $argN, loaded from where
-// the marker's operands say (registers, memory, constants), $$name and
-// $$provider its names. NAME may hold wildcards; PATH is resolved as for
+// process("PATH").mark("NAME"), process("PATH").provider("P").mark("NAME")
+// and the same without ("PATH"): the static markers of sys/sdt.h (USDT),
+// read from the file's .note.stapsdt (package usdt). Each marker is a
+// uprobe at its file offset, with its semaphore, if it has one, raised by
+// the kernel while the probe is attached (ref_ctr_offset); its arguments
+// are $arg1 ... $argN, loaded from where the marker's operands say
+// (registers, memory, constants), $$name and $$provider its names, $$parms
+// and $$vars all of them ("$arg1=%#x $arg2=%#x", stap's). NAME and P may
+// hold wildcards; a "-" in NAME stands for "__", as in stap (dtrace spells
+// function__entry function-entry). PATH is resolved as for
 // process.function.
 func processMarkFamily(k KernelInfo, cfg Config) *Family {
-	return &Family{Name: "process.mark", Paths: []string{"process(string).mark(string)", "process.mark(string)"},
-		Kernel: true, Expand: func(p *Point) ([]*Point, error) { return expandMark(k, cfg, p) }}
+	var paths []string
+	for _, base := range []string{"process(string)", "process"} {
+		paths = append(paths, base+".mark(string)", base+".provider(string).mark(string)")
+	}
+	return &Family{Name: "process.mark", Paths: paths, Kernel: true,
+		Expand: func(p *Point) ([]*Point, error) { return expandMark(k, cfg, p) }}
 }
 
 func expandMark(k KernelInfo, cfg Config, p *Point) ([]*Point, error) {
@@ -32,26 +41,37 @@ func expandMark(k KernelInfo, cfg Config, p *Point) ([]*Point, error) {
 		return nil, errorf("cannot read the markers of %s: %v", file, err)
 	}
 	spec, _ := p.Arg("mark").(*syntax.StringLit)
+	name := strings.ReplaceAll(spec.Value, "-", "__")
+	provider := "*"
+	if lit, ok := p.Arg("provider").(*syntax.StringLit); ok {
+		provider = lit.Value
+	}
 	var out []*Point
 	for _, m := range f.Probes {
-		if ok, _ := path.Match(spec.Value, m.Name); !ok {
+		if !globMatch(provider, m.Provider) || !globMatch(name, m.Name) {
 			continue
 		}
 		a, err := markPoint(f, file, m)
 		if err != nil {
 			return nil, &Error{Msg: err.Error()}
 		}
-		q, err := fileProbe(k, p, file, "mark", m.Name, a, len(out) == 0)
+		q, err := fileProbe(k, concretePoint(p, "provider", m.Provider), file, "mark", m.Name, a, len(out) == 0)
 		if err != nil {
 			return nil, err
 		}
 		out = append(out, q)
 	}
 	if len(out) == 0 {
-		return nil, &Error{Msg: "no match", detail: func() string { return markNames(f, file, spec.Value) }}
+		return nil, &Error{Msg: "no match", detail: func() string { return markNames(f, file, provider, name) }}
 	}
 	out[0].Plan = fmt.Sprintf("%s: %d marker(s) of %s, each a uprobe", p.Name(), len(out), file)
 	return out, nil
+}
+
+// globMatch matches a marker's name or provider against a pattern.
+func globMatch(pattern, name string) bool {
+	ok, _ := path.Match(pattern, name)
+	return ok
 }
 
 // markPoint is the attach point of marker m of f: a uprobe at its offset,
@@ -73,14 +93,23 @@ func markPoint(f *usdt.File, file string, m *usdt.Probe) (*attach.Point, error) 
 	return a, nil
 }
 
-// markNames says what a mark that matched nothing could have named.
-func markNames(f *usdt.File, file, spec string) string {
+// markNames says what a mark that matched nothing could have named: the
+// markers of the providers that match, else the providers.
+func markNames(f *usdt.File, file, provider, name string) string {
 	if len(f.Probes) == 0 {
 		return fmt.Sprintf(" (%s has no sys/sdt.h markers)", file)
 	}
-	var names []string
+	var names, providers []string
 	for _, m := range f.Probes {
-		names = append(names, m.Name)
+		if globMatch(provider, m.Provider) {
+			names = append(names, m.Name)
+		}
+		if !slices.Contains(providers, m.Provider) {
+			providers = append(providers, m.Provider)
+		}
 	}
-	return fmt.Sprintf(" (similar markers: %s)", similarNames(spec, names))
+	if len(names) == 0 {
+		return fmt.Sprintf(" (providers of %s: %s)", file, strings.Join(providers, ", "))
+	}
+	return fmt.Sprintf(" (similar markers: %s)", similarNames(name, names))
 }

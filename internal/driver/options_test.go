@@ -1,0 +1,25 @@
+package driver
+
+import (
+	"slices"
+	"testing"
+)
+
+// TestSymbolOptions: -d objects are recorded in order, --ldd as a flag,
+// --all-modules changes nothing (kallsyms lists every module's symbols).
+func TestSymbolOptions(t *testing.T) {
+	o, err := parseArgs([]string{"-d", "/bin/ls", "--all-modules", "-dlibc.so.6", "--ldd", "-e", "probe begin {}"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"/bin/ls", "libc.so.6"}; !slices.Equal(o.SymbolObjects, want) || !o.SymbolLibraries {
+		t.Errorf("SymbolObjects %q, SymbolLibraries %v; want %q, true", o.SymbolObjects, o.SymbolLibraries, want)
+	}
+	o, err = parseArgs([]string{"-e", "probe begin {}"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.SymbolObjects != nil || o.SymbolLibraries {
+		t.Errorf("without -d and --ldd: SymbolObjects %q, SymbolLibraries %v", o.SymbolObjects, o.SymbolLibraries)
+	}
+}
