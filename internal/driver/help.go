@@ -27,8 +27,8 @@ interpreter, kernel probes compiled to eBPF. Options are stap's:
    -c CMD     start the probes, run CMD, exit when it finishes; target() is its pid
    -x PID     set target() to PID
    -s NUM     size the buffer of kernel probe output at NUM MiB (1-4095)
-   -d OBJECT  load the symbols of OBJECT too (recorded: bpftap symbolizes no
-              user-space addresses yet; kernel ones come from /proc/kallsyms)
+   -d OBJECT  load the symbols of OBJECT too, for user stacks (kernel ones
+              come from /proc/kallsyms)
    --ldd      add the shared libraries of -d objects and probed files (as -d)
    --all-modules
               load the symbols of every kernel module (accepted: kallsyms

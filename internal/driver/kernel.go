@@ -3,6 +3,7 @@ package driver
 import (
 	"errors"
 	"fmt"
+	"github.com/bpftap/bpftap/internal/elfsym"
 	"io"
 
 	"github.com/bpftap/bpftap/internal/format"
@@ -51,13 +52,32 @@ func (s *session) load(ks *kernelside.Session) error {
 	if s.opts.Verbose >= 3 {
 		ks.FprintVerifierLogs(s.stderr)
 	}
-	if exe := s.targetExecutable(); exe != "" && ks.UserStacks() {
-		// the target's files are known by build id before it runs (and
-		// after it exited, when its stacks are printed)
-		usym.Default().AddExecutable(exe)
+	if ks.UserStacks() {
+		s.indexSymbols()
 	}
 	s.timer.report(s, 4, fmt.Sprintf("loaded %s into the kernel", plural(ks.Programs(), "BPF program")))
 	return nil
+}
+
+// indexSymbols makes the files whose frames user stacks may show known
+// by build id before the target runs (and after it exited, when its
+// stacks are printed): the target's executable and its libraries, and
+// the -d objects (with their libraries under --ldd).
+func (s *session) indexSymbols() {
+	if exe := s.targetExecutable(); exe != "" {
+		usym.Default().AddExecutable(exe)
+	}
+	for _, name := range s.opts.SymbolObjects {
+		path, err := elfsym.Resolve(name)
+		switch {
+		case err != nil:
+			fmt.Fprintf(s.stderr, "WARNING: cannot find -d object '%s' for user-space symbols: %v\n", name, err)
+		case s.opts.SymbolLibraries:
+			usym.Default().AddExecutable(path)
+		default:
+			usym.Default().AddFile(path)
+		}
+	}
 }
 
 // verifierLogLevel keeps the verifier's logs of accepted programs with -vvv.

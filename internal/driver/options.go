@@ -35,8 +35,8 @@ type Options struct {
 	Compatible      string   // --compatible=VERSION: systemtap_v, and classic tracepoint fields up to 4.1
 	// SymbolObjects (-d OBJECT) and SymbolLibraries (--ldd, their shared
 	// libraries too) name the user-space symbol tables stap loads besides
-	// the probed files'; recorded for user-stack symbolization, which has
-	// none to read until it lands (see addSymbols).
+	// the probed files': user stacks symbolize their frames (kernel.go,
+	// indexSymbols).
 	SymbolObjects   []string
 	SymbolLibraries bool
 	Help, Version   bool
@@ -117,9 +117,9 @@ func setScriptText(o *Options, a string) error {
 // addSymbols takes -d OBJECT, a program, library or kernel module whose
 // symbols stap loads for backtraces and symbol names, as stap does: an
 // empty name is refused, any other is recorded unchecked (stap checks it
-// only when it builds its module). Nothing reads the list yet: bpftap
-// symbolizes no user-space addresses so far, and kernel modules' symbols
-// come from /proc/kallsyms.
+// only when it builds its module): a script with user stacks indexes it
+// by build id (a missing file is a warning then); kernel modules'
+// symbols come from /proc/kallsyms.
 func addSymbols(o *Options, a string) error {
 	if a == "" {
 		return errors.New("Data object (-d) cannot be empty.")

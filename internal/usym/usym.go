@@ -81,6 +81,13 @@ func (s *Symbolizer) AddExecutable(path string) {
 	}
 }
 
+// AddFile indexes one file (a -d object without --ldd).
+func (s *Symbolizer) AddFile(path string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.index(path)
+}
+
 // index learns the build id of the file at path, once.
 func (s *Symbolizer) index(path string) {
 	if _, done := s.buildIDs[path]; done {
