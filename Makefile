@@ -4,12 +4,16 @@ GO ?= go
 # (golang/go#75804, fixed in Go 1.27).
 FUZZTIME ?= 300000x
 
-.PHONY: all bpftap test vet fuzz clean
+.PHONY: all bpftap bpftap-flamegraph test vet fuzz clean
 
-all: bpftap
+all: bpftap bpftap-flamegraph
 
 bpftap:
 	$(GO) build -o bpftap ./cmd/bpftap
+
+# folded stacks (examples/flamegraph.stp) to an SVG flame graph
+bpftap-flamegraph:
+	$(GO) build -o bpftap-flamegraph ./cmd/bpftap-flamegraph
 
 vet:
 	$(GO) vet ./...
@@ -31,4 +35,4 @@ fuzz:
 	done
 
 clean:
-	rm -f bpftap
+	rm -f bpftap bpftap-flamegraph
