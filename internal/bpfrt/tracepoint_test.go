@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -20,9 +21,12 @@ import (
 
 // The tests re-run the test binary as a workload: with BPFRT_GETPPID=N it
 // waits for a line on stdin (the probes are attached by then), makes N
-// getppid system calls and exits.
+// getppid system calls and exits, all from one thread: a goroutine the
+// scheduler moves to another thread mid-loop (under load) splits
+// per-thread counts (TestTaskStorage saw 107 of 3000).
 func TestMain(m *testing.M) {
 	if n, err := strconv.Atoi(os.Getenv("BPFRT_GETPPID")); err == nil {
+		runtime.LockOSThread()
 		io.ReadFull(os.Stdin, make([]byte, 1))
 		for range n {
 			unix.Getppid()
