@@ -64,6 +64,9 @@ type Config struct {
 	// RealtimeOffset is added to the monotonic clock (bpf_ktime_get_ns) for
 	// gettimeofday_*: the wall-clock time minus the monotonic time, in ns.
 	RealtimeOffset int64
+	// KernelSymbols is the number of the kernel's text symbols, the size
+	// of SymbolMap (symbols.go), asked for when a program uses it.
+	KernelSymbols func() int
 }
 
 func (c *Config) defaults() {
@@ -97,6 +100,7 @@ type Module struct {
 	stacks   bool // a program takes stacks into StackMap
 	// userStacks: a program takes user stacks into BuildIDStackMap too
 	userStacks bool
+	symbols    bool // a program searches SymbolMap
 	guards     bool // a program takes NestMap's guard
 	skips      bool // a program counts in SkipMap
 	programs   int  // compiled so far

@@ -62,6 +62,7 @@ func kernelBuiltins() map[string]builtinCode {
 		"uaddr":              longCode((*gen).uaddr),
 		"user_mode":          longCode((*gen).userMode),
 		"user_string_quoted": strCode((*gen).userStringQuoted),
+		"symname":            strCode((*gen).symname),
 	}
 	for name, form := range map[string]StackForm{"backtrace": KernelHex, "sprint_backtrace": KernelText,
 		"ubacktrace": UserHex, "sprint_ubacktrace": UserText} {

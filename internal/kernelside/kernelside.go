@@ -22,6 +22,7 @@ package kernelside
 import (
 	"errors"
 	"fmt"
+	"github.com/bpftap/bpftap/internal/ksym"
 	"io"
 	"os"
 	"runtime"
@@ -121,7 +122,7 @@ func Compile(prog *sema.Program, cfg Config) (*Session, error) {
 	mod := bpfgen.New(prog, bpfgen.Config{
 		Limits:    cfg.Limits,
 		TargetPID: int64(cfg.TargetPID), Target: cfg.Target, RingSize: powerOfTwo(cfg.RingSize), Timing: cfg.Timing,
-		RealtimeOffset: realtimeOffset(),
+		RealtimeOffset: realtimeOffset(), KernelSymbols: func() int { return ksym.Kernel().Len() },
 	})
 	s := &Session{mod: mod, cfg: cfg}
 	for _, g := range programGroups(KernelProbes(prog)) {
@@ -207,6 +208,11 @@ func (s *Session) Load() error {
 		return fmt.Errorf("ERROR: %w", err)
 	}
 	s.objs = objs
+	if m := objs.shared[bpfgen.SymbolMap]; m != nil {
+		if err := fillSymbols(m); err != nil {
+			return fmt.Errorf("ERROR: kernel symbols for symname(): %w", err)
+		}
+	}
 	s.stacks = newStackTexts(objs.shared[bpfgen.StackMap], objs.shared[bpfgen.BuildIDStackMap], s.mod.MaxStringLen())
 	refs := make([]map[string]*ebpf.Map, len(s.progs))
 	for i, p := range s.progs {

@@ -11,33 +11,31 @@ import (
 	"github.com/cilium/ebpf"
 )
 
-// Stack tokens (bpfgen/stacks.go) become the text of their stack where
-// user space reads a string the kernel made: record arguments, array keys
-// and values. Each stack is read from the stack map and symbolized once;
-// the text remembers its token, so that a key the interpreter looks up
-// again (foreach, then s[k]) finds the kernel's element. Like stap's
-// backtrace() the text is cut at MAXSTRINGLEN.
+// Tokens — of stacks (bpfgen/stacks.go) and of kernel symbols
+// (bpfgen/symbols.go) — become their text where user space reads a string
+// the kernel made: record arguments, array keys and values, a token alone
+// or inside a longer string ("k:" . symname(addr())). Each stack is read
+// from the stack map and symbolized once; the text remembers the string
+// it came from, so that a key the interpreter looks up again (foreach,
+// then s[k]) finds the kernel's element. Like stap's backtrace() the text
+// is cut at MAXSTRINGLEN.
 type stackTexts struct {
 	m        *ebpf.Map // StackMap, nil when no program takes stacks
 	buildIDs *ebpf.Map // BuildIDStackMap, nil when no program takes user stacks
 	maxStr   int
 
 	mu     sync.Mutex
-	text   map[string]string // token → text
-	tokens map[string]string // text → token
+	text   map[string]string // kernel string → text
+	tokens map[string]string // text → kernel string
 }
 
 func newStackTexts(m, buildIDs *ebpf.Map, maxStr int) *stackTexts {
 	return &stackTexts{m: m, buildIDs: buildIDs, maxStr: maxStr, text: map[string]string{}, tokens: map[string]string{}}
 }
 
-// expand returns s, or the text of the stack s is the token of.
+// expand returns s with each token replaced by its text.
 func (st *stackTexts) expand(s string) string {
-	if st == nil || st.m == nil || !strings.HasPrefix(s, "\x1b") {
-		return s
-	}
-	tok, ok := bpfgen.ParseStackToken(s)
-	if !ok {
+	if st == nil || !strings.Contains(s, "\x1b") {
 		return s
 	}
 	st.mu.Lock()
@@ -45,19 +43,50 @@ func (st *stackTexts) expand(s string) string {
 	if t, ok := st.text[s]; ok {
 		return t
 	}
-	var t string
-	switch {
-	case !tok.Valid:
-	case tok.Form.User():
-		t = st.renderUser(tok.Form, st.userFrames(tok))
-	default:
-		t = st.render(tok.Form, st.frames(tok.ID))
+	var b strings.Builder
+	for rest := s; rest != ""; {
+		i := strings.IndexByte(rest, 0x1b)
+		if i < 0 {
+			b.WriteString(rest)
+			break
+		}
+		b.WriteString(rest[:i])
+		rest = rest[i:]
+		n := bpfgen.TokenLen(rest)
+		if n == 0 {
+			b.WriteByte(rest[0])
+			rest = rest[1:]
+			continue
+		}
+		b.WriteString(st.tokenText(rest[:n]))
+		rest = rest[n:]
 	}
+	t := cut(b.String(), st.maxStr-1)
 	st.text[s] = t
 	if _, taken := st.tokens[t]; !taken {
 		st.tokens[t] = s
 	}
 	return t
+}
+
+// tokenText is the text of one token.
+func (st *stackTexts) tokenText(s string) string {
+	if addr, found, ok := bpfgen.ParseSymbolToken(s); ok {
+		if found {
+			return ksym.Kernel().Symname(addr)
+		}
+		return ksym.Hex(addr)
+	}
+	tok, ok := bpfgen.ParseStackToken(s)
+	switch {
+	case !ok || st.m == nil:
+		return s
+	case !tok.Valid:
+		return ""
+	case tok.Form.User():
+		return st.renderUser(tok.Form, st.userFrames(tok))
+	}
+	return st.render(tok.Form, st.frames(tok.ID))
 }
 
 // token returns the token whose text s is, or s.
@@ -152,4 +181,18 @@ func cut(t string, limit int) string {
 		return t[:limit]
 	}
 	return t
+}
+
+// fillSymbols writes the kernel's symbols into SymbolMap, in one batch.
+func fillSymbols(m *ebpf.Map) error {
+	rs := ksym.Kernel().Ranges()
+	if len(rs) == 0 {
+		return nil // every address is "no symbol"
+	}
+	keys := make([]uint32, len(rs))
+	for i := range keys {
+		keys[i] = uint32(i)
+	}
+	_, err := m.BatchUpdate(keys, rs, nil)
+	return err
 }

@@ -83,6 +83,20 @@ func (t *Table) Lookup(addr uint64) (*Symbol, uint64, bool) {
 	return &t.syms[i], addr - t.syms[i].Addr, true
 }
 
+// Len is the number of symbols.
+func (t *Table) Len() int { return len(t.syms) }
+
+// Ranges returns where each symbol's code lies, [start, end), in address
+// order; a symbol of unknown size (the last of a module) holds its start
+// alone, as in Lookup.
+func (t *Table) Ranges() [][2]uint64 {
+	rs := make([][2]uint64, len(t.syms))
+	for i, s := range t.syms {
+		rs[i] = [2]uint64{s.Addr, s.Addr + max(s.Size, 1)}
+	}
+	return rs
+}
+
 // tracingFrames are the functions through which the kernel runs a BPF
 // program from a tracepoint: the top of a stack taken there.
 var tracingFrames = []string{"bpf_trace_run", "__bpf_trace_", "bpf_prog_", "__traceiter_", "perf_trace_run_bpf"}
