@@ -77,30 +77,54 @@ func expandUprobe(k KernelInfo, cfg Config, objects *objectCache, p *Point) ([]*
 			return fmt.Sprintf(" (similar functions: %s)", similarNames(spec.Value, obj.Names()))
 		}}
 	}
-	kind := attach.Uprobe
-	if p.Components[len(p.Components)-1].Name == "return" {
-		kind = attach.Uretprobe
+	return functionProbes(k, cfg, p, obj, "function", fns)
+}
+
+// functionProbes are the probes of point p on functions fns of obj, each
+// named in its concrete point by component and its name: a uprobe (a
+// uretprobe for .return) each, or, when there are several and the kernel
+// offers it, points of one attach.Set, which share one program and one
+// uprobe_multi link.
+func functionProbes(k KernelInfo, cfg Config, p *Point, obj *elfsym.Object, component string, fns []elfsym.Func) ([]*Point, error) {
+	ret := p.Components[len(p.Components)-1].Name == "return"
+	kind, set := singleKind(ret), (*attach.Set)(nil)
+	if len(fns) > 1 && k.Attachable(&attach.Point{Kind: multiKind(ret), Path: obj.Path}) == nil {
+		kind, set = multiKind(ret), &attach.Set{}
 	}
 	var out []*Point
 	for _, fn := range fns {
-		a := &attach.Point{Kind: kind, Event: fn.Name, Path: path, Offset: fn.Offset, PC: obj.PC(fn)}
-		if kind == attach.Uretprobe {
+		a := &attach.Point{Kind: kind, Event: fn.Name, Path: obj.Path, Offset: fn.Offset, PC: obj.PC(fn), Set: set}
+		if ret {
 			a.Args = []attach.Arg{{Name: "return", Local: returnLocal, Loc: attach.Loc{Offset: attach.RegRAX, Size: 8}}}
 		}
-		q, err := fileProbe(k, p, path, "function", fn.Name, a, len(out) == 0)
+		q, err := fileProbe(k, cfg, p, obj.Path, component, fn.Name, a, len(out) == 0)
 		if err != nil {
 			return nil, err
 		}
 		out = append(out, q)
 	}
-	out[0].Plan = uprobePlan(p, kind, path, fns)
+	out[0].Plan = uprobePlan(p, kind, obj.Path, fns)
 	return out, nil
+}
+
+func singleKind(ret bool) attach.Kind {
+	if ret {
+		return attach.Uretprobe
+	}
+	return attach.Uprobe
+}
+
+func multiKind(ret bool) attach.Kind {
+	if ret {
+		return attach.UretprobeMulti
+	}
+	return attach.UprobeMulti
 }
 
 // fileProbe is the concrete point of a probe on file, named as stap names
 // it (process("/abs/path").COMPONENT("NAME")), attached at a; the first of
 // a point's probes asks the kernel whether it can attach one.
-func fileProbe(k KernelInfo, p *Point, file, component, name string, a *attach.Point, first bool) (*Point, error) {
+func fileProbe(k KernelInfo, cfg Config, p *Point, file, component, name string, a *attach.Point, first bool) (*Point, error) {
 	if first {
 		if err := k.Attachable(a); err != nil {
 			return nil, &Error{Msg: err.Error()}
@@ -108,8 +132,24 @@ func fileProbe(k KernelInfo, p *Point, file, component, name string, a *attach.P
 	}
 	q := concretePoint(concretePoint(p, "process", file), component, name)
 	q.Context = &Context{kernel: k, Attach: a}
+	if cfg.Target {
+		prologue, err := targetPrologue()
+		if err != nil {
+			return nil, err
+		}
+		q.Prologue = prologue
+	}
 	return q, nil
 }
+
+// targetPrologue restricts a probe on a file to the target's process
+// hierarchy, as stap does with -c or -x (stapprobes(3stap): "process
+// probes are restricted to the process hierarchy associated with the
+// target process"): a uprobe fires in every process that maps the file.
+// (Derivation copies the block into each probe.)
+var targetPrologue = sync.OnceValues(func() (*syntax.Block, error) {
+	return parsePrologue("process target filter", "if (!__process_in_target()) next\n")
+})
 
 // uprobeFile is the file a point probes: its process("PATH") resolved, or
 // the target's executable.

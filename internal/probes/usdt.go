@@ -41,7 +41,7 @@ func expandMark(k KernelInfo, cfg Config, p *Point) ([]*Point, error) {
 		if err != nil {
 			return nil, &Error{Msg: err.Error()}
 		}
-		q, err := fileProbe(k, p, file, "mark", m.Name, a, len(out) == 0)
+		q, err := fileProbe(k, cfg, p, file, "mark", m.Name, a, len(out) == 0)
 		if err != nil {
 			return nil, err
 		}
