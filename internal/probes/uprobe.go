@@ -11,8 +11,11 @@ import (
 	"github.com/bpftap/bpftap/internal/syntax"
 )
 
-// process("PATH").function("NAME"), .call and .return: user-space function
-// probes, resolved against the ELF symbol tables of PATH (package elfsym;
+// process("PATH").function("NAME"), .call and .return, and
+// process("PATH").plt("NAME") and .return: user-space function probes (on
+// the stubs of the procedure linkage table through which PATH calls NAME,
+// for .plt; $$name is NAME), resolved against the ELF symbol tables of
+// PATH (package elfsym;
 // no debuginfo is read). PATH is a path, a command found in PATH or a
 // shared library's soname; without it (process.function("NAME")) the point
 // means the executable of the -c command or -x process (Config.TargetBinary).
@@ -27,6 +30,9 @@ func processFunctionFamily(k KernelInfo, cfg Config) *Family {
 	var paths []string
 	for _, base := range []string{"process(string).function(string)", "process.function(string)"} {
 		paths = append(paths, base, base+".call", base+".return")
+	}
+	for _, base := range []string{"process(string).plt(string)", "process(string).plt", "process.plt(string)", "process.plt"} {
+		paths = append(paths, base, base+".return")
 	}
 	return &Family{Name: "process.function", Paths: paths, Kernel: true,
 		Expand: func(p *Point) ([]*Point, error) { return expandUprobe(k, cfg, objects, p) }}
@@ -64,20 +70,27 @@ func expandUprobe(k KernelInfo, cfg Config, objects *objectCache, p *Point) ([]*
 	if err != nil {
 		return nil, err
 	}
-	spec, _ := p.Arg("function").(*syntax.StringLit)
-	fns, err := obj.Match(spec.Value)
+	component, fns, names := "function", obj.Funcs, obj.Names
+	if p.Components[1].Name == "plt" {
+		component, fns, names = "plt", obj.PLT, obj.PLTNames
+	}
+	pattern := "*" // .plt alone is .plt("*")
+	if lit, ok := p.Arg(component).(*syntax.StringLit); ok {
+		pattern = lit.Value
+	}
+	matched, err := elfsym.Match(fns, pattern)
 	if err != nil {
 		return nil, &Error{Msg: err.Error()}
 	}
-	if len(fns) == 0 {
+	if len(matched) == 0 {
 		return nil, &Error{Msg: "no match", detail: func() string {
-			if len(obj.Funcs) == 0 {
-				return fmt.Sprintf(" (the symbol tables of %s list no functions)", path)
+			if len(fns) == 0 {
+				return fmt.Sprintf(" (the symbol tables of %s list no %s)", path, map[string]string{"function": "functions", "plt": "PLT stubs"}[component])
 			}
-			return fmt.Sprintf(" (similar functions: %s)", similarNames(spec.Value, obj.Names()))
+			return fmt.Sprintf(" (similar functions: %s)", similarNames(pattern, names()))
 		}}
 	}
-	return functionProbes(k, cfg, p, obj, "function", fns)
+	return functionProbes(k, cfg, p, obj, component, matched)
 }
 
 // functionProbes are the probes of point p on functions fns of obj, each
@@ -101,10 +114,26 @@ func functionProbes(k KernelInfo, cfg Config, p *Point, obj *elfsym.Object, comp
 		if err != nil {
 			return nil, err
 		}
+		if component == "plt" {
+			asStatement(q, fn.Addr)
+		}
 		out = append(out, q)
 	}
 	out[0].Plan = uprobePlan(p, kind, obj.Path, fns)
 	return out, nil
+}
+
+// asStatement names a PLT stub's probe as stap does, by the stub's
+// address: process("PATH").plt("NAME") becomes
+// process("PATH").statement(0xADDR), whose pp() that is.
+func asStatement(q *Point, addr uint64) {
+	for i, c := range q.Components {
+		if c.Name == "plt" {
+			at := c.Pos
+			q.Components[i] = &syntax.Component{Pos: at, Name: "statement",
+				Arg: &syntax.NumberLit{Typed: syntax.Typed{Pos: at}, Value: int64(addr), Text: fmt.Sprint(addr)}}
+		}
+	}
 }
 
 func singleKind(ret bool) attach.Kind {
