@@ -163,6 +163,7 @@ func cPrograms() string {
 			{"-O2", "-o", "uselib", src("uselib.c"), "-L" + dir, "-lscale", "-Wl,-rpath," + dir},
 			{"-O0", "-o", "ticks_O0", src("ticks.c")},
 			{"-O2", "-o", "ticks_O2", src("ticks.c")},
+			{"-O2", "-o", "steps", src("steps.c")},
 		}
 		for _, b := range builds {
 			cmd := exec.Command("gcc", b...)
