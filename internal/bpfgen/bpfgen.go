@@ -40,6 +40,7 @@ package bpfgen
 import (
 	"fmt"
 
+	"github.com/bpftap/bpftap/internal/probes/attach"
 	"github.com/bpftap/bpftap/internal/sema"
 	"github.com/bpftap/bpftap/internal/syntax"
 	"github.com/bpftap/bpftap/internal/tapset"
@@ -129,6 +130,9 @@ type Program struct {
 	// Sections are the probes whose code the program runs, in order, each
 	// with its element of TimingMap (-t); Probe is the first.
 	Sections []Section
+	// Attach is where the program attaches: Probe's attach point, or, for
+	// the program of a set, the point that stands for all of its points.
+	Attach *attach.Point
 }
 
 // Section is one probe's part of a program.
@@ -150,11 +154,16 @@ func (m *Module) Compile(p *sema.Probe) (*Program, error) {
 	return m.CompileGroup([]*sema.Probe{p})
 }
 
-// CompileGroup compiles probes that share an attach point (the first, and
-// those that sema.Probe.Joins to it) into one program: each probe's code
-// is a section of it, which runs when the probe's Skip test is false, with
-// its own locals, its own -t statistic, and its `next` ending the section.
+// CompileGroup compiles probes that share a program into it: the points
+// of one attach.Set, whose code is compiled once (sets.go), or probes
+// that share an attach point (the first, and those that sema.Probe.Joins
+// to it), each probe's code a section of the program, which runs when the
+// probe's Skip test is false, with its own locals, its own -t statistic,
+// and its `next` ending the section.
 func (m *Module) CompileGroup(ps []*sema.Probe) (*Program, error) {
+	if a := ps[0].Attach; a != nil && a.Set != nil {
+		return m.compileSet(ps)
+	}
 	g := newGen(m, ps[0])
 	g.grouped = len(ps) > 1
 	if m.cfg.Timing {
@@ -170,7 +179,7 @@ func (m *Module) CompileGroup(ps []*sema.Probe) (*Program, error) {
 	}
 	g.probe = ps[0] // the prologue's position
 	prog := g.program()
-	prog.Probe, prog.Sections = ps[0], sections
+	prog.Probe, prog.Sections, prog.Attach = ps[0], sections, ps[0].Attach
 	return prog, nil
 }
 

@@ -49,7 +49,7 @@ func kernelBuiltins() map[string]builtinCode {
 		"cmdline_str":     strCode((*gen).cmdlineStr),
 		"__task_current":  longCode(func(g *gen, _ *syntax.Call) { g.emit(asm.FnGetCurrentTask.Call()) }),
 		"execname":        strCode(func(g *gen, _ *syntax.Call) value { v := g.strSlot(commLen); g.comm(v.off); return v }),
-		"pp":              strCode(func(g *gen, _ *syntax.Call) value { return g.strLit(g.ownProbe().Name) }),
+		"pp":              strCode(func(g *gen, _ *syntax.Call) value { return g.pointText(columnPP, g.ownProbe().Name) }),
 		"pn": strCode(func(g *gen, _ *syntax.Call) value {
 			return g.strLit(probes.ComponentsString(g.ownProbe().User.Components))
 		}),

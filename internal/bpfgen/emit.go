@@ -36,6 +36,9 @@ type gen struct {
 	// section's `next` goes.
 	grouped   bool
 	exitLabel string
+	// points is the table of points of a set's program (sets.go), nil
+	// in any other.
+	points *pointTable
 
 	insns   asm.Instructions
 	pos     []syntax.Pos

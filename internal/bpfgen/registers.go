@@ -125,7 +125,7 @@ func (g *gen) returnval(c *syntax.Call) {
 // stap's symname(addr()) of a probe without registers, "0x0".
 func (g *gen) probefunc(*syntax.Call) value {
 	if g.registerProbe() {
-		return g.strLit(g.ownProbe().Attach.Event)
+		return g.pointText(columnName, g.ownProbe().Attach.Event)
 	}
 	return g.strLit("0x0")
 }

@@ -143,10 +143,14 @@ func (g *gen) formatInto(n syntax.Node, what string, f *format.Format, args func
 	return value{str: true, off: s.out, width: s.limit}
 }
 
-// contextString compiles $$name (a constant) and $$parms/$$vars: stap's
+// contextString compiles $$name and $$provider (constants, but for the
+// points of a set: pointText) and $$parms/$$vars: stap's
 // "NAME=%p NAME=%#x ..." of the attach point's arguments, as sema
 // described it (Access.Format, one argument per parameter).
 func (g *gen) contextString(e syntax.Expr, acc *probes.Access) value {
+	if v, ok := e.(*syntax.TargetVar); ok && v.Name == "$$name" {
+		return g.pointText(columnName, acc.Name)
+	}
 	if acc.Format == "" {
 		return g.strLit(acc.Name)
 	}

@@ -332,7 +332,9 @@ func failedInsn(insns asm.Instructions, log string) int {
 	return -1
 }
 
-// Attach attaches p to its spec's attach point.
+// Attach attaches p to its spec's attach point. A *RefusedError says
+// which points of a set it could not attach at; p is attached at the
+// others.
 func (p *Program) Attach() error {
 	if p.link != nil {
 		return fmt.Errorf("probe program %s is already attached", p.Spec.Name)
@@ -343,6 +345,11 @@ func (p *Program) Attach() error {
 		return err
 	}
 	l, err := k.attach(p.Program, a)
+	var refused *RefusedError
+	if errors.As(err, &refused) && l != nil { // attached, but not at every point
+		p.link = l
+		return refused
+	}
 	if err != nil {
 		return fmt.Errorf("attach %s to %s (%s): %w", p.Spec.Name, a.Target(), a.Kind, err)
 	}

@@ -24,6 +24,7 @@ func (s *session) translate(prog *sema.Program, limits tapset.Limits, targetPID 
 		Timing:    s.opts.Timing,
 		LogLevel:  verifierLogLevel(s.opts.Verbose),
 		Progress:  s.progress,
+		Warn:      func(msg string) { fmt.Fprintf(s.stderr, "WARNING: %s\n", msg) },
 	})
 	if err != nil {
 		return nil, err

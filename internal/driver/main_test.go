@@ -166,6 +166,7 @@ func cPrograms() string {
 			{"-O2", "-o", "ticks_O2", src("ticks.c")},
 			{"-O0", "-fno-omit-frame-pointer", "-o", "hot", src("hot.c")},
 			{"-O2", "-o", "ticks_provider", src("ticks.c")},
+			{"-O2", "-o", "steps", src("steps.c")},
 		}
 		for _, b := range builds {
 			cmd := exec.Command("gcc", b...)

@@ -14,7 +14,8 @@
 //
 // Resolve finds the file a probe point names: a path, a command searched in
 // PATH, or a shared library's soname looked up as the dynamic loader does
-// (resolve.go).
+// (resolve.go). The stubs of the procedure linkage table, which
+// process("PATH").plt("NAME") probes, are read too (plt.go).
 package elfsym
 
 import (
@@ -45,6 +46,9 @@ type Object struct {
 	// Base is the lowest virtual address of its PT_LOAD segments.
 	Base  uint64
 	Funcs []Func
+	// PLT are the stubs of its procedure linkage table, each named after
+	// the function it calls (plt.go), in address order.
+	PLT []Func
 }
 
 // Open reads the function table of the ELF file at path.
@@ -82,6 +86,7 @@ func Open(path string) (*Object, error) {
 		}
 	}
 	sort.SliceStable(o.Funcs, func(i, j int) bool { return o.Funcs[i].Addr < o.Funcs[j].Addr })
+	o.PLT = pltStubs(f, loads)
 	return o, nil
 }
 
@@ -117,12 +122,16 @@ func fileOffset(loads []*elf.Prog, addr uint64) (uint64, bool) {
 
 // Match returns the functions whose name matches pattern, a name with
 // shell wildcards (`*`, `?`, `[...]`), in address order.
-func (o *Object) Match(pattern string) ([]Func, error) {
+func (o *Object) Match(pattern string) ([]Func, error) { return Match(o.Funcs, pattern) }
+
+// Match returns the functions of fns (Object.Funcs or Object.PLT) whose
+// name matches pattern, in their order.
+func Match(fns []Func, pattern string) ([]Func, error) {
 	if _, err := path.Match(pattern, ""); err != nil {
 		return nil, fmt.Errorf("bad function pattern %q: %w", pattern, err)
 	}
 	var out []Func
-	for _, fn := range o.Funcs {
+	for _, fn := range fns {
 		if ok, _ := path.Match(pattern, fn.Name); ok {
 			out = append(out, fn)
 		}
@@ -131,10 +140,15 @@ func (o *Object) Match(pattern string) ([]Func, error) {
 }
 
 // Names lists the names of the functions, each once.
-func (o *Object) Names() []string {
+func (o *Object) Names() []string { return names(o.Funcs) }
+
+// PLTNames lists the names of the functions the PLT stubs call, each once.
+func (o *Object) PLTNames() []string { return names(o.PLT) }
+
+func names(fns []Func) []string {
 	seen := map[string]bool{}
 	var names []string
-	for _, fn := range o.Funcs {
+	for _, fn := range fns {
 		if !seen[fn.Name] {
 			seen[fn.Name] = true
 			names = append(names, fn.Name)

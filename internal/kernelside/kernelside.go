@@ -64,6 +64,9 @@ type Config struct {
 	// Progress, when set, is told before a step of Load that may take a
 	// while: creating a map of many megabytes.
 	Progress func(what string)
+	// Warn, when set, is told stap's warning about each point the kernel
+	// refused to probe while the others of its program were attached.
+	Warn func(msg string)
 }
 
 func (c Config) namePrefix() string {
@@ -140,15 +143,19 @@ func Compile(prog *sema.Program, cfg Config) (*Session, error) {
 }
 
 // programGroups splits the kernel probes into the probes of each program:
-// a probe that joins another (sema.Probe.Joins) shares its program, in
-// script order; every other probe has one of its own.
+// a probe that joins another (sema.Probe.Joins) shares its program, and
+// so do the points of one attach.Set, in script order; every other probe
+// has one of its own.
 func programGroups(ps []*sema.Probe) [][]*sema.Probe {
 	var groups [][]*sema.Probe
-	at := map[*sema.Probe]int{}
+	at := map[any]int{}
 	for _, p := range ps {
-		lead := p
-		if p.Joins != nil {
+		var lead any = p
+		switch {
+		case p.Joins != nil:
 			lead = p.Joins
+		case p.Attach != nil && p.Attach.Set != nil:
+			lead = p.Attach.Set
 		}
 		i, ok := at[lead]
 		if !ok {
@@ -282,12 +289,38 @@ func (s *Session) FprintVerifierLogs(w io.Writer) {
 // Attach attaches every loaded program.
 func (s *Session) Attach() error {
 	for i, lp := range s.loaded {
-		if err := lp.Attach(); err != nil {
+		err := lp.Attach()
+		var refused *bpfrt.RefusedError
+		if errors.As(err, &refused) {
+			s.warnRefused(s.progs[i], refused)
+			continue
+		}
+		if err != nil {
 			p := s.progs[i].Probe
 			return &Error{Pos: p.Point.Position(), Msg: fmt.Sprintf("cannot attach probe %s: %v", p.Name, err)}
 		}
 	}
 	return nil
+}
+
+// warnRefused tells Config.Warn, as stap's runtime words it, about each
+// point of p the kernel refused to probe: its probe, the file's inode and
+// the point's offset, the kernel's error number.
+func (s *Session) warnRefused(p *bpfgen.Program, refused *bpfrt.RefusedError) {
+	if s.cfg.Warn == nil {
+		return
+	}
+	var st unix.Stat_t
+	unix.Stat(p.Attach.Path, &st)
+	for i, point := range refused.Points {
+		rc := -1
+		var errno unix.Errno
+		if errors.As(refused.Errs[i], &errno) {
+			rc = -int(errno)
+		}
+		s.cfg.Warn(fmt.Sprintf("probe %s at inode-offset %d:%#x registration error [man warning::pass5] (rc %d)",
+			p.Sections[point].Probe.Name, st.Ino, p.Attach.Offsets[point], rc))
+	}
 }
 
 // AddTarget adds process pid to the target set of Config.Target (after

@@ -68,7 +68,7 @@ func (o *objects) bind(p *bpfgen.Program) (map[string]*ebpf.Map, error) {
 // script position of the instruction the verifier stopped at. Safe to call
 // for several programs at once.
 func (o *objects) load(p *bpfgen.Program, refs map[string]*ebpf.Map, logLevel uint32) (*bpfrt.Program, error) {
-	lp, err := bpfrt.Load(&bpfrt.ProgramSpec{Name: o.name(programName(p)), Attach: p.Probe.Attach,
+	lp, err := bpfrt.Load(&bpfrt.ProgramSpec{Name: o.name(programName(p)), Attach: p.Attach,
 		Instructions: p.Instructions, Maps: refs, LogLevel: logLevel})
 	var ve *bpfrt.VerifierError
 	if errors.As(err, &ve) {

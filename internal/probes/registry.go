@@ -117,7 +117,9 @@ func ComponentsString(comps []*syntax.Component) string {
 			b.WriteByte('.')
 		}
 		b.WriteString(c.Name)
-		if c.Arg != nil {
+		if n, ok := c.Arg.(*syntax.NumberLit); ok && c.Name == "statement" { // an address: stap shows it in hex
+			fmt.Fprintf(&b, "(%#x)", n.Value)
+		} else if c.Arg != nil {
 			b.WriteString("(" + syntax.ExprString(c.Arg) + ")")
 		} else if c.HasParens {
 			b.WriteString("()")

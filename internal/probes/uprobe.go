@@ -11,8 +11,11 @@ import (
 	"github.com/bpftap/bpftap/internal/syntax"
 )
 
-// process("PATH").function("NAME"), .call and .return: user-space function
-// probes, resolved against the ELF symbol tables of PATH (package elfsym;
+// process("PATH").function("NAME"), .call and .return, and
+// process("PATH").plt("NAME") and .return: user-space function probes (on
+// the stubs of the procedure linkage table through which PATH calls NAME,
+// for .plt; $$name is NAME), resolved against the ELF symbol tables of
+// PATH (package elfsym;
 // no debuginfo is read). PATH is a path, a command found in PATH or a
 // shared library's soname; without it (process.function("NAME")) the point
 // means the executable of the -c command or -x process (Config.TargetBinary).
@@ -27,6 +30,9 @@ func processFunctionFamily(k KernelInfo, cfg Config) *Family {
 	var paths []string
 	for _, base := range []string{"process(string).function(string)", "process.function(string)"} {
 		paths = append(paths, base, base+".call", base+".return")
+	}
+	for _, base := range []string{"process(string).plt(string)", "process(string).plt", "process.plt(string)", "process.plt"} {
+		paths = append(paths, base, base+".return")
 	}
 	return &Family{Name: "process.function", Paths: paths, Kernel: true,
 		Expand: func(p *Point) ([]*Point, error) { return expandUprobe(k, cfg, objects, p) }}
@@ -64,43 +70,90 @@ func expandUprobe(k KernelInfo, cfg Config, objects *objectCache, p *Point) ([]*
 	if err != nil {
 		return nil, err
 	}
-	spec, _ := p.Arg("function").(*syntax.StringLit)
-	fns, err := obj.Match(spec.Value)
+	component, fns, names := "function", obj.Funcs, obj.Names
+	if p.Components[1].Name == "plt" {
+		component, fns, names = "plt", obj.PLT, obj.PLTNames
+	}
+	pattern := "*" // .plt alone is .plt("*")
+	if lit, ok := p.Arg(component).(*syntax.StringLit); ok {
+		pattern = lit.Value
+	}
+	matched, err := elfsym.Match(fns, pattern)
 	if err != nil {
 		return nil, &Error{Msg: err.Error()}
 	}
-	if len(fns) == 0 {
+	if len(matched) == 0 {
 		return nil, &Error{Msg: "no match", detail: func() string {
-			if len(obj.Funcs) == 0 {
-				return fmt.Sprintf(" (the symbol tables of %s list no functions)", path)
+			if len(fns) == 0 {
+				return fmt.Sprintf(" (the symbol tables of %s list no %s)", path, map[string]string{"function": "functions", "plt": "PLT stubs"}[component])
 			}
-			return fmt.Sprintf(" (similar functions: %s)", similarNames(spec.Value, obj.Names()))
+			return fmt.Sprintf(" (similar functions: %s)", similarNames(pattern, names()))
 		}}
 	}
-	kind := attach.Uprobe
-	if p.Components[len(p.Components)-1].Name == "return" {
-		kind = attach.Uretprobe
+	return functionProbes(k, cfg, p, obj, component, matched)
+}
+
+// functionProbes are the probes of point p on functions fns of obj, each
+// named in its concrete point by component and its name: a uprobe (a
+// uretprobe for .return) each, or, when there are several and the kernel
+// offers it, points of one attach.Set, which share one program and one
+// uprobe_multi link.
+func functionProbes(k KernelInfo, cfg Config, p *Point, obj *elfsym.Object, component string, fns []elfsym.Func) ([]*Point, error) {
+	ret := p.Components[len(p.Components)-1].Name == "return"
+	kind, set := singleKind(ret), (*attach.Set)(nil)
+	if len(fns) > 1 && k.Attachable(&attach.Point{Kind: multiKind(ret), Path: obj.Path}) == nil {
+		kind, set = multiKind(ret), &attach.Set{}
 	}
 	var out []*Point
 	for _, fn := range fns {
-		a := &attach.Point{Kind: kind, Event: fn.Name, Path: path, Offset: fn.Offset, PC: obj.PC(fn)}
-		if kind == attach.Uretprobe {
+		a := &attach.Point{Kind: kind, Event: fn.Name, Path: obj.Path, Offset: fn.Offset, PC: obj.PC(fn), Set: set}
+		if ret {
 			a.Args = []attach.Arg{{Name: "return", Local: returnLocal, Loc: attach.Loc{Offset: attach.RegRAX, Size: 8}}}
 		}
-		q, err := fileProbe(k, p, path, "function", fn.Name, a, len(out) == 0)
+		q, err := fileProbe(k, cfg, p, obj.Path, component, fn.Name, a, len(out) == 0)
 		if err != nil {
 			return nil, err
 		}
+		if component == "plt" {
+			asStatement(q, fn.Addr)
+		}
 		out = append(out, q)
 	}
-	out[0].Plan = uprobePlan(p, kind, path, fns)
+	out[0].Plan = uprobePlan(p, kind, obj.Path, fns)
 	return out, nil
+}
+
+// asStatement names a PLT stub's probe as stap does, by the stub's
+// address: process("PATH").plt("NAME") becomes
+// process("PATH").statement(0xADDR), whose pp() that is.
+func asStatement(q *Point, addr uint64) {
+	for i, c := range q.Components {
+		if c.Name == "plt" {
+			at := c.Pos
+			q.Components[i] = &syntax.Component{Pos: at, Name: "statement",
+				Arg: &syntax.NumberLit{Typed: syntax.Typed{Pos: at}, Value: int64(addr), Text: fmt.Sprint(addr)}}
+		}
+	}
+}
+
+func singleKind(ret bool) attach.Kind {
+	if ret {
+		return attach.Uretprobe
+	}
+	return attach.Uprobe
+}
+
+func multiKind(ret bool) attach.Kind {
+	if ret {
+		return attach.UretprobeMulti
+	}
+	return attach.UprobeMulti
 }
 
 // fileProbe is the concrete point of a probe on file, named as stap names
 // it (process("/abs/path").COMPONENT("NAME")), attached at a; the first of
 // a point's probes asks the kernel whether it can attach one.
-func fileProbe(k KernelInfo, p *Point, file, component, name string, a *attach.Point, first bool) (*Point, error) {
+func fileProbe(k KernelInfo, cfg Config, p *Point, file, component, name string, a *attach.Point, first bool) (*Point, error) {
 	if first {
 		if err := k.Attachable(a); err != nil {
 			return nil, &Error{Msg: err.Error()}
@@ -108,8 +161,24 @@ func fileProbe(k KernelInfo, p *Point, file, component, name string, a *attach.P
 	}
 	q := concretePoint(concretePoint(p, "process", file), component, name)
 	q.Context = &Context{kernel: k, Attach: a}
+	if cfg.Target {
+		prologue, err := targetPrologue()
+		if err != nil {
+			return nil, err
+		}
+		q.Prologue = prologue
+	}
 	return q, nil
 }
+
+// targetPrologue restricts a probe on a file to the target's process
+// hierarchy, as stap does with -c or -x (stapprobes(3stap): "process
+// probes are restricted to the process hierarchy associated with the
+// target process"): a uprobe fires in every process that maps the file.
+// (Derivation copies the block into each probe.)
+var targetPrologue = sync.OnceValues(func() (*syntax.Block, error) {
+	return parsePrologue("process target filter", "if (!__process_in_target()) next\n")
+})
 
 // uprobeFile is the file a point probes: its process("PATH") resolved, or
 // the target's executable.

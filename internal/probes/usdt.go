@@ -55,7 +55,7 @@ func expandMark(k KernelInfo, cfg Config, p *Point) ([]*Point, error) {
 		if err != nil {
 			return nil, &Error{Msg: err.Error()}
 		}
-		q, err := fileProbe(k, concretePoint(p, "provider", m.Provider), file, "mark", m.Name, a, len(out) == 0)
+		q, err := fileProbe(k, cfg, concretePoint(p, "provider", m.Provider), file, "mark", m.Name, a, len(out) == 0)
 		if err != nil {
 			return nil, err
 		}

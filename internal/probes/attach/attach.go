@@ -38,10 +38,19 @@ const (
 	// every online CPU: the context is struct bpf_perf_event_data, the
 	// interrupted registers (struct pt_regs) first. Perf says which event.
 	PerfEvent
+	// UprobeMulti is a Uprobe that shares one program with the other
+	// points of its Set (the functions a wildcard matched in one file):
+	// the program attaches to all of them with one uprobe_multi link
+	// (Linux 6.6), and tells them apart by the attach cookie, the index
+	// of the point in the program's Offsets.
+	UprobeMulti
+	// UretprobeMulti is UprobeMulti for uretprobes.
+	UretprobeMulti
 )
 
 var kindNames = [...]string{TPBTF: "tp_btf", RawTracepoint: "raw_tracepoint", Tracepoint: "tracepoint",
-	Uprobe: "uprobe", Uretprobe: "uretprobe", PerfEvent: "perf_event"}
+	Uprobe: "uprobe", Uretprobe: "uretprobe", PerfEvent: "perf_event",
+	UprobeMulti: "uprobe_multi", UretprobeMulti: "uretprobe_multi"}
 
 func (k Kind) String() string {
 	if int(k) < len(kindNames) && kindNames[k] != "" {
@@ -57,7 +66,12 @@ func (k Kind) BTFTyped() bool { return k == TPBTF }
 
 // Registers tells whether the context of kind k is a struct pt_regs, the
 // registers of the probed code (register(), int_arg(), returnval()).
-func (k Kind) Registers() bool { return k == Uprobe || k == Uretprobe }
+func (k Kind) Registers() bool {
+	return k == Uprobe || k == Uretprobe || k == UprobeMulti || k == UretprobeMulti
+}
+
+// Return tells whether programs of kind k run when a function returns.
+func (k Kind) Return() bool { return k == Uretprobe || k == UretprobeMulti }
 
 // Point is the attach point of one kernel probe.
 type Point struct {
@@ -79,6 +93,14 @@ type Point struct {
 	// the uprobe is attached (ref_ctr_offset).
 	Provider     string
 	RefCtrOffset uint64
+	// Set, on UprobeMulti and UretprobeMulti points, is what the points
+	// that share one program have in common: the points of one Set are
+	// the functions of one file a probe point of a script matched, whose
+	// probes run the same code. Offsets, on the point that stands for a
+	// whole Set (the one its program is loaded for and attached to), are
+	// the file offsets of its points, in the order of their cookies.
+	Set     *Set
+	Offsets []uint64
 	// Perf is the event of a PerfEvent point.
 	Perf *Perf
 	// Args are the point's arguments, $NAME in a script, in order. For a
@@ -86,6 +108,10 @@ type Point struct {
 	// when a script first asks for one (probes.Context).
 	Args []Arg
 }
+
+// Set identifies the points that share one program (Point.Set). (It holds
+// a byte so that every Set has an address of its own.)
+type Set struct{ _ byte }
 
 // Perf is a sampling perf event: perf_event_attr's type and config, and
 // every how many events it fires (Period), or how many times a second
