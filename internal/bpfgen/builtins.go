@@ -34,10 +34,10 @@ func init() { builtinCodes = kernelBuiltins() }
 
 func kernelBuiltins() map[string]builtinCode {
 	codes := map[string]builtinCode{
-		"pid":             longCode(func(g *gen, _ *syntax.Call) { g.halfOf(asm.FnGetCurrentPidTgid, true) }),
-		"tid":             longCode(func(g *gen, _ *syntax.Call) { g.halfOf(asm.FnGetCurrentPidTgid, false) }),
-		"uid":             longCode(func(g *gen, _ *syntax.Call) { g.halfOf(asm.FnGetCurrentUidGid, false) }),
-		"gid":             longCode(func(g *gen, _ *syntax.Call) { g.halfOf(asm.FnGetCurrentUidGid, true) }),
+		"pid":             longCode(func(g *gen, c *syntax.Call) { g.idField(c, asm.FnGetCurrentPidTgid, true) }),
+		"tid":             longCode(func(g *gen, c *syntax.Call) { g.idField(c, asm.FnGetCurrentPidTgid, false) }),
+		"uid":             longCode(func(g *gen, c *syntax.Call) { g.idField(c, asm.FnGetCurrentUidGid, false) }),
+		"gid":             longCode(func(g *gen, c *syntax.Call) { g.idField(c, asm.FnGetCurrentUidGid, true) }),
 		"target":          longCode(func(g *gen, _ *syntax.Call) { g.constant(asm.R0, g.m.cfg.TargetPID) }),
 		"cpu":             longCode(func(g *gen, _ *syntax.Call) { g.emit(asm.FnGetSmpProcessorId.Call()) }),
 		"jiffies":         longCode(func(g *gen, _ *syntax.Call) { g.emit(asm.FnJiffies64.Call()) }),
@@ -47,7 +47,8 @@ func kernelBuiltins() map[string]builtinCode {
 		"ppid":            longCode((*gen).taskField),
 		"euid":            longCode((*gen).taskField),
 		"cmdline_str":     strCode((*gen).cmdlineStr),
-		"__task_current":  longCode(func(g *gen, _ *syntax.Call) { g.emit(asm.FnGetCurrentTask.Call()) }),
+		"__task_current":  longCode(func(g *gen, _ *syntax.Call) { g.task() }),
+		"__context_task":  longCode(func(*gen, *syntax.Call) {}), // sema took its argument: contexttask.go
 		"execname":        strCode(func(g *gen, _ *syntax.Call) value { v := g.strSlot(commLen); g.comm(v.off); return v }),
 		"pp":              strCode(func(g *gen, _ *syntax.Call) value { return g.pointText(columnPP, g.ownProbe().Name) }),
 		"pn": strCode(func(g *gen, _ *syntax.Call) value {

@@ -63,6 +63,9 @@ type gen struct {
 	subprog    bool
 	ownFrame   int
 	probeBound bool
+	// inContextTask: the probe's context task expression is being
+	// compiled, whose own context functions read the running thread.
+	inContextTask bool
 
 	locals map[*syntax.Var]value
 	// sprinted are the locals sprintf renders into (sprintTargets).

@@ -336,7 +336,8 @@ func (g *gen) strKey(e syntax.Expr, off, width int) {
 	g.scratchRelease(mark)
 }
 
-// comm writes the current task's comm (16 bytes, zero-padded) at off. A
+// comm writes the current task's comm (16 bytes, zero-padded) at off (the
+// context task's, in a probe that has one: contexttask.go). A
 // BTF-typed program loads the two words straight from task_struct (the
 // task pointer bpf_get_current_task_btf returns may be dereferenced
 // there), which costs a fraction of bpf_get_current_comm's copy; the
@@ -344,6 +345,10 @@ func (g *gen) strKey(e syntax.Expr, off, width int) {
 func (g *gen) comm(off int) {
 	if g.m.maxStr < commLen { // a string holds at most MAXSTRINGLEN-1 bytes
 		defer g.emit(asm.StoreImm(regScratch, int16(off+g.m.maxStr-1), 0, asm.Byte))
+	}
+	if g.contextTask() != nil {
+		g.contextComm(off)
+		return
 	}
 	if commOff, ok := taskCommOffset(); ok && g.probe.Attach.Kind.BTFTyped() {
 		g.emit(asm.FnGetCurrentTaskBtf.Call())

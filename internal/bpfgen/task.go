@@ -46,14 +46,15 @@ func taskPath(members ...string) func() (*kernel.Path, error) {
 // taskField compiles ppid() or euid() into R0.
 func (g *gen) taskField(c *syntax.Call) { g.readTask(c, c.Name) }
 
-// readTask loads the task field taskPaths names into R0.
+// readTask loads the field taskPaths names of the current task (or the
+// probe's context task) into R0.
 func (g *gen) readTask(c *syntax.Call, field string) {
 	path, err := taskPaths[field]()
 	if err != nil {
 		g.fail(c, "%s() in a kernel probe needs task_struct from the kernel's BTF: %v", c.Name, err)
 		return
 	}
-	g.emit(asm.FnGetCurrentTask.Call())
+	g.task()
 	g.readPath(path, false, c.Pos)
 }
 

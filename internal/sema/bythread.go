@@ -24,7 +24,8 @@ import "github.com/bpftap/bpftap/internal/syntax"
 //     error, the end-of-run display of a global written and never read)
 //     and no function they call touches it, and no foreach walks it (task
 //     storage cannot be listed, and in user space tid() names another
-//     thread anyway);
+//     thread anyway), nor any kernel probe whose tid() is a context
+//     task's (scheduler.cpu_on: the element would be the running thread's);
 //   - it declares no size and does not wrap (task storage has no capacity
 //     to honour: each thread holds one element).
 func (e *elab) promoteByThread() {
@@ -38,7 +39,7 @@ func (e *elab) promoteByThread() {
 			candidate[p.Display] = false
 		}
 	}
-	e.userCode(func(n syntax.Node) bool {
+	e.notByThread(func(n syntax.Node) bool {
 		if id, ok := n.(*syntax.Ident); ok && id.Var != nil {
 			candidate[id.Var] = false
 		}
@@ -76,8 +77,10 @@ func isTidCall(x syntax.Expr) bool {
 	return ok && len(c.Args) == 0 && c.Func != nil && c.Func.Builtin == "tid"
 }
 
-// userCode calls visit on every node of the user-side probes' bodies and
-// of the functions they reach, each function once.
-func (e *elab) userCode(visit func(syntax.Node) bool) {
-	e.reachable(func(p *Probe) bool { return !p.Kernel }, visit)
+// notByThread calls visit on every node of the code whose tid() is not
+// the running thread's, each function once: the user-side probes, the
+// kernel probes with a context task (contexttask.go), and the functions
+// they reach.
+func (e *elab) notByThread(visit func(syntax.Node) bool) {
+	e.reachable(func(p *Probe) bool { return !p.Kernel || p.ContextTask != nil }, visit)
 }

@@ -22,7 +22,9 @@
 //     refuse writes to an array inside a foreach over it (foreach.go);
 //     check the histogram shapes of statistics (stats.go);
 //  7. check what kernel probes (BPF programs) may run and mark the globals
-//     they only update as per-CPU candidates (kernelctx.go).
+//     they only update as per-CPU candidates (kernelctx.go); take the
+//     context task of the probes that run for another task than the
+//     current one (contexttask.go).
 //
 // Context expressions of kernel probes ($var, @cast) are resolved with the
 // symbols (context.go) and recorded in Program.Targets; before that, their
@@ -156,6 +158,7 @@ func Elaborate(user []*syntax.File, opts Options) (*Program, error) {
 	if !e.rep.failed() {
 		e.checkStats()
 		e.checkKernel()
+		e.checkContextTasks()
 	}
 	if !e.rep.failed() {
 		e.promotePerCPU()

@@ -80,6 +80,10 @@ type Probe struct {
 	// display code sorts them, instead of running the body, which is empty.
 	// Nil for every other probe.
 	Display *syntax.Var
+	// ContextTask, when set, is the task_struct address the context
+	// functions of this kernel probe read instead of the running thread's
+	// (the argument of the tapset's __context_task call: contexttask.go).
+	ContextTask syntax.Expr
 
 	context  *probes.Context // resolves the context expressions of a kernel probe
 	origin   []string        // alias definitions the point went through, innermost first

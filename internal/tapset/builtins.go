@@ -92,6 +92,14 @@ func (b *Builtin) KernelError(args []syntax.Expr, printed bool) string {
 	return ""
 }
 
+// RunningThreadMsg is the message for a call of builtin name, which reads
+// the registers, memory or stacks of the thread running on the CPU, in a
+// probe whose context is another task (sema's context tasks).
+func RunningThreadMsg(name string) string {
+	return fmt.Sprintf("%s() reads the thread running on the CPU, which is not this probe's task: "+
+		"bpftap runs scheduler.cpu_on at sched_switch, before the task it names runs", name)
+}
+
 // UserSpaceOnly is the message for a construct (what) that only user-side
 // probes run.
 func UserSpaceOnly(what string) string {
@@ -268,6 +276,10 @@ var Builtins = index(
 	// __task_current(): the address of the current task_struct (task.stp's
 	// task_current casts it)
 	kernelOnly(fn("__task_current", long)),
+	// __context_task(task), first in a kernel alias's body: the context
+	// functions of the probe read task instead of the running thread
+	// (scheduler.cpu_on, for the task about to run; sema/contexttask.go)
+	kernelOnly(effects(fn("__context_task", none, l("task")))),
 	unsupported(noPidLookup, fn("pid2task", long, l("pid"))),
 	unsupported(noPidLookup, fn("pid2execname", str, l("pid"))),
 	// registers of function probes (uprobes): x86-64's calling

@@ -1,0 +1,70 @@
+package sema
+
+import (
+	"strings"
+
+	"github.com/bpftap/bpftap/internal/syntax"
+	"github.com/bpftap/bpftap/internal/tapset"
+)
+
+// Context tasks. stap's scheduler.cpu_on runs in finish_task_switch, in
+// the context of the task coming back on the CPU; the only tracepoint
+// there, sched_switch, runs before the switch, in the context of the task
+// leaving. The tapset's alias puts the call __context_task($next) first
+// in its body, and checkContextTasks records its argument as the probe's
+// ContextTask: the back end then compiles the context functions (pid(),
+// tid(), uid(), execname(), task_current(), ...) of that probe to read
+// that task, not the running thread. What only the running thread has —
+// its registers, its user memory and stacks — would be the leaving task's,
+// so those functions are refused there, and an array keyed by tid() in
+// such a probe stays a hash (bythread.go).
+
+// contextTaskCall is the tapset builtin that names a probe's context task.
+const contextTaskCall = "__context_task"
+
+// checkContextTasks takes the context task of every kernel probe whose
+// body calls __context_task, and refuses there the calls that read the
+// running thread.
+func (e *elab) checkContextTasks() {
+	for _, p := range e.prog.Probes {
+		if !p.Kernel {
+			continue
+		}
+		syntax.Walk(p.Body, func(n syntax.Node) bool {
+			if c, ok := n.(*syntax.Call); ok && isBuiltinCall(c, contextTaskCall) && p.ContextTask == nil {
+				p.ContextTask = c.Args[0]
+			}
+			return p.ContextTask == nil
+		})
+		if p.ContextTask != nil {
+			e.refuseRunningThread(p)
+		}
+	}
+}
+
+// refuseRunningThread refuses, in the code probe p reaches, the calls of
+// builtins that read the thread running on the CPU.
+func (e *elab) refuseRunningThread(p *Probe) {
+	e.reachable(func(q *Probe) bool { return q == p }, func(n syntax.Node) bool {
+		if c, ok := n.(*syntax.Call); ok && c.Func != nil && readsRunningThread(c.Func.Builtin) {
+			e.rep.errorAt("kernelctx", c, tapset.RunningThreadMsg(c.Func.Builtin))
+		}
+		return true
+	})
+}
+
+// readsRunningThread tells whether builtin name reads the registers, the
+// user memory or the stacks of the thread running on the CPU.
+func readsRunningThread(name string) bool {
+	switch name {
+	case "register", "u_register", "uaddr", "user_mode", "cmdline_str", "returnval",
+		"backtrace", "sprint_backtrace", "ubacktrace", "sprint_ubacktrace":
+		return true
+	}
+	return strings.HasPrefix(name, "user_")
+}
+
+// isBuiltinCall tells whether c calls the builtin name.
+func isBuiltinCall(c *syntax.Call, name string) bool {
+	return c.Func != nil && c.Func.Builtin == name
+}
