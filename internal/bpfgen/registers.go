@@ -121,11 +121,16 @@ func (g *gen) returnval(c *syntax.Call) {
 	g.emit(asm.LoadMem(asm.R0, regCtx, attach.RegRAX, asm.DWord))
 }
 
-// probefunc compiles probefunc(): a function probe's function; elsewhere
-// stap's symname(addr()) of a probe without registers, "0x0".
+// probefunc compiles probefunc(): a function probe's function; in a perf
+// event's probe, as stap, symname(addr()) of the interrupted instruction
+// (the kernel's function, or a user address in hex); elsewhere stap's
+// symname(addr()) of a probe without registers, "0x0".
 func (g *gen) probefunc(*syntax.Call) value {
-	if g.registerProbe() {
+	switch {
+	case g.registerProbe():
 		return g.pointText(columnName, g.ownProbe().Attach.Event)
+	case g.ownProbe().Attach.Kind == attach.PerfEvent:
+		return g.symbolToken(func() { g.addr(nil) })
 	}
 	return g.strLit("0x0")
 }

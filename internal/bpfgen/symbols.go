@@ -52,10 +52,15 @@ const bpfRdonlyProg = 1 << 7
 
 // symname compiles symname(addr) to a symbol token.
 func (g *gen) symname(c *syntax.Call) value {
+	return g.symbolToken(func() { g.long(c.Args[0]) })
+}
+
+// symbolToken compiles the symbol token of the address addr leaves in R0.
+func (g *gen) symbolToken(addr0 func()) value {
 	g.m.symbols = true
 	v := g.strSlot(symbolTokenLen + 1)
 	addr, cand := g.allocScratch(8), g.allocScratch(8)
-	g.long(c.Args[0])
+	addr0()
 	g.emit(
 		asm.StoreMem(regScratch, int16(addr), asm.R0, asm.DWord),
 		asm.Mov.Imm(asm.R1, 0),
