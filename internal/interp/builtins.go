@@ -133,6 +133,8 @@ var contextBuiltins = map[string]builtinFunc{
 	"__context_task": func(*callContext, []Value) Value { panic(&runError{Msg: tapset.KernelOnlyMsg("__context_task()")}) },
 	"pid2task":       refused("pid2task"),
 	"pid2execname":   refused("pid2execname"),
+	"caller":         refused("caller"),
+	"caller_addr":    refused("caller_addr"),
 }
 
 // refused implements a builtin that pass 2 refuses everywhere

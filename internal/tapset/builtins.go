@@ -161,6 +161,10 @@ func unsupported(reason string, b *Builtin) *Builtin {
 // programs alone may call and bpftap does not call.
 const noPidLookup = "finding a task by its pid needs the bpf_task_from_pid kfunc, which bpftap does not call"
 
+// noCallerAddr is why caller() and caller_addr() are refused: stap serves
+// them in kernel function return probes (kretprobes) only.
+const noCallerAddr = "stap serves it in kernel.function(...).return probes only, which this kernel cannot give (no kprobes)"
+
 // captured marks b computed in user space from arguments a kernel probe captures.
 func captured(b *Builtin) *Builtin {
 	b.Kernel = Captured
@@ -282,6 +286,8 @@ var Builtins = index(
 	kernelOnly(effects(fn("__context_task", none, l("task")))),
 	unsupported(noPidLookup, fn("pid2task", long, l("pid"))),
 	unsupported(noPidLookup, fn("pid2execname", str, l("pid"))),
+	unsupported(noCallerAddr, fn("caller", str)),
+	unsupported(noCallerAddr, fn("caller_addr", long)),
 	// registers of function probes (uprobes): x86-64's calling
 	// convention; other probes raise stap's errors (MsgNoArgs ...)
 	bpfLiteral(1, fn("register", long, s("name"))),
