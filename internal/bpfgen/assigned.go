@@ -89,11 +89,12 @@ func (w assignWalk) stmt(s syntax.Stmt, a assignedSet) assignedSet {
 		for _, x := range append([]syntax.Expr{s.Array, s.Limit}, s.Slice...) {
 			w.reads(x, a)
 		}
-		bound := []*syntax.Var{}
-		for _, k := range append(s.Keys, s.Value) {
-			if k != nil {
-				bound = append(bound, k.Var)
-			}
+		var bound []*syntax.Var
+		for _, k := range s.Keys {
+			bound = append(bound, k.Var)
+		}
+		if s.Value != nil {
+			bound = append(bound, s.Value.Var)
 		}
 		w.stmt(s.Body, a.with(bound...))
 		return a

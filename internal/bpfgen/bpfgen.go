@@ -65,9 +65,9 @@ type Config struct {
 	// RealtimeOffset is added to the monotonic clock (bpf_ktime_get_ns) for
 	// gettimeofday_*: the wall-clock time minus the monotonic time, in ns.
 	RealtimeOffset int64
-	// KernelSymbols is the number of the kernel's text symbols, the size
-	// of SymbolMap (symbols.go), asked for when a program uses it.
-	KernelSymbols func() int
+	// KernelSymbols is the shape of SymbolMap (symbols.go), asked for
+	// when a program uses it.
+	KernelSymbols func() SymbolTable
 }
 
 func (c *Config) defaults() {
@@ -101,10 +101,11 @@ type Module struct {
 	stacks   bool // a program takes stacks into StackMap
 	// userStacks: a program takes user stacks into BuildIDStackMap too
 	userStacks bool
-	symbols    bool // a program searches SymbolMap
-	guards     bool // a program takes NestMap's guard
-	skips      bool // a program counts in SkipMap
-	programs   int  // compiled so far
+	symbols    bool        // a program searches SymbolMap
+	symtab     SymbolTable // its shape
+	guards     bool        // a program takes NestMap's guard
+	skips      bool        // a program counts in SkipMap
+	programs   int         // compiled so far
 	// regexData holds the tables of the patterns of =~ (regex.go), each at
 	// its regexBase.
 	regexData []byte

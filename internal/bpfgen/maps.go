@@ -70,8 +70,8 @@ func (m *Module) Maps() []Map {
 	if m.regexBase != nil {
 		maps = append(maps, Map{RegexMap, m.regexMapSpec()})
 	}
-	if m.symbols && m.cfg.KernelSymbols != nil {
-		maps = append(maps, Map{SymbolMap, symbolMapSpec(m.cfg.KernelSymbols())})
+	if m.symbols {
+		maps = append(maps, Map{SymbolMap, symbolMapSpec(m.symtab)})
 	}
 	return maps
 }

@@ -130,7 +130,7 @@ func (g *gen) probefunc(*syntax.Call) value {
 	case g.registerProbe():
 		return g.pointText(columnName, g.ownProbe().Attach.Event)
 	case g.ownProbe().Attach.Kind == attach.PerfEvent:
-		return g.symbolToken(func() { g.addr(nil) })
+		return g.symbolName(func() { g.addr(nil) })
 	}
 	return g.strLit("0x0")
 }

@@ -166,7 +166,15 @@ func (g *gen) stackID(m string, flags int32, off int) {
 	g.emit(asm.JSGE.Imm(asm.R0, 0, ok), asm.Mov.Imm(asm.R0, -1))
 	g.mark(ok)
 	g.emit(asm.Add.Imm(asm.R0, 1))
-	g.tokenDigits(off, tokenDigits)
+	for i := 0; i < tokenDigits; i++ {
+		g.emit(
+			asm.Mov.Reg(asm.R1, asm.R0),
+			asm.RSh.Imm(asm.R1, int32(6*i)),
+			asm.And.Imm(asm.R1, 63),
+			asm.Add.Imm(asm.R1, '@'),
+			asm.StoreMem(regScratch, int16(off+i), asm.R1, asm.Byte),
+		)
+	}
 }
 
 // x86-64 struct pt_regs, the start of a perf event program's context.

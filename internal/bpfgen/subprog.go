@@ -175,7 +175,7 @@ func (s *gen) subprogReturn(retSlot int16, result value, done string) {
 func (s *gen) subprogRet(fr frame, e syntax.Expr) {
 	switch e := e.(type) {
 	case *syntax.StringLit:
-		if len(e.Value) < s.m.maxStr {
+		if (len(e.Value)+8)&^7 <= s.m.maxStr { // the bytes storeLitAt writes
 			s.emit(asm.LoadMem(asm.R2, asm.R10, fr.retSlot, asm.DWord), asm.JEq.Imm(asm.R2, 0, fr.returned))
 			s.storeLitAt(asm.R2, 0, []byte(e.Value))
 			s.jump(fr.returned)

@@ -1,76 +1,60 @@
 package bpfgen
 
 import (
+	"encoding/binary"
+	"math/bits"
+
 	"github.com/bpftap/bpftap/internal/syntax"
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
+	"golang.org/x/sys/unix"
 )
 
 // symname(addr) in a kernel probe. The name of the function holding a
-// kernel address is found in the kernel, so that a script can keep it
-// (`profile[symname(addr())] <<< 1` counts samples per function there),
-// and made text in user space. SymbolMap holds the kernel's text symbols
-// in address order (package ksym: each symbol's start and end), filled
-// at load; a binary search of power-of-two steps (unrolled, the
-// candidate kept in the scratch area so that every step's paths meet in
-// one verifier state) finds the last symbol starting at or below addr.
-// The value is a symbol token, an ordinary kernel string like a stack
-// token (stacks.go):
-//
-//	ESC, 'S', 'F' and the symbol's start, or 'N' and addr itself (no symbol
-//	holds it), in eleven 6-bit digits each offset by '@', NUL
-//
-// so that every address of a function gives the same string. User space
-// replaces a token by the name (or the address in hex) wherever it reads
-// a string the kernel made, inside a longer string too (kernelside).
+// kernel address is found in the kernel, an ordinary string a script can
+// compare, keep or count by (`profile[symname(addr())] <<< 1` counts
+// samples per function there). SymbolMap holds the kernel's text symbols
+// in address order (package ksym), each its start, its end and its name,
+// filled at load (kernelside); a binary search of power-of-two steps
+// (unrolled, the candidate kept in the scratch area so that every step's
+// paths meet in one verifier state) finds the last symbol starting at or
+// below addr, whose name is copied eight bytes at a time. An address no
+// symbol holds gives stap's "0x%016x".
 
 // SymbolMap is the name programs reference the kernel's symbols by.
 const SymbolMap = "ksyms"
 
-// SymbolSize is the size of an element of SymbolMap: the start and the
-// end (exclusive) of a symbol.
-const SymbolSize = 16
+// SymbolTable is the shape of SymbolMap: how many symbols, and the bytes
+// of a name with its NUL, rounded up to 8 (the longest name's).
+type SymbolTable struct{ Count, NameLen int }
 
-// symbolSteps bounds the search: up to 2^symbolSteps symbols.
-const symbolSteps = 21
+// ValueSize is the size of an element: start, end (exclusive), name.
+func (t SymbolTable) ValueSize() int { return 16 + t.NameLen }
 
-const (
-	symbolForm     = 'S'
-	symbolFound    = 'F'
-	symbolNotFound = 'N'
-	symbolDigits   = 11
-	symbolTokenLen = 3 + symbolDigits
-)
-
-func symbolMapSpec(n int) *ebpf.MapSpec {
-	return &ebpf.MapSpec{Name: "ksyms", Type: ebpf.Array, KeySize: 4, ValueSize: SymbolSize,
-		MaxEntries: uint32(max(n, 1)), Flags: bpfRdonlyProg}
+func symbolMapSpec(t SymbolTable) *ebpf.MapSpec {
+	return &ebpf.MapSpec{Name: "ksyms", Type: ebpf.Array, KeySize: 4, ValueSize: uint32(t.ValueSize()),
+		MaxEntries: uint32(max(t.Count, 1)), Flags: unix.BPF_F_RDONLY_PROG}
 }
 
-// bpfRdonlyProg is BPF_F_RDONLY_PROG: programs only read the map.
-const bpfRdonlyProg = 1 << 7
-
-// symname compiles symname(addr) to a symbol token.
+// symname compiles symname(addr).
 func (g *gen) symname(c *syntax.Call) value {
-	return g.symbolToken(func() { g.long(c.Args[0]) })
+	return g.symbolName(func() { g.long(c.Args[0]) })
 }
 
-// symbolToken compiles the symbol token of the address addr leaves in R0.
-func (g *gen) symbolToken(addr0 func()) value {
-	g.m.symbols = true
-	v := g.strSlot(symbolTokenLen + 1)
+// symbolName compiles the name of the symbol holding the address addr0
+// leaves in R0.
+func (g *gen) symbolName(addr0 func()) value {
+	t := g.m.symbolTable()
+	v := g.strSlot(max(t.NameLen, len("0x")+16+1))
 	addr, cand := g.allocScratch(8), g.allocScratch(8)
 	addr0()
 	g.emit(
 		asm.StoreMem(regScratch, int16(addr), asm.R0, asm.DWord),
 		asm.Mov.Imm(asm.R1, 0),
 		asm.StoreMem(regScratch, int16(cand), asm.R1, asm.DWord),
-		asm.StoreImm(regScratch, int16(v.off), tokenMark, asm.Byte),
-		asm.StoreImm(regScratch, int16(v.off+1), symbolForm, asm.Byte),
-		asm.StoreImm(regScratch, int16(v.off+symbolTokenLen), 0, asm.Byte),
 	)
 	key := g.pushSlot()
-	for step := 1 << (symbolSteps - 1); step > 0; step >>= 1 {
+	for step := 1 << (bits.Len(uint(max(t.Count, 1))) - 1); step > 0; step >>= 1 {
 		g.symbolStep(key, addr, cand, step)
 	}
 	none, done := g.newLabel("nosym"), g.newLabel("sym")
@@ -83,19 +67,23 @@ func (g *gen) symbolToken(addr0 func()) value {
 		asm.LoadMem(asm.R2, regScratch, int16(addr), asm.DWord),
 		asm.LoadMem(asm.R1, asm.R0, 0, asm.DWord),
 		asm.JGT.Reg(asm.R1, asm.R2, none),
-		asm.LoadMem(asm.R3, asm.R0, 8, asm.DWord),
-		asm.JGE.Reg(asm.R2, asm.R3, none),
-		asm.Mov.Reg(asm.R0, asm.R1),
-		asm.StoreImm(regScratch, int16(v.off+2), symbolFound, asm.Byte),
-		asm.Ja.Label(done),
+		asm.LoadMem(asm.R1, asm.R0, 8, asm.DWord),
+		asm.JGE.Reg(asm.R2, asm.R1, none),
 	)
+	for i := 0; i < t.NameLen; i += 8 {
+		g.emit(
+			asm.LoadMem(asm.R1, asm.R0, int16(16+i), asm.DWord),
+			asm.StoreMem(regScratch, int16(v.off+i), asm.R1, asm.DWord),
+		)
+	}
+	g.emit(asm.Ja.Label(done))
 	g.mark(none)
-	g.emit(
-		asm.LoadMem(asm.R0, regScratch, int16(addr), asm.DWord),
-		asm.StoreImm(regScratch, int16(v.off+2), symbolNotFound, asm.Byte),
-	)
+	g.emit(asm.LoadMem(asm.R0, regScratch, int16(addr), asm.DWord))
+	g.hexAddress(v.off)
 	g.mark(done)
-	g.tokenDigits(v.off+3, symbolDigits)
+	if g.m.maxStr < v.width { // a name longer than a string may be
+		g.emit(asm.StoreImm(regScratch, int16(v.off+g.m.maxStr-1), 0, asm.Byte))
+	}
 	g.popStack(8)
 	return v
 }
@@ -121,47 +109,44 @@ func (g *gen) symbolStep(key int16, addr, cand, step int) {
 	g.mark(next)
 }
 
-// tokenDigits writes R0 as n 6-bit digits, least significant first, each
-// offset by '@', at off in the scratch area.
-func (g *gen) tokenDigits(off, n int) {
-	for i := 0; i < n; i++ {
+// hexAddress writes R0 as stap's "0x%016x" and its NUL at off in the
+// scratch area, each digit looked up in a table of the sixteen kept in
+// the scratch area too (no branch per digit for the verifier to follow).
+func (g *gen) hexAddress(off int) {
+	digits := g.allocScratch(16)
+	for i, eight := range []string{"01234567", "89abcdef"} {
+		g.emit(
+			asm.LoadImm(asm.R1, int64(binary.NativeEndian.Uint64([]byte(eight))), asm.DWord),
+			asm.StoreMem(regScratch, int16(digits+8*i), asm.R1, asm.DWord),
+		)
+	}
+	g.emit(
+		asm.StoreImm(regScratch, int16(off), '0', asm.Byte),
+		asm.StoreImm(regScratch, int16(off+1), 'x', asm.Byte),
+		asm.StoreImm(regScratch, int16(off+18), 0, asm.Byte),
+	)
+	for i := 0; i < 16; i++ {
 		g.emit(
 			asm.Mov.Reg(asm.R1, asm.R0),
-			asm.RSh.Imm(asm.R1, int32(6*i)),
-			asm.And.Imm(asm.R1, 63),
-			asm.Add.Imm(asm.R1, '@'),
-			asm.StoreMem(regScratch, int16(off+i), asm.R1, asm.Byte),
+			asm.RSh.Imm(asm.R1, int32(4*(15-i))),
+			asm.And.Imm(asm.R1, 15),
+			asm.Add.Reg(asm.R1, regScratch),
+			asm.LoadMem(asm.R1, asm.R1, int16(digits), asm.Byte),
+			asm.StoreMem(regScratch, int16(off+2+i), asm.R1, asm.Byte),
 		)
 	}
 }
 
-// ParseSymbolToken recognizes a symbol token at the start of s: the
-// symbol's start address (found) or the address no symbol holds.
-func ParseSymbolToken(s string) (addr uint64, found, ok bool) {
-	if len(s) < symbolTokenLen || s[0] != tokenMark || s[1] != symbolForm {
-		return 0, false, false
-	}
-	for i := symbolDigits - 1; i >= 0; i-- {
-		addr = addr<<6 | uint64(s[3+i]-'@')&63
-	}
-	return addr, s[2] == symbolFound, true
-}
+// SymbolTable is the shape of SymbolMap the programs were compiled for.
+func (m *Module) SymbolTable() SymbolTable { return m.symtab }
 
-// TokenLen is the length of the token (stack or symbol) s starts with, 0
-// when it starts with none.
-func TokenLen(s string) int {
-	if len(s) < 2 || s[0] != tokenMark {
-		return 0
+// symbolTable is SymbolMap's shape, asked of the driver once.
+func (m *Module) symbolTable() SymbolTable {
+	if !m.symbols {
+		m.symbols = true
+		if m.cfg.KernelSymbols != nil {
+			m.symtab = m.cfg.KernelSymbols()
+		}
 	}
-	var n int
-	switch f := StackForm(s[1]); f {
-	case KernelHex, KernelText, UserHex, UserText:
-		n = tokenLen(f)
-	case symbolForm:
-		n = symbolTokenLen
-	}
-	if len(s) < n {
-		return 0
-	}
-	return n
+	return m.symtab
 }

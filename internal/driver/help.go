@@ -29,7 +29,7 @@ interpreter, kernel probes compiled to eBPF. Options are stap's:
    -s NUM     size the buffer of kernel probe output at NUM MiB (1-4095)
    -d OBJECT  load the symbols of OBJECT too, for user stacks (kernel ones
               come from /proc/kallsyms)
-   --ldd      add the shared libraries of -d objects and probed files (as -d)
+   --ldd      add the shared libraries of -d objects (as -d)
    --all-modules
               load the symbols of every kernel module (accepted: kallsyms
               lists them already)

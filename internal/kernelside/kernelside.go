@@ -22,7 +22,6 @@ package kernelside
 import (
 	"errors"
 	"fmt"
-	"github.com/bpftap/bpftap/internal/ksym"
 	"io"
 	"os"
 	"runtime"
@@ -125,7 +124,7 @@ func Compile(prog *sema.Program, cfg Config) (*Session, error) {
 	mod := bpfgen.New(prog, bpfgen.Config{
 		Limits:    cfg.Limits,
 		TargetPID: int64(cfg.TargetPID), Target: cfg.Target, RingSize: powerOfTwo(cfg.RingSize), Timing: cfg.Timing,
-		RealtimeOffset: realtimeOffset(), KernelSymbols: func() int { return ksym.Kernel().Len() },
+		RealtimeOffset: realtimeOffset(), KernelSymbols: symbolTable,
 	})
 	s := &Session{mod: mod, cfg: cfg}
 	for _, g := range programGroups(KernelProbes(prog)) {
@@ -216,7 +215,7 @@ func (s *Session) Load() error {
 	}
 	s.objs = objs
 	if m := objs.shared[bpfgen.SymbolMap]; m != nil {
-		if err := fillSymbols(m); err != nil {
+		if err := fillSymbols(m, s.mod.SymbolTable()); err != nil {
 			return fmt.Errorf("ERROR: kernel symbols for symname(): %w", err)
 		}
 	}

@@ -2,8 +2,10 @@ package kernelside
 
 import (
 	"encoding/binary"
+	"reflect"
 	"strings"
 	"sync"
+	"unsafe"
 
 	"github.com/bpftap/bpftap/internal/bpfgen"
 	"github.com/bpftap/bpftap/internal/ksym"
@@ -11,31 +13,33 @@ import (
 	"github.com/cilium/ebpf"
 )
 
-// Tokens — of stacks (bpfgen/stacks.go) and of kernel symbols
-// (bpfgen/symbols.go) — become their text where user space reads a string
-// the kernel made: record arguments, array keys and values, a token alone
-// or inside a longer string ("k:" . symname(addr())). Each stack is read
-// from the stack map and symbolized once; the text remembers the string
-// it came from, so that a key the interpreter looks up again (foreach,
-// then s[k]) finds the kernel's element. Like stap's backtrace() the text
-// is cut at MAXSTRINGLEN.
+// Stack tokens (bpfgen/stacks.go) become the text of their stack where
+// user space reads a string the kernel made: record arguments, array keys
+// and values. Each stack is read from the stack map and symbolized once;
+// the text remembers its token, so that a key the interpreter looks up
+// again (foreach, then s[k]) finds the kernel's element. Like stap's
+// backtrace() the text is cut at MAXSTRINGLEN.
 type stackTexts struct {
 	m        *ebpf.Map // StackMap, nil when no program takes stacks
 	buildIDs *ebpf.Map // BuildIDStackMap, nil when no program takes user stacks
 	maxStr   int
 
 	mu     sync.Mutex
-	text   map[string]string // kernel string → text
-	tokens map[string]string // text → kernel string
+	text   map[string]string // token → text
+	tokens map[string]string // text → token
 }
 
 func newStackTexts(m, buildIDs *ebpf.Map, maxStr int) *stackTexts {
 	return &stackTexts{m: m, buildIDs: buildIDs, maxStr: maxStr, text: map[string]string{}, tokens: map[string]string{}}
 }
 
-// expand returns s with each token replaced by its text.
+// expand returns s, or the text of the stack s is the token of.
 func (st *stackTexts) expand(s string) string {
-	if st == nil || !strings.Contains(s, "\x1b") {
+	if st == nil || st.m == nil || !strings.HasPrefix(s, "\x1b") {
+		return s
+	}
+	tok, ok := bpfgen.ParseStackToken(s)
+	if !ok {
 		return s
 	}
 	st.mu.Lock()
@@ -43,50 +47,19 @@ func (st *stackTexts) expand(s string) string {
 	if t, ok := st.text[s]; ok {
 		return t
 	}
-	var b strings.Builder
-	for rest := s; rest != ""; {
-		i := strings.IndexByte(rest, 0x1b)
-		if i < 0 {
-			b.WriteString(rest)
-			break
-		}
-		b.WriteString(rest[:i])
-		rest = rest[i:]
-		n := bpfgen.TokenLen(rest)
-		if n == 0 {
-			b.WriteByte(rest[0])
-			rest = rest[1:]
-			continue
-		}
-		b.WriteString(st.tokenText(rest[:n]))
-		rest = rest[n:]
+	var t string
+	switch {
+	case !tok.Valid:
+	case tok.Form.User():
+		t = st.renderUser(tok.Form, st.userFrames(tok))
+	default:
+		t = st.render(tok.Form, st.frames(tok.ID))
 	}
-	t := cut(b.String(), st.maxStr-1)
 	st.text[s] = t
 	if _, taken := st.tokens[t]; !taken {
 		st.tokens[t] = s
 	}
 	return t
-}
-
-// tokenText is the text of one token.
-func (st *stackTexts) tokenText(s string) string {
-	if addr, found, ok := bpfgen.ParseSymbolToken(s); ok {
-		if found {
-			return ksym.Kernel().Symname(addr)
-		}
-		return ksym.Hex(addr)
-	}
-	tok, ok := bpfgen.ParseStackToken(s)
-	switch {
-	case !ok || st.m == nil:
-		return s
-	case !tok.Valid:
-		return ""
-	case tok.Form.User():
-		return st.renderUser(tok.Form, st.userFrames(tok))
-	}
-	return st.render(tok.Form, st.frames(tok.ID))
 }
 
 // token returns the token whose text s is, or s.
@@ -183,16 +156,34 @@ func cut(t string, limit int) string {
 	return t
 }
 
-// fillSymbols writes the kernel's symbols into SymbolMap, in one batch.
-func fillSymbols(m *ebpf.Map) error {
-	rs := ksym.Kernel().Ranges()
-	if len(rs) == 0 {
+// symbolTable is the shape of SymbolMap for the running kernel.
+func symbolTable() bpfgen.SymbolTable {
+	longest := 0
+	for _, s := range ksym.Kernel().Symbols() {
+		longest = max(longest, len(s.Name))
+	}
+	return bpfgen.SymbolTable{Count: ksym.Kernel().Len(), NameLen: (longest + 8) &^ 7}
+}
+
+// fillSymbols writes the kernel's symbols into SymbolMap, in one batch:
+// each its start, its end (a symbol of unknown size, the last of a
+// module, holds its start alone, as ksym's Lookup has it) and its name.
+func fillSymbols(m *ebpf.Map, t bpfgen.SymbolTable) error {
+	syms := ksym.Kernel().Symbols()
+	if len(syms) == 0 {
 		return nil // every address is "no symbol"
 	}
-	keys := make([]uint32, len(rs))
-	for i := range keys {
+	size := t.ValueSize()
+	// a slice of [size]byte, which the batch call takes as its values
+	elems := reflect.MakeSlice(reflect.SliceOf(reflect.ArrayOf(size, reflect.TypeFor[byte]())), len(syms), len(syms))
+	keys, values := make([]uint32, len(syms)), unsafe.Slice((*byte)(elems.UnsafePointer()), len(syms)*size)
+	for i, s := range syms {
 		keys[i] = uint32(i)
+		v := values[i*size:]
+		binary.NativeEndian.PutUint64(v, s.Addr)
+		binary.NativeEndian.PutUint64(v[8:], s.Addr+max(s.Size, 1))
+		copy(v[16:size-1], s.Name)
 	}
-	_, err := m.BatchUpdate(keys, rs, nil)
+	_, err := m.BatchUpdate(keys, elems.Interface(), nil)
 	return err
 }

@@ -86,16 +86,8 @@ func (t *Table) Lookup(addr uint64) (*Symbol, uint64, bool) {
 // Len is the number of symbols.
 func (t *Table) Len() int { return len(t.syms) }
 
-// Ranges returns where each symbol's code lies, [start, end), in address
-// order; a symbol of unknown size (the last of a module) holds its start
-// alone, as in Lookup.
-func (t *Table) Ranges() [][2]uint64 {
-	rs := make([][2]uint64, len(t.syms))
-	for i, s := range t.syms {
-		rs[i] = [2]uint64{s.Addr, s.Addr + max(s.Size, 1)}
-	}
-	return rs
-}
+// Symbols are the symbols, in address order.
+func (t *Table) Symbols() []Symbol { return t.syms }
 
 // tracingFrames are the functions through which the kernel runs a BPF
 // program from a tracepoint: the top of a stack taken there.

@@ -58,7 +58,8 @@ func (e *elab) refuseRunningThread(p *Probe) {
 func readsRunningThread(name string) bool {
 	switch name {
 	case "register", "u_register", "uaddr", "user_mode", "cmdline_str", "returnval",
-		"backtrace", "sprint_backtrace", "ubacktrace", "sprint_ubacktrace":
+		"backtrace", "sprint_backtrace", "ubacktrace", "sprint_ubacktrace",
+		"usymname", "usymdata", "umodname", "sprint_ustack", "__ustack_lines":
 		return true
 	}
 	return strings.HasPrefix(name, "user_")

@@ -107,11 +107,21 @@ func gnuBuildID(notes []byte, order binary.ByteOrder) string {
 			return ""
 		}
 		if typ == ntGNUBuildID && bytes.Equal(notes[12:12+nameSize], []byte("GNU\x00")) {
-			return string(notes[name : name+uint64(descSize)])
+			return padBuildID(notes[name : name+uint64(descSize)])
 		}
 		notes = notes[end:]
 	}
 	return ""
+}
+
+// padBuildID is a build id as the kernel's stack frames carry it: 20
+// bytes, a shorter id (lld's 8, md5's or uuid's 16) padded with zeros.
+func padBuildID(id []byte) string {
+	const size = 20
+	if len(id) < size {
+		id = append(id[:len(id):len(id)], make([]byte, size-len(id))...)
+	}
+	return string(id)
 }
 
 func align4(n uint64) uint64 { return (n + 3) &^ 3 }
