@@ -2,7 +2,6 @@ package interp
 
 import (
 	"errors"
-	"os"
 	"slices"
 
 	"github.com/bpftap/bpftap/internal/format"
@@ -114,13 +113,9 @@ type callContext struct {
 }
 
 // process is the pid of the process the call is made for: a kernel
-// probe's, or bpftap's own.
-func (cc *callContext) process() int {
-	if cc.pid != 0 {
-		return cc.pid
-	}
-	return os.Getpid()
-}
+// probe's, or 0 in a user-side probe, which has none (bpftap's own
+// address space is never what a script asks about).
+func (cc *callContext) process() int { return cc.pid }
 
 // fail raises a run-time error at the call.
 func (cc *callContext) fail(msg string) { throw(msg, cc.call.Pos) }

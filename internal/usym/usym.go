@@ -131,23 +131,18 @@ func (s *Symbolizer) scanProcesses() {
 	}
 }
 
-// Address symbolizes addr in process pid: an address a stack showed, or
-// one in a file the process maps.
+// Address symbolizes addr in process pid: in a file the process maps,
+// or, when its mappings do not hold addr (it exited) or pid is 0 (no
+// process: a user-side probe), as a stack showed the address. (Looking
+// in seen first could give another process's symbol: two non-PIE
+// programs share addresses.)
 func (s *Symbolizer) Address(pid int, addr uint64) (Symbol, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if sym, ok := s.seen[addr]; ok {
-		return sym, true
-	}
-	m, ok := findMapping(s.procs[pid], addr)
+	m, ok := s.mapping(pid, addr)
 	if !ok {
-		if fresh := s.readMaps(pid); fresh != nil {
-			s.procs[pid] = fresh
-			m, ok = findMapping(fresh, addr)
-		}
-	}
-	if !ok {
-		return Symbol{}, false
+		sym, ok := s.seen[addr]
+		return sym, ok
 	}
 	s.index(m.path)
 	sym, ok := s.object(m.path).at(addr - m.start + m.offset)
@@ -155,6 +150,23 @@ func (s *Symbolizer) Address(pid int, addr uint64) (Symbol, bool) {
 		sym = Symbol{Module: m.path}
 	}
 	return sym, true
+}
+
+// mapping finds the mapping of process pid that holds addr, reading its
+// maps again when the cached ones do not.
+func (s *Symbolizer) mapping(pid int, addr uint64) (mapping, bool) {
+	if pid == 0 {
+		return mapping{}, false
+	}
+	if m, ok := findMapping(s.procs[pid], addr); ok {
+		return m, true
+	}
+	fresh := s.readMaps(pid)
+	if fresh == nil {
+		return mapping{}, false
+	}
+	s.procs[pid] = fresh
+	return findMapping(fresh, addr)
 }
 
 // object is the function table of the file at path, read once.

@@ -75,6 +75,20 @@ func TestAddress(t *testing.T) {
 	if sym, ok := s.Address(42, 0x1000); ok || Name(0x1000, sym, ok) != "0x1000" || Module(sym, ok) != "<unknown>" {
 		t.Errorf("an unmapped address: %+v, %v", sym, ok)
 	}
+	// a stack of another process showed the same address: the process's
+	// own mapping decides; without one (it exited, or no process) the
+	// stack's symbol serves
+	other := Symbol{Module: "/other", Name: "elsewhere"}
+	s.seen[addr], s.seen[0x1000] = other, other
+	if sym, _ := s.Address(42, addr); sym.Name != "hot" {
+		t.Errorf("mapped address named %+v, want hot", sym)
+	}
+	if sym, ok := s.Address(42, 0x1000); !ok || sym != other {
+		t.Errorf("unmapped address seen in a stack: %+v, %v", sym, ok)
+	}
+	if sym, ok := s.Address(0, addr); !ok || sym != other {
+		t.Errorf("no process: %+v, %v; want the stack's symbol", sym, ok)
+	}
 }
 
 func TestParseMapping(t *testing.T) {
