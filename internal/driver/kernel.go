@@ -3,9 +3,12 @@ package driver
 import (
 	"errors"
 	"fmt"
-	"github.com/bpftap/bpftap/internal/elfsym"
 	"io"
+	"os"
+	"path/filepath"
+	"strings"
 
+	"github.com/bpftap/bpftap/internal/elfsym"
 	"github.com/bpftap/bpftap/internal/format"
 	"github.com/bpftap/bpftap/internal/interp"
 	"github.com/bpftap/bpftap/internal/kernelside"
@@ -71,6 +74,8 @@ func (s *session) indexSymbols() {
 	for _, name := range s.opts.SymbolObjects {
 		path, err := elfsym.Resolve(name)
 		switch {
+		case err != nil && kernelModule(name):
+			// its symbols are in /proc/kallsyms already
 		case err != nil:
 			fmt.Fprintf(s.stderr, "WARNING: cannot find -d object '%s' for user-space symbols: %v\n", name, err)
 		case s.opts.SymbolLibraries:
@@ -79,6 +84,16 @@ func (s *session) indexSymbols() {
 			usym.Default().AddFile(path)
 		}
 	}
+}
+
+// kernelModule tells whether name is a loaded kernel module, which stap's
+// -d also takes.
+func kernelModule(name string) bool {
+	if strings.Contains(name, "/") {
+		return false
+	}
+	_, err := os.Stat(filepath.Join("/sys/module", strings.ReplaceAll(name, "-", "_")))
+	return err == nil
 }
 
 // verifierLogLevel keeps the verifier's logs of accepted programs with -vvv.
