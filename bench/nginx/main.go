@@ -1,18 +1,29 @@
 // Command nginx is bpftap's seed-001 benchmark: the throughput nginx keeps
 // (requests/s under wrk, loopback only) while system calls are counted,
 // system-wide and filtered in the kernel to one process, by bpftap, by
-// libbpf-tools syscount and by bpftrace, beside an empty BPF program (the
-// floor every tracer pays) and no tracer at all.
+// libbpf-tools syscount and by bpftrace, beside two floors (an empty BPF
+// program, what every tracer pays, and a hand-written per-CPU count by
+// process name) and no tracer at all.
 //
-// The machine's spread is ~8% run to run, so every round runs every case
-// once, in a fresh random order, and a case's figure is its ratio to the
-// same round's untraced run; the report gives the median ratio over the
-// rounds with a 95% bootstrap interval. nginx (one worker, no master) runs
-// on CPU 1, wrk and the tracers' own processes on CPU 0: the BPF programs
-// run where the system calls are made.
+// The machine's throughput drifts by several percent within minutes and
+// drops by 20-40% for seconds at a time (other tenants of the host), so
+// a traced run is only compared with untraced runs made just before and
+// just after it: every round runs the cases once each in a fresh random
+// order, each bracketed by untraced runs (U c1 U c2 U ... cN U), and a
+// case's figure for the round is its requests/s over the mean of its two
+// neighbours. The report gives, for each case, the median of those ratios
+// over the rounds with a 95% bootstrap interval, twice: over every
+// bracket, and over the steady brackets alone, those whose two untraced
+// runs agree within -steady (the machine did not change speed across the
+// traced run; the choice looks at untraced runs only, so it favours no
+// case). Each tracer's distance from the empty-program floor is paired
+// per round too, in points of untraced throughput.
 //
-// Run it through bench/nginx.sh (root; builds the tools, mounts tracefs in
-// a private namespace, needs nginx and wrk: apt-get install nginx wrk).
+// nginx (one worker, no master) runs on CPU 1, wrk and the tracers' own
+// processes on CPU 0: the BPF programs run where the system calls are
+// made. Run it through bench/nginx.sh (root; builds the tools, mounts
+// tracefs in a private namespace, needs nginx and wrk: apt-get install
+// nginx wrk).
 package main
 
 import (
@@ -29,7 +40,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/bpftap/bpftap/bench/stats"
 	"github.com/bpftap/bpftap/bench/tracer"
 )
 
@@ -37,78 +47,131 @@ type config struct {
 	rounds          int
 	duration        time.Duration
 	connections     int
+	steady          float64
 	bin, scripts    string
 	serverCPU, load string
+	only            string
 	out             string
 }
 
-// nginxCase is one row: a tracer command (nil: untraced), with {NGINX}
-// and {OTHER} standing for the pids it is filtered to.
+// nginxCase is one row: a tracer command, with {NGINX} and {OTHER}
+// standing for the pids it is filtered to.
 type nginxCase struct {
 	name string
 	argv []string
 }
 
-const port = "18080"
+// bracket is one traced run with the untraced runs on either side of it.
+type bracket struct {
+	traced, before, after float64
+}
+
+// ratio is the traced run's requests/s over its neighbours' mean.
+func (b bracket) ratio() float64 { return b.traced / ((b.before + b.after) / 2) }
+
+// steady reports whether the two untraced runs agree within tolerance.
+func (b bracket) steady(tolerance float64) bool {
+	return math.Abs(b.before/b.after-1) <= tolerance
+}
+
+const (
+	port      = "18080"
+	floorName = "empty BPF program on sys_enter (floor tool)"
+)
 
 func main() {
 	cfg := &config{}
-	flag.IntVar(&cfg.rounds, "rounds", 15, "rounds; each runs every case once, in random order")
-	flag.DurationVar(&cfg.duration, "d", 5*time.Second, "wrk duration per case")
+	flag.IntVar(&cfg.rounds, "rounds", 30, "rounds; each runs every case once, in random order, between untraced runs")
+	flag.DurationVar(&cfg.duration, "d", 2*time.Second, "wrk duration per run")
 	flag.IntVar(&cfg.connections, "c", 16, "wrk connections")
+	flag.Float64Var(&cfg.steady, "steady", 0.02, "a bracket is steady when its two untraced runs differ by at most this fraction")
 	flag.StringVar(&cfg.bin, "bin", "", "directory with bpftap and floor")
 	flag.StringVar(&cfg.scripts, "scripts", "bench/scripts", "directory of the seed scripts")
 	flag.StringVar(&cfg.serverCPU, "server-cpu", "1", "CPU nginx runs on")
 	flag.StringVar(&cfg.load, "load-cpu", "0", "CPU wrk and the tracers run on")
+	flag.StringVar(&cfg.only, "cases", "", "run only the cases whose name matches this regular expression (the floor is always run)")
 	flag.StringVar(&cfg.out, "o", "bench/RESULTS-nginx.md", "report file")
 	flag.Parse()
-	server, other, err := startServers(cfg)
-	if err != nil {
+	if err := run(cfg); err != nil {
 		fmt.Fprintln(os.Stderr, "nginx:", err)
 		os.Exit(1)
 	}
+}
+
+func run(cfg *config) error {
+	cases, err := cfg.cases()
+	if err != nil {
+		return err
+	}
+	server, other, err := startServers(cfg)
+	if err != nil {
+		return err
+	}
 	defer server.Process.Kill()
 	defer other.Process.Kill()
-	cases := cfg.cases()
-	ratios := map[string][]float64{}
+	pids := strings.NewReplacer("{NGINX}", strconv.Itoa(server.Process.Pid), "{OTHER}", strconv.Itoa(other.Process.Pid))
+	brackets := map[string][]bracket{}
 	errs := map[string]string{}
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 1))
 	for r := range cfg.rounds {
-		order := append([]*nginxCase(nil), cases...)
-		rng.Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
-		rps := map[string]float64{}
-		for _, c := range order {
-			v, err := cfg.run(c, server.Process.Pid, other.Process.Pid)
-			if err != nil {
-				errs[c.name] = err.Error()
-				v = math.NaN()
-			}
-			rps[c.name] = v
+		round, err := cfg.round(cases, pids, rng, errs)
+		if err != nil {
+			return err
 		}
-		for _, c := range cases {
-			ratios[c.name] = append(ratios[c.name], rps[c.name]/rps[cases[0].name])
+		for name, b := range round {
+			brackets[name] = append(brackets[name], b)
 		}
-		ratios["untraced requests/s"] = append(ratios["untraced requests/s"], rps[cases[0].name])
-		fmt.Fprintf(os.Stderr, "nginx: round %d of %d: untraced %.0f requests/s\n", r+1, cfg.rounds, rps[cases[0].name])
+		fmt.Fprintf(os.Stderr, "nginx: round %d of %d done\n", r+1, cfg.rounds)
 	}
-	report := render(cfg, cases, ratios, errs, rng)
+	report := render(cfg, cases, brackets, errs, rng)
 	if err := os.WriteFile(cfg.out, []byte(report), 0o644); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
+		return err
 	}
 	fmt.Fprintln(os.Stderr, "nginx: wrote", cfg.out)
+	return nil
 }
 
-func (cfg *config) cases() []*nginxCase {
+// round runs the cases in a random order, each between two untraced runs
+// (a case's after is the next case's before). A case that failed is NaN.
+func (cfg *config) round(cases []*nginxCase, pids *strings.Replacer, rng *rand.Rand, errs map[string]string) (map[string]bracket, error) {
+	order := append([]*nginxCase(nil), cases...)
+	rng.Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
+	before, err := wrk(cfg, cfg.duration)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]bracket{}
+	for _, c := range order {
+		traced, err := cfg.traced(c, pids)
+		if err != nil {
+			errs[c.name] = err.Error()
+			traced = math.NaN()
+		}
+		after, err := wrk(cfg, cfg.duration)
+		if err != nil {
+			return nil, err
+		}
+		out[c.name] = bracket{traced: traced, before: before, after: after}
+		before = after
+	}
+	return out, nil
+}
+
+func (cfg *config) cases() ([]*nginxCase, error) {
+	only, err := regexp.Compile(cfg.only)
+	if err != nil {
+		return nil, fmt.Errorf("-cases: %v", err)
+	}
 	seed := filepath.Join(cfg.scripts, "syscalls_by_proc_inc.stp")
 	bpftap := filepath.Join(cfg.bin, "bpftap")
+	floor := filepath.Join(cfg.bin, "floor")
 	pin := []string{"taskset", "-c", cfg.load}
 	c := func(name string, argv ...string) *nginxCase {
 		return &nginxCase{name, append(append([]string{}, pin...), argv...)}
 	}
-	return []*nginxCase{
-		{name: "untraced"},
-		c("empty BPF program on sys_enter (floor tool)", filepath.Join(cfg.bin, "floor"), "-prog", "empty"),
+	all := []*nginxCase{
+		c(floorName, floor, "-prog", "empty"),
+		c("per-CPU count by comm, hand-written (floor tool)", floor, "-prog", "count"),
 		c("bpftap, seed script, system-wide", bpftap, seed),
 		c("bpftap, seed script, -x nginx", bpftap, "-x", "{NGINX}", seed),
 		c("bpftap, seed script, -x another pid", bpftap, "-x", "{OTHER}", seed),
@@ -117,6 +180,13 @@ func (cfg *config) cases() []*nginxCase {
 		c("syscount -p another pid", "syscount", "-p", "{OTHER}"),
 		c("bpftrace `@[comm] = count()`, system-wide", "bpftrace", "-e", "tracepoint:raw_syscalls:sys_enter { @[comm] = count(); }"),
 	}
+	var cases []*nginxCase
+	for _, k := range all {
+		if k.name == floorName || only.MatchString(k.name) {
+			cases = append(cases, k)
+		}
+	}
+	return cases, nil
 }
 
 // startServers starts nginx (one process, pinned) on the loopback and a
@@ -148,15 +218,11 @@ http { access_log off; server { listen 127.0.0.1:%[2]s; location / { return 200 
 	return server, other, nil
 }
 
-// run measures one case: the tracer started and attached, then wrk.
-func (cfg *config) run(c *nginxCase, nginxPid, otherPid int) (float64, error) {
-	if c.argv == nil {
-		return wrk(cfg, cfg.duration)
-	}
+// traced measures one case: the tracer started and attached, then wrk.
+func (cfg *config) traced(c *nginxCase, pids *strings.Replacer) (float64, error) {
 	argv := make([]string, len(c.argv))
 	for i, a := range c.argv {
-		a = strings.ReplaceAll(a, "{NGINX}", strconv.Itoa(nginxPid))
-		argv[i] = strings.ReplaceAll(a, "{OTHER}", strconv.Itoa(otherPid))
+		argv[i] = pids.Replace(a)
 	}
 	t, err := tracer.Launch(argv, nil)
 	if err != nil {
@@ -186,23 +252,4 @@ func wrk(cfg *config, d time.Duration) (float64, error) {
 		return 0, fmt.Errorf("wrk printed no requests/s: %s", tracer.FirstLines(out.String()))
 	}
 	return strconv.ParseFloat(m[1], 64)
-}
-
-func render(cfg *config, cases []*nginxCase, ratios map[string][]float64, errs map[string]string, rng *rand.Rand) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "# nginx throughput while counting system calls (seed 001)\n\nWritten by `bench/nginx.sh`, %s; %d rounds, wrk -t1 -c%d for %v per case, nginx (one worker) on CPU %s, wrk and tracers on CPU %s.\n\n",
-		time.Now().UTC().Format("2006-01-02 15:04 UTC"), cfg.rounds, cfg.connections, cfg.duration, cfg.serverCPU, cfg.load)
-	untraced := stats.Summarize(stats.Finite(ratios["untraced requests/s"]))
-	fmt.Fprintf(&b, "Untraced: %s requests/s (median [95%% interval]).\n\n", untraced.Format(0))
-	b.WriteString("Each figure is a case's requests/s over the same round's untraced requests/s: median over the rounds [95% bootstrap interval]. The seed measured syscount at 0.815 of untraced system-wide (−18.5%), and at 0.908 filtered in the kernel to another pid.\n\n")
-	b.WriteString("| case | × untraced | rounds |\n|---|---:|---:|\n")
-	for _, c := range cases[1:] {
-		xs := stats.Finite(ratios[c.name])
-		if len(xs) == 0 {
-			fmt.Fprintf(&b, "| %s | failed: %s | 0 |\n", c.name, errs[c.name])
-			continue
-		}
-		fmt.Fprintf(&b, "| %s | %s | %d |\n", c.name, stats.Bootstrap(xs, 2000, rng).Format(3), len(xs))
-	}
-	return b.String()
 }
