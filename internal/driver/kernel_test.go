@@ -233,6 +233,13 @@ func TestKernelNotRoot(t *testing.T) {
 	if err == nil || !strings.HasPrefix(stderr, want) {
 		t.Errorf("kernel_string2 as nobody: %v, stderr:\n%s\nwant:\n%s", err, stderr, want)
 	}
+	_, stderr, err = asNobody(nil, "-e", `probe begin { printf("%.2m", 0) }`)
+	want = "ERROR: %m and %M cannot read kernel memory in a user-side probe: loading BPF programs needs root " +
+		"(or CAP_BPF and CAP_PERFMON); bpftap runs as uid 65534 without CAP_BPF and CAP_PERFMON " +
+		"near identifier 'printf' at <input>:1:15\n"
+	if err == nil || !strings.HasPrefix(stderr, want) {
+		t.Errorf("%%m as nobody: %v, stderr:\n%s\nwant:\n%s", err, stderr, want)
+	}
 	stdout, stderr, err = asNobody(caps, read...)
 	want = "ERROR: kernel long copy fault at 0xfffffffffffff000 [man error::fault] near identifier 'kernel_long' at <input>:1:64\n"
 	if err == nil || stdout != "no string\n" || !strings.HasPrefix(stderr, want) {

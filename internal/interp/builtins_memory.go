@@ -12,7 +12,8 @@ import (
 // Memory readers. The kernel readers read kernel memory as a kernel probe
 // would, through package kmem's BPF program (loaded by the first read):
 // a fault raises stap's error (tapset.KernelCopyFault), kernel_string2
-// returns its error message instead. A user-side probe has no traced
+// returns its error message instead. printf's %m and %M dump kernel
+// memory the same way (kernelMemory). A user-side probe has no traced
 // process: user_string reports stap's fault, user_long and friends
 // return 0, as the tapset's try/catch wrappers do, and user_string2 its
 // error message.
@@ -64,7 +65,8 @@ func kernelString2(cc *callContext, a []Value) Value {
 func (cc *callContext) kernelNumber(addr int64, what string) int64 {
 	var b [8]byte
 	size := tapset.NumberReads[what]
-	cc.kernelFault(cc.kernelReader().Read(uint64(addr), b[:size]), what, addr)
+	_, err := cc.kernelReader().Read(uint64(addr), b[:size])
+	cc.kernelFault(err, what, addr)
 	u := binary.NativeEndian.Uint64(b[:])
 	return int64(u<<(64-8*size)) >> (64 - 8*size)
 }
@@ -81,7 +83,13 @@ func (cc *callContext) kernelReader() *kmem.Reader {
 
 // cannotRead fails the call: the kernel reader could not run (err).
 func (cc *callContext) cannotRead(err error) {
-	cc.fail(fmt.Sprintf("%s() cannot read kernel memory in a user-side probe: %v", cc.call.Name, err))
+	cc.fail(unreadable(cc.call.Name+"()", err).Error())
+}
+
+// unreadable is the error of a reader of kernel memory (what) that could
+// not run: no privilege, no test runs of BPF programs (err).
+func unreadable(what string, err error) error {
+	return fmt.Errorf("%s cannot read kernel memory in a user-side probe: %w", what, err)
 }
 
 // kernelFault fails the call when a read of what at addr failed: stap's
@@ -110,3 +118,22 @@ func quotedFault(_ *callContext, a []Value) Value {
 
 // errMsg is user_string2 on a fault: its second argument.
 func errMsg(_ *callContext, a []Value) Value { return a[1] }
+
+// kernelMemory gives printf's %m and %M the kernel's memory (kmem). A
+// user-side probe has no process: the user memory '#' asks for faults.
+type kernelMemory struct{}
+
+func (kernelMemory) ReadMemory(addr uint64, p []byte, user bool) (int, error) {
+	if user {
+		return 0, nil
+	}
+	r, err := kmem.Kernel()
+	if err != nil {
+		return 0, unreadable("%m and %M", err)
+	}
+	n, err := r.Read(addr, p)
+	if err != nil && !errors.Is(err, kmem.ErrFault) {
+		return n, unreadable("%m and %M", err)
+	}
+	return n, nil
+}

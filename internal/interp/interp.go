@@ -65,9 +65,9 @@
 //     tapset file.
 //   - The current process of a user-side probe is bpftap itself (stap's is
 //     staprun for begin and end probes, and whatever runs when a timer fires).
-//   - The kernel memory readers (kernel_string, kernel_long ...) read
-//     through a BPF program run on demand (package kmem): exactly what a
-//     kernel probe may read. User memory has no process to read: user_string
+//   - The kernel memory readers (kernel_string, kernel_long ..., printf's
+//     %m and %M) read through a BPF program run on demand (package kmem):
+//     exactly what a kernel probe may read. User memory has no process to read: user_string
 //     reports stap's fault error, user_long and friends return 0.
 //   - probefunc() is "" in user-side probes.
 //   - Regular expressions use Go's engine in leftmost-longest mode, so they

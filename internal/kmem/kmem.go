@@ -24,13 +24,16 @@
 //
 // Reads longer than the map's value (Chunk bytes) are made in chunks; a
 // string goes on from where the last chunk's copy stopped without finding
-// its end. One reader serves the process; a mutex makes each read whole.
+// its end, bytes are read a page at a time, so that a read running into
+// an unmapped page says how far it got (printf's %m needs it). One reader
+// serves the process; a mutex makes each read whole.
 package kmem
 
 import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 	"sync"
 
@@ -42,6 +45,9 @@ import (
 
 // Chunk is the size of the reader's buffer: the most one run copies.
 const Chunk = 4096
+
+// pageSize is the size of the pages kernel memory is mapped in.
+var pageSize = uint64(os.Getpagesize())
 
 // ErrFault is the error of a read the kernel refused: an unmapped address,
 // or one outside the kernel's memory.
@@ -133,24 +139,27 @@ func (r *Reader) run(addr uint64, size int, str bool) (int32, error) {
 	return int32(ret), nil
 }
 
-// Read fills p with the kernel memory at addr; it fails with ErrFault when
-// any of it cannot be read.
-func (r *Reader) Read(addr uint64, p []byte) error {
+// Read fills p with the kernel memory at addr as far as it can be read:
+// it returns how many bytes it read, fewer than len(p) with ErrFault when
+// the memory at addr+n cannot be read. It reads a page at a time (at most
+// a chunk), the unit the kernel maps memory in, so n is exact.
+func (r *Reader) Read(addr uint64, p []byte) (int, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	for len(p) > 0 {
-		n := min(len(p), r.chunk)
+	done := 0
+	for done < len(p) {
+		n := min(len(p)-done, r.chunk, int(pageSize-addr%pageSize))
 		ret, err := r.run(addr, n, false)
 		if err != nil {
-			return err
+			return done, err
 		}
 		if ret < 0 {
-			return ErrFault
+			return done, ErrFault
 		}
-		r.mem.ReadAt(p[:n], 0)
-		p, addr = p[n:], addr+uint64(n)
+		r.mem.ReadAt(p[done:done+n], 0)
+		done, addr = done+n, addr+uint64(n)
 	}
-	return nil
+	return done, nil
 }
 
 // String returns the string at addr: its bytes up to the first NUL, at

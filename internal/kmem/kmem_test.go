@@ -88,8 +88,8 @@ func TestRead(t *testing.T) {
 		for _, span := range [][2]int{{0, 8}, {1, 3}, {4, 1}, {100, 2 * Chunk}, {7, 3*16 + 5}, {len(data) - 9, 9}} {
 			off, n := span[0], span[1]
 			got := make([]byte, n)
-			if err := r.Read(base+uint64(off), got); err != nil {
-				t.Errorf("chunk %d: Read(__start_BTF+%d, %d): %v", r.chunk, off, n, err)
+			if read, err := r.Read(base+uint64(off), got); err != nil || read != n {
+				t.Errorf("chunk %d: Read(__start_BTF+%d, %d) = %d, %v", r.chunk, off, n, read, err)
 			} else if want := data[off : off+n]; !bytes.Equal(got, want) {
 				t.Errorf("chunk %d: Read(__start_BTF+%d, %d) = % x, want % x", r.chunk, off, n, got, want)
 			}
@@ -153,8 +153,8 @@ func TestFault(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, addr := range []uint64{0, 0xffffffff00000000, 0x8000000000000000, uint64(uintptr(unsafe.Pointer(&local)))} {
-		if err := r.Read(addr, make([]byte, 8)); !errors.Is(err, ErrFault) {
-			t.Errorf("Read(%#x) = %v, want ErrFault", addr, err)
+		if n, err := r.Read(addr, make([]byte, 8)); n != 0 || !errors.Is(err, ErrFault) {
+			t.Errorf("Read(%#x) = %d, %v; want 0, ErrFault", addr, n, err)
 		}
 		for _, limit := range []int{0, 1, 511} {
 			if s, err := r.String(addr, limit); !errors.Is(err, ErrFault) {
@@ -162,6 +162,36 @@ func TestFault(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestReadPrefix reads across the end of the kernel's image, the first
+// page after the BTF that cannot be read (x86-64 unmaps what follows the
+// image): a read running into it returns the bytes before it.
+func TestReadPrefix(t *testing.T) {
+	base, _ := kernelBTF(t)
+	r := newTestReader(t, Chunk)
+	var one [1]byte
+	end := base &^ (pageSize - 1)
+	for ; end < base+1<<30; end += pageSize {
+		if _, err := r.Read(end, one[:]); errors.Is(err, ErrFault) {
+			break
+		}
+	}
+	if end >= base+1<<30 {
+		t.Fatalf("no unmapped page within 1 GiB after __start_BTF (%#x)", base)
+	}
+	want := make([]byte, 5)
+	if _, err := r.Read(end-5, want); err != nil {
+		t.Fatalf("Read(%#x, 5): %v", end-5, err)
+	}
+	for _, reader := range []*Reader{r, newTestReader(t, 16)} {
+		got := make([]byte, 40)
+		n, err := reader.Read(end-5, got)
+		if n != 5 || !errors.Is(err, ErrFault) || !bytes.Equal(got[:5], want) {
+			t.Errorf("chunk %d: Read(%#x, 40) = %d, %v, % x; want 5, ErrFault, % x", reader.chunk, end-5, n, err, got[:n], want)
+		}
+	}
+	t.Logf("the first unmapped page after __start_BTF (%#x): %#x", base, end)
 }
 
 // BenchmarkString reads a 15-byte string of the BTF (kernel_string's read
@@ -174,7 +204,7 @@ func BenchmarkString(b *testing.B) {
 // BenchmarkLong reads 8 bytes (kernel_long's read).
 func BenchmarkLong(b *testing.B) {
 	var p [8]byte
-	benchmarkRead(b, func(r *Reader, addr uint64) error { return r.Read(addr, p[:]) })
+	benchmarkRead(b, func(r *Reader, addr uint64) error { _, err := r.Read(addr, p[:]); return err })
 }
 
 func benchmarkRead(b *testing.B, read func(r *Reader, addr uint64) error) {
