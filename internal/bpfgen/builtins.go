@@ -76,7 +76,7 @@ func kernelBuiltins() map[string]builtinCode {
 	for name := range tapset.ArgReaders {
 		codes[name] = longCode((*gen).argReader)
 	}
-	for kind := range memReads {
+	for kind := range tapset.NumberReads {
 		codes["kernel_"+kind] = longCode((*gen).memRead)
 		if kind != "pointer" {
 			codes["user_"+kind] = longCode((*gen).memRead)

@@ -25,16 +25,6 @@ import (
 // clockDivisors scale nanoseconds for the clock functions by suffix.
 var clockDivisors = map[string]int32{"ns": 1, "us": 1000, "ms": 1000000, "s": 1000000000}
 
-// memReads are the kernel_* and user_* readers of longs (user_ has no
-// pointer reader): size, signed.
-var memReads = map[string]struct {
-	size asm.Size
-	what string
-}{
-	"long": {asm.DWord, "long"}, "int": {asm.Word, "int"}, "short": {asm.Half, "short"},
-	"char": {asm.Byte, "char"}, "pointer": {asm.DWord, "pointer"},
-}
-
 // halfOf calls fn, a helper returning two u32s in a u64, and keeps its
 // upper (tgid, gid) or lower (pid, uid) half.
 func (g *gen) halfOf(fn asm.BuiltinFunc, upper bool) {
@@ -56,32 +46,31 @@ func (g *gen) clock(unit string, offset int64) {
 	}
 }
 
-// memRead compiles kernel_long(addr) and friends: a fault raises stap's
-// error for kernel reads; user reads return 0, as the tapset's wrappers do.
+// memRead compiles kernel_long(addr) and friends (tapset.NumberReads): a
+// fault raises stap's error for kernel reads; user reads return 0, as the
+// tapset's wrappers do.
 func (g *gen) memRead(c *syntax.Call) {
-	name := c.Name
-	kernel := name[0] == 'k'
-	kind := name[len("user_"):]
+	kernel := strings.HasPrefix(c.Name, "kernel_")
+	what := strings.TrimPrefix(strings.TrimPrefix(c.Name, "kernel_"), "user_")
 	fn := asm.FnProbeReadUser
 	if kernel {
-		kind = name[len("kernel_"):]
 		fn = asm.FnProbeReadKernel
 	}
-	r := memReads[kind]
+	size := tapset.NumberReads[what]
 	g.long(c.Args[0])
 	slot := g.pushSlot()
-	g.probeRead(fn, slot, r.size.Sizeof())
+	g.probeRead(fn, slot, size)
 	if kernel {
-		g.emit(asm.JNE.Imm(asm.R0, 0, g.errorSite(tapset.KernelCopyFault(r.what), c.Pos, true)))
+		g.emit(asm.JNE.Imm(asm.R0, 0, g.errorSite(tapset.KernelCopyFault(what), c.Pos, true)))
 	} else {
 		ok := g.newLabel("read")
 		g.emit(asm.JEq.Imm(asm.R0, 0, ok), asm.StoreImm(asm.R10, slot, 0, asm.Word), asm.StoreImm(asm.R10, slot+4, 0, asm.Word))
 		g.mark(ok)
 	}
-	if r.size == asm.DWord {
+	if size == 8 {
 		g.emit(asm.LoadMem(asm.R0, asm.R10, slot, asm.DWord))
 	} else {
-		g.emit(asm.LoadMemSX(asm.R0, asm.R10, slot, r.size))
+		g.emit(asm.LoadMemSX(asm.R0, asm.R10, slot, sizeOf(size)))
 	}
 	g.popStack(8)
 }

@@ -176,6 +176,7 @@ func TestSeedScriptsVerbatim(t *testing.T) {
 // capabilities it fails with one line naming the missing ones; with
 // CAP_BPF and CAP_PERFMON, what the README says suffices, it runs (with no
 // tracefs mounted: this machine mounts none, and nobody cannot mount it).
+// The same goes for kernel memory read in a user-side probe.
 func TestKernelNotRoot(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root to switch to nobody")
@@ -221,6 +222,29 @@ func TestKernelNotRoot(t *testing.T) {
 	stdout, stderr, err = asNobody(caps, "-e", `probe kernel.trace("raw_syscalls:sys_enter") { printf("%s\n", pp()); exit() }`)
 	if want := "kernel.trace(\"raw_syscalls:sys_enter\")\n"; err != nil || stdout == "" || strings.ReplaceAll(stdout, want, "") != "" {
 		t.Errorf("pp() as nobody with CAP_BPF and CAP_PERFMON: %v, %q, want %q\nstderr:\n%s", err, stdout, want, stderr)
+	}
+	// Kernel memory read in a user-side probe (package kmem): the reason
+	// without capabilities, stap's fault with them.
+	read := []string{"-e", `probe begin { println(kernel_string2(0, "no string")); println(kernel_long(-4096)) }`}
+	_, stderr, err = asNobody(nil, read...)
+	want = "ERROR: kernel_string2() cannot read kernel memory in a user-side probe: loading BPF programs needs root " +
+		"(or CAP_BPF and CAP_PERFMON); bpftap runs as uid 65534 without CAP_BPF and CAP_PERFMON " +
+		"near identifier 'kernel_string2' at <input>:1:23\n"
+	if err == nil || !strings.HasPrefix(stderr, want) {
+		t.Errorf("kernel_string2 as nobody: %v, stderr:\n%s\nwant:\n%s", err, stderr, want)
+	}
+	_, stderr, err = asNobody(nil, "-e", `probe begin { printf("%.2m", 0) }`)
+	want = "ERROR: %m and %M cannot read kernel memory in a user-side probe: loading BPF programs needs root " +
+		"(or CAP_BPF and CAP_PERFMON); bpftap runs as uid 65534 without CAP_BPF and CAP_PERFMON " +
+		"near identifier 'printf' at <input>:1:15\n"
+	if err == nil || !strings.HasPrefix(stderr, want) {
+		t.Errorf("%%m as nobody: %v, stderr:\n%s\nwant:\n%s", err, stderr, want)
+	}
+	stdout, stderr, err = asNobody(caps, read...)
+	want = "ERROR: kernel long copy fault at 0xfffffffffffff000 [man error::fault] near identifier 'kernel_long' at <input>:1:64\n"
+	if err == nil || stdout != "no string\n" || !strings.HasPrefix(stderr, want) {
+		t.Errorf("kernel_string2 and kernel_long as nobody with CAP_BPF and CAP_PERFMON: %v, %q\nstderr:\n%s\nwant:\n%s",
+			err, stdout, stderr, want)
 	}
 }
 
@@ -288,6 +312,55 @@ func TestDebianSyscallExamples(t *testing.T) {
 				t.Errorf("no match for %s in:\n%s", c.want, stdout.String())
 			}
 		})
+	}
+}
+
+// TestInterruptsByDevExample runs Debian's interrupts-by-dev.stp
+// unchanged for 2 s while this process reads its own file with O_DIRECT
+// (each read completed by the disk's interrupt). Its timer probe prints
+// the name of each interrupt handler its irq_handler.entry probe counted,
+// reading the name from the kernel's memory (package kmem): every name
+// must be one /proc/interrupts shows.
+func TestInterruptsByDevExample(t *testing.T) {
+	requireFeature(t, "bpf")
+	const script = "/usr/share/systemtap/examples/interrupt/interrupts-by-dev.stp"
+	if _, err := os.Stat(script); err != nil {
+		t.Fatalf("%v (CI installs systemtap-doc)", err)
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() {
+		for {
+			select {
+			case <-done:
+				return
+			case <-time.After(20 * time.Millisecond):
+				readDirectFrom(exe, 20)
+			}
+		}
+	}()
+	var stdout, stderr bytes.Buffer
+	status := Main([]string{"-T", "2", script}, strings.NewReader(""), &stdout, &stderr)
+	close(done)
+	if status != 0 || stderr.Len() > 0 {
+		t.Fatalf("exit status %d, stderr:\n%s", status, stderr.String())
+	}
+	header, rest, _ := strings.Cut(stdout.String(), "\n")
+	lines := regexp.MustCompile(`(?m)^ +(\S+) :  +[1-9]\d*$`).FindAllStringSubmatch(rest, -1)
+	if header != "\t  DEVICE \t NUMBER OF INTERRUPTS " || len(lines) == 0 || len(lines) != strings.Count(rest, "\n") {
+		t.Fatalf("stdout is not a header and lines of device names and counts:\n%s", stdout.String())
+	}
+	interrupts, err := os.ReadFile("/proc/interrupts")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range lines {
+		if !regexp.MustCompile(`(?m)[ ,]` + regexp.QuoteMeta(l[1]) + `(,|$)`).Match(interrupts) {
+			t.Errorf("%q is no interrupt handler's name in /proc/interrupts:\n%s", l[1], interrupts)
+		}
 	}
 }
 

@@ -9,7 +9,8 @@ import (
 type Memory interface {
 	// ReadMemory fills p from address addr: the traced process's memory when
 	// user is set (the '#' flag), the kernel's otherwise. It returns how many
-	// bytes it read; fewer than len(p) means a fault at addr+n.
+	// bytes it read; fewer than len(p) means a fault at addr+n. An error
+	// means it cannot read memory at all: the call fails with it.
 	ReadMemory(addr uint64, p []byte, user bool) (n int, err error)
 }
 
@@ -362,8 +363,11 @@ func (w *writer) dump(hex bool, addr uint64, width, prec int, flags Flags, mem M
 	for read > 0 {
 		p := buf[:min(read, len(buf))]
 		got, err := mem.ReadMemory(addr, p, flags&FlagSpecial != 0)
-		if err != nil || got < len(p) {
-			return readFault(addr + uint64(min(max(got, 0), len(p))))
+		if err != nil {
+			return err
+		}
+		if got < len(p) {
+			return readFault(addr + uint64(max(got, 0)))
 		}
 		if hex {
 			for _, c := range p {

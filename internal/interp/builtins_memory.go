@@ -1,39 +1,105 @@
 package interp
 
 import (
+	"encoding/binary"
+	"errors"
 	"fmt"
 
+	"github.com/bpftap/bpftap/internal/kmem"
 	"github.com/bpftap/bpftap/internal/tapset"
 )
 
-// User-side probes have no kernel context and no traced process: every read
-// faults. The kernel readers and user_string report stap's fault errors;
-// user_long and friends return 0, as the tapset's try/catch wrappers do, and
-// user_string2 and kernel_string2 their error message.
-var memoryBuiltins = map[string]builtinFunc{
-	"kernel_string":        kernelFault("string"),
-	"kernel_string_n":      kernelFault("string"),
-	"kernel_long":          kernelFault("long"),
-	"kernel_int":           kernelFault("int"),
-	"kernel_short":         kernelFault("short"),
-	"kernel_char":          kernelFault("char"),
-	"kernel_pointer":       kernelFault("pointer"),
-	"user_string":          userStringFault,
-	"user_string_n":        userStringFault,
-	"user_string2":         errMsg,
-	"kernel_string2":       errMsg,
-	"user_string_quoted":   quotedFault,
-	"user_string_n_quoted": quotedFault,
-	"user_long":            zero,
-	"user_int":             zero,
-	"user_short":           zero,
-	"user_char":            zero,
+// Memory readers. The kernel readers read kernel memory as a kernel probe
+// would, through package kmem's BPF program (loaded by the first read):
+// a fault raises stap's error (tapset.KernelCopyFault), kernel_string2
+// returns its error message instead. printf's %m and %M dump kernel
+// memory the same way (kernelMemory). A user-side probe has no traced
+// process: user_string reports stap's fault, user_long and friends
+// return 0, as the tapset's try/catch wrappers do, and user_string2 its
+// error message.
+func memoryBuiltins() map[string]builtinFunc {
+	m := map[string]builtinFunc{
+		"kernel_string": func(cc *callContext, a []Value) Value {
+			return str(cc.kernelString(a[0].Int, cc.in.maxStringLen()-1))
+		},
+		"kernel_string_n": func(cc *callContext, a []Value) Value {
+			return str(cc.kernelString(a[0].Int, int(min(max(a[1].Int, 0), int64(cc.in.maxStringLen()-1)))))
+		},
+		"kernel_string2":       kernelString2,
+		"user_string":          userStringFault,
+		"user_string_n":        userStringFault,
+		"user_string2":         errMsg,
+		"user_string_quoted":   quotedFault,
+		"user_string_n_quoted": quotedFault,
+		"user_long":            zero,
+		"user_int":             zero,
+		"user_short":           zero,
+		"user_char":            zero,
+	}
+	for what := range tapset.NumberReads {
+		m["kernel_"+what] = func(cc *callContext, a []Value) Value { return long(cc.kernelNumber(a[0].Int, what)) }
+	}
+	return m
 }
 
-func kernelFault(what string) builtinFunc {
-	return func(cc *callContext, a []Value) Value {
-		cc.fail(fmt.Sprintf(tapset.KernelCopyFault(what), uint64(a[0].Int)))
-		return Value{}
+// kernelString reads the string at addr, at most limit bytes of it.
+func (cc *callContext) kernelString(addr int64, limit int) string {
+	s, err := cc.kernelReader().String(uint64(addr), limit)
+	cc.kernelFault(err, "string", addr)
+	return s
+}
+
+// kernelString2 is kernel_string2(addr, err_msg) (and kernel_string(addr,
+// err_msg)): the string, or err_msg when it cannot be read.
+func kernelString2(cc *callContext, a []Value) Value {
+	s, err := cc.kernelReader().String(uint64(a[0].Int), cc.in.maxStringLen()-1)
+	if errors.Is(err, kmem.ErrFault) {
+		return a[1]
+	}
+	cc.kernelFault(err, "string", a[0].Int)
+	return str(s)
+}
+
+// kernelNumber reads the number of tapset.NumberReads kind what at addr,
+// sign-extended.
+func (cc *callContext) kernelNumber(addr int64, what string) int64 {
+	var b [8]byte
+	size := tapset.NumberReads[what]
+	_, err := cc.kernelReader().Read(uint64(addr), b[:size])
+	cc.kernelFault(err, what, addr)
+	u := binary.NativeEndian.Uint64(b[:])
+	return int64(u<<(64-8*size)) >> (64 - 8*size)
+}
+
+// kernelReader returns the process's kernel reader, or fails the call
+// with the reason there is none.
+func (cc *callContext) kernelReader() *kmem.Reader {
+	r, err := kmem.Kernel()
+	if err != nil {
+		cc.cannotRead(err)
+	}
+	return r
+}
+
+// cannotRead fails the call: the kernel reader could not run (err).
+func (cc *callContext) cannotRead(err error) {
+	cc.fail(unreadable(cc.call.Name+"()", err).Error())
+}
+
+// unreadable is the error of a reader of kernel memory (what) that could
+// not run: no privilege, no test runs of BPF programs (err).
+func unreadable(what string, err error) error {
+	return fmt.Errorf("%s cannot read kernel memory in a user-side probe: %w", what, err)
+}
+
+// kernelFault fails the call when a read of what at addr failed: stap's
+// fault error, or why the reader could not run.
+func (cc *callContext) kernelFault(err error, what string, addr int64) {
+	switch {
+	case errors.Is(err, kmem.ErrFault):
+		cc.fail(fmt.Sprintf(tapset.KernelCopyFault(what), uint64(addr)))
+	case err != nil:
+		cc.cannotRead(err)
 	}
 }
 
@@ -50,5 +116,24 @@ func quotedFault(_ *callContext, a []Value) Value {
 	return Value{Str: fmt.Sprintf("0x%x", uint64(a[0].Int))}
 }
 
-// errMsg is user_string2 and kernel_string2 on a fault: their second argument.
+// errMsg is user_string2 on a fault: its second argument.
 func errMsg(_ *callContext, a []Value) Value { return a[1] }
+
+// kernelMemory gives printf's %m and %M the kernel's memory (kmem). A
+// user-side probe has no process: the user memory '#' asks for faults.
+type kernelMemory struct{}
+
+func (kernelMemory) ReadMemory(addr uint64, p []byte, user bool) (int, error) {
+	if user {
+		return 0, nil
+	}
+	r, err := kmem.Kernel()
+	if err != nil {
+		return 0, unreadable("%m and %M", err)
+	}
+	n, err := r.Read(addr, p)
+	if err != nil && !errors.Is(err, kmem.ErrFault) {
+		return n, unreadable("%m and %M", err)
+	}
+	return n, nil
+}

@@ -150,13 +150,13 @@ func (in *Interp) emit(n *syntax.PrintCall, hist *syntax.Hist, args []format.Arg
 	case hist != nil:
 		histError(hist, in.out.Hist(in.histStat(hist)))
 	case toString:
-		s, err := in.formats[n].Sprint(args, nil, in.maxStringLen())
+		s, err := in.formats[n].Sprint(args, kernelMemory{}, in.maxStringLen())
 		if err != nil {
 			in.printError(n, err)
 		}
 		return s
 	default:
-		if err := in.out.Print(in.formats[n], args); err != nil {
+		if err := in.out.Print(in.formats[n], args, kernelMemory{}); err != nil {
 			in.printError(n, err)
 		}
 	}

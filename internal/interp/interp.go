@@ -65,8 +65,10 @@
 //     tapset file.
 //   - The current process of a user-side probe is bpftap itself (stap's is
 //     staprun for begin and end probes, and whatever runs when a timer fires).
-//   - Memory readers fault: kernel_* and user_string report stap's fault
-//     errors, user_long and friends return 0.
+//   - The kernel memory readers (kernel_string, kernel_long ..., printf's
+//     %m and %M) read through a BPF program run on demand (package kmem):
+//     exactly what a kernel probe may read. User memory has no process to read: user_string
+//     reports stap's fault error, user_long and friends return 0.
 //   - probefunc() is "" in user-side probes.
 //   - Regular expressions use Go's engine in leftmost-longest mode, so they
 //     match runes of UTF-8 text rather than bytes.

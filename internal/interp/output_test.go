@@ -19,8 +19,8 @@ func (r *recorder) note(format string, args ...any) {
 	r.events = append(r.events, fmt.Sprintf(format, args...))
 }
 
-func (r *recorder) Print(f *format.Format, args []format.Arg) error {
-	text, err := f.Exec(nil, args, nil, 0)
+func (r *recorder) Print(f *format.Format, args []format.Arg, mem format.Memory) error {
+	text, err := f.Exec(nil, args, mem, 0)
 	r.note("print %q", text)
 	return err
 }

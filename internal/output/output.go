@@ -24,7 +24,7 @@
 //
 // Text renders each event as stap's module runtime does: a print-family
 // call with format.Format.Exec, with printf's room (format.BufferSize) and
-// no memory for %m and %M; a histogram with format.Stat.AppendHist; a log
+// the memory the call gives %m and %M; a histogram with format.Stat.AppendHist; a log
 // message followed by a newline. A global is displayed one line per
 // element, as the end probe stap synthesizes for it prints them with one
 // printf each:
@@ -48,9 +48,10 @@ import (
 // Writer receives what a script outputs, as typed events.
 type Writer interface {
 	// Print is one print-family call (print, printf, println, printd, printdln) with
-	// its evaluated arguments; the error is a run-time error of the call
-	// (a *format.RunError names the argument at fault).
-	Print(f *format.Format, args []format.Arg) error
+	// its evaluated arguments and the memory its %m and %M dump (nil: none
+	// can be read); the error is a run-time error of the call (a
+	// *format.RunError names the argument at fault).
+	Print(f *format.Format, args []format.Arg, mem format.Memory) error
 	// Hist is print(@hist_log(s)) or print(@hist_linear(s, ...)).
 	Hist(s *format.Stat) error
 	// Log is log(msg).

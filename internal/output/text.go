@@ -26,8 +26,8 @@ type Text struct {
 func NewText(w io.Writer) *Text { return &Text{w: w} }
 
 // Print renders a print-family call with printf's room.
-func (t *Text) Print(f *format.Format, args []format.Arg) error {
-	return t.keep(f.Exec(t.buf, args, nil, format.BufferSize))
+func (t *Text) Print(f *format.Format, args []format.Arg, mem format.Memory) error {
+	return t.keep(f.Exec(t.buf, args, mem, format.BufferSize))
 }
 
 // Hist renders a histogram; it fails with format.ErrEmpty when s holds no

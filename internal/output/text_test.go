@@ -127,25 +127,25 @@ func TestTextPrint(t *testing.T) {
 	var out bytes.Buffer
 	w := NewText(&out)
 	f := mustCompile(t, "%s=%5d|%c\n")
-	if err := w.Print(f, []format.Arg{str("x"), long(42), long('A')}); err != nil {
+	if err := w.Print(f, []format.Arg{str("x"), long(42), long('A')}, nil); err != nil {
 		t.Fatal(err)
 	}
-	if err := w.Print(format.Print([]format.Kind{format.KindLong, format.KindString}, ",", true), []format.Arg{long(-1), str("b")}); err != nil {
+	if err := w.Print(format.Print([]format.Kind{format.KindLong, format.KindString}, ",", true), []format.Arg{long(-1), str("b")}, nil); err != nil {
 		t.Fatal(err)
 	}
 	// a failed call writes nothing and names the argument at fault
-	err := w.Print(mustCompile(t, "a%d%.*M"), []format.Arg{long(1), long(4097), long(0)})
+	err := w.Print(mustCompile(t, "a%d%.*M"), []format.Arg{long(1), long(4097), long(0)}, nil)
 	var re *format.RunError
 	if !errors.As(err, &re) || re.Arg != 1 {
 		t.Errorf("too large a dump: %v", err)
 	}
 	// there is no memory to dump
-	err = w.Print(mustCompile(t, "b%m"), []format.Arg{long(0x1000)})
+	err = w.Print(mustCompile(t, "b%m"), []format.Arg{long(0x1000)}, nil)
 	if err == nil || err.Error() != "read fault [man error::fault] at 0x1000" {
 		t.Errorf("%%m: %v", err)
 	}
 	// printf's room: one call writes at most BufferSize bytes
-	w.Print(mustCompile(t, "%9000d\n"), []format.Arg{long(7)})
+	w.Print(mustCompile(t, "%9000d\n"), []format.Arg{long(7)}, nil)
 	w.Flush()
 	want := "x=   42|A\n-1,b\n" + strings.Repeat(" ", format.BufferSize-1) + "7"
 	if out.String() != want {

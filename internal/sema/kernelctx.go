@@ -56,7 +56,9 @@ func (e *elab) checkKernel() {
 }
 
 // checkUserSide refuses, in user-side probes, the calls that read kernel
-// memory: of a KernelOnly builtin, or of a script function whose code
+// data through its types or the running task (the kernel_* readers of
+// plain addresses run there): of a KernelOnly builtin, or of a script
+// function whose code
 // reaches one or a @cast (task_current(), task_pid(t)), blamed at the call
 // in the probe's own body. It runs before types are inferred: without
 // kernel probes such a @cast does not resolve, and this message says why

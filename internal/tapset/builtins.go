@@ -46,9 +46,11 @@ type Builtin struct {
 }
 
 // KernelOnlyMsg is the message for a call of a function (what) that reads
-// kernel memory, reached from a user-side probe.
+// kernel data through its types (@cast, autocasts) or reads the running
+// task (task_current(), stacks), reached from a user-side probe. (The
+// kernel_* readers of plain addresses run there: package kmem.)
 func KernelOnlyMsg(what string) string {
-	return what + " reads kernel memory, which bpftap does in kernel probes only (not in begin, end, error or timer probes)"
+	return what + " reads kernel data through its types (@cast) or the running task, which bpftap does in kernel probes only (not in begin, end, error or timer probes)"
 }
 
 // Kernel is what a kernel probe (a BPF program) may do with a builtin.

@@ -96,6 +96,12 @@ func KernelCopyFault(what string) string {
 	return "kernel " + what + " copy fault at 0x%x [man error::fault]"
 }
 
+// NumberReads are the readers of numbers in memory, kernel_WHAT and
+// user_WHAT (user_ has no pointer reader): the size in bytes each reads,
+// by WHAT. A value narrower than a long is sign-extended, as stap's C
+// casts extend it.
+var NumberReads = map[string]int{"long": 8, "int": 4, "short": 2, "char": 1, "pointer": 8}
+
 // Messages of the register readers (int_arg(), register(), returnval()),
 // where a probe has no registers: stap's, from its tapset
 // (registers.stp, errno.stp).
