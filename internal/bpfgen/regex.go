@@ -2,11 +2,9 @@ package bpfgen
 
 import (
 	"encoding/binary"
-	"fmt"
 	"sync"
 	"unicode/utf8"
 
-	"github.com/bpftap/bpftap/internal/kernel"
 	"github.com/bpftap/bpftap/internal/regexdfa"
 	"github.com/bpftap/bpftap/internal/syntax"
 	"github.com/cilium/ebpf"
@@ -308,28 +306,12 @@ type iterNumIDs struct{ new, next, destroy int32 }
 
 // iterNum looks the iterator's kfuncs up in the kernel's BTF, once.
 var iterNum = sync.OnceValues(func() (iterNumIDs, error) {
-	b, err := kernel.Kernel()
+	ids, err := kfuncIDs("bpf_iter_num_new", "bpf_iter_num_next", "bpf_iter_num_destroy")
 	if err != nil {
 		return iterNumIDs{}, err
 	}
-	var ids [3]int32
-	for i, name := range []string{"bpf_iter_num_new", "bpf_iter_num_next", "bpf_iter_num_destroy"} {
-		for _, id := range b.IDsByName(name) {
-			if t, err := b.Type(id); err == nil && t.Kind == kernel.KindFunc {
-				ids[i] = int32(id)
-			}
-		}
-		if ids[i] == 0 {
-			return iterNumIDs{}, fmt.Errorf("no function %s in the kernel's BTF", name)
-		}
-	}
 	return iterNumIDs{ids[0], ids[1], ids[2]}, nil
 })
-
-// kfuncCall calls the kernel function of BTF ID id (in vmlinux).
-func kfuncCall(id int32) asm.Instruction {
-	return asm.Instruction{OpCode: asm.OpCode(asm.JumpClass).SetJumpOp(asm.Call), Src: asm.PseudoKfuncCall, Constant: int64(id)}
-}
 
 // decodeRune decodes the UTF-8 sequence whose first byte (0x80 or more)
 // is in R2 at string index R4, as utf8.DecodeRune does: the rune in R3,

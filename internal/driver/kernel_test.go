@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -290,6 +291,55 @@ func TestDebianSyscallExamples(t *testing.T) {
 		})
 	}
 }
+
+// TestProcMem compares what proc_mem_* say of a sleeping process with its
+// /proc/PID/statm: the size, code and data pages are equal; the resident
+// and file pages are the kernel's running totals, which trail statm's
+// exact sums by at most a batch per CPU and counter (proc_mem.stp).
+func TestProcMem(t *testing.T) {
+	requireFeature(t, "task_from_pid")
+	sleeper := exec.Command("sleep", "30")
+	if err := sleeper.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer sleeper.Wait()
+	defer sleeper.Process.Kill()
+	pid := strconv.Itoa(sleeper.Process.Pid)
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if stat, _ := os.ReadFile("/proc/" + pid + "/stat"); bytes.Contains(stat, []byte("(sleep) S")) || time.Now().After(deadline) {
+			break
+		}
+	}
+	statm, err := os.ReadFile("/proc/" + pid + "/statm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var size, resident, shared, text, lib, data int64
+	fmt.Sscan(string(statm), &size, &resident, &shared, &text, &lib, &data)
+	var stdout, stderr bytes.Buffer
+	script := `probe kernel.trace("raw_syscalls:sys_enter") {
+		printf("%d %d %d %d %d\n%s\n", proc_mem_size($1), proc_mem_rss($1), proc_mem_shr($1), proc_mem_txt($1),
+			proc_mem_data($1), proc_mem_string($1))
+		exit()
+	}`
+	if status := Main([]string{"-e", script, pid}, strings.NewReader(""), &stdout, &stderr); status != 0 {
+		t.Fatalf("exit status %d, stderr:\n%s", status, stderr.String())
+	}
+	var gotSize, gotRSS, gotShared, gotText, gotData int64
+	fmt.Sscan(stdout.String(), &gotSize, &gotRSS, &gotShared, &gotText, &gotData)
+	cpus := int64(runtime.NumCPU())
+	slack := max(32, 2*cpus) * cpus // a percpu_counter's batch on every CPU
+	if gotSize != size || gotText != text || gotData != data || abs(resident-gotRSS) > 3*slack || abs(shared-gotShared) > slack ||
+		gotRSS == 0 || gotShared == 0 {
+		t.Errorf("proc_mem_size, rss, shr, txt, data: %d %d %d %d %d; statm (size resident shared text lib data): %s",
+			gotSize, gotRSS, gotShared, gotText, gotData, statm)
+	}
+	if !regexp.MustCompile(`\nsize: +[0-9.]+[KMG], rss: +[0-9.]+[KMG], shr: +[0-9.]+[KMG], txt: +[0-9.]+K, data: +[0-9.]+[KMG]\n$`).MatchString(stdout.String()) {
+		t.Errorf("proc_mem_string: %q", stdout.String())
+	}
+}
+
+func abs(n int64) int64 { return max(n, -n) }
 
 // TestRegexExample runs Debian's regex.stp with its own pattern on
 // syscall.open and, edited, on syscall.openat: the archive workload opens

@@ -1,6 +1,8 @@
 package sema
 
 import (
+	"fmt"
+
 	"github.com/bpftap/bpftap/internal/regexdfa"
 	"github.com/bpftap/bpftap/internal/syntax"
 	"github.com/bpftap/bpftap/internal/tapset"
@@ -62,38 +64,78 @@ func (e *elab) checkKernel() {
 // kernel probes such a @cast does not resolve, and this message says why
 // better than the type checker's.
 func (e *elab) checkUserSide() {
-	reads := map[*syntax.Func]bool{}
-	var readsKernel func(f *syntax.Func) bool
-	readsKernel = func(f *syntax.Func) bool {
-		if done, seen := reads[f]; seen {
-			return done
-		}
-		reads[f] = false // recursion: decided by the other paths
-		if b := tapset.Builtins[f.Builtin]; b != nil {
-			reads[f] = b.KernelOnly
-		} else if f.Decl != nil && f.Decl.Body != nil {
-			syntax.Walk(f.Decl.Body, func(n syntax.Node) bool {
-				reads[f] = reads[f] || e.readsKernel(n) || isCall(n) && readsKernel(n.(*syntax.Call).Func)
-				return !reads[f]
-			})
-		}
-		return reads[f]
-	}
+	readsKernel := e.reaching(func(b *tapset.Builtin) bool { return b.KernelOnly }, e.readsKernel)
 	for _, p := range e.prog.Probes {
 		if p.Kernel {
 			continue
 		}
-		syntax.Walk(p.Body, func(n syntax.Node) bool {
-			if c, ok := n.(*syntax.Call); ok && c.Func != nil && readsKernel(c.Func) {
-				msg := tapset.KernelOnlyMsg(c.Name + "()")
-				if b := Builtin(c); b != nil && b.Unsupported != "" {
-					msg = b.Unsupported
-				}
-				e.rep.errorAt("userside", c, msg)
-				return false
+		for _, c := range callsReaching(p, readsKernel) {
+			msg := tapset.KernelOnlyMsg(c.Name + "()")
+			if b := Builtin(c); b != nil && b.Unsupported != "" {
+				msg = b.Unsupported
 			}
-			return true
-		})
+			e.rep.errorAt("userside", c, msg)
+		}
+	}
+}
+
+// reaching returns a test of whether a function's code, or the code of a
+// function it calls, calls a builtin that builtin selects or has a node
+// that node selects (nil: none). The answers are kept.
+func (e *elab) reaching(builtin func(*tapset.Builtin) bool, node func(syntax.Node) bool) func(*syntax.Func) bool {
+	reaches := map[*syntax.Func]bool{}
+	var test func(f *syntax.Func) bool
+	test = func(f *syntax.Func) bool {
+		if done, seen := reaches[f]; seen {
+			return done
+		}
+		reaches[f] = false // recursion: decided by the other paths
+		if b := tapset.Builtins[f.Builtin]; b != nil {
+			reaches[f] = builtin(b)
+		} else if f.Decl != nil && f.Decl.Body != nil {
+			syntax.Walk(f.Decl.Body, func(n syntax.Node) bool {
+				reaches[f] = reaches[f] || node != nil && node(n) || isCall(n) && test(n.(*syntax.Call).Func)
+				return !reaches[f]
+			})
+		}
+		return reaches[f]
+	}
+	return test
+}
+
+// callsReaching returns the calls in p's own body of functions reaches
+// accepts, but those in the arguments of another such call.
+func callsReaching(p *Probe, reaches func(*syntax.Func) bool) []*syntax.Call {
+	var calls []*syntax.Call
+	syntax.Walk(p.Body, func(n syntax.Node) bool {
+		if c, ok := n.(*syntax.Call); ok && c.Func != nil && reaches(c.Func) {
+			calls = append(calls, c)
+			return false
+		}
+		return true
+	})
+	return calls
+}
+
+// checkTaskLookups refuses, in a kernel probe whose program the kernel
+// does not let find a task by its pid (pid2task: bpfgen/tasklookup.go),
+// the calls of its body that reach pid2task or pid2execname, with the
+// kernel's reason.
+func (e *elab) checkTaskLookups() {
+	findsTasks := e.reaching(func(b *tapset.Builtin) bool { return b.Name == "pid2task" || b.Name == "pid2execname" }, nil)
+	for _, p := range e.prog.Probes {
+		if !p.Kernel || p.Attach == nil || e.kernel == nil {
+			continue
+		}
+		calls := callsReaching(p, findsTasks)
+		if len(calls) == 0 {
+			continue
+		}
+		if err := e.kernel.FindsTasks(p.Attach); err != nil {
+			for _, c := range calls {
+				e.rep.errorAt("kernelctx", c, fmt.Sprintf("%s() finds a task by its pid, which this probe cannot do: %v", c.Name, err))
+			}
+		}
 	}
 }
 

@@ -156,11 +156,6 @@ func unsupported(reason string, b *Builtin) *Builtin {
 	return b
 }
 
-// noPidLookup is why pid2task and pid2execname cannot run: BPF finds a
-// task by pid only through the bpf_task_from_pid kfunc, which BTF-typed
-// programs alone may call and bpftap does not call.
-const noPidLookup = "finding a task by its pid needs the bpf_task_from_pid kfunc, which bpftap does not call"
-
 // noCallerAddr is why caller() and caller_addr() are refused: stap serves
 // them in kernel function return probes (kretprobes) only.
 const noCallerAddr = "stap serves it in kernel.function(...).return probes only, which this kernel cannot give (no kprobes)"
@@ -271,7 +266,7 @@ var Builtins = index(
 	// __ustack_lines(stk): print_ustack's text, not cut at MAXSTRINGLEN
 	inProcess(fn("__ustack_lines", str, s("stk"))),
 	fn("is_return", long),
-	fn("mem_page_size", long),
+	bpf(fn("mem_page_size", long)),
 	fn("stp_pid", long),
 	effects(fn("randint", long, l("n"))),
 	bpf(fn("syscall_name", str, l("num"))), // see SyscallName
@@ -284,8 +279,12 @@ var Builtins = index(
 	// functions of the probe read task instead of the running thread
 	// (scheduler.cpu_on, for the task about to run; sema/contexttask.go)
 	kernelOnly(effects(fn("__context_task", none, l("task")))),
-	unsupported(noPidLookup, fn("pid2task", long, l("pid"))),
-	unsupported(noPidLookup, fn("pid2execname", str, l("pid"))),
+	// pid2task(pid): the address of the task of thread id pid, found with
+	// the bpf_task_from_pid kfunc (bpfgen/tasklookup.go); the elaborator
+	// asks the kernel whether the probe's program may call it
+	kernelOnly(fn("pid2task", long, l("pid"))),
+	// pid2execname(pid): user-side probes read /proc/PID/comm
+	bpf(fn("pid2execname", str, l("pid"))),
 	unsupported(noCallerAddr, fn("caller", str)),
 	unsupported(noCallerAddr, fn("caller_addr", long)),
 	// registers of function probes (uprobes): x86-64's calling
