@@ -66,6 +66,7 @@ func kernelBuiltins() map[string]builtinCode {
 		"user_mode":          longCode((*gen).userMode),
 		"user_string_quoted": strCode((*gen).userStringQuoted),
 		"symname":            strCode((*gen).symname),
+		"isinstr":            longCode((*gen).isinstr),
 		"pid2task":           longCode((*gen).pid2task),
 		"pid2execname":       strCode((*gen).pid2execname),
 		"mem_page_size":      longCode(func(g *gen, _ *syntax.Call) { g.constant(asm.R0, int64(os.Getpagesize())) }),

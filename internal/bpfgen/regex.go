@@ -6,6 +6,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/bpftap/bpftap/internal/regexdfa"
+	"github.com/bpftap/bpftap/internal/sema"
 	"github.com/bpftap/bpftap/internal/syntax"
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
@@ -120,7 +121,25 @@ func (m *Module) regexMapSpec() *ebpf.MapSpec {
 // R0-R5 and regRec.
 func (g *gen) regexMatch(e *syntax.Binary) {
 	lit := e.Y.(*syntax.StringLit) // the parser accepts nothing else
-	d, err := regexdfa.Compile(lit.Value)
+	g.search(e, e.X, lit, lit.Value, e.Op == "!~")
+}
+
+// isinstr compiles isinstr(s, "literal") into R0: a search for the literal
+// in s, as a pattern that matches it alone (sema.SearchPattern).
+func (g *gen) isinstr(c *syntax.Call) {
+	if msg := sema.KernelRefusal(c, false); msg != "" {
+		g.fail(sema.RefusalNode(c), "%s", msg)
+		return
+	}
+	lit, pattern := sema.SearchPattern(c) // a literal: builtin() refused the others
+	g.search(c, c.Args[0], lit, pattern, false)
+}
+
+// search compiles whether pattern (the literal lit's automaton) matches
+// the subject into R0, 0 or 1, inverted when negate; e is blamed when the
+// kernel lacks the iterator, lit when the pattern has no automaton.
+func (g *gen) search(e, subject syntax.Expr, lit *syntax.StringLit, pattern string, negate bool) {
+	d, err := regexdfa.Compile(pattern)
 	if err != nil {
 		g.fail(lit, "%s", err) // as sema.RefusalNode blames
 		return
@@ -131,7 +150,7 @@ func (g *gen) regexMatch(e *syntax.Binary) {
 		return
 	}
 	mark := g.scratchMark()
-	r := &reMatch{dfa: d, base: g.m.regexTables(lit.Value, d), s: g.str(e.X), row: int32(2 * (d.Classes + 1))}
+	r := &reMatch{dfa: d, base: g.m.regexTables(pattern, d), s: g.str(subject), row: int32(2 * (d.Classes + 1))}
 	r.match = r.row * regexdfa.Match
 	r.cells = int16(g.allocScratch(16))
 	iter := g.pushSlot()
@@ -143,7 +162,7 @@ func (g *gen) regexMatch(e *syntax.Binary) {
 	g.scratchRelease(mark)
 	g.mark(answer)
 	yes, no := int32(1), int32(0)
-	if e.Op == "!~" {
+	if negate {
 		yes, no = 0, 1
 	}
 	done := g.newLabel("re_done")

@@ -2,6 +2,7 @@ package sema
 
 import (
 	"fmt"
+	"regexp"
 
 	"github.com/bpftap/bpftap/internal/regexdfa"
 	"github.com/bpftap/bpftap/internal/syntax"
@@ -167,7 +168,7 @@ func markPrinted(n syntax.Node, printed map[syntax.Node]bool) {
 			}
 		}
 	case *syntax.Call:
-		if b := Builtin(n); b != nil && b.Kernel == tapset.Captured && printed[n] {
+		if b := Builtin(n); b != nil && b.CapturedCall(n.Args) && printed[n] {
 			for _, a := range n.Args {
 				printed[a] = true
 			}
@@ -184,12 +185,33 @@ func Builtin(c *syntax.Call) *tapset.Builtin {
 }
 
 // RefusalNode is the node a refusal of n blames: the pattern of a regular
-// expression match (which cannot become an automaton), else n.
+// expression match or the literal of a search (which cannot become an
+// automaton), else n.
 func RefusalNode(n syntax.Node) syntax.Node {
-	if b, ok := n.(*syntax.Binary); ok && (b.Op == "=~" || b.Op == "!~") {
-		return b.Y
+	switch n := n.(type) {
+	case *syntax.Binary:
+		if n.Op == "=~" || n.Op == "!~" {
+			return n.Y
+		}
+	case *syntax.Call:
+		if lit, _ := SearchPattern(n); lit != nil {
+			return lit
+		}
 	}
 	return n
+}
+
+// SearchPattern returns the literal of a call that a kernel probe computes
+// as a search for it (tapset.Builtin.SearchLiteral: isinstr(s, "lit")),
+// with the regular expression that matches the literal alone; a nil
+// literal when the call is captured instead.
+func SearchPattern(c *syntax.Call) (*syntax.StringLit, string) {
+	b := Builtin(c)
+	if b == nil || b.SearchLiteral == 0 || b.CapturedCall(c.Args) {
+		return nil, ""
+	}
+	lit := c.Args[b.SearchLiteral-1].(*syntax.StringLit)
+	return lit, regexp.QuoteMeta(lit.Value)
 }
 
 // KernelRefusal is the message for n when a kernel probe cannot run it, or
@@ -199,7 +221,7 @@ func KernelRefusal(n syntax.Node, printed bool) string {
 	switch n := n.(type) {
 	case *syntax.Call:
 		if b := Builtin(n); b != nil {
-			return b.KernelError(n.Args, printed)
+			return callRefusal(b, n, printed)
 		}
 	case *syntax.ForeachStmt:
 		if n.SortDir != 0 {
@@ -225,6 +247,20 @@ func KernelRefusal(n syntax.Node, printed bool) string {
 	case *syntax.StatOp:
 		if n.Op == "variance" {
 			return tapset.UserSpaceOnly("@variance")
+		}
+	}
+	return ""
+}
+
+// callRefusal is the message for a call c of builtin b that a kernel probe
+// cannot run, or "".
+func callRefusal(b *tapset.Builtin, c *syntax.Call, printed bool) string {
+	if msg := b.KernelError(c.Args, printed); msg != "" {
+		return msg
+	}
+	if lit, pattern := SearchPattern(c); lit != nil {
+		if _, err := regexdfa.Compile(pattern); err != nil {
+			return fmt.Sprintf("%s() searches for its literal in a kernel probe with an automaton, and the %v", c.Name, err)
 		}
 	}
 	return ""

@@ -43,6 +43,24 @@ type Builtin struct {
 	// Unsupported, when set, is why no probe can run the builtin: the
 	// elaborator refuses every call with it.
 	Unsupported string
+	// SearchLiteral (1-based; 0: none) is the argument that, given as a
+	// string literal, lets a kernel probe compute a Captured builtin itself:
+	// isinstr(s, "lit") is a search for the literal, run as a =~ match
+	// (bpfgen); with any other argument the call is captured.
+	SearchLiteral int
+}
+
+// CapturedCall tells whether a kernel probe captures the arguments of a
+// call of b with args, for user space to make the call (Captured).
+func (b *Builtin) CapturedCall(args []syntax.Expr) bool {
+	if b.Kernel != Captured {
+		return false
+	}
+	if b.SearchLiteral > 0 && b.SearchLiteral <= len(args) {
+		_, lit := args[b.SearchLiteral-1].(*syntax.StringLit)
+		return !lit
+	}
+	return true
 }
 
 // KernelOnlyMsg is the message for a call of a function (what) that reads
@@ -78,7 +96,7 @@ func (b *Builtin) KernelError(args []syntax.Expr, printed bool) string {
 		return b.Unsupported
 	case b.Kernel == UserSpace:
 		return UserSpaceOnly(fmt.Sprintf("function '%s'", b.Name))
-	case b.Kernel == Captured && !printed:
+	case b.CapturedCall(args) && !printed:
 		return fmt.Sprintf("the value of '%s' is computed in user space: a kernel probe can only print it", b.Name)
 	case b.Literal > 0 && b.Literal <= len(args):
 		if _, ok := args[b.Literal-1].(*syntax.StringLit); ok {
@@ -166,6 +184,13 @@ func captured(b *Builtin) *Builtin {
 	return b
 }
 
+// searchLiteral marks b computed by a kernel probe when argument i
+// (1-based) is a string literal.
+func searchLiteral(i int, b *Builtin) *Builtin {
+	b.SearchLiteral = i
+	return b
+}
+
 // inProcess marks b computed in user space, in the current process's
 // address space.
 func inProcess(b *Builtin) *Builtin {
@@ -196,7 +221,7 @@ var Builtins = index(
 	captured(fn("strlen", long, s("s"))),
 	captured(fn("substr", str, s("str"), l("start"), l("length"))),
 	fn("stringat", long, s("str"), l("pos")),
-	captured(fn("isinstr", long, s("s1"), s("s2"))),
+	searchLiteral(2, captured(fn("isinstr", long, s("s1"), s("s2")))),
 	captured(fn("strpos", long, s("s1"), s("s2"))),
 	captured(fn("str_replace", str, s("prnt_str"), s("srch_str"), s("rplc_str"))),
 	effects(fn("tokenize", str, s("input"), s("delim"))),
