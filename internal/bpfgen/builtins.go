@@ -1,6 +1,8 @@
 package bpfgen
 
 import (
+	"os"
+
 	"github.com/bpftap/bpftap/internal/probes"
 	"github.com/bpftap/bpftap/internal/sema"
 	"github.com/bpftap/bpftap/internal/syntax"
@@ -64,6 +66,10 @@ func kernelBuiltins() map[string]builtinCode {
 		"user_mode":          longCode((*gen).userMode),
 		"user_string_quoted": strCode((*gen).userStringQuoted),
 		"symname":            strCode((*gen).symname),
+		"isinstr":            longCode((*gen).isinstr),
+		"pid2task":           longCode((*gen).pid2task),
+		"pid2execname":       strCode((*gen).pid2execname),
+		"mem_page_size":      longCode(func(g *gen, _ *syntax.Call) { g.constant(asm.R0, int64(os.Getpagesize())) }),
 	}
 	for name, form := range map[string]StackForm{"backtrace": KernelHex, "sprint_backtrace": KernelText,
 		"ubacktrace": UserHex, "sprint_ubacktrace": UserText} {

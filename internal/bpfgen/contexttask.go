@@ -63,16 +63,3 @@ func (g *gen) idField(c *syntax.Call, fn asm.BuiltinFunc, upper bool) {
 	}
 	g.halfOf(fn, upper)
 }
-
-// contextComm writes the context task's comm (commLen bytes) at off.
-func (g *gen) contextComm(off int) {
-	path, err := taskPaths["comm"]()
-	if err != nil {
-		g.fail(g.probe.ContextTask, "execname() needs task_struct from the kernel's BTF: %v", err)
-		return
-	}
-	g.task()
-	g.readPath(path, true, g.cur)
-	g.readStr(asm.FnProbeReadKernel, value{str: true, off: off, width: commLen},
-		func() { g.emit(asm.Mov.Reg(asm.R3, asm.R0)) }, commLen)
-}

@@ -2,12 +2,11 @@ package bpfgen
 
 import (
 	"encoding/binary"
-	"fmt"
 	"sync"
 	"unicode/utf8"
 
-	"github.com/bpftap/bpftap/internal/kernel"
 	"github.com/bpftap/bpftap/internal/regexdfa"
+	"github.com/bpftap/bpftap/internal/sema"
 	"github.com/bpftap/bpftap/internal/syntax"
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
@@ -122,7 +121,25 @@ func (m *Module) regexMapSpec() *ebpf.MapSpec {
 // R0-R5 and regRec.
 func (g *gen) regexMatch(e *syntax.Binary) {
 	lit := e.Y.(*syntax.StringLit) // the parser accepts nothing else
-	d, err := regexdfa.Compile(lit.Value)
+	g.search(e, e.X, lit, lit.Value, e.Op == "!~")
+}
+
+// isinstr compiles isinstr(s, "literal") into R0: a search for the literal
+// in s, as a pattern that matches it alone (sema.SearchPattern).
+func (g *gen) isinstr(c *syntax.Call) {
+	if msg := sema.KernelRefusal(c, false); msg != "" {
+		g.fail(sema.RefusalNode(c), "%s", msg)
+		return
+	}
+	lit, pattern := sema.SearchPattern(c) // a literal: builtin() refused the others
+	g.search(c, c.Args[0], lit, pattern, false)
+}
+
+// search compiles whether pattern (the literal lit's automaton) matches
+// the subject into R0, 0 or 1, inverted when negate; e is blamed when the
+// kernel lacks the iterator, lit when the pattern has no automaton.
+func (g *gen) search(e, subject syntax.Expr, lit *syntax.StringLit, pattern string, negate bool) {
+	d, err := regexdfa.Compile(pattern)
 	if err != nil {
 		g.fail(lit, "%s", err) // as sema.RefusalNode blames
 		return
@@ -133,7 +150,7 @@ func (g *gen) regexMatch(e *syntax.Binary) {
 		return
 	}
 	mark := g.scratchMark()
-	r := &reMatch{dfa: d, base: g.m.regexTables(lit.Value, d), s: g.str(e.X), row: int32(2 * (d.Classes + 1))}
+	r := &reMatch{dfa: d, base: g.m.regexTables(pattern, d), s: g.str(subject), row: int32(2 * (d.Classes + 1))}
 	r.match = r.row * regexdfa.Match
 	r.cells = int16(g.allocScratch(16))
 	iter := g.pushSlot()
@@ -145,7 +162,7 @@ func (g *gen) regexMatch(e *syntax.Binary) {
 	g.scratchRelease(mark)
 	g.mark(answer)
 	yes, no := int32(1), int32(0)
-	if e.Op == "!~" {
+	if negate {
 		yes, no = 0, 1
 	}
 	done := g.newLabel("re_done")
@@ -308,28 +325,12 @@ type iterNumIDs struct{ new, next, destroy int32 }
 
 // iterNum looks the iterator's kfuncs up in the kernel's BTF, once.
 var iterNum = sync.OnceValues(func() (iterNumIDs, error) {
-	b, err := kernel.Kernel()
+	ids, err := kfuncIDs("bpf_iter_num_new", "bpf_iter_num_next", "bpf_iter_num_destroy")
 	if err != nil {
 		return iterNumIDs{}, err
 	}
-	var ids [3]int32
-	for i, name := range []string{"bpf_iter_num_new", "bpf_iter_num_next", "bpf_iter_num_destroy"} {
-		for _, id := range b.IDsByName(name) {
-			if t, err := b.Type(id); err == nil && t.Kind == kernel.KindFunc {
-				ids[i] = int32(id)
-			}
-		}
-		if ids[i] == 0 {
-			return iterNumIDs{}, fmt.Errorf("no function %s in the kernel's BTF", name)
-		}
-	}
 	return iterNumIDs{ids[0], ids[1], ids[2]}, nil
 })
-
-// kfuncCall calls the kernel function of BTF ID id (in vmlinux).
-func kfuncCall(id int32) asm.Instruction {
-	return asm.Instruction{OpCode: asm.OpCode(asm.JumpClass).SetJumpOp(asm.Call), Src: asm.PseudoKfuncCall, Constant: int64(id)}
-}
 
 // decodeRune decodes the UTF-8 sequence whose first byte (0x80 or more)
 // is in R2 at string index R4, as utf8.DecodeRune does: the rune in R3,

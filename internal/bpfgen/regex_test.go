@@ -14,9 +14,8 @@ import (
 )
 
 // TestRegexKernel runs the patterns of package regexdfa's cases in BPF, a
-// few to a program, on every subject (one subject per getppid call of the
-// child, which makes them one after the other), and compares each answer
-// with Go's regexp, which the interpreter runs.
+// few to a program, on every subject, and compares each answer with Go's
+// regexp, which the interpreter runs.
 func TestRegexKernel(t *testing.T) {
 	requireBPF(t)
 	patterns, subjects := regexCases(t)
@@ -24,53 +23,83 @@ func TestRegexKernel(t *testing.T) {
 	for i := 0; i < len(patterns); i += perProgram {
 		chunk := patterns[i:min(i+perProgram, len(patterns))]
 		t.Run(fmt.Sprint(i), func(t *testing.T) {
-			var script, want strings.Builder
-			fmt.Fprintf(&script, "global n\nprobe kernel.trace(\"raw_syscalls:sys_enter\") {\n  if ($id != %d || n >= %d) next\n  s = ",
-				unix.SYS_GETPPID, len(subjects))
-			for k, s := range subjects {
-				if k < len(subjects)-1 {
-					fmt.Fprintf(&script, "n == %d ? %s : ", k, stapQuote(s))
-				} else {
-					script.WriteString(stapQuote(s) + "\n")
-				}
-			}
-			script.WriteString(`  printf("%d`)
-			for range chunk {
-				script.WriteString(" %d %d")
-			}
-			script.WriteString(`\n", n`)
+			var exprs []string
 			for _, p := range chunk {
-				fmt.Fprintf(&script, ", s =~ %s, s !~ %s", stapQuote(p), stapQuote(p))
+				exprs = append(exprs, "s =~ "+stapQuote(p), "s !~ "+stapQuote(p))
 			}
-			script.WriteString(")\n  n++\n}\n")
-			for k, s := range subjects {
-				fmt.Fprint(&want, k)
+			compareAnswers(t, subjects, exprs, func(s string) (answers []bool) {
 				for _, p := range chunk {
-					re := regexp.MustCompile("(?s)" + p)
-					m := re.MatchString(s)
-					fmt.Fprintf(&want, " %d %d", b2i(m), b2i(!m))
+					m := regexp.MustCompile("(?s)" + p).MatchString(s)
+					answers = append(answers, m, !m)
 				}
-				want.WriteByte('\n')
-			}
-			prog := elaborate(t, script.String())
-			c := getppidChild(t, len(subjects))
-			s := compile(t, prog, kernelside.Config{Target: true}, c)
-			defer s.Close()
-			var out recorder
-			start(t, s, c, &out)
-			got := string(out.out)
-			if got != want.String() {
-				gotLines, wantLines := strings.Split(got, "\n"), strings.Split(want.String(), "\n")
-				for k := range min(len(gotLines), len(wantLines)) {
-					if gotLines[k] != wantLines[k] {
-						t.Errorf("subject %q, patterns %q:\nkernel %s\nregexp %s", subjects[k], chunk, gotLines[k], wantLines[k])
-					}
-				}
-				if len(gotLines) != len(wantLines) {
-					t.Errorf("%d lines, want %d:\n%s", len(gotLines), len(wantLines), got)
-				}
-			}
+				return answers
+			})
 		})
+	}
+}
+
+// TestIsinstrKernel runs isinstr(s, "literal"), a search for the literal
+// in kernel probes, on the regular expressions' subjects, with literals
+// full of the characters patterns treat specially, and compares each
+// answer with strings.Contains, which the interpreter runs.
+func TestIsinstrKernel(t *testing.T) {
+	requireBPF(t)
+	_, subjects := regexCases(t)
+	literals := []string{"", "a", "ab", "a.b", ".*", "(", "[a-z]", "\\", "^a", "b$", "a|b", "\u00e9", "\n", "aaa"}
+	var exprs []string
+	for _, l := range literals {
+		exprs = append(exprs, fmt.Sprintf("isinstr(s, %s)", stapQuote(l)))
+	}
+	compareAnswers(t, subjects, exprs, func(s string) (answers []bool) {
+		for _, l := range literals {
+			answers = append(answers, strings.Contains(s, l))
+		}
+		return answers
+	})
+}
+
+// compareAnswers runs the expressions exprs of a string s in one program,
+// once for each subject (one subject per getppid call of the child, which
+// makes them one after the other), and compares their values with the
+// answers want gives.
+func compareAnswers(t *testing.T, subjects, exprs []string, want func(string) []bool) {
+	t.Helper()
+	var script, expected strings.Builder
+	fmt.Fprintf(&script, "global n\nprobe kernel.trace(\"raw_syscalls:sys_enter\") {\n  if ($id != %d || n >= %d) next\n  s = ",
+		unix.SYS_GETPPID, len(subjects))
+	for k, s := range subjects {
+		if k < len(subjects)-1 {
+			fmt.Fprintf(&script, "n == %d ? %s : ", k, stapQuote(s))
+		} else {
+			script.WriteString(stapQuote(s) + "\n")
+		}
+	}
+	fmt.Fprintf(&script, "  printf(\"%%d%s\\n\", n, %s)\n  n++\n}\n", strings.Repeat(" %d", len(exprs)), strings.Join(exprs, ", "))
+	for k, s := range subjects {
+		fmt.Fprint(&expected, k)
+		for _, a := range want(s) {
+			fmt.Fprintf(&expected, " %d", b2i(a))
+		}
+		expected.WriteByte('\n')
+	}
+	prog := elaborate(t, script.String())
+	c := getppidChild(t, len(subjects))
+	s := compile(t, prog, kernelside.Config{Target: true}, c)
+	defer s.Close()
+	var out recorder
+	start(t, s, c, &out)
+	got := string(out.out)
+	if got == expected.String() {
+		return
+	}
+	gotLines, wantLines := strings.Split(got, "\n"), strings.Split(expected.String(), "\n")
+	for k := range min(len(gotLines), len(wantLines)) {
+		if gotLines[k] != wantLines[k] {
+			t.Errorf("subject %q, %s:\nkernel %s\nwant   %s", subjects[k], exprs, gotLines[k], wantLines[k])
+		}
+	}
+	if len(gotLines) != len(wantLines) {
+		t.Errorf("%d lines, want %d:\n%s", len(gotLines), len(wantLines), got)
 	}
 }
 

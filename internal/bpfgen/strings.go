@@ -343,11 +343,10 @@ func (g *gen) strKey(e syntax.Expr, off, width int) {
 // there), which costs a fraction of bpf_get_current_comm's copy; the
 // others call that helper.
 func (g *gen) comm(off int) {
-	if g.m.maxStr < commLen { // a string holds at most MAXSTRINGLEN-1 bytes
-		defer g.emit(asm.StoreImm(regScratch, int16(off+g.m.maxStr-1), 0, asm.Byte))
-	}
+	defer g.cutComm(off)
 	if g.contextTask() != nil {
-		g.contextComm(off)
+		g.task()
+		g.taskComm(g.probe.ContextTask, off)
 		return
 	}
 	if commOff, ok := taskCommOffset(); ok && g.probe.Attach.Kind.BTFTyped() {
@@ -366,6 +365,14 @@ func (g *gen) comm(off int) {
 		asm.Mov.Imm(asm.R2, commLen),
 		asm.FnGetCurrentComm.Call(),
 	)
+}
+
+// cutComm ends the comm at off at MAXSTRINGLEN-1 bytes when MAXSTRINGLEN
+// is less than a comm's 16 bytes.
+func (g *gen) cutComm(off int) {
+	if g.m.maxStr < commLen {
+		g.emit(asm.StoreImm(regScratch, int16(off+g.m.maxStr-1), 0, asm.Byte))
+	}
 }
 
 // strGlobal copies the string v[keys] ("" when absent) into a temporary.

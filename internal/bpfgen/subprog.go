@@ -62,6 +62,18 @@ type subprogs struct {
 	order  []*subprog
 }
 
+// label is the symbol of f's subprogram: fn_NAME, or fn_NAME_ARITY when
+// an overload of NAME (another arity) took fn_NAME first.
+func (s *subprogs) label(f *syntax.Func) string {
+	label := "fn_" + f.Name
+	for _, sp := range s.byFunc {
+		if sp.label == label {
+			return fmt.Sprintf("%s_%d", label, len(f.Params))
+		}
+	}
+	return label
+}
+
 // asSubprog returns the subprogram of the function c calls, compiling it
 // on first use, or nil when the call is to be inlined.
 func (g *gen) asSubprog(c *syntax.Call) *subprog {
@@ -72,7 +84,7 @@ func (g *gen) asSubprog(c *syntax.Call) *subprog {
 	if sp, ok := g.subs.byFunc[f]; ok {
 		return sp.callable()
 	}
-	sp := &subprog{label: "fn_" + f.Name}
+	sp := &subprog{label: g.subs.label(f)}
 	g.subs.byFunc[f] = sp
 	callee := g.compileSubprog(c, sp)
 	if callee.err != nil || callee.probeBound || len(callee.insns) < minSubprogInsns {

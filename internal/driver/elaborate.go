@@ -5,6 +5,7 @@ import (
 	"io"
 
 	"github.com/bpftap/bpftap/internal/bpfrt"
+	"github.com/bpftap/bpftap/internal/kernelside"
 	"github.com/bpftap/bpftap/internal/probes"
 	"github.com/bpftap/bpftap/internal/sema"
 	"github.com/bpftap/bpftap/internal/syntax"
@@ -24,7 +25,7 @@ func (s *session) elaborate(user, libs []*syntax.File) (*sema.Program, error) {
 		Verbose:         s.opts.Verbose > 0,
 		Unoptimized:     s.opts.Unoptimize,
 		NoGlobalDisplay: s.opts.NoGlobalDisplay,
-		Registry: probes.BuiltinWith(probes.RunningKernel{CanAttach: bpfrt.CanAttach}, probes.Config{
+		Registry: probes.BuiltinWith(probes.RunningKernel{CanAttach: bpfrt.CanAttach, CanFindTasks: kernelside.CanFindTasks}, probes.Config{
 			ClassicTracepoints: s.opts.Compatible != "" && syntax.CompareVersions(s.opts.Compatible, "4.1") <= 0,
 			Target:             s.opts.Command != "" || s.opts.TargetPID != 0,
 			TargetExecutable:   commandExecutable(s.opts.Command),

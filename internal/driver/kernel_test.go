@@ -2,12 +2,14 @@ package driver
 
 import (
 	"bytes"
+	"cmp"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -257,7 +259,6 @@ func TestKernelNotRoot(t *testing.T) {
 // error shows that it fired for the sleeping command.)
 func TestDebianSyscallExamples(t *testing.T) {
 	requireFeature(t, "bpf")
-	const dir = "/usr/share/systemtap/examples/"
 	workload := `sh -c "cat /etc/hostname > /dev/null; sleep 0.2; ls / > /dev/null"`
 	for _, c := range []struct {
 		script, want string
@@ -293,25 +294,7 @@ func TestDebianSyscallExamples(t *testing.T) {
 		// @choose_defined($exit_reason, $vcpu->run->exit_reason): kvm_exit has no $exit_reason.
 		{"virtualization/kvm_service_time.stp", `(?m)^# reason reason\(hex\): count sum\(us\) min\(us\) avg\(us\) max\(us\)$`, nil, "", ""},
 	} {
-		t.Run(filepath.Base(c.script), func(t *testing.T) {
-			script := dir + c.script
-			if _, err := os.Stat(script); err != nil {
-				t.Fatalf("%v (CI installs systemtap-doc)", err)
-			}
-			var stdout, stderr bytes.Buffer
-			command := workload
-			if c.command != "" {
-				command = c.command
-			}
-			argv := append([]string{"-w", "-c", command, script}, c.args...)
-			status := Main(argv, strings.NewReader(""), &stdout, &stderr)
-			if status != 0 || c.stderr == "" && stderr.Len() > 0 || !regexp.MustCompile(c.stderr).MatchString(stderr.String()) {
-				t.Fatalf("exit status %d, stderr:\n%s", status, stderr.String())
-			}
-			if !regexp.MustCompile(c.want).MatchString(stdout.String()) {
-				t.Errorf("no match for %s in:\n%s", c.want, stdout.String())
-			}
-		})
+		runDebianExample(t, c.script, c.want, c.args, c.stderr, cmp.Or(c.command, workload))
 	}
 }
 
@@ -363,6 +346,114 @@ func TestInterruptsByDevExample(t *testing.T) {
 		}
 	}
 }
+
+// runDebianExample runs one of Debian's examples, unchanged, with the
+// script arguments args and the -c command, as a subtest: it must exit 0
+// with standard error matching stderr (empty: nothing) and print what want
+// matches.
+func runDebianExample(t *testing.T, script, want string, args []string, stderr, command string) {
+	t.Helper()
+	t.Run(filepath.Base(script), func(t *testing.T) {
+		script := "/usr/share/systemtap/examples/" + script
+		if _, err := os.Stat(script); err != nil {
+			t.Fatalf("%v (CI installs systemtap-doc)", err)
+		}
+		var stdout, errs bytes.Buffer
+		argv := append([]string{"-w", "-c", command, script}, args...)
+		status := Main(argv, strings.NewReader(""), &stdout, &errs)
+		if status != 0 || stderr == "" && errs.Len() > 0 || !regexp.MustCompile(stderr).MatchString(errs.String()) {
+			t.Fatalf("exit status %d, stderr:\n%s", status, errs.String())
+		}
+		if !regexp.MustCompile(want).MatchString(stdout.String()) {
+			t.Errorf("no match for %s in:\n%s", want, stdout.String())
+		}
+	})
+}
+
+// TestDebianTaskExamples runs Debian's examples that find tasks by pid
+// (pid2task: proctop's proc_mem_*, signal.send's pid_name), name a parent
+// (pexecname) or list ancestors (pstrace), unchanged, and checks that each
+// reports what its workload did. proctop prints every second (-G
+// interval=1, its documented option), all tasks it saw (show): the
+// workload, named proctop-spinner (a link to this program), makes a
+// million system calls, then the shell waits for the report;
+// pstrace_exec reports the exec of /bin/bash by a shell the target shell
+// forked.
+func TestDebianTaskExamples(t *testing.T) {
+	requireFeature(t, "task_from_pid")
+	workload := workloadCommand()
+	spinner := filepath.Join(t.TempDir(), "proctop-spinner")
+	exe, err := os.Executable()
+	if err != nil || os.Symlink(exe, spinner) != nil {
+		t.Fatalf("linking %s to this program: %v", spinner, err)
+	}
+	for _, c := range []struct {
+		script, want string
+		args         []string
+		command      string
+	}{
+		{"process/proctop.stp", `(?m)^1 seconds: showing \d+ out of \d+ tasks\n +PID +Process +State +VirtMem +RSSMem +ShrdMem +CPU Time +User Time\n(.*\n)*^ +\d+ +proctop-spinner +[A-Z_]+ +[1-9]\d* +[1-9]\d* +[1-9]\d* +[1-9]\d* +\d+$`,
+			[]string{"-G", "interval=1", "-G", "show=1000"}, "sh -c 'BPFTAP_WORKLOAD=1 " + spinner + " getppid 1000000; sleep 1.5'"},
+		{"process/spawn_seeker.stp", `(?m)^ +execname\(   PID\)    spawned \(percent\)\n(.*\n)* +driver\.test\( *\d+\) +[1-9]\d* \( *\d+%\)\n(.|\n)*^ +driver\.test +[1-9]\d* \( *\d+%\)$`,
+			nil, workload + " fork 3"},
+		{"process/pstrace_exec.stp", `\Aprocess traceback:\n  sh\(\d+\) (sh\(\d+\) )+driver\.test\(\d+\)`,
+			[]string{"bash"}, `sh -c '/bin/bash -c true; true'`},
+		{"process/sigkill.stp", `(?m)^SIGKILL was sent to sleep \(pid:\d+\) by driver\.test uid:0$`, nil, workload + " signals 2"},
+		{"process/sig_by_pid.stp", `(?m)^SPID +SENDER +RPID +RECEIVER +SIGNAME +COUNT\n(.*\n)*^\d+ +driver\.test +\d+ +sleep +SIGKILL +1$`,
+			nil, workload + " signals 2"},
+	} {
+		runDebianExample(t, c.script, c.want, c.args, "", c.command)
+	}
+}
+
+// TestProcMem compares what proc_mem_* say of a sleeping process with its
+// /proc/PID/statm: the size, code and data pages are equal; the resident
+// and file pages are the kernel's running totals, which trail statm's
+// exact sums by at most a batch per CPU and counter (proc_mem.stp).
+func TestProcMem(t *testing.T) {
+	requireFeature(t, "task_from_pid")
+	sleeper := exec.Command("sleep", "30")
+	if err := sleeper.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer sleeper.Wait()
+	defer sleeper.Process.Kill()
+	pid := strconv.Itoa(sleeper.Process.Pid)
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if stat, _ := os.ReadFile("/proc/" + pid + "/stat"); bytes.Contains(stat, []byte("(sleep) S")) || time.Now().After(deadline) {
+			break
+		}
+	}
+	statm, err := os.ReadFile("/proc/" + pid + "/statm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var size, resident, shared, text, lib, data int64
+	fmt.Sscan(string(statm), &size, &resident, &shared, &text, &lib, &data)
+	var stdout, stderr bytes.Buffer
+	script := `probe kernel.trace("raw_syscalls:sys_enter") {
+		printf("%d %d %d %d %d\n%s\n", proc_mem_size($1), proc_mem_rss($1), proc_mem_shr($1), proc_mem_txt($1),
+			proc_mem_data($1), proc_mem_string($1))
+		exit()
+	}`
+	if status := Main([]string{"-e", script, pid}, strings.NewReader(""), &stdout, &stderr); status != 0 {
+		t.Fatalf("exit status %d, stderr:\n%s", status, stderr.String())
+	}
+	var gotSize, gotRSS, gotShared, gotText, gotData int64
+	fmt.Sscan(stdout.String(), &gotSize, &gotRSS, &gotShared, &gotText, &gotData)
+	cpus := int64(runtime.NumCPU())
+	slack := max(32, 2*cpus) * cpus // a percpu_counter's batch on every CPU
+	if gotSize != size || gotText != text || gotData != data || abs(resident-gotRSS) > 3*slack || abs(shared-gotShared) > slack ||
+		gotRSS == 0 || gotShared == 0 {
+		t.Errorf("proc_mem_size, rss, shr, txt, data: %d %d %d %d %d; statm (size resident shared text lib data): %s",
+			gotSize, gotRSS, gotShared, gotText, gotData, statm)
+	}
+	if !regexp.MustCompile(`\nsize: +[0-9.]+[KMG], rss: +[0-9.]+[KMG], shr: +[0-9.]+[KMG], txt: +[0-9.]+K, data: +[0-9.]+[KMG]\n$`).MatchString(stdout.String()) {
+		t.Errorf("proc_mem_string: %q", stdout.String())
+	}
+}
+
+func abs(n int64) int64 { return max(n, -n) }
 
 // TestRegexExample runs Debian's regex.stp with its own pattern on
 // syscall.open and, edited, on syscall.openat: the archive workload opens

@@ -31,6 +31,8 @@ import (
 //	threads N   two threads at once, each making N read() calls of /dev/zero,
 //	            of 1001 bytes on one thread and 2002 on the other
 //	signals N   N sleeping children killed, N SIGUSR1 handled (sendSignals)
+//	sigsys N    N times SIGUSR1 sent to itself by kill, by tkill and by tgkill,
+//	            each handled (sendOwnSignals)
 //	net N       on loopback, N writes of 1000 bytes on a TCP connection and
 //	            N UDP datagrams of 1234 bytes, all read by a peer, after a read of
 //	            the empty peer that fails with EAGAIN (exchangeLoopback)
@@ -95,6 +97,8 @@ func workload(args []string) int {
 		return readThreads(n)
 	case "signals":
 		return sendSignals(n)
+	case "sigsys":
+		sendOwnSignals(n)
 	case "spin":
 		spin(time.Duration(n) * time.Millisecond)
 	case "net":
@@ -263,6 +267,23 @@ func sendSignals(n int) int {
 		<-usr1
 	}
 	return 0
+}
+
+// sendOwnSignals sends SIGUSR1 to its own process with kill and to its
+// own thread with tkill and tgkill, n times, waiting for each.
+func sendOwnSignals(n int) {
+	runtime.LockOSThread() // tid stays the thread's
+	usr1 := make(chan os.Signal, 1)
+	signal.Notify(usr1, unix.SIGUSR1)
+	pid, tid := unix.Getpid(), unix.Gettid()
+	for range n {
+		unix.Kill(pid, unix.SIGUSR1)
+		<-usr1
+		unix.Syscall(unix.SYS_TKILL, uintptr(tid), uintptr(unix.SIGUSR1), 0)
+		<-usr1
+		unix.Tgkill(pid, tid, unix.SIGUSR1)
+		<-usr1
+	}
 }
 
 // spin keeps the CPU busy in user space until the process has used d of

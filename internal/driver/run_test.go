@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/bpftap/bpftap/internal/bpfgen"
 	"github.com/bpftap/bpftap/internal/bpfrt"
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
@@ -29,7 +30,9 @@ var update = flag.Bool("update", false, "rewrite the expected outputs of testdat
 //	           `#! requires: bpf` marks a case that loads BPF programs: without
 //	           the privilege or the kernel support it is skipped, and the reason
 //	           is printed once; `#! requires: python3.11` one that runs Debian's
-//	           /usr/bin/python3.11 (skipped, saying so, where it is absent)
+//	           /usr/bin/python3.11 (skipped, saying so, where it is absent);
+//	           `#! requires: task_from_pid` one that finds tasks by pid (the
+//	           bpf_task_from_pid kfunc, Linux 6.2)
 //	NAME.out   expected standard output
 //	NAME.err   expected standard error (absent: none)
 //
@@ -123,6 +126,11 @@ func requireFeature(t *testing.T, feature string) {
 	switch feature {
 	case "bpf":
 		requireBPF(t)
+	case "task_from_pid":
+		requireBPF(t)
+		if _, err := bpfgen.TaskLookupProbe(); err != nil {
+			t.Skipf("requires the kfunc bpf_task_from_pid (Linux 6.2): %v", err)
+		}
 	case "python3.11":
 		if _, err := os.Stat("/usr/bin/python3.11"); err != nil {
 			t.Skipf("requires Debian's python3.11: %v", err)

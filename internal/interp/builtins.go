@@ -111,7 +111,7 @@ var contextBuiltins = map[string]builtinFunc{
 	"gid":           func(*callContext, []Value) Value { return long(int64(os.Getgid())) },
 	"egid":          func(*callContext, []Value) Value { return long(int64(os.Getegid())) },
 	"stp_pid":       func(*callContext, []Value) Value { return long(int64(os.Getpid())) },
-	"execname":      func(*callContext, []Value) Value { return str(selfComm()) },
+	"execname":      func(*callContext, []Value) Value { return str(procComm("self")) },
 	"cpu":           func(*callContext, []Value) Value { return long(currentCPU()) },
 	"target":        func(cc *callContext, _ []Value) Value { return long(int64(cc.in.cfg.Target)) },
 	"pp":            func(cc *callContext, _ []Value) Value { return str(cc.in.act.probe.Name) },
@@ -131,10 +131,17 @@ var contextBuiltins = map[string]builtinFunc{
 	// refused in pass 2 (tapset.Builtin.KernelOnly)
 	"__task_current": func(*callContext, []Value) Value { panic(&runError{Msg: tapset.KernelOnlyMsg("task_current()")}) },
 	"__context_task": func(*callContext, []Value) Value { panic(&runError{Msg: tapset.KernelOnlyMsg("__context_task()")}) },
-	"pid2task":       refused("pid2task"),
-	"pid2execname":   refused("pid2execname"),
-	"caller":         refused("caller"),
-	"caller_addr":    refused("caller_addr"),
+	"pid2task":       func(*callContext, []Value) Value { panic(&runError{Msg: tapset.KernelOnlyMsg("pid2task()")}) },
+	// the name the kernel gives the thread, "" when there is none (as
+	// kernel probes find it: bpfgen/tasklookup.go)
+	"pid2execname": func(_ *callContext, args []Value) Value {
+		if args[0].Int <= 0 {
+			return str("")
+		}
+		return str(procComm(strconv.FormatInt(args[0].Int, 10)))
+	},
+	"caller":      refused("caller"),
+	"caller_addr": refused("caller_addr"),
 }
 
 // refused implements a builtin that pass 2 refuses everywhere
@@ -162,8 +169,10 @@ func registerBuiltins() map[string]builtinFunc {
 	return m
 }
 
-func selfComm() string {
-	b, err := os.ReadFile("/proc/self/comm")
+// procComm is the name of process id ("self" or a thread id), "" when
+// /proc has no such process.
+func procComm(id string) string {
+	b, err := os.ReadFile("/proc/" + id + "/comm")
 	if err != nil {
 		return ""
 	}

@@ -4,7 +4,6 @@ import (
 	"github.com/bpftap/bpftap/internal/format"
 	"github.com/bpftap/bpftap/internal/sema"
 	"github.com/bpftap/bpftap/internal/syntax"
-	"github.com/bpftap/bpftap/internal/tapset"
 )
 
 // Kernel probes.
@@ -84,10 +83,11 @@ func (in *Interp) capturedValue(e syntax.Expr, values []format.Arg) (Value, []fo
 	return v, values
 }
 
-// isCaptured tells whether c calls a Captured builtin.
+// isCaptured tells whether a kernel probe captured the arguments of c, a
+// call of a Captured builtin.
 func isCaptured(c *syntax.Call) bool {
 	b := sema.Builtin(c)
-	return b != nil && b.Kernel == tapset.Captured
+	return b != nil && b.CapturedCall(c.Args)
 }
 
 // KernelError reports a run-time error raised by a kernel probe: msg is the

@@ -49,14 +49,21 @@ type KernelInfo interface {
 	// Attachable tells whether the kernel can load and attach a program
 	// for a (nil), or says plainly why not.
 	Attachable(a *attach.Point) error
+	// FindsTasks tells whether a program at a may find a task by its pid
+	// (pid2task: the bpf_task_from_pid kfunc, which the kernel lets only
+	// some program types call), or says plainly why not.
+	FindsTasks(a *attach.Point) error
 }
 
 // RunningKernel is the KernelInfo of the machine bpftap runs on. Telling
 // what the kernel attaches takes loading a program, which is the
 // runtime's business: CanAttach is bpfrt.CanAttach. Without it (a nil
-// CanAttach) no kind that needs checking is offered.
+// CanAttach) no kind that needs checking is offered. CanFindTasks is
+// kernelside.CanFindTasks; without it every program may try, and the
+// verifier decides when the program loads.
 type RunningKernel struct {
-	CanAttach func(a *attach.Point) error
+	CanAttach    func(a *attach.Point) error
+	CanFindTasks func(a *attach.Point) error
 }
 
 func (RunningKernel) Tracepoints() ([]*kernel.Tracepoint, error) { return kernel.Tracepoints() }
@@ -71,6 +78,13 @@ func (k RunningKernel) Attachable(a *attach.Point) error {
 		return fmt.Errorf("bpftap did not check whether the kernel attaches %s programs", a.Kind)
 	}
 	return k.CanAttach(a)
+}
+
+func (k RunningKernel) FindsTasks(a *attach.Point) error {
+	if k.CanFindTasks == nil {
+		return nil
+	}
+	return k.CanFindTasks(a)
 }
 
 // concretePoint returns a copy of p whose component named name carries the

@@ -159,6 +159,7 @@ func Elaborate(user []*syntax.File, opts Options) (*Program, error) {
 		e.checkStats()
 		e.checkKernel()
 		e.checkContextTasks()
+		e.checkTaskLookups()
 	}
 	if !e.rep.failed() {
 		e.promotePerCPU()

@@ -1,6 +1,9 @@
 package sema
 
 import (
+	"fmt"
+	"regexp"
+
 	"github.com/bpftap/bpftap/internal/regexdfa"
 	"github.com/bpftap/bpftap/internal/syntax"
 	"github.com/bpftap/bpftap/internal/tapset"
@@ -64,38 +67,78 @@ func (e *elab) checkKernel() {
 // kernel probes such a @cast does not resolve, and this message says why
 // better than the type checker's.
 func (e *elab) checkUserSide() {
-	reads := map[*syntax.Func]bool{}
-	var readsKernel func(f *syntax.Func) bool
-	readsKernel = func(f *syntax.Func) bool {
-		if done, seen := reads[f]; seen {
-			return done
-		}
-		reads[f] = false // recursion: decided by the other paths
-		if b := tapset.Builtins[f.Builtin]; b != nil {
-			reads[f] = b.KernelOnly
-		} else if f.Decl != nil && f.Decl.Body != nil {
-			syntax.Walk(f.Decl.Body, func(n syntax.Node) bool {
-				reads[f] = reads[f] || e.readsKernel(n) || isCall(n) && readsKernel(n.(*syntax.Call).Func)
-				return !reads[f]
-			})
-		}
-		return reads[f]
-	}
+	readsKernel := e.reaching(func(b *tapset.Builtin) bool { return b.KernelOnly }, e.readsKernel)
 	for _, p := range e.prog.Probes {
 		if p.Kernel {
 			continue
 		}
-		syntax.Walk(p.Body, func(n syntax.Node) bool {
-			if c, ok := n.(*syntax.Call); ok && c.Func != nil && readsKernel(c.Func) {
-				msg := tapset.KernelOnlyMsg(c.Name + "()")
-				if b := Builtin(c); b != nil && b.Unsupported != "" {
-					msg = b.Unsupported
-				}
-				e.rep.errorAt("userside", c, msg)
-				return false
+		for _, c := range callsReaching(p, readsKernel) {
+			msg := tapset.KernelOnlyMsg(c.Name + "()")
+			if b := Builtin(c); b != nil && b.Unsupported != "" {
+				msg = b.Unsupported
 			}
-			return true
-		})
+			e.rep.errorAt("userside", c, msg)
+		}
+	}
+}
+
+// reaching returns a test of whether a function's code, or the code of a
+// function it calls, calls a builtin that builtin selects or has a node
+// that node selects (nil: none). The answers are kept.
+func (e *elab) reaching(builtin func(*tapset.Builtin) bool, node func(syntax.Node) bool) func(*syntax.Func) bool {
+	reaches := map[*syntax.Func]bool{}
+	var test func(f *syntax.Func) bool
+	test = func(f *syntax.Func) bool {
+		if done, seen := reaches[f]; seen {
+			return done
+		}
+		reaches[f] = false // recursion: decided by the other paths
+		if b := tapset.Builtins[f.Builtin]; b != nil {
+			reaches[f] = builtin(b)
+		} else if f.Decl != nil && f.Decl.Body != nil {
+			syntax.Walk(f.Decl.Body, func(n syntax.Node) bool {
+				reaches[f] = reaches[f] || node != nil && node(n) || isCall(n) && test(n.(*syntax.Call).Func)
+				return !reaches[f]
+			})
+		}
+		return reaches[f]
+	}
+	return test
+}
+
+// callsReaching returns the calls in p's own body of functions reaches
+// accepts, but those in the arguments of another such call.
+func callsReaching(p *Probe, reaches func(*syntax.Func) bool) []*syntax.Call {
+	var calls []*syntax.Call
+	syntax.Walk(p.Body, func(n syntax.Node) bool {
+		if c, ok := n.(*syntax.Call); ok && c.Func != nil && reaches(c.Func) {
+			calls = append(calls, c)
+			return false
+		}
+		return true
+	})
+	return calls
+}
+
+// checkTaskLookups refuses, in a kernel probe whose program the kernel
+// does not let find a task by its pid (pid2task: bpfgen/tasklookup.go),
+// the calls of its body that reach pid2task or pid2execname, with the
+// kernel's reason.
+func (e *elab) checkTaskLookups() {
+	findsTasks := e.reaching(func(b *tapset.Builtin) bool { return b.Name == "pid2task" || b.Name == "pid2execname" }, nil)
+	for _, p := range e.prog.Probes {
+		if !p.Kernel || p.Attach == nil || e.kernel == nil {
+			continue
+		}
+		calls := callsReaching(p, findsTasks)
+		if len(calls) == 0 {
+			continue
+		}
+		if err := e.kernel.FindsTasks(p.Attach); err != nil {
+			for _, c := range calls {
+				e.rep.errorAt("kernelctx", c, fmt.Sprintf("%s() finds a task by its pid, which this probe cannot do: %v", c.Name, err))
+			}
+		}
 	}
 }
 
@@ -127,7 +170,7 @@ func markPrinted(n syntax.Node, printed map[syntax.Node]bool) {
 			}
 		}
 	case *syntax.Call:
-		if b := Builtin(n); b != nil && b.Kernel == tapset.Captured && printed[n] {
+		if b := Builtin(n); b != nil && b.CapturedCall(n.Args) && printed[n] {
 			for _, a := range n.Args {
 				printed[a] = true
 			}
@@ -144,12 +187,33 @@ func Builtin(c *syntax.Call) *tapset.Builtin {
 }
 
 // RefusalNode is the node a refusal of n blames: the pattern of a regular
-// expression match (which cannot become an automaton), else n.
+// expression match or the literal of a search (which cannot become an
+// automaton), else n.
 func RefusalNode(n syntax.Node) syntax.Node {
-	if b, ok := n.(*syntax.Binary); ok && (b.Op == "=~" || b.Op == "!~") {
-		return b.Y
+	switch n := n.(type) {
+	case *syntax.Binary:
+		if n.Op == "=~" || n.Op == "!~" {
+			return n.Y
+		}
+	case *syntax.Call:
+		if lit, _ := SearchPattern(n); lit != nil {
+			return lit
+		}
 	}
 	return n
+}
+
+// SearchPattern returns the literal of a call that a kernel probe computes
+// as a search for it (tapset.Builtin.SearchLiteral: isinstr(s, "lit")),
+// with the regular expression that matches the literal alone; a nil
+// literal when the call is captured instead.
+func SearchPattern(c *syntax.Call) (*syntax.StringLit, string) {
+	b := Builtin(c)
+	if b == nil || b.SearchLiteral == 0 || b.CapturedCall(c.Args) {
+		return nil, ""
+	}
+	lit := c.Args[b.SearchLiteral-1].(*syntax.StringLit)
+	return lit, regexp.QuoteMeta(lit.Value)
 }
 
 // KernelRefusal is the message for n when a kernel probe cannot run it, or
@@ -159,7 +223,7 @@ func KernelRefusal(n syntax.Node, printed bool) string {
 	switch n := n.(type) {
 	case *syntax.Call:
 		if b := Builtin(n); b != nil {
-			return b.KernelError(n.Args, printed)
+			return callRefusal(b, n, printed)
 		}
 	case *syntax.ForeachStmt:
 		if n.SortDir != 0 {
@@ -185,6 +249,20 @@ func KernelRefusal(n syntax.Node, printed bool) string {
 	case *syntax.StatOp:
 		if n.Op == "variance" {
 			return tapset.UserSpaceOnly("@variance")
+		}
+	}
+	return ""
+}
+
+// callRefusal is the message for a call c of builtin b that a kernel probe
+// cannot run, or "".
+func callRefusal(b *tapset.Builtin, c *syntax.Call, printed bool) string {
+	if msg := b.KernelError(c.Args, printed); msg != "" {
+		return msg
+	}
+	if lit, pattern := SearchPattern(c); lit != nil {
+		if _, err := regexdfa.Compile(pattern); err != nil {
+			return fmt.Sprintf("%s() searches for its literal in a kernel probe with an automaton, and the %v", c.Name, err)
 		}
 	}
 	return ""

@@ -43,6 +43,24 @@ type Builtin struct {
 	// Unsupported, when set, is why no probe can run the builtin: the
 	// elaborator refuses every call with it.
 	Unsupported string
+	// SearchLiteral (1-based; 0: none) is the argument that, given as a
+	// string literal, lets a kernel probe compute a Captured builtin itself:
+	// isinstr(s, "lit") is a search for the literal, run as a =~ match
+	// (bpfgen); with any other argument the call is captured.
+	SearchLiteral int
+}
+
+// CapturedCall tells whether a kernel probe captures the arguments of a
+// call of b with args, for user space to make the call (Captured).
+func (b *Builtin) CapturedCall(args []syntax.Expr) bool {
+	if b.Kernel != Captured {
+		return false
+	}
+	if b.SearchLiteral > 0 && b.SearchLiteral <= len(args) {
+		_, lit := args[b.SearchLiteral-1].(*syntax.StringLit)
+		return !lit
+	}
+	return true
 }
 
 // KernelOnlyMsg is the message for a call of a function (what) that reads
@@ -80,7 +98,7 @@ func (b *Builtin) KernelError(args []syntax.Expr, printed bool) string {
 		return b.Unsupported
 	case b.Kernel == UserSpace:
 		return UserSpaceOnly(fmt.Sprintf("function '%s'", b.Name))
-	case b.Kernel == Captured && !printed:
+	case b.CapturedCall(args) && !printed:
 		return fmt.Sprintf("the value of '%s' is computed in user space: a kernel probe can only print it", b.Name)
 	case b.Literal > 0 && b.Literal <= len(args):
 		if _, ok := args[b.Literal-1].(*syntax.StringLit); ok {
@@ -158,11 +176,6 @@ func unsupported(reason string, b *Builtin) *Builtin {
 	return b
 }
 
-// noPidLookup is why pid2task and pid2execname cannot run: BPF finds a
-// task by pid only through the bpf_task_from_pid kfunc, which BTF-typed
-// programs alone may call and bpftap does not call.
-const noPidLookup = "finding a task by its pid needs the bpf_task_from_pid kfunc, which bpftap does not call"
-
 // noCallerAddr is why caller() and caller_addr() are refused: stap serves
 // them in kernel function return probes (kretprobes) only.
 const noCallerAddr = "stap serves it in kernel.function(...).return probes only, which this kernel cannot give (no kprobes)"
@@ -170,6 +183,13 @@ const noCallerAddr = "stap serves it in kernel.function(...).return probes only,
 // captured marks b computed in user space from arguments a kernel probe captures.
 func captured(b *Builtin) *Builtin {
 	b.Kernel = Captured
+	return b
+}
+
+// searchLiteral marks b computed by a kernel probe when argument i
+// (1-based) is a string literal.
+func searchLiteral(i int, b *Builtin) *Builtin {
+	b.SearchLiteral = i
 	return b
 }
 
@@ -203,7 +223,7 @@ var Builtins = index(
 	captured(fn("strlen", long, s("s"))),
 	captured(fn("substr", str, s("str"), l("start"), l("length"))),
 	fn("stringat", long, s("str"), l("pos")),
-	captured(fn("isinstr", long, s("s1"), s("s2"))),
+	searchLiteral(2, captured(fn("isinstr", long, s("s1"), s("s2")))),
 	captured(fn("strpos", long, s("s1"), s("s2"))),
 	captured(fn("str_replace", str, s("prnt_str"), s("srch_str"), s("rplc_str"))),
 	effects(fn("tokenize", str, s("input"), s("delim"))),
@@ -273,7 +293,7 @@ var Builtins = index(
 	// __ustack_lines(stk): print_ustack's text, not cut at MAXSTRINGLEN
 	inProcess(fn("__ustack_lines", str, s("stk"))),
 	fn("is_return", long),
-	fn("mem_page_size", long),
+	bpf(fn("mem_page_size", long)),
 	fn("stp_pid", long),
 	effects(fn("randint", long, l("n"))),
 	bpf(fn("syscall_name", str, l("num"))), // see SyscallName
@@ -286,8 +306,12 @@ var Builtins = index(
 	// functions of the probe read task instead of the running thread
 	// (scheduler.cpu_on, for the task about to run; sema/contexttask.go)
 	kernelOnly(effects(fn("__context_task", none, l("task")))),
-	unsupported(noPidLookup, fn("pid2task", long, l("pid"))),
-	unsupported(noPidLookup, fn("pid2execname", str, l("pid"))),
+	// pid2task(pid): the address of the task of thread id pid, found with
+	// the bpf_task_from_pid kfunc (bpfgen/tasklookup.go); the elaborator
+	// asks the kernel whether the probe's program may call it
+	kernelOnly(fn("pid2task", long, l("pid"))),
+	// pid2execname(pid): user-side probes read /proc/PID/comm
+	bpf(fn("pid2execname", str, l("pid"))),
 	unsupported(noCallerAddr, fn("caller", str)),
 	unsupported(noCallerAddr, fn("caller_addr", long)),
 	// registers of function probes (uprobes): x86-64's calling

@@ -51,6 +51,16 @@ var classicFields = map[string]string{
 // Attachable accepts every attach point: the fake kernel attaches anything.
 func (k *Kernel) Attachable(*attach.Point) error { return nil }
 
+// FindsTasks refuses what Linux 6.18's verifier refuses: bpf_task_from_pid
+// in raw tracepoint and uprobe (kprobe-type) programs.
+func (k *Kernel) FindsTasks(a *attach.Point) error {
+	switch a.Kind {
+	case attach.RawTracepoint, attach.Uprobe, attach.Uretprobe, attach.UprobeMulti, attach.UretprobeMulti:
+		return fmt.Errorf("the kernel does not let %s programs call bpf_task_from_pid", a.Kind)
+	}
+	return nil
+}
+
 // Type IDs of the fake BTF, in encoding order.
 const (
 	tInt kernel.TypeID = iota + 1
