@@ -59,7 +59,7 @@ func (e *elab) checkKernel() {
 }
 
 // checkUserSide refuses, in user-side probes, the calls that read kernel
-// data through its types or the running task (the kernel_* readers of
+// data through its types or a task (the kernel_* readers of
 // plain addresses run there): of a KernelOnly builtin, or of a script
 // function whose code
 // reaches one or a @cast (task_current(), task_pid(t)), blamed at the call

@@ -64,11 +64,12 @@ func (b *Builtin) CapturedCall(args []syntax.Expr) bool {
 }
 
 // KernelOnlyMsg is the message for a call of a function (what) that reads
-// kernel data through its types (@cast, autocasts) or reads the running
-// task (task_current(), stacks), reached from a user-side probe. (The
-// kernel_* readers of plain addresses run there: package kmem.)
+// kernel data through its types (@cast, autocasts) or reads a task (the
+// running one: task_current(), stacks; one found by pid: pid2task()),
+// reached from a user-side probe. (The kernel_* readers of plain addresses
+// run there: package kmem.)
 func KernelOnlyMsg(what string) string {
-	return what + " reads kernel data through its types (@cast) or the running task, which bpftap does in kernel probes only (not in begin, end, error or timer probes)"
+	return what + " reads kernel data through its types (@cast) or a task's, which bpftap does in kernel probes only (not in begin, end, error or timer probes)"
 }
 
 // Kernel is what a kernel probe (a BPF program) may do with a builtin.
