@@ -261,8 +261,12 @@ var Builtins = index(
 	bpf(fn("symname", str, l("addr"))), // bpfgen/symbols.go: a token, named in user space
 	captured(fn("symdata", str, l("addr"))),
 	captured(fn("sprint_stack", str, s("stk"))),
-	// __stack_lines(stk): print_stack's text, not cut at MAXSTRINGLEN
-	captured(fn("__stack_lines", str, s("stk"))),
+	captured(fn("sprint_syms", str, s("callers"))), // stap's sprint_stack is sprint_syms
+	// __syms_lines(callers): print_syms's text, not cut at MAXSTRINGLEN
+	captured(fn("__syms_lines", str, s("callers"))),
+	// __backtrace_lines(stk): print_backtrace's text (an address without a
+	// symbol alone on its line)
+	captured(fn("__backtrace_lines", str, s("stk"))),
 	// user-space symbols (package usym), of the current process's addresses
 	inProcess(fn("usymname", str, l("addr"))),
 	inProcess(fn("usymdata", str, l("addr"))),

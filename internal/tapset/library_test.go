@@ -46,6 +46,7 @@ var signatures = []string{
 	"task_stime:long(tid:long)",
 	// context_symbols.stp (kernelProbeOnly)
 	"print_stack(stk:string)",
+	"print_syms(callers:string)",
 	"print_ustack(stk:string)",
 	"print_backtrace()",
 	"print_ubacktrace()",
