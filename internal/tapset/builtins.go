@@ -100,6 +100,14 @@ func RunningThreadMsg(name string) string {
 		"bpftap runs scheduler.cpu_on at sched_switch, before the task it names runs", name)
 }
 
+// NoTaskStackMsg is the message for a call of builtin name, which takes
+// the kernel stack, in a probe whose context task (task, as written)
+// bpf_get_task_stack cannot take.
+func NoTaskStackMsg(name, task string) string {
+	return fmt.Sprintf("%s() takes the stack of this probe's task with bpf_get_task_stack, which needs the task "+
+		"as a pointer argument of a BTF-typed tracepoint (tp_btf); this probe's task (%s) is not one", name, task)
+}
+
 // UserSpaceOnly is the message for a construct (what) that only user-side
 // probes run.
 func UserSpaceOnly(what string) string {
