@@ -131,6 +131,7 @@ var contextBuiltins = map[string]builtinFunc{
 	// refused in pass 2 (tapset.Builtin.KernelOnly)
 	"__task_current": func(*callContext, []Value) Value { panic(&runError{Msg: tapset.KernelOnlyMsg("task_current()")}) },
 	"__context_task": func(*callContext, []Value) Value { panic(&runError{Msg: tapset.KernelOnlyMsg("__context_task()")}) },
+	"__context_var":  kernelOnly("__context_var"),
 	"pid2task":       refused("pid2task"),
 	"pid2execname":   refused("pid2execname"),
 	"caller":         refused("caller"),

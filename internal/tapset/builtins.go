@@ -296,6 +296,10 @@ var Builtins = index(
 	// functions of the probe read task instead of the running thread
 	// (scheduler.cpu_on, for the task about to run; sema/contexttask.go)
 	kernelOnly(effects(fn("__context_task", none, l("task")))),
+	// __context_var("name", value), in a kernel alias's body: $name is
+	// value where the alias's point lacks it (ioblock.end's $bio on a
+	// request's completion; sema/contextvars.go)
+	bpfLiteral(1, kernelOnly(effects(fn("__context_var", none, s("name"), l("value"))))),
 	unsupported(noPidLookup, fn("pid2task", long, l("pid"))),
 	unsupported(noPidLookup, fn("pid2execname", str, l("pid"))),
 	unsupported(noCallerAddr, fn("caller", str)),
