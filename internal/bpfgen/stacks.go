@@ -22,7 +22,8 @@ import (
 // reads a string the kernel made — records, keys, values — so a stack is
 // symbolized once however often it was counted. A token is
 //
-//	ESC, the form, the id + 1 in four 6-bit digits each offset by '@',
+//	ESC, the form (taskHex or taskText for a context task's stack), the
+//	id + 1 in four 6-bit digits each offset by '@',
 //	[a user stack: the build-id stack's id + 1, the same way,] NUL
 //
 // (no NUL inside; id + 1 is 0 when the kernel could not take the stack).
@@ -125,8 +126,8 @@ type StackToken struct {
 	Form StackForm
 	// Task: a context task's kernel stack, whose ID is in TaskStackMap.
 	Task bool
-	// ID is the stack's id in StackMap; Valid is false when the kernel
-	// could not take the stack.
+	// ID is the stack's id in StackMap (TaskStackMap for Task); Valid is
+	// false when the kernel could not take the stack.
 	ID    uint32
 	Valid bool
 	// BuildIDs is the id of a user stack's frames in BuildIDStackMap;
@@ -208,18 +209,16 @@ func (g *gen) stackToken(form StackForm) value {
 	switch {
 	case task:
 		g.taskStackID(taskArg)
-		g.tokenDigits(v.off + 2)
 	case form.User():
 		g.m.stacks, g.m.userStacks = true, true
-		g.stackID(StackMap, bpfUserStack)
-		g.tokenDigits(v.off + 2)
 		g.stackID(BuildIDStackMap, bpfUserStack)
 		g.tokenDigits(v.off + 2 + tokenDigits)
+		g.stackID(StackMap, bpfUserStack)
 	default:
 		g.m.stacks = true
 		g.stackID(StackMap, 0)
-		g.tokenDigits(v.off + 2)
 	}
+	g.tokenDigits(v.off + 2)
 	return v
 }
 
