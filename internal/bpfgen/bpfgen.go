@@ -101,6 +101,9 @@ type Module struct {
 	stacks   bool // a program takes stacks into StackMap
 	// userStacks: a program takes user stacks into BuildIDStackMap too
 	userStacks bool
+	// taskStacks: a program takes context tasks' kernel stacks into
+	// TaskStackMap
+	taskStacks bool
 	symbols    bool        // a program searches SymbolMap
 	symtab     SymbolTable // its shape
 	guards     bool        // a program takes NestMap's guard

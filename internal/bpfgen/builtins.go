@@ -51,6 +51,7 @@ func kernelBuiltins() map[string]builtinCode {
 		"cmdline_str":     strCode((*gen).cmdlineStr),
 		"__task_current":  longCode(func(g *gen, _ *syntax.Call) { g.task() }),
 		"__context_task":  longCode(func(*gen, *syntax.Call) {}), // sema took its argument: contexttask.go
+		"__context_var":   longCode(func(*gen, *syntax.Call) {}), // sema substituted it: contextvars.go
 		"execname":        strCode(func(g *gen, _ *syntax.Call) value { v := g.strSlot(commLen); g.comm(v.off); return v }),
 		"pp":              strCode(func(g *gen, _ *syntax.Call) value { return g.pointText(columnPP, g.ownProbe().Name) }),
 		"pn": strCode(func(g *gen, _ *syntax.Call) value {

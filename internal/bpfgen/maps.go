@@ -67,6 +67,10 @@ func (m *Module) Maps() []Map {
 	if m.userStacks {
 		maps = append(maps, Map{BuildIDStackMap, buildIDStackMapSpec()})
 	}
+	if m.taskStacks {
+		maps = append(maps, Map{TaskStackMap, taskStackMapSpec()}, Map{TaskStackIDMap, taskStackIDMapSpec()},
+			Map{TaskStackCountMap, &ebpf.MapSpec{Name: "taskstack_count", Type: ebpf.Array, KeySize: 4, ValueSize: 8, MaxEntries: 1}})
+	}
 	if m.regexBase != nil {
 		maps = append(maps, Map{RegexMap, m.regexMapSpec()})
 	}

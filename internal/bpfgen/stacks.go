@@ -22,10 +22,25 @@ import (
 // reads a string the kernel made — records, keys, values — so a stack is
 // symbolized once however often it was counted. A token is
 //
-//	ESC, the form, the id + 1 in four 6-bit digits each offset by '@',
+//	ESC, the form (taskHex or taskText for a context task's stack), the
+//	id + 1 in four 6-bit digits each offset by '@',
 //	[a user stack: the build-id stack's id + 1, the same way,] NUL
 //
 // (no NUL inside; id + 1 is 0 when the kernel could not take the stack).
+//
+// In a probe whose context functions read another task than the running
+// thread (sched_switch's next, for scheduler.cpu_on: sema's context tasks),
+// backtrace() and sprint_backtrace() are that task's kernel stack, which
+// bpf_get_task_stack takes from the task off the CPU (its saved stack,
+// where it will resume), into a buffer: a program cannot add a stack to a
+// stack trace map. Such a stack is kept once under an id as StackMap keeps
+// its stacks: TaskStackIDMap finds the id of a stack by its addresses; a
+// new stack takes the next id (an atomic add on TaskStackCountMap), is
+// stored under it in TaskStackMap, then published in TaskStackIDMap unless
+// another program published the same stack in between (its id is then
+// taken, and the one drawn is wasted). Its token differs from a StackMap
+// token only by the form's byte (taskHex, taskText), and user space reads
+// its addresses by id from TaskStackMap as from StackMap.
 // addr() and user_mode() read the registers of a perf event's context
 // (struct pt_regs first); tracepoints have none (0, as in stap). uaddr()
 // is the first frame of the user stack (bpf_get_stack), the user-space
@@ -49,6 +64,13 @@ const (
 	BuildIDFrameIP    = 2 // the kernel could not read the build id: an address
 )
 
+// The maps of the context tasks' kernel stacks.
+const (
+	TaskStackMap      = "taskstacks"      // ARRAY id → MaxBacktrace addresses
+	TaskStackIDMap    = "taskstack_ids"   // HASH MaxBacktrace addresses → u32 id
+	TaskStackCountMap = "taskstack_count" // ARRAY of one u64: the ids given
+)
+
 // MaxBacktrace is the most frames a stack keeps (stap's MAXBACKTRACE).
 const MaxBacktrace = 20
 
@@ -68,6 +90,22 @@ const (
 // User tells whether the form is of a user-space stack.
 func (f StackForm) User() bool { return f == UserHex || f == UserText }
 
+// The bytes that name the form of a token of a context task's stack,
+// whose id is in TaskStackMap.
+const (
+	taskHex  = 't' // KernelHex
+	taskText = 'T' // KernelText
+)
+
+// taskByte is the byte naming kernel form f in a token of a context
+// task's stack.
+func (f StackForm) taskByte() byte {
+	if f == KernelText {
+		return taskText
+	}
+	return taskHex
+}
+
 const (
 	tokenMark       = 0x1b
 	tokenDigits     = 4
@@ -86,8 +124,10 @@ func tokenLen(form StackForm) int {
 // StackToken is what a stack token names.
 type StackToken struct {
 	Form StackForm
-	// ID is the stack's id in StackMap; Valid is false when the kernel
-	// could not take the stack.
+	// Task: a context task's kernel stack, whose ID is in TaskStackMap.
+	Task bool
+	// ID is the stack's id in StackMap (TaskStackMap for Task); Valid is
+	// false when the kernel could not take the stack.
 	ID    uint32
 	Valid bool
 	// BuildIDs is the id of a user stack's frames in BuildIDStackMap;
@@ -99,10 +139,19 @@ type StackToken struct {
 // ParseStackToken recognizes a stack token; ok is false for any other
 // string.
 func ParseStackToken(s string) (tok StackToken, ok bool) {
-	if len(s) < 2 || s[0] != tokenMark || len(s) != tokenLen(StackForm(s[1])) {
+	if len(s) < 2 || s[0] != tokenMark {
 		return StackToken{}, false
 	}
 	tok.Form = StackForm(s[1])
+	switch s[1] {
+	case taskHex:
+		tok.Form, tok.Task = KernelHex, true
+	case taskText:
+		tok.Form, tok.Task = KernelText, true
+	}
+	if len(s) != tokenLen(tok.Form) {
+		return StackToken{}, false
+	}
 	tok.ID, tok.Valid = tokenID(s[2:])
 	if tok.Form.User() {
 		tok.BuildIDs, tok.BuildIDsValid = tokenID(s[2+tokenDigits:])
@@ -129,39 +178,64 @@ func buildIDStackMapSpec() *ebpf.MapSpec {
 		ValueSize: BuildIDFrameSize * MaxBacktrace, MaxEntries: stackMapEntries}
 }
 
+func taskStackMapSpec() *ebpf.MapSpec {
+	return &ebpf.MapSpec{Name: "taskstacks", Type: ebpf.Array, KeySize: 4,
+		ValueSize: 8 * MaxBacktrace, MaxEntries: stackMapEntries}
+}
+
+func taskStackIDMapSpec() *ebpf.MapSpec {
+	return &ebpf.MapSpec{Name: "taskstack_ids", Type: ebpf.Hash, KeySize: 8 * MaxBacktrace,
+		ValueSize: 4, MaxEntries: stackMapEntries}
+}
+
 // stackToken compiles backtrace() and friends: the stack's id in
-// StackMap (and a user stack's in BuildIDStackMap), then the token naming
-// it.
+// StackMap (and a user stack's in BuildIDStackMap), or the context task's
+// kernel stack's in TaskStackMap, then the token naming it.
 func (g *gen) stackToken(form StackForm) value {
-	g.m.stacks = true
-	g.ownProbe()
+	p := g.ownProbe()
 	n := tokenLen(form)
 	v := g.strSlot(n + 2)
+	formByte := byte(form)
+	taskArg, task := g.m.prog.ContextTaskArg(p)
+	task = task && !form.User() && g.contextTask() != nil
+	if task {
+		formByte = form.taskByte()
+	}
 	g.emit(
 		asm.StoreImm(regScratch, int16(v.off), tokenMark, asm.Byte),
-		asm.StoreImm(regScratch, int16(v.off+1), int64(form), asm.Byte),
+		asm.StoreImm(regScratch, int16(v.off+1), int64(formByte), asm.Byte),
 		asm.StoreImm(regScratch, int16(v.off+n), 0, asm.Byte),
 	)
-	if !form.User() {
-		g.stackID(StackMap, 0, v.off+2)
-		return v
+	switch {
+	case task:
+		g.taskStackID(taskArg)
+	case form.User():
+		g.m.stacks, g.m.userStacks = true, true
+		g.stackID(BuildIDStackMap, bpfUserStack)
+		g.tokenDigits(v.off + 2 + tokenDigits)
+		g.stackID(StackMap, bpfUserStack)
+	default:
+		g.m.stacks = true
+		g.stackID(StackMap, 0)
 	}
-	g.m.userStacks = true
-	g.stackID(StackMap, bpfUserStack, v.off+2)
-	g.stackID(BuildIDStackMap, bpfUserStack, v.off+2+tokenDigits)
+	g.tokenDigits(v.off + 2)
 	return v
 }
 
-// stackID takes the stack into stack map m and writes its id + 1 (0 when
-// the kernel could not take it) as token digits at off in the scratch
-// buffer.
-func (g *gen) stackID(m string, flags int32, off int) {
+// stackID takes the stack into stack map m and leaves its id in R0,
+// negative when the kernel could not take it.
+func (g *gen) stackID(m string, flags int32) {
 	g.emit(
 		asm.Mov.Reg(asm.R1, regCtx),
 		asm.LoadMapPtr(asm.R2, 0).WithReference(m),
 		asm.Mov.Imm(asm.R3, flags),
 		asm.FnGetStackid.Call(),
 	)
+}
+
+// tokenDigits writes the id in R0 + 1 (0 for a negative R0) as token
+// digits at off in the scratch buffer.
+func (g *gen) tokenDigits(off int) {
 	ok := g.newLabel("stack")
 	g.emit(asm.JSGE.Imm(asm.R0, 0, ok), asm.Mov.Imm(asm.R0, -1))
 	g.mark(ok)
@@ -175,6 +249,76 @@ func (g *gen) stackID(m string, flags int32, off int) {
 			asm.StoreMem(regScratch, int16(off+i), asm.R1, asm.Byte),
 		)
 	}
+}
+
+// taskStackID takes the kernel stack of the context task, argument arg
+// of the tracepoint (loaded as it is: bpf_get_task_stack needs the
+// verifier's trusted task pointer), and leaves its id in TaskStackMap in
+// R0: the id TaskStackIDMap has for it, or a new one; negative when the
+// stack could not be taken or TaskStackMap is full.
+func (g *gen) taskStackID(arg int) {
+	g.m.taskStacks = true
+	mark := g.scratchMark()
+	frames := int32(g.allocScratch(8 * MaxBacktrace))
+	id := g.pushSlot()
+	fail, published, done := g.newLabel("taskstack_fail"), g.newLabel("taskstack_new"), g.newLabel("taskstack")
+	g.emit(
+		asm.LoadMem(asm.R1, regCtx, int16(g.probe.Attach.Args[arg].Loc.Offset), asm.DWord),
+		asm.Mov.Reg(asm.R2, regScratch),
+		asm.Add.Imm(asm.R2, frames),
+		asm.Mov.Imm(asm.R3, 8*MaxBacktrace),
+		asm.Mov.Imm(asm.R4, 0),
+		asm.FnGetTaskStack.Call(), // the bytes it wrote, the rest zeroed
+		asm.JSLE.Imm(asm.R0, 0, fail),
+	)
+	g.knownTaskStack(frames, done)
+	g.emit(
+		asm.LoadMapValue(asm.R1, 0, 0).WithReference(TaskStackCountMap),
+		asm.Mov.Imm(asm.R2, 1),
+		atomicOp(bpfFetchAdd, asm.R1, asm.R2, 0),
+		asm.JGE.Imm(asm.R2, stackMapEntries, fail),
+		asm.StoreMem(asm.R10, id, asm.R2, asm.Word),
+		asm.LoadMapPtr(asm.R1, 0).WithReference(TaskStackMap),
+		asm.Mov.Reg(asm.R2, asm.R10),
+		asm.Add.Imm(asm.R2, int32(id)),
+		asm.Mov.Reg(asm.R3, regScratch),
+		asm.Add.Imm(asm.R3, frames),
+		asm.Mov.Imm(asm.R4, 0), // BPF_ANY
+		asm.FnMapUpdateElem.Call(),
+		asm.JNE.Imm(asm.R0, 0, fail),
+		asm.LoadMapPtr(asm.R1, 0).WithReference(TaskStackIDMap),
+		asm.Mov.Reg(asm.R2, regScratch),
+		asm.Add.Imm(asm.R2, frames),
+		asm.Mov.Reg(asm.R3, asm.R10),
+		asm.Add.Imm(asm.R3, int32(id)),
+		asm.Mov.Imm(asm.R4, bpfNoExist),
+		asm.FnMapUpdateElem.Call(),
+		asm.JEq.Imm(asm.R0, 0, published),
+	)
+	g.knownTaskStack(frames, done) // published by another program meanwhile
+	g.mark(fail)
+	g.emit(asm.Mov.Imm(asm.R0, -1), asm.Ja.Label(done))
+	g.mark(published)
+	g.emit(asm.LoadMem(asm.R0, asm.R10, id, asm.Word))
+	g.mark(done)
+	g.popStack(8)
+	g.scratchRelease(mark)
+}
+
+// knownTaskStack jumps to found with the id of the stack at frames in the
+// scratch buffer in R0 when TaskStackIDMap has it, and goes on otherwise.
+func (g *gen) knownTaskStack(frames int32, found string) {
+	unknown := g.newLabel("taskstack_unknown")
+	g.emit(
+		asm.LoadMapPtr(asm.R1, 0).WithReference(TaskStackIDMap),
+		asm.Mov.Reg(asm.R2, regScratch),
+		asm.Add.Imm(asm.R2, frames),
+		asm.FnMapLookupElem.Call(),
+		asm.JEq.Imm(asm.R0, 0, unknown),
+		asm.LoadMem(asm.R0, asm.R0, 0, asm.Word),
+		asm.Ja.Label(found),
+	)
+	g.mark(unknown)
 }
 
 // x86-64 struct pt_regs, the start of a perf event program's context.

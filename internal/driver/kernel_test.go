@@ -294,7 +294,7 @@ func TestDebianSyscallExamples(t *testing.T) {
 		// @choose_defined($exit_reason, $vcpu->run->exit_reason): kvm_exit has no $exit_reason.
 		{"virtualization/kvm_service_time.stp", `(?m)^# reason reason\(hex\): count sum\(us\) min\(us\) avg\(us\) max\(us\)$`, nil, "", ""},
 	} {
-		runDebianExample(t, c.script, c.want, c.args, c.stderr, cmp.Or(c.command, workload))
+		runDebianExample(t, c.script, c.want, c.args, c.stderr, fixedCommand(cmp.Or(c.command, workload)))
 	}
 }
 
@@ -347,11 +347,16 @@ func TestInterruptsByDevExample(t *testing.T) {
 	}
 }
 
-// runDebianExample runs one of Debian's examples, unchanged, with the
-// script arguments args and the -c command, as a subtest: it must exit 0
-// with standard error matching stderr (empty: nothing) and print what want
-// matches.
-func runDebianExample(t *testing.T, script, want string, args []string, stderr, command string) {
+// fixedCommand is a -c command that needs nothing of the subtest.
+func fixedCommand(command string) func(*testing.T) string {
+	return func(*testing.T) string { return command }
+}
+
+// runDebianExample runs one of Debian's examples, unchanged, as a
+// subtest, with the script arguments args and the -c command the subtest
+// makes: it must exit 0 with standard error matching stderr (empty:
+// nothing) and print what want matches.
+func runDebianExample(t *testing.T, script, want string, args []string, stderr string, command func(*testing.T) string) {
 	t.Helper()
 	t.Run(filepath.Base(script), func(t *testing.T) {
 		script := "/usr/share/systemtap/examples/" + script
@@ -359,7 +364,7 @@ func runDebianExample(t *testing.T, script, want string, args []string, stderr, 
 			t.Fatalf("%v (CI installs systemtap-doc)", err)
 		}
 		var stdout, errs bytes.Buffer
-		argv := append([]string{"-w", "-c", command, script}, args...)
+		argv := append([]string{"-w", "-c", command(t), script}, args...)
 		status := Main(argv, strings.NewReader(""), &stdout, &errs)
 		if status != 0 || stderr == "" && errs.Len() > 0 || !regexp.MustCompile(stderr).MatchString(errs.String()) {
 			t.Fatalf("exit status %d, stderr:\n%s", status, errs.String())
@@ -402,7 +407,7 @@ func TestDebianTaskExamples(t *testing.T) {
 		{"process/sig_by_pid.stp", `(?m)^SPID +SENDER +RPID +RECEIVER +SIGNAME +COUNT\n(.*\n)*^\d+ +driver\.test +\d+ +sleep +SIGKILL +1$`,
 			nil, workload + " signals 2"},
 	} {
-		runDebianExample(t, c.script, c.want, c.args, "", c.command)
+		runDebianExample(t, c.script, c.want, c.args, "", fixedCommand(c.command))
 	}
 }
 
@@ -454,6 +459,66 @@ func TestProcMem(t *testing.T) {
 }
 
 func abs(n int64) int64 { return max(n, -n) }
+
+// TestDebianStackExamples runs Debian's examples that print kernel stacks
+// or read $bio through the tapset's aliases, unchanged, on small
+// workloads. chng_cpu.stp's bash runs on the second CPU alone, so that
+// each of its threads comes on a CPU other than the 0 the script starts
+// from: a line for each, with the stack where it resumed. ioblktime.stp
+// times the writes dd makes with O_DIRECT to a file on the disk.
+// mbrwatch.stp watches the first sectors of whole disks, which this
+// sandbox may not open (/dev/vda is refused): dd writes and reads sector 0
+// of a loop device on a file of the test's instead.
+func TestDebianStackExamples(t *testing.T) {
+	requireFeature(t, "bpf")
+	frame := ` 0xffffffff[0-9a-f]{8} : \S+\+0x[0-9a-f]+/0x[0-9a-f]+ \[kernel\]\n`
+	for _, c := range []struct {
+		script, want string
+		args         []string
+		command      func(t *testing.T) string
+	}{
+		{"process/chng_cpu.stp", `(?m)^\nthread \d+ \(bash\) context switched on cpu1 state: 0\n(` + frame + `)+`,
+			[]string{"bash"}, func(t *testing.T) string {
+				if runtime.NumCPU() < 2 {
+					t.Skip("needs a second CPU for bash to change to")
+				}
+				return `taskset -c 1 bash -c "sleep 0.1; sleep 0.1; true"`
+			}},
+		{"io/ioblktime.stp", `(?m)\x1b\[1;1H\x1b\[J +device  rw total \(us\)      count   avg \(us\)\n(.*\n)* +\S+ +W +\d+ +[1-9]\d{2,} +\d+$`, nil,
+			func(t *testing.T) string {
+				return "dd if=/dev/zero of=" + filepath.Join(t.TempDir(), "f") + " bs=4k count=100 oflag=direct status=none"
+			}},
+		{"io/mbrwatch.stp", `(?m)^device (loop\d+) sector 0 write, process dd\[\d+\]\n(` + frame + `)*` +
+			` 0xffffffff[0-9a-f]{8} : blkdev_write_iter\+.*\n(` + frame + `)+device (loop\d+) sector 0 read, process dd\[\d+\]\n(` + frame + `)+$`, nil,
+			func(t *testing.T) string {
+				loop := loopDevice(t)
+				return fmt.Sprintf("sh -c 'dd if=/dev/zero of=%s count=1 oflag=direct status=none && dd if=%[1]s of=/dev/null count=1 iflag=direct status=none'", loop)
+			}},
+	} {
+		runDebianExample(t, c.script, c.want, c.args, "", c.command)
+	}
+}
+
+// loopDevice attaches a loop device to a new 1 MiB file of the test's and
+// returns its path; it is detached when the test ends. The test is skipped,
+// with the reason, where loop devices cannot be attached.
+func loopDevice(t *testing.T) string {
+	file := filepath.Join(t.TempDir(), "disk")
+	if err := os.WriteFile(file, make([]byte, 1<<20), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command("losetup", "--find", "--show", file).CombinedOutput()
+	if err != nil {
+		t.Skipf("no loop device: losetup: %v: %s", err, out)
+	}
+	loop := strings.TrimSpace(string(out))
+	t.Cleanup(func() {
+		if out, err := exec.Command("losetup", "--detach", loop).CombinedOutput(); err != nil {
+			t.Errorf("losetup --detach %s: %v: %s", loop, err, out)
+		}
+	})
+	return loop
+}
 
 // TestRegexExample runs Debian's regex.stp with its own pattern on
 // syscall.open and, edited, on syscall.openat: the archive workload opens

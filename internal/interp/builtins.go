@@ -129,9 +129,10 @@ var contextBuiltins = map[string]builtinFunc{
 		return str(strings.TrimSpace(strings.ReplaceAll(strings.TrimRight(string(b), "\x00"), "\x00", " ")))
 	},
 	// refused in pass 2 (tapset.Builtin.KernelOnly)
-	"__task_current": func(*callContext, []Value) Value { panic(&runError{Msg: tapset.KernelOnlyMsg("task_current()")}) },
-	"__context_task": func(*callContext, []Value) Value { panic(&runError{Msg: tapset.KernelOnlyMsg("__context_task()")}) },
-	"pid2task":       func(*callContext, []Value) Value { panic(&runError{Msg: tapset.KernelOnlyMsg("pid2task()")}) },
+	"__task_current": kernelOnly("task_current"),
+	"__context_task": kernelOnly("__context_task"),
+	"__context_var":  kernelOnly("__context_var"),
+	"pid2task":       kernelOnly("pid2task"),
 	// the name the kernel gives the thread, "" when there is none (as
 	// kernel probes find it: bpfgen/tasklookup.go)
 	"pid2execname": func(_ *callContext, args []Value) Value {

@@ -1,6 +1,8 @@
 package interp
 
 import (
+	"strings"
+
 	"github.com/bpftap/bpftap/internal/ksym"
 	"github.com/bpftap/bpftap/internal/tapset"
 	"github.com/bpftap/bpftap/internal/usym"
@@ -21,12 +23,12 @@ var symbolBuiltins = map[string]builtinFunc{
 	"symdata": func(_ *callContext, args []Value) Value {
 		return str(ksym.Kernel().Symdata(uint64(args[0].Int)))
 	},
-	"sprint_stack": func(cc *callContext, args []Value) Value {
-		return str(stackLines(args[0].Str, cc.in.maxStringLen()-1))
-	},
-	"__stack_lines": func(_ *callContext, args []Value) Value { return str(stackLines(args[0].Str, 0)) },
-	"usymname":      userSymbol(usym.Name),
-	"usymdata":      userSymbol(usym.Data),
+	"sprint_stack":      sprintSyms,
+	"sprint_syms":       sprintSyms,
+	"__syms_lines":      func(_ *callContext, args []Value) Value { return str(symsLines(args[0].Str, 0)) },
+	"__backtrace_lines": func(_ *callContext, args []Value) Value { return str(backtraceLines(args[0].Str)) },
+	"usymname":          userSymbol(usym.Name),
+	"usymdata":          userSymbol(usym.Data),
 	"umodname": userSymbol(func(_ uint64, sym usym.Symbol, ok bool) string {
 		return usym.Module(sym, ok)
 	}),
@@ -66,8 +68,26 @@ func kernelOnly(name string) builtinFunc {
 	return func(*callContext, []Value) Value { panic(&runError{Msg: tapset.KernelOnlyMsg(name + "()")}) }
 }
 
-// stackLines is print_stack's text of a stack of hex addresses, cut at
-// limit bytes (0: not cut) on a line's end.
-func stackLines(stk string, limit int) string {
-	return ksym.Lines(ksym.Addresses(stk), ksym.Kernel().FullLine, limit)
+// sprintSyms is sprint_syms(callers) and sprint_stack(stk): the lines of
+// print_syms, cut at MAXSTRINGLEN on a line's end.
+func sprintSyms(cc *callContext, args []Value) Value {
+	return str(symsLines(args[0].Str, cc.in.maxStringLen()-1))
+}
+
+// symsLines is print_syms's text of a list of hex addresses separated by
+// spaces, cut at limit bytes (0: not cut) on a line's end: a line per
+// word, " WORD : SYMDATA", the word as written and symdata() of its value
+// (a word that is not a number is 0), as stap's tapset loops over them.
+func symsLines(callers string, limit int) string {
+	words := strings.FieldsFunc(callers, func(r rune) bool { return r == ' ' })
+	return ksym.Lines(words, func(w string) string {
+		return " " + w + " : " + ksym.Kernel().Symdata(uint64(strtol(w, 16))) + "\n"
+	}, limit)
+}
+
+// backtraceLines is print_backtrace's text of a stack of hex addresses,
+// stap's runtime printer's: a line per frame as symsLines has it, but the
+// frame's address alone where no symbol holds it.
+func backtraceLines(stk string) string {
+	return ksym.Lines(ksym.Addresses(stk), ksym.Kernel().FullLine, 0)
 }

@@ -219,7 +219,7 @@ func (s *Session) Load() error {
 			return fmt.Errorf("ERROR: kernel symbols for symname(): %w", err)
 		}
 	}
-	s.stacks = newStackTexts(objs.shared[bpfgen.StackMap], objs.shared[bpfgen.BuildIDStackMap], s.mod.MaxStringLen())
+	s.stacks = newStackTexts(objs.shared, s.mod.MaxStringLen())
 	refs := make([]map[string]*ebpf.Map, len(s.progs))
 	for i, p := range s.progs {
 		if refs[i], err = objs.bind(p); err != nil {

@@ -15,13 +15,15 @@ import (
 
 // Stack tokens (bpfgen/stacks.go) become the text of their stack where
 // user space reads a string the kernel made: record arguments, array keys
-// and values. Each stack is read from the stack map and symbolized once;
+// and values. Each stack is read from its map (StackMap, or TaskStackMap
+// for a context task's kernel stack, laid out alike) and symbolized once;
 // the text remembers its token, so that a key the interpreter looks up
 // again (foreach, then s[k]) finds the kernel's element. Like stap's
 // backtrace() the text is cut at MAXSTRINGLEN.
 type stackTexts struct {
 	m        *ebpf.Map // StackMap, nil when no program takes stacks
 	buildIDs *ebpf.Map // BuildIDStackMap, nil when no program takes user stacks
+	tasks    *ebpf.Map // TaskStackMap, nil when no program takes a context task's stack
 	maxStr   int
 
 	mu     sync.Mutex
@@ -29,13 +31,16 @@ type stackTexts struct {
 	tokens map[string]string // text → token
 }
 
-func newStackTexts(m, buildIDs *ebpf.Map, maxStr int) *stackTexts {
-	return &stackTexts{m: m, buildIDs: buildIDs, maxStr: maxStr, text: map[string]string{}, tokens: map[string]string{}}
+// newStackTexts reads the stacks in the module's stack maps (shared, by
+// name).
+func newStackTexts(shared map[string]*ebpf.Map, maxStr int) *stackTexts {
+	return &stackTexts{m: shared[bpfgen.StackMap], buildIDs: shared[bpfgen.BuildIDStackMap], tasks: shared[bpfgen.TaskStackMap],
+		maxStr: maxStr, text: map[string]string{}, tokens: map[string]string{}}
 }
 
 // expand returns s, or the text of the stack s is the token of.
 func (st *stackTexts) expand(s string) string {
-	if st == nil || st.m == nil || !strings.HasPrefix(s, "\x1b") {
+	if st == nil || st.m == nil && st.tasks == nil || !strings.HasPrefix(s, "\x1b") {
 		return s
 	}
 	tok, ok := bpfgen.ParseStackToken(s)
@@ -52,8 +57,10 @@ func (st *stackTexts) expand(s string) string {
 	case !tok.Valid:
 	case tok.Form.User():
 		t = st.renderUser(tok.Form, st.userFrames(tok))
+	case tok.Task:
+		t = st.render(tok.Form, frames(st.tasks, tok.ID))
 	default:
-		t = st.render(tok.Form, st.frames(tok.ID))
+		t = st.render(tok.Form, frames(st.m, tok.ID))
 	}
 	st.text[s] = t
 	if _, taken := st.tokens[t]; !taken {
@@ -75,10 +82,11 @@ func (st *stackTexts) token(s string) string {
 	return s
 }
 
-// frames reads stack id's addresses (none if it is gone).
-func (st *stackTexts) frames(id uint32) []uint64 {
+// frames reads the addresses of stack id of stack map m (none if it is
+// gone).
+func frames(m *ebpf.Map, id uint32) []uint64 {
 	buf := make([]byte, 8*bpfgen.MaxBacktrace)
-	if err := st.m.Lookup(id, buf); err != nil {
+	if m == nil || m.Lookup(id, buf) != nil {
 		return nil
 	}
 	var addrs []uint64
@@ -103,7 +111,7 @@ type userFrame struct {
 // the build-id frame the kernel took with it (a frame the kernel has only
 // an address for is symbolized as an address).
 func (st *stackTexts) userFrames(tok bpfgen.StackToken) []userFrame {
-	addrs := st.frames(tok.ID)
+	addrs := frames(st.m, tok.ID)
 	buf := make([]byte, bpfgen.BuildIDFrameSize*bpfgen.MaxBacktrace)
 	if !tok.BuildIDsValid || st.buildIDs.Lookup(tok.BuildIDs, buf) != nil {
 		clear(buf)

@@ -171,13 +171,14 @@ func Addresses(list string) []uint64 {
 	return addrs
 }
 
-// Lines renders each address of addrs with line and joins them; limit,
-// when positive, keeps whole lines while the text stays under it (stap's
-// sprint_stack cleanly stops at MAXSTRINGLEN).
-func Lines(addrs []uint64, line func(uint64) string, limit int) string {
+// Lines renders each frame of a stack (an address, or a word of a list)
+// with line and joins them; limit, when positive, keeps whole lines while
+// the text stays under it (stap's sprint_syms cleanly stops at
+// MAXSTRINGLEN).
+func Lines[F any](frames []F, line func(F) string, limit int) string {
 	var b strings.Builder
-	for _, a := range addrs {
-		l := line(a)
+	for _, f := range frames {
+		l := line(f)
 		if limit > 0 && b.Len()+len(l) > limit {
 			break
 		}

@@ -96,6 +96,9 @@ func (s *scope) decideDefined(x *syntax.Defined) syntax.Expr {
 		return nil
 	}
 	a, err := s.resolveContext(x.X)
+	if v, ok := x.X.(*syntax.TargetVar); err != nil && ok && s.contextVarDef(v) != nil {
+		return number(x, 1) // an alias defines it (contextvars.go)
+	}
 	if err != nil {
 		return number(x, 0)
 	}

@@ -15,9 +15,13 @@ import (
 // ContextTask: the back end then compiles the context functions (pid(),
 // tid(), uid(), execname(), task_current(), ...) of that probe to read
 // that task, not the running thread. What only the running thread has —
-// its registers, its user memory and stacks — would be the leaving task's,
-// so those functions are refused there, and an array keyed by tid() in
-// such a probe stays a hash (bythread.go).
+// its registers, its user memory and user stack — would be the leaving
+// task's, so those functions are refused there, and an array keyed by
+// tid() in such a probe stays a hash (bythread.go). The kernel stack is the
+// context task's own: off the CPU, its saved stack is where it will
+// resume, and bpf_get_task_stack takes it when the context task is a
+// task_struct pointer argument of a BTF-typed tracepoint (ContextTaskArg),
+// the trusted pointer that helper needs.
 
 // contextTaskCall is the tapset builtin that names a probe's context task.
 const contextTaskCall = "__context_task"
@@ -43,26 +47,53 @@ func (e *elab) checkContextTasks() {
 }
 
 // refuseRunningThread refuses, in the code probe p reaches, the calls of
-// builtins that read the thread running on the CPU.
+// builtins that read the thread running on the CPU, and the kernel stack
+// where the context task is not an argument bpf_get_task_stack takes.
 func (e *elab) refuseRunningThread(p *Probe) {
+	_, taskStack := e.prog.ContextTaskArg(p)
 	e.reachable(func(q *Probe) bool { return q == p }, func(n syntax.Node) bool {
-		if c, ok := n.(*syntax.Call); ok && c.Func != nil && readsRunningThread(c.Func.Builtin) {
+		c, ok := n.(*syntax.Call)
+		switch {
+		case !ok || c.Func == nil:
+		case readsRunningThread(c.Func.Builtin):
 			e.rep.errorAt("kernelctx", c, tapset.RunningThreadMsg(c.Func.Builtin))
+		case kernelStack(c.Func.Builtin) && !taskStack:
+			e.rep.errorAt("kernelctx", c, tapset.NoTaskStackMsg(c.Func.Builtin, syntax.ExprString(p.ContextTask)))
 		}
 		return true
 	})
 }
 
 // readsRunningThread tells whether builtin name reads the registers, the
-// user memory or the stacks of the thread running on the CPU.
+// user memory or the user stack of the thread running on the CPU.
 func readsRunningThread(name string) bool {
 	switch name {
 	case "register", "u_register", "uaddr", "user_mode", "cmdline_str", "returnval",
-		"backtrace", "sprint_backtrace", "ubacktrace", "sprint_ubacktrace",
+		"ubacktrace", "sprint_ubacktrace",
 		"usymname", "usymdata", "umodname", "sprint_ustack", "__ustack_lines":
 		return true
 	}
 	return strings.HasPrefix(name, "user_")
+}
+
+// kernelStack tells whether builtin name takes the kernel stack.
+func kernelStack(name string) bool { return name == "backtrace" || name == "sprint_backtrace" }
+
+// ContextTaskArg returns the index in p.Attach.Args of p's context task
+// when it is a task_struct pointer argument of a BTF-typed tracepoint
+// (sched_switch's $next), which the code generator passes unchanged to
+// bpf_get_task_stack; ok is false for any other context task, and for a
+// probe without one.
+func (prog *Program) ContextTaskArg(p *Probe) (i int, ok bool) {
+	if p.ContextTask == nil || !p.Attach.Kind.BTFTyped() {
+		return 0, false
+	}
+	a := prog.Targets[p.ContextTask]
+	if a == nil || a.Param < 0 || a.Path != nil {
+		return 0, false
+	}
+	arg := p.Attach.Args[a.Param]
+	return a.Param, arg.Pointer && arg.Loc.Plain()
 }
 
 // isBuiltinCall tells whether c calls the builtin name.

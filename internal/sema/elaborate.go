@@ -28,7 +28,9 @@
 //
 // Context expressions of kernel probes ($var, @cast) are resolved with the
 // symbols (context.go) and recorded in Program.Targets; before that, their
-// @defined are decided and the branches those rule out dropped (defined.go).
+// @defined are decided and the branches those rule out dropped (defined.go),
+// and the variables an alias defines for points that lack them replaced by
+// their values (contextvars.go).
 //
 // Diagnostics are rendered exactly as stap renders them (diag.go); print.go is
 // the -p2 printer.

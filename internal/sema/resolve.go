@@ -26,6 +26,9 @@ type scope struct {
 	// ctx resolves the context expressions of a kernel probe (context.go).
 	ctx   *probes.Context
 	probe *Probe
+	// contextVars are the context variables the probe's alias defines, by
+	// name (contextvars.go).
+	contextVars map[string]*syntax.Call
 }
 
 // A tapset file the program uses (one of its functions or globals) brings
@@ -61,7 +64,9 @@ func (e *elab) resolveProbe(p *Probe) {
 		e.kernel = p.context.Kernel()
 	}
 	if s.ctx != nil {
+		s.contextVars = contextVarDefs(p.Body)
 		s.pruneDefined(p.Body)
+		s.substituteContextVars(p.Body)
 	}
 	s.walk(p.Body)
 	p.Locals = s.list

@@ -121,6 +121,14 @@ func RunningThreadMsg(name string) string {
 		"bpftap runs scheduler.cpu_on at sched_switch, before the task it names runs", name)
 }
 
+// NoTaskStackMsg is the message for a call of builtin name, which takes
+// the kernel stack, in a probe whose context task (task, as written)
+// bpf_get_task_stack cannot take.
+func NoTaskStackMsg(name, task string) string {
+	return fmt.Sprintf("%s() takes the stack of this probe's task with bpf_get_task_stack, which needs the task "+
+		"as a pointer argument of a BTF-typed tracepoint (tp_btf); this probe's task (%s) is not one", name, task)
+}
+
 // UserSpaceOnly is the message for a construct (what) that only user-side
 // probes run.
 func UserSpaceOnly(what string) string {
@@ -284,8 +292,12 @@ var Builtins = index(
 	bpf(fn("symname", str, l("addr"))), // bpfgen/symbols.go: a token, named in user space
 	captured(fn("symdata", str, l("addr"))),
 	captured(fn("sprint_stack", str, s("stk"))),
-	// __stack_lines(stk): print_stack's text, not cut at MAXSTRINGLEN
-	captured(fn("__stack_lines", str, s("stk"))),
+	captured(fn("sprint_syms", str, s("callers"))), // stap's sprint_stack is sprint_syms
+	// __syms_lines(callers): print_syms's text, not cut at MAXSTRINGLEN
+	captured(fn("__syms_lines", str, s("callers"))),
+	// __backtrace_lines(stk): print_backtrace's text (an address without a
+	// symbol alone on its line)
+	captured(fn("__backtrace_lines", str, s("stk"))),
 	// user-space symbols (package usym), of the current process's addresses
 	inProcess(fn("usymname", str, l("addr"))),
 	inProcess(fn("usymdata", str, l("addr"))),
@@ -307,6 +319,10 @@ var Builtins = index(
 	// functions of the probe read task instead of the running thread
 	// (scheduler.cpu_on, for the task about to run; sema/contexttask.go)
 	kernelOnly(effects(fn("__context_task", none, l("task")))),
+	// __context_var("name", value), in a kernel alias's body: $name is
+	// value where the alias's point lacks it (ioblock.end's $bio on a
+	// request's completion; sema/contextvars.go)
+	bpfLiteral(1, kernelOnly(effects(fn("__context_var", none, s("name"), l("value"))))),
 	// pid2task(pid): the address of the task of thread id pid, found with
 	// the bpf_task_from_pid kfunc (bpfgen/tasklookup.go); the elaborator
 	// asks the kernel whether the probe's program may call it

@@ -61,6 +61,7 @@ var signatures = []string{
 	"proc_mem_string:string(pid:long)",
 	// context_symbols.stp (kernelProbeOnly)
 	"print_stack(stk:string)",
+	"print_syms(callers:string)",
 	"print_ustack(stk:string)",
 	"print_backtrace()",
 	"print_ubacktrace()",

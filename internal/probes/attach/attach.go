@@ -201,6 +201,13 @@ type Loc struct {
 	User *UserAddr
 }
 
+// Plain tells whether the value is the word at Offset of the context as
+// it is (a tracepoint's args[] word), which the verifier types as the
+// argument's BTF type in a BTF-typed program.
+func (l Loc) Plain() bool {
+	return !l.Address && !l.DataLoc && !l.Deref && !l.Const && l.User == nil && l.Size == 8
+}
+
 // UserAddr is a user-space address computed from the registers of the
 // probed thread: Disp plus each term's register times its scale (a USDT
 // memory operand: -16(%rbp), 8(%rax,%rsi,4); sym(%rip) in PIE code is
