@@ -48,7 +48,8 @@ type Config struct {
 	// TargetPID is target(): the pid of -x or -c, 0 if none.
 	TargetPID int
 	// Target filters every program to the processes of the target set,
-	// which AddTarget fills: a program runs only for them.
+	// which AddTarget fills: a program runs only for them (bpfgen.Config's
+	// Target: the tests' filter, not -x/-c's).
 	Target bool
 	// Timing makes every program measure its runs (-t).
 	Timing bool
