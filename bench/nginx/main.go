@@ -163,6 +163,8 @@ func (cfg *config) cases() ([]*nginxCase, error) {
 		return nil, fmt.Errorf("-cases: %v", err)
 	}
 	seed := filepath.Join(cfg.scripts, "syscalls_by_proc_inc.stp")
+	// -x only gives target(), as in stap: the script filters with it
+	targeted := filepath.Join(cfg.scripts, "syscalls_by_proc_target.stp")
 	bpftap := filepath.Join(cfg.bin, "bpftap")
 	floor := filepath.Join(cfg.bin, "floor")
 	pin := []string{"taskset", "-c", cfg.load}
@@ -173,8 +175,8 @@ func (cfg *config) cases() ([]*nginxCase, error) {
 		c(floorName, floor, "-prog", "empty"),
 		c("per-CPU count by comm, hand-written (floor tool)", floor, "-prog", "count"),
 		c("bpftap, seed script, system-wide", bpftap, seed),
-		c("bpftap, seed script, -x nginx", bpftap, "-x", "{NGINX}", seed),
-		c("bpftap, seed script, -x another pid", bpftap, "-x", "{OTHER}", seed),
+		c("bpftap, seed script keeping pid() == target(), -x nginx", bpftap, "-x", "{NGINX}", targeted),
+		c("bpftap, seed script keeping pid() == target(), -x another pid", bpftap, "-x", "{OTHER}", targeted),
 		c("syscount (libbpf-tools), system-wide", "syscount"),
 		c("syscount -p nginx", "syscount", "-p", "{NGINX}"),
 		c("syscount -p another pid", "syscount", "-p", "{OTHER}"),
