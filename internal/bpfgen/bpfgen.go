@@ -58,9 +58,8 @@ type Config struct {
 	// Target adds a process filter: a program runs only for processes
 	// whose tgid is a key of the map TargetMap. -x and -c do not set it:
 	// as in stap they only give target(), and a script that wants its
-	// target alone tests pid() == target() (in the kernel, where bpftap
-	// runs a body's leading guards first); the tests use it to keep to
-	// their own workload on a busy machine.
+	// target alone tests pid() == target(), in the kernel; the tests use
+	// it to keep to their own workload on a busy machine.
 	Target bool
 	// TargetPID is the value of target(): the pid of -x or -c, 0 if none.
 	TargetPID int64
