@@ -9,7 +9,8 @@
 //	                    timers and kernel events, end probes
 //
 // Each pass reports failure as stap does ("Pass N: ... failed.  [man error::passN]")
-// and exits with status 1; -v prints stap's pass lines with their times.
+// and exits with status 1; -v prints stap's pass lines with their times. -l and
+// -L PROBE stop after pass 2 with the listing of what PROBE matched (listing.go).
 package driver
 
 import (
@@ -89,6 +90,9 @@ func (s *session) run() int {
 			fmt.Fprintf(s.stderr, "Pass 2: %s\n", plan)
 		}
 	}
+	if s.opts.List != nil {
+		return s.list(prog)
+	}
 	if s.opts.LastPass == 2 {
 		printElaborated(s.stdout, prog)
 		return 0
@@ -126,11 +130,14 @@ func (s *session) run() int {
 }
 
 // fail prints a pass's diagnostics and stap's closing lines for that pass: the
-// diagnostics, "Pass N: WHAT failed.", then the note about suppressed repetitions.
+// diagnostics, "Pass N: WHAT failed." (not in a listing, as stap), then the
+// note about suppressed repetitions.
 func (s *session) fail(pass int, what string, err error) int {
 	report, trailer := diagnostics(err)
 	fmt.Fprint(s.stderr, ensureNewline(report))
-	fmt.Fprintf(s.stderr, "Pass %d: %s failed.  [man error::pass%d]\n", pass, what, pass)
+	if s.opts.List == nil {
+		fmt.Fprintf(s.stderr, "Pass %d: %s failed.  [man error::pass%d]\n", pass, what, pass)
+	}
 	fmt.Fprint(s.stderr, trailer)
 	return 1
 }

@@ -18,19 +18,23 @@ func (s *session) elaborate(user, libs []*syntax.File) (*sema.Program, error) {
 			return nil, fmt.Errorf("ERROR: %v", err)
 		}
 	}
+	listing := s.opts.List != nil
 	prog, err := sema.Elaborate(user, sema.Options{
-		Library:         libs,
-		Overrides:       s.opts.Globals,
-		NoWarnings:      s.opts.NoWarnings,
+		Library:   libs,
+		Overrides: s.opts.Globals,
+		// stap lists without warnings, and keeps the locals -L lists
+		NoWarnings:      s.opts.NoWarnings || listing,
 		Verbose:         s.opts.Verbose > 0,
-		Unoptimized:     s.opts.Unoptimize,
+		Unoptimized:     s.opts.Unoptimize || s.opts.ListVars,
 		NoGlobalDisplay: s.opts.NoGlobalDisplay,
+		Listing:         listing,
 		Registry: probes.BuiltinWith(probes.RunningKernel{CanAttach: bpfrt.CanAttach, CanFindTasks: kernelside.CanFindTasks}, probes.Config{
 			ClassicTracepoints: s.opts.Compatible != "" && syntax.CompareVersions(s.opts.Compatible, "4.1") <= 0,
 			Target:             s.opts.Command != "" || s.opts.TargetPID != 0,
 			TargetExecutable:   commandExecutable(s.opts.Command),
 			Holder:             holderExecutable(s.opts.Command),
 			TargetBinary:       s.targetExecutable,
+			Listing:            listing,
 		}),
 		KernelProbes: true,
 	})

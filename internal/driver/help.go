@@ -3,6 +3,8 @@ package driver
 const helpText = `Usage: bpftap [options] FILE [ARGS...]     Run script in file.
    or: bpftap [options] - [ARGS...]        Run script on stdin.
    or: bpftap [options] -e SCRIPT [ARGS...] Run given script.
+   or: bpftap [options] -l PROBE [ARGS...]  List matching probes.
+   or: bpftap [options] -L PROBE [ARGS...]  List matching probes and local variables.
 
 bpftap runs SystemTap scripts: user-side probes (begin, end, error, timer.*) in an
 interpreter, kernel probes compiled to eBPF. Options are stap's:
@@ -15,6 +17,9 @@ interpreter, kernel probes compiled to eBPF. Options are stap's:
    -v         print each pass's time and memory (repeatable)
    -w         suppress warnings
    -e SCRIPT  run the given script
+   -l PROBE   list the probe points PROBE matches, sorted, and stop
+   -L PROBE   the same, each with its variables: the locals its aliases
+              set, typed, and its context variables ($prev) with C types
    -E SCRIPT  run SCRIPT in addition to the main script (repeatable)
    -I DIR     look in DIR for additional tapset scripts (*.stp) and macros (*.stpm)
    -D NAME=VALUE

@@ -39,7 +39,11 @@ type Options struct {
 	// indexSymbols).
 	SymbolObjects   []string
 	SymbolLibraries bool
-	Help, Version   bool
+	// List is -l PROBE or -L PROBE (ListVars): list the probe points PROBE
+	// matches (with their variables, for -L) instead of running a script.
+	List          *string
+	ListVars      bool
+	Help, Version bool
 }
 
 // usageError is a command-line mistake that stap answers with its usage
@@ -83,6 +87,8 @@ var shortOptions = map[byte]optionSpec{
 	'm': {true, func(o *Options, _ string) error { return nil }}, // module name: there is no module
 	'r': {true, func(o *Options, _ string) error { return nil }}, // kernel release: bpftap runs on this kernel
 	'd': {true, addSymbols},
+	'l': {true, setList(false)},
+	'L': {true, setList(true)},
 }
 
 var longOptions = map[string]optionSpec{
@@ -111,6 +117,30 @@ func setScriptText(o *Options, a string) error {
 		return errors.New("Only one script can be given on the command line.")
 	}
 	o.ScriptText = &a
+	return nil
+}
+
+// setList returns the setter of -l PROBE (vars false) or -L PROBE; stap
+// takes one of them.
+func setList(vars bool) func(o *Options, a string) error {
+	return func(o *Options, a string) error {
+		if o.List != nil {
+			return errors.New("ERROR: only one of the -l/-L/--dump-* switches may be specified")
+		}
+		o.List, o.ListVars = &a, vars
+		return nil
+	}
+}
+
+// checkListing refuses what stap refuses beside -l and -L: a script
+// (every operand is a script argument) and -p.
+func checkListing(o *Options) error {
+	switch {
+	case o.ScriptText != nil:
+		return usagef("Cannot specify a script with -l/-L/--dump-* switches.")
+	case o.LastPass != 5:
+		return usagef("Cannot specify -p with -l/-L/--dump-* switches.")
+	}
 	return nil
 }
 
@@ -191,8 +221,8 @@ func setRuntime(o *Options, a string) error {
 }
 
 // parseArgs parses the command line the way stap's getopt does: options may appear
-// anywhere until `--`; the first operand is the script (unless -e is given) and the
-// rest are script arguments.
+// anywhere until `--`; the first operand is the script (unless -e, -l or -L is
+// given) and the rest are script arguments.
 func parseArgs(argv []string) (*Options, error) {
 	o := &Options{LastPass: 5}
 	var operands []string
@@ -221,7 +251,12 @@ func parseArgs(argv []string) (*Options, error) {
 	if o.Help || o.Version {
 		return o, nil
 	}
-	if o.ScriptText == nil {
+	switch {
+	case o.List != nil:
+		if err := checkListing(o); err != nil {
+			return nil, err
+		}
+	case o.ScriptText == nil:
 		if len(operands) == 0 {
 			return nil, usagef("A script must be specified.")
 		}

@@ -23,3 +23,22 @@ func TestSymbolOptions(t *testing.T) {
 		t.Errorf("without -d and --ldd: SymbolObjects %q, SymbolLibraries %v", o.SymbolObjects, o.SymbolLibraries)
 	}
 }
+
+// TestListOptions: -l and -L take the pattern; every operand is a script
+// argument then, as in stap.
+func TestListOptions(t *testing.T) {
+	o, err := parseArgs([]string{"-L", "timer.ms($1)", "250", "x.stp"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.List == nil || *o.List != "timer.ms($1)" || !o.ListVars || o.Script != "" || !slices.Equal(o.Args, []string{"250", "x.stp"}) {
+		t.Errorf("-L: List %v, ListVars %v, Script %q, Args %q", o.List, o.ListVars, o.Script, o.Args)
+	}
+	o, err = parseArgs([]string{"-lsyscall.*"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.List == nil || *o.List != "syscall.*" || o.ListVars {
+		t.Errorf("-l: List %v, ListVars %v", o.List, o.ListVars)
+	}
+}

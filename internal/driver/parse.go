@@ -16,11 +16,13 @@ import (
 	"github.com/bpftap/bpftap/internal/tapset"
 )
 
-// readScripts returns the user's scripts: the main one (-e, a file, or stdin for
-// "-") followed by the -E scripts.
+// readScripts returns the user's scripts: the main one (-e, a file, stdin for
+// "-", or the probe of -l/-L PROBE) followed by the -E scripts.
 func (s *session) readScripts() ([]*syntax.Source, error) {
 	var srcs []*syntax.Source
 	switch {
+	case s.opts.List != nil: // stap lists the probes of this script
+		srcs = append(srcs, syntax.NewSource("<input>", "probe "+*s.opts.List+" {}"))
 	case s.opts.ScriptText != nil:
 		srcs = append(srcs, syntax.NewSource("<input>", *s.opts.ScriptText))
 	case s.opts.Script == "-":

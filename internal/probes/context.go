@@ -131,6 +131,44 @@ func (c *Context) names() []string {
 	return append(names, "$$name", "$$parms", "$$vars")
 }
 
+// Vars lists the point's context variables as stap's -L listing shows
+// them, "$NAME:TYPE" with TYPE spelt as C: from the kernel's BTF, or as a
+// trace record's format file gives it ("const char*"), or long for what
+// has no C type without debuginfo (registers, a marker's operands, which
+// stap types long too).
+func (c *Context) Vars() ([]string, error) {
+	if err := c.loadFields(); err != nil {
+		return nil, err
+	}
+	var vars []string
+	for _, a := range c.Attach.Args {
+		if a.Hidden {
+			continue
+		}
+		t, err := c.cType(a)
+		if err != nil {
+			return nil, err
+		}
+		vars = append(vars, "$"+a.Name+":"+t)
+	}
+	return vars, nil
+}
+
+// cType spells the C type of argument a.
+func (c *Context) cType(a attach.Arg) (string, error) {
+	switch {
+	case a.Type != 0:
+		btf, err := c.kernel.BTF()
+		if err != nil {
+			return "", fmt.Errorf("cannot read the kernel's types: %v", err)
+		}
+		return btf.TypeName(a.Type), nil
+	case a.CType != "":
+		return strings.ReplaceAll(a.CType, " *", "*"), nil
+	}
+	return "long", nil
+}
+
 // loadFields gives a classic tracepoint its arguments, the fields of its
 // record, on first use.
 func (c *Context) loadFields() *ContextError {

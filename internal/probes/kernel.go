@@ -26,7 +26,7 @@ func kernelFamilies(k KernelInfo, cfg Config) []*Family {
 	}
 	return []*Family{
 		traceFamily(k, cfg.ClassicTracepoints),
-		syscallFamily(k),
+		syscallFamily(k, cfg.Listing),
 		u("kernel.function", "kernel.function(string)", "kernel.function(string).return",
 			"kernel.function(string).call", "kernel.function(string).call.return",
 			"module(string).function(string)", "module(string).function(string).return"),

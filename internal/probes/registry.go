@@ -84,6 +84,12 @@ type Point struct {
 	Prologue *syntax.Block
 	// Plan says, for -v, how a point that stands for many was served.
 	Plan string
+	// Script is the name a script knows the point by, when it is not
+	// Components (stap's script location: -l lists it): syscall.NAME for
+	// the generic syscall layer's kernel.trace("syscalls:sys_enter_NAME"),
+	// which stap's tapset makes an alias of that name;
+	// process("PATH").plt("NAME") for the stub's process("PATH").statement(ADDR).
+	Script string
 }
 
 // Arg returns the literal argument of the component named name, or nil.
@@ -220,6 +226,10 @@ type Config struct {
 	// which process.function("NAME") probes, or "" when there is none; it
 	// is called only for such a point.
 	TargetBinary func() string
+	// Listing (-l, -L): every concrete point is a probe of its own, to be
+	// listed by its name, never one of many a shared program serves (the
+	// returns of syscall.*.return on one raw tracepoint).
+	Listing bool
 }
 
 // Families lists bpftap's own probe families (see the per-family files).

@@ -44,11 +44,11 @@ const (
 	syscallExit  = "sys_exit_"
 )
 
-func syscallFamily(k KernelInfo) *Family {
+func syscallFamily(k KernelInfo, listing bool) *Family {
 	names := sync.OnceValues(func() ([]string, error) { return SyscallNames(k) })
 	return &Family{Name: "syscall", Paths: []string{"syscall.*", "syscall.*.return"}, Kernel: true,
 		Names:  names,
-		Expand: func(p *Point) ([]*Point, error) { return expandSyscall(k, p) }}
+		Expand: func(p *Point) ([]*Point, error) { return expandSyscall(k, p, listing) }}
 }
 
 // Where SystemTap's name for a call differs from the kernel's event name
@@ -106,15 +106,16 @@ func SyscallNames(k KernelInfo) ([]string, error) {
 // Returns of more calls share one program on raw_syscalls:sys_exit that
 // keeps the calls' numbers (syscallSet): one program to load and attach
 // however many calls match, as syscall_any.return costs, where a program
-// per call would take seconds to load.
-func expandSyscall(k KernelInfo, p *Point) ([]*Point, error) {
+// per call would take seconds to load. A listing (Config.Listing) gives
+// each call its own event.
+func expandSyscall(k KernelInfo, p *Point, listing bool) ([]*Point, error) {
 	names := p.Names
 	if names == nil {
 		names = []string{p.Components[1].Name}
 	}
 	ret := len(p.Components) > 2
 	var out []*Point
-	if ret && len(names) > narrowCalls {
+	if ret && len(names) > narrowCalls && !listing {
 		wide, rest, err := expandReturns(k, p, names)
 		if err != nil {
 			return nil, err
@@ -148,6 +149,10 @@ func syscallEvent(k KernelInfo, p *Point, name string, ret bool) (*Point, error)
 	q := *p
 	q.Names = nil
 	q.Components = traceComponents(p.Components[0], a.Target())
+	q.Script = "syscall." + name
+	if ret {
+		q.Script += ".return"
+	}
 	q.Context = &Context{kernel: k, Attach: a}
 	text := fmt.Sprintf("name = %q\n", name)
 	if ret {

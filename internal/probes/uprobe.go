@@ -125,8 +125,10 @@ func functionProbes(k KernelInfo, cfg Config, p *Point, obj *elfsym.Object, comp
 
 // asStatement names a PLT stub's probe as stap does, by the stub's
 // address: process("PATH").plt("NAME") becomes
-// process("PATH").statement(0xADDR), whose pp() that is.
+// process("PATH").statement(0xADDR), whose pp() that is, while the script
+// knows it by its .plt("NAME") (Script).
 func asStatement(q *Point, addr uint64) {
+	q.Script = q.Name()
 	for i, c := range q.Components {
 		if c.Name == "plt" {
 			at := c.Pos

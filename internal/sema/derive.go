@@ -1,6 +1,7 @@
 package sema
 
 import (
+	"cmp"
 	"fmt"
 	"strings"
 
@@ -80,6 +81,10 @@ type expansion struct {
 	// prev is the point whose alias expansion produced the one being
 	// resolved; stap names it when the expansion loops.
 	prev *syntax.ProbePoint
+	// script is the outermost alias crossed whose suffix has no
+	// wildcard, with that suffix: the derived probes' Probe.Script; ""
+	// until there is one.
+	script string
 }
 
 func (x *expansion) blameFor(comps []*syntax.Component) *syntax.Component {
@@ -138,9 +143,9 @@ func (e *elab) expand(x *expansion, pp *syntax.ProbePoint, comps []*syntax.Compo
 	return n
 }
 
-// wildcard tells whether a point has a component with a wildcard.
-func wildcard(pp *syntax.ProbePoint) bool {
-	for _, c := range pp.Components {
+// wildcard tells whether a component has a wildcard.
+func wildcard(comps []*syntax.Component) bool {
+	for _, c := range comps {
 		if strings.Contains(c.Name, "*") {
 			return true
 		}
@@ -182,6 +187,9 @@ func (e *elab) expandAlias(x *expansion, pp *syntax.ProbePoint, pt *probes.Point
 		}
 		inner.body = wrapBody(a, x.body)
 		inner.via = append([]string{aliasString(a)}, x.via...)
+		if x.script == "" && !wildcard(pt.Suffix) {
+			inner.script = probes.ComponentsString(append(append([]*syntax.Component(nil), pt.Components...), pt.Suffix...))
+		}
 		if f := e.fileOf[a]; f != nil && f.Tapset {
 			inner.files = append(append([]*syntax.File(nil), x.files...), f)
 		}
@@ -263,7 +271,7 @@ func pointString(p *syntax.ProbePoint, resolved bool) string {
 
 // derive makes a probe for a concrete point of a real probe family.
 func (e *elab) derive(x *expansion, pp *syntax.ProbePoint, pt *probes.Point) int {
-	if pt.Family.Name == "never" && wildcard(x.user) {
+	if pt.Family.Name == "never" && wildcard(x.user.Components) {
 		return 0 // a call this kernel cannot make (tapset/socketcall.stp): a wildcard over calls skips it
 	}
 	if pt.Family.Check != nil {
@@ -311,6 +319,7 @@ func (e *elab) deriveOne(x *expansion, pp *syntax.ProbePoint, pt *probes.Point) 
 		Point:    concrete,
 		User:     x.user,
 		Name:     pt.Name(),
+		Script:   cmp.Or(x.script, pt.Script, pt.Name()),
 		Family:   pt.Family.Name,
 		Args:     map[string]syntax.Expr{},
 		Cond:     concrete.Cond,

@@ -199,6 +199,16 @@ func (r *reporter) warningTexts() []string { return r.warnings }
 
 func (r *reporter) failed() bool { return r.nerrors > 0 }
 
+// setAside returns the rendering of the errors reported so far and takes
+// them out of the reckoning: a listing (-l, -L) lists the points that
+// resolved, and says why the others did not only when asked, as stap.
+func (r *reporter) setAside() string {
+	text := r.out.String() + suppressedText(r.suppErrs, 0)
+	r.out.Reset()
+	r.diags, r.nerrors, r.suppErrs, r.seen = nil, 0, 0, map[string]bool{}
+	return text
+}
+
 func (r *reporter) errors() *Errors {
 	return &Errors{Diags: r.diags, text: r.out.String(), SuppressedErrors: r.suppErrs, SuppressedWarnings: r.suppWarns}
 }

@@ -26,6 +26,9 @@
 //     context task of the probes that run for another task than the
 //     current one (contexttask.go).
 //
+// A listing (-l, -L: Options.Listing) goes up to step 5, keeping the
+// probes whatever errors it meets, and lists them (listing.go).
+//
 // Context expressions of kernel probes ($var, @cast) are resolved with the
 // symbols (context.go) and recorded in Program.Targets; before that, their
 // @defined are decided and the branches those rule out dropped (defined.go),
@@ -76,6 +79,15 @@ type Options struct {
 	// refused as not yet supported, as every kernel family was before the
 	// BPF back end. The driver sets it once it can run kernel probes.
 	KernelProbes bool
+	// Listing is -l and -L: the probes are listed (Program.Listing), not
+	// run. As in stap, errors do not fail the elaboration
+	// (Program.Unresolved renders them): a point that does not resolve
+	// derives nothing, the others are listed; a probe left empty is kept;
+	// what only a run needs is skipped: the merge of many system calls'
+	// entries into one probe, the checks of what a probe may call where it
+	// runs, and everything after type inference. The registry should be
+	// made with probes.Config.Listing.
+	Listing bool
 }
 
 // maxArrayKeys is how many keys an array may have.
@@ -136,7 +148,11 @@ func Elaborate(user []*syntax.File, opts Options) (*Program, error) {
 	}
 	e.collect(user, opts.Library)
 	e.deriveAll(user)
-	e.mergeSyscallEntries()
+	if opts.Listing {
+		e.prog.Unresolved = e.rep.setAside()
+	} else {
+		e.mergeSyscallEntries()
+	}
 	e.pairEntries()
 	e.resolveAll()
 	e.resolveAutocasts()
@@ -145,10 +161,15 @@ func Elaborate(user []*syntax.File, opts Options) (*Program, error) {
 	}
 	if !e.rep.failed() {
 		e.elide()
-		e.checkUserSide()
+		if !opts.Listing {
+			e.checkUserSide()
+		}
 	}
 	if !e.rep.failed() {
 		e.inferTypes()
+	}
+	if opts.Listing {
+		return e.listing(), nil
 	}
 	if !e.rep.failed() {
 		e.checkRegexps()
@@ -174,6 +195,14 @@ func Elaborate(user []*syntax.File, opts Options) (*Program, error) {
 	e.prog.Warnings = e.rep.warningTexts()
 	e.prog.SuppressedWarnings = e.rep.suppWarns
 	return e.prog, nil
+}
+
+// listing ends the elaboration of a listing after type inference: as
+// stap, it lists what derived whatever errors came after (a type that was
+// not inferred is unknown); they join Program.Unresolved.
+func (e *elab) listing() *Program {
+	e.prog.Unresolved += e.rep.setAside()
+	return e.prog
 }
 
 // collect indexes the declarations of the user's files and the library.

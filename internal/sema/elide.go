@@ -167,10 +167,10 @@ func (e *elab) elide() {
 	}
 	e.rep.quiet = false
 	e.markUsage()
-	if !e.opts.Unoptimized {
+	if !e.opts.Unoptimized && !e.opts.Listing { // a listing keeps them, as stap's
 		e.dropEmptyProbes()
 	}
-	if len(e.prog.Probes) == 0 { // none left, or none derived (every point optional and absent)
+	if len(e.prog.Probes) == 0 && !e.opts.Listing { // none left, or none derived (every point optional and absent)
 		e.rep.errorf("noprobes", "no probes found")
 	}
 	e.prune(!e.opts.Unoptimized)

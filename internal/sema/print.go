@@ -96,9 +96,12 @@ func writeLocals(b *strings.Builder, locals []*syntax.Var) {
 	}
 	b.WriteString("  # locals\n")
 	for _, v := range locals {
-		b.WriteString("  " + v.Name + ":" + v.Type.String() + "\n")
+		b.WriteString("  " + varSig(v) + "\n")
 	}
 }
+
+// varSig is a local as stap's listings show it: "name:type".
+func varSig(v *syntax.Var) string { return v.Name + ":" + v.Type.String() }
 
 // header is "POINT /* <- ALIAS <- ... <- USER POINTS */", with a
 // function probe's "/* pc=.dynamic+0x1149 */" after POINT.

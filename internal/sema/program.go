@@ -26,6 +26,10 @@ type Program struct {
 	// Overrides are the -G settings: the value (as written) each global takes
 	// when the script starts, to be converted to the global's type.
 	Overrides map[*syntax.Var]string
+	// Unresolved, in a listing (Options.Listing), renders the errors met:
+	// those of the points that derived no probe, then those of the
+	// probes' code, as stap renders them.
+	Unresolved string
 
 	// Targets records how a kernel probe computes each context expression
 	// ($var chains, $$parms, $$name, @cast) of its body: see probes.Access.
@@ -45,6 +49,14 @@ type Probe struct {
 	// Name is the canonical probe point string as pp() returns it, e.g. `begin`,
 	// `timer.ms(100)`, `kernel.trace("sched:sched_process_exec")`.
 	Name string
+	// Script is the point as the script names it, wildcards expanded
+	// (stap's script location, which -l lists): the outermost alias the
+	// point went through with the suffix it was reached with, unless that
+	// suffix has a wildcard (signal.send for signal.*, bar.ms(10) for an
+	// alias bar of timer), else the family's name for the point
+	// (probes.Point.Script: syscall.openat), else Name. Empty for the
+	// probes the elaborator adds (the entries of @entry, displays).
+	Script string
 	// Family is the probe family that matched, e.g. "begin", "end", "error", "never",
 	// "timer", "kernel.trace"; Args are the literal arguments of Point by component
 	// name (e.g. "ms" → 100, "randomize" → 10).

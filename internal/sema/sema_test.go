@@ -20,7 +20,8 @@ import (
 //	script lines
 //	---
 //	expected output: the diagnostics as stap prints them (without the
-//	"Pass 2" and "suppressed" trailer), or the warnings and the -p2 listing.
+//	"Pass 2" and "suppressed" trailer), or the warnings and the -p2 listing;
+//	with -l or -L (listing.txt), stap's listing of the script's probes.
 //
 // The expectations were produced by `stap -p2` (see testdata/README).
 func TestElaborate(t *testing.T) {
@@ -99,15 +100,34 @@ func run(t *testing.T, c chunk, lib []*syntax.File, macros syntax.MacroLibrary) 
 	if err != nil {
 		t.Fatalf("parse: %v", err)
 	}
-	opts := Options{Library: lib, NoWarnings: hasFlag(c.flags, "-w"), Unoptimized: hasFlag(c.flags, "-u"), Verbose: hasFlag(c.flags, "-v"),
-		Registry: probes.BuiltinFor(probestest.New()), KernelProbes: !hasFlag(c.flags, "--no-kernel")}
+	listing, vars := hasFlag(c.flags, "-l"), hasFlag(c.flags, "-L")
+	opts := Options{Library: lib, NoWarnings: hasFlag(c.flags, "-w") || listing || vars,
+		Unoptimized: hasFlag(c.flags, "-u") || vars, Verbose: hasFlag(c.flags, "-v"),
+		Registry:     probes.BuiltinWith(probestest.New(), probes.Config{Listing: listing || vars}),
+		KernelProbes: !hasFlag(c.flags, "--no-kernel"), Listing: listing || vars}
 	prog, err := Elaborate([]*syntax.File{f}, opts)
 	if err != nil {
 		return err.(*Errors).Text()
 	}
+	if opts.Listing {
+		return listed(prog, vars, opts.Verbose)
+	}
 	return strings.Join(prog.Warnings, "") + prog.String() +
 		promoted(prog, "per-CPU", func(g *syntax.Var) bool { return g.PerCPU }) +
 		promoted(prog, "by thread", func(g *syntax.Var) bool { return g.ByThread })
+}
+
+// listed is a listing's output (-l, -L, with -v each probe of -L on its
+// own line), then "# unresolved" and the errors met, if any.
+func listed(prog *Program, vars, each bool) string {
+	text, _, err := prog.Listing(vars, each)
+	if err != nil {
+		return "error: " + err.Error() + "\n"
+	}
+	if prog.Unresolved != "" {
+		text += "# unresolved\n" + prog.Unresolved
+	}
+	return text
 }
 
 // promoted lists the globals promoted to per-CPU or per-thread storage

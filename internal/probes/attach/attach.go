@@ -153,6 +153,9 @@ type Arg struct {
 	// Type is its type in the kernel's BTF, which member chains follow; 0
 	// when the kernel does not describe it.
 	Type kernel.TypeID
+	// CType is a trace record field's C type as its format file spells it
+	// ("const char *"), for a field that Type does not describe.
+	CType string
 	// Local is the name stap's -p2 listing gives the local holding it
 	// (__tracepoint_arg_NAME for a tracepoint's).
 	Local string
@@ -238,7 +241,7 @@ func Words(params []kernel.Param, local string) []Arg {
 func Fields(fields []kernel.Field, local string) []Arg {
 	args := make([]Arg, len(fields))
 	for i, f := range fields {
-		args[i] = Arg{Name: f.Name, Local: local + f.Name, Pointer: f.Pointer(),
+		args[i] = Arg{Name: f.Name, Local: local + f.Name, Pointer: f.Pointer(), CType: f.CType,
 			Loc: Loc{Offset: f.Offset, Size: f.Size, Signed: f.Signed, Address: f.Array, DataLoc: f.DataLoc}}
 	}
 	return args
