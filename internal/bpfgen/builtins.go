@@ -3,7 +3,6 @@ package bpfgen
 import (
 	"os"
 
-	"github.com/bpftap/bpftap/internal/probes"
 	"github.com/bpftap/bpftap/internal/sema"
 	"github.com/bpftap/bpftap/internal/syntax"
 	"github.com/bpftap/bpftap/internal/tapset"
@@ -36,27 +35,25 @@ func init() { builtinCodes = kernelBuiltins() }
 
 func kernelBuiltins() map[string]builtinCode {
 	codes := map[string]builtinCode{
-		"pid":             longCode(func(g *gen, c *syntax.Call) { g.idField(c, asm.FnGetCurrentPidTgid, true) }),
-		"tid":             longCode(func(g *gen, c *syntax.Call) { g.idField(c, asm.FnGetCurrentPidTgid, false) }),
-		"uid":             longCode(func(g *gen, c *syntax.Call) { g.idField(c, asm.FnGetCurrentUidGid, false) }),
-		"gid":             longCode(func(g *gen, c *syntax.Call) { g.idField(c, asm.FnGetCurrentUidGid, true) }),
-		"target":          longCode(func(g *gen, _ *syntax.Call) { g.constant(asm.R0, g.m.cfg.TargetPID) }),
-		"cpu":             longCode(func(g *gen, _ *syntax.Call) { g.emit(asm.FnGetSmpProcessorId.Call()) }),
-		"jiffies":         longCode(func(g *gen, _ *syntax.Call) { g.emit(asm.FnJiffies64.Call()) }),
-		"exit":            longCode(func(g *gen, _ *syntax.Call) { g.exitRecord(); g.emit(asm.Mov.Imm(asm.R0, 0)) }),
-		"error":           longCode((*gen).raise),
-		"__error_at_call": longCode((*gen).raiseAtCall),
-		"ppid":            longCode((*gen).taskField),
-		"euid":            longCode((*gen).taskField),
-		"cmdline_str":     strCode((*gen).cmdlineStr),
-		"__task_current":  longCode(func(g *gen, _ *syntax.Call) { g.task() }),
-		"__context_task":  longCode(func(*gen, *syntax.Call) {}), // sema took its argument: contexttask.go
-		"__context_var":   longCode(func(*gen, *syntax.Call) {}), // sema substituted it: contextvars.go
-		"execname":        strCode(func(g *gen, _ *syntax.Call) value { v := g.strSlot(commLen); g.comm(v.off); return v }),
-		"pp":              strCode(func(g *gen, _ *syntax.Call) value { return g.pointText(columnPP, g.ownProbe().Name) }),
-		"pn": strCode(func(g *gen, _ *syntax.Call) value {
-			return g.strLit(probes.ComponentsString(g.ownProbe().User.Components))
-		}),
+		"pid":                longCode(func(g *gen, c *syntax.Call) { g.idField(c, asm.FnGetCurrentPidTgid, true) }),
+		"tid":                longCode(func(g *gen, c *syntax.Call) { g.idField(c, asm.FnGetCurrentPidTgid, false) }),
+		"uid":                longCode(func(g *gen, c *syntax.Call) { g.idField(c, asm.FnGetCurrentUidGid, false) }),
+		"gid":                longCode(func(g *gen, c *syntax.Call) { g.idField(c, asm.FnGetCurrentUidGid, true) }),
+		"target":             longCode(func(g *gen, _ *syntax.Call) { g.constant(asm.R0, g.m.cfg.TargetPID) }),
+		"cpu":                longCode(func(g *gen, _ *syntax.Call) { g.emit(asm.FnGetSmpProcessorId.Call()) }),
+		"jiffies":            longCode(func(g *gen, _ *syntax.Call) { g.emit(asm.FnJiffies64.Call()) }),
+		"exit":               longCode(func(g *gen, _ *syntax.Call) { g.exitRecord(); g.emit(asm.Mov.Imm(asm.R0, 0)) }),
+		"error":              longCode((*gen).raise),
+		"__error_at_call":    longCode((*gen).raiseAtCall),
+		"ppid":               longCode((*gen).taskField),
+		"euid":               longCode((*gen).taskField),
+		"cmdline_str":        strCode((*gen).cmdlineStr),
+		"__task_current":     longCode(func(g *gen, _ *syntax.Call) { g.task() }),
+		"__context_task":     longCode(func(*gen, *syntax.Call) {}), // sema took its argument: contexttask.go
+		"__context_var":      longCode(func(*gen, *syntax.Call) {}), // sema substituted it: contextvars.go
+		"execname":           strCode(func(g *gen, _ *syntax.Call) value { v := g.strSlot(commLen); g.comm(v.off); return v }),
+		"pp":                 strCode(func(g *gen, _ *syntax.Call) value { return g.pointText(columnPP, g.ownProbe().Name) }),
+		"pn":                 strCode(func(g *gen, _ *syntax.Call) value { return g.strLit(g.ownProbe().PN()) }),
 		"probefunc":          strCode((*gen).probefunc),
 		"register":           longCode((*gen).registerRead),
 		"u_register":         longCode((*gen).registerRead),

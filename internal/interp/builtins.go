@@ -7,7 +7,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/bpftap/bpftap/internal/probes"
 	"github.com/bpftap/bpftap/internal/syntax"
 	"github.com/bpftap/bpftap/internal/tapset"
 )
@@ -115,7 +114,7 @@ var contextBuiltins = map[string]builtinFunc{
 	"cpu":           func(*callContext, []Value) Value { return long(currentCPU()) },
 	"target":        func(cc *callContext, _ []Value) Value { return long(int64(cc.in.cfg.Target)) },
 	"pp":            func(cc *callContext, _ []Value) Value { return str(cc.in.act.probe.Name) },
-	"pn":            func(cc *callContext, _ []Value) Value { return str(pointString(cc.in.act.probe.User)) },
+	"pn":            func(cc *callContext, _ []Value) Value { return str(cc.in.act.probe.PN()) },
 	"probefunc":     func(*callContext, []Value) Value { return str("") },
 	"user_mode":     func(*callContext, []Value) Value { return long(0) },
 	"is_return":     func(*callContext, []Value) Value { return long(0) },
@@ -196,9 +195,3 @@ func currentCPU() int64 {
 }
 
 // pointString renders a probe point as the user wrote it (pn()).
-func pointString(p *syntax.ProbePoint) string {
-	if p == nil {
-		return ""
-	}
-	return probes.ComponentsString(p.Components)
-}

@@ -102,6 +102,15 @@ type Probe struct {
 	userText string          // the probe's points as the user wrote them
 }
 
+// PN is pn()'s value: the point as the script names it, wildcards
+// expanded (Script), or for a probe the elaborator added the point's name.
+func (p *Probe) PN() string {
+	if p.Script != "" {
+		return p.Script
+	}
+	return p.Name
+}
+
 // SuppressedText returns stap's trailer about suppressed warnings, printed at
 // the end of the run; empty when none were suppressed.
 func (p *Program) SuppressedText() string { return suppressedText(0, p.SuppressedWarnings) }
