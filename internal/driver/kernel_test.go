@@ -225,6 +225,13 @@ func TestKernelNotRoot(t *testing.T) {
 	if want := "kernel.trace(\"raw_syscalls:sys_enter\")\n"; err != nil || stdout == "" || strings.ReplaceAll(stdout, want, "") != "" {
 		t.Errorf("pp() as nobody with CAP_BPF and CAP_PERFMON: %v, %q, want %q\nstderr:\n%s", err, stdout, want, stderr)
 	}
+	// A syscall alias whose trace event tracefs would list says why it
+	// found nothing (its point is optional: the alias's own no-match).
+	_, stderr, err = asNobody(caps, "-p2", "-e", `probe syscall.openat {}`)
+	want = "semantic error: no match; only the tracepoints the kernel's BTF describes were searched: tracefs "
+	if err == nil || !strings.Contains(stderr, want) {
+		t.Errorf("syscall.openat as nobody: %v, stderr:\n%s\nwant:\n%s", err, stderr, want)
+	}
 	// Kernel memory read in a user-side probe (package kmem): the reason
 	// without capabilities, stap's fault with them.
 	read := []string{"-e", `probe begin { println(kernel_string2(0, "no string")); println(kernel_long(-4096)) }`}

@@ -141,13 +141,29 @@ type Error struct {
 	At  *syntax.Component
 	// detail, when set, computes the rest of the message when it is shown.
 	detail func() string
+	// Cause, when set, is what in this machine's setup (not the script)
+	// made the point fail, ending the message: the elaborator also gives
+	// it for an optional point whose absence it reports as a whole.
+	Cause string
 }
 
 func (e *Error) Error() string {
+	msg := e.Msg
 	if e.detail != nil {
-		return e.Msg + e.detail()
+		msg += e.detail()
 	}
-	return e.Msg
+	if e.Cause != "" {
+		msg += "; " + e.Cause
+	}
+	return msg
+}
+
+// Cause returns the setup's part in err (Error.Cause), "" if none.
+func Cause(err error) string {
+	if pe, ok := err.(*Error); ok {
+		return pe.Cause
+	}
+	return ""
 }
 
 type node struct {

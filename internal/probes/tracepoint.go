@@ -50,8 +50,8 @@ func expandTrace(k KernelInfo, p *Point, classic bool) ([]*Point, error) {
 		// tracepoint's name): computed only if the message is shown, not
 		// when an optional point (an alias on an event this kernel lacks)
 		// fails and discards it
-		return nil, &Error{Msg: "no match", detail: func() string {
-			return fmt.Sprintf(" (similar tracepoints: %s)%s", similarNames(event, eventNames(tps)), tracefsNote(tps))
+		return nil, &Error{Msg: "no match", Cause: tracefsNote(tps), detail: func() string {
+			return fmt.Sprintf(" (similar tracepoints: %s)", similarNames(event, eventNames(tps)))
 		}}
 	}
 	var out []*Point
@@ -79,12 +79,13 @@ func tracepointName(tp *kernel.Tracepoint, spec string) string {
 }
 
 // tracefsNote says, after "no match", that the kernel's BTF alone was
-// searched because tracefs could not be read, and why.
+// searched because tracefs could not be read, and why ("" when tracefs
+// was read).
 func tracefsNote(tps []*kernel.Tracepoint) string {
 	if len(tps) == 0 || !tps[0].SystemUnknown {
 		return ""
 	}
-	return fmt.Sprintf("; only the tracepoints the kernel's BTF describes were searched: %v", kernel.TracefsError())
+	return fmt.Sprintf("only the tracepoints the kernel's BTF describes were searched: %v", kernel.TracefsError())
 }
 
 // attachTracepoint returns the cheapest attach point the kernel offers for

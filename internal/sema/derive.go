@@ -85,6 +85,10 @@ type expansion struct {
 	// wildcard, with that suffix: the derived probes' Probe.Script; ""
 	// until there is one.
 	script string
+	// cause, shared by the expansions of one point, is the setup's part
+	// (probes.Cause) in the first failure of an optional point, which the
+	// point's "no match" ends with.
+	cause *string
 }
 
 func (x *expansion) blameFor(comps []*syntax.Component) *syntax.Component {
@@ -107,7 +111,7 @@ func (e *elab) deriveAll(user []*syntax.File) {
 func (e *elab) deriveProbe(d *syntax.ProbeDecl) {
 	for _, pp := range d.Points {
 		x := &expansion{decl: d, user: pp, body: d.Body, cond: pp.Cond,
-			optional: pp.Optional || pp.Sufficient, active: map[*syntax.AliasDecl]bool{}}
+			optional: pp.Optional || pp.Sufficient, active: map[*syntax.AliasDecl]bool{}, cause: new(string)}
 		n := e.expand(x, pp, pp.Components, 0)
 		if n > 0 && pp.Sufficient {
 			return
@@ -119,9 +123,7 @@ func (e *elab) deriveProbe(d *syntax.ProbeDecl) {
 func (e *elab) expand(x *expansion, pp *syntax.ProbePoint, comps []*syntax.Component, depth int) int {
 	pts, err := e.reg.Match(comps)
 	if err != nil {
-		if !x.optional {
-			e.resolveError(x.blameFor(comps), err)
-		}
+		e.pointFailed(x, comps, err)
 		return 0
 	}
 	n, errs, aliases := 0, e.rep.nerrors-e.loops, false
@@ -137,8 +139,12 @@ func (e *elab) expand(x *expansion, pp *syntax.ProbePoint, comps []*syntax.Compo
 	// points are optional and absent: stap's "no match", for the point as
 	// a whole (syscall.* skips the calls this kernel lacks).
 	if aliases && n == 0 && !x.optional && depth == 0 && e.rep.nerrors-e.loops == errs {
+		msg := "no match"
+		if *x.cause != "" {
+			msg += "; " + *x.cause
+		}
 		e.rep.add(&Diagnostic{Msg: "while resolving probe point", Tok: describe(pp.Components[0]),
-			Pos: pp.Components[0].Pos, origin: "resolve", Chain: []*Diagnostic{{Msg: "no match", origin: "nomatch"}}})
+			Pos: pp.Components[0].Pos, origin: "resolve", Chain: []*Diagnostic{{Msg: msg, origin: "nomatch"}}})
 	}
 	return n
 }
@@ -151,6 +157,18 @@ func wildcard(comps []*syntax.Component) bool {
 		}
 	}
 	return false
+}
+
+// pointFailed reports why the point comps could not be resolved, or for
+// an optional point, which is skipped silently, keeps the setup's part in
+// it for the whole point's "no match".
+func (e *elab) pointFailed(x *expansion, comps []*syntax.Component, err error) {
+	switch {
+	case !x.optional:
+		e.resolveError(x.blameFor(comps), err)
+	case *x.cause == "":
+		*x.cause = probes.Cause(err)
+	}
 }
 
 func (e *elab) resolveError(first *syntax.Component, err error) {
@@ -276,9 +294,7 @@ func (e *elab) derive(x *expansion, pp *syntax.ProbePoint, pt *probes.Point) int
 	}
 	if pt.Family.Check != nil {
 		if err := pt.Family.Check(pt); err != nil {
-			if !x.optional {
-				e.resolveError(x.blameFor(pp.Components), err)
-			}
+			e.pointFailed(x, pp.Components, err)
 			return 0
 		}
 	}
@@ -294,9 +310,7 @@ func (e *elab) derive(x *expansion, pp *syntax.ProbePoint, pt *probes.Point) int
 	}
 	pts, err := pt.Family.Expand(pt)
 	if err != nil {
-		if !x.optional {
-			e.resolveError(x.blameFor(pp.Components), err)
-		}
+		e.pointFailed(x, pp.Components, err)
 		return 0
 	}
 	for _, q := range pts {
