@@ -88,6 +88,8 @@ type Session struct {
 	readerDone chan error
 	// skipped counts the runs the kernel skipped of programs detached so far.
 	skipped int64
+	// handlers counts the user-side handlers started (HandlerStart).
+	handlers uint64
 }
 
 // Error is a problem of a kernel probe at a script position: a construct
@@ -321,6 +323,11 @@ func (s *Session) warnRefused(p *bpfgen.Program, refused *bpfrt.RefusedError) {
 			p.Sections[point].Probe.Name, st.Ino, p.Attach.Offsets[point], rc))
 	}
 }
+
+// HandlerStart is told that a user-side handler starts: the arrays
+// served from maps list again the keys they grouped by text before
+// (keys.go), as the kernel may have added some since.
+func (s *Session) HandlerStart() { s.handlers++ }
 
 // AddTarget adds process pid to the target set of Config.Target (after
 // Load).
