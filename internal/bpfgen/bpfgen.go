@@ -49,8 +49,8 @@ import (
 
 // Config holds the limits and choices a Module compiles with.
 type Config struct {
-	// Limits are the run-time limits (-D); MAXACTION, MAXMAPENTRIES and
-	// MAXSTRINGLEN left 0 take stap's defaults.
+	// Limits are the run-time limits (-D); MAXACTION, MAXMAPENTRIES,
+	// MAXSTRINGLEN and MAXSTACKS left 0 take their defaults.
 	Limits tapset.Limits
 	// RingSize is the size of the ring buffer in bytes, a power of two
 	// (0: DefaultRingSize).
@@ -83,6 +83,9 @@ func (c *Config) defaults() {
 	}
 	if l.MaxStringLen <= 0 {
 		l.MaxStringLen = d.MaxStringLen
+	}
+	if l.MaxStacks <= 0 {
+		l.MaxStacks = d.MaxStacks
 	}
 	if c.RingSize <= 0 {
 		c.RingSize = DefaultRingSize
@@ -195,6 +198,9 @@ func (m *Module) RingSize() int { return m.cfg.RingSize }
 
 // MaxStringLen is MAXSTRINGLEN, NUL included, as the programs use it.
 func (m *Module) MaxStringLen() int { return m.maxStr }
+
+// MaxStacks is the number of stacks each stack map keeps (MAXSTACKS).
+func (m *Module) MaxStacks() int64 { return m.cfg.Limits.MaxStacks }
 
 // PosOf maps an instruction index (the one a verifier rejection names) to
 // its script position; the zero Pos when unknown.

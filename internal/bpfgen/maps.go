@@ -61,16 +61,7 @@ func (m *Module) Maps() []Map {
 	if m.syscalls {
 		maps = append(maps, Map{SyscallMap, syscallMapSpec()})
 	}
-	if m.stacks {
-		maps = append(maps, Map{StackMap, stackMapSpec()})
-	}
-	if m.userStacks {
-		maps = append(maps, Map{BuildIDStackMap, buildIDStackMapSpec()})
-	}
-	if m.taskStacks {
-		maps = append(maps, Map{TaskStackMap, taskStackMapSpec()}, Map{TaskStackIDMap, taskStackIDMapSpec()},
-			Map{TaskStackCountMap, &ebpf.MapSpec{Name: "taskstack_count", Type: ebpf.Array, KeySize: 4, ValueSize: 8, MaxEntries: 1}})
-	}
+	maps = append(maps, m.stackMaps()...)
 	if m.regexBase != nil {
 		maps = append(maps, Map{RegexMap, m.regexMapSpec()})
 	}

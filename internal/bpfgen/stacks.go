@@ -5,6 +5,7 @@ import (
 	"github.com/bpftap/bpftap/internal/syntax"
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
+	"golang.org/x/sys/unix"
 )
 
 // Stacks and registers. backtrace(), sprint_backtrace(), ubacktrace() and
@@ -41,6 +42,28 @@ import (
 // taken, and the one drawn is wasted). Its token differs from a StackMap
 // token only by the form's byte (taskHex, taskText), and user space reads
 // its addresses by id from TaskStackMap as from StackMap.
+//
+// The stack maps keep Limits.MaxStacks stacks (-D MAXSTACKS). A stack
+// the kernel cannot keep is a token of no stack, the empty string, and is
+// counted in StackFailMap (an atomic add on a shared word: exact when
+// programs nest and across CPUs), which the driver reports at exit:
+// bpf_get_stackid's -EEXIST (another stack holds the bucket the stack
+// hashes to: the map has MaxStacks buckets, so this happens long before it
+// is full) and -ENOMEM (no free element); a context task's stack that
+// bpf_get_task_stack could not take, or that found TaskStackMap full. A
+// user stack whose build-id frames BuildIDStackMap could not keep (the
+// same errors; -ENOMEM there also for a stack it has, once every element
+// is in use, since the kernel takes an element before it compares) keeps
+// its addresses, named only where user space knows them from elsewhere: it
+// is counted in StackFailMap's second word. Not counted: -EFAULT from
+// bpf_get_stackid, the kernel's answer for a stack with no frame (the
+// kernel stack of a sample taken in user mode, the user stack of a kernel
+// thread), which is "" in stap too, and an empty task stack.
+// BPF_F_REUSE_STACKID is not used: with it a stack whose bucket is taken
+// replaces the stack there under the same id, and every token taken
+// before, a key counted in a map meanwhile, would then name the new stack,
+// its count silently moved to a stack it never had.
+//
 // addr() and user_mode() read the registers of a perf event's context
 // (struct pt_regs first); tracepoints have none (0, as in stap). uaddr()
 // is the first frame of the user stack (bpf_get_stack), the user-space
@@ -64,6 +87,17 @@ const (
 	BuildIDFrameIP    = 2 // the kernel could not read the build id: an address
 )
 
+// StackFailMap counts the stacks the kernel could not keep: an ARRAY of
+// one element, two u64 words at these offsets (a program reaches the one
+// element of an array directly).
+const StackFailMap = "stack_failures"
+
+// The words of StackFailMap.
+const (
+	StackFailLost     = 0 // stacks that read as ""
+	StackFailBuildIDs = 8 // user stacks kept without their build-id frames
+)
+
 // The maps of the context tasks' kernel stacks.
 const (
 	TaskStackMap      = "taskstacks"      // ARRAY id → MaxBacktrace addresses
@@ -73,9 +107,6 @@ const (
 
 // MaxBacktrace is the most frames a stack keeps (stap's MAXBACKTRACE).
 const MaxBacktrace = 20
-
-// stackMapEntries is how many distinct stacks a run keeps.
-const stackMapEntries = 16384
 
 // StackForm is what a stack token stands for.
 type StackForm byte
@@ -168,24 +199,32 @@ func tokenID(s string) (uint32, bool) {
 	return n - 1, n != 0
 }
 
-func stackMapSpec() *ebpf.MapSpec {
-	return &ebpf.MapSpec{Name: "stacks", Type: ebpf.StackTrace, KeySize: 4,
-		ValueSize: 8 * MaxBacktrace, MaxEntries: stackMapEntries}
-}
-
-func buildIDStackMapSpec() *ebpf.MapSpec {
-	return &ebpf.MapSpec{Name: "ustacks", Type: ebpf.StackTrace, KeySize: 4, Flags: bpfStackBuildID,
-		ValueSize: BuildIDFrameSize * MaxBacktrace, MaxEntries: stackMapEntries}
-}
-
-func taskStackMapSpec() *ebpf.MapSpec {
-	return &ebpf.MapSpec{Name: "taskstacks", Type: ebpf.Array, KeySize: 4,
-		ValueSize: 8 * MaxBacktrace, MaxEntries: stackMapEntries}
-}
-
-func taskStackIDMapSpec() *ebpf.MapSpec {
-	return &ebpf.MapSpec{Name: "taskstack_ids", Type: ebpf.Hash, KeySize: 8 * MaxBacktrace,
-		ValueSize: 4, MaxEntries: stackMapEntries}
+// stackMaps describes the stack maps the programs use, each keeping
+// MaxStacks stacks, and StackFailMap.
+func (m *Module) stackMaps() []Map {
+	if !m.stacks && !m.taskStacks {
+		return nil
+	}
+	n := uint32(m.cfg.Limits.MaxStacks)
+	maps := []Map{{StackFailMap, &ebpf.MapSpec{Name: "stack_failures", Type: ebpf.Array, KeySize: 4, ValueSize: 16, MaxEntries: 1}}}
+	if m.stacks {
+		maps = append(maps, Map{StackMap, &ebpf.MapSpec{Name: "stacks", Type: ebpf.StackTrace, KeySize: 4,
+			ValueSize: 8 * MaxBacktrace, MaxEntries: n}})
+	}
+	if m.userStacks {
+		maps = append(maps, Map{BuildIDStackMap, &ebpf.MapSpec{Name: "ustacks", Type: ebpf.StackTrace, KeySize: 4,
+			Flags: bpfStackBuildID, ValueSize: BuildIDFrameSize * MaxBacktrace, MaxEntries: n}})
+	}
+	if m.taskStacks {
+		maps = append(maps,
+			Map{TaskStackMap, &ebpf.MapSpec{Name: "taskstacks", Type: ebpf.Array, KeySize: 4,
+				ValueSize: 8 * MaxBacktrace, MaxEntries: n}},
+			Map{TaskStackIDMap, &ebpf.MapSpec{Name: "taskstack_ids", Type: ebpf.Hash, KeySize: 8 * MaxBacktrace,
+				ValueSize: 4, MaxEntries: n}},
+			Map{TaskStackCountMap, &ebpf.MapSpec{Name: "taskstack_count", Type: ebpf.Array, KeySize: 4,
+				ValueSize: 8, MaxEntries: 1}})
+	}
+	return maps
 }
 
 // stackToken compiles backtrace() and friends: the stack's id in
@@ -211,26 +250,39 @@ func (g *gen) stackToken(form StackForm) value {
 		g.taskStackID(taskArg)
 	case form.User():
 		g.m.stacks, g.m.userStacks = true, true
-		g.stackID(BuildIDStackMap, bpfUserStack)
+		g.stackID(BuildIDStackMap, bpfUserStack, StackFailBuildIDs)
 		g.tokenDigits(v.off + 2 + tokenDigits)
-		g.stackID(StackMap, bpfUserStack)
+		g.stackID(StackMap, bpfUserStack, StackFailLost)
 	default:
 		g.m.stacks = true
-		g.stackID(StackMap, 0)
+		g.stackID(StackMap, 0, StackFailLost)
 	}
 	g.tokenDigits(v.off + 2)
 	return v
 }
 
 // stackID takes the stack into stack map m and leaves its id in R0,
-// negative when the kernel could not take it.
-func (g *gen) stackID(m string, flags int32) {
+// negative when the kernel could not take it: counted in StackFailMap's
+// word at failWord unless it is -EFAULT, a stack without frames.
+func (g *gen) stackID(m string, flags, failWord int32) {
+	kept := g.newLabel("stack_kept")
 	g.emit(
 		asm.Mov.Reg(asm.R1, regCtx),
 		asm.LoadMapPtr(asm.R2, 0).WithReference(m),
 		asm.Mov.Imm(asm.R3, flags),
 		asm.FnGetStackid.Call(),
+		asm.JSGE.Imm(asm.R0, 0, kept),
+		asm.JEq.Imm(asm.R0, -int32(unix.EFAULT), kept),
 	)
+	g.countStackFailure(failWord)
+	g.mark(kept)
+}
+
+// countStackFailure adds one to StackFailMap's word at offset word.
+// Clobbers R1 and R2.
+func (g *gen) countStackFailure(word int32) {
+	g.emit(asm.LoadMapValue(asm.R1, 0, uint32(word)).WithReference(StackFailMap), asm.Mov.Imm(asm.R2, 1),
+		atomicOp(bpfAdd, asm.R1, asm.R2, 0))
 }
 
 // tokenDigits writes the id in R0 + 1 (0 for a negative R0) as token
@@ -255,13 +307,15 @@ func (g *gen) tokenDigits(off int) {
 // of the tracepoint (loaded as it is: bpf_get_task_stack needs the
 // verifier's trusted task pointer), and leaves its id in TaskStackMap in
 // R0: the id TaskStackIDMap has for it, or a new one; negative when the
-// stack could not be taken or TaskStackMap is full.
+// stack has no frame, or could not be taken or kept (TaskStackMap full):
+// these counted in StackFailMap.
 func (g *gen) taskStackID(arg int) {
 	g.m.taskStacks = true
 	mark := g.scratchMark()
 	frames := int32(g.allocScratch(8 * MaxBacktrace))
 	id := g.pushSlot()
 	fail, published, done := g.newLabel("taskstack_fail"), g.newLabel("taskstack_new"), g.newLabel("taskstack")
+	empty := g.newLabel("taskstack_empty")
 	g.emit(
 		asm.LoadMem(asm.R1, regCtx, int16(g.probe.Attach.Args[arg].Loc.Offset), asm.DWord),
 		asm.Mov.Reg(asm.R2, regScratch),
@@ -269,14 +323,15 @@ func (g *gen) taskStackID(arg int) {
 		asm.Mov.Imm(asm.R3, 8*MaxBacktrace),
 		asm.Mov.Imm(asm.R4, 0),
 		asm.FnGetTaskStack.Call(), // the bytes it wrote, the rest zeroed
-		asm.JSLE.Imm(asm.R0, 0, fail),
+		asm.JEq.Imm(asm.R0, 0, empty),
+		asm.JSLT.Imm(asm.R0, 0, fail),
 	)
 	g.knownTaskStack(frames, done)
 	g.emit(
 		asm.LoadMapValue(asm.R1, 0, 0).WithReference(TaskStackCountMap),
 		asm.Mov.Imm(asm.R2, 1),
 		atomicOp(bpfFetchAdd, asm.R1, asm.R2, 0),
-		asm.JGE.Imm(asm.R2, stackMapEntries, fail),
+		asm.JGE.Imm(asm.R2, int32(g.m.cfg.Limits.MaxStacks), fail),
 		asm.StoreMem(asm.R10, id, asm.R2, asm.Word),
 		asm.LoadMapPtr(asm.R1, 0).WithReference(TaskStackMap),
 		asm.Mov.Reg(asm.R2, asm.R10),
@@ -297,6 +352,8 @@ func (g *gen) taskStackID(arg int) {
 	)
 	g.knownTaskStack(frames, done) // published by another program meanwhile
 	g.mark(fail)
+	g.countStackFailure(StackFailLost)
+	g.mark(empty)
 	g.emit(asm.Mov.Imm(asm.R0, -1), asm.Ja.Label(done))
 	g.mark(published)
 	g.emit(asm.LoadMem(asm.R0, asm.R10, id, asm.Word))

@@ -24,7 +24,8 @@ interpreter, kernel probes compiled to eBPF. Options are stap's:
    -I DIR     look in DIR for additional tapset scripts (*.stp) and macros (*.stpm)
    -D NAME=VALUE
               set a run-time limit: MAXSTRINGLEN, MAXACTION, MAXNESTING,
-              MAXMAPENTRIES, MAXERRORS, MAXSKIPPED, ...
+              MAXMAPENTRIES, MAXERRORS, MAXSKIPPED, ...; MAXSTACKS (bpftap's):
+              the distinct stacks kept (16384)
    -G VAR=VALUE
               set the global variable VAR to VALUE before the run
    -o FILE    send script output to FILE

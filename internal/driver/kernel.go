@@ -125,7 +125,8 @@ func (s *session) attach(ks *kernelside.Session, in *interp.Interp) error {
 // stopKernel detaches the kernel programs and delivers what they left in
 // the ring, so the end probes print after it; records the full ring had
 // no room for are reported as stap reports transport failures (the ring's
-// size in MiB, which -s sets).
+// size in MiB, which -s sets), and stacks the kernel could not keep the
+// same way (the stack maps' size, which -D MAXSTACKS sets).
 func (s *session) stopKernel(ks *kernelside.Session, in *interp.Interp) {
 	lost, err := ks.Stop()
 	in.Flush()
@@ -135,6 +136,16 @@ func (s *session) stopKernel(ks *kernelside.Session, in *interp.Interp) {
 	if lost > 0 {
 		fmt.Fprintf(s.stderr, "WARNING: There were %d transport failures. Try bpftap -s to increase the buffer size from %d.\n",
 			lost, ks.RingSize()>>20)
+	}
+	lostStacks, lostBuildIDs := ks.StackFailures()
+	for _, f := range []struct {
+		n    int64
+		what string
+	}{{lostStacks, "stack"}, {lostBuildIDs, "user stack build-id"}} {
+		if f.n > 0 {
+			fmt.Fprintf(s.stderr, "WARNING: There were %d %s failures. Try bpftap -D MAXSTACKS to increase the stack map size from %d.\n",
+				f.n, f.what, ks.MaxStacks())
+		}
 	}
 }
 

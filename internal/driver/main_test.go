@@ -146,7 +146,8 @@ var (
 // libscale.so and uselib, which calls it; hot, CPU-bound in hot() under
 // work() under main(), with frame pointers for the sampling tests. A probe on a file fires in every
 // process running it: tests running side by side use files of their own
-// (scale_target). It returns their directory (a
+// (scale_target, hot_twice: hot with a build id of its own, since user
+// stacks find their files by build id). It returns their directory (a
 // build failure leaves it empty: the scripts then fail on missing files).
 func cPrograms() string {
 	cProgsOnce.Do(func() {
@@ -169,6 +170,7 @@ func cPrograms() string {
 			{"-O0", "-o", "ticks_O0", src("ticks.c")},
 			{"-O2", "-o", "ticks_O2", src("ticks.c")},
 			{"-O0", "-fno-omit-frame-pointer", "-o", "hot", src("hot.c")},
+			{"-O0", "-fno-omit-frame-pointer", "-Wl,--build-id=0x686f745f7477696365", "-o", "hot_twice", src("hot.c")},
 			{"-O2", "-o", "ticks_provider", src("ticks.c")},
 			{"-O2", "-o", "steps", src("steps.c")},
 		}

@@ -27,7 +27,7 @@ func (s *session) execute(prog *sema.Program, ks *kernelside.Session, limits tap
 	defer closeOut()
 	out = pipeGuard{out, cancel}
 	in, err := interp.New(prog, interp.Config{Stdout: out, Stderr: s.stderr, Stdin: s.stdin, Limits: limits, Target: target.pid(),
-		Storage: ks.Storage, Skipped: ks.Skipped, Timing: s.opts.Timing})
+		Storage: ks.Storage, Skipped: ks.Skipped, HandlerStart: ks.HandlerStart, Timing: s.opts.Timing})
 	if err != nil {
 		return s.fail(5, "run", err)
 	}

@@ -72,6 +72,9 @@ func (in *Interp) runHandler(p *sema.Probe) {
 	if in.timing != nil {
 		defer in.timeHandler(p, time.Now())
 	}
+	if in.cfg.HandlerStart != nil {
+		in.cfg.HandlerStart()
+	}
 	in.act = activation{probe: p, remaining: 10 * in.limits.MaxAction, nesting: -1}
 	in.fr = &frame{locals: make([]Value, len(p.Locals))}
 	in.stack, in.printArgs = in.stack[:0], in.printArgs[:0]

@@ -124,6 +124,9 @@ type Config struct {
 	// Skipped, if set, returns the number of kernel probe runs skipped
 	// (stap's skipped probes), for the closing warning.
 	Skipped func() int64
+	// HandlerStart, if set, is called before each user-side probe handler
+	// runs (see Storage: what a storage learnt of the kernel's maps).
+	HandlerStart func()
 }
 
 // session states, as in stap's runtime.

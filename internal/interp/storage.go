@@ -26,6 +26,9 @@ import (
 //     meanwhile: a read-modify-write of the script (x += 1, a[k]++) is a Load
 //     then a Store, not atomic against them. stap's locks made it atomic; a
 //     global updated from both sides may lose kernel updates made in between.
+//     An implementation may keep what it learnt of a map during one handler
+//     (how its keys group, say) until Config.HandlerStart says that the
+//     next one starts.
 //   - Values: a long global or element holds Value.Int, a string one
 //     Value.Str (at most MAXSTRINGLEN-1 bytes, no NUL byte; a map slot is
 //     NUL-padded and read back up to its first NUL). The other field is zero.

@@ -89,6 +89,8 @@ type Session struct {
 	readerDone chan error
 	// skipped counts the runs the kernel skipped of programs detached so far.
 	skipped int64
+	// handlers counts the user-side handlers started (HandlerStart).
+	handlers uint64
 }
 
 // Error is a problem of a kernel probe at a script position: a construct
@@ -323,6 +325,11 @@ func (s *Session) warnRefused(p *bpfgen.Program, refused *bpfrt.RefusedError) {
 	}
 }
 
+// HandlerStart is told that a user-side handler starts: the arrays
+// served from maps list again the keys they grouped by text before
+// (keys.go), as the kernel may have added some since.
+func (s *Session) HandlerStart() { s.handlers++ }
+
 // AddTarget adds process pid to the target set of Config.Target (after
 // Load).
 func (s *Session) AddTarget(pid int) error {
@@ -348,15 +355,30 @@ func (s *Session) Skipped() int64 {
 // because another program on the same CPU was in the middle of one
 // (bpfgen's SkipMap).
 func (s *Session) nestingSkips() int64 {
-	if s.objs == nil || s.objs.shared[bpfgen.SkipMap] == nil {
-		return 0
-	}
-	var n int64
-	if err := s.objs.shared[bpfgen.SkipMap].Lookup(uint32(0), &n); err != nil {
-		return 0
-	}
-	return n
+	var n [1]int64
+	s.counters(bpfgen.SkipMap, n[:])
+	return n[0]
 }
+
+// StackFailures counts the stacks the programs took that the kernel could
+// not keep (bpfgen's StackFailMap): lost, which read as "", and user
+// stacks kept without their build-id frames.
+func (s *Session) StackFailures() (lost, buildIDs int64) {
+	var n [2]int64
+	s.counters(bpfgen.StackFailMap, n[:])
+	return n[bpfgen.StackFailLost/8], n[bpfgen.StackFailBuildIDs/8]
+}
+
+// counters reads the u64 words of the one element of shared map ref into
+// n, leaving them 0 when no program uses the map.
+func (s *Session) counters(ref string, n []int64) {
+	if s.objs != nil && s.objs.shared[ref] != nil {
+		s.objs.shared[ref].Lookup(uint32(0), n)
+	}
+}
+
+// MaxStacks is the number of stacks each stack map keeps (-D MAXSTACKS).
+func (s *Session) MaxStacks() int64 { return s.mod.MaxStacks() }
 
 func recursionMisses(lp *bpfrt.Program) int64 {
 	st, err := lp.Stats()

@@ -17,9 +17,10 @@ import (
 // user space reads a string the kernel made: record arguments, array keys
 // and values. Each stack is read from its map (StackMap, or TaskStackMap
 // for a context task's kernel stack, laid out alike) and symbolized once;
-// the text remembers its token, so that a key the interpreter looks up
-// again (foreach, then s[k]) finds the kernel's element. Like stap's
-// backtrace() the text is cut at MAXSTRINGLEN.
+// the text remembers the first token that had it, so that a key the
+// interpreter looks up again (foreach, then s[k]) finds the kernel's
+// element; the others with that text are found through the array's keys
+// (keys.go). Like stap's backtrace() the text is cut at MAXSTRINGLEN.
 type stackTexts struct {
 	m        *ebpf.Map // StackMap, nil when no program takes stacks
 	buildIDs *ebpf.Map // BuildIDStackMap, nil when no program takes user stacks
@@ -28,7 +29,7 @@ type stackTexts struct {
 
 	mu     sync.Mutex
 	text   map[string]string // token → text
-	tokens map[string]string // text → token
+	tokens map[string]string // text → the first token read with it
 }
 
 // newStackTexts reads the stacks in the module's stack maps (shared, by
@@ -69,7 +70,18 @@ func (st *stackTexts) expand(s string) string {
 	return t
 }
 
-// token returns the token whose text s is, or s.
+// isText tells whether s is the text of a stack token read so far.
+func (st *stackTexts) isText(s string) bool {
+	if st == nil {
+		return false
+	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	_, ok := st.tokens[s]
+	return ok
+}
+
+// token returns the first token read whose text s is, or s.
 func (st *stackTexts) token(s string) string {
 	if st == nil {
 		return s

@@ -32,7 +32,7 @@ func (s *Session) Storage(g interp.Global) interp.Storage {
 			// own empty array stands for it and is never touched.
 			return interp.Storage{}
 		}
-		mg := &mapGlobal{gl: gl, m: s.objs.shared[gl.Ref], newStat: g.NewStat, cpus: 1, stacks: s.stacks}
+		mg := &mapGlobal{gl: gl, m: s.objs.shared[gl.Ref], newStat: g.NewStat, cpus: 1, stacks: s.stacks, handlers: &s.handlers}
 		if gl.Cache != nil {
 			mg.cache = s.objs.shared[gl.Cache.Ref]
 		}
@@ -59,6 +59,10 @@ type mapGlobal struct {
 	cpus    int       // value copies: the possible CPUs of a per-CPU map, else 1
 	newStat func() *format.Stat
 	stacks  *stackTexts // the text of the stack tokens in keys and values
+	// handlers points at the count of user-side handlers started, which
+	// dates index, the array's keys grouped by their text (keys.go).
+	handlers *uint64
+	index    *keyIndex
 }
 
 var scalarKey = []byte{0, 0, 0, 0}
@@ -196,11 +200,11 @@ func (g mapArray) value(vs, pending [][]byte) (interp.Value, *format.Stat) {
 }
 
 func (g mapArray) Get(k interp.Key) (interp.Value, bool) {
-	key, err := g.packKey(k)
+	members, err := g.members(k)
 	if err != nil {
 		return interp.Value{}, false
 	}
-	vs, pending := g.element(key)
+	vs, pending := g.groupElement(members)
 	if vs == nil && pending == nil {
 		return interp.Value{}, false
 	}
@@ -208,29 +212,36 @@ func (g mapArray) Get(k interp.Key) (interp.Value, bool) {
 	return v, true
 }
 
+// Set stores v into one member of k's group and deletes the others.
 func (g mapArray) Set(k interp.Key, v interp.Value) error {
-	key, err := g.packKey(k)
+	members, err := g.members(k)
 	if err != nil {
 		return err
 	}
-	g.uncache(key)
-	return g.put(key, g.encode(v))
+	home := g.home(members)
+	for _, key := range members {
+		if !bytes.Equal(key, home) {
+			g.delete(key)
+		}
+	}
+	g.uncache(home)
+	return g.put(home, g.encode(v))
 }
 
 func (g mapArray) Add(k interp.Key, x int64) error {
-	key, err := g.packKey(k)
+	members, err := g.members(k)
 	if err != nil {
 		return err
 	}
-	return g.addStat(key, x)
+	return g.addStat(g.home(members), x)
 }
 
 func (g mapArray) Stat(k interp.Key) *format.Stat {
-	key, err := g.packKey(k)
+	members, err := g.members(k)
 	if err != nil {
 		return nil
 	}
-	vs, pending := g.element(key)
+	vs, pending := g.groupElement(members)
 	if vs == nil && pending == nil {
 		return nil
 	}
@@ -239,10 +250,16 @@ func (g mapArray) Stat(k interp.Key) *format.Stat {
 }
 
 func (g mapArray) Delete(k interp.Key) {
-	if key, err := g.packKey(k); err == nil {
-		g.uncache(key)
-		g.m.Delete(key)
+	members, _ := g.members(k)
+	for _, key := range members {
+		g.delete(key)
 	}
+}
+
+// delete deletes the element of packed key key, pending values included.
+func (g mapArray) delete(key []byte) {
+	g.uncache(key)
+	g.m.Delete(key)
 }
 
 func (g mapArray) Clear() {
@@ -252,7 +269,7 @@ func (g mapArray) Clear() {
 	}
 }
 
-func (g mapArray) Len() int { return len(g.allKeys()) }
+func (g mapArray) Len() int { return len(g.group()) }
 
 // keys lists the packed keys present in the map.
 func (g mapArray) keys() [][]byte {
@@ -284,14 +301,16 @@ func (g mapArray) allKeys() [][]byte {
 	return keys
 }
 
+// Elements lists the array's elements, a group of keys with one text
+// each (keys.go).
 func (g mapArray) Elements() []*interp.Element {
 	var elems []*interp.Element
-	for _, key := range g.allKeys() {
-		vs, pending := g.element(key)
+	for _, k := range g.group() {
+		vs, pending := g.groupElement(g.index.groups[textKey(k)])
 		if vs == nil && pending == nil {
 			continue // deleted meanwhile
 		}
-		e := &interp.Element{Key: g.unpackKey(key)}
+		e := &interp.Element{Key: k}
 		e.Value, e.Stat = g.value(vs, pending)
 		elems = append(elems, e)
 	}

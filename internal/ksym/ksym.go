@@ -90,8 +90,12 @@ func (t *Table) Len() int { return len(t.syms) }
 func (t *Table) Symbols() []Symbol { return t.syms }
 
 // tracingFrames are the functions through which the kernel runs a BPF
-// program from a tracepoint: the top of a stack taken there.
-var tracingFrames = []string{"bpf_trace_run", "__bpf_trace_", "bpf_prog_", "__traceiter_", "perf_trace_run_bpf"}
+// program from a tracepoint: the top of a stack taken there. A tracepoint
+// calls its one callback directly and its callbacks through
+// __traceiter_EVENT when there are several: a frame that comes and goes
+// as other tools attach to the event. A per-syscall event's (a perf
+// event's) stack starts in perf_syscall_enter or perf_syscall_exit.
+var tracingFrames = []string{"bpf_trace_run", "__bpf_trace_", "bpf_prog_", "__traceiter_", "perf_trace_run_bpf", "perf_syscall_"}
 
 // TrimTracing drops the frames at the top of a kernel stack that belong to
 // the BPF program taking it and the code that called it (a JIT-ed

@@ -22,11 +22,14 @@ type Limits struct {
 	MaxMapEntries int64 // MAXMAPENTRIES: capacity of arrays declared without a size
 	MaxErrors     int64 // MAXERRORS: errors tolerated before the session stops
 	MaxSkipped    int64 // MAXSKIPPED
+	// MaxStacks is bpftap's own: the distinct stacks the kernel keeps
+	// (the size of its stack maps), stap's runtime having none.
+	MaxStacks int64 // MAXSTACKS
 }
 
 // DefaultLimits are stap's defaults on a 64-bit machine.
 func DefaultLimits() Limits {
-	return Limits{MaxStringLen: format.DefaultMaxStringLen, MaxAction: 1000, MaxMapEntries: 2048, MaxSkipped: 100}
+	return Limits{MaxStringLen: format.DefaultMaxStringLen, MaxAction: 1000, MaxMapEntries: 2048, MaxSkipped: 100, MaxStacks: 16384}
 }
 
 // Define applies a -D NAME=VALUE setting. It reports false for names that are
@@ -60,6 +63,8 @@ var limitRanges = map[string]struct {
 		"elements, the kernel's u32"},
 	"MAXERRORS":  {func(l *Limits) *int64 { return &l.MaxErrors }, 0, math.MaxInt64, "errors"},
 	"MAXSKIPPED": {func(l *Limits) *int64 { return &l.MaxSkipped }, 0, math.MaxInt64, "skipped probes"},
+	// a user stack takes 800 bytes in two maps: 2^18 of them ~200 MiB
+	"MAXSTACKS": {func(l *Limits) *int64 { return &l.MaxStacks }, 1, 1 << 18, "distinct stacks"},
 }
 
 // Run-time error messages (stap prints them after "ERROR: ").
