@@ -46,6 +46,7 @@ func kernelBuiltins() map[string]builtinCode {
 		"__error_at_call": longCode((*gen).raiseAtCall),
 		"ppid":            longCode((*gen).taskField),
 		"euid":            longCode((*gen).taskField),
+		"egid":            longCode((*gen).taskField),
 		"cmdline_str":     strCode((*gen).cmdlineStr),
 		"__task_current":  longCode(func(g *gen, _ *syntax.Call) { g.task() }),
 		"__context_task":  longCode(func(*gen, *syntax.Call) {}), // sema took its argument: contexttask.go
@@ -76,11 +77,8 @@ func kernelBuiltins() map[string]builtinCode {
 	for name := range tapset.ArgReaders {
 		codes[name] = longCode((*gen).argReader)
 	}
-	for kind := range tapset.NumberReads {
-		codes["kernel_"+kind] = longCode((*gen).memRead)
-		if kind != "pointer" {
-			codes["user_"+kind] = longCode((*gen).memRead)
-		}
+	for name := range tapset.NumberReads {
+		codes[name] = longCode((*gen).memRead)
 	}
 	for _, name := range []string{"kernel_string", "kernel_string_n", "user_string", "user_string_n", "user_string2", "kernel_string2"} {
 		codes[name] = strCode((*gen).readString)

@@ -51,26 +51,28 @@ func (g *gen) clock(unit string, offset int64) {
 // tapset's wrappers do.
 func (g *gen) memRead(c *syntax.Call) {
 	kernel := strings.HasPrefix(c.Name, "kernel_")
-	what := strings.TrimPrefix(strings.TrimPrefix(c.Name, "kernel_"), "user_")
 	fn := asm.FnProbeReadUser
 	if kernel {
 		fn = asm.FnProbeReadKernel
 	}
-	size := tapset.NumberReads[what]
+	read := tapset.NumberReads[c.Name]
 	g.long(c.Args[0])
 	slot := g.pushSlot()
-	g.probeRead(fn, slot, size)
+	g.probeRead(fn, slot, read.Size)
 	if kernel {
-		g.emit(asm.JNE.Imm(asm.R0, 0, g.errorSite(tapset.KernelCopyFault(what), c.Pos, true)))
+		g.emit(asm.JNE.Imm(asm.R0, 0, g.errorSite(tapset.KernelCopyFault(strings.TrimPrefix(c.Name, "kernel_")), c.Pos, true)))
 	} else {
 		ok := g.newLabel("read")
 		g.emit(asm.JEq.Imm(asm.R0, 0, ok), asm.StoreImm(asm.R10, slot, 0, asm.Word), asm.StoreImm(asm.R10, slot+4, 0, asm.Word))
 		g.mark(ok)
 	}
-	if size == 8 {
+	switch {
+	case read.Size == 8:
 		g.emit(asm.LoadMem(asm.R0, asm.R10, slot, asm.DWord))
-	} else {
-		g.emit(asm.LoadMemSX(asm.R0, asm.R10, slot, sizeOf(size)))
+	case read.Unsigned:
+		g.emit(asm.LoadMem(asm.R0, asm.R10, slot, sizeOf(read.Size)))
+	default:
+		g.emit(asm.LoadMemSX(asm.R0, asm.R10, slot, sizeOf(read.Size)))
 	}
 	g.popStack(8)
 }

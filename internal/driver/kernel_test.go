@@ -288,6 +288,10 @@ func TestDebianSyscallExamples(t *testing.T) {
 		// matches no name, under stap as here (TestRegexExample).
 		{"general/regex.stp", `(?m)\Aopened "/nonexistent/bpftap\.tar\.gz"\n\z`, []string{`\.tar\.gz"$`}, "",
 			workloadCommand() + " archive 1"},
+		// errno_p: 2000 failed opens, reported by the 1 s timer (the
+		// workload outlives it), at the top of the ten most frequent errors
+		{"process/errsnoop.stp", `(?m)^2000   2/ENOENT +openat +driver\.test +\d+ AT_FDCWD, "/nonexistent/bpftap", O_RDONLY\|O_CLOEXEC$`,
+			[]string{"1", "10"}, "", "sh -c '" + workloadCommand() + " open 2000; sleep 1.3'"},
 		// @defined($irq) ? $irq : $id: the kernel has irq_handler_entry's $irq.
 		{"process/cycle_thief.stp", `(?m)^task \d+ migrated: \d+\n(.|\n)*^other pids taking processor from task \d+\n +PID +count command\n`, nil, "", ""},
 		// @choose_defined($exit_reason, $vcpu->run->exit_reason): kvm_exit has no $exit_reason.

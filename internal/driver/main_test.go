@@ -103,6 +103,8 @@ func workload(args []string) int {
 		return readDirect(n)
 	case "directio":
 		return writeDirect(n)
+	case "bytes":
+		return writeBytes(n)
 	default:
 		fmt.Fprintln(os.Stderr, "workload: unknown mode", args[0])
 		return 2
@@ -179,6 +181,24 @@ func cPrograms() string {
 		cProgsDir = dir
 	})
 	return cProgsDir
+}
+
+// bytesWritten is what the bytes workload writes: every width of number
+// read from it has its sign bit set.
+var bytesWritten = []byte{0x81, 0xff, 0x80, 0x7f, 0xfe, 0xff, 0xff, 0xff}
+
+// writeBytes is the bytes workload: n writes of bytesWritten to /dev/null.
+func writeBytes(n int) int {
+	f, err := os.OpenFile("/dev/null", os.O_WRONLY, 0)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "workload:", err)
+		return 1
+	}
+	defer f.Close()
+	for range n {
+		f.Write(bytesWritten)
+	}
+	return 0
 }
 
 // readThreads is the threads workload: each thread locks its goroutine to

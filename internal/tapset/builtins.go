@@ -242,7 +242,7 @@ var Builtins = index(
 	bpf(fn("uid", long)),
 	bpf(fn("euid", long)),
 	bpf(fn("gid", long)),
-	fn("egid", long),
+	bpf(fn("egid", long)),
 	bpf(fn("execname", str)),
 	bpf(fn("cpu", long)),
 	bpf(fn("target", long)),
@@ -295,24 +295,16 @@ var Builtins = index(
 	bpfLiteral(1, fn("register", long, s("name"))),
 	bpfLiteral(1, fn("u_register", long, s("name"))),
 	bpf(fn("returnval", long)),
-	// memory of traced processes and the kernel
+	// memory of traced processes and the kernel (the readers of numbers,
+	// NumberReads, are declared by init)
 	bpf(fn("kernel_string", str, l("addr"))),
 	bpfLiteral(2, fn("kernel_string_n", str, l("addr"), l("n"))),
-	bpf(fn("kernel_long", long, l("addr"))),
-	bpf(fn("kernel_int", long, l("addr"))),
-	bpf(fn("kernel_short", long, l("addr"))),
-	bpf(fn("kernel_char", long, l("addr"))),
-	bpf(fn("kernel_pointer", long, l("addr"))),
 	bpf(fn("user_string", str, l("addr"))),
 	bpfLiteral(2, fn("user_string_n", str, l("addr"), l("n"))),
 	bpf(fn("user_string2", str, l("addr"), s("err_msg"))),
 	bpf(fn("user_string_quoted", str, l("addr"))),
 	fn("user_string_n_quoted", str, l("addr"), l("n")),
 	bpf(fn("kernel_string2", str, l("addr"), s("err_msg"))),
-	bpf(fn("user_long", long, l("addr"))),
-	bpf(fn("user_int", long, l("addr"))),
-	bpf(fn("user_short", long, l("addr"))),
-	bpf(fn("user_char", long, l("addr"))),
 	// __input_chunk(): what the running procfs("__stdin").write probe was
 	// given, one byte of standard input (tapset/input.stp)
 	fn("__input_chunk", str),
@@ -322,10 +314,14 @@ var Builtins = index(
 	effects(fn("udelay", none, l("us"))),
 )
 
-// init declares int_arg(argnum) and the other ArgReaders.
+// init declares int_arg(argnum) and the other ArgReaders, and
+// kernel_long(addr) and the other NumberReads.
 func init() {
 	for name := range ArgReaders {
 		Builtins[name] = bpf(fn(name, long, l("argnum")))
+	}
+	for name := range NumberReads {
+		Builtins[name] = bpf(fn(name, long, l("addr")))
 	}
 }
 

@@ -40,6 +40,10 @@ var signatures = []string{
 	"task_prio:long(task:long)",
 	"task_nice:long(task:long)",
 	"task_cpu:long(task:long)",
+	"task_uid:long(task:long)",
+	"task_gid:long(task:long)",
+	"task_euid:long(task:long)",
+	"task_egid:long(task:long)",
 	"task_utime:long()",
 	"task_stime:long()",
 	"task_utime:long(tid:long)",
@@ -85,6 +89,7 @@ var signatures = []string{
 	"bdevname:string(bdev:long)",
 	// errno.stp
 	"errno_str:string(err:long)",
+	"errno_p:long(err:long)",
 	"strerror:string(err:long)",
 	"strace_retstr:string(name:string,ret:long)",
 	"_mmap_flags:string(flags:long)",
@@ -229,6 +234,7 @@ var signatures = []string{
 var kernelProbeOnly = map[string]bool{
 	"task_current": true, "task_parent": true, "task_state": true, "task_execname": true, "task_pid": true,
 	"task_tid": true, "task_prio": true, "task_nice": true, "task_cpu": true, "task_utime": true, "task_stime": true,
+	"task_uid": true, "task_gid": true, "task_euid": true, "task_egid": true,
 	"get_sa_flags": true, "get_sa_handler": true, "is_sig_blocked": true,
 	"d_name": true, "reverse_path_walk": true, "inode_name": true, "real_mount": true, "task_dentry_path": true,
 	"fullpath_struct_path": true, "fullpath_struct_file": true,

@@ -96,11 +96,25 @@ func KernelCopyFault(what string) string {
 	return "kernel " + what + " copy fault at 0x%x [man error::fault]"
 }
 
-// NumberReads are the readers of numbers in memory, kernel_WHAT and
-// user_WHAT (user_ has no pointer reader): the size in bytes each reads,
-// by WHAT. A value narrower than a long is sign-extended, as stap's C
-// casts extend it.
-var NumberReads = map[string]int{"long": 8, "int": 4, "short": 2, "char": 1, "pointer": 8}
+// NumberRead is how a reader of a number in memory reads it: Size bytes,
+// sign-extended to a long unless Unsigned, as stap's C casts extend them.
+type NumberRead struct {
+	Size     int
+	Unsigned bool
+}
+
+// NumberReads are the readers of numbers in memory, by builtin name:
+// kernel_WHAT, whose fault is stap's error (KernelCopyFault(WHAT)), and
+// user_WHAT, which read the current process's memory and return 0 where
+// it cannot be read, as stap's tapset wraps them (uconversions.stp).
+var NumberReads = map[string]NumberRead{
+	"kernel_long": {8, false}, "kernel_int": {4, false}, "kernel_short": {2, false},
+	"kernel_char": {1, false}, "kernel_pointer": {8, true},
+	"user_long": {8, false}, "user_ulong": {8, true}, "user_int": {4, false},
+	"user_short": {2, false}, "user_ushort": {2, true}, "user_char": {1, false},
+	"user_int8": {1, false}, "user_uint8": {1, true}, "user_int16": {2, false}, "user_uint16": {2, true},
+	"user_int32": {4, false}, "user_uint32": {4, true}, "user_int64": {8, false}, "user_uint64": {8, true},
+}
 
 // Messages of the register readers (int_arg(), register(), returnval()),
 // where a probe has no registers: stap's, from its tapset
