@@ -27,6 +27,10 @@ const (
 // maxStack is the BPF stack size.
 const maxStack = 512
 
+// mayGotoStack is the stack the kernel takes for the budget of a
+// program's may_goto instructions (its loops: stmt.go).
+const mayGotoStack = 8
+
 // gen compiles one probe.
 type gen struct {
 	m     *Module
@@ -202,8 +206,13 @@ func (g *gen) pushSlot() int16 { return g.pushStack(8) }
 
 func (g *gen) pushStack(n int) int16 {
 	g.stack += (n + 7) &^ 7
-	if g.stack > maxStack && g.err == nil {
+	switch {
+	case g.err != nil:
+	case g.stack > maxStack:
 		g.err = &Error{Pos: g.cur, Msg: "the probe needs more than the 512 bytes of stack a BPF program has"}
+	case g.counted && g.stack > maxStack-mayGotoStack:
+		g.err = &Error{Pos: g.cur, Msg: fmt.Sprintf("the probe needs more than %d bytes of stack: a BPF program has 512, "+
+			"of which the kernel keeps %d for the iteration budget of its loops", maxStack-mayGotoStack, mayGotoStack)}
 	}
 	g.maxStack = max(g.maxStack, g.stack)
 	return int16(-g.stack)

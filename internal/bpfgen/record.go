@@ -167,7 +167,7 @@ func (g *gen) reserve(size int) string {
 		asm.JNE.Imm(asm.R0, 0, ok),
 	)
 	// full: drops[0]++ on this CPU, atomically (nesting.go), the key in a
-	// slot of its own: below it live the probe's locals and loop counters
+	// slot of its own: below it live the probe's locals and temporaries
 	key := g.pushSlot()
 	g.emit(emitLookupIndex(DropsMap, key, 0, full)...)
 	g.popStack(8)
