@@ -42,10 +42,10 @@ func (s *scope) context(n syntax.Expr) bool {
 
 // resolvesContext tells whether n can be resolved here: anything in a
 // kernel probe, a @cast in a function wherever the script has kernel
-// probes.
+// probes, a constant @cast anywhere a kernel is known (constcast.go).
 func (s *scope) resolvesContext(n syntax.Expr) bool {
 	_, isCast := n.(*syntax.Cast)
-	return s.ctx != nil || isCast && s.e.kernel != nil && s.probe == nil
+	return s.ctx != nil || isCast && s.e.kernel != nil && s.probe == nil || constantCast(n) && s.e.castKernel() != nil
 }
 
 func (s *scope) resolveContext(n syntax.Expr) (*probes.Access, *probes.ContextError) {
@@ -53,7 +53,7 @@ func (s *scope) resolveContext(n syntax.Expr) (*probes.Access, *probes.ContextEr
 	case *syntax.TargetVar:
 		return s.ctx.Var(n)
 	case *syntax.Cast:
-		return probes.ResolveCast(s.e.kernel, n)
+		return probes.ResolveCast(s.e.castKernel(), n)
 	}
 	return nil, &probes.ContextError{Msg: "unsupported context expression", Step: -1}
 }
