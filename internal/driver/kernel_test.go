@@ -292,6 +292,9 @@ func TestDebianSyscallExamples(t *testing.T) {
 		// workload outlives it), at the top of the ten most frequent errors
 		{"process/errsnoop.stp", `(?m)^2000   2/ENOENT +openat +driver\.test +\d+ AT_FDCWD, "/nonexistent/bpftap", O_RDONLY\|O_CLOEXEC$`,
 			[]string{"1", "10"}, "", "sh -c '" + workloadCommand() + " open 2000; sleep 1.3'"},
+		// @cast_module_sizeof in a kernel probe, a loop over the call's sembufs
+		{"process/semop-watch.stp", `(?m)^Thread \d+ took \d+us to operate on set \d+ sems 2 0\n\nThread \d+ took \d+us to operate on set \d+ sems 1\n\n`,
+			nil, "", "$CPROGS/semop"},
 		// @defined($irq) ? $irq : $id: the kernel has irq_handler_entry's $irq.
 		{"process/cycle_thief.stp", `(?m)^task \d+ migrated: \d+\n(.|\n)*^other pids taking processor from task \d+\n +PID +count command\n`, nil, "", ""},
 		// @choose_defined($exit_reason, $vcpu->run->exit_reason): kvm_exit has no $exit_reason.
@@ -307,7 +310,7 @@ func TestDebianSyscallExamples(t *testing.T) {
 			if c.command != "" {
 				command = c.command
 			}
-			argv := append([]string{"-w", "-c", command, script}, c.args...)
+			argv := append([]string{"-w", "-c", expandWorkload([]string{command})[0], script}, c.args...)
 			status := Main(argv, strings.NewReader(""), &stdout, &stderr)
 			if status != 0 || c.stderr == "" && stderr.Len() > 0 || !regexp.MustCompile(c.stderr).MatchString(stderr.String()) {
 				t.Fatalf("exit status %d, stderr:\n%s", status, stderr.String())
