@@ -92,16 +92,17 @@ func (g *gen) probeRead(fn asm.BuiltinFunc, slot int16, size int) {
 }
 
 // raise compiles error(msg), whose message is a literal (tapset's table
-// says so, and the elaborator checked it).
+// says so, and the elaborator checked it). The jump is stmt.go's, which
+// leaves the code after the call reachable for the verifier's first check.
 func (g *gen) raise(c *syntax.Call) {
-	g.emit(asm.Ja.Label(g.errorSite(c.Args[0].(*syntax.StringLit).Value, syntax.Pos{}, false)))
+	g.jump(g.errorSite(c.Args[0].(*syntax.StringLit).Value, syntax.Pos{}, false))
 }
 
 // raiseAtCall compiles __error_at_call(msg): error(msg) located at the
 // call of the script function being inlined, as stap locates its tapset's
 // C functions' errors.
 func (g *gen) raiseAtCall(c *syntax.Call) {
-	g.emit(asm.Ja.Label(g.errorSite(c.Args[0].(*syntax.StringLit).Value, g.callSite(), false)))
+	g.jump(g.errorSite(c.Args[0].(*syntax.StringLit).Value, g.callSite(), false))
 }
 
 // readString compiles kernel_string(addr[, n]) and user_string(addr[, n]),

@@ -83,6 +83,7 @@ type gen struct {
 	actions int
 	counted bool
 	loops   []loop
+	tries   []*tryBlock       // the try blocks being compiled, innermost last (try.go)
 	errs    map[string]string // error label by site key, for sharing tails
 	tails   []func()          // code emitted after the body (error tails)
 	alias   map[string]string // a label that met another at one instruction → that one

@@ -84,6 +84,8 @@ func (g *gen) stmt(s syntax.Stmt) {
 		g.jump(g.loops[len(g.loops)-1].cont)
 	case *syntax.DeleteStmt:
 		g.delete(s)
+	case *syntax.TryStmt:
+		g.try(s)
 	default:
 		g.refuse(s, "this statement")
 	}

@@ -169,7 +169,9 @@ func KernelRefusal(n syntax.Node, printed bool) string {
 	case *syntax.Hist:
 		return tapset.UserSpaceOnly("histogram (@hist_log, @hist_linear)")
 	case *syntax.TryStmt:
-		return tapset.UserSpaceOnly("try/catch")
+		if n.CatchVar != nil {
+			return tapset.UserSpaceOnly("a catch variable (the error's message)")
+		}
 	case *syntax.Binary:
 		if lit, ok := n.Y.(*syntax.StringLit); ok && (n.Op == "=~" || n.Op == "!~") {
 			if _, err := regexdfa.Compile(lit.Value); err != nil {
