@@ -65,6 +65,7 @@ func kernelBuiltins() map[string]builtinCode {
 		"user_mode":          longCode((*gen).userMode),
 		"user_string_quoted": strCode((*gen).userStringQuoted),
 		"symname":            strCode((*gen).symname),
+		"modname":            strCode((*gen).modname),
 	}
 	for name, form := range map[string]StackForm{"backtrace": KernelHex, "sprint_backtrace": KernelText,
 		"ubacktrace": UserHex, "sprint_ubacktrace": UserText} {

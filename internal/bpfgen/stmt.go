@@ -187,7 +187,8 @@ func terminates(s syntax.Stmt) bool {
 // walks, where a counter bounded by MAXACTION made it walk every one of a
 // thousand iterations (the jumps left to explore passed the verifier's
 // 8192). The total lives in map memory, so the verifier never knows its
-// value: it adds nothing a state must match. A budget that runs out
+// value: it adds nothing a state must match; and the long locals the loop
+// changes are made unknown at its head (forget). A budget that runs out
 // before MAXACTION (set above it with -D) raises the same error.
 func (g *gen) loop(init, cond, post syntax.Expr, body syntax.Stmt) {
 	if init != nil {
@@ -203,6 +204,7 @@ func (g *gen) loop(init, cond, post syntax.Expr, body syntax.Stmt) {
 		asm.StoreMem(regScratch, int16(g.actions), asm.R1, asm.DWord),
 	)
 	g.jumpAbove(asm.R1, g.m.cfg.Limits.MaxAction, maxAction)
+	g.forget(loopCarried(cond, body, post))
 	if cond != nil {
 		g.unless(cond, brk)
 	}
@@ -215,6 +217,62 @@ func (g *gen) loop(init, cond, post syntax.Expr, body syntax.Stmt) {
 	}
 	g.emit(asm.Ja.Label(top))
 	g.mark(brk)
+}
+
+// forget makes the verifier lose what it knows of the long locals vars
+// on the stack: each goes through a cell of map memory, whose loads it
+// cannot know. A loop variable it knew, compared with a literal
+// (`for (i = 0; i < 100; i++)`), would decide the comparison and become
+// precise, making every iteration a state of its own that the may_goto
+// cannot fold: the verifier would walk them all, each branch of the body
+// doubling the walk (it prunes no state of a loop it has not finished).
+func (g *gen) forget(vars []*syntax.Var) {
+	cell := -1
+	for _, v := range vars {
+		slot := g.local(v)
+		if slot.scratch {
+			continue // loaded from map memory already
+		}
+		if cell < 0 {
+			cell = g.allocScratch(8)
+		}
+		g.emit(
+			asm.LoadMem(asm.R1, asm.R10, int16(slot.off), asm.DWord),
+			asm.StoreMem(regScratch, int16(cell), asm.R1, asm.DWord),
+			asm.LoadMem(asm.R1, regScratch, int16(cell), asm.DWord),
+			asm.StoreMem(asm.R10, int16(slot.off), asm.R1, asm.DWord),
+		)
+	}
+}
+
+// loopCarried returns the long locals and parameters a loop's condition,
+// body or post expression assigns, in order of appearance: the values that
+// change from one iteration to the next (what a called function assigns
+// is its own).
+func loopCarried(nodes ...syntax.Node) []*syntax.Var {
+	var vars []*syntax.Var
+	seen := map[*syntax.Var]bool{}
+	for _, n := range nodes {
+		if n == nil {
+			continue
+		}
+		syntax.Walk(n, func(x syntax.Node) bool {
+			var target syntax.Expr
+			switch x := x.(type) {
+			case *syntax.Assign:
+				target = x.LHS
+			case *syntax.IncDec:
+				target = x.X
+			}
+			if id, ok := target.(*syntax.Ident); ok && id.Var != nil && id.Var.Kind != syntax.VarGlobal &&
+				id.Var.Type == syntax.TypeLong && !seen[id.Var] {
+				seen[id.Var] = true
+				vars = append(vars, id.Var)
+			}
+			return true
+		})
+	}
+	return vars
 }
 
 // mayGoto is `may_goto label`: a jump taken once the kernel's budget of

@@ -260,7 +260,8 @@ var Builtins = index(
 	kernelOnly(fn("sprint_backtrace", str)),
 	kernelOnly(fn("ubacktrace", str)),
 	kernelOnly(fn("sprint_ubacktrace", str)),
-	bpf(fn("symname", str, l("addr"))), // bpfgen/symbols.go: a token, named in user space
+	bpf(fn("symname", str, l("addr"))), // bpfgen/symbols.go: searched in the kernel
+	bpf(fn("modname", str, l("addr"))),
 	captured(fn("symdata", str, l("addr"))),
 	captured(fn("sprint_stack", str, s("stk"))),
 	// __stack_lines(stk): print_stack's text, not cut at MAXSTRINGLEN

@@ -68,6 +68,8 @@ const (
 	MsgMaxAction          = "MAXACTION exceeded"
 	MsgMaxNesting         = "MAXNESTING exceeded"
 	MsgFunctionsExhausted = "all functions exhausted"
+	// MsgNoModule is modname()'s, for an address no module holds.
+	MsgNoModule = "Cannot determine kernel module name"
 )
 
 // MsgEmptyAggregate is the error of @min, @max, @avg and histograms of a
