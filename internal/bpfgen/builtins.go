@@ -66,6 +66,12 @@ func kernelBuiltins() map[string]builtinCode {
 		"user_string_quoted": strCode((*gen).userStringQuoted),
 		"symname":            strCode((*gen).symname),
 		"modname":            strCode((*gen).modname),
+		"strlen":             longCode((*gen).strlen),
+		"substr":             strCode((*gen).substr),
+		"stringat":           longCode((*gen).stringat),
+		"strpos":             longCode((*gen).strpos),
+		"isinstr":            longCode((*gen).strpos),
+		"str_replace":        strCode((*gen).strReplace),
 	}
 	for name, form := range map[string]StackForm{"backtrace": KernelHex, "sprint_backtrace": KernelText,
 		"ubacktrace": UserHex, "sprint_ubacktrace": UserText} {

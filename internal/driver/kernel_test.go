@@ -295,6 +295,12 @@ func TestDebianSyscallExamples(t *testing.T) {
 		// @cast_module_sizeof in a kernel probe, a loop over the call's sembufs
 		{"process/semop-watch.stp", `(?m)^Thread \d+ took \d+us to operate on set \d+ sems 2 0\n\nThread \d+ took \d+us to operate on set \d+ sems 1\n\n`,
 			nil, "", "$CPROGS/semop"},
+		// str_replace in a kernel probe, on execname() and cmdline_str()
+		{"process/pstree.stp", `(?m)^PID\d+_2 \[ label="\(\d+\) /usr/bin/ls" tooltip="ls /" \];$`, nil, "", ""},
+		// substr in a kernel probe, its value kept in an array; every
+		// thread listed (-G top_threads), so that sleep's is among them
+		{"process/thread-business.stp", `(?m)^ +sleep +\d+ +\d+ clock_nanosleep `,
+			[]string{"-G", "top_threads=100000"}, "", `sh -c "cat /etc/hostname > /dev/null; sleep 5.3"`},
 		// @defined($irq) ? $irq : $id: the kernel has irq_handler_entry's $irq.
 		{"process/cycle_thief.stp", `(?m)^task \d+ migrated: \d+\n(.|\n)*^other pids taking processor from task \d+\n +PID +count command\n`, nil, "", ""},
 		// @choose_defined($exit_reason, $vcpu->run->exit_reason): kvm_exit has no $exit_reason.

@@ -68,6 +68,9 @@ const (
 	MsgMaxAction          = "MAXACTION exceeded"
 	MsgMaxNesting         = "MAXNESTING exceeded"
 	MsgFunctionsExhausted = "all functions exhausted"
+	// MsgPositionOutOfBounds is stringat()'s, for a position outside the
+	// string.
+	MsgPositionOutOfBounds = "Position out of bounds"
 	// MsgNoModule is modname()'s, for an address no module holds.
 	MsgNoModule = "Cannot determine kernel module name"
 )
