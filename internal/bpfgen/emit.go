@@ -82,6 +82,7 @@ type gen struct {
 	// when counted (stmt.go, loop).
 	actions int
 	counted bool
+	mayGoto bool // the program has a may_goto (usesMayGoto)
 	loops   []loop
 	tries   []*tryBlock       // the try blocks being compiled, innermost last (try.go)
 	errs    map[string]string // error label by site key, for sharing tails
@@ -207,16 +208,28 @@ func (g *gen) pushSlot() int16 { return g.pushStack(8) }
 
 func (g *gen) pushStack(n int) int16 {
 	g.stack += (n + 7) &^ 7
-	switch {
-	case g.err != nil:
-	case g.stack > maxStack:
+	if g.stack > maxStack && g.err == nil {
 		g.err = &Error{Pos: g.cur, Msg: "the probe needs more than the 512 bytes of stack a BPF program has"}
-	case g.counted && g.stack > maxStack-mayGotoStack:
+	}
+	g.maxStack = max(g.maxStack, g.stack)
+	g.checkMayGotoStack()
+	return int16(-g.stack)
+}
+
+// usesMayGoto notes that the program has a may_goto (a loop: stmt.go,
+// strfuncs.go), for which the kernel takes 8 bytes of its stack.
+func (g *gen) usesMayGoto() {
+	g.mayGoto = true
+	g.checkMayGotoStack()
+}
+
+// checkMayGotoStack refuses a program with a may_goto whose stack leaves
+// the kernel no room for its budget.
+func (g *gen) checkMayGotoStack() {
+	if g.mayGoto && g.maxStack > maxStack-mayGotoStack && g.err == nil {
 		g.err = &Error{Pos: g.cur, Msg: fmt.Sprintf("the probe needs more than %d bytes of stack: a BPF program has 512, "+
 			"of which the kernel keeps %d for the iteration budget of its loops", maxStack-mayGotoStack, mayGotoStack)}
 	}
-	g.maxStack = max(g.maxStack, g.stack)
-	return int16(-g.stack)
 }
 
 func (g *gen) popStack(n int) { g.stack -= (n + 7) &^ 7 }

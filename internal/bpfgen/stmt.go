@@ -196,6 +196,7 @@ func (g *gen) loop(init, cond, post syntax.Expr, body syntax.Stmt) {
 	}
 	top, cont, brk := g.newLabel("loop"), g.newLabel("continue"), g.newLabel("break")
 	maxAction := g.errorSite(tapset.MsgMaxAction, g.cur, false)
+	g.usesMayGoto()
 	g.mark(top)
 	g.emit(
 		mayGoto(maxAction),

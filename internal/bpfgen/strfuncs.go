@@ -28,6 +28,7 @@ import (
 // falls through goes too).
 func (g *gen) scan(idx, limit int, exit string, body func(next string)) {
 	top, next := g.newLabel("scan"), g.newLabel("scan_next")
+	g.usesMayGoto()
 	g.mark(top)
 	g.emit(
 		mayGoto(exit),
