@@ -47,20 +47,19 @@ func (g *gen) clock(unit string, offset int64) {
 }
 
 // memRead compiles kernel_long(addr) and friends (tapset.NumberReads): a
-// fault raises stap's error for kernel reads; user reads return 0, as the
-// tapset's wrappers do.
+// fault raises the reader's error, or gives 0 for the readers of user
+// memory that have none, as the tapset's wrappers do.
 func (g *gen) memRead(c *syntax.Call) {
-	kernel := strings.HasPrefix(c.Name, "kernel_")
 	fn := asm.FnProbeReadUser
-	if kernel {
+	if strings.HasPrefix(c.Name, "kernel_") {
 		fn = asm.FnProbeReadKernel
 	}
 	read := tapset.NumberReads[c.Name]
 	g.long(c.Args[0])
 	slot := g.pushSlot()
 	g.probeRead(fn, slot, read.Size)
-	if kernel {
-		g.emit(asm.JNE.Imm(asm.R0, 0, g.errorSite(tapset.KernelCopyFault(strings.TrimPrefix(c.Name, "kernel_")), c.Pos, true)))
+	if read.Fault != "" {
+		g.emit(asm.JNE.Imm(asm.R0, 0, g.errorSite(read.Fault, c.Pos, true)))
 	} else {
 		ok := g.newLabel("read")
 		g.emit(asm.JEq.Imm(asm.R0, 0, ok), asm.StoreImm(asm.R10, slot, 0, asm.Word), asm.StoreImm(asm.R10, slot+4, 0, asm.Word))

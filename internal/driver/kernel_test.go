@@ -301,6 +301,9 @@ func TestDebianSyscallExamples(t *testing.T) {
 		// thread listed (-G top_threads), so that sleep's is among them
 		{"process/thread-business.stp", `(?m)^ +sleep +\d+ +\d+ clock_nanosleep `,
 			[]string{"-G", "top_threads=100000"}, "", `sh -c "cat /etc/hostname > /dev/null; sleep 5.3"`},
+		// task_uid/task_gid, uaddr_af/uaddr_ip, a loop up the parents to init
+		{"network/connect_stat.stp", `(?m)^127\.0\.0\.1: driver\.test \(\d+\),0,0 -> (\S+ \(\d+\),\d+,\d+ -> )*\S+ \(1\),0,0$`,
+			[]string{"127.0.0.1"}, "", "$WORKLOAD sockaddrs 1"},
 		// @defined($irq) ? $irq : $id: the kernel has irq_handler_entry's $irq.
 		{"process/cycle_thief.stp", `(?m)^task \d+ migrated: \d+\n(.|\n)*^other pids taking processor from task \d+\n +PID +count command\n`, nil, "", ""},
 		// @choose_defined($exit_reason, $vcpu->run->exit_reason): kvm_exit has no $exit_reason.

@@ -105,6 +105,8 @@ func workload(args []string) int {
 		return writeDirect(n)
 	case "bytes":
 		return writeBytes(n)
+	case "sockaddrs":
+		return connectSockaddrs(n)
 	default:
 		fmt.Fprintln(os.Stderr, "workload: unknown mode", args[0])
 		return 2
@@ -199,6 +201,49 @@ func writeBytes(n int) int {
 	defer f.Close()
 	for range n {
 		f.Write(bytesWritten)
+	}
+	return 0
+}
+
+// connectSockaddrs is the sockaddrs workload: n rounds of connect() and
+// bind() calls, made raw so that each gets exactly the address bytes and
+// length written here: IPv4 127.0.0.1:9, IPv6 [::1]:9 with flow
+// information 7, a UNIX path and an abstract name, NULL, an address that
+// cannot be read, lengths that fit no family, a netlink bind.
+func connectSockaddrs(n int) int {
+	be16 := func(v uint16) []byte { return []byte{byte(v >> 8), byte(v)} }
+	inet := append(append([]byte{2, 0}, be16(9)...), 127, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0)
+	inet6 := append(append([]byte{10, 0}, be16(9)...), 0, 0, 0, 7)
+	inet6 = append(append(inet6, make([]byte, 15)...), 1, 0, 0, 0, 0)
+	path := append([]byte{1, 0}, "/nonexistent/bpftap.sock\x00"...)
+	abstract := append([]byte{1, 0, 0}, "bpftap"...)
+	netlink := []byte{16, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}
+	call := func(nr uintptr, family int, addr []byte, ptr uintptr, length int) {
+		fd, err := unix.Socket(family, unix.SOCK_STREAM, 0)
+		if family == unix.AF_NETLINK {
+			fd, err = unix.Socket(family, unix.SOCK_RAW, 0)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "workload:", err)
+			return
+		}
+		if addr != nil {
+			ptr = uintptr(unsafe.Pointer(&addr[0]))
+		}
+		unix.Syscall(nr, uintptr(fd), ptr, uintptr(length))
+		runtime.KeepAlive(addr)
+		unix.Close(fd)
+	}
+	for range n {
+		call(unix.SYS_CONNECT, unix.AF_INET, inet, 0, len(inet))
+		call(unix.SYS_CONNECT, unix.AF_INET6, inet6, 0, len(inet6))
+		call(unix.SYS_CONNECT, unix.AF_UNIX, path, 0, len(path))
+		call(unix.SYS_CONNECT, unix.AF_UNIX, abstract, 0, len(abstract))
+		call(unix.SYS_CONNECT, unix.AF_INET, nil, 0, 16)
+		call(unix.SYS_CONNECT, unix.AF_INET, nil, 8, 16)
+		call(unix.SYS_CONNECT, unix.AF_INET, inet, 0, 8)
+		call(unix.SYS_CONNECT, unix.AF_INET, inet, 0, 1)
+		call(unix.SYS_BIND, unix.AF_NETLINK, netlink, 0, len(netlink))
 	}
 	return 0
 }

@@ -33,10 +33,17 @@ func memoryBuiltins() map[string]builtinFunc {
 		"user_string_quoted":   quotedFault,
 		"user_string_n_quoted": quotedFault,
 	}
-	for name := range tapset.NumberReads {
-		m[name] = zero
-		if what, ok := strings.CutPrefix(name, "kernel_"); ok {
+	for name, read := range tapset.NumberReads {
+		switch what, kernel := strings.CutPrefix(name, "kernel_"); {
+		case kernel:
 			m[name] = func(cc *callContext, a []Value) Value { return long(cc.kernelNumber(a[0].Int, name, what)) }
+		case read.Fault != "": // a user-side probe has no process: every read faults
+			m[name] = func(cc *callContext, a []Value) Value {
+				cc.fail(fmt.Sprintf(read.Fault, uint64(a[0].Int)))
+				return Value{}
+			}
+		default:
+			m[name] = zero
 		}
 	}
 	return m

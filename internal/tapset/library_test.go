@@ -150,6 +150,13 @@ var signatures = []string{
 	"_struct_rlimit_u:string(uaddr:long)",
 	"_stp_sigset_u:string(setptr:long)",
 	"_struct_timespec_u:string(uaddr:long,n:long)",
+	// sockaddr.stp
+	"_struct_sockaddr_u:string(uaddr:long,len:long)",
+	"_struct_sockaddr_u_sa_family:string(uaddr:long,len:long)",
+	"_struct_sockaddr_u_ip_addr:string(uaddr:long,len:long)",
+	"_struct_sockaddr_u_tcp_port:string(uaddr:long,len:long)",
+	"_struct_sockaddr_u_ipv6_flowinfo:string(uaddr:long,len:long)",
+	"_struct_sockaddr_u_ipv6_scope_id:string(uaddr:long,len:long)",
 	"_struct_timeval_u:string(uaddr:long,n:long)",
 	"_stp_clock_nanosleep_flags_str:string(flags:long)",
 	"_statx_mask_str:string(cmd:long)",

@@ -103,22 +103,38 @@ func KernelCopyFault(what string) string {
 
 // NumberRead is how a reader of a number in memory reads it: Size bytes,
 // sign-extended to a long unless Unsigned, as stap's C casts extend them.
+// Fault is the error a failed read raises (a fmt format taking the
+// address), "" for a reader that returns 0 instead.
 type NumberRead struct {
 	Size     int
 	Unsigned bool
+	Fault    string
 }
 
+// UserReadFault is the error of user_WHAT_error's failed read.
+const UserReadFault = "read fault [man error::fault] at 0x%x"
+
 // NumberReads are the readers of numbers in memory, by builtin name:
-// kernel_WHAT, whose fault is stap's error (KernelCopyFault(WHAT)), and
+// kernel_WHAT, whose fault is stap's error (KernelCopyFault(WHAT)); and
 // user_WHAT, which read the current process's memory and return 0 where
-// it cannot be read, as stap's tapset wraps them (uconversions.stp).
-var NumberReads = map[string]NumberRead{
-	"kernel_long": {8, false}, "kernel_int": {4, false}, "kernel_short": {2, false},
-	"kernel_char": {1, false}, "kernel_pointer": {8, true},
-	"user_long": {8, false}, "user_ulong": {8, true}, "user_int": {4, false},
-	"user_short": {2, false}, "user_ushort": {2, true}, "user_char": {1, false},
-	"user_int8": {1, false}, "user_uint8": {1, true}, "user_int16": {2, false}, "user_uint16": {2, true},
-	"user_int32": {4, false}, "user_uint32": {4, true}, "user_int64": {8, false}, "user_uint64": {8, true},
+// it cannot be read, as stap's tapset wraps them (uconversions.stp), with
+// user_WHAT_error beside each, which raises UserReadFault instead.
+var NumberReads = numberReads()
+
+func numberReads() map[string]NumberRead {
+	reads := map[string]NumberRead{}
+	for what, size := range map[string]int{"long": 8, "int": 4, "short": 2, "char": 1, "pointer": 8} {
+		reads["kernel_"+what] = NumberRead{Size: size, Fault: KernelCopyFault(what)}
+	}
+	for what, r := range map[string]NumberRead{"long": {8, false, ""}, "ulong": {8, true, ""}, "int": {4, false, ""},
+		"short": {2, false, ""}, "ushort": {2, true, ""}, "char": {1, false, ""},
+		"int8": {1, false, ""}, "uint8": {1, true, ""}, "int16": {2, false, ""}, "uint16": {2, true, ""},
+		"int32": {4, false, ""}, "uint32": {4, true, ""}, "int64": {8, false, ""}, "uint64": {8, true, ""}} {
+		reads["user_"+what] = r
+		r.Fault = UserReadFault
+		reads["user_"+what+"_error"] = r
+	}
+	return reads
 }
 
 // Messages of the register readers (int_arg(), register(), returnval()),
