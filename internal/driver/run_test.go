@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -258,5 +259,38 @@ func TestDebianUserExamples(t *testing.T) {
 				t.Errorf("exit status %d, stdout %q (want %q), stderr:\n%s", status, stdout.String(), c.want, stderr.String())
 			}
 		})
+	}
+}
+
+// TestSwitchfileExample runs Debian's switchfile.stp as its meta file's
+// installcheck does (-o FILE), for 5.5 s instead of 8: a line a second,
+// switch_file() at 5 s, so FILE has the first lines and FILE.1 the rest.
+func TestSwitchfileExample(t *testing.T) {
+	const script = "/usr/share/systemtap/examples/io/switchfile.stp"
+	if _, err := os.Stat(script); err != nil {
+		t.Fatalf("%v (CI installs systemtap-doc)", err)
+	}
+	out := filepath.Join(t.TempDir(), "switchfile.stp.out")
+	var stdout, stderr bytes.Buffer
+	if status := Main([]string{"-o", out, script, "-T", "5.5"}, strings.NewReader(""), &stdout, &stderr); status != 0 || stderr.Len() > 0 {
+		t.Fatalf("exit status %d, stderr:\n%s", status, stderr.String())
+	}
+	first, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	second, err := os.ReadFile(out + ".1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// the fifth line and the switch are due at the same time
+	firstRe := regexp.MustCompile(`\ABegin logging\n(log data\n){4,5}\z`)
+	secondRe := regexp.MustCompile(`\A(log data\n){0,1}End logging\n\z`)
+	lines := strings.Count(string(first)+string(second), "log data\n")
+	if !firstRe.Match(first) || !secondRe.Match(second) || lines != 5 || stdout.Len() > 0 {
+		t.Errorf("%s:\n%s%s.1:\n%s(stdout %q)", out, first, out, second, stdout.String())
+	}
+	if _, err := os.Stat(out + ".2"); err == nil {
+		t.Errorf("%s.2 exists: one switch made two", out)
 	}
 }

@@ -124,6 +124,10 @@ type Config struct {
 	// Skipped, if set, returns the number of kernel probe runs skipped
 	// (stap's skipped probes), for the closing warning.
 	Skipped func() int64
+	// SwitchFile, if set, is switch_file(): the output, flushed, goes on
+	// to the next output file (-o). Without it the call does nothing, as
+	// stapio ignores it without -o.
+	SwitchFile func() error
 }
 
 // session states, as in stap's runtime.
@@ -171,6 +175,7 @@ type Interp struct {
 	out         output.Writer // Config.Output
 	// commands system() queued, run after the handler's output
 	pendingCommands []string
+	pendingSwitch   bool // switch_file() was called (runCommands)
 	errors          int
 	warned          map[string]bool
 	errorSeen       bool

@@ -311,6 +311,7 @@ var Builtins = index(
 	fn("__input_chunk", str),
 	// system
 	effects(fn("system", none, s("cmd"))),
+	effects(fn("switch_file", none)),
 	effects(fn("mdelay", none, l("ms"))),
 	effects(fn("udelay", none, l("us"))),
 )
