@@ -189,7 +189,7 @@ func (g *gen) targetVar(e syntax.Expr) {
 		}
 		g.long(op)
 	}
-	g.readPath(acc.Path, acc.Address, e.Position())
+	g.readPath(acc.Path, acc.Address, e.Position(), acc.Indexes...)
 }
 
 // loadArg loads argument i of the attach point into R0 from where its ABI
@@ -294,21 +294,27 @@ func sizeOf(n int) asm.Size {
 }
 
 // readPath replaces the base value in R0 by the value path reaches from
-// it: each offset after the first follows a pointer load, then Size bytes
-// are loaded (sign-extended when Signed) unless address asks for the final
-// address itself. A fault raises stap's read error at at.
-func (g *gen) readPath(path *kernel.Path, address bool, at syntax.Pos) {
+// it: each offset after the first follows a pointer load, each dynamic
+// index (indexes, one per path.Scales entry) is computed and added times
+// its element's size after its offset, then Size bytes are loaded
+// (sign-extended when Signed) unless address asks for the final address
+// itself. A fault raises stap's read error at at.
+func (g *gen) readPath(path *kernel.Path, address bool, at syntax.Pos, indexes ...syntax.Expr) {
 	if path == nil || len(path.Offsets) == 0 {
 		return
 	}
 	fault := func() string { return g.errorSite(tapset.KernelReadFault, at, true) }
 	slot := g.pushSlot()
+	scale := 0
 	for i, off := range path.Offsets {
 		if i > 0 {
 			g.kread(slot, 8, fault())
 		}
 		g.constant(asm.R1, off)
 		g.emit(asm.Add.Reg(asm.R0, asm.R1))
+		for ; scale < len(path.Scales) && path.Scales[scale].At == i; scale++ {
+			g.addScaled(slot, indexes[scale], path.Scales[scale].Size)
+		}
 	}
 	if !address {
 		size := min(int(path.Size), 8)
@@ -318,6 +324,19 @@ func (g *gen) readPath(path *kernel.Path, address bool, at syntax.Pos) {
 		}
 	}
 	g.popStack(8)
+}
+
+// addScaled adds index times size to the address in R0, kept in slot
+// while index is computed.
+func (g *gen) addScaled(slot int16, index syntax.Expr, size int64) {
+	g.emit(asm.StoreMem(asm.R10, slot, asm.R0, asm.DWord))
+	g.long(index)
+	g.constant(asm.R1, size)
+	g.emit(
+		asm.Mul.Reg(asm.R0, asm.R1),
+		asm.LoadMem(asm.R1, asm.R10, slot, asm.DWord),
+		asm.Add.Reg(asm.R0, asm.R1),
+	)
 }
 
 // kread replaces the address in R0 by the size bytes (zero-extended) it

@@ -304,6 +304,12 @@ func TestDebianSyscallExamples(t *testing.T) {
 		// task_uid/task_gid, uaddr_af/uaddr_ip, a loop up the parents to init
 		{"network/connect_stat.stp", `(?m)^127\.0\.0\.1: driver\.test \(\d+\),0,0 -> (\S+ \(\d+\),\d+,\d+ -> )*\S+ \(1\),0,0$`,
 			[]string{"127.0.0.1"}, "", "$WORKLOAD sockaddrs 1"},
+		// user_uint64 and friends, an index of a @cast computed at run time
+		{"io/traceaio.stp", `(?m)^\[ *0 aio\(\d+\):\] io_submit\(\d+, 2, 0x[0-9a-f]+\)\n` +
+			` +iocb\[   0\]=0x[0-9a-f]+, fd=\d+, opcode=0, offset=0, nbytes=16, buf=0x[0-9a-f]+\n` +
+			` +iocb\[   1\]=0x[0-9a-f]+, fd=\d+, opcode=7, offset=1, nbytes=2, buf=0x[0-9a-f]+\n` +
+			` +iovec\[   0\]=0x[0-9a-f]+, base=0x[0-9a-f]+, len=4\n +iovec\[   1\]=0x[0-9a-f]+, base=0x[0-9a-f]+, len=8$`,
+			nil, "", "$CPROGS/aio"},
 		// @defined($irq) ? $irq : $id: the kernel has irq_handler_entry's $irq.
 		{"process/cycle_thief.stp", `(?m)^task \d+ migrated: \d+\n(.|\n)*^other pids taking processor from task \d+\n +PID +count command\n`, nil, "", ""},
 		// @choose_defined($exit_reason, $vcpu->run->exit_reason): kvm_exit has no $exit_reason.

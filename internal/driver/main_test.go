@@ -145,7 +145,7 @@ var (
 // tests with gcc: scale.c at -O0 and -O2, PIE and not (scale_O0_pie ...),
 // libscale.so and uselib, which calls it; hot, CPU-bound in hot() under
 // work() under main(), with frame pointers for the sampling tests; semop,
-// which operates on a semaphore set. A probe on a file fires in every
+// which operates on a semaphore set; aio, which submits asynchronous reads. A probe on a file fires in every
 // process running it: tests running side by side use files of their own
 // (scale_target). It returns their directory (a
 // build failure leaves it empty: the scripts then fail on missing files).
@@ -173,6 +173,7 @@ func cPrograms() string {
 			{"-O2", "-o", "ticks_provider", src("ticks.c")},
 			{"-O2", "-o", "steps", src("steps.c")},
 			{"-O2", "-o", "semop", src("semop.c")},
+			{"-O2", "-o", "aio", src("aio.c")},
 		}
 		for _, b := range builds {
 			cmd := exec.Command("gcc", b...)

@@ -15,7 +15,8 @@ import (
 // that number, so user-side probes run it too.
 
 // constantCast tells whether n is a @cast of a literal address taken as
-// an address (with &, or without members).
+// an address (with &, or without members). (Its value is a constant when
+// no index of its chain is computed at run time: castValue.)
 func constantCast(n syntax.Expr) bool {
 	c, ok := n.(*syntax.Cast)
 	if !ok {
@@ -38,7 +39,7 @@ func (e *elab) castKernel() probes.KernelInfo {
 // address reached without a load; ok is false for any other node.
 func (e *elab) castValue(x syntax.Expr) (v int64, ok bool) {
 	a := e.prog.Targets[x]
-	if a == nil || !a.Address || !constantCast(x) || a.Path != nil && len(a.Path.Offsets) > 1 {
+	if a == nil || !a.Address || !constantCast(x) || a.Path != nil && (len(a.Path.Offsets) > 1 || len(a.Path.Scales) > 0) {
 		return 0, false
 	}
 	v = x.(*syntax.Cast).Operand.(*syntax.NumberLit).Value

@@ -88,6 +88,11 @@ func (t *typer) contextExpr(x syntax.Expr, want syntax.Type) {
 		if op := ContextOperand(x); op != nil {
 			t.expr(op, tLong)
 		}
+		for _, c := range contextComponents(x) {
+			if c.Kind == syntax.ComponentIndex {
+				t.expr(c.Index, tLong)
+			}
+		}
 		t.literal(x, x.Type(), want)
 		return
 	}
