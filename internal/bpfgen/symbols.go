@@ -173,24 +173,23 @@ func (g *gen) hexAddress(off int) {
 func (m *Module) SymbolTable() RangeTable { return m.symtab }
 func (m *Module) ModuleTable() RangeTable { return m.modtab }
 
-// symbolTable is SymbolMap's shape, asked of the driver once.
+// symbolTable and moduleTable are the shapes of SymbolMap and ModuleMap,
+// asked of the driver once.
 func (m *Module) symbolTable() RangeTable {
-	if !m.symbols {
-		m.symbols = true
-		if m.cfg.KernelSymbols != nil {
-			m.symtab = m.cfg.KernelSymbols()
-		}
-	}
-	return m.symtab
+	return askShape(&m.symbols, &m.symtab, m.cfg.KernelSymbols)
+}
+func (m *Module) moduleTable() RangeTable {
+	return askShape(&m.modules, &m.modtab, m.cfg.KernelModules)
 }
 
-// moduleTable is ModuleMap's shape, asked of the driver once.
-func (m *Module) moduleTable() RangeTable {
-	if !m.modules {
-		m.modules = true
-		if m.cfg.KernelModules != nil {
-			m.modtab = m.cfg.KernelModules()
+// askShape returns *shape, asked of ask (when set) the first time, which
+// *used records: a program uses the map.
+func askShape(used *bool, shape *RangeTable, ask func() RangeTable) RangeTable {
+	if !*used {
+		*used = true
+		if ask != nil {
+			*shape = ask()
 		}
 	}
-	return m.modtab
+	return *shape
 }

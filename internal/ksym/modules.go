@@ -2,6 +2,7 @@ package ksym
 
 import (
 	"bufio"
+	"cmp"
 	"io"
 	"os"
 	"slices"
@@ -84,18 +85,8 @@ func withLoaded(mods []Module, r io.Reader) []Module {
 			mods = append(mods, m)
 		}
 	}
-	slices.SortFunc(mods, func(a, b Module) int { return compare(a.Start, b.Start) })
+	slices.SortFunc(mods, func(a, b Module) int { return cmp.Compare(a.Start, b.Start) })
 	return mods
-}
-
-func compare(a, b uint64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // loadedModules reads /proc/modules into t's module ranges (a kernel
