@@ -148,6 +148,7 @@ var contextBuiltins = map[string]builtinFunc{
 	"pid2execname":   refused("pid2execname"),
 	"caller":         refused("caller"),
 	"caller_addr":    refused("caller_addr"),
+	"addr_to_node":   refused("addr_to_node"),
 }
 
 // refused implements a builtin that pass 2 refuses everywhere

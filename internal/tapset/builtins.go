@@ -163,6 +163,12 @@ func unsupported(reason string, b *Builtin) *Builtin {
 // programs alone may call and bpftap does not call.
 const noPidLookup = "finding a task by its pid needs the bpf_task_from_pid kfunc, which bpftap does not call"
 
+// noPhysicalAddress is why addr_to_node is refused: its node is that of
+// the physical page under a kernel address.
+const noPhysicalAddress = "BPF has no helper that maps a kernel address to its physical page, and bpftap does not know " +
+	"the base of the kernel's direct map (page_offset_base, randomized at boot), which a kernel shows only among the " +
+	"data symbols of /proc/kallsyms (CONFIG_KALLSYMS_ALL)"
+
 // noCallerAddr is why caller() and caller_addr() are refused: stap serves
 // them in kernel function return probes (kretprobes) only.
 const noCallerAddr = "stap serves it in kernel.function(...).return probes only, which this kernel cannot give (no kprobes)"
@@ -289,6 +295,7 @@ var Builtins = index(
 	kernelOnly(effects(fn("__context_task", none, l("task")))),
 	unsupported(noPidLookup, fn("pid2task", long, l("pid"))),
 	unsupported(noPidLookup, fn("pid2execname", str, l("pid"))),
+	unsupported(noPhysicalAddress, fn("addr_to_node", long, l("addr"))),
 	unsupported(noCallerAddr, fn("caller", str)),
 	unsupported(noCallerAddr, fn("caller_addr", long)),
 	// registers of function probes (uprobes): x86-64's calling
