@@ -70,7 +70,10 @@ type Config struct {
 	RealtimeOffset int64
 	// KernelSymbols is the shape of SymbolMap (symbols.go), asked for
 	// when a program uses it.
-	KernelSymbols func() SymbolTable
+	KernelSymbols func() RangeTable
+	// KernelModules is the shape of ModuleMap (symbols.go), asked for
+	// when a program uses it.
+	KernelModules func() RangeTable
 }
 
 func (c *Config) defaults() {
@@ -110,11 +113,13 @@ type Module struct {
 	// taskStacks: a program takes context tasks' kernel stacks into
 	// TaskStackMap
 	taskStacks bool
-	symbols    bool        // a program searches SymbolMap
-	symtab     SymbolTable // its shape
-	guards     bool        // a program takes NestMap's guard
-	skips      bool        // a program counts in SkipMap
-	programs   int         // compiled so far
+	symbols    bool       // a program searches SymbolMap
+	symtab     RangeTable // its shape
+	modules    bool       // a program searches ModuleMap
+	modtab     RangeTable // its shape
+	guards     bool       // a program takes NestMap's guard
+	skips      bool       // a program counts in SkipMap
+	programs   int        // compiled so far
 	// regexData holds the tables of the patterns of =~ (regex.go), each at
 	// its regexBase.
 	regexData []byte

@@ -47,6 +47,7 @@ func kernelBuiltins() map[string]builtinCode {
 		"__error_at_call":    longCode((*gen).raiseAtCall),
 		"ppid":               longCode((*gen).taskField),
 		"euid":               longCode((*gen).taskField),
+		"egid":               longCode((*gen).taskField),
 		"cmdline_str":        strCode((*gen).cmdlineStr),
 		"__task_current":     longCode(func(g *gen, _ *syntax.Call) { g.task() }),
 		"__context_task":     longCode(func(*gen, *syntax.Call) {}), // sema took its argument: contexttask.go
@@ -64,10 +65,16 @@ func kernelBuiltins() map[string]builtinCode {
 		"user_mode":          longCode((*gen).userMode),
 		"user_string_quoted": strCode((*gen).userStringQuoted),
 		"symname":            strCode((*gen).symname),
-		"isinstr":            longCode((*gen).isinstr),
 		"pid2task":           longCode((*gen).pid2task),
 		"pid2execname":       strCode((*gen).pid2execname),
 		"mem_page_size":      longCode(func(g *gen, _ *syntax.Call) { g.constant(asm.R0, int64(os.Getpagesize())) }),
+		"modname":            strCode((*gen).modname),
+		"strlen":             longCode((*gen).strlen),
+		"substr":             strCode((*gen).substr),
+		"stringat":           longCode((*gen).stringat),
+		"strpos":             longCode((*gen).strpos),
+		"isinstr":            longCode((*gen).strpos),
+		"str_replace":        strCode((*gen).strReplace),
 	}
 	for name, form := range map[string]StackForm{"backtrace": KernelHex, "sprint_backtrace": KernelText,
 		"ubacktrace": UserHex, "sprint_ubacktrace": UserText} {
@@ -80,11 +87,8 @@ func kernelBuiltins() map[string]builtinCode {
 	for name := range tapset.ArgReaders {
 		codes[name] = longCode((*gen).argReader)
 	}
-	for kind := range tapset.NumberReads {
-		codes["kernel_"+kind] = longCode((*gen).memRead)
-		if kind != "pointer" {
-			codes["user_"+kind] = longCode((*gen).memRead)
-		}
+	for name := range tapset.NumberReads {
+		codes[name] = longCode((*gen).memRead)
 	}
 	for _, name := range []string{"kernel_string", "kernel_string_n", "user_string", "user_string_n", "user_string2", "kernel_string2"} {
 		codes[name] = strCode((*gen).readString)

@@ -35,10 +35,6 @@ type frame struct {
 	// tail is the body's last statement when it is a return, which falls
 	// through to the label instead of jumping.
 	tail *syntax.ReturnStmt
-	// counters are the stack slots of the body's loops (stmt.go, loop),
-	// zeroed after the label: a return from inside a loop skips the
-	// loop's own zeroing.
-	counters []int16
 	// retSlot and returned are set in a subprogram's own frame: the stack
 	// slot of its ret pointer and the label past the copy of its result,
 	// where a literal stored through ret itself jumps (subprogRet).
@@ -86,19 +82,12 @@ func (g *gen) inlineInto(c *syntax.Call, dst value) value {
 	loops := g.loops
 	g.loops = nil
 	g.stmt(f.Decl.Body)
-	counters := g.inlined[len(g.inlined)-1].counters
 	g.loops = loops
 	g.inlined = outer
 	if fr.tail == nil {
 		g.emit(asm.Mov.Imm(asm.R0, 0))
 	}
 	g.mark(fr.ret)
-	if len(counters) > 0 {
-		g.emit(asm.Mov.Imm(asm.R1, 0))
-	}
-	for _, c := range counters {
-		g.emit(asm.StoreMem(asm.R10, c, asm.R1, asm.DWord))
-	}
 	g.bind(saved)
 	g.scratchRelease(smark)
 	g.stack = stack

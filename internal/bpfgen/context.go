@@ -47,30 +47,31 @@ func (g *gen) clock(unit string, offset int64) {
 }
 
 // memRead compiles kernel_long(addr) and friends (tapset.NumberReads): a
-// fault raises stap's error for kernel reads; user reads return 0, as the
-// tapset's wrappers do.
+// fault raises the reader's error, or gives 0 for the readers of user
+// memory that have none, as the tapset's wrappers do.
 func (g *gen) memRead(c *syntax.Call) {
-	kernel := strings.HasPrefix(c.Name, "kernel_")
-	what := strings.TrimPrefix(strings.TrimPrefix(c.Name, "kernel_"), "user_")
 	fn := asm.FnProbeReadUser
-	if kernel {
+	if strings.HasPrefix(c.Name, "kernel_") {
 		fn = asm.FnProbeReadKernel
 	}
-	size := tapset.NumberReads[what]
+	read := tapset.NumberReads[c.Name]
 	g.long(c.Args[0])
 	slot := g.pushSlot()
-	g.probeRead(fn, slot, size)
-	if kernel {
-		g.emit(asm.JNE.Imm(asm.R0, 0, g.errorSite(tapset.KernelCopyFault(what), c.Pos, true)))
+	g.probeRead(fn, slot, read.Size)
+	if read.Fault != "" {
+		g.emit(asm.JNE.Imm(asm.R0, 0, g.errorSite(read.Fault, c.Pos, true)))
 	} else {
 		ok := g.newLabel("read")
 		g.emit(asm.JEq.Imm(asm.R0, 0, ok), asm.StoreImm(asm.R10, slot, 0, asm.Word), asm.StoreImm(asm.R10, slot+4, 0, asm.Word))
 		g.mark(ok)
 	}
-	if size == 8 {
+	switch {
+	case read.Size == 8:
 		g.emit(asm.LoadMem(asm.R0, asm.R10, slot, asm.DWord))
-	} else {
-		g.emit(asm.LoadMemSX(asm.R0, asm.R10, slot, sizeOf(size)))
+	case read.Unsigned:
+		g.emit(asm.LoadMem(asm.R0, asm.R10, slot, sizeOf(read.Size)))
+	default:
+		g.emit(asm.LoadMemSX(asm.R0, asm.R10, slot, sizeOf(read.Size)))
 	}
 	g.popStack(8)
 }
@@ -90,16 +91,17 @@ func (g *gen) probeRead(fn asm.BuiltinFunc, slot int16, size int) {
 }
 
 // raise compiles error(msg), whose message is a literal (tapset's table
-// says so, and the elaborator checked it).
+// says so, and the elaborator checked it). The jump is stmt.go's, which
+// leaves the code after the call reachable for the verifier's first check.
 func (g *gen) raise(c *syntax.Call) {
-	g.emit(asm.Ja.Label(g.errorSite(c.Args[0].(*syntax.StringLit).Value, syntax.Pos{}, false)))
+	g.jump(g.errorSite(c.Args[0].(*syntax.StringLit).Value, syntax.Pos{}, false))
 }
 
 // raiseAtCall compiles __error_at_call(msg): error(msg) located at the
 // call of the script function being inlined, as stap locates its tapset's
 // C functions' errors.
 func (g *gen) raiseAtCall(c *syntax.Call) {
-	g.emit(asm.Ja.Label(g.errorSite(c.Args[0].(*syntax.StringLit).Value, g.callSite(), false)))
+	g.jump(g.errorSite(c.Args[0].(*syntax.StringLit).Value, g.callSite(), false))
 }
 
 // readString compiles kernel_string(addr[, n]) and user_string(addr[, n]),
@@ -187,7 +189,7 @@ func (g *gen) targetVar(e syntax.Expr) {
 		}
 		g.long(op)
 	}
-	g.readPath(acc.Path, acc.Address, e.Position())
+	g.readPath(acc.Path, acc.Address, e.Position(), acc.Indexes...)
 }
 
 // loadArg loads argument i of the attach point into R0 from where its ABI
@@ -292,21 +294,27 @@ func sizeOf(n int) asm.Size {
 }
 
 // readPath replaces the base value in R0 by the value path reaches from
-// it: each offset after the first follows a pointer load, then Size bytes
-// are loaded (sign-extended when Signed) unless address asks for the final
-// address itself. A fault raises stap's read error at at.
-func (g *gen) readPath(path *kernel.Path, address bool, at syntax.Pos) {
+// it: each offset after the first follows a pointer load, each dynamic
+// index (indexes, one per path.Scales entry) is computed and added times
+// its element's size after its offset, then Size bytes are loaded
+// (sign-extended when Signed) unless address asks for the final address
+// itself. A fault raises stap's read error at at.
+func (g *gen) readPath(path *kernel.Path, address bool, at syntax.Pos, indexes ...syntax.Expr) {
 	if path == nil || len(path.Offsets) == 0 {
 		return
 	}
 	fault := func() string { return g.errorSite(tapset.KernelReadFault, at, true) }
 	slot := g.pushSlot()
+	scale := 0
 	for i, off := range path.Offsets {
 		if i > 0 {
 			g.kread(slot, 8, fault())
 		}
 		g.constant(asm.R1, off)
 		g.emit(asm.Add.Reg(asm.R0, asm.R1))
+		for ; scale < len(path.Scales) && path.Scales[scale].At == i; scale++ {
+			g.addScaled(slot, indexes[scale], path.Scales[scale].Size)
+		}
 	}
 	if !address {
 		size := min(int(path.Size), 8)
@@ -316,6 +324,19 @@ func (g *gen) readPath(path *kernel.Path, address bool, at syntax.Pos) {
 		}
 	}
 	g.popStack(8)
+}
+
+// addScaled adds index times size to the address in R0, kept in slot
+// while index is computed.
+func (g *gen) addScaled(slot int16, index syntax.Expr, size int64) {
+	g.emit(asm.StoreMem(asm.R10, slot, asm.R0, asm.DWord))
+	g.long(index)
+	g.constant(asm.R1, size)
+	g.emit(
+		asm.Mul.Reg(asm.R0, asm.R1),
+		asm.LoadMem(asm.R1, asm.R10, slot, asm.DWord),
+		asm.Add.Reg(asm.R0, asm.R1),
+	)
 }
 
 // kread replaces the address in R0 by the size bytes (zero-extended) it

@@ -27,6 +27,10 @@ const (
 // maxStack is the BPF stack size.
 const maxStack = 512
 
+// mayGotoStack is the stack the kernel takes for the budget of a
+// program's may_goto instructions (its loops: stmt.go).
+const mayGotoStack = 8
+
 // gen compiles one probe.
 type gen struct {
 	m     *Module
@@ -78,7 +82,9 @@ type gen struct {
 	// when counted (stmt.go, loop).
 	actions int
 	counted bool
+	mayGoto bool // the program has a may_goto (usesMayGoto)
 	loops   []loop
+	tries   []*tryBlock       // the try blocks being compiled, innermost last (try.go)
 	errs    map[string]string // error label by site key, for sharing tails
 	tails   []func()          // code emitted after the body (error tails)
 	alias   map[string]string // a label that met another at one instruction → that one
@@ -206,7 +212,24 @@ func (g *gen) pushStack(n int) int16 {
 		g.err = &Error{Pos: g.cur, Msg: "the probe needs more than the 512 bytes of stack a BPF program has"}
 	}
 	g.maxStack = max(g.maxStack, g.stack)
+	g.checkMayGotoStack()
 	return int16(-g.stack)
+}
+
+// usesMayGoto notes that the program has a may_goto (a loop: stmt.go,
+// strfuncs.go), for which the kernel takes 8 bytes of its stack.
+func (g *gen) usesMayGoto() {
+	g.mayGoto = true
+	g.checkMayGotoStack()
+}
+
+// checkMayGotoStack refuses a program with a may_goto whose stack leaves
+// the kernel no room for its budget.
+func (g *gen) checkMayGotoStack() {
+	if g.mayGoto && g.maxStack > maxStack-mayGotoStack && g.err == nil {
+		g.err = &Error{Pos: g.cur, Msg: fmt.Sprintf("the probe needs more than %d bytes of stack: a BPF program has 512, "+
+			"of which the kernel keeps %d for the iteration budget of its loops", maxStack-mayGotoStack, mayGotoStack)}
+	}
 }
 
 func (g *gen) popStack(n int) { g.stack -= (n + 7) &^ 7 }

@@ -66,7 +66,10 @@ func (m *Module) Maps() []Map {
 		maps = append(maps, Map{RegexMap, m.regexMapSpec()})
 	}
 	if m.symbols {
-		maps = append(maps, Map{SymbolMap, symbolMapSpec(m.symtab)})
+		maps = append(maps, Map{SymbolMap, rangeMapSpec("ksyms", m.symtab)})
+	}
+	if m.modules {
+		maps = append(maps, Map{ModuleMap, rangeMapSpec("kmods", m.modtab)})
 	}
 	return maps
 }

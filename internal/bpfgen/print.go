@@ -3,6 +3,7 @@ package bpfgen
 import (
 	"github.com/bpftap/bpftap/internal/sema"
 	"github.com/bpftap/bpftap/internal/syntax"
+	"github.com/bpftap/bpftap/internal/tapset"
 	"github.com/cilium/ebpf/asm"
 )
 
@@ -70,7 +71,7 @@ func (g *gen) print(e *syntax.PrintCall) {
 // arguments; where gets the slot each value waits in.
 func (g *gen) printArg(a syntax.Expr, out *Output, where *[]int) {
 	if c, ok := a.(*syntax.Call); ok {
-		if b := sema.Builtin(c); b != nil && b.CapturedCall(c.Args) {
+		if b := sema.Builtin(c); b != nil && b.Kernel == tapset.Captured {
 			if b.InProcess {
 				g.printLong(func() { g.emit(asm.FnGetCurrentPidTgid.Call(), asm.RSh.Imm(asm.R0, 32)) }, out, where)
 			}

@@ -104,8 +104,13 @@ func decodeArg(rec []byte, a ArgField) format.Arg {
 
 // errorSite registers a site and returns the label of its stub, which sets
 // the error id and jumps to the error tail. With addr, the code jumping to
-// the stub holds the address in regRec.
+// the stub holds the address in regRec. Inside a try block the label is
+// the block's catch instead (try.go), unless the error is MAXACTION's,
+// which no catch stops.
 func (g *gen) errorSite(msg string, at syntax.Pos, addr bool) string {
+	if catch := g.catchLabel(msg); catch != "" {
+		return catch
+	}
 	key := fmt.Sprintf("%s|%s|%v", msg, at, addr)
 	if l, ok := g.errs[key]; ok {
 		return l
@@ -167,7 +172,7 @@ func (g *gen) reserve(size int) string {
 		asm.JNE.Imm(asm.R0, 0, ok),
 	)
 	// full: drops[0]++ on this CPU, atomically (nesting.go), the key in a
-	// slot of its own: below it live the probe's locals and loop counters
+	// slot of its own: below it live the probe's locals and temporaries
 	key := g.pushSlot()
 	g.emit(emitLookupIndex(DropsMap, key, 0, full)...)
 	g.popStack(8)

@@ -6,7 +6,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/bpftap/bpftap/internal/regexdfa"
-	"github.com/bpftap/bpftap/internal/sema"
 	"github.com/bpftap/bpftap/internal/syntax"
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
@@ -122,17 +121,6 @@ func (m *Module) regexMapSpec() *ebpf.MapSpec {
 func (g *gen) regexMatch(e *syntax.Binary) {
 	lit := e.Y.(*syntax.StringLit) // the parser accepts nothing else
 	g.search(e, e.X, lit, lit.Value, e.Op == "!~")
-}
-
-// isinstr compiles isinstr(s, "literal") into R0: a search for the literal
-// in s, as a pattern that matches it alone (sema.SearchPattern).
-func (g *gen) isinstr(c *syntax.Call) {
-	if msg := sema.KernelRefusal(c, false); msg != "" {
-		g.fail(sema.RefusalNode(c), "%s", msg)
-		return
-	}
-	lit, pattern := sema.SearchPattern(c) // a literal: builtin() refused the others
-	g.search(c, c.Args[0], lit, pattern, false)
 }
 
 // search compiles whether pattern (the literal lit's automaton) matches

@@ -38,10 +38,10 @@ func TestRegexKernel(t *testing.T) {
 	}
 }
 
-// TestIsinstrKernel runs isinstr(s, "literal"), a search for the literal
-// in kernel probes, on the regular expressions' subjects, with literals
-// full of the characters patterns treat specially, and compares each
-// answer with strings.Contains, which the interpreter runs.
+// TestIsinstrKernel runs isinstr(s, "literal") in kernel probes
+// (strfuncs.go) on the regular expressions' subjects, with literals full
+// of the characters patterns treat specially, and compares each answer
+// with strings.Contains, which the interpreter runs.
 func TestIsinstrKernel(t *testing.T) {
 	requireBPF(t)
 	_, subjects := regexCases(t)

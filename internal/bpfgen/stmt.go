@@ -84,6 +84,8 @@ func (g *gen) stmt(s syntax.Stmt) {
 		g.jump(g.loops[len(g.loops)-1].cont)
 	case *syntax.DeleteStmt:
 		g.delete(s)
+	case *syntax.TryStmt:
+		g.try(s)
 	default:
 		g.refuse(s, "this statement")
 	}
@@ -172,34 +174,38 @@ func terminates(s syntax.Stmt) bool {
 	return false
 }
 
-// loop compiles while and for loops. Every iteration charges one action;
-// past MAXACTION the probe ends with stap's error.
+// loop compiles while and for loops. Every iteration charges one action
+// to the probe's total in the scratch area; past MAXACTION the probe ends
+// with stap's error.
 //
-// The loop counts its iterations in a stack slot of its own, from 0, which
-// bounds it for the verifier; when it ends, the count is added to the
-// probe's total in the scratch area (checked against MAXACTION too) and the
-// slot is zeroed again, as it is at the return of an inlined function that
-// leaves the loop. So the paths that left after different numbers of
-// iterations meet with equal states and the verifier prunes them: kept on
-// the stack, the total made every later loop walk once per earlier count.
+// What bounds the loop for the verifier is a may_goto at its head (Linux
+// 6.9+): the kernel gives it a hidden budget of iterations, and the
+// verifier, instead of walking the loop once per iteration, compares the
+// state at the may_goto with the state of the iteration before, its
+// imprecise scalars widened, and stops when nothing new can happen: a loop
+// whose body prints, formats and reads kernel memory is verified in a few
+// walks, where a counter bounded by MAXACTION made it walk every one of a
+// thousand iterations (the jumps left to explore passed the verifier's
+// 8192). The total lives in map memory, so the verifier never knows its
+// value: it adds nothing a state must match; and the long locals the loop
+// changes are made unknown at its head (forget). A budget that runs out
+// before MAXACTION (set above it with -D) raises the same error.
 func (g *gen) loop(init, cond, post syntax.Expr, body syntax.Stmt) {
 	if init != nil {
 		g.effect(init)
 	}
 	top, cont, brk := g.newLabel("loop"), g.newLabel("continue"), g.newLabel("break")
-	counter := g.pushSlot()
-	if n := len(g.inlined); n > 0 {
-		g.inlined[n-1].counters = append(g.inlined[n-1].counters, counter)
-	}
 	maxAction := g.errorSite(tapset.MsgMaxAction, g.cur, false)
-	g.emit(asm.Mov.Imm(asm.R1, 0), asm.StoreMem(asm.R10, counter, asm.R1, asm.DWord))
+	g.usesMayGoto()
 	g.mark(top)
 	g.emit(
-		asm.LoadMem(asm.R1, asm.R10, counter, asm.DWord),
+		mayGoto(maxAction),
+		asm.LoadMem(asm.R1, regScratch, int16(g.actions), asm.DWord),
 		asm.Add.Imm(asm.R1, 1),
-		asm.StoreMem(asm.R10, counter, asm.R1, asm.DWord),
-		asm.JGT.Imm(asm.R1, int32(g.m.cfg.Limits.MaxAction), maxAction),
+		asm.StoreMem(regScratch, int16(g.actions), asm.R1, asm.DWord),
 	)
+	g.jumpAbove(asm.R1, g.m.cfg.Limits.MaxAction, maxAction)
+	g.forget(loopCarried(cond, body, post))
 	if cond != nil {
 		g.unless(cond, brk)
 	}
@@ -212,15 +218,78 @@ func (g *gen) loop(init, cond, post syntax.Expr, body syntax.Stmt) {
 	}
 	g.emit(asm.Ja.Label(top))
 	g.mark(brk)
-	g.emit(
-		asm.LoadMem(asm.R1, asm.R10, counter, asm.DWord),
-		asm.LoadMem(asm.R2, regScratch, int16(g.actions), asm.DWord),
-		asm.Add.Reg(asm.R2, asm.R1),
-		asm.StoreMem(regScratch, int16(g.actions), asm.R2, asm.DWord),
-		asm.Mov.Imm(asm.R1, 0),
-		asm.StoreMem(asm.R10, counter, asm.R1, asm.DWord),
-		asm.JGT.Imm(asm.R2, int32(g.m.cfg.Limits.MaxAction), maxAction),
-	)
+}
+
+// forget makes the verifier lose what it knows of the long locals vars
+// on the stack: each goes through a cell of map memory, whose loads it
+// cannot know. A loop variable it knew, compared with a literal
+// (`for (i = 0; i < 100; i++)`), would decide the comparison and become
+// precise, making every iteration a state of its own that the may_goto
+// cannot fold: the verifier would walk them all, each branch of the body
+// doubling the walk (it prunes no state of a loop it has not finished).
+func (g *gen) forget(vars []*syntax.Var) {
+	cell := -1
+	for _, v := range vars {
+		slot := g.local(v)
+		if slot.scratch {
+			continue // loaded from map memory already
+		}
+		if cell < 0 {
+			cell = g.allocScratch(8)
+		}
+		g.emit(
+			asm.LoadMem(asm.R1, asm.R10, int16(slot.off), asm.DWord),
+			asm.StoreMem(regScratch, int16(cell), asm.R1, asm.DWord),
+			asm.LoadMem(asm.R1, regScratch, int16(cell), asm.DWord),
+			asm.StoreMem(asm.R10, int16(slot.off), asm.R1, asm.DWord),
+		)
+	}
+}
+
+// loopCarried returns the long locals and parameters a loop's condition,
+// body or post expression assigns, in order of appearance: the values that
+// change from one iteration to the next (what a called function assigns
+// is its own).
+func loopCarried(nodes ...syntax.Node) []*syntax.Var {
+	var vars []*syntax.Var
+	seen := map[*syntax.Var]bool{}
+	for _, n := range nodes {
+		if n == nil {
+			continue
+		}
+		syntax.Walk(n, func(x syntax.Node) bool {
+			var target syntax.Expr
+			switch x := x.(type) {
+			case *syntax.Assign:
+				target = x.LHS
+			case *syntax.IncDec:
+				target = x.X
+			}
+			if id, ok := target.(*syntax.Ident); ok && id.Var != nil && id.Var.Kind != syntax.VarGlobal &&
+				id.Var.Type == syntax.TypeLong && !seen[id.Var] {
+				seen[id.Var] = true
+				vars = append(vars, id.Var)
+			}
+			return true
+		})
+	}
+	return vars
+}
+
+// mayGoto is `may_goto label`: a jump taken once the kernel's budget of
+// iterations for it is spent (BPF_JMP | BPF_JCOND, src BPF_MAY_GOTO).
+func mayGoto(label string) asm.Instruction {
+	return asm.Instruction{OpCode: asm.OpCode(asm.JumpClass).SetJumpOp(asm.JCOND), Src: asm.PseudoMayGoto, Offset: -1}.WithReference(label)
+}
+
+// jumpAbove jumps to label when the unsigned long in r is above limit,
+// which may not fit an immediate. Clobbers R2 when it does not.
+func (g *gen) jumpAbove(r asm.Register, limit int64, label string) {
+	if limit == int64(int32(limit)) {
+		g.emit(asm.JGT.Imm(r, int32(limit), label))
+		return
+	}
+	g.emit(asm.LoadImm(asm.R2, limit, asm.DWord), asm.JGT.Reg(r, asm.R2, label))
 }
 
 // hasLoop tells whether a body, or a script function it calls (which is

@@ -34,7 +34,8 @@ import (
 // (string locals, sprintf rooms), so nothing it uses overlaps its caller;
 // a function calls itself only through recursion, which is refused. It
 // returns 0, or 1 when it raised an error (the error record is sent):
-// the caller then ends the probe as for its own errors. One that
+// the caller then ends the probe as for its own errors. Inside a try block
+// (try.go) a call is inlined, so that its errors reach the catch. One that
 // compiles to fewer than minSubprogInsns instructions is inlined instead:
 // the call and the scratch lookup would cost more than they save.
 //
@@ -78,7 +79,7 @@ func (s *subprogs) label(f *syntax.Func) string {
 // on first use, or nil when the call is to be inlined.
 func (g *gen) asSubprog(c *syntax.Call) *subprog {
 	f := c.Func
-	if !subprogShape(f) || hasLoop(f.Decl.Body) || g.recursion(f) != "" {
+	if len(g.tries) > 0 || !subprogShape(f) || hasLoop(f.Decl.Body) || g.recursion(f) != "" {
 		return nil
 	}
 	if sp, ok := g.subs.byFunc[f]; ok {

@@ -15,6 +15,7 @@ import (
 //
 //	ppid()         current->real_parent->tgid   (stap: the parent's tgid)
 //	euid()         current->cred->euid.val      (stap: current_euid())
+//	egid()         current->cred->egid.val      (stap: current_egid())
 //	cmdline_str()  current->mm (NULL for a kernel thread), mm->arg_start
 //	               and mm->arg_end: the arguments' bounds
 
@@ -22,6 +23,7 @@ import (
 var taskPaths = map[string]func() (*kernel.Path, error){
 	"ppid": taskPath("real_parent", "tgid"),
 	"euid": taskPath("cred", "euid", "val"),
+	"egid": taskPath("cred", "egid", "val"),
 	// the bounds of the arguments in the process's memory (cmdlineStr)
 	"mm":        taskPath("mm"),
 	"arg_start": taskPath("mm", "arg_start"),
@@ -43,7 +45,7 @@ func taskPath(members ...string) func() (*kernel.Path, error) {
 	})
 }
 
-// taskField compiles ppid() or euid() into R0.
+// taskField compiles ppid(), euid() or egid() into R0.
 func (g *gen) taskField(c *syntax.Call) { g.readTask(c, c.Name) }
 
 // readTask loads the field taskPaths names of the current task (or the

@@ -28,7 +28,10 @@ interpreter, kernel probes compiled to eBPF. Options are stap's:
               the distinct stacks kept (16384)
    -G VAR=VALUE
               set the global variable VAR to VALUE before the run
-   -o FILE    send script output to FILE
+   -o FILE    send script output to FILE (switch_file() goes on to FILE.1 ...)
+   -S SIZE[,N]
+              with -o: FILE.0 first, the next file once one passes SIZE MiB,
+              only the last N kept
    -T SECONDS exit after SECONDS
    -c CMD     start the probes, run CMD, exit when it finishes; target() is its pid
    -x PID     set target() to PID

@@ -296,12 +296,34 @@ func TestDebianSyscallExamples(t *testing.T) {
 		// matches no name, under stap as here (TestRegexExample).
 		{"general/regex.stp", `(?m)\Aopened "/nonexistent/bpftap\.tar\.gz"\n\z`, []string{`\.tar\.gz"$`}, "",
 			workloadCommand() + " archive 1"},
+		// errno_p: 2000 failed opens, reported by the 1 s timer (the
+		// workload outlives it), at the top of the ten most frequent errors
+		{"process/errsnoop.stp", `(?m)^2000   2/ENOENT +openat +driver\.test +\d+ AT_FDCWD, "/nonexistent/bpftap", O_RDONLY\|O_CLOEXEC$`,
+			[]string{"1", "10"}, "", "sh -c '" + workloadCommand() + " open 2000; sleep 1.3'"},
+		// @cast_module_sizeof in a kernel probe, a loop over the call's sembufs
+		{"process/semop-watch.stp", `(?m)^Thread \d+ took \d+us to operate on set \d+ sems 2 0\n\nThread \d+ took \d+us to operate on set \d+ sems 1\n\n`,
+			nil, "", "$CPROGS/semop"},
+		// str_replace in a kernel probe, on execname() and cmdline_str()
+		{"process/pstree.stp", `(?m)^PID\d+_2 \[ label="\(\d+\) /usr/bin/ls" tooltip="ls /" \];$`, nil, "", ""},
+		// substr in a kernel probe, its value kept in an array; every
+		// thread listed (-G top_threads), so that sleep's is among them
+		{"process/thread-business.stp", `(?m)^ +sleep +\d+ +\d+ clock_nanosleep `,
+			[]string{"-G", "top_threads=100000"}, "", `sh -c "cat /etc/hostname > /dev/null; sleep 5.3"`},
+		// task_uid/task_gid, uaddr_af/uaddr_ip, a loop up the parents to init
+		{"network/connect_stat.stp", `(?m)^127\.0\.0\.1: driver\.test \(\d+\),0,0 -> (\S+ \(\d+\),\d+,\d+ -> )*\S+ \(1\),0,0$`,
+			[]string{"127.0.0.1"}, "", "$WORKLOAD sockaddrs 1"},
+		// user_uint64 and friends, an index of a @cast computed at run time
+		{"io/traceaio.stp", `(?m)^\[ *0 aio\(\d+\):\] io_submit\(\d+, 2, 0x[0-9a-f]+\)\n` +
+			` +iocb\[   0\]=0x[0-9a-f]+, fd=\d+, opcode=0, offset=0, nbytes=16, buf=0x[0-9a-f]+\n` +
+			` +iocb\[   1\]=0x[0-9a-f]+, fd=\d+, opcode=7, offset=1, nbytes=2, buf=0x[0-9a-f]+\n` +
+			` +iovec\[   0\]=0x[0-9a-f]+, base=0x[0-9a-f]+, len=4\n +iovec\[   1\]=0x[0-9a-f]+, base=0x[0-9a-f]+, len=8$`,
+			nil, "", "$CPROGS/aio"},
 		// @defined($irq) ? $irq : $id: the kernel has irq_handler_entry's $irq.
 		{"process/cycle_thief.stp", `(?m)^task \d+ migrated: \d+\n(.|\n)*^other pids taking processor from task \d+\n +PID +count command\n`, nil, "", ""},
 		// @choose_defined($exit_reason, $vcpu->run->exit_reason): kvm_exit has no $exit_reason.
 		{"virtualization/kvm_service_time.stp", `(?m)^# reason reason\(hex\): count sum\(us\) min\(us\) avg\(us\) max\(us\)$`, nil, "", ""},
 	} {
-		runDebianExample(t, c.script, c.want, c.args, c.stderr, fixedCommand(cmp.Or(c.command, workload)))
+		runDebianExample(t, c.script, c.want, c.args, c.stderr, fixedCommand(expandWorkload([]string{cmp.Or(c.command, workload)})[0]))
 	}
 }
 

@@ -107,6 +107,10 @@ func workload(args []string) int {
 		return readDirect(n)
 	case "directio":
 		return writeDirect(n)
+	case "bytes":
+		return writeBytes(n)
+	case "sockaddrs":
+		return connectSockaddrs(n)
 	default:
 		fmt.Fprintln(os.Stderr, "workload: unknown mode", args[0])
 		return 2
@@ -144,7 +148,8 @@ var (
 // cPrograms builds, once per test run, the workloads of the function probe
 // tests with gcc: scale.c at -O0 and -O2, PIE and not (scale_O0_pie ...),
 // libscale.so and uselib, which calls it; hot, CPU-bound in hot() under
-// work() under main(), with frame pointers for the sampling tests. A probe on a file fires in every
+// work() under main(), with frame pointers for the sampling tests; semop,
+// which operates on a semaphore set; aio, which submits asynchronous reads. A probe on a file fires in every
 // process running it: tests running side by side use files of their own
 // (scale_target, hot_twice: hot with a build id of its own, since user
 // stacks find their files by build id). It returns their directory (a
@@ -173,6 +178,8 @@ func cPrograms() string {
 			{"-O0", "-fno-omit-frame-pointer", "-Wl,--build-id=0x686f745f7477696365", "-o", "hot_twice", src("hot.c")},
 			{"-O2", "-o", "ticks_provider", src("ticks.c")},
 			{"-O2", "-o", "steps", src("steps.c")},
+			{"-O2", "-o", "semop", src("semop.c")},
+			{"-O2", "-o", "aio", src("aio.c")},
 		}
 		for _, b := range builds {
 			cmd := exec.Command("gcc", b...)
@@ -185,6 +192,67 @@ func cPrograms() string {
 		cProgsDir = dir
 	})
 	return cProgsDir
+}
+
+// bytesWritten is what the bytes workload writes: every width of number
+// read from it has its sign bit set.
+var bytesWritten = []byte{0x81, 0xff, 0x80, 0x7f, 0xfe, 0xff, 0xff, 0xff}
+
+// writeBytes is the bytes workload: n writes of bytesWritten to /dev/null.
+func writeBytes(n int) int {
+	f, err := os.OpenFile("/dev/null", os.O_WRONLY, 0)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "workload:", err)
+		return 1
+	}
+	defer f.Close()
+	for range n {
+		f.Write(bytesWritten)
+	}
+	return 0
+}
+
+// connectSockaddrs is the sockaddrs workload: n rounds of connect() and
+// bind() calls, made raw so that each gets exactly the address bytes and
+// length written here: IPv4 127.0.0.1:9, IPv6 [::1]:9 with flow
+// information 7, a UNIX path and an abstract name, NULL, an address that
+// cannot be read, lengths that fit no family, a netlink bind.
+func connectSockaddrs(n int) int {
+	be16 := func(v uint16) []byte { return []byte{byte(v >> 8), byte(v)} }
+	inet := append(append([]byte{2, 0}, be16(9)...), 127, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0)
+	inet6 := append(append([]byte{10, 0}, be16(9)...), 0, 0, 0, 7)
+	inet6 = append(append(inet6, make([]byte, 15)...), 1, 0, 0, 0, 0)
+	path := append([]byte{1, 0}, "/nonexistent/bpftap.sock\x00"...)
+	abstract := append([]byte{1, 0, 0}, "bpftap"...)
+	netlink := []byte{16, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}
+	call := func(nr uintptr, family int, addr []byte, ptr uintptr, length int) {
+		fd, err := unix.Socket(family, unix.SOCK_STREAM, 0)
+		if family == unix.AF_NETLINK {
+			fd, err = unix.Socket(family, unix.SOCK_RAW, 0)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "workload:", err)
+			return
+		}
+		if addr != nil {
+			ptr = uintptr(unsafe.Pointer(&addr[0]))
+		}
+		unix.Syscall(nr, uintptr(fd), ptr, uintptr(length))
+		runtime.KeepAlive(addr)
+		unix.Close(fd)
+	}
+	for range n {
+		call(unix.SYS_CONNECT, unix.AF_INET, inet, 0, len(inet))
+		call(unix.SYS_CONNECT, unix.AF_INET6, inet6, 0, len(inet6))
+		call(unix.SYS_CONNECT, unix.AF_UNIX, path, 0, len(path))
+		call(unix.SYS_CONNECT, unix.AF_UNIX, abstract, 0, len(abstract))
+		call(unix.SYS_CONNECT, unix.AF_INET, nil, 0, 16)
+		call(unix.SYS_CONNECT, unix.AF_INET, nil, 8, 16)
+		call(unix.SYS_CONNECT, unix.AF_INET, inet, 0, 8)
+		call(unix.SYS_CONNECT, unix.AF_INET, inet, 0, 1)
+		call(unix.SYS_BIND, unix.AF_NETLINK, netlink, 0, len(netlink))
+	}
+	return 0
 }
 
 // readThreads is the threads workload: each thread locks its goroutine to

@@ -13,26 +13,29 @@ import (
 
 // Options is the parsed command line, with stap's option names and meanings.
 type Options struct {
-	Script          string   // path of the script file, "-" for stdin; empty with -e
-	ScriptText      *string  // -e SCRIPT
-	Extra           []string // -E SCRIPT, run in addition to the main script
-	Args            []string // script arguments ($1, @1 ...)
-	LastPass        int      // -p N (5: run)
-	Verbose         int      // -v, repeatable
-	Output          string   // -o FILE
-	Timeout         float64  // -T SECONDS, 0 for none
-	Defines         []string // -D NAME=VALUE
-	Globals         []string // -G NAME=VALUE
-	Command         string   // -c CMD
-	TargetPID       int      // -x PID
-	Includes        []string // -I DIR
-	NoWarnings      bool     // -w
-	Timing          bool     // -t
-	BufferMB        int      // -s NUM: the ring buffer's size in MiB (0: bpftap's default)
-	Guru            bool     // -g
-	Unoptimize      bool     // -u
-	NoGlobalDisplay bool     // --no-global-var-display
-	Compatible      string   // --compatible=VERSION: systemtap_v, and classic tracepoint fields up to 4.1
+	Script     string   // path of the script file, "-" for stdin; empty with -e
+	ScriptText *string  // -e SCRIPT
+	Extra      []string // -E SCRIPT, run in addition to the main script
+	Args       []string // script arguments ($1, @1 ...)
+	LastPass   int      // -p N (5: run)
+	Verbose    int      // -v, repeatable
+	Output     string   // -o FILE
+	// OutputMB and OutputFiles are -S SIZE[,N]: go on to the next output
+	// file once one has more than SIZE MiB, keep the last N (0: all).
+	OutputMB, OutputFiles int
+	Timeout               float64  // -T SECONDS, 0 for none
+	Defines               []string // -D NAME=VALUE
+	Globals               []string // -G NAME=VALUE
+	Command               string   // -c CMD
+	TargetPID             int      // -x PID
+	Includes              []string // -I DIR
+	NoWarnings            bool     // -w
+	Timing                bool     // -t
+	BufferMB              int      // -s NUM: the ring buffer's size in MiB (0: bpftap's default)
+	Guru                  bool     // -g
+	Unoptimize            bool     // -u
+	NoGlobalDisplay       bool     // --no-global-var-display
+	Compatible            string   // --compatible=VERSION: systemtap_v, and classic tracepoint fields up to 4.1
 	// SymbolObjects (-d OBJECT) and SymbolLibraries (--ldd, their shared
 	// libraries too) name the user-space symbol tables stap loads besides
 	// the probed files': user stacks symbolize their frames (kernel.go,
@@ -77,6 +80,7 @@ var shortOptions = map[byte]optionSpec{
 	'e': {true, setScriptText},
 	'E': {true, func(o *Options, a string) error { o.Extra = append(o.Extra, a); return nil }},
 	'o': {true, func(o *Options, a string) error { o.Output = a; return nil }},
+	'S': {true, setOutputSize},
 	'T': {true, setTimeout},
 	'D': {true, addDefine},
 	'G': {true, func(o *Options, a string) error { o.Globals = append(o.Globals, a); return nil }},
@@ -266,6 +270,9 @@ func parseArgs(argv []string) (*Options, error) {
 	if o.Command != "" && o.TargetPID != 0 {
 		return nil, usagef("You can't specify -c and -x options together.")
 	}
+	if o.OutputMB > 0 && o.Output == "" {
+		return nil, usagef("You have to specify output FILE with '-S' option.")
+	}
 	return o, nil
 }
 
@@ -319,6 +326,22 @@ func parseLong(o *Options, argv []string, i int) (int, error) {
 
 // setBufferSize parses -s NUM, megabytes of buffer between the kernel probes
 // and bpftap (1 to 4095, as stap accepts).
+// setOutputSize takes -S SIZE[,N] (staprun's parse): SIZE in MiB, N
+// files at most.
+func setOutputSize(o *Options, a string) error {
+	size, files, hasFiles := strings.Cut(a, ",")
+	mb, err := strconv.ParseUint(size, 10, 31)
+	n := uint64(0)
+	if err == nil && hasFiles {
+		n, err = strconv.ParseUint(files, 10, 31)
+	}
+	if err != nil {
+		return fmt.Errorf("Invalid file size option '%s'.", a)
+	}
+	o.OutputMB, o.OutputFiles = int(mb), int(n)
+	return nil
+}
+
 func setBufferSize(o *Options, a string) error {
 	n, err := strconv.Atoi(a)
 	if err != nil || n < 1 || n > 4095 {

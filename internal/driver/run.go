@@ -20,14 +20,18 @@ import (
 func (s *session) execute(prog *sema.Program, ks *kernelside.Session, limits tapset.Limits, target *target) int {
 	ctx, cancel := s.runContext()
 	defer cancel()
-	out, closeOut, err := s.output()
+	out, files, err := s.output()
 	if err != nil {
 		return s.fail(5, "run", err)
 	}
-	defer closeOut()
+	var switchFile func() error
+	if files != nil {
+		defer files.Close()
+		switchFile = files.Switch
+	}
 	out = pipeGuard{out, cancel}
 	in, err := interp.New(prog, interp.Config{Stdout: out, Stderr: s.stderr, Stdin: s.stdin, Limits: limits, Target: target.pid(),
-		Storage: ks.Storage, Skipped: ks.Skipped, HandlerStart: ks.HandlerStart, Timing: s.opts.Timing})
+		Storage: ks.Storage, Skipped: ks.Skipped, HandlerStart: ks.HandlerStart, Timing: s.opts.Timing, SwitchFile: switchFile})
 	if err != nil {
 		return s.fail(5, "run", err)
 	}
@@ -79,16 +83,17 @@ func (s *session) limits() (tapset.Limits, error) {
 	return l, nil
 }
 
-// output returns where the script's output goes: -o FILE or standard output.
-func (s *session) output() (io.Writer, func(), error) {
+// output returns where the script's output goes: standard output, or the
+// files of -o FILE (and -S), which switch_file() switches.
+func (s *session) output() (io.Writer, *outputFiles, error) {
 	if s.opts.Output == "" {
-		return s.stdout, func() {}, nil
+		return s.stdout, nil, nil
 	}
-	f, err := os.Create(s.opts.Output)
+	files, err := openOutputFiles(s.opts.Output, s.opts.OutputMB, s.opts.OutputFiles)
 	if err != nil {
-		return nil, nil, fmt.Errorf("ERROR: cannot open output file: %v", err)
+		return nil, nil, fmt.Errorf("ERROR: %v", err)
 	}
-	return f, func() { f.Close() }, nil
+	return files, files, nil
 }
 
 // keysAsTyped sets a terminal on standard input as stapio sets it for the

@@ -3,8 +3,10 @@ package driver
 import (
 	"bytes"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -13,6 +15,7 @@ import (
 
 	"github.com/bpftap/bpftap/internal/bpfgen"
 	"github.com/bpftap/bpftap/internal/bpfrt"
+	"github.com/bpftap/bpftap/internal/kernel"
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
 )
@@ -230,11 +233,28 @@ func writeExpected(t *testing.T, path, content string) {
 }
 
 // TestDebianUserExamples runs Debian's SystemTap examples that need only
-// user-side probes, unchanged, and compares what they print.
+// user-side probes, unchanged, and compares what they print. sizeof.stp
+// runs with its meta file's test_check arguments: the size it prints is
+// the one the kernel's BTF gives (its installcheck asks for a type of a C
+// library header, which bpftap cannot read: cast_sizeof_headers).
 func TestDebianUserExamples(t *testing.T) {
 	const dir = "/usr/share/systemtap/examples/"
-	for _, c := range []struct{ script, want string }{
-		{"general/helloworld.stp", "hello world\n"},
+	btf, err := kernel.Kernel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	task, err := btf.TypeByName("task_struct", kernel.KindStruct)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		script string
+		args   []string
+		want   string
+	}{
+		{"general/helloworld.stp", nil, "hello world\n"},
+		{"general/sizeof.stp", []string{"task_struct", "kernel<include/linux/sched.h>"},
+			fmt.Sprintf("type task_struct in kernel<include/linux/sched.h> byte-size: %d\n", task.Size)},
 	} {
 		t.Run(filepath.Base(c.script), func(t *testing.T) {
 			script := dir + c.script
@@ -242,10 +262,43 @@ func TestDebianUserExamples(t *testing.T) {
 				t.Fatalf("%v (CI installs systemtap-doc)", err)
 			}
 			var stdout, stderr bytes.Buffer
-			status := Main([]string{script}, strings.NewReader(""), &stdout, &stderr)
+			status := Main(append([]string{script}, c.args...), strings.NewReader(""), &stdout, &stderr)
 			if status != 0 || stderr.Len() > 0 || stdout.String() != c.want {
 				t.Errorf("exit status %d, stdout %q (want %q), stderr:\n%s", status, stdout.String(), c.want, stderr.String())
 			}
 		})
+	}
+}
+
+// TestSwitchfileExample runs Debian's switchfile.stp as its meta file's
+// installcheck does (-o FILE), for 5.5 s instead of 8: a line a second,
+// switch_file() at 5 s, so FILE has the first lines and FILE.1 the rest.
+func TestSwitchfileExample(t *testing.T) {
+	const script = "/usr/share/systemtap/examples/io/switchfile.stp"
+	if _, err := os.Stat(script); err != nil {
+		t.Fatalf("%v (CI installs systemtap-doc)", err)
+	}
+	out := filepath.Join(t.TempDir(), "switchfile.stp.out")
+	var stdout, stderr bytes.Buffer
+	if status := Main([]string{"-o", out, script, "-T", "5.5"}, strings.NewReader(""), &stdout, &stderr); status != 0 || stderr.Len() > 0 {
+		t.Fatalf("exit status %d, stderr:\n%s", status, stderr.String())
+	}
+	first, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	second, err := os.ReadFile(out + ".1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// the fifth line and the switch are due at the same time
+	firstRe := regexp.MustCompile(`\ABegin logging\n(log data\n){4,5}\z`)
+	secondRe := regexp.MustCompile(`\A(log data\n){0,1}End logging\n\z`)
+	lines := strings.Count(string(first)+string(second), "log data\n")
+	if !firstRe.Match(first) || !secondRe.Match(second) || lines != 5 || stdout.Len() > 0 {
+		t.Errorf("%s:\n%s%s.1:\n%s(stdout %q)", out, first, out, second, stdout.String())
+	}
+	if _, err := os.Stat(out + ".2"); err == nil {
+		t.Errorf("%s.2 exists: one switch made two", out)
 	}
 }

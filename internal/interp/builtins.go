@@ -65,6 +65,10 @@ var controlBuiltins = map[string]builtinFunc{
 		cc.in.pendingCommands = append(cc.in.pendingCommands, args[0].Str)
 		return Value{}
 	},
+	"switch_file": func(cc *callContext, args []Value) Value {
+		cc.in.pendingSwitch = cc.in.cfg.SwitchFile != nil
+		return Value{}
+	},
 	"mdelay": func(cc *callContext, args []Value) Value {
 		time.Sleep(time.Duration(max(args[0].Int, 0)) * time.Millisecond)
 		return Value{}
@@ -86,7 +90,10 @@ var controlBuiltins = map[string]builtinFunc{
 }
 
 // runCommands runs the commands system() queued during a handler, after its
-// output, as staprun does.
+// output, as staprun does; then a switch_file() of the handler switches
+// the output file, so that what the handler printed stays in the one it
+// was printed to (stapio switches when its request comes, after the
+// handler's output). A file that cannot be opened is warned about.
 func (in *Interp) runCommands() {
 	for _, c := range in.pendingCommands {
 		cmd := exec.Command("/bin/sh", "-c", c)
@@ -94,6 +101,12 @@ func (in *Interp) runCommands() {
 		cmd.Run()
 	}
 	in.pendingCommands = in.pendingCommands[:0]
+	if in.pendingSwitch {
+		in.pendingSwitch = false
+		if err := in.cfg.SwitchFile(); err != nil {
+			in.warn(err.Error())
+		}
+	}
 }
 
 // In user-side probes the current process is bpftap itself, as it is staprun
@@ -140,8 +153,9 @@ var contextBuiltins = map[string]builtinFunc{
 		}
 		return str(procComm(strconv.FormatInt(args[0].Int, 10)))
 	},
-	"caller":      refused("caller"),
-	"caller_addr": refused("caller_addr"),
+	"caller":       refused("caller"),
+	"caller_addr":  refused("caller_addr"),
+	"addr_to_node": refused("addr_to_node"),
 }
 
 // refused implements a builtin that pass 2 refuses everywhere

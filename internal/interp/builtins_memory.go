@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/bpftap/bpftap/internal/kmem"
 	"github.com/bpftap/bpftap/internal/tapset"
@@ -31,13 +32,19 @@ func memoryBuiltins() map[string]builtinFunc {
 		"user_string2":         errMsg,
 		"user_string_quoted":   quotedFault,
 		"user_string_n_quoted": quotedFault,
-		"user_long":            zero,
-		"user_int":             zero,
-		"user_short":           zero,
-		"user_char":            zero,
 	}
-	for what := range tapset.NumberReads {
-		m["kernel_"+what] = func(cc *callContext, a []Value) Value { return long(cc.kernelNumber(a[0].Int, what)) }
+	for name, read := range tapset.NumberReads {
+		switch what, kernel := strings.CutPrefix(name, "kernel_"); {
+		case kernel:
+			m[name] = func(cc *callContext, a []Value) Value { return long(cc.kernelNumber(a[0].Int, name, what)) }
+		case read.Fault != "": // a user-side probe has no process: every read faults
+			m[name] = func(cc *callContext, a []Value) Value {
+				cc.fail(fmt.Sprintf(read.Fault, uint64(a[0].Int)))
+				return Value{}
+			}
+		default:
+			m[name] = zero
+		}
 	}
 	return m
 }
@@ -60,15 +67,18 @@ func kernelString2(cc *callContext, a []Value) Value {
 	return str(s)
 }
 
-// kernelNumber reads the number of tapset.NumberReads kind what at addr,
-// sign-extended.
-func (cc *callContext) kernelNumber(addr int64, what string) int64 {
+// kernelNumber reads the number reader name reads (tapset.NumberReads),
+// kernel_WHAT, at addr.
+func (cc *callContext) kernelNumber(addr int64, name, what string) int64 {
 	var b [8]byte
-	size := tapset.NumberReads[what]
-	_, err := cc.kernelReader().Read(uint64(addr), b[:size])
+	read := tapset.NumberReads[name]
+	_, err := cc.kernelReader().Read(uint64(addr), b[:read.Size])
 	cc.kernelFault(err, what, addr)
-	u := binary.NativeEndian.Uint64(b[:])
-	return int64(u<<(64-8*size)) >> (64 - 8*size)
+	u := binary.NativeEndian.Uint64(b[:]) << (64 - 8*read.Size)
+	if read.Unsigned {
+		return int64(u >> (64 - 8*read.Size))
+	}
+	return int64(u) >> (64 - 8*read.Size)
 }
 
 // kernelReader returns the process's kernel reader, or fails the call

@@ -4,6 +4,7 @@ import (
 	"strings"
 
 	"github.com/bpftap/bpftap/internal/format"
+	"github.com/bpftap/bpftap/internal/tapset"
 )
 
 var stringBuiltins = map[string]builtinFunc{
@@ -11,7 +12,7 @@ var stringBuiltins = map[string]builtinFunc{
 	"substr": func(_ *callContext, a []Value) Value { return str(substr(a[0].Str, a[1].Int, a[2].Int)) },
 	"stringat": func(cc *callContext, a []Value) Value {
 		if a[1].Int < 0 || a[1].Int >= int64(len(a[0].Str)) {
-			cc.fail("Position out of bounds")
+			cc.fail(tapset.MsgPositionOutOfBounds)
 		}
 		return long(int64(int8(a[0].Str[a[1].Int])))
 	},

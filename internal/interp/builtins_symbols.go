@@ -8,7 +8,8 @@ import (
 	"github.com/bpftap/bpftap/internal/usym"
 )
 
-// Kernel symbols (package ksym): symname and symdata of an address, the
+// Kernel symbols (package ksym): symname, symdata and modname of an
+// address, the
 // text of a stack of hex addresses; user symbols (package usym) the same
 // way, in the call's process; in user-side probes, and for kernel probes
 // that print them (tapset.Captured). A user-side probe has no
@@ -22,6 +23,13 @@ var symbolBuiltins = map[string]builtinFunc{
 	},
 	"symdata": func(_ *callContext, args []Value) Value {
 		return str(ksym.Kernel().Symdata(uint64(args[0].Int)))
+	},
+	"modname": func(cc *callContext, args []Value) Value {
+		name, ok := ksym.Kernel().Modname(uint64(args[0].Int))
+		if !ok {
+			cc.fail(tapset.MsgNoModule)
+		}
+		return str(name)
 	},
 	"sprint_stack":      sprintSyms,
 	"sprint_syms":       sprintSyms,

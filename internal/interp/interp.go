@@ -127,6 +127,10 @@ type Config struct {
 	// HandlerStart, if set, is called before each user-side probe handler
 	// runs (see Storage: what a storage learnt of the kernel's maps).
 	HandlerStart func()
+	// SwitchFile, if set, is switch_file(): the output, flushed, goes on
+	// to the next output file (-o). Without it the call does nothing, as
+	// stapio ignores it without -o.
+	SwitchFile func() error
 }
 
 // session states, as in stap's runtime.
@@ -174,6 +178,7 @@ type Interp struct {
 	out         output.Writer // Config.Output
 	// commands system() queued, run after the handler's output
 	pendingCommands []string
+	pendingSwitch   bool // switch_file() was called (runCommands)
 	errors          int
 	warned          map[string]bool
 	errorSeen       bool

@@ -4,6 +4,7 @@ import (
 	"github.com/bpftap/bpftap/internal/format"
 	"github.com/bpftap/bpftap/internal/sema"
 	"github.com/bpftap/bpftap/internal/syntax"
+	"github.com/bpftap/bpftap/internal/tapset"
 )
 
 // Kernel probes.
@@ -87,7 +88,7 @@ func (in *Interp) capturedValue(e syntax.Expr, values []format.Arg) (Value, []fo
 // call of a Captured builtin.
 func isCaptured(c *syntax.Call) bool {
 	b := sema.Builtin(c)
-	return b != nil && b.CapturedCall(c.Args)
+	return b != nil && b.Kernel == tapset.Captured
 }
 
 // KernelError reports a run-time error raised by a kernel probe: msg is the

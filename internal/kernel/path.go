@@ -7,11 +7,13 @@ import (
 
 // Step is one link of a target-variable chain such as $p->mm->arg_start or
 // $regs->di or $p->comm[0]: a member access (-> in SystemTap works through
-// pointers and on structs alike) or an array (or pointer) index.
+// pointers and on structs alike) or an array (or pointer) index, a
+// literal Index or, when Dynamic, one computed at run time (Path.Scales).
 type Step struct {
 	Member  string
 	Index   int64
 	IsIndex bool
+	Dynamic bool
 }
 
 // ValueKind says how the code generator reads the value a Path reaches.
@@ -35,12 +37,23 @@ const (
 // A = load64(A) + Offsets[k]: every offset but the first follows the load of
 // a pointer stored at the previous address. Codegen reads memory through
 // bpf_probe_read_kernel (or direct loads in BTF-typed programs).
+//
+// Each dynamic index (Step.Dynamic), in the order of the steps, is a
+// Scale: times Size, it is added to the address right after Offsets[At].
 type Path struct {
 	Offsets []int64
+	Scales  []Scale
 	Type    TypeID // declared type of the value, typedefs kept
 	Kind    ValueKind
 	Size    uint32
 	Signed  bool
+}
+
+// Scale is a dynamic index of a Path: its element's Size, added after
+// Offsets[At].
+type Scale struct {
+	At   int
+	Size int64
 }
 
 // MemberError reports a member that the type lacks, listing the members it has.
@@ -80,11 +93,13 @@ func (b *BTF) ResolvePointee(t TypeID, steps []Step) (*Path, error) {
 	if len(steps) == 0 {
 		return b.follow(&Path{Type: t}, false, nil)
 	}
-	off, typ, err := b.stepThroughPointer(&Type{Kind: KindPtr, ID: t, Target: t}, steps[0])
+	p := &Path{Offsets: []int64{0}}
+	off, typ, err := b.stepThroughPointer(&Type{Kind: KindPtr, ID: t, Target: t}, steps[0], p)
 	if err != nil {
 		return nil, err
 	}
-	return b.follow(&Path{Type: typ, Offsets: []int64{off}}, true, steps[1:])
+	p.Type, p.Offsets[0] = typ, off
+	return b.follow(p, true, steps[1:])
 }
 
 // Pointee is the type a value of type id points to, or false when id is
@@ -108,16 +123,16 @@ func (b *BTF) follow(p *Path, inMemory bool, steps []Step) (*Path, error) {
 		var off int64
 		switch {
 		case u.Kind == KindPtr:
-			off, p.Type, err = b.stepThroughPointer(u, s)
-			if err == nil && !inMemory {
-				p.Offsets = []int64{off}
-			} else if err == nil {
-				p.Offsets = append(p.Offsets, off)
+			if !inMemory {
+				p.Offsets = nil
 			}
+			p.Offsets = append(p.Offsets, 0)
+			off, p.Type, err = b.stepThroughPointer(u, s, p)
+			p.Offsets[len(p.Offsets)-1] = off
 		case !inMemory:
 			return nil, fmt.Errorf("%s is not a pointer: '%s' needs one", b.TypeName(p.Type), describe(s))
 		default:
-			off, p.Type, err = b.stepWithin(u, s)
+			off, p.Type, err = b.stepWithin(u, s, p)
 			if err == nil {
 				p.Offsets[len(p.Offsets)-1] += off
 			}
@@ -130,29 +145,44 @@ func (b *BTF) follow(p *Path, inMemory bool, steps []Step) (*Path, error) {
 	return p, b.classify(p)
 }
 
-// stepThroughPointer applies s to the pointee of pointer type ptr.
-func (b *BTF) stepThroughPointer(ptr *Type, s Step) (int64, TypeID, error) {
+// stepThroughPointer applies s to the pointee of pointer type ptr, the
+// last of p's offsets (which a dynamic index scales).
+func (b *BTF) stepThroughPointer(ptr *Type, s Step, p *Path) (int64, TypeID, error) {
 	if s.IsIndex {
 		n, err := b.Sizeof(ptr.Target)
 		if err != nil {
 			return 0, 0, fmt.Errorf("cannot index %s: %w", b.TypeName(ptr.ID), err)
 		}
-		return s.Index * int64(n), ptr.Target, nil
+		return b.index(s, int64(n), p), ptr.Target, nil
 	}
 	pointee, err := b.Underlying(ptr.Target)
 	if err != nil {
 		return 0, 0, err
 	}
-	return b.stepWithin(pointee, s)
+	return b.stepWithin(pointee, s, p)
 }
 
-// stepWithin applies s to a struct, union or array value.
-func (b *BTF) stepWithin(t *Type, s Step) (int64, TypeID, error) {
+// index is the offset of element s.Index of elements of size n: a dynamic
+// index adds a Scale at p's last offset instead.
+func (b *BTF) index(s Step, n int64, p *Path) int64 {
+	if s.Dynamic {
+		p.Scales = append(p.Scales, Scale{At: len(p.Offsets) - 1, Size: n})
+		return 0
+	}
+	return s.Index * n
+}
+
+// stepWithin applies s to a struct, union or array value, at p's last
+// offset.
+func (b *BTF) stepWithin(t *Type, s Step, p *Path) (int64, TypeID, error) {
 	switch {
 	case s.IsIndex && t.Kind == KindArray:
 		n, err := b.Sizeof(t.Target)
 		if err != nil {
 			return 0, 0, err
+		}
+		if s.Dynamic {
+			return b.index(s, int64(n), p), t.Target, nil
 		}
 		if s.Index < 0 || s.Index >= int64(t.Len) && t.Len > 0 {
 			return 0, 0, fmt.Errorf("index %d out of bounds of %s", s.Index, b.TypeName(t.ID))
@@ -246,7 +276,10 @@ func (b *BTF) classify(p *Path) error {
 }
 
 func describe(s Step) string {
-	if s.IsIndex {
+	switch {
+	case s.Dynamic:
+		return "[...]"
+	case s.IsIndex:
 		return fmt.Sprintf("[%d]", s.Index)
 	}
 	return "->" + s.Member

@@ -127,7 +127,7 @@ func Compile(prog *sema.Program, cfg Config) (*Session, error) {
 	mod := bpfgen.New(prog, bpfgen.Config{
 		Limits:    cfg.Limits,
 		TargetPID: int64(cfg.TargetPID), Target: cfg.Target, RingSize: powerOfTwo(cfg.RingSize), Timing: cfg.Timing,
-		RealtimeOffset: realtimeOffset(), KernelSymbols: symbolTable,
+		RealtimeOffset: realtimeOffset(), KernelSymbols: symbolTable, KernelModules: moduleTable,
 	})
 	s := &Session{mod: mod, cfg: cfg}
 	for _, g := range programGroups(KernelProbes(prog)) {
@@ -218,8 +218,13 @@ func (s *Session) Load() error {
 	}
 	s.objs = objs
 	if m := objs.shared[bpfgen.SymbolMap]; m != nil {
-		if err := fillSymbols(m, s.mod.SymbolTable()); err != nil {
+		if err := fillRanges(m, s.mod.SymbolTable(), symbolRanges()); err != nil {
 			return fmt.Errorf("ERROR: kernel symbols for symname(): %w", err)
+		}
+	}
+	if m := objs.shared[bpfgen.ModuleMap]; m != nil {
+		if err := fillRanges(m, s.mod.ModuleTable(), moduleRanges()); err != nil {
+			return fmt.Errorf("ERROR: kernel modules for modname(): %w", err)
 		}
 	}
 	s.stacks = newStackTexts(objs.shared, s.mod.MaxStringLen())

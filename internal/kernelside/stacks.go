@@ -177,32 +177,63 @@ func cut(t string, limit int) string {
 }
 
 // symbolTable is the shape of SymbolMap for the running kernel.
-func symbolTable() bpfgen.SymbolTable {
-	longest := 0
-	for _, s := range ksym.Kernel().Symbols() {
-		longest = max(longest, len(s.Name))
-	}
-	return bpfgen.SymbolTable{Count: ksym.Kernel().Len(), NameLen: (longest + 8) &^ 7}
+func symbolTable() bpfgen.RangeTable { return rangeTable(symbolRanges()) }
+
+// moduleTable is the shape of ModuleMap for the running kernel.
+func moduleTable() bpfgen.RangeTable { return rangeTable(moduleRanges()) }
+
+// addrRange is an element of a map of address ranges: [start, end), name.
+type addrRange struct {
+	start, end uint64
+	name       string
 }
 
-// fillSymbols writes the kernel's symbols into SymbolMap, in one batch:
-// each its start, its end (a symbol of unknown size, the last of a
-// module, holds its start alone, as ksym's Lookup has it) and its name.
-func fillSymbols(m *ebpf.Map, t bpfgen.SymbolTable) error {
+// symbolRanges are the kernel's symbols as ranges: a symbol of unknown
+// size, the last of a module, holds its start alone, as ksym's Lookup has
+// it.
+func symbolRanges() []addrRange {
 	syms := ksym.Kernel().Symbols()
-	if len(syms) == 0 {
-		return nil // every address is "no symbol"
+	r := make([]addrRange, len(syms))
+	for i, s := range syms {
+		r[i] = addrRange{s.Addr, s.Addr + max(s.Size, 1), s.Name}
+	}
+	return r
+}
+
+// moduleRanges are the ranges of the kernel and of its modules.
+func moduleRanges() []addrRange {
+	mods := ksym.Kernel().Modules()
+	r := make([]addrRange, len(mods))
+	for i, m := range mods {
+		r[i] = addrRange{m.Start, m.End, m.Name}
+	}
+	return r
+}
+
+func rangeTable(ranges []addrRange) bpfgen.RangeTable {
+	longest := 0
+	for _, r := range ranges {
+		longest = max(longest, len(r.name))
+	}
+	return bpfgen.RangeTable{Count: len(ranges), NameLen: (longest + 8) &^ 7}
+}
+
+// fillRanges writes ranges into a map shaped t (SymbolMap, ModuleMap),
+// in one batch.
+func fillRanges(m *ebpf.Map, t bpfgen.RangeTable, ranges []addrRange) error {
+	if len(ranges) == 0 {
+		return nil // every address is in none
 	}
 	size := t.ValueSize()
 	// a slice of [size]byte, which the batch call takes as its values
-	elems := reflect.MakeSlice(reflect.SliceOf(reflect.ArrayOf(size, reflect.TypeFor[byte]())), len(syms), len(syms))
-	keys, values := make([]uint32, len(syms)), unsafe.Slice((*byte)(elems.UnsafePointer()), len(syms)*size)
-	for i, s := range syms {
+	elems := reflect.MakeSlice(reflect.SliceOf(reflect.ArrayOf(size, reflect.TypeFor[byte]())), len(ranges), len(ranges))
+	keys, values := make([]uint32, len(ranges)), unsafe.Slice((*byte)(elems.UnsafePointer()), len(ranges)*size)
+	for i, r := range ranges {
 		keys[i] = uint32(i)
 		v := values[i*size:]
-		binary.NativeEndian.PutUint64(v, s.Addr)
-		binary.NativeEndian.PutUint64(v[8:], s.Addr+max(s.Size, 1))
-		copy(v[16:size-1], s.Name)
+		binary.NativeEndian.PutUint64(v, r.start)
+		binary.NativeEndian.PutUint64(v[8:], r.end)
+		copy(v[16:size-1], r.name)
 	}
 	_, err := m.BatchUpdate(keys, elems.Interface(), nil)
 	return err

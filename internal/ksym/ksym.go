@@ -29,8 +29,12 @@ type Symbol struct {
 	Module string
 }
 
-// Table is a sorted symbol table.
-type Table struct{ syms []Symbol }
+// Table is a sorted symbol table, with the address ranges of the kernel
+// and of its modules (modules.go).
+type Table struct {
+	syms    []Symbol
+	modules []Module
+}
 
 // Kernel is the running kernel's table, read on first use (an empty
 // table when /proc/kallsyms cannot be read or shows no addresses).
@@ -40,7 +44,9 @@ var Kernel = sync.OnceValue(func() *Table {
 		return &Table{}
 	}
 	defer f.Close()
-	return Parse(f)
+	t := Parse(f)
+	t.loadedModules()
+	return t
 })
 
 // Parse reads a kallsyms listing: "ADDR TYPE NAME [MODULE]" per line.
@@ -71,7 +77,7 @@ func Parse(r io.Reader) *Table {
 			syms[i].Size = syms[i+1].Addr - syms[i].Addr
 		}
 	}
-	return &Table{syms}
+	return &Table{syms, spans(syms)}
 }
 
 // Lookup returns the symbol holding addr and addr's offset in it.

@@ -55,3 +55,39 @@ func TestStacks(t *testing.T) {
 		t.Errorf("limited lines = %q", got)
 	}
 }
+
+func TestModules(t *testing.T) {
+	tab := Parse(strings.NewReader(listing + "ffffffffc0001100 t mod_other\t[mymod]\n" +
+		"ffffffffc0002000 t ftrace_trampoline\t[__builtin__ftrace]\n"))
+	for _, c := range []struct {
+		addr uint64
+		name string
+		ok   bool
+	}{
+		{0xffffffff81000000, "kernel", true},
+		{0xffffffff81000180, "kernel", true}, // the kernel's last symbol: its first byte
+		{0xffffffff81000181, "", false},
+		{0xffffffff81000200, "", false},
+		{0xffffffffc0001000, "mymod", true},
+		{0xffffffffc0001040, "mymod", true}, // a BPF program between a module's symbols
+		{0xffffffffc0001100, "mymod", true},
+		{0xffffffffc0001101, "", false},
+		{0xffffffffc0002000, "", false}, // pseudo-modules are none
+		{0x1000, "", false},
+	} {
+		if name, ok := tab.Modname(c.addr); name != c.name || ok != c.ok {
+			t.Errorf("Modname(%#x) = %q, %v; want %q, %v", c.addr, name, ok, c.name, c.ok)
+		}
+	}
+	// /proc/modules gives a module's base and size
+	tab.modules = withLoaded(tab.modules, strings.NewReader(
+		"mymod 16384 0 - Live 0xffffffffc0001000\nother 4096 1 mymod, Live 0xffffffffa0000000\n"))
+	for addr, want := range map[uint64]string{0xffffffffc0001101: "mymod", 0xffffffffc0004fff: "mymod", 0xffffffffa0000fff: "other"} {
+		if name, ok := tab.Modname(addr); name != want || !ok {
+			t.Errorf("with /proc/modules: Modname(%#x) = %q, %v; want %q", addr, name, ok, want)
+		}
+	}
+	if name, ok := tab.Modname(0xffffffffc0005000); ok {
+		t.Errorf("with /proc/modules: Modname past mymod = %q", name)
+	}
+}

@@ -36,7 +36,10 @@ type Access struct {
 	// Format and Args: $$parms/$$vars is sprintf(Format, Args...) (Type string).
 	Format string
 	Args   []*Access
-	Type   syntax.Type
+	// Indexes are the expressions of the chain's dynamic indexes, one per
+	// Path.Scales entry, in order.
+	Indexes []syntax.Expr
+	Type    syntax.Type
 	// Pointee is the type the value points to when it is a typed pointer
 	// (a pointer member, &member, a member-less @cast), else 0: an
 	// autocast such as t->pid reads through it.
@@ -313,9 +316,9 @@ func chain(btf *kernel.BTF, base kernel.TypeID, comps []*syntax.TargetComponent,
 	}
 	var steps []kernel.Step
 	for i, c := range comps {
-		step, cerr := stepOf(c, i)
-		if cerr != nil {
-			return nil, cerr
+		step := stepOf(c)
+		if step.Dynamic {
+			a.Indexes = append(a.Indexes, c.Index)
 		}
 		steps = append(steps, step)
 		p, err := resolve(steps)
@@ -348,14 +351,14 @@ func memberHint(btf *kernel.BTF, id kernel.TypeID) string {
 	return " such as '->" + u.Members[0].Name + "'"
 }
 
-// stepOf converts one chain component; array indexes must be literals.
-func stepOf(c *syntax.TargetComponent, i int) (kernel.Step, *ContextError) {
+// stepOf converts one chain component: an index that is no literal is
+// computed at run time (Access.Indexes).
+func stepOf(c *syntax.TargetComponent) kernel.Step {
 	if c.Kind == syntax.ComponentMember {
-		return kernel.Step{Member: c.Name}, nil
+		return kernel.Step{Member: c.Name}
 	}
-	n, ok := c.Index.(*syntax.NumberLit)
-	if !ok {
-		return kernel.Step{}, ctxErr(i, "bpftap needs a literal array index in a context expression")
+	if n, ok := c.Index.(*syntax.NumberLit); ok {
+		return kernel.Step{Index: n.Value, IsIndex: true}
 	}
-	return kernel.Step{Index: n.Value, IsIndex: true}, nil
+	return kernel.Step{IsIndex: true, Dynamic: true}
 }

@@ -181,6 +181,9 @@ func (n *node) dynamic() bool { return n.name == "*" }
 // Registry is a probe-point namespace.
 type Registry struct {
 	root node
+	// kernel is the kernel the kernel families describe (BuiltinWith), nil
+	// for a registry without them.
+	kernel KernelInfo
 }
 
 // NewRegistry returns a registry holding the given families.
@@ -218,7 +221,16 @@ func Builtin() *Registry { return BuiltinFor(RunningKernel{}) }
 func BuiltinFor(k KernelInfo) *Registry { return BuiltinWith(k, Config{}) }
 
 // BuiltinWith is BuiltinFor with the options of cfg.
-func BuiltinWith(k KernelInfo, cfg Config) *Registry { return NewRegistry(Families(k, cfg)...) }
+func BuiltinWith(k KernelInfo, cfg Config) *Registry {
+	r := NewRegistry(Families(k, cfg)...)
+	r.kernel = k
+	return r
+}
+
+// Kernel is the kernel the registry's kernel families describe, nil when
+// it has none: types resolve against it (a constant @cast) even in a
+// script without kernel probes.
+func (r *Registry) Kernel() KernelInfo { return r.kernel }
 
 // Config holds the options that change what probe points mean.
 type Config struct {

@@ -25,7 +25,8 @@ import (
 // branch, reports it (stap elides `$nosuch;` with a warning).
 
 // context resolves a context expression and reports whether the walk
-// should go on into its operands.
+// should go on into its operands: a @cast's, and the indexes of its chain
+// computed at run time (Access.Indexes), which the walk resolves.
 func (s *scope) context(n syntax.Expr) bool {
 	if !s.resolvesContext(n) {
 		return true
@@ -37,15 +38,15 @@ func (s *scope) context(n syntax.Expr) bool {
 	}
 	s.record(n, a)
 	_, isCast := n.(*syntax.Cast)
-	return isCast
+	return isCast || len(a.Indexes) > 0
 }
 
 // resolvesContext tells whether n can be resolved here: anything in a
 // kernel probe, a @cast in a function wherever the script has kernel
-// probes.
+// probes, a constant @cast anywhere a kernel is known (constcast.go).
 func (s *scope) resolvesContext(n syntax.Expr) bool {
 	_, isCast := n.(*syntax.Cast)
-	return s.ctx != nil || isCast && s.e.kernel != nil && s.probe == nil
+	return s.ctx != nil || isCast && s.e.kernel != nil && s.probe == nil || constantCast(n) && s.e.castKernel() != nil
 }
 
 func (s *scope) resolveContext(n syntax.Expr) (*probes.Access, *probes.ContextError) {
@@ -53,7 +54,7 @@ func (s *scope) resolveContext(n syntax.Expr) (*probes.Access, *probes.ContextEr
 	case *syntax.TargetVar:
 		return s.ctx.Var(n)
 	case *syntax.Cast:
-		return probes.ResolveCast(s.e.kernel, n)
+		return probes.ResolveCast(s.e.castKernel(), n)
 	}
 	return nil, &probes.ContextError{Msg: "unsupported context expression", Step: -1}
 }
@@ -109,17 +110,22 @@ func (s *scope) decideDefined(x *syntax.Defined) syntax.Expr {
 // contextBlame is the node an error about step (-1: the expression) of a
 // context expression points at.
 func contextBlame(n syntax.Expr, step int) syntax.Node {
-	var comps []*syntax.TargetComponent
-	switch n := n.(type) {
-	case *syntax.TargetVar:
-		comps = n.Components
-	case *syntax.Cast:
-		comps = n.Components
-	case *syntax.Autocast:
-		comps = n.Components
-	}
-	if step >= 0 && step < len(comps) {
+	if comps := contextComponents(n); step >= 0 && step < len(comps) {
 		return comps[step]
 	}
 	return n
+}
+
+// contextComponents is the chain of a context expression ($var, @cast,
+// an autocast), nil for another expression.
+func contextComponents(n syntax.Expr) []*syntax.TargetComponent {
+	switch n := n.(type) {
+	case *syntax.TargetVar:
+		return n.Components
+	case *syntax.Cast:
+		return n.Components
+	case *syntax.Autocast:
+		return n.Components
+	}
+	return nil
 }

@@ -21,12 +21,14 @@ import (
 
 type folder struct {
 	changed, collapse bool
+	// castValue is the value of a constant @cast (constcast.go).
+	castValue func(syntax.Expr) (int64, bool)
 }
 
 // foldAll folds every probe and function body and reports whether anything
 // changed; @defined collapses only if collapse is set.
 func (e *elab) foldAll(collapse bool) bool {
-	f := &folder{collapse: collapse}
+	f := &folder{collapse: collapse, castValue: e.castValue}
 	for _, p := range e.prog.Probes {
 		f.block(p.Body)
 	}
@@ -168,6 +170,15 @@ func isFalse(x syntax.Expr) bool {
 	return ok && n.Value == 0
 }
 
+// constantCast is the value of a constant @cast (constcast.go); ok is
+// false for another, or in a folder that does not know them.
+func (f *folder) constantCast(x *syntax.Cast) (int64, bool) {
+	if f.castValue == nil {
+		return 0, false
+	}
+	return f.castValue(x)
+}
+
 func (f *folder) exprOpt(x syntax.Expr) syntax.Expr {
 	if x == nil {
 		return nil
@@ -186,6 +197,11 @@ func (f *folder) expr(x syntax.Expr) syntax.Expr {
 		}
 	case *syntax.Defined:
 		return f.defined(x)
+	case *syntax.Cast:
+		if v, ok := f.constantCast(x); ok {
+			f.changed = true
+			return number(x, v)
+		}
 	case *syntax.Binary:
 		x.X, x.Y = f.expr(x.X), f.expr(x.Y)
 		if r := f.binary(x); r != nil {

@@ -2,7 +2,6 @@ package sema
 
 import (
 	"fmt"
-	"regexp"
 
 	"github.com/bpftap/bpftap/internal/regexdfa"
 	"github.com/bpftap/bpftap/internal/syntax"
@@ -170,7 +169,7 @@ func markPrinted(n syntax.Node, printed map[syntax.Node]bool) {
 			}
 		}
 	case *syntax.Call:
-		if b := Builtin(n); b != nil && b.CapturedCall(n.Args) && printed[n] {
+		if b := Builtin(n); b != nil && b.Kernel == tapset.Captured && printed[n] {
 			for _, a := range n.Args {
 				printed[a] = true
 			}
@@ -187,33 +186,12 @@ func Builtin(c *syntax.Call) *tapset.Builtin {
 }
 
 // RefusalNode is the node a refusal of n blames: the pattern of a regular
-// expression match or the literal of a search (which cannot become an
-// automaton), else n.
+// expression match (which cannot become an automaton), else n.
 func RefusalNode(n syntax.Node) syntax.Node {
-	switch n := n.(type) {
-	case *syntax.Binary:
-		if n.Op == "=~" || n.Op == "!~" {
-			return n.Y
-		}
-	case *syntax.Call:
-		if lit, _ := SearchPattern(n); lit != nil {
-			return lit
-		}
+	if b, ok := n.(*syntax.Binary); ok && (b.Op == "=~" || b.Op == "!~") {
+		return b.Y
 	}
 	return n
-}
-
-// SearchPattern returns the literal of a call that a kernel probe computes
-// as a search for it (tapset.Builtin.SearchLiteral: isinstr(s, "lit")),
-// with the regular expression that matches the literal alone; a nil
-// literal when the call is captured instead.
-func SearchPattern(c *syntax.Call) (*syntax.StringLit, string) {
-	b := Builtin(c)
-	if b == nil || b.SearchLiteral == 0 || b.CapturedCall(c.Args) {
-		return nil, ""
-	}
-	lit := c.Args[b.SearchLiteral-1].(*syntax.StringLit)
-	return lit, regexp.QuoteMeta(lit.Value)
 }
 
 // KernelRefusal is the message for n when a kernel probe cannot run it, or
@@ -223,7 +201,7 @@ func KernelRefusal(n syntax.Node, printed bool) string {
 	switch n := n.(type) {
 	case *syntax.Call:
 		if b := Builtin(n); b != nil {
-			return callRefusal(b, n, printed)
+			return b.KernelError(n.Args, printed)
 		}
 	case *syntax.ForeachStmt:
 		if n.SortDir != 0 {
@@ -233,7 +211,9 @@ func KernelRefusal(n syntax.Node, printed bool) string {
 	case *syntax.Hist:
 		return tapset.UserSpaceOnly("histogram (@hist_log, @hist_linear)")
 	case *syntax.TryStmt:
-		return tapset.UserSpaceOnly("try/catch")
+		if n.CatchVar != nil {
+			return tapset.UserSpaceOnly("a catch variable (the error's message)")
+		}
 	case *syntax.Binary:
 		if lit, ok := n.Y.(*syntax.StringLit); ok && (n.Op == "=~" || n.Op == "!~") {
 			if _, err := regexdfa.Compile(lit.Value); err != nil {
@@ -249,20 +229,6 @@ func KernelRefusal(n syntax.Node, printed bool) string {
 	case *syntax.StatOp:
 		if n.Op == "variance" {
 			return tapset.UserSpaceOnly("@variance")
-		}
-	}
-	return ""
-}
-
-// callRefusal is the message for a call c of builtin b that a kernel probe
-// cannot run, or "".
-func callRefusal(b *tapset.Builtin, c *syntax.Call, printed bool) string {
-	if msg := b.KernelError(c.Args, printed); msg != "" {
-		return msg
-	}
-	if lit, pattern := SearchPattern(c); lit != nil {
-		if _, err := regexdfa.Compile(pattern); err != nil {
-			return fmt.Sprintf("%s() searches for its literal in a kernel probe with an automaton, and the %v", c.Name, err)
 		}
 	}
 	return ""

@@ -84,9 +84,14 @@ func (t *typer) expr(x syntax.Expr, want syntax.Type) {
 // only if it survived elision), or stap's message for an expression
 // nothing resolves.
 func (t *typer) contextExpr(x syntax.Expr, want syntax.Type) {
-	if x.Type() != tUnknown {
+	if x.Type() != tUnknown && t.e.contextErrs[x] == nil { // (&@cast is a long, resolved or not)
 		if op := ContextOperand(x); op != nil {
 			t.expr(op, tLong)
+		}
+		for _, c := range contextComponents(x) {
+			if c.Kind == syntax.ComponentIndex {
+				t.expr(c.Index, tLong)
+			}
 		}
 		t.literal(x, x.Type(), want)
 		return

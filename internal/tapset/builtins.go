@@ -43,24 +43,6 @@ type Builtin struct {
 	// Unsupported, when set, is why no probe can run the builtin: the
 	// elaborator refuses every call with it.
 	Unsupported string
-	// SearchLiteral (1-based; 0: none) is the argument that, given as a
-	// string literal, lets a kernel probe compute a Captured builtin itself:
-	// isinstr(s, "lit") is a search for the literal, run as a =~ match
-	// (bpfgen); with any other argument the call is captured.
-	SearchLiteral int
-}
-
-// CapturedCall tells whether a kernel probe captures the arguments of a
-// call of b with args, for user space to make the call (Captured).
-func (b *Builtin) CapturedCall(args []syntax.Expr) bool {
-	if b.Kernel != Captured {
-		return false
-	}
-	if b.SearchLiteral > 0 && b.SearchLiteral <= len(args) {
-		_, lit := args[b.SearchLiteral-1].(*syntax.StringLit)
-		return !lit
-	}
-	return true
 }
 
 // KernelOnlyMsg is the message for a call of a function (what) that reads
@@ -99,7 +81,7 @@ func (b *Builtin) KernelError(args []syntax.Expr, printed bool) string {
 		return b.Unsupported
 	case b.Kernel == UserSpace:
 		return UserSpaceOnly(fmt.Sprintf("function '%s'", b.Name))
-	case b.CapturedCall(args) && !printed:
+	case b.Kernel == Captured && !printed:
 		return fmt.Sprintf("the value of '%s' is computed in user space: a kernel probe can only print it", b.Name)
 	case b.Literal > 0 && b.Literal <= len(args):
 		if _, ok := args[b.Literal-1].(*syntax.StringLit); ok {
@@ -185,6 +167,12 @@ func unsupported(reason string, b *Builtin) *Builtin {
 	return b
 }
 
+// noPhysicalAddress is why addr_to_node is refused: its node is that of
+// the physical page under a kernel address.
+const noPhysicalAddress = "BPF has no helper that maps a kernel address to its physical page, and bpftap does not know " +
+	"the base of the kernel's direct map (page_offset_base, randomized at boot), which a kernel shows only among the " +
+	"data symbols of /proc/kallsyms (CONFIG_KALLSYMS_ALL)"
+
 // noCallerAddr is why caller() and caller_addr() are refused: stap serves
 // them in kernel function return probes (kretprobes) only.
 const noCallerAddr = "stap serves it in kernel.function(...).return probes only, which this kernel cannot give (no kprobes)"
@@ -192,13 +180,6 @@ const noCallerAddr = "stap serves it in kernel.function(...).return probes only,
 // captured marks b computed in user space from arguments a kernel probe captures.
 func captured(b *Builtin) *Builtin {
 	b.Kernel = Captured
-	return b
-}
-
-// searchLiteral marks b computed by a kernel probe when argument i
-// (1-based) is a string literal.
-func searchLiteral(i int, b *Builtin) *Builtin {
-	b.SearchLiteral = i
 	return b
 }
 
@@ -228,13 +209,13 @@ var Builtins = index(
 	effects(fn("warn", none, s("msg"))),
 	effects(fn("abort", none)),
 	effects(fn("log", none, s("msg"))),
-	// strings
-	captured(fn("strlen", long, s("s"))),
-	captured(fn("substr", str, s("str"), l("start"), l("length"))),
-	fn("stringat", long, s("str"), l("pos")),
-	searchLiteral(2, captured(fn("isinstr", long, s("s1"), s("s2")))),
-	captured(fn("strpos", long, s("s1"), s("s2"))),
-	captured(fn("str_replace", str, s("prnt_str"), s("srch_str"), s("rplc_str"))),
+	// strings (in kernel probes: bpfgen/strfuncs.go)
+	bpf(fn("strlen", long, s("s"))),
+	bpf(fn("substr", str, s("str"), l("start"), l("length"))),
+	bpf(fn("stringat", long, s("str"), l("pos"))),
+	bpf(fn("isinstr", long, s("s1"), s("s2"))),
+	bpf(fn("strpos", long, s("s1"), s("s2"))),
+	bpf(fn("str_replace", str, s("prnt_str"), s("srch_str"), s("rplc_str"))),
 	effects(fn("tokenize", str, s("input"), s("delim"))),
 	captured(fn("text_str", str, s("input"))),
 	captured(fn("text_strn", str, s("input"), l("len"), l("quoted"))),
@@ -271,7 +252,7 @@ var Builtins = index(
 	bpf(fn("uid", long)),
 	bpf(fn("euid", long)),
 	bpf(fn("gid", long)),
-	fn("egid", long),
+	bpf(fn("egid", long)),
 	bpf(fn("execname", str)),
 	bpf(fn("cpu", long)),
 	bpf(fn("target", long)),
@@ -289,7 +270,8 @@ var Builtins = index(
 	kernelOnly(fn("sprint_backtrace", str)),
 	kernelOnly(fn("ubacktrace", str)),
 	kernelOnly(fn("sprint_ubacktrace", str)),
-	bpf(fn("symname", str, l("addr"))), // bpfgen/symbols.go: a token, named in user space
+	bpf(fn("symname", str, l("addr"))), // bpfgen/symbols.go: searched in the kernel
+	bpf(fn("modname", str, l("addr"))),
 	captured(fn("symdata", str, l("addr"))),
 	captured(fn("sprint_stack", str, s("stk"))),
 	captured(fn("sprint_syms", str, s("callers"))), // stap's sprint_stack is sprint_syms
@@ -329,6 +311,7 @@ var Builtins = index(
 	kernelOnly(fn("pid2task", long, l("pid"))),
 	// pid2execname(pid): user-side probes read /proc/PID/comm
 	bpf(fn("pid2execname", str, l("pid"))),
+	unsupported(noPhysicalAddress, fn("addr_to_node", long, l("addr"))),
 	unsupported(noCallerAddr, fn("caller", str)),
 	unsupported(noCallerAddr, fn("caller_addr", long)),
 	// registers of function probes (uprobes): x86-64's calling
@@ -336,37 +319,34 @@ var Builtins = index(
 	bpfLiteral(1, fn("register", long, s("name"))),
 	bpfLiteral(1, fn("u_register", long, s("name"))),
 	bpf(fn("returnval", long)),
-	// memory of traced processes and the kernel
+	// memory of traced processes and the kernel (the readers of numbers,
+	// NumberReads, are declared by init)
 	bpf(fn("kernel_string", str, l("addr"))),
 	bpfLiteral(2, fn("kernel_string_n", str, l("addr"), l("n"))),
-	bpf(fn("kernel_long", long, l("addr"))),
-	bpf(fn("kernel_int", long, l("addr"))),
-	bpf(fn("kernel_short", long, l("addr"))),
-	bpf(fn("kernel_char", long, l("addr"))),
-	bpf(fn("kernel_pointer", long, l("addr"))),
 	bpf(fn("user_string", str, l("addr"))),
 	bpfLiteral(2, fn("user_string_n", str, l("addr"), l("n"))),
 	bpf(fn("user_string2", str, l("addr"), s("err_msg"))),
 	bpf(fn("user_string_quoted", str, l("addr"))),
 	fn("user_string_n_quoted", str, l("addr"), l("n")),
 	bpf(fn("kernel_string2", str, l("addr"), s("err_msg"))),
-	bpf(fn("user_long", long, l("addr"))),
-	bpf(fn("user_int", long, l("addr"))),
-	bpf(fn("user_short", long, l("addr"))),
-	bpf(fn("user_char", long, l("addr"))),
 	// __input_chunk(): what the running procfs("__stdin").write probe was
 	// given, one byte of standard input (tapset/input.stp)
 	fn("__input_chunk", str),
 	// system
 	effects(fn("system", none, s("cmd"))),
+	effects(fn("switch_file", none)),
 	effects(fn("mdelay", none, l("ms"))),
 	effects(fn("udelay", none, l("us"))),
 )
 
-// init declares int_arg(argnum) and the other ArgReaders.
+// init declares int_arg(argnum) and the other ArgReaders, and
+// kernel_long(addr) and the other NumberReads.
 func init() {
 	for name := range ArgReaders {
 		Builtins[name] = bpf(fn(name, long, l("argnum")))
+	}
+	for name := range NumberReads {
+		Builtins[name] = bpf(fn(name, long, l("addr")))
 	}
 }
 

@@ -73,6 +73,11 @@ const (
 	MsgMaxAction          = "MAXACTION exceeded"
 	MsgMaxNesting         = "MAXNESTING exceeded"
 	MsgFunctionsExhausted = "all functions exhausted"
+	// MsgPositionOutOfBounds is stringat()'s, for a position outside the
+	// string.
+	MsgPositionOutOfBounds = "Position out of bounds"
+	// MsgNoModule is modname()'s, for an address no module holds.
+	MsgNoModule = "Cannot determine kernel module name"
 )
 
 // MsgEmptyAggregate is the error of @min, @max, @avg and histograms of a
@@ -101,11 +106,41 @@ func KernelCopyFault(what string) string {
 	return "kernel " + what + " copy fault at 0x%x [man error::fault]"
 }
 
-// NumberReads are the readers of numbers in memory, kernel_WHAT and
-// user_WHAT (user_ has no pointer reader): the size in bytes each reads,
-// by WHAT. A value narrower than a long is sign-extended, as stap's C
-// casts extend it.
-var NumberReads = map[string]int{"long": 8, "int": 4, "short": 2, "char": 1, "pointer": 8}
+// NumberRead is how a reader of a number in memory reads it: Size bytes,
+// sign-extended to a long unless Unsigned, as stap's C casts extend them.
+// Fault is the error a failed read raises (a fmt format taking the
+// address), "" for a reader that returns 0 instead.
+type NumberRead struct {
+	Size     int
+	Unsigned bool
+	Fault    string
+}
+
+// UserReadFault is the error of user_WHAT_error's failed read.
+const UserReadFault = "read fault [man error::fault] at 0x%x"
+
+// NumberReads are the readers of numbers in memory, by builtin name:
+// kernel_WHAT, whose fault is stap's error (KernelCopyFault(WHAT)); and
+// user_WHAT, which read the current process's memory and return 0 where
+// it cannot be read, as stap's tapset wraps them (uconversions.stp), with
+// user_WHAT_error beside each, which raises UserReadFault instead.
+var NumberReads = numberReads()
+
+func numberReads() map[string]NumberRead {
+	reads := map[string]NumberRead{}
+	for what, size := range map[string]int{"long": 8, "int": 4, "short": 2, "char": 1, "pointer": 8} {
+		reads["kernel_"+what] = NumberRead{Size: size, Fault: KernelCopyFault(what)}
+	}
+	for what, r := range map[string]NumberRead{"long": {8, false, ""}, "ulong": {8, true, ""}, "int": {4, false, ""},
+		"short": {2, false, ""}, "ushort": {2, true, ""}, "char": {1, false, ""},
+		"int8": {1, false, ""}, "uint8": {1, true, ""}, "int16": {2, false, ""}, "uint16": {2, true, ""},
+		"int32": {4, false, ""}, "uint32": {4, true, ""}, "int64": {8, false, ""}, "uint64": {8, true, ""}} {
+		reads["user_"+what] = r
+		r.Fault = UserReadFault
+		reads["user_"+what+"_error"] = r
+	}
+	return reads
+}
 
 // Messages of the register readers (int_arg(), register(), returnval()),
 // where a probe has no registers: stap's, from its tapset

@@ -16,12 +16,16 @@ import (
 func syscallAliases(t *testing.T) []string {
 	t.Helper()
 	stp, _ := tapset.Library()
+	macros, errs := tapset.Macros()
+	if len(errs) > 0 {
+		t.Fatal(errs)
+	}
 	var names []string
 	for _, src := range stp {
 		if src.Name != "tapset/syscalls.stp" {
 			continue
 		}
-		f, err := syntax.Parse(src, &syntax.Config{Tapset: true, Arch: "x86_64"})
+		f, err := syntax.Parse(src, &syntax.Config{Tapset: true, Arch: "x86_64", Macros: macros})
 		if err != nil {
 			t.Fatal(err)
 		}
