@@ -24,9 +24,9 @@ func render(cfg *config, cases []*nginxCase, brackets map[string][]bracket, errs
 		untraced.Format(0), steady, total, 100*cfg.steady)
 	b.WriteString("Each traced run is compared with the untraced runs just before and just after it (requests/s over their mean); " +
 		"a figure is the median of those ratios over the rounds [95% bootstrap interval]. " +
-		"\"Below the floor\" is the empty program's ratio minus the case's, paired per round (rounds where both brackets are steady), in points of untraced throughput. " +
+		"\"Below\" a floor is that floor's ratio minus the case's, paired per round (rounds where both brackets are steady), in points of untraced throughput: the floor tool's empty program (what any tracer pays), and bpftap's own empty probe (what bpftap pays before a probe does anything, its process included). " +
 		"The seed measured syscount at 0.815 of untraced system-wide (−18.5%), and at 0.908 filtered in the kernel to another pid.\n\n")
-	b.WriteString("| case | × untraced, all brackets | × untraced, steady brackets | rounds steady | points below the floor (steady) |\n|---|---:|---:|---:|---:|\n")
+	b.WriteString("| case | × untraced, all brackets | × untraced, steady brackets | rounds steady | points below the floor tool | points below bpftap's empty probe |\n|---|---:|---:|---:|---:|---:|\n")
 	for _, c := range cases {
 		writeRow(&b, c.name, brackets, errs[c.name], cfg.steady, rng)
 	}
@@ -37,17 +37,21 @@ func render(cfg *config, cases []*nginxCase, brackets map[string][]bracket, errs
 func writeRow(b *strings.Builder, name string, brackets map[string][]bracket, failure string, tolerance float64, rng *rand.Rand) {
 	all, steady := ratios(brackets[name], tolerance)
 	if len(all) == 0 {
-		fmt.Fprintf(b, "| %s | failed: %s | | 0 | |\n", name, failure)
+		fmt.Fprintf(b, "| %s | failed: %s | | 0 | | |\n", name, failure)
 		return
 	}
-	gap := "—"
-	if name != floorName {
-		if d := floorGaps(brackets[floorName], brackets[name], tolerance); len(d) > 0 {
-			gap = stats.Bootstrap(d, 2000, rng).Format(1)
+	gap := func(floor string) string {
+		if name == floor {
+			return "—"
 		}
+		d := floorGaps(brackets[floor], brackets[name], tolerance)
+		if len(d) == 0 {
+			return "none steady"
+		}
+		return stats.Bootstrap(d, 2000, rng).Format(1)
 	}
-	fmt.Fprintf(b, "| %s | %s | %s | %d | %s |\n", name, stats.Bootstrap(all, 2000, rng).Format(3),
-		formatOrNone(steady, rng), len(steady), gap)
+	fmt.Fprintf(b, "| %s | %s | %s | %d | %s | %s |\n", name, stats.Bootstrap(all, 2000, rng).Format(3),
+		formatOrNone(steady, rng), len(steady), gap(floorName), gap(ownFloorName))
 }
 
 func formatOrNone(xs []float64, rng *rand.Rand) string {
