@@ -3,7 +3,7 @@
 # under wrk while system calls are counted (root; apt-get install nginx wrk
 # bpftrace libbpf-tools). Builds bpftap, the floor tool and the benchmark,
 # then runs it in a private mount namespace with tracefs and debugfs
-# mounted. Writes bench/RESULTS-nginx.md; about 25 minutes with the
+# mounted. Writes bench/RESULTS-nginx.md; about 16 minutes here with the
 # defaults (30 rounds of 9 cases, each 2 s run between untraced runs).
 set -eu
 cd "$(dirname "$0")/.."
