@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"testing"
 )
 
@@ -80,5 +81,43 @@ func TestResolve(t *testing.T) {
 		if p, err := Resolve(name); err != ErrNotFound {
 			t.Errorf("Resolve(%q) = %q, %v, want ErrNotFound", name, p, err)
 		}
+	}
+}
+
+// TestResolveAll globs a directory holding two ELF files, a link to one of
+// them, a text file and a subdirectory: the pattern names the two ELF
+// files, each once.
+func TestResolveAll(t *testing.T) {
+	dir := t.TempDir()
+	elfFile, err := os.ReadFile("/bin/true")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"a", "b"} {
+		if err := os.WriteFile(filepath.Join(dir, name), elfFile, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Symlink(filepath.Join(dir, "a"), filepath.Join(dir, "c")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "d"), []byte("not ELF\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(filepath.Join(dir, "e"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	files, err := ResolveAll(filepath.Join(dir, "*"))
+	if want := []string{filepath.Join(dir, "a"), filepath.Join(dir, "b")}; err != nil || !slices.Equal(files, want) {
+		t.Errorf("ResolveAll(%s/*) = %q, %v, want %q", dir, files, err, want)
+	}
+	if files, err := ResolveAll(filepath.Join(dir, "[de]")); err != ErrNotFound {
+		t.Errorf("ResolveAll of no ELF file = %q, %v, want ErrNotFound", files, err)
+	}
+	if files, err := ResolveAll("libc.so.6"); err != nil || len(files) != 1 {
+		t.Errorf("ResolveAll(libc.so.6) = %q, %v, want Resolve's one file", files, err)
+	}
+	if _, err := ResolveAll(filepath.Join(dir, "[")); err == nil {
+		t.Errorf("ResolveAll of a malformed pattern: no error")
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 )
 
@@ -39,6 +40,45 @@ func Resolve(name string) (string, error) {
 		return "", ErrNotFound
 	}
 	return filepath.Abs(p)
+}
+
+// ResolveAll is Resolve for a name that may be a glob pattern (it holds
+// *, ? or [): every ELF file of the host's machine the pattern matches,
+// each once however many links name it, in lexical order, as stap globs a
+// process probe's PATH (stapprobes(3stap); PATH and the loader's
+// directories are not searched then). A name without a pattern is
+// Resolve's one file.
+func ResolveAll(name string) ([]string, error) {
+	if !strings.ContainsAny(name, "*?[") {
+		file, err := Resolve(name)
+		if err != nil {
+			return nil, err
+		}
+		return []string{file}, nil
+	}
+	abs, err := filepath.Abs(name)
+	if err != nil {
+		return nil, err
+	}
+	matches, err := filepath.Glob(abs)
+	if err != nil {
+		return nil, err
+	}
+	var files []string
+	var seen []os.FileInfo
+	for _, m := range matches {
+		info, err := os.Stat(m)
+		if err != nil || !info.Mode().IsRegular() || !hostMachine(m) ||
+			slices.ContainsFunc(seen, func(s os.FileInfo) bool { return os.SameFile(s, info) }) {
+			continue
+		}
+		seen = append(seen, info)
+		files = append(files, m)
+	}
+	if len(files) == 0 {
+		return nil, ErrNotFound
+	}
+	return files, nil
 }
 
 // libraryDirs are the directories the loader searches last, after its cache.

@@ -1,6 +1,7 @@
 package probes
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"strings"
@@ -16,8 +17,9 @@ import (
 // the stubs of the procedure linkage table through which PATH calls NAME,
 // for .plt; $$name is NAME), resolved against the ELF symbol tables of
 // PATH (package elfsym;
-// no debuginfo is read). PATH is a path, a command found in PATH or a
-// shared library's soname; without it (process.function("NAME")) the point
+// no debuginfo is read). PATH is a path, a command found in PATH, a
+// shared library's soname, or a glob of paths (each file it matches is
+// probed, as in stap); without it (process.function("NAME")) the point
 // means the executable of the -c command or -x process (Config.TargetBinary).
 // NAME may hold wildcards: the point expands to one uprobe (a uretprobe for
 // .return) per matching function, named in its concrete point as stap names
@@ -62,10 +64,11 @@ func (c *objectCache) open(path string) (*elfsym.Object, error) {
 const returnLocal = "__uretprobe_return"
 
 func expandUprobe(k KernelInfo, cfg Config, objects *objectCache, p *Point) ([]*Point, error) {
-	path, err := uprobeFile(p, cfg)
-	if err != nil {
-		return nil, err
-	}
+	return eachFile(p, cfg, func(path string) ([]*Point, error) { return uprobeOnFile(k, cfg, objects, p, path) })
+}
+
+// uprobeOnFile expands point p on the functions of one file.
+func uprobeOnFile(k KernelInfo, cfg Config, objects *objectCache, p *Point, path string) ([]*Point, error) {
 	obj, err := objects.open(path)
 	if err != nil {
 		return nil, err
@@ -182,24 +185,53 @@ var targetPrologue = sync.OnceValues(func() (*syntax.Block, error) {
 	return parsePrologue("process target filter", "if (!__process_in_target()) next\n")
 })
 
-// uprobeFile is the file a point probes: its process("PATH") resolved, or
-// the target's executable.
-func uprobeFile(p *Point, cfg Config) (string, error) {
+// eachFile expands point p on each file its process("PATH") names (a
+// glob may name several, the target's executable is one): the points of
+// the files where it matched; when it matched in none, the first file's
+// error.
+func eachFile(p *Point, cfg Config, expand func(file string) ([]*Point, error)) ([]*Point, error) {
+	files, err := uprobeFiles(p, cfg)
+	if err != nil {
+		return nil, err
+	}
+	var out []*Point
+	var noMatch error
+	for _, file := range files {
+		points, err := expand(file)
+		var e *Error
+		switch {
+		case err == nil:
+			out = append(out, points...)
+		case len(files) > 1 && errors.As(err, &e) && e.Msg == "no match":
+			noMatch = cmp.Or(noMatch, err)
+		default:
+			return nil, err
+		}
+	}
+	if len(out) == 0 {
+		return nil, noMatch
+	}
+	return out, nil
+}
+
+// uprobeFiles are the files a point probes: its process("PATH") resolved
+// (every file a glob matches), or the target's executable.
+func uprobeFiles(p *Point, cfg Config) ([]string, error) {
 	name, ok := p.Arg("process").(*syntax.StringLit)
 	if !ok {
 		if cfg.TargetBinary == nil || cfg.TargetBinary() == "" {
-			return "", errorf("unspecified process probe is invalid without a -c COMMAND or -x PID [man stapprobes]")
+			return nil, errorf("unspecified process probe is invalid without a -c COMMAND or -x PID [man stapprobes]")
 		}
-		return cfg.TargetBinary(), nil
+		return []string{cfg.TargetBinary()}, nil
 	}
-	path, err := elfsym.Resolve(name.Value)
+	files, err := elfsym.ResolveAll(name.Value)
 	if errors.Is(err, elfsym.ErrNotFound) {
-		return "", errorf("cannot find executable '%s'", name.Value)
+		return nil, errorf("cannot find executable '%s'", name.Value)
 	}
 	if err != nil {
-		return "", errorf("cannot find executable '%s': %v", name.Value, err)
+		return nil, errorf("cannot find executable '%s': %v", name.Value, err)
 	}
-	return path, nil
+	return files, nil
 }
 
 // uprobePlan says for -v where a point's probes attach: the kind, the file

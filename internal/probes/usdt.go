@@ -32,10 +32,11 @@ func processMarkFamily(k KernelInfo, cfg Config) *Family {
 }
 
 func expandMark(k KernelInfo, cfg Config, p *Point) ([]*Point, error) {
-	file, err := uprobeFile(p, cfg)
-	if err != nil {
-		return nil, err
-	}
+	return eachFile(p, cfg, func(file string) ([]*Point, error) { return marksOfFile(k, cfg, p, file) })
+}
+
+// marksOfFile expands point p on the markers of one file.
+func marksOfFile(k KernelInfo, cfg Config, p *Point, file string) ([]*Point, error) {
 	f, err := usdt.Open(file)
 	if err != nil {
 		return nil, errorf("cannot read the markers of %s: %v", file, err)
