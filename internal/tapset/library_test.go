@@ -92,6 +92,13 @@ var signatures = []string{
 	// context.stp
 	"ppfunc:string()",
 	"pnlabel:string()",
+	// source_lines.stp
+	"symfileline:string(addr:long)",
+	"symfile:string(addr:long)",
+	"symline:string(addr:long)",
+	"usymfileline:string(addr:long)",
+	"usymfile:string(addr:long)",
+	"usymline:string(addr:long)",
 	// dev.stp
 	"MAJOR:long(dev:long)",
 	"MINOR:long(dev:long)",
