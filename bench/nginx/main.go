@@ -1,9 +1,10 @@
 // Command nginx is bpftap's seed-001 benchmark: the throughput nginx keeps
 // (requests/s under wrk, loopback only) while system calls are counted,
 // system-wide and filtered in the kernel to one process, by bpftap, by
-// libbpf-tools syscount and by bpftrace, beside two floors (an empty BPF
-// program, what every tracer pays, and a hand-written per-CPU count by
-// process name) and no tracer at all.
+// libbpf-tools syscount and by bpftrace, beside two floors (the floor
+// tool's empty BPF program, what every tracer pays, and bpftap's own empty
+// probe), a reference case (a hand-written per-CPU count by process name)
+// and no tracer at all.
 //
 // The machine's throughput drifts by several percent within minutes and
 // drops by 20-40% for seconds at a time (other tenants of the host), so

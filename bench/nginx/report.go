@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"math"
 	"math/rand/v2"
 	"strings"
 	"time"
@@ -44,36 +43,30 @@ func writeRow(b *strings.Builder, name string, brackets map[string][]bracket, fa
 		if name == floor {
 			return "—"
 		}
-		d := floorGaps(brackets[floor], brackets[name], tolerance)
-		if len(d) == 0 {
-			return "none steady"
-		}
-		return stats.Bootstrap(d, 2000, rng).Format(1)
+		return formatOrNone(floorGaps(brackets[floor], brackets[name], tolerance), 1, rng)
 	}
 	fmt.Fprintf(b, "| %s | %s | %s | %d | %s | %s |\n", name, stats.Bootstrap(all, 2000, rng).Format(3),
-		formatOrNone(steady, rng), len(steady), gap(floorName), gap(ownFloorName))
+		formatOrNone(steady, 3, rng), len(steady), gap(floorName), gap(ownFloorName))
 }
 
-func formatOrNone(xs []float64, rng *rand.Rand) string {
+// formatOrNone is the median of xs with its bootstrap interval, to prec
+// decimals ("none steady" without values).
+func formatOrNone(xs []float64, prec int, rng *rand.Rand) string {
 	if len(xs) == 0 {
 		return "none steady"
 	}
-	return stats.Bootstrap(xs, 2000, rng).Format(3)
+	return stats.Bootstrap(xs, 2000, rng).Format(prec)
 }
 
 // ratios returns the finite ratios of a case's brackets, all and steady.
 func ratios(bs []bracket, tolerance float64) (all, steady []float64) {
 	for _, br := range bs {
-		r := br.ratio()
-		if math.IsNaN(r) || math.IsInf(r, 0) {
-			continue
-		}
-		all = append(all, r)
+		all = append(all, br.ratio())
 		if br.steady(tolerance) {
-			steady = append(steady, r)
+			steady = append(steady, br.ratio())
 		}
 	}
-	return all, steady
+	return stats.Finite(all), stats.Finite(steady)
 }
 
 // floorGaps returns, round by round, the floor's ratio minus the case's in
@@ -85,11 +78,9 @@ func floorGaps(floor, other []bracket, tolerance float64) []float64 {
 		if !f.steady(tolerance) || !o.steady(tolerance) {
 			continue
 		}
-		if g := 100 * (f.ratio() - o.ratio()); !math.IsNaN(g) && !math.IsInf(g, 0) {
-			d = append(d, g)
-		}
+		d = append(d, 100*(f.ratio()-o.ratio()))
 	}
-	return d
+	return stats.Finite(d)
 }
 
 // untracedSummary summarizes the untraced runs (each bracket's before: all

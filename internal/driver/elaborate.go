@@ -22,8 +22,8 @@ func (s *session) elaborate(user, libs []*syntax.File) (*sema.Program, error) {
 	prog, err := sema.Elaborate(user, sema.Options{
 		Library:   libs,
 		Overrides: s.opts.Globals,
-		// stap lists without warnings, and keeps the locals -L lists
-		NoWarnings:      s.opts.NoWarnings || listing,
+		// -L lists the locals optimization would remove
+		NoWarnings:      s.opts.NoWarnings,
 		Verbose:         s.opts.Verbose > 0,
 		Unoptimized:     s.opts.Unoptimize || s.opts.ListVars,
 		NoGlobalDisplay: s.opts.NoGlobalDisplay,

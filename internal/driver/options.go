@@ -324,8 +324,6 @@ func parseLong(o *Options, argv []string, i int) (int, error) {
 	return i, spec.set(o, arg)
 }
 
-// setBufferSize parses -s NUM, megabytes of buffer between the kernel probes
-// and bpftap (1 to 4095, as stap accepts).
 // setOutputSize takes -S SIZE[,N] (staprun's parse): SIZE in MiB, N
 // files at most.
 func setOutputSize(o *Options, a string) error {
@@ -342,6 +340,8 @@ func setOutputSize(o *Options, a string) error {
 	return nil
 }
 
+// setBufferSize parses -s NUM, megabytes of buffer between the kernel probes
+// and bpftap (1 to 4095, as stap accepts).
 func setBufferSize(o *Options, a string) error {
 	n, err := strconv.Atoi(a)
 	if err != nil || n < 1 || n > 4095 {

@@ -20,14 +20,14 @@ import (
 func (s *session) execute(prog *sema.Program, ks *kernelside.Session, limits tapset.Limits, target *target) int {
 	ctx, cancel := s.runContext()
 	defer cancel()
-	out, files, err := s.output()
+	files, err := s.outputFiles()
 	if err != nil {
 		return s.fail(5, "run", err)
 	}
-	var switchFile func() error
+	out, switchFile := io.Writer(s.stdout), (func() error)(nil)
 	if files != nil {
 		defer files.Close()
-		switchFile = files.Switch
+		out, switchFile = files, files.Switch
 	}
 	out = pipeGuard{out, cancel}
 	in, err := interp.New(prog, interp.Config{Stdout: out, Stderr: s.stderr, Stdin: s.stdin, Limits: limits, Target: target.pid(),
@@ -83,17 +83,17 @@ func (s *session) limits() (tapset.Limits, error) {
 	return l, nil
 }
 
-// output returns where the script's output goes: standard output, or the
-// files of -o FILE (and -S), which switch_file() switches.
-func (s *session) output() (io.Writer, *outputFiles, error) {
+// outputFiles opens the files of -o FILE (and -S), which switch_file()
+// switches; nil without -o: the output goes to standard output.
+func (s *session) outputFiles() (*outputFiles, error) {
 	if s.opts.Output == "" {
-		return s.stdout, nil, nil
+		return nil, nil
 	}
 	files, err := openOutputFiles(s.opts.Output, s.opts.OutputMB, s.opts.OutputFiles)
 	if err != nil {
-		return nil, nil, fmt.Errorf("ERROR: %v", err)
+		return nil, fmt.Errorf("ERROR: %v", err)
 	}
-	return files, files, nil
+	return files, nil
 }
 
 // keysAsTyped sets a terminal on standard input as stapio sets it for the

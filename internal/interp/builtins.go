@@ -207,5 +207,3 @@ func currentCPU() int64 {
 	cpu, _ := strconv.ParseInt(fields[36], 10, 64)
 	return cpu
 }
-
-// pointString renders a probe point as the user wrote it (pn()).

@@ -36,7 +36,7 @@ func memoryBuiltins() map[string]builtinFunc {
 	for name, read := range tapset.NumberReads {
 		switch what, kernel := strings.CutPrefix(name, "kernel_"); {
 		case kernel:
-			m[name] = func(cc *callContext, a []Value) Value { return long(cc.kernelNumber(a[0].Int, name, what)) }
+			m[name] = func(cc *callContext, a []Value) Value { return long(cc.kernelNumber(a[0].Int, read.Size, what)) }
 		case read.Fault != "": // a user-side probe has no process: every read faults
 			m[name] = func(cc *callContext, a []Value) Value {
 				cc.fail(fmt.Sprintf(read.Fault, uint64(a[0].Int)))
@@ -67,18 +67,13 @@ func kernelString2(cc *callContext, a []Value) Value {
 	return str(s)
 }
 
-// kernelNumber reads the number reader name reads (tapset.NumberReads),
-// kernel_WHAT, at addr.
-func (cc *callContext) kernelNumber(addr int64, name, what string) int64 {
+// kernelNumber is kernel_WHAT(addr): the signed number of size bytes at
+// addr (every kernel_ reader of tapset.NumberReads is signed).
+func (cc *callContext) kernelNumber(addr int64, size int, what string) int64 {
 	var b [8]byte
-	read := tapset.NumberReads[name]
-	_, err := cc.kernelReader().Read(uint64(addr), b[:read.Size])
+	_, err := cc.kernelReader().Read(uint64(addr), b[:size])
 	cc.kernelFault(err, what, addr)
-	u := binary.NativeEndian.Uint64(b[:]) << (64 - 8*read.Size)
-	if read.Unsigned {
-		return int64(u >> (64 - 8*read.Size))
-	}
-	return int64(u) >> (64 - 8*read.Size)
+	return int64(binary.NativeEndian.Uint64(b[:])<<(64-8*size)) >> (64 - 8*size)
 }
 
 // kernelReader returns the process's kernel reader, or fails the call

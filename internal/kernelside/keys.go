@@ -129,6 +129,9 @@ func (g mapArray) members(k interp.Key) ([][]byte, error) {
 // exists, so that a store into an element that exists never needs room
 // for another; the first when none does.
 func (g mapArray) home(members [][]byte) []byte {
+	if len(members) == 1 {
+		return members[0]
+	}
 	for _, key := range members {
 		if vs, pending := g.element(key); vs != nil || pending != nil {
 			return key

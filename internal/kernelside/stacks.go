@@ -190,15 +190,15 @@ type addrRange struct {
 
 // symbolRanges are the kernel's symbols as ranges: a symbol of unknown
 // size, the last of a module, holds its start alone, as ksym's Lookup has
-// it.
-func symbolRanges() []addrRange {
+// it. Built once: the map's shape and its contents both need them.
+var symbolRanges = sync.OnceValue(func() []addrRange {
 	syms := ksym.Kernel().Symbols()
 	r := make([]addrRange, len(syms))
 	for i, s := range syms {
 		r[i] = addrRange{s.Addr, s.Addr + max(s.Size, 1), s.Name}
 	}
 	return r
-}
+})
 
 // moduleRanges are the ranges of the kernel and of its modules.
 func moduleRanges() []addrRange {

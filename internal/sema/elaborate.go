@@ -85,7 +85,8 @@ type Options struct {
 	// derives nothing, the others are listed; a probe left empty is kept;
 	// what only a run needs is skipped: the merge of many system calls'
 	// entries into one probe, the checks of what a probe may call where it
-	// runs, and everything after type inference. The registry should be
+	// runs, everything after type inference, and warnings (stap lists
+	// without them). The registry should be
 	// made with probes.Config.Listing.
 	Listing bool
 }
@@ -126,7 +127,7 @@ type elab struct {
 func Elaborate(user []*syntax.File, opts Options) (*Program, error) {
 	e := &elab{
 		opts:      opts,
-		rep:       newReporter(opts.Verbose, opts.NoWarnings),
+		rep:       newReporter(opts.Verbose, opts.NoWarnings || opts.Listing),
 		reg:       opts.Registry,
 		prog:      &Program{Files: append([]*syntax.File(nil), user...)},
 		fileOf:    map[syntax.Decl]*syntax.File{},
