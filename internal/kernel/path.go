@@ -123,9 +123,6 @@ func (b *BTF) follow(p *Path, inMemory bool, steps []Step) (*Path, error) {
 		var off int64
 		switch {
 		case u.Kind == KindPtr:
-			if !inMemory {
-				p.Offsets = nil
-			}
 			p.Offsets = append(p.Offsets, 0)
 			off, p.Type, err = b.stepThroughPointer(u, s, p)
 			p.Offsets[len(p.Offsets)-1] = off

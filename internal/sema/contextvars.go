@@ -67,6 +67,7 @@ func (s *scope) substituteContextVars(body *syntax.Block) {
 	for name, def := range s.contextVars {
 		if s.contextVarDef(&syntax.TargetVar{Name: "$" + name}) == nil {
 			def.Args[1] = &syntax.NumberLit{Typed: syntax.Typed{Pos: def.Args[1].Position()}}
+			delete(s.contextVars, name) // the point's own: left as it is below
 		}
 	}
 	var expr func(syntax.Expr) syntax.Expr
@@ -82,7 +83,8 @@ func (s *scope) substituteContextVars(body *syntax.Block) {
 				return x // its value is the point's
 			}
 		case *syntax.TargetVar:
-			if def := s.contextVarDef(x); def != nil && x.Pretty == 0 && (len(x.Components) > 0 || !x.AddrOf) {
+			def := s.contextVars[strings.TrimPrefix(x.Name, "$")]
+			if def != nil && !strings.HasPrefix(x.Name, "$$") && x.Pretty == 0 && (len(x.Components) > 0 || !x.AddrOf) {
 				return contextVarValue(x, def.Args[1])
 			}
 		}

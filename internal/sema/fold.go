@@ -170,9 +170,9 @@ func isFalse(x syntax.Expr) bool {
 	return ok && n.Value == 0
 }
 
-// constantCast is the value of a constant @cast (constcast.go); ok is
+// castConst is the value of a constant @cast (constcast.go); ok is
 // false for another, or in a folder that does not know them.
-func (f *folder) constantCast(x *syntax.Cast) (int64, bool) {
+func (f *folder) castConst(x *syntax.Cast) (int64, bool) {
 	if f.castValue == nil {
 		return 0, false
 	}
@@ -198,7 +198,7 @@ func (f *folder) expr(x syntax.Expr) syntax.Expr {
 	case *syntax.Defined:
 		return f.defined(x)
 	case *syntax.Cast:
-		if v, ok := f.constantCast(x); ok {
+		if v, ok := f.castConst(x); ok {
 			f.changed = true
 			return number(x, v)
 		}

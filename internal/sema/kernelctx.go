@@ -124,9 +124,12 @@ func callsReaching(p *Probe, reaches func(*syntax.Func) bool) []*syntax.Call {
 // the calls of its body that reach pid2task or pid2execname, with the
 // kernel's reason.
 func (e *elab) checkTaskLookups() {
+	if e.kernel == nil {
+		return
+	}
 	findsTasks := e.reaching(func(b *tapset.Builtin) bool { return b.Name == "pid2task" || b.Name == "pid2execname" }, nil)
 	for _, p := range e.prog.Probes {
-		if !p.Kernel || p.Attach == nil || e.kernel == nil {
+		if !p.Kernel || p.Attach == nil {
 			continue
 		}
 		calls := callsReaching(p, findsTasks)
