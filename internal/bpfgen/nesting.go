@@ -120,8 +120,15 @@ func (g *gen) raiseWord(off int16, atomic bool) {
 // countSkip adds one to SkipMap. Clobbers R2 and R5.
 func (g *gen) countSkip() {
 	g.m.skips = true
-	g.emit(asm.LoadMapValue(asm.R5, 0, 0).WithReference(SkipMap), asm.Mov.Imm(asm.R2, 1),
-		atomicOp(bpfAdd, asm.R5, asm.R2, 0))
+	g.countIn(SkipMap, 0, asm.R5)
+}
+
+// countIn adds one, atomically, to the word at offset word of the value
+// of array map mapRef (a counter shared by the CPUs), its address in ptr.
+// Clobbers ptr and R2.
+func (g *gen) countIn(mapRef string, word uint32, ptr asm.Register) {
+	g.emit(asm.LoadMapValue(ptr, 0, word).WithReference(mapRef), asm.Mov.Imm(asm.R2, 1),
+		atomicOp(bpfAdd, ptr, asm.R2, 0))
 }
 
 // guarded emits body holding this CPU's NestMap guard, or counts a skip

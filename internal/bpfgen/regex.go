@@ -120,13 +120,14 @@ func (m *Module) regexMapSpec() *ebpf.MapSpec {
 // R0-R5 and regRec.
 func (g *gen) regexMatch(e *syntax.Binary) {
 	lit := e.Y.(*syntax.StringLit) // the parser accepts nothing else
-	g.search(e, e.X, lit, lit.Value, e.Op == "!~")
+	g.search(e, e.X, lit, e.Op == "!~")
 }
 
-// search compiles whether pattern (the literal lit's automaton) matches
-// the subject into R0, 0 or 1, inverted when negate; e is blamed when the
-// kernel lacks the iterator, lit when the pattern has no automaton.
-func (g *gen) search(e, subject syntax.Expr, lit *syntax.StringLit, pattern string, negate bool) {
+// search compiles whether the pattern lit holds matches the subject into
+// R0, 0 or 1, inverted when negate; e is blamed when the kernel lacks the
+// iterator, lit when the pattern has no automaton.
+func (g *gen) search(e, subject syntax.Expr, lit *syntax.StringLit, negate bool) {
+	pattern := lit.Value
 	d, err := regexdfa.Compile(pattern)
 	if err != nil {
 		g.fail(lit, "%s", err) // as sema.RefusalNode blames

@@ -280,10 +280,7 @@ func (g *gen) stackID(m string, flags, failWord int32) {
 
 // countStackFailure adds one to StackFailMap's word at offset word.
 // Clobbers R1 and R2.
-func (g *gen) countStackFailure(word int32) {
-	g.emit(asm.LoadMapValue(asm.R1, 0, uint32(word)).WithReference(StackFailMap), asm.Mov.Imm(asm.R2, 1),
-		atomicOp(bpfAdd, asm.R1, asm.R2, 0))
-}
+func (g *gen) countStackFailure(word int32) { g.countIn(StackFailMap, uint32(word), asm.R1) }
 
 // tokenDigits writes the id in R0 + 1 (0 for a negative R0) as token
 // digits at off in the scratch buffer.

@@ -228,15 +228,18 @@ func (g *gen) loop(init, cond, post syntax.Expr, body syntax.Stmt) {
 // cannot fold: the verifier would walk them all, each branch of the body
 // doubling the walk (it prunes no state of a loop it has not finished).
 func (g *gen) forget(vars []*syntax.Var) {
-	cell := -1
+	var slots []value
 	for _, v := range vars {
-		slot := g.local(v)
-		if slot.scratch {
-			continue // loaded from map memory already
+		if slot := g.local(v); !slot.scratch { // scratch ones are loaded from map memory already
+			slots = append(slots, slot)
 		}
-		if cell < 0 {
-			cell = g.allocScratch(8)
-		}
+	}
+	if len(slots) == 0 {
+		return
+	}
+	mark := g.scratchMark() // after g.local, which may allocate a local's own cell
+	cell := g.allocScratch(8)
+	for _, slot := range slots {
 		g.emit(
 			asm.LoadMem(asm.R1, asm.R10, int16(slot.off), asm.DWord),
 			asm.StoreMem(regScratch, int16(cell), asm.R1, asm.DWord),
@@ -244,6 +247,7 @@ func (g *gen) forget(vars []*syntax.Var) {
 			asm.StoreMem(asm.R10, int16(slot.off), asm.R1, asm.DWord),
 		)
 	}
+	g.scratchRelease(mark)
 }
 
 // loopCarried returns the long locals and parameters a loop's condition,

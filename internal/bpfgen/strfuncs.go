@@ -240,15 +240,11 @@ func (g *gen) strReplace(c *syntax.Call) value {
 // there). The copy leaves the loop's next step to add the last 1.
 func (g *gen) replaceAt(dst, r value, at, j, out int, end string) {
 	g.emit(
-		asm.LoadMem(asm.R1, regScratch, int16(out), asm.DWord),
-		asm.JGE.Imm(asm.R1, int32(dst.width-1), end),
-		asm.Mov.Imm(asm.R2, int32(dst.width)),
-		asm.Sub.Reg(asm.R2, asm.R1), // room, the NUL included: [2, width]
-		asm.Add.Reg(asm.R1, regScratch),
-		asm.Add.Imm(asm.R1, int32(dst.off)),
+		asm.LoadMem(asm.R0, regScratch, int16(out), asm.DWord),
+		asm.JGE.Imm(asm.R0, int32(dst.width-1), end),
+		asm.Add.Imm(asm.R0, 1), // the bytes held, as appendAt takes them
 	)
-	g.scratchAddr(r.off)()
-	g.emit(asm.FnProbeReadKernelStr.Call())
+	g.appendAt(dst, r)
 	g.atLeastOne()
 	g.emit(
 		asm.Sub.Imm(asm.R0, 1),

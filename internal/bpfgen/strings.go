@@ -369,11 +369,7 @@ func (g *gen) comm(off int) {
 
 // cutComm ends the comm at off at MAXSTRINGLEN-1 bytes when MAXSTRINGLEN
 // is less than a comm's 16 bytes.
-func (g *gen) cutComm(off int) {
-	if g.m.maxStr < commLen {
-		g.emit(asm.StoreImm(regScratch, int16(off+g.m.maxStr-1), 0, asm.Byte))
-	}
-}
+func (g *gen) cutComm(off int) { g.cutName(value{off: off, width: commLen}) }
 
 // strGlobal copies the string v[keys] ("" when absent) into a temporary.
 func (g *gen) strGlobal(v *syntax.Var, keys []syntax.Expr) value {

@@ -81,8 +81,8 @@ func (g *gen) modname(c *syntax.Call) value {
 	return v
 }
 
-// cutName ends a name copied into v at MAXSTRINGLEN, which a name may
-// pass.
+// cutName ends a name (a symbol's, a comm) copied into scratch value v
+// at MAXSTRINGLEN-1 bytes when MAXSTRINGLEN is less than v's width.
 func (g *gen) cutName(v value) {
 	if g.m.maxStr < v.width {
 		g.emit(asm.StoreImm(regScratch, int16(v.off+g.m.maxStr-1), 0, asm.Byte))
