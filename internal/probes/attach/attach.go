@@ -46,11 +46,35 @@ const (
 	UprobeMulti
 	// UretprobeMulti is UprobeMulti for uretprobes.
 	UretprobeMulti
+	// Kprobe fires at the entry of a kernel function (Event, of the
+	// kernel or of Module): the context is the kernel's registers, struct
+	// pt_regs.
+	Kprobe
+	// Kretprobe fires when that function returns: pt_regs, the return
+	// value in rax; MaxActive bounds the returns pending at once (0: the
+	// kernel's default).
+	Kretprobe
+	// KprobeMulti is a Kprobe that shares one program with the other
+	// points of its Set, attached to all of their functions with one
+	// kprobe_multi link (Linux 5.18, CONFIG_FPROBE); Symbols, on the point
+	// that stands for the Set, names them in the order of their cookies.
+	KprobeMulti
+	// KretprobeMulti is KprobeMulti for kretprobes.
+	KretprobeMulti
+	// Fentry is a BPF trampoline at the entry of a kernel function (BTFID,
+	// its BTF_KIND_FUNC, in the kernel's BTF or Module's): the context is
+	// u64 args[], the function's arguments typed by BTF.
+	Fentry
+	// Fexit is the trampoline at its return: args[], then the return
+	// value in the word after the last argument.
+	Fexit
 )
 
 var kindNames = [...]string{TPBTF: "tp_btf", RawTracepoint: "raw_tracepoint", Tracepoint: "tracepoint",
 	Uprobe: "uprobe", Uretprobe: "uretprobe", PerfEvent: "perf_event",
-	UprobeMulti: "uprobe_multi", UretprobeMulti: "uretprobe_multi"}
+	UprobeMulti: "uprobe_multi", UretprobeMulti: "uretprobe_multi",
+	Kprobe: "kprobe", Kretprobe: "kretprobe", KprobeMulti: "kprobe_multi", KretprobeMulti: "kretprobe_multi",
+	Fentry: "fentry", Fexit: "fexit"}
 
 func (k Kind) String() string {
 	if int(k) < len(kindNames) && kindNames[k] != "" {
@@ -62,7 +86,7 @@ func (k Kind) String() string {
 // BTFTyped tells whether programs of kind k are BTF-typed tracing programs,
 // which may dereference the BTF-typed pointers of helpers such as
 // bpf_get_current_task_btf without a probe read.
-func (k Kind) BTFTyped() bool { return k == TPBTF }
+func (k Kind) BTFTyped() bool { return k == TPBTF || k == Fentry || k == Fexit }
 
 // Registers tells whether the context of kind k is a struct pt_regs, the
 // registers of the probed code (register(), int_arg(), returnval()).
@@ -93,6 +117,14 @@ type Point struct {
 	// the uprobe is attached (ref_ctr_offset).
 	Provider     string
 	RefCtrOffset uint64
+	// Kernel functions: Module is the module of the function Event ("" for
+	// the kernel itself), whose BTF holds BTFID on fentry and fexit points;
+	// MaxActive is a kretprobe's bound on pending returns; Symbols, on the
+	// point that stands for a KprobeMulti or KretprobeMulti Set, are the
+	// functions of its points, in the order of their cookies.
+	Module    string
+	MaxActive int
+	Symbols   []string
 	// Set, on UprobeMulti and UretprobeMulti points, is what the points
 	// that share one program have in common: the points of one Set are
 	// the functions of one file a probe point of a script matched, whose
