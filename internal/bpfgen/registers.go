@@ -1,24 +1,28 @@
 package bpfgen
 
 import (
-	"github.com/bpftap/bpftap/internal/probes/attach"
+	"github.com/bpftap/bpftap/internal/arch"
 	"github.com/bpftap/bpftap/internal/syntax"
 	"github.com/bpftap/bpftap/internal/tapset"
 	"github.com/cilium/ebpf/asm"
 )
 
 // The register readers of function probes. A uprobe's context is the
-// user's struct pt_regs (attach.Registers): int_arg(n) and its kin read
+// user's struct pt_regs (arch.Regs): int_arg(n) and its kin read
 // the n-th argument of the System V calling convention (rdi, rsi, rdx, rcx,
 // r8, r9, then the stack above the return address), register("name") any
 // register by stap's names, returnval() rax, uaddr() the instruction
 // pointer. In a probe without registers they raise stap's errors (uaddr()
 // is 0), as stap's tapset does at run time.
 
-// registerProbe tells whether the running probe's context is a pt_regs.
+// hostRegs is the struct pt_regs of the machine bpftap runs on.
+var hostRegs = arch.Host()
+
+// registerProbe tells whether the running probe's context is the
+// registers of a function probe.
 func (g *gen) registerProbe() bool {
 	a := g.ownProbe().Attach
-	return a != nil && a.Kind.Registers()
+	return a != nil && a.Regs && a.Func != nil && hostRegs != nil
 }
 
 // raiseAt jumps to stap's error msg at pos and leaves 0 in R0. The jump
@@ -57,11 +61,11 @@ func (g *gen) argReader(c *syntax.Call) {
 	done, stack := g.newLabel("arg"), g.newLabel("stackarg")
 	g.emit(asm.Mov.Reg(regRec, asm.R0))
 	g.emit(asm.JSLT.Imm(asm.R0, 1, g.errorSite(tapset.MsgBadArgnum, c.Pos, true)))
-	g.emit(asm.JGT.Imm(asm.R0, int32(len(attach.ArgRegisters)), stack))
-	for i, name := range attach.ArgRegisters {
+	g.emit(asm.JGT.Imm(asm.R0, int32(len(hostRegs.FuncArgs)), stack))
+	for i, offset := range hostRegs.FuncArgs {
 		next := g.newLabel("argreg")
 		g.emit(asm.JNE.Imm(regRec, int32(i+1), next),
-			asm.LoadMem(asm.R0, regCtx, int16(attach.Registers[name].Offset), asm.DWord),
+			asm.LoadMem(asm.R0, regCtx, int16(offset), asm.DWord),
 			asm.Ja.Label(done))
 		g.mark(next)
 	}
@@ -78,9 +82,9 @@ func (g *gen) argReader(c *syntax.Call) {
 func (g *gen) userStackWord() {
 	slot := g.pushSlot()
 	g.emit(
-		asm.Add.Imm(asm.R0, -int32(len(attach.ArgRegisters))),
+		asm.Add.Imm(asm.R0, -int32(len(hostRegs.FuncArgs))),
 		asm.LSh.Imm(asm.R0, 3),
-		asm.LoadMem(asm.R3, regCtx, attach.RegRSP, asm.DWord),
+		asm.LoadMem(asm.R3, regCtx, int16(hostRegs.SP), asm.DWord),
 		asm.Add.Reg(asm.R3, asm.R0),
 		asm.Mov.Imm(asm.R0, 0),
 		asm.StoreMem(asm.R10, slot, asm.R0, asm.DWord),
@@ -101,7 +105,7 @@ func (g *gen) registerRead(c *syntax.Call) {
 		return
 	}
 	name := c.Args[0].(*syntax.StringLit).Value
-	reg, ok := attach.Registers[name]
+	reg, ok := hostRegs.Registers[name]
 	if !ok {
 		g.raiseAt(tapset.UnknownRegister(name), c.Pos)
 		return
@@ -118,7 +122,7 @@ func (g *gen) returnval(c *syntax.Call) {
 		g.raiseAt(tapset.NoReturnval(g.ownProbe().Name), c.Pos)
 		return
 	}
-	g.emit(asm.LoadMem(asm.R0, regCtx, attach.RegRAX, asm.DWord))
+	g.emit(asm.LoadMem(asm.R0, regCtx, int16(hostRegs.Return), asm.DWord))
 }
 
 // probefunc compiles probefunc(): a function probe's function; in a perf
@@ -126,10 +130,10 @@ func (g *gen) returnval(c *syntax.Call) {
 // (the kernel's function, or a user address in hex); elsewhere stap's
 // symname(addr()) of a probe without registers, "0x0".
 func (g *gen) probefunc(*syntax.Call) value {
-	switch {
-	case g.registerProbe():
-		return g.pointText(columnName, g.ownProbe().Attach.Event)
-	case g.ownProbe().Attach.Kind == attach.PerfEvent:
+	switch a := g.ownProbe().Attach; {
+	case a != nil && a.Func != nil:
+		return g.pointText(columnName, a.Func.Name)
+	case g.sampledRegs():
 		return g.symbolName(func() { g.addr(nil) })
 	}
 	return g.strLit("0x0")

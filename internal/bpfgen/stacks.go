@@ -1,7 +1,6 @@
 package bpfgen
 
 import (
-	"github.com/bpftap/bpftap/internal/probes/attach"
 	"github.com/bpftap/bpftap/internal/syntax"
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
@@ -375,16 +374,17 @@ func (g *gen) knownTaskStack(frames int32, found string) {
 	g.mark(unknown)
 }
 
-// x86-64 struct pt_regs, the start of a perf event program's context.
-const (
-	ptRegsIP = 128
-	ptRegsCS = 136
-)
+// sampledRegs tells whether the probe's context starts with the
+// registers of the code it interrupted, kernel or user (a perf sample's).
+func (g *gen) sampledRegs() bool {
+	a := g.ownProbe().Attach
+	return a != nil && a.Regs && !a.User && hostRegs != nil
+}
 
-// perfRegs tells whether the probe's context starts with the interrupted
-// registers; without them addr() and user_mode() are 0.
+// perfRegs is sampledRegs for addr() and user_mode(), which are 0
+// without those registers: it leaves that 0 in R0.
 func (g *gen) perfRegs() bool {
-	if g.ownProbe().Attach.Kind == attach.PerfEvent {
+	if g.sampledRegs() {
 		return true
 	}
 	g.emit(asm.Mov.Imm(asm.R0, 0))
@@ -394,19 +394,20 @@ func (g *gen) perfRegs() bool {
 // addr is the interrupted instruction pointer, user or kernel.
 func (g *gen) addr(*syntax.Call) {
 	if g.perfRegs() {
-		g.emit(asm.LoadMem(asm.R0, regCtx, ptRegsIP, asm.DWord))
+		g.emit(asm.LoadMem(asm.R0, regCtx, int16(hostRegs.IP), asm.DWord))
 	}
 }
 
-// userMode tells whether the interrupted code ran in user mode (the low
-// bits of CS are its privilege level).
+// userMode tells whether the interrupted code ran in user mode (arch.Regs'
+// Mode: x86's CS holds the privilege level).
 func (g *gen) userMode(*syntax.Call) {
 	if g.perfRegs() {
 		kernelMode := g.newLabel("kmode")
 		g.emit(
-			asm.LoadMem(asm.R0, regCtx, ptRegsCS, asm.DWord),
-			asm.And.Imm(asm.R0, 3),
-			asm.JEq.Imm(asm.R0, 0, kernelMode),
+			asm.LoadMem(asm.R1, regCtx, int16(hostRegs.Mode), asm.DWord),
+			asm.And.Imm(asm.R1, hostRegs.ModeMask),
+			asm.Mov.Imm(asm.R0, 0),
+			asm.JNE.Imm(asm.R1, hostRegs.ModeUser, kernelMode),
 			asm.Mov.Imm(asm.R0, 1),
 		)
 		g.mark(kernelMode)
@@ -419,8 +420,8 @@ func (g *gen) userMode(*syntax.Call) {
 // .return probe), elsewhere the first frame of the user stack, 0 when the
 // task has none (a kernel thread).
 func (g *gen) uaddr(*syntax.Call) {
-	if g.registerProbe() {
-		g.emit(asm.LoadMem(asm.R0, regCtx, attach.RegRIP, asm.DWord))
+	if a := g.ownProbe().Attach; a != nil && a.Regs && a.User && hostRegs != nil {
+		g.emit(asm.LoadMem(asm.R0, regCtx, int16(hostRegs.IP), asm.DWord))
 		return
 	}
 	slot := g.pushSlot()

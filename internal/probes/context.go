@@ -51,9 +51,29 @@ type Access struct {
 type Context struct {
 	kernel KernelInfo
 	Attach *attach.Point
-	// returns are the numbers of the calls a probe on raw_syscalls:sys_exit
-	// serves (syscall.*.return), which its @entry pairs with.
-	returns []int
+	// entry is the family's hook for @entry: set on a return probe's
+	// context, it gives the entries the return pairs with.
+	entry func() *Entry
+}
+
+// Entry is where the @entry expressions of a return probe are evaluated:
+// the Context of the entries it pairs with, Name the probe point a
+// companion probe there is named by (its pp()), and Guard the statements
+// that companion starts with to keep only the calls the return serves
+// (nil for all).
+type Entry struct {
+	Context *Context
+	Name    string
+	Guard   *syntax.Block
+}
+
+// EntryOf returns the entries a return probe's @entry pairs with, nil
+// where the probe point's family pairs none.
+func (c *Context) EntryOf() *Entry {
+	if c.entry == nil {
+		return nil
+	}
+	return c.entry()
 }
 
 // Kernel is the kernel the probe point's expressions resolve against.
@@ -101,7 +121,7 @@ func (c *Context) Var(x *syntax.TargetVar) (*Access, *ContextError) {
 	switch {
 	case (!ok || strings.HasPrefix(x.Name, "$$")) && c.Attach.Provider != "":
 		return nil, ctxErr(-1, "unable to find marker argument '%s' (alternatives: %s)", x.Name, strings.Join(c.names(), ", "))
-	case (!ok || strings.HasPrefix(x.Name, "$$")) && c.Attach.Kind.Registers():
+	case (!ok || strings.HasPrefix(x.Name, "$$")) && c.Attach.User && c.Attach.Func != nil:
 		return nil, ctxErr(-1, "cannot resolve context variable '%s': bpftap reads no DWARF debuginfo, so a function probe has only $return (in .return probes); read arguments with int_arg(N), long_arg(N), pointer_arg(N) and the like", x.Name)
 	case !ok || strings.HasPrefix(x.Name, "$$"):
 		return nil, ctxErr(-1, "unable to find tracepoint variable '%s' (alternatives: %s)", x.Name, strings.Join(c.names(), ", "))

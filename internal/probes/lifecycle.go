@@ -8,6 +8,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/bpftap/bpftap/internal/arch"
 	"github.com/bpftap/bpftap/internal/kernel"
 	"github.com/bpftap/bpftap/internal/probes/attach"
 	"github.com/bpftap/bpftap/internal/syntax"
@@ -139,7 +140,7 @@ func lifecycleArgs(a *attach.Point, event string) error {
 	if !strings.HasPrefix(event, "syscall") {
 		return nil
 	}
-	regs := syscallArgRegs[syntax.HostArch()]
+	regs := arch.Host()
 	if a.Kind != attach.TPBTF || regs == nil {
 		return errorf("process.%s needs BTF-typed raw tracepoints (tp_btf) on %s", event, syntax.HostArch())
 	}
@@ -148,7 +149,7 @@ func lifecycleArgs(a *attach.Point, event string) error {
 	}
 	if event == "syscall" { // sys_enter(regs, id)
 		a.Args = []attach.Arg{word("syscall", 1)}
-		for i, off := range regs {
+		for i, off := range regs.SyscallArgs {
 			name := fmt.Sprintf("arg%d", i+1)
 			a.Args = append(a.Args, attach.Arg{Name: name, Local: "__process_" + name,
 				Loc: attach.Loc{Deref: true, Offset: off, Size: 8}})
@@ -157,13 +158,9 @@ func lifecycleArgs(a *attach.Point, event string) error {
 	}
 	// sys_exit(regs, ret)
 	a.Args = []attach.Arg{{Name: "syscall", Local: "__process_syscall",
-		Loc: attach.Loc{Deref: true, Offset: syscallNrOffsets[syntax.HostArch()], Size: 8}}, word("return", 1)}
+		Loc: attach.Loc{Deref: true, Offset: regs.SyscallNr, Size: 8}}, word("return", 1)}
 	return nil
 }
-
-// syscallNrOffsets are the pt_regs offsets of the number of the call in
-// progress (syscallNrRegister).
-var syscallNrOffsets = map[string]int{"x86_64": 120, "arm64": 280}
 
 // lifecyclePrologue is the prologue of one tracepoint serving point name:
 // next unless the event's condition and the process filter hold.

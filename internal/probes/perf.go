@@ -37,7 +37,7 @@ func expandPerf(k KernelInfo, p *Point) ([]*Point, error) {
 	if err != nil {
 		return nil, err
 	}
-	a := &attach.Point{Kind: attach.PerfEvent, Perf: e}
+	a := &attach.Point{Kind: attach.PerfEvent, Perf: e, Regs: true}
 	if err := k.Attachable(a); err != nil {
 		return nil, &Error{Msg: err.Error()}
 	}

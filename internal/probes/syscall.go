@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/bpftap/bpftap/internal/arch"
 	"github.com/bpftap/bpftap/internal/kernel"
 	"github.com/bpftap/bpftap/internal/probes/attach"
 	"github.com/bpftap/bpftap/internal/syntax"
@@ -156,6 +157,7 @@ func syscallEvent(k KernelInfo, p *Point, name string, ret bool) (*Point, error)
 	q.Context = &Context{kernel: k, Attach: a}
 	text := fmt.Sprintf("name = %q\n", name)
 	if ret {
+		q.Context.entry = func() *Entry { return eventEntry(k, syscallEnter+eventName(name)) }
 		text += returnLocals
 	} else {
 		if err := q.Context.loadFields(); err != nil {
@@ -187,8 +189,7 @@ func expandReturns(k KernelInfo, p *Point, names []string) ([]*Point, []string, 
 	q := *p
 	q.Names = nil
 	q.Components = traceComponents(p.Components[0], "raw_syscalls:sys_exit")
-	q.Context = &Context{kernel: k, Attach: a}
-	q.Context.returns = nrs
+	q.Context = &Context{kernel: k, Attach: a, entry: func() *Entry { return rawEntries(k, nrs) }}
 	text := fmt.Sprintf("__syscall_nr = $regs->%s\nif (!(%s)) next\nname = %ssyscall_name(__syscall_nr)\n%s",
 		syscallNrRegister(), syscallSet(nrs, "__syscall_nr"), renames(), returnLocals)
 	prologue, err := parsePrologue("syscall.*.return", text)
@@ -258,8 +259,8 @@ func syscallSet(nrs []int, subject string) string {
 // syscallNrRegister is the member of struct pt_regs that holds the
 // number of the call in progress.
 func syscallNrRegister() string {
-	if syntax.HostArch() == "arm64" {
-		return "syscallno"
+	if regs := arch.Host(); regs != nil {
+		return regs.SyscallNrMember
 	}
 	return "orig_ax"
 }
@@ -351,12 +352,6 @@ func rawCallArgs(fields []attach.Arg) []attach.Arg {
 // $filename on its own event, become registers of the entry's pt_regs,
 // cut to the width of their C type: EntryArg names them.
 
-// syscallArgRegs are the pt_regs offsets of the six argument registers.
-var syscallArgRegs = map[string][]int{
-	"x86_64": {112, 104, 96, 56, 72, 64}, // di, si, dx, r10, r8, r9
-	"arm64":  {0, 8, 16, 24, 32, 40},     // regs[0..5]
-}
-
 // EntryArg names argument i (0-based) of a call, cut to size bytes (signed
 // or not), in SyscallEntries: "$__syscall_arg1_s32".
 func EntryArg(i, size int, signed bool) string {
@@ -372,12 +367,12 @@ func EntryArg(i, size int, signed bool) string {
 // number, with the arguments EntryArg names. Nil when the kernel cannot
 // give it (no tp_btf, an architecture without a register table).
 func (c *Context) SyscallEntries() *Context {
-	regs := syscallArgRegs[syntax.HostArch()]
+	regs := arch.Host()
 	a, _ := rawSyscalls(c.kernel, "sys_enter")
 	if a == nil || regs == nil || a.Kind != attach.TPBTF {
 		return nil
 	}
-	for i, off := range regs {
+	for i, off := range regs.SyscallArgs {
 		for _, size := range []int{1, 2, 4, 8} {
 			for _, signed := range []bool{false, true} {
 				name := strings.TrimPrefix(EntryArg(i, size, signed), "$")
@@ -421,29 +416,33 @@ func SyscallNumber(event string) (int, bool) {
 	return nrs[0], true
 }
 
-// EntryOf returns, for the context of a syscall return probe, the context
-// of the entries it pairs with (where @entry's expressions are evaluated)
-// and the statements an entry probe there starts with to keep only those
-// calls (nil for none); nil when c is not a syscall return.
-func (c *Context) EntryOf() (*Context, *syntax.Block) {
-	a := c.Attach
-	if name, ok := strings.CutPrefix(a.Event, syscallExit); ok && a.System == "syscalls" {
-		entry := &attach.Point{Kind: attach.Tracepoint, System: "syscalls", Event: syscallEnter + name}
-		return &Context{kernel: c.kernel, Attach: entry}, nil
-	}
-	if c.returns == nil {
-		return nil, nil
-	}
-	entry, _ := rawSyscalls(c.kernel, "sys_enter")
-	if entry == nil {
-		return nil, nil
-	}
-	guard, err := parsePrologue("syscall entries", fmt.Sprintf("if (!(%s)) next\n", syscallSet(c.returns, "$id")))
-	if err != nil {
-		return nil, nil
-	}
-	return &Context{kernel: c.kernel, Attach: entry}, guard
+// The entries the @entry of a syscall return pairs with: a call's own
+// return (syscall.NAME.return, on sys_exit_NAME) pairs with its own entry
+// event, the returns of many calls on raw_syscalls:sys_exit with those
+// calls on raw_syscalls:sys_enter.
+
+// eventEntry is the Entry of the trace event syscalls:EVENT.
+func eventEntry(k KernelInfo, event string) *Entry {
+	a := &attach.Point{Kind: attach.Tracepoint, System: "syscalls", Event: event}
+	return &Entry{Context: &Context{kernel: k, Attach: a}, Name: traceName(a)}
 }
+
+// rawEntries is the Entry of the calls nrs on raw_syscalls:sys_enter;
+// nil when the kernel does not have it.
+func rawEntries(k KernelInfo, nrs []int) *Entry {
+	a, _ := rawSyscalls(k, "sys_enter")
+	if a == nil {
+		return nil
+	}
+	guard, err := parsePrologue("syscall entries", fmt.Sprintf("if (!(%s)) next\n", syscallSet(nrs, "$id")))
+	if err != nil {
+		return nil
+	}
+	return &Entry{Context: &Context{kernel: k, Attach: a}, Name: traceName(a), Guard: guard}
+}
+
+// traceName is the probe point kernel.trace("SYSTEM:EVENT") of a.
+func traceName(a *attach.Point) string { return fmt.Sprintf("kernel.trace(%q)", a.Target()) }
 
 // rawSyscalls is the attach point of raw_syscalls:EVENT (sys_enter or
 // sys_exit), which serves many calls with one program; nil when the

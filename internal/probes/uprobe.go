@@ -4,9 +4,11 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"runtime"
 	"strings"
 	"sync"
 
+	"github.com/bpftap/bpftap/internal/arch"
 	"github.com/bpftap/bpftap/internal/elfsym"
 	"github.com/bpftap/bpftap/internal/probes/attach"
 	"github.com/bpftap/bpftap/internal/syntax"
@@ -107,11 +109,17 @@ func functionProbes(k KernelInfo, cfg Config, p *Point, obj *elfsym.Object, comp
 	if len(fns) > 1 && k.Attachable(&attach.Point{Kind: multiKind(ret), Path: obj.Path}) == nil {
 		kind, set = multiKind(ret), &attach.Set{}
 	}
+	regs := arch.Host()
+	if regs == nil {
+		return nil, errorf("bpftap has no register table for %s", runtime.GOARCH)
+	}
 	var out []*Point
 	for _, fn := range fns {
-		a := &attach.Point{Kind: kind, Event: fn.Name, Path: obj.Path, Offset: fn.Offset, PC: obj.PC(fn), Set: set}
+		a := &attach.Point{Kind: kind, Event: fn.Name, Path: obj.Path, Offset: fn.Offset, PC: obj.PC(fn), Set: set,
+			Regs: true, User: true, Func: &attach.Func{Name: fn.Name}}
 		if ret {
-			a.Args = []attach.Arg{{Name: "return", Local: returnLocal, Loc: attach.Loc{Offset: attach.RegRAX, Size: 8}}}
+			a.Func.Return = &attach.Loc{Offset: regs.Return, Size: 8}
+			a.Args = []attach.Arg{{Name: "return", Local: returnLocal, Loc: *a.Func.Return}}
 		}
 		q, err := fileProbe(k, cfg, p, obj.Path, component, fn.Name, a, len(out) == 0)
 		if err != nil {

@@ -79,7 +79,10 @@ func globMatch(pattern, name string) bool {
 // its arguments where its operands lie.
 func markPoint(f *usdt.File, file string, m *usdt.Probe) (*attach.Point, error) {
 	a := &attach.Point{Kind: attach.Uprobe, Event: m.Name, Provider: m.Provider, Path: file, Offset: m.Offset,
-		RefCtrOffset: m.SemaphoreOffset, PC: fmt.Sprintf("%#x", m.PC)}
+		RefCtrOffset: m.SemaphoreOffset, PC: fmt.Sprintf("%#x", m.PC),
+		// a marker's probe reads registers as a function's does, and
+		// probefunc() names the marker
+		Regs: true, User: true, Func: &attach.Func{Name: m.Name}}
 	if m.ArgErr != nil {
 		return a, nil // usable without its arguments, as stap's
 	}

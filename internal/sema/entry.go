@@ -9,8 +9,9 @@ import (
 // @entry(X) in a return probe: X is evaluated when the call is entered
 // and its value used when it returns. Right after derivation, each return
 // probe with @entry gets a companion probe on the entries it pairs with
-// (probes.Context.EntryOf: sys_enter_NAME for sys_exit_NAME, the same
-// calls on raw_syscalls:sys_enter for syscall.*.return) that saves each X
+// (probes.Context.EntryOf, which the point's family answers: sys_enter_NAME
+// for sys_exit_NAME, the same calls on raw_syscalls:sys_enter for
+// syscall.*.return) that saves each X
 // in a global array keyed by thread; the return probe takes the value out
 // (reads and deletes it) before its own body runs, and @entry(X) becomes
 // that value:
@@ -31,17 +32,17 @@ func (e *elab) pairEntries() {
 		if p.context == nil || !hasEntry(p.Body) {
 			continue
 		}
-		ctx, guard := p.context.EntryOf()
-		if ctx == nil {
+		pair := p.context.EntryOf()
+		if pair == nil {
 			continue
 		}
 		at := p.Point.Pos
-		entry := &Probe{Point: p.Point, User: p.User, Name: fmt.Sprintf("kernel.trace(%q)", ctx.Attach.Target()),
+		entry := &Probe{Point: p.Point, User: p.User, Name: pair.Name,
 			Family: p.Family, Args: map[string]syntax.Expr{}, Decl: p.Decl, Kernel: true,
-			Attach: ctx.Attach, context: ctx, origin: p.origin, userText: p.userText,
+			Attach: pair.Context.Attach, context: pair.Context, origin: p.origin, userText: p.userText,
 			Body: &syntax.Block{Pos: at}}
-		if guard != nil {
-			entry.Body.Stmts = append(entry.Body.Stmts, guard)
+		if pair.Guard != nil {
+			entry.Body.Stmts = append(entry.Body.Stmts, pair.Guard)
 		}
 		var takes []syntax.Stmt
 		k := 0

@@ -4,6 +4,7 @@ import (
 	"debug/elf"
 	"fmt"
 
+	"github.com/bpftap/bpftap/internal/arch"
 	"github.com/bpftap/bpftap/internal/probes/attach"
 )
 
@@ -18,28 +19,26 @@ type Reg struct {
 	High bool
 }
 
-// The slots of struct pt_regs on x86-64.
-const (
-	slotR15 = 8 * iota
-	slotR14
-	slotR13
-	slotR12
-	slotBP
-	slotBX
-	slotR11
-	slotR10
-	slotR9
-	slotR8
-	slotAX
-	slotCX
-	slotDX
-	slotSI
-	slotDI
-	slotOrigAX
-	slotIP
-	slotCS
-	slotFlags
-	slotSP
+// The slots of struct pt_regs on x86-64 (package arch).
+var (
+	slot    = func(name string) int { return arch.X86_64.Registers[name].Offset }
+	slotAX  = slot("rax")
+	slotBX  = slot("rbx")
+	slotCX  = slot("rcx")
+	slotDX  = slot("rdx")
+	slotSI  = slot("rsi")
+	slotDI  = slot("rdi")
+	slotBP  = slot("rbp")
+	slotSP  = slot("rsp")
+	slotIP  = slot("rip")
+	slotR8  = slot("r8")
+	slotR9  = slot("r9")
+	slotR10 = slot("r10")
+	slotR11 = slot("r11")
+	slotR12 = slot("r12")
+	slotR13 = slot("r13")
+	slotR14 = slot("r14")
+	slotR15 = slot("r15")
 )
 
 // RIP is %rip, the base of a rip-relative address.

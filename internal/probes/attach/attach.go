@@ -88,15 +88,6 @@ func (k Kind) String() string {
 // bpf_get_current_task_btf without a probe read.
 func (k Kind) BTFTyped() bool { return k == TPBTF || k == Fentry || k == Fexit }
 
-// Registers tells whether the context of kind k is a struct pt_regs, the
-// registers of the probed code (register(), int_arg(), returnval()).
-func (k Kind) Registers() bool {
-	return k == Uprobe || k == Uretprobe || k == UprobeMulti || k == UretprobeMulti
-}
-
-// Return tells whether programs of kind k run when a function returns.
-func (k Kind) Return() bool { return k == Uretprobe || k == UretprobeMulti }
-
 // Point is the attach point of one kernel probe.
 type Point struct {
 	Kind Kind
@@ -135,10 +126,37 @@ type Point struct {
 	Offsets []uint64
 	// Perf is the event of a PerfEvent point.
 	Perf *Perf
+	// What a program finds in its context, whatever the kind (the code
+	// generator reads these, never Kind): Regs, the context is or begins
+	// with a struct pt_regs, the registers of the probed code when the
+	// probe fired (kprobes, uprobes, perf samples; package arch lays it
+	// out); User, the probed code is a user thread's (uprobes, USDT
+	// markers), so that its instruction pointer is uaddr(); Func, the
+	// function a function probe probes (nil for other points).
+	Regs bool
+	User bool
+	Func *Func
 	// Args are the point's arguments, $NAME in a script, in order. For a
 	// classic tracepoint they are the record's fields, read from tracefs
 	// when a script first asks for one (probes.Context).
 	Args []Arg
+}
+
+// Func is the function of a function probe: where its arguments and its
+// value are, and what probefunc() and addr() say of it.
+type Func struct {
+	// Name is the function's name, probefunc().
+	Name string
+	// Addr is its address in the kernel; 0 for a user function, which the
+	// point's Path and Offset place.
+	Addr uint64
+	// Words: the function's arguments are the first Words words of the
+	// context (fentry, fexit); 0: they are registers of the calling
+	// convention (Regs), and the stack above the return address.
+	Words int
+	// Return is where a return probe finds the function's value (rax's
+	// slot of pt_regs, the word after fexit's arguments); nil at entry.
+	Return *Loc
 }
 
 // Set identifies the points that share one program (Point.Set). (It holds

@@ -1,0 +1,118 @@
+// Package arch describes, one table per architecture, struct pt_regs: the
+// registers the kernel saves when a probe fires, which is the context of
+// kprobe, uprobe and perf-sample programs and what tp_btf's
+// raw_syscalls:sys_enter points to. Everything that reads a register by
+// its offset asks this package: register() and int_arg(n) in function
+// probes, a USDT marker's register operands, a system call's arguments
+// and number, the instruction and stack pointers of sampled code. Offsets
+// are the kernel's (arch/*/include/asm/ptrace.h).
+package arch
+
+import (
+	"runtime"
+	"strconv"
+)
+
+// Register is a register's place in struct pt_regs: Size bytes at Offset
+// (a narrower name for a register is the low bytes of its slot; x86's %ah
+// is the second byte).
+type Register struct {
+	Offset, Size int
+}
+
+// Regs is one architecture's struct pt_regs.
+type Regs struct {
+	// Name is the architecture as stap names it ("x86_64").
+	Name string
+	// Registers are the registers by the names stap's register() takes.
+	Registers map[string]Register
+	// FuncArgs are the offsets of the registers holding a function's
+	// first integer arguments, in order, by the C calling convention;
+	// further arguments are on the stack above the return address.
+	FuncArgs []int
+	// SyscallArgs are the offsets of a system call's arguments at entry.
+	SyscallArgs []int
+	// SyscallNr is the offset of the number of the call in progress,
+	// SyscallNrMember its member in the kernel's struct pt_regs.
+	SyscallNr       int
+	SyscallNrMember string
+	// Return, IP and SP are the offsets of the return value, the
+	// instruction pointer and the stack pointer.
+	Return, IP, SP int
+	// Mode is the offset of the word that says whether the interrupted
+	// code ran in user mode: it did when the word's ModeMask bits are
+	// ModeUser (x86's CS, privilege level 3; arm64's pstate, EL0).
+	Mode               int
+	ModeMask, ModeUser int32
+}
+
+// Host returns the table of the architecture bpftap runs on, nil where
+// bpftap has none.
+func Host() *Regs { return byGOARCH[runtime.GOARCH] }
+
+var byGOARCH = map[string]*Regs{"amd64": X86_64, "arm64": ARM64}
+
+// X86_64's slots, in struct pt_regs's order, 8 bytes each.
+var x86Slots = []string{"r15", "r14", "r13", "r12", "rbp", "rbx", "r11", "r10", "r9", "r8",
+	"rax", "rcx", "rdx", "rsi", "rdi", "orig_rax", "rip", "xcs", "eflags", "rsp", "xss"}
+
+// X86_64 is x86-64's struct pt_regs.
+var X86_64 = func() *Regs {
+	regs := slots(x86Slots)
+	narrow := func(size int, pairs ...string) {
+		for i := 0; i < len(pairs); i += 2 {
+			regs[pairs[i]] = Register{regs[pairs[i+1]].Offset, size}
+		}
+	}
+	narrow(4, "ebp", "rbp", "ebx", "rbx", "eax", "rax", "ecx", "rcx", "edx", "rdx", "esi", "rsi",
+		"edi", "rdi", "orig_eax", "orig_rax", "eip", "rip", "esp", "rsp")
+	narrow(2, "bp", "rbp", "bx", "rbx", "ax", "rax", "cx", "rcx", "dx", "rdx", "si", "rsi", "di", "rdi",
+		"orig_ax", "orig_rax", "ip", "rip", "cs", "xcs", "flags", "eflags", "sp", "rsp", "ss", "xss")
+	narrow(1, "al", "rax", "bl", "rbx", "cl", "rcx", "dl", "rdx")
+	for _, high := range []string{"ah", "bh", "ch", "dh"} {
+		regs[high] = Register{regs["r"+high[:1]+"x"].Offset + 1, 1}
+	}
+	at := func(names ...string) []int {
+		offsets := make([]int, len(names))
+		for i, name := range names {
+			offsets[i] = regs[name].Offset
+		}
+		return offsets
+	}
+	return &Regs{Name: "x86_64", Registers: regs,
+		FuncArgs:    at("rdi", "rsi", "rdx", "rcx", "r8", "r9"),
+		SyscallArgs: at("rdi", "rsi", "rdx", "r10", "r8", "r9"),
+		SyscallNr:   regs["orig_rax"].Offset, SyscallNrMember: "orig_ax",
+		Return: regs["rax"].Offset, IP: regs["rip"].Offset, SP: regs["rsp"].Offset,
+		Mode: regs["xcs"].Offset, ModeMask: 3, ModeUser: 3}
+}()
+
+// ARM64 is arm64's struct pt_regs: x0 ... x30, sp, pc, pstate, then the
+// kernel's orig_x0 and syscallno.
+var ARM64 = func() *Regs {
+	names := []string{}
+	for i := range 31 {
+		names = append(names, "x"+strconv.Itoa(i))
+	}
+	regs := slots(append(names, "sp", "pc", "pstate", "orig_x0", "syscallno"))
+	first := func(n int) []int {
+		offsets := make([]int, n)
+		for i := range offsets {
+			offsets[i] = 8 * i
+		}
+		return offsets
+	}
+	return &Regs{Name: "arm64", Registers: regs, FuncArgs: first(8), SyscallArgs: first(6),
+		SyscallNr: regs["syscallno"].Offset, SyscallNrMember: "syscallno",
+		Return: regs["x0"].Offset, IP: regs["pc"].Offset, SP: regs["sp"].Offset,
+		Mode: regs["pstate"].Offset, ModeMask: 0xf, ModeUser: 0}
+}()
+
+// slots gives each name an 8-byte slot, in order.
+func slots(names []string) map[string]Register {
+	regs := map[string]Register{}
+	for i, name := range names {
+		regs[name] = Register{8 * i, 8}
+	}
+	return regs
+}
