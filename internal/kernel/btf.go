@@ -59,6 +59,9 @@ type BTF struct {
 
 	mu      sync.Mutex
 	decoded map[TypeID]*Type
+
+	funcsOnce sync.Once
+	funcs     map[string]TypeID // Funcs
 }
 
 var (

@@ -9,27 +9,22 @@ import (
 	"github.com/bpftap/bpftap/internal/syntax"
 )
 
-// Kernel and user-space instrumentation families that run as BPF programs.
+// Kernel and user-space instrumentation families that run as BPF programs:
 // kernel.trace (tracepoint.go), syscall.* (syscall.go), the process
-// lifecycle (lifecycle.go), process.function (uprobe.go), process.mark
-// (usdt.go) and the perf
-// events (perf.go) are implemented; the others are declared so
-// that points resolve (and typos get "similar" suggestions) and the
-// elaborator refuses them while Unsupported is set. To implement one, give it
-// its Check or Expand and clear Unsupported. syscall_any and
+// lifecycle (lifecycle.go), kernel.function and kprobe.function
+// (kfunc.go, with the DWARF-only forms refused), process.function
+// (uprobe.go), process.mark (usdt.go) and the perf events (perf.go). A
+// family declared with Unsupported resolves (so that typos get "similar"
+// suggestions) and the elaborator refuses it. syscall_any and
 // syscall_any.return are probe aliases of the tapset (syscall_any.stp) on
 // kernel.trace("raw_syscalls:sys_enter") and sys_exit, as in stap.
 
 func kernelFamilies(k KernelInfo, cfg Config) []*Family {
-	u := func(name string, paths ...string) *Family {
-		return &Family{Name: name, Paths: paths, Kernel: true, Unsupported: true}
-	}
 	return []*Family{
 		traceFamily(k, cfg.ClassicTracepoints),
 		syscallFamily(k, cfg.Listing),
-		u("kernel.function", "kernel.function(string)", "kernel.function(string).return",
-			"kernel.function(string).call", "kernel.function(string).call.return",
-			"module(string).function(string)", "module(string).function(string).return"),
+		kernelFunctionFamily(k),
+		dwarfOnlyFamily(),
 		processFunctionFamily(k, cfg),
 		processMarkFamily(k, cfg),
 		lifecycleFamily(k, cfg),
@@ -43,6 +38,9 @@ func kernelFamilies(k KernelInfo, cfg Config) []*Family {
 // Tests substitute a fake.
 type KernelInfo interface {
 	Tracepoints() ([]*kernel.Tracepoint, error)
+	// Functions lists the kernel functions probes may attach to
+	// (kernel.Functions).
+	Functions() ([]*kernel.Function, error)
 	// EventFields describes the record of a trace event (kernel.EventFields).
 	EventFields(system, event string) ([]kernel.Field, error)
 	BTF() (*kernel.BTF, error)
@@ -68,6 +66,7 @@ type RunningKernel struct {
 
 func (RunningKernel) Tracepoints() ([]*kernel.Tracepoint, error) { return kernel.Tracepoints() }
 func (RunningKernel) BTF() (*kernel.BTF, error)                  { return kernel.Kernel() }
+func (RunningKernel) Functions() ([]*kernel.Function, error)     { return kernel.Functions() }
 
 func (RunningKernel) EventFields(system, event string) ([]kernel.Field, error) {
 	return kernel.EventFields(system, event)

@@ -1,0 +1,134 @@
+package kernel
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+)
+
+// Kernel functions, for kernel.function and kprobe.function probes. The
+// functions a probe may attach to are the ones ftrace can trace, which
+// tracefs lists in available_filter_functions ("vfs_read", or
+// "nfs_read [nfs]" for a module's): the same set gates fentry (a BPF
+// trampoline patches the function's ftrace call site) and, in practice,
+// kprobes (the kernel's blacklist and notrace functions are not listed).
+// Where tracefs cannot be read, the functions the kernel's BTF describes
+// stand in for them. Each function's prototype, its parameters with their
+// names and types, comes from the BTF_KIND_FUNC of the same name.
+
+// Function is a kernel function a probe can attach to.
+type Function struct {
+	Name string
+	// Module is the module the function belongs to, "" for the kernel.
+	Module string
+}
+
+// String returns the function's name, with its module in brackets as
+// tracefs lists it.
+func (f *Function) String() string {
+	if f.Module == "" {
+		return f.Name
+	}
+	return f.Name + " [" + f.Module + "]"
+}
+
+var (
+	functionsOnce sync.Once
+	functions     []*Function
+	functionsErr  error
+)
+
+// Functions returns the kernel's traceable functions, read once.
+func Functions() ([]*Function, error) {
+	functionsOnce.Do(func() { functions, functionsErr = loadFunctions() })
+	return functions, functionsErr
+}
+
+func loadFunctions() ([]*Function, error) {
+	raw, err := ReadTracefs("available_filter_functions")
+	if err == nil {
+		return ParseFilterFunctions(raw), nil
+	}
+	b, berr := Kernel()
+	if berr != nil {
+		return nil, fmt.Errorf("cannot list the kernel's functions: tracefs: %v; BTF: %v", err, berr)
+	}
+	var fns []*Function
+	for name := range b.Funcs() {
+		fns = append(fns, &Function{Name: name})
+	}
+	slices.SortFunc(fns, func(a, b *Function) int { return strings.Compare(a.Name, b.Name) })
+	return fns, nil
+}
+
+// ParseFilterFunctions parses tracefs's available_filter_functions: a
+// function a line, a module's in brackets after it. A name the kernel
+// lists twice (two static functions of one name) is kept once.
+func ParseFilterFunctions(raw []byte) []*Function {
+	var fns []*Function
+	seen := map[Function]bool{}
+	sc := bufio.NewScanner(bytes.NewReader(raw))
+	for sc.Scan() {
+		name, module, _ := strings.Cut(sc.Text(), " ")
+		module = strings.Trim(module, "[]")
+		f := Function{Name: name, Module: module}
+		if name == "" || seen[f] {
+			continue
+		}
+		seen[f] = true
+		fns = append(fns, &f)
+	}
+	return fns
+}
+
+// Funcs maps the name of every BTF_KIND_FUNC to its ID, made in one pass
+// over the records on first use.
+func (b *BTF) Funcs() map[string]TypeID {
+	b.funcsOnce.Do(func() {
+		b.funcs = map[string]TypeID{}
+		for id := TypeID(1); int(id) < len(b.offsets); id++ {
+			if b.kindOf(id) == KindFunc {
+				b.funcs[b.str(b.nameOff(id))] = id
+			}
+		}
+	})
+	return b.funcs
+}
+
+// Prototype is a function's signature, from BTF: Func is its
+// BTF_KIND_FUNC (an fentry program's attach_btf_id), Params its
+// parameters in order, Return the type it returns (0 for void).
+type Prototype struct {
+	Func   TypeID
+	Params []Param
+	Return TypeID
+}
+
+// Prototype returns the prototype of the function called name.
+func (b *BTF) Prototype(name string) (*Prototype, error) {
+	id, ok := b.Funcs()[name]
+	if !ok {
+		return nil, fmt.Errorf("the kernel's BTF does not describe function %s", name)
+	}
+	fn, err := b.Type(id)
+	if err != nil {
+		return nil, err
+	}
+	proto, err := b.Type(fn.Target)
+	if err != nil || proto.Kind != KindFuncProto {
+		return nil, fmt.Errorf("function %s has no prototype in the kernel's BTF", name)
+	}
+	params := slices.Clone(proto.Params)
+	for i := range params {
+		if params[i].Name == "" {
+			params[i].Name = fmt.Sprintf("arg%d", i+1)
+		}
+	}
+	if n := len(params); n > 0 && params[n-1].Type == 0 { // a variadic function's last "parameter"
+		params = params[:n-1]
+	}
+	return &Prototype{Func: id, Params: params, Return: proto.Target}, nil
+}

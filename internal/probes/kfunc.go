@@ -1,0 +1,280 @@
+package probes
+
+import (
+	"fmt"
+	"path"
+	"runtime"
+	"strings"
+
+	"github.com/bpftap/bpftap/internal/arch"
+	"github.com/bpftap/bpftap/internal/kernel"
+	"github.com/bpftap/bpftap/internal/probes/attach"
+	"github.com/bpftap/bpftap/internal/syntax"
+)
+
+// kernel.function("NAME") and .call, .exported, .return; module("M")
+// .function("NAME") likewise; kprobe.function("NAME"), .return and
+// .return.maxactive(N), kprobe.module("M").function("NAME"): probes on
+// kernel functions. NAME may hold wildcards; the point expands to one
+// probe per traceable function it matches (kernel.Functions: what tracefs's
+// available_filter_functions lists, so notrace and blacklisted functions
+// are never offered), named as stap's pp() names it,
+// kernel.function("vfs_read").
+//
+// stap reads a function's parameters from DWARF; bpftap reads them from
+// the kernel's BTF, which every modern kernel publishes, so $file, $count
+// and their member chains need nothing installed. The attach kind is
+// chosen per point, the cheapest the kernel offers:
+//   - fentry/fexit (a BPF trampoline): the arguments are the context's
+//     words, typed by BTF, and fexit sees them beside the return value;
+//   - kprobes/kretprobes otherwise: the arguments are registers of the
+//     calling convention (package arch), the return value rax.
+//
+// kprobe.* points are stap's dwarfless probes, whose scripts read
+// registers (register(), int_arg(n)): they always take kprobes, and get
+// the BTF parameters as well. Names and forms only DWARF knows
+// ("vfs_read@fs/read_write.c", kernel.statement, .inline, .label) are
+// refused with the reason.
+func kernelFunctionFamily(k KernelInfo) *Family {
+	var paths []string
+	for _, base := range []string{"kernel.function(string)", "module(string).function(string)"} {
+		paths = append(paths, base, base+".call", base+".return", base+".call.return",
+			base+".return.maxactive(number)")
+	}
+	for _, base := range []string{"kprobe.function(string)", "kprobe.module(string).function(string)"} {
+		paths = append(paths, base, base+".return", base+".return.maxactive(number)")
+	}
+	return &Family{Name: "kernel.function", Paths: paths, Kernel: true,
+		Expand: func(p *Point) ([]*Point, error) { return expandKernelFunction(k, p) }}
+}
+
+// dwarfOnlyFamily reserves the kernel probe points only DWARF can
+// resolve, refused with the reason.
+func dwarfOnlyFamily() *Family {
+	var paths []string
+	for _, base := range []string{"kernel.function(string)", "module(string).function(string)"} {
+		paths = append(paths, base+".inline", base+".label(string)", base+".callee(string)", base+".callees",
+			base+".callees(number)")
+	}
+	paths = append(paths, "kernel.statement(string)", "kernel.statement(number)", "kernel.statement(string).nearest",
+		"module(string).statement(string)", "kernel.statement(number).absolute")
+	return &Family{Name: "kernel.statement", Paths: paths, Kernel: true, Check: func(p *Point) error {
+		return errorf("%s needs the kernel's DWARF debuginfo, which bpftap does not read: "+
+			"bpftap probes whole functions (kernel.function(\"NAME\"), .return), their parameters typed by BTF", p.Name())
+	}}
+}
+
+// kernelFunctionCall is one probe point on a kernel function: which, and
+// what the user's point asked of it.
+type kernelFunctionCall struct {
+	fn        *kernel.Function
+	ret       bool
+	kprobe    bool // kprobe.*: registers wanted
+	maxActive int
+}
+
+func expandKernelFunction(k KernelInfo, p *Point) ([]*Point, error) {
+	pattern, _ := p.Arg("function").(*syntax.StringLit)
+	if pattern == nil {
+		return nil, errorf("%s needs a function name", p.Name())
+	}
+	if _, file, ok := strings.Cut(pattern.Value, "@"); ok {
+		return nil, errorf("bpftap reads no DWARF debuginfo, so it cannot tell which functions %s defines: name the function alone", file)
+	}
+	matched, err := matchFunctions(k, p, pattern.Value)
+	if err != nil {
+		return nil, err
+	}
+	call := kernelFunctionCall{ret: hasComponent(p, "return"), kprobe: p.Components[0].Name == "kprobe"}
+	if n, ok := p.Number("maxactive"); ok {
+		call.maxActive = int(n)
+	}
+	var out []*Point
+	var plans []string
+	for _, fn := range matched {
+		call.fn = fn
+		a, plan, err := kernelFunctionPoint(k, call)
+		if err != nil {
+			return nil, err
+		}
+		q := concretePoint(p, "function", fn.Name)
+		if fn.Module != "" {
+			q = concretePoint(q, "module", fn.Module)
+		}
+		q.Context = &Context{kernel: k, Attach: a}
+		if call.ret {
+			entry := call
+			entry.ret = false
+			q.Context.entry = func() *Entry { return kernelFunctionEntry(k, q, entry) }
+		}
+		if len(plans) < 3 {
+			plans = append(plans, plan)
+		}
+		out = append(out, q)
+	}
+	out[0].Plan = fmt.Sprintf("%s: %d function(s): %s", p.Name(), len(out), strings.Join(plans, "; "))
+	return out, nil
+}
+
+// kernelFunctionEntry is the Entry the @entry of return point q pairs
+// with: its function's entry, on the kind its own probe would take, named
+// by q's components up to the function (kernel.function("vfs_read")).
+func kernelFunctionEntry(k KernelInfo, q *Point, call kernelFunctionCall) *Entry {
+	a, _, err := kernelFunctionPoint(k, call)
+	if err != nil {
+		return nil
+	}
+	comps := q.Components
+	for i, c := range comps {
+		if c.Name == "function" {
+			comps = comps[:i+1]
+			break
+		}
+	}
+	return &Entry{Context: &Context{kernel: k, Attach: a}, Name: ComponentsString(comps)}
+}
+
+func hasComponent(p *Point, name string) bool {
+	for _, c := range p.Components {
+		if c.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+// matchFunctions returns the kernel's traceable functions that pattern
+// matches, of the module p names (module("M"), a glob too) or of the
+// kernel itself.
+func matchFunctions(k KernelInfo, p *Point, pattern string) ([]*kernel.Function, error) {
+	fns, err := k.Functions()
+	if err != nil {
+		return nil, &Error{Msg: fmt.Sprintf("cannot list the kernel's functions: %v", err)}
+	}
+	module := ""
+	if m, ok := p.Arg("module").(*syntax.StringLit); ok {
+		module = m.Value
+	}
+	var matched []*kernel.Function
+	var names []string
+	for _, fn := range fns {
+		if ok, _ := path.Match(module, fn.Module); !ok && !(module == "" && fn.Module == "") {
+			continue
+		}
+		names = append(names, fn.Name)
+		if ok, err := path.Match(pattern, fn.Name); err != nil {
+			return nil, errorf("bad function pattern %q: %v", pattern, err)
+		} else if ok {
+			matched = append(matched, fn)
+		}
+	}
+	if len(matched) == 0 {
+		return nil, &Error{Msg: "no match", detail: func() string {
+			return fmt.Sprintf(" (similar functions: %s)", similarNames(pattern, names))
+		}}
+	}
+	return matched, nil
+}
+
+// kernelFunctionPoint is the attach point of a probe on call.fn, on the
+// cheapest kind the kernel offers, and a line for -v saying which.
+func kernelFunctionPoint(k KernelInfo, call kernelFunctionCall) (*attach.Point, string, error) {
+	proto := prototype(k, call.fn)
+	var refusals []string
+	if !call.kprobe && call.maxActive == 0 && proto != nil {
+		a := trampolinePoint(k, call, proto)
+		err := k.Attachable(a)
+		if err == nil {
+			return a, fmt.Sprintf("%s on %s (a BPF trampoline: arguments typed by BTF)", a.Kind, call.fn), nil
+		}
+		refusals = append(refusals, err.Error())
+	}
+	a, err := kprobePoint(k, call, proto)
+	if err != nil {
+		return nil, "", err
+	}
+	if err := k.Attachable(a); err != nil {
+		refusals = append(refusals, err.Error())
+		return nil, "", &Error{Msg: fmt.Sprintf("cannot probe kernel function %s", call.fn),
+			Cause: strings.Join(refusals, "; ")}
+	}
+	why := "registers wanted"
+	if len(refusals) > 0 {
+		why = refusals[0]
+	} else if proto == nil {
+		why = "no BTF prototype for a trampoline"
+	}
+	return a, fmt.Sprintf("%s on %s (%s)", a.Kind, call.fn, why), nil
+}
+
+// prototype is fn's prototype from the kernel's BTF, nil when the BTF has
+// none (a module's function: bpftap reads the kernel's BTF only).
+func prototype(k KernelInfo, fn *kernel.Function) *kernel.Prototype {
+	if fn.Module != "" {
+		return nil
+	}
+	b, err := k.BTF()
+	if err != nil {
+		return nil
+	}
+	proto, err := b.Prototype(fn.Name)
+	if err != nil {
+		return nil
+	}
+	return proto
+}
+
+// paramLocal prefixes the -p2 names of a kernel function's parameters.
+const paramLocal = "__param_"
+
+// trampolinePoint is the fentry (fexit for a return) point of call: the
+// arguments are args[] words, the return value the word after them.
+func trampolinePoint(k KernelInfo, call kernelFunctionCall, proto *kernel.Prototype) *attach.Point {
+	a := &attach.Point{Kind: attach.Fentry, Event: call.fn.Name, BTFID: proto.Func,
+		Func: &attach.Func{Name: call.fn.Name, Words: len(proto.Params)}}
+	a.Args = attach.Words(proto.Params, paramLocal)
+	typeWords(k, a.Args)
+	if call.ret {
+		a.Kind = attach.Fexit
+		a.Func.Return = &attach.Loc{Offset: 8 * len(proto.Params), Size: 8}
+		a.Args = append(a.Args, returnArg(k, proto, *a.Func.Return))
+	}
+	return a
+}
+
+// kprobePoint is the kprobe (kretprobe for a return) point of call: the
+// arguments in the registers of the calling convention (those past the
+// registers, on the stack, are not offered), at entry only; the return
+// value in the return register.
+func kprobePoint(k KernelInfo, call kernelFunctionCall, proto *kernel.Prototype) (*attach.Point, error) {
+	regs := arch.Host()
+	if regs == nil {
+		return nil, errorf("bpftap has no register table for %s", runtime.GOARCH)
+	}
+	a := &attach.Point{Kind: attach.Kprobe, Event: call.fn.Name, Module: call.fn.Module, Regs: true,
+		Func: &attach.Func{Name: call.fn.Name}}
+	if call.ret {
+		a.Kind, a.MaxActive = attach.Kretprobe, call.maxActive
+		a.Func.Return = &attach.Loc{Offset: regs.Return, Size: 8}
+	}
+	if proto == nil {
+		return a, nil
+	}
+	if call.ret {
+		a.Args = []attach.Arg{returnArg(k, proto, *a.Func.Return)}
+		return a, nil
+	}
+	for i, param := range proto.Params[:min(len(proto.Params), len(regs.FuncArgs))] {
+		a.Args = append(a.Args, attach.Arg{Name: param.Name, Type: param.Type, Local: paramLocal + param.Name,
+			Loc: attach.Loc{Offset: regs.FuncArgs[i], Size: 8}})
+	}
+	typeWords(k, a.Args)
+	return a, nil
+}
+
+// returnArg is $return, typed by the prototype, at loc.
+func returnArg(k KernelInfo, proto *kernel.Prototype, loc attach.Loc) attach.Arg {
+	ret := []attach.Arg{{Name: "return", Type: proto.Return, Local: "__return", Loc: loc}}
+	typeWords(k, ret)
+	return ret[0]
+}
