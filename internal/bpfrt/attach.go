@@ -3,6 +3,7 @@ package bpfrt
 import (
 	"fmt"
 	"io"
+	"sync"
 
 	"github.com/bpftap/bpftap/internal/probes/attach"
 	"github.com/cilium/ebpf"
@@ -52,4 +53,31 @@ func CanAttach(p *attach.Point) error {
 		return err
 	}
 	return k.check(p)
+}
+
+// verdicts keeps what trial loads found out about the running kernel, by
+// a key (a module's name, or ""), for the process's life; a trial that
+// failed for a reason of its sample (a function that does not exist), not
+// of the kernel, is not kept.
+type verdicts struct {
+	mu sync.Mutex
+	m  map[string]error
+}
+
+// get returns the verdict kept under key, or runs try for one, keeping it
+// when try says so.
+func (v *verdicts) get(key string, try func() (keep bool, err error)) error {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if err, ok := v.m[key]; ok {
+		return err
+	}
+	keep, err := try()
+	if keep {
+		if v.m == nil {
+			v.m = map[string]error{}
+		}
+		v.m[key] = err
+	}
+	return err
 }
