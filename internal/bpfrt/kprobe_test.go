@@ -43,13 +43,20 @@ func testCountReads(t *testing.T, point *attach.Point, off int16) {
 	}
 }
 
-// TestKprobeIP shows what a kprobe program sees of the probed address:
-// regs->ip and bpf_get_func_ip (Linux 5.15), beside the function's
-// address in /proc/kallsyms. Where ftrace serves the kprobe, ip is the
-// address after the call to ftrace's hook, where an int3 serves it, the
-// address after the int3; bpf_get_func_ip gives the probe's address.
+// TestKprobeIP shows what a kprobe-type program sees of the probed
+// address, regs->ip and bpf_get_func_ip (Linux 5.15), beside the
+// function's address in /proc/kallsyms: for a kprobe, where ftrace or an
+// int3 serves it, and for a kprobe_multi link (fprobe).
 func TestKprobeIP(t *testing.T) {
-	point := &attach.Point{Kind: attach.Kprobe, Event: "vfs_read"}
+	for _, point := range []*attach.Point{
+		{Kind: attach.Kprobe, Event: "vfs_read"},
+		{Kind: attach.KprobeMulti, Symbols: []string{"vfs_read"}},
+	} {
+		t.Run(point.Kind.String(), func(t *testing.T) { testIP(t, point) })
+	}
+}
+
+func testIP(t *testing.T, point *attach.Point) {
 	requireKind(t, point)
 	ips, err := ebpf.NewMap(&ebpf.MapSpec{Name: "ips", Type: ebpf.Array, KeySize: 4, ValueSize: 16, MaxEntries: 1})
 	if err != nil {
@@ -65,8 +72,8 @@ func TestKprobeIP(t *testing.T) {
 		t.Fatal(err)
 	}
 	addr := kallsymsAddr("vfs_read")
-	t.Logf("vfs_read at %#x in /proc/kallsyms: regs->ip %#x (+%d), bpf_get_func_ip %#x (+%d)",
-		addr, got[0], got[0]-addr, got[1], got[1]-addr)
+	t.Logf("vfs_read at %#x in /proc/kallsyms: regs->ip %#x (%+d), bpf_get_func_ip %#x (%+d)",
+		addr, got[0], int64(got[0]-addr), got[1], int64(got[1]-addr))
 	if got[1] < addr || got[1] > addr+16 {
 		t.Errorf("bpf_get_func_ip gave %#x, vfs_read is at %#x", got[1], addr)
 	}
