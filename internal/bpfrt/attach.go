@@ -11,7 +11,8 @@ import (
 
 // Attaching. Each kind of attach point has a file of its own, as in
 // cilium/ebpf's link package (tracepoint_btf.go, tracepoint_raw.go,
-// tracepoint.go; kprobes, fentry, uprobes, USDT and perf events will follow):
+// tracepoint.go, uprobe.go, uprobe_multi.go, perf.go, kprobe.go,
+// kprobe_multi.go, fentry.go):
 // it sets the program type and attach fields a load needs, attaches a loaded
 // program, and says plainly when the running kernel lacks the kind.
 

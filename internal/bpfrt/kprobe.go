@@ -46,9 +46,13 @@ const kprobePMU = "/sys/bus/event_source/devices/kprobe"
 
 // check looks for the kprobe PMU (CONFIG_KPROBE_EVENTS), and where it is
 // missing asks the kernel's configuration whether kprobes are missing
-// altogether (CONFIG_KPROBES), as on a kernel built without them.
-func (kprobe) check(*attach.Point) error {
+// altogether (CONFIG_KPROBES), as on a kernel built without them. A
+// kretprobe with a MaxActive bound needs tracefs mounted as well.
+func (kprobe) check(p *attach.Point) error {
 	_, err := os.Stat(kprobePMU)
+	if err == nil && p.MaxActive > 0 && kernel.TracefsMount() == "" {
+		return fmt.Errorf("a kretprobe with a bound on pending returns (maxactive) is made through tracefs, which is not mounted (mount -t tracefs nodev /sys/kernel/tracing)")
+	}
 	if err == nil {
 		return nil
 	}
