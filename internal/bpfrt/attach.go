@@ -3,6 +3,7 @@ package bpfrt
 import (
 	"fmt"
 	"io"
+	"sync"
 
 	"github.com/bpftap/bpftap/internal/probes/attach"
 	"github.com/cilium/ebpf"
@@ -10,7 +11,8 @@ import (
 
 // Attaching. Each kind of attach point has a file of its own, as in
 // cilium/ebpf's link package (tracepoint_btf.go, tracepoint_raw.go,
-// tracepoint.go; kprobes, fentry, uprobes, USDT and perf events will follow):
+// tracepoint.go, uprobe.go, uprobe_multi.go, perf.go, kprobe.go,
+// kprobe_multi.go, fentry.go):
 // it sets the program type and attach fields a load needs, attaches a loaded
 // program, and says plainly when the running kernel lacks the kind.
 
@@ -52,4 +54,31 @@ func CanAttach(p *attach.Point) error {
 		return err
 	}
 	return k.check(p)
+}
+
+// verdicts keeps what trial loads found out about the running kernel, by
+// a key (a module's name, or ""), for the process's life; a trial that
+// failed for a reason of its sample (a function that does not exist), not
+// of the kernel, is not kept.
+type verdicts struct {
+	mu sync.Mutex
+	m  map[string]error
+}
+
+// get returns the verdict kept under key, or runs try for one, keeping it
+// when try says so.
+func (v *verdicts) get(key string, try func() (keep bool, err error)) error {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if err, ok := v.m[key]; ok {
+		return err
+	}
+	keep, err := try()
+	if keep {
+		if v.m == nil {
+			v.m = map[string]error{}
+		}
+		v.m[key] = err
+	}
+	return err
 }

@@ -303,9 +303,14 @@ func cString(b []byte) string {
 	return string(b)
 }
 
-// loadError explains a failed load.
+// loadError explains a failed load. EPERM means missing privileges only
+// where the process lacks them: a kernel may refuse a kind of program to
+// root (this machine's refuses fentry and LSM programs).
 func loadError(spec *ProgramSpec, insns []byte, log string, err error) error {
 	if errors.Is(err, unix.EPERM) || errors.Is(err, unix.EACCES) && log == "" {
+		if CheckPrivileges() == nil {
+			return fmt.Errorf("probe program %s: the kernel refuses to load %s programs, though bpftap has the privileges BPF needs: %w", spec.Name, spec.Attach.Kind, err)
+		}
 		return fmt.Errorf("probe program %s: %w (%v)", spec.Name, ErrPermission, err)
 	}
 	return &VerifierError{Err: err, Log: log, Insn: failedInsn(spec.Instructions, log)}

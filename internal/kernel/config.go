@@ -15,36 +15,45 @@ import (
 // kernel's configuration (/proc/config.gz, else /boot/config-RELEASE);
 // where neither exists it is 250, the most common distribution setting.
 var HZ = sync.OnceValue(func() int {
-	if hz := configHZ(); hz > 0 {
+	v, _ := Config("CONFIG_HZ")
+	if hz, _ := strconv.Atoi(v); hz > 0 {
 		return hz
 	}
 	return 250
 })
 
-// configHZ reads CONFIG_HZ from the running kernel's configuration.
-func configHZ() int {
-	var r io.Reader
-	if f, err := os.Open("/proc/config.gz"); err == nil {
-		defer f.Close()
-		if gz, err := gzip.NewReader(f); err == nil {
-			r = gz
-		}
-	}
+// Config returns the value of option ("CONFIG_KPROBES") in the running
+// kernel's configuration: "y", "m", a number or a string as the file
+// spells it, "" when the option is not set. ok is false when the
+// configuration cannot be read (neither /proc/config.gz nor
+// /boot/config-RELEASE), when nothing can be said.
+func Config(option string) (value string, ok bool) {
+	r, closer := openConfig()
 	if r == nil {
-		release, _ := os.ReadFile("/proc/sys/kernel/osrelease")
-		f, err := os.Open("/boot/config-" + strings.TrimSpace(string(release)))
-		if err != nil {
-			return 0
-		}
-		defer f.Close()
-		r = f
+		return "", false
 	}
+	defer closer.Close()
 	sc := bufio.NewScanner(r)
 	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), "CONFIG_HZ="); ok {
-			hz, _ := strconv.Atoi(v)
-			return hz
+		if v, found := strings.CutPrefix(sc.Text(), option+"="); found {
+			return v, true
 		}
 	}
-	return 0
+	return "", sc.Err() == nil
+}
+
+// openConfig opens the running kernel's configuration, or returns nil.
+func openConfig() (io.Reader, io.Closer) {
+	if f, err := os.Open("/proc/config.gz"); err == nil {
+		if gz, err := gzip.NewReader(f); err == nil {
+			return gz, f
+		}
+		f.Close()
+	}
+	release, _ := os.ReadFile("/proc/sys/kernel/osrelease")
+	f, err := os.Open("/boot/config-" + strings.TrimSpace(string(release)))
+	if err != nil {
+		return nil, nil
+	}
+	return f, f
 }

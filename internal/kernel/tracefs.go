@@ -100,6 +100,11 @@ func mountPrivately() error {
 	return nil
 }
 
+// TracefsMount returns where tracefs is mounted (looked up once per
+// process), or "" when it is not: then only reads can be served
+// (privately), not an interface that writes tracefs's files.
+func TracefsMount() string { return tracefsMountOnce() }
+
 // tracefsMountOnce is tracefsMount, looked up once per process (a
 // syscall.* script reads hundreds of tracefs files).
 var tracefsMountOnce = sync.OnceValue(tracefsMount)

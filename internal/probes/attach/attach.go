@@ -68,13 +68,20 @@ const (
 	// Fexit is the trampoline at its return: args[], then the return
 	// value in the word after the last argument.
 	Fexit
+	// KprobeSession is a KprobeMulti whose one program runs both at the
+	// entry and at the return of each function of its Set (Linux 6.10):
+	// the kfunc bpf_session_is_return tells which, bpf_session_cookie is
+	// 8 bytes of the call's own that the entry may fill for the return
+	// (where pairing otherwise needs a map keyed by thread), and an entry
+	// that returns nonzero skips the return.
+	KprobeSession
 )
 
 var kindNames = [...]string{TPBTF: "tp_btf", RawTracepoint: "raw_tracepoint", Tracepoint: "tracepoint",
 	Uprobe: "uprobe", Uretprobe: "uretprobe", PerfEvent: "perf_event",
 	UprobeMulti: "uprobe_multi", UretprobeMulti: "uretprobe_multi",
 	Kprobe: "kprobe", Kretprobe: "kretprobe", KprobeMulti: "kprobe_multi", KretprobeMulti: "kretprobe_multi",
-	Fentry: "fentry", Fexit: "fexit"}
+	Fentry: "fentry", Fexit: "fexit", KprobeSession: "kprobe_session"}
 
 func (k Kind) String() string {
 	if int(k) < len(kindNames) && kindNames[k] != "" {
@@ -111,8 +118,8 @@ type Point struct {
 	// Kernel functions: Module is the module of the function Event ("" for
 	// the kernel itself), whose BTF holds BTFID on fentry and fexit points;
 	// MaxActive is a kretprobe's bound on pending returns; Symbols, on the
-	// point that stands for a KprobeMulti or KretprobeMulti Set, are the
-	// functions of its points, in the order of their cookies.
+	// point that stands for a KprobeMulti, KretprobeMulti or KprobeSession
+	// Set, are the functions of its points, in the order of their cookies.
 	Module    string
 	MaxActive int
 	Symbols   []string
