@@ -1,0 +1,145 @@
+// Package guest boots Debian's stock kernels under qemu (TCG, no KVM needed)
+// to test what the host kernel cannot run: kprobes, fentry, kprobe-multi.
+//
+// A guest is a kernel package fetched with apt into a cache outside the
+// repository (kernels.go), an initramfs written here as a newc cpio archive
+// (cpio.go, initramfs.go) holding a static busybox, a static bpftap, static
+// Go test binaries and the cases of testdata/guest (cases.go), and an /init
+// script (init.sh) that runs them and powers off. The console (first serial
+// port) is for people; the results travel on the second serial port, framed
+// and base64-encoded, so that kernel messages on the console never mix with
+// them. TestGuest (guest_test.go) puts it together.
+package guest
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Run is what one case or test binary did in a guest.
+type Run struct {
+	Kind, Name     string // "case", "go" or "info"; the case or package
+	Stdout, Stderr string
+	Status         int
+}
+
+// Result is a guest's boot: its runs by "KIND NAME", and its console.
+type Result struct {
+	Runs    map[string]*Run
+	Console []byte
+	Elapsed time.Duration
+}
+
+// QEMU returns the path of qemu-system-x86_64, or why there is none.
+func QEMU() (string, error) {
+	path, err := exec.LookPath("qemu-system-x86_64")
+	if err != nil {
+		return "", fmt.Errorf("%w: no qemu-system-x86_64 (apt-get install qemu-system-x86)", ErrUnavailable)
+	}
+	return path, nil
+}
+
+// Boot boots the image with the initramfs under qemu's emulator, in dir
+// (where the results file is written), and waits for the guest to power off
+// or for ctx to end. The guest gets two CPUs, as emulated vCPUs run in
+// threads of their own, and qemu's "max" CPU model (RDRAND seeds the
+// kernel's random numbers at once).
+func Boot(ctx context.Context, qemu string, img *Image, initrd, dir string) (*Result, error) {
+	results := filepath.Join(dir, "results")
+	cmd := exec.CommandContext(ctx, qemu,
+		"-accel", "tcg", "-cpu", "max", "-smp", "2", "-m", "2G",
+		"-nographic", "-no-reboot", "-nic", "none", "-monitor", "none",
+		"-serial", "stdio", "-serial", "file:"+results,
+		"-kernel", img.Vmlinuz, "-initrd", initrd,
+		"-append", "console=ttyS0 panic=-1 quiet")
+	var console bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &console, &console
+	start := time.Now()
+	err := cmd.Run()
+	res := &Result{Console: console.Bytes(), Elapsed: time.Since(start)}
+	if ctx.Err() != nil {
+		return res, fmt.Errorf("guest %s did not power off within its time: %v", img.Name, ctx.Err())
+	}
+	if err != nil {
+		return res, fmt.Errorf("qemu: %v", err)
+	}
+	data, err := os.ReadFile(results)
+	if err != nil {
+		return res, err
+	}
+	res.Runs, err = parseResults(data)
+	return res, err
+}
+
+// parseResults reads the framed runs init.sh writes to the second serial
+// port. Every frame is
+//
+//	@@begin KIND NAME
+//	@@stdout
+//	BASE64...
+//	@@stderr
+//	BASE64...
+//	@@status N
+//
+// and "@@done" ends the whole; without it the guest stopped short.
+func parseResults(data []byte) (map[string]*Run, error) {
+	runs := map[string]*Run{}
+	var run *Run
+	var section string
+	var text strings.Builder
+	flush := func() error {
+		if run == nil || section == "" {
+			return nil
+		}
+		b, err := base64.StdEncoding.DecodeString(text.String())
+		if err != nil {
+			return fmt.Errorf("%s %s %s: %v", run.Kind, run.Name, section, err)
+		}
+		if section == "stdout" {
+			run.Stdout = string(b)
+		} else {
+			run.Stderr = string(b)
+		}
+		section = ""
+		text.Reset()
+		return nil
+	}
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		line := strings.TrimRight(sc.Text(), "\r")
+		if !strings.HasPrefix(line, "@@") {
+			text.WriteString(line)
+			continue
+		}
+		if err := flush(); err != nil {
+			return runs, err
+		}
+		word, rest, _ := strings.Cut(line[2:], " ")
+		switch word {
+		case "begin":
+			kind, name, _ := strings.Cut(rest, " ")
+			run = &Run{Kind: kind, Name: name}
+			runs[rest] = run
+		case "stdout", "stderr":
+			section = word
+		case "status":
+			if run != nil {
+				run.Status, _ = strconv.Atoi(rest)
+			}
+		case "done":
+			return runs, nil
+		}
+	}
+	return runs, errors.New("the guest stopped before its last run (no @@done in its results)")
+}

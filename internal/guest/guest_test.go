@@ -1,0 +1,166 @@
+package guest
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+)
+
+// goTestPackages are the packages whose Go tests also run in every guest
+// (tests that need kprobes or fentry skip on the host and run there);
+// $BPFTAP_GUEST_PACKAGES replaces the list (space-separated).
+var goTestPackages = []string{"./internal/bpfrt"}
+
+// bootTimeout bounds one guest's boot, cases and tests: a hung guest fails
+// its test.
+const bootTimeout = 5 * time.Minute
+
+// TestGuest boots each kernel of Kernels under qemu, in parallel, runs the
+// cases of testdata/guest that apply to it and the Go tests of
+// goTestPackages, and checks every run: TestGuest/KERNEL/case/NAME,
+// TestGuest/KERNEL/go/PKG. It skips only when qemu, busybox-static or a
+// kernel package cannot be had on this machine, saying why; with
+// BPFTAP_GUEST_REQUIRE=1 (CI) that is a failure instead.
+func TestGuest(t *testing.T) {
+	cases := loadCases(t)
+	qemu, err := QEMU()
+	unavailable(t, err)
+	busybox, err := StaticBusybox()
+	unavailable(t, err)
+	cache, err := CacheDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	build := t.TempDir()
+	start := time.Now()
+	bpftap, tests, testdata, err := BuildStatic("../..", build, packages())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("built bpftap and %d test binaries in %v", len(tests), time.Since(start).Round(time.Millisecond))
+	for _, k := range Kernels {
+		t.Run(k.Name, func(t *testing.T) {
+			t.Parallel()
+			img, err := k.Fetch(cache)
+			unavailable(t, err)
+			r := &Initramfs{Busybox: busybox, Bpftap: bpftap, Tests: tests, TestData: testdata}
+			for _, c := range cases {
+				if c.RunsOn(k.Name) {
+					r.Cases = append(r.Cases, c)
+				}
+			}
+			bootAndCheck(t, qemu, img, r)
+		})
+	}
+}
+
+// bootAndCheck boots img with r and checks each of its runs.
+func bootAndCheck(t *testing.T, qemu string, img *Image, r *Initramfs) {
+	dir := t.TempDir()
+	initrd := filepath.Join(dir, "initrd.cpio")
+	if err := r.Write(initrd); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), bootTimeout)
+	defer cancel()
+	res, err := Boot(ctx, qemu, img, initrd, dir)
+	if err != nil {
+		t.Fatalf("%s: %v\nconsole:\n%s", filepath.Base(img.Dir), err, res.Console)
+	}
+	t.Logf("%s: booted, ran %d cases and %d test binaries, powered off in %v",
+		filepath.Base(img.Dir), len(r.Cases), len(r.Tests), res.Elapsed.Round(100*time.Millisecond))
+	if info := res.Runs["info features"]; info != nil {
+		t.Logf("features:\n%s", info.Stdout)
+	}
+	t.Run("case", func(t *testing.T) {
+		for _, c := range r.Cases {
+			t.Run(c.Name, func(t *testing.T) { checkCase(t, img.Name, c, res.Runs["case "+c.Name]) })
+		}
+	})
+	t.Run("go", func(t *testing.T) {
+		for _, name := range sortedKeys(r.Tests) {
+			t.Run(name, func(t *testing.T) { checkGoTest(t, res.Runs["go "+name]) })
+		}
+	})
+}
+
+func checkCase(t *testing.T, kernel string, c *Case, run *Run) {
+	if run == nil {
+		t.Fatal("the guest did not run the case")
+	}
+	if want := c.WantStatus(kernel); run.Status != want {
+		t.Errorf("exit status %d, want %d\nstdout:\n%s\nstderr:\n%s", run.Status, want, run.Stdout, run.Stderr)
+	}
+	for _, stream := range []struct{ name, got string }{{"stdout", run.Stdout}, {"stderr", run.Stderr}} {
+		if err := c.Check(kernel, stream.name, stream.got); err != nil {
+			t.Error(err)
+		}
+	}
+}
+
+// checkGoTest passes when the test binary passed in the guest; its verbose
+// output is logged either way, so that what ran and what skipped shows.
+func checkGoTest(t *testing.T, run *Run) {
+	if run == nil {
+		t.Fatal("the guest did not run the test binary")
+	}
+	t.Logf("in the guest:\n%s%s", run.Stdout, run.Stderr)
+	if run.Status != 0 {
+		t.Errorf("the test binary exited with status %d", run.Status)
+	}
+}
+
+// loadCases parses every case of testdata/guest.
+func loadCases(t *testing.T) []*Case {
+	paths, _ := filepath.Glob("../../testdata/guest/*.txtar")
+	if len(paths) == 0 {
+		t.Fatal("no cases in testdata/guest")
+	}
+	var cases []*Case
+	for _, path := range paths {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := ParseCase(strings.TrimSuffix(filepath.Base(path), ".txtar"), data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cases = append(cases, c)
+	}
+	return cases
+}
+
+func packages() []string {
+	if list, ok := os.LookupEnv("BPFTAP_GUEST_PACKAGES"); ok {
+		return strings.Fields(list)
+	}
+	return goTestPackages
+}
+
+// unavailable skips the test when err says a guest cannot be had here
+// (fails it under BPFTAP_GUEST_REQUIRE=1), and fails it on any other error.
+func unavailable(t *testing.T, err error) {
+	t.Helper()
+	switch {
+	case err == nil:
+	case errors.Is(err, ErrUnavailable) && os.Getenv("BPFTAP_GUEST_REQUIRE") != "1":
+		t.Skipf("skipped: %v", err)
+	default:
+		t.Fatal(err)
+	}
+}
+
+func sortedKeys(m map[string]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

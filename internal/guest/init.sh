@@ -1,0 +1,70 @@
+#!/bin/sh
+# /init of bpftap's test guests (internal/guest): mounts the kernel's file
+# systems, reports the kernel's features, runs every case (/cases/NAME.cmd in
+# /cases/NAME) and Go test binary (/tests/PKG.test in /tests/PKG), then
+# powers off. Each run is shown on the console between "=== BEGIN" and
+# "=== END ... status=N" lines, and framed on the second serial port, its
+# streams base64-encoded, for the host to read exactly.
+export PATH=/bin:/sbin:/usr/bin:/usr/sbin HOME=/root TMPDIR=/tmp
+mount -t proc proc /proc
+mount -t sysfs sysfs /sys
+mount -t devtmpfs devtmpfs /dev
+mount -t tmpfs tmpfs /tmp
+mount -t debugfs debugfs /sys/kernel/debug
+mount -t tracefs tracefs /sys/kernel/tracing
+mount -t bpf bpf /sys/fs/bpf
+hostname bpftap-guest
+results=/dev/ttyS1
+
+# frame KIND NAME STATUS: the last run's output, on the console and framed
+# in the results.
+frame() {
+	echo "=== BEGIN $1 $2"
+	cat /tmp/stdout
+	if [ -s /tmp/stderr ]; then
+		echo "--- stderr"
+		cat /tmp/stderr
+	fi
+	echo "=== END $1 $2 status=$3"
+	{
+		echo "@@begin $1 $2"
+		echo "@@stdout"
+		base64 /tmp/stdout
+		echo "@@stderr"
+		base64 /tmp/stderr
+		echo "@@status $3"
+	} >$results
+}
+
+# features: what the kernel offers the kinds of kernel probes.
+features() {
+	echo "kernel $(uname -r)"
+	echo "cpus $(nproc)"
+	echo "event_sources" $(ls /sys/bus/event_source/devices)
+	echo "filter_functions $(wc -l </sys/kernel/tracing/available_filter_functions)"
+	for sym in bpf_kprobe_multi_link_attach bpf_session_cookie bpf_trampoline_link_prog bpf_uprobe_multi_link_attach; do
+		echo "$sym $(grep -c " $sym\$" /proc/kallsyms)"
+	done
+}
+
+features >/tmp/stdout 2>/tmp/stderr
+frame info features $?
+
+for cmd in /cases/*.cmd; do
+	[ -e "$cmd" ] || continue
+	name=$(basename "$cmd" .cmd)
+	(cd "/cases/$name" && exec timeout 60 sh "$cmd") </dev/null >/tmp/stdout 2>/tmp/stderr
+	frame case "$name" $?
+done
+
+for bin in /tests/*.test; do
+	[ -e "$bin" ] || continue
+	pkg=$(basename "$bin" .test)
+	mkdir -p "/tests/$pkg"
+	(cd "/tests/$pkg" && exec timeout 240 "$bin" -test.v -test.count=1) </dev/null >/tmp/stdout 2>/tmp/stderr
+	frame go "$pkg" $?
+done
+
+echo "@@done" >$results
+echo "=== ALL DONE"
+poweroff -f

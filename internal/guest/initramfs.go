@@ -1,0 +1,160 @@
+package guest
+
+import (
+	"bytes"
+	"debug/elf"
+	_ "embed"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+)
+
+// initScript is the guest's /init.
+//
+//go:embed init.sh
+var initScript []byte
+
+// Initramfs is what goes into a guest's initial root file system.
+type Initramfs struct {
+	Busybox string            // a statically linked busybox
+	Bpftap  string            // a statically linked bpftap, as /bin/bpftap
+	Tests   map[string]string // Go test binaries by package name, as /tests/NAME.test
+	// TestData are the testdata directories of those packages by name, as
+	// /tests/NAME/testdata (the binary runs in /tests/NAME).
+	TestData map[string]string
+	Cases    []*Case // as /cases/NAME.cmd and the files in /cases/NAME
+}
+
+// StaticBusybox finds busybox on PATH and checks that it needs no dynamic
+// loader (Debian's busybox-static package installs one).
+func StaticBusybox() (string, error) {
+	path, err := exec.LookPath("busybox")
+	if err != nil {
+		return "", fmt.Errorf("%w: no busybox (apt-get install busybox-static)", ErrUnavailable)
+	}
+	f, err := elf.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	for _, p := range f.Progs {
+		if p.Type == elf.PT_INTERP {
+			return "", fmt.Errorf("%w: %s is dynamically linked (apt-get install busybox-static)", ErrUnavailable, path)
+		}
+	}
+	return path, nil
+}
+
+// Write writes the initramfs to path as an uncompressed newc cpio archive
+// (the kernel unpacks it faster than a compressed one under emulation).
+func (r *Initramfs) Write(path string) error {
+	applets, err := exec.Command(r.Busybox, "--list-full").Output()
+	if err != nil {
+		return fmt.Errorf("%s --list-full: %v", r.Busybox, err)
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	c := newCPIOWriter(f)
+	for _, dir := range []string{"proc", "sys", "dev", "tmp", "root", "cases", "tests"} {
+		c.Dir(dir)
+	}
+	c.Bytes("init", 0o755, initScript)
+	c.Bytes("etc/hostname", 0o644, []byte("bpftap-guest\n"))
+	c.Bytes("etc/passwd", 0o644, []byte("root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/bin/false\n"))
+	c.Bytes("etc/group", 0o644, []byte("root:x:0:\nnogroup:x:65534:\n"))
+	c.File("bin/busybox", r.Busybox)
+	for _, applet := range strings.Fields(string(applets)) {
+		if applet != "bin/busybox" {
+			c.Symlink(applet, "/bin/busybox")
+		}
+	}
+	c.File("bin/bpftap", r.Bpftap)
+	for name, bin := range r.Tests {
+		c.File("tests/"+name+".test", bin)
+	}
+	for name, dir := range r.TestData {
+		if err := addTree(c, "tests/"+name+"/testdata", dir); err != nil {
+			return err
+		}
+	}
+	for _, k := range r.Cases {
+		c.Bytes("cases/"+k.Name+".cmd", 0o644, []byte(k.Run+"\n"))
+		c.Dir("cases/" + k.Name)
+		for _, file := range k.Files {
+			c.Bytes("cases/"+k.Name+"/"+file.Name, 0o755, file.Data)
+		}
+	}
+	if err := c.Close(); err != nil {
+		return err
+	}
+	return f.Close()
+}
+
+// addTree adds the regular files, directories and symbolic links under the
+// host directory src as dst.
+func addTree(c *cpioWriter, dst, src string) error {
+	return filepath.WalkDir(src, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, path)
+		name := filepath.ToSlash(filepath.Join(dst, rel))
+		switch {
+		case d.Type()&fs.ModeSymlink != 0:
+			target, err := os.Readlink(path)
+			if err != nil {
+				return err
+			}
+			c.Symlink(name, target)
+		case d.IsDir():
+			c.Dir(name)
+		case d.Type().IsRegular():
+			c.File(name, path)
+		}
+		return nil
+	})
+}
+
+// BuildStatic builds what runs in a guest from the repository at repo into
+// dir: a static bpftap, and a static test binary of each package (a path like
+// ./internal/bpfrt) by name (bpfrt; internal/probes/attach is probes_attach).
+// It returns the test binaries and the testdata directories they need.
+func BuildStatic(repo, dir string, pkgs []string) (bpftap string, tests, testdata map[string]string, err error) {
+	bpftap = filepath.Join(dir, "bpftap")
+	if err := goTool(repo, "build", "-o", bpftap, "./cmd/bpftap"); err != nil {
+		return "", nil, nil, err
+	}
+	tests, testdata = map[string]string{}, map[string]string{}
+	for _, pkg := range pkgs {
+		name := strings.ReplaceAll(strings.TrimPrefix(filepath.Clean(pkg), "internal/"), "/", "_")
+		bin := filepath.Join(dir, name+".test")
+		if err := goTool(repo, "test", "-c", "-o", bin, pkg); err != nil {
+			return "", nil, nil, err
+		}
+		tests[name] = bin
+		if st, err := os.Stat(filepath.Join(repo, pkg, "testdata")); err == nil && st.IsDir() {
+			testdata[name] = filepath.Join(repo, pkg, "testdata")
+		}
+	}
+	return bpftap, tests, testdata, nil
+}
+
+// goTool runs the go command in repo with cgo off, so that what it builds
+// is static and runs on a guest with no C library.
+func goTool(repo string, args ...string) error {
+	cmd := exec.Command("go", args...)
+	cmd.Dir = repo
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("go %s: %v\n%s", strings.Join(args, " "), err, out.Bytes())
+	}
+	return nil
+}

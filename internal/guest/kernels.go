@@ -1,0 +1,240 @@
+package guest
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+)
+
+// Kernel is a Debian kernel a guest boots.
+type Kernel struct {
+	// Name is how cases name the kernel ("6.1", "6.12").
+	Name string
+	// Suite is the Debian release whose linux-image-amd64 picks the package.
+	Suite string
+	// Sources is the apt sources line the package comes from; empty means the
+	// host's own apt sources (the host is Debian 12).
+	Sources string
+	// Package is the prefix the chosen package's name must have, so that a
+	// host of another release does not pass its kernel off as this one.
+	Package string
+}
+
+// Kernels are the guest kernels, oldest first: Debian 12's 6.1 (kprobes,
+// fentry, no kprobe-multi) and Debian 13's 6.12 (kprobe-multi and kprobe
+// sessions too).
+var Kernels = []Kernel{
+	{Name: "6.1", Suite: "bookworm", Package: "linux-image-6.1."},
+	{Name: "6.12", Suite: "trixie", Package: "linux-image-6.12.",
+		// bookworm's debian-archive-keyring (2023.3+deb12u2) holds trixie's
+		// signing keys, so this list is verified like the host's own.
+		Sources: "deb http://deb.debian.org/debian trixie main"},
+}
+
+// Image is a kernel unpacked in the cache.
+type Image struct {
+	Kernel
+	Dir     string // the cache directory of the package
+	Vmlinuz string
+	Config  string
+	Modules string // lib/modules/VERSION of the package
+}
+
+// ErrUnavailable marks the failures that mean a guest cannot be had on this
+// machine (no apt, no network, no such package), as opposed to a bug.
+var ErrUnavailable = errors.New("guest kernel unavailable")
+
+// CacheDir is where kernel images are kept across runs: $BPFTAP_GUEST_CACHE,
+// else /var/cache/bpftap-guest when it can be written, else the user's cache.
+func CacheDir() (string, error) {
+	if dir := os.Getenv("BPFTAP_GUEST_CACHE"); dir != "" {
+		return dir, os.MkdirAll(dir, 0o755)
+	}
+	dir := "/var/cache/bpftap-guest"
+	if err := os.MkdirAll(dir, 0o755); err == nil {
+		return dir, nil
+	}
+	user, err := os.UserCacheDir()
+	if err != nil {
+		return "", err
+	}
+	dir = filepath.Join(user, "bpftap-guest")
+	return dir, os.MkdirAll(dir, 0o755)
+}
+
+// Fetch returns k's image from the cache, downloading and unpacking it first
+// when the cache has none. A cached image is used as it is (delete the cache
+// directory to fetch the newest). Two runs may fetch at once: each works in a
+// temporary directory of its own and renames the result into place, and the
+// loser of the race uses the winner's image.
+func (k Kernel) Fetch(cache string) (*Image, error) {
+	suite := filepath.Join(cache, k.Suite)
+	if img := k.cached(suite); img != nil {
+		return img, nil
+	}
+	if err := os.MkdirAll(suite, 0o755); err != nil {
+		return nil, err
+	}
+	tmp, err := os.MkdirTemp(suite, ".fetch-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(tmp)
+	pkg, err := k.download(tmp)
+	if err != nil {
+		return nil, err
+	}
+	staged := filepath.Join(tmp, "image")
+	if err := unpack(tmp, staged); err != nil {
+		return nil, err
+	}
+	if err := os.Rename(staged, filepath.Join(suite, pkg)); err != nil && k.cached(suite) == nil {
+		return nil, err
+	}
+	if img := k.cached(suite); img != nil {
+		return img, nil
+	}
+	return nil, fmt.Errorf("%s: no kernel in %s after unpacking", pkg, suite)
+}
+
+// cached returns the image in the suite's cache directory, the newest when
+// there are several, or nil.
+func (k Kernel) cached(suite string) *Image {
+	dirs, _ := filepath.Glob(filepath.Join(suite, k.Package+"*"))
+	sort.Strings(dirs)
+	for i := len(dirs) - 1; i >= 0; i-- {
+		img := &Image{Kernel: k, Dir: dirs[i]}
+		img.Vmlinuz = filepath.Join(img.Dir, "vmlinuz")
+		img.Config = filepath.Join(img.Dir, "config")
+		img.Modules = filepath.Join(img.Dir, "modules")
+		if _, err := os.Stat(img.Vmlinuz); err == nil {
+			return img
+		}
+	}
+	return nil
+}
+
+// download puts the kernel's .deb in dir and returns the package's name.
+func (k Kernel) download(dir string) (string, error) {
+	if _, err := exec.LookPath("apt-get"); err != nil {
+		return "", fmt.Errorf("%w: no apt-get to fetch Debian %s's kernel", ErrUnavailable, k.Suite)
+	}
+	opts, err := k.aptOptions(dir)
+	if err != nil {
+		return "", err
+	}
+	if k.Sources != "" {
+		if _, err := run(dir, "apt-get", append(opts, "-qq", "update")...); err != nil {
+			return "", fmt.Errorf("%w: %v", ErrUnavailable, err)
+		}
+	}
+	show, err := run(dir, "apt-cache", append(opts, "show", "--no-all-versions", "linux-image-amd64")...)
+	if err != nil {
+		return "", fmt.Errorf("%w: %v", ErrUnavailable, err)
+	}
+	pkg := imageDependency(show)
+	if !strings.HasPrefix(pkg, k.Package) {
+		return "", fmt.Errorf("%w: linux-image-amd64 of %s depends on %q, not %s*", ErrUnavailable, k.Suite, pkg, k.Package)
+	}
+	if _, err := run(dir, "apt-get", append(opts, "-qq", "download", pkg)...); err != nil {
+		return "", fmt.Errorf("%w: %v", ErrUnavailable, err)
+	}
+	return pkg, nil
+}
+
+// aptOptions are the options that point apt at k's own sources list, with
+// lists and archives of its own under dir: the host's apt setup is only read.
+func (k Kernel) aptOptions(dir string) ([]string, error) {
+	opts := []string{"-o", "APT::Sandbox::User=root"}
+	if k.Sources == "" {
+		return opts, nil
+	}
+	list := filepath.Join(dir, "sources.list")
+	if err := os.WriteFile(list, []byte(k.Sources+"\n"), 0o644); err != nil {
+		return nil, err
+	}
+	for _, d := range []string{"lists/partial", "cache/archives/partial"} {
+		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
+			return nil, err
+		}
+	}
+	return append(opts,
+		"-o", "Dir::Etc::sourcelist="+list,
+		"-o", "Dir::Etc::sourceparts=-",
+		"-o", "Dir::State::Lists="+filepath.Join(dir, "lists"),
+		"-o", "Dir::Cache="+filepath.Join(dir, "cache")), nil
+}
+
+// imageDependency returns the linux-image package the metapackage's record
+// (apt-cache show) depends on.
+func imageDependency(record []byte) string {
+	sc := bufio.NewScanner(bytes.NewReader(record))
+	for sc.Scan() {
+		deps, ok := strings.CutPrefix(sc.Text(), "Depends:")
+		if !ok {
+			continue
+		}
+		for _, dep := range strings.Split(deps, ",") {
+			name, _, _ := strings.Cut(strings.TrimSpace(dep), " ")
+			if strings.HasPrefix(name, "linux-image-") {
+				return name
+			}
+		}
+	}
+	return ""
+}
+
+// unpack extracts the .deb in dir with dpkg-deb -x and moves what a guest
+// needs into staged: vmlinuz, config and the modules tree.
+func unpack(dir, staged string) error {
+	debs, _ := filepath.Glob(filepath.Join(dir, "*.deb"))
+	if len(debs) != 1 {
+		return fmt.Errorf("apt-get download left %d packages in %s", len(debs), dir)
+	}
+	root := filepath.Join(dir, "root")
+	if _, err := run(dir, "dpkg-deb", "-x", debs[0], root); err != nil {
+		return err
+	}
+	kernels, _ := filepath.Glob(filepath.Join(root, "boot", "vmlinuz-*"))
+	if len(kernels) != 1 {
+		return fmt.Errorf("%s: %d kernels in /boot", debs[0], len(kernels))
+	}
+	version := strings.TrimPrefix(filepath.Base(kernels[0]), "vmlinuz-")
+	modules := filepath.Join(root, "lib", "modules", version)
+	if _, err := os.Stat(modules); err != nil {
+		modules = filepath.Join(root, "usr", "lib", "modules", version)
+	}
+	if err := os.Mkdir(staged, 0o755); err != nil {
+		return err
+	}
+	for src, dst := range map[string]string{
+		kernels[0]: "vmlinuz",
+		filepath.Join(root, "boot", "config-"+version): "config",
+		modules: "modules",
+	} {
+		if err := os.Rename(src, filepath.Join(staged, dst)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// run runs a command in dir and returns its standard output; an error
+// carries the command's standard error.
+func run(dir, name string, args ...string) ([]byte, error) {
+	cmd := exec.Command(name, args...)
+	cmd.Dir = dir
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return out, fmt.Errorf("%s %s: %v\n%s", name, strings.Join(args, " "), err, stderr.Bytes())
+	}
+	return out, nil
+}
