@@ -391,8 +391,14 @@ func (g *gen) perfRegs() bool {
 	return false
 }
 
-// addr is the interrupted instruction pointer, user or kernel.
+// addr is the address of the probed kernel function (bpf_get_func_ip,
+// exact where regs->ip is past the probe's own instruction), or the
+// interrupted instruction pointer, user or kernel.
 func (g *gen) addr(*syntax.Call) {
+	if a := g.ownProbe().Attach; a != nil && a.Func != nil && !a.User && (a.Func.Words > 0 || a.Func.Return == nil) {
+		g.emit(asm.Mov.Reg(asm.R1, regCtx), asm.FnGetFuncIp.Call())
+		return
+	}
 	if g.perfRegs() {
 		g.emit(asm.LoadMem(asm.R0, regCtx, int16(hostRegs.IP), asm.DWord))
 	}
