@@ -83,7 +83,7 @@ func bootAndCheck(t *testing.T, qemu string, img *Image, r *Initramfs) {
 	t.Logf("%s: booted, ran %d cases and %d test binaries, powered off in %v",
 		filepath.Base(img.Dir), len(r.Cases), len(r.Tests), res.Elapsed.Round(100*time.Millisecond))
 	if info := res.Runs["info features"]; info != nil {
-		t.Logf("features:\n%s", info.Stdout)
+		t.Logf("features:\n%s%s", img.Features(), info.Stdout)
 	}
 	t.Run("case", func(t *testing.T) {
 		for _, c := range r.Cases {

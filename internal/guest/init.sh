@@ -42,7 +42,9 @@ features() {
 	echo "cpus $(nproc)"
 	echo "event_sources" $(ls /sys/bus/event_source/devices)
 	echo "filter_functions $(wc -l </sys/kernel/tracing/available_filter_functions)"
-	for sym in bpf_kprobe_multi_link_attach bpf_session_cookie bpf_trampoline_link_prog bpf_uprobe_multi_link_attach; do
+	# kallsyms names: kprobe sessions (6.10), trampolines (fentry), uprobe-multi
+	# (6.6); bpf_kprobe_multi_link_attach is there even without CONFIG_FPROBE.
+	for sym in bpf_session_cookie bpf_trampoline_link_prog bpf_uprobe_multi_link_attach; do
 		echo "$sym $(grep -c " $sym\$" /proc/kallsyms)"
 	done
 }
