@@ -47,7 +47,7 @@ type Image struct {
 
 // ErrUnavailable marks the failures that mean a guest cannot be had on this
 // machine (no apt, no network, no such package), as opposed to a bug.
-var ErrUnavailable = errors.New("guest kernel unavailable")
+var ErrUnavailable = errors.New("no guest on this machine")
 
 // CacheDir is where kernel images are kept across runs: $BPFTAP_GUEST_CACHE,
 // else /var/cache/bpftap-guest when it can be written, else the user's cache.
