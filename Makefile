@@ -4,7 +4,7 @@ GO ?= go
 # (golang/go#75804, fixed in Go 1.27).
 FUZZTIME ?= 300000x
 
-.PHONY: all bpftap bpftap-flamegraph test vet fuzz clean
+.PHONY: all bpftap bpftap-flamegraph test test-guest vet fuzz clean
 
 all: bpftap bpftap-flamegraph
 
@@ -22,6 +22,12 @@ vet:
 test: bpftap vet
 	$(GO) test -count=1 ./...
 	$(MAKE) fuzz
+
+# Only the guest-kernel tests: Debian's 6.1 and 6.12 booted under qemu with the
+# cases of testdata/guest and Go tests that need kprobes or fentry
+# (docs/guest-kernels.md). `make test` runs them too.
+test-guest:
+	$(GO) test -count=1 -v -run '^TestGuest$$' ./internal/guest
 
 # Short fuzzing runs of every fuzz target: no script may make the parser or the
 # elaborator panic or hang, and the formatter must agree with its references.

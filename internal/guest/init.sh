@@ -1,8 +1,8 @@
 #!/bin/sh
 # /init of bpftap's test guests (internal/guest): mounts the kernel's file
 # systems, reports the kernel's features, runs every case (/cases/NAME.cmd in
-# /cases/NAME) and Go test binary (/tests/PKG.test in /tests/PKG), then
-# powers off. Each run is shown on the console between "=== BEGIN" and
+# /cases/NAME) and Go test binary (/tests/PKG.test in /tests/PKG, with the
+# flags in /tests/PKG.flags), then powers off. Each run is shown on the console between "=== BEGIN" and
 # "=== END ... status=N" lines, and framed on the second serial port, its
 # streams base64-encoded, for the host to read exactly.
 export PATH=/bin:/sbin:/usr/bin:/usr/sbin HOME=/root TMPDIR=/tmp
@@ -42,7 +42,9 @@ features() {
 	echo "cpus $(nproc)"
 	echo "event_sources" $(ls /sys/bus/event_source/devices)
 	echo "filter_functions $(wc -l </sys/kernel/tracing/available_filter_functions)"
-	for sym in bpf_kprobe_multi_link_attach bpf_session_cookie bpf_trampoline_link_prog bpf_uprobe_multi_link_attach; do
+	# kallsyms names: kprobe sessions (6.10), trampolines (fentry), uprobe-multi
+	# (6.6); bpf_kprobe_multi_link_attach is there even without CONFIG_FPROBE.
+	for sym in bpf_session_cookie bpf_trampoline_link_prog bpf_uprobe_multi_link_attach; do
 		echo "$sym $(grep -c " $sym\$" /proc/kallsyms)"
 	done
 }
@@ -61,7 +63,8 @@ for bin in /tests/*.test; do
 	[ -e "$bin" ] || continue
 	pkg=$(basename "$bin" .test)
 	mkdir -p "/tests/$pkg"
-	(cd "/tests/$pkg" && exec timeout 240 "$bin" -test.v -test.count=1) </dev/null >/tmp/stdout 2>/tmp/stderr
+	flags=$(cat "/tests/$pkg.flags" 2>/dev/null)
+	(cd "/tests/$pkg" && exec timeout 240 "$bin" -test.v -test.count=1 $flags) </dev/null >/tmp/stdout 2>/tmp/stderr
 	frame go "$pkg" $?
 done
 

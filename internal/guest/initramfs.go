@@ -25,7 +25,10 @@ type Initramfs struct {
 	// TestData are the testdata directories of those packages by name, as
 	// /tests/NAME/testdata (the binary runs in /tests/NAME).
 	TestData map[string]string
-	Cases    []*Case // as /cases/NAME.cmd and the files in /cases/NAME
+	// TestFlags are more flags for those binaries by name (no spaces within
+	// a flag), as /tests/NAME.flags.
+	TestFlags map[string][]string
+	Cases     []*Case // as /cases/NAME.cmd and the files in /cases/NAME
 }
 
 // StaticBusybox finds busybox on PATH and checks that it needs no dynamic
@@ -77,6 +80,9 @@ func (r *Initramfs) Write(path string) error {
 	c.File("bin/bpftap", r.Bpftap)
 	for name, bin := range r.Tests {
 		c.File("tests/"+name+".test", bin)
+	}
+	for name, flags := range r.TestFlags {
+		c.Bytes("tests/"+name+".flags", 0o644, []byte(strings.Join(flags, " ")+"\n"))
 	}
 	for name, dir := range r.TestData {
 		if err := addTree(c, "tests/"+name+"/testdata", dir); err != nil {

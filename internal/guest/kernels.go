@@ -43,12 +43,11 @@ type Image struct {
 	Dir     string // the cache directory of the package
 	Vmlinuz string
 	Config  string
-	Modules string // lib/modules/VERSION of the package
 }
 
 // ErrUnavailable marks the failures that mean a guest cannot be had on this
 // machine (no apt, no network, no such package), as opposed to a bug.
-var ErrUnavailable = errors.New("guest kernel unavailable")
+var ErrUnavailable = errors.New("no guest on this machine")
 
 // CacheDir is where kernel images are kept across runs: $BPFTAP_GUEST_CACHE,
 // else /var/cache/bpftap-guest when it can be written, else the user's cache.
@@ -112,7 +111,6 @@ func (k Kernel) cached(suite string) *Image {
 		img := &Image{Kernel: k, Dir: dirs[i]}
 		img.Vmlinuz = filepath.Join(img.Dir, "vmlinuz")
 		img.Config = filepath.Join(img.Dir, "config")
-		img.Modules = filepath.Join(img.Dir, "modules")
 		if _, err := os.Stat(img.Vmlinuz); err == nil {
 			return img
 		}
@@ -191,7 +189,8 @@ func imageDependency(record []byte) string {
 }
 
 // unpack extracts the .deb in dir with dpkg-deb -x and moves what a guest
-// needs into staged: vmlinuz, config and the modules tree.
+// needs into staged: vmlinuz and config (the modules are left out: the
+// guests need none, and 6.1's take 400 MB).
 func unpack(dir, staged string) error {
 	debs, _ := filepath.Glob(filepath.Join(dir, "*.deb"))
 	if len(debs) != 1 {
@@ -206,17 +205,12 @@ func unpack(dir, staged string) error {
 		return fmt.Errorf("%s: %d kernels in /boot", debs[0], len(kernels))
 	}
 	version := strings.TrimPrefix(filepath.Base(kernels[0]), "vmlinuz-")
-	modules := filepath.Join(root, "lib", "modules", version)
-	if _, err := os.Stat(modules); err != nil {
-		modules = filepath.Join(root, "usr", "lib", "modules", version)
-	}
 	if err := os.Mkdir(staged, 0o755); err != nil {
 		return err
 	}
 	for src, dst := range map[string]string{
 		kernels[0]: "vmlinuz",
 		filepath.Join(root, "boot", "config-"+version): "config",
-		modules: "modules",
 	} {
 		if err := os.Rename(src, filepath.Join(staged, dst)); err != nil {
 			return err
@@ -237,4 +231,22 @@ func run(dir, name string, args ...string) ([]byte, error) {
 		return out, fmt.Errorf("%s %s: %v\n%s", name, strings.Join(args, " "), err, stderr.Bytes())
 	}
 	return out, nil
+}
+
+// Features returns the lines of the kernel's configuration that decide
+// which kinds of kernel probes it offers.
+func (img *Image) Features() string {
+	data, err := os.ReadFile(img.Config)
+	if err != nil {
+		return err.Error()
+	}
+	var b strings.Builder
+	for _, line := range strings.Split(string(data), "\n") {
+		for _, opt := range []string{"KPROBES", "KPROBE_EVENTS", "FPROBE", "FUNCTION_TRACER", "DEBUG_INFO_BTF", "BPF_LSM"} {
+			if strings.HasPrefix(line, "CONFIG_"+opt+"=") || line == "# CONFIG_"+opt+" is not set" {
+				b.WriteString(line + "\n")
+			}
+		}
+	}
+	return b.String()
 }

@@ -1,0 +1,102 @@
+package guest
+
+import (
+	"bytes"
+	"encoding/base64"
+	"strings"
+	"testing"
+)
+
+// TestParseCase: directives, expectations by kernel, and the errors a
+// mistyped case gets.
+func TestParseCase(t *testing.T) {
+	c, err := ParseCase("x", []byte("# a comment\nkernels 6.12\nrun bpftap script.stp\nstatus 1\nstatus@6.12 2\n"+
+		"-- script.stp --\nprobe begin {}\n-- stdout --\nall\n-- stdout@6.12 --\nnew\n-- stderr.re --\nerror: .*\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Run != "bpftap script.stp" || c.RunsOn("6.1") || !c.RunsOn("6.12") || c.WantStatus("6.1") != 1 || c.WantStatus("6.12") != 2 {
+		t.Errorf("parsed %+v", c)
+	}
+	if len(c.Files) != 1 || c.Files[0].Name != "script.stp" {
+		t.Errorf("files %v", c.Files)
+	}
+	for _, check := range []struct {
+		kernel, stream, got string
+		ok                  bool
+	}{
+		{"6.1", "stdout", "all\n", true},
+		{"6.12", "stdout", "all\n", false},
+		{"6.12", "stdout", "new\n", true},
+		{"6.1", "stderr", "error: bad\n", true},
+		{"6.1", "stderr", "error: bad\nmore\n", false},
+		{"6.1", "stderr", "warning: bad\n", false},
+		{"6.1", "stderr", "", false},
+	} {
+		if err := c.Check(check.kernel, check.stream, check.got); (err == nil) != check.ok {
+			t.Errorf("Check(%s, %s, %q) = %v", check.kernel, check.stream, check.got, err)
+		}
+	}
+	for _, bad := range []string{"", "run a\nrun b\n", "run a\nkernels 5.4\n", "run a\nstatus x\n", "run a\nfoo\n",
+		"run a\n-- stdout@7 --\n", "run a\n-- stdout.re --\n(\n", "run a\n-- ../x --\n"} {
+		if _, err := ParseCase("bad", []byte(bad)); err == nil {
+			t.Errorf("ParseCase accepted %q", bad)
+		}
+	}
+}
+
+// TestParseResults reads frames as init.sh writes them through a tty
+// (CR LF line ends, base64 wrapped at 76 columns).
+func TestParseResults(t *testing.T) {
+	long := strings.Repeat("x", 100) + "\n"
+	enc := base64.StdEncoding.EncodeToString([]byte(long))
+	data := "@@begin case a\r\n@@stdout\r\n" + enc[:76] + "\r\n" + enc[76:] + "\r\n@@stderr\r\n@@status 3\r\n@@done\r\n"
+	runs, err := parseResults([]byte(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := runs["case a"]; r == nil || r.Stdout != long || r.Stderr != "" || r.Status != 3 {
+		t.Errorf("runs %+v", runs["case a"])
+	}
+	if _, err := parseResults([]byte("@@begin case a\n@@status 0\n")); err == nil {
+		t.Error("results without @@done were accepted")
+	}
+}
+
+// TestCPIO checks the newc layout: headers, parents made once, padding and
+// the trailer.
+func TestCPIO(t *testing.T) {
+	var b bytes.Buffer
+	c := newCPIOWriter(&b)
+	c.Bytes("a/b/f", 0o644, []byte("hello"))
+	c.Symlink("a/l", "/f")
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	data := b.Bytes()
+	for len(data) > 0 {
+		if string(data[:6]) != "070701" {
+			t.Fatalf("bad magic at %q", data[:min(len(data), 20)])
+		}
+		field := func(i int) int {
+			var n int
+			for _, ch := range string(data[6+8*i : 14+8*i]) {
+				n = n*16 + strings.IndexRune("0123456789abcdef", ch)
+			}
+			return n
+		}
+		size, namesize := field(6), field(11)
+		name := string(data[110 : 110+namesize-1])
+		names = append(names, name)
+		off := (110 + namesize + 3) &^ 3
+		off = (off + size + 3) &^ 3
+		data = data[off:]
+		if name == "TRAILER!!!" {
+			break
+		}
+	}
+	if got := strings.Join(names, " "); got != "a a/b a/b/f a/l TRAILER!!!" || len(data) != 0 {
+		t.Errorf("entries %q, %d bytes left", got, len(data))
+	}
+}
