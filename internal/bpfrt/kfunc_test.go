@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/bpftap/bpftap/internal/arch"
 	"github.com/bpftap/bpftap/internal/kernel"
 	"github.com/bpftap/bpftap/internal/probes/attach"
 	"github.com/cilium/ebpf"
@@ -126,9 +127,9 @@ func requireKind(t testing.TB, p *attach.Point) {
 
 // Slots of x86-64's struct pt_regs the tests read: the third argument
 // (the count of vfs_read and vfs_write) and the return value.
-const (
-	regRDX = 96
-	regRAX = attach.RegRAX
+var (
+	regRDX = int16(arch.X86_64.Registers["rdx"].Offset)
+	regRAX = int16(arch.X86_64.Return)
 )
 
 // kernelFunc returns the BTF id of vmlinux's function name and its number
