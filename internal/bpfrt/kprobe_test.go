@@ -4,6 +4,7 @@ import (
 	"os"
 	"testing"
 
+	"github.com/bpftap/bpftap/internal/arch"
 	"github.com/bpftap/bpftap/internal/probes/attach"
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
@@ -98,7 +99,7 @@ func ipProgram() asm.Instructions {
 		asm.Add.Imm(asm.R2, -4),
 		asm.FnMapLookupElem.Call(),
 		asm.JEq.Imm(asm.R0, 0, "out"),
-		asm.LoadMem(asm.R1, asm.R6, attach.RegRIP, asm.DWord),
+		asm.LoadMem(asm.R1, asm.R6, int16(arch.X86_64.IP), asm.DWord),
 		asm.StoreMem(asm.R0, 0, asm.R1, asm.DWord),
 		asm.StoreMem(asm.R0, 8, asm.R7, asm.DWord),
 	}, exit...)
