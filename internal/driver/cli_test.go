@@ -10,10 +10,14 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/bpftap/bpftap/internal/bpfrt"
+	"github.com/bpftap/bpftap/internal/kernel"
+	"github.com/bpftap/bpftap/internal/probes/attach"
 	"golang.org/x/sys/unix"
 	"golang.org/x/tools/txtar"
 )
@@ -31,6 +35,10 @@ import (
 //	signal NAME DURATION     the next exec receives SIGNAME (KILL, TERM, ...) after DURATION
 //	sleep DURATION           wait
 //	exists FILE              FILE exists in the working directory (prefix `!` for absent)
+//
+// A line may start with a condition, `[kfuncs]` or `[!kfuncs]`: it runs only
+// where the running kernel can (cannot) probe kernel functions, with kprobes
+// or fentry.
 //
 // The archive's files are written to a fresh directory, which is the working directory;
 // $BPFTAP names the binary for commands that run it through a shell;
@@ -99,6 +107,12 @@ func (s *cliScript) command(line string) {
 	line = strings.TrimSpace(line)
 	if line == "" || strings.HasPrefix(line, "#") {
 		return
+	}
+	if cond, rest, ok := strings.Cut(line, "] "); ok && strings.HasPrefix(cond, "[") {
+		if !s.holds(strings.TrimPrefix(cond, "[")) {
+			return
+		}
+		line = rest
 	}
 	negate := false
 	if rest, ok := strings.CutPrefix(line, "! "); ok {
@@ -215,3 +229,26 @@ func (s *cliScript) cmp(stream, file string) {
 		s.fatalf("%s differs from %s\n--- got ---\n%s--- want ---\n%s", stream, file, got, want)
 	}
 }
+
+// holds tells whether the condition of a line holds on this machine.
+func (s *cliScript) holds(cond string) bool {
+	name, negated := strings.CutPrefix(cond, "!")
+	if name != "kfuncs" {
+		s.fatalf("unknown condition [%s]", cond)
+	}
+	return probesKernelFunctions() != negated
+}
+
+// probesKernelFunctions tells whether the running kernel attaches a
+// kprobe or an fentry program to vfs_read.
+var probesKernelFunctions = sync.OnceValue(func() bool {
+	if bpfrt.CanAttach(&attach.Point{Kind: attach.Kprobe, Event: "vfs_read"}) == nil {
+		return true
+	}
+	b, err := kernel.Kernel()
+	if err != nil {
+		return false
+	}
+	proto, err := b.Prototype("vfs_read")
+	return err == nil && bpfrt.CanAttach(&attach.Point{Kind: attach.Fentry, Event: "vfs_read", BTFID: proto.Func}) == nil
+})
