@@ -99,12 +99,17 @@ func (m *Module) compileSet(ps []*sema.Probe) (*Program, error) {
 }
 
 // setPoint is the point a set's program attaches to: the first probe's,
-// with the offsets of all, in cookie order.
+// with the places of all, in cookie order: their file offsets (uprobes)
+// or their functions (kprobes).
 func setPoint(ps []*sema.Probe) *attach.Point {
 	a := *ps[0].Attach
-	a.Offsets = nil
+	a.Offsets, a.Symbols = nil, nil
 	for _, p := range ps {
-		a.Offsets = append(a.Offsets, p.Attach.Offset)
+		if a.Path != "" {
+			a.Offsets = append(a.Offsets, p.Attach.Offset)
+		} else {
+			a.Symbols = append(a.Symbols, p.Attach.Event)
+		}
 	}
 	return &a
 }

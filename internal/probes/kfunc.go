@@ -30,6 +30,10 @@ import (
 //   - kprobes/kretprobes otherwise: the arguments are registers of the
 //     calling convention (package arch), the return value rax.
 //
+//   - a wildcard that matches more than multiFunctions functions takes
+//     kprobe_multi links where the kernel has them (one program and one
+//     link for them all, told apart by the attach cookie), as kprobes do.
+//
 // kprobe.* points are stap's dwarfless probes, whose scripts read
 // registers (register(), int_arg(n)): they always take kprobes, and get
 // the BTF parameters as well. Names and forms only DWARF knows
@@ -71,7 +75,15 @@ type kernelFunctionCall struct {
 	ret       bool
 	kprobe    bool // kprobe.*: registers wanted
 	maxActive int
+	// set: the point's functions share a kprobe_multi link.
+	set *attach.Set
 }
+
+// multiFunctions is the most functions a point probes with a program
+// each: beyond, one kprobe_multi link serves them all (a BPF trampoline
+// or a kprobe per function costs a program load and an attach each, many
+// milliseconds for hundreds of functions).
+const multiFunctions = 8
 
 func expandKernelFunction(k KernelInfo, p *Point) ([]*Point, error) {
 	pattern, _ := p.Arg("function").(*syntax.StringLit)
@@ -89,6 +101,10 @@ func expandKernelFunction(k KernelInfo, p *Point) ([]*Point, error) {
 	if n, ok := p.Number("maxactive"); ok {
 		call.maxActive = int(n)
 	}
+	if len(matched) > multiFunctions && call.maxActive == 0 &&
+		k.Attachable(&attach.Point{Kind: multiKprobeKind(call.ret), Symbols: []string{matched[0].Name}}) == nil {
+		call.set = &attach.Set{}
+	}
 	var out []*Point
 	var plans []string
 	for _, fn := range matched {
@@ -104,7 +120,7 @@ func expandKernelFunction(k KernelInfo, p *Point) ([]*Point, error) {
 		q.Context = &Context{kernel: k, Attach: a}
 		if call.ret {
 			entry := call
-			entry.ret = false
+			entry.ret, entry.set = false, nil
 			q.Context.entry = func() *Entry { return kernelFunctionEntry(k, q, entry) }
 		}
 		if len(plans) < 3 {
@@ -180,6 +196,10 @@ func matchFunctions(k KernelInfo, p *Point, pattern string) ([]*kernel.Function,
 // cheapest kind the kernel offers, and a line for -v saying which.
 func kernelFunctionPoint(k KernelInfo, call kernelFunctionCall) (*attach.Point, string, error) {
 	proto := prototype(k, call.fn)
+	if call.set != nil {
+		a, err := kprobePoint(k, call, proto)
+		return a, fmt.Sprintf("%s on %s and the point's other functions (one link: more than %d functions)", a.Kind, call.fn, multiFunctions), err
+	}
 	var refusals []string
 	if !call.kprobe && call.maxActive == 0 && proto != nil {
 		a := trampolinePoint(k, call, proto)
@@ -242,7 +262,16 @@ func trampolinePoint(k KernelInfo, call kernelFunctionCall, proto *kernel.Protot
 	return a
 }
 
-// kprobePoint is the kprobe (kretprobe for a return) point of call: the
+// multiKprobeKind is the kind of a point whose functions share a link.
+func multiKprobeKind(ret bool) attach.Kind {
+	if ret {
+		return attach.KretprobeMulti
+	}
+	return attach.KprobeMulti
+}
+
+// kprobePoint is the kprobe (kretprobe for a return) point of call, or
+// of its call.set's kprobe_multi link: the
 // arguments in the registers of the calling convention (those past the
 // registers, on the stack, are not offered), at entry only; the return
 // value in the return register.
@@ -256,6 +285,9 @@ func kprobePoint(k KernelInfo, call kernelFunctionCall, proto *kernel.Prototype)
 	if call.ret {
 		a.Kind, a.MaxActive = attach.Kretprobe, call.maxActive
 		a.Func.Return = &attach.Loc{Offset: regs.Return, Size: 8}
+	}
+	if call.set != nil {
+		a.Kind, a.Set = multiKprobeKind(call.ret), call.set
 	}
 	if proto == nil {
 		return a, nil

@@ -189,6 +189,7 @@ func Elaborate(user []*syntax.File, opts Options) (*Program, error) {
 		e.promotePerCPU()
 		e.promoteByThread()
 		e.takeSelectors()
+		e.settleSets()
 	}
 	if e.rep.failed() {
 		return nil, e.rep.errors()

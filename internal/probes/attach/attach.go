@@ -95,6 +95,22 @@ func (k Kind) String() string {
 // bpf_get_current_task_btf without a probe read.
 func (k Kind) BTFTyped() bool { return k == TPBTF || k == Fentry || k == Fexit }
 
+// Single is the kind of one point of a Set of kind k: a uprobe for an
+// uprobe_multi, a kprobe for a kprobe_multi; k itself for other kinds.
+func (k Kind) Single() Kind {
+	switch k {
+	case UprobeMulti:
+		return Uprobe
+	case UretprobeMulti:
+		return Uretprobe
+	case KprobeMulti:
+		return Kprobe
+	case KretprobeMulti:
+		return Kretprobe
+	}
+	return k
+}
+
 // Point is the attach point of one kernel probe.
 type Point struct {
 	Kind Kind
