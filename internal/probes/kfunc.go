@@ -25,8 +25,10 @@ import (
 // the kernel's BTF, which every modern kernel publishes, so $file, $count
 // and their member chains need nothing installed. The attach kind is
 // chosen per point, the cheapest the kernel offers:
+//
 //   - fentry/fexit (a BPF trampoline): the arguments are the context's
 //     words, typed by BTF, and fexit sees them beside the return value;
+//
 //   - kprobes/kretprobes otherwise: the arguments are registers of the
 //     calling convention (package arch), the return value rax.
 //
