@@ -67,6 +67,15 @@ type Entry struct {
 	Guard   *syntax.Block
 }
 
+// ParamsAtEntry tells whether the parameters a return probe reads must be
+// read at the function's entry: a kretprobe's registers no longer hold
+// them (fexit's context still does). stap reads every $var of a return
+// probe as it was at entry; the elaborator makes each such read an @entry.
+func (c *Context) ParamsAtEntry() bool {
+	a := c.Attach
+	return c.entry != nil && a.Func != nil && a.Func.Words == 0 && !a.User
+}
+
 // EntryOf returns the entries a return probe's @entry pairs with, nil
 // where the probe point's family pairs none.
 func (c *Context) EntryOf() *Entry {
@@ -108,7 +117,11 @@ func (c *Context) Var(x *syntax.TargetVar) (*Access, *ContextError) {
 		if c.Attach.Provider != "" {
 			return c.markParms(), nil
 		}
-		return c.parms()
+		return c.parms(func(a attach.Arg) bool { return c.Attach.Func == nil || a.Name != "return" })
+	case "$$return":
+		if _, _, ok := c.Attach.Arg("return"); ok && c.Attach.Func != nil {
+			return c.parms(func(a attach.Arg) bool { return a.Name == "return" })
+		}
 	case "$$locals":
 		if c.Attach.Provider != "" {
 			return &Access{Param: -1, Type: syntax.TypeString}, nil // a marker has no locals: ""
@@ -214,7 +227,9 @@ func (c *Context) loadFields() *ContextError {
 	return nil
 }
 
-func (c *Context) parms() (*Access, *ContextError) {
+// parms is "name=%p name=%#x ..." of the arguments keep keeps: $$parms,
+// $$vars, a function's $$return.
+func (c *Context) parms(keep func(attach.Arg) bool) (*Access, *ContextError) {
 	if err := c.loadFields(); err != nil {
 		return nil, err
 	}
@@ -225,7 +240,7 @@ func (c *Context) parms() (*Access, *ContextError) {
 	a := &Access{Param: -1, Type: syntax.TypeString}
 	var parts []string
 	for i, p := range c.Attach.Args {
-		if p.Hidden {
+		if p.Hidden || !keep(p) {
 			continue
 		}
 		conv := "%#x"

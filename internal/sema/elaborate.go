@@ -154,6 +154,7 @@ func Elaborate(user []*syntax.File, opts Options) (*Program, error) {
 	} else {
 		e.mergeSyscallEntries()
 	}
+	e.entryParams()
 	e.pairEntries()
 	e.resolveAll()
 	e.resolveAutocasts()

@@ -25,6 +25,45 @@ import (
 // only for the calls whose entry it saw. Probes whose point has no entry
 // keep their @entry, which type checking reports as stap does.
 
+// entryParams makes each parameter a return probe reads where its
+// registers no longer hold it (probes.Context.ParamsAtEntry: a kretprobe)
+// an @entry, as stap reads every $var of a return probe at entry; those
+// in an @entry or @defined already are left alone.
+func (e *elab) entryParams() {
+	for _, p := range e.prog.Probes {
+		if p.context == nil || !p.context.ParamsAtEntry() {
+			continue
+		}
+		inside := map[syntax.Expr]bool{}
+		syntax.Any(p.Body, func(n syntax.Node) bool {
+			switch n := n.(type) {
+			case *syntax.Entry:
+				markTargets(n.X, inside)
+			case *syntax.Defined:
+				markTargets(n.X, inside)
+			}
+			return false
+		})
+		syntax.RewriteExprs(p.Body, func(x syntax.Expr) syntax.Expr {
+			v, ok := x.(*syntax.TargetVar)
+			if !ok || inside[v] || v.Name == "$return" || v.Name == "$$return" {
+				return nil
+			}
+			return &syntax.Entry{Typed: syntax.Typed{Pos: v.Pos}, X: v}
+		})
+	}
+}
+
+// markTargets marks the context variables of x.
+func markTargets(x syntax.Expr, marked map[syntax.Expr]bool) {
+	syntax.Any(x, func(n syntax.Node) bool {
+		if v, ok := n.(*syntax.TargetVar); ok {
+			marked[v] = true
+		}
+		return false
+	})
+}
+
 func (e *elab) pairEntries() {
 	n := len(e.prog.Probes)
 	for i := 0; i < n; i++ {
