@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -32,6 +33,9 @@ import (
 //	sleep DURATION           wait
 //	exists FILE              FILE exists in the working directory (prefix `!` for absent)
 //
+// A line may start with a condition in brackets, `[kfunc]` or `[!kfunc]`:
+// it runs only where the kernel can (cannot) probe kernel functions, which
+// bpftap itself tells (kernelFunctions); a condition comes before `!`.
 // The archive's files are written to a fresh directory, which is the working directory;
 // $BPFTAP names the binary for commands that run it through a shell;
 // $EXAMPLES in an argument is the repository's examples directory.
@@ -67,6 +71,24 @@ func TestCLI(t *testing.T) {
 	}
 }
 
+// kernelFunctions tells whether the kernel can probe kernel functions
+// (kprobes or fentry), as bpftap decides it: whether it elaborates a probe
+// on vfs_read, which every kernel has. Asked once.
+var kernelFunctions = func() func(t *testing.T, bin string) bool {
+	var once sync.Once
+	var can bool
+	return func(t *testing.T, bin string) bool {
+		once.Do(func() {
+			out, err := exec.Command(bin, "-p2", "-e", `probe kernel.function("vfs_read") { println(1) }`).CombinedOutput()
+			can = err == nil
+			if !can && !strings.Contains(string(out), "cannot probe kernel function vfs_read") {
+				t.Fatalf("bpftap -p2 on kernel.function(\"vfs_read\"): %v\n%s", err, out)
+			}
+		})
+		return can
+	}
+}()
+
 // buildBinary builds cmd/bpftap once into a temporary directory.
 func buildBinary(t *testing.T) string {
 	t.Helper()
@@ -99,6 +121,19 @@ func (s *cliScript) command(line string) {
 	line = strings.TrimSpace(line)
 	if line == "" || strings.HasPrefix(line, "#") {
 		return
+	}
+	if cond, rest, ok := strings.Cut(line, "] "); ok && strings.HasPrefix(cond, "[") {
+		want := true
+		cond, line = strings.TrimPrefix(cond, "["), strings.TrimSpace(rest)
+		if c, ok := strings.CutPrefix(cond, "!"); ok {
+			want, cond = false, c
+		}
+		if cond != "kfunc" {
+			s.fatalf("unknown condition %q", cond)
+		}
+		if kernelFunctions(s.t, s.bin) != want {
+			return
+		}
 	}
 	negate := false
 	if rest, ok := strings.CutPrefix(line, "! "); ok {
