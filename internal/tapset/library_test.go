@@ -39,6 +39,8 @@ var signatures = []string{
 	"task_tid:long(task:long)",
 	"task_prio:long(task:long)",
 	"task_nice:long(task:long)",
+	"task_open_file_handles:long(task:long)",
+	"task_rlimit_nofile:long(task:long)",
 	"task_cpu:long(task:long)",
 	"task_uid:long(task:long)",
 	"task_gid:long(task:long)",
@@ -257,12 +259,15 @@ var signatures = []string{
 	"cputime_to_msecs:long(cputime:long)",
 	"cputime_to_usecs:long(cputime:long)",
 	"cputime_to_string:string(cputime:long)",
+	// vm_probes.stp
+	"vm_fault_contains:long(value:long,test:long)",
 }
 
 // kernelProbeOnly are the functions that read kernel memory, which only
 // kernel probes do: they are called from one.
 var kernelProbeOnly = map[string]bool{
 	"task_current": true, "task_parent": true, "task_state": true, "task_execname": true, "task_pid": true,
+	"task_open_file_handles": true, "task_rlimit_nofile": true,
 	"task_tid": true, "task_prio": true, "task_nice": true, "task_cpu": true, "task_utime": true, "task_stime": true,
 	"pexecname": true, "pstrace": true, "proc_mem_size": true, "proc_mem_rss": true, "proc_mem_shr": true,
 	"proc_mem_txt": true, "proc_mem_data": true, "proc_mem_string": true,
