@@ -201,6 +201,10 @@ func checkModuleFuncs(t *testing.T, m *BTF, spec *btf.Spec) {
 	if len(want) == 0 {
 		t.Fatal("cilium sees no function in the module")
 	}
+	base, err := btf.LoadKernelSpec()
+	if err != nil {
+		t.Fatal(err)
+	}
 	funcs := m.Funcs()
 	if len(funcs) != len(want) {
 		t.Errorf("%d functions, cilium %d", len(funcs), len(want))
@@ -214,11 +218,29 @@ func checkModuleFuncs(t *testing.T, m *BTF, spec *btf.Spec) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var fn *btf.Func
-		if err := spec.TypeByName(name, &fn); err != nil {
+		// The prototype by its ID. A module's function often has a
+		// prototype of the kernel's (file_operations' read), which the
+		// split spec returns as a copy whose types it cannot number: the
+		// kernel's spec numbers them.
+		fn, err := spec.TypeByID(btf.TypeID(id))
+		if err != nil {
 			t.Fatal(err)
 		}
-		params := fn.Type.(*btf.FuncProto).Params
+		protoID, err := spec.TypeID(fn.(*btf.Func).Type)
+		if err != nil {
+			t.Fatal(err)
+		}
+		typ, err := spec.TypeByID(protoID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if protoID < btf.TypeID(m.FirstID()) {
+			typ, err = base.TypeByID(protoID)
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		params := typ.(*btf.FuncProto).Params
 		if n := len(params); n > 0 && params[n-1].Type == (*btf.Void)(nil) {
 			params = params[:n-1]
 		}
@@ -226,7 +248,13 @@ func checkModuleFuncs(t *testing.T, m *BTF, spec *btf.Spec) {
 			t.Fatalf("%s: %+v, cilium %d with %d parameters", name, proto, id, len(params))
 		}
 		for i, p := range params {
-			pid, _ := spec.TypeID(p.Type)
+			pid, err := spec.TypeID(p.Type)
+			if protoID < btf.TypeID(m.FirstID()) {
+				pid, err = base.TypeID(p.Type)
+			}
+			if err != nil {
+				t.Fatalf("%s: parameter %d: cilium: %v", name, i, err)
+			}
 			if got := proto.Params[i]; (got.Name != p.Name && p.Name != "") || got.Type != TypeID(pid) {
 				t.Errorf("%s: parameter %d is %s %s, cilium %s (type %d)", name, i, got.Name, m.TypeName(got.Type), p.Name, pid)
 			}
