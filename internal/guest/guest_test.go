@@ -14,7 +14,7 @@ import (
 // goTestPackages are the packages whose Go tests also run in every guest
 // (tests that need kprobes or fentry skip on the host and run there);
 // $BPFTAP_GUEST_PACKAGES replaces the list (space-separated).
-var goTestPackages = []string{"./internal/bpfrt"}
+var goTestPackages = []string{"./internal/bpfrt", "./internal/kernel"}
 
 // goTestFlags are more flags for a package's test binary in the guests, by
 // its name. The guests are emulated, in turn on one host thread, on a host
@@ -56,7 +56,8 @@ func TestGuest(t *testing.T) {
 			t.Parallel()
 			img, err := k.Fetch(cache)
 			unavailable(t, err)
-			r := &Initramfs{Busybox: busybox, Bpftap: bpftap, Tests: tests, TestData: testdata, TestFlags: goTestFlags}
+			r := &Initramfs{Busybox: busybox, Bpftap: bpftap, Tests: tests, TestData: testdata, TestFlags: goTestFlags,
+				Modules: img.Modules}
 			for _, c := range cases {
 				if c.RunsOn(k.Name) {
 					r.Cases = append(r.Cases, c)

@@ -15,6 +15,11 @@ mount -t tracefs tracefs /sys/kernel/tracing
 mount -t bpf bpf /sys/fs/bpf
 hostname bpftap-guest
 results=/dev/ttyS1
+# The modules tests probe and read the BTF of (binfmt_misc); a failure shows
+# on the console, and as a module missing from the features.
+for ko in /modules/*.ko; do
+	[ -e "$ko" ] && insmod "$ko"
+done
 
 # frame KIND NAME STATUS: the last run's output, on the console and framed
 # in the results.
@@ -42,6 +47,7 @@ features() {
 	echo "cpus $(nproc)"
 	echo "event_sources" $(ls /sys/bus/event_source/devices)
 	echo "filter_functions $(wc -l </sys/kernel/tracing/available_filter_functions)"
+	echo "btf" $(ls /sys/kernel/btf)
 	# kallsyms names: kprobe sessions (6.10), trampolines (fentry), uprobe-multi
 	# (6.6); bpf_kprobe_multi_link_attach is there even without CONFIG_FPROBE.
 	for sym in bpf_session_cookie bpf_trampoline_link_prog bpf_uprobe_multi_link_attach; do

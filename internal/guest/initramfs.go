@@ -29,6 +29,9 @@ type Initramfs struct {
 	// a flag), as /tests/NAME.flags.
 	TestFlags map[string][]string
 	Cases     []*Case // as /cases/NAME.cmd and the files in /cases/NAME
+	// Modules are kernel modules by name, as /modules/NAME.ko, which /init
+	// loads before anything runs.
+	Modules map[string]string
 }
 
 // StaticBusybox finds busybox on PATH and checks that it needs no dynamic
@@ -64,7 +67,7 @@ func (r *Initramfs) Write(path string) error {
 	}
 	defer f.Close()
 	c := newCPIOWriter(f)
-	for _, dir := range []string{"proc", "sys", "dev", "tmp", "root", "cases", "tests"} {
+	for _, dir := range []string{"proc", "sys", "dev", "tmp", "root", "cases", "tests", "modules"} {
 		c.Dir(dir)
 	}
 	c.Bytes("init", 0o755, initScript)
@@ -78,6 +81,9 @@ func (r *Initramfs) Write(path string) error {
 		}
 	}
 	c.File("bin/bpftap", r.Bpftap)
+	for name, ko := range r.Modules {
+		c.File("modules/"+name+".ko", ko)
+	}
 	for name, bin := range r.Tests {
 		c.File("tests/"+name+".test", bin)
 	}

@@ -43,7 +43,16 @@ type Image struct {
 	Dir     string // the cache directory of the package
 	Vmlinuz string
 	Config  string
+	// Modules are the package's GuestModules, uncompressed, by name.
+	Modules map[string]string
 }
+
+// GuestModules are the modules the guests load: binfmt_misc, whose
+// load_misc_binary every execve calls, gives tests a module function to
+// probe and a module's BTF to read. The package ships it compressed on
+// 6.12 (.ko.xz), which busybox's insmod cannot read: the cache keeps it
+// uncompressed.
+var GuestModules = []string{"binfmt_misc"}
 
 // ErrUnavailable marks the failures that mean a guest cannot be had on this
 // machine (no apt, no network, no such package), as opposed to a bug.
@@ -93,7 +102,14 @@ func (k Kernel) Fetch(cache string) (*Image, error) {
 	if err := unpack(tmp, staged); err != nil {
 		return nil, err
 	}
-	if err := os.Rename(staged, filepath.Join(suite, pkg)); err != nil && k.cached(suite) == nil {
+	dst := filepath.Join(suite, pkg)
+	err = os.Rename(staged, dst)
+	if err != nil && k.cached(suite) == nil {
+		// An entry from before the cache kept modules: replace it.
+		os.RemoveAll(dst)
+		err = os.Rename(staged, dst)
+	}
+	if err != nil && k.cached(suite) == nil {
 		return nil, err
 	}
 	if img := k.cached(suite); img != nil {
@@ -103,19 +119,35 @@ func (k Kernel) Fetch(cache string) (*Image, error) {
 }
 
 // cached returns the image in the suite's cache directory, the newest when
-// there are several, or nil.
+// there are several, or nil. An entry without GuestModules (cached before
+// the guests loaded modules) is no image.
 func (k Kernel) cached(suite string) *Image {
 	dirs, _ := filepath.Glob(filepath.Join(suite, k.Package+"*"))
 	sort.Strings(dirs)
 	for i := len(dirs) - 1; i >= 0; i-- {
-		img := &Image{Kernel: k, Dir: dirs[i]}
-		img.Vmlinuz = filepath.Join(img.Dir, "vmlinuz")
-		img.Config = filepath.Join(img.Dir, "config")
-		if _, err := os.Stat(img.Vmlinuz); err == nil {
+		if img := k.image(dirs[i]); img != nil {
 			return img
 		}
 	}
 	return nil
+}
+
+// image returns the image in dir when it is complete, or nil.
+func (k Kernel) image(dir string) *Image {
+	img := &Image{Kernel: k, Dir: dir, Modules: map[string]string{}}
+	img.Vmlinuz = filepath.Join(dir, "vmlinuz")
+	img.Config = filepath.Join(dir, "config")
+	files := []string{img.Vmlinuz}
+	for _, m := range GuestModules {
+		img.Modules[m] = filepath.Join(dir, "modules", m+".ko")
+		files = append(files, img.Modules[m])
+	}
+	for _, f := range files {
+		if _, err := os.Stat(f); err != nil {
+			return nil
+		}
+	}
+	return img
 }
 
 // download puts the kernel's .deb in dir and returns the package's name.
@@ -189,8 +221,8 @@ func imageDependency(record []byte) string {
 }
 
 // unpack extracts the .deb in dir with dpkg-deb -x and moves what a guest
-// needs into staged: vmlinuz and config (the modules are left out: the
-// guests need none, and 6.1's take 400 MB).
+// needs into staged: vmlinuz, config and GuestModules, uncompressed, in
+// modules/ (the other modules are left out: 6.1's take 400 MB).
 func unpack(dir, staged string) error {
 	debs, _ := filepath.Glob(filepath.Join(dir, "*.deb"))
 	if len(debs) != 1 {
@@ -213,6 +245,58 @@ func unpack(dir, staged string) error {
 		filepath.Join(root, "boot", "config-"+version): "config",
 	} {
 		if err := os.Rename(src, filepath.Join(staged, dst)); err != nil {
+			return err
+		}
+	}
+	tree := filepath.Join(root, "lib", "modules", version)
+	if _, err := os.Stat(tree); err != nil { // trixie's packages install under /usr
+		tree = filepath.Join(root, "usr", "lib", "modules", version)
+	}
+	return unpackModules(tree, filepath.Join(staged, "modules"))
+}
+
+// unpackModules copies GuestModules from the package's module tree to
+// dst, decompressing those that are compressed with xz.
+func unpackModules(tree, dst string) error {
+	found := map[string]string{}
+	err := filepath.WalkDir(tree, func(path string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		name := d.Name()
+		for _, m := range GuestModules {
+			if name == m+".ko" || name == m+".ko.xz" {
+				found[m] = path
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if err := os.Mkdir(dst, 0o755); err != nil {
+		return err
+	}
+	for _, m := range GuestModules {
+		src, ok := found[m]
+		if !ok {
+			return fmt.Errorf("module %s is not in %s", m, tree)
+		}
+		out := filepath.Join(dst, m+".ko")
+		if !strings.HasSuffix(src, ".xz") {
+			if err := os.Rename(src, out); err != nil {
+				return err
+			}
+			continue
+		}
+		if _, err := exec.LookPath("xz"); err != nil {
+			return fmt.Errorf("%w: no xz to decompress %s (apt-get install xz-utils)", ErrUnavailable, src)
+		}
+		data, err := run(tree, "xz", "-dc", src)
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(out, data, 0o644); err != nil {
 			return err
 		}
 	}

@@ -27,6 +27,19 @@
 // $p->comm and $bprm->filename chains are resolved by path.go into a list of
 // byte offsets and pointer loads, with the final value's size and signedness;
 // see Path.
+//
+// # Modules
+//
+// A loaded module publishes its types in /sys/kernel/btf/MODULE as split
+// BTF: a blob that continues vmlinux's. Its first type ID is the one after
+// vmlinux's last, and its string offsets start where vmlinux's string table
+// ends; its records refer freely to vmlinux's types and strings (a module's
+// function taking a struct file * names vmlinux's struct file). Module
+// returns such a blob as a BTF whose base is Kernel(): an ID below its
+// first, or a string offset below its first, is looked up in the base.
+// Type IDs are the kernel's own, the same numbers the kernel resolves
+// against the module's BTF object (an fentry program's attach_btf_id, with
+// the object's fd as attach_btf_obj_fd).
 package kernel
 
 import (
@@ -34,7 +47,9 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"os"
+	"strings"
 	"sync"
 
 	"golang.org/x/sys/unix"
@@ -49,13 +64,21 @@ var ErrNoBTF = errors.New("the kernel publishes no BTF (/sys/kernel/btf/vmlinux 
 // TypeID names a type in the kernel's BTF; 0 is void.
 type TypeID uint32
 
-// BTF is a lazily decoded view of one BTF blob. Its methods are safe for
-// concurrent use.
+// BTF is a lazily decoded view of one BTF blob, vmlinux's or, split on top
+// of it, a module's. Its methods are safe for concurrent use.
 type BTF struct {
 	raw     []byte   // the whole blob
 	types   []byte   // the type section
 	strings []byte   // the string table
-	offsets []uint32 // offsets[id] is the record of type id within types; offsets[0] unused (void)
+	offsets []uint32 // offsets[i] is the record of type first+i within types
+
+	// base is the BTF a module's continues (nil for vmlinux): IDs below
+	// first and string offsets below strBase are base's.
+	base    *BTF
+	first   TypeID // the first ID of this blob's records: 1 (after void) or base.NumTypes()
+	strBase uint32 // the offset of strings[0]: 0, or the end of base's string table
+	module  string // the module's name, "" for vmlinux
+	what    string // "the kernel's BTF", "module M's BTF", for errors
 
 	mu      sync.Mutex
 	decoded map[TypeID]*Type
@@ -85,17 +108,9 @@ func loadKernel() (*BTF, error) {
 		return nil, fmt.Errorf("kernel BTF: %w", err)
 	}
 	defer f.Close()
-	st, err := f.Stat()
+	raw, err := readBlob(f)
 	if err != nil {
 		return nil, fmt.Errorf("kernel BTF: %w", err)
-	}
-	// The mapping is never unmapped: the kernel's BTF lives as long as the process.
-	raw, err := unix.Mmap(int(f.Fd()), 0, int(st.Size()), unix.PROT_READ, unix.MAP_PRIVATE)
-	if err != nil {
-		raw = make([]byte, st.Size())
-		if _, err := f.ReadAt(raw, 0); err != nil {
-			return nil, fmt.Errorf("kernel BTF: %w", err)
-		}
 	}
 	b, err := Parse(raw)
 	if err != nil {
@@ -104,11 +119,127 @@ func loadKernel() (*BTF, error) {
 	return b, nil
 }
 
+// readBlob maps f read-only, or reads it where it cannot be mapped (a
+// module's BTF file; vmlinux's before Linux 6.x). The mapping is never
+// unmapped: the kernel's and its modules' BTF live as long as the process.
+func readBlob(f *os.File) ([]byte, error) {
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	raw, err := unix.Mmap(int(f.Fd()), 0, int(st.Size()), unix.PROT_READ, unix.MAP_PRIVATE)
+	if err == nil {
+		return raw, nil
+	}
+	raw = make([]byte, st.Size())
+	n, err := f.ReadAt(raw, 0)
+	if err != nil && !(errors.Is(err, io.EOF) && n > 0) {
+		return nil, err
+	}
+	return raw[:n], nil
+}
+
+// ErrModuleNotLoaded and ErrNoModuleBTF are returned (wrapped) by Module.
+var (
+	ErrModuleNotLoaded = errors.New("module not loaded")
+	ErrNoModuleBTF     = errors.New("no BTF for module")
+)
+
+var modules struct {
+	sync.Mutex
+	m map[string]*BTF
+}
+
+// Module returns the BTF of a loaded module, split on top of Kernel()'s,
+// reading it on first use (a module found not loaded is looked for again
+// at the next call). Type, TypeByName, IDsByName, NamesWithPrefix,
+// Resolve and the rest see the module's types and the kernel's; Funcs and
+// Prototype only the module's own functions (a probe on one of them must
+// name the module's BTF object).
+func Module(name string) (*BTF, error) {
+	if name == "" || name == "vmlinux" || name == "." || name == ".." || strings.ContainsAny(name, "/\x00") {
+		return nil, fmt.Errorf("%q is not a module name", name)
+	}
+	c := &modules
+	c.Lock()
+	defer c.Unlock()
+	if b, ok := c.m[name]; ok {
+		return b, nil
+	}
+	base, err := Kernel()
+	if err != nil {
+		return nil, err
+	}
+	b, err := loadModule(base, name)
+	if err != nil {
+		return nil, err
+	}
+	if c.m == nil {
+		c.m = map[string]*BTF{}
+	}
+	c.m[name] = b
+	return b, nil
+}
+
+// btfDir and moduleDir are where the kernel publishes modules' BTF and
+// lists the modules.
+const (
+	btfDir    = "/sys/kernel/btf/"
+	moduleDir = "/sys/module/"
+)
+
+func loadModule(base *BTF, name string) (*BTF, error) {
+	path := btfDir + name
+	f, err := os.Open(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, moduleMissing(name)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("BTF of module %s: %w", name, err)
+	}
+	defer f.Close()
+	raw, err := readBlob(f)
+	if err != nil {
+		return nil, fmt.Errorf("BTF of module %s: %w", name, err)
+	}
+	b, err := ParseSplit(raw, base)
+	if err != nil {
+		return nil, fmt.Errorf("BTF of module %s (%s): %w", name, path, err)
+	}
+	b.module, b.what = name, "module "+name+"'s BTF"
+	return b, nil
+}
+
+// moduleMissing says why a module has no /sys/kernel/btf/NAME: it is not
+// loaded, or built in (its types are vmlinux's), or loaded without BTF.
+func moduleMissing(name string) error {
+	if _, err := os.Stat(moduleDir + name + "/initstate"); err == nil {
+		return fmt.Errorf("%w: the kernel publishes no BTF for module %s (built without CONFIG_DEBUG_INFO_BTF_MODULES, or its BTF was refused at load time)", ErrNoModuleBTF, name)
+	}
+	if _, err := os.Stat(moduleDir + name); err == nil {
+		return fmt.Errorf("%w: module %s is built into the kernel: its types and functions are in the kernel's BTF", ErrNoModuleBTF, name)
+	}
+	return fmt.Errorf("%w: module %s is not loaded", ErrModuleNotLoaded, name)
+}
+
 const btfMagic = 0xeb9f
 
 // Parse indexes a raw BTF blob (little-endian, as on every architecture
 // bpftap targets). The blob is kept, not copied.
 func Parse(raw []byte) (*BTF, error) {
+	return parse(raw, nil)
+}
+
+// ParseSplit indexes a raw split BTF blob (a module's) whose type IDs and
+// string offsets continue base's.
+func ParseSplit(raw []byte, base *BTF) (*BTF, error) {
+	if base == nil {
+		return nil, errors.New("split BTF needs a base")
+	}
+	return parse(raw, base)
+}
+
+func parse(raw []byte, base *BTF) (*BTF, error) {
 	if len(raw) < 24 || binary.LittleEndian.Uint16(raw) != btfMagic {
 		return nil, errors.New("not little-endian BTF")
 	}
@@ -123,7 +254,13 @@ func Parse(raw []byte) (*BTF, error) {
 		raw:     raw,
 		types:   raw[typeOff : typeOff+typeLen],
 		strings: raw[strOff : strOff+strLen],
+		base:    base,
+		first:   1,
+		what:    "the kernel's BTF",
 		decoded: map[TypeID]*Type{},
+	}
+	if base != nil {
+		b.first, b.strBase = TypeID(base.NumTypes()), base.strEnd()
 	}
 	return b, b.indexRecords()
 }
@@ -133,7 +270,7 @@ const recordHeaderSize = 12
 
 // indexRecords finds the start of every type record.
 func (b *BTF) indexRecords() error {
-	b.offsets = make([]uint32, 1, len(b.types)/24)
+	b.offsets = make([]uint32, 0, len(b.types)/24)
 	for p := uint64(0); p < uint64(len(b.types)); {
 		if p+recordHeaderSize > uint64(len(b.types)) {
 			return fmt.Errorf("truncated type record at offset %d", p)
@@ -160,11 +297,30 @@ func trailerSize(k Kind, vlen uint64) uint64 {
 	return 0
 }
 
-// NumTypes is the number of type IDs, void included.
-func (b *BTF) NumTypes() int { return len(b.offsets) }
+// NumTypes is the number of type IDs, void and a module's base's included:
+// the IDs run from 0 to NumTypes()-1.
+func (b *BTF) NumTypes() int { return int(b.first) + len(b.offsets) }
 
-// str returns the string at offset off of the string table.
+// FirstID is the first ID of the blob's own types: 1 for vmlinux (after
+// void), the one after vmlinux's last for a module.
+func (b *BTF) FirstID() TypeID { return b.first }
+
+// ModuleName is the module whose BTF b is (Module), "" for vmlinux's.
+func (b *BTF) ModuleName() string { return b.module }
+
+// Base is the BTF a module's continues, nil for vmlinux's.
+func (b *BTF) Base() *BTF { return b.base }
+
+// strEnd is the offset after the string table's last byte.
+func (b *BTF) strEnd() uint32 { return b.strBase + uint32(len(b.strings)) }
+
+// str returns the string at offset off of the string table (the base's
+// when off lies below this blob's).
 func (b *BTF) str(off uint32) string {
+	if off < b.strBase {
+		return b.base.str(off)
+	}
+	off -= b.strBase
 	if int(off) >= len(b.strings) {
 		return ""
 	}
@@ -175,24 +331,38 @@ func (b *BTF) str(off uint32) string {
 	return string(s)
 }
 
-// nameOff returns the name offset of record id.
+// record returns the record of id, one of the blob's own (id >= first).
+func (b *BTF) record(id TypeID) []byte {
+	return b.types[b.offsets[id-b.first]:]
+}
+
+// nameOff returns the name offset of record id, one of the blob's own.
 func (b *BTF) nameOff(id TypeID) uint32 {
-	return binary.LittleEndian.Uint32(b.types[b.offsets[id]:])
+	return binary.LittleEndian.Uint32(b.record(id))
 }
 
-// kindOf returns the kind of record id.
+// kindOf returns the kind of type id (not void).
 func (b *BTF) kindOf(id TypeID) Kind {
-	return Kind(binary.LittleEndian.Uint32(b.types[b.offsets[id]+4:]) >> 24 & 0x1f)
+	if id < b.first {
+		return b.base.kindOf(id)
+	}
+	return Kind(binary.LittleEndian.Uint32(b.record(id)[4:]) >> 24 & 0x1f)
 }
 
-// IDsByName returns the IDs of the types called name, of any kind.
+// IDsByName returns the IDs of the types called name, of any kind: a
+// module's own first, then its base's.
 func (b *BTF) IDsByName(name string) []TypeID {
-	offs := b.offsetsOf(name, true)
+	return b.idsNamed(b.offsetsOf(name, true))
+}
+
+// idsNamed returns the IDs of the types whose name is at one of offs
+// (ascending), b's own first, then its base's.
+func (b *BTF) idsNamed(offs []uint32) []TypeID {
 	if len(offs) == 0 {
 		return nil
 	}
 	var ids []TypeID
-	for id := TypeID(1); int(id) < len(b.offsets); id++ {
+	for id := b.first; int(id) < b.NumTypes(); id++ {
 		n := b.nameOff(id)
 		for _, o := range offs {
 			if n == o {
@@ -200,26 +370,37 @@ func (b *BTF) IDsByName(name string) []TypeID {
 			}
 		}
 	}
+	if b.base != nil {
+		below := 0
+		for below < len(offs) && offs[below] < b.strBase {
+			below++
+		}
+		ids = append(ids, b.base.idsNamed(offs[:below])...)
+	}
 	return ids
 }
 
 // TypeByName returns the type of kind k called name (the first one: vmlinux
 // BTF is deduplicated, so a name rarely has two types of one kind, and a
-// forward declaration is of another kind).
+// forward declaration is of another kind; a module's own type comes before
+// the kernel's of the same name).
 func (b *BTF) TypeByName(name string, k Kind) (*Type, error) {
 	for _, id := range b.IDsByName(name) {
 		if b.kindOf(id) == k {
 			return b.Type(id)
 		}
 	}
-	return nil, fmt.Errorf("no %s %q in the kernel's BTF", k, name)
+	if b.base != nil {
+		return nil, fmt.Errorf("no %s %q in %s or the kernel's", k, name, b.what)
+	}
+	return nil, fmt.Errorf("no %s %q in %s", k, name, b.what)
 }
 
 // NamesWithPrefix returns every type name that starts with one of the
 // prefixes, with the IDs of the types carrying it, in one pass over the records.
 func (b *BTF) NamesWithPrefix(prefixes ...string) map[string][]TypeID {
 	names := map[uint32]string{}
-	marked := make([]uint64, len(b.strings)/64+1) // bit per string offset: is it in names?
+	marked := make([]uint64, b.strEnd()/64+1) // bit per string offset: is it in names?
 	for _, prefix := range prefixes {
 		for _, off := range b.offsetsOf(prefix, false) {
 			names[off] = b.str(off)
@@ -227,33 +408,43 @@ func (b *BTF) NamesWithPrefix(prefixes ...string) map[string][]TypeID {
 		}
 	}
 	found := map[string][]TypeID{}
-	for id := TypeID(1); int(id) < len(b.offsets); id++ {
-		if off := b.nameOff(id); marked[off/64]&(1<<(off%64)) != 0 {
-			found[names[off]] = append(found[names[off]], id)
+	for o := b; o != nil; o = o.base { // a module's own types, then the kernel's
+		for id := o.first; int(id) < o.NumTypes(); id++ {
+			if off := o.nameOff(id); off < o.strEnd() && marked[off/64]&(1<<(off%64)) != 0 {
+				found[names[off]] = append(found[names[off]], id)
+			}
 		}
 	}
 	return found
 }
 
 // offsetsOf returns the offsets of the strings that equal s (whole) or start
-// with it (!whole). Searching for s itself and checking the bytes around it
-// is much faster than searching for "\x00s", whose first byte is everywhere.
+// with it (!whole), in ascending order, the base's first. Searching for s
+// itself and checking the bytes around it is much faster than searching for
+// "\x00s", whose first byte is everywhere.
 func (b *BTF) offsetsOf(s string, whole bool) []uint32 {
 	var offs []uint32
-	for from := 1; from < len(b.strings); {
+	if b.base != nil {
+		offs = b.base.offsetsOf(s, whole)
+	}
+	if s == "" {
+		return offs
+	}
+	// A split blob's first string may start at 0; vmlinux's is empty.
+	for from := 0; from < len(b.strings); {
 		i := bytes.Index(b.strings[from:], []byte(s))
 		if i < 0 {
 			break
 		}
 		at := from + i
 		from = at + 1
-		if b.strings[at-1] != 0 {
+		if at > 0 && b.strings[at-1] != 0 {
 			continue
 		}
 		if end := at + len(s); whole && (end >= len(b.strings) || b.strings[end] != 0) {
 			continue
 		}
-		offs = append(offs, uint32(at))
+		offs = append(offs, b.strBase+uint32(at))
 	}
 	return offs
 }

@@ -85,11 +85,12 @@ func ParseFilterFunctions(raw []byte) []*Function {
 }
 
 // Funcs maps the name of every BTF_KIND_FUNC to its ID, made in one pass
-// over the records on first use.
+// over the records on first use. A module's are its own functions only,
+// not its base's.
 func (b *BTF) Funcs() map[string]TypeID {
 	b.funcsOnce.Do(func() {
 		b.funcs = map[string]TypeID{}
-		for id := TypeID(1); int(id) < len(b.offsets); id++ {
+		for id := b.first; int(id) < b.NumTypes(); id++ {
 			if b.kindOf(id) == KindFunc {
 				b.funcs[b.str(b.nameOff(id))] = id
 			}
@@ -107,11 +108,13 @@ type Prototype struct {
 	Return TypeID
 }
 
-// Prototype returns the prototype of the function called name.
+// Prototype returns the prototype of the function called name: one of
+// the module's own for a module's BTF (whose Func is then an ID of the
+// module's BTF object).
 func (b *BTF) Prototype(name string) (*Prototype, error) {
 	id, ok := b.Funcs()[name]
 	if !ok {
-		return nil, fmt.Errorf("the kernel's BTF does not describe function %s", name)
+		return nil, fmt.Errorf("%s does not describe function %s", b.what, name)
 	}
 	fn, err := b.Type(id)
 	if err != nil {
@@ -119,7 +122,7 @@ func (b *BTF) Prototype(name string) (*Prototype, error) {
 	}
 	proto, err := b.Type(fn.Target)
 	if err != nil || proto.Kind != KindFuncProto {
-		return nil, fmt.Errorf("function %s has no prototype in the kernel's BTF", name)
+		return nil, fmt.Errorf("function %s has no prototype in %s", name, b.what)
 	}
 	params := slices.Clone(proto.Params)
 	for i := range params {

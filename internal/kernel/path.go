@@ -188,7 +188,7 @@ func (b *BTF) stepWithin(t *Type, s Step, p *Path) (int64, TypeID, error) {
 	case !s.IsIndex && (t.Kind == KindStruct || t.Kind == KindUnion):
 		return b.member(t, s.Member)
 	case !s.IsIndex && t.Kind == KindFwd:
-		return 0, 0, fmt.Errorf("cannot access member '%s' of %s: the kernel's BTF has only its declaration", s.Member, b.TypeName(t.ID))
+		return 0, 0, fmt.Errorf("cannot access member '%s' of %s: %s has only its declaration", s.Member, b.TypeName(t.ID), b.what)
 	}
 	return 0, 0, fmt.Errorf("cannot apply '%s' to %s", describe(s), b.TypeName(t.ID))
 }

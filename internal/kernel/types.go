@@ -87,13 +87,17 @@ type Param struct {
 	Type TypeID
 }
 
-// Type decodes the type with the given ID.
+// Type decodes the type with the given ID (a module's base's when id lies
+// below the module's first).
 func (b *BTF) Type(id TypeID) (*Type, error) {
 	if id == 0 {
 		return &Type{Kind: KindVoid, Name: "void"}, nil
 	}
-	if int(id) >= len(b.offsets) {
-		return nil, fmt.Errorf("BTF type ID %d out of range (%d types)", id, len(b.offsets))
+	if id < b.first {
+		return b.base.Type(id)
+	}
+	if int(id) >= b.NumTypes() {
+		return nil, fmt.Errorf("BTF type ID %d out of range (%d types)", id, b.NumTypes())
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -108,7 +112,7 @@ func (b *BTF) Type(id TypeID) (*Type, error) {
 // decode reads record id; indexRecords guaranteed it lies within the section.
 func (b *BTF) decode(id TypeID) *Type {
 	le := binary.LittleEndian
-	rec := b.types[b.offsets[id]:]
+	rec := b.record(id)
 	info := le.Uint32(rec[4:])
 	vlen, kindFlag := int(info&0xffff), info>>31 == 1
 	sizeOrType := le.Uint32(rec[8:])
