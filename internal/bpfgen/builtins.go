@@ -62,6 +62,7 @@ func kernelBuiltins() map[string]builtinCode {
 		"syscall_name":       strCode((*gen).syscallName),
 		"addr":               longCode((*gen).addr),
 		"uaddr":              longCode((*gen).uaddr),
+		"caller_addr":        longCode((*gen).callerAddr),
 		"user_mode":          longCode((*gen).userMode),
 		"user_string_quoted": strCode((*gen).userStringQuoted),
 		"symname":            strCode((*gen).symname),

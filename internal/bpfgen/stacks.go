@@ -430,21 +430,85 @@ func (g *gen) uaddr(*syntax.Call) {
 		g.emit(asm.LoadMem(asm.R0, regCtx, int16(hostRegs.IP), asm.DWord))
 		return
 	}
-	slot := g.pushSlot()
-	none := g.newLabel("nouser")
+	g.stackFrame(bpfUserStack, 0)
+}
+
+// callerAddr compiles caller_addr(): in a kernel function probe, the
+// address its function returns to. A kretprobe's registers are already
+// the caller's: the first frame of the kernel stack. Elsewhere (kprobe,
+// fentry, fexit) it is the frame after the function's own, the first
+// within callerSpan bytes of the function's address (bpf_get_func_ip):
+// the frames of a BPF trampoline come before it. 0 in other probes, or
+// when the function is not among the first callerFrames frames.
+func (g *gen) callerAddr(*syntax.Call) {
+	a := g.ownProbe().Attach
+	switch {
+	case a == nil || a.Func == nil || a.User:
+		g.emit(asm.Mov.Imm(asm.R0, 0))
+		return
+	case a.Regs && a.Func.Return != nil:
+		g.stackFrame(0, 0)
+		return
+	}
+	const size = 8 * callerFrames
+	fn := g.pushSlot()
+	buf := g.pushStack(size)
+	done := g.newLabel("caller")
 	g.emit(
-		asm.StoreImm(asm.R10, slot, 0, asm.Word),
-		asm.StoreImm(asm.R10, slot+4, 0, asm.Word),
+		asm.Mov.Reg(asm.R1, regCtx), asm.FnGetFuncIp.Call(),
+		asm.StoreMem(asm.R10, fn, asm.R0, asm.DWord),
+		asm.Mov.Reg(asm.R1, regCtx), asm.Mov.Reg(asm.R2, asm.R10), asm.Add.Imm(asm.R2, int32(buf)),
+		asm.Mov.Imm(asm.R3, size), asm.Mov.Imm(asm.R4, 0), asm.FnGetStack.Call(),
+		asm.Mov.Imm(asm.R0, 0),
+	)
+	for i := 0; i < callerFrames-1; i++ {
+		next := g.newLabel("frame")
+		g.emit(
+			asm.LoadMem(asm.R1, asm.R10, buf+int16(8*i), asm.DWord),
+			asm.LoadMem(asm.R2, asm.R10, fn, asm.DWord),
+			asm.JLT.Reg(asm.R1, asm.R2, next),
+			asm.Add.Imm(asm.R2, callerSpan),
+			asm.JGE.Reg(asm.R1, asm.R2, next),
+			asm.LoadMem(asm.R0, asm.R10, buf+int16(8*(i+1)), asm.DWord),
+			asm.Ja.Label(done),
+		)
+		g.mark(next)
+	}
+	g.mark(done)
+	g.emit(asm.Mov.Reg(asm.R0, asm.R0))
+	g.popStack(size + 8)
+}
+
+// callerFrames is how many frames of the kernel stack caller_addr()
+// looks at; callerSpan how far past a function's address the address of
+// its frame may lie (after an endbr64 and the call of a trampoline: 9).
+const (
+	callerFrames = 8
+	callerSpan   = 16
+)
+
+// stackFrame leaves in R0 frame n (the first is 0) of the kernel stack,
+// or of the user stack with bpfUserStack in flags; 0 when the stack has
+// fewer frames.
+func (g *gen) stackFrame(flags int32, n int) {
+	size := 8 * (n + 1)
+	slot := g.pushStack(size)
+	none := g.newLabel("noframe")
+	for off := 0; off < size; off += 4 {
+		g.emit(asm.StoreImm(asm.R10, slot+int16(off), 0, asm.Word))
+	}
+	g.emit(
 		asm.Mov.Reg(asm.R1, regCtx),
 		asm.Mov.Reg(asm.R2, asm.R10),
 		asm.Add.Imm(asm.R2, int32(slot)),
-		asm.Mov.Imm(asm.R3, 8),
-		asm.Mov.Imm(asm.R4, bpfUserStack),
+		asm.Mov.Imm(asm.R3, int32(size)),
+		asm.Mov.Imm(asm.R4, flags),
 		asm.FnGetStack.Call(),
 		asm.Mov.Imm(asm.R1, 0),
-		asm.JSLT.Imm(asm.R0, 8, none),
-		asm.LoadMem(asm.R1, asm.R10, slot, asm.DWord),
+		asm.JSLT.Imm(asm.R0, int32(size), none),
+		asm.LoadMem(asm.R1, asm.R10, slot+int16(8*n), asm.DWord),
 	)
 	g.mark(none)
 	g.emit(asm.Mov.Reg(asm.R0, asm.R1))
+	g.popStack(size)
 }

@@ -26,7 +26,7 @@ var goTestFlags = map[string][]string{
 
 // bootTimeout bounds one guest's boot, cases and tests: a hung guest fails
 // its test.
-const bootTimeout = 5 * time.Minute
+const bootTimeout = 10 * time.Minute
 
 // TestGuest boots each kernel of Kernels under qemu, in parallel, runs the
 // cases of testdata/guest that apply to it and the Go tests of

@@ -61,7 +61,7 @@ frame info features $?
 for cmd in /cases/*.cmd; do
 	[ -e "$cmd" ] || continue
 	name=$(basename "$cmd" .cmd)
-	(cd "/cases/$name" && exec timeout 60 sh "$cmd") </dev/null >/tmp/stdout 2>/tmp/stderr
+	(cd "/cases/$name" && exec timeout 150 sh "$cmd") </dev/null >/tmp/stdout 2>/tmp/stderr
 	frame case "$name" $?
 done
 

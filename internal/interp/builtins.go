@@ -153,8 +153,6 @@ var contextBuiltins = map[string]builtinFunc{
 		}
 		return str(procComm(strconv.FormatInt(args[0].Int, 10)))
 	},
-	"caller":       refused("caller"),
-	"caller_addr":  refused("caller_addr"),
 	"addr_to_node": refused("addr_to_node"),
 }
 

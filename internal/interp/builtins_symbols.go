@@ -16,8 +16,9 @@ import (
 // registers: addr() and uaddr() are 0 there, as in stap's begin probes;
 // the stack builtins are refused there (tapset's kernelOnly).
 var symbolBuiltins = map[string]builtinFunc{
-	"addr":  func(*callContext, []Value) Value { return long(0) },
-	"uaddr": func(*callContext, []Value) Value { return long(0) },
+	"addr":        func(*callContext, []Value) Value { return long(0) },
+	"uaddr":       func(*callContext, []Value) Value { return long(0) },
+	"caller_addr": func(*callContext, []Value) Value { return long(0) },
 	"symname": func(_ *callContext, args []Value) Value {
 		return str(ksym.Kernel().Symname(uint64(args[0].Int)))
 	},

@@ -73,9 +73,12 @@ func dwarfOnlyFamily() *Family {
 // kernelFunctionCall is one probe point on a kernel function: which, and
 // what the user's point asked of it.
 type kernelFunctionCall struct {
-	fn        *kernel.Function
-	ret       bool
-	kprobe    bool // kprobe.*: registers wanted
+	fn  *kernel.Function
+	ret bool
+	// kprobes says why the point takes kprobes where trampolines would
+	// do ("": it need not): kprobe.* wants registers; a wide wildcard
+	// without kprobe_multi detaches far faster from kprobes.
+	kprobes   string
 	maxActive int
 	// set: the point's functions share a kprobe_multi link.
 	set *attach.Set
@@ -99,13 +102,19 @@ func expandKernelFunction(k KernelInfo, p *Point) ([]*Point, error) {
 	if err != nil {
 		return nil, err
 	}
-	call := kernelFunctionCall{ret: hasComponent(p, "return"), kprobe: p.Components[0].Name == "kprobe"}
+	call := kernelFunctionCall{ret: hasComponent(p, "return")}
+	if p.Components[0].Name == "kprobe" {
+		call.kprobes = "kprobe.function: registers wanted"
+	}
 	if n, ok := p.Number("maxactive"); ok {
 		call.maxActive = int(n)
 	}
-	if len(matched) > multiFunctions && call.maxActive == 0 &&
-		k.Attachable(&attach.Point{Kind: multiKprobeKind(call.ret), Symbols: []string{matched[0].Name}}) == nil {
+	switch {
+	case len(matched) <= multiFunctions:
+	case call.maxActive == 0 && k.Attachable(&attach.Point{Kind: multiKprobeKind(call.ret), Symbols: []string{matched[0].Name}}) == nil:
 		call.set = &attach.Set{}
+	case call.kprobes == "":
+		call.kprobes = fmt.Sprintf("%d functions and no kprobe_multi: a kprobe detaches in milliseconds, a trampoline waits for the kernel to rebuild it", len(matched))
 	}
 	var out []*Point
 	var plans []string
@@ -203,7 +212,7 @@ func kernelFunctionPoint(k KernelInfo, call kernelFunctionCall) (*attach.Point, 
 		return a, fmt.Sprintf("%s on %s and the point's other functions (one link: more than %d functions)", a.Kind, call.fn, multiFunctions), err
 	}
 	var refusals []string
-	if !call.kprobe && call.maxActive == 0 && proto != nil {
+	if call.kprobes == "" && call.maxActive == 0 && proto != nil && trampolineTakes(k, proto) {
 		a := trampolinePoint(k, call, proto)
 		err := k.Attachable(a)
 		if err == nil {
@@ -220,11 +229,17 @@ func kernelFunctionPoint(k KernelInfo, call kernelFunctionCall) (*attach.Point, 
 		return nil, "", &Error{Msg: fmt.Sprintf("cannot probe kernel function %s", call.fn),
 			Cause: strings.Join(refusals, "; ")}
 	}
-	why := "registers wanted"
-	if len(refusals) > 0 {
+	why := call.kprobes
+	switch {
+	case why != "":
+	case len(refusals) > 0:
 		why = refusals[0]
-	} else if proto == nil {
+	case proto == nil:
 		why = "no BTF prototype for a trampoline"
+	case call.maxActive != 0:
+		why = "maxactive bounds a kretprobe"
+	default:
+		why = "a struct or union passed by value, or more than 6 arguments: no trampoline"
 	}
 	return a, fmt.Sprintf("%s on %s (%s)", a.Kind, call.fn, why), nil
 }
@@ -244,6 +259,36 @@ func prototype(k KernelInfo, fn *kernel.Function) *kernel.Prototype {
 		return nil
 	}
 	return proto
+}
+
+// trampolineTakes tells whether a BPF trampoline can call a program on a
+// function of prototype proto: at most trampolineArgs arguments, none of
+// them, nor the value returned, a struct or union passed by value (the
+// verifier refuses those on the kernels bpftap is tested on, 6.1 and
+// 6.12). A function it cannot take gets a kprobe.
+func trampolineTakes(k KernelInfo, proto *kernel.Prototype) bool {
+	b, err := k.BTF()
+	if err != nil || len(proto.Params) > trampolineArgs {
+		return false
+	}
+	for _, id := range append([]kernel.TypeID{proto.Return}, paramTypes(proto.Params)...) {
+		if u, err := b.Underlying(id); err == nil && (u.Kind == kernel.KindStruct || u.Kind == kernel.KindUnion) {
+			return false
+		}
+	}
+	return true
+}
+
+// trampolineArgs is the most arguments an x86-64 BPF trampoline passes
+// on Linux 6.1 (later kernels take up to 12).
+const trampolineArgs = 6
+
+func paramTypes(params []kernel.Param) []kernel.TypeID {
+	ids := make([]kernel.TypeID, len(params))
+	for i, p := range params {
+		ids[i] = p.Type
+	}
+	return ids
 }
 
 // paramLocal prefixes the -p2 names of a kernel function's parameters.

@@ -173,10 +173,6 @@ const noPhysicalAddress = "BPF has no helper that maps a kernel address to its p
 	"the base of the kernel's direct map (page_offset_base, randomized at boot), which a kernel shows only among the " +
 	"data symbols of /proc/kallsyms (CONFIG_KALLSYMS_ALL)"
 
-// noCallerAddr is why caller() and caller_addr() are refused: stap serves
-// them in kernel function return probes (kretprobes) only.
-const noCallerAddr = "stap serves it in kernel.function(...).return probes only, which this kernel cannot give (no kprobes)"
-
 // captured marks b computed in user space from arguments a kernel probe captures.
 func captured(b *Builtin) *Builtin {
 	b.Kernel = Captured
@@ -262,6 +258,7 @@ var Builtins = index(
 	bpf(fn("user_mode", long)),
 	bpf(fn("addr", long)),
 	bpf(fn("uaddr", long)),
+	bpf(fn("caller_addr", long)),
 	// stacks (bpfgen/stacks.go): taken in kernel probes only, symbolized
 	// in user space; symname and friends symbolize kernel addresses
 	// (package ksym), usymname and friends user addresses (package usym),
@@ -312,8 +309,6 @@ var Builtins = index(
 	// pid2execname(pid): user-side probes read /proc/PID/comm
 	bpf(fn("pid2execname", str, l("pid"))),
 	unsupported(noPhysicalAddress, fn("addr_to_node", long, l("addr"))),
-	unsupported(noCallerAddr, fn("caller", str)),
-	unsupported(noCallerAddr, fn("caller_addr", long)),
 	// registers of function probes (uprobes): x86-64's calling
 	// convention; other probes raise stap's errors (MsgNoArgs ...)
 	bpfLiteral(1, fn("register", long, s("name"))),

@@ -93,6 +93,7 @@ var signatures = []string{
 	"ctime:string()",
 	// context.stp
 	"ppfunc:string()",
+	"caller:string()",
 	"pnlabel:string()",
 	// source_lines.stp
 	"symfileline:string(addr:long)",
