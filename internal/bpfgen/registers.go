@@ -116,8 +116,13 @@ func (g *gen) registerRead(c *syntax.Call) {
 	}
 }
 
-// returnval compiles returnval(): rax.
+// returnval compiles returnval(): rax, or on fexit the return value's word.
 func (g *gen) returnval(c *syntax.Call) {
+	if a := g.ownProbe().Attach; a != nil && a.Func != nil && a.Func.Return != nil && !a.Regs {
+		// fexit: the return value is the context's word after the arguments
+		g.emit(asm.LoadMem(asm.R0, regCtx, int16(a.Func.Return.Offset), asm.DWord))
+		return
+	}
 	if !g.registerProbe() {
 		g.raiseAt(tapset.NoReturnval(g.ownProbe().Name), c.Pos)
 		return

@@ -85,6 +85,7 @@ func (e *elab) pairEntries() {
 		}
 		var takes []syntax.Stmt
 		k := 0
+		early := prologueHasEntry(p.Body)
 		syntax.RewriteExprs(p.Body, func(x syntax.Expr) syntax.Expr {
 			en, ok := x.(*syntax.Entry)
 			if !ok {
@@ -105,7 +106,11 @@ func (e *elab) pairEntries() {
 			k++
 			return ident(value, at)
 		})
-		p.Body = beforeUserBody(p.Body, takes)
+		if early { // the alias's own body reads @entry values
+			p.Body = &syntax.Block{Pos: p.Body.Pos, Stmts: append(takes, p.Body)}
+		} else {
+			p.Body = beforeUserBody(p.Body, takes)
+		}
 		e.prog.Probes = append(e.prog.Probes, entry)
 	}
 }
@@ -115,6 +120,18 @@ func hasEntry(b *syntax.Block) bool {
 		_, isEntry := n.(*syntax.Entry)
 		return isEntry
 	})
+}
+
+// prologueHasEntry tells whether a derived body's prologue (a tapset
+// alias's block, as beforeUserBody finds it) holds @entry: vfs.read.return's
+// file = @entry($file). Its values must then be taken before it runs.
+func prologueHasEntry(b *syntax.Block) bool {
+	if len(b.Stmts) == 2 {
+		if pro, ok := b.Stmts[0].(*syntax.Block); ok && inTapset(pro) {
+			return hasEntry(pro)
+		}
+	}
+	return false
 }
 
 // entryGlobal declares the global array that carries one @entry value.

@@ -75,6 +75,9 @@ func (p *Program) listedProbes() map[string][]*Probe {
 // lists them: "name:type", "$name:C type".
 func (p *Probe) variables() (locals, context []string, err error) {
 	for _, v := range append(p.paramLocals(), p.Locals...) {
+		if strings.HasPrefix(v.Name, "__entry_") && strings.HasSuffix(v.Name, "_v") {
+			continue // an @entry value the elaborator carries (entry.go)
+		}
 		locals = append(locals, varSig(v))
 	}
 	if p.context != nil {
