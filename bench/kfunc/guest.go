@@ -77,7 +77,9 @@ func startCases(wide string) []tracer {
 		bpftap("bpftap_vfs", kf(`kernel.function("vfs_*")`)),
 		bpftap("bpftap_vfs_kprobe", kf(`kprobe.function("vfs_*")`)),
 		bpftap("bpftap_tcp", kf(`kernel.function("tcp_*")`)),
+		bpftap("bpftap_tcp_kprobe", kf(`kprobe.function("tcp_*")`)),
 		bpftap("bpftap_wide", kf(`kernel.function("`+wide+`")`)),
+		bpftap("bpftap_wide_kprobe", kf(`kprobe.function("`+wide+`")`)),
 		bpftrace("bpftrace_tp", bt(`tracepoint:sched:sched_switch`)),
 		bpftrace("bpftrace_one", bt(`kprobe:vfs_read`)),
 		bpftrace("bpftrace_vfs", bt(`kprobe:vfs_*`)),
@@ -131,7 +133,7 @@ func guestMain(o guestOptions) {
 	for r := range max(o.startRounds, o.wideRounds) {
 		var round []tracer
 		for _, t := range starts {
-			if strings.HasSuffix(t.name, "_wide") && r >= o.wideRounds || !strings.HasSuffix(t.name, "_wide") && r >= o.startRounds {
+			if wide := strings.Contains(t.name, "_wide"); wide && r >= o.wideRounds || !wide && r >= o.startRounds {
 				continue
 			}
 			round = append(round, t)
@@ -264,6 +266,9 @@ type proc struct {
 // pipe.
 func launch(t tracer) (*proc, error) {
 	cmd := exec.Command("taskset", append([]string{"-c", "0"}, t.argv...)...)
+	// bpftrace refuses more than 512 probes unless told (without
+	// kprobe-multi each function of a wildcard is a probe).
+	cmd.Env = append(os.Environ(), "BPFTRACE_MAX_PROBES=100000")
 	r, w, err := os.Pipe()
 	if err != nil {
 		return nil, err

@@ -61,6 +61,7 @@ func main() {
 	raw := flag.String("raw", "", "keep each guest's raw output in this directory")
 	parallel := flag.Bool("parallel", false, "boot the kernels at once (faster, noisier)")
 	timeout := flag.Duration("timeout", time.Hour, "bound on one guest's boot")
+	qemuArgs := flag.String("qemu", "", `more qemu options, e.g. "-icount shift=0" (guest time counts instructions)`)
 	flag.Parse()
 	o.cases = regexp.MustCompile(*cases)
 	switch {
@@ -71,14 +72,14 @@ func main() {
 		guestMain(o)
 		return
 	}
-	if err := host(o, *cases, *kernels, *out, *raw, *parallel, *timeout); err != nil {
+	if err := host(o, *cases, *kernels, *out, *raw, *parallel, *timeout, strings.Fields(*qemuArgs)); err != nil {
 		fmt.Fprintf(os.Stderr, "kfunc: %v\n", err)
 		os.Exit(1)
 	}
 }
 
 // host builds what the guests need, boots them and writes the report.
-func host(o guestOptions, cases, kernels, out, raw string, parallel bool, timeout time.Duration) error {
+func host(o guestOptions, cases, kernels, out, raw string, parallel bool, timeout time.Duration, qemuArgs []string) error {
 	repo, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}").Output()
 	if err != nil {
 		return fmt.Errorf("go list -m: %v", err)
@@ -151,7 +152,7 @@ func host(o guestOptions, cases, kernels, out, raw string, parallel bool, timeou
 		boot := func() {
 			defer wg.Done()
 			res, err := bootBench(qemu, img, &guest.Initramfs{Busybox: busybox, Bpftap: bpftapBin, Files: files, Bench: script},
-				filepath.Join(dir, img.Name), timeout, raw)
+				filepath.Join(dir, img.Name), timeout, raw, qemuArgs)
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil && firstErr == nil {
@@ -234,7 +235,7 @@ type startSample struct {
 	status           int
 }
 
-func bootBench(qemu string, img *guest.Image, r *guest.Initramfs, dir string, timeout time.Duration, raw string) (*guestResult, error) {
+func bootBench(qemu string, img *guest.Image, r *guest.Initramfs, dir string, timeout time.Duration, raw string, qemuArgs []string) (*guestResult, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
@@ -244,8 +245,8 @@ func bootBench(qemu string, img *guest.Image, r *guest.Initramfs, dir string, ti
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	fmt.Fprintf(os.Stderr, "kfunc: booting %s\n", img.Name)
-	res, err := guest.Boot(ctx, qemu, img, initrd, dir)
+	fmt.Fprintf(os.Stderr, "kfunc: booting %s %s\n", img.Name, strings.Join(qemuArgs, " "))
+	res, err := guest.Boot(ctx, qemu, img, initrd, dir, qemuArgs...)
 	if res != nil && raw != "" {
 		os.MkdirAll(raw, 0o755)
 		os.WriteFile(filepath.Join(raw, img.Name+".console"), res.Console, 0o644)
@@ -374,12 +375,12 @@ func renderGuest(b *strings.Builder, g *guestResult, wide string) {
 
 	p("### start-up (ms)\n\n")
 	p("| case | functions | launch to attached | launch to exit | exit × tracepoint's | exit × bpftrace's | failed runs |\n|---|---|---|---|---|---|---|\n")
-	pattern := map[string]string{"one": "vfs_read", "one_kprobe": "vfs_read", "vfs": "vfs_*", "vfs_kprobe": "vfs_*", "vfs_fentry": "vfs_*", "tcp": "tcp_*"}
+	pattern := map[string]string{"one": "vfs_read", "one_kprobe": "vfs_read", "vfs": "vfs_*", "vfs_kprobe": "vfs_*", "vfs_fentry": "vfs_*", "tcp": "tcp_*", "tcp_kprobe": "tcp_*"}
 	names := make([]string, 0, len(g.starts))
 	for name := range g.starts {
 		names = append(names, name)
 	}
-	order := []string{"tp", "one", "one_kprobe", "vfs", "vfs_kprobe", "vfs_fentry", "tcp", "wide"}
+	order := []string{"tp", "one", "one_kprobe", "vfs", "vfs_kprobe", "vfs_fentry", "tcp", "tcp_kprobe", "wide", "wide_kprobe"}
 	rank := func(n string) int {
 		tool, rest, _ := strings.Cut(n, "_")
 		for i, o := range order {
@@ -409,7 +410,7 @@ func renderGuest(b *strings.Builder, g *guestResult, wide string) {
 			if pat != "vfs_read" {
 				funcs = strconv.Itoa(g.funcs[pat])
 			}
-		} else if rest == "wide" {
+		} else if strings.HasPrefix(rest, "wide") {
 			funcs = strconv.Itoa(g.funcs[wide])
 		}
 		attS := "–"
