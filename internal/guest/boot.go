@@ -58,9 +58,9 @@ func QEMU() (string, error) {
 // in half of the boots that attached BPF programs (the kernel patches its
 // text through temporary int3s, and another vCPU still ran the old
 // translation); with one thread it never did, and booted faster on this
-// 2-core host, where two guests run at once. qemuArgs are more options
-// (a bench passes "-icount", "shift=0": guest time counts instructions, so
-// a busy host does not blur its timings).
+// 2-core host, where two guests run at once. qemuArgs are more options,
+// for benchmarks (bench/kfunc's -qemu). "-icount shift=0", which would make
+// guest time count instructions, did not reach /init within 4 minutes here.
 func Boot(ctx context.Context, qemu string, img *Image, initrd, dir string, qemuArgs ...string) (*Result, error) {
 	results := filepath.Join(dir, "results")
 	args := append([]string{"-accel", "tcg,thread=single", "-cpu", "max", "-smp", "2", "-m", "2G",
