@@ -1,6 +1,7 @@
 #!/bin/sh
 # /init of bpftap's test guests (internal/guest): mounts the kernel's file
-# systems, reports the kernel's features, runs every case (/cases/NAME.cmd in
+# systems, reports the kernel's features, runs the bench (/bench/run) if
+# there is one, every case (/cases/NAME.cmd in
 # /cases/NAME) and Go test binary (/tests/PKG.test in /tests/PKG, with the
 # flags in /tests/PKG.flags), then powers off. Each run is shown on the console between "=== BEGIN" and
 # "=== END ... status=N" lines, and framed on the second serial port, its
@@ -57,6 +58,12 @@ features() {
 
 features >/tmp/stdout 2>/tmp/stderr
 frame info features $?
+
+# A bench (Initramfs.Bench) runs first, alone, in /tmp.
+if [ -x /bench/run ]; then
+	(cd /tmp && exec /bench/run) </dev/null >/tmp/stdout 2>/tmp/stderr
+	frame bench run $?
+fi
 
 for cmd in /cases/*.cmd; do
 	[ -e "$cmd" ] || continue

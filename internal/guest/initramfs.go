@@ -32,6 +32,14 @@ type Initramfs struct {
 	// Modules are kernel modules by name, as /modules/NAME.ko, which /init
 	// loads before anything runs.
 	Modules map[string]string
+	// Files are more host files by their path in the guest (usr/bin/x), for
+	// what a bench needs beside bpftap (a workload, another tracer and its
+	// shared libraries).
+	Files map[string]string
+	// Bench, when set, is a host program or script copied to /bench/run,
+	// which init runs before the cases and tests with no time limit of its
+	// own (the boot's context bounds it), framed as the run "bench run".
+	Bench string
 }
 
 // StaticBusybox finds busybox on PATH and checks that it needs no dynamic
@@ -94,6 +102,12 @@ func (r *Initramfs) Write(path string) error {
 		if err := addTree(c, "tests/"+name+"/testdata", dir); err != nil {
 			return err
 		}
+	}
+	for name, src := range r.Files {
+		c.File(strings.TrimPrefix(name, "/"), src)
+	}
+	if r.Bench != "" {
+		c.File("bench/run", r.Bench)
 	}
 	for _, k := range r.Cases {
 		c.Bytes("cases/"+k.Name+".cmd", 0o644, []byte(k.Run+"\n"))

@@ -3,6 +3,8 @@ package guest
 import (
 	"bytes"
 	"encoding/base64"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -73,8 +75,20 @@ func TestCPIO(t *testing.T) {
 	if err := c.Close(); err != nil {
 		t.Fatal(err)
 	}
-	var names []string
-	data := b.Bytes()
+	names, files, data := readCPIO(t, b.Bytes())
+	if files["a/b/f"] != "hello" || files["a/l"] != "/f" {
+		t.Errorf("contents %q", files)
+	}
+	if got := strings.Join(names, " "); got != "a a/b a/b/f a/l TRAILER!!!" || len(data) != 0 {
+		t.Errorf("entries %q, %d bytes left", got, len(data))
+	}
+}
+
+// readCPIO reads a newc archive up to its trailer: the entries' names in
+// order, the contents by name and what follows the trailer.
+func readCPIO(t *testing.T, data []byte) (names []string, files map[string]string, rest []byte) {
+	t.Helper()
+	files = map[string]string{}
 	for len(data) > 0 {
 		if string(data[:6]) != "070701" {
 			t.Fatalf("bad magic at %q", data[:min(len(data), 20)])
@@ -90,13 +104,44 @@ func TestCPIO(t *testing.T) {
 		name := string(data[110 : 110+namesize-1])
 		names = append(names, name)
 		off := (110 + namesize + 3) &^ 3
+		files[name] = string(data[off : off+size])
 		off = (off + size + 3) &^ 3
 		data = data[off:]
 		if name == "TRAILER!!!" {
 			break
 		}
 	}
-	if got := strings.Join(names, " "); got != "a a/b a/b/f a/l TRAILER!!!" || len(data) != 0 {
-		t.Errorf("entries %q, %d bytes left", got, len(data))
+	return names, files, data
+}
+
+// TestInitramfsBench: a bench's program becomes /bench/run, which init.sh
+// runs, and more files land where they are named.
+func TestInitramfsBench(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, text string) string {
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, []byte(text), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	r := &Initramfs{Busybox: write("busybox", "#!/bin/sh\necho bin/sh\n"), Bpftap: write("bpftap", "B"),
+		Bench: write("run", "R"), Files: map[string]string{"usr/lib/x.so": write("x", "X"), "/lib64/ld.so": write("ld", "L")}}
+	initrd := filepath.Join(dir, "initrd")
+	if err := r.Write(initrd); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(initrd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, files, _ := readCPIO(t, data)
+	for name, want := range map[string]string{"bench/run": "R", "usr/lib/x.so": "X", "lib64/ld.so": "L", "bin/bpftap": "B", "bin/sh": "/bin/busybox"} {
+		if files[name] != want {
+			t.Errorf("%s holds %q, want %q", name, files[name], want)
+		}
+	}
+	if !strings.Contains(files["init"], "/bench/run") {
+		t.Error("init does not run /bench/run")
 	}
 }
