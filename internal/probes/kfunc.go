@@ -172,8 +172,19 @@ func hasComponent(p *Point, name string) bool {
 
 // matchFunctions returns the kernel's traceable functions that pattern
 // matches, of the module p names (module("M"), a glob too) or of the
-// kernel itself.
+// kernel itself. A plain name the kernel's BTF describes is taken as it
+// is, without reading the list of traceable functions (tens of thousands
+// of lines that the kernel makes up when they are read): a function that
+// cannot be traced fails when its probe attaches, with the kernel's
+// reason.
 func matchFunctions(k KernelInfo, p *Point, pattern string) ([]*kernel.Function, error) {
+	if p.Arg("module") == nil && !strings.ContainsAny(pattern, "*?[") {
+		if b, err := k.BTF(); err == nil {
+			if _, ok := b.Funcs()[pattern]; ok {
+				return []*kernel.Function{{Name: pattern}}, nil
+			}
+		}
+	}
 	fns, err := k.Functions()
 	if err != nil {
 		return nil, &Error{Msg: fmt.Sprintf("cannot list the kernel's functions: %v", err)}
