@@ -88,6 +88,16 @@ func (c *Context) EntryOf() *Entry {
 // Kernel is the kernel the probe point's expressions resolve against.
 func (c *Context) Kernel() KernelInfo { return c.kernel }
 
+// btf is the BTF that types the point's arguments: its module's for a
+// module's function (whose type IDs continue the kernel's), else the
+// kernel's.
+func (c *Context) btf() (*kernel.BTF, error) {
+	if c.Attach.Module != "" {
+		return c.kernel.ModuleBTF(c.Attach.Module)
+	}
+	return c.kernel.BTF()
+}
+
 // ContextError is a context expression that does not resolve. Step is the
 // index of the chain component it blames, -1 for the expression itself.
 type ContextError struct {
@@ -147,7 +157,7 @@ func (c *Context) Var(x *syntax.TargetVar) (*Access, *ContextError) {
 	if x.AddrOf && len(x.Components) == 0 {
 		return nil, ctxErr(-1, "cannot take the address of tracepoint variable '%s'", x.Name)
 	}
-	btf, err := c.kernel.BTF()
+	btf, err := c.btf()
 	if err != nil {
 		return nil, ctxErr(-1, "cannot read the kernel's types: %v", err)
 	}
@@ -199,7 +209,7 @@ func (c *Context) Vars() ([]string, error) {
 func (c *Context) cType(a attach.Arg) (string, error) {
 	switch {
 	case a.Type != 0:
-		btf, err := c.kernel.BTF()
+		btf, err := c.btf()
 		if err != nil {
 			return "", fmt.Errorf("cannot read the kernel's types: %v", err)
 		}
@@ -233,7 +243,7 @@ func (c *Context) parms(keep func(attach.Arg) bool) (*Access, *ContextError) {
 	if err := c.loadFields(); err != nil {
 		return nil, err
 	}
-	btf, err := c.kernel.BTF()
+	btf, err := c.btf()
 	if err != nil {
 		return nil, ctxErr(-1, "cannot read the kernel's types: %v", err)
 	}

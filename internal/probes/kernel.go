@@ -44,6 +44,8 @@ type KernelInfo interface {
 	// EventFields describes the record of a trace event (kernel.EventFields).
 	EventFields(system, event string) ([]kernel.Field, error)
 	BTF() (*kernel.BTF, error)
+	// ModuleBTF is the BTF of a loaded module (kernel.Module).
+	ModuleBTF(module string) (*kernel.BTF, error)
 	// Attachable tells whether the kernel can load and attach a program
 	// for a (nil), or says plainly why not.
 	Attachable(a *attach.Point) error
@@ -67,6 +69,7 @@ type RunningKernel struct {
 func (RunningKernel) Tracepoints() ([]*kernel.Tracepoint, error) { return kernel.Tracepoints() }
 func (RunningKernel) BTF() (*kernel.BTF, error)                  { return kernel.Kernel() }
 func (RunningKernel) Functions() ([]*kernel.Function, error)     { return kernel.Functions() }
+func (RunningKernel) ModuleBTF(name string) (*kernel.BTF, error) { return kernel.Module(name) }
 
 func (RunningKernel) EventFields(system, event string) ([]kernel.Field, error) {
 	return kernel.EventFields(system, event)

@@ -219,19 +219,19 @@ func matchFunctions(k KernelInfo, p *Point, pattern string) ([]*kernel.Function,
 func kernelFunctionPoint(k KernelInfo, call kernelFunctionCall) (*attach.Point, string, error) {
 	proto := prototype(k, call.fn)
 	if call.set != nil {
-		a, err := kprobePoint(k, call, proto)
+		a, err := kprobePoint(call, proto)
 		return a, fmt.Sprintf("%s on %s and the point's other functions (one link: more than %d functions)", a.Kind, call.fn, multiFunctions), err
 	}
 	var refusals []string
-	if call.kprobes == "" && call.maxActive == 0 && proto != nil && trampolineTakes(k, proto) {
-		a := trampolinePoint(k, call, proto)
+	if call.kprobes == "" && call.maxActive == 0 && proto != nil && trampolineTakes(proto) {
+		a := trampolinePoint(call, proto)
 		err := k.Attachable(a)
 		if err == nil {
 			return a, fmt.Sprintf("%s on %s (a BPF trampoline: arguments typed by BTF)", a.Kind, call.fn), nil
 		}
 		refusals = append(refusals, err.Error())
 	}
-	a, err := kprobePoint(k, call, proto)
+	a, err := kprobePoint(call, proto)
 	if err != nil {
 		return nil, "", err
 	}
@@ -255,13 +255,21 @@ func kernelFunctionPoint(k KernelInfo, call kernelFunctionCall) (*attach.Point, 
 	return a, fmt.Sprintf("%s on %s (%s)", a.Kind, call.fn, why), nil
 }
 
-// prototype is fn's prototype from the kernel's BTF, nil when the BTF has
-// none (a module's function: bpftap reads the kernel's BTF only).
-func prototype(k KernelInfo, fn *kernel.Function) *kernel.Prototype {
-	if fn.Module != "" {
-		return nil
-	}
+// signature is a function's prototype with the BTF that describes its
+// types: the kernel's, or its module's (whose type IDs continue the
+// kernel's).
+type signature struct {
+	*kernel.Prototype
+	btf *kernel.BTF
+}
+
+// prototype is fn's prototype, from its module's BTF for a module's
+// function; nil when the BTF does not describe it.
+func prototype(k KernelInfo, fn *kernel.Function) *signature {
 	b, err := k.BTF()
+	if fn.Module != "" {
+		b, err = k.ModuleBTF(fn.Module)
+	}
 	if err != nil {
 		return nil
 	}
@@ -269,7 +277,7 @@ func prototype(k KernelInfo, fn *kernel.Function) *kernel.Prototype {
 	if err != nil {
 		return nil
 	}
-	return proto
+	return &signature{proto, b}
 }
 
 // trampolineTakes tells whether a BPF trampoline can call a program on a
@@ -277,13 +285,12 @@ func prototype(k KernelInfo, fn *kernel.Function) *kernel.Prototype {
 // them, nor the value returned, a struct or union passed by value (the
 // verifier refuses those on the kernels bpftap is tested on, 6.1 and
 // 6.12). A function it cannot take gets a kprobe.
-func trampolineTakes(k KernelInfo, proto *kernel.Prototype) bool {
-	b, err := k.BTF()
-	if err != nil || len(proto.Params) > trampolineArgs {
+func trampolineTakes(proto *signature) bool {
+	if len(proto.Params) > trampolineArgs {
 		return false
 	}
 	for _, id := range append([]kernel.TypeID{proto.Return}, paramTypes(proto.Params)...) {
-		if u, err := b.Underlying(id); err == nil && (u.Kind == kernel.KindStruct || u.Kind == kernel.KindUnion) {
+		if u, err := proto.btf.Underlying(id); err == nil && (u.Kind == kernel.KindStruct || u.Kind == kernel.KindUnion) {
 			return false
 		}
 	}
@@ -307,15 +314,15 @@ const paramLocal = "__param_"
 
 // trampolinePoint is the fentry (fexit for a return) point of call: the
 // arguments are args[] words, the return value the word after them.
-func trampolinePoint(k KernelInfo, call kernelFunctionCall, proto *kernel.Prototype) *attach.Point {
-	a := &attach.Point{Kind: attach.Fentry, Event: call.fn.Name, BTFID: proto.Func,
+func trampolinePoint(call kernelFunctionCall, proto *signature) *attach.Point {
+	a := &attach.Point{Kind: attach.Fentry, Event: call.fn.Name, Module: call.fn.Module, BTFID: proto.Func,
 		Func: &attach.Func{Name: call.fn.Name, Words: len(proto.Params)}}
 	a.Args = attach.Words(proto.Params, paramLocal)
-	typeWords(k, a.Args)
+	typeWords(proto.btf, a.Args)
 	if call.ret {
 		a.Kind = attach.Fexit
 		a.Func.Return = &attach.Loc{Offset: 8 * len(proto.Params), Size: 8}
-		a.Args = append(a.Args, returnArg(k, proto, *a.Func.Return))
+		a.Args = append(a.Args, returnArg(proto, *a.Func.Return))
 	}
 	return a
 }
@@ -333,7 +340,7 @@ func multiKprobeKind(ret bool) attach.Kind {
 // arguments in the registers of the calling convention (those past the
 // registers, on the stack, are not offered), at entry only; the return
 // value in the return register.
-func kprobePoint(k KernelInfo, call kernelFunctionCall, proto *kernel.Prototype) (*attach.Point, error) {
+func kprobePoint(call kernelFunctionCall, proto *signature) (*attach.Point, error) {
 	regs := arch.Host()
 	if regs == nil {
 		return nil, errorf("bpftap has no register table for %s", runtime.GOARCH)
@@ -351,20 +358,20 @@ func kprobePoint(k KernelInfo, call kernelFunctionCall, proto *kernel.Prototype)
 		return a, nil
 	}
 	if call.ret {
-		a.Args = []attach.Arg{returnArg(k, proto, *a.Func.Return)}
+		a.Args = []attach.Arg{returnArg(proto, *a.Func.Return)}
 		return a, nil
 	}
 	for i, param := range proto.Params[:min(len(proto.Params), len(regs.FuncArgs))] {
 		a.Args = append(a.Args, attach.Arg{Name: param.Name, Type: param.Type, Local: paramLocal + param.Name,
 			Loc: attach.Loc{Offset: regs.FuncArgs[i], Size: 8}})
 	}
-	typeWords(k, a.Args)
+	typeWords(proto.btf, a.Args)
 	return a, nil
 }
 
 // returnArg is $return, typed by the prototype, at loc.
-func returnArg(k KernelInfo, proto *kernel.Prototype, loc attach.Loc) attach.Arg {
+func returnArg(proto *signature, loc attach.Loc) attach.Arg {
 	ret := []attach.Arg{{Name: "return", Type: proto.Return, Local: "__return", Loc: loc}}
-	typeWords(k, ret)
+	typeWords(proto.btf, ret)
 	return ret[0]
 }

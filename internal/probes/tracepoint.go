@@ -101,7 +101,8 @@ func attachTracepoint(k KernelInfo, tp *kernel.Tracepoint, classic bool) (*attac
 	switch {
 	case tp.Proto != 0 && !(classic && tp.System != "" && !tp.SystemUnknown):
 		a.Kind, a.BTFID, a.Args = attach.TPBTF, tp.Proto, attach.Words(tp.Params, tracepointLocal)
-		typeWords(k, a.Args)
+		b, _ := k.BTF()
+		typeWords(b, a.Args)
 		if k.Attachable(a) != nil {
 			a.Kind, a.BTFID = attach.RawTracepoint, 0
 		}
@@ -134,9 +135,8 @@ func eventNames(tps []*kernel.Tracepoint) []string {
 // where the verifier would take it as never NULL. A signed integer (or
 // enum) narrower than the word is read at its size and sign-extended: the
 // kernel stores it zero-extended (an int of -11 arrives as 0xfffffff5).
-func typeWords(k KernelInfo, args []attach.Arg) {
-	b, err := k.BTF()
-	if err != nil {
+func typeWords(b *kernel.BTF, args []attach.Arg) {
+	if b == nil {
 		return
 	}
 	for i := range args {

@@ -23,6 +23,11 @@ type Kernel struct {
 func (k *Kernel) Tracepoints() ([]*kernel.Tracepoint, error) { return k.tps, nil }
 func (k *Kernel) BTF() (*kernel.BTF, error)                  { return k.btf, nil }
 
+// ModuleBTF says that the fake kernel has no module with BTF.
+func (k *Kernel) ModuleBTF(name string) (*kernel.BTF, error) {
+	return nil, fmt.Errorf("the kernel publishes no BTF for module %s", name)
+}
+
 // Functions lists a few functions, none of which the fake BTF describes.
 func (k *Kernel) Functions() ([]*kernel.Function, error) {
 	return kernel.ParseFilterFunctions([]byte("vfs_read\nvfs_write\nnfs_read [nfs]\n")), nil
