@@ -155,8 +155,17 @@ func lsmPoint(k KernelInfo, p *Point, hook string, alias, listing bool) (*Point,
 		q = *concretePoint(p, "lsm", hook)
 		q.Names = nil
 	}
-	q.Context = &Context{kernel: k, Attach: a}
+	q.Context = lsmContext(k, a)
 	return &q, nil
+}
+
+// lsmContext is the context of a probe on a's hook. $return is refused
+// with the reason: stap 5.6's guru-mode verdict, which bpftap does not
+// write (its programs return 0).
+func lsmContext(k KernelInfo, a *attach.Point) *Context {
+	return &Context{kernel: k, Attach: a, refused: map[string]string{"$return": fmt.Sprintf("$return of security hook %s "+
+		"is stap's verdict (in guru mode, $return = -13 denies with EACCES), and bpftap's lsm probes only observe: "+
+		"their programs return 0, which allows", a.Event)}}
 }
 
 // lsmAttach is the attach point of an LSM program on hook: the hook's

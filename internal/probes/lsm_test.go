@@ -19,6 +19,7 @@ func TestLSMContext(t *testing.T) {
 		{"bprm_check_security", "$$parms", `string param=-1 format="bprm=%p" args=1`},
 		{"task_alloc", "$clone_flags", "long param=1"},
 		{"task_alloc", "$task->comm", "long param=0 offsets=[2976] size=16 signed=false kind=1 address"},
+		{"task_alloc", "$return", "error@-1: $return of security hook task_alloc is stap's verdict (in guru mode, $return = -13 denies with EACCES), and bpftap's lsm probes only observe: their programs return 0, which allows"},
 		{"task_alloc", "$nosuch", "error@-1: unable to find parameter '$nosuch' of bpf_lsm_task_alloc (alternatives: $task, $clone_flags, $$name, $$parms, $$vars)"},
 	} {
 		a, err := lsmAttach(k, c.hook)
@@ -28,7 +29,7 @@ func TestLSMContext(t *testing.T) {
 		if a.Kind != attach.LSM || a.Event != c.hook || a.BTFID == 0 || !a.Kind.BTFTyped() {
 			t.Errorf("%s: attach point %+v", c.hook, a)
 		}
-		if got := describeAccess(t, &Context{kernel: k, Attach: a}, c.expr); got != c.want {
+		if got := describeAccess(t, lsmContext(k, a), c.expr); got != c.want {
 			t.Errorf("%s %s:\n got %s\nwant %s", c.hook, c.expr, got, c.want)
 		}
 	}

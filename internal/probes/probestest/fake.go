@@ -205,7 +205,9 @@ func (e *encoder) proto(ret kernel.TypeID, ps ...param) {
 }
 
 // fn is a global function of prototype proto.
-func (e *encoder) fn(name string, proto kernel.TypeID) { e.rec(name, kernel.KindFunc, 1, uint32(proto)) }
+func (e *encoder) fn(name string, proto kernel.TypeID) {
+	e.rec(name, kernel.KindFunc, 1, uint32(proto))
+}
 
 func (e *encoder) union(name string, size uint32, ms ...member) {
 	e.rec(name, kernel.KindUnion, len(ms), size)
