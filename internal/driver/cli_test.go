@@ -38,7 +38,8 @@ import (
 //
 // A line may start with a condition, `[kfuncs]` or `[!kfuncs]`: it runs only
 // where the running kernel can (cannot) probe kernel functions, with kprobes
-// or fentry.
+// or fentry; `[lsm]` or `[!lsm]`: where it runs (does not run) BPF LSM
+// programs.
 //
 // The archive's files are written to a fresh directory, which is the working directory;
 // $BPFTAP names the binary for commands that run it through a shell;
@@ -233,11 +234,26 @@ func (s *cliScript) cmp(stream, file string) {
 // holds tells whether the condition of a line holds on this machine.
 func (s *cliScript) holds(cond string) bool {
 	name, negated := strings.CutPrefix(cond, "!")
-	if name != "kfuncs" {
-		s.fatalf("unknown condition [%s]", cond)
+	switch name {
+	case "kfuncs":
+		return probesKernelFunctions() != negated
+	case "lsm":
+		return runsLSM() != negated
 	}
-	return probesKernelFunctions() != negated
+	s.fatalf("unknown condition [%s]", cond)
+	return false
 }
+
+// runsLSM tells whether the running kernel attaches a BPF LSM program to
+// the file_open hook (and runs it: the BPF LSM is active).
+var runsLSM = sync.OnceValue(func() bool {
+	b, err := kernel.Kernel()
+	if err != nil {
+		return false
+	}
+	proto, err := b.Prototype("bpf_lsm_file_open")
+	return err == nil && bpfrt.CanAttach(&attach.Point{Kind: attach.LSM, Event: "file_open", BTFID: proto.Func}) == nil
+})
 
 // probesKernelFunctions tells whether the running kernel attaches a
 // kprobe or an fentry program to vfs_read.

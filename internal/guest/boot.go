@@ -21,6 +21,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -68,7 +69,7 @@ func Boot(ctx context.Context, qemu string, img *Image, initrd, dir string, qemu
 		"-serial", "stdio", "-serial", "file:" + results}, qemuArgs...)
 	cmd := exec.CommandContext(ctx, qemu, append(args,
 		"-kernel", img.Vmlinuz, "-initrd", initrd,
-		"-append", "console=ttyS0 panic=-1 quiet")...)
+		"-append", "console=ttyS0 panic=-1 quiet"+img.lsmParam())...)
 	var console bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &console, &console
 	start := time.Now()
@@ -149,4 +150,29 @@ func parseResults(data []byte) (map[string]*Run, error) {
 		}
 	}
 	return runs, errors.New("the guest stopped before its last run (no @@done in its results)")
+}
+
+// lsmParam is the kernel command line's lsm= that makes the BPF LSM
+// active (lsm.* probes need it): the kernel's default list, its
+// CONFIG_LSM, with bpf appended where it is missing. Debian's 6.1 and
+// 6.12 have bpf in CONFIG_LSM already, so their lists stay as they boot
+// without it (6.12: lockdown,capability,landlock,yama,apparmor,tomoyo,
+// bpf,ipe,ima,evm; the exclusive LSMs after the first, selinux and smack,
+// stay off); an explicit list keeps it so for a kernel that would not.
+// "" when the configuration names no list.
+func (img *Image) lsmParam() string {
+	data, err := os.ReadFile(img.Config)
+	if err != nil {
+		return ""
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if v, ok := strings.CutPrefix(line, "CONFIG_LSM="); ok {
+			lsms := strings.Split(strings.Trim(v, `"`), ",")
+			if !slices.Contains(lsms, "bpf") {
+				lsms = append(lsms, "bpf")
+			}
+			return " lsm=" + strings.Join(lsms, ",")
+		}
+	}
+	return ""
 }

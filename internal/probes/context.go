@@ -54,6 +54,9 @@ type Context struct {
 	// entry is the family's hook for @entry: set on a return probe's
 	// context, it gives the entries the return pairs with.
 	entry func() *Entry
+	// refused names the $vars a point knows of but does not offer, with
+	// the reason ($return of a security hook: stap 5.6's verdict).
+	refused map[string]string
 }
 
 // Entry is where the @entry expressions of a return probe are evaluated:
@@ -136,6 +139,9 @@ func (c *Context) Var(x *syntax.TargetVar) (*Access, *ContextError) {
 		if c.Attach.Provider != "" {
 			return &Access{Param: -1, Type: syntax.TypeString}, nil // a marker has no locals: ""
 		}
+	}
+	if why, ok := c.refused[x.Name]; ok {
+		return nil, ctxErr(-1, "%s", why)
 	}
 	if err := c.loadFields(); err != nil {
 		return nil, err

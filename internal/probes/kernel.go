@@ -13,7 +13,8 @@ import (
 // kernel.trace (tracepoint.go), syscall.* (syscall.go), the process
 // lifecycle (lifecycle.go), kernel.function and kprobe.function
 // (kfunc.go, with the DWARF-only forms refused), process.function
-// (uprobe.go), process.mark (usdt.go) and the perf events (perf.go). A
+// (uprobe.go), process.mark (usdt.go), the perf events (perf.go) and the
+// security hooks, lsm.HOOK and kernel.lsm("HOOK") (lsm.go). A
 // family declared with Unsupported resolves (so that typos get "similar"
 // suggestions) and the elaborator refuses it. syscall_any and
 // syscall_any.return are probe aliases of the tapset (syscall_any.stp) on
@@ -29,6 +30,7 @@ func kernelFamilies(k KernelInfo, cfg Config) []*Family {
 		processMarkFamily(k, cfg),
 		lifecycleFamily(k, cfg),
 		perfFamily(k),
+		lsmFamily(k, cfg.Listing),
 	}
 }
 

@@ -75,13 +75,20 @@ const (
 	// (where pairing otherwise needs a map keyed by thread), and an entry
 	// that returns nonzero skips the return.
 	KprobeSession
+	// LSM is a BPF LSM program (BPF_PROG_TYPE_LSM, BPF_LSM_MAC) on the
+	// security hook Event, called through a BPF trampoline on the
+	// kernel's bpf_lsm_HOOK (BTFID, its BTF_KIND_FUNC): the context is
+	// u64 args[], the hook's arguments typed by BTF, as fentry's; the
+	// program's return value is the hook's verdict (0 allows). Linux 5.7,
+	// CONFIG_BPF_LSM, and "bpf" among the kernel's active LSMs.
+	LSM
 )
 
 var kindNames = [...]string{TPBTF: "tp_btf", RawTracepoint: "raw_tracepoint", Tracepoint: "tracepoint",
 	Uprobe: "uprobe", Uretprobe: "uretprobe", PerfEvent: "perf_event",
 	UprobeMulti: "uprobe_multi", UretprobeMulti: "uretprobe_multi",
 	Kprobe: "kprobe", Kretprobe: "kretprobe", KprobeMulti: "kprobe_multi", KretprobeMulti: "kretprobe_multi",
-	Fentry: "fentry", Fexit: "fexit", KprobeSession: "kprobe_session"}
+	Fentry: "fentry", Fexit: "fexit", KprobeSession: "kprobe_session", LSM: "lsm"}
 
 func (k Kind) String() string {
 	if int(k) < len(kindNames) && kindNames[k] != "" {
@@ -93,7 +100,7 @@ func (k Kind) String() string {
 // BTFTyped tells whether programs of kind k are BTF-typed tracing programs,
 // which may dereference the BTF-typed pointers of helpers such as
 // bpf_get_current_task_btf without a probe read.
-func (k Kind) BTFTyped() bool { return k == TPBTF || k == Fentry || k == Fexit }
+func (k Kind) BTFTyped() bool { return k == TPBTF || k == Fentry || k == Fexit || k == LSM }
 
 // Single is the kind of one point of a Set of kind k: a uprobe for an
 // uprobe_multi, a kprobe for a kprobe_multi; k itself for other kinds.

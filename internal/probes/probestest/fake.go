@@ -87,6 +87,13 @@ const (
 	tRegsPtr
 	tPidT // typedef int pid_t
 	tSchedEntity
+	// The BPF LSM's: two hooks and a function that is not one.
+	tBprmHookProto // int (struct linux_binprm *bprm)
+	tBprmHook      // bpf_lsm_bprm_check_security
+	tTaskHookProto // int (struct task_struct *task, long clone_flags)
+	tTaskHook      // bpf_lsm_task_alloc
+	tVerifyProg    // bpf_lsm_verify_prog: not a hook
+	tHookList      // union security_list_options
 )
 
 // New returns the fake kernel.
@@ -108,6 +115,12 @@ func New() *Kernel {
 	e.rec("", kernel.KindPtr, 0, uint32(tRegs))
 	e.rec("pid_t", kernel.KindTypedef, 0, uint32(tInt))
 	e.strct("sched_entity", 256, member{"avg", tLong, 0})
+	e.proto(tInt, param{"bprm", tBinprmPtr})
+	e.fn("bpf_lsm_bprm_check_security", tBprmHookProto)
+	e.proto(tInt, param{"task", tTaskPtr}, param{"clone_flags", tLong})
+	e.fn("bpf_lsm_task_alloc", tTaskHookProto)
+	e.fn("bpf_lsm_verify_prog", tBprmHookProto)
+	e.union("security_list_options", 8, member{"bprm_check_security", tBprmHookProto, 0}, member{"task_alloc", tTaskHookProto, 0})
 	btf, err := kernel.Parse(e.blob())
 	if err != nil {
 		panic("probestest: " + err.Error())
@@ -179,6 +192,30 @@ func (e *encoder) array(elem kernel.TypeID, n uint32) {
 
 func (e *encoder) strct(name string, size uint32, ms ...member) {
 	e.rec(name, kernel.KindStruct, len(ms), size)
+	for _, m := range ms {
+		e.u32(e.str(m.name), uint32(m.typ), m.off*8)
+	}
+}
+
+type param struct {
+	name string
+	typ  kernel.TypeID
+}
+
+func (e *encoder) proto(ret kernel.TypeID, ps ...param) {
+	e.rec("", kernel.KindFuncProto, len(ps), uint32(ret))
+	for _, p := range ps {
+		e.u32(e.str(p.name), uint32(p.typ))
+	}
+}
+
+// fn is a global function of prototype proto.
+func (e *encoder) fn(name string, proto kernel.TypeID) {
+	e.rec(name, kernel.KindFunc, 1, uint32(proto))
+}
+
+func (e *encoder) union(name string, size uint32, ms ...member) {
+	e.rec(name, kernel.KindUnion, len(ms), size)
 	for _, m := range ms {
 		e.u32(e.str(m.name), uint32(m.typ), m.off*8)
 	}
