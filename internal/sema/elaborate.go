@@ -238,9 +238,12 @@ func (e *elab) collectFile(f *syntax.File, funcs map[string][]*syntax.FuncDecl) 
 
 const embeddedMsg = "embedded C code is not supported by bpftap (a BPF runtime has no guru mode)"
 
-// visible reports whether a private declaration of file from may be used from file
-// at; public declarations are visible everywhere.
-func visible(private bool, from, at *syntax.File) bool { return !private || from == at }
+// visible reports whether a private declaration of file from may be used by
+// code of source at (a probe alias's body included, wherever the alias is
+// used); public declarations are visible everywhere.
+func visible(private bool, from *syntax.File, at *syntax.Source) bool {
+	return !private || from != nil && from.Src == at
+}
 
 // builtin returns the Func of a native tapset function, or nil.
 func (e *elab) builtin(name string) *syntax.Func {

@@ -127,10 +127,10 @@ func literalType(x syntax.Expr) syntax.Type {
 	return syntax.TypeLong
 }
 
-// lookupGlobal finds the global name visible from file, or nil.
-func (e *elab) lookupGlobal(name string, file *syntax.File) *syntax.Var {
+// lookupGlobal finds the global name visible from code in src, or nil.
+func (e *elab) lookupGlobal(name string, src *syntax.Source) *syntax.Var {
 	for _, g := range e.globals[name] {
-		if f := e.fileOf[g]; visible(g.Private, f, file) {
+		if f := e.fileOf[g]; visible(g.Private, f, src) {
 			return e.globalFor(g)
 		}
 	}
@@ -191,7 +191,7 @@ func (s *scope) deleteTarget(x syntax.Expr) bool {
 	}
 	if v := s.locals[id.Name]; v != nil {
 		id.Var = v
-	} else if v := s.e.lookupGlobal(id.Name, s.file); v != nil {
+	} else if v := s.e.lookupGlobal(id.Name, id.Pos.Src); v != nil {
 		id.Var = v
 	} else {
 		s.variable(id)
@@ -207,7 +207,7 @@ func (s *scope) variable(id *syntax.Ident) {
 		id.Var = v
 		return
 	}
-	if v := s.e.lookupGlobal(id.Name, s.file); v != nil {
+	if v := s.e.lookupGlobal(id.Name, id.Pos.Src); v != nil {
 		id.Var = v
 		s.e.setArity(v, 0, id)
 		return
@@ -257,7 +257,7 @@ func (s *scope) array(x syntax.Expr, arity int) bool {
 		id.Var = v
 		return false
 	}
-	v := s.e.lookupGlobal(id.Name, s.file)
+	v := s.e.lookupGlobal(id.Name, id.Pos.Src)
 	if v == nil {
 		s.e.rep.errorAt("localarray", id, unresolvedArray(arity, id.Name))
 		v = &syntax.Var{Name: id.Name, Kind: syntax.VarLocal, Pos: id.Pos}
@@ -301,7 +301,7 @@ func (s *scope) call(c *syntax.Call) {
 		s.refuseInCondition(c, "probe condition must not reference function")
 		return
 	}
-	f, decl := s.e.lookupFunc(c.Name, len(c.Args), s.file)
+	f, decl := s.e.lookupFunc(c.Name, len(c.Args), c.Pos.Src)
 	if f == nil {
 		s.e.rep.errorAt("nofunc", c, s.e.unresolvedFunc(c.Name))
 		return
@@ -341,14 +341,14 @@ func (e *elab) unresolvedFunc(name string) string {
 }
 
 // lookupFunc finds the function a call names: the script's, then the library's
-// (visible from file), then a builtin. Among overloads it prefers the one whose
+// (visible from code in src), then a builtin. Among overloads it prefers the one whose
 // arity matches, a builtin included (the library's user_string(addr, err_msg)
 // overloads the builtin user_string(addr)).
-func (e *elab) lookupFunc(name string, nargs int, file *syntax.File) (*syntax.Func, *syntax.FuncDecl) {
+func (e *elab) lookupFunc(name string, nargs int, src *syntax.Source) (*syntax.Func, *syntax.FuncDecl) {
 	var first *syntax.FuncDecl
 	for _, table := range []map[string][]*syntax.FuncDecl{e.userFuncs, e.libFuncs} {
 		for _, d := range table[name] {
-			if !visible(d.Private, e.fileOf[d], file) {
+			if !visible(d.Private, e.fileOf[d], src) {
 				continue
 			}
 			if len(d.Params) == nargs {
