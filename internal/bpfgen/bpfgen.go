@@ -29,8 +29,9 @@
 // # Semantics
 //
 // Arithmetic wraps as stap's does on 64-bit longs; shifts take their count
-// modulo 64; / and % are the ISA v4 signed sdiv/smod after a test for 0
-// that raises stap's "division by 0" error record and ends the probe. Loops
+// modulo 64; / and % divide the magnitudes unsigned and set the sign (the
+// ISA v4 sdiv/smod exist from Linux 6.6 only), after a test for 0 that
+// raises stap's "division by 0" error record and ends the probe. Loops
 // charge one action per iteration to a counter bounded by MAXACTION, which
 // is stap's limit and what lets the verifier prove termination; reaching it
 // raises "MAXACTION exceeded". Globals: see globals.go; statistics:

@@ -3,6 +3,7 @@ package bpfgen
 import (
 	"os"
 
+	"github.com/bpftap/bpftap/internal/kernel"
 	"github.com/bpftap/bpftap/internal/sema"
 	"github.com/bpftap/bpftap/internal/syntax"
 	"github.com/bpftap/bpftap/internal/tapset"
@@ -68,6 +69,7 @@ func kernelBuiltins() map[string]builtinCode {
 		"symname":            strCode((*gen).symname),
 		"pid2task":           longCode((*gen).pid2task),
 		"pid2execname":       strCode((*gen).pid2execname),
+		"HZ":                 longCode(func(g *gen, _ *syntax.Call) { g.constant(asm.R0, int64(kernel.HZ())) }),
 		"mem_page_size":      longCode(func(g *gen, _ *syntax.Call) { g.constant(asm.R0, int64(os.Getpagesize())) }),
 		"modname":            strCode((*gen).modname),
 		"strlen":             longCode((*gen).strlen),

@@ -70,8 +70,9 @@ func (g *gen) memRead(c *syntax.Call) {
 		g.emit(asm.LoadMem(asm.R0, asm.R10, slot, asm.DWord))
 	case read.Unsigned:
 		g.emit(asm.LoadMem(asm.R0, asm.R10, slot, sizeOf(read.Size)))
-	default:
-		g.emit(asm.LoadMemSX(asm.R0, asm.R10, slot, sizeOf(read.Size)))
+	default: // sign-extended with shifts: the kernel takes LDX MEMSX from Linux 6.6 only
+		bits := int32(64 - 8*read.Size)
+		g.emit(asm.LoadMem(asm.R0, asm.R10, slot, sizeOf(read.Size)), asm.LSh.Imm(asm.R0, bits), asm.ArSh.Imm(asm.R0, bits))
 	}
 	g.popStack(8)
 }

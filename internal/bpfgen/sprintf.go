@@ -397,7 +397,10 @@ func (s *sprint) pad(c byte, most int) {
 		asm.StoreImm(asm.R1, int16(s.out), int64(c), asm.Byte),
 		asm.Add.Imm(asm.R1, 1),
 		asm.Sub.Imm(asm.R2, 1),
-		asm.JNE.Imm(asm.R2, 0, top),
+		// s> 0, not != 0: Linux 6.1's verifier narrows a range by a
+		// signed comparison, not by != at its edge, and would walk on
+		// past the end.
+		asm.JSGT.Imm(asm.R2, 0, top),
 	)
 	g.mark(done)
 }
@@ -441,7 +444,10 @@ func (s *sprint) literal(text string) {
 		b = b[:s.limit]
 	}
 	s.loadPos(asm.R1)
-	g.emit(asm.Mov.Reg(asm.R2, asm.R1), asm.Add.Imm(asm.R2, int32(len(b))))
+	// R2 = len + R1, not R2 = R1 then += len: a copy plus a constant
+	// links R2 to R1 (Linux 6.11+), and 6.12's verifier then turns R1,
+	// pinned to L where R2 is cut, into an unknown scalar.
+	g.emit(asm.Mov.Imm(asm.R2, int32(len(b))), asm.Add.Reg(asm.R2, asm.R1))
 	s.atMost(asm.R2, s.limit)
 	s.store(cellPos, asm.R2)
 	g.emit(asm.Add.Reg(asm.R1, regScratch))

@@ -2,6 +2,7 @@ package sema
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/bpftap/bpftap/internal/syntax"
 )
@@ -141,14 +142,24 @@ func (e *elab) entryGlobal(name string, at syntax.Pos) string {
 }
 
 // beforeUserBody puts stmts after a derived body's prologue (a tapset
-// block first), so that they run only for the calls the prologue keeps.
+// block first), so that they run only for the calls the prologue keeps,
+// unless the prologue reads what they take (its own @entry: tcp.stp's
+// returns), when they go before it.
 func beforeUserBody(b *syntax.Block, stmts []syntax.Stmt) *syntax.Block {
 	if len(b.Stmts) == 2 {
-		if pro, ok := b.Stmts[0].(*syntax.Block); ok && inTapset(pro) {
+		if pro, ok := b.Stmts[0].(*syntax.Block); ok && inTapset(pro) && !readsEntryValue(pro) {
 			return &syntax.Block{Pos: b.Pos, Stmts: []syntax.Stmt{pro, &syntax.Block{Pos: b.Pos, Stmts: stmts}, b.Stmts[1]}}
 		}
 	}
 	return &syntax.Block{Pos: b.Pos, Stmts: append(stmts, b)}
+}
+
+// readsEntryValue tells whether b reads an @entry value (__entry_N_k_v).
+func readsEntryValue(b *syntax.Block) bool {
+	return syntax.Any(b, func(n syntax.Node) bool {
+		id, ok := n.(*syntax.Ident)
+		return ok && strings.HasPrefix(id.Name, "__entry_") && strings.HasSuffix(id.Name, "_v")
+	})
 }
 
 func byThread(array string, at syntax.Pos) syntax.Expr {

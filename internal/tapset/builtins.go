@@ -236,7 +236,7 @@ var Builtins = index(
 	fn("cpu_clock_us", long, l("cpu")),
 	fn("cpu_clock_ns", long, l("cpu")),
 	bpf(fn("jiffies", long)),
-	fn("HZ", long),
+	bpf(fn("HZ", long)),
 	fn("get_cycles", long),
 	fn("tz_ctime", str, l("epochsecs")),
 	fn("tz_gmtoff", long),

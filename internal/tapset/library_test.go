@@ -251,6 +251,22 @@ var signatures = []string{
 	"irqflags_str:string(f:long)",
 	// netdev_probes.stp (kernelProbeOnly)
 	"get_netdev_name:string(addr:long)",
+	// inet_sock.stp, tcp_probes.stp (kernelProbeOnly but the string tables)
+	"inet_get_local_port:long(sock:long)",
+	"inet_get_ip_source:string(sock:long)",
+	"tcp_get_info_rto:long(sock:long)",
+	"tcp_get_info_snd_cwnd:long(sock:long)",
+	"tcp_ts_get_info_state:long(sock:long)",
+	"tcp_ts_get_info_snd_ssthresh:long(sock:long)",
+	"tcp_ts_get_info_rcv_mss:long(sock:long)",
+	"tcp_sockstate_str:string(state:long)",
+	"tcp_sockopt_str:string(optname:long)",
+	"tcp_ipv6_sockopt_str:string(optname:long)",
+	"tcpmib_get_state:long(sk:long)",
+	"tcpmib_local_addr:long(sk:long)",
+	"tcpmib_remote_addr:long(sk:long)",
+	"tcpmib_local_port:long(sk:long)",
+	"tcpmib_remote_port:long(sk:long)",
 	// units.stp
 	"nsecs_to_string:string(nsecs:long)",
 	"usecs_to_string:string(usecs:long)",
@@ -277,8 +293,12 @@ var kernelProbeOnly = map[string]bool{
 	"d_name": true, "reverse_path_walk": true, "inode_name": true, "real_mount": true, "task_dentry_path": true,
 	"fullpath_struct_path": true, "fullpath_struct_file": true,
 	"print_backtrace": true, "print_ubacktrace": true,
-	"get_netdev_name": true,
-	"bio_op":          true, "disk_name": true, "bdevname": true,
+	"get_netdev_name":     true,
+	"inet_get_local_port": true, "inet_get_ip_source": true, "tcp_get_info_rto": true,
+	"tcp_get_info_snd_cwnd": true, "tcp_ts_get_info_state": true, "tcp_ts_get_info_snd_ssthresh": true,
+	"tcp_ts_get_info_rcv_mss": true, "tcpmib_get_state": true, "tcpmib_local_addr": true,
+	"tcpmib_remote_addr": true, "tcpmib_local_port": true, "tcpmib_remote_port": true,
+	"bio_op": true, "disk_name": true, "bdevname": true,
 }
 
 // companions are calls that give types to the globals a function only
