@@ -2,7 +2,6 @@ package sema
 
 import (
 	"fmt"
-	"strings"
 
 	"github.com/bpftap/bpftap/internal/syntax"
 )
@@ -125,7 +124,8 @@ func hasEntry(b *syntax.Block) bool {
 
 // prologueHasEntry tells whether a derived body's prologue (a tapset
 // alias's block, as beforeUserBody finds it) holds @entry: vfs.read.return's
-// file = @entry($file). Its values must then be taken before it runs.
+// file = @entry($file), socket.create.return's family = @entry($family).
+// Its values must then be taken before it runs.
 func prologueHasEntry(b *syntax.Block) bool {
 	if len(b.Stmts) == 2 {
 		if pro, ok := b.Stmts[0].(*syntax.Block); ok && inTapset(pro) {
@@ -142,24 +142,14 @@ func (e *elab) entryGlobal(name string, at syntax.Pos) string {
 }
 
 // beforeUserBody puts stmts after a derived body's prologue (a tapset
-// block first), so that they run only for the calls the prologue keeps,
-// unless the prologue reads what they take (its own @entry: tcp.stp's
-// returns), when they go before it.
+// block first), so that they run only for the calls the prologue keeps.
 func beforeUserBody(b *syntax.Block, stmts []syntax.Stmt) *syntax.Block {
 	if len(b.Stmts) == 2 {
-		if pro, ok := b.Stmts[0].(*syntax.Block); ok && inTapset(pro) && !readsEntryValue(pro) {
+		if pro, ok := b.Stmts[0].(*syntax.Block); ok && inTapset(pro) {
 			return &syntax.Block{Pos: b.Pos, Stmts: []syntax.Stmt{pro, &syntax.Block{Pos: b.Pos, Stmts: stmts}, b.Stmts[1]}}
 		}
 	}
 	return &syntax.Block{Pos: b.Pos, Stmts: append(stmts, b)}
-}
-
-// readsEntryValue tells whether b reads an @entry value (__entry_N_k_v).
-func readsEntryValue(b *syntax.Block) bool {
-	return syntax.Any(b, func(n syntax.Node) bool {
-		id, ok := n.(*syntax.Ident)
-		return ok && strings.HasPrefix(id.Name, "__entry_") && strings.HasSuffix(id.Name, "_v")
-	})
 }
 
 func byThread(array string, at syntax.Pos) syntax.Expr {
