@@ -70,8 +70,11 @@ func (g *gen) memRead(c *syntax.Call) {
 		g.emit(asm.LoadMem(asm.R0, asm.R10, slot, asm.DWord))
 	case read.Unsigned:
 		g.emit(asm.LoadMem(asm.R0, asm.R10, slot, sizeOf(read.Size)))
-	default:
+	case g.m.hasV4():
 		g.emit(asm.LoadMemSX(asm.R0, asm.R10, slot, sizeOf(read.Size)))
+	default:
+		g.emit(asm.LoadMem(asm.R0, asm.R10, slot, sizeOf(read.Size)))
+		g.extend(read.Size, true)
 	}
 	g.popStack(8)
 }

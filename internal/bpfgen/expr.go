@@ -162,6 +162,10 @@ func (g *gen) arith(op string, at syntax.Pos) {
 	case "<<", ">>", ">>>":
 		g.emit(asm.And.Imm(asm.R1, 63))
 	}
+	if op == "/" || op == "%" {
+		g.signedDiv(asm.R0, asm.R1, op == "%")
+		return
+	}
 	g.emit(alu.Reg(asm.R0, asm.R1))
 }
 

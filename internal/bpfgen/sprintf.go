@@ -397,7 +397,7 @@ func (s *sprint) pad(c byte, most int) {
 		asm.StoreImm(asm.R1, int16(s.out), int64(c), asm.Byte),
 		asm.Add.Imm(asm.R1, 1),
 		asm.Sub.Imm(asm.R2, 1),
-		asm.JNE.Imm(asm.R2, 0, top),
+		asm.JSGT.Imm(asm.R2, 0, top), // not JNE: before 6.7 the verifier learns nothing from != 0 where R2 may be 0 or 1
 	)
 	g.mark(done)
 }
@@ -441,7 +441,10 @@ func (s *sprint) literal(text string) {
 		b = b[:s.limit]
 	}
 	s.loadPos(asm.R1)
-	g.emit(asm.Mov.Reg(asm.R2, asm.R1), asm.Add.Imm(asm.R2, int32(len(b))))
+	// R2 = len + R1, not R1 + len: a copy plus a constant links the two
+	// registers, and 6.12's verifier, having deduced R1 from R2's bound on
+	// the fix-up path, makes R1 + R9 below a scalar.
+	g.emit(asm.Mov.Imm(asm.R2, int32(len(b))), asm.Add.Reg(asm.R2, asm.R1))
 	s.atMost(asm.R2, s.limit)
 	s.store(cellPos, asm.R2)
 	g.emit(asm.Add.Reg(asm.R1, regScratch))
