@@ -74,3 +74,17 @@ func (g *gen) divByPositive(dst, src asm.Register, op asm.ALUOp, done string) {
 	g.mark(neg)
 	g.emit(asm.Neg.Imm(dst, 0), op.Reg(dst, src), asm.Neg.Imm(dst, 0))
 }
+
+// V4ISAProbe is a program with a signed division and a sign-extending
+// load: the verifier of a kernel before 6.6 refuses it
+// (kernelside.HasV4ISA).
+func V4ISAProbe() asm.Instructions {
+	return asm.Instructions{
+		asm.Mov.Imm(asm.R0, -4),
+		asm.Mov.Imm(asm.R1, 2),
+		asm.SDiv.Reg(asm.R0, asm.R1),
+		asm.StoreMem(asm.R10, -8, asm.R0, asm.DWord),
+		asm.LoadMemSX(asm.R0, asm.R10, -8, asm.Word),
+		asm.Return(),
+	}
+}

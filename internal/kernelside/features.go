@@ -7,7 +7,7 @@ import (
 
 	"github.com/bpftap/bpftap/internal/bpfgen"
 	"github.com/cilium/ebpf"
-	"github.com/cilium/ebpf/features"
+	"github.com/cilium/ebpf/asm"
 )
 
 // HasMayGoto tells whether the kernel's verifier knows may_goto (Linux
@@ -21,8 +21,27 @@ var HasMayGoto = sync.OnceValue(func() bool {
 	if os.Getenv("BPFTAP_MAY_GOTO") == "0" {
 		return false
 	}
-	prog, err := ebpf.NewProgram(&ebpf.ProgramSpec{Name: "probe_may_goto", Type: ebpf.RawTracepoint,
-		License: "GPL", Instructions: bpfgen.MayGotoProbe()})
+	return loads("probe_may_goto", bpfgen.MayGotoProbe())
+})
+
+// HasV4ISA tells whether the kernel knows the instructions of BPF's fourth
+// ISA version that bpfgen uses (Linux 6.6: signed division and modulo,
+// sign-extending loads): bpfgen.V4ISAProbe is loaded once per process, as
+// HasMayGoto's probe. (cilium/ebpf's features.HaveV4ISA tries a long jump,
+// which Debian's 6.1 accepts while it refuses these.) BPFTAP_V4ISA=0 says
+// no without asking.
+var HasV4ISA = sync.OnceValue(func() bool {
+	if os.Getenv("BPFTAP_V4ISA") == "0" {
+		return false
+	}
+	return loads("probe_v4isa", bpfgen.V4ISAProbe())
+})
+
+// loads tells whether the verifier accepts insns as a raw tracepoint
+// program: only its refusal says no.
+func loads(name string, insns asm.Instructions) bool {
+	prog, err := ebpf.NewProgram(&ebpf.ProgramSpec{Name: name, Type: ebpf.RawTracepoint,
+		License: "GPL", Instructions: insns})
 	var ve *ebpf.VerifierError
 	if errors.As(err, &ve) {
 		return false
@@ -31,16 +50,4 @@ var HasMayGoto = sync.OnceValue(func() bool {
 		prog.Close()
 	}
 	return true
-})
-
-// HasV4ISA tells whether the kernel knows the instructions of BPF's fourth
-// ISA version (Linux 6.6: signed division and modulo, sign-extending
-// loads), as cilium/ebpf's feature test finds (once per process).
-// BPFTAP_V4ISA=0 says no without asking.
-var HasV4ISA = sync.OnceValue(func() bool {
-	if os.Getenv("BPFTAP_V4ISA") == "0" {
-		return false
-	}
-	err := features.HaveV4ISA()
-	return !errors.Is(err, ebpf.ErrNotSupported)
-})
+}
