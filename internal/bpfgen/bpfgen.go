@@ -29,9 +29,10 @@
 // # Semantics
 //
 // Arithmetic wraps as stap's does on 64-bit longs; shifts take their count
-// modulo 64; / and % divide the magnitudes unsigned and set the sign (the
-// ISA v4 sdiv/smod exist from Linux 6.6 only), after a test for 0 that
-// raises stap's "division by 0" error record and ends the probe. Loops
+// modulo 64; / and % are the ISA v4 signed sdiv/smod (on kernels before
+// 6.6, which lack them, the magnitudes divided unsigned and the sign set:
+// isa.go), after a test for 0 that raises stap's "division by 0" error
+// record and ends the probe. Loops
 // charge one action per iteration to a counter bounded by MAXACTION, which
 // is stap's limit and what lets the verifier prove termination; reaching it
 // raises "MAXACTION exceeded". Globals: see globals.go; statistics:
@@ -75,6 +76,17 @@ type Config struct {
 	// KernelModules is the shape of ModuleMap (symbols.go), asked for
 	// when a program uses it.
 	KernelModules func() RangeTable
+	// MayGoto tells whether the kernel's verifier knows may_goto (Linux
+	// 6.9), asked once, when a program first has a loop; nil means it
+	// does. Without it loops are bounded by counters the verifier walks
+	// (loops.go).
+	MayGoto func() bool
+	// V4ISA tells whether the kernel knows the instructions of BPF's
+	// fourth ISA version (Linux 6.6): signed division and modulo,
+	// sign-extending loads. Asked once, at the first such operation; nil
+	// means it does. Without them the code does the same with older
+	// instructions (isa.go).
+	V4ISA func() bool
 }
 
 func (c *Config) defaults() {
@@ -125,6 +137,10 @@ type Module struct {
 	// its regexBase.
 	regexData []byte
 	regexBase map[string]int
+	// mayGoto caches Config.MayGoto's answer: 0 not asked, 1 yes, 2 no.
+	mayGoto int8
+	// v4 caches Config.V4ISA's answer, as mayGoto.
+	v4 int8
 }
 
 // New returns a module for prog; the layouts of globals are decided as

@@ -70,9 +70,11 @@ func (g *gen) memRead(c *syntax.Call) {
 		g.emit(asm.LoadMem(asm.R0, asm.R10, slot, asm.DWord))
 	case read.Unsigned:
 		g.emit(asm.LoadMem(asm.R0, asm.R10, slot, sizeOf(read.Size)))
-	default: // sign-extended with shifts: the kernel takes LDX MEMSX from Linux 6.6 only
-		bits := int32(64 - 8*read.Size)
-		g.emit(asm.LoadMem(asm.R0, asm.R10, slot, sizeOf(read.Size)), asm.LSh.Imm(asm.R0, bits), asm.ArSh.Imm(asm.R0, bits))
+	case g.m.hasV4():
+		g.emit(asm.LoadMemSX(asm.R0, asm.R10, slot, sizeOf(read.Size)))
+	default:
+		g.emit(asm.LoadMem(asm.R0, asm.R10, slot, sizeOf(read.Size)))
+		g.extend(read.Size, true)
 	}
 	g.popStack(8)
 }

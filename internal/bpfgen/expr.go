@@ -159,34 +159,12 @@ func (g *gen) arith(op string, at syntax.Pos) {
 	switch op {
 	case "/", "%":
 		g.emit(asm.JEq.Imm(asm.R1, 0, g.errorSite(tapset.MsgDivisionByZero, at, false)))
-		g.signedDivide(op == "%")
+		g.signedDiv(asm.R0, asm.R1, op == "%")
 		return
 	case "<<", ">>", ">>>":
 		g.emit(asm.And.Imm(asm.R1, 63))
 	}
 	g.emit(alu.Reg(asm.R0, asm.R1))
-}
-
-// signedDivide computes R0 = R0 / R1 (or % when mod), R1 not 0, as the
-// ISA v4 sdiv and smod do, which Linux takes from 6.6 only: the magnitudes
-// are divided unsigned, and the result takes the sign of the operands'
-// product (/) or of the dividend (%). The most negative number divided by
-// -1 stays itself, as sdiv leaves it. R1 is kept; R2 and R3 are used.
-func (g *gen) signedDivide(mod bool) {
-	pos0, pos1, done := g.newLabel("div_pos"), g.newLabel("div_pos"), g.newLabel("div_done")
-	op := asm.Div
-	g.emit(asm.Mov.Reg(asm.R2, asm.R0))
-	if mod {
-		op = asm.Mod
-	} else {
-		g.emit(asm.Xor.Reg(asm.R2, asm.R1))
-	}
-	g.emit(asm.JSGE.Imm(asm.R0, 0, pos0), asm.Neg.Imm(asm.R0, 0))
-	g.mark(pos0)
-	g.emit(asm.Mov.Reg(asm.R3, asm.R1), asm.JSGE.Imm(asm.R3, 0, pos1), asm.Neg.Imm(asm.R3, 0))
-	g.mark(pos1)
-	g.emit(op.Reg(asm.R0, asm.R3), asm.JSGE.Imm(asm.R2, 0, done), asm.Neg.Imm(asm.R0, 0))
-	g.mark(done)
 }
 
 // logical compiles && and || with short-circuit evaluation.

@@ -397,10 +397,7 @@ func (s *sprint) pad(c byte, most int) {
 		asm.StoreImm(asm.R1, int16(s.out), int64(c), asm.Byte),
 		asm.Add.Imm(asm.R1, 1),
 		asm.Sub.Imm(asm.R2, 1),
-		// s> 0, not != 0: Linux 6.1's verifier narrows a range by a
-		// signed comparison, not by != at its edge, and would walk on
-		// past the end.
-		asm.JSGT.Imm(asm.R2, 0, top),
+		asm.JSGT.Imm(asm.R2, 0, top), // not JNE: before 6.7 the verifier learns nothing from != 0 where R2 may be 0 or 1
 	)
 	g.mark(done)
 }
@@ -444,9 +441,9 @@ func (s *sprint) literal(text string) {
 		b = b[:s.limit]
 	}
 	s.loadPos(asm.R1)
-	// R2 = len + R1, not R2 = R1 then += len: a copy plus a constant
-	// links R2 to R1 (Linux 6.11+), and 6.12's verifier then turns R1,
-	// pinned to L where R2 is cut, into an unknown scalar.
+	// R2 = len + R1, not R1 + len: a copy plus a constant links the two
+	// registers, and 6.12's verifier, having deduced R1 from R2's bound on
+	// the fix-up path, makes R1 + R9 below a scalar.
 	g.emit(asm.Mov.Imm(asm.R2, int32(len(b))), asm.Add.Reg(asm.R2, asm.R1))
 	s.atMost(asm.R2, s.limit)
 	s.store(cellPos, asm.R2)

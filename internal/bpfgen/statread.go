@@ -158,7 +158,8 @@ func (g *gen) extract(e *syntax.StatOp, acc int16) {
 		g.emit(ld(asm.R1, accMax))
 		g.emit(emitMaxKey(asm.R0, asm.R1)...) // so is maxKey
 	case "avg":
-		g.emit(ld(asm.R0, accSum), asm.SDiv.Reg(asm.R0, asm.R1))
+		g.emit(ld(asm.R0, accSum))
+		g.signedDiv(asm.R0, asm.R1, false)
 	default:
 		g.fail(e, "@%s() cannot be compiled in a kernel probe", e.Op)
 	}

@@ -163,12 +163,20 @@ func (g *gen) welford(shift uint) {
 		statLoad(asm.R5, statAvgS), asm.Mov.Reg(asm.R4, asm.R3), asm.Sub.Reg(asm.R4, asm.R5),
 		asm.LSh.Imm(asm.R4, 32), asm.ArSh.Imm(asm.R4, 32),
 		// avg_s += delta / count
-		asm.Mov.Reg(asm.R0, asm.R4), asm.SDiv.Reg(asm.R0, asm.R2), asm.Add.Reg(asm.R5, asm.R0), statStore(statAvgS, asm.R5),
+		asm.Mov.Reg(asm.R0, asm.R4),
+	)
+	g.signedDivByPositive(asm.R0, asm.R2) // count > 1
+	g.emit(
+		asm.Add.Reg(asm.R5, asm.R0), statStore(statAvgS, asm.R5),
 		// m2 += delta * ((v << shift) - avg_s)
 		asm.Sub.Reg(asm.R3, asm.R5), asm.Mul.Reg(asm.R3, asm.R4),
 		statLoad(asm.R0, statM2), asm.Add.Reg(asm.R0, asm.R3), statStore(statM2, asm.R0),
 		// variance_s = m2 / (count - 1)
-		asm.Sub.Imm(asm.R2, 1), asm.SDiv.Reg(asm.R0, asm.R2), statStore(statVariance, asm.R0),
+		asm.Sub.Imm(asm.R2, 1),
+	)
+	g.signedDivByPositive(asm.R0, asm.R2)
+	g.emit(
+		statStore(statVariance, asm.R0),
 		asm.Ja.Label(done),
 	)
 	g.mark(first)

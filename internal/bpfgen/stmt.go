@@ -196,16 +196,16 @@ func (g *gen) loop(init, cond, post syntax.Expr, body syntax.Stmt) {
 	}
 	top, cont, brk := g.newLabel("loop"), g.newLabel("continue"), g.newLabel("break")
 	maxAction := g.errorSite(tapset.MsgMaxAction, g.cur, false)
-	g.usesMayGoto()
-	g.mark(top)
+	end := g.loopHead(top, maxAction, g.m.cfg.Limits.MaxAction)
 	g.emit(
-		mayGoto(maxAction),
 		asm.LoadMem(asm.R1, regScratch, int16(g.actions), asm.DWord),
 		asm.Add.Imm(asm.R1, 1),
 		asm.StoreMem(regScratch, int16(g.actions), asm.R1, asm.DWord),
 	)
 	g.jumpAbove(asm.R1, g.m.cfg.Limits.MaxAction, maxAction)
-	g.forget(loopCarried(cond, body, post))
+	if g.m.hasMayGoto() {
+		g.forget(loopCarried(cond, body, post))
+	}
 	if cond != nil {
 		g.unless(cond, brk)
 	}
@@ -218,6 +218,7 @@ func (g *gen) loop(init, cond, post syntax.Expr, body syntax.Stmt) {
 	}
 	g.emit(asm.Ja.Label(top))
 	g.mark(brk)
+	end()
 }
 
 // forget makes the verifier lose what it knows of the long locals vars

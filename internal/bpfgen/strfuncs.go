@@ -28,10 +28,8 @@ import (
 // falls through goes too).
 func (g *gen) scan(idx, limit int, exit string, body func(next string)) {
 	top, next := g.newLabel("scan"), g.newLabel("scan_next")
-	g.usesMayGoto()
-	g.mark(top)
+	end := g.loopHead(top, exit, int64(limit))
 	g.emit(
-		mayGoto(exit),
 		asm.LoadMem(asm.R1, regScratch, int16(idx), asm.DWord),
 		asm.JGE.Imm(asm.R1, int32(limit), exit),
 	)
@@ -43,6 +41,7 @@ func (g *gen) scan(idx, limit int, exit string, body func(next string)) {
 		asm.StoreMem(regScratch, int16(idx), asm.R1, asm.DWord),
 		asm.Ja.Label(top),
 	)
+	end()
 }
 
 // loadByte loads into dst the byte of string v at the index in r, which

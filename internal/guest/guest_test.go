@@ -124,11 +124,17 @@ func checkGoTest(t *testing.T, run *Run) {
 	}
 }
 
-// loadCases parses every case of testdata/guest.
+// loadCases parses every case of testdata/guest, or only those whose names
+// match the glob pattern BPFTAP_GUEST_CASES when it is set (say
+// BPFTAP_GUEST_CASES='load_*').
 func loadCases(t *testing.T) []*Case {
-	paths, _ := filepath.Glob("../../testdata/guest/*.txtar")
+	pattern := "*"
+	if p := os.Getenv("BPFTAP_GUEST_CASES"); p != "" {
+		pattern = p
+	}
+	paths, _ := filepath.Glob("../../testdata/guest/" + pattern + ".txtar")
 	if len(paths) == 0 {
-		t.Fatal("no cases in testdata/guest")
+		t.Fatalf("no cases in testdata/guest match %q", pattern)
 	}
 	var cases []*Case
 	for _, path := range paths {

@@ -128,6 +128,7 @@ func Compile(prog *sema.Program, cfg Config) (*Session, error) {
 		Limits:    cfg.Limits,
 		TargetPID: int64(cfg.TargetPID), Target: cfg.Target, RingSize: powerOfTwo(cfg.RingSize), Timing: cfg.Timing,
 		RealtimeOffset: realtimeOffset(), KernelSymbols: symbolTable, KernelModules: moduleTable,
+		MayGoto: HasMayGoto, V4ISA: HasV4ISA,
 	})
 	s := &Session{mod: mod, cfg: cfg}
 	for _, g := range programGroups(KernelProbes(prog)) {
