@@ -56,6 +56,7 @@ func kernelBuiltins() map[string]builtinCode {
 		"execname":           strCode(func(g *gen, _ *syntax.Call) value { v := g.strSlot(commLen); g.comm(v.off); return v }),
 		"pp":                 strCode(func(g *gen, _ *syntax.Call) value { return g.pointText(columnPP, g.ownProbe().Name) }),
 		"pn":                 strCode(func(g *gen, _ *syntax.Call) value { return g.strLit(g.ownProbe().PN()) }),
+		"ppfunc":             strCode(func(g *gen, _ *syntax.Call) value { return g.pointText(columnPPFunc, tapset.PPFunc(g.ownProbe().Name)) }),
 		"probefunc":          strCode((*gen).probefunc),
 		"register":           longCode((*gen).registerRead),
 		"u_register":         longCode((*gen).registerRead),

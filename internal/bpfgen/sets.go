@@ -3,6 +3,7 @@ package bpfgen
 import (
 	"github.com/bpftap/bpftap/internal/probes/attach"
 	"github.com/bpftap/bpftap/internal/sema"
+	"github.com/bpftap/bpftap/internal/tapset"
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
 	"golang.org/x/sys/unix"
@@ -18,7 +19,7 @@ import (
 // cookie's element; under -t each point has its own statistic, at the
 // timing index of the set's first plus the cookie.
 //
-//	element i:  pp() of point i, NUL-padded  |  its function's name, NUL-padded
+//	element i:  pp() of point i | its function's name | ppfunc() of pp(), each NUL-padded
 
 // PointsMap is the name under which a set's program references its table
 // of points.
@@ -28,20 +29,22 @@ const PointsMap = "points"
 type pointColumn int
 
 const (
-	columnPP   pointColumn = iota // pp(): the concrete probe point
-	columnName                    // probefunc() and $$name: the function
+	columnPP     pointColumn = iota // pp(): the concrete probe point
+	columnName                      // probefunc() and $$name: the function
+	columnPPFunc                    // ppfunc(): the function pp() names
+	columns
 )
 
 // pointTable is the table of points of a set's program.
 type pointTable struct {
-	texts  [][2]string // by cookie: pp(), then the name
-	widths [2]int      // of each column, a multiple of 8 with room for a NUL
+	texts  [][columns]string // by cookie: pp(), the name, ppfunc()
+	widths [columns]int      // of each column, a multiple of 8 with room for a NUL
 }
 
 func newPointTable(ps []*sema.Probe, maxStr int) *pointTable {
 	t := &pointTable{}
 	for _, p := range ps {
-		row := [2]string{p.Name, p.Attach.Event}
+		row := [columns]string{p.Name, p.Attach.Event, tapset.PPFunc(p.Name)}
 		for c, s := range row {
 			if len(s) >= maxStr {
 				row[c] = s[:maxStr-1]
@@ -55,22 +58,24 @@ func newPointTable(ps []*sema.Probe, maxStr int) *pointTable {
 
 // offset is where column c lies in an element.
 func (t *pointTable) offset(c pointColumn) int {
-	if c == columnPP {
-		return 0
+	off := 0
+	for _, w := range t.widths[:c] {
+		off += w
 	}
-	return t.widths[columnPP]
+	return off
 }
 
 // spec describes the table, filled, read-only for programs (the kernel
 // then knows its contents while verifying).
 func (t *pointTable) spec() *ebpf.MapSpec {
-	size := t.widths[0] + t.widths[1]
+	size := t.offset(columns)
 	spec := &ebpf.MapSpec{Name: "points", Type: ebpf.Array, KeySize: 4, ValueSize: uint32(size),
 		MaxEntries: uint32(len(t.texts)), Flags: unix.BPF_F_RDONLY_PROG}
 	for i, row := range t.texts {
 		v := make([]byte, size)
-		copy(v, row[0])
-		copy(v[t.widths[0]:], row[1])
+		for c, text := range row {
+			copy(v[t.offset(pointColumn(c)):], text)
+		}
 		spec.Contents = append(spec.Contents, ebpf.MapKV{Key: uint32(i), Value: v})
 	}
 	return spec

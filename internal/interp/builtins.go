@@ -127,6 +127,7 @@ var contextBuiltins = map[string]builtinFunc{
 	"cpu":           func(*callContext, []Value) Value { return long(currentCPU()) },
 	"target":        func(cc *callContext, _ []Value) Value { return long(int64(cc.in.cfg.Target)) },
 	"pp":            func(cc *callContext, _ []Value) Value { return str(cc.in.act.probe.Name) },
+	"ppfunc":        func(cc *callContext, _ []Value) Value { return str(tapset.PPFunc(cc.in.act.probe.Name)) },
 	"pn":            func(cc *callContext, _ []Value) Value { return str(cc.in.act.probe.PN()) },
 	"probefunc":     func(*callContext, []Value) Value { return str("") },
 	"user_mode":     func(*callContext, []Value) Value { return long(0) },

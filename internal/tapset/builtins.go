@@ -11,6 +11,7 @@ package tapset
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/bpftap/bpftap/internal/syntax"
 )
@@ -253,6 +254,9 @@ var Builtins = index(
 	bpf(fn("cpu", long)),
 	bpf(fn("target", long)),
 	bpf(fn("pp", str)),
+	// ppfunc(): the function of pp(), known when the probe is compiled
+	// (PPFunc)
+	bpf(fn("ppfunc", str)),
 	bpf(fn("pn", str)),
 	bpf(fn("probefunc", str)),
 	bpf(fn("user_mode", long)),
@@ -351,4 +355,21 @@ func index(list ...*Builtin) map[string]*Builtin {
 		m[b.Name] = b
 	}
 	return m
+}
+
+// PPFunc is ppfunc() of probe point pp: the function of a function("...")
+// or statement("...") point, without its "@file" part; "" for other
+// points.
+func PPFunc(pp string) string {
+	marker := `function("`
+	if !strings.Contains(pp, marker) {
+		marker = `statement("`
+	}
+	_, rest, ok := strings.Cut(pp, marker)
+	if !ok {
+		return ""
+	}
+	rest, _, _ = strings.Cut(rest, `"`)
+	rest, _, _ = strings.Cut(rest, "@")
+	return rest
 }

@@ -92,7 +92,6 @@ var signatures = []string{
 	"ctime:string(epochsecs:long)",
 	"ctime:string()",
 	// context.stp
-	"ppfunc:string()",
 	"caller:string()",
 	"pnlabel:string()",
 	// source_lines.stp
