@@ -24,6 +24,10 @@ type Function struct {
 	Name string
 	// Module is the module the function belongs to, "" for the kernel.
 	Module string
+	// Shared: several functions have this name (static functions of
+	// different files), which a probe that attaches by name cannot tell
+	// apart: the kernel refuses to choose.
+	Shared bool
 }
 
 // String returns the function's name, with its module in brackets as
@@ -66,19 +70,24 @@ func loadFunctions() ([]*Function, error) {
 
 // ParseFilterFunctions parses tracefs's available_filter_functions: a
 // function a line, a module's in brackets after it. A name the kernel
-// lists twice (two static functions of one name) is kept once.
+// lists twice (two static functions of one name) is kept once, Shared.
 func ParseFilterFunctions(raw []byte) []*Function {
 	var fns []*Function
-	seen := map[Function]bool{}
+	seen := map[Function]*Function{}
 	sc := bufio.NewScanner(bytes.NewReader(raw))
 	for sc.Scan() {
 		name, module, _ := strings.Cut(sc.Text(), " ")
 		module = strings.Trim(module, "[]")
-		f := Function{Name: name, Module: module}
-		if name == "" || seen[f] {
+		key := Function{Name: name, Module: module}
+		if f := seen[key]; f != nil {
+			f.Shared = true
 			continue
 		}
-		seen[f] = true
+		if name == "" {
+			continue
+		}
+		f := key
+		seen[key] = &f
 		fns = append(fns, &f)
 	}
 	return fns

@@ -1,6 +1,7 @@
 package kernel
 
 import (
+	"fmt"
 	"slices"
 	"testing"
 
@@ -66,9 +67,9 @@ func TestParseFilterFunctions(t *testing.T) {
 	fns := ParseFilterFunctions([]byte("vfs_read\nsame\nsame\nnfs_read [nfs]\n\n"))
 	var got []string
 	for _, f := range fns {
-		got = append(got, f.String())
+		got = append(got, fmt.Sprintf("%s %v", f, f.Shared))
 	}
-	if want := []string{"vfs_read", "same", "nfs_read [nfs]"}; !slices.Equal(got, want) {
+	if want := []string{"vfs_read false", "same true", "nfs_read [nfs] false"}; !slices.Equal(got, want) {
 		t.Errorf("got %q, want %q", got, want)
 	}
 }

@@ -102,6 +102,10 @@ func expandKernelFunction(k KernelInfo, p *Point) ([]*Point, error) {
 	if err != nil {
 		return nil, err
 	}
+	matched, shared := unshared(matched)
+	if len(matched) == 0 {
+		return nil, errorf("every kernel function %q matches shares its name with another (static functions of different files): bpftap attaches by name and cannot tell them apart", pattern.Value)
+	}
 	call := kernelFunctionCall{ret: hasComponent(p, "return")}
 	if p.Components[0].Name == "kprobe" {
 		call.kprobes = "kprobe.function: registers wanted"
@@ -140,7 +144,26 @@ func expandKernelFunction(k KernelInfo, p *Point) ([]*Point, error) {
 		out = append(out, q)
 	}
 	out[0].Plan = fmt.Sprintf("%s: %d function(s): %s", p.Name(), len(out), strings.Join(plans, "; "))
+	if len(shared) > 0 {
+		out[0].Plan += fmt.Sprintf("; left out %d whose names several functions share, which the kernel cannot attach by name: %s",
+			len(shared), strings.Join(shared[:min(len(shared), 4)], ", "))
+	}
 	return out, nil
+}
+
+// unshared splits a wildcard's functions into those a probe can attach to
+// by name and the names of those it cannot (Function.Shared).
+func unshared(fns []*kernel.Function) ([]*kernel.Function, []string) {
+	var keep []*kernel.Function
+	var shared []string
+	for _, fn := range fns {
+		if fn.Shared {
+			shared = append(shared, fn.String())
+		} else {
+			keep = append(keep, fn)
+		}
+	}
+	return keep, shared
 }
 
 // kernelFunctionEntry is the Entry the @entry of return point q pairs

@@ -30,7 +30,7 @@ func (k *Kernel) ModuleBTF(name string) (*kernel.BTF, error) {
 
 // Functions lists a few functions, none of which the fake BTF describes.
 func (k *Kernel) Functions() ([]*kernel.Function, error) {
-	return kernel.ParseFilterFunctions([]byte("vfs_read\nvfs_write\nnfs_read [nfs]\n")), nil
+	return kernel.ParseFilterFunctions([]byte("vfs_read\nvfs_write\nnfs_read [nfs]\nstatic_twin\nstatic_twin\n")), nil
 }
 
 // EventFields gives the classic events of the fake kernel the fields of a
