@@ -42,15 +42,19 @@ func (s *session) execute(prog *sema.Program, ks *kernelside.Session, limits tap
 		defer s.keysAsTyped()()
 	}
 	in.Begin()
-	if err := s.attach(ks, in); err != nil {
+	attachErr := s.attach(ks, in)
+	if attachErr != nil {
 		in.KernelExit()
-		fmt.Fprintln(s.stderr, err)
+		fmt.Fprintln(s.stderr, attachErr)
 	} else if err := target.release(cancel); err != nil {
 		fmt.Fprintf(s.stderr, "ERROR: %v\n", err)
 	}
 	in.Run(ctx)
 	s.stopKernel(ks, in)
 	status := in.End()
+	if attachErr != nil { // the end probes ran, as stap's do, but the run failed
+		status = 1
+	}
 	if s.opts.Timing {
 		printHitReport(out, prog, ks, in)
 	}
