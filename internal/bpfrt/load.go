@@ -286,6 +286,8 @@ func progLoad(attr *progLoadAttr, level uint32) (int, string, error) {
 			// A signal (the Go runtime's preemption, for one) interrupted
 			// the verifier: load again, as libbpf and cilium/ebpf do.
 			continue
+		case errno == unix.EMFILE || errno == unix.ENFILE:
+			return -1, "", errno // no descriptor: verifying again would not help
 		case level == 0 && errno != unix.EPERM:
 			level = 1
 		case errno == unix.ENOSPC && size < maxLogSize/4:
@@ -312,6 +314,10 @@ func loadError(spec *ProgramSpec, insns []byte, log string, err error) error {
 			return fmt.Errorf("probe program %s: the kernel refuses to load %s programs, though bpftap has the privileges BPF needs: %w", spec.Name, spec.Attach.Kind, err)
 		}
 		return fmt.Errorf("probe program %s: %w (%v)", spec.Name, ErrPermission, err)
+	}
+	if errors.Is(err, unix.EMFILE) || errors.Is(err, unix.ENFILE) {
+		// no verdict: the kernel had no descriptor to give the program
+		return fmt.Errorf("probe program %s: %w (each program, map and link takes a file descriptor: see ulimit -n)", spec.Name, err)
 	}
 	return &VerifierError{Err: err, Log: log, Insn: failedInsn(spec.Instructions, log)}
 }

@@ -249,7 +249,8 @@ func (s *Session) Load() error {
 		if errors.As(err, &ke) {
 			return ke
 		}
-		return fmt.Errorf("ERROR: probe %s: %w", s.progs[i].Probe.Name, err)
+		p := s.progs[i].Probe
+		return &Error{Pos: p.Point.Position(), Msg: fmt.Sprintf("cannot load probe %s: %v", p.Name, err)}
 	}
 	return nil
 }
