@@ -152,9 +152,6 @@ func (c *Context) Var(x *syntax.TargetVar) (*Access, *ContextError) {
 		return nil, ctxErr(-1, "unable to find marker argument '%s' (alternatives: %s)", x.Name, strings.Join(c.names(), ", "))
 	case (!ok || strings.HasPrefix(x.Name, "$$")) && c.Attach.User && c.Attach.Func != nil:
 		return nil, ctxErr(-1, "cannot resolve context variable '%s': bpftap reads no DWARF debuginfo, so a function probe has only $return (in .return probes); read arguments with int_arg(N), long_arg(N), pointer_arg(N) and the like", x.Name)
-	case (!ok || strings.HasPrefix(x.Name, "$$")) && c.Attach.Func != nil && c.Attach.Func.Return != nil && !c.Attach.User && c.Attach.Func.Words == 0:
-		return nil, ctxErr(-1, "unable to find parameter '%s' of %s in a return probe on a kretprobe, where only $return is known: read it with @entry(%s) (alternatives: %s)",
-			x.Name, c.Attach.Func.Name, x.Name, strings.Join(c.names(), ", "))
 	case (!ok || strings.HasPrefix(x.Name, "$$")) && c.Attach.Func != nil:
 		return nil, ctxErr(-1, "unable to find parameter '%s' of %s (alternatives: %s)", x.Name, c.Attach.Func.Name, strings.Join(c.names(), ", "))
 	case !ok || strings.HasPrefix(x.Name, "$$"):
