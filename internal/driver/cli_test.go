@@ -33,6 +33,8 @@ import (
 //	cmp stdout FILE          stdout equals the archive's FILE exactly (also stderr)
 //	interrupt DURATION       the next exec receives SIGINT after DURATION
 //	signal NAME DURATION     the next exec receives SIGNAME (KILL, TERM, ...) after DURATION
+//	signal NAME on REGEXP    ... as soon as its stderr matches REGEXP (a point in its run,
+//	                         where a delay would depend on the machine's speed)
 //	sleep DURATION           wait
 //	exists FILE              FILE exists in the working directory (prefix `!` for absent)
 //
@@ -94,8 +96,9 @@ type cliScript struct {
 	line           int
 	stdout, stderr string
 	status         int
-	signal         syscall.Signal // sent to the next exec after delay
+	signal         syscall.Signal // sent to the next exec after delay, or once its stderr matches signalOn
 	delay          time.Duration
+	signalOn       *regexp.Regexp
 }
 
 func (s *cliScript) fatalf(format string, args ...any) {
@@ -134,9 +137,13 @@ func (s *cliScript) command(line string) {
 	case "interrupt":
 		s.signal, s.delay = syscall.SIGINT, s.duration(words[1])
 	case "signal":
-		s.signal, s.delay = unix.SignalNum("SIG"+words[1]), s.duration(words[2])
-		if s.signal == 0 {
+		if s.signal = unix.SignalNum("SIG" + words[1]); s.signal == 0 {
 			s.fatalf("unknown signal %q", words[1])
+		}
+		if words[2] == "on" {
+			s.signalOn = s.regexp(strings.Join(words[3:], " "))
+		} else {
+			s.delay = s.duration(words[2])
 		}
 	case "sleep":
 		time.Sleep(s.duration(words[1]))
@@ -172,16 +179,22 @@ func (s *cliScript) exec(args []string, wantFailure bool) {
 	cmd := exec.CommandContext(ctx, prog, args[1:]...)
 	cmd.Dir = s.dir
 	cmd.Env = append(os.Environ(), "BPFTAP="+s.bin)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	var stdout bytes.Buffer
+	stderr := &watchedBuffer{}
+	cmd.Stdout, cmd.Stderr = &stdout, stderr
 	if err := cmd.Start(); err != nil {
 		s.fatalf("%v", err)
 	}
 	if s.signal != 0 {
 		sig := s.signal
-		timer := time.AfterFunc(s.delay, func() { cmd.Process.Signal(sig) })
-		defer timer.Stop()
-		s.signal = 0
+		send := func() { cmd.Process.Signal(sig) }
+		if s.signalOn != nil {
+			stderr.watch(s.signalOn, send)
+		} else {
+			timer := time.AfterFunc(s.delay, send)
+			defer timer.Stop()
+		}
+		s.signal, s.signalOn = 0, nil
 	}
 	err := cmd.Wait()
 	s.stdout, s.stderr, s.status = stdout.String(), stderr.String(), 0
@@ -197,12 +210,54 @@ func (s *cliScript) exec(args []string, wantFailure bool) {
 	}
 }
 
-func (s *cliScript) match(stream, pattern string, negate bool) {
-	s.t.Helper()
+func (s *cliScript) regexp(pattern string) *regexp.Regexp {
 	re, err := regexp.Compile("(?m)" + pattern)
 	if err != nil {
 		s.fatalf("bad regexp: %v", err)
 	}
+	return re
+}
+
+// watchedBuffer is a command's stderr that calls a function the first time its
+// text matches a regexp.
+type watchedBuffer struct {
+	mu   sync.Mutex
+	buf  bytes.Buffer
+	re   *regexp.Regexp
+	call func()
+}
+
+func (w *watchedBuffer) watch(re *regexp.Regexp, call func()) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.re, w.call = re, call
+	w.check()
+}
+
+func (w *watchedBuffer) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	n, err := w.buf.Write(p)
+	w.check()
+	return n, err
+}
+
+func (w *watchedBuffer) check() {
+	if w.re != nil && w.re.Match(w.buf.Bytes()) {
+		w.call()
+		w.re = nil
+	}
+}
+
+func (w *watchedBuffer) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.buf.String()
+}
+
+func (s *cliScript) match(stream, pattern string, negate bool) {
+	s.t.Helper()
+	re := s.regexp(pattern)
 	text := s.stdout
 	if stream == "stderr" {
 		text = s.stderr
