@@ -120,6 +120,11 @@ func expandKernelFunction(k KernelInfo, p *Point) ([]*Point, error) {
 	case call.kprobes == "":
 		call.kprobes = fmt.Sprintf("%d functions and no kprobe_multi: a kprobe detaches in milliseconds, a trampoline waits for the kernel to rebuild it", len(matched))
 	}
+	// The entries a set's returns pair with share a link of their own.
+	var entrySet *attach.Set
+	if call.set != nil && call.ret {
+		entrySet = &attach.Set{}
+	}
 	var out []*Point
 	var plans []string
 	for _, fn := range matched {
@@ -135,7 +140,7 @@ func expandKernelFunction(k KernelInfo, p *Point) ([]*Point, error) {
 		q.Context = &Context{kernel: k, Attach: a}
 		if call.ret {
 			entry := call
-			entry.ret, entry.set = false, nil
+			entry.ret, entry.set = false, entrySet
 			q.Context.entry = func() *Entry { return kernelFunctionEntry(k, q, entry) }
 		}
 		if len(plans) < 3 {

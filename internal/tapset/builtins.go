@@ -261,6 +261,11 @@ var Builtins = index(
 	bpf(fn("probefunc", str)),
 	bpf(fn("user_mode", long)),
 	bpf(fn("addr", long)),
+	// __func_addr(): the probed kernel function's address, at its entry
+	// and its return alike (bpf_get_func_ip; addr() of a kretprobe is
+	// where the function returns to): the key of a wildcard's @entry
+	// values (sema/entry.go)
+	kernelOnly(fn("__func_addr", long)),
 	bpf(fn("uaddr", long)),
 	bpf(fn("caller_addr", long)),
 	// stacks (bpfgen/stacks.go): taken in kernel probes only, symbolized
