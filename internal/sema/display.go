@@ -36,6 +36,12 @@ func (u *useWalker) walk(n syntax.Node, inUse bool) {
 	syntax.Walk(n, func(c syntax.Node) bool { return u.visit(c, inUse) })
 }
 
+func (u *useWalker) walkAll(inUse bool, nodes ...syntax.Node) {
+	for _, n := range nodes {
+		u.walk(n, inUse)
+	}
+}
+
 // visit marks what n uses and reports whether its children are to be
 // walked in the same context.
 func (u *useWalker) visit(n syntax.Node, inUse bool) bool {
@@ -56,27 +62,22 @@ func (u *useWalker) visit(n syntax.Node, inUse bool) bool {
 		u.target(n.Target, true)
 	case *syntax.IfStmt:
 		u.walk(n.Cond, true)
-		u.walk(n.Then, false)
-		u.walk(n.Else, false)
+		u.walkAll(false, n.Then, n.Else)
 	case *syntax.WhileStmt: // stap parses it as a for
 		u.walk(n.Cond, true)
 		u.walk(n.Body, false)
 	case *syntax.ForStmt:
-		u.walk(n.Init, false)
 		u.walk(n.Cond, true)
-		u.walk(n.Post, false)
-		u.walk(n.Body, false)
+		u.walkAll(false, n.Init, n.Post, n.Body)
 	case *syntax.ForeachStmt: // its keys and value are written only
-		u.walk(n.Array, true)
+		u.walkAll(true, n.Array, n.Limit)
 		for _, x := range n.Slice {
 			u.walk(x, true)
 		}
-		u.walk(n.Limit, true)
 		u.walk(n.Body, false)
 	case *syntax.Ternary:
 		u.walk(n.Cond, true)
-		u.walk(n.Then, inUse)
-		u.walk(n.Else, inUse)
+		u.walkAll(inUse, n.Then, n.Else)
 	case *syntax.Index:
 		u.walk(n.Array, inUse)
 		u.keys(n)
