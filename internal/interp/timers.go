@@ -79,6 +79,13 @@ func (in *Interp) runTimers(ctx context.Context, probes []*sema.Probe) {
 // wait sleeps until due expires (forever when there is no timer); it reports
 // false when the session stops first.
 func (in *Interp) wait(ctx context.Context, due *timer) bool {
+	select { // a timer fallen behind is due at once: the stop comes first
+	case <-ctx.Done():
+		return false
+	case <-in.done:
+		return false
+	default:
+	}
 	var wake <-chan time.Time
 	if due != nil {
 		w := time.NewTimer(time.Until(due.next))

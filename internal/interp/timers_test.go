@@ -44,12 +44,11 @@ probe end { println(n) }`
 	in.Begin()
 	ctx, cancel := context.WithTimeout(t.Context(), time.Second)
 	defer cancel()
-	start := time.Now()
 	in.Run(ctx)
-	periods := int(time.Since(start) / period)
+	periods := int(time.Second / period) // due before the run's end
 	in.End()
 	fired, err := strconv.Atoi(strings.TrimSpace(stdout.String()))
-	if err != nil || fired < periods-25 || fired > periods {
+	if err != nil || fired < periods-50 || fired > periods {
 		t.Errorf("timer.ms(2) fired %q times in %d periods under load", stdout.String(), periods)
 	}
 }
