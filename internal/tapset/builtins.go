@@ -298,6 +298,9 @@ var Builtins = index(
 	inProcess(fn("sprint_ustack", str, s("stk"))),
 	// __ustack_lines(stk): print_ustack's text
 	text(inProcess(fn("__ustack_lines", str, s("stk")))),
+	inProcess(fn("sprint_usyms", str, s("callers"))),
+	// __usyms_lines(callers): print_usyms's text
+	text(inProcess(fn("__usyms_lines", str, s("callers")))),
 	fn("is_return", long),
 	bpf(fn("mem_page_size", long)),
 	fn("stp_pid", long),
