@@ -47,7 +47,7 @@ func (s *session) execute(prog *sema.Program, ks *kernelside.Session, limits tap
 		in.KernelExit()
 		fmt.Fprintln(s.stderr, attachErr)
 	} else if err := target.release(cancel); err != nil {
-		fmt.Fprintf(s.stderr, "ERROR: %v\n", err)
+		fmt.Fprintln(s.stderr, err)
 	}
 	in.Run(ctx)
 	s.stopKernel(ks, in)
