@@ -23,6 +23,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -48,17 +49,18 @@ func main() {
 	dir := flag.String("dir", "/usr/share/systemtap/examples", "the examples")
 	kernels := flag.String("kernels", "6.1,6.12", "guest kernels, by name (empty: none)")
 	guestAll := flag.Bool("guest-all", false, "run every example in the guests, not only those that fail on this host")
-	match := flag.String("match", "", "only the examples whose DIR/NAME contains this")
+	onHost := flag.Bool("host", true, "run the examples on this host (false: in the guests only, every example)")
+	match := flag.String("match", "", "only the examples whose DIR/NAME this regular expression matches")
 	timeout := flag.Duration("timeout", 60*time.Second, "bound on one command")
 	out := flag.String("o", "", "write the report here too")
 	flag.Parse()
-	if err := sweep(*dir, *kernels, *match, *guestAll, *timeout, *out); err != nil {
+	if err := sweep(*dir, *kernels, *match, *guestAll || !*onHost, *onHost, *timeout, *out); err != nil {
 		fmt.Fprintln(os.Stderr, "examples:", err)
 		os.Exit(1)
 	}
 }
 
-func sweep(dir, kernels, match string, guestAll bool, timeout time.Duration, out string) error {
+func sweep(dir, kernels, match string, guestAll, onHost bool, timeout time.Duration, out string) error {
 	cmds, err := commands(dir, match)
 	if err != nil {
 		return err
@@ -80,15 +82,19 @@ func sweep(dir, kernels, match string, guestAll bool, timeout time.Duration, out
 	if err := os.WriteFile(script, []byte(runScript(cmds, timeout)), 0o755); err != nil {
 		return err
 	}
-	fmt.Fprintf(os.Stderr, "examples: %d commands on this host\n", len(cmds))
-	host, err := runHost(script, dir, bin)
-	if err != nil {
-		return err
+	var places []string
+	results := map[string]map[string]outcome{}
+	if onHost {
+		fmt.Fprintf(os.Stderr, "examples: %d commands on this host\n", len(cmds))
+		host, err := runHost(script, dir, bin)
+		if err != nil {
+			return err
+		}
+		places, results["this host"] = append(places, "this host"), host
 	}
-	places := []string{"this host"}
-	results := map[string]map[string]outcome{"this host": host}
 	guestCmds := cmds
 	if !guestAll {
+		host := results["this host"]
 		guestCmds = slices.DeleteFunc(slices.Clone(cmds), func(c command) bool { return passed(host, c.example) })
 	}
 	if kernels != "" && len(guestCmds) > 0 {
@@ -116,6 +122,10 @@ func sweep(dir, kernels, match string, guestAll bool, timeout time.Duration, out
 
 // commands reads the test commands of every example's .meta file.
 func commands(dir, match string) ([]command, error) {
+	re, err := regexp.Compile(match)
+	if err != nil {
+		return nil, err
+	}
 	metas, err := filepath.Glob(filepath.Join(dir, "*", "*.meta"))
 	if err != nil || len(metas) == 0 {
 		return nil, fmt.Errorf("no examples in %s (apt-get install systemtap-doc)", dir)
@@ -124,7 +134,7 @@ func commands(dir, match string) ([]command, error) {
 	var cmds []command
 	for _, meta := range metas {
 		rel, _ := filepath.Rel(dir, strings.TrimSuffix(meta, ".meta"))
-		if !strings.Contains(rel, match) {
+		if !re.MatchString(rel) {
 			continue
 		}
 		data, err := os.ReadFile(meta)
