@@ -50,9 +50,6 @@ var controlBuiltins = map[string]builtinFunc{
 		}
 		panic(&runError{Msg: args[0].Str, At: at})
 	},
-	"__input_chunk": func(cc *callContext, _ []Value) Value {
-		return str(cc.in.inputChunk)
-	},
 	"warn": func(cc *callContext, args []Value) Value {
 		cc.in.warn(args[0].Str)
 		return Value{}

@@ -346,7 +346,12 @@ func (in *Interp) assign(e *syntax.Assign) Value {
 		if e.Op != "=" {
 			old = in.load(lhs)
 		}
-		x := in.combine(e, old, rhs)
+		var x Value
+		if e.Op == ".=" && in.isValue(lhs.Var) {
+			x = Value{Str: in.appendValue(old.Str, rhs.Str)}
+		} else {
+			x = in.combine(e, old, rhs)
+		}
 		in.store(lhs, x)
 		return x
 	case *syntax.Index:

@@ -185,7 +185,10 @@ type Interp struct {
 
 	// per-session builtin state
 	tokenizeState tokenizer
-	inputChunk    string // the byte of stdin the input probes run for
+	// procfsValue is $value as a procfs probe starts and ends, valueBuf
+	// the bytes of the last string appended to it (procfs.go).
+	procfsValue string
+	valueBuf    []byte
 	match         matchState
 }
 

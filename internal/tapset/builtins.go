@@ -328,9 +328,6 @@ var Builtins = index(
 	bpf(fn("user_string_quoted", str, l("addr"))),
 	fn("user_string_n_quoted", str, l("addr"), l("n")),
 	bpf(fn("kernel_string2", str, l("addr"), s("err_msg"))),
-	// __input_chunk(): what the running procfs("__stdin").write probe was
-	// given, one byte of standard input (tapset/input.stp)
-	fn("__input_chunk", str),
 	// system
 	effects(fn("system", none, s("cmd"))),
 	effects(fn("switch_file", none)),
