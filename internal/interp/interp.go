@@ -189,7 +189,7 @@ type Interp struct {
 	// the bytes of the last string appended to it (procfs.go).
 	procfsValue string
 	valueBuf    []byte
-	match         matchState
+	match       matchState
 }
 
 // New prepares a session for prog. It fails when the program uses something
