@@ -10,9 +10,12 @@
 //
 // Each file has a goroutine. For a read file it opens the FIFO for
 // writing, which blocks until a reader opens it, runs the read probe,
-// writes the value, closes, and then waits for the reader to close its
-// end (an open for writing without blocking fails with ENXIO once nobody
-// reads) so that the next value is never appended to the same read. For a
+// writes the value, closes, and pauses (readerPause) before it opens the
+// FIFO again: the reader sees the end of the file when it reads with no
+// writer left, and a writer back at once could give it a second value.
+// (A new reader meanwhile just waits in its open; probing for the old
+// reader with an open that does not block would end the new one's read
+// empty.) A reader that keeps the FIFO open gets a value a pause. For a
 // write file it opens the FIFO for reading, which blocks until a writer
 // opens it, reads to the end (at most MaxWrite bytes are kept), and runs
 // the write probes. Stop wakes every goroutine by opening its FIFO for
@@ -47,9 +50,9 @@ type Session interface {
 // gives it MAXSTRINGLEN-1 of them; the rest is read and dropped).
 const MaxWrite = 1 << 16
 
-// readerGone bounds the wait for a reader to close its end of a read
-// file's FIFO (one that keeps it open gets nothing more meanwhile).
-const readerGone = 200 * time.Millisecond
+// readerPause is how long a read file waits after a read before it
+// serves the next one.
+const readerPause = 20 * time.Millisecond
 
 // moduleName is what a module name (-m) may be, as stap requires.
 var moduleName = regexp.MustCompile(`^[A-Za-z0-9_]+$`)
@@ -142,7 +145,7 @@ func (srv *Server) serveRead(f *interp.ProcfsFile) {
 		}
 	}
 	unix.Close(fd)
-	waitReaderGone(path)
+	time.Sleep(readerPause)
 }
 
 // serveWrite takes one write of f.
@@ -176,17 +179,6 @@ func writeAll(fd int, s string) {
 			return // the reader left (EPIPE)
 		}
 		b = b[max(n, 0):]
-	}
-}
-
-// waitReaderGone waits until nobody has path open for reading.
-func waitReaderGone(path string) {
-	for deadline := time.Now().Add(readerGone); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
-		fd, err := unix.Open(path, unix.O_WRONLY|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
-		if err != nil {
-			return // ENXIO: no reader
-		}
-		unix.Close(fd)
 	}
 }
 
