@@ -58,7 +58,7 @@ func (e *elab) checkProcfsFiles() {
 		if q := other[f.Name]; q != nil {
 			e.rep.errorAt("procfs", p.Point.Components[0], fmt.Sprintf("procfs file %q has both read and write probes (the other at %s): bpftap serves it as a FIFO, which is either read or written, as SystemTap's BPF runtime does", f.Name, q.Point.Pos))
 		} else if q := mine[f.Name]; q != nil && !f.Write {
-			e.rep.errorAt("procfs", p.Point.Components[0], fmt.Sprintf("procfs file %q has two read probes (the other at %s)", f.Name, q.Point.Pos))
+			e.rep.errorAt("procfs", p.Point.Components[0], fmt.Sprintf("only one read procfs probe can exist for procfs path %q (the other at %s)", f.Name, q.Point.Pos))
 		}
 		if mine[f.Name] == nil {
 			mine[f.Name] = p
