@@ -88,6 +88,10 @@ func (s *session) serveProcfs(in *interp.Interp) (stop func(), err error) {
 		}
 		stops = nil
 	}
+	if s.begun != nil {
+		s.begun(in)
+		return stop, nil
+	}
 	if len(files) == 0 {
 		return stop, nil
 	}
