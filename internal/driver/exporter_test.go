@@ -1,0 +1,225 @@
+package driver
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/bpftap/bpftap/internal/exporter"
+)
+
+// errnoScript is Debian's errno.stp kept to the test's own workload (a
+// copy of ls named bpftapls), so that other work on the machine never
+// pushes its series out of the 20 kept.
+const errnoScript = `global errors, prom_arr
+probe syscall_any.return {
+	if (retval < 0 && execname() == "bpftapls")
+		errors[pid(), retval, name] <<< 1
+}
+probe prometheus {
+	foreach ([p, errno, name] in errors- limit 20)
+		prom_arr[p, errno, name] = @count(errors[p, errno, name])
+	@prometheus_dump_array3(prom_arr, "syscall_error_count", "pid", "errno", "name")
+	delete prom_arr
+}
+`
+
+// TestExporterPrometheus runs the exporter in-process on loopback, a
+// workload that fails to list /nonexistent three times, and Debian's
+// Prometheus scraping the exporter: Prometheus's HTTP API returns the
+// series with errno -2 (ENOENT) the exporter serves, no more, no less. An unknown
+// script is 404. Prometheus absent, the test is skipped, unless
+// BPFTAP_REQUIRE_PROMETHEUS is set (CI installs it).
+func TestExporterPrometheus(t *testing.T) {
+	requireBPF(t)
+	promBin, err := exec.LookPath("prometheus")
+	if err != nil {
+		if os.Getenv("BPFTAP_REQUIRE_PROMETHEUS") != "" {
+			t.Fatal("prometheus is not installed (apt-get install prometheus)")
+		}
+		t.Skip("prometheus is not installed (apt-get install prometheus)")
+	}
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "errno.stp"), []byte(errnoScript), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	base := serveExporter(t, ctx, dir)
+	if status, _, _ := get(t, base+"/nosuch.stp"); status != http.StatusNotFound {
+		t.Errorf("unknown script: status %d, want 404", status)
+	}
+	status, header, _ := get(t, base+"/errno.stp") // starts the script
+	if status != http.StatusOK || header.Get("Content-Type") != exporter.ContentType {
+		t.Fatalf("errno.stp: status %d, Content-Type %q", status, header.Get("Content-Type"))
+	}
+	failToList(t, dir, 3)
+	_, _, text := get(t, base+"/errno.stp")
+	served := servedSeries(text, `errno="-2"`)
+	if len(served) == 0 {
+		t.Fatalf("the exporter serves no series with errno -2:\n%s", text)
+	}
+	api := runPrometheus(t, ctx, promBin, dir, strings.TrimPrefix(base, "http://"))
+	var fromProm []string
+	for deadline := time.Now().Add(60 * time.Second); !slices.Equal(fromProm, served); time.Sleep(500 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("after 60 s, Prometheus has\n%s\nthe exporter serves\n%s", strings.Join(fromProm, "\n"), strings.Join(served, "\n"))
+		}
+		fromProm = querySeries(t, api, `syscall_error_count{errno="-2",job="bpftap"}`)
+	}
+	t.Logf("Prometheus has the %d series with errno -2 the exporter serves, such as %s", len(fromProm), fromProm[0])
+}
+
+// serveExporter serves the scripts of dir on a loopback port until ctx is
+// done and returns its base URL.
+func serveExporter(t *testing.T, ctx context.Context, dir string) string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	x := exporter.New(ctx, exporter.Config{Dir: dir}, runScript, &testLog{t})
+	srv := &http.Server{Handler: x}
+	go srv.Serve(l)
+	t.Cleanup(func() { srv.Close(); x.Wait() })
+	return "http://" + l.Addr().String()
+}
+
+// testLog sends the scripts' output to the test's log.
+type testLog struct{ t *testing.T }
+
+func (l *testLog) Write(b []byte) (int, error) {
+	l.t.Log(strings.TrimSuffix(string(b), "\n"))
+	return len(b), nil
+}
+
+// failToList runs bpftapls /nonexistent n times.
+func failToList(t *testing.T, dir string, n int) {
+	ls := filepath.Join(dir, "bpftapls")
+	data, err := os.ReadFile("/bin/ls")
+	if err == nil {
+		err = os.WriteFile(ls, data, 0o755)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range n {
+		if exec.Command(ls, "/nonexistent").Run() == nil {
+			t.Fatal("bpftapls /nonexistent succeeded")
+		}
+	}
+}
+
+func get(t *testing.T, u string) (int, http.Header, string) {
+	resp, err := http.Get(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, resp.Header, string(body)
+}
+
+// runPrometheus starts Prometheus on loopback scraping the exporter's
+// errno.stp every second, and returns its API's base URL once it is ready.
+func runPrometheus(t *testing.T, ctx context.Context, bin, dir, target string) string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	config := filepath.Join(dir, "prometheus.yml")
+	os.WriteFile(config, []byte(fmt.Sprintf(`global:
+  scrape_interval: 1s
+scrape_configs:
+  - job_name: bpftap
+    metrics_path: /errno.stp
+    static_configs:
+      - targets: ['%s']
+`, target)), 0o644)
+	cmd := exec.CommandContext(ctx, bin, "--config.file="+config, "--storage.tsdb.path="+filepath.Join(dir, "data"),
+		"--web.listen-address="+addr)
+	if testing.Verbose() {
+		cmd.Stderr = os.Stderr
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	base := "http://" + addr
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+		if resp, err := http.Get(base + "/-/ready"); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return base
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("Prometheus not ready after 30 s")
+		}
+	}
+}
+
+// querySeries asks Prometheus's API for query and returns its series,
+// name and labels as the exposition format writes them, sorted, without
+// the labels Prometheus adds (job, instance).
+func querySeries(t *testing.T, api, query string) []string {
+	_, _, body := get(t, api+"/api/v1/query?query="+url.QueryEscape(query))
+	var answer struct {
+		Status string
+		Data   struct {
+			Result []struct{ Metric map[string]string }
+		}
+	}
+	if err := json.Unmarshal([]byte(body), &answer); err != nil || answer.Status != "success" {
+		t.Fatalf("query %s: %v: %s", query, err, body)
+	}
+	var series []string
+	for _, r := range answer.Data.Result {
+		var labels []string
+		for k, v := range r.Metric {
+			if k != "__name__" && k != "job" && k != "instance" {
+				labels = append(labels, fmt.Sprintf("%s=%q", k, v))
+			}
+		}
+		slices.Sort(labels)
+		series = append(series, fmt.Sprintf("%s{%s}", r.Metric["__name__"], strings.Join(labels, ",")))
+	}
+	slices.Sort(series)
+	return series
+}
+
+var sampleLine = regexp.MustCompile(`^(\w+)\{(.*)\} (\S+)$`)
+
+// servedSeries returns the series of an exposition that have label,
+// sorted, as querySeries writes them (the values are left out: the exporter counts on after
+// Prometheus's last scrape).
+func servedSeries(text, label string) []string {
+	var series []string
+	for _, line := range strings.Split(text, "\n") {
+		m := sampleLine.FindStringSubmatch(line)
+		if m == nil {
+			continue
+		}
+		labels := strings.Split(m[2], ",")
+		if !slices.Contains(labels, label) {
+			continue
+		}
+		slices.Sort(labels)
+		series = append(series, fmt.Sprintf("%s{%s}", m[1], strings.Join(labels, ",")))
+	}
+	slices.Sort(series)
+	return series
+}
