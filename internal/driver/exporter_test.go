@@ -1,6 +1,7 @@
 package driver
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -14,6 +15,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -222,4 +224,85 @@ func servedSeries(text, label string) []string {
 	}
 	slices.Sort(series)
 	return series
+}
+
+// TestExporterScripts checks the exporter's handling of scripts (user-side
+// ones: no BPF needed): the first request starts a script and is answered
+// once its begin probe ran; an autostart script runs before any request
+// and starts again when it ends; an idle script stops after the keepalive
+// and starts again on the next request; a script that fails to compile,
+// or has no prometheus probe, is a 500 that leaves the others running.
+func TestExporterScripts(t *testing.T) {
+	dir := t.TempDir()
+	scripts := map[string]string{
+		// the first request waits for the compilation and begin (a read
+		// probe does not run before: it would be a 503)
+		"slow.stp": `global ready, scrapes
+probe begin { ready = 1 }
+probe prometheus { scrapes++; $value = sprintf("ready %d\nscrapes %d\n", ready, scrapes) }`,
+		// runs 300 ms at a time, and is started again each time it ends
+		"tick_autostart.stp": `global starts
+probe begin { printf("started\n") }
+probe timer.ms(300) { exit() }
+probe prometheus { $value = "up 1\n" }`,
+		"broken.stp": `probe begin { x = }`,
+		"noprom.stp": "global n\nprobe timer.s(100) { n++ }",
+		"notes.txt":  "not a script",
+	}
+	for name, text := range scripts {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	log := &lockedBuffer{}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	x := exporter.New(ctx, exporter.Config{Dir: dir, KeepAlive: time.Second}, runScript, log)
+	srv := &http.Server{Handler: x}
+	go srv.Serve(l)
+	defer func() { cancel(); srv.Close(); x.Wait() }()
+	base := "http://" + l.Addr().String()
+
+	want := func(path string, status int, body string) {
+		t.Helper()
+		got, _, text := get(t, base+path)
+		if got != status || !strings.Contains(text, body) {
+			t.Errorf("GET %s: %d %q, want %d and %q", path, got, text, status, body)
+		}
+	}
+	want("/slow.stp", 200, "ready 1\nscrapes 1\n")
+	want("/slow.stp", 200, "scrapes 2\n")
+	want("/broken.stp", 500, "parse error")
+	want("/noprom.stp", 500, "the script has no probe prometheus")
+	want("/notes.txt", 404, "")
+	want("/../slow.stp", 404, "")
+	want("/slow.stp", 200, "scrapes 3\n")
+	time.Sleep(2500 * time.Millisecond) // slow.stp idles out; tick_autostart.stp restarts
+	if n := strings.Count(log.String(), "tick_autostart.stp: started\n"); n < 2 {
+		t.Errorf("tick_autostart.stp started %d times in 2.5 s, want 2 or more:\n%s", n, log.String())
+	}
+	want("/slow.stp", 200, "ready 1\nscrapes 1\n") // a new run
+	want("/tick_autostart.stp", 200, "up 1\n")
+}
+
+// lockedBuffer is a log the test reads while scripts write it.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
