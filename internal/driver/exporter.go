@@ -16,9 +16,10 @@ import (
 // and whose procfs files are not served as FIFOs: the exporter reads the
 // prometheus probe's in-process.
 
-// runScript runs the script at path for the exporter.
-func runScript(ctx context.Context, path string, log io.Writer, ready func(exporter.Session)) int {
-	opts, err := parseArgs([]string{path})
+// runScript runs the script at path for the exporter, with the stap
+// options args.
+func runScript(ctx context.Context, path string, args []string, log io.Writer, ready func(exporter.Session)) int {
+	opts, err := parseArgs(append(append([]string(nil), args...), path))
 	if err != nil {
 		io.WriteString(log, err.Error()+"\n")
 		return 1

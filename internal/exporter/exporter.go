@@ -48,10 +48,11 @@ type Session interface {
 	Prometheus() (text string, ok bool, err error)
 }
 
-// Runner compiles and runs the script at path until ctx is done or the
-// script ends, calling ready once its begin probes have run; its output
-// and diagnostics go to log. It returns the script's exit status.
-type Runner func(ctx context.Context, path string, log io.Writer, ready func(Session)) int
+// Runner compiles and runs the script at path with the stap options
+// opts until ctx is done or the script ends, calling ready once its begin
+// probes have run; its output and diagnostics go to log. It returns the
+// script's exit status.
+type Runner func(ctx context.Context, path string, opts []string, log io.Writer, ready func(Session)) int
 
 // ContentType is the Prometheus text format's.
 const ContentType = "text/plain; version=0.0.4"
@@ -70,6 +71,9 @@ type Config struct {
 	Dir       string        // -s DIR
 	KeepAlive time.Duration // -k SECONDS, 0: scripts run until the exporter stops
 	Addr      string        // -a ADDR, the address listened on (all by default, as stap-exporter)
+	// Options are the stap options every script runs with (what follows
+	// `--`: -D MAXACTION=N for a table of 10,000 series, say).
+	Options []string
 }
 
 // Main runs `bpftap exporter ARGS`.
@@ -116,11 +120,12 @@ func parseFlags(args []string, stderr io.Writer) (Config, error) {
 	if err := fs.Parse(args); err != nil {
 		return cfg, err
 	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "bpftap exporter: unexpected argument %q\n", fs.Arg(0))
+	if fs.NArg() > 0 && args[len(args)-fs.NArg()-1] != "--" {
+		fmt.Fprintf(stderr, "bpftap exporter: unexpected argument %q (stap options for the scripts follow --)\n", fs.Arg(0))
 		fs.Usage()
 		return cfg, fmt.Errorf("usage")
 	}
+	cfg.Options = fs.Args()
 	cfg.KeepAlive = time.Duration(*keep) * time.Second
 	return cfg, nil
 }

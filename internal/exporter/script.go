@@ -62,7 +62,7 @@ func (s *script) execute(x *Exporter, ctx context.Context, r *run) {
 			r.once.Do(func() { close(r.begun) })
 			close(r.ended)
 		}()
-		r.status = x.run(ctx, filepath.Join(x.cfg.Dir, s.name), r.log, func(sess Session) {
+		r.status = x.run(ctx, filepath.Join(x.cfg.Dir, s.name), x.cfg.Options, r.log, func(sess Session) {
 			r.once.Do(func() { r.session = sess; close(r.begun) })
 		})
 	}()
