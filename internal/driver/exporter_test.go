@@ -38,6 +38,14 @@ probe prometheus {
 }
 `
 
+// histScript serves a @hist_log histogram of two values, 1 and 100.
+const histScript = `global sizes
+probe begin { sizes["none"] <<< 1; sizes["none"] <<< 100 }
+probe prometheus {
+	@prometheus_dump_hist_log1(sizes, "write_size", "what")
+}
+`
+
 // TestExporterPrometheus runs the exporter in-process on loopback, a
 // workload that fails to list /nonexistent three times, and Debian's
 // Prometheus scraping the exporter: Prometheus's HTTP API returns the
@@ -54,8 +62,10 @@ func TestExporterPrometheus(t *testing.T) {
 		t.Skip("prometheus is not installed (apt-get install prometheus)")
 	}
 	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "errno.stp"), []byte(errnoScript), 0o644); err != nil {
-		t.Fatal(err)
+	for name, text := range map[string]string{"errno.stp": errnoScript, "hist.stp": histScript} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -82,6 +92,18 @@ func TestExporterPrometheus(t *testing.T) {
 		fromProm = querySeries(t, api, `syscall_error_count{errno="-2",job="bpftap"}`)
 	}
 	t.Logf("Prometheus has the %d series with errno -2 the exporter serves, such as %s", len(fromProm), fromProm[0])
+	// hist.stp's histogram is one to Prometheus: its median of {1, 100}
+	// interpolated in the buckets le=1 (1 value) and le=127 (2).
+	var median []string
+	for deadline := time.Now().Add(30 * time.Second); len(median) == 0; time.Sleep(500 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("Prometheus has no histogram_quantile of write_size after 30 s")
+		}
+		median = queryValues(t, api, `histogram_quantile(0.5, write_size_bucket{job="hist"})`)
+	}
+	if median[0] != "1" {
+		t.Errorf("median of write_size: %s, want 1 (the upper bound of the bucket of 1)", median[0])
+	}
 }
 
 // serveExporter serves the scripts of dir on a loopback port until ctx is
@@ -134,7 +156,7 @@ func get(t *testing.T, u string) (int, http.Header, string) {
 }
 
 // runPrometheus starts Prometheus on loopback scraping the exporter's
-// errno.stp every second, and returns its API's base URL once it is ready.
+// errno.stp and hist.stp every second, and returns its API's base URL once it is ready.
 func runPrometheus(t *testing.T, ctx context.Context, bin, dir, target string) string {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -149,7 +171,11 @@ scrape_configs:
   - job_name: bpftap
     metrics_path: /errno.stp
     static_configs:
-      - targets: ['%s']
+      - targets: ['%[1]s']
+  - job_name: hist
+    metrics_path: /hist.stp
+    static_configs:
+      - targets: ['%[1]s']
 `, target)), 0o644)
 	cmd := exec.CommandContext(ctx, bin, "--config.file="+config, "--storage.tsdb.path="+filepath.Join(dir, "data"),
 		"--web.listen-address="+addr)
@@ -201,6 +227,26 @@ func querySeries(t *testing.T, api, query string) []string {
 	}
 	slices.Sort(series)
 	return series
+}
+
+// queryValues asks Prometheus's API for query and returns the values of
+// its result.
+func queryValues(t *testing.T, api, query string) []string {
+	_, _, body := get(t, api+"/api/v1/query?query="+url.QueryEscape(query))
+	var answer struct {
+		Status string
+		Data   struct{ Result []struct{ Value []any } }
+	}
+	if err := json.Unmarshal([]byte(body), &answer); err != nil || answer.Status != "success" {
+		t.Fatalf("query %s: %v: %s", query, err, body)
+	}
+	var values []string
+	for _, r := range answer.Data.Result {
+		if v, ok := r.Value[1].(string); ok && v != "NaN" {
+			values = append(values, v)
+		}
+	}
+	return values
 }
 
 var sampleLine = regexp.MustCompile(`^(\w+)\{(.*)\} (\S+)$`)
