@@ -25,20 +25,12 @@ func isProcfs(p *Probe) bool { return !p.Kernel && p.Family == probes.ProcfsFami
 func (s *scope) declareValue(p *Probe, body *syntax.Block) {
 	v := &syntax.Var{Name: ValueName, Kind: syntax.VarLocal, Pos: body.Pos, Type: syntax.TypeString, Index: len(s.list)}
 	s.locals[v.Name], s.list, p.Value = v, append(s.list, v), v
-	var expr func(syntax.Expr) syntax.Expr
-	var stmt func(syntax.Stmt) syntax.Stmt
-	stmt = func(st syntax.Stmt) syntax.Stmt {
-		rewriteChildren(st, expr, stmt)
-		return st
-	}
-	expr = func(x syntax.Expr) syntax.Expr {
+	rewriteExprs(body, func(x syntax.Expr) (syntax.Expr, bool) {
 		if t, ok := x.(*syntax.TargetVar); ok && t.Name == ValueName && len(t.Components) == 0 && !t.AddrOf && t.Pretty == 0 {
-			return &syntax.Ident{Typed: syntax.Typed{Pos: t.Pos, T: syntax.TypeString}, Name: ValueName, Var: v}
+			return &syntax.Ident{Typed: syntax.Typed{Pos: t.Pos, T: syntax.TypeString}, Name: ValueName, Var: v}, true
 		}
-		rewriteChildren(x, expr, stmt)
-		return x
-	}
-	stmt(body)
+		return x, false
+	})
 }
 
 // checkProcfsFiles refuses a file with both read and write probes (it is
