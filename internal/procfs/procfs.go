@@ -10,17 +10,22 @@
 //
 // Each file has a goroutine. For a read file it opens the FIFO for
 // writing, which blocks until a reader opens it, runs the read probe,
-// writes the value, closes, and pauses (readerPause) before it opens the
-// FIFO again: the reader sees the end of the file when it reads with no
-// writer left, and a writer back at once could give it a second value.
-// (A new reader meanwhile just waits in its open; probing for the old
-// reader with an open that does not block would end the new one's read
-// empty.) A reader that keeps the FIFO open gets a value a pause. For a
+// writes the value, closes, and waits for the reader to close before it
+// opens the FIFO again (readers.go): the reader sees the end of the file
+// when it reads with no writer left, and a writer back too soon would
+// give it a second value. (A new reader meanwhile just waits in its open;
+// probing for the old reader with an open that does not block would end
+// the new one's read empty.) For a
 // write file it opens the FIFO for reading, which blocks until a writer
 // opens it, reads to the end (at most MaxWrite bytes are kept), and runs
 // the write probes. Stop wakes every goroutine by opening its FIFO for
 // reading and writing (which never blocks and counts as both ends), waits
 // for them, and removes the FIFOs and the module's directory.
+//
+// A run holds an exclusive lock (flock) on the module's directory while it
+// serves it: a second run of the same module is refused, as stap refuses
+// to load a module twice, and a FIFO left by a run that died (nobody holds
+// the lock) is replaced.
 package procfs
 
 import (
@@ -51,7 +56,7 @@ type Session interface {
 const MaxWrite = 1 << 16
 
 // readerPause is how long a read file waits after a read before it
-// serves the next one.
+// serves the next one when it cannot watch its readers (readers.go).
 const readerPause = 20 * time.Millisecond
 
 // moduleName is what a module name (-m) may be, as stap requires.
@@ -77,6 +82,7 @@ func Dir(module string) string {
 // Server serves files as FIFOs.
 type Server struct {
 	dir     string
+	lock    *os.File // the directory, flocked
 	files   []*interp.ProcfsFile
 	session Session
 	stopped atomic.Bool
@@ -89,6 +95,15 @@ func Serve(dir string, files []*interp.ProcfsFile, s Session) (*Server, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
+	lock, err := os.Open(dir)
+	if err != nil {
+		return nil, err
+	}
+	if err := unix.Flock(int(lock.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		lock.Close()
+		return nil, fmt.Errorf("module %s is in use by another run (%s is locked)", filepath.Base(dir), dir)
+	}
+	srv.lock = lock
 	for _, f := range files {
 		path := srv.path(f)
 		if err := makeFIFO(path, f.Mode); err != nil {
@@ -122,19 +137,23 @@ func (srv *Server) path(f *interp.ProcfsFile) string { return filepath.Join(srv.
 
 func (srv *Server) serve(f *interp.ProcfsFile) {
 	defer srv.wg.Done()
-	for !srv.stopped.Load() {
-		if f.Reads {
-			srv.serveRead(f)
-		} else {
+	if !f.Reads {
+		for !srv.stopped.Load() {
 			srv.serveWrite(f)
 		}
+		return
+	}
+	r := watchReaders(srv.path(f))
+	defer r.close()
+	for !srv.stopped.Load() {
+		srv.serveRead(f, r)
 	}
 }
 
 // serveRead answers one reader of f.
-func (srv *Server) serveRead(f *interp.ProcfsFile) {
-	path := srv.path(f)
-	fd, err := unix.Open(path, unix.O_WRONLY|unix.O_CLOEXEC, 0)
+func (srv *Server) serveRead(f *interp.ProcfsFile, r *readers) {
+	r.reset()
+	fd, err := unix.Open(srv.path(f), unix.O_WRONLY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		srv.pause(err)
 		return
@@ -145,7 +164,7 @@ func (srv *Server) serveRead(f *interp.ProcfsFile) {
 		}
 	}
 	unix.Close(fd)
-	time.Sleep(readerPause)
+	r.waitGone(srv.stopped.Load)
 }
 
 // serveWrite takes one write of f.
@@ -202,10 +221,12 @@ func (srv *Server) Stop() {
 	}
 }
 
-// remove removes the FIFOs, then the module's directory if it is empty.
+// remove removes the FIFOs, then the module's directory if it is empty,
+// and lets the directory go.
 func (srv *Server) remove() {
 	for _, f := range srv.files {
 		os.Remove(srv.path(f))
 	}
 	os.Remove(srv.dir)
+	srv.lock.Close()
 }
