@@ -11,9 +11,10 @@
 // probes attached for as long as it runs). A script starts on the first
 // request for it, and that request is answered once its begin probes have
 // run (or it failed: 500 with what it printed); later requests run its
-// prometheus probe at once. A script whose name contains "autostart"
-// starts with the exporter and is started again, restartDelay after it
-// ends, for as long as the exporter runs. With -k SECONDS, a script no
+// prometheus probe at once (requests that come while it runs share that
+// run's answer: the handlers run one at a time). A script whose name
+// contains "autostart" starts with the exporter and is started again,
+// restartDelay after it ends, for as long as the exporter runs. With -k SECONDS, a script no
 // request asked for that long is stopped (autostart ones excepted); the
 // next request starts it again. A name that is not a script of the
 // directory (NAME.stp, no path) is 404. A script that fails, or panics,

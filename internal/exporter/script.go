@@ -29,6 +29,38 @@ type run struct {
 	session Session // set before begun is closed; nil if the run ended first
 	status  int     // the exit status, once ended
 	log     *scriptLog
+
+	mu     sync.Mutex
+	flight *scrapeResult // the scrape under way, nil if none
+}
+
+// scrapeResult is one run of the prometheus probe, shared by the requests
+// that came while it ran.
+type scrapeResult struct {
+	done chan struct{}
+	text string
+	ok   bool
+	err  error
+}
+
+// prometheus runs the prometheus probe, or joins the run under way: the
+// script's handlers run one at a time, so 50 scrapers at once would
+// otherwise wait for 50 runs, each answer no newer than the last.
+func (r *run) prometheus() (string, bool, error) {
+	r.mu.Lock()
+	f := r.flight
+	if f == nil {
+		f = &scrapeResult{done: make(chan struct{})}
+		r.flight = f
+		r.mu.Unlock()
+		f.text, f.ok, f.err = r.session.Prometheus()
+		r.mu.Lock()
+		r.flight = nil
+		close(f.done)
+	}
+	r.mu.Unlock()
+	<-f.done
+	return f.text, f.ok, f.err
 }
 
 // start starts the script unless it runs, and notes that it was asked for.
@@ -93,7 +125,7 @@ func (s *script) scrape(x *Exporter, req context.Context) (string, int) {
 		<-r.ended
 		return fmt.Sprintf("%s ended (exit status %d):\n%s", s.name, r.status, r.log.Tail()), http.StatusInternalServerError
 	}
-	text, ok, err := r.session.Prometheus()
+	text, ok, err := r.prometheus()
 	switch {
 	case err != nil:
 		return fmt.Sprintf("%s: %v", s.name, err), http.StatusInternalServerError
