@@ -327,11 +327,15 @@ probe prometheus { $value = "up 1\n" }`,
 	want("/notes.txt", 404, "")
 	want("/../slow.stp", 404, "")
 	want("/slow.stp", 200, "scrapes 3\n")
-	time.Sleep(2500 * time.Millisecond) // slow.stp idles out; tick_autostart.stp restarts
-	if n := strings.Count(log.String(), "tick_autostart.stp: started\n"); n < 2 {
-		t.Errorf("tick_autostart.stp started %d times in 2.5 s, want 2 or more:\n%s", n, log.String())
+	idle := time.Now()
+	// tick_autostart.stp ends every 300 ms and starts again 2 s later
+	for deadline := time.Now().Add(20 * time.Second); strings.Count(log.String(), "tick_autostart.stp: started\n") < 2; time.Sleep(100 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("tick_autostart.stp did not start again in 20 s:\n%s", log.String())
+		}
 	}
-	want("/slow.stp", 200, "ready 1\nscrapes 1\n") // a new run
+	time.Sleep(time.Until(idle.Add(2500 * time.Millisecond))) // slow.stp idles out (keepalive 1 s)
+	want("/slow.stp", 200, "ready 1\nscrapes 1\n")            // a new run
 	want("/tick_autostart.stp", 200, "up 1\n")
 }
 
