@@ -186,8 +186,11 @@ type Interp struct {
 
 	// per-session builtin state
 	tokenizeState tokenizer
-	inputChunk    string // the byte of stdin the input probes run for
-	match         matchState
+	// procfsValue is $value as a procfs probe starts and ends, valueBuf
+	// the bytes of the last string appended to it (procfs.go).
+	procfsValue string
+	valueBuf    []byte
+	match       matchState
 }
 
 // New prepares a session for prog. It fails when the program uses something

@@ -346,9 +346,11 @@ var Builtins = index(
 	bpf(fn("user_string_quoted", str, l("addr"))),
 	fn("user_string_n_quoted", str, l("addr"), l("n")),
 	bpf(fn("kernel_string2", str, l("addr"), s("err_msg"))),
-	// __input_chunk(): what the running procfs("__stdin").write probe was
-	// given, one byte of standard input (tapset/input.stp)
-	fn("__input_chunk", str),
+	// the Prometheus tapset's histogram buckets (prometheus.stpm)
+	fn("__prometheus_log_bucket", long, l("v")),
+	fn("__prometheus_log_le", str, l("bucket")),
+	fn("__prometheus_linear_bucket", long, l("v"), l("start"), l("stop"), l("interval")),
+	fn("__prometheus_linear_le", str, l("bucket"), l("start"), l("stop"), l("interval")),
 	// system
 	effects(fn("system", none, s("cmd"))),
 	effects(fn("switch_file", none)),
