@@ -35,6 +35,7 @@ type Options struct {
 	Guru                  bool     // -g
 	Unoptimize            bool     // -u
 	NoGlobalDisplay       bool     // --no-global-var-display
+	JSON                  bool     // --json: every output event as a JSON object per line (docs/json-output.md)
 	Compatible            string   // --compatible=VERSION: systemtap_v, and classic tracepoint fields up to 4.1
 	// SymbolObjects (-d OBJECT) and SymbolLibraries (--ldd, their shared
 	// libraries too) name the user-space symbol tables stap loads besides
@@ -100,6 +101,7 @@ var longOptions = map[string]optionSpec{
 	"version":                 shortOptions['V'],
 	"no-global-var-display":   {false, func(o *Options, _ string) error { o.NoGlobalDisplay = true; return nil }},
 	"compatible":              {true, setCompatible},
+	"json":                    {false, func(o *Options, _ string) error { o.JSON = true; return nil }},
 	"runtime":                 {true, setRuntime},
 	"bpf":                     {false, func(o *Options, _ string) error { return nil }},
 	"suppress-time-limits":    {false, func(o *Options, _ string) error { return nil }},
