@@ -82,4 +82,3 @@ func elaborateWith(t *testing.T, script string, stp []*syntax.Source, macros syn
 	}
 	return sema.Elaborate([]*syntax.File{user}, sema.Options{Library: lib})
 }
-
