@@ -1,6 +1,7 @@
 package output
 
 import (
+	"encoding/binary"
 	"io"
 	"strconv"
 	"strings"
@@ -18,22 +19,89 @@ import (
 // same stream as the rest, in order.
 type JSON struct {
 	buffer
-	scratch []byte // a print call's text before it is quoted
+	scratch []byte // a print call's text that is not UTF-8, to quote
 }
 
 // NewJSON returns a JSON writing to w.
 func NewJSON(w io.Writer) *JSON { return &JSON{buffer: buffer{w: w}} }
 
 // Print writes {"type":"print","data":TEXT}; a failed call writes nothing.
+// The text is rendered in place, after the object's start, and quoted
+// there (quoteInPlace).
 func (j *JSON) Print(f *format.Format, args []format.Arg, mem format.Memory) error {
-	text, err := f.Exec(j.scratch[:0], args, mem, format.BufferSize)
+	start := len(j.buf)
+	b := append(j.buf, `{"type":"print","data":"`...)
+	b, err := f.Exec(b, args, mem, format.BufferSize)
 	if err != nil {
+		j.buf = b[:start]
 		return err
 	}
-	j.scratch = text
-	j.buf = appendQuoted(append(j.buf, `{"type":"print","data":`...), text)
+	j.buf = append(j.quoteInPlace(b, start+len(`{"type":"print","data":"`)), '"')
 	j.endLine()
 	return nil
+}
+
+// quoteInPlace escapes b[from:] as the inside of a JSON string. The bytes
+// before the first one to escape stay where they are (found a word at a
+// time: a print record's text usually has one, its final newline); from
+// there the bytes move back by what the escapes add, from the end. Text
+// that is not UTF-8 is quoted through scratch by appendQuoted.
+func (j *JSON) quoteInPlace(b []byte, from int) []byte {
+	first := from + plainPrefix(b[from:])
+	extra := 0
+	for i := first; i < len(b); i++ {
+		c := b[i]
+		switch {
+		case c < utf8.RuneSelf && plain[c]:
+		case c < utf8.RuneSelf:
+			extra += escapeLen(c) - 1
+		default:
+			r, size := utf8.DecodeRune(b[i:])
+			if r == utf8.RuneError && size == 1 {
+				j.scratch = append(j.scratch[:0], b[from:]...)
+				b = appendQuoted(b[:from-1], j.scratch)
+				return b[:len(b)-1]
+			}
+			i += size - 1
+		}
+	}
+	if extra == 0 {
+		return b
+	}
+	end := len(b)
+	b = append(b, make([]byte, extra)...)
+	w := len(b)
+	var esc [6]byte
+	for i := end - 1; i >= first; i-- {
+		c := b[i]
+		if c >= utf8.RuneSelf || plain[c] {
+			w--
+			b[w] = c
+			continue
+		}
+		e := appendEscape(esc[:0], c)
+		w -= len(e)
+		copy(b[w:], e)
+	}
+	return b
+}
+
+// plainPrefix is the length of the start of b that is plain ASCII, up to
+// the word holding the first byte that is not (a control character, '"',
+// '\\', DEL or a byte of a multi-byte sequence), checked eight bytes at a
+// time.
+func plainPrefix(b []byte) int {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	n := 0
+	for ; n+8 <= len(b); n += 8 {
+		x := binary.LittleEndian.Uint64(b[n:])
+		// a byte of x is below 0x20, is '"', '\\' or DEL, or has its high bit set
+		special := (x - 0x20*ones) | ((x ^ '"'*ones) - ones) | ((x ^ '\\'*ones) - ones) | ((x ^ 0x7f*ones) - ones) | x
+		if special&highs != 0 {
+			break
+		}
+	}
+	return n
 }
 
 // Hist writes {"type":"hist","data":STAT} with the statistic's buckets.
@@ -281,6 +349,16 @@ func appendQuoted[T ~string | ~[]byte](b []byte, s T) []byte {
 	}
 	b = append(b, s[start:]...)
 	return append(b, '"')
+}
+
+// escapeLen is the length of the JSON escape of an ASCII byte that is not
+// plain.
+func escapeLen(c byte) int {
+	switch c {
+	case '"', '\\', '\n', '\t', '\r':
+		return 2
+	}
+	return len(`\u0000`)
 }
 
 // appendEscape appends the JSON escape of an ASCII byte.

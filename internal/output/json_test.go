@@ -228,19 +228,30 @@ func TestJSONErrors(t *testing.T) {
 }
 
 // Every byte string comes out as a JSON string encoding/json reads back:
-// the same text where it is UTF-8.
+// the same text where it is UTF-8; quoted by appendQuoted, and in place
+// as a print record's data.
 func FuzzJSONString(f *testing.F) {
-	for _, s := range []string{"", "plain", "a\"b\\c\n\t\x00\x7f", "\xff\xfe", "é€𝄞", "\xe2\x82"} {
+	for _, s := range []string{"", "plain", "a\"b\\c\n\t\x00\x7f", "\xff\xfe", "é€𝄞", "\xe2\x82", "x\n\xff\n"} {
 		f.Add(s)
 	}
+	printS, err := format.Compile("%s")
+	if err != nil {
+		f.Fatal(err)
+	}
 	f.Fuzz(func(t *testing.T, s string) {
-		b := appendQuoted(nil, s)
+		want := validUTF8(s)
 		var back string
-		if err := json.Unmarshal(b, &back); err != nil {
-			t.Fatalf("%q → %s: %v", s, b, err)
-		}
-		if want := validUTF8(s); back != want {
+		if b := appendQuoted(nil, s); json.Unmarshal(b, &back) != nil || back != want {
 			t.Errorf("%q → %s → %q", s, b, back)
+		}
+		var out bytes.Buffer
+		w := NewJSON(&out)
+		w.Print(printS, []format.Arg{str("[" + s + "]")}, nil)
+		w.Flush()
+		var record struct{ Data string }
+		printed, _, _ := strings.Cut("["+s+"]", "\x00") // %s stops at a NUL
+		if err := json.Unmarshal(out.Bytes(), &record); err != nil || record.Data != validUTF8(printed) {
+			t.Errorf("%q → %s → %q, %v", s, out.Bytes(), record.Data, err)
 		}
 	})
 }
