@@ -85,7 +85,7 @@ var shortOptions = map[byte]optionSpec{
 	'T': {true, setTimeout},
 	'D': {true, addDefine},
 	'G': {true, func(o *Options, a string) error { o.Globals = append(o.Globals, a); return nil }},
-	'c': {true, func(o *Options, a string) error { o.Command = a; return nil }},
+	'c': {true, setCommand},
 	'x': {true, setTarget},
 	'I': {true, func(o *Options, a string) error { o.Includes = append(o.Includes, a); return nil }},
 	's': {true, setBufferSize},
@@ -276,6 +276,15 @@ func parseArgs(argv []string) (*Options, error) {
 		return nil, usagef("You have to specify output FILE with '-S' option.")
 	}
 	return o, nil
+}
+
+// setCommand is -c CMD; stap refuses an empty one as soon as it reads it.
+func setCommand(o *Options, cmd string) error {
+	if cmd == "" {
+		return errors.New("Empty CMD string invalid.")
+	}
+	o.Command = cmd
+	return nil
 }
 
 // parseShort handles a cluster of short options at argv[i] (e.g. -vvv, -p1, -T 5)

@@ -65,7 +65,7 @@ func (o *outputSink) fail(err error) {
 	if errors.Is(err, syscall.EPIPE) {
 		return
 	}
-	fmt.Fprintf(o.stderr, "ERROR: Couldn't write to output %d for cpu 0, exiting.: %s\n", o.fd(), strerror(err))
+	fmt.Fprintf(o.stderr, "ERROR: Couldn't write to output %d for cpu 0, exiting.: %s\n", o.fd(), reason(err))
 }
 
 // Failed tells whether the output failed for another reason than a closed
@@ -90,4 +90,13 @@ func (o *outputSink) fd() uintptr {
 		return f.Fd()
 	}
 	return 1
+}
+
+// reason is strerror's text for the error of a write.
+func reason(err error) string {
+	var errno syscall.Errno
+	if errors.As(err, &errno) {
+		return strerror(errno)
+	}
+	return err.Error()
 }

@@ -77,13 +77,16 @@ func (s *session) execute(prog *sema.Program, ks *kernelside.Session, limits tap
 }
 
 // errorDiagnostic is the diagnostic of an error of the driver: a
-// kernelside.Error with its position and source line, any other its text.
+// kernelside.Error with its position and source line, any other its text
+// (bare when it is not an "ERROR: " line: the -c command's exec failure,
+// which stap's child reports as "CMD: REASON").
 func errorDiagnostic(err error) *output.Diagnostic {
 	var ke *kernelside.Error
 	if errors.As(err, &ke) {
 		return &output.Diagnostic{Severity: output.Error, Msg: ke.Msg, At: ke.Pos, Source: true}
 	}
-	return &output.Diagnostic{Severity: output.Error, Msg: strings.TrimPrefix(err.Error(), "ERROR: ")}
+	msg, isError := strings.CutPrefix(err.Error(), "ERROR: ")
+	return &output.Diagnostic{Severity: output.Error, Msg: msg, Bare: !isError}
 }
 
 // limits applies the -D NAME=VALUE settings to the interpreter's limits. Names

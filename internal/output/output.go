@@ -113,6 +113,9 @@ type Diagnostic struct {
 	// Source shows the source line with a caret under At, as an error
 	// of attaching a probe does.
 	Source bool
+	// Bare is written without "ERROR: " in text, as stap's child reports
+	// a -c command it cannot exec ("CMD: REASON").
+	Bare bool
 }
 
 // Loss is what the kernel could not keep during the run: Count records

@@ -68,7 +68,9 @@ func (t *Text) Diagnostic(d *Diagnostic) {
 
 // appendDiagnostic appends d's text.
 func appendDiagnostic(b []byte, d *Diagnostic) []byte {
-	b = append(b, severityPrefix[d.Severity]...)
+	if !d.Bare {
+		b = append(b, severityPrefix[d.Severity]...)
+	}
 	b = append(b, d.Msg...)
 	if d.At.IsValid() {
 		if d.Near != "" {
