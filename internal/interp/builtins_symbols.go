@@ -17,6 +17,7 @@ import (
 // the stack builtins are refused there (tapset's kernelOnly).
 var symbolBuiltins = map[string]builtinFunc{
 	"addr":        func(*callContext, []Value) Value { return long(0) },
+	"__func_addr": func(*callContext, []Value) Value { return long(0) }, // no function in a user-side probe
 	"uaddr":       func(*callContext, []Value) Value { return long(0) },
 	"caller_addr": func(*callContext, []Value) Value { return long(0) },
 	"symname": func(_ *callContext, args []Value) Value {
