@@ -98,4 +98,3 @@ func libraryNames(t *testing.T) (names, aliases []string) {
 	}
 	return names, aliases
 }
-
