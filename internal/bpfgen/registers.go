@@ -52,11 +52,23 @@ func (g *gen) extend(size int, signed bool) {
 // user's stack (0 when unreadable), truncated and extended as the reader
 // says.
 func (g *gen) argReader(c *syntax.Call) {
-	if !g.registerProbe() {
+	how := tapset.ArgReaders[c.Name]
+	switch {
+	case g.syscallProbe():
+		g.syscallArg(c)
+	case !g.registerProbe():
 		g.raiseAt(tapset.MsgNoArgs, c.Pos)
 		return
+	default:
+		g.functionArg(c)
 	}
-	how := tapset.ArgReaders[c.Name]
+	if how.Truncate {
+		g.extend(4, how.SignExtend)
+	}
+}
+
+// functionArg leaves in R0 argument n of a function probe's function.
+func (g *gen) functionArg(c *syntax.Call) {
 	g.long(c.Args[0])
 	done, stack := g.newLabel("arg"), g.newLabel("stackarg")
 	g.emit(asm.Mov.Reg(regRec, asm.R0))
@@ -72,9 +84,45 @@ func (g *gen) argReader(c *syntax.Call) {
 	g.mark(stack)
 	g.userStackWord()
 	g.mark(done)
-	if how.Truncate {
-		g.extend(4, how.SignExtend)
+}
+
+// syscallProbe tells whether the running probe fires at a system call's
+// entry or exit in the calling thread (attach.Point.Syscall), whose user
+// registers then hold the call's arguments.
+func (g *gen) syscallProbe() bool {
+	a := g.ownProbe().Attach
+	return a != nil && a.Syscall && hostRegs != nil
+}
+
+// syscallArg leaves in R0 argument n (1 to 6) of the system call the
+// thread is making: its register of the syscall convention (rdi, rsi,
+// rdx, r10, r8, r9 on x86-64) in the thread's user registers
+// (bpf_task_pt_regs), which keep the arguments until the call returns.
+func (g *gen) syscallArg(c *syntax.Call) {
+	g.long(c.Args[0])
+	bad := g.errorSite(tapset.MsgBadArgnum, c.Pos, true)
+	g.emit(asm.Mov.Reg(regRec, asm.R0),
+		asm.JSLT.Imm(asm.R0, 1, bad),
+		asm.JGT.Imm(asm.R0, int32(len(hostRegs.SyscallArgs)), bad))
+	slot := g.pushSlot()
+	read := g.newLabel("sysarg")
+	g.emit(asm.Mov.Imm(asm.R0, 0), asm.StoreMem(asm.R10, slot, asm.R0, asm.DWord),
+		asm.FnGetCurrentTaskBtf.Call(),
+		asm.Mov.Reg(asm.R1, asm.R0),
+		asm.FnTaskPtRegs.Call())
+	for i, offset := range hostRegs.SyscallArgs {
+		next := g.newLabel("sysargreg")
+		g.emit(asm.JNE.Imm(regRec, int32(i+1), next),
+			asm.Mov.Reg(asm.R3, asm.R0), asm.Add.Imm(asm.R3, int32(offset)),
+			asm.Ja.Label(read))
+		g.mark(next)
 	}
+	g.mark(read)
+	g.emit(asm.Mov.Reg(asm.R1, asm.R10), asm.Add.Imm(asm.R1, int32(slot)),
+		asm.Mov.Imm(asm.R2, 8),
+		asm.FnProbeReadKernel.Call(),
+		asm.LoadMem(asm.R0, asm.R10, slot, asm.DWord))
+	g.popStack(8)
 }
 
 // userStackWord replaces argument number R0 (> 6) by its 8 bytes on the

@@ -146,7 +146,7 @@ func syscallEvent(k KernelInfo, p *Point, name string, ret bool) (*Point, error)
 	if ret {
 		event = syscallExit + eventName(name)
 	}
-	a := &attach.Point{Kind: attach.Tracepoint, System: "syscalls", Event: event}
+	a := &attach.Point{Kind: attach.Tracepoint, System: "syscalls", Event: event, Syscall: true}
 	q := *p
 	q.Names = nil
 	q.Components = traceComponents(p.Components[0], a.Target())
@@ -423,7 +423,7 @@ func SyscallNumber(event string) (int, bool) {
 
 // eventEntry is the Entry of the trace event syscalls:EVENT.
 func eventEntry(k KernelInfo, event string) *Entry {
-	a := &attach.Point{Kind: attach.Tracepoint, System: "syscalls", Event: event}
+	a := &attach.Point{Kind: attach.Tracepoint, System: "syscalls", Event: event, Syscall: true}
 	return &Entry{Context: &Context{kernel: k, Attach: a}, Name: traceName(a)}
 }
 

@@ -162,10 +162,14 @@ type Point struct {
 	// probe fired (kprobes, uprobes, perf samples; package arch lays it
 	// out); User, the probed code is a user thread's (uprobes, USDT
 	// markers), so that its instruction pointer is uaddr(); Func, the
-	// function a function probe probes (nil for other points).
-	Regs bool
-	User bool
-	Func *Func
+	// function a function probe probes (nil for other points); Syscall,
+	// the program runs in the thread making a system call, at its entry or
+	// its exit, so that the thread's user registers hold the call's
+	// arguments (int_arg(n) in syscall probes).
+	Regs    bool
+	User    bool
+	Func    *Func
+	Syscall bool
 	// Args are the point's arguments, $NAME in a script, in order. For a
 	// classic tracepoint they are the record's fields, read from tracefs
 	// when a script first asks for one (probes.Context).
