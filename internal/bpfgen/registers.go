@@ -53,18 +53,51 @@ func (g *gen) extend(size int, signed bool) {
 // says.
 func (g *gen) argReader(c *syntax.Call) {
 	how := tapset.ArgReaders[c.Name]
+	truncate := how.Truncate
 	switch {
 	case g.syscallProbe():
 		g.syscallArg(c)
 	case !g.registerProbe():
 		g.raiseAt(tapset.MsgNoArgs, c.Pos)
 		return
+	case g.ownProbe().Attach.I386:
+		g.i386Arg(c, !how.Truncate && !how.Word)
+		truncate = truncate || how.Word
 	default:
 		g.functionArg(c)
 	}
-	if how.Truncate {
+	if truncate {
 		g.extend(4, how.SignExtend)
 	}
+}
+
+// i386Arg leaves in R0 argument n of a 32-bit x86 program's function, by
+// the i386 calling convention: the 4-byte word at esp+4n on entry (0 when
+// unreadable), and with wide the word after it as its high half (a 64-bit
+// value takes two).
+func (g *gen) i386Arg(c *syntax.Call, wide bool) {
+	g.long(c.Args[0])
+	g.emit(asm.Mov.Reg(regRec, asm.R0),
+		asm.JSLT.Imm(asm.R0, 1, g.errorSite(tapset.MsgBadArgnum, c.Pos, true)))
+	size := int32(4)
+	if wide {
+		size = 8
+	}
+	slot := g.pushSlot()
+	g.emit(
+		asm.LSh.Imm(asm.R0, 2),
+		asm.LoadMem(asm.R3, regCtx, int16(hostRegs.SP), asm.DWord),
+		asm.Mov.Reg32(asm.R3, asm.R3),
+		asm.Add.Reg(asm.R3, asm.R0),
+		asm.Mov.Imm(asm.R0, 0),
+		asm.StoreMem(asm.R10, slot, asm.R0, asm.DWord),
+		asm.Mov.Reg(asm.R1, asm.R10),
+		asm.Add.Imm(asm.R1, int32(slot)),
+		asm.Mov.Imm(asm.R2, size),
+		asm.FnProbeReadUser.Call(),
+		asm.LoadMem(asm.R0, asm.R10, slot, asm.DWord),
+	)
+	g.popStack(8)
 }
 
 // functionArg leaves in R0 argument n of a function probe's function.
@@ -176,6 +209,9 @@ func (g *gen) returnval(c *syntax.Call) {
 		return
 	}
 	g.emit(asm.LoadMem(asm.R0, regCtx, int16(hostRegs.Return), asm.DWord))
+	if g.ownProbe().Attach.I386 {
+		g.extend(4, true) // eax
+	}
 }
 
 // probefunc compiles probefunc(): a function probe's function; in a perf

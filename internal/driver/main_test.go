@@ -180,6 +180,8 @@ func cPrograms() string {
 			{"-O2", "-o", "steps", src("steps.c")},
 			{"-O2", "-o", "semop", src("semop.c")},
 			{"-O2", "-o", "aio", src("aio.c")},
+			// a 32-bit program without libc: gcc drives as --32 and ld -m elf_i386
+			{"-m32", "-nostdlib", "-static", "-o", "i386", src("i386.s")},
 		}
 		for _, b := range builds {
 			cmd := exec.Command("gcc", b...)

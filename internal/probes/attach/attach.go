@@ -165,11 +165,15 @@ type Point struct {
 	// function a function probe probes (nil for other points); Syscall,
 	// the program runs in the thread making a system call, at its entry or
 	// its exit, so that the thread's user registers hold the call's
-	// arguments (int_arg(n) in syscall probes).
+	// arguments (int_arg(n) in syscall probes); I386, the probed code is a
+	// 32-bit x86 program on a 64-bit kernel: its function arguments follow
+	// the i386 calling convention (4-byte words on the stack above the
+	// return address, a 64-bit value in two), its value is eax.
 	Regs    bool
 	User    bool
 	Func    *Func
 	Syscall bool
+	I386    bool
 	// Args are the point's arguments, $NAME in a script, in order. For a
 	// classic tracepoint they are the record's fields, read from tracefs
 	// when a script first asks for one (probes.Context).
