@@ -120,6 +120,8 @@ type Module struct {
 	Errors   []*ErrorSite
 	zeroSize int
 	syscalls bool // a program reads SyscallMap
+	// syscallNative: a program reads SyscallNativeMap
+	syscallNative bool
 	stacks   bool // a program takes stacks into StackMap
 	// userStacks: a program takes user stacks into BuildIDStackMap too
 	userStacks bool

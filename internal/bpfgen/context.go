@@ -215,6 +215,8 @@ func (g *gen) loadArg(i int) {
 	case loc.DataLoc:
 		g.emit(asm.LoadMem(asm.R0, regCtx, int16(loc.Offset), asm.Word),
 			asm.And.Imm(asm.R0, 0xffff), asm.Add.Reg(asm.R0, regCtx))
+	case loc.Compat:
+		g.compatRegister(loc)
 	case loc.Deref:
 		g.register(asm.R0, loc, loc.Offset&^7)
 		if shift := int32(8 * (loc.Offset & 7)); shift > 0 {
@@ -230,6 +232,23 @@ func (g *gen) loadArg(i int) {
 			g.untrust()
 		}
 	}
+}
+
+// compatRegister loads a system call's argument that lives in a
+// different register when the call is a compat one (attach.Loc.Compat):
+// there, the low 4 bytes of that register, cut to at most 4 bytes.
+func (g *gen) compatRegister(loc attach.Loc) {
+	compat, done := g.newLabel("compatarg"), g.newLabel("compatargdone")
+	g.syscallCompat()
+	g.emit(asm.JNE.Imm(asm.R0, 0, compat))
+	g.register(asm.R0, loc, loc.Offset)
+	g.extend(loc.Size, loc.Signed)
+	g.emit(asm.Ja.Label(done))
+	g.mark(compat)
+	g.register(asm.R0, loc, loc.CompatOffset)
+	g.emit(asm.Mov.Reg32(asm.R0, asm.R0))
+	g.extend(min(loc.Size, 4), loc.Signed)
+	g.mark(done)
 }
 
 // untrust makes the pointer in R0 a plain number to the verifier. A

@@ -56,7 +56,7 @@ func (g *gen) argReader(c *syntax.Call) {
 	truncate := how.Truncate
 	switch {
 	case g.syscallProbe():
-		g.syscallArg(c)
+		g.syscallArg(c, how.SignExtend)
 	case !g.registerProbe():
 		g.raiseAt(tapset.MsgNoArgs, c.Pos)
 		return
@@ -129,21 +129,44 @@ func (g *gen) syscallProbe() bool {
 
 // syscallArg leaves in R0 argument n (1 to 6) of the system call the
 // thread is making: its register of the syscall convention (rdi, rsi,
-// rdx, r10, r8, r9 on x86-64) in the thread's user registers
-// (bpf_task_pt_regs), which keep the arguments until the call returns.
-func (g *gen) syscallArg(c *syntax.Call) {
+// rdx, r10, r8, r9 on x86-64; ebx, ecx, edx, esi, edi, ebp for a compat
+// call, whose 32 bits are extended as signed says) in the thread's user
+// registers (bpf_task_pt_regs), which keep the arguments until the call
+// returns.
+func (g *gen) syscallArg(c *syntax.Call, signed bool) {
 	g.long(c.Args[0])
 	bad := g.errorSite(tapset.MsgBadArgnum, c.Pos, true)
 	g.emit(asm.Mov.Reg(regRec, asm.R0),
 		asm.JSLT.Imm(asm.R0, 1, bad),
 		asm.JGT.Imm(asm.R0, int32(len(hostRegs.SyscallArgs)), bad))
+	flag := g.pushSlot()
+	g.syscallCompat()
+	g.emit(asm.StoreMem(asm.R10, flag, asm.R0, asm.DWord))
 	slot := g.pushSlot()
-	read := g.newLabel("sysarg")
 	g.emit(asm.Mov.Imm(asm.R0, 0), asm.StoreMem(asm.R10, slot, asm.R0, asm.DWord),
 		asm.FnGetCurrentTaskBtf.Call(),
 		asm.Mov.Reg(asm.R1, asm.R0),
-		asm.FnTaskPtRegs.Call())
-	for i, offset := range hostRegs.SyscallArgs {
+		asm.FnTaskPtRegs.Call(),
+		asm.LoadMem(asm.R1, asm.R10, flag, asm.DWord))
+	native, done := g.newLabel("sysargnative"), g.newLabel("sysargdone")
+	if hostRegs.Compat != nil {
+		g.emit(asm.JEq.Imm(asm.R1, 0, native))
+		g.readRegister(hostRegs.Compat.SyscallArgs, slot)
+		g.emit(asm.Mov.Reg32(asm.R0, asm.R0))
+		g.extend(4, signed)
+		g.emit(asm.Ja.Label(done))
+	}
+	g.mark(native)
+	g.readRegister(hostRegs.SyscallArgs, slot)
+	g.mark(done)
+	g.popStack(16)
+}
+
+// readRegister leaves in R0 the register offsets[n-1] (n in regRec) of
+// the struct pt_regs R0 points to, read through slot.
+func (g *gen) readRegister(offsets []int, slot int16) {
+	read := g.newLabel("sysargread")
+	for i, offset := range offsets {
 		next := g.newLabel("sysargreg")
 		g.emit(asm.JNE.Imm(regRec, int32(i+1), next),
 			asm.Mov.Reg(asm.R3, asm.R0), asm.Add.Imm(asm.R3, int32(offset)),
@@ -155,7 +178,6 @@ func (g *gen) syscallArg(c *syntax.Call) {
 		asm.Mov.Imm(asm.R2, 8),
 		asm.FnProbeReadKernel.Call(),
 		asm.LoadMem(asm.R0, asm.R10, slot, asm.DWord))
-	g.popStack(8)
 }
 
 // userStackWord replaces argument number R0 (> 6) by its 8 bytes on the

@@ -190,7 +190,7 @@ func expandReturns(k KernelInfo, p *Point, names []string) ([]*Point, []string, 
 	q.Names = nil
 	q.Components = traceComponents(p.Components[0], "raw_syscalls:sys_exit")
 	q.Context = &Context{kernel: k, Attach: a, entry: func() *Entry { return rawEntries(k, nrs) }}
-	text := fmt.Sprintf("__syscall_nr = $regs->%s\nif (!(%s)) next\nname = %ssyscall_name(__syscall_nr)\n%s",
+	text := fmt.Sprintf("__syscall_nr = __syscall_native_nr($regs->%[1]s)\nif (!(%[2]s)) next\nname = %[3]ssyscall_name($regs->%[1]s)\n%[4]s",
 		syscallNrRegister(), syscallSet(nrs, "__syscall_nr"), renames(), returnLocals)
 	prologue, err := parsePrologue("syscall.*.return", text)
 	q.Prologue = prologue
@@ -376,12 +376,76 @@ func (c *Context) SyscallEntries() *Context {
 		for _, size := range []int{1, 2, 4, 8} {
 			for _, signed := range []bool{false, true} {
 				name := strings.TrimPrefix(EntryArg(i, size, signed), "$")
-				a.Args = append(a.Args, attach.Arg{Name: name, Local: name, Hidden: true,
-					Loc: attach.Loc{Deref: true, Base: 0, Offset: off, Size: size, Signed: signed}})
+				loc := attach.Loc{Deref: true, Base: 0, Offset: off, Size: size, Signed: signed}
+				if regs.Compat != nil {
+					loc.Compat, loc.CompatOffset = true, regs.Compat.SyscallArgs[i]
+				}
+				a.Args = append(a.Args, attach.Arg{Name: name, Local: name, Hidden: true, Loc: loc})
 			}
 		}
 	}
 	return &Context{kernel: c.kernel, Attach: a}
+}
+
+// SyscallReturns returns the context of a probe serving the returns of
+// many calls: raw_syscalls:sys_exit, whose $ret is the call's value and
+// $regs the thread's registers; nil when the kernel does not have it.
+func (c *Context) SyscallReturns() *Context {
+	a, _ := rawSyscalls(c.kernel, "sys_exit")
+	if a == nil {
+		return nil
+	}
+	return &Context{kernel: c.kernel, Attach: a}
+}
+
+// CompatSyscalls tells whether the kernel makes 32-bit (compat) system
+// calls, which its syscalls:* events do not see (x86_64's ignore them):
+// its BTF has the function that dispatches them.
+func (c *Context) CompatSyscalls() bool {
+	if regs := arch.Host(); regs == nil || regs.Compat == nil {
+		return false
+	}
+	b, err := c.kernel.BTF()
+	if err != nil {
+		return false
+	}
+	for _, name := range []string{"ia32_sys_call", "do_int80_syscall_32"} {
+		if len(b.IDsByName(name)) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// CompatSyscallNumbers returns the numbers of the compat calls that are
+// the native call nr (fcntl and fcntl64 are x86_64's fcntl), sorted.
+func CompatSyscallNumbers(nr int) []int {
+	var nrs []int
+	for compat, native := range tapset.NativeSyscallNumbers(syntax.HostArch()) {
+		if int(native) == nr {
+			nrs = append(nrs, compat)
+		}
+	}
+	return nrs
+}
+
+// CompatGuard is the statement that leaves a probe on
+// raw_syscalls:sys_enter (sys_exit with ret) unless the call is a compat
+// call that is the native call nr; nil where there is none.
+func CompatGuard(nr int, ret bool) syntax.Stmt {
+	nrs := CompatSyscallNumbers(nr)
+	if nrs == nil {
+		return nil
+	}
+	subject := "$id"
+	if ret {
+		subject = "$regs->" + syscallNrRegister()
+	}
+	b, err := parsePrologue("compat calls", fmt.Sprintf("if (!(%s) || !__syscall_compat()) next\n", syscallSet(nrs, subject)))
+	if err != nil {
+		panic(err) // the text is bpftap's own
+	}
+	return b.Stmts[0]
 }
 
 // CallArgs returns the arguments of a call's own entry event (the

@@ -281,6 +281,12 @@ type Loc struct {
 	// it, cut to Size bytes (a syscall's argument in its register slot).
 	Deref bool
 	Base  int
+	// Compat (with Deref): while the thread makes a 32-bit (compat)
+	// system call, the value is the low 4 bytes of the register slot at
+	// CompatOffset instead (the call's argument in the 32-bit convention),
+	// cut to at most 4 bytes.
+	Compat       bool
+	CompatOffset int
 	// Const: the value is Value (a USDT operand $-5).
 	Const bool
 	Value int64
