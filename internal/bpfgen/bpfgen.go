@@ -122,7 +122,7 @@ type Module struct {
 	syscalls bool // a program reads SyscallMap
 	// syscallNative: a program reads SyscallNativeMap
 	syscallNative bool
-	stacks   bool // a program takes stacks into StackMap
+	stacks        bool // a program takes stacks into StackMap
 	// userStacks: a program takes user stacks into BuildIDStackMap too
 	userStacks bool
 	// taskStacks: a program takes context tasks' kernel stacks into
