@@ -55,6 +55,9 @@ type gen struct {
 	scratch  int // bytes of scratch in use
 	maxScr   int
 
+	// userStrings: a uprobe's code reads user strings (sleepable.go)
+	userStrings bool
+
 	timeSlot    int16 // stack slot of the start time (-t), the map key after it
 	timingIndex int
 
@@ -268,6 +271,7 @@ func (g *gen) program() *Program {
 	}
 	insns, pos := farJumps(g.insns, g.pos)
 	prog := &Program{Instructions: insns, Pos: pos}
+	settleSleep(prog, g.userStrings, g.m.cfg.SleepableUprobes != nil && g.m.cfg.SleepableUprobes())
 	if scratch > 0 {
 		prog.Maps = []Map{{ScratchMap, perCPUArray("scratch", uint32(scratch), uint32(1+len(g.subs.order)))}}
 	}
