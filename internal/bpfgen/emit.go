@@ -57,6 +57,9 @@ type gen struct {
 
 	// userStrings: a uprobe's code reads user strings (sleepable.go)
 	userStrings bool
+	// compatSlot is the stack slot of what syscallCompat read, in a
+	// program on a syscall event (0: none)
+	compatSlot int16
 
 	timeSlot    int16 // stack slot of the start time (-t), the map key after it
 	timingIndex int

@@ -4,6 +4,7 @@ import (
 	"sync"
 
 	"github.com/bpftap/bpftap/internal/kernel"
+	"github.com/bpftap/bpftap/internal/probes/attach"
 	"github.com/bpftap/bpftap/internal/syntax"
 	"github.com/bpftap/bpftap/internal/tapset"
 	"github.com/cilium/ebpf"
@@ -77,13 +78,39 @@ func (g *gen) syscallName(c *syntax.Call) value {
 
 // syscallCompat leaves in R0 the compat bits of the current thread's
 // status: nonzero while it makes a compat call; 0 where the architecture
-// has none or the kernel's BTF does not place the status word.
+// has none or the kernel's BTF does not place the status word. A program
+// on a syscall event keeps them in a stack slot (compatSlot), read once
+// per run: its merged dispatch and each argument ask.
 func (g *gen) syscallCompat() {
 	off, ok := compatStatusOffset()
 	if !ok {
 		g.emit(asm.Mov.Imm(asm.R0, 0))
 		return
 	}
+	if g.compatSlot == 0 {
+		g.readCompat(off)
+		return
+	}
+	known := g.newLabel("compatknown")
+	g.emit(asm.LoadMem(asm.R0, asm.R10, g.compatSlot, asm.DWord), asm.JNE.Imm(asm.R0, 0, known))
+	g.readCompat(off)
+	g.emit(asm.Or.Imm(asm.R0, 1), asm.StoreMem(asm.R10, g.compatSlot, asm.R0, asm.DWord)) // 1: read
+	g.mark(known)
+	g.emit(asm.And.Imm(asm.R0, hostRegs.Compat.StatusFlag))
+}
+
+// reserveCompatSlot reserves, in a program on a syscall event of a kernel
+// with compat calls, the slot where syscallCompat keeps what it read (0
+// until then: the prologue zeroes the stack).
+func (g *gen) reserveCompatSlot(a *attach.Point) {
+	if _, ok := compatStatusOffset(); ok && a != nil && a.Syscall {
+		g.compatSlot = g.pushSlot()
+	}
+}
+
+// readCompat leaves in R0 the compat bits of the current thread's status,
+// read at off in its task_struct.
+func (g *gen) readCompat(off int) {
 	if g.ownProbe().Attach.Kind.BTFTyped() { // the task may be read directly there
 		g.emit(asm.FnGetCurrentTaskBtf.Call(),
 			asm.LoadMem(asm.R0, asm.R0, int16(off), asm.Word),
