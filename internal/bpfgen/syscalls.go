@@ -78,9 +78,9 @@ func (g *gen) syscallName(c *syntax.Call) value {
 
 // syscallCompat leaves in R0 the compat bits of the current thread's
 // status: nonzero while it makes a compat call; 0 where the architecture
-// has none or the kernel's BTF does not place the status word. A program
-// on a syscall event keeps them in a stack slot (compatSlot), read once
-// per run: its merged dispatch and each argument ask.
+// has none or the kernel's BTF does not place the status word. The
+// merged program of syscall entries keeps them in a stack slot
+// (compatSlot), read once per run: its dispatch and each argument ask.
 func (g *gen) syscallCompat() {
 	off, ok := compatStatusOffset()
 	if !ok {
@@ -99,12 +99,19 @@ func (g *gen) syscallCompat() {
 	g.emit(asm.And.Imm(asm.R0, hostRegs.Compat.StatusFlag))
 }
 
-// reserveCompatSlot reserves, in a program on a syscall event of a kernel
-// with compat calls, the slot where syscallCompat keeps what it read (0
-// until then: the prologue zeroes the stack).
+// reserveCompatSlot reserves, in a program whose context has arguments
+// in compat registers (the merged syscall entries), the slot where
+// syscallCompat keeps what it read (0 until then: the prologue zeroes the
+// stack).
 func (g *gen) reserveCompatSlot(a *attach.Point) {
-	if _, ok := compatStatusOffset(); ok && a != nil && a.Syscall {
-		g.compatSlot = g.pushSlot()
+	if _, ok := compatStatusOffset(); !ok || a == nil {
+		return
+	}
+	for _, arg := range a.Args {
+		if arg.Loc.Compat {
+			g.compatSlot = g.pushSlot()
+			return
+		}
 	}
 }
 

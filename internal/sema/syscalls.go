@@ -138,7 +138,7 @@ func (e *elab) compatTwin(p *Probe) (*Probe, int) {
 	}
 	nr, ok := probes.SyscallNumber(a.Event)
 	ret := strings.HasPrefix(a.Event, "sys_exit_")
-	if !ok || ret && (hasEntry(p.Body) || readsContextBut(p.Body, "$ret")) {
+	if !ok || !syscallFamily(p) || ret && (hasEntry(p.Body) || readsContextBut(p.Body, "$ret")) {
 		return nil, 0
 	}
 	wide := p.context.SyscallReturns()
@@ -160,6 +160,17 @@ func (e *elab) compatTwin(p *Probe) (*Probe, int) {
 	twin.Body.Stmts = append([]syntax.Stmt{guard}, twin.Body.Stmts...)
 	twin.context, twin.Attach = wide, wide.Attach
 	return &twin, nr
+}
+
+// syscallFamily tells whether p is a syscall probe (the tapset's prologue
+// before the user's body), not a kernel.trace of a syscalls:* event,
+// which sees what the event sees, as in stap.
+func syscallFamily(p *Probe) bool {
+	if len(p.Body.Stmts) != 2 {
+		return false
+	}
+	prologue, ok := p.Body.Stmts[0].(*syntax.Block)
+	return ok && inTapset(prologue)
 }
 
 // readsContextBut tells whether n reads a context variable other than name.
