@@ -2,6 +2,7 @@ package bpfgen
 
 import (
 	"github.com/bpftap/bpftap/internal/format"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -236,19 +237,24 @@ func (g *gen) loadArg(i int) {
 
 // compatRegister loads a system call's argument that lives in a
 // different register when the call is a compat one (attach.Loc.Compat):
-// there, the low 4 bytes of that register, cut to at most 4 bytes.
+// from the copy the prologue made of the call's arguments (syscalls.go),
+// cut to its size; a compat call's signed long is sign-extended from its
+// 32 bits.
 func (g *gen) compatRegister(loc attach.Loc) {
-	compat, done := g.newLabel("compatarg"), g.newLabel("compatargdone")
-	g.syscallCompat()
-	g.emit(asm.JNE.Imm(asm.R0, 0, compat))
-	g.register(asm.R0, loc, loc.Offset)
-	g.extend(loc.Size, loc.Signed)
-	g.emit(asm.Ja.Label(done))
-	g.mark(compat)
-	g.register(asm.R0, loc, loc.CompatOffset)
-	g.emit(asm.Mov.Reg32(asm.R0, asm.R0))
-	g.extend(min(loc.Size, 4), loc.Signed)
-	g.mark(done)
+	i := slices.Index(hostRegs.SyscallArgs, loc.Offset)
+	if i < 0 || g.argsSlot == 0 {
+		panic("bpfgen: a compat argument outside the syscall entries' context") // probes.SyscallEntries makes them all
+	}
+	g.emit(asm.LoadMem(asm.R0, asm.R10, g.argsSlot+int16(8*i), asm.DWord))
+	if loc.Size < 8 || !loc.Signed {
+		g.extend(loc.Size, loc.Signed)
+		return
+	}
+	// without a branch (fillSyscallArgs says why): R0 ^= (R0 ^ sext32(R0)) & mask
+	g.emit(asm.LoadMem(asm.R1, asm.R10, g.compatSlot, asm.DWord),
+		asm.Neg.Imm(asm.R1, 0), asm.ArSh.Imm(asm.R1, 63),
+		asm.Mov.Reg(asm.R2, asm.R0), asm.LSh.Imm(asm.R2, 32), asm.ArSh.Imm(asm.R2, 32),
+		asm.Xor.Reg(asm.R2, asm.R0), asm.And.Reg(asm.R2, asm.R1), asm.Xor.Reg(asm.R0, asm.R2))
 }
 
 // untrust makes the pointer in R0 a plain number to the verifier. A

@@ -91,18 +91,13 @@ func (g *gen) syscallCompat() {
 		g.readCompat(off)
 		return
 	}
-	known := g.newLabel("compatknown")
-	g.emit(asm.LoadMem(asm.R0, asm.R10, g.compatSlot, asm.DWord), asm.JNE.Imm(asm.R0, 0, known))
-	g.readCompat(off)
-	g.emit(asm.Or.Imm(asm.R0, 1), asm.StoreMem(asm.R10, g.compatSlot, asm.R0, asm.DWord)) // 1: read
-	g.mark(known)
-	g.emit(asm.And.Imm(asm.R0, hostRegs.Compat.StatusFlag))
+	g.emit(asm.LoadMem(asm.R0, asm.R10, g.compatSlot, asm.DWord)) // fillSyscallArgs read them
 }
 
 // reserveCompatSlot reserves, in a program whose context has arguments
 // in compat registers (the merged syscall entries), the slot where
-// syscallCompat keeps what it read (0 until then: the prologue zeroes the
-// stack).
+// syscallCompat keeps what it read and six words where the prologue
+// copies the call's arguments (fillSyscallArgs).
 func (g *gen) reserveCompatSlot(a *attach.Point) {
 	if _, ok := compatStatusOffset(); !ok || a == nil {
 		return
@@ -110,8 +105,34 @@ func (g *gen) reserveCompatSlot(a *attach.Point) {
 	for _, arg := range a.Args {
 		if arg.Loc.Compat {
 			g.compatSlot = g.pushSlot()
+			g.argsSlot = g.pushStack(8 * len(hostRegs.SyscallArgs))
 			return
 		}
+	}
+}
+
+// fillSyscallArgs, in the prologue of a program with compat arguments,
+// reads the compat bits once (into compatSlot) and copies the call's
+// arguments from the registers the tracepoint's pt_regs (its first
+// argument) holds them in: the syscall convention's, or a compat call's,
+// zero-extended from their 32 bits. Each argument then loads from the
+// copy, with no branch of its own. The copy chooses without a branch
+// (both registers read, masked): a branch on the bits would give the
+// verifier two states that never meet, and it would walk the whole
+// program, hundreds of argument reads, twice.
+func (g *gen) fillSyscallArgs() {
+	off, _ := compatStatusOffset()
+	g.readCompat(off)
+	g.emit(asm.StoreMem(asm.R10, g.compatSlot, asm.R0, asm.DWord),
+		// R3: all ones in a compat call, else 0 (-bits has the sign bit set)
+		asm.Mov.Reg(asm.R3, asm.R0), asm.Neg.Imm(asm.R3, 0), asm.ArSh.Imm(asm.R3, 63),
+		asm.LoadMem(asm.R1, regCtx, 0, asm.DWord))
+	for i, reg := range hostRegs.SyscallArgs {
+		g.emit(asm.LoadMem(asm.R2, asm.R1, int16(hostRegs.Compat.SyscallArgs[i]), asm.DWord),
+			asm.Mov.Reg32(asm.R2, asm.R2),
+			asm.LoadMem(asm.R4, asm.R1, int16(reg), asm.DWord),
+			asm.Xor.Reg(asm.R2, asm.R4), asm.And.Reg(asm.R2, asm.R3), asm.Xor.Reg(asm.R2, asm.R4), // R3 ? compat : native
+			asm.StoreMem(asm.R10, g.argsSlot+int16(8*i), asm.R2, asm.DWord))
 	}
 }
 

@@ -366,7 +366,22 @@ func EntryArg(i, size int, signed bool) string {
 // many calls: raw_syscalls:sys_enter as tp_btf, whose $id is the call's
 // number, with the arguments EntryArg names. Nil when the kernel cannot
 // give it (no tp_btf, an architecture without a register table).
-func (c *Context) SyscallEntries() *Context {
+func (c *Context) SyscallEntries() *Context { return c.syscallEntries(false) }
+
+// CompatSyscallEntries is SyscallEntries for compat calls alone (a
+// probe that leaves every other call, sema's compat twins): the
+// arguments are the compat registers' 32 bits; nil where the
+// architecture has none.
+func (c *Context) CompatSyscallEntries() *Context {
+	if regs := arch.Host(); regs == nil || regs.Compat == nil {
+		return nil
+	}
+	return c.syscallEntries(true)
+}
+
+// syscallEntries is SyscallEntries; with compatOnly, for compat calls
+// alone.
+func (c *Context) syscallEntries(compatOnly bool) *Context {
 	regs := arch.Host()
 	a, _ := rawSyscalls(c.kernel, "sys_enter")
 	if a == nil || regs == nil || a.Kind != attach.TPBTF {
@@ -377,7 +392,10 @@ func (c *Context) SyscallEntries() *Context {
 			for _, signed := range []bool{false, true} {
 				name := strings.TrimPrefix(EntryArg(i, size, signed), "$")
 				loc := attach.Loc{Deref: true, Base: 0, Offset: off, Size: size, Signed: signed}
-				if regs.Compat != nil {
+				switch {
+				case compatOnly:
+					loc.Offset, loc.Size = regs.Compat.SyscallArgs[i], min(size, 4)
+				case regs.Compat != nil:
 					loc.Compat, loc.CompatOffset = true, regs.Compat.SyscallArgs[i]
 				}
 				a.Args = append(a.Args, attach.Arg{Name: name, Local: name, Hidden: true, Loc: loc})

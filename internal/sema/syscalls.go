@@ -102,10 +102,10 @@ const twinsPerProgram = 16
 // compat calls, which the syscalls:* events never see (x86_64's int
 // $0x80, 32-bit processes): a process could otherwise hide an execve from
 // syscall.execve. The twin runs behind a test of the compat numbers, an
-// entry's reading the arguments from the registers (the compat ones,
-// there). Twins on one tracepoint share programs (Probe.Joins),
-// twinsPerProgram each (a program of every tapset alias's twin would
-// outgrow what a BPF jump reaches). None where the kernel makes no compat
+// entry's reading the arguments from the compat registers
+// (probes.Context.CompatSyscallEntries). Twins on one tracepoint share
+// programs (Probe.Joins), twinsPerProgram each (a program of every tapset
+// alias's twin would outgrow what a BPF jump reaches). None where the kernel makes no compat
 // calls, or for a probe that reads what the raw tracepoint does not give
 // (a return's @entry, an entry's argument through a pointer).
 func (e *elab) compatTwins() {
@@ -143,7 +143,7 @@ func (e *elab) compatTwin(p *Probe) (*Probe, int) {
 	}
 	wide := p.context.SyscallReturns()
 	if !ret {
-		wide = p.context.SyscallEntries()
+		wide = p.context.CompatSyscallEntries()
 	}
 	guard := probes.CompatGuard(nr, ret)
 	if guard == nil || wide == nil || !wide.CompatSyscalls() {
