@@ -33,13 +33,19 @@ func (s *session) translate(prog *sema.Program, limits tapset.Limits, targetPID 
 		return nil, err
 	}
 	s.timer.report(s, 3, fmt.Sprintf("translated to BPF: %s", output.Plural(ks.Programs(), "program")))
+	for _, note := range ks.Notes() {
+		s.note(3, note)
+	}
 	return ks, nil
 }
 
 // progress prints, with -v, what a slow step of pass 4 is doing.
-func (s *session) progress(what string) {
+func (s *session) progress(what string) { s.note(4, what) }
+
+// note prints, with -v, a line of pass n.
+func (s *session) note(n int, what string) {
 	if s.opts.Verbose > 0 {
-		fmt.Fprintf(s.stderr, "Pass 4: %s\n", what)
+		fmt.Fprintf(s.stderr, "Pass %d: %s\n", n, what)
 	}
 }
 

@@ -152,10 +152,12 @@ var contextBuiltins = map[string]builtinFunc{
 		return str(strings.TrimSpace(strings.ReplaceAll(strings.TrimRight(string(b), "\x00"), "\x00", " ")))
 	},
 	// refused in pass 2 (tapset.Builtin.KernelOnly)
-	"__task_current": kernelOnly("task_current"),
-	"__context_task": kernelOnly("__context_task"),
-	"__context_var":  kernelOnly("__context_var"),
-	"pid2task":       kernelOnly("pid2task"),
+	"__task_current":      kernelOnly("task_current"),
+	"__syscall_compat":    kernelOnly("__syscall_compat"),
+	"__syscall_native_nr": kernelOnly("__syscall_native_nr"),
+	"__context_task":      kernelOnly("__context_task"),
+	"__context_var":       kernelOnly("__context_var"),
+	"pid2task":            kernelOnly("pid2task"),
 	// the name the kernel gives the thread, "" when there is none (as
 	// kernel probes find it: bpfgen/tasklookup.go)
 	"pid2execname": func(_ *callContext, args []Value) Value {
