@@ -156,3 +156,16 @@ func (in *Interp) describe(v *syntax.Var) Global {
 	}
 	return g
 }
+
+// Folder adds to a global what happened elsewhere: the storage of
+// MemoryStorage is one, so that a driver can keep a global in memory and
+// fold in the counts that kernel programs made meanwhile (kernelside's
+// generations). The key is nil for a scalar or a scalar statistic. A
+// folded element is created when absent, even in a full array (it exists
+// already where it was counted); a wrapping array evicts its oldest
+// element instead.
+type Folder interface {
+	// Fold adds n to a long, or merges partial p into a statistic (p is
+	// nil for a long).
+	Fold(k Key, n int64, p *format.Stat)
+}

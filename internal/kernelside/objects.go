@@ -17,13 +17,16 @@ type objects struct {
 	prefix   string               // of every object's name: see Config.NamePrefix
 	progress func(string)         // Config.Progress, or nil
 	shared   map[string]*ebpf.Map // the module's maps, by bpfgen.Map.Ref
-	owned    []*ebpf.Map          // every map created: shared ones and the programs' own
+	// inner are the maps in each map of maps the module describes (a global
+	// in generations), by the outer map's Ref.
+	inner map[string][]*ebpf.Map
+	owned []*ebpf.Map // every map created: shared ones and the programs' own
 }
 
 // createMaps creates the maps of a module, their names after prefix,
 // telling progress about the big ones.
 func createMaps(defs []bpfgen.Map, prefix string, progress func(string)) (*objects, error) {
-	o := &objects{prefix: prefix, progress: progress, shared: map[string]*ebpf.Map{}}
+	o := &objects{prefix: prefix, progress: progress, shared: map[string]*ebpf.Map{}, inner: map[string][]*ebpf.Map{}}
 	for _, d := range defs {
 		m, err := o.create(d)
 		if err != nil {
@@ -31,8 +34,29 @@ func createMaps(defs []bpfgen.Map, prefix string, progress func(string)) (*objec
 			return nil, err
 		}
 		o.shared[d.Ref] = m
+		if d.Spec.Type == ebpf.ArrayOfMaps {
+			if err := o.fillOuter(d, m); err != nil {
+				o.close()
+				return nil, err
+			}
+		}
 	}
 	return o, nil
+}
+
+// fillOuter puts a new map of d's inner spec in each element of outer.
+func (o *objects) fillOuter(d bpfgen.Map, outer *ebpf.Map) error {
+	for i := range d.Spec.MaxEntries {
+		m, err := o.create(bpfgen.Map{Ref: d.Ref, Spec: d.Spec.InnerMap})
+		if err != nil {
+			return err
+		}
+		if err := outer.Update(i, m, ebpf.UpdateAny); err != nil {
+			return fmt.Errorf("map %s: %w", d.Spec.Name, err)
+		}
+		o.inner[d.Ref] = append(o.inner[d.Ref], m)
+	}
+	return nil
 }
 
 // create creates one map, which o then owns.

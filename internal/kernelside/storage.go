@@ -39,6 +39,9 @@ func (s *Session) Storage(g interp.Global) interp.Storage {
 		if gl.PerCPU {
 			mg.cpus, _ = ebpf.PossibleCPU()
 		}
+		if gl.Gens {
+			return s.genStorage(g, mg)
+		}
 		switch {
 		case g.Var.IsArray:
 			return interp.Storage{Array: mapArray{mg}}
@@ -272,11 +275,14 @@ func (g mapArray) Clear() {
 func (g mapArray) Len() int { return len(g.group()) }
 
 // keys lists the packed keys present in the map.
-func (g mapArray) keys() [][]byte {
+func (g mapArray) keys() [][]byte { return mapKeys(g.m) }
+
+// mapKeys lists the keys present in hash map m.
+func mapKeys(m *ebpf.Map) [][]byte {
 	var keys [][]byte
 	var prev any // nil asks for the first key
 	for {
-		next, err := g.m.NextKeyBytes(prev)
+		next, err := m.NextKeyBytes(prev)
 		if err != nil || next == nil {
 			return keys
 		}
