@@ -7,6 +7,7 @@ import (
 	"github.com/bpftap/bpftap/internal/bpfrt"
 	"github.com/bpftap/bpftap/internal/format"
 	"github.com/bpftap/bpftap/internal/interp"
+	"github.com/bpftap/bpftap/internal/syntax"
 	"github.com/cilium/ebpf"
 )
 
@@ -47,7 +48,8 @@ type generations struct {
 	flipped  uint64
 	handlers *uint64
 	globals  []*genGlobal
-	err      error // the first failure, reported by Session.Stop
+	storage  map[*syntax.Var]interp.Storage // what Session.Storage gave for each
+	err      error                          // the first failure, reported by Session.Stop
 }
 
 // newGenerations prepares the flips of a session whose module keeps
@@ -64,7 +66,8 @@ func newGenerations(word *ebpf.Map, o *objects, handlers *uint64) (*generations,
 		return nil, err
 	}
 	// No flip has happened: the first handler that touches a global flips.
-	return &generations{word: word, sync: sync, waitee: waitee, flipped: ^uint64(0), handlers: handlers}, nil
+	return &generations{word: word, sync: sync, waitee: waitee, flipped: ^uint64(0), handlers: handlers,
+		storage: map[*syntax.Var]interp.Storage{}}, nil
 }
 
 // genGlobal is one global in generations.
@@ -195,10 +198,22 @@ func (g *genGlobal) empty() [][]byte {
 func (g *genGlobal) unpackKey(key []byte) interp.Key { return mapArray{g.mapGlobal}.unpackKey(key) }
 
 // genStorage returns the storage of a global in generations, registered
-// with the session's flips.
+// with the session's flips, the same for every call. Its old generation
+// is folded at the first touch: it is quiescent after a flip, and before
+// the first one no program has written it.
 func (s *Session) genStorage(g interp.Global, mg *mapGlobal) interp.Storage {
-	gg := &genGlobal{mapGlobal: mg, gens: s.gens, memory: interp.MemoryStorage(g), elements: s.objs.inner[mg.gl.Ref]}
+	if st, ok := s.gens.storage[g.Var]; ok {
+		return st
+	}
+	gg := &genGlobal{mapGlobal: mg, gens: s.gens, memory: interp.MemoryStorage(g), elements: s.objs.inner[mg.gl.Ref], stale: true}
 	s.gens.globals = append(s.gens.globals, gg)
+	st := gg.storage()
+	s.gens.storage[g.Var] = st
+	return st
+}
+
+// storage serves g to the interpreter.
+func (gg *genGlobal) storage() interp.Storage {
 	switch {
 	case gg.memory.Array != nil:
 		gg.folder = gg.memory.Array.(interp.Folder)
