@@ -51,6 +51,9 @@ type Global struct {
 	// array's Ref then names Outer, whose elements are maps of Spec.
 	Gens  bool
 	Outer *ebpf.MapSpec
+	// Ring and Heads keep the order a wrapping array's keys were added
+	// in (wrap.go); nil for other globals.
+	Ring, Heads *Map
 }
 
 // Globals are the layouts of the globals the compiled programs use.
@@ -103,6 +106,9 @@ func (m *Module) global(v *syntax.Var) *Global {
 	}
 	if v.PerCPU && !gl.ByThread {
 		m.inGenerations(gl)
+	}
+	if v.Wrap && v.IsArray && !gl.ByThread {
+		m.ordered(gl)
 	}
 	gl.Cache = cacheFor(gl)
 	m.globals[v] = gl
@@ -260,7 +266,11 @@ func (g *gen) lookupOrCreateKey(gl *Global, k keyAddr, at syntax.Pos) {
 		g.emit(emitLookupIndex(ZeroMap, zero, 0, labelExit)...)
 		g.emit(asm.Mov.Reg(asm.R3, asm.R0), elements(asm.R1))
 		k.load(g, asm.R2)
-		g.emit(asm.Mov.Imm(asm.R4, bpfNoExist), asm.FnMapUpdateElem.Call(), elements(asm.R1))
+		g.emit(asm.Mov.Imm(asm.R4, bpfNoExist), asm.FnMapUpdateElem.Call())
+		if gl.Ring != nil {
+			g.keepOrder(gl, k, elements)
+		}
+		g.emit(elements(asm.R1))
 		k.load(g, asm.R2)
 		g.emit(asm.FnMapLookupElem.Call())
 	}

@@ -57,6 +57,9 @@ func (m *Module) Maps() []Map {
 		if gl.Cache != nil {
 			maps = append(maps, Map{gl.Cache.Ref, gl.Cache.Spec})
 		}
+		if gl.Ring != nil {
+			maps = append(maps, *gl.Ring, *gl.Heads)
+		}
 	}
 	if m.cfg.Timing {
 		maps = append(maps, Map{TimingMap, perCPUArray("timing", uint32(TimingLayout.Size), uint32(max(m.programs, 1)))})

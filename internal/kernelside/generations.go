@@ -142,10 +142,17 @@ func (g *genGlobal) fold(gen uint32) error {
 		return g.m.Update(gen, g.empty(), ebpf.UpdateAny)
 	}
 	elements := g.elements[gen]
-	for _, key := range mapKeys(elements) {
+	keys, err := g.orderedKeys(gen, elements)
+	if err != nil {
+		return err
+	}
+	for _, key := range keys {
 		vs, err := bpfrt.LookupValues(elements, key)
 		if err != nil {
 			return err
+		}
+		if vs == nil {
+			continue // a ring's key evicted or deleted since
 		}
 		g.add(g.unpackKey(key), vs)
 		if err := elements.Delete(key); err != nil {
