@@ -1,6 +1,7 @@
 package kernelside
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/bpftap/bpftap/internal/bpfgen"
@@ -27,6 +28,11 @@ import (
 //     cache element) is added to the memory copy and emptied when the
 //     handler first touches that global (or at the next flip).
 //
+// Once the programs are detached (Session.Stop) nothing flips: both
+// generations are folded at a global's first touch. An array's second
+// hash is created at the first flip, so a run whose handlers never touch
+// it (or only after the programs are detached) does not pay its memory.
+//
 // One flip serves a handler, however many globals it touches; a handler
 // that touches none waits for nothing. What the kernel counts while the
 // handler runs is in the new generation and is added after it, so the
@@ -50,6 +56,8 @@ type generations struct {
 	globals  []*genGlobal
 	storage  map[*syntax.Var]interp.Storage // what Session.Storage gave for each
 	err      error                          // the first failure, reported by Session.Stop
+	stopped  bool                           // the programs are detached
+	objs     *objects                       // which creates a second generation's hash
 }
 
 // newGenerations prepares the flips of a session whose module keeps
@@ -67,24 +75,29 @@ func newGenerations(word *ebpf.Map, o *objects, handlers *uint64) (*generations,
 	}
 	// No flip has happened: the first handler that touches a global flips.
 	return &generations{word: word, sync: sync, waitee: waitee, flipped: ^uint64(0), handlers: handlers,
-		storage: map[*syntax.Var]interp.Storage{}}, nil
+		storage: map[*syntax.Var]interp.Storage{}, objs: o}, nil
 }
 
 // genGlobal is one global in generations.
 type genGlobal struct {
 	*mapGlobal
-	gens   *generations
-	memory interp.Storage // what the handlers see
-	folder interp.Folder  // memory's
-	// elements are an array's hashes, one per generation (nil for a
-	// scalar or statistic, whose map has an element per generation).
-	elements []*ebpf.Map
-	stale    bool // the old generation holds counts not folded yet
+	gens    *generations
+	memory  interp.Storage // what the handlers see
+	folder  interp.Folder  // memory's
+	stale   bool           // the old generation holds counts not folded yet
+	drained bool           // folded since the programs were detached
 }
 
 // ready makes g's memory copy hold everything the kernel counted before
 // the current handler started: the first touch in a handler flips.
 func (gs *generations) ready(g *genGlobal) error {
+	if gs.stopped {
+		if g.drained {
+			return nil
+		}
+		g.drained = true
+		return gs.fail(errors.Join(g.fold(gs.live^1), g.fold(gs.live)))
+	}
 	if gs.flipped != *gs.handlers {
 		if err := gs.flip(); err != nil {
 			return err
@@ -109,6 +122,11 @@ func (gs *generations) flip() error {
 		}
 	}
 	gs.flipped = *gs.handlers
+	for _, g := range gs.globals {
+		if err := g.createHash(gs.live ^ 1); err != nil {
+			return gs.fail(err)
+		}
+	}
 	if err := gs.word.Update(uint32(0), uint64(gs.live^1), ebpf.UpdateAny); err != nil {
 		return gs.fail(err)
 	}
@@ -133,7 +151,7 @@ func (gs *generations) fail(err error) error {
 // fold adds generation gen of g, which no program updates, to the memory
 // copy and empties it.
 func (g *genGlobal) fold(gen uint32) error {
-	if g.elements == nil {
+	if g.gl.Outer == nil {
 		vs, err := bpfrt.LookupValues(g.m, gen)
 		if err != nil {
 			return err
@@ -141,7 +159,11 @@ func (g *genGlobal) fold(gen uint32) error {
 		g.add(nil, vs)
 		return g.m.Update(gen, g.empty(), ebpf.UpdateAny)
 	}
-	elements := g.elements[gen]
+	hashes := g.gens.objs.inner[g.gl.Ref]
+	if int(gen) >= len(hashes) {
+		return nil // never used: created by the first flip
+	}
+	elements := hashes[gen]
 	keys, err := g.orderedKeys(gen, elements)
 	if err != nil {
 		return err
@@ -160,6 +182,17 @@ func (g *genGlobal) fold(gen uint32) error {
 		}
 	}
 	return g.foldCache(gen)
+}
+
+// createHash creates the hash of an array's generation gen unless it
+// exists: the programs are about to use it.
+func (g *genGlobal) createHash(gen uint32) error {
+	o := g.gens.objs
+	if g.gl.Outer == nil || int(gen) < len(o.inner[g.gl.Ref]) {
+		return nil
+	}
+	_, err := o.addInner(bpfgen.Map{Ref: g.gl.Ref, Spec: g.gl.Outer}, gen)
+	return err
 }
 
 // foldCache adds the pending values of generation gen's last-key cache
@@ -212,7 +245,7 @@ func (s *Session) genStorage(g interp.Global, mg *mapGlobal) interp.Storage {
 	if st, ok := s.gens.storage[g.Var]; ok {
 		return st
 	}
-	gg := &genGlobal{mapGlobal: mg, gens: s.gens, memory: interp.MemoryStorage(g), elements: s.objs.inner[mg.gl.Ref], stale: true}
+	gg := &genGlobal{mapGlobal: mg, gens: s.gens, memory: interp.MemoryStorage(g), stale: true}
 	s.gens.globals = append(s.gens.globals, gg)
 	st := gg.storage()
 	s.gens.storage[g.Var] = st

@@ -18,7 +18,8 @@ type objects struct {
 	progress func(string)         // Config.Progress, or nil
 	shared   map[string]*ebpf.Map // the module's maps, by bpfgen.Map.Ref
 	// inner are the maps in each map of maps the module describes (a global
-	// in generations), by the outer map's Ref.
+	// in generations), by the outer map's Ref, in the order of their
+	// elements.
 	inner map[string][]*ebpf.Map
 	owned []*ebpf.Map // every map created: shared ones and the programs' own
 }
@@ -35,7 +36,9 @@ func createMaps(defs []bpfgen.Map, prefix string, progress func(string)) (*objec
 		}
 		o.shared[d.Ref] = m
 		if d.Spec.Type == ebpf.ArrayOfMaps {
-			if err := o.fillOuter(d, m); err != nil {
+			// The other elements when first needed (a global's second
+			// generation: generations.go).
+			if _, err := o.addInner(d, 0); err != nil {
 				o.close()
 				return nil, err
 			}
@@ -44,19 +47,18 @@ func createMaps(defs []bpfgen.Map, prefix string, progress func(string)) (*objec
 	return o, nil
 }
 
-// fillOuter puts a new map of d's inner spec in each element of outer.
-func (o *objects) fillOuter(d bpfgen.Map, outer *ebpf.Map) error {
-	for i := range d.Spec.MaxEntries {
-		m, err := o.create(bpfgen.Map{Ref: d.Ref, Spec: d.Spec.InnerMap})
-		if err != nil {
-			return err
-		}
-		if err := outer.Update(i, m, ebpf.UpdateAny); err != nil {
-			return fmt.Errorf("map %s: %w", d.Spec.Name, err)
-		}
-		o.inner[d.Ref] = append(o.inner[d.Ref], m)
+// addInner creates a map of d's inner spec and puts it in element i of
+// d's map, the map of maps o.shared[d.Ref]; o.inner[d.Ref] lists it.
+func (o *objects) addInner(d bpfgen.Map, i uint32) (*ebpf.Map, error) {
+	m, err := o.create(bpfgen.Map{Ref: d.Ref, Spec: d.Spec.InnerMap})
+	if err != nil {
+		return nil, err
 	}
-	return nil
+	if err := o.shared[d.Ref].Update(i, m, ebpf.UpdateAny); err != nil {
+		return nil, fmt.Errorf("map %s: %w", d.Spec.Name, err)
+	}
+	o.inner[d.Ref] = append(o.inner[d.Ref], m)
+	return m, nil
 }
 
 // create creates one map, which o then owns.

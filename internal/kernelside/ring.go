@@ -74,6 +74,7 @@ func (s *Session) stopReader() error {
 func (s *Session) Stop() (lost uint64, err error) {
 	err = errors.Join(s.detach(), s.stopReader())
 	if s.gens != nil {
+		s.gens.stopped = true
 		err = errors.Join(err, s.gens.err)
 	}
 	if s.objs != nil {
