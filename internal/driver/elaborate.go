@@ -32,7 +32,6 @@ func (s *session) elaborate(user, libs []*syntax.File) (*sema.Program, error) {
 			ClassicTracepoints: s.opts.Compatible != "" && syntax.CompareVersions(s.opts.Compatible, "4.1") <= 0,
 			Target:             s.opts.Command != "" || s.opts.TargetPID != 0,
 			TargetExecutable:   commandExecutable(s.opts.Command),
-			Holder:             holderExecutable(s.opts.Command),
 			TargetBinary:       s.targetExecutable,
 			Listing:            listing,
 		}),

@@ -5,6 +5,8 @@ const helpText = `Usage: bpftap [options] FILE [ARGS...]     Run script in file.
    or: bpftap [options] -e SCRIPT [ARGS...] Run given script.
    or: bpftap [options] -l PROBE [ARGS...]  List matching probes.
    or: bpftap [options] -L PROBE [ARGS...]  List matching probes and local variables.
+   or: bpftap exporter [-p PORT] [-s DIR] [-k SECONDS] [-a ADDR] [-- OPTIONS]
+                                           Serve the scripts of DIR to Prometheus.
 
 bpftap runs SystemTap scripts: user-side probes (begin, end, error, timer.*) in an
 interpreter, kernel probes compiled to eBPF. Options are stap's:
@@ -42,6 +44,10 @@ interpreter, kernel probes compiled to eBPF. Options are stap's:
    --all-modules
               load the symbols of every kernel module (accepted: kallsyms
               lists them already)
+   -m NAME    name the module: procfs files are /var/tmp/systemtap-USER/NAME/*
+   --http ADDR
+              serve the procfs files over HTTP too (GET reads, PUT and POST
+              write; an address without a host is on loopback)
    -t         print a probe hit report at exit
    -g         guru mode (refused: a BPF runtime runs no embedded C)
    -u         unoptimized mode (accepted; nothing is elided)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/bpftap/bpftap/internal/interp"
 	"github.com/bpftap/bpftap/internal/kernelside"
+	"github.com/bpftap/bpftap/internal/procfs"
 	"github.com/bpftap/bpftap/internal/sema"
 	"github.com/bpftap/bpftap/internal/tapset"
 	"golang.org/x/sys/unix"
@@ -42,14 +43,19 @@ func (s *session) execute(prog *sema.Program, ks *kernelside.Session, limits tap
 		defer s.keysAsTyped()()
 	}
 	in.Begin()
-	attachErr := s.attach(ks, in)
+	stopServing, attachErr := s.serveProcfs(in)
+	defer stopServing()
+	if attachErr == nil {
+		attachErr = s.attach(ks, in)
+	}
 	if attachErr != nil {
 		in.KernelExit()
 		fmt.Fprintln(s.stderr, attachErr)
 	} else if err := target.release(cancel); err != nil {
-		fmt.Fprintf(s.stderr, "ERROR: %v\n", err)
+		fmt.Fprintln(s.stderr, err)
 	}
 	in.Run(ctx)
+	stopServing()
 	s.stopKernel(ks, in)
 	status := in.End()
 	if attachErr != nil { // the end probes ran, as stap's do, but the run failed
@@ -68,6 +74,48 @@ func (s *session) execute(prog *sema.Program, ks *kernelside.Session, limits tap
 		fmt.Fprintf(s.stderr, "Pass 5: run completed in %s.\n", s.timer.elapsed())
 	}
 	return status
+}
+
+// serveProcfs serves the files of the script's procfs probes (package
+// procfs) in the module's directory, and over HTTP with --http; it
+// returns what stops that, which may be called more than once.
+func (s *session) serveProcfs(in *interp.Interp) (stop func(), err error) {
+	files := in.ProcfsFiles()
+	var stops []func()
+	stop = func() {
+		for _, f := range stops {
+			f()
+		}
+		stops = nil
+	}
+	if s.begun != nil {
+		s.begun(in)
+		return stop, nil
+	}
+	if len(files) == 0 {
+		return stop, nil
+	}
+	srv, err := procfs.Serve(procfs.Dir(s.module()), files, in)
+	if err != nil {
+		return stop, fmt.Errorf("ERROR: %v", err)
+	}
+	stops = append(stops, srv.Stop)
+	if s.opts.HTTP != "" {
+		stopHTTP, err := procfs.ServeHTTP(s.opts.HTTP, procfs.Handler(files, in))
+		if err != nil {
+			return stop, fmt.Errorf("ERROR: --http %s: %v", s.opts.HTTP, err)
+		}
+		stops = append(stops, stopHTTP)
+	}
+	return stop, nil
+}
+
+// module is the module's name: -m NAME, else stap_PID.
+func (s *session) module() string {
+	if s.opts.Module != "" {
+		return s.opts.Module
+	}
+	return fmt.Sprintf("stap_%d", os.Getpid())
 }
 
 // limits applies the -D NAME=VALUE settings to the interpreter's limits. Names

@@ -67,7 +67,11 @@ func (sig *signals) stop() {
 // runContext returns the context of pass 5: cancelled by a signal, a
 // closed output pipe (see pipeGuard), or the -T timeout.
 func (s *session) runContext() (context.Context, context.CancelFunc) {
-	ctx, cancel := context.WithCancel(context.Background())
+	parent := s.parent
+	if parent == nil {
+		parent = context.Background()
+	}
+	ctx, cancel := context.WithCancel(parent)
 	s.signals.mu.Lock()
 	s.signals.cancel = cancel
 	caught := s.signals.caught

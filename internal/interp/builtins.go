@@ -20,7 +20,7 @@ var builtins map[string]builtinFunc
 
 func init() {
 	builtins = map[string]builtinFunc{}
-	for _, group := range []map[string]builtinFunc{controlBuiltins, contextBuiltins, registerBuiltins(), stringBuiltins, timeBuiltins, memoryBuiltins(), symbolBuiltins} {
+	for _, group := range []map[string]builtinFunc{controlBuiltins, contextBuiltins, registerBuiltins(), stringBuiltins, prometheusBuiltins, timeBuiltins, memoryBuiltins(), symbolBuiltins} {
 		for name, f := range group {
 			builtins[name] = f
 		}
@@ -49,9 +49,6 @@ var controlBuiltins = map[string]builtinFunc{
 			at = fr.call.Pos
 		}
 		panic(&runError{Msg: args[0].Str, At: at})
-	},
-	"__input_chunk": func(cc *callContext, _ []Value) Value {
-		return str(cc.in.inputChunk)
 	},
 	"warn": func(cc *callContext, args []Value) Value {
 		cc.in.warn(args[0].Str)

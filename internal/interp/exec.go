@@ -77,11 +77,17 @@ func (in *Interp) runHandler(p *sema.Probe) {
 	}
 	in.act = activation{probe: p, remaining: 10 * in.limits.MaxAction, nesting: -1}
 	in.fr = &frame{locals: make([]Value, len(p.Locals))}
+	if p.Value != nil {
+		in.fr.locals[p.Value.Index] = Value{Str: in.procfsValue}
+	}
 	in.stack, in.printArgs = in.stack[:0], in.printArgs[:0]
 	err := protect(func() {
 		defer swallowAbort()
 		in.runBody(p)
 	})
+	if p.Value != nil {
+		in.procfsValue = in.fr.locals[p.Value.Index].Str
+	}
 	in.flush()
 	in.runCommands()
 	if err != nil {

@@ -122,7 +122,8 @@ type Config struct {
 	// Timing measures every run of a user-side probe (-t; see Interp.Timing).
 	Timing bool
 	// Skipped, if set, returns the number of kernel probe runs skipped
-	// (stap's skipped probes), for the closing warning.
+	// (stap's skipped probes): past MAXSKIPPED the run ends in error
+	// (skipped.go); the closing warning reports them.
 	Skipped func() int64
 	// HandlerStart, if set, is called before each user-side probe handler
 	// runs (see Storage: what a storage learnt of the kernel's maps).
@@ -185,8 +186,11 @@ type Interp struct {
 
 	// per-session builtin state
 	tokenizeState tokenizer
-	inputChunk    string // the byte of stdin the input probes run for
-	match         matchState
+	// procfsValue is $value as a procfs probe starts and ends, valueBuf
+	// the bytes of the last string appended to it (procfs.go).
+	procfsValue string
+	valueBuf    []byte
+	match       matchState
 }
 
 // New prepares a session for prog. It fails when the program uses something
@@ -279,6 +283,8 @@ func (in *Interp) Run(ctx context.Context) {
 			timers = append(timers, p)
 		}
 	}
+	stopWatch := in.watchSkipped(ctx)
+	defer stopWatch()
 	in.runTimers(ctx, timers)
 }
 
@@ -287,6 +293,7 @@ func (in *Interp) Run(ctx context.Context) {
 // when any error was reported, as staprun does.
 func (in *Interp) End() int {
 	in.mu.Lock()
+	in.checkSkipped()
 	if in.state == stateStarting || in.state == stateRunning {
 		in.state = stateStopping
 	}

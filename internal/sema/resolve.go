@@ -68,6 +68,9 @@ func (e *elab) resolveProbe(p *Probe) {
 		s.pruneDefined(p.Body)
 		s.substituteContextVars(p.Body)
 	}
+	if isProcfs(p) {
+		s.declareValue(p, p.Body)
+	}
 	s.walk(p.Body)
 	p.Locals = s.list
 	if p.Cond != nil {

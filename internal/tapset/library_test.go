@@ -69,6 +69,7 @@ var signatures = []string{
 	"print_stack(stk:string)",
 	"print_syms(callers:string)",
 	"print_ustack(stk:string)",
+	"print_usyms(callers:string)",
 	"print_backtrace()",
 	"print_ubacktrace()",
 	// target_set.stp
