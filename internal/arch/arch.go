@@ -44,6 +44,18 @@ type Regs struct {
 	// ModeUser (x86's CS, privilege level 3; arm64's pstate, EL0).
 	Mode               int
 	ModeMask, ModeUser int32
+	// Compat describes the 32-bit system calls of a 64-bit kernel that
+	// runs 32-bit code; nil where bpftap knows of none.
+	Compat *Compat
+}
+
+// Compat is how a 64-bit kernel makes a 32-bit (compat) system call: its
+// arguments are the 32-bit registers SyscallArgs, and the calling thread's
+// struct thread_info has the bits StatusFlag in its status word while
+// the call runs (x86's TS_COMPAT).
+type Compat struct {
+	SyscallArgs []int
+	StatusFlag  int32
 }
 
 // Host returns the table of the architecture bpftap runs on, nil where
@@ -84,7 +96,8 @@ var X86_64 = func() *Regs {
 		SyscallArgs: at("rdi", "rsi", "rdx", "r10", "r8", "r9"),
 		SyscallNr:   regs["orig_rax"].Offset, SyscallNrMember: "orig_ax",
 		Return: regs["rax"].Offset, IP: regs["rip"].Offset, SP: regs["rsp"].Offset,
-		Mode: regs["xcs"].Offset, ModeMask: 3, ModeUser: 3}
+		Mode: regs["xcs"].Offset, ModeMask: 3, ModeUser: 3,
+		Compat: &Compat{SyscallArgs: at("rbx", "rcx", "rdx", "rsi", "rdi", "rbp"), StatusFlag: 2}}
 }()
 
 // ARM64 is arm64's struct pt_regs: x0 ... x30, sp, pc, pstate, then the

@@ -87,6 +87,11 @@ type Config struct {
 	// means it does. Without them the code does the same with older
 	// instructions (isa.go).
 	V4ISA func() bool
+	// SleepableUprobes tells whether uprobe programs may sleep
+	// (BPF_F_SLEEPABLE) and call bpf_copy_from_user, asked once, when a
+	// uprobe's program first reads a user string; nil means they may not
+	// (sleepable.go).
+	SleepableUprobes func() bool
 }
 
 func (c *Config) defaults() {
@@ -120,7 +125,9 @@ type Module struct {
 	Errors   []*ErrorSite
 	zeroSize int
 	syscalls bool // a program reads SyscallMap
-	stacks   bool // a program takes stacks into StackMap
+	// syscallNative: a program reads SyscallNativeMap
+	syscallNative bool
+	stacks        bool // a program takes stacks into StackMap
 	// userStacks: a program takes user stacks into BuildIDStackMap too
 	userStacks bool
 	// taskStacks: a program takes context tasks' kernel stacks into
@@ -166,6 +173,12 @@ type Program struct {
 	// Attach is where the program attaches: Probe's attach point, or, for
 	// the program of a set, the point that stands for all of its points.
 	Attach *attach.Point
+	// Sleepable: the program is loaded sleepable (BPF_F_SLEEPABLE), its
+	// user string reads fault pages in (sleepable.go); NoFaultIn says why
+	// a uprobe program's user string reads cannot ("" when they can, or
+	// it reads none).
+	Sleepable bool
+	NoFaultIn string
 }
 
 // Section is one probe's part of a program.
@@ -202,6 +215,7 @@ func (m *Module) CompileGroup(ps []*sema.Probe) (*Program, error) {
 	if m.cfg.Timing {
 		g.timeSlot = g.pushStack(16) // the start time, then the map key
 	}
+	g.reserveCompatSlot(ps[0].Attach)
 	var sections []Section
 	for _, p := range ps {
 		sections = append(sections, Section{Probe: p, TimingIndex: m.programs})

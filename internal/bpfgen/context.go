@@ -2,6 +2,7 @@ package bpfgen
 
 import (
 	"github.com/bpftap/bpftap/internal/format"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -215,6 +216,8 @@ func (g *gen) loadArg(i int) {
 	case loc.DataLoc:
 		g.emit(asm.LoadMem(asm.R0, regCtx, int16(loc.Offset), asm.Word),
 			asm.And.Imm(asm.R0, 0xffff), asm.Add.Reg(asm.R0, regCtx))
+	case loc.Compat:
+		g.compatRegister(loc)
 	case loc.Deref:
 		g.register(asm.R0, loc, loc.Offset&^7)
 		if shift := int32(8 * (loc.Offset & 7)); shift > 0 {
@@ -230,6 +233,28 @@ func (g *gen) loadArg(i int) {
 			g.untrust()
 		}
 	}
+}
+
+// compatRegister loads a system call's argument that lives in a
+// different register when the call is a compat one (attach.Loc.Compat):
+// from the copy the prologue made of the call's arguments (syscalls.go),
+// cut to its size; a compat call's signed long is sign-extended from its
+// 32 bits.
+func (g *gen) compatRegister(loc attach.Loc) {
+	i := slices.Index(hostRegs.SyscallArgs, loc.Offset)
+	if i < 0 || g.argsSlot == 0 {
+		panic("bpfgen: a compat argument outside the syscall entries' context") // probes.SyscallEntries makes them all
+	}
+	g.emit(asm.LoadMem(asm.R0, asm.R10, g.argsSlot+int16(8*i), asm.DWord))
+	if loc.Size < 8 || !loc.Signed {
+		g.extend(loc.Size, loc.Signed)
+		return
+	}
+	// without a branch (fillSyscallArgs says why): R0 ^= (R0 ^ sext32(R0)) & mask
+	g.emit(asm.LoadMem(asm.R1, asm.R10, g.compatSlot, asm.DWord),
+		asm.Neg.Imm(asm.R1, 0), asm.ArSh.Imm(asm.R1, 63),
+		asm.Mov.Reg(asm.R2, asm.R0), asm.LSh.Imm(asm.R2, 32), asm.ArSh.Imm(asm.R2, 32),
+		asm.Xor.Reg(asm.R2, asm.R0), asm.And.Reg(asm.R2, asm.R1), asm.Xor.Reg(asm.R0, asm.R2))
 }
 
 // untrust makes the pointer in R0 a plain number to the verifier. A

@@ -55,6 +55,13 @@ type gen struct {
 	scratch  int // bytes of scratch in use
 	maxScr   int
 
+	// userStrings: a uprobe's code reads user strings (sleepable.go)
+	userStrings bool
+	// compatSlot is the stack slot of what syscallCompat read, argsSlot
+	// the six words of the call's arguments, in a program whose context
+	// has compat arguments (0: none; syscalls.go)
+	compatSlot, argsSlot int16
+
 	timeSlot    int16 // stack slot of the start time (-t), the map key after it
 	timingIndex int
 
@@ -268,6 +275,7 @@ func (g *gen) program() *Program {
 	}
 	insns, pos := farJumps(g.insns, g.pos)
 	prog := &Program{Instructions: insns, Pos: pos}
+	settleSleep(prog, g.userStrings, g.m.cfg.SleepableUprobes != nil && g.m.cfg.SleepableUprobes())
 	if scratch > 0 {
 		prog.Maps = []Map{{ScratchMap, perCPUArray("scratch", uint32(scratch), uint32(1+len(g.subs.order)))}}
 	}
@@ -299,6 +307,9 @@ func (g *gen) prologue() {
 	g.emit(asm.Mov.Imm(asm.R0, 0))
 	for off := 8; off <= g.maxStack; off += 8 {
 		g.emit(asm.StoreMem(asm.R10, int16(-off), asm.R0, asm.DWord))
+	}
+	if g.argsSlot != 0 {
+		g.fillSyscallArgs()
 	}
 	if g.grouped {
 		return // each section zeroes its locals and times itself

@@ -67,6 +67,9 @@ func (m *Module) Maps() []Map {
 	if m.syscalls {
 		maps = append(maps, Map{SyscallMap, syscallMapSpec()})
 	}
+	if m.syscallNative {
+		maps = append(maps, Map{SyscallNativeMap, syscallNativeMapSpec()})
+	}
 	maps = append(maps, m.stackMaps()...)
 	if m.regexBase != nil {
 		maps = append(maps, Map{RegexMap, m.regexMapSpec()})

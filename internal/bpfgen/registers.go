@@ -52,11 +52,56 @@ func (g *gen) extend(size int, signed bool) {
 // user's stack (0 when unreadable), truncated and extended as the reader
 // says.
 func (g *gen) argReader(c *syntax.Call) {
-	if !g.registerProbe() {
+	how := tapset.ArgReaders[c.Name]
+	truncate := how.Truncate
+	switch {
+	case g.syscallProbe():
+		g.syscallArg(c, how.SignExtend)
+	case !g.registerProbe():
 		g.raiseAt(tapset.MsgNoArgs, c.Pos)
 		return
+	case g.ownProbe().Attach.I386:
+		g.i386Arg(c, !how.Truncate && !how.Word)
+		truncate = truncate || how.Word
+	default:
+		g.functionArg(c)
 	}
-	how := tapset.ArgReaders[c.Name]
+	if truncate {
+		g.extend(4, how.SignExtend)
+	}
+}
+
+// i386Arg leaves in R0 argument n of a 32-bit x86 program's function, by
+// the i386 calling convention: the 4-byte word at esp+4n on entry (0 when
+// unreadable), and with wide the word after it as its high half (a 64-bit
+// value takes two).
+func (g *gen) i386Arg(c *syntax.Call, wide bool) {
+	g.long(c.Args[0])
+	g.emit(asm.Mov.Reg(regRec, asm.R0),
+		asm.JSLT.Imm(asm.R0, 1, g.errorSite(tapset.MsgBadArgnum, c.Pos, true)))
+	size := int32(4)
+	if wide {
+		size = 8
+	}
+	slot := g.pushSlot()
+	g.emit(
+		asm.LSh.Imm(asm.R0, 2),
+		asm.LoadMem(asm.R3, regCtx, int16(hostRegs.SP), asm.DWord),
+		asm.Mov.Reg32(asm.R3, asm.R3),
+		asm.Add.Reg(asm.R3, asm.R0),
+		asm.Mov.Imm(asm.R0, 0),
+		asm.StoreMem(asm.R10, slot, asm.R0, asm.DWord),
+		asm.Mov.Reg(asm.R1, asm.R10),
+		asm.Add.Imm(asm.R1, int32(slot)),
+		asm.Mov.Imm(asm.R2, size),
+		asm.FnProbeReadUser.Call(),
+		asm.LoadMem(asm.R0, asm.R10, slot, asm.DWord),
+	)
+	g.popStack(8)
+}
+
+// functionArg leaves in R0 argument n of a function probe's function.
+func (g *gen) functionArg(c *syntax.Call) {
 	g.long(c.Args[0])
 	done, stack := g.newLabel("arg"), g.newLabel("stackarg")
 	g.emit(asm.Mov.Reg(regRec, asm.R0))
@@ -72,9 +117,67 @@ func (g *gen) argReader(c *syntax.Call) {
 	g.mark(stack)
 	g.userStackWord()
 	g.mark(done)
-	if how.Truncate {
-		g.extend(4, how.SignExtend)
+}
+
+// syscallProbe tells whether the running probe fires at a system call's
+// entry or exit in the calling thread (attach.Point.Syscall), whose user
+// registers then hold the call's arguments.
+func (g *gen) syscallProbe() bool {
+	a := g.ownProbe().Attach
+	return a != nil && a.Syscall && hostRegs != nil
+}
+
+// syscallArg leaves in R0 argument n (1 to 6) of the system call the
+// thread is making: its register of the syscall convention (rdi, rsi,
+// rdx, r10, r8, r9 on x86-64; ebx, ecx, edx, esi, edi, ebp for a compat
+// call, whose 32 bits are extended as signed says) in the thread's user
+// registers (bpf_task_pt_regs), which keep the arguments until the call
+// returns.
+func (g *gen) syscallArg(c *syntax.Call, signed bool) {
+	g.long(c.Args[0])
+	bad := g.errorSite(tapset.MsgBadArgnum, c.Pos, true)
+	g.emit(asm.Mov.Reg(regRec, asm.R0),
+		asm.JSLT.Imm(asm.R0, 1, bad),
+		asm.JGT.Imm(asm.R0, int32(len(hostRegs.SyscallArgs)), bad))
+	flag := g.pushSlot()
+	g.syscallCompat()
+	g.emit(asm.StoreMem(asm.R10, flag, asm.R0, asm.DWord))
+	slot := g.pushSlot()
+	g.emit(asm.Mov.Imm(asm.R0, 0), asm.StoreMem(asm.R10, slot, asm.R0, asm.DWord),
+		asm.FnGetCurrentTaskBtf.Call(),
+		asm.Mov.Reg(asm.R1, asm.R0),
+		asm.FnTaskPtRegs.Call(),
+		asm.LoadMem(asm.R1, asm.R10, flag, asm.DWord))
+	native, done := g.newLabel("sysargnative"), g.newLabel("sysargdone")
+	if hostRegs.Compat != nil {
+		g.emit(asm.JEq.Imm(asm.R1, 0, native))
+		g.readRegister(hostRegs.Compat.SyscallArgs, slot)
+		g.emit(asm.Mov.Reg32(asm.R0, asm.R0))
+		g.extend(4, signed)
+		g.emit(asm.Ja.Label(done))
 	}
+	g.mark(native)
+	g.readRegister(hostRegs.SyscallArgs, slot)
+	g.mark(done)
+	g.popStack(16)
+}
+
+// readRegister leaves in R0 the register offsets[n-1] (n in regRec) of
+// the struct pt_regs R0 points to, read through slot.
+func (g *gen) readRegister(offsets []int, slot int16) {
+	read := g.newLabel("sysargread")
+	for i, offset := range offsets {
+		next := g.newLabel("sysargreg")
+		g.emit(asm.JNE.Imm(regRec, int32(i+1), next),
+			asm.Mov.Reg(asm.R3, asm.R0), asm.Add.Imm(asm.R3, int32(offset)),
+			asm.Ja.Label(read))
+		g.mark(next)
+	}
+	g.mark(read)
+	g.emit(asm.Mov.Reg(asm.R1, asm.R10), asm.Add.Imm(asm.R1, int32(slot)),
+		asm.Mov.Imm(asm.R2, 8),
+		asm.FnProbeReadKernel.Call(),
+		asm.LoadMem(asm.R0, asm.R10, slot, asm.DWord))
 }
 
 // userStackWord replaces argument number R0 (> 6) by its 8 bytes on the
@@ -128,6 +231,9 @@ func (g *gen) returnval(c *syntax.Call) {
 		return
 	}
 	g.emit(asm.LoadMem(asm.R0, regCtx, int16(hostRegs.Return), asm.DWord))
+	if g.ownProbe().Attach.I386 {
+		g.extend(4, true) // eax
+	}
 }
 
 // probefunc compiles probefunc(): a function probe's function; in a perf

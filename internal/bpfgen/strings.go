@@ -278,12 +278,22 @@ func (g *gen) copyStr(dst, src value) {
 // set in R3 by src; size bounds the copy.
 func (g *gen) readStr(fn asm.BuiltinFunc, dst value, src func(), size int) {
 	src()
+	faultIn := fn == asm.FnProbeReadUserStr && g.faultsIn()
+	addr := int16(0)
+	if faultIn {
+		addr = g.pushSlot()
+		g.emit(asm.StoreMem(asm.R10, addr, asm.R3, asm.DWord))
+	}
 	g.emit(
 		asm.Mov.Reg(asm.R1, regScratch),
 		asm.Add.Imm(asm.R1, int32(dst.off)),
 		asm.Mov.Imm(asm.R2, int32(size)),
 		fn.Call(),
 	)
+	if faultIn {
+		g.retryFaulting(dst, addr, size)
+		g.popStack(8)
+	}
 }
 
 // sprintTargets are the probe's string locals that sprintf renders into

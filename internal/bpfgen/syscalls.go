@@ -1,45 +1,74 @@
 package bpfgen
 
 import (
+	"sync"
+
+	"github.com/bpftap/bpftap/internal/kernel"
+	"github.com/bpftap/bpftap/internal/probes/attach"
 	"github.com/bpftap/bpftap/internal/syntax"
 	"github.com/bpftap/bpftap/internal/tapset"
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
 )
 
+// System calls by number, and the 32-bit (compat) calls of a 64-bit
+// kernel (tapset's CompatSyscallNames): a thread makes one while its
+// struct thread_info's status has the architecture's compat bits
+// (arch.Compat), which the kernel sets on the 32-bit entry paths (x86's
+// int $0x80, a 32-bit process's sysenter and syscall) and clears on the
+// 64-bit one. syscall_name() names a compat call by the compat table, as
+// stap's does; __syscall_native_nr() gives the number of the native call
+// a compat call is, so that the syscall probes serve it as that call.
+
 // SyscallMap is the ARRAY of system call names (indexed by number, "" in
-// the gaps) that syscall_name() reads, created when a program uses it.
+// the gaps) that syscall_name() reads, created when a program uses it; the
+// compat calls' names follow the native ones (at native count + number).
 const SyscallMap = "syscall_names"
 
-// syscallTable returns the names of this machine's system calls and the
-// width of a name slot.
-func syscallTable() ([]string, int) {
-	names := tapset.SyscallNames(syntax.HostArch())
-	width := 8
+// SyscallNativeMap is the ARRAY, indexed by compat number, of the native
+// number of each compat call (-1 for none) that __syscall_native_nr()
+// reads.
+const SyscallNativeMap = "syscall_native"
+
+// syscallTable returns the names of this machine's system calls, the
+// native ones then the compat ones, how many are native, and the width of
+// a name slot.
+func syscallTable() (names []string, native, width int) {
+	names = tapset.SyscallNames(syntax.HostArch())
+	native = len(names)
+	names = append(names, tapset.CompatSyscallNames(syntax.HostArch())...)
+	width = 8
 	for _, n := range names {
 		width = max(width, (len(n)+8)&^7)
 	}
-	return names, width
+	return names, native, width
 }
 
-// syscallName compiles syscall_name(nr): the name from SyscallMap, or ""
-// for a number outside the table, as stap's tapset returns.
+// syscallName compiles syscall_name(nr): the name from SyscallMap (the
+// compat table's while the thread makes a compat call), or "" for a
+// number outside the table, as stap's tapset returns.
 func (g *gen) syscallName(c *syntax.Call) value {
-	names, width := syscallTable()
+	names, native, width := syscallTable()
 	if names == nil {
 		g.fail(c, "syscall_name() has no system call table for %s", syntax.HostArch())
 		return g.strSlot(8)
 	}
 	g.m.syscalls = true
 	dst := g.strSlot(width)
-	done := g.newLabel("sysname")
+	done, key := g.newLabel("sysname"), g.newLabel("sysnamekey")
 	g.long(c.Args[0])
 	slot := g.pushSlot()
-	g.emit(
-		asm.StoreImm(regScratch, int16(dst.off), 0, asm.Byte),
-		asm.JGE.Imm(asm.R0, int32(len(names)), done),
-		asm.StoreMem(asm.R10, slot, asm.R0, asm.Word),
-	)
+	g.emit(asm.StoreImm(regScratch, int16(dst.off), 0, asm.Byte),
+		asm.JGT.Imm(asm.R0, int32(len(names)), done), // keeps R0 within what the verifier bounds
+		asm.StoreMem(asm.R10, slot, asm.R0, asm.DWord))
+	g.syscallCompat()
+	g.emit(asm.Mov.Reg(asm.R1, asm.R0), asm.LoadMem(asm.R0, asm.R10, slot, asm.DWord),
+		asm.JGE.Imm(asm.R0, int32(native), done),
+		asm.JEq.Imm(asm.R1, 0, key),
+		asm.Add.Imm(asm.R0, int32(native)),
+		asm.JGE.Imm(asm.R0, int32(len(names)), done))
+	g.mark(key)
+	g.emit(asm.StoreMem(asm.R10, slot, asm.R0, asm.Word))
 	g.emit(emitLookup(SyscallMap, slot, done)...)
 	g.readStr(asm.FnProbeReadKernelStr, dst, func() { g.emit(asm.Mov.Reg(asm.R3, asm.R0)) }, width)
 	g.mark(done)
@@ -47,15 +76,164 @@ func (g *gen) syscallName(c *syntax.Call) value {
 	return dst
 }
 
+// syscallCompat leaves in R0 the compat bits of the current thread's
+// status: nonzero while it makes a compat call; 0 where the architecture
+// has none or the kernel's BTF does not place the status word. The
+// merged program of syscall entries keeps them in a stack slot
+// (compatSlot), read once per run: its dispatch and each argument ask.
+func (g *gen) syscallCompat() {
+	off, ok := compatStatusOffset()
+	if !ok {
+		g.emit(asm.Mov.Imm(asm.R0, 0))
+		return
+	}
+	if g.compatSlot == 0 {
+		g.readCompat(off)
+		return
+	}
+	g.emit(asm.LoadMem(asm.R0, asm.R10, g.compatSlot, asm.DWord)) // fillSyscallArgs read them
+}
+
+// reserveCompatSlot reserves, in a program whose context has arguments
+// in compat registers (the merged syscall entries), the slot where
+// syscallCompat keeps what it read and six words where the prologue
+// copies the call's arguments (fillSyscallArgs).
+func (g *gen) reserveCompatSlot(a *attach.Point) {
+	if _, ok := compatStatusOffset(); !ok || a == nil {
+		return
+	}
+	for _, arg := range a.Args {
+		if arg.Loc.Compat {
+			g.compatSlot = g.pushSlot()
+			g.argsSlot = g.pushStack(8 * len(hostRegs.SyscallArgs))
+			return
+		}
+	}
+}
+
+// fillSyscallArgs, in the prologue of a program with compat arguments,
+// reads the compat bits once (into compatSlot) and copies the call's
+// arguments from the registers the tracepoint's pt_regs (its first
+// argument) holds them in: the syscall convention's, or a compat call's,
+// zero-extended from their 32 bits. Each argument then loads from the
+// copy, with no branch of its own. The copy chooses without a branch
+// (both registers read, masked): a branch on the bits would give the
+// verifier two states that never meet, and it would walk the whole
+// program, hundreds of argument reads, twice.
+func (g *gen) fillSyscallArgs() {
+	off, _ := compatStatusOffset()
+	g.readCompat(off)
+	g.emit(asm.StoreMem(asm.R10, g.compatSlot, asm.R0, asm.DWord),
+		// R3: all ones in a compat call, else 0 (-bits has the sign bit set)
+		asm.Mov.Reg(asm.R3, asm.R0), asm.Neg.Imm(asm.R3, 0), asm.ArSh.Imm(asm.R3, 63),
+		asm.LoadMem(asm.R1, regCtx, 0, asm.DWord))
+	for i, reg := range hostRegs.SyscallArgs {
+		g.emit(asm.LoadMem(asm.R2, asm.R1, int16(hostRegs.Compat.SyscallArgs[i]), asm.DWord),
+			asm.Mov.Reg32(asm.R2, asm.R2),
+			asm.LoadMem(asm.R4, asm.R1, int16(reg), asm.DWord),
+			asm.Xor.Reg(asm.R2, asm.R4), asm.And.Reg(asm.R2, asm.R3), asm.Xor.Reg(asm.R2, asm.R4), // R3 ? compat : native
+			asm.StoreMem(asm.R10, g.argsSlot+int16(8*i), asm.R2, asm.DWord))
+	}
+}
+
+// readCompat leaves in R0 the compat bits of the current thread's status,
+// read at off in its task_struct.
+func (g *gen) readCompat(off int) {
+	if g.ownProbe().Attach.Kind.BTFTyped() { // the task may be read directly there
+		g.emit(asm.FnGetCurrentTaskBtf.Call(),
+			asm.LoadMem(asm.R0, asm.R0, int16(off), asm.Word),
+			asm.And.Imm(asm.R0, hostRegs.Compat.StatusFlag))
+		return
+	}
+	slot := g.pushSlot()
+	g.emit(asm.Mov.Imm(asm.R0, 0), asm.StoreMem(asm.R10, slot, asm.R0, asm.DWord),
+		asm.FnGetCurrentTask.Call(),
+		asm.Mov.Reg(asm.R3, asm.R0), asm.Add.Imm(asm.R3, int32(off)),
+		asm.Mov.Reg(asm.R1, asm.R10), asm.Add.Imm(asm.R1, int32(slot)),
+		asm.Mov.Imm(asm.R2, 4),
+		asm.FnProbeReadKernel.Call(),
+		asm.LoadMem(asm.R0, asm.R10, slot, asm.Word),
+		asm.And.Imm(asm.R0, hostRegs.Compat.StatusFlag))
+	g.popStack(8)
+}
+
+// compatStatusOffset is the offset of thread_info's status word in the
+// kernel's task_struct, from its BTF; false where the architecture has no
+// compat calls or the BTF lacks either.
+var compatStatusOffset = sync.OnceValues(func() (int, bool) {
+	if hostRegs == nil || hostRegs.Compat == nil {
+		return 0, false
+	}
+	b, err := kernel.Kernel()
+	if err != nil {
+		return 0, false
+	}
+	info, ok := memberOffset(b, "task_struct", "thread_info")
+	status, ok2 := memberOffset(b, "thread_info", "status")
+	return info + status, ok && ok2
+})
+
+// memberOffset is the byte offset of member of struct name in b.
+func memberOffset(b *kernel.BTF, name, member string) (int, bool) {
+	t, err := b.TypeByName(name, kernel.KindStruct)
+	if err != nil {
+		return 0, false
+	}
+	for _, m := range t.Members {
+		if m.Name == member && m.BitSize == 0 && m.BitOffset%8 == 0 {
+			return int(m.BitOffset / 8), true
+		}
+	}
+	return 0, false
+}
+
+// syscallNativeNr compiles __syscall_native_nr(nr): nr, or while the
+// thread makes a compat call the native number of the compat call nr
+// (SyscallNativeMap), -1 when it has none.
+func (g *gen) syscallNativeNr(c *syntax.Call) {
+	native := tapset.NativeSyscallNumbers(syntax.HostArch())
+	g.long(c.Args[0])
+	if native == nil {
+		return
+	}
+	g.m.syscallNative = true
+	done, none := g.newLabel("nativenr"), g.newLabel("nonative")
+	slot := g.pushSlot()
+	g.emit(asm.StoreMem(asm.R10, slot, asm.R0, asm.DWord))
+	g.syscallCompat()
+	g.emit(asm.Mov.Reg(asm.R1, asm.R0), asm.LoadMem(asm.R0, asm.R10, slot, asm.DWord),
+		asm.JEq.Imm(asm.R1, 0, done),
+		asm.JGE.Imm(asm.R0, int32(len(native)), none),
+		asm.StoreMem(asm.R10, slot, asm.R0, asm.Word))
+	g.emit(emitLookup(SyscallNativeMap, slot, none)...)
+	g.emit(asm.LoadMem(asm.R0, asm.R0, 0, asm.Word), asm.LSh.Imm(asm.R0, 32), asm.ArSh.Imm(asm.R0, 32),
+		asm.Ja.Label(done))
+	g.mark(none)
+	g.emit(asm.Mov.Imm(asm.R0, -1))
+	g.mark(done)
+	g.popStack(8)
+}
+
 // syscallMapSpec describes SyscallMap with its contents.
 func syscallMapSpec() *ebpf.MapSpec {
-	names, width := syscallTable()
+	names, _, width := syscallTable()
 	spec := &ebpf.MapSpec{Name: "sysnames", Type: ebpf.Array, KeySize: 4,
 		ValueSize: uint32(width), MaxEntries: uint32(len(names))}
 	for nr, name := range names {
 		v := make([]byte, width)
 		copy(v, name)
 		spec.Contents = append(spec.Contents, ebpf.MapKV{Key: uint32(nr), Value: v})
+	}
+	return spec
+}
+
+// syscallNativeMapSpec describes SyscallNativeMap with its contents.
+func syscallNativeMapSpec() *ebpf.MapSpec {
+	native := tapset.NativeSyscallNumbers(syntax.HostArch())
+	spec := &ebpf.MapSpec{Name: "sysnative", Type: ebpf.Array, KeySize: 4, ValueSize: 4,
+		MaxEntries: uint32(len(native))}
+	for nr, n := range native {
+		spec.Contents = append(spec.Contents, ebpf.MapKV{Key: uint32(nr), Value: uint32(n)})
 	}
 	return spec
 }

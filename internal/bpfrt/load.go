@@ -62,6 +62,9 @@ type ProgramSpec struct {
 	// LogLevel 0 logs only when the verifier rejects the program; 1 or 2 (as
 	// for -v) keep the log of a successful load in Program.VerifierLog.
 	LogLevel uint32
+	// Sleepable loads it with BPF_F_SLEEPABLE (a uprobe program that may
+	// fault user pages in).
+	Sleepable bool
 }
 
 // Program is a loaded program, possibly attached.
@@ -245,6 +248,9 @@ func loadAttr(spec *ProgramSpec, insns []byte) (*progLoadAttr, error) {
 		license: uint64(uintptr(unsafe.Pointer(&license[0]))),
 	}
 	copy(attr.progName[:15], sanitizeName(spec.Name))
+	if spec.Sleepable {
+		attr.progFlags |= unix.BPF_F_SLEEPABLE
+	}
 	k, err := kindOf(spec.Attach)
 	if err == nil {
 		err = k.prepare(spec.Attach, attr)

@@ -176,6 +176,7 @@ func (s *cliScript) exec(args []string, wantFailure bool) {
 	for i := range args {
 		args[i] = strings.ReplaceAll(args[i], "$EXAMPLES", examples)
 	}
+	args = expandWorkload(args)
 	cmd := exec.CommandContext(ctx, prog, args[1:]...)
 	cmd.Dir = s.dir
 	cmd.Env = append(os.Environ(), "BPFTAP="+s.bin)

@@ -53,6 +53,8 @@ interpreter, kernel probes compiled to eBPF. Options are stap's:
    -u         unoptimized mode (accepted; nothing is elided)
    --no-global-var-display
               do not print written-but-unread globals at exit
+   --json     write the run's output, errors and warnings as one JSON object
+              per line (bpftap's; docs/json-output.md)
    --compatible=VERSION
               behave as SystemTap VERSION: systemtap_v; up to 4.1,
               kernel.trace variables are the trace record's fields

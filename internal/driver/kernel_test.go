@@ -340,6 +340,17 @@ func TestDebianSyscallExamples(t *testing.T) {
 			` +iocb\[   1\]=0x[0-9a-f]+, fd=\d+, opcode=7, offset=1, nbytes=2, buf=0x[0-9a-f]+\n` +
 			` +iovec\[   0\]=0x[0-9a-f]+, base=0x[0-9a-f]+, len=4\n +iovec\[   1\]=0x[0-9a-f]+, base=0x[0-9a-f]+, len=8$`,
 			nil, "", "$CPROGS/aio"},
+		// int_arg(), uint_arg() and pointer_arg() in nd_syscall probes are
+		// the call's arguments, entry and return alike (killsnoop's RESULT
+		// column, int_arg(1) at return, is the signalled pid: stap's
+		// tp_syscall reads the same register); opensnoop's in @entry
+		{"lwtools/killsnoop-nd.stp", `(?m)^FROM   COMMAND      SIG   TO     RESULT\n(.|\n)*^\d+ +sh +15 +[1-9]\d* +[1-9]\d*$`, nil, "",
+			`sh -c 'sleep 5 & kill $!'`},
+		{"lwtools/accept2close-nd.stp", `(?m)^\w{3} \w{3} [ \d]\d \d\d:\d\d:\d\d \d{4} \d+ +python3 +\d+ +\d+ ms$`, nil, "",
+			`python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); s.listen(); ` +
+				`c = socket.create_connection(s.getsockname()); a, _ = s.accept(); a.close()'`},
+		{"lwtools/opensnoop-nd.stp", `(?m)^ +0 +\d+ +driver\.test +-2 /nonexistent/bpftap\.tar\.gz$`, nil, "",
+			workloadCommand() + " archive 1"},
 		// @defined($irq) ? $irq : $id: the kernel has irq_handler_entry's $irq.
 		{"process/cycle_thief.stp", `(?m)^task \d+ migrated: \d+\n(.|\n)*^other pids taking processor from task \d+\n +PID +count command\n`, nil, "", ""},
 		// @choose_defined($exit_reason, $vcpu->run->exit_reason): kvm_exit has no $exit_reason.

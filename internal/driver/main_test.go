@@ -177,6 +177,10 @@ func cPrograms() string {
 			{"-O2", "-o", "steps", src("steps.c")},
 			{"-O2", "-o", "semop", src("semop.c")},
 			{"-O2", "-o", "aio", src("aio.c")},
+			// a 32-bit program without libc: gcc drives as --32 and ld -m elf_i386
+			{"-m32", "-nostdlib", "-static", "-o", "i386", src("i386.s")},
+			{"-O2", "-fno-pie", "-no-pie", "-o", "int80", src("int80.c")},
+			{"-O2", "-o", "untouched", src("untouched.c")},
 		}
 		for _, b := range builds {
 			cmd := exec.Command("gcc", b...)

@@ -36,6 +36,7 @@ type Options struct {
 	Guru                  bool     // -g
 	Unoptimize            bool     // -u
 	NoGlobalDisplay       bool     // --no-global-var-display
+	JSON                  bool     // --json: every output event as a JSON object per line (docs/json-output.md)
 	Compatible            string   // --compatible=VERSION: systemtap_v, and classic tracepoint fields up to 4.1
 	// Module is -m NAME, the module's name: the directory of the procfs
 	// files (package procfs); HTTP is --http ADDR, where they are served
@@ -105,6 +106,7 @@ var longOptions = map[string]optionSpec{
 	"version":                 shortOptions['V'],
 	"no-global-var-display":   {false, func(o *Options, _ string) error { o.NoGlobalDisplay = true; return nil }},
 	"compatible":              {true, setCompatible},
+	"json":                    {false, func(o *Options, _ string) error { o.JSON = true; return nil }},
 	"runtime":                 {true, setRuntime},
 	"bpf":                     {false, func(o *Options, _ string) error { return nil }},
 	"suppress-time-limits":    {false, func(o *Options, _ string) error { return nil }},

@@ -352,9 +352,9 @@ func (t *target) finish() string {
 		return ""
 	case ws.Signaled():
 		name := ws.Signal().String()
-		return fmt.Sprintf("WARNING: Child process exited with signal %d (%s)", int(ws.Signal()), strings.ToUpper(name[:1])+name[1:])
+		return fmt.Sprintf("Child process exited with signal %d (%s)", int(ws.Signal()), strings.ToUpper(name[:1])+name[1:])
 	case ws.ExitStatus() != 0:
-		return fmt.Sprintf("WARNING: Child process exited with status %d", ws.ExitStatus())
+		return fmt.Sprintf("Child process exited with status %d", ws.ExitStatus())
 	}
 	return ""
 }

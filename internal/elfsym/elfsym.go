@@ -44,8 +44,12 @@ type Object struct {
 	// loaded at an address chosen at run time.
 	Dynamic bool
 	// Base is the lowest virtual address of its PT_LOAD segments.
-	Base  uint64
-	Funcs []Func
+	Base uint64
+	// Machine and Class say which processor and word size the object's
+	// code is for (a 32-bit x86 program: EM_386, ELFCLASS32).
+	Machine elf.Machine
+	Class   elf.Class
+	Funcs   []Func
 	// PLT are the stubs of its procedure linkage table, each named after
 	// the function it calls (plt.go), in address order.
 	PLT []Func
@@ -61,7 +65,7 @@ func Open(path string) (*Object, error) {
 	if f.Type != elf.ET_EXEC && f.Type != elf.ET_DYN {
 		return nil, fmt.Errorf("%s is an ELF %s, neither an executable nor a shared library", path, f.Type)
 	}
-	o := &Object{Path: path, Dynamic: f.Type == elf.ET_DYN, Base: ^uint64(0)}
+	o := &Object{Path: path, Dynamic: f.Type == elf.ET_DYN, Base: ^uint64(0), Machine: f.Machine, Class: f.Class}
 	var loads []*elf.Prog
 	for _, p := range f.Progs {
 		if p.Type == elf.PT_LOAD {

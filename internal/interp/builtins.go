@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/bpftap/bpftap/internal/output"
 	"github.com/bpftap/bpftap/internal/syntax"
 	"github.com/bpftap/bpftap/internal/tapset"
 )
@@ -63,7 +64,7 @@ var controlBuiltins = map[string]builtinFunc{
 		return Value{}
 	},
 	"switch_file": func(cc *callContext, args []Value) Value {
-		cc.in.pendingSwitch = cc.in.cfg.SwitchFile != nil
+		cc.in.pendingSwitch = true
 		return Value{}
 	},
 	"mdelay": func(cc *callContext, args []Value) Value {
@@ -87,23 +88,35 @@ var controlBuiltins = map[string]builtinFunc{
 }
 
 // runCommands runs the commands system() queued during a handler, after its
-// output, as staprun does; then a switch_file() of the handler switches
-// the output file, so that what the handler printed stays in the one it
-// was printed to (stapio switches when its request comes, after the
-// handler's output). A file that cannot be opened is warned about.
+// output, as staprun does: what they print reaches the output writer as
+// they print it (System events), their errors go to Stderr. Then a
+// switch_file() of the handler switches the output file, so that what the
+// handler printed stays in the one it was printed to (stapio switches
+// when its request comes, after the handler's output). A file that cannot
+// be opened is warned about.
 func (in *Interp) runCommands() {
 	for _, c := range in.pendingCommands {
 		cmd := exec.Command("/bin/sh", "-c", c)
-		cmd.Stdout, cmd.Stderr = in.cfg.Stdout, in.cfg.Stderr
+		cmd.Stdout, cmd.Stderr = systemOutput{in.out}, in.cfg.Stderr
 		cmd.Run()
 	}
 	in.pendingCommands = in.pendingCommands[:0]
 	if in.pendingSwitch {
 		in.pendingSwitch = false
-		if err := in.cfg.SwitchFile(); err != nil {
+		if err := in.out.SwitchFile(); err != nil {
 			in.warn(err.Error())
 		}
 	}
+}
+
+// systemOutput hands what a system() command prints to the output writer.
+// Only the command's copying goroutine writes to it, while the handler's
+// goroutine waits for the command under the session's lock.
+type systemOutput struct{ out output.Writer }
+
+func (s systemOutput) Write(p []byte) (int, error) {
+	s.out.System(p)
+	return len(p), nil
 }
 
 // In user-side probes the current process is bpftap itself, as it is staprun
@@ -139,10 +152,12 @@ var contextBuiltins = map[string]builtinFunc{
 		return str(strings.TrimSpace(strings.ReplaceAll(strings.TrimRight(string(b), "\x00"), "\x00", " ")))
 	},
 	// refused in pass 2 (tapset.Builtin.KernelOnly)
-	"__task_current": kernelOnly("task_current"),
-	"__context_task": kernelOnly("__context_task"),
-	"__context_var":  kernelOnly("__context_var"),
-	"pid2task":       kernelOnly("pid2task"),
+	"__task_current":      kernelOnly("task_current"),
+	"__syscall_compat":    kernelOnly("__syscall_compat"),
+	"__syscall_native_nr": kernelOnly("__syscall_native_nr"),
+	"__context_task":      kernelOnly("__context_task"),
+	"__context_var":       kernelOnly("__context_var"),
+	"pid2task":            kernelOnly("pid2task"),
 	// the name the kernel gives the thread, "" when there is none (as
 	// kernel probes find it: bpfgen/tasklookup.go)
 	"pid2execname": func(_ *callContext, args []Value) Value {

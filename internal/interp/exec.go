@@ -2,7 +2,6 @@ package interp
 
 import (
 	"fmt"
-	"io"
 	"time"
 
 	"github.com/bpftap/bpftap/internal/format"
@@ -139,7 +138,7 @@ func swallowAbort() {
 
 // report prints a handler's error and stops the session past MAXERRORS.
 func (in *Interp) report(e *runError) {
-	io.WriteString(in.cfg.Stderr, "ERROR: "+ensureNewline(e.text()))
+	in.out.Diagnostic(e.diagnostic())
 	in.errorSeen = true
 	in.errors++
 	if int64(in.errors) > in.limits.MaxErrors {

@@ -2,7 +2,7 @@ package interp
 
 import (
 	"context"
-	"io"
+	"github.com/bpftap/bpftap/internal/output"
 	"time"
 
 	"github.com/bpftap/bpftap/internal/tapset"
@@ -60,7 +60,7 @@ func (in *Interp) checkSkipped() {
 		return
 	}
 	in.flush()
-	io.WriteString(in.cfg.Stderr, "ERROR: "+tapset.MsgSkippedTooMany+"\n")
+	in.out.Diagnostic(&output.Diagnostic{Severity: output.Error, Msg: tapset.MsgSkippedTooMany})
 	in.errorSeen = true
 	in.stop(stateError)
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/bpftap/bpftap/internal/bpfgen"
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
+	"golang.org/x/sys/unix"
 )
 
 // HasMayGoto tells whether the kernel's verifier knows may_goto (Linux
@@ -35,6 +36,25 @@ var HasV4ISA = sync.OnceValue(func() bool {
 		return false
 	}
 	return loads("probe_v4isa", bpfgen.V4ISAProbe())
+})
+
+// HasSleepableUprobes tells whether uprobe programs may sleep, so that
+// their user string reads fault pages in (bpfgen's sleepable.go):
+// bpfgen.SleepableProbe, which calls bpf_copy_from_user, is loaded once
+// per process as a sleepable kprobe-type program (never attached; the
+// kernel checks at attach time that such a program goes on a uprobe).
+// Any failure says no. BPFTAP_SLEEPABLE_UPROBES=0 says no without asking.
+var HasSleepableUprobes = sync.OnceValue(func() bool {
+	if os.Getenv("BPFTAP_SLEEPABLE_UPROBES") == "0" {
+		return false
+	}
+	prog, err := ebpf.NewProgram(&ebpf.ProgramSpec{Name: "probe_sleepable", Type: ebpf.Kprobe,
+		Flags: unix.BPF_F_SLEEPABLE, License: "GPL", Instructions: bpfgen.SleepableProbe()})
+	if err != nil {
+		return false
+	}
+	prog.Close()
+	return true
 })
 
 // loads tells whether the verifier accepts insns as a raw tracepoint

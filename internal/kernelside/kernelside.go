@@ -131,7 +131,7 @@ func Compile(prog *sema.Program, cfg Config) (*Session, error) {
 		Limits:    cfg.Limits,
 		TargetPID: int64(cfg.TargetPID), Target: cfg.Target, RingSize: powerOfTwo(cfg.RingSize), Timing: cfg.Timing,
 		RealtimeOffset: realtimeOffset(), KernelSymbols: symbolTable, KernelModules: moduleTable,
-		MayGoto: HasMayGoto, V4ISA: HasV4ISA,
+		MayGoto: HasMayGoto, V4ISA: HasV4ISA, SleepableUprobes: HasSleepableUprobes,
 	})
 	s := &Session{mod: mod, cfg: cfg}
 	for _, g := range programGroups(KernelProbes(prog)) {
@@ -146,6 +146,18 @@ func Compile(prog *sema.Program, cfg Config) (*Session, error) {
 		s.progs = append(s.progs, bp)
 	}
 	return s, nil
+}
+
+// Notes say, for -v, what the compiled programs cannot do here: the uprobe
+// programs whose user strings cannot fault their pages in, and why.
+func (s *Session) Notes() []string {
+	var notes []string
+	for _, bp := range s.progs {
+		if bp.NoFaultIn != "" {
+			notes = append(notes, fmt.Sprintf("%s: user strings in pages not yet touched do not read: %s", bp.Probe.Name, bp.NoFaultIn))
+		}
+	}
+	return notes
 }
 
 // programGroups splits the kernel probes into the probes of each program:

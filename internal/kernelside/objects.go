@@ -95,7 +95,7 @@ func (o *objects) bind(p *bpfgen.Program) (map[string]*ebpf.Map, error) {
 // for several programs at once.
 func (o *objects) load(p *bpfgen.Program, refs map[string]*ebpf.Map, logLevel uint32) (*bpfrt.Program, error) {
 	lp, err := bpfrt.Load(&bpfrt.ProgramSpec{Name: o.name(programName(p)), Attach: p.Attach,
-		Instructions: p.Instructions, Maps: refs, LogLevel: logLevel})
+		Instructions: p.Instructions, Maps: refs, LogLevel: logLevel, Sleepable: p.Sleepable})
 	var ve *bpfrt.VerifierError
 	if errors.As(err, &ve) {
 		pos := p.PosOf(ve.Insn)

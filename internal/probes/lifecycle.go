@@ -25,10 +25,15 @@ import (
 //	              process (tid == pid), or of an execve returning 0: the new
 //	              process's first return to user space, in its own context
 //	thread.begin  the same for a clone returning 0 in a new thread
-//	end           sched:sched_process_exit of the process's main thread, and
+//	end           sched:sched_process_exit of the process's last thread
+//	              (its thread group dead: $group_dead, or signal->live
+//	              counted down to 0 where the tracepoint lacks it), and
 //	              sched:sched_prepare_exec (the old program, before an exec
 //	              replaces it), as stap ends a process that execs
-//	thread.end    sched:sched_process_exit of any other thread
+//	thread.end    sched:sched_process_exit of any other thread: a thread
+//	              that exits while others live, the main one too (which
+//	              an exec from another thread ends), as stap's task
+//	              finder tells a thread's death from its process's
 //	syscall       raw_syscalls:sys_enter: $syscall, $arg1 ... $arg6
 //	syscall.return raw_syscalls:sys_exit: $syscall, $return
 //
@@ -74,15 +79,20 @@ func lifecycleTraces(event string) []lifecycleTrace {
 		return []lifecycleTrace{{event: "raw_syscalls:sys_exit",
 			cond: "$ret == 0 && pid() != tid() && __process_fork_nr(__process_nr)"}}
 	case "end":
-		return []lifecycleTrace{{event: "sched:sched_process_exit", cond: "pid() == tid()"},
+		return []lifecycleTrace{{event: "sched:sched_process_exit", cond: groupDead},
 			{event: "sched:sched_prepare_exec", optional: true}}
 	case "thread.end":
-		return []lifecycleTrace{{event: "sched:sched_process_exit", cond: "pid() != tid()"}}
+		return []lifecycleTrace{{event: "sched:sched_process_exit", cond: "!" + groupDead}}
 	case "syscall":
 		return []lifecycleTrace{{event: "raw_syscalls:sys_enter"}}
 	}
 	return []lifecycleTrace{{event: "raw_syscalls:sys_exit"}} // syscall.return
 }
+
+// groupDead tells, at sched:sched_process_exit, whether the exiting
+// thread is its process's last: the kernel counts the live threads down
+// before the tracepoint, which passes the result since Linux 6.16.
+const groupDead = "(@defined($group_dead) ? $group_dead : $p->signal->live->counter == 0)"
 
 // expandLifecycle resolves a process lifecycle point to its tracepoints.
 func expandLifecycle(k KernelInfo, cfg Config, p *Point) ([]*Point, error) {

@@ -146,7 +146,7 @@ func syscallEvent(k KernelInfo, p *Point, name string, ret bool) (*Point, error)
 	if ret {
 		event = syscallExit + eventName(name)
 	}
-	a := &attach.Point{Kind: attach.Tracepoint, System: "syscalls", Event: event}
+	a := &attach.Point{Kind: attach.Tracepoint, System: "syscalls", Event: event, Syscall: true}
 	q := *p
 	q.Names = nil
 	q.Components = traceComponents(p.Components[0], a.Target())
@@ -190,7 +190,7 @@ func expandReturns(k KernelInfo, p *Point, names []string) ([]*Point, []string, 
 	q.Names = nil
 	q.Components = traceComponents(p.Components[0], "raw_syscalls:sys_exit")
 	q.Context = &Context{kernel: k, Attach: a, entry: func() *Entry { return rawEntries(k, nrs) }}
-	text := fmt.Sprintf("__syscall_nr = $regs->%s\nif (!(%s)) next\nname = %ssyscall_name(__syscall_nr)\n%s",
+	text := fmt.Sprintf("__syscall_nr = __syscall_native_nr($regs->%[1]s)\nif (!(%[2]s)) next\nname = %[3]ssyscall_name($regs->%[1]s)\n%[4]s",
 		syscallNrRegister(), syscallSet(nrs, "__syscall_nr"), renames(), returnLocals)
 	prologue, err := parsePrologue("syscall.*.return", text)
 	q.Prologue = prologue
@@ -366,7 +366,22 @@ func EntryArg(i, size int, signed bool) string {
 // many calls: raw_syscalls:sys_enter as tp_btf, whose $id is the call's
 // number, with the arguments EntryArg names. Nil when the kernel cannot
 // give it (no tp_btf, an architecture without a register table).
-func (c *Context) SyscallEntries() *Context {
+func (c *Context) SyscallEntries() *Context { return c.syscallEntries(false) }
+
+// CompatSyscallEntries is SyscallEntries for compat calls alone (a
+// probe that leaves every other call, sema's compat twins): the
+// arguments are the compat registers' 32 bits; nil where the
+// architecture has none.
+func (c *Context) CompatSyscallEntries() *Context {
+	if regs := arch.Host(); regs == nil || regs.Compat == nil {
+		return nil
+	}
+	return c.syscallEntries(true)
+}
+
+// syscallEntries is SyscallEntries; with compatOnly, for compat calls
+// alone.
+func (c *Context) syscallEntries(compatOnly bool) *Context {
 	regs := arch.Host()
 	a, _ := rawSyscalls(c.kernel, "sys_enter")
 	if a == nil || regs == nil || a.Kind != attach.TPBTF {
@@ -376,12 +391,79 @@ func (c *Context) SyscallEntries() *Context {
 		for _, size := range []int{1, 2, 4, 8} {
 			for _, signed := range []bool{false, true} {
 				name := strings.TrimPrefix(EntryArg(i, size, signed), "$")
-				a.Args = append(a.Args, attach.Arg{Name: name, Local: name, Hidden: true,
-					Loc: attach.Loc{Deref: true, Base: 0, Offset: off, Size: size, Signed: signed}})
+				loc := attach.Loc{Deref: true, Base: 0, Offset: off, Size: size, Signed: signed}
+				switch {
+				case compatOnly:
+					loc.Offset, loc.Size = regs.Compat.SyscallArgs[i], min(size, 4)
+				case regs.Compat != nil:
+					loc.Compat, loc.CompatOffset = true, regs.Compat.SyscallArgs[i]
+				}
+				a.Args = append(a.Args, attach.Arg{Name: name, Local: name, Hidden: true, Loc: loc})
 			}
 		}
 	}
 	return &Context{kernel: c.kernel, Attach: a}
+}
+
+// SyscallReturns returns the context of a probe serving the returns of
+// many calls: raw_syscalls:sys_exit, whose $ret is the call's value and
+// $regs the thread's registers; nil when the kernel does not have it.
+func (c *Context) SyscallReturns() *Context {
+	a, _ := rawSyscalls(c.kernel, "sys_exit")
+	if a == nil {
+		return nil
+	}
+	return &Context{kernel: c.kernel, Attach: a}
+}
+
+// CompatSyscalls tells whether the kernel makes 32-bit (compat) system
+// calls, which its syscalls:* events do not see (x86_64's ignore them):
+// its BTF has the function that dispatches them.
+func (c *Context) CompatSyscalls() bool {
+	if regs := arch.Host(); regs == nil || regs.Compat == nil {
+		return false
+	}
+	b, err := c.kernel.BTF()
+	if err != nil {
+		return false
+	}
+	for _, name := range []string{"ia32_sys_call", "do_int80_syscall_32"} {
+		if len(b.IDsByName(name)) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// CompatSyscallNumbers returns the numbers of the compat calls that are
+// the native call nr (fcntl and fcntl64 are x86_64's fcntl), sorted.
+func CompatSyscallNumbers(nr int) []int {
+	var nrs []int
+	for compat, native := range tapset.NativeSyscallNumbers(syntax.HostArch()) {
+		if int(native) == nr {
+			nrs = append(nrs, compat)
+		}
+	}
+	return nrs
+}
+
+// CompatGuard is the statement that leaves a probe on
+// raw_syscalls:sys_enter (sys_exit with ret) unless the call is a compat
+// call that is the native call nr; nil where there is none.
+func CompatGuard(nr int, ret bool) syntax.Stmt {
+	nrs := CompatSyscallNumbers(nr)
+	if nrs == nil {
+		return nil
+	}
+	subject := "$id"
+	if ret {
+		subject = "$regs->" + syscallNrRegister()
+	}
+	b, err := parsePrologue("compat calls", fmt.Sprintf("if (!(%s) || !__syscall_compat()) next\n", syscallSet(nrs, subject)))
+	if err != nil {
+		panic(err) // the text is bpftap's own
+	}
+	return b.Stmts[0]
 }
 
 // CallArgs returns the arguments of a call's own entry event (the
@@ -423,7 +505,7 @@ func SyscallNumber(event string) (int, bool) {
 
 // eventEntry is the Entry of the trace event syscalls:EVENT.
 func eventEntry(k KernelInfo, event string) *Entry {
-	a := &attach.Point{Kind: attach.Tracepoint, System: "syscalls", Event: event}
+	a := &attach.Point{Kind: attach.Tracepoint, System: "syscalls", Event: event, Syscall: true}
 	return &Entry{Context: &Context{kernel: k, Attach: a}, Name: traceName(a)}
 }
 

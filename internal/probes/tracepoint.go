@@ -97,7 +97,7 @@ func tracefsNote(tps []*kernel.Tracepoint) string {
 // tracefs's format file when the probe first uses one, so that
 // kernel.trace("*") does not read two thousand format files.
 func attachTracepoint(k KernelInfo, tp *kernel.Tracepoint, classic bool) (*attach.Point, error) {
-	a := &attach.Point{Event: tp.Event, System: tp.System}
+	a := &attach.Point{Event: tp.Event, System: tp.System, Syscall: syscallSystem(tp.System)}
 	switch {
 	case tp.Proto != 0 && !(classic && tp.System != "" && !tp.SystemUnknown):
 		a.Kind, a.BTFID, a.Args = attach.TPBTF, tp.Proto, attach.Words(tp.Params, tracepointLocal)
@@ -113,6 +113,10 @@ func attachTracepoint(k KernelInfo, tp *kernel.Tracepoint, classic bool) (*attac
 	}
 	return a, nil
 }
+
+// syscallSystem tells whether the events of system run at a system call's
+// entry or exit, in the calling thread.
+func syscallSystem(system string) bool { return system == "syscalls" || system == "raw_syscalls" }
 
 // tracepointLocal prefixes the -p2 names of a tracepoint's arguments.
 const tracepointLocal = "__tracepoint_arg_"

@@ -2,6 +2,7 @@ package probes
 
 import (
 	"cmp"
+	"debug/elf"
 	"errors"
 	"fmt"
 	"runtime"
@@ -113,12 +114,19 @@ func functionProbes(k KernelInfo, cfg Config, p *Point, obj *elfsym.Object, comp
 	if regs == nil {
 		return nil, errorf("bpftap has no register table for %s", runtime.GOARCH)
 	}
+	i386, err := callingConvention(obj, regs)
+	if err != nil {
+		return nil, err
+	}
 	var out []*Point
 	for _, fn := range fns {
 		a := &attach.Point{Kind: kind, Event: fn.Name, Path: obj.Path, Offset: fn.Offset, PC: obj.PC(fn), Set: set,
-			Regs: true, User: true, Func: &attach.Func{Name: fn.Name}}
+			Regs: true, User: true, I386: i386, Func: &attach.Func{Name: fn.Name}}
 		if ret {
 			a.Func.Return = &attach.Loc{Offset: regs.Return, Size: 8}
+			if i386 {
+				a.Func.Return = &attach.Loc{Offset: regs.Return, Size: 4, Signed: true} // eax
+			}
 			a.Args = []attach.Arg{{Name: "return", Local: returnLocal, Loc: *a.Func.Return}}
 		}
 		q, err := fileProbe(k, cfg, p, obj.Path, component, fn.Name, a, len(out) == 0)
@@ -133,6 +141,25 @@ func functionProbes(k KernelInfo, cfg Config, p *Point, obj *elfsym.Object, comp
 	out[0].Plan = uprobePlan(p, kind, obj.Path, fns)
 	return out, nil
 }
+
+// callingConvention tells how a function of obj finds its arguments:
+// the host's convention (false), or the i386 one for a 32-bit x86 program
+// on x86-64 (true); an object for another processor or word size is
+// refused, since its arguments would be read wrong.
+func callingConvention(obj *elfsym.Object, regs *arch.Regs) (i386 bool, err error) {
+	switch {
+	case obj.Machine == elf.EM_386 && obj.Class == elf.ELFCLASS32 && regs == arch.X86_64:
+		return true, nil
+	case obj.Machine == hostMachine[regs.Name] && obj.Class == elf.ELFCLASS64,
+		obj.Machine == elf.EM_X86_64 && regs == arch.X86_64: // x32: the registers of x86-64
+		return false, nil
+	}
+	return false, errorf("cannot probe %s: a program for %s %s, which bpftap does not read the arguments of on %s (it probes %s programs%s)",
+		obj.Path, obj.Class, obj.Machine, regs.Name, regs.Name, map[bool]string{true: " and 32-bit x86 (i386) ones"}[regs == arch.X86_64])
+}
+
+// hostMachine is the ELF machine of each register table's processor.
+var hostMachine = map[string]elf.Machine{"x86_64": elf.EM_X86_64, "arm64": elf.EM_AARCH64}
 
 // asStatement names a PLT stub's probe as stap does, by the stub's
 // address: process("PATH").plt("NAME") becomes

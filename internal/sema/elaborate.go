@@ -153,6 +153,7 @@ func Elaborate(user []*syntax.File, opts Options) (*Program, error) {
 		e.prog.Unresolved = e.rep.setAside()
 	} else {
 		e.mergeSyscallEntries()
+		e.compatTwins()
 	}
 	e.entryParams()
 	e.pairEntries()

@@ -14,6 +14,15 @@ import (
 // the file (user globals first, then the library's, private ones only within
 // their file), else a new local. Arrays must be globals. Calls resolve to a
 // script function, then a library function, then a builtin.
+//
+// Library code is immune to the user's names: a name in tapset code (a
+// Source marked Library) never resolves to a global the user declared, so
+// `global s` cannot capture the local s of a tapset function, nor `global
+// flags` the local a syscall alias computes. In the user's body of a probe
+// derived from an alias, the alias's locals come first for scalars (`name`,
+// `filename`, as in stap), but an array or a whole-array delete is the
+// user's global even where the alias has a local of that name (`count[p]++`
+// in syscall.read, whose alias computes a local count).
 
 type scope struct {
 	e      *elab
@@ -131,11 +140,28 @@ func literalType(x syntax.Expr) syntax.Type {
 }
 
 // lookupGlobal finds the global name visible from code in src, or nil.
+// Library code sees only the library's globals (and those sema declares).
 func (e *elab) lookupGlobal(name string, src *syntax.Source) *syntax.Var {
+	library := src != nil && src.Library
 	for _, g := range e.globals[name] {
-		if f := e.fileOf[g]; visible(g.Private, f, src) {
+		f := e.fileOf[g]
+		if library && f != nil && !f.Tapset {
+			continue
+		}
+		if visible(g.Private, f, src) {
 			return e.globalFor(g)
 		}
+	}
+	return nil
+}
+
+// arrayLocal is the local an array operand (or a whole-array delete) names:
+// nil when there is none, or when it is an alias's local named in the user's
+// code, which then means the user's global.
+func (s *scope) arrayLocal(id *syntax.Ident) *syntax.Var {
+	v := s.locals[id.Name]
+	if v == nil || v.Pos.Src == nil || !v.Pos.Src.Library || id.Pos.Src == nil || id.Pos.Src.Library {
+		return v
 	}
 	return nil
 }
@@ -192,7 +218,7 @@ func (s *scope) deleteTarget(x syntax.Expr) bool {
 	if !ok {
 		return true
 	}
-	if v := s.locals[id.Name]; v != nil {
+	if v := s.arrayLocal(id); v != nil {
 		id.Var = v
 	} else if v := s.e.lookupGlobal(id.Name, id.Pos.Src); v != nil {
 		id.Var = v
@@ -255,7 +281,7 @@ func (s *scope) array(x syntax.Expr, arity int) bool {
 	if !ok || id.Var != nil {
 		return ok && id.Var.Kind == syntax.VarGlobal
 	}
-	if v := s.locals[id.Name]; v != nil && v.Kind != syntax.VarGlobal {
+	if v := s.arrayLocal(id); v != nil && v.Kind != syntax.VarGlobal {
 		s.e.rep.errorAt("localarray", id, unresolvedArray(arity, id.Name))
 		id.Var = v
 		return false

@@ -2,6 +2,7 @@ package sema
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -88,10 +89,101 @@ func (e *elab) joinSyscallEntries(leader *Probe) {
 			syntax.ProbePointString(p.User), syntax.ProbePointString(leader.User), leader.Attach.Target()))
 		p.context, p.Attach, p.Joins = leader.context, leader.Attach, leader
 		p.Body.Stmts = append([]syntax.Stmt{&syntax.IfStmt{Pos: at,
-			Cond: &syntax.Binary{Typed: syntax.Typed{Pos: at}, Op: "!=",
-				X: &syntax.TargetVar{Typed: syntax.Typed{Pos: at}, Name: "$id"}, Y: numberAt(s.nr, at)},
+			Cond: &syntax.Binary{Typed: syntax.Typed{Pos: at}, Op: "!=", X: nativeNrOf(at), Y: numberAt(s.nr, at)},
 			Then: &syntax.NextStmt{Pos: at}}}, p.Body.Stmts...)
 	}
+}
+
+// twinsPerProgram is the most compat twins that share one program.
+const twinsPerProgram = 16
+
+// compatTwins gives each probe of one call's entry or return on the
+// call's own event a twin on raw_syscalls:sys_enter or sys_exit for its
+// compat calls, which the syscalls:* events never see (x86_64's int
+// $0x80, 32-bit processes): a process could otherwise hide an execve from
+// syscall.execve. The twin runs behind a test of the compat numbers, an
+// entry's reading the arguments from the compat registers
+// (probes.Context.CompatSyscallEntries). Twins on one tracepoint share
+// programs (Probe.Joins), twinsPerProgram each (a program of every tapset
+// alias's twin would outgrow what a BPF jump reaches). None where the kernel makes no compat
+// calls, or for a probe that reads what the raw tracepoint does not give
+// (a return's @entry, an entry's argument through a pointer).
+func (e *elab) compatTwins() {
+	leaders := map[string]*Probe{}
+	joined := map[string]int{} // twins in each leader's program
+	for _, p := range slices.Clone(e.prog.Probes) {
+		twin, nr := e.compatTwin(p)
+		if twin == nil {
+			continue
+		}
+		target := twin.Attach.Target()
+		if leader := leaders[target]; leader != nil && joined[target] < twinsPerProgram {
+			twin.Joins = leader
+			joined[target]++
+		} else {
+			leaders[target], joined[target] = twin, 1
+		}
+		e.prog.Plans = append(e.prog.Plans, fmt.Sprintf("%s: its compat calls (%v) on %s, behind a test of their numbers",
+			syntax.ProbePointString(p.User), probes.CompatSyscallNumbers(nr), target))
+		e.prog.Probes = append(e.prog.Probes, twin)
+	}
+}
+
+// compatTwin is p's compat twin and the call's native number; nil when p
+// has none.
+func (e *elab) compatTwin(p *Probe) (*Probe, int) {
+	a := p.Attach
+	if a == nil || a.Kind != attach.Tracepoint || a.System != "syscalls" || p.Cond != nil || p.context == nil || p.Joins != nil {
+		return nil, 0
+	}
+	nr, ok := probes.SyscallNumber(a.Event)
+	ret := strings.HasPrefix(a.Event, "sys_exit_")
+	if !ok || !syscallFamily(p) || ret && (hasEntry(p.Body) || readsContextBut(p.Body, "$ret")) {
+		return nil, 0
+	}
+	wide := p.context.SyscallReturns()
+	if !ret {
+		wide = p.context.CompatSyscallEntries()
+	}
+	guard := probes.CompatGuard(nr, ret)
+	if guard == nil || wide == nil || !wide.CompatSyscalls() {
+		return nil, 0
+	}
+	twin := *p
+	twin.Body = syntax.Clone(p.Body)
+	if !ret {
+		s := joinableEntry(&twin)
+		if s == nil || !toRegisters(s, twin.Body) {
+			return nil, 0
+		}
+	}
+	twin.Body.Stmts = append([]syntax.Stmt{guard}, twin.Body.Stmts...)
+	twin.context, twin.Attach = wide, wide.Attach
+	return &twin, nr
+}
+
+// syscallFamily tells whether p is a syscall probe (the tapset's prologue
+// before the user's body), not a kernel.trace of a syscalls:* event,
+// which sees what the event sees, as in stap.
+func syscallFamily(p *Probe) bool {
+	if len(p.Body.Stmts) != 2 {
+		return false
+	}
+	prologue, ok := p.Body.Stmts[0].(*syntax.Block)
+	return ok && inTapset(prologue)
+}
+
+// readsContextBut tells whether n reads a context variable other than name.
+func readsContextBut(n syntax.Node, name string) bool {
+	return syntax.Any(n, func(n syntax.Node) bool {
+		switch n := n.(type) {
+		case *syntax.TargetVar:
+			return n.Name != name || len(n.Components) > 0
+		case *syntax.Cast:
+			return true
+		}
+		return false
+	})
 }
 
 // takeSelectors moves the test joinSyscallEntries put first in each
@@ -184,13 +276,30 @@ func (e *elab) mergeEntries(g []*syscallEntry) *Probe {
 		{Pos: at, Name: "trace", Arg: &syntax.StringLit{Typed: syntax.Typed{Pos: at}, Value: wide.Attach.Target()}}}}
 	calls, shapes := shareShapes(g, at)
 	guards, body := splitGuards(first.Body.Stmts[1], shapes)
-	merged.Body = &syntax.Block{Pos: first.Body.Pos, Stmts: []syntax.Stmt{dispatch(calls, "", at)}}
+	merged.Body = &syntax.Block{Pos: first.Body.Pos, Stmts: []syntax.Stmt{nativeNumber(at), dispatch(calls, nativeNrVar, at)}}
 	merged.Body.Stmts = append(merged.Body.Stmts, guards...)
 	merged.Body.Stmts = append(merged.Body.Stmts, dispatch(shapes, shapeVar, at), body)
 	e.prog.Plans = append(e.prog.Plans, fmt.Sprintf("%s: the entries of %d system calls share one program on %s (%d argument layouts)",
 		userPointsOf(g), len(g), wide.Attach.Target(), len(shapes)))
 	e.replaceProbes(g, &merged)
 	return &merged
+}
+
+// nativeNrVar is the local that holds the number of the native call the
+// entry is: a compat call (int $0x80, a 32-bit process) is numbered by
+// the compat table, and is served as the native call of its name.
+const nativeNrVar = "__syscall_nr"
+
+// nativeNumber is `__syscall_nr = __syscall_native_nr($id)`.
+func nativeNumber(at syntax.Pos) syntax.Stmt {
+	return &syntax.ExprStmt{X: &syntax.Assign{Typed: syntax.Typed{Pos: at}, Op: "=",
+		LHS: &syntax.Ident{Typed: syntax.Typed{Pos: at}, Name: nativeNrVar}, RHS: nativeNrOf(at)}}
+}
+
+// nativeNrOf is `__syscall_native_nr($id)`.
+func nativeNrOf(at syntax.Pos) syntax.Expr {
+	return &syntax.Call{Typed: syntax.Typed{Pos: at}, Name: "__syscall_native_nr",
+		Args: []syntax.Expr{&syntax.TargetVar{Typed: syntax.Typed{Pos: at}, Name: "$id"}}}
 }
 
 // splitGuards separates the leading `if (COND) next` statements of the

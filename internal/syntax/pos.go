@@ -11,6 +11,9 @@ import (
 type Source struct {
 	Name string // "<input>" for -e scripts
 	Text string
+	// Library is set when the text was parsed as tapset library code
+	// (Config.Tapset): its names never see the user's globals.
+	Library bool
 	// lineStarts[i] is the byte offset where line i+1 begins; built lazily.
 	lineStarts []int
 }

@@ -311,6 +311,11 @@ var Builtins = index(
 	fn("stp_pid", long),
 	effects(fn("randint", long, l("n"))),
 	bpf(fn("syscall_name", str, l("num"))), // see SyscallName
+	// __syscall_compat(): nonzero while the thread makes a 32-bit (compat)
+	// system call; __syscall_native_nr(nr): the number of the native call
+	// the call nr is (nr itself but in a compat call; -1 for none)
+	kernelOnly(fn("__syscall_compat", long)),
+	kernelOnly(fn("__syscall_native_nr", long, l("nr"))),
 	effects(fn("env_var", str, s("name"))),
 	bpf(fn("cmdline_str", str)),
 	// __task_current(): the address of the current task_struct (task.stp's

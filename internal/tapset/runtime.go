@@ -164,10 +164,12 @@ func UnknownRegister(name string) string { return "Unknown register: " + name }
 // ArgReaders are the readers of a function's arguments, each with how it
 // treats the register: truncated to 32 bits (int_arg, uint_arg), and
 // sign-extended from there (int_arg), as stap's tapset reads them on
-// x86-64.
-var ArgReaders = map[string]struct{ Truncate, SignExtend bool }{
-	"int_arg": {true, true}, "s32_arg": {true, true},
-	"uint_arg": {true, false}, "u32_arg": {true, false},
-	"long_arg": {}, "ulong_arg": {}, "pointer_arg": {}, "s64_arg": {}, "u64_arg": {},
-	"longlong_arg": {}, "ulonglong_arg": {},
+// x86-64. Word readers read a C long or a pointer, 32 bits in a 32-bit
+// program (sign-extended for long_arg); the others without Truncate read
+// a 64-bit value, two words of a 32-bit program's stack.
+var ArgReaders = map[string]struct{ Truncate, SignExtend, Word bool }{
+	"int_arg": {true, true, false}, "s32_arg": {true, true, false},
+	"uint_arg": {true, false, false}, "u32_arg": {true, false, false},
+	"long_arg": {false, true, true}, "ulong_arg": {Word: true}, "pointer_arg": {Word: true},
+	"s64_arg": {}, "u64_arg": {}, "longlong_arg": {}, "ulonglong_arg": {},
 }

@@ -14,8 +14,10 @@ func SyscallName(arch string, nr int64) string {
 
 // SyscallNames returns arch's table as a slice indexed by number, "" in the
 // gaps, for a BPF array map; nil when bpftap has no table for arch.
-func SyscallNames(arch string) []string {
-	table := syscallTables[arch]
+func SyscallNames(arch string) []string { return bySyscallNumber(syscallTables[arch]) }
+
+// bySyscallNumber turns a table into a slice indexed by number; nil for none.
+func bySyscallNumber(table map[int64]string) []string {
 	if table == nil {
 		return nil
 	}
@@ -32,4 +34,53 @@ func SyscallNames(arch string) []string {
 
 var syscallTables = map[string]map[int64]string{
 	"x86_64": syscallsX8664,
+}
+
+// Compat system calls. A 64-bit kernel that runs 32-bit code numbers the
+// calls of 32-bit processes, and those made through the 32-bit entry
+// (int $0x80 on x86_64), by the 32-bit architecture's table: x86_64's
+// execve is 59, i386's 11 (x86_64's munmap). The syscall probes name such
+// a call by that table and give it the probes of the native call of the
+// same name.
+
+var compatTables = map[string]map[int64]string{
+	"x86_64": syscallsI386,
+}
+
+// compatAs are the compat calls that are the native call of another name
+// (fcntl64 is fcntl with a 32-bit process's struct flock64), and those
+// that only share a native call's name: i386's mmap (90) and select (82)
+// take one pointer to their arguments (old_mmap, old_select), so the
+// native call's decoding would misread them.
+var compatAs = map[string]string{"fcntl64": "fcntl", "mmap": "", "select": ""}
+
+// CompatSyscallNames returns arch's table of compat calls as SyscallNames
+// returns its native one; nil where bpftap knows of none.
+func CompatSyscallNames(arch string) []string { return bySyscallNumber(compatTables[arch]) }
+
+// NativeSyscallNumbers returns, indexed by compat number, the number of
+// the native call each compat call is (the same name, or compatAs's), -1
+// where there is none (i386's waitpid, socketcall); nil where arch has no
+// compat calls.
+func NativeSyscallNumbers(arch string) []int32 {
+	compat := CompatSyscallNames(arch)
+	if compat == nil {
+		return nil
+	}
+	native := map[string]int32{}
+	for nr, name := range syscallTables[arch] {
+		native[name] = int32(nr)
+	}
+	out := make([]int32, len(compat))
+	for nr, name := range compat {
+		if as, ok := compatAs[name]; ok {
+			name = as
+		}
+		if n, ok := native[name]; ok && name != "" {
+			out[nr] = n
+		} else {
+			out[nr] = -1
+		}
+	}
+	return out
 }

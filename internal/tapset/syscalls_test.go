@@ -18,3 +18,23 @@ func TestSyscallNames(t *testing.T) {
 		t.Error("SyscallNames(mips) should be nil")
 	}
 }
+
+func TestCompatSyscallNumbers(t *testing.T) {
+	compat, native := CompatSyscallNames("x86_64"), NativeSyscallNumbers("x86_64")
+	if len(compat) != 470 || len(native) != len(compat) {
+		t.Fatalf("%d compat names, %d native numbers", len(compat), len(native))
+	}
+	for _, c := range []struct {
+		nr     int
+		name   string
+		native int32
+	}{{11, "execve", 59}, {5, "open", 2}, {64, "getppid", 110}, {221, "fcntl64", 72}, {90, "mmap", -1},
+		{82, "select", -1}, {7, "waitpid", -1}, {102, "socketcall", -1}, {453, "", -1}, {469, "file_setattr", 469}} {
+		if compat[c.nr] != c.name || native[c.nr] != c.native {
+			t.Errorf("compat %d: %q, native %d; want %q, %d", c.nr, compat[c.nr], native[c.nr], c.name, c.native)
+		}
+	}
+	if CompatSyscallNames("arm64") != nil || NativeSyscallNumbers("arm64") != nil {
+		t.Error("arm64 has no compat table in bpftap")
+	}
+}

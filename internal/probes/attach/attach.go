@@ -162,10 +162,18 @@ type Point struct {
 	// probe fired (kprobes, uprobes, perf samples; package arch lays it
 	// out); User, the probed code is a user thread's (uprobes, USDT
 	// markers), so that its instruction pointer is uaddr(); Func, the
-	// function a function probe probes (nil for other points).
-	Regs bool
-	User bool
-	Func *Func
+	// function a function probe probes (nil for other points); Syscall,
+	// the program runs in the thread making a system call, at its entry or
+	// its exit, so that the thread's user registers hold the call's
+	// arguments (int_arg(n) in syscall probes); I386, the probed code is a
+	// 32-bit x86 program on a 64-bit kernel: its function arguments follow
+	// the i386 calling convention (4-byte words on the stack above the
+	// return address, a 64-bit value in two), its value is eax.
+	Regs    bool
+	User    bool
+	Func    *Func
+	Syscall bool
+	I386    bool
 	// Args are the point's arguments, $NAME in a script, in order. For a
 	// classic tracepoint they are the record's fields, read from tracefs
 	// when a script first asks for one (probes.Context).
@@ -273,6 +281,12 @@ type Loc struct {
 	// it, cut to Size bytes (a syscall's argument in its register slot).
 	Deref bool
 	Base  int
+	// Compat (with Deref): while the thread makes a 32-bit (compat)
+	// system call, the value is the low 4 bytes of the register slot at
+	// CompatOffset instead (the call's argument in the 32-bit convention),
+	// cut to at most 4 bytes.
+	Compat       bool
+	CompatOffset int
 	// Const: the value is Value (a USDT operand $-5).
 	Const bool
 	Value int64
