@@ -41,8 +41,12 @@ import (
 // handler's run followed by the kernel's updates, as under stap's lock.
 // The grace period is the cost: ~8 ms per flip on this 2-CPU VM.
 //
-// Sleepable programs run in RCU-tasks-trace sections, which the grace
-// period does not wait for: none updates such a global today.
+// Not covered yet: a sleepable uprobe program (one that reads user
+// strings with bpf_copy_from_user, bpfgen's sleepable.go) runs in an
+// RCU-tasks-trace section, which the grace period does not wait for; it
+// loads the word after its last sleeping call, but may be preempted
+// between that load and its update. Wrapping the update in the
+// bpf_rcu_read_lock kfuncs would close that window.
 type generations struct {
 	word *ebpf.Map // GenMap
 	// sync is an ARRAY_OF_MAPS holding waitee; updating it waits for a
