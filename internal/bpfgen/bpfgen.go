@@ -139,6 +139,7 @@ type Module struct {
 	modtab     RangeTable // its shape
 	guards     bool       // a program takes NestMap's guard
 	skips      bool       // a program counts in SkipMap
+	gens       bool       // a global is kept in generations (GenMap)
 	programs   int        // compiled so far
 	// regexData holds the tables of the patterns of =~ (regex.go), each at
 	// its regexBase.

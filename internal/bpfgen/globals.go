@@ -47,6 +47,13 @@ type Global struct {
 	// ByThread arrays are the current task's storage (bythread.go; Spec
 	// is TaskStorage): Keys describe the key a hash would pack, never built.
 	ByThread bool
+	// Gens: the global is kept in two generations (generations.go); an
+	// array's Ref then names Outer, whose elements are maps of Spec.
+	Gens  bool
+	Outer *ebpf.MapSpec
+	// Ring and Heads keep the order a wrapping array's keys were added
+	// in (wrap.go); nil for other globals.
+	Ring, Heads *Map
 }
 
 // Globals are the layouts of the globals the compiled programs use.
@@ -97,6 +104,12 @@ func (m *Module) global(v *syntax.Var) *Global {
 	if gl.PerCPU {
 		gl.Spec.Type = map[ebpf.MapType]ebpf.MapType{ebpf.Array: ebpf.PerCPUArray, ebpf.Hash: ebpf.PerCPUHash}[gl.Spec.Type]
 	}
+	if v.PerCPU && !gl.ByThread {
+		m.inGenerations(gl)
+	}
+	if v.Wrap && v.IsArray && !gl.ByThread {
+		m.ordered(gl)
+	}
 	gl.Cache = cacheFor(gl)
 	m.globals[v] = gl
 	m.order = append(m.order, gl)
@@ -109,7 +122,14 @@ func (gl *Global) String() string {
 	if gl.ByThread {
 		return fmt.Sprintf("global %s: %v (the current thread's element), value %d bytes after a present word", gl.Var.Name, sp.Type, sp.ValueSize-threadValue)
 	}
-	return fmt.Sprintf("global %s: %v, key %d bytes, value %d bytes, max_entries %d", gl.Var.Name, sp.Type, sp.KeySize, sp.ValueSize, sp.MaxEntries)
+	desc := fmt.Sprintf("global %s: %v, key %d bytes, value %d bytes, max_entries %d", gl.Var.Name, sp.Type, sp.KeySize, sp.ValueSize, sp.MaxEntries)
+	switch {
+	case gl.Outer != nil:
+		desc += fmt.Sprintf(", one per generation in an %v", gl.Outer.Type)
+	case gl.Gens:
+		desc += " (an element per generation)"
+	}
+	return desc
 }
 
 // fieldSize is the bytes a key or value field takes (8-aligned).
@@ -188,7 +208,11 @@ func (k keyAddr) load(g *gen, r asm.Register) {
 func (g *gen) key(gl *Global, keys []syntax.Expr) keyAddr {
 	if gl.Keys == nil {
 		slot := g.pushSlot()
-		g.emit(asm.StoreImm(asm.R10, slot, 0, asm.Word))
+		if gl.Gens {
+			g.storeGen(slot)
+		} else {
+			g.emit(asm.StoreImm(asm.R10, slot, 0, asm.Word))
+		}
 		return keyAddr{asm.R10, int32(slot)}
 	}
 	base := g.allocScratch(int(gl.Spec.KeySize))
@@ -232,20 +256,21 @@ func (g *gen) lookupOrCreate(gl *Global, keys []syntax.Expr, at syntax.Pos) {
 // lookupOrCreateKey is lookupOrCreate with the key built at k.
 func (g *gen) lookupOrCreateKey(gl *Global, k keyAddr, at syntax.Pos) {
 	stack := g.stack
+	elements := g.globalMap(gl)
 	k.load(g, asm.R2)
-	g.emit(asm.LoadMapPtr(asm.R1, 0).WithReference(gl.Ref), asm.FnMapLookupElem.Call())
+	g.emit(elements(asm.R1), asm.FnMapLookupElem.Call())
 	have := g.newLabel("have")
 	g.emit(asm.JNE.Imm(asm.R0, 0, have))
 	if gl.Keys != nil {
 		zero := g.pushSlot()
 		g.emit(emitLookupIndex(ZeroMap, zero, 0, labelExit)...)
-		g.emit(
-			asm.Mov.Reg(asm.R3, asm.R0),
-			asm.LoadMapPtr(asm.R1, 0).WithReference(gl.Ref),
-		)
+		g.emit(asm.Mov.Reg(asm.R3, asm.R0), elements(asm.R1))
 		k.load(g, asm.R2)
-		g.emit(asm.Mov.Imm(asm.R4, bpfNoExist), asm.FnMapUpdateElem.Call(),
-			asm.LoadMapPtr(asm.R1, 0).WithReference(gl.Ref))
+		g.emit(asm.Mov.Imm(asm.R4, bpfNoExist), asm.FnMapUpdateElem.Call())
+		if gl.Ring != nil {
+			g.keepOrder(gl, k, elements)
+		}
+		g.emit(elements(asm.R1))
 		k.load(g, asm.R2)
 		g.emit(asm.FnMapLookupElem.Call())
 	}

@@ -49,10 +49,16 @@ func (m *Module) Maps() []Map {
 		maps = append(maps, Map{TargetMap, &ebpf.MapSpec{Name: "target", Type: ebpf.Hash, KeySize: 4, ValueSize: 1,
 			MaxEntries: uint32(m.cfg.Limits.MaxMapEntries)}})
 	}
+	if m.gens {
+		maps = append(maps, Map{GenMap, genSpec()})
+	}
 	for _, gl := range m.order {
-		maps = append(maps, Map{gl.Ref, gl.Spec})
+		maps = append(maps, Map{gl.Ref, gl.mapSpec()})
 		if gl.Cache != nil {
 			maps = append(maps, Map{gl.Cache.Ref, gl.Cache.Spec})
+		}
+		if gl.Ring != nil {
+			maps = append(maps, *gl.Ring, *gl.Heads)
 		}
 	}
 	if m.cfg.Timing {

@@ -43,12 +43,21 @@ import (
 // its addresses by id from TaskStackMap as from StackMap.
 //
 // The stack maps keep Limits.MaxStacks stacks (-D MAXSTACKS). A stack
-// the kernel cannot keep is a token of no stack, the empty string, and is
-// counted in StackFailMap (an atomic add on a shared word: exact when
-// programs nest and across CPUs), which the driver reports at exit:
-// bpf_get_stackid's -EEXIST (another stack holds the bucket the stack
-// hashes to: the map has MaxStacks buckets, so this happens long before it
-// is full) and -ENOMEM (no free element); a context task's stack that
+// trace map has as many buckets as elements and keeps one stack per
+// bucket: bpf_get_stackid answers -EEXIST for a stack whose bucket another
+// stack holds, long before the map is full (~2 % of the stacks of a
+// profile at the default size). A kernel stack that collides so, or that
+// finds no free element (-ENOMEM), is kept by value instead, as a context
+// task's stack is: bpf_get_stack copies its frames, which TaskStackIDMap
+// and TaskStackMap keep once under an id, and its token names TaskStackMap
+// (kernelStackID); a stack costs the one bpf_get_stackid call unless it
+// collides. So the kernel stacks kept number MaxStacks in StackMap and as
+// many again by value. A stack the kernel cannot keep at all is a token of
+// no stack, the empty string, and is counted in StackFailMap (an atomic
+// add on a shared word: exact when programs nest and across CPUs), which
+// the driver reports at exit: a colliding kernel stack that found
+// TaskStackMap full, a user stack's -EEXIST or -ENOMEM (a user stack has
+// two ids, and TaskStackMap keeps kernel addresses only); a context task's stack that
 // bpf_get_task_stack could not take, or that found TaskStackMap full. A
 // user stack whose build-id frames BuildIDStackMap could not keep (the
 // same errors; -ENOMEM there also for a stack it has, once every element
@@ -254,10 +263,45 @@ func (g *gen) stackToken(form StackForm) value {
 		g.stackID(StackMap, bpfUserStack, StackFailLost)
 	default:
 		g.m.stacks = true
-		g.stackID(StackMap, 0, StackFailLost)
+		g.kernelStackID(form, v.off+1)
 	}
 	g.tokenDigits(v.off + 2)
 	return v
+}
+
+// kernelStackID takes the current kernel stack into StackMap and leaves
+// its id in R0. A stack whose bucket another stack holds (-EEXIST), or
+// that finds no free element (-ENOMEM), is kept by value instead, as a
+// context task's stack is (storedStackID):
+// the token's form byte at formOff then names TaskStackMap. Negative when
+// the stack has no frame or could not be kept (counted).
+func (g *gen) kernelStackID(form StackForm, formOff int) {
+	kept, collided := g.newLabel("stack_kept"), g.newLabel("stack_collided")
+	g.emit(
+		asm.Mov.Reg(asm.R1, regCtx),
+		asm.LoadMapPtr(asm.R2, 0).WithReference(StackMap),
+		asm.Mov.Imm(asm.R3, 0),
+		asm.FnGetStackid.Call(),
+		asm.JSGE.Imm(asm.R0, 0, kept),
+		asm.JEq.Imm(asm.R0, -int32(unix.EFAULT), kept),
+		asm.JEq.Imm(asm.R0, -int32(unix.EEXIST), collided),
+		asm.JEq.Imm(asm.R0, -int32(unix.ENOMEM), collided),
+	)
+	g.countStackFailure(StackFailLost)
+	g.emit(asm.Ja.Label(kept))
+	g.mark(collided)
+	g.emit(asm.StoreImm(regScratch, int16(formOff), int64(form.taskByte()), asm.Byte))
+	g.storedStackID(func(frames int32) {
+		g.emit(
+			asm.Mov.Reg(asm.R1, regCtx),
+			asm.Mov.Reg(asm.R2, regScratch),
+			asm.Add.Imm(asm.R2, frames),
+			asm.Mov.Imm(asm.R3, 8*MaxBacktrace),
+			asm.Mov.Imm(asm.R4, 0),
+			asm.FnGetStack.Call(), // the bytes it wrote, the rest zeroed
+		)
+	})
+	g.mark(kept)
 }
 
 // stackID takes the stack into stack map m and leaves its id in R0,
@@ -306,19 +350,33 @@ func (g *gen) tokenDigits(off int) {
 // stack has no frame, or could not be taken or kept (TaskStackMap full):
 // these counted in StackFailMap.
 func (g *gen) taskStackID(arg int) {
+	g.storedStackID(func(frames int32) {
+		g.emit(
+			asm.LoadMem(asm.R1, regCtx, int16(g.probe.Attach.Args[arg].Loc.Offset), asm.DWord),
+			asm.Mov.Reg(asm.R2, regScratch),
+			asm.Add.Imm(asm.R2, frames),
+			asm.Mov.Imm(asm.R3, 8*MaxBacktrace),
+			asm.Mov.Imm(asm.R4, 0),
+			asm.FnGetTaskStack.Call(), // the bytes it wrote, the rest zeroed
+		)
+	})
+}
+
+// storedStackID keeps a stack by value in TaskStackMap and leaves its id
+// in R0: the id TaskStackIDMap has for it, or a new one; negative when
+// the stack has no frame, or could not be taken or kept (TaskStackMap
+// full): these counted in StackFailMap. take emits the helper call that
+// copies the frames to frames in the scratch area and returns the bytes
+// it wrote (or a negative error) in R0.
+func (g *gen) storedStackID(take func(frames int32)) {
 	g.m.taskStacks = true
 	mark := g.scratchMark()
 	frames := int32(g.allocScratch(8 * MaxBacktrace))
 	id := g.pushSlot()
 	fail, published, done := g.newLabel("taskstack_fail"), g.newLabel("taskstack_new"), g.newLabel("taskstack")
 	empty := g.newLabel("taskstack_empty")
+	take(frames)
 	g.emit(
-		asm.LoadMem(asm.R1, regCtx, int16(g.probe.Attach.Args[arg].Loc.Offset), asm.DWord),
-		asm.Mov.Reg(asm.R2, regScratch),
-		asm.Add.Imm(asm.R2, frames),
-		asm.Mov.Imm(asm.R3, 8*MaxBacktrace),
-		asm.Mov.Imm(asm.R4, 0),
-		asm.FnGetTaskStack.Call(), // the bytes it wrote, the rest zeroed
 		asm.JEq.Imm(asm.R0, 0, empty),
 		asm.JSLT.Imm(asm.R0, 0, fail),
 	)

@@ -98,3 +98,38 @@ probe end {
 		t.Errorf("stderr:\n%s\nwant:\n%s", stderr.String(), want)
 	}
 }
+
+// TestStackCollisions keeps 20 stacks per stack map (-D MAXSTACKS=20)
+// while the forking workload allocates kernel memory from more call sites
+// than that (30 to 34 here): a stack trace map has a bucket per element,
+// so some stacks find their bucket taken, and the map fills; those are
+// kept by value in the second store (bpfgen's kernelStackID), and none is
+// lost while both have room.
+func TestStackCollisions(t *testing.T) {
+	requireFeature(t, "bpf")
+	script := `global stacks, events
+probe kernel.trace("kmem:kmalloc") {
+	if (pid() == target()) { stacks[backtrace()] <<< 1; events++ }
+}
+probe end {
+	foreach (s in stacks) { keys++; counted += @count(stacks[s]) }
+	printf("events %d, keys %d, counted %d, empty %d\n", events, keys, counted, @count(stacks[""]))
+}`
+	var stdout, stderr bytes.Buffer
+	status := Main([]string{"-D", "MAXSTACKS=20", "-e", script, "-c", workloadCommand() + " fork 5"},
+		strings.NewReader(""), &stdout, &stderr)
+	if status != 0 || stderr.Len() > 0 {
+		t.Fatalf("exit status %d, stderr:\n%s", status, stderr.String())
+	}
+	var events, keys, counted, empty int
+	if _, err := fmt.Sscanf(stdout.String(), "events %d, keys %d, counted %d, empty %d\n", &events, &keys, &counted, &empty); err != nil {
+		t.Fatalf("%v in output %q", err, stdout.String())
+	}
+	t.Logf("%d events, %d stacks", events, keys)
+	if keys <= 20 || keys > 40 {
+		t.Fatalf("%d distinct stacks: the test needs 21 to 40", keys)
+	}
+	if empty != 0 || counted != events {
+		t.Errorf("%d events, %d counted under %d stacks, %d stacks lost", events, counted, keys, empty)
+	}
+}

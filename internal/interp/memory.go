@@ -48,12 +48,16 @@ type memScalar struct{ v Value }
 func (s *memScalar) Load() Value   { return s.v }
 func (s *memScalar) Store(v Value) { s.v = v }
 
+func (s *memScalar) Fold(_ Key, n int64, _ *format.Stat) { s.v.Int += n }
+
 // memStatistic is a scalar statistic kept in memory: a single partial.
 type memStatistic struct{ s *format.Stat }
 
 func (s memStatistic) Add(v int64)         { s.s.Add(v) }
 func (s memStatistic) Total() *format.Stat { return format.Total(s.s) }
 func (s memStatistic) Reset()              { s.s.Reset() }
+
+func (s memStatistic) Fold(_ Key, _ int64, p *format.Stat) { s.s.Merge(p) }
 
 // memArray is an in-memory array: a hash index over a list in insertion order,
 // as stap's runtime keeps its maps. Keys are looked up by their encoding,
@@ -146,6 +150,23 @@ func (a *memArray) insert(k Key) (*Element, error) {
 	a.index[e.enc] = e
 	a.last = e
 	return e, nil
+}
+
+// Fold adds n to element k, or merges p into it (Folder); the element is
+// created when absent, beyond the capacity of an array that does not wrap.
+func (a *memArray) Fold(k Key, n int64, p *format.Stat) {
+	e, err := a.put(k)
+	if err != nil {
+		capacity := a.capacity
+		a.capacity = a.order.Len() + 1
+		e, _ = a.insert(k)
+		a.capacity = capacity
+	}
+	if p != nil {
+		e.Stat.Merge(p)
+		return
+	}
+	e.Value.Int += n
 }
 
 func (a *memArray) remove(e *Element) {

@@ -111,7 +111,7 @@ func (in *Interp) storage(v *syntax.Var) (Storage, error) {
 		st = in.cfg.Storage(g)
 	}
 	if st == (Storage{}) {
-		return memStorage(g), nil
+		return MemoryStorage(g), nil
 	}
 	isStat := v.Type == syntax.TypeStats
 	if (st.Array != nil) != v.IsArray || (st.Statistic != nil) != (isStat && !v.IsArray) ||
@@ -121,8 +121,9 @@ func (in *Interp) storage(v *syntax.Var) (Storage, error) {
 	return st, nil
 }
 
-// memStorage is the in-memory storage of global g.
-func memStorage(g Global) Storage {
+// MemoryStorage is the in-memory storage of global g, the interpreter's
+// own; each of its three kinds is also a Folder.
+func MemoryStorage(g Global) Storage {
 	switch {
 	case g.Var.IsArray:
 		return Storage{Array: newMemArray(int(g.Capacity), g.Var.Wrap, g.NewStat)}

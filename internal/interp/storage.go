@@ -23,9 +23,11 @@ import (
 //     before New, and kernel probes may run from then on.
 //   - Concurrency: calls come from one goroutine at a time (the interpreter
 //     serialises its handlers), but kernel probes update the same maps
-//     meanwhile: a read-modify-write of the script (x += 1, a[k]++) is a Load
-//     then a Store, not atomic against them. stap's locks made it atomic; a
-//     global updated from both sides may lose kernel updates made in between.
+//     meanwhile. stap's locks make a handler's reads and writes atomic
+//     against them; a storage gives that by taking, at a handler's first
+//     touch, what the kernel counted into a copy the handler then owns
+//     (kernelside's generations), or a read-modify-write (x += 1, a[k]++)
+//     is a Load then a Store that may lose kernel updates made in between.
 //     An implementation may keep what it learnt of a map during one handler
 //     (how its keys group, say) until Config.HandlerStart says that the
 //     next one starts.
@@ -41,8 +43,9 @@ import (
 //     new key of a full array return ErrOverflow (the interpreter reports
 //     stap's "Array overflow, check ..." near the indexed array). Other
 //     errors become run-time errors with their text. Wrapping arrays
-//     (`global a[N]%`) evict their oldest element, which a hash map cannot
-//     tell: keep those in memory.
+//     (`global a%[N]`) evict their oldest element instead, so their storage
+//     must know the order elements were added in (kernelside keeps it in a
+//     ring of keys beside the map).
 //   - Absence: Get reports whether the element exists; `in` is exactly that
 //     test. A missing element reads as 0 or "" and is not created by a read.
 //     Delete of a missing key does nothing; Clear empties the array; Len
@@ -155,4 +158,17 @@ func (in *Interp) describe(v *syntax.Var) Global {
 		g.NewStat = in.prog.StatShape(v).NewStat
 	}
 	return g
+}
+
+// Folder adds to a global what happened elsewhere: the storage of
+// MemoryStorage is one, so that a driver can keep a global in memory and
+// fold in the counts that kernel programs made meanwhile (kernelside's
+// generations). The key is nil for a scalar or a scalar statistic. A
+// folded element is created when absent, even in a full array (it exists
+// already where it was counted); a wrapping array evicts its oldest
+// element instead.
+type Folder interface {
+	// Fold adds n to a long, or merges partial p into a statistic (p is
+	// nil for a long).
+	Fold(k Key, n int64, p *format.Stat)
 }

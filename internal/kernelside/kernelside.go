@@ -91,6 +91,9 @@ type Session struct {
 	skipped int64
 	// handlers counts the user-side handlers started (HandlerStart).
 	handlers uint64
+	// gens flips the globals kept in generations (generations.go), from
+	// Load on; nil without such globals.
+	gens *generations
 }
 
 // Error is a problem of a kernel probe at a script position: a construct
@@ -241,6 +244,11 @@ func (s *Session) Load() error {
 		}
 	}
 	s.stacks = newStackTexts(objs.shared, s.mod.MaxStringLen())
+	if m := objs.shared[bpfgen.GenMap]; m != nil {
+		if s.gens, err = newGenerations(m, objs, &s.handlers); err != nil {
+			return fmt.Errorf("ERROR: %w", err)
+		}
+	}
 	refs := make([]map[string]*ebpf.Map, len(s.progs))
 	for i, p := range s.progs {
 		if refs[i], err = objs.bind(p); err != nil {

@@ -17,13 +17,17 @@ type objects struct {
 	prefix   string               // of every object's name: see Config.NamePrefix
 	progress func(string)         // Config.Progress, or nil
 	shared   map[string]*ebpf.Map // the module's maps, by bpfgen.Map.Ref
-	owned    []*ebpf.Map          // every map created: shared ones and the programs' own
+	// inner are the maps in each map of maps the module describes (a global
+	// in generations), by the outer map's Ref, in the order of their
+	// elements.
+	inner map[string][]*ebpf.Map
+	owned []*ebpf.Map // every map created: shared ones and the programs' own
 }
 
 // createMaps creates the maps of a module, their names after prefix,
 // telling progress about the big ones.
 func createMaps(defs []bpfgen.Map, prefix string, progress func(string)) (*objects, error) {
-	o := &objects{prefix: prefix, progress: progress, shared: map[string]*ebpf.Map{}}
+	o := &objects{prefix: prefix, progress: progress, shared: map[string]*ebpf.Map{}, inner: map[string][]*ebpf.Map{}}
 	for _, d := range defs {
 		m, err := o.create(d)
 		if err != nil {
@@ -31,8 +35,30 @@ func createMaps(defs []bpfgen.Map, prefix string, progress func(string)) (*objec
 			return nil, err
 		}
 		o.shared[d.Ref] = m
+		if d.Spec.Type == ebpf.ArrayOfMaps {
+			// The other elements when first needed (a global's second
+			// generation: generations.go).
+			if _, err := o.addInner(d, 0); err != nil {
+				o.close()
+				return nil, err
+			}
+		}
 	}
 	return o, nil
+}
+
+// addInner creates a map of d's inner spec and puts it in element i of
+// d's map, the map of maps o.shared[d.Ref]; o.inner[d.Ref] lists it.
+func (o *objects) addInner(d bpfgen.Map, i uint32) (*ebpf.Map, error) {
+	m, err := o.create(bpfgen.Map{Ref: d.Ref, Spec: d.Spec.InnerMap})
+	if err != nil {
+		return nil, err
+	}
+	if err := o.shared[d.Ref].Update(i, m, ebpf.UpdateAny); err != nil {
+		return nil, fmt.Errorf("map %s: %w", d.Spec.Name, err)
+	}
+	o.inner[d.Ref] = append(o.inner[d.Ref], m)
+	return m, nil
 }
 
 // create creates one map, which o then owns.

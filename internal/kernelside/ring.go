@@ -73,6 +73,10 @@ func (s *Session) stopReader() error {
 // in the ring and returns the number of records the ring had no room for.
 func (s *Session) Stop() (lost uint64, err error) {
 	err = errors.Join(s.detach(), s.stopReader())
+	if s.gens != nil {
+		s.gens.stopped = true
+		err = errors.Join(err, s.gens.err)
+	}
 	if s.objs != nil {
 		lost, _ = bpfrt.SumPerCPU(s.objs.shared[bpfgen.DropsMap], 0)
 	}

@@ -2,7 +2,6 @@ package kernelside
 
 import (
 	"bytes"
-	"errors"
 
 	"github.com/bpftap/bpftap/internal/bpfgen"
 	"github.com/bpftap/bpftap/internal/bpfrt"
@@ -10,7 +9,6 @@ import (
 	"github.com/bpftap/bpftap/internal/interp"
 	"github.com/bpftap/bpftap/internal/syntax"
 	"github.com/cilium/ebpf"
-	"golang.org/x/sys/unix"
 )
 
 // Storage serves a global the kernel programs use from its map, under the
@@ -39,6 +37,12 @@ func (s *Session) Storage(g interp.Global) interp.Storage {
 		if gl.PerCPU {
 			mg.cpus, _ = ebpf.PossibleCPU()
 		}
+		if gl.Ring != nil {
+			mg.ring, mg.heads = s.objs.shared[gl.Ring.Ref], s.objs.shared[gl.Heads.Ref]
+		}
+		if gl.Gens {
+			return s.genStorage(g, mg)
+		}
 		switch {
 		case g.Var.IsArray:
 			return interp.Storage{Array: mapArray{mg}}
@@ -63,6 +67,8 @@ type mapGlobal struct {
 	// dates index, the array's keys grouped by their text (keys.go).
 	handlers *uint64
 	index    *keyIndex
+	// ring and heads keep a wrapping array's order (wrap.go), else nil.
+	ring, heads *ebpf.Map
 }
 
 var scalarKey = []byte{0, 0, 0, 0}
@@ -79,16 +85,10 @@ func (g *mapGlobal) values(key []byte) [][]byte {
 
 // put stores value copies under key.
 func (g *mapGlobal) put(key []byte, vs [][]byte) error {
-	var err error
-	if g.gl.PerCPU {
-		err = g.m.Update(key, vs, ebpf.UpdateAny)
-	} else {
-		err = g.m.Update(key, vs[0], ebpf.UpdateAny)
+	if g.ring != nil {
+		return g.putInOrder(key, vs)
 	}
-	if errors.Is(err, unix.E2BIG) || errors.Is(err, unix.ENOSPC) {
-		return interp.ErrOverflow
-	}
-	return err
+	return g.update(key, vs, ebpf.UpdateAny)
 }
 
 func (g *mapGlobal) decode(vs [][]byte) interp.Value {
@@ -272,11 +272,14 @@ func (g mapArray) Clear() {
 func (g mapArray) Len() int { return len(g.group()) }
 
 // keys lists the packed keys present in the map.
-func (g mapArray) keys() [][]byte {
+func (g mapArray) keys() [][]byte { return mapKeys(g.m) }
+
+// mapKeys lists the keys present in hash map m.
+func mapKeys(m *ebpf.Map) [][]byte {
 	var keys [][]byte
 	var prev any // nil asks for the first key
 	for {
-		next, err := g.m.NextKeyBytes(prev)
+		next, err := m.NextKeyBytes(prev)
 		if err != nil || next == nil {
 			return keys
 		}
