@@ -73,6 +73,9 @@ func (e *elab) pairEntries() {
 		}
 		pair := p.context.EntryOf()
 		if pair == nil {
+			if p.context.ArgsOfCall() {
+				entryAtEvent(p.Body)
+			}
 			continue
 		}
 		at := p.Point.Pos
@@ -113,6 +116,30 @@ func (e *elab) pairEntries() {
 		}
 		e.prog.Probes = append(e.prog.Probes, entry)
 	}
+}
+
+// entryAtEvent makes each @entry(X) of a probe on an event that fires as a
+// call returns, with the call's arguments (probes.Context.ArgsOfCall), X
+// itself when X reads only those arguments: their values at the event
+// are those at entry. Another @entry is left for type checking to report.
+func entryAtEvent(b *syntax.Block) {
+	syntax.RewriteExprs(b, func(x syntax.Expr) syntax.Expr {
+		en, ok := x.(*syntax.Entry)
+		if !ok || syntax.Any(en.X, readsState) {
+			return nil
+		}
+		return en.X
+	})
+}
+
+// readsState tells whether n reads something an event's arguments do not
+// fix: a variable, an array, a function's value.
+func readsState(n syntax.Node) bool {
+	switch n.(type) {
+	case *syntax.Ident, *syntax.Index, *syntax.Call:
+		return true
+	}
+	return false
 }
 
 func hasEntry(b *syntax.Block) bool {
