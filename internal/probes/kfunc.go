@@ -170,6 +170,9 @@ func exportedOnly(k KernelInfo, fns []*kernel.Function, pattern string) ([]*kern
 		}
 	}
 	if len(keep) == 0 {
+		if _, _, err := kernelFunctionPoint(k, kernelFunctionCall{fn: fns[0]}); err != nil {
+			return nil, err // a kernel that probes no function says why first
+		}
 		return nil, &Error{Msg: "no match", detail: func() string {
 			return fmt.Sprintf(" (of the functions %q matches, the kernel exports none: its export table, __ksymtab_NAME in /proc/kallsyms, lists none of them)", pattern)
 		}}

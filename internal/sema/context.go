@@ -83,11 +83,18 @@ func (s *scope) readParams(a *probes.Access) {
 }
 
 // decideDefined returns the literal a @defined of a context expression
-// becomes where it can be resolved (defined.go): 1 if the expression
+// (of @entry of one, where the entries are known: entryCtx) becomes where
+// it can be resolved (defined.go): 1 if the expression
 // resolves, whose arguments the probe then reads (stap lists them among
 // its locals), else 0; nil for another operand, or where it cannot be
 // resolved.
 func (s *scope) decideDefined(x *syntax.Defined) syntax.Expr {
+	if en, ok := x.X.(*syntax.Entry); ok && s.entryCtx != nil { // @defined(@entry(X)): X at the entries
+		ret := s.ctx
+		s.ctx = s.entryCtx
+		defer func() { s.ctx = ret }()
+		x = &syntax.Defined{Typed: x.Typed, X: en.X}
+	}
 	switch x.X.(type) {
 	case *syntax.TargetVar, *syntax.Cast:
 	default:

@@ -3,6 +3,7 @@ package sema
 import (
 	"fmt"
 
+	"github.com/bpftap/bpftap/internal/probes"
 	"github.com/bpftap/bpftap/internal/syntax"
 )
 
@@ -68,10 +69,16 @@ func (e *elab) pairEntries() {
 	n := len(e.prog.Probes)
 	for i := 0; i < n; i++ {
 		p := e.prog.Probes[i]
-		if p.context == nil || !hasEntry(p.Body) {
+		if p.context == nil {
+			continue
+		}
+		if !hasEntry(p.Body) {
 			continue
 		}
 		pair := p.context.EntryOf()
+		if pair != nil {
+			e.pruneBeforePairing(p, pair.Context)
+		}
 		if pair == nil {
 			if p.context.ArgsOfCall() {
 				entryAtEvent(p.Body)
@@ -140,6 +147,18 @@ func readsState(n syntax.Node) bool {
 		return true
 	}
 	return false
+}
+
+// pruneBeforePairing decides the @defined of a return probe's body before
+// its @entry are paired, so that only the @entry of the branches kept are
+// saved at entry: tcpipstat's @defined(@entry($sk)) ? @entry($sk) :
+// @entry($sock->sk) saves $sk. @defined(@entry(X)) tells whether X
+// resolves at the entries (entry).
+func (e *elab) pruneBeforePairing(p *Probe, entry *probes.Context) {
+	s := e.newScope(e.fileOf[p.Decl], nil)
+	s.ctx, s.probe, s.entryCtx = p.context, p, entry
+	s.contextVars = contextVarDefs(p.Body)
+	s.pruneDefined(p.Body)
 }
 
 func hasEntry(b *syntax.Block) bool {

@@ -29,6 +29,9 @@ type scope struct {
 	// contextVars are the context variables the probe's alias defines, by
 	// name (contextvars.go).
 	contextVars map[string]*syntax.Call
+	// entryCtx is, while a return probe's @defined are decided before its
+	// @entry are paired, the context of the entries it pairs with.
+	entryCtx *probes.Context
 }
 
 // A tapset file the program uses (one of its functions or globals) brings
