@@ -49,6 +49,25 @@ func (s *scope) resolvesContext(n syntax.Expr) bool {
 	return s.ctx != nil || isCast && s.e.kernel != nil && s.probe == nil || constantCast(n) && s.e.castKernel() != nil
 }
 
+// expandPretty replaces each pretty-printed context expression ($var$,
+// $$parms$, ...) of a kernel probe's body by the sprintf of its members
+// that computes it (probes.Context.Pretty); one the point cannot expand is
+// left for resolution to refuse.
+func (s *scope) expandPretty(body *syntax.Block) {
+	syntax.RewriteExprs(body, func(x syntax.Expr) syntax.Expr {
+		v, ok := x.(*syntax.TargetVar)
+		if !ok || v.Pretty == 0 {
+			return nil
+		}
+		format, args, ok := s.ctx.Pretty(v)
+		if !ok {
+			return nil
+		}
+		at := syntax.Typed{Pos: v.Pos}
+		return &syntax.PrintCall{Typed: at, Name: "sprintf", Format: &syntax.StringLit{Typed: at, Value: format}, Args: args}
+	})
+}
+
 func (s *scope) resolveContext(n syntax.Expr) (*probes.Access, *probes.ContextError) {
 	switch n := n.(type) {
 	case *syntax.TargetVar:

@@ -70,6 +70,7 @@ func (e *elab) resolveProbe(p *Probe) {
 		s.contextVars = contextVarDefs(p.Body)
 		s.pruneDefined(p.Body)
 		s.substituteContextVars(p.Body)
+		s.expandPretty(p.Body)
 	}
 	s.walk(p.Body)
 	p.Locals = s.list
