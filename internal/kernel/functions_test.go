@@ -2,9 +2,7 @@ package kernel
 
 import (
 	"fmt"
-	"maps"
 	"slices"
-	"strings"
 	"testing"
 
 	"github.com/cilium/ebpf/btf"
@@ -73,24 +71,5 @@ func TestParseFilterFunctions(t *testing.T) {
 	}
 	if want := []string{"vfs_read false", "same true", "nfs_read [nfs] false"}; !slices.Equal(got, want) {
 		t.Errorf("got %q, want %q", got, want)
-	}
-}
-
-// ParseExports finds the exported functions, the kernel's and a module's,
-// by their export-table entries, and nothing else.
-func TestParseExports(t *testing.T) {
-	listing := "ffffffff81400000 T vfs_read\n" +
-		"ffffffff82700000 r __ksymtab_vfs_read\n" +
-		"ffffffff82700010 r __ksymtab_kernel_read\n" +
-		"ffffffffc0000000 r __ksymtab_nfs_fs_type\t[nfs]\n" +
-		"ffffffff82700020 R __start___ksymtab\n" +
-		"ffffffff82700020 r __ksymtab_\n"
-	got, err := ParseExports(strings.NewReader(listing))
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := map[string]bool{"vfs_read": true, "kernel_read": true, "nfs_fs_type": true}
-	if !maps.Equal(got, want) {
-		t.Errorf("ParseExports = %v, want %v", got, want)
 	}
 }
