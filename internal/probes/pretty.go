@@ -18,12 +18,11 @@ import (
 //   - a struct or union at the top, or anywhere under `$$`, lists its
 //     members (".m=", an anonymous one as stap spells it: "<union>=",
 //     "<class>=" for an anonymous struct); elsewhere it is `{...}`;
-//   - an array at the top or under `$$` shows its first element and ", ...";
-//     elsewhere `[...]`; a char array is its string, in double quotes;
-//   - a pointer at the top is followed to what it points to; below, a char
-//     pointer is the string it points to, quoted ("<unknown>" if it cannot
-//     be read), any other pointer `%p`, a function `<function>:%p` at the
-//     top;
+//   - an array at the top or under `$$` shows its first element and ", ...",
+//     a char array its string in double quotes; elsewhere it is `[...]`;
+//   - a char pointer is the string it points to, quoted ("<unknown>" if it
+//     cannot be read); another pointer at the top is followed to what it
+//     points to (a function: `<function>:%p`), below it is `%p`;
 //   - a char is `'%#c'`, a signed integer or enum `%i`, an unsigned `%u`, a
 //     float and a bitfield (which bpftap does not read) `?`.
 //
