@@ -23,8 +23,13 @@ import (
 //
 // A return whose entry was not seen (the call began before the probes
 // were attached) does not run the probe, as a return probe in stap fires
-// only for the calls whose entry it saw. Probes whose point has no entry
-// keep their @entry, which type checking reports as stap does.
+// only for the calls whose entry it saw. The body's @defined are decided
+// before (pruneBeforePairing), so that only the @entry of the branches
+// kept are saved, @defined(@entry(X)) at the entries. A probe on an event
+// that fires as a call returns, with the call's arguments (the sock
+// tracepoints serving tcp.recvmsg.return), reads @entry($sk) as the
+// event's $sk (entryAtEvent). Other probes whose point has no entry keep
+// their @entry, which type checking reports as stap does.
 
 // entryParams makes each parameter a return probe reads where its
 // registers no longer hold it (probes.Context.ParamsAtEntry: a kretprobe)
@@ -69,22 +74,17 @@ func (e *elab) pairEntries() {
 	n := len(e.prog.Probes)
 	for i := 0; i < n; i++ {
 		p := e.prog.Probes[i]
-		if p.context == nil {
-			continue
-		}
-		if !hasEntry(p.Body) {
+		if p.context == nil || !hasEntry(p.Body) {
 			continue
 		}
 		pair := p.context.EntryOf()
-		if pair != nil {
-			e.pruneBeforePairing(p, pair.Context)
-		}
 		if pair == nil {
 			if p.context.ArgsOfCall() {
 				entryAtEvent(p.Body)
 			}
 			continue
 		}
+		e.pruneBeforePairing(p, pair.Context)
 		at := p.Point.Pos
 		entry := &Probe{Point: p.Point, User: p.User, Name: pair.Name,
 			Family: p.Family, Args: map[string]syntax.Expr{}, Decl: p.Decl, Kernel: true,
