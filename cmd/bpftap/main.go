@@ -9,8 +9,5 @@ import (
 )
 
 func main() {
-	if driver.Holding() {
-		driver.Hold() // the -c command, held until the probes are attached
-	}
 	os.Exit(driver.Main(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }

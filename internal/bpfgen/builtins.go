@@ -63,6 +63,7 @@ func kernelBuiltins() map[string]builtinCode {
 		"returnval":          longCode((*gen).returnval),
 		"syscall_name":       strCode((*gen).syscallName),
 		"addr":               longCode((*gen).addr),
+		"__func_addr":        longCode((*gen).funcAddr),
 		"uaddr":              longCode((*gen).uaddr),
 		"caller_addr":        longCode((*gen).callerAddr),
 		"user_mode":          longCode((*gen).userMode),

@@ -368,13 +368,17 @@ func (g *gen) delete(s *syntax.DeleteStmt) {
 	switch t := s.Target.(type) {
 	case *syntax.Index:
 		v := indexVar(t)
+		if v == nil {
+			g.fail(s, "cannot delete %s in a kernel probe", syntax.ExprString(s.Target))
+			return
+		}
+		gl := g.m.global(v)
 		for _, k := range t.Keys {
-			if _, star := k.(*syntax.Star); star || v == nil {
-				g.refuse(k, "a '*' key")
+			if _, star := k.(*syntax.Star); star && !gl.ByThread {
+				g.deleteMatching(gl, t.Keys)
 				return
 			}
 		}
-		gl := g.m.global(v)
 		if gl.ByThread {
 			g.threadDelete(gl)
 			return

@@ -404,6 +404,16 @@ func (g *gen) addr(*syntax.Call) {
 	}
 }
 
+// funcAddr is the probed kernel function's address, at entry and return
+// alike; 0 in a probe on no kernel function.
+func (g *gen) funcAddr(*syntax.Call) {
+	if a := g.ownProbe().Attach; a == nil || a.Func == nil || a.User {
+		g.emit(asm.Mov.Imm(asm.R0, 0))
+		return
+	}
+	g.emit(asm.Mov.Reg(asm.R1, regCtx), asm.FnGetFuncIp.Call())
+}
+
 // userMode tells whether the interrupted code ran in user mode (arch.Regs'
 // Mode: x86's CS holds the privilege level).
 func (g *gen) userMode(*syntax.Call) {

@@ -14,11 +14,14 @@
 package driver
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"runtime/debug"
 
+	"github.com/bpftap/bpftap/internal/exporter"
+	"github.com/bpftap/bpftap/internal/interp"
 	"github.com/bpftap/bpftap/internal/sema"
 	"github.com/bpftap/bpftap/internal/syntax"
 )
@@ -29,6 +32,9 @@ const Version = "0.1"
 // Main runs bpftap with the given arguments (without the program name) and returns
 // the process exit status.
 func Main(argv []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if len(argv) > 0 && argv[0] == "exporter" {
+		return exporter.Main(argv[1:], runScript, stdout, stderr)
+	}
 	opts, err := parseArgs(argv)
 	var usage *usageError
 	if err != nil {
@@ -59,6 +65,11 @@ type session struct {
 	stdout, stderr io.Writer
 	timer          passTimer
 	signals        *signals
+	// parent, if set, is the context pass 5 runs in (the exporter's), and
+	// begun is called once the begin probes ran instead of serving the
+	// procfs files (exporter.go).
+	parent context.Context
+	begun  func(*interp.Interp)
 }
 
 func (s *session) run() int {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/bpftap/bpftap/internal/bpfrt"
 	"github.com/bpftap/bpftap/internal/kernelside"
+	"github.com/bpftap/bpftap/internal/output"
 	"github.com/bpftap/bpftap/internal/probes"
 	"github.com/bpftap/bpftap/internal/sema"
 	"github.com/bpftap/bpftap/internal/syntax"
@@ -32,7 +33,6 @@ func (s *session) elaborate(user, libs []*syntax.File) (*sema.Program, error) {
 			ClassicTracepoints: s.opts.Compatible != "" && syntax.CompareVersions(s.opts.Compatible, "4.1") <= 0,
 			Target:             s.opts.Command != "" || s.opts.TargetPID != 0,
 			TargetExecutable:   commandExecutable(s.opts.Command),
-			Holder:             holderExecutable(s.opts.Command),
 			TargetBinary:       s.targetExecutable,
 			Listing:            listing,
 		}),
@@ -49,15 +49,8 @@ func (s *session) elaborate(user, libs []*syntax.File) (*sema.Program, error) {
 
 // programSummary is the middle of stap's pass-2 line: "1 probe, 3 functions, 0 embeds, 0 globals".
 func programSummary(p *sema.Program) string {
-	return fmt.Sprintf("%s, %s, 0 embeds, %s", plural(len(p.Probes), "probe"),
-		plural(p.FunctionCount(), "function"), plural(len(p.Globals), "global"))
-}
-
-func plural(n int, what string) string {
-	if n == 1 {
-		return fmt.Sprintf("1 %s", what)
-	}
-	return fmt.Sprintf("%d %ss", n, what)
+	return fmt.Sprintf("%s, %s, 0 embeds, %s", output.Plural(len(p.Probes), "probe"),
+		output.Plural(p.FunctionCount(), "function"), output.Plural(len(p.Globals), "global"))
 }
 
 func printElaborated(w io.Writer, p *sema.Program) { p.Fprint(w) }

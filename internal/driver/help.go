@@ -5,6 +5,8 @@ const helpText = `Usage: bpftap [options] FILE [ARGS...]     Run script in file.
    or: bpftap [options] -e SCRIPT [ARGS...] Run given script.
    or: bpftap [options] -l PROBE [ARGS...]  List matching probes.
    or: bpftap [options] -L PROBE [ARGS...]  List matching probes and local variables.
+   or: bpftap exporter [-p PORT] [-s DIR] [-k SECONDS] [-a ADDR] [-- OPTIONS]
+                                           Serve the scripts of DIR to Prometheus.
 
 bpftap runs SystemTap scripts: user-side probes (begin, end, error, timer.*) in an
 interpreter, kernel probes compiled to eBPF. Options are stap's:
@@ -42,11 +44,17 @@ interpreter, kernel probes compiled to eBPF. Options are stap's:
    --all-modules
               load the symbols of every kernel module (accepted: kallsyms
               lists them already)
+   -m NAME    name the module: procfs files are /var/tmp/systemtap-USER/NAME/*
+   --http ADDR
+              serve the procfs files over HTTP too (GET reads, PUT and POST
+              write; an address without a host is on loopback)
    -t         print a probe hit report at exit
    -g         guru mode (refused: a BPF runtime runs no embedded C)
    -u         unoptimized mode (accepted; nothing is elided)
    --no-global-var-display
               do not print written-but-unread globals at exit
+   --json     write the run's output, errors and warnings as one JSON object
+              per line (bpftap's; docs/json-output.md)
    --compatible=VERSION
               behave as SystemTap VERSION: systemtap_v; up to 4.1,
               kernel.trace variables are the trace record's fields

@@ -3,7 +3,6 @@ package driver
 import (
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,6 +11,7 @@ import (
 	"github.com/bpftap/bpftap/internal/format"
 	"github.com/bpftap/bpftap/internal/interp"
 	"github.com/bpftap/bpftap/internal/kernelside"
+	"github.com/bpftap/bpftap/internal/output"
 	"github.com/bpftap/bpftap/internal/sema"
 	"github.com/bpftap/bpftap/internal/syntax"
 	"github.com/bpftap/bpftap/internal/tapset"
@@ -32,7 +32,7 @@ func (s *session) translate(prog *sema.Program, limits tapset.Limits, targetPID 
 	if err != nil {
 		return nil, err
 	}
-	s.timer.report(s, 3, fmt.Sprintf("translated to BPF: %s", plural(ks.Programs(), "program")))
+	s.timer.report(s, 3, fmt.Sprintf("translated to BPF: %s", output.Plural(ks.Programs(), "program")))
 	return ks, nil
 }
 
@@ -59,7 +59,7 @@ func (s *session) load(ks *kernelside.Session) error {
 	if ks.UserStacks() {
 		s.indexSymbols()
 	}
-	s.timer.report(s, 4, fmt.Sprintf("loaded %s into the kernel", plural(ks.Programs(), "BPF program")))
+	s.timer.report(s, 4, fmt.Sprintf("loaded %s into the kernel", output.Plural(ks.Programs(), "BPF program")))
 	return nil
 }
 
@@ -106,7 +106,7 @@ func verifierLogLevel(verbose int) uint32 {
 
 // attach attaches the kernel programs and starts delivering their records
 // to the interpreter.
-func (s *session) attach(ks *kernelside.Session, in *interp.Interp) error {
+func (s *session) attach(ks *kernelside.Session, in *interp.Interp, out output.Writer) error {
 	if ks.Programs() == 0 {
 		return nil
 	}
@@ -116,9 +116,7 @@ func (s *session) attach(ks *kernelside.Session, in *interp.Interp) error {
 	if err := ks.Attach(); err != nil {
 		return err
 	}
-	if s.opts.Verbose > 0 {
-		fmt.Fprintf(s.stderr, "Pass 5: attached %s in %s.\n", plural(ks.Programs(), "probe program"), s.timer.elapsed())
-	}
+	out.Attached(&output.Attached{Programs: ks.Programs(), Elapsed: s.timer.elapsed()})
 	return nil
 }
 
@@ -127,15 +125,14 @@ func (s *session) attach(ks *kernelside.Session, in *interp.Interp) error {
 // no room for are reported as stap reports transport failures (the ring's
 // size in MiB, which -s sets), and stacks the kernel could not keep the
 // same way (the stack maps' size, which -D MAXSTACKS sets).
-func (s *session) stopKernel(ks *kernelside.Session, in *interp.Interp) {
+func (s *session) stopKernel(ks *kernelside.Session, in *interp.Interp, out output.Writer) {
 	lost, err := ks.Stop()
 	in.Flush()
 	if err != nil {
-		fmt.Fprintf(s.stderr, "ERROR: %v\n", err)
+		out.Diagnostic(errorDiagnostic(err))
 	}
 	if lost > 0 {
-		fmt.Fprintf(s.stderr, "WARNING: There were %d transport failures. Try bpftap -s to increase the buffer size from %d.\n",
-			lost, ks.RingSize()>>20)
+		out.Loss(&output.Loss{What: "transport", Count: int64(lost), Option: "-s", Limit: "buffer size", Size: int64(ks.RingSize() >> 20)})
 	}
 	lostStacks, lostBuildIDs := ks.StackFailures()
 	for _, f := range []struct {
@@ -143,18 +140,16 @@ func (s *session) stopKernel(ks *kernelside.Session, in *interp.Interp) {
 		what string
 	}{{lostStacks, "stack"}, {lostBuildIDs, "user stack build-id"}} {
 		if f.n > 0 {
-			fmt.Fprintf(s.stderr, "WARNING: There were %d %s failures. Try bpftap -D MAXSTACKS to increase the stack map size from %d.\n",
-				f.n, f.what, ks.MaxStacks())
+			out.Loss(&output.Loss{What: f.what, Count: f.n, Option: "-D MAXSTACKS", Limit: "stack map size", Size: int64(ks.MaxStacks())})
 		}
 	}
 }
 
-// printHitReport is -t's report, in stap's format: a line per probe that
-// ran, with its run time in ns (kernel probes measure themselves with the
-// BPF clock, user-side probes are timed by the interpreter; see
-// docs/bpf-backend.md).
-func printHitReport(w io.Writer, prog *sema.Program, ks *kernelside.Session, in *interp.Interp) {
-	fmt.Fprint(w, "----- probe hit report: \n")
+// hitReport is -t's report: a line per probe that ran, with its run time
+// in ns (kernel probes measure themselves with the BPF clock, user-side
+// probes are timed by the interpreter; see docs/bpf-backend.md).
+func hitReport(prog *sema.Program, ks *kernelside.Session, in *interp.Interp) []output.Hit {
+	var hits []output.Hit
 	for i, p := range prog.Probes {
 		st := in.Timing(p)
 		if p.Kernel {
@@ -164,8 +159,9 @@ func printHitReport(w io.Writer, prog *sema.Program, ks *kernelside.Session, in 
 			continue
 		}
 		get := func(op string) int64 { v, _ := st.Get(op); return v }
-		fmt.Fprintf(w, "%s, (%s), hits: %d, nsecs: %dmin/%davg/%dmax, variance: %d, from: %s, index: %d\n",
-			p.Name, p.Point.Position(), st.Count, get(format.OpMin), get(format.OpAvg), get(format.OpMax), get(format.OpVariance),
-			syntax.ProbePointString(p.User), i)
+		hits = append(hits, output.Hit{Probe: p.Name, At: p.Point.Position(), Hits: st.Count,
+			Min: get(format.OpMin), Avg: get(format.OpAvg), Max: get(format.OpMax), Variance: get(format.OpVariance),
+			From: syntax.ProbePointString(p.User), Index: i})
 	}
+	return hits
 }

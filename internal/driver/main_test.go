@@ -41,9 +41,6 @@ import (
 //	directio N  N writes of 4 KiB with O_DIRECT to a new file in the temporary
 //	            directory, each synced to the disk, the file then removed
 func TestMain(m *testing.M) {
-	if Holding() {
-		Hold() // -c commands of in-process runs: see target.go
-	}
 	if os.Getenv("BPFTAP_WORKLOAD") != "" {
 		os.Exit(workload(os.Args[1:]))
 	}

@@ -3,6 +3,7 @@ package driver
 import (
 	"errors"
 	"fmt"
+	"github.com/bpftap/bpftap/internal/procfs"
 	"github.com/bpftap/bpftap/internal/syntax"
 	"regexp"
 	"strconv"
@@ -35,7 +36,12 @@ type Options struct {
 	Guru                  bool     // -g
 	Unoptimize            bool     // -u
 	NoGlobalDisplay       bool     // --no-global-var-display
+	JSON                  bool     // --json: every output event as a JSON object per line (docs/json-output.md)
 	Compatible            string   // --compatible=VERSION: systemtap_v, and classic tracepoint fields up to 4.1
+	// Module is -m NAME, the module's name: the directory of the procfs
+	// files (package procfs); HTTP is --http ADDR, where they are served
+	// over HTTP too.
+	Module, HTTP string
 	// SymbolObjects (-d OBJECT) and SymbolLibraries (--ldd, their shared
 	// libraries too) name the user-space symbol tables stap loads besides
 	// the probed files': user stacks symbolize their frames (kernel.go,
@@ -84,11 +90,11 @@ var shortOptions = map[byte]optionSpec{
 	'T': {true, setTimeout},
 	'D': {true, addDefine},
 	'G': {true, func(o *Options, a string) error { o.Globals = append(o.Globals, a); return nil }},
-	'c': {true, func(o *Options, a string) error { o.Command = a; return nil }},
+	'c': {true, setCommand},
 	'x': {true, setTarget},
 	'I': {true, func(o *Options, a string) error { o.Includes = append(o.Includes, a); return nil }},
 	's': {true, setBufferSize},
-	'm': {true, func(o *Options, _ string) error { return nil }}, // module name: there is no module
+	'm': {true, setModule},
 	'r': {true, func(o *Options, _ string) error { return nil }}, // kernel release: bpftap runs on this kernel
 	'd': {true, addSymbols},
 	'l': {true, setList(false)},
@@ -100,6 +106,7 @@ var longOptions = map[string]optionSpec{
 	"version":                 shortOptions['V'],
 	"no-global-var-display":   {false, func(o *Options, _ string) error { o.NoGlobalDisplay = true; return nil }},
 	"compatible":              {true, setCompatible},
+	"json":                    {false, func(o *Options, _ string) error { o.JSON = true; return nil }},
 	"runtime":                 {true, setRuntime},
 	"bpf":                     {false, func(o *Options, _ string) error { return nil }},
 	"suppress-time-limits":    {false, func(o *Options, _ string) error { return nil }},
@@ -113,6 +120,16 @@ var longOptions = map[string]optionSpec{
 	// kernel module's, which /proc/kallsyms, bpftap's source, lists anyway.
 	"ldd":         {false, func(o *Options, _ string) error { o.SymbolLibraries = true; return nil }},
 	"all-modules": {false, func(o *Options, _ string) error { return nil }},
+	"http":        {true, func(o *Options, a string) error { o.HTTP = a; return nil }},
+}
+
+// setModule takes -m NAME.
+func setModule(o *Options, a string) error {
+	if err := procfs.CheckModule(a); err != nil {
+		return err
+	}
+	o.Module = a
+	return nil
 }
 
 // setScriptText takes -e SCRIPT; stap refuses a second one.
@@ -274,6 +291,15 @@ func parseArgs(argv []string) (*Options, error) {
 		return nil, usagef("You have to specify output FILE with '-S' option.")
 	}
 	return o, nil
+}
+
+// setCommand is -c CMD; stap refuses an empty one as soon as it reads it.
+func setCommand(o *Options, cmd string) error {
+	if cmd == "" {
+		return errors.New("Empty CMD string invalid.")
+	}
+	o.Command = cmd
+	return nil
 }
 
 // parseShort handles a cluster of short options at argv[i] (e.g. -vvv, -p1, -T 5)

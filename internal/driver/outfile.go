@@ -80,6 +80,13 @@ func (o *outputFiles) next() error {
 	return o.open()
 }
 
+// Fd is the descriptor of the file written to.
+func (o *outputFiles) Fd() uintptr {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.f.Fd()
+}
+
 func (o *outputFiles) Close() error {
 	o.mu.Lock()
 	defer o.mu.Unlock()

@@ -1,13 +1,15 @@
 package driver
 
 import (
+	"errors"
 	"fmt"
-	"io"
 	"os"
 	"strings"
 
 	"github.com/bpftap/bpftap/internal/interp"
 	"github.com/bpftap/bpftap/internal/kernelside"
+	"github.com/bpftap/bpftap/internal/output"
+	"github.com/bpftap/bpftap/internal/procfs"
 	"github.com/bpftap/bpftap/internal/sema"
 	"github.com/bpftap/bpftap/internal/tapset"
 	"golang.org/x/sys/unix"
@@ -24,14 +26,14 @@ func (s *session) execute(prog *sema.Program, ks *kernelside.Session, limits tap
 	if err != nil {
 		return s.fail(5, "run", err)
 	}
-	out, switchFile := io.Writer(s.stdout), (func() error)(nil)
+	sink := &outputSink{w: s.stdout, stderr: s.stderr, stop: cancel}
 	if files != nil {
 		defer files.Close()
-		out, switchFile = files, files.Switch
+		sink.w = files
 	}
-	out = pipeGuard{out, cancel}
-	in, err := interp.New(prog, interp.Config{Stdout: out, Stderr: s.stderr, Stdin: s.stdin, Limits: limits, Target: target.pid(),
-		Storage: ks.Storage, Skipped: ks.Skipped, HandlerStart: ks.HandlerStart, Timing: s.opts.Timing, SwitchFile: switchFile})
+	out := s.newOutput(sink)
+	in, err := interp.New(prog, interp.Config{Output: out, Stderr: s.stderr, Stdin: s.stdin, Limits: limits, Target: target.pid(),
+		Storage: ks.Storage, Skipped: ks.Skipped, HandlerStart: ks.HandlerStart, Timing: s.opts.Timing})
 	if err != nil {
 		return s.fail(5, "run", err)
 	}
@@ -42,24 +44,34 @@ func (s *session) execute(prog *sema.Program, ks *kernelside.Session, limits tap
 		defer s.keysAsTyped()()
 	}
 	in.Begin()
-	attachErr := s.attach(ks, in)
+	stopServing, attachErr := s.serveProcfs(in)
+	defer stopServing()
+	if attachErr == nil {
+		attachErr = s.attach(ks, in, out)
+	}
 	if attachErr != nil {
 		in.KernelExit()
-		fmt.Fprintln(s.stderr, attachErr)
+		out.Diagnostic(errorDiagnostic(attachErr))
 	} else if err := target.release(cancel); err != nil {
-		fmt.Fprintf(s.stderr, "ERROR: %v\n", err)
+		out.Diagnostic(errorDiagnostic(err))
 	}
 	in.Run(ctx)
-	s.stopKernel(ks, in)
+	stopServing()
+	s.stopKernel(ks, in, out)
 	status := in.End()
 	if attachErr != nil { // the end probes ran, as stap's do, but the run failed
 		status = 1
 	}
 	if s.opts.Timing {
-		printHitReport(out, prog, ks, in)
+		out.HitReport(hitReport(prog, ks, in))
+		out.Flush()
 	}
 	if warning := target.finish(); warning != "" {
-		fmt.Fprintln(s.stderr, warning)
+		out.Diagnostic(&output.Diagnostic{Severity: output.Warning, Msg: warning})
+		status = 1
+	}
+	out.Flush()
+	if sink.Failed() {
 		status = 1
 	}
 	if status != 0 {
@@ -68,6 +80,61 @@ func (s *session) execute(prog *sema.Program, ks *kernelside.Session, limits tap
 		fmt.Fprintf(s.stderr, "Pass 5: run completed in %s.\n", s.timer.elapsed())
 	}
 	return status
+}
+
+// serveProcfs serves the files of the script's procfs probes (package
+// procfs) in the module's directory, and over HTTP with --http; it
+// returns what stops that, which may be called more than once.
+func (s *session) serveProcfs(in *interp.Interp) (stop func(), err error) {
+	files := in.ProcfsFiles()
+	var stops []func()
+	stop = func() {
+		for _, f := range stops {
+			f()
+		}
+		stops = nil
+	}
+	if s.begun != nil {
+		s.begun(in)
+		return stop, nil
+	}
+	if len(files) == 0 {
+		return stop, nil
+	}
+	srv, err := procfs.Serve(procfs.Dir(s.module()), files, in)
+	if err != nil {
+		return stop, fmt.Errorf("ERROR: %v", err)
+	}
+	stops = append(stops, srv.Stop)
+	if s.opts.HTTP != "" {
+		stopHTTP, err := procfs.ServeHTTP(s.opts.HTTP, procfs.Handler(files, in))
+		if err != nil {
+			return stop, fmt.Errorf("ERROR: --http %s: %v", s.opts.HTTP, err)
+		}
+		stops = append(stops, stopHTTP)
+	}
+	return stop, nil
+}
+
+// module is the module's name: -m NAME, else stap_PID.
+func (s *session) module() string {
+	if s.opts.Module != "" {
+		return s.opts.Module
+	}
+	return fmt.Sprintf("stap_%d", os.Getpid())
+}
+
+// errorDiagnostic is the diagnostic of an error of the driver: a
+// kernelside.Error with its position and source line, any other its text
+// (bare when it is not an "ERROR: " line: the -c command's exec failure,
+// which stap's child reports as "CMD: REASON").
+func errorDiagnostic(err error) *output.Diagnostic {
+	var ke *kernelside.Error
+	if errors.As(err, &ke) {
+		return &output.Diagnostic{Severity: output.Error, Msg: ke.Msg, At: ke.Pos, Source: true}
+	}
+	msg, isError := strings.CutPrefix(err.Error(), "ERROR: ")
+	return &output.Diagnostic{Severity: output.Error, Msg: msg, Bare: !isError}
 }
 
 // limits applies the -D NAME=VALUE settings to the interpreter's limits. Names

@@ -2,7 +2,6 @@ package driver
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -65,9 +64,13 @@ func (sig *signals) stop() {
 }
 
 // runContext returns the context of pass 5: cancelled by a signal, a
-// closed output pipe (see pipeGuard), or the -T timeout.
+// failed output (see outputSink), or the -T timeout.
 func (s *session) runContext() (context.Context, context.CancelFunc) {
-	ctx, cancel := context.WithCancel(context.Background())
+	parent := s.parent
+	if parent == nil {
+		parent = context.Background()
+	}
+	ctx, cancel := context.WithCancel(parent)
 	s.signals.mu.Lock()
 	s.signals.cancel = cancel
 	caught := s.signals.caught
@@ -80,18 +83,4 @@ func (s *session) runContext() (context.Context, context.CancelFunc) {
 	}
 	ctx, cancelTimeout := context.WithTimeout(ctx, time.Duration(s.opts.Timeout*float64(time.Second)))
 	return ctx, func() { cancelTimeout(); cancel() }
-}
-
-// pipeGuard ends the run when the output is a pipe its reader closed.
-type pipeGuard struct {
-	w      io.Writer
-	closed func()
-}
-
-func (p pipeGuard) Write(b []byte) (int, error) {
-	n, err := p.w.Write(b)
-	if errors.Is(err, syscall.EPIPE) {
-		p.closed()
-	}
-	return n, err
 }

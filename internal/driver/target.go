@@ -8,9 +8,9 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"syscall"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
 
@@ -21,138 +21,40 @@ import (
 //
 // The command starts before pass 3, so that target() is a constant of the
 // kernel programs, but it must not run until they are attached, and never
-// untraced. bpftap starts a copy of itself as the holder (HoldEnv in its
-// environment, the command's words as arguments, the read end of a pipe
-// as fd 3) and the holder waits for a byte on that pipe, then execs the
-// command in its own place: the target's pid is the holder's. The holder
-// dies with bpftap (PR_SET_PDEATHSIG), and end of file on the pipe, which
-// is all it sees when bpftap exits or dies without releasing it, makes it
-// exit instead of running the command. Between its release and the
-// command's exec the holder makes no system call but execve, so a script
-// counting the target's events sees the command, not a wrapper (stap's
-// child shows as stapio the same way).
+// untraced, and what a script sees of the target must be the command's
+// own events from its exec on, as under stap, whose stapio child execs the
+// command once released. bpftap starts a holder (holder.go): a program of
+// a few instructions, one thread, that makes bpftap its tracer, takes the
+// command's name, stops itself and, once released, execs the command in
+// its own place: the target's pid is the holder's, and the only event of
+// the holder a script can see is the execve that starts the command. The
+// holder is stopped in a ptrace stop, which job control cannot end; bpftap
+// releases it with PTRACE_DETACH, from the thread that started it (the
+// tracer: keeper). It dies with bpftap (PR_SET_PDEATHSIG, and
+// PTRACE_O_EXITKILL once stopped), never having run the command.
 //
 // As staprun does, a plain command is word-expanded as wordexp(3) would
-// (quotes, variables, globs; here by sh, before the command starts) and
-// exec'd itself; one with shell metacharacters runs under /bin/sh -c.
-// When the command ends on its own with a failure, bpftap reports it as
-// stapio does ("WARNING: Child process exited with status N" or "... with
-// signal N (NAME)") and exits 1.
+// (quotes, variables, globs; here by sh, in the holder's own process
+// before it stops: $$ is the target's pid, $0, $1 ... and $# are bpftap's
+// own arguments, as wordexp gives a program its own, and an unset variable
+// is an error, as with WRDE_UNDEF) and exec'd itself; one with shell
+// metacharacters runs as sh -c COMMAND. When the command cannot be
+// exec'd, bpftap says why as staprun's child does ("COMMAND: strerror")
+// and the child's exit status is 1. When the command ends on its own with
+// a failure, bpftap reports it as stapio does ("WARNING: Child process
+// exited with status N" or "... with signal N (NAME)") and exits 1. When
+// the script ends first, bpftap ends the command and every process it
+// started (stap leaves them running).
 
-// HoldEnv holds the command, as the user gave it, in the holder's
-// environment; the command does not inherit it.
-const HoldEnv = "BPFTAP_HOLD_COMMAND"
-
-// The holder runs main on the process's main thread (LockOSThread in an
-// init function does that), so that the command's execve is entered on
-// the thread whose id is the pid: an execve made by another thread returns
-// under the pid's id, not its own, and a tracer pairing a call's entry and
-// return by thread (strace.stp, @entry) would lose it.
-func init() {
-	if Holding() {
-		runtime.LockOSThread()
-	}
-}
-
-// Holding reports whether this process is a holder; main must then call Hold.
-func Holding() bool { return os.Getenv(HoldEnv) != "" }
-
-// Hold is the holder: it waits for the release byte on fd 3 and execs the
-// command os.Args[1:], or exits 1 at end of file. A command that cannot
-// run fails as staprun's child does: perror(command), exit status 1. It
-// does not return.
-//
-// Everything the exec needs is built before the wait, so that after it the
-// thread allocates nothing and execs with a raw system call: a script sees
-// the read's return, at most a futex wake of the Go runtime's monitor
-// thread, and execve, where it saw mmap and sched_yield too. (The holder's
-// other runtime threads, asleep in futex, return -ERESTARTSYS when execve
-// ends them; a holder without them would need a C program.)
-func Hold() {
-	command, argv := os.Getenv(HoldEnv), os.Args[1:]
-	unix.CloseOnExec(3)
-	exe, err := prepareExec(argv)
-	if !released(3) {
-		os.Exit(1) // bpftap exited or died before releasing the command
-	}
-	if err == nil {
-		err = exe.exec()
-	}
-	fmt.Fprintf(os.Stderr, "%s: %s\n", command, strerror(err))
-	os.Exit(1)
-}
-
-// released waits for the release byte on fd: false at end of file.
-func released(fd int) bool {
-	var b [1]byte
-	for {
-		n, _, errno := syscall.Syscall(syscall.SYS_READ, uintptr(fd), uintptr(unsafe.Pointer(&b[0])), 1)
-		if errno != syscall.EINTR {
-			return errno == 0 && n == 1
-		}
-	}
-}
-
-// execArgs are execve's arguments, as C strings.
-type execArgs struct {
-	path       *byte
-	argv, envv []*byte
-}
-
-// prepareExec finds the command's program and builds execve's arguments.
-func prepareExec(argv []string) (execArgs, error) {
-	path, err := exec.LookPath(argv[0])
-	if err != nil {
-		return execArgs{}, err
-	}
-	var exe execArgs
-	if exe.path, err = syscall.BytePtrFromString(path); err != nil {
-		return execArgs{}, err
-	}
-	if exe.argv, err = syscall.SlicePtrFromStrings(argv); err != nil {
-		return execArgs{}, err
-	}
-	exe.envv, err = syscall.SlicePtrFromStrings(withoutHoldEnv(os.Environ()))
-	return exe, err
-}
-
-// exec replaces the process with the command; it returns only its error.
-func (e execArgs) exec() error {
-	_, _, errno := syscall.RawSyscall(syscall.SYS_EXECVE, uintptr(unsafe.Pointer(e.path)),
-		uintptr(unsafe.Pointer(&e.argv[0])), uintptr(unsafe.Pointer(&e.envv[0])))
-	return errno
-}
-
-// strerror is the C library's text for why a command could not run.
-func strerror(err error) string {
-	var errno syscall.Errno
-	switch {
-	case errors.Is(err, exec.ErrNotFound):
-		errno = syscall.ENOENT
-	case !errors.As(err, &errno):
-		return err.Error()
-	}
-	text := errno.Error()
-	return strings.ToUpper(text[:1]) + text[1:]
-}
-
-func withoutHoldEnv(env []string) []string {
-	out := env[:0:0]
-	for _, e := range env {
-		if !strings.HasPrefix(e, HoldEnv+"=") {
-			out = append(out, e)
-		}
-	}
-	return out
-}
-
-// target is the process of -c (started but held until release) or -x.
+// target is the process of -c (started, held until release) or -x.
 type target struct {
-	cmd    *exec.Cmd
-	gate   *os.File      // write end of the pipe the holder waits on
-	exited chan struct{} // made by release, closed once the command has been reaped
-	killed bool          // bpftap ended the command (the script ended first)
-	x      int
+	command string
+	cmd     *exec.Cmd
+	keeper  *keeper       // the holder's tracer, until the release
+	execErr *os.File      // read end of the pipe the holder writes a failed exec's errno to
+	exited  chan struct{} // made by release, closed once the command has been reaped
+	killed  bool          // bpftap ended the command (the script ended first)
+	x       int
 }
 
 // shellMetacharacters are the characters wordexp(3) refuses (WRDE_BADCHAR),
@@ -165,54 +67,302 @@ func (s *session) startTarget() (*target, error) {
 	if s.opts.Command == "" {
 		return &target{x: s.opts.TargetPID}, nil
 	}
-	argv, err := commandWords(s.opts.Command)
+	program, err := commandProgram(s.opts.Command)
 	if err != nil {
 		return nil, err
 	}
-	self, err := os.Executable()
-	if err != nil {
+	t := &target{command: s.opts.Command}
+	if err := t.start(program); err != nil {
 		return nil, fmt.Errorf("ERROR: cannot start '%s': %v", s.opts.Command, err)
 	}
-	r, w, err := os.Pipe()
-	if err != nil {
-		return nil, err
-	}
-	defer r.Close()
-	cmd := exec.Command(self, argv...)
-	cmd.Env = append(os.Environ(), HoldEnv+"="+s.opts.Command)
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
-	cmd.ExtraFiles = []*os.File{r}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	// The death signal follows the thread that forks: fork from one that
-	// lives as long as the process (Go never ends an unlocked thread).
-	runtime.LockOSThread()
-	err = cmd.Start()
-	runtime.UnlockOSThread()
-	if err != nil {
-		w.Close()
-		return nil, fmt.Errorf("ERROR: cannot start '%s': %v", s.opts.Command, err)
-	}
-	return &target{cmd: cmd, gate: w}, nil
+	return t, nil
 }
 
-// commandWords are the words of a -c command: wordexp's expansion of a
-// plain command, else /bin/sh -c and the command.
-func commandWords(command string) ([]string, error) {
-	if strings.ContainsAny(command, shellMetacharacters) {
-		return []string{"/bin/sh", "-c", command}, nil
+// start starts the holder of the command, which execs program, and
+// returns once it holds.
+func (t *target) start(program string) error {
+	fd, err := holderFile()
+	if err != nil {
+		return err
 	}
+	holder := os.NewFile(uintptr(fd), "holder")
+	defer holder.Close()
+	r, w, err := os.Pipe()
+	if err != nil {
+		return err
+	}
+	defer w.Close()
+	cmd := holderCommand(t.command, program)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+	cmd.ExtraFiles = []*os.File{holder, w}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	k := &keeper{cmd: cmd, requests: make(chan bool), done: make(chan error)}
+	if err := k.start(); err != nil {
+		r.Close()
+		return err
+	}
+	t.cmd, t.keeper, t.execErr = cmd, k, r
+	return nil
+}
+
+// holderCommand is the command that starts the holder of command, which
+// execs program: the holder itself, for sh -c COMMAND; for a plain
+// command, sh expanding its words (with bpftap's arguments as its
+// positional parameters) and exec'ing the holder with them.
+func holderCommand(command, program string) *exec.Cmd {
+	name := filepath.Base(program)
+	if strings.ContainsAny(command, shellMetacharacters) {
+		return &exec.Cmd{Path: "/proc/self/fd/3", Args: []string{name, program, name, "sh", "-c", command}}
+	}
+	script := expandScript(command) + " && exec /proc/self/fd/3 " + shellQuote(program) + " " + shellQuote(name) + ` "$@"`
+	return &exec.Cmd{Path: "/bin/sh", Args: append([]string{"sh", "-c", script}, os.Args...)}
+}
+
+// expandScript is the sh code that sets the positional parameters to the
+// words of a plain command, as wordexp(3) with WRDE_UNDEF expands them.
+func expandScript(command string) string {
+	return "__bpftap_command=" + shellQuote(command) + `; set -u; eval "set -- $__bpftap_command"`
+}
+
+// shellQuote quotes s for sh.
+func shellQuote(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// commandProgram is the program a -c command execs: /bin/sh for one with
+// shell metacharacters, else its first word (expanded) found in PATH.
+// The words are expanded here once to find it and to report a command
+// that does not expand; the holder expands them again in its process,
+// where $$ is the target's pid.
+func commandProgram(command string) (string, error) {
+	if strings.ContainsAny(command, shellMetacharacters) {
+		return "/bin/sh", nil
+	}
+	argv, err := commandWords(command)
+	if err != nil {
+		return "", err
+	}
+	if path, err := exec.LookPath(argv[0]); err == nil {
+		return path, nil
+	}
+	return argv[0], nil // the holder's exec fails and says why
+}
+
+// commandWords are the words of a plain -c command, expanded as wordexp(3)
+// would in bpftap's process.
+func commandWords(command string) ([]string, error) {
 	var stderr bytes.Buffer
-	expand := exec.Command("/bin/sh", "-c", `eval "set -- $1" && printf '%s\0' "$@"`, "sh", command)
+	expand := exec.Command("/bin/sh", append([]string{"-c", expandScript(command) + ` && printf '%s\0' "$@"`}, os.Args...)...)
 	expand.Stderr = &stderr
 	out, err := expand.Output()
 	if err != nil {
-		return nil, fmt.Errorf("ERROR: cannot expand -c '%s': %s", command, strings.TrimSpace(stderr.String()))
+		why := strings.TrimSpace(stderr.String())
+		if why == "" {
+			why = err.Error()
+		}
+		return nil, fmt.Errorf("ERROR: cannot expand -c '%s': %s", command, why)
 	}
-	words := strings.Split(strings.TrimSuffix(string(out), "\x00"), "\x00")
 	if len(out) == 0 {
 		return nil, fmt.Errorf("ERROR: -c '%s' names no command", command)
 	}
-	return words, nil
+	return strings.Split(strings.TrimSuffix(string(out), "\x00"), "\x00"), nil
+}
+
+// keeper is the goroutine that starts the holder, on an OS thread of its
+// own that stays its tracer (ptrace requests come from the tracer's
+// thread) until it releases or kills it.
+type keeper struct {
+	cmd      *exec.Cmd
+	traced   bool
+	requests chan bool  // true: release the holder; false: kill it
+	done     chan error // the outcome of start, then of the request
+}
+
+// start starts the holder and returns once it holds the command, or why
+// it does not.
+func (k *keeper) start() error {
+	go k.keep()
+	return <-k.done
+}
+
+func (k *keeper) keep() {
+	runtime.LockOSThread()
+	// The holder's death signal follows this thread, which outlives it:
+	// Go never ends an unlocked thread.
+	defer runtime.UnlockOSThread()
+	err := k.cmd.Start()
+	if err == nil {
+		err = k.waitHeld()
+	}
+	k.done <- err
+	if err != nil {
+		return
+	}
+	release := <-k.requests
+	switch {
+	case !release:
+		err = k.cmd.Process.Kill()
+	case k.traced:
+		err = unix.PtraceDetach(k.cmd.Process.Pid)
+	default:
+		err = k.cmd.Process.Signal(syscall.SIGCONT)
+	}
+	k.done <- err
+}
+
+// waitHeld waits for the holder to stop, then has it killed if its
+// tracer dies; it fails when the holder ended first (the holder could not
+// run, the command's words no longer expand).
+func (k *keeper) waitHeld() error {
+	pid := k.cmd.Process.Pid
+	var info unix.Siginfo
+	for {
+		err := unix.Waitid(unix.P_PID, pid, &info, unix.WSTOPPED|unix.WEXITED|unix.WNOWAIT, nil)
+		if err == nil {
+			break
+		}
+		if err != unix.EINTR {
+			return err
+		}
+	}
+	if info.Code != cldTrapped && info.Code != cldStopped {
+		k.cmd.Wait()
+		return errors.New("the command's holder ended before it held the command")
+	}
+	k.traced = unix.PtraceSetOptions(pid, unix.PTRACE_O_EXITKILL) == nil
+	return nil
+}
+
+// The si_code of a child's stop (siginfo's CLD_TRAPPED, CLD_STOPPED).
+const (
+	cldTrapped = 4
+	cldStopped = 5
+)
+
+// request has the keeper release (true) or kill the holder.
+func (k *keeper) request(release bool) error {
+	k.requests <- release
+	return <-k.done
+}
+
+func (t *target) pid() int {
+	if t.cmd != nil && t.cmd.Process != nil {
+		return t.cmd.Process.Pid
+	}
+	return t.x
+}
+
+// release lets the held command run and arranges for done to be called
+// when it exits. A command that cannot be exec'd is said so, as staprun's
+// child says it (perror), and exits 1.
+func (t *target) release(done func()) error {
+	if t.cmd == nil {
+		return nil
+	}
+	err := t.keeper.request(true)
+	t.keeper = nil
+	t.exited = make(chan struct{})
+	go func() {
+		t.cmd.Wait()
+		close(t.exited)
+		done()
+	}()
+	defer t.execErr.Close()
+	if err != nil {
+		return fmt.Errorf("ERROR: cannot release the target command: %v", err)
+	}
+	var errno [1]byte
+	if n, _ := t.execErr.Read(errno[:]); n == 1 {
+		return fmt.Errorf("%s: %s", t.command, strerror(syscall.Errno(errno[0])))
+	}
+	return nil
+}
+
+// kill ends a -c command still running when the script ends, with every
+// process it started, or a held one that was never released.
+func (t *target) kill() {
+	if t.cmd == nil || t.killed {
+		return
+	}
+	if t.keeper != nil { // held
+		t.killed = true
+		t.keeper.request(false)
+		t.keeper = nil
+		t.execErr.Close()
+		t.cmd.Wait()
+		return
+	}
+	select {
+	case <-t.exited:
+		return
+	default:
+	}
+	t.killed = true
+	killTree(t.cmd.Process.Pid)
+}
+
+// killTree kills process pid and its descendants. They are stopped first,
+// the tree read again until it stops growing, so that none escapes by
+// forking meanwhile or is reparented away when its parent dies.
+func killTree(pid int) {
+	tree := map[int]bool{}
+	for grew := true; grew; {
+		grew = false
+		for _, p := range descendants(pid) {
+			if !tree[p] {
+				tree[p], grew = true, true
+				unix.Kill(p, unix.SIGSTOP)
+			}
+		}
+	}
+	for p := range tree {
+		unix.Kill(p, unix.SIGKILL)
+	}
+}
+
+// descendants lists pid and the processes below it, from the children
+// files of /proc.
+func descendants(pid int) []int {
+	list := []int{pid}
+	for i := 0; i < len(list); i++ {
+		files, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/children", list[i]))
+		for _, f := range files {
+			text, _ := os.ReadFile(f)
+			for _, w := range strings.Fields(string(text)) {
+				if child, err := strconv.Atoi(w); err == nil {
+					list = append(list, child)
+				}
+			}
+		}
+	}
+	return list
+}
+
+// finish kills the command if it is still running and returns stapio's
+// warning about a command that ended on its own with a failure, or "".
+func (t *target) finish() string {
+	t.kill()
+	if t.cmd == nil || t.killed {
+		return ""
+	}
+	<-t.exited
+	ws, ok := t.cmd.ProcessState.Sys().(syscall.WaitStatus)
+	switch {
+	case !ok:
+		return ""
+	case ws.Signaled():
+		name := ws.Signal().String()
+		return fmt.Sprintf("Child process exited with signal %d (%s)", int(ws.Signal()), strings.ToUpper(name[:1])+name[1:])
+	case ws.ExitStatus() != 0:
+		return fmt.Sprintf("Child process exited with status %d", ws.ExitStatus())
+	}
+	return ""
+}
+
+// strerror is the C library's text for errno.
+func strerror(errno syscall.Errno) string {
+	text := errno.Error()
+	return strings.ToUpper(text[:1]) + text[1:]
 }
 
 // commandExecutable is the executable of a plain -c command (one without
@@ -233,87 +383,6 @@ func commandExecutable(command string) string {
 	return path
 }
 
-// holderExecutable is the executable of the holder of a -c command
-// (bpftap's own), "" without one.
-func holderExecutable(command string) string {
-	if command == "" {
-		return ""
-	}
-	self, err := os.Executable()
-	if err != nil {
-		return ""
-	}
-	return self
-}
-
-func (t *target) pid() int {
-	if t.cmd != nil && t.cmd.Process != nil {
-		return t.cmd.Process.Pid
-	}
-	return t.x
-}
-
-// release lets the held command run and arranges for done to be called when it exits.
-func (t *target) release(done func()) error {
-	if t.cmd == nil {
-		return nil
-	}
-	_, err := t.gate.Write([]byte{1})
-	t.gate.Close()
-	t.exited = make(chan struct{})
-	go func() {
-		t.cmd.Wait()
-		close(t.exited)
-		done()
-	}()
-	if err != nil {
-		return errors.New("the target command exited before it was started")
-	}
-	return nil
-}
-
-// kill ends a -c command still running when the script ends, as stap
-// does, or a held one that was never released.
-func (t *target) kill() {
-	if t.cmd == nil || t.killed {
-		return
-	}
-	if t.exited != nil {
-		select {
-		case <-t.exited:
-			return
-		default:
-		}
-	}
-	t.killed = true
-	t.cmd.Process.Kill()
-	t.gate.Close()
-	if t.exited == nil {
-		t.cmd.Wait()
-	}
-}
-
-// finish kills the command if it is still running and returns stapio's
-// warning about a command that ended on its own with a failure, or "".
-func (t *target) finish() string {
-	t.kill()
-	if t.cmd == nil || t.killed {
-		return ""
-	}
-	<-t.exited
-	ws, ok := t.cmd.ProcessState.Sys().(syscall.WaitStatus)
-	switch {
-	case !ok:
-		return ""
-	case ws.Signaled():
-		name := ws.Signal().String()
-		return fmt.Sprintf("WARNING: Child process exited with signal %d (%s)", int(ws.Signal()), strings.ToUpper(name[:1])+name[1:])
-	case ws.ExitStatus() != 0:
-		return fmt.Sprintf("WARNING: Child process exited with status %d", ws.ExitStatus())
-	}
-	return ""
-}
-
 // targetExecutable is the executable process.function probes without a
 // path mean: the -c command's (its first word, found in PATH), or the -x
 // process's; "" when there is no target. A -c command that needs a shell
@@ -326,14 +395,12 @@ func (s *session) targetExecutable() string {
 	if s.opts.Command == "" {
 		return ""
 	}
-	argv, err := commandWords(s.opts.Command)
+	program, err := commandProgram(s.opts.Command)
 	if err != nil {
 		return ""
 	}
-	if exe, err := exec.LookPath(argv[0]); err == nil {
-		if abs, err := filepath.Abs(exe); err == nil {
-			return abs
-		}
+	if abs, err := filepath.Abs(program); err == nil {
+		return abs
 	}
-	return argv[0]
+	return program
 }

@@ -30,15 +30,24 @@ var errNoHist = errors.New("statistic has no histogram")
 // print(@hist_log(s)) or print(@hist_linear(s, ...)) writes it. It fails with
 // ErrEmpty when s holds no value.
 func (s *Stat) AppendHist(dst []byte) ([]byte, error) {
-	if s.Hist == nil || len(s.Counts) != s.Hist.buckets {
-		return dst, errNoHist
-	}
-	if s.Count == 0 {
-		return dst, ErrEmpty
+	if err := s.HistError(); err != nil {
+		return dst, err
 	}
 	r := histRender{h: s.Hist, counts: s.Counts}
 	r.bounds()
 	return r.render(dst), nil
+}
+
+// HistError is why s's histogram cannot be printed (it has none, or
+// ErrEmpty: it holds no value), nil when it can.
+func (s *Stat) HistError() error {
+	switch {
+	case s.Hist == nil || len(s.Counts) != s.Hist.buckets:
+		return errNoHist
+	case s.Count == 0:
+		return ErrEmpty
+	}
+	return nil
 }
 
 type histRender struct {
@@ -147,14 +156,18 @@ func (r *histRender) row(b []byte, i int) []byte {
 }
 
 // label is the value shown for bucket i and its "<" or ">" mark.
-func (r *histRender) label(i int) (int64, string) {
-	h := r.h
+func (r *histRender) label(i int) (int64, string) { return r.h.Label(i) }
+
+// Label is the value a histogram shows for bucket i, and its mark: "<"
+// for a linear histogram's bucket of values below its start, ">" for the
+// bucket of values past its stop, "" for the others.
+func (h *Hist) Label(i int) (int64, string) {
 	switch {
 	case !h.Linear:
 		return logBucketValue(i), ""
 	case i == 0:
 		return int64(h.Start), "<"
-	case i == len(r.counts)-1:
+	case i == h.buckets-1:
 		return int64(h.Start) + int64(i-2)*int64(h.Interval), ">"
 	}
 	return int64(h.Start) + int64(i-1)*int64(h.Interval), ""

@@ -22,6 +22,8 @@ func BenchmarkScripts(b *testing.B) {
 		{"array", `global a; probe begin { for (i = 0; i < 100000; i++) a[i % 100] += i }`},
 		{"array2", `global a; probe begin { for (i = 0; i < 100000; i++) a[i % 10, "k"] = a[i % 10, "k"] + 1 }`},
 		{"concat", `probe begin { for (i = 0; i < 100000; i++) { s .= "ab"; if (strlen(s) > 200) s = "" } }`},
+		// a line of @prometheus_dump_array1
+		{"promline", `global s; probe begin { for (i = 0; i < 100000; i++) s = "calls_count" . "{" . "key" . "=" . string_quoted(sprint(i)) . "} " . text_str(sprint(i)) . "\n" }`},
 		{"printf", `probe begin { for (i = 0; i < 100000; i++) printf("%d %s\n", i, "abc") }`},
 		{"call", `function f(x) { return x + 1 } probe begin { for (i = 0; i < 100000; i++) s = f(s) }`},
 		{"stat", `global st; probe begin { for (i = 0; i < 100000; i++) st <<< i }`},

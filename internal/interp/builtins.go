@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/bpftap/bpftap/internal/output"
 	"github.com/bpftap/bpftap/internal/syntax"
 	"github.com/bpftap/bpftap/internal/tapset"
 )
@@ -20,7 +21,7 @@ var builtins map[string]builtinFunc
 
 func init() {
 	builtins = map[string]builtinFunc{}
-	for _, group := range []map[string]builtinFunc{controlBuiltins, contextBuiltins, registerBuiltins(), stringBuiltins, timeBuiltins, memoryBuiltins(), symbolBuiltins} {
+	for _, group := range []map[string]builtinFunc{controlBuiltins, contextBuiltins, registerBuiltins(), stringBuiltins, prometheusBuiltins, timeBuiltins, memoryBuiltins(), symbolBuiltins} {
 		for name, f := range group {
 			builtins[name] = f
 		}
@@ -50,9 +51,6 @@ var controlBuiltins = map[string]builtinFunc{
 		}
 		panic(&runError{Msg: args[0].Str, At: at})
 	},
-	"__input_chunk": func(cc *callContext, _ []Value) Value {
-		return str(cc.in.inputChunk)
-	},
 	"warn": func(cc *callContext, args []Value) Value {
 		cc.in.warn(args[0].Str)
 		return Value{}
@@ -66,7 +64,7 @@ var controlBuiltins = map[string]builtinFunc{
 		return Value{}
 	},
 	"switch_file": func(cc *callContext, args []Value) Value {
-		cc.in.pendingSwitch = cc.in.cfg.SwitchFile != nil
+		cc.in.pendingSwitch = true
 		return Value{}
 	},
 	"mdelay": func(cc *callContext, args []Value) Value {
@@ -90,23 +88,35 @@ var controlBuiltins = map[string]builtinFunc{
 }
 
 // runCommands runs the commands system() queued during a handler, after its
-// output, as staprun does; then a switch_file() of the handler switches
-// the output file, so that what the handler printed stays in the one it
-// was printed to (stapio switches when its request comes, after the
-// handler's output). A file that cannot be opened is warned about.
+// output, as staprun does: what they print reaches the output writer as
+// they print it (System events), their errors go to Stderr. Then a
+// switch_file() of the handler switches the output file, so that what the
+// handler printed stays in the one it was printed to (stapio switches
+// when its request comes, after the handler's output). A file that cannot
+// be opened is warned about.
 func (in *Interp) runCommands() {
 	for _, c := range in.pendingCommands {
 		cmd := exec.Command("/bin/sh", "-c", c)
-		cmd.Stdout, cmd.Stderr = in.cfg.Stdout, in.cfg.Stderr
+		cmd.Stdout, cmd.Stderr = systemOutput{in.out}, in.cfg.Stderr
 		cmd.Run()
 	}
 	in.pendingCommands = in.pendingCommands[:0]
 	if in.pendingSwitch {
 		in.pendingSwitch = false
-		if err := in.cfg.SwitchFile(); err != nil {
+		if err := in.out.SwitchFile(); err != nil {
 			in.warn(err.Error())
 		}
 	}
+}
+
+// systemOutput hands what a system() command prints to the output writer.
+// Only the command's copying goroutine writes to it, while the handler's
+// goroutine waits for the command under the session's lock.
+type systemOutput struct{ out output.Writer }
+
+func (s systemOutput) Write(p []byte) (int, error) {
+	s.out.System(p)
+	return len(p), nil
 }
 
 // In user-side probes the current process is bpftap itself, as it is staprun

@@ -17,6 +17,7 @@ import (
 // the stack builtins are refused there (tapset's kernelOnly).
 var symbolBuiltins = map[string]builtinFunc{
 	"addr":        func(*callContext, []Value) Value { return long(0) },
+	"__func_addr": func(*callContext, []Value) Value { return long(0) }, // no function in a user-side probe
 	"uaddr":       func(*callContext, []Value) Value { return long(0) },
 	"caller_addr": func(*callContext, []Value) Value { return long(0) },
 	"symname": func(_ *callContext, args []Value) Value {
@@ -46,6 +47,12 @@ var symbolBuiltins = map[string]builtinFunc{
 	},
 	"__ustack_lines": func(cc *callContext, args []Value) Value {
 		return str(ustackLines(cc.process(), args[0].Str, 0))
+	},
+	"sprint_usyms": func(cc *callContext, args []Value) Value {
+		return str(usymsLines(cc.process(), args[0].Str, cc.in.maxStringLen()-1))
+	},
+	"__usyms_lines": func(cc *callContext, args []Value) Value {
+		return str(usymsLines(cc.process(), args[0].Str, 0))
 	},
 	"backtrace":         kernelOnly("backtrace"),
 	"sprint_backtrace":  kernelOnly("sprint_backtrace"),
@@ -88,9 +95,25 @@ func sprintSyms(cc *callContext, args []Value) Value {
 // word, " WORD : SYMDATA", the word as written and symdata() of its value
 // (a word that is not a number is 0), as stap's tapset loops over them.
 func symsLines(callers string, limit int) string {
+	return wordLines(callers, ksym.Kernel().Symdata, limit)
+}
+
+// usymsLines is print_usyms's text: symsLines's with usymdata() of each
+// word in process pid.
+func usymsLines(pid int, callers string, limit int) string {
+	return wordLines(callers, func(a uint64) string {
+		sym, ok := usym.Default().Address(pid, a)
+		return usym.Data(a, sym, ok)
+	}, limit)
+}
+
+// wordLines is a line " WORD : data(WORD)" per word of a list of hex
+// addresses separated by spaces, cut at limit bytes (0: not cut) on a
+// line's end.
+func wordLines(callers string, data func(uint64) string, limit int) string {
 	words := strings.FieldsFunc(callers, func(r rune) bool { return r == ' ' })
 	return ksym.Lines(words, func(w string) string {
-		return " " + w + " : " + ksym.Kernel().Symdata(uint64(strtol(w, 16))) + "\n"
+		return " " + w + " : " + data(uint64(strtol(w, 16))) + "\n"
 	}, limit)
 }
 

@@ -3,8 +3,10 @@ package interp
 import (
 	"errors"
 	"slices"
+	"strings"
 
 	"github.com/bpftap/bpftap/internal/format"
+	"github.com/bpftap/bpftap/internal/sema"
 	"github.com/bpftap/bpftap/internal/syntax"
 	"github.com/bpftap/bpftap/internal/tapset"
 )
@@ -37,8 +39,17 @@ func (in *Interp) call(c *syntax.Call) Value {
 		result = in.callScript(c, args)
 	}
 	in.release(args)
-	result.Str = in.clip(result.Str)
+	if !isText(c) {
+		result.Str = in.clip(result.Str)
+	}
 	return result
+}
+
+// isText tells whether c calls a Text builtin, whose value is lines that
+// print() writes whole, not a string value.
+func isText(c *syntax.Call) bool {
+	b := sema.Builtin(c)
+	return b != nil && b.Text
 }
 
 func (in *Interp) callScript(c *syntax.Call, args []Value) Value {
@@ -155,12 +166,42 @@ func (in *Interp) emit(n *syntax.PrintCall, hist *syntax.Hist, args []format.Arg
 			in.printError(n, err)
 		}
 		return s
+	case printsText(n):
+		in.printText(n, args[0].Str)
 	default:
 		if err := in.out.Print(in.formats[n], args, kernelMemory{}); err != nil {
 			in.printError(n, err)
 		}
 	}
 	return ""
+}
+
+// printsText tells whether n is print() of a Text builtin's lines.
+func printsText(n *syntax.PrintCall) bool {
+	if n.Name != "print" || len(n.Args) != 1 {
+		return false
+	}
+	c, ok := n.Args[0].(*syntax.Call)
+	return ok && isText(c)
+}
+
+// printText writes the lines of a Text builtin whole, as stap's runtime
+// prints a stack frame by frame: a print call per run of whole lines that
+// fits the room of one call (format.BufferSize).
+func (in *Interp) printText(n *syntax.PrintCall, text string) {
+	for text != "" {
+		end := len(text)
+		if end > format.BufferSize {
+			end = strings.LastIndexByte(text[:format.BufferSize], '\n') + 1
+			if end == 0 { // a line longer than the room: cut it there
+				end = format.BufferSize
+			}
+		}
+		if err := in.out.Print(in.formats[n], []format.Arg{{Str: text[:end]}}, nil); err != nil {
+			in.printError(n, err)
+		}
+		text = text[end:]
+	}
 }
 
 func (in *Interp) printError(n *syntax.PrintCall, err error) {

@@ -3,6 +3,7 @@ package interp
 import (
 	"strings"
 
+	"github.com/bpftap/bpftap/internal/output"
 	"github.com/bpftap/bpftap/internal/syntax"
 )
 
@@ -23,12 +24,14 @@ func throw(msg string, at syntax.Pos) {
 	panic(&runError{Msg: msg, At: at})
 }
 
-// text is the line stap prints after "ERROR: ".
-func (e *runError) text() string {
-	if !e.At.IsValid() {
-		return e.Msg
+// diagnostic is the error as the output writer shows it: stap's line
+// "ERROR: MSG near TOKEN at FILE:LINE:COL".
+func (e *runError) diagnostic() *output.Diagnostic {
+	d := &output.Diagnostic{Severity: output.Error, Msg: e.Msg, At: e.At}
+	if e.At.IsValid() {
+		d.Near = tokenName(e.At)
 	}
-	return e.Msg + " near " + tokenAt(e.At)
+	return d
 }
 
 // stap's keywords, which it names without their text ("keyword at ...").
@@ -45,9 +48,9 @@ var operators = []string{
 	"+=", "-=", "*=", "/=", "%=", "&=", "|=", "^=", ".=", "<<", ">>", "->", "=~", "!~",
 }
 
-// tokenAt renders the token at p as stap does in diagnostics:
-// `identifier 'x' at FILE:L:C`, `operator '/' at ...`, `keyword at ...`.
-func tokenAt(p syntax.Pos) string {
+// tokenName names the token at p as stap does in diagnostics, before its
+// position: `identifier 'x'`, `operator '/'`, `keyword`.
+func tokenName(p syntax.Pos) string {
 	line := p.Src.DisplayLine(p.Line)
 	rest := ""
 	if p.Col-1 < len(line) && p.Col >= 1 {
@@ -55,9 +58,9 @@ func tokenAt(p syntax.Pos) string {
 	}
 	kind, text := classifyToken(rest)
 	if kind == "keyword" {
-		return "keyword at " + p.String()
+		return kind
 	}
-	return kind + " '" + printable(text) + "' at " + p.String()
+	return kind + " '" + printable(text) + "'"
 }
 
 func classifyToken(s string) (kind, text string) {

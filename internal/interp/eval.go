@@ -3,6 +3,7 @@ package interp
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/bpftap/bpftap/internal/format"
 	"github.com/bpftap/bpftap/internal/syntax"
@@ -66,6 +67,31 @@ func (in *Interp) evalLong(e syntax.Expr) int64 {
 	return 0
 }
 
+// concat evaluates a chain of concatenations, a . b . c ..., left to
+// right into one buffer, cut at MAXSTRINGLEN-1 bytes: what cutting each
+// step gives (the operands hold no NUL), without copying the prefix again
+// at each step (a Prometheus line is a dozen of them).
+func (in *Interp) concat(e *syntax.Binary) string {
+	var room [16]syntax.Expr
+	ops := room[:0]
+	for {
+		ops = append(ops, e.Y)
+		x, ok := e.X.(*syntax.Binary)
+		if !ok || x.Op != "." {
+			ops = append(ops, e.X)
+			break
+		}
+		e = x
+	}
+	limit := in.maxStringLen() - 1
+	var b strings.Builder
+	for i := len(ops) - 1; i >= 0; i-- {
+		s := in.evalStr(ops[i])
+		b.WriteString(s[:min(len(s), max(limit-b.Len(), 0))])
+	}
+	return b.String()
+}
+
 func (in *Interp) evalStr(e syntax.Expr) string {
 	switch e := e.(type) {
 	case *syntax.StringLit:
@@ -75,7 +101,7 @@ func (in *Interp) evalStr(e syntax.Expr) string {
 	case *syntax.Index:
 		return in.loadIndex(e).Str
 	case *syntax.Binary: // concatenation
-		return in.clip(in.evalStr(e.X) + in.evalStr(e.Y))
+		return in.concat(e)
 	case *syntax.Assign:
 		return in.assign(e).Str
 	case *syntax.Ternary:
@@ -346,7 +372,12 @@ func (in *Interp) assign(e *syntax.Assign) Value {
 		if e.Op != "=" {
 			old = in.load(lhs)
 		}
-		x := in.combine(e, old, rhs)
+		var x Value
+		if e.Op == ".=" && in.isValue(lhs.Var) {
+			x = Value{Str: in.appendValue(old.Str, rhs.Str)}
+		} else {
+			x = in.combine(e, old, rhs)
+		}
 		in.store(lhs, x)
 		return x
 	case *syntax.Index:

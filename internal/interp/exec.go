@@ -2,7 +2,6 @@ package interp
 
 import (
 	"fmt"
-	"io"
 	"time"
 
 	"github.com/bpftap/bpftap/internal/format"
@@ -77,11 +76,17 @@ func (in *Interp) runHandler(p *sema.Probe) {
 	}
 	in.act = activation{probe: p, remaining: 10 * in.limits.MaxAction, nesting: -1}
 	in.fr = &frame{locals: make([]Value, len(p.Locals))}
+	if p.Value != nil {
+		in.fr.locals[p.Value.Index] = Value{Str: in.procfsValue}
+	}
 	in.stack, in.printArgs = in.stack[:0], in.printArgs[:0]
 	err := protect(func() {
 		defer swallowAbort()
 		in.runBody(p)
 	})
+	if p.Value != nil {
+		in.procfsValue = in.fr.locals[p.Value.Index].Str
+	}
 	in.flush()
 	in.runCommands()
 	if err != nil {
@@ -133,7 +138,7 @@ func swallowAbort() {
 
 // report prints a handler's error and stops the session past MAXERRORS.
 func (in *Interp) report(e *runError) {
-	io.WriteString(in.cfg.Stderr, "ERROR: "+ensureNewline(e.text()))
+	in.out.Diagnostic(e.diagnostic())
 	in.errorSeen = true
 	in.errors++
 	if int64(in.errors) > in.limits.MaxErrors {

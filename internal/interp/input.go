@@ -22,7 +22,7 @@ func (in *Interp) ReadsInput() bool { return len(in.inputProbes()) > 0 }
 func (in *Interp) inputProbes() []*sema.Probe {
 	var list []*sema.Probe
 	for _, p := range in.prog.Probes {
-		if !p.Kernel && p.Family == probes.StdinFamily {
+		if !p.Kernel && p.Family == probes.ProcfsFamily && probes.Procfs(p.Point.Components).Name == probes.StdinFile {
 			list = append(list, p)
 		}
 	}
@@ -43,12 +43,8 @@ func (in *Interp) feedInput(stdin io.Reader, list []*sema.Probe) {
 			return
 		default:
 		}
-		// Only this goroutine writes the chunk; handlers read it under mu.
-		in.mu.Lock()
-		in.inputChunk = string([]byte{b})
-		in.mu.Unlock()
 		for _, p := range list {
-			in.fire(p, stateRunning)
+			in.fireProcfs(p, string([]byte{b}))
 		}
 	}
 }

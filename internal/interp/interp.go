@@ -22,8 +22,8 @@
 // and serialising all user-side handlers on one mutex gives the same results.
 // Output goes to Config.Output as typed events (package output; stap's text
 // by default) and is flushed when a handler ends, as stap flushes its print
-// buffer at the end of every probe; warnings and errors go to Stderr at
-// once. Duplicate warnings are printed once, as staprun does.
+// buffer at the end of every probe; warnings and errors are delivered at
+// once, as events of the same writer. Duplicate warnings are printed once, as staprun does.
 //
 // # Values and errors
 //
@@ -80,7 +80,6 @@ package interp
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"math/rand/v2"
 	"os"
@@ -97,10 +96,12 @@ import (
 
 // Config is what a session needs from its driver.
 type Config struct {
-	// Output receives what the script prints (nil: output.NewText(Stdout)).
+	// Output receives what the run outputs: what the script prints, its
+	// errors and warnings, what system() commands print (nil:
+	// output.NewText(Stdout, Stderr)).
 	Output output.Writer
-	// Stdout is where the commands of system() write; Stderr gets warnings
-	// and errors.
+	// Stdout and Stderr are where the default Output writes; the commands
+	// of system() write their errors to Stderr.
 	Stdout, Stderr io.Writer
 	// Stdin feeds the procfs("__stdin").write probes (input.char,
 	// input.line; input.go); nil: no input.
@@ -122,15 +123,12 @@ type Config struct {
 	// Timing measures every run of a user-side probe (-t; see Interp.Timing).
 	Timing bool
 	// Skipped, if set, returns the number of kernel probe runs skipped
-	// (stap's skipped probes), for the closing warning.
+	// (stap's skipped probes): past MAXSKIPPED the run ends in error
+	// (skipped.go); the closing warning reports them.
 	Skipped func() int64
 	// HandlerStart, if set, is called before each user-side probe handler
 	// runs (see Storage: what a storage learnt of the kernel's maps).
 	HandlerStart func()
-	// SwitchFile, if set, is switch_file(): the output, flushed, goes on
-	// to the next output file (-o). Without it the call does nothing, as
-	// stapio ignores it without -o.
-	SwitchFile func() error
 }
 
 // session states, as in stap's runtime.
@@ -185,8 +183,11 @@ type Interp struct {
 
 	// per-session builtin state
 	tokenizeState tokenizer
-	inputChunk    string // the byte of stdin the input probes run for
-	match         matchState
+	// procfsValue is $value as a procfs probe starts and ends, valueBuf
+	// the bytes of the last string appended to it (procfs.go).
+	procfsValue string
+	valueBuf    []byte
+	match       matchState
 }
 
 // New prepares a session for prog. It fails when the program uses something
@@ -202,7 +203,7 @@ func New(prog *sema.Program, cfg Config) (*Interp, error) {
 		cfg.Stderr = os.Stderr
 	}
 	if cfg.Output == nil {
-		cfg.Output = output.NewText(cfg.Stdout)
+		cfg.Output = output.NewText(cfg.Stdout, cfg.Stderr)
 	}
 	in := &Interp{
 		prog:     prog,
@@ -279,6 +280,8 @@ func (in *Interp) Run(ctx context.Context) {
 			timers = append(timers, p)
 		}
 	}
+	stopWatch := in.watchSkipped(ctx)
+	defer stopWatch()
 	in.runTimers(ctx, timers)
 }
 
@@ -287,6 +290,7 @@ func (in *Interp) Run(ctx context.Context) {
 // when any error was reported, as staprun does.
 func (in *Interp) End() int {
 	in.mu.Lock()
+	in.checkSkipped()
 	if in.state == stateStarting || in.state == stateRunning {
 		in.state = stateStopping
 	}
@@ -303,12 +307,8 @@ func (in *Interp) End() int {
 	if in.cfg.Skipped != nil {
 		skipped = in.cfg.Skipped()
 	}
-	if in.errors > 0 || skipped > 0 {
-		in.warn(fmt.Sprintf("Number of errors: %d, skipped probes: %d", in.errors, skipped))
-	}
-	if in.cfg.Timing && skipped > 0 { // every skip is a nested run, as stap's reentrancy
-		in.warn(fmt.Sprintf("Skipped due to reentrancy: %d", skipped))
-	}
+	// with -t every skip is a nested run, as stap's reentrancy
+	in.out.Summary(&output.Summary{Errors: int64(in.errors), Skipped: skipped, Reentrancy: in.cfg.Timing})
 	if in.errorSeen {
 		return 1
 	}
@@ -328,14 +328,15 @@ func (in *Interp) probes(family string) []*sema.Probe {
 	return list
 }
 
-// warn writes a warning to Stderr unless the same text was already written.
+// warn hands the output writer a warning unless the same text was
+// already handed.
 func (in *Interp) warn(msg string) {
-	line := "WARNING: " + ensureNewline(msg)
+	line := ensureNewline(msg)
 	if in.warned[line] {
 		return
 	}
 	in.warned[line] = true
-	io.WriteString(in.cfg.Stderr, line)
+	in.out.Diagnostic(&output.Diagnostic{Severity: output.Warning, Msg: msg})
 }
 
 func ensureNewline(s string) string {

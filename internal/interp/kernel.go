@@ -80,7 +80,9 @@ func (in *Interp) capturedValue(e syntax.Expr, values []format.Arg) (Value, []fo
 		args[i], values = in.capturedValue(a, values)
 	}
 	v := in.callBuiltinIn(c, args, pid)
-	v.Str = in.clip(v.Str)
+	if !isText(c) {
+		v.Str = in.clip(v.Str)
+	}
 	return v, values
 }
 

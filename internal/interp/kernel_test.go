@@ -2,6 +2,7 @@ package interp
 
 import (
 	"bytes"
+	"context"
 	"testing"
 	"time"
 
@@ -129,4 +130,46 @@ func TestSkippedProbesWarning(t *testing.T) {
 	// With -t, stap says why: every skip here is a nested run.
 	s = newKernelSession(t, tapset.DefaultLimits(), 4, func(c *Config) { c.Timing = true })
 	s.check(t, 0, "end 0\n", "WARNING: Number of errors: 0, skipped probes: 4\nWARNING: Skipped due to reentrancy: 4\n")
+}
+
+// TestSkippedTooMany: past MAXSKIPPED the session ends in error as stap's
+// does, "Skipped too many probes", with the error probes instead of the
+// end probes and exit status 1; at MAXSKIPPED it runs on. The count is
+// read while the run lasts (a run that would last a minute stops) and
+// once more at its end.
+func TestSkippedTooMany(t *testing.T) {
+	const script = `probe timer.s(60) { println("timer") } probe end { println("end") } probe error { println("error") }`
+	const tooMany = "ERROR: Skipped too many probes, check MAXSKIPPED or try again with bpftap -t for more details.\n"
+	for _, c := range []struct {
+		name           string
+		skipped        int64
+		run            bool
+		status         int
+		stdout, stderr string
+	}{
+		{"during the run", 101, true, 1, "error\n", tooMany + "WARNING: Number of errors: 0, skipped probes: 101\n"},
+		{"at its end", 101, false, 1, "error\n", tooMany + "WARNING: Number of errors: 0, skipped probes: 101\n"},
+		{"at MAXSKIPPED", 100, false, 0, "end\n", "WARNING: Number of errors: 0, skipped probes: 100\n"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			in, err := New(elaborate(t, script), Config{Stdout: &stdout, Stderr: &stderr, Skipped: func() int64 { return c.skipped }})
+			if err != nil {
+				t.Fatal(err)
+			}
+			in.Begin()
+			if c.run {
+				ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+				defer cancel()
+				start := time.Now()
+				in.Run(ctx)
+				if d := time.Since(start); d > 10*time.Second {
+					t.Errorf("the run went on for %s past MAXSKIPPED", d)
+				}
+			}
+			if status := in.End(); status != c.status || stdout.String() != c.stdout || stderr.String() != c.stderr {
+				t.Errorf("status %d, stdout %q, stderr:\n%s\nwant %d, %q, stderr:\n%s", status, stdout.String(), stderr.String(), c.status, c.stdout, c.stderr)
+			}
+		})
+	}
 }

@@ -11,8 +11,8 @@ import (
 	"github.com/bpftap/bpftap/internal/output"
 )
 
-// recorder is an output.Writer that notes every event it receives, and what
-// system() commands write to Stdout, in one list.
+// recorder is an output.Writer that notes every event it receives in one
+// list.
 type recorder struct{ events []string }
 
 func (r *recorder) note(format string, args ...any) {
@@ -71,18 +71,32 @@ func (r *recorder) Flush() error {
 	return nil
 }
 
-func (r *recorder) Write(p []byte) (int, error) {
-	r.note("stdout %q", p)
-	return len(p), nil
+func (r *recorder) Diagnostic(d *output.Diagnostic) {
+	r.note("diagnostic %d %q near %q at %s", d.Severity, d.Msg, d.Near, d.At)
 }
 
-// runRecorded runs script with a recorder as its output writer and Stdout.
+func (r *recorder) Loss(l *output.Loss) { r.note("loss %+v", *l) }
+
+func (r *recorder) Summary(s *output.Summary) { r.note("summary %+v", *s) }
+
+func (r *recorder) HitReport(h []output.Hit) { r.note("hits %d", len(h)) }
+
+func (r *recorder) Attached(a *output.Attached) { r.note("attached %d", a.Programs) }
+
+func (r *recorder) System(p []byte) { r.note("system %q", p) }
+
+func (r *recorder) SwitchFile() error {
+	r.note("switch")
+	return nil
+}
+
+// runRecorded runs script with a recorder as its output writer.
 func runRecorded(t *testing.T, script string) []string {
 	t.Helper()
 	prog := elaborate(t, script)
 	rec := &recorder{}
 	var stderr bytes.Buffer
-	in, err := New(prog, Config{Output: rec, Stdout: rec, Stderr: &stderr})
+	in, err := New(prog, Config{Output: rec, Stderr: &stderr})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,9 +126,9 @@ probe begin {
 probe end { print(1) }
 `)
 	checkEvents(t, got, []string{
-		`print "1 a\n"`, `log "msg"`, `hist count=1`, `print "21\n"`, `flush`, `stdout "hi\n"`,
+		`print "1 a\n"`, `log "msg"`, `hist count=1`, `print "21\n"`, `flush`, `system "hi\n"`,
 		`flush`, // End flushes before the end probes
-		`print "1"`, `flush`,
+		`print "1"`, `flush`, `summary {Errors:0 Skipped:0 Reentrancy:false}`,
 	})
 }
 
@@ -131,5 +145,26 @@ probe end { print("end") }
 		`global s stats @count=1`, `flush`,
 		`global a string [string long] ["y",2]="w" ["x",1]="v"`, `flush`,
 		`global t stats [long] [8]@count=2 [7]@count=1`, `flush`,
+		`summary {Errors:0 Skipped:0 Reentrancy:false}`,
+	})
+}
+
+// Errors and warnings reach the writer as Diagnostic events, with the
+// token and position of an error; switch_file() as SwitchFile after the
+// handler's output; the closing counts as a Summary.
+func TestDiagnosticEvents(t *testing.T) {
+	prog := elaborate(t, `probe begin { warn("careful"); warn("careful"); print("a"); switch_file(); x = 0; print(1 / x) }`)
+	rec := &recorder{}
+	in, err := New(prog, Config{Output: rec})
+	if err != nil {
+		t.Fatal(err)
+	}
+	in.Begin()
+	in.End()
+	checkEvents(t, rec.events, []string{
+		`diagnostic 1 "careful" near "" at :0:0`,
+		`print "a"`, `flush`, `switch`,
+		`diagnostic 0 "division by 0" near "operator '/'" at <input>:1:91`,
+		`flush`, `summary {Errors:1 Skipped:0 Reentrancy:false}`,
 	})
 }

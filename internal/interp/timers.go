@@ -9,12 +9,24 @@ import (
 	"github.com/bpftap/bpftap/internal/sema"
 )
 
+// Timer probes keep stap's schedules. timer.s, .ms, .us, .ns and .hz are
+// hrtimers in stap: each expiry is the previous one plus the period, so a
+// handler that runs late (a busy machine) moves no later expiry, and the
+// periods it fell behind fire at once, one after another, until it has
+// caught up: such a timer fires once per period over the run, however
+// loaded the machine. timer.jiffies is a kernel timer that stap re-arms,
+// before its handler runs, one period after it fired: it drifts by its
+// lateness, as stap's does.
+
 // timer is one timer probe and when it fires next.
 type timer struct {
 	probe  *sema.Probe
 	period time.Duration
 	jitter time.Duration // .randomize: each period varies by up to ±jitter
 	next   time.Time
+	// rearm: the next expiry counts from when the timer fired (jiffies),
+	// not from the previous expiry
+	rearm bool
 }
 
 func newTimer(p *sema.Probe, now time.Time) *timer {
@@ -26,7 +38,7 @@ func newTimer(p *sema.Probe, now time.Time) *timer {
 		r, _ := point.Number("randomize")
 		randNs = r * tick
 	}
-	t := &timer{probe: p, period: time.Duration(max(periodNs, 1)), jitter: time.Duration(randNs)}
+	t := &timer{probe: p, period: time.Duration(max(periodNs, 1)), jitter: time.Duration(randNs), rearm: jiffies > 0}
 	t.next = now.Add(t.interval(nil))
 	return t
 }
@@ -56,17 +68,24 @@ func (in *Interp) runTimers(ctx context.Context, probes []*sema.Probe) {
 		if !in.wait(ctx, due) {
 			return
 		}
-		in.fire(due.probe, stateRunning)
-		due.next = due.next.Add(due.interval(in))
-		if now := time.Now(); due.next.Before(now) {
-			due.next = now // fell behind: do not fire a burst to catch up
+		if due.rearm {
+			due.next = time.Now()
 		}
+		due.next = due.next.Add(due.interval(in))
+		in.fire(due.probe, stateRunning)
 	}
 }
 
 // wait sleeps until due expires (forever when there is no timer); it reports
 // false when the session stops first.
 func (in *Interp) wait(ctx context.Context, due *timer) bool {
+	select { // a timer fallen behind is due at once: the stop comes first
+	case <-ctx.Done():
+		return false
+	case <-in.done:
+		return false
+	default:
+	}
 	var wake <-chan time.Time
 	if due != nil {
 		w := time.NewTimer(time.Until(due.next))

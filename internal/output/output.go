@@ -1,14 +1,19 @@
 // Package output is the seam between a running script and what it outputs.
 //
-// The interpreter does not produce bytes: it hands a Writer typed events,
-// one per thing a script outputs. A print-family call arrives as its
-// compiled format and evaluated arguments, print(@hist_log(s)) as the
-// statistic, log(msg) as the message, and the end-of-run display of a
-// global written and never read as the global's contents. The print
-// records of kernel probes arrive the same way, formatted with the format
-// of the call they come from. A Writer decides the rendering: Text renders
-// SystemTap's bytes; a JSON mode or an exporter would be another Writer,
-// written without touching the interpreter.
+// The interpreter and the driver do not produce bytes: they hand a Writer
+// typed events, one per thing a run outputs. A print-family call arrives
+// as its compiled format and evaluated arguments, print(@hist_log(s)) as
+// the statistic, log(msg) as the message, the end-of-run display of a
+// global written and never read as the global's contents, a run-time
+// error or warning as a Diagnostic with its position, records and stacks
+// the kernel could not keep as a Loss, the closing count of errors and
+// skipped probes as a Summary, -t's report as a HitReport, the attached
+// programs as Attached, what a system() command printed as System, and
+// switch_file() as SwitchFile. The print records of kernel probes arrive
+// the same way, formatted with the format of the call they come from. A
+// Writer decides the rendering: Text renders SystemTap's bytes, JSON one
+// JSON object per event (docs/json-output.md); another back end is one
+// more file, written without touching the interpreter or the driver.
 //
 // # Buffering
 //
@@ -16,9 +21,11 @@
 // handler's output is never interleaved with another's. The interpreter
 // calls Flush there, after each batch of kernel records, and before it
 // reports an error, so that output written before the error comes first.
-// A Writer delivers nothing before Flush unless it must: Text also writes
+// A Writer delivers nothing before Flush unless it must: it also writes
 // once FlushSize bytes are buffered, so that a long handler or a burst of
-// kernel records does not grow its buffer without bound.
+// kernel records does not grow its buffer without bound. Diagnostics,
+// losses and the summary are delivered at once (Text writes them to its
+// diagnostics stream, as stap writes them to stderr).
 //
 // # Text
 //
@@ -38,6 +45,11 @@
 // Longs are written in decimal, strings in double quotes (keys and values
 // alike) up to their first NUL byte, as printf's %s does; a line longer than
 // format.BufferSize is cut there, as printf cuts its output.
+//
+// Errors and warnings go to the diagnostics stream as stap prints them
+// ("ERROR: MSG near TOKEN at FILE:LINE:COL", "WARNING: MSG"), as do the
+// loss warnings and the closing summary; the -t report and what system()
+// commands print go to the output.
 package output
 
 import (
@@ -45,7 +57,9 @@ import (
 	"github.com/bpftap/bpftap/internal/syntax"
 )
 
-// Writer receives what a script outputs, as typed events.
+// Writer receives what a run outputs, as typed events. The interpreter
+// calls it under its lock, the driver before and after the run: a Writer
+// is never called concurrently.
 type Writer interface {
 	// Print is one print-family call (print, printf, println, printd, printdln) with
 	// its evaluated arguments and the memory its %m and %M dump (nil: none
@@ -58,8 +72,87 @@ type Writer interface {
 	Log(msg string)
 	// Global is the end-of-run display of a global written and never read.
 	Global(g *Global)
+	// Diagnostic is a run-time error or a warning.
+	Diagnostic(d *Diagnostic)
+	// Loss is records or stacks the kernel could not keep.
+	Loss(l *Loss)
+	// Summary closes the run: its errors and skipped probes.
+	Summary(s *Summary)
+	// HitReport is -t's report.
+	HitReport(r []Hit)
+	// Attached is the kernel programs attached when the run starts.
+	Attached(a *Attached)
+	// System is output of a command run by system().
+	System(out []byte)
+	// SwitchFile is switch_file(): what was written is delivered and the
+	// output goes on to the next file of -o (a destination without files
+	// ignores it, as stapio does without -o).
+	SwitchFile() error
 	// Flush delivers what was written since the last Flush (stap flushes at the end of every probe handler).
 	Flush() error
+}
+
+// Severity tells an error from a warning.
+type Severity int
+
+// The severities of diagnostics.
+const (
+	Error Severity = iota
+	Warning
+)
+
+// Diagnostic is an error or a warning of the run.
+type Diagnostic struct {
+	Severity Severity
+	Msg      string
+	// Near is the token stap names after "near" ("operator '/'",
+	// "identifier 'x'", "keyword"); "" when the message names none.
+	Near string
+	// At is where the error was raised; the zero Pos when nowhere.
+	At syntax.Pos
+	// Source shows the source line with a caret under At, as an error
+	// of attaching a probe does.
+	Source bool
+	// Bare is written without "ERROR: " in text, as stap's child reports
+	// a -c command it cannot exec ("CMD: REASON").
+	Bare bool
+}
+
+// Loss is what the kernel could not keep during the run: Count records
+// (What "transport": the ring buffer was full) or stacks ("stack", "user
+// stack build-id": the stack maps were full), and the Option that raises
+// the Limit named, from Size.
+type Loss struct {
+	What   string
+	Count  int64
+	Option string // "-s", "-D MAXSTACKS"
+	Limit  string // "buffer size", "stack map size"
+	Size   int64
+}
+
+// Summary is the run's count of errors and skipped probes; Reentrancy
+// tells that skips are nested runs (-t reports them as such).
+type Summary struct {
+	Errors, Skipped int64
+	Reentrancy      bool
+}
+
+// Hit is one probe's line of -t's report: how often it ran and its run
+// times in ns.
+type Hit struct {
+	Probe                   string // the probe point as it resolved
+	At                      syntax.Pos
+	Hits                    int64
+	Min, Avg, Max, Variance int64
+	From                    string // the probe point the script wrote
+	Index                   int
+}
+
+// Attached reports the kernel programs attached for the run: how many
+// and, rendered, how long the passes so far took.
+type Attached struct {
+	Programs int
+	Elapsed  string
 }
 
 // Global is the content of a global at the end of the run. A Writer reads

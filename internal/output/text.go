@@ -1,7 +1,7 @@
 package output
 
 import (
-	"errors"
+	"fmt"
 	"io"
 	"strconv"
 	"strings"
@@ -10,20 +10,17 @@ import (
 	"github.com/bpftap/bpftap/internal/syntax"
 )
 
-// FlushSize is how many bytes Text buffers at most before it writes them
-// without waiting for Flush.
-const FlushSize = 64 << 10
-
 // Text renders output as SystemTap's text, byte for byte (see the package
-// comment), and writes it to an io.Writer.
+// comment): the script's output to one io.Writer, diagnostics to another.
 type Text struct {
-	w   io.Writer
-	buf []byte
-	err error // the failed write of an automatic flush, for the next Flush
+	buffer
+	diag io.Writer
+	// Verbose shows the Attached event, as -v shows stap's pass lines.
+	Verbose bool
 }
 
-// NewText returns a Text writing to w.
-func NewText(w io.Writer) *Text { return &Text{w: w} }
+// NewText returns a Text writing the output to w and diagnostics to diag.
+func NewText(w, diag io.Writer) *Text { return &Text{buffer: buffer{w: w}, diag: diag} }
 
 // Print renders a print-family call with printf's room.
 func (t *Text) Print(f *format.Format, args []format.Arg, mem format.Memory) error {
@@ -63,31 +60,86 @@ func (t *Text) Global(g *Global) {
 	}
 }
 
-// Flush writes what is buffered. Its error reports the failed writes since
-// the last Flush: the first automatic one's, and its own.
-func (t *Text) Flush() error {
-	err := errors.Join(t.err, t.write())
-	t.err = nil
-	return err
+// Diagnostic writes "ERROR: MSG near TOKEN at FILE:LINE:COL" or "WARNING:
+// MSG", and with Source the source line and a caret.
+func (t *Text) Diagnostic(d *Diagnostic) {
+	io.WriteString(t.diag, string(appendDiagnostic(nil, d)))
 }
 
-func (t *Text) flushIfFull() {
-	if len(t.buf) < FlushSize {
-		return
+// appendDiagnostic appends d's text.
+func appendDiagnostic(b []byte, d *Diagnostic) []byte {
+	if !d.Bare {
+		b = append(b, severityPrefix[d.Severity]...)
 	}
-	if err := t.write(); t.err == nil {
-		t.err = err
+	b = append(b, d.Msg...)
+	if d.At.IsValid() {
+		if d.Near != "" {
+			b = append(append(b, " near "...), d.Near...)
+		}
+		b = append(append(b, " at "...), d.At.String()...)
+	}
+	if len(b) == 0 || b[len(b)-1] != '\n' {
+		b = append(b, '\n')
+	}
+	if d.Source && d.At.IsValid() {
+		b = append(append(b, d.At.SourceLine("        source: ")...), '\n')
+	}
+	return b
+}
+
+var severityPrefix = map[Severity]string{Error: "ERROR: ", Warning: "WARNING: "}
+
+// Loss writes stap's warning, with the option that raises the limit.
+func (t *Text) Loss(l *Loss) {
+	fmt.Fprintf(t.diag, "WARNING: There were %d %s failures. Try bpftap %s to increase the %s from %d.\n",
+		l.Count, l.What, l.Option, l.Limit, l.Size)
+}
+
+// Summary writes stap's closing warnings when there were errors or
+// skipped probes.
+func (t *Text) Summary(s *Summary) {
+	if s.Errors > 0 || s.Skipped > 0 {
+		fmt.Fprintf(t.diag, "WARNING: Number of errors: %d, skipped probes: %d\n", s.Errors, s.Skipped)
+	}
+	if s.Reentrancy && s.Skipped > 0 {
+		fmt.Fprintf(t.diag, "WARNING: Skipped due to reentrancy: %d\n", s.Skipped)
 	}
 }
 
-func (t *Text) write() error {
-	if len(t.buf) == 0 {
-		return nil
+// HitReport writes -t's report to the output, as stap does.
+func (t *Text) HitReport(hits []Hit) {
+	t.buf = append(t.buf, "----- probe hit report: \n"...)
+	for _, h := range hits {
+		t.buf = fmt.Appendf(t.buf, "%s, (%s), hits: %d, nsecs: %dmin/%davg/%dmax, variance: %d, from: %s, index: %d\n",
+			h.Probe, h.At, h.Hits, h.Min, h.Avg, h.Max, h.Variance, h.From, h.Index)
+		t.flushIfFull()
 	}
-	_, err := t.w.Write(t.buf)
-	t.buf = t.buf[:0]
-	return err
 }
+
+// Attached writes -v's line.
+func (t *Text) Attached(a *Attached) {
+	if t.Verbose {
+		fmt.Fprintf(t.diag, "Pass 5: attached %s in %s.\n", Plural(a.Programs, "probe program"), a.Elapsed)
+	}
+}
+
+// Plural is "1 NOUN" or "N NOUNs".
+func Plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return strconv.Itoa(n) + " " + noun + "s"
+}
+
+// System writes a command's output at once, after what is buffered.
+func (t *Text) System(out []byte) {
+	t.buf = append(t.buf, out...)
+	t.keepErr(t.write())
+}
+
+// SwitchFile delivers what is buffered and switches the destination's
+// file, when it has files (Switcher).
+func (t *Text) SwitchFile() error { return t.switchFile() }
 
 // appendElement appends the display line of element e of g.
 func appendElement(b []byte, g *Global, e *Element) []byte {

@@ -3,6 +3,7 @@ package output
 import (
 	"bytes"
 	"errors"
+	"io"
 	"math"
 	"strings"
 	"testing"
@@ -63,7 +64,7 @@ var globalCases = []struct {
 func TestTextGlobal(t *testing.T) {
 	for _, c := range globalCases {
 		var out bytes.Buffer
-		w := NewText(&out)
+		w := NewText(&out, io.Discard)
 		w.Global(&c.g)
 		if out.Len() != 0 {
 			t.Errorf("%s: written before Flush: %q", c.name, out.String())
@@ -88,7 +89,7 @@ func TestTextGlobalIsPrintf(t *testing.T) {
 			want = out
 		}
 		var out bytes.Buffer
-		w := NewText(&out)
+		w := NewText(&out, io.Discard)
 		w.Global(&c.g)
 		w.Flush()
 		if out.String() != string(want) {
@@ -125,7 +126,7 @@ func displayPrintf(g *Global, e Element) (string, []format.Arg) {
 
 func TestTextPrint(t *testing.T) {
 	var out bytes.Buffer
-	w := NewText(&out)
+	w := NewText(&out, io.Discard)
 	f := mustCompile(t, "%s=%5d|%c\n")
 	if err := w.Print(f, []format.Arg{str("x"), long(42), long('A')}, nil); err != nil {
 		t.Fatal(err)
@@ -160,7 +161,7 @@ func TestTextHist(t *testing.T) {
 	}
 	want, _ := s.AppendHist(nil)
 	var out bytes.Buffer
-	w := NewText(&out)
+	w := NewText(&out, io.Discard)
 	if err := w.Hist(s); err != nil {
 		t.Fatal(err)
 	}
@@ -178,7 +179,7 @@ func TestTextHist(t *testing.T) {
 
 func TestTextLog(t *testing.T) {
 	var out bytes.Buffer
-	w := NewText(&out)
+	w := NewText(&out, io.Discard)
 	w.Log("one")
 	w.Log("")
 	w.Flush()
@@ -201,7 +202,7 @@ func (c *countingWriter) Write(p []byte) (int, error) {
 // Text writes by itself once FlushSize bytes are buffered.
 func TestTextFlushesWhenFull(t *testing.T) {
 	cw := &countingWriter{}
-	w := NewText(cw)
+	w := NewText(cw, io.Discard)
 	line := strings.Repeat("x", 1023)
 	for range FlushSize/1024 - 1 {
 		w.Log(line)
@@ -225,7 +226,7 @@ func TestTextFlushesWhenFull(t *testing.T) {
 func TestTextFlushError(t *testing.T) {
 	broken := errors.New("broken pipe")
 	cw := &countingWriter{fail: broken}
-	w := NewText(cw)
+	w := NewText(cw, io.Discard)
 	w.Log(strings.Repeat("x", FlushSize))
 	cw.fail = nil
 	w.Log("more")

@@ -125,6 +125,11 @@ func expandKernelFunction(k KernelInfo, p *Point) ([]*Point, error) {
 	case call.kprobes == "":
 		call.kprobes = fmt.Sprintf("%d functions and no kprobe_multi: a kprobe detaches in milliseconds, a trampoline waits for the kernel to rebuild it", len(matched))
 	}
+	// The entries a set's returns pair with share a link of their own.
+	var entrySet *attach.Set
+	if call.set != nil && call.ret {
+		entrySet = &attach.Set{}
+	}
 	var out []*Point
 	var plans []string
 	for _, fn := range matched {
@@ -140,7 +145,7 @@ func expandKernelFunction(k KernelInfo, p *Point) ([]*Point, error) {
 		q.Context = &Context{kernel: k, Attach: a}
 		if call.ret {
 			entry := call
-			entry.ret, entry.set = false, nil
+			entry.ret, entry.set = false, entrySet
 			q.Context.entry = func() *Entry { return kernelFunctionEntry(k, q, entry) }
 		}
 		if len(plans) < 3 {
@@ -245,21 +250,27 @@ func matchFunctions(k KernelInfo, p *Point, pattern string) ([]*kernel.Function,
 	if m, ok := p.Arg("module").(*syntax.StringLit); ok {
 		module = m.Value
 	}
+	if _, err := path.Match(pattern, ""); err != nil {
+		return nil, errorf("bad function pattern %q: %v", pattern, err)
+	}
+	inModule := func(fn *kernel.Function) bool {
+		ok, _ := path.Match(module, fn.Module)
+		return ok || module == "" && fn.Module == ""
+	}
 	var matched []*kernel.Function
-	var names []string
 	for _, fn := range fns {
-		if ok, _ := path.Match(module, fn.Module); !ok && !(module == "" && fn.Module == "") {
-			continue
-		}
-		names = append(names, fn.Name)
-		if ok, err := path.Match(pattern, fn.Name); err != nil {
-			return nil, errorf("bad function pattern %q: %v", pattern, err)
-		} else if ok {
+		if ok, _ := path.Match(pattern, fn.Name); ok && inModule(fn) {
 			matched = append(matched, fn)
 		}
 	}
 	if len(matched) == 0 {
 		return nil, &Error{Msg: "no match", detail: func() string {
+			var names []string
+			for _, fn := range fns {
+				if inModule(fn) {
+					names = append(names, fn.Name)
+				}
+			}
 			return fmt.Sprintf(" (similar functions: %s)", similarNames(pattern, names))
 		}}
 	}

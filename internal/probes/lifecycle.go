@@ -202,9 +202,6 @@ func processFilter(cfg Config, p *Point) (string, *Point, error) {
 	if cfg.Target {
 		conds = append(conds, "__process_in_target()")
 	}
-	if cfg.Holder != "" {
-		conds = append(conds, "!"+exeFilter(cfg.Holder))
-	}
 	return strings.Join(conds, " && "), p, nil
 }
 

@@ -246,10 +246,6 @@ type Config struct {
 	// word, resolved as ResolveExecutable does), which those points mean,
 	// as stap fills the -c command's path in; "" for none.
 	TargetExecutable string
-	// Holder is the executable of the process that holds a -c command
-	// until the probes are attached (bpftap itself): its exec and its
-	// threads' exits are not the command's events.
-	Holder string
 	// TargetBinary returns the executable of the -c command or the -x process,
 	// which process.function("NAME") probes, or "" when there is none; it
 	// is called only for such a point.

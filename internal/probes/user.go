@@ -1,14 +1,9 @@
 package probes
 
-import "github.com/bpftap/bpftap/internal/syntax"
-
 // The user-side probes that run in bpftap's interpreter: begin, end and error
 // (each with an optional sequence number ordering probes of the same kind),
-// never, which is resolved and type-checked but never runs, and
-// procfs("__stdin").write, which runs for each byte of bpftap's standard
-// input (the input tapset's input.char and input.line stand on it; stap
-// feeds its module the same way, one byte a write). Other procfs files
-// would be files a BPF runtime cannot create: they are refused.
+// never, which is resolved and type-checked but never runs, and the procfs
+// files (procfs.go).
 
 func userFamilies() []*Family {
 	var list []*Family
@@ -17,17 +12,7 @@ func userFamilies() []*Family {
 	}
 	return append(list,
 		&Family{Name: "never", Paths: []string{"never"}},
-		&Family{Name: StdinFamily, Paths: []string{"procfs(string).write"}, Check: checkStdin})
-}
-
-// StdinFamily is the family of procfs("__stdin").write.
-const StdinFamily = "procfs"
-
-func checkStdin(p *Point) error {
-	if path, ok := p.Arg("procfs").(*syntax.StringLit); !ok || path.Value != "__stdin" {
-		return errorf("procfs probes are not supported by bpftap but for procfs(\"__stdin\").write, which input.char and input.line use")
-	}
-	return nil
+		procfsFamily())
 }
 
 // Sequence returns the sequence number of a begin/end/error point (0 if none).

@@ -70,28 +70,20 @@ func (s *scope) substituteContextVars(body *syntax.Block) {
 			delete(s.contextVars, name) // the point's own: left as it is below
 		}
 	}
-	var expr func(syntax.Expr) syntax.Expr
-	var stmt func(syntax.Stmt) syntax.Stmt
-	stmt = func(st syntax.Stmt) syntax.Stmt {
-		rewriteChildren(st, expr, stmt)
-		return st
-	}
-	expr = func(x syntax.Expr) syntax.Expr {
+	rewriteExprs(body, func(x syntax.Expr) (syntax.Expr, bool) {
 		switch x := x.(type) {
 		case *syntax.Call:
 			if x.Name == contextVarCall {
-				return x // its value is the point's
+				return x, true // its value is the point's
 			}
 		case *syntax.TargetVar:
 			def := s.contextVars[strings.TrimPrefix(x.Name, "$")]
 			if def != nil && !strings.HasPrefix(x.Name, "$$") && x.Pretty == 0 && (len(x.Components) > 0 || !x.AddrOf) {
-				return contextVarValue(x, def.Args[1])
+				return contextVarValue(x, def.Args[1]), true
 			}
 		}
-		rewriteChildren(x, expr, stmt)
-		return x
-	}
-	stmt(body)
+		return x, false
+	})
 }
 
 // contextVarValue is what $NAME (x, with its chain) stands for where it

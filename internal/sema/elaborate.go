@@ -165,6 +165,7 @@ func Elaborate(user []*syntax.File, opts Options) (*Program, error) {
 		e.elide()
 		if !opts.Listing {
 			e.checkUserSide()
+			e.checkProcfsFiles()
 		}
 	}
 	if !e.rep.failed() {

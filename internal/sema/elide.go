@@ -23,6 +23,11 @@ func (e *elab) markUsage() {
 	for _, n := range e.bodies() {
 		syntax.Walk(n, markNode)
 	}
+	for _, p := range e.prog.Probes {
+		if p.Value != nil { // the runner writes and reads it (procfs.go)
+			p.Value.Read, p.Value.Written = true, true
+		}
+	}
 }
 
 func (e *elab) bodies() []syntax.Node {
@@ -287,7 +292,11 @@ func (e *elab) prune(locals bool) {
 		return
 	}
 	for _, p := range e.prog.Probes {
-		p.Locals = keepVars(p.Locals, used, 0)
+		kept := 0
+		if p.Value != nil {
+			kept = 1 // $value stays first (procfs.go)
+		}
+		p.Locals = keepVars(p.Locals, used, kept)
 	}
 	for _, f := range e.prog.Funcs {
 		f.Locals = keepVars(f.Locals, used, len(f.Params))

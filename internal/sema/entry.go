@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/bpftap/bpftap/internal/probes"
+	"github.com/bpftap/bpftap/internal/probes/attach"
 	"github.com/bpftap/bpftap/internal/syntax"
 )
 
@@ -20,6 +21,13 @@ import (
 //	entry:   __entry_N_k[tid()] = X
 //	return:  __entry_N_k_v = __entry_N_k[tid()]; delete __entry_N_k[tid()]
 //	         ... __entry_N_k_v ...
+//
+// The returns of one attach.Set (a wildcard's functions on one
+// kretprobe_multi link) share their arrays, keyed by thread and function
+// (addr(), the function's address in both), and so do their entries (on a
+// kprobe_multi link of their own): their bodies stay the same text, which
+// settleSets needs to keep each set one program, and a call nested in
+// another of the set's functions does not take its value.
 //
 // A return whose entry was not seen (the call began before the probes
 // were attached) does not run the probe, as a return probe in stap fires
@@ -71,11 +79,28 @@ func markTargets(x syntax.Expr, marked map[syntax.Expr]bool) {
 }
 
 func (e *elab) pairEntries() {
+	firstOfSet := map[*attach.Set]int{} // a set's arrays are named by its first probe
 	n := len(e.prog.Probes)
 	for i := 0; i < n; i++ {
 		p := e.prog.Probes[i]
 		if p.context == nil || !hasEntry(p.Body) {
 			continue
+		}
+		at := p.Point.Pos
+		named, byFunction := i, false
+		if set := p.Attach.Set; set != nil {
+			if first, ok := firstOfSet[set]; ok {
+				named = first
+			} else {
+				firstOfSet[set] = i
+			}
+			byFunction = true
+		}
+		keys := func() []syntax.Expr { // new nodes for each use
+			if byFunction {
+				return []syntax.Expr{tidCall(at), &syntax.Call{Typed: syntax.Typed{Pos: at}, Name: "__func_addr"}}
+			}
+			return []syntax.Expr{tidCall(at)}
 		}
 		pair := p.context.EntryOf()
 		if pair == nil {
@@ -85,7 +110,6 @@ func (e *elab) pairEntries() {
 			continue
 		}
 		e.pruneBeforePairing(p, pair.Context)
-		at := p.Point.Pos
 		entry := &Probe{Point: p.Point, User: p.User, Name: pair.Name,
 			Family: p.Family, Args: map[string]syntax.Expr{}, Decl: p.Decl, Kernel: true,
 			Attach: pair.Context.Attach, context: pair.Context, origin: p.origin, userText: p.userText,
@@ -101,18 +125,18 @@ func (e *elab) pairEntries() {
 			if !ok {
 				return nil
 			}
-			saved := e.entryGlobal(fmt.Sprintf("__entry_%d_%d", i, k), at)
+			saved := e.entryGlobal(fmt.Sprintf("__entry_%d_%d", named, k), at)
 			value := fmt.Sprintf("%s_v", saved)
 			if k == 0 { // a return whose entry was not seen does not run
 				takes = append(takes, &syntax.IfStmt{Pos: at, Then: &syntax.NextStmt{Pos: at},
 					Cond: &syntax.Unary{Typed: syntax.Typed{Pos: at}, Op: "!", X: &syntax.In{Typed: syntax.Typed{Pos: at},
-						Keys: []syntax.Expr{tidCall(at)}, Array: ident(saved, at)}}})
+						Keys: keys(), Array: ident(saved, at)}}})
 			}
 			entry.Body.Stmts = append(entry.Body.Stmts, exprStmt(&syntax.Assign{Typed: syntax.Typed{Pos: at}, Op: "=",
-				LHS: byThread(saved, at), RHS: en.X}))
+				LHS: element(saved, keys(), at), RHS: en.X}))
 			takes = append(takes,
-				exprStmt(&syntax.Assign{Typed: syntax.Typed{Pos: at}, Op: "=", LHS: ident(value, at), RHS: byThread(saved, at)}),
-				&syntax.DeleteStmt{Pos: at, Target: byThread(saved, at)})
+				exprStmt(&syntax.Assign{Typed: syntax.Typed{Pos: at}, Op: "=", LHS: ident(value, at), RHS: element(saved, keys(), at)}),
+				&syntax.DeleteStmt{Pos: at, Target: element(saved, keys(), at)})
 			k++
 			return ident(value, at)
 		})
@@ -198,8 +222,8 @@ func beforeUserBody(b *syntax.Block, stmts []syntax.Stmt) *syntax.Block {
 	return &syntax.Block{Pos: b.Pos, Stmts: append(stmts, b)}
 }
 
-func byThread(array string, at syntax.Pos) syntax.Expr {
-	return &syntax.Index{Typed: syntax.Typed{Pos: at}, Array: ident(array, at), Keys: []syntax.Expr{tidCall(at)}}
+func element(array string, keys []syntax.Expr, at syntax.Pos) syntax.Expr {
+	return &syntax.Index{Typed: syntax.Typed{Pos: at}, Array: ident(array, at), Keys: keys}
 }
 
 func tidCall(at syntax.Pos) syntax.Expr {

@@ -370,6 +370,25 @@ var (
 // children folds the direct expression and statement children of n.
 func (f *folder) children(n syntax.Node) { rewriteChildren(n, f.expr, f.stmt) }
 
+// rewriteExprs replaces, in n and below it, each expression for which
+// replace reports a replacement (done), whose operands it leaves alone.
+func rewriteExprs(n syntax.Node, replace func(syntax.Expr) (syntax.Expr, bool)) {
+	var expr func(syntax.Expr) syntax.Expr
+	var stmt func(syntax.Stmt) syntax.Stmt
+	stmt = func(st syntax.Stmt) syntax.Stmt {
+		rewriteChildren(st, expr, stmt)
+		return st
+	}
+	expr = func(x syntax.Expr) syntax.Expr {
+		if y, done := replace(x); done {
+			return y
+		}
+		rewriteChildren(x, expr, stmt)
+		return x
+	}
+	rewriteChildren(n, expr, stmt)
+}
+
 // rewriteChildren replaces the direct expression and statement children of
 // n (every field or slice element whose static type is syntax.Expr or
 // syntax.Stmt) with what expr and stmt return for them.

@@ -9,17 +9,19 @@ import (
 )
 
 // finish drops the globals nothing uses (stap elides them silently), adds the
-// end probes that display the script's globals written but never read (stap
-// prints them at exit, unless --no-global-var-display; a tapset's own, such
-// as argv, never), numbers the globals and records the -G overrides.
+// end probes that display the script's globals written and whose value
+// nothing uses (display.go; stap prints them at exit, unless
+// --no-global-var-display; a tapset's own, such as argv, never), numbers the
+// globals and records the -G overrides.
 func (e *elab) finish() {
 	var display []*syntax.Var
+	used := usedGlobals(e.bodies())
 	kept := e.prog.Globals[:0]
 	for _, g := range e.prog.Globals {
 		if !g.Read && !g.Written && !e.opts.Unoptimized {
 			continue
 		}
-		if g.Written && !g.Read && !e.opts.NoGlobalDisplay && !e.inTapset(g) {
+		if g.Written && !(g.Read && used[g]) && !e.opts.NoGlobalDisplay && !e.inTapset(g) {
 			display = append(display, g)
 		}
 		g.Index = len(kept)

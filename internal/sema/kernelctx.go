@@ -48,8 +48,19 @@ func (e *elab) reachable(keep func(*Probe) bool, visit func(syntax.Node) bool) {
 // checkKernel refuses the constructs kernel probes cannot run.
 func (e *elab) checkKernel() {
 	printed := map[syntax.Node]bool{} // values a kernel probe only prints
+	deleted := map[syntax.Node]bool{} // the '*' keys of deletes, which kernel probes run
 	e.kernelCode(func(n syntax.Node) bool {
 		markPrinted(n, printed)
+		if d, ok := n.(*syntax.DeleteStmt); ok {
+			if ix, ok := d.Target.(*syntax.Index); ok {
+				for _, k := range ix.Keys {
+					deleted[k] = true
+				}
+			}
+		}
+		if _, star := n.(*syntax.Star); star && deleted[n] {
+			return true
+		}
 		if msg := KernelRefusal(n, printed[n]); msg != "" {
 			e.rep.errorAt("kernelctx", RefusalNode(n), msg)
 		}

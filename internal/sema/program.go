@@ -96,6 +96,9 @@ type Probe struct {
 	// functions of this kernel probe read instead of the running thread's
 	// (the argument of the tapset's __context_task call: contexttask.go).
 	ContextTask syntax.Expr
+	// Value is the $value local of a procfs probe, Locals[0] (procfs.go);
+	// nil for other probes.
+	Value *syntax.Var
 
 	context  *probes.Context // resolves the context expressions of a kernel probe
 	origin   []string        // alias definitions the point went through, innermost first

@@ -72,6 +72,9 @@ func (e *elab) resolveProbe(p *Probe) {
 		s.substituteContextVars(p.Body)
 		s.expandPretty(p.Body)
 	}
+	if isProcfs(p) {
+		s.declareValue(p, p.Body)
+	}
 	s.walk(p.Body)
 	p.Locals = s.list
 	if p.Cond != nil {

@@ -44,6 +44,10 @@ type Builtin struct {
 	// Unsupported, when set, is why no probe can run the builtin: the
 	// elaborator refuses every call with it.
 	Unsupported string
+	// Text builtins return the lines a print_* function prints whole
+	// (print_backtrace's frames): no string value, so never cut at
+	// MAXSTRINGLEN, nor at the room of one print call.
+	Text bool
 }
 
 // KernelOnlyMsg is the message for a call of a function (what) that reads
@@ -187,6 +191,12 @@ func inProcess(b *Builtin) *Builtin {
 	return captured(b)
 }
 
+// text marks b's value lines that print() writes whole (Builtin.Text).
+func text(b *Builtin) *Builtin {
+	b.Text = true
+	return b
+}
+
 func effects(b *Builtin) *Builtin {
 	b.SideEffects = true
 	return b
@@ -261,6 +271,11 @@ var Builtins = index(
 	bpf(fn("probefunc", str)),
 	bpf(fn("user_mode", long)),
 	bpf(fn("addr", long)),
+	// __func_addr(): the probed kernel function's address, at its entry
+	// and its return alike (bpf_get_func_ip; addr() of a kretprobe is
+	// where the function returns to): the key of a wildcard's @entry
+	// values (sema/entry.go)
+	kernelOnly(fn("__func_addr", long)),
 	bpf(fn("uaddr", long)),
 	bpf(fn("caller_addr", long)),
 	// stacks (bpfgen/stacks.go): taken in kernel probes only, symbolized
@@ -276,18 +291,21 @@ var Builtins = index(
 	captured(fn("symdata", str, l("addr"))),
 	captured(fn("sprint_stack", str, s("stk"))),
 	captured(fn("sprint_syms", str, s("callers"))), // stap's sprint_stack is sprint_syms
-	// __syms_lines(callers): print_syms's text, not cut at MAXSTRINGLEN
-	captured(fn("__syms_lines", str, s("callers"))),
+	// __syms_lines(callers): print_syms's text
+	text(captured(fn("__syms_lines", str, s("callers")))),
 	// __backtrace_lines(stk): print_backtrace's text (an address without a
 	// symbol alone on its line)
-	captured(fn("__backtrace_lines", str, s("stk"))),
+	text(captured(fn("__backtrace_lines", str, s("stk")))),
 	// user-space symbols (package usym), of the current process's addresses
 	inProcess(fn("usymname", str, l("addr"))),
 	inProcess(fn("usymdata", str, l("addr"))),
 	inProcess(fn("umodname", str, l("addr"))),
 	inProcess(fn("sprint_ustack", str, s("stk"))),
-	// __ustack_lines(stk): print_ustack's text, not cut at MAXSTRINGLEN
-	inProcess(fn("__ustack_lines", str, s("stk"))),
+	// __ustack_lines(stk): print_ustack's text
+	text(inProcess(fn("__ustack_lines", str, s("stk")))),
+	inProcess(fn("sprint_usyms", str, s("callers"))),
+	// __usyms_lines(callers): print_usyms's text
+	text(inProcess(fn("__usyms_lines", str, s("callers")))),
 	fn("is_return", long),
 	bpf(fn("mem_page_size", long)),
 	fn("stp_pid", long),
@@ -328,9 +346,11 @@ var Builtins = index(
 	bpf(fn("user_string_quoted", str, l("addr"))),
 	fn("user_string_n_quoted", str, l("addr"), l("n")),
 	bpf(fn("kernel_string2", str, l("addr"), s("err_msg"))),
-	// __input_chunk(): what the running procfs("__stdin").write probe was
-	// given, one byte of standard input (tapset/input.stp)
-	fn("__input_chunk", str),
+	// the Prometheus tapset's histogram buckets (prometheus.stpm)
+	fn("__prometheus_log_bucket", long, l("v")),
+	fn("__prometheus_log_le", str, l("bucket")),
+	fn("__prometheus_linear_bucket", long, l("v"), l("start"), l("stop"), l("interval")),
+	fn("__prometheus_linear_le", str, l("bucket"), l("start"), l("stop"), l("interval")),
 	// system
 	effects(fn("system", none, s("cmd"))),
 	effects(fn("switch_file", none)),

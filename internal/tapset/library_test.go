@@ -70,6 +70,7 @@ var signatures = []string{
 	"print_stack(stk:string)",
 	"print_syms(callers:string)",
 	"print_ustack(stk:string)",
+	"print_usyms(callers:string)",
 	"print_backtrace()",
 	"print_ubacktrace()",
 	// target_set.stp
@@ -193,6 +194,13 @@ var signatures = []string{
 	"indent_depth:long(delta:long)",
 	"thread_indent:string(delta:long)",
 	"thread_indent_depth:long(delta:long)",
+	// json.stp
+	"json_set_prefix:long(prefix:string)",
+	"json_add_numeric_metric:long(name:string,description:string,units:string)",
+	"json_add_string_metric:long(name:string,description:string)",
+	"json_add_array:long(name:string,description:string)",
+	"json_add_array_numeric_metric:long(array_name:string,metric_name:string,metric_description:string,metric_units:string)",
+	"json_add_array_string_metric:long(array_name:string,metric_name:string,metric_description:string)",
 	// inet.stp
 	"htons:long(x:long)",
 	"htonl:long(x:long)",

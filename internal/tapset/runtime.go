@@ -78,6 +78,9 @@ const (
 	MsgPositionOutOfBounds = "Position out of bounds"
 	// MsgNoModule is modname()'s, for an address no module holds.
 	MsgNoModule = "Cannot determine kernel module name"
+	// MsgSkippedTooMany ends a run that skipped more probes than
+	// MAXSKIPPED allows (stap's words, bpftap's -t).
+	MsgSkippedTooMany = "Skipped too many probes, check MAXSKIPPED or try again with bpftap -t for more details."
 )
 
 // MsgEmptyAggregate is the error of @min, @max, @avg and histograms of a

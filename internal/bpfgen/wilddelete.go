@@ -1,0 +1,109 @@
+package bpfgen
+
+import (
+	"fmt"
+
+	"github.com/bpftap/bpftap/internal/syntax"
+	"github.com/cilium/ebpf/asm"
+	"github.com/cilium/ebpf/btf"
+)
+
+// Wildcard deletes. `delete a[k, *]` deletes every element of a whose
+// keys match the keys given, whatever the keys at the `*`s. The program
+// packs the given keys into a key (zero at the `*`s), stores its address
+// in a stack slot and walks the map with bpf_for_each_map_elem, whose
+// callback (a static subprogram, one per global and shape of `*`s)
+// compares each element's key with the pattern word by word, the `*`
+// fields skipped, and deletes the element when they agree. Strings are
+// NUL-padded in keys, so comparing their whole fields compares them.
+// Deleting the element the walk is on is what the kernel's hash walk
+// allows; an element inserted meanwhile by another CPU may or may not be
+// seen, as stap's own locked delete would have ordered it before or after.
+
+// deleteMatching compiles `delete a[keys]` where some keys are `*`.
+func (g *gen) deleteMatching(gl *Global, keys []syntax.Expr) {
+	smark, stack := g.scratchMark(), g.stack
+	pattern := g.key(gl, zeroStars(gl, keys))
+	slot := g.pushSlot()
+	pattern.load(g, asm.R1)
+	g.emit(asm.StoreMem(asm.R10, slot, asm.R1, asm.DWord))
+	sp := g.matchDeleter(gl, keys)
+	g.emit(
+		asm.LoadMapPtr(asm.R1, 0).WithReference(gl.Ref),
+		asm.Instruction{OpCode: asm.LoadImmOp(asm.DWord), Dst: asm.R2, Src: asm.PseudoFunc, Constant: -1}.WithReference(sp.label),
+		asm.Mov.Reg(asm.R3, asm.R10), asm.Add.Imm(asm.R3, int32(slot)),
+		asm.Mov.Imm(asm.R4, 0),
+		asm.FnForEachMapElem.Call(),
+	)
+	g.scratchRelease(smark)
+	g.stack = stack
+}
+
+// zeroStars is keys with each `*` replaced by a zero of its column's type.
+func zeroStars(gl *Global, keys []syntax.Expr) []syntax.Expr {
+	out := make([]syntax.Expr, len(keys))
+	for i, k := range keys {
+		out[i] = k
+		if _, star := k.(*syntax.Star); !star {
+			continue
+		}
+		if gl.Keys[i].Width == 0 {
+			out[i] = &syntax.NumberLit{Typed: syntax.Typed{Pos: k.Position(), T: syntax.TypeLong}}
+		} else {
+			out[i] = &syntax.StringLit{Typed: syntax.Typed{Pos: k.Position(), T: syntax.TypeString}}
+		}
+	}
+	return out
+}
+
+// matchDeleter returns the callback that deletes the elements of gl whose
+// keys match the pattern at the address its context holds, but at the
+// `*`s of keys; compiled on first use.
+func (g *gen) matchDeleter(gl *Global, keys []syntax.Expr) *subprog {
+	key := fmt.Sprintf("delete_%s", gl.Ref)
+	for _, k := range keys {
+		_, star := k.(*syntax.Star)
+		key += map[bool]string{true: "_x", false: "_k"}[star]
+	}
+	if sp, ok := g.subs.byKey[key]; ok {
+		return sp
+	}
+	sp := &subprog{label: key}
+	g.subs.byKey[key] = sp
+	c := newGen(g.m, g.probe)
+	c.subs, c.subprog, c.cur = g.subs, true, g.cur
+	keep := c.newLabel("keep")
+	c.emit(
+		asm.Mov.Reg(asm.R6, asm.R1), // the map
+		asm.Mov.Reg(asm.R7, asm.R2), // the element's key
+		asm.LoadMem(asm.R8, asm.R4, 0, asm.DWord),
+	)
+	for i, k := range keys {
+		if _, star := k.(*syntax.Star); star {
+			continue
+		}
+		f := gl.Keys[i]
+		for w := 0; w < fieldSize(f); w += 8 {
+			off := int16(f.Offset + w)
+			c.emit(
+				asm.LoadMem(asm.R0, asm.R7, off, asm.DWord),
+				asm.LoadMem(asm.R1, asm.R8, off, asm.DWord),
+				asm.JNE.Reg(asm.R0, asm.R1, keep),
+			)
+		}
+	}
+	c.emit(asm.Mov.Reg(asm.R1, asm.R6), asm.Mov.Reg(asm.R2, asm.R7), asm.FnMapDeleteElem.Call())
+	c.mark(keep)
+	c.emit(asm.Mov.Imm(asm.R0, 0), asm.Return())
+	c.assemble(sp, deleterType(key), func() {})
+	g.subs.order = append(g.subs.order, sp)
+	return sp
+}
+
+// deleterType is the BTF prototype of a wildcard delete's callback, as
+// bpf_for_each_map_elem calls it.
+func deleterType(name string) *btf.Func {
+	ptr := &btf.Pointer{Target: &btf.Void{}}
+	return &btf.Func{Name: name, Linkage: btf.StaticFunc, Type: &btf.FuncProto{Return: longType, Params: []btf.FuncParam{
+		{Name: "map", Type: ptr}, {Name: "key", Type: ptr}, {Name: "value", Type: ptr}, {Name: "ctx", Type: ptr}}}}
+}

@@ -1,0 +1,358 @@
+package driver
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/bpftap/bpftap/internal/exporter"
+)
+
+// errnoScript is Debian's errno.stp kept to the test's own workload (a
+// copy of ls named bpftapls), so that other work on the machine never
+// pushes its series out of the 20 kept.
+const errnoScript = `global errors, prom_arr
+probe syscall_any.return {
+	if (retval < 0 && execname() == "bpftapls")
+		errors[pid(), retval, name] <<< 1
+}
+probe prometheus {
+	foreach ([p, errno, name] in errors- limit 20)
+		prom_arr[p, errno, name] = @count(errors[p, errno, name])
+	@prometheus_dump_array3(prom_arr, "syscall_error_count", "pid", "errno", "name")
+	delete prom_arr
+}
+`
+
+// histScript serves a @hist_log histogram of two values, 1 and 100.
+const histScript = `global sizes
+probe begin { sizes["none"] <<< 1; sizes["none"] <<< 100 }
+probe prometheus {
+	@prometheus_dump_hist_log1(sizes, "write_size", "what")
+}
+`
+
+// TestExporterPrometheus runs the exporter in-process on loopback, a
+// workload that fails to list /nonexistent three times, and Debian's
+// Prometheus scraping the exporter: Prometheus's HTTP API returns the
+// series with errno -2 (ENOENT) the exporter serves, no more, no less. An unknown
+// script is 404. Prometheus absent, the test is skipped, unless
+// BPFTAP_REQUIRE_PROMETHEUS is set (CI installs it).
+func TestExporterPrometheus(t *testing.T) {
+	requireBPF(t)
+	promBin, err := exec.LookPath("prometheus")
+	if err != nil {
+		if os.Getenv("BPFTAP_REQUIRE_PROMETHEUS") != "" {
+			t.Fatal("prometheus is not installed (apt-get install prometheus)")
+		}
+		t.Skip("prometheus is not installed (apt-get install prometheus)")
+	}
+	dir := t.TempDir()
+	for name, text := range map[string]string{"errno.stp": errnoScript, "hist.stp": histScript} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	base := serveExporter(t, ctx, dir)
+	if status, _, _ := get(t, base+"/nosuch.stp"); status != http.StatusNotFound {
+		t.Errorf("unknown script: status %d, want 404", status)
+	}
+	status, header, _ := get(t, base+"/errno.stp") // starts the script
+	if status != http.StatusOK || header.Get("Content-Type") != exporter.ContentType {
+		t.Fatalf("errno.stp: status %d, Content-Type %q", status, header.Get("Content-Type"))
+	}
+	failToList(t, dir, 3)
+	_, _, text := get(t, base+"/errno.stp")
+	served := servedSeries(text, `errno="-2"`)
+	if len(served) == 0 {
+		t.Fatalf("the exporter serves no series with errno -2:\n%s", text)
+	}
+	api := runPrometheus(t, ctx, promBin, dir, strings.TrimPrefix(base, "http://"))
+	var fromProm []string
+	for deadline := time.Now().Add(60 * time.Second); !slices.Equal(fromProm, served); time.Sleep(500 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("after 60 s, Prometheus has\n%s\nthe exporter serves\n%s", strings.Join(fromProm, "\n"), strings.Join(served, "\n"))
+		}
+		fromProm = querySeries(t, api, `syscall_error_count{errno="-2",job="bpftap"}`)
+	}
+	t.Logf("Prometheus has the %d series with errno -2 the exporter serves, such as %s", len(fromProm), fromProm[0])
+	// hist.stp's histogram is one to Prometheus: its median of {1, 100}
+	// interpolated in the buckets le=1 (1 value) and le=127 (2).
+	var median []string
+	for deadline := time.Now().Add(30 * time.Second); len(median) == 0; time.Sleep(500 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("Prometheus has no histogram_quantile of write_size after 30 s")
+		}
+		median = queryValues(t, api, `histogram_quantile(0.5, write_size_bucket{job="hist"})`)
+	}
+	if median[0] != "1" {
+		t.Errorf("median of write_size: %s, want 1 (the upper bound of the bucket of 1)", median[0])
+	}
+}
+
+// serveExporter serves the scripts of dir on a loopback port until ctx is
+// done and returns its base URL.
+func serveExporter(t *testing.T, ctx context.Context, dir string) string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	x := exporter.New(ctx, exporter.Config{Dir: dir}, runScript, &testLog{t})
+	srv := &http.Server{Handler: x}
+	go srv.Serve(l)
+	t.Cleanup(func() { srv.Close(); x.Wait() })
+	return "http://" + l.Addr().String()
+}
+
+// testLog sends the scripts' output to the test's log.
+type testLog struct{ t *testing.T }
+
+func (l *testLog) Write(b []byte) (int, error) {
+	l.t.Log(strings.TrimSuffix(string(b), "\n"))
+	return len(b), nil
+}
+
+// failToList runs bpftapls /nonexistent n times.
+func failToList(t *testing.T, dir string, n int) {
+	ls := filepath.Join(dir, "bpftapls")
+	data, err := os.ReadFile("/bin/ls")
+	if err == nil {
+		err = os.WriteFile(ls, data, 0o755)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range n {
+		if exec.Command(ls, "/nonexistent").Run() == nil {
+			t.Fatal("bpftapls /nonexistent succeeded")
+		}
+	}
+}
+
+func get(t *testing.T, u string) (int, http.Header, string) {
+	resp, err := http.Get(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, resp.Header, string(body)
+}
+
+// runPrometheus starts Prometheus on loopback scraping the exporter's
+// errno.stp and hist.stp every second, and returns its API's base URL once it is ready.
+func runPrometheus(t *testing.T, ctx context.Context, bin, dir, target string) string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	config := filepath.Join(dir, "prometheus.yml")
+	os.WriteFile(config, []byte(fmt.Sprintf(`global:
+  scrape_interval: 1s
+scrape_configs:
+  - job_name: bpftap
+    metrics_path: /errno.stp
+    static_configs:
+      - targets: ['%[1]s']
+  - job_name: hist
+    metrics_path: /hist.stp
+    static_configs:
+      - targets: ['%[1]s']
+`, target)), 0o644)
+	cmd := exec.CommandContext(ctx, bin, "--config.file="+config, "--storage.tsdb.path="+filepath.Join(dir, "data"),
+		"--web.listen-address="+addr)
+	if testing.Verbose() {
+		cmd.Stderr = os.Stderr
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	base := "http://" + addr
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+		if resp, err := http.Get(base + "/-/ready"); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return base
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("Prometheus not ready after 30 s")
+		}
+	}
+}
+
+// querySeries asks Prometheus's API for query and returns its series,
+// name and labels as the exposition format writes them, sorted, without
+// the labels Prometheus adds (job, instance).
+func querySeries(t *testing.T, api, query string) []string {
+	_, _, body := get(t, api+"/api/v1/query?query="+url.QueryEscape(query))
+	var answer struct {
+		Status string
+		Data   struct {
+			Result []struct{ Metric map[string]string }
+		}
+	}
+	if err := json.Unmarshal([]byte(body), &answer); err != nil || answer.Status != "success" {
+		t.Fatalf("query %s: %v: %s", query, err, body)
+	}
+	var series []string
+	for _, r := range answer.Data.Result {
+		var labels []string
+		for k, v := range r.Metric {
+			if k != "__name__" && k != "job" && k != "instance" {
+				labels = append(labels, fmt.Sprintf("%s=%q", k, v))
+			}
+		}
+		slices.Sort(labels)
+		series = append(series, fmt.Sprintf("%s{%s}", r.Metric["__name__"], strings.Join(labels, ",")))
+	}
+	slices.Sort(series)
+	return series
+}
+
+// queryValues asks Prometheus's API for query and returns the values of
+// its result.
+func queryValues(t *testing.T, api, query string) []string {
+	_, _, body := get(t, api+"/api/v1/query?query="+url.QueryEscape(query))
+	var answer struct {
+		Status string
+		Data   struct{ Result []struct{ Value []any } }
+	}
+	if err := json.Unmarshal([]byte(body), &answer); err != nil || answer.Status != "success" {
+		t.Fatalf("query %s: %v: %s", query, err, body)
+	}
+	var values []string
+	for _, r := range answer.Data.Result {
+		if v, ok := r.Value[1].(string); ok && v != "NaN" {
+			values = append(values, v)
+		}
+	}
+	return values
+}
+
+var sampleLine = regexp.MustCompile(`^(\w+)\{(.*)\} (\S+)$`)
+
+// servedSeries returns the series of an exposition that have label,
+// sorted, as querySeries writes them (the values are left out: the exporter counts on after
+// Prometheus's last scrape).
+func servedSeries(text, label string) []string {
+	var series []string
+	for _, line := range strings.Split(text, "\n") {
+		m := sampleLine.FindStringSubmatch(line)
+		if m == nil {
+			continue
+		}
+		labels := strings.Split(m[2], ",")
+		if !slices.Contains(labels, label) {
+			continue
+		}
+		slices.Sort(labels)
+		series = append(series, fmt.Sprintf("%s{%s}", m[1], strings.Join(labels, ",")))
+	}
+	slices.Sort(series)
+	return series
+}
+
+// TestExporterScripts checks the exporter's handling of scripts (user-side
+// ones: no BPF needed): the first request starts a script and is answered
+// once its begin probe ran; an autostart script runs before any request
+// and starts again when it ends; an idle script stops after the keepalive
+// and starts again on the next request; a script that fails to compile,
+// or has no prometheus probe, is a 500 that leaves the others running.
+func TestExporterScripts(t *testing.T) {
+	dir := t.TempDir()
+	scripts := map[string]string{
+		// the first request waits for the compilation and begin (a read
+		// probe does not run before: it would be a 503)
+		"slow.stp": `global ready, scrapes
+probe begin { ready = 1 }
+probe prometheus { scrapes++; $value = sprintf("ready %d\nscrapes %d\n", ready, scrapes) }`,
+		// runs 300 ms at a time, and is started again each time it ends
+		"tick_autostart.stp": `global starts
+probe begin { printf("started\n") }
+probe timer.ms(300) { exit() }
+probe prometheus { $value = "up 1\n" }`,
+		"broken.stp": `probe begin { x = }`,
+		"noprom.stp": "global n\nprobe timer.s(100) { n++ }",
+		"notes.txt":  "not a script",
+	}
+	for name, text := range scripts {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	log := &lockedBuffer{}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	x := exporter.New(ctx, exporter.Config{Dir: dir, KeepAlive: time.Second}, runScript, log)
+	srv := &http.Server{Handler: x}
+	go srv.Serve(l)
+	defer func() { cancel(); srv.Close(); x.Wait() }()
+	base := "http://" + l.Addr().String()
+
+	want := func(path string, status int, body string) {
+		t.Helper()
+		got, _, text := get(t, base+path)
+		if got != status || !strings.Contains(text, body) {
+			t.Errorf("GET %s: %d %q, want %d and %q", path, got, text, status, body)
+		}
+	}
+	want("/slow.stp", 200, "ready 1\nscrapes 1\n")
+	want("/slow.stp", 200, "scrapes 2\n")
+	want("/broken.stp", 500, "parse error")
+	want("/noprom.stp", 500, "the script has no probe prometheus")
+	want("/notes.txt", 404, "")
+	want("/../slow.stp", 404, "")
+	want("/slow.stp", 200, "scrapes 3\n")
+	idle := time.Now()
+	// tick_autostart.stp ends every 300 ms and starts again 2 s later
+	for deadline := time.Now().Add(20 * time.Second); strings.Count(log.String(), "tick_autostart.stp: started\n") < 2; time.Sleep(100 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("tick_autostart.stp did not start again in 20 s:\n%s", log.String())
+		}
+	}
+	time.Sleep(time.Until(idle.Add(2500 * time.Millisecond))) // slow.stp idles out (keepalive 1 s)
+	want("/slow.stp", 200, "ready 1\nscrapes 1\n")            // a new run
+	want("/tick_autostart.stp", 200, "up 1\n")
+}
+
+// lockedBuffer is a log the test reads while scripts write it.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}

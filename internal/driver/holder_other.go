@@ -1,0 +1,9 @@
+//go:build !amd64
+
+package driver
+
+// There is no holder for this architecture (holder_amd64.go): -c is
+// refused, saying so.
+var holderCode []byte
+
+const holderMachine = 0

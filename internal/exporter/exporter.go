@@ -1,0 +1,242 @@
+// Package exporter is `bpftap exporter`, a drop-in for SystemTap's
+// stap-exporter: an HTTP server that runs the scripts of a directory and
+// answers GET /NAME.stp with what the script's `probe prometheus` serves
+// (the Prometheus text exposition format, Content-Type
+// "text/plain; version=0.0.4", which Prometheus 3 requires).
+//
+// # Scripts
+//
+// Every script runs in this process, in a goroutine of its own (package
+// driver compiles and runs it as `bpftap NAME.stp` would, its kernel
+// probes attached for as long as it runs). A script starts on the first
+// request for it, and that request is answered once its begin probes have
+// run (or it failed: 500 with what it printed); later requests run its
+// prometheus probe at once (requests that come while it runs share that
+// run's answer: the handlers run one at a time). A script whose name
+// contains "autostart" starts with the exporter and is started again,
+// restartDelay after it ends, for as long as the exporter runs. With -k SECONDS, a script no
+// request asked for that long is stopped (autostart ones excepted); the
+// next request starts it again. A name that is not a script of the
+// directory (NAME.stp, no path) is 404. A script that fails, or panics,
+// ends alone: the others run on.
+//
+// What a script prints (and its warnings and errors) goes to the
+// exporter's standard error, each line after "NAME.stp: " (scriptLog).
+package exporter
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// Session is a running script as the exporter sees it.
+type Session interface {
+	// Prometheus runs the script's prometheus probe and returns its
+	// text; ok is false when the script no longer runs, err says why it
+	// cannot serve (it has no prometheus probe).
+	Prometheus() (text string, ok bool, err error)
+}
+
+// Runner compiles and runs the script at path with the stap options
+// opts until ctx is done or the script ends, calling ready once its begin
+// probes have run; its output and diagnostics go to log. It returns the
+// script's exit status.
+type Runner func(ctx context.Context, path string, opts []string, log io.Writer, ready func(Session)) int
+
+// ContentType is the Prometheus text format's.
+const ContentType = "text/plain; version=0.0.4"
+
+// restartDelay is the pause before an autostart script that ended is
+// started again.
+const restartDelay = 2 * time.Second
+
+// beginWait bounds how long a request waits for a script to begin; past
+// it the answer is 503 with Retry-After, as stap-exporter answers.
+const beginWait = 60 * time.Second
+
+// Config is the exporter's command line.
+type Config struct {
+	Port      int           // -p PORT
+	Dir       string        // -s DIR
+	KeepAlive time.Duration // -k SECONDS, 0: scripts run until the exporter stops
+	Addr      string        // -a ADDR, the address listened on (all by default, as stap-exporter)
+	// Options are the stap options every script runs with (what follows
+	// `--`: -D MAXACTION=N for a table of 10,000 series, say).
+	Options []string
+}
+
+// Main runs `bpftap exporter ARGS`.
+func Main(args []string, run Runner, stdout, stderr io.Writer) int {
+	cfg, err := parseFlags(args, stderr)
+	if err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 1
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	l, err := net.Listen("tcp", net.JoinHostPort(cfg.Addr, fmt.Sprint(cfg.Port)))
+	if err != nil {
+		fmt.Fprintf(stderr, "ERROR: %v\n", err)
+		return 1
+	}
+	x := New(ctx, cfg, run, stderr)
+	fmt.Fprintf(stderr, "bpftap exporter: serving %s on %s\n", cfg.Dir, l.Addr())
+	srv := &http.Server{Handler: x, ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		<-ctx.Done()
+		shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		srv.Shutdown(shutdown)
+	}()
+	if err := srv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		fmt.Fprintf(stderr, "ERROR: %v\n", err)
+		return 1
+	}
+	x.Wait()
+	return 0
+}
+
+func parseFlags(args []string, stderr io.Writer) (Config, error) {
+	fs := flag.NewFlagSet("bpftap exporter", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	cfg := Config{}
+	fs.IntVar(&cfg.Port, "p", 9900, "the port to listen on")
+	fs.StringVar(&cfg.Dir, "s", "/etc/stap-exporter", "the directory of the scripts")
+	keep := fs.Int("k", 0, "stop a script no request asked for in this many `seconds` (0: never)")
+	fs.StringVar(&cfg.Addr, "a", "", "the address to listen on (empty: all)")
+	if err := fs.Parse(args); err != nil {
+		return cfg, err
+	}
+	if fs.NArg() > 0 && args[len(args)-fs.NArg()-1] != "--" {
+		fmt.Fprintf(stderr, "bpftap exporter: unexpected argument %q (stap options for the scripts follow --)\n", fs.Arg(0))
+		fs.Usage()
+		return cfg, fmt.Errorf("usage")
+	}
+	cfg.Options = fs.Args()
+	cfg.KeepAlive = time.Duration(*keep) * time.Second
+	return cfg, nil
+}
+
+// Exporter serves the scripts of a directory.
+type Exporter struct {
+	ctx  context.Context
+	cfg  Config
+	run  Runner
+	log  io.Writer
+	mu   sync.Mutex
+	byID map[string]*script
+	wg   sync.WaitGroup
+}
+
+// New makes the exporter of cfg.Dir, starting its autostart scripts; its
+// scripts stop when ctx is done.
+func New(ctx context.Context, cfg Config, run Runner, log io.Writer) *Exporter {
+	x := &Exporter{ctx: ctx, cfg: cfg, run: run, log: &lockedWriter{w: log}, byID: map[string]*script{}}
+	entries, _ := os.ReadDir(cfg.Dir)
+	for _, e := range entries {
+		if name := e.Name(); strings.Contains(name, "autostart") && x.isScript(name) {
+			x.script(name).start(x)
+		}
+	}
+	if cfg.KeepAlive > 0 {
+		x.wg.Add(1)
+		go x.reap()
+	}
+	return x
+}
+
+// Wait waits for every script to end (after ctx is done).
+func (x *Exporter) Wait() { x.wg.Wait() }
+
+// isScript tells whether name is a script of the directory.
+func (x *Exporter) isScript(name string) bool {
+	if !strings.HasSuffix(name, ".stp") || name != filepath.Base(name) || strings.HasPrefix(name, ".") {
+		return false
+	}
+	st, err := os.Stat(filepath.Join(x.cfg.Dir, name))
+	return err == nil && st.Mode().IsRegular()
+}
+
+// script returns the script named name, made on first use.
+func (x *Exporter) script(name string) *script {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	s := x.byID[name]
+	if s == nil {
+		s = &script{name: name, autostart: strings.Contains(name, "autostart")}
+		x.byID[name] = s
+	}
+	return s
+}
+
+// ServeHTTP answers GET /NAME.stp.
+func (x *Exporter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	name := strings.TrimPrefix(r.URL.Path, "/")
+	if !x.isScript(name) {
+		http.NotFound(w, r)
+		return
+	}
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		w.Header().Set("Allow", "GET, HEAD")
+		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+		return
+	}
+	s := x.script(name)
+	text, status := s.scrape(x, r.Context())
+	if status != http.StatusOK {
+		if status == http.StatusServiceUnavailable {
+			w.Header().Set("Retry-After", "1")
+		}
+		http.Error(w, text, status)
+		return
+	}
+	w.Header().Set("Content-Type", ContentType)
+	io.WriteString(w, text)
+}
+
+// reap stops the scripts idle for longer than the keepalive.
+func (x *Exporter) reap() {
+	defer x.wg.Done()
+	tick := time.NewTicker(min(x.cfg.KeepAlive/4+time.Millisecond, time.Second))
+	defer tick.Stop()
+	for {
+		select {
+		case <-x.ctx.Done():
+			return
+		case <-tick.C:
+		}
+		x.mu.Lock()
+		for _, s := range x.byID {
+			if !s.autostart {
+				s.stopIfIdle(x.cfg.KeepAlive)
+			}
+		}
+		x.mu.Unlock()
+	}
+}
+
+// lockedWriter serialises the writes of the scripts' logs.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(b []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(b)
+}

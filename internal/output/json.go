@@ -1,0 +1,378 @@
+package output
+
+import (
+	"encoding/binary"
+	"io"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/bpftap/bpftap/internal/format"
+	"github.com/bpftap/bpftap/internal/syntax"
+)
+
+// JSON renders every event as one JSON object on a line of its own, with
+// a "type" naming the event; docs/json-output.md is the schema. A print
+// record's "data" is exactly the text Text would write for it. Strings
+// are the script's bytes: valid UTF-8 passes unchanged (escaped as JSON
+// needs), a byte that is not is written as U+FFFD. Diagnostics go to the
+// same stream as the rest, in order.
+type JSON struct {
+	buffer
+	scratch []byte // a print call's text that is not UTF-8, to quote
+}
+
+// NewJSON returns a JSON writing to w.
+func NewJSON(w io.Writer) *JSON { return &JSON{buffer: buffer{w: w}} }
+
+// Print writes {"type":"print","data":TEXT}; a failed call writes nothing.
+// The text is rendered in place, after the object's start, and quoted
+// there (quoteInPlace).
+func (j *JSON) Print(f *format.Format, args []format.Arg, mem format.Memory) error {
+	start := len(j.buf)
+	b := append(j.buf, `{"type":"print","data":"`...)
+	b, err := f.Exec(b, args, mem, format.BufferSize)
+	if err != nil {
+		j.buf = b[:start]
+		return err
+	}
+	j.buf = append(j.quoteInPlace(b, start+len(`{"type":"print","data":"`)), '"')
+	j.endLine()
+	return nil
+}
+
+// quoteInPlace escapes b[from:] as the inside of a JSON string. The bytes
+// before the first one to escape stay where they are (found a word at a
+// time: a print record's text usually has one, its final newline); from
+// there the bytes move back by what the escapes add, from the end. Text
+// that is not UTF-8 is quoted through scratch by appendQuoted.
+func (j *JSON) quoteInPlace(b []byte, from int) []byte {
+	first := from + plainPrefix(b[from:])
+	extra := 0
+	for i := first; i < len(b); i++ {
+		c := b[i]
+		switch {
+		case c < utf8.RuneSelf && plain[c]:
+		case c < utf8.RuneSelf:
+			extra += escapeLen(c) - 1
+		default:
+			r, size := utf8.DecodeRune(b[i:])
+			if r == utf8.RuneError && size == 1 {
+				j.scratch = append(j.scratch[:0], b[from:]...)
+				b = appendQuoted(b[:from-1], j.scratch)
+				return b[:len(b)-1]
+			}
+			i += size - 1
+		}
+	}
+	if extra == 0 {
+		return b
+	}
+	end := len(b)
+	b = append(b, make([]byte, extra)...)
+	w := len(b)
+	var esc [6]byte
+	for i := end - 1; i >= first; i-- {
+		c := b[i]
+		if c >= utf8.RuneSelf || plain[c] {
+			w--
+			b[w] = c
+			continue
+		}
+		e := appendEscape(esc[:0], c)
+		w -= len(e)
+		copy(b[w:], e)
+	}
+	return b
+}
+
+// plainPrefix is the length of the start of b that is plain ASCII, up to
+// the word holding the first byte that is not (a control character, '"',
+// '\\', DEL or a byte of a multi-byte sequence), checked eight bytes at a
+// time.
+func plainPrefix(b []byte) int {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	n := 0
+	for ; n+8 <= len(b); n += 8 {
+		x := binary.LittleEndian.Uint64(b[n:])
+		// a byte of x is below 0x20, is '"', '\\' or DEL, or has its high bit set
+		special := (x - 0x20*ones) | ((x ^ '"'*ones) - ones) | ((x ^ '\\'*ones) - ones) | ((x ^ 0x7f*ones) - ones) | x
+		if special&highs != 0 {
+			break
+		}
+	}
+	return n
+}
+
+// Hist writes {"type":"hist","data":STAT} with the statistic's buckets.
+func (j *JSON) Hist(s *format.Stat) error {
+	if err := s.HistError(); err != nil {
+		return err
+	}
+	j.buf = appendStatJSON(append(j.buf, `{"type":"hist","data":`...), s)
+	j.endLine()
+	return nil
+}
+
+// Log writes {"type":"log","data":MSG}.
+func (j *JSON) Log(msg string) {
+	j.buf = appendQuoted(append(j.buf, `{"type":"log","data":`...), msg)
+	j.endLine()
+}
+
+// Global writes the global as one object: its name, types and elements.
+func (j *JSON) Global(g *Global) {
+	b := append(j.buf, `{"type":"global","name":`...)
+	b = appendQuoted(b, g.Name)
+	b = appendQuoted(append(b, `,"value_type":`...), g.Type.String())
+	if g.Keys != nil {
+		b = append(b, `,"key_types":[`...)
+		for i, k := range g.Keys {
+			b = appendQuoted(appendComma(b, i), k.String())
+		}
+		b = append(b, ']')
+	}
+	b = append(b, `,"elements":[`...)
+	for i := range g.Elements {
+		b = appendElementJSON(appendComma(b, i), g, &g.Elements[i])
+	}
+	j.buf = append(b, ']')
+	j.endLine()
+}
+
+// appendElementJSON appends {"keys":[...],"value":V} or {"keys":[...],"stat":STAT}.
+func appendElementJSON(b []byte, g *Global, e *Element) []byte {
+	b = append(b, '{')
+	if g.Keys != nil {
+		b = append(b, `"keys":[`...)
+		for i, k := range e.Key {
+			b = appendValueJSON(appendComma(b, i), i < len(g.Keys) && g.Keys[i] == syntax.TypeString, k)
+		}
+		b = append(b, "],"...)
+	}
+	if g.Type == syntax.TypeStats {
+		s := e.Stat
+		if s == nil {
+			s = &format.Stat{}
+		}
+		return append(appendStatJSON(append(b, `"stat":`...), s), '}')
+	}
+	return append(appendValueJSON(append(b, `"value":`...), g.Type == syntax.TypeString, e.Value), '}')
+}
+
+// appendValueJSON appends a long as a number, a string (up to its first
+// NUL byte, as Text shows it) as a JSON string.
+func appendValueJSON(b []byte, isString bool, v format.Arg) []byte {
+	if !isString {
+		return strconv.AppendInt(b, v.Int, 10)
+	}
+	s, _, _ := strings.Cut(v.Str, "\x00")
+	return appendQuoted(b, s)
+}
+
+// appendStatJSON appends {"count":N,"sum":N,"min":N,"max":N,"avg":N} (min,
+// max and avg 0 when empty, as Text shows them), with "hist" and
+// "buckets" when s has a histogram: the buckets that counted a value, in
+// order, each with the value stap's histogram shows for it.
+func appendStatJSON(b []byte, s *format.Stat) []byte {
+	b = append(b, '{')
+	for i, op := range statOps {
+		v, _ := s.Get(op)
+		b = append(appendComma(b, i), '"')
+		b = strconv.AppendInt(append(append(b, op...), `":`...), v, 10)
+	}
+	if h := s.Hist; h != nil && len(s.Counts) == h.Buckets() {
+		b = appendHistJSON(b, h, s.Counts)
+	}
+	return append(b, '}')
+}
+
+// appendHistJSON appends the layout and the buckets of a histogram.
+func appendHistJSON(b []byte, h *format.Hist, counts []int64) []byte {
+	if h.Linear {
+		b = append(b, `,"hist":"linear","start":`...)
+		b = strconv.AppendInt(b, int64(h.Start), 10)
+		b = strconv.AppendInt(append(b, `,"stop":`...), int64(h.Stop), 10)
+		b = strconv.AppendInt(append(b, `,"interval":`...), int64(h.Interval), 10)
+	} else {
+		b = append(b, `,"hist":"log"`...)
+	}
+	b = append(b, `,"buckets":[`...)
+	n := 0
+	for i, c := range counts {
+		if c == 0 {
+			continue
+		}
+		value, mark := h.Label(i)
+		b = strconv.AppendInt(append(appendComma(b, n), `{"value":`...), value, 10)
+		switch mark {
+		case "<":
+			b = append(b, `,"below":true`...)
+		case ">":
+			b = append(b, `,"above":true`...)
+		}
+		b = append(strconv.AppendInt(append(b, `,"count":`...), c, 10), '}')
+		n++
+	}
+	return append(b, ']')
+}
+
+// Diagnostic writes {"type":"error"|"warning","msg":MSG} with "near",
+// "file", "line" and "column" when it has them.
+func (j *JSON) Diagnostic(d *Diagnostic) {
+	b := append(j.buf, `{"type":`...)
+	b = appendQuoted(b, severityName[d.Severity])
+	b = appendQuoted(append(b, `,"msg":`...), d.Msg)
+	if d.At.IsValid() {
+		if d.Near != "" {
+			b = appendQuoted(append(b, `,"near":`...), d.Near)
+		}
+		b = appendPosition(b, d.At)
+	}
+	j.buf = b
+	j.endLine()
+}
+
+var severityName = map[Severity]string{Error: "error", Warning: "warning"}
+
+// appendPosition appends ,"file":F,"line":L,"column":C.
+func appendPosition(b []byte, p syntax.Pos) []byte {
+	b = appendQuoted(append(b, `,"file":`...), p.File())
+	b = strconv.AppendInt(append(b, `,"line":`...), int64(p.Line), 10)
+	return strconv.AppendInt(append(b, `,"column":`...), int64(p.Col), 10)
+}
+
+// Loss writes {"type":"lost","what":W,"count":N,"option":O,"limit":L,"size":S}.
+func (j *JSON) Loss(l *Loss) {
+	b := appendQuoted(append(j.buf, `{"type":"lost","what":`...), l.What)
+	b = strconv.AppendInt(append(b, `,"count":`...), l.Count, 10)
+	b = appendQuoted(append(b, `,"option":`...), l.Option)
+	b = appendQuoted(append(b, `,"limit":`...), l.Limit)
+	j.buf = strconv.AppendInt(append(b, `,"size":`...), l.Size, 10)
+	j.endLine()
+}
+
+// Summary writes {"type":"summary","errors":N,"skipped":N}, always.
+func (j *JSON) Summary(s *Summary) {
+	b := strconv.AppendInt(append(j.buf, `{"type":"summary","errors":`...), s.Errors, 10)
+	j.buf = strconv.AppendInt(append(b, `,"skipped":`...), s.Skipped, 10)
+	j.endLine()
+}
+
+// HitReport writes {"type":"probe_hits","probes":[...]}, a probe per Hit.
+func (j *JSON) HitReport(hits []Hit) {
+	b := append(j.buf, `{"type":"probe_hits","probes":[`...)
+	for i, h := range hits {
+		b = appendQuoted(append(appendComma(b, i), `{"probe":`...), h.Probe)
+		b = appendPosition(b, h.At)
+		for _, f := range []struct {
+			name string
+			v    int64
+		}{{"hits", h.Hits}, {"min_ns", h.Min}, {"avg_ns", h.Avg}, {"max_ns", h.Max}, {"variance", h.Variance}} {
+			b = strconv.AppendInt(append(append(append(b, `,"`...), f.name...), `":`...), f.v, 10)
+		}
+		b = appendQuoted(append(b, `,"from":`...), h.From)
+		b = append(strconv.AppendInt(append(b, `,"index":`...), int64(h.Index), 10), '}')
+	}
+	j.buf = append(b, ']')
+	j.endLine()
+}
+
+// Attached writes {"type":"attached_probes","programs":N}.
+func (j *JSON) Attached(a *Attached) {
+	j.buf = strconv.AppendInt(append(j.buf, `{"type":"attached_probes","programs":`...), int64(a.Programs), 10)
+	j.endLine()
+}
+
+// System writes {"type":"system","data":TEXT} at once.
+func (j *JSON) System(out []byte) {
+	j.buf = appendQuoted(append(j.buf, `{"type":"system","data":`...), out)
+	j.buf = append(j.buf, "}\n"...)
+	j.keepErr(j.write())
+}
+
+// SwitchFile writes {"type":"switch_file"} at the end of the file it
+// leaves, then switches.
+func (j *JSON) SwitchFile() error {
+	j.buf = append(j.buf, `{"type":"switch_file"`...)
+	j.endLine()
+	return j.switchFile()
+}
+
+// endLine closes the object and the line.
+func (j *JSON) endLine() {
+	j.buf = append(j.buf, "}\n"...)
+	j.flushIfFull()
+}
+
+func appendComma(b []byte, i int) []byte {
+	if i > 0 {
+		return append(b, ',')
+	}
+	return b
+}
+
+// plain marks the ASCII bytes a JSON string holds as they are.
+var plain = func() (t [utf8.RuneSelf]bool) {
+	for c := ' '; c < utf8.RuneSelf; c++ {
+		t[c] = c != '"' && c != '\\' && c != 0x7f
+	}
+	return t
+}()
+
+// appendQuoted appends s as a JSON string: runs of plain bytes copied at
+// once, control characters, quotes and backslashes escaped, valid UTF-8
+// sequences as they are, any other byte as U+FFFD.
+func appendQuoted[T ~string | ~[]byte](b []byte, s T) []byte {
+	b = append(b, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf && plain[c] {
+			i++
+			continue
+		}
+		b = append(b, s[start:i]...)
+		if c >= utf8.RuneSelf {
+			r, size := utf8.DecodeRuneInString(string(s[i:min(i+utf8.UTFMax, len(s))]))
+			if r == utf8.RuneError && size == 1 {
+				b = append(b, `\ufffd`...)
+			} else {
+				b = append(b, s[i:i+size]...)
+			}
+			i += size
+		} else {
+			b = appendEscape(b, c)
+			i++
+		}
+		start = i
+	}
+	b = append(b, s[start:]...)
+	return append(b, '"')
+}
+
+// escapeLen is the length of the JSON escape of an ASCII byte that is not
+// plain.
+func escapeLen(c byte) int {
+	switch c {
+	case '"', '\\', '\n', '\t', '\r':
+		return 2
+	}
+	return len(`\u0000`)
+}
+
+// appendEscape appends the JSON escape of an ASCII byte.
+func appendEscape(b []byte, c byte) []byte {
+	switch c {
+	case '"', '\\':
+		return append(b, '\\', c)
+	case '\n':
+		return append(b, '\\', 'n')
+	case '\t':
+		return append(b, '\\', 't')
+	case '\r':
+		return append(b, '\\', 'r')
+	}
+	const hex = "0123456789abcdef"
+	return append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
+}

@@ -1,0 +1,268 @@
+package output
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"os"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+	"unicode/utf8"
+
+	"github.com/bpftap/bpftap/internal/format"
+	"github.com/bpftap/bpftap/internal/syntax"
+)
+
+// everyEvent hands w one of each event, with every optional field.
+func everyEvent(t *testing.T, w Writer) {
+	t.Helper()
+	src := syntax.NewSource("x.stp", "probe begin { x = 1 / 0 }\n")
+	at := syntax.Pos{Src: src, Line: 1, Col: 20}
+	if err := w.Print(mustCompile(t, "%s=%d\n"), []format.Arg{str("a\"\\\x01\xff€"), long(1)}, nil); err != nil {
+		t.Fatal(err)
+	}
+	logHist := format.NewStat(format.LogHist, 0)
+	logHist.Add(3)
+	logHist.Add(-1)
+	lin, _ := format.LinearHist(0, 10, 5)
+	linHist := format.NewStat(lin, 0)
+	for _, v := range []int64{-3, 4, 99} {
+		linHist.Add(v)
+	}
+	for _, s := range []*format.Stat{logHist, linHist} {
+		if err := w.Hist(s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w.Log("message")
+	for _, c := range globalCases {
+		w.Global(&c.g)
+	}
+	w.Diagnostic(&Diagnostic{Severity: Error, Msg: "division by 0", Near: "operator '/'", At: at})
+	w.Diagnostic(&Diagnostic{Severity: Error, Msg: "cannot attach", At: at, Source: true})
+	w.Diagnostic(&Diagnostic{Severity: Warning, Msg: "careful"})
+	w.Loss(&Loss{What: "transport", Count: 7, Option: "-s", Limit: "buffer size", Size: 8})
+	w.Summary(&Summary{Errors: 1, Skipped: 2, Reentrancy: true})
+	w.HitReport([]Hit{{Probe: "begin", At: at, Hits: 1, Min: 2, Avg: 3, Max: 4, Variance: 5, From: "begin", Index: 0}})
+	w.Attached(&Attached{Programs: 3, Elapsed: "1usr/2sys/3real ms"})
+	w.System([]byte("from a command\n"))
+	if err := w.SwitchFile(); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Flush(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// objects parses every line of out as a JSON object.
+func objects(t *testing.T, out []byte) []map[string]any {
+	t.Helper()
+	var objs []map[string]any
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		var o map[string]any
+		if err := json.Unmarshal(sc.Bytes(), &o); err != nil {
+			t.Fatalf("line %q: %v", sc.Text(), err)
+		}
+		objs = append(objs, o)
+	}
+	return objs
+}
+
+// docFields reads docs/json-output.md: for each event type (and "stat",
+// the statistics' section) its fields, and which are optional.
+func docFields(t *testing.T) map[string]map[string]bool {
+	t.Helper()
+	doc, err := os.ReadFile("../../docs/json-output.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	heading := regexp.MustCompile("^### `([a-z_]+)`$")
+	row := regexp.MustCompile("^\\| (`[a-z_]+`(?:, `[a-z_]+`)*) \\|")
+	fields := map[string]map[string]bool{}
+	section := ""
+	for _, line := range strings.Split(string(doc), "\n") {
+		switch m := heading.FindStringSubmatch(line); {
+		case m != nil:
+			section = m[1]
+			fields[section] = map[string]bool{}
+		case line == "## Statistics":
+			section = "stat"
+			fields[section] = map[string]bool{}
+		case section != "":
+			r := row.FindStringSubmatch(line)
+			if r == nil {
+				continue
+			}
+			for _, f := range strings.Split(r[1], ", ") {
+				fields[section][strings.Trim(f, "`")] = strings.Contains(line, "*optional*")
+			}
+		}
+	}
+	return fields
+}
+
+// TestJSONSchema checks the writer against its documentation: every line
+// is a JSON object, every documented field is present (an optional one in
+// at least one object of its type, as everyEvent gives each), and nothing
+// undocumented is written.
+func TestJSONSchema(t *testing.T) {
+	var out bytes.Buffer
+	everyEvent(t, NewJSON(&out))
+	doc := docFields(t)
+	if len(doc) < 13 {
+		t.Fatalf("the documentation lists %d sections", len(doc))
+	}
+	seen := map[string]map[string]bool{}
+	check := func(section string, o map[string]any) {
+		want, ok := doc[section]
+		if !ok {
+			t.Errorf("undocumented event %q", section)
+			return
+		}
+		if seen[section] == nil {
+			seen[section] = map[string]bool{}
+		}
+		for f := range o {
+			if _, ok := want[f]; !ok {
+				t.Errorf("%s: undocumented field %q in %v", section, f, o)
+			}
+			seen[section][f] = true
+		}
+		for f, optional := range want {
+			if _, ok := o[f]; !ok && !optional {
+				t.Errorf("%s: no field %q in %v", section, f, o)
+			}
+		}
+	}
+	for _, o := range objects(t, out.Bytes()) {
+		typ, _ := o["type"].(string)
+		check(typ, o)
+		for _, s := range stats(o) {
+			check("stat", s)
+		}
+	}
+	for section, want := range doc {
+		for f := range want {
+			if !seen[section][f] {
+				t.Errorf("%s: documented field %q never written", section, f)
+			}
+		}
+	}
+}
+
+// stats returns the statistics an object holds.
+func stats(o map[string]any) []map[string]any {
+	if o["type"] == "hist" {
+		return []map[string]any{o["data"].(map[string]any)}
+	}
+	var list []map[string]any
+	elems, _ := o["elements"].([]any)
+	for _, e := range elems {
+		if s, ok := e.(map[string]any)["stat"].(map[string]any); ok {
+			list = append(list, s)
+		}
+	}
+	return list
+}
+
+// The values of the objects are the events' own: what Text would write
+// for a print call, positions, statistics and buckets.
+func TestJSONValues(t *testing.T) {
+	var out, text bytes.Buffer
+	everyEvent(t, NewJSON(&out))
+	objs := objects(t, out.Bytes())
+	tw := NewText(&text, &bytes.Buffer{})
+	tw.Print(mustCompile(t, "%s=%d\n"), []format.Arg{str("a\"\\\x01\xff€"), long(1)}, nil)
+	tw.Flush()
+	if got, want := objs[0]["data"], validUTF8(text.String()); got != want {
+		t.Errorf("print data %q, text %q", got, want)
+	}
+	byType := map[string][]map[string]any{}
+	for _, o := range objs {
+		byType[o["type"].(string)] = append(byType[o["type"].(string)], o)
+	}
+	lin := byType["hist"][1]["data"].(map[string]any)
+	buckets, _ := json.Marshal(lin["buckets"])
+	if string(buckets) != `[{"below":true,"count":1,"value":0},{"count":1,"value":0},{"above":true,"count":1,"value":10}]` {
+		t.Errorf("linear buckets %s", buckets)
+	}
+	e := byType["error"][0]
+	if e["msg"] != "division by 0" || e["near"] != "operator '/'" || e["file"] != "x.stp" || e["line"] != 1.0 || e["column"] != 20.0 {
+		t.Errorf("error %v", e)
+	}
+	stat := byType["global"][7]["elements"].([]any)[0].(map[string]any)["stat"]
+	if got, _ := json.Marshal(stat); string(got) != `{"avg":3,"count":3,"max":6,"min":1,"sum":9}` {
+		t.Errorf("statistic %s", got)
+	}
+	var types []string
+	for typ := range byType {
+		types = append(types, typ)
+	}
+	sort.Strings(types)
+	if !slices.Equal(types, []string{"attached_probes", "error", "global", "hist", "log", "lost", "print", "probe_hits", "summary", "switch_file", "system", "warning"}) {
+		t.Errorf("types %v", types)
+	}
+}
+
+// A print call that fails writes nothing; an empty histogram fails as in
+// Text.
+func TestJSONErrors(t *testing.T) {
+	var out bytes.Buffer
+	w := NewJSON(&out)
+	if err := w.Print(mustCompile(t, "b%m"), []format.Arg{long(0x1000)}, nil); err == nil {
+		t.Error("%m without memory printed")
+	}
+	if err := w.Hist(format.NewStat(format.LogHist, 0)); !errors.Is(err, format.ErrEmpty) {
+		t.Errorf("empty histogram: %v", err)
+	}
+	w.Flush()
+	if out.Len() != 0 {
+		t.Errorf("wrote %q", out.String())
+	}
+}
+
+// Every byte string comes out as a JSON string encoding/json reads back:
+// the same text where it is UTF-8; quoted by appendQuoted, and in place
+// as a print record's data.
+func FuzzJSONString(f *testing.F) {
+	for _, s := range []string{"", "plain", "a\"b\\c\n\t\x00\x7f", "\xff\xfe", "é€𝄞", "\xe2\x82", "x\n\xff\n"} {
+		f.Add(s)
+	}
+	printS, err := format.Compile("%s")
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		want := validUTF8(s)
+		var back string
+		if b := appendQuoted(nil, s); json.Unmarshal(b, &back) != nil || back != want {
+			t.Errorf("%q → %s → %q", s, b, back)
+		}
+		var out bytes.Buffer
+		w := NewJSON(&out)
+		w.Print(printS, []format.Arg{str("[" + s + "]")}, nil)
+		w.Flush()
+		var record struct{ Data string }
+		printed, _, _ := strings.Cut("["+s+"]", "\x00") // %s stops at a NUL
+		if err := json.Unmarshal(out.Bytes(), &record); err != nil || record.Data != validUTF8(printed) {
+			t.Errorf("%q → %s → %q, %v", s, out.Bytes(), record.Data, err)
+		}
+	})
+}
+
+// validUTF8 is s with every byte that is not UTF-8 replaced by U+FFFD.
+func validUTF8(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		b.WriteRune(r)
+		i += size
+	}
+	return b.String()
+}

@@ -1,0 +1,59 @@
+package sema
+
+import (
+	"fmt"
+
+	"github.com/bpftap/bpftap/internal/probes"
+	"github.com/bpftap/bpftap/internal/syntax"
+)
+
+// $value in procfs probes. The body of a procfs probe (probes/procfs.go)
+// reads or sets the file's contents as $value: each $value of the body
+// becomes the probe's first local, named "$value" (no script name can
+// clash with it), a string, recorded in Probe.Value. The runner stores
+// the bytes written before a write probe runs and takes what a read probe
+// left after it ran; the local is never elided.
+
+// ValueName is the name of the $value local of procfs probes.
+const ValueName = "$value"
+
+// isProcfs tells whether p is a procfs probe.
+func isProcfs(p *Probe) bool { return !p.Kernel && p.Family == probes.ProcfsFamily }
+
+// declareValue declares the $value local of a procfs probe in s and
+// makes each $value of body a use of it.
+func (s *scope) declareValue(p *Probe, body *syntax.Block) {
+	v := &syntax.Var{Name: ValueName, Kind: syntax.VarLocal, Pos: body.Pos, Type: syntax.TypeString, Index: len(s.list)}
+	s.locals[v.Name], s.list, p.Value = v, append(s.list, v), v
+	rewriteExprs(body, func(x syntax.Expr) (syntax.Expr, bool) {
+		if t, ok := x.(*syntax.TargetVar); ok && t.Name == ValueName && len(t.Components) == 0 && !t.AddrOf && t.Pretty == 0 {
+			return &syntax.Ident{Typed: syntax.Typed{Pos: t.Pos, T: syntax.TypeString}, Name: ValueName, Var: v}, true
+		}
+		return x, false
+	})
+}
+
+// checkProcfsFiles refuses a file with both read and write probes (it is
+// served as a FIFO, which is read or written, never both, as under
+// stapbpf) and a file with two read probes (one reader gets one $value).
+func (e *elab) checkProcfsFiles() {
+	read, write := map[string]*Probe{}, map[string]*Probe{}
+	for _, p := range e.prog.Probes {
+		if !isProcfs(p) {
+			continue
+		}
+		f := probes.Procfs(p.Point.Components)
+		mine, other := read, write
+		if f.Write {
+			mine, other = write, read
+		}
+		if q := other[f.Name]; q != nil {
+			e.rep.errorAt("procfs", p.Point.Components[0], fmt.Sprintf("procfs file %q has both read and write probes (the other at %s): bpftap serves it as a FIFO, which is either read or written, as SystemTap's BPF runtime does", f.Name, q.Point.Pos))
+		} else if q := mine[f.Name]; q != nil && !f.Write {
+			e.rep.errorAt("procfs", p.Point.Components[0], fmt.Sprintf("only one read procfs probe can exist for procfs path %q (the other at %s)", f.Name, q.Point.Pos))
+		}
+		if mine[f.Name] == nil {
+			mine[f.Name] = p
+		}
+	}
+}
