@@ -49,10 +49,11 @@ type Image struct {
 
 // GuestModules are the modules the guests load: binfmt_misc, whose
 // load_misc_binary every execve calls, gives tests a module function to
-// probe and a module's BTF to read. The package ships it compressed on
-// 6.12 (.ko.xz), which busybox's insmod cannot read: the cache keeps it
-// uncompressed.
-var GuestModules = []string{"binfmt_misc"}
+// probe and a module's BTF to read; scsi_common and scsi_mod (loaded in
+// that order, init.sh's: by name) are the SCSI mid layer that scsi.*
+// probes. The package ships them compressed on 6.12 (.ko.xz), which
+// busybox's insmod cannot read: the cache keeps them uncompressed.
+var GuestModules = []string{"binfmt_misc", "scsi_common", "scsi_mod"}
 
 // ErrUnavailable marks the failures that mean a guest cannot be had on this
 // machine (no apt, no network, no such package), as opposed to a bug.

@@ -17,8 +17,9 @@ import (
 // `$$locals` ""), `@cast(ADDR, "struct T")->m` reads from any address. As in
 // stap every value is a long: a char array such as $p->comm is its address
 // (scripts call kernel_string on it), a char * is the pointer. Pretty
-// printing ($p$, $$parms$) is refused. An Access tells the code generator how
-// to compute each value.
+// printing ($p$, $$parms$) is expanded into a sprintf of the members where
+// BTF types the variable (Pretty, pretty.go), refused elsewhere. An Access
+// tells the code generator how to compute each value.
 
 // Access is how a kernel probe computes the value of a context expression.
 type Access struct {
@@ -57,6 +58,9 @@ type Context struct {
 	// refused names the $vars a point knows of but does not offer, with
 	// the reason ($return of a security hook: stap 5.6's verdict).
 	refused map[string]string
+	// argsOfCall: the point fires as a call returns and its arguments are
+	// those the call was entered with (returnEvents).
+	argsOfCall bool
 }
 
 // Entry is where the @entry expressions of a return probe are evaluated:
@@ -78,6 +82,11 @@ func (c *Context) ParamsAtEntry() bool {
 	a := c.Attach
 	return c.entry != nil && a.Func != nil && a.Func.Words == 0 && !a.User
 }
+
+// ArgsOfCall tells whether the point fires as a call returns with the
+// arguments the call was entered with: there @entry of an expression of
+// them is its value at the event.
+func (c *Context) ArgsOfCall() bool { return c.argsOfCall }
 
 // EntryOf returns the entries a return probe's @entry pairs with, nil
 // where the probe point's family pairs none.

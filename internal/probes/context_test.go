@@ -108,3 +108,45 @@ func accessString(a *Access) string {
 	}
 	return s
 }
+
+// TestPretty expands the pretty-printed expressions of
+// testdata/pretty.txt ("SYSTEM:EVENT EXPR => FORMAT | ARGS") on the fake
+// kernel's tracepoints: the sprintf format and its arguments, or "refused"
+// where the point cannot expand it.
+func TestPretty(t *testing.T) {
+	data, err := os.ReadFile("testdata/pretty.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := probestest.New()
+	tps, _ := k.Tracepoints()
+	for _, line := range strings.Split(string(data), "\n") {
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		in, want, _ := strings.Cut(line, " => ")
+		name, expr, _ := strings.Cut(in, " ")
+		matched, _ := kernelMatch(tps, name)
+		a, err := attachTracepoint(k, matched, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx := &Context{kernel: k, Attach: a}
+		file, err := syntax.Parse(syntax.NewSource("<test>", "probe begin { x = "+expr+" }"), nil)
+		if err != nil {
+			t.Fatalf("%s: %v", expr, err)
+		}
+		x := file.Decls[0].(*syntax.ProbeDecl).Body.Stmts[0].(*syntax.ExprStmt).X.(*syntax.Assign).RHS.(*syntax.TargetVar)
+		got := "refused"
+		if format, args, ok := ctx.Pretty(x); ok {
+			var texts []string
+			for _, a := range args {
+				texts = append(texts, syntax.ExprString(a))
+			}
+			got = format + " | " + strings.Join(texts, ", ")
+		}
+		if got != want {
+			t.Errorf("%s:\n got %s\nwant %s", in, got, want)
+		}
+	}
+}

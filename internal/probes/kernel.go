@@ -43,6 +43,8 @@ type KernelInfo interface {
 	// Functions lists the kernel functions probes may attach to
 	// (kernel.Functions).
 	Functions() ([]*kernel.Function, error)
+	// Exported names the functions exported to modules (kernel.Exported).
+	Exported() (map[string]bool, error)
 	// EventFields describes the record of a trace event (kernel.EventFields).
 	EventFields(system, event string) ([]kernel.Field, error)
 	BTF() (*kernel.BTF, error)
@@ -71,6 +73,7 @@ type RunningKernel struct {
 func (RunningKernel) Tracepoints() ([]*kernel.Tracepoint, error) { return kernel.Tracepoints() }
 func (RunningKernel) BTF() (*kernel.BTF, error)                  { return kernel.Kernel() }
 func (RunningKernel) Functions() ([]*kernel.Function, error)     { return kernel.Functions() }
+func (RunningKernel) Exported() (map[string]bool, error)         { return kernel.Exported() }
 func (RunningKernel) ModuleBTF(name string) (*kernel.BTF, error) { return kernel.Module(name) }
 
 func (RunningKernel) EventFields(system, event string) ([]kernel.Field, error) {

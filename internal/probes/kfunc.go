@@ -45,7 +45,7 @@ func kernelFunctionFamily(k KernelInfo) *Family {
 	var paths []string
 	for _, base := range []string{"kernel.function(string)", "module(string).function(string)"} {
 		paths = append(paths, base, base+".call", base+".return", base+".call.return",
-			base+".return.maxactive(number)")
+			base+".return.maxactive(number)", base+".exported", base+".exported.return")
 	}
 	for _, base := range []string{"kprobe.function(string)", "kprobe.module(string).function(string)"} {
 		paths = append(paths, base, base+".return", base+".return.maxactive(number)")
@@ -102,6 +102,11 @@ func expandKernelFunction(k KernelInfo, p *Point) ([]*Point, error) {
 	if err != nil {
 		return nil, err
 	}
+	if hasComponent(p, "exported") {
+		if matched, err = exportedOnly(k, matched, pattern.Value); err != nil {
+			return nil, err
+		}
+	}
 	matched, shared := unshared(matched)
 	if len(matched) == 0 {
 		return nil, errorf("every kernel function %q matches shares its name with another (static functions of different files): bpftap attaches by name and cannot tell them apart", pattern.Value)
@@ -154,6 +159,30 @@ func expandKernelFunction(k KernelInfo, p *Point) ([]*Point, error) {
 			len(shared), strings.Join(shared[:min(len(shared), 4)], ", "))
 	}
 	return out, nil
+}
+
+// exportedOnly keeps the functions exported to modules (.exported: the
+// kernel's symbol export table, kernel.Exported).
+func exportedOnly(k KernelInfo, fns []*kernel.Function, pattern string) ([]*kernel.Function, error) {
+	exported, err := k.Exported()
+	if err != nil {
+		return nil, &Error{Msg: fmt.Sprintf("cannot read the kernel's exported symbols: %v", err)}
+	}
+	var keep []*kernel.Function
+	for _, fn := range fns {
+		if exported[fn.Name] {
+			keep = append(keep, fn)
+		}
+	}
+	if len(keep) == 0 {
+		if _, _, err := kernelFunctionPoint(k, kernelFunctionCall{fn: fns[0]}); err != nil {
+			return nil, err // a kernel that probes no function says why first
+		}
+		return nil, &Error{Msg: "no match", detail: func() string {
+			return fmt.Sprintf(" (of the functions %q matches, the kernel exports none: its export table, __ksymtab_NAME in /proc/kallsyms, lists none of them)", pattern)
+		}}
+	}
+	return keep, nil
 }
 
 // unshared splits a wildcard's functions into those a probe can attach to

@@ -61,11 +61,17 @@ func expandTrace(k KernelInfo, p *Point, classic bool) ([]*Point, error) {
 			return nil, err
 		}
 		q := concretePoint(p, "trace", tracepointName(tp, spec.Value))
-		q.Context = &Context{kernel: k, Attach: a}
+		q.Context = &Context{kernel: k, Attach: a, argsOfCall: returnEvents[tp.String()]}
 		out = append(out, q)
 	}
 	return out, nil
 }
+
+// returnEvents are the tracepoints that fire as a call returns, with the
+// arguments the call was entered with: the return aliases they serve
+// (tcp.recvmsg.return on sock:sock_recv_length) keep stap's @entry($sk),
+// whose value is the event's $sk.
+var returnEvents = map[string]bool{"sock:sock_send_length": true, "sock:sock_recv_length": true}
 
 // tracepointName is the name of a matched tracepoint in its concrete probe
 // point: SYSTEM:EVENT, with the system as the script wrote it when tracefs

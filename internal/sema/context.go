@@ -49,6 +49,25 @@ func (s *scope) resolvesContext(n syntax.Expr) bool {
 	return s.ctx != nil || isCast && s.e.kernel != nil && s.probe == nil || constantCast(n) && s.e.castKernel() != nil
 }
 
+// expandPretty replaces each pretty-printed context expression ($var$,
+// $$parms$, ...) of a kernel probe's body by the sprintf of its members
+// that computes it (probes.Context.Pretty); one the point cannot expand is
+// left for resolution to refuse.
+func (s *scope) expandPretty(body *syntax.Block) {
+	syntax.RewriteExprs(body, func(x syntax.Expr) syntax.Expr {
+		v, ok := x.(*syntax.TargetVar)
+		if !ok || v.Pretty == 0 {
+			return nil
+		}
+		format, args, ok := s.ctx.Pretty(v)
+		if !ok {
+			return nil
+		}
+		at := syntax.Typed{Pos: v.Pos}
+		return &syntax.PrintCall{Typed: at, Name: "sprintf", Format: &syntax.StringLit{Typed: at, Value: format}, Args: args}
+	})
+}
+
 func (s *scope) resolveContext(n syntax.Expr) (*probes.Access, *probes.ContextError) {
 	switch n := n.(type) {
 	case *syntax.TargetVar:
@@ -83,11 +102,18 @@ func (s *scope) readParams(a *probes.Access) {
 }
 
 // decideDefined returns the literal a @defined of a context expression
-// becomes where it can be resolved (defined.go): 1 if the expression
+// (of @entry of one, where the entries are known: entryCtx) becomes where
+// it can be resolved (defined.go): 1 if the expression
 // resolves, whose arguments the probe then reads (stap lists them among
 // its locals), else 0; nil for another operand, or where it cannot be
 // resolved.
 func (s *scope) decideDefined(x *syntax.Defined) syntax.Expr {
+	if en, ok := x.X.(*syntax.Entry); ok && s.entryCtx != nil { // @defined(@entry(X)): X at the entries
+		ret := s.ctx
+		s.ctx = s.entryCtx
+		defer func() { s.ctx = ret }()
+		x = &syntax.Defined{Typed: x.Typed, X: en.X}
+	}
 	switch x.X.(type) {
 	case *syntax.TargetVar, *syntax.Cast:
 	default:

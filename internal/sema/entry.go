@@ -3,6 +3,7 @@ package sema
 import (
 	"fmt"
 
+	"github.com/bpftap/bpftap/internal/probes"
 	"github.com/bpftap/bpftap/internal/probes/attach"
 	"github.com/bpftap/bpftap/internal/syntax"
 )
@@ -30,8 +31,13 @@ import (
 //
 // A return whose entry was not seen (the call began before the probes
 // were attached) does not run the probe, as a return probe in stap fires
-// only for the calls whose entry it saw. Probes whose point has no entry
-// keep their @entry, which type checking reports as stap does.
+// only for the calls whose entry it saw. The body's @defined are decided
+// before (pruneBeforePairing), so that only the @entry of the branches
+// kept are saved, @defined(@entry(X)) at the entries. A probe on an event
+// that fires as a call returns, with the call's arguments (the sock
+// tracepoints serving tcp.recvmsg.return), reads @entry($sk) as the
+// event's $sk (entryAtEvent). Other probes whose point has no entry keep
+// their @entry, which type checking reports as stap does.
 
 // entryParams makes each parameter a return probe reads where its
 // registers no longer hold it (probes.Context.ParamsAtEntry: a kretprobe)
@@ -98,8 +104,12 @@ func (e *elab) pairEntries() {
 		}
 		pair := p.context.EntryOf()
 		if pair == nil {
+			if p.context.ArgsOfCall() {
+				entryAtEvent(p.Body)
+			}
 			continue
 		}
+		e.pruneBeforePairing(p, pair.Context)
 		entry := &Probe{Point: p.Point, User: p.User, Name: pair.Name,
 			Family: p.Family, Args: map[string]syntax.Expr{}, Decl: p.Decl, Kernel: true,
 			Attach: pair.Context.Attach, context: pair.Context, origin: p.origin, userText: p.userText,
@@ -137,6 +147,42 @@ func (e *elab) pairEntries() {
 		}
 		e.prog.Probes = append(e.prog.Probes, entry)
 	}
+}
+
+// entryAtEvent makes each @entry(X) of a probe on an event that fires as a
+// call returns, with the call's arguments (probes.Context.ArgsOfCall), X
+// itself when X reads only those arguments: their values at the event
+// are those at entry. Another @entry is left for type checking to report.
+func entryAtEvent(b *syntax.Block) {
+	syntax.RewriteExprs(b, func(x syntax.Expr) syntax.Expr {
+		en, ok := x.(*syntax.Entry)
+		if !ok || syntax.Any(en.X, readsState) {
+			return nil
+		}
+		return en.X
+	})
+}
+
+// readsState tells whether n reads something an event's arguments do not
+// fix: a variable, an array, a function's value.
+func readsState(n syntax.Node) bool {
+	switch n.(type) {
+	case *syntax.Ident, *syntax.Index, *syntax.Call:
+		return true
+	}
+	return false
+}
+
+// pruneBeforePairing decides the @defined of a return probe's body before
+// its @entry are paired, so that only the @entry of the branches kept are
+// saved at entry: tcpipstat's @defined(@entry($sk)) ? @entry($sk) :
+// @entry($sock->sk) saves $sk. @defined(@entry(X)) tells whether X
+// resolves at the entries (entry).
+func (e *elab) pruneBeforePairing(p *Probe, entry *probes.Context) {
+	s := e.newScope(e.fileOf[p.Decl], nil)
+	s.ctx, s.probe, s.entryCtx = p.context, p, entry
+	s.contextVars = contextVarDefs(p.Body)
+	s.pruneDefined(p.Body)
 }
 
 func hasEntry(b *syntax.Block) bool {

@@ -38,6 +38,9 @@ type scope struct {
 	// contextVars are the context variables the probe's alias defines, by
 	// name (contextvars.go).
 	contextVars map[string]*syntax.Call
+	// entryCtx is, while a return probe's @defined are decided before its
+	// @entry are paired, the context of the entries it pairs with.
+	entryCtx *probes.Context
 }
 
 // A tapset file the program uses (one of its functions or globals) brings
@@ -76,6 +79,7 @@ func (e *elab) resolveProbe(p *Probe) {
 		s.contextVars = contextVarDefs(p.Body)
 		s.pruneDefined(p.Body)
 		s.substituteContextVars(p.Body)
+		s.expandPretty(p.Body)
 	}
 	if isProcfs(p) {
 		s.declareValue(p, p.Body)

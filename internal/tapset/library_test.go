@@ -19,6 +19,7 @@ var signatures = []string{
 	"d_name:string(dentry:long)",
 	"reverse_path_walk:string(dentry:long)",
 	"inode_name:string(inode:long)",
+	"inode_path:string(inode:long)",
 	"real_mount:long(vfsmnt:long)",
 	"task_dentry_path:string(task:long,dentry:long,vfsmnt:long)",
 	"fullpath_struct_path:string(path:long)",
@@ -274,6 +275,17 @@ var signatures = []string{
 	"tcpmib_remote_addr:long(sk:long)",
 	"tcpmib_local_port:long(sk:long)",
 	"tcpmib_remote_port:long(sk:long)",
+	// ipmib.stp, the filter defaults, scsi.stp
+	"ipmib_remote_addr:long(skb:long,SourceIsLocal:long)",
+	"ipmib_local_addr:long(skb:long,SourceIsLocal:long)",
+	"ipmib_tcp_remote_port:long(skb:long,SourceIsLocal:long)",
+	"ipmib_tcp_local_port:long(skb:long,SourceIsLocal:long)",
+	"ipmib_get_proto:long(skb:long)",
+	"ipmib_filter_key:long(skb:long,op:long,SourceIsLocal:long)",
+	"tcpmib_filter_key:long(sk:long,op:long)",
+	"linuxmib_filter_key:long(sk:long,op:long)",
+	"describe_data_direction:string(state:long)",
+	"describe_device_state:string(state:long)",
 	// units.stp
 	"nsecs_to_string:string(nsecs:long)",
 	"usecs_to_string:string(usecs:long)",
@@ -297,7 +309,7 @@ var kernelProbeOnly = map[string]bool{
 	"proc_mem_txt": true, "proc_mem_data": true, "proc_mem_string": true,
 	"task_uid": true, "task_gid": true, "task_euid": true, "task_egid": true,
 	"get_sa_flags": true, "get_sa_handler": true, "is_sig_blocked": true,
-	"d_name": true, "reverse_path_walk": true, "inode_name": true, "real_mount": true, "task_dentry_path": true,
+	"d_name": true, "reverse_path_walk": true, "inode_name": true, "inode_path": true, "real_mount": true, "task_dentry_path": true,
 	"fullpath_struct_path": true, "fullpath_struct_file": true,
 	"print_backtrace": true, "print_ubacktrace": true,
 	"get_netdev_name":     true,
@@ -306,6 +318,8 @@ var kernelProbeOnly = map[string]bool{
 	"tcp_ts_get_info_rcv_mss": true, "tcpmib_get_state": true, "tcpmib_local_addr": true,
 	"tcpmib_remote_addr": true, "tcpmib_local_port": true, "tcpmib_remote_port": true,
 	"bio_op": true, "disk_name": true, "bdevname": true,
+	"ipmib_remote_addr": true, "ipmib_local_addr": true, "ipmib_tcp_remote_port": true, "ipmib_tcp_local_port": true,
+	"ipmib_get_proto": true,
 }
 
 // companions are calls that give types to the globals a function only

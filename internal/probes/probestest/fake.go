@@ -33,6 +33,9 @@ func (k *Kernel) Functions() ([]*kernel.Function, error) {
 	return kernel.ParseFilterFunctions([]byte("vfs_read\nvfs_write\nnfs_read [nfs]\nstatic_twin\nstatic_twin\n")), nil
 }
 
+// Exported names vfs_read the only exported function.
+func (k *Kernel) Exported() (map[string]bool, error) { return map[string]bool{"vfs_read": true}, nil }
+
 // EventFields gives the classic events of the fake kernel the fields of a
 // 6.18 x86_64 kernel's format files.
 func (k *Kernel) EventFields(system, event string) ([]kernel.Field, error) {

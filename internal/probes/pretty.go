@@ -1,0 +1,270 @@
+package probes
+
+import (
+	"strings"
+
+	"github.com/bpftap/bpftap/internal/kernel"
+	"github.com/bpftap/bpftap/internal/syntax"
+)
+
+// Pretty printing of context variables: `$var$` is a string of var's
+// value, `{.a=1, .b=0xffff88800a1b2c00, .c={...}, .d=[...]}` for a struct
+// (or a pointer to one), `$var$$` the same with the nested structs and the
+// arrays' first element spelt out; `$$parms$`, `$$vars$` and `$$return$`
+// (and their `$$` forms) put each parameter, or the return value, so,
+// "name=VALUE" separated by spaces. stap expands the expression into a
+// sprintf of the members, and so does bpftap, typing them by BTF:
+//
+//   - a struct or union at the top, or anywhere under `$$`, lists its
+//     members (".m=", an anonymous one as stap spells it: "<union>=",
+//     "<class>=" for an anonymous struct); elsewhere it is `{...}`;
+//   - an array at the top or under `$$` shows its first element and ", ...",
+//     a char array its string in double quotes; elsewhere it is `[...]`;
+//   - a char pointer is the string it points to, quoted ("<unknown>" if it
+//     cannot be read); another pointer at the top is followed to what it
+//     points to (a function: `<function>:%p`), below it is `%p`;
+//   - a char is `'%#c'`, a signed integer or enum `%i`, an unsigned `%u`, a
+//     float and a bitfield (which bpftap does not read) `?`.
+//
+// A variable takes at most prettyArgs values, as in stap; its remaining
+// members are "...". Where stap catches a fault in the members' reads and
+// prints "ERROR", bpftap's read raises the fault as any member read does.
+
+// prettyArgs is how many values one pretty-printed variable reads.
+const prettyArgs = 32
+
+// Pretty expands the pretty-printed context expression x ($var$, $var$$,
+// $$parms$, ...) into the format and the arguments of a sprintf computing
+// it. ok is false where the point has no such expression or no BTF types
+// for it: x then resolves (Var) to the error saying why.
+func (c *Context) Pretty(x *syntax.TargetVar) (format string, args []syntax.Expr, ok bool) {
+	if x.Pretty == 0 || x.AddrOf || c.Attach.Provider != "" || c.loadFields() != nil {
+		return "", nil, false
+	}
+	btf, err := c.btf()
+	if err != nil {
+		return "", nil, false
+	}
+	p := &prettyPrinter{btf: btf, full: x.Pretty > 1, at: x.Pos}
+	switch x.Name {
+	case "$$parms", "$$vars":
+		return p.params(c, func(name string) bool { return c.Attach.Func == nil || name != "return" })
+	case "$$return":
+		if _, _, has := c.Attach.Arg("return"); !has || c.Attach.Func == nil || len(x.Components) > 0 {
+			return "", nil, false
+		}
+		return p.params(c, func(name string) bool { return name == "return" })
+	}
+	if strings.HasPrefix(x.Name, "$$") {
+		return "", nil, false
+	}
+	_, arg, found := c.Attach.Arg(strings.TrimPrefix(x.Name, "$"))
+	if !found || arg.Type == 0 {
+		return "", nil, false
+	}
+	t := arg.Type
+	if len(x.Components) > 0 {
+		var steps []kernel.Step
+		for _, comp := range x.Components {
+			steps = append(steps, stepOf(comp))
+		}
+		path, err := btf.Resolve(t, steps)
+		if err != nil {
+			return "", nil, false
+		}
+		t = path.Type
+	}
+	p.variable(x.Name, x.Components, t)
+	return p.format.String(), p.args, true
+}
+
+// prettyPrinter builds the format and the arguments of one expansion.
+type prettyPrinter struct {
+	btf  *kernel.BTF
+	full bool // `$$`: nested structs and arrays too
+	at   syntax.Pos
+	// name is the variable being printed; limit is the number of
+	// arguments at which its values stop (prettyArgs after its first).
+	name   string
+	limit  int
+	format strings.Builder
+	args   []syntax.Expr
+}
+
+// params prints the point's arguments that keep keeps, "name=VALUE" each.
+func (p *prettyPrinter) params(c *Context, keep func(string) bool) (string, []syntax.Expr, bool) {
+	first := true
+	for _, a := range c.Attach.Args {
+		if a.Hidden || !keep(a.Name) {
+			continue
+		}
+		if !first {
+			p.format.WriteString(" ")
+		}
+		first = false
+		p.format.WriteString(a.Name + "=")
+		if a.Type == 0 { // a trace record's field: a number, as $$parms shows it
+			p.push("%#x", &syntax.TargetVar{Typed: syntax.Typed{Pos: p.at}, Name: "$" + a.Name})
+			continue
+		}
+		p.variable("$"+a.Name, nil, a.Type)
+	}
+	return p.format.String(), p.args, true
+}
+
+// variable prints the variable name (with its chain comps) of type t.
+func (p *prettyPrinter) variable(name string, comps []*syntax.TargetComponent, t kernel.TypeID) {
+	p.name, p.limit = name, len(p.args)+prettyArgs
+	p.value(t, comps, true)
+}
+
+// value prints the value of type t that chain comps reaches; top tells
+// whether it is the variable itself.
+func (p *prettyPrinter) value(t kernel.TypeID, comps []*syntax.TargetComponent, top bool) {
+	u, err := p.btf.Underlying(t)
+	if err != nil {
+		p.format.WriteString("?")
+		return
+	}
+	switch u.Kind {
+	case kernel.KindInt, kernel.KindEnum, kernel.KindEnum64:
+		p.number(u, comps)
+	case kernel.KindArray:
+		p.array(u, comps, top)
+	case kernel.KindPtr:
+		p.pointer(u, comps, top)
+	case kernel.KindFuncProto:
+		p.push("<function>:%p", p.target(comps))
+	case kernel.KindStruct, kernel.KindUnion:
+		p.aggregate(u, comps, top)
+	case kernel.KindFwd:
+		p.format.WriteString("{...}")
+	default:
+		p.format.WriteString("?")
+	}
+}
+
+func (p *prettyPrinter) number(u *kernel.Type, comps []*syntax.TargetComponent) {
+	switch {
+	case u.Kind == kernel.KindInt && isChar(u):
+		p.push("'%#c'", p.target(comps))
+	case u.Kind == kernel.KindInt && !u.Signed:
+		p.push("%u", p.target(comps))
+	default:
+		p.push("%i", p.target(comps))
+	}
+}
+
+// isChar tells whether int type u is one of C's char types.
+func isChar(u *kernel.Type) bool {
+	return u.Size == 1 && (u.Char || strings.HasSuffix(u.Name, "char"))
+}
+
+func (p *prettyPrinter) array(u *kernel.Type, comps []*syntax.TargetComponent, top bool) {
+	if !top && !p.full {
+		p.format.WriteString("[...]")
+		return
+	}
+	if p.chars(u.Target, comps) {
+		return
+	}
+	p.format.WriteString("[")
+	p.value(u.Target, append(cloneComps(comps), &syntax.TargetComponent{Pos: p.at, Kind: syntax.ComponentIndex,
+		Index: &syntax.NumberLit{Typed: syntax.Typed{Pos: p.at}, Value: 0}}), false)
+	p.format.WriteString(", ...]")
+}
+
+func (p *prettyPrinter) pointer(u *kernel.Type, comps []*syntax.TargetComponent, top bool) {
+	if u.Target != 0 {
+		if p.chars(u.Target, comps) {
+			return
+		}
+		if pointee, err := p.btf.Underlying(u.Target); top && err == nil && pointee.Kind != kernel.KindPtr && pointee.Kind != kernel.KindVoid {
+			p.value(u.Target, comps, true)
+			return
+		}
+	}
+	p.push("%p", p.target(comps))
+}
+
+// chars prints a char array or char pointer, elem being its element type,
+// as the string it holds, quoted; it reports false for other elements.
+func (p *prettyPrinter) chars(elem kernel.TypeID, comps []*syntax.TargetComponent) bool {
+	u, err := p.btf.Underlying(elem)
+	if err != nil || u.Kind != kernel.KindInt || !isChar(u) {
+		return false
+	}
+	p.push(`"%s"`, &syntax.Call{Typed: syntax.Typed{Pos: p.at}, Name: "kernel_string2",
+		Args: []syntax.Expr{p.target(comps), &syntax.StringLit{Typed: syntax.Typed{Pos: p.at}, Value: "<unknown>"}}})
+	return true
+}
+
+func (p *prettyPrinter) aggregate(u *kernel.Type, comps []*syntax.TargetComponent, top bool) {
+	p.format.WriteString("{")
+	if top || p.full {
+		p.members(u, comps)
+	} else {
+		p.format.WriteString("...")
+	}
+	p.format.WriteString("}")
+}
+
+// members prints the members of struct or union u, an anonymous one's
+// through the same chain (C reaches their members by name).
+func (p *prettyPrinter) members(u *kernel.Type, comps []*syntax.TargetComponent) {
+	for i, m := range u.Members {
+		if i > 0 {
+			p.format.WriteString(", ")
+		}
+		if len(p.args) >= p.limit {
+			p.format.WriteString("...")
+			return
+		}
+		mcomps := comps
+		switch {
+		case m.Name != "":
+			p.format.WriteString("." + m.Name)
+			mcomps = append(cloneComps(comps), &syntax.TargetComponent{Pos: p.at, Kind: syntax.ComponentMember, Name: m.Name})
+		case p.kindOf(m.Type) == kernel.KindUnion:
+			p.format.WriteString("<union>")
+		case p.kindOf(m.Type) == kernel.KindStruct:
+			p.format.WriteString("<class>") // stap's spelling for an anonymous struct
+		}
+		p.format.WriteString("=")
+		if m.BitSize != 0 {
+			p.format.WriteString("?") // a bitfield: bpftap does not read them
+			continue
+		}
+		p.value(m.Type, mcomps, false)
+	}
+}
+
+func (p *prettyPrinter) kindOf(t kernel.TypeID) kernel.Kind {
+	if u, err := p.btf.Underlying(t); err == nil {
+		return u.Kind
+	}
+	return kernel.KindVoid
+}
+
+// push adds the conversion conv of the value x.
+func (p *prettyPrinter) push(conv string, x syntax.Expr) {
+	p.format.WriteString(conv)
+	p.args = append(p.args, x)
+}
+
+// target is the variable being printed with the chain comps.
+func (p *prettyPrinter) target(comps []*syntax.TargetComponent) syntax.Expr {
+	return &syntax.TargetVar{Typed: syntax.Typed{Pos: p.at}, Name: p.name, Components: comps}
+}
+
+func cloneComps(comps []*syntax.TargetComponent) []*syntax.TargetComponent {
+	out := make([]*syntax.TargetComponent, len(comps))
+	for i, c := range comps {
+		cc := *c
+		if c.Index != nil {
+			cc.Index = syntax.Clone(c.Index)
+		}
+		out[i] = &cc
+	}
+	return out
+}
