@@ -17,11 +17,16 @@ import (
 // process; the held -c command dies with it, never released; a long map
 // creation does not delay the exit); during pass 5 they end the run, and
 // the end probes run; the third one forces the exit even from a probe
-// that never returns. SIGPIPE is ignored: when the output is a pipe that
-// closes, the run ends as if interrupted.
+// that never returns. SIGPIPE is caught and dropped, not ignored: a write
+// to a closed pipe then fails with EPIPE and the run ends as if
+// interrupted, and the -c command, which inherits an ignored signal but
+// not a caught one, starts with SIGPIPE's default action (with SIGPIPE
+// ignored, a pipeline's writer whose reader is gone printed "write error:
+// Broken pipe" instead of dying quietly).
 type signals struct {
 	stderr io.Writer
 	ch     chan os.Signal
+	pipe   chan os.Signal
 	mu     sync.Mutex
 	cancel func() // the run's, from pass 5 on
 	caught int
@@ -35,9 +40,9 @@ const forceExit = 3
 
 // catchSignals starts handling signals; stop ends it.
 func catchSignals(stderr io.Writer) *signals {
-	sig := &signals{stderr: stderr, ch: make(chan os.Signal, forceExit)}
+	sig := &signals{stderr: stderr, ch: make(chan os.Signal, forceExit), pipe: make(chan os.Signal, 1)}
 	signal.Notify(sig.ch, stopSignals...)
-	signal.Ignore(syscall.SIGPIPE)
+	signal.Notify(sig.pipe, syscall.SIGPIPE) // never read: signal drops what a full channel cannot take
 	go sig.handle()
 	return sig
 }
@@ -60,7 +65,7 @@ func (sig *signals) handle() {
 
 func (sig *signals) stop() {
 	signal.Stop(sig.ch)
-	signal.Reset(syscall.SIGPIPE)
+	signal.Stop(sig.pipe)
 }
 
 // runContext returns the context of pass 5: cancelled by a signal, a
