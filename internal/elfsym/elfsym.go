@@ -35,6 +35,10 @@ type Func struct {
 	// the position a uprobe is placed at.
 	Offset uint64
 	Size   uint64
+	// Indirect: an STT_GNU_IFUNC symbol, whose code is the resolver the
+	// dynamic loader runs once to pick an implementation, not the function
+	// a call reaches.
+	Indirect bool
 }
 
 // Object is the function table of one ELF file.
@@ -79,7 +83,7 @@ func Open(path string) (*Object, error) {
 	seen := map[Func]bool{}
 	for _, s := range syms {
 		off, ok := fileOffset(loads, s.Value)
-		fn := Func{Name: s.Name, Addr: s.Value, Offset: off, Size: s.Size}
+		fn := Func{Name: s.Name, Addr: s.Value, Offset: off, Size: s.Size, Indirect: elf.ST_TYPE(s.Info) == elf.STT_GNU_IFUNC}
 		if ok && !seen[fn] {
 			seen[fn] = true
 			o.Funcs = append(o.Funcs, fn)

@@ -231,7 +231,7 @@ func matchFunctions(k KernelInfo, p *Point, pattern string) ([]*kernel.Function,
 	}
 	if len(matched) == 0 {
 		return nil, &Error{Msg: "no match", detail: func() string {
-			return fmt.Sprintf(" (similar functions: %s)", similarNames(pattern, names))
+			return similarNames("functions", pattern, names)
 		}}
 	}
 	return matched, nil
