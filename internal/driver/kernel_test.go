@@ -214,7 +214,32 @@ func TestKernelNotRoot(t *testing.T) {
 	if err == nil || stderr != want {
 		t.Errorf("as nobody: %v, stderr:\n%s\nwant:\n%s", err, stderr, want)
 	}
+	// Every kind of kernel probe says the same, though some families ask
+	// the kernel while the script is elaborated (perf events, the syscall
+	// tapset's trace events in tracefs, kernel functions' trampolines).
+	for _, point := range []string{"timer.profile", "perf.sw.cpu_clock", "syscall.openat", "syscall.*",
+		`kernel.function("vfs_read")`, `process("/bin/bash").function("xmalloc")`, "process.begin"} {
+		_, stderr, err := asNobody(nil, "-T", "1", "-e", "probe "+point+" { println(1) }")
+		if line, _, _ := strings.Cut(stderr, "\n"); err == nil || line+"\n" != want[:strings.Index(want, "\n")+1] {
+			t.Errorf("probe %s as nobody: %v, stderr:\n%s\nwant its first line:\n%s", point, err, stderr, want)
+		}
+	}
 	caps := []uintptr{unix.CAP_BPF, unix.CAP_PERFMON}
+	// Uprobes need CAP_SYS_ADMIN too: the kernel opens a uprobe's perf
+	// event only with it.
+	_, stderr, err = asNobody(caps, "-e", `probe process("/bin/bash").function("xmalloc") { println(1) }`, "-c", "/bin/bash -c true")
+	want = "ERROR: user-space probes (uprobes) need root or CAP_SYS_ADMIN: the kernel opens uprobe perf events only with it; " +
+		"bpftap runs as uid 65534 without CAP_SYS_ADMIN\n" +
+		"Pass 4: compilation failed.  [man error::pass4]\n"
+	if err == nil || stderr != want {
+		t.Errorf("a uprobe as nobody with CAP_BPF and CAP_PERFMON: %v, stderr:\n%s\nwant:\n%s", err, stderr, want)
+	}
+	// -x of a process whose executable nobody may not read says so.
+	_, stderr, err = asNobody(caps, "-p2", "-x", "1", "-e", `probe process.function("main") { }`)
+	want = "semantic error: cannot find the target process's executable for an unspecified process probe: process 1 (-x): permission denied\n"
+	if err == nil || !strings.Contains(stderr, want) {
+		t.Errorf("-x 1 as nobody: %v, stderr:\n%s\nwant:\n%s", err, stderr, want)
+	}
 	stdout, stderr, err := asNobody(caps, readme...)
 	if err != nil || !strings.Contains(stdout, "#SysCalls  Process Name\n") {
 		t.Errorf("as nobody with CAP_BPF and CAP_PERFMON: %v\nstdout:\n%s\nstderr:\n%s", err, stdout, stderr)

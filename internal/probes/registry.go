@@ -251,9 +251,10 @@ type Config struct {
 	// threads' exits are not the command's events.
 	Holder string
 	// TargetBinary returns the executable of the -c command or the -x process,
-	// which process.function("NAME") probes, or "" when there is none; it
-	// is called only for such a point.
-	TargetBinary func() string
+	// which process.function("NAME") probes, "" when there is none, or
+	// why it cannot be found (an -x process whose /proc/PID/exe bpftap may
+	// not read); it is called only for such a point.
+	TargetBinary func() (string, error)
 	// Listing (-l, -L): every concrete point is a probe of its own, to be
 	// listed by its name, never one of many a shared program serves (the
 	// returns of syscall.*.return on one raw tracepoint).

@@ -248,10 +248,17 @@ func eachFile(p *Point, cfg Config, expand func(file string) ([]*Point, error)) 
 func uprobeFiles(p *Point, cfg Config) ([]string, error) {
 	name, ok := p.Arg("process").(*syntax.StringLit)
 	if !ok {
-		if cfg.TargetBinary == nil || cfg.TargetBinary() == "" {
+		exe := ""
+		if cfg.TargetBinary != nil {
+			var err error
+			if exe, err = cfg.TargetBinary(); err != nil {
+				return nil, errorf("cannot find the target process's executable for an unspecified process probe: %v", err)
+			}
+		}
+		if exe == "" {
 			return nil, errorf("unspecified process probe is invalid without a -c COMMAND or -x PID [man stapprobes]")
 		}
-		return []string{cfg.TargetBinary()}, nil
+		return []string{exe}, nil
 	}
 	files, err := elfsym.ResolveAll(name.Value)
 	var special *elfsym.NotRegularError
