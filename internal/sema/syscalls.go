@@ -138,14 +138,15 @@ func joinableEntry(p *Probe) *syscallEntry {
 // kernel.trace("syscalls:sys_enter_NAME"), no prologue (an empty one) and
 // the body.
 func entryParts(p *Probe) (prologue *syntax.Block, body syntax.Stmt, ok bool) {
-	if p.Family == "kernel.trace" {
+	if len(p.Body.Stmts) == 2 {
+		if prologue, ok := p.Body.Stmts[0].(*syntax.Block); ok && inTapset(prologue) {
+			return prologue, p.Body.Stmts[1], true
+		}
+	}
+	if p.Family == "kernel.trace" && p.Script == p.Name {
 		return &syntax.Block{Pos: p.Body.Pos}, p.Body, true
 	}
-	if len(p.Body.Stmts) != 2 {
-		return nil, nil, false
-	}
-	prologue, ok = p.Body.Stmts[0].(*syntax.Block)
-	return prologue, p.Body.Stmts[1], ok && inTapset(prologue)
+	return nil, nil, false
 }
 
 // splitEntry returns p as a call's entry, prologue and user body apart, or
@@ -155,7 +156,7 @@ func entryParts(p *Probe) (prologue *syntax.Block, body syntax.Stmt, ok bool) {
 // would name each call's event).
 func splitEntry(p *Probe) *syscallEntry {
 	s := joinableEntry(p)
-	if s == nil || readsContext(s.body) || p.Family == "kernel.trace" && mayNameProbe(s.body) {
+	if s == nil || readsContext(s.body) || len(s.prologue.Stmts) == 0 && mayNameProbe(s.body) {
 		return nil
 	}
 	return s
