@@ -12,8 +12,6 @@ import (
 	"runtime"
 	"slices"
 	"strings"
-
-	"golang.org/x/sys/unix"
 )
 
 // ErrNotFound: Resolve found no file for the name.
@@ -77,12 +75,15 @@ func Resolve(name string) (string, error) {
 }
 
 // ResolveAll is Resolve for a name that may be a glob pattern (it holds
-// *, ? or [): every executable ELF file of the host's machine the pattern
-// matches (a regular file with execute permission, an executable or a
-// shared object), each once however many links name it, in lexical order,
-// as stap globs a process probe's PATH (stapprobes(3stap); PATH and the
-// loader's directories are not searched then). A name without a pattern,
-// or a path that exists as written (/usr/bin/[), is Resolve's one file.
+// *, ? or [): every regular file the pattern matches that is an ELF
+// executable or shared object of the host's machine (not a relocatable
+// object, a core file or another machine's), each once however many
+// links name it, in lexical order, as stap globs a process probe's PATH
+// (stapprobes(3stap); PATH and the loader's directories are not searched
+// then). Execute permission is not asked for (stap 4.8 globs a copy of
+// bash without it too, and Debian's libm.so.6 has none). A name without a
+// pattern, or a path that exists as written (/usr/bin/[), is Resolve's
+// one file.
 func ResolveAll(name string) ([]string, error) {
 	if _, err := os.Stat(name); err == nil || !strings.ContainsAny(name, "*?[") {
 		file, err := Resolve(name)
@@ -103,7 +104,7 @@ func ResolveAll(name string) ([]string, error) {
 	var seen []os.FileInfo
 	for _, m := range matches {
 		info, err := os.Stat(m)
-		if err != nil || !info.Mode().IsRegular() || unix.Access(m, unix.X_OK) != nil || !hostObject(m) ||
+		if err != nil || !info.Mode().IsRegular() || !hostObject(m) ||
 			slices.ContainsFunc(seen, func(s os.FileInfo) bool { return os.SameFile(s, info) }) {
 			continue
 		}
