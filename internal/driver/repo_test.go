@@ -43,3 +43,42 @@ func TestFuzzTargetsInMakefile(t *testing.T) {
 		t.Error("no fuzz targets found under internal/")
 	}
 }
+
+// TestManPage: docs/bpftap.1 documents every option the parser takes
+// (shortOptions, longOptions) and explains every manual page a message
+// points at ([man error::pass2] and the like): each is a tag of its
+// DIAGNOSTICS section, or a SystemTap page it names.
+func TestManPage(t *testing.T) {
+	page, err := os.ReadFile("../../docs/bpftap.1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	documented := func(option string) bool {
+		roff := regexp.QuoteMeta(strings.ReplaceAll(option, "-", `\-`))
+		return regexp.MustCompile(`(?m)^\.(B|BI|BR) .*` + roff + `([^a-z\\-]|\\[^-]|$)`).Match(page)
+	}
+	for c := range shortOptions {
+		if !documented("-" + string(c)) {
+			t.Errorf("option -%c is not in docs/bpftap.1", c)
+		}
+	}
+	for name := range longOptions {
+		if !documented("--" + name) {
+			t.Errorf("option --%s is not in docs/bpftap.1", name)
+		}
+	}
+	refs := map[string]bool{"error::pass1": true, "error::pass2": true, "error::pass3": true, "error::pass4": true, "error::pass5": true}
+	sources, _ := filepath.Glob("../../internal/*/*.go")
+	for _, path := range sources {
+		src, _ := os.ReadFile(path)
+		for _, m := range regexp.MustCompile(`\[man ([a-z0-9:_]+)\]`).FindAllSubmatch(src, -1) {
+			refs[string(m[1])] = true
+		}
+	}
+	for ref := range refs {
+		tag := regexp.MustCompile(`(?m)^\.B ` + regexp.QuoteMeta(ref) + `$`)
+		if !tag.Match(page) && !strings.Contains(string(page), `\fB[man `+ref+`]\fR`) {
+			t.Errorf("[man %s], which messages point at, is not explained in docs/bpftap.1", ref)
+		}
+	}
+}
