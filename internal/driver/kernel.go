@@ -20,15 +20,15 @@ import (
 )
 
 // privilegeFirst is what a failed pass 2 reports: when the script has
-// kernel probes, bpftap is to run them and lacks the privileges BPF
-// needs, the one line that says so, as pass 4 says it for any script
+// kernel probes, bpftap is to run them (not -p1..3, not a listing) and
+// lacks the privileges BPF needs, the one line that says so, as pass 4 says it for any script
 // that gets that far (kernelside.Load). Without it, families that ask
 // the kernel while resolving failed each in its own words (perf events
 // "permission denied" at a tapset line, the syscall tapset "mount
 // tracefs", kernel functions "refuses trampolines").
 func (s *session) privilegeFirst(err error) error {
 	var semErrs *sema.Errors
-	if s.opts.LastPass < 4 || !errors.As(err, &semErrs) || !semErrs.KernelProbes {
+	if s.opts.LastPass < 4 || s.opts.List != nil || !errors.As(err, &semErrs) || !semErrs.KernelProbes {
 		return err
 	}
 	if perr := bpfrt.CheckPrivileges(); perr != nil {
