@@ -61,7 +61,7 @@ func main() {
 	raw := flag.String("raw", "", "keep each guest's raw output in this directory")
 	parallel := flag.Bool("parallel", false, "boot the kernels at once (faster, noisier)")
 	timeout := flag.Duration("timeout", time.Hour, "bound on one guest's boot")
-	qemuArgs := flag.String("qemu", "", `more qemu options for guest.Boot (untested: "-icount shift=0" did not reach /init within 4 minutes)`)
+	qemuArgs := flag.String("qemu", "", `more qemu options for guest.Boot ("-icount shift=0,sleep=off": guest time counts instructions, a nanosecond each)`)
 	flag.Parse()
 	o.cases = regexp.MustCompile(*cases)
 	switch {
@@ -236,27 +236,16 @@ type startSample struct {
 }
 
 func bootBench(qemu string, img *guest.Image, r *guest.Initramfs, dir string, timeout time.Duration, raw string, qemuArgs []string) (*guestResult, error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, err
-	}
-	initrd := filepath.Join(dir, "initrd.cpio")
-	if err := r.Write(initrd); err != nil {
-		return nil, err
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	fmt.Fprintf(os.Stderr, "kfunc: booting %s %s\n", img.Name, strings.Join(qemuArgs, " "))
-	res, err := guest.Boot(ctx, qemu, img, initrd, dir, qemuArgs...)
+	run, res, err := guest.BootBench(ctx, qemu, img, r, dir, qemuArgs...)
 	if res != nil && raw != "" {
 		os.MkdirAll(raw, 0o755)
 		os.WriteFile(filepath.Join(raw, img.Name+".console"), res.Console, 0o644)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("%s: %v\nconsole:\n%s", img.Name, err, tail(res.Console, 4000))
-	}
-	run := res.Runs["bench run"]
-	if run == nil {
-		return nil, fmt.Errorf("%s: the guest did not run the bench", img.Name)
+		return nil, err
 	}
 	if raw != "" {
 		os.WriteFile(filepath.Join(raw, img.Name+".out"), []byte(run.Stdout), 0o644)
@@ -471,11 +460,4 @@ func run(dir string, env []string, name string, args ...string) error {
 		return fmt.Errorf("%s %s: %v\n%s", name, strings.Join(args, " "), err, out)
 	}
 	return nil
-}
-
-func tail(b []byte, n int) []byte {
-	if len(b) > n {
-		return b[len(b)-n:]
-	}
-	return b
 }

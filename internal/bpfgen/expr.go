@@ -230,8 +230,20 @@ func (g *gen) assign(e *syntax.Assign) {
 	case *syntax.Index:
 		g.updateGlobal(lhs, op, e.RHS, e.Pos, false)
 	default:
-		g.fail(e, "cannot assign to %s in a kernel probe", syntax.ExprString(e.LHS))
+		g.unassignable(e)
 	}
+}
+
+// unassignable fails an assignment to what a kernel probe cannot write:
+// a context variable ($fd, $return, a member of one) is the kernel's
+// memory or registers, which stap writes in guru mode (-g) and a BPF
+// program may not write at all.
+func (g *gen) unassignable(e *syntax.Assign) {
+	if _, ok := e.LHS.(*syntax.TargetVar); ok {
+		g.fail(e, "cannot assign to %s: a BPF program cannot write the kernel's memory or registers (stap does it in guru mode, -g, with a kernel module)", syntax.ExprString(e.LHS))
+		return
+	}
+	g.fail(e, "cannot assign to %s in a kernel probe", syntax.ExprString(e.LHS))
 }
 
 // updateLocal stores `local op rhs` (op "" for a plain store) and leaves

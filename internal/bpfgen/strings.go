@@ -416,7 +416,7 @@ func (g *gen) assignString(e *syntax.Assign) value {
 	case *syntax.Index:
 		g.storeString(indexVar(lhs), lhs.Keys, rhs, lhs.Pos)
 	default:
-		g.fail(e, "cannot assign to %s in a kernel probe", syntax.ExprString(e.LHS))
+		g.unassignable(e)
 	}
 	return rhs
 }

@@ -60,8 +60,11 @@ func QEMU() (string, error) {
 // text through temporary int3s, and another vCPU still ran the old
 // translation); with one thread it never did, and booted faster on this
 // 2-core host, where two guests run at once. qemuArgs are more options,
-// for benchmarks (bench/kfunc's -qemu). "-icount shift=0", which would make
-// guest time count instructions, did not reach /init within 4 minutes here.
+// for benchmarks (bench/kfunc's -qemu): "-icount shift=0,sleep=off" makes
+// guest time count instructions (a nanosecond each), so that per-hit costs
+// come out the same from run to run whatever else the host does (without
+// sleep=off an idle guest waits in real time, and did not reach /init in
+// 4 minutes).
 func Boot(ctx context.Context, qemu string, img *Image, initrd, dir string, qemuArgs ...string) (*Result, error) {
 	results := filepath.Join(dir, "results")
 	args := append([]string{"-accel", "tcg,thread=single", "-cpu", "max", "-smp", "2", "-m", "2G",
@@ -175,4 +178,30 @@ func (img *Image) lsmParam() string {
 		}
 	}
 	return ""
+}
+
+// BootBench writes r (whose Bench is set) as an initramfs in dir, boots img
+// with it and returns the bench's run ("bench run") and the boot's result,
+// which holds the console for a failed boot too.
+func BootBench(ctx context.Context, qemu string, img *Image, r *Initramfs, dir string, qemuArgs ...string) (*Run, *Result, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, nil, err
+	}
+	initrd := filepath.Join(dir, "initrd.cpio")
+	if err := r.Write(initrd); err != nil {
+		return nil, nil, err
+	}
+	res, err := Boot(ctx, qemu, img, initrd, dir, qemuArgs...)
+	if err != nil {
+		console := res.Console
+		if len(console) > 4000 {
+			console = console[len(console)-4000:]
+		}
+		return nil, res, fmt.Errorf("%s: %v\nconsole:\n%s", img.Name, err, console)
+	}
+	run := res.Runs["bench run"]
+	if run == nil {
+		return nil, res, fmt.Errorf("%s: the guest did not run the bench", img.Name)
+	}
+	return run, res, nil
 }

@@ -1,8 +1,6 @@
 package kernel
 
 import (
-	"bufio"
-	"bytes"
 	"fmt"
 	"slices"
 	"strings"
@@ -71,24 +69,28 @@ func loadFunctions() ([]*Function, error) {
 // ParseFilterFunctions parses tracefs's available_filter_functions: a
 // function a line, a module's in brackets after it. A name the kernel
 // lists twice (two static functions of one name) is kept once, Shared.
+// The names are substrings of one copy of the list and the functions one
+// array: tens of thousands of lines cost a few allocations, not two each.
 func ParseFilterFunctions(raw []byte) []*Function {
-	var fns []*Function
-	seen := map[Function]*Function{}
-	sc := bufio.NewScanner(bytes.NewReader(raw))
-	for sc.Scan() {
-		name, module, _ := strings.Cut(sc.Text(), " ")
-		module = strings.Trim(module, "[]")
-		key := Function{Name: name, Module: module}
-		if f := seen[key]; f != nil {
-			f.Shared = true
+	text := string(raw)
+	store := make([]Function, 0, strings.Count(text, "\n")+1)
+	seen := make(map[string]int, cap(store)) // line to index in store
+	for line := range strings.Lines(text) {
+		line = strings.TrimSuffix(line, "\n")
+		if i, ok := seen[line]; ok {
+			store[i].Shared = true
 			continue
 		}
+		name, module, _ := strings.Cut(line, " ")
 		if name == "" {
 			continue
 		}
-		f := key
-		seen[key] = &f
-		fns = append(fns, &f)
+		seen[line] = len(store)
+		store = append(store, Function{Name: name, Module: strings.Trim(module, "[]")})
+	}
+	fns := make([]*Function, len(store))
+	for i := range store {
+		fns[i] = &store[i]
 	}
 	return fns
 }

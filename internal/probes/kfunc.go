@@ -216,21 +216,27 @@ func matchFunctions(k KernelInfo, p *Point, pattern string) ([]*kernel.Function,
 	if m, ok := p.Arg("module").(*syntax.StringLit); ok {
 		module = m.Value
 	}
+	if _, err := path.Match(pattern, ""); err != nil {
+		return nil, errorf("bad function pattern %q: %v", pattern, err)
+	}
+	inModule := func(fn *kernel.Function) bool {
+		ok, _ := path.Match(module, fn.Module)
+		return ok || module == "" && fn.Module == ""
+	}
 	var matched []*kernel.Function
-	var names []string
 	for _, fn := range fns {
-		if ok, _ := path.Match(module, fn.Module); !ok && !(module == "" && fn.Module == "") {
-			continue
-		}
-		names = append(names, fn.Name)
-		if ok, err := path.Match(pattern, fn.Name); err != nil {
-			return nil, errorf("bad function pattern %q: %v", pattern, err)
-		} else if ok {
+		if ok, _ := path.Match(pattern, fn.Name); ok && inModule(fn) {
 			matched = append(matched, fn)
 		}
 	}
 	if len(matched) == 0 {
 		return nil, &Error{Msg: "no match", detail: func() string {
+			var names []string
+			for _, fn := range fns {
+				if inModule(fn) {
+					names = append(names, fn.Name)
+				}
+			}
 			return similarNames("functions", pattern, names)
 		}}
 	}
