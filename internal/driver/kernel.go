@@ -21,10 +21,11 @@ import (
 
 // privilegeFirst is what a failed pass 2 reports: when the script has
 // kernel probes, bpftap is to run them (not -p1..3, not a listing) and
-// lacks the privileges BPF needs, the one line that says so, as pass 4 says it for any script
-// that gets that far (kernelside.Load). Without it, families that ask
-// the kernel while resolving failed each in its own words (perf events
-// "permission denied" at a tapset line, the syscall tapset "mount
+// lacks the privileges BPF needs, the one line that says so, as pass 4
+// says it for any script that gets that far (kernelside.Load); the
+// script's other errors wait until it can run. Without it, families that
+// ask the kernel while resolving failed each in its own words (perf
+// events "permission denied" at a tapset line, the syscall tapset "mount
 // tracefs", kernel functions "refuses trampolines").
 func (s *session) privilegeFirst(err error) error {
 	var semErrs *sema.Errors
