@@ -4,7 +4,11 @@ GO ?= go
 # (golang/go#75804, fixed in Go 1.27).
 FUZZTIME ?= 300000x
 
-.PHONY: all bpftap bpftap-flamegraph test test-guest vet fuzz clean
+PREFIX ?= /usr/local
+BINDIR ?= $(PREFIX)/bin
+MANDIR ?= $(PREFIX)/share/man
+
+.PHONY: all bpftap bpftap-flamegraph install test test-guest vet fuzz clean
 
 all: bpftap bpftap-flamegraph
 
@@ -14,6 +18,13 @@ bpftap:
 # folded stacks (examples/flamegraph.stp) to an SVG flame graph
 bpftap-flamegraph:
 	$(GO) build -o bpftap-flamegraph ./cmd/bpftap-flamegraph
+
+# the commands, and the manual page bpftap(1) (docs/bpftap.1); DESTDIR for
+# packaging
+install: all
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1
+	install -m 755 bpftap bpftap-flamegraph $(DESTDIR)$(BINDIR)
+	install -m 644 docs/bpftap.1 $(DESTDIR)$(MANDIR)/man1/bpftap.1
 
 vet:
 	$(GO) vet ./...
@@ -33,7 +44,7 @@ test-guest:
 
 # Short fuzzing runs of every fuzz target: no script may make the parser or the
 # elaborator panic or hang, and the formatter must agree with its references.
-FUZZ_TARGETS = syntax:FuzzParse sema:FuzzElaborate format:FuzzFormat format:FuzzText format:FuzzStat
+FUZZ_TARGETS = syntax:FuzzParse sema:FuzzElaborate format:FuzzFormat format:FuzzText format:FuzzStat regexdfa:FuzzStapSyntax
 
 fuzz:
 	@for t in $(FUZZ_TARGETS); do \

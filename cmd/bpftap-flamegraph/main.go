@@ -1,7 +1,8 @@
 // Command bpftap-flamegraph draws a flame graph: it reads folded stacks
 // ("main;work;hot 123" lines, as examples/flamegraph.stp prints them, or
-// any tool that writes Brendan Gregg's folded format) on standard input
-// and writes an SVG on standard output.
+// any tool that writes Brendan Gregg's folded format) from a file or
+// standard input and writes an SVG on standard output (-title sets its
+// title; -h prints the usage).
 //
 // The stacks are merged into a tree of frames, a frame's width the samples
 // under it; the roots stand at the bottom, callees above their callers,
@@ -12,6 +13,7 @@ package main
 
 import (
 	"bufio"
+	"flag"
 	"fmt"
 	"hash/fnv"
 	"html"
@@ -38,22 +40,67 @@ type frame struct {
 	children map[string]*frame
 }
 
+const usage = `usage: bpftap-flamegraph [-title TITLE] [FILE]
+
+Reads folded stacks ("main;work;hot 123" lines, as examples/flamegraph.stp
+prints them) from FILE, or standard input without it, and writes an SVG
+flame graph on standard output:
+
+  bpftap -o prog.folded examples/flamegraph.stp -c ./prog
+  bpftap-flamegraph -title prog prog.folded > prog.svg
+
+Options:
+`
+
 func main() {
-	title := "Flame Graph"
-	if len(os.Args) > 1 {
-		title = strings.Join(os.Args[1:], " ")
+	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+}
+
+// run is the command on its arguments: 0 when the SVG is written, 1 on an
+// input or output error, 2 on a bad command line (after the usage).
+func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	flags := flag.NewFlagSet("bpftap-flamegraph", flag.ContinueOnError)
+	flags.SetOutput(stderr)
+	title := flags.String("title", "Flame Graph", "the `TITLE` drawn above the graph")
+	flags.Usage = func() {
+		fmt.Fprint(flags.Output(), usage)
+		flags.PrintDefaults()
 	}
-	root, err := parse(os.Stdin)
+	if err := flags.Parse(args); err != nil {
+		if err == flag.ErrHelp {
+			flags.SetOutput(stdout)
+			flags.Usage()
+			return 0
+		}
+		return 2
+	}
+	if flags.NArg() > 1 {
+		fmt.Fprintf(stderr, "bpftap-flamegraph: one input file at most, not %d\n", flags.NArg())
+		flags.Usage()
+		return 2
+	}
+	in := stdin
+	if flags.NArg() == 1 {
+		f, err := os.Open(flags.Arg(0))
+		if err != nil {
+			fmt.Fprintln(stderr, "bpftap-flamegraph:", err)
+			return 1
+		}
+		defer f.Close()
+		in = f
+	}
+	root, err := parse(in)
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "bpftap-flamegraph:", err)
-		os.Exit(1)
+		fmt.Fprintln(stderr, "bpftap-flamegraph:", err)
+		return 1
 	}
-	w := bufio.NewWriter(os.Stdout)
-	render(w, root, title)
+	w := bufio.NewWriter(stdout)
+	render(w, root, *title)
 	if err := w.Flush(); err != nil {
-		fmt.Fprintln(os.Stderr, "bpftap-flamegraph:", err)
-		os.Exit(1)
+		fmt.Fprintln(stderr, "bpftap-flamegraph:", err)
+		return 1
 	}
+	return 0
 }
 
 // parse reads folded stacks into a tree; a line that is not "STACK

@@ -387,25 +387,51 @@ func (p *Program) Close() error {
 // CheckPrivileges says plainly when the process cannot use BPF at all:
 // which capabilities it lacks, as which user.
 func CheckPrivileges() error {
-	if os.Geteuid() == 0 {
-		return nil
-	}
-	var hdr = unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
-	var data [2]unix.CapUserData
-	if err := unix.Capget(&hdr, &data[0]); err != nil {
+	missing, err := missingCapabilities(capability{unix.CAP_BPF, "CAP_BPF"}, capability{unix.CAP_PERFMON, "CAP_PERFMON"})
+	if err != nil {
 		return fmt.Errorf("%w: %v", ErrPermission, err)
-	}
-	var missing []string
-	for _, c := range []struct {
-		bit  uint
-		name string
-	}{{unix.CAP_BPF, "CAP_BPF"}, {unix.CAP_PERFMON, "CAP_PERFMON"}} {
-		if data[c.bit/32].Effective&(1<<(c.bit%32)) == 0 {
-			missing = append(missing, c.name)
-		}
 	}
 	if missing == nil {
 		return nil
 	}
 	return fmt.Errorf("%w; bpftap runs as uid %d without %s", ErrPermission, os.Geteuid(), strings.Join(missing, " and "))
+}
+
+// CheckAttachPrivileges says plainly when the process may load programs
+// but not attach them at a: the kernel opens a uprobe's perf event (the
+// perf_uprobe PMU) only for CAP_SYS_ADMIN, whatever CAP_PERFMON allows.
+func CheckAttachPrivileges(a *attach.Point) error {
+	if a == nil || a.Kind != attach.Uprobe && a.Kind != attach.Uretprobe {
+		return nil
+	}
+	missing, err := missingCapabilities(capability{unix.CAP_SYS_ADMIN, "CAP_SYS_ADMIN"})
+	if err == nil && missing == nil {
+		return nil
+	}
+	return fmt.Errorf("user-space probes (uprobes) need root or CAP_SYS_ADMIN: the kernel opens uprobe perf events only with it; bpftap runs as uid %d without CAP_SYS_ADMIN", os.Geteuid())
+}
+
+type capability struct {
+	bit  uint
+	name string
+}
+
+// missingCapabilities names those of caps the process lacks (none as
+// root).
+func missingCapabilities(caps ...capability) ([]string, error) {
+	if os.Geteuid() == 0 {
+		return nil, nil
+	}
+	var hdr = unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+	var data [2]unix.CapUserData
+	if err := unix.Capget(&hdr, &data[0]); err != nil {
+		return nil, err
+	}
+	var missing []string
+	for _, c := range caps {
+		if data[c.bit/32].Effective&(1<<(c.bit%32)) == 0 {
+			missing = append(missing, c.name)
+		}
+	}
+	return missing, nil
 }

@@ -31,10 +31,10 @@ import (
 //	stdout REGEXP            the last command's stdout matches (prefix `!` for no match)
 //	stderr REGEXP            the same for stderr
 //	cmp stdout FILE          stdout equals the archive's FILE exactly (also stderr)
-//	interrupt DURATION       the next exec receives SIGINT after DURATION
 //	signal NAME DURATION     the next exec receives SIGNAME (KILL, TERM, ...) after DURATION
 //	signal NAME on REGEXP    ... as soon as its stderr matches REGEXP (a point in its run,
 //	                         where a delay would depend on the machine's speed)
+//	signal NAME on stdout REGEXP   the same, on its stdout
 //	sleep DURATION           wait
 //	exists FILE              FILE exists in the working directory (prefix `!` for absent)
 //
@@ -96,9 +96,10 @@ type cliScript struct {
 	line           int
 	stdout, stderr string
 	status         int
-	signal         syscall.Signal // sent to the next exec after delay, or once its stderr matches signalOn
+	signal         syscall.Signal // sent to the next exec after delay, or once its stderr (stdout) matches signalOn
 	delay          time.Duration
 	signalOn       *regexp.Regexp
+	signalStdout   bool
 }
 
 func (s *cliScript) fatalf(format string, args ...any) {
@@ -134,14 +135,16 @@ func (s *cliScript) command(line string) {
 		s.match(words[0], strings.Join(words[1:], " "), negate)
 	case "cmp":
 		s.cmp(words[1], words[2])
-	case "interrupt":
-		s.signal, s.delay = syscall.SIGINT, s.duration(words[1])
 	case "signal":
 		if s.signal = unix.SignalNum("SIG" + words[1]); s.signal == 0 {
 			s.fatalf("unknown signal %q", words[1])
 		}
 		if words[2] == "on" {
-			s.signalOn = s.regexp(strings.Join(words[3:], " "))
+			pattern := words[3:]
+			if s.signalStdout = pattern[0] == "stdout"; s.signalStdout {
+				pattern = pattern[1:]
+			}
+			s.signalOn = s.regexp(strings.Join(pattern, " "))
 		} else {
 			s.delay = s.duration(words[2])
 		}
@@ -170,7 +173,9 @@ func (s *cliScript) exec(args []string, wantFailure bool) {
 	if prog == "bpftap" {
 		prog = s.bin
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	// a command that runs for a minute is stuck, except on a machine
+	// so busy that creating a 91 MiB map took longer (verbose_big_map)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	examples, _ := filepath.Abs("../../examples")
 	for i := range args {
@@ -180,22 +185,24 @@ func (s *cliScript) exec(args []string, wantFailure bool) {
 	cmd := exec.CommandContext(ctx, prog, args[1:]...)
 	cmd.Dir = s.dir
 	cmd.Env = append(os.Environ(), "BPFTAP="+s.bin)
-	var stdout bytes.Buffer
-	stderr := &watchedBuffer{}
-	cmd.Stdout, cmd.Stderr = &stdout, stderr
+	stdout, stderr := &watchedBuffer{}, &watchedBuffer{}
+	cmd.Stdout, cmd.Stderr = stdout, stderr
 	if err := cmd.Start(); err != nil {
 		s.fatalf("%v", err)
 	}
 	if s.signal != 0 {
 		sig := s.signal
 		send := func() { cmd.Process.Signal(sig) }
-		if s.signalOn != nil {
+		switch {
+		case s.signalOn != nil && s.signalStdout:
+			stdout.watch(s.signalOn, send)
+		case s.signalOn != nil:
 			stderr.watch(s.signalOn, send)
-		} else {
+		default:
 			timer := time.AfterFunc(s.delay, send)
 			defer timer.Stop()
 		}
-		s.signal, s.signalOn = 0, nil
+		s.signal, s.signalOn, s.signalStdout = 0, nil, false
 	}
 	err := cmd.Wait()
 	s.stdout, s.stderr, s.status = stdout.String(), stderr.String(), 0
@@ -219,8 +226,8 @@ func (s *cliScript) regexp(pattern string) *regexp.Regexp {
 	return re
 }
 
-// watchedBuffer is a command's stderr that calls a function the first time its
-// text matches a regexp.
+// watchedBuffer is a command's stdout or stderr that calls a function the
+// first time its text matches a regexp.
 type watchedBuffer struct {
 	mu   sync.Mutex
 	buf  bytes.Buffer

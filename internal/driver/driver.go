@@ -91,7 +91,7 @@ func (s *session) run() int {
 	}
 	prog, err := s.elaborate(user, libs)
 	if err != nil {
-		return s.fail(2, "analysis", err)
+		return s.fail(2, "analysis", s.privilegeFirst(err))
 	}
 	// stap notes suppressed repetitions of warnings once the session is over.
 	defer fmt.Fprint(s.stderr, prog.SuppressedText())

@@ -37,7 +37,7 @@ interpreter, kernel probes compiled to eBPF. Options are stap's:
    -T SECONDS exit after SECONDS
    -c CMD     start the probes, run CMD, exit when it finishes; target() is its pid
    -x PID     set target() to PID
-   -s NUM     size the buffer of kernel probe output at NUM MiB (1-4095)
+   -s NUM     size the buffer of kernel probe output at NUM MiB (1-2048)
    -d OBJECT  load the symbols of OBJECT too, for user stacks (kernel ones
               come from /proc/kallsyms)
    --ldd      add the shared libraries of -d objects (as -d)

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/bpftap/bpftap/internal/bpfrt"
 	"github.com/bpftap/bpftap/internal/elfsym"
 	"github.com/bpftap/bpftap/internal/format"
 	"github.com/bpftap/bpftap/internal/interp"
@@ -17,6 +18,25 @@ import (
 	"github.com/bpftap/bpftap/internal/tapset"
 	"github.com/bpftap/bpftap/internal/usym"
 )
+
+// privilegeFirst is what a failed pass 2 reports: when the script has
+// kernel probes, bpftap is to run them (not -p1..3, not a listing) and
+// lacks the privileges BPF needs, the one line that says so, as pass 4
+// says it for any script that gets that far (kernelside.Load); the
+// script's other errors wait until it can run. Without it, families that
+// ask the kernel while resolving failed each in its own words (perf
+// events "permission denied" at a tapset line, the syscall tapset "mount
+// tracefs", kernel functions "refuses trampolines").
+func (s *session) privilegeFirst(err error) error {
+	var semErrs *sema.Errors
+	if s.opts.LastPass < 4 || s.opts.List != nil || !errors.As(err, &semErrs) || !semErrs.KernelProbes {
+		return err
+	}
+	if perr := bpfrt.CheckPrivileges(); perr != nil {
+		return kernelside.PrivilegeError(perr)
+	}
+	return err
+}
 
 // translate runs pass 3: every kernel probe compiled to a BPF program.
 func (s *session) translate(prog *sema.Program, limits tapset.Limits, targetPID int) (*kernelside.Session, error) {
@@ -74,7 +94,7 @@ func (s *session) load(ks *kernelside.Session) error {
 // stacks are printed): the target's executable and its libraries, and
 // the -d objects (with their libraries under --ldd).
 func (s *session) indexSymbols() {
-	if exe := s.targetExecutable(); exe != "" {
+	if exe, _ := s.targetExecutable(); exe != "" {
 		usym.Default().AddExecutable(exe)
 	}
 	for _, name := range s.opts.SymbolObjects {

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 	"unsafe"
@@ -26,8 +27,8 @@ import (
 //	fork N      N children, each making one getppid() call, waited for
 //	open N      N openat() calls of /nonexistent/bpftap (each fails with ENOENT),
 //	            each followed by a getppid() call
-//	archive N   N opens of /nonexistent/bpftap.tar.gz, each by open() (on
-//	            x86_64, where it exists) and by openat()
+//	archive N   N opens of /nonexistent/bpftap$BPFTAP_ARCHIVE.tar.gz, each by
+//	            open() (on x86_64, where it exists) and by openat()
 //	threads N   two threads at once, each making N read() calls of /dev/zero,
 //	            of 1001 bytes on one thread and 2002 on the other
 //	signals N   N sleeping children killed, N SIGUSR1 handled (sendSignals)
@@ -74,7 +75,7 @@ func workload(args []string) int {
 			unix.Getppid()
 		}
 	case "archive":
-		path, _ := unix.BytePtrFromString("/nonexistent/bpftap.tar.gz")
+		path, _ := unix.BytePtrFromString("/nonexistent/bpftap" + os.Getenv("BPFTAP_ARCHIVE") + ".tar.gz")
 		for range n {
 			if runtime.GOARCH == "amd64" {
 				unix.Syscall(2 /* open */, uintptr(unsafe.Pointer(path)), 0, 0)
@@ -114,6 +115,17 @@ func workload(args []string) int {
 	}
 	return 0
 }
+
+// archiveWorkload is the command of the archive workload making n opens
+// of an archive name no other run uses (this process's pid and a count),
+// so that a test watching every process's opens finds its own; and that
+// name.
+func archiveWorkload(n int) (command, archive string) {
+	tag := fmt.Sprintf("-%d-%d", os.Getpid(), archives.Add(1))
+	return fmt.Sprintf("env BPFTAP_ARCHIVE=%s %s archive %d", tag, workloadCommand(), n), "/nonexistent/bpftap" + tag + ".tar.gz"
+}
+
+var archives atomic.Int64
 
 // workloadCommand is what $WORKLOAD stands for in test scripts' -c
 // commands: this test binary in workload mode.

@@ -366,12 +366,17 @@ func setOutputSize(o *Options, a string) error {
 	return nil
 }
 
+// maxBufferMB is the largest -s: the ring buffer's size is a power of two
+// (a size between is rounded up) that the kernel takes as a 32-bit count
+// of bytes, so 2 GiB is the largest ring (stap accepts up to 4095).
+const maxBufferMB = 2048
+
 // setBufferSize parses -s NUM, megabytes of buffer between the kernel probes
-// and bpftap (1 to 4095, as stap accepts).
+// and bpftap, refused with stap's words when out of range.
 func setBufferSize(o *Options, a string) error {
 	n, err := strconv.Atoi(a)
-	if err != nil || n < 1 || n > 4095 {
-		return errors.New("Invalid buffer size (should be 1-4095).")
+	if err != nil || n < 1 || n > maxBufferMB {
+		return fmt.Errorf("Invalid buffer size (should be 1-%d).", maxBufferMB)
 	}
 	o.BufferMB = n
 	return nil

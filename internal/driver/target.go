@@ -386,21 +386,25 @@ func commandExecutable(command string) string {
 // targetExecutable is the executable process.function probes without a
 // path mean: the -c command's (its first word, found in PATH), or the -x
 // process's; "" when there is no target. A -c command that needs a shell
-// runs /bin/sh.
-func (s *session) targetExecutable() string {
+// runs /bin/sh. The error says why the -x process's cannot be read (not
+// bpftap's process, without CAP_SYS_PTRACE: permission denied).
+func (s *session) targetExecutable() (string, error) {
 	if s.opts.TargetPID != 0 {
-		exe, _ := os.Readlink(fmt.Sprintf("/proc/%d/exe", s.opts.TargetPID))
-		return exe
+		exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", s.opts.TargetPID))
+		if err != nil {
+			return "", fmt.Errorf("process %d (-x): %w", s.opts.TargetPID, errors.Unwrap(err))
+		}
+		return exe, nil
 	}
 	if s.opts.Command == "" {
-		return ""
+		return "", nil
 	}
 	program, err := commandProgram(s.opts.Command)
 	if err != nil {
-		return ""
+		return "", nil
 	}
 	if abs, err := filepath.Abs(program); err == nil {
-		return abs
+		return abs, nil
 	}
-	return program
+	return program, nil
 }

@@ -5,6 +5,7 @@ import (
 	"debug/elf"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,6 +16,33 @@ import (
 
 // ErrNotFound: Resolve found no file for the name.
 var ErrNotFound = errors.New("not found")
+
+// NotRegularError: the name is a FIFO, a device, a directory or a
+// socket, which cannot hold an ELF object (and reading a FIFO would wait
+// for a writer).
+type NotRegularError struct {
+	Path string
+	Mode os.FileMode
+}
+
+func (e *NotRegularError) Error() string {
+	return fmt.Sprintf("%s is a %s, not a regular file", e.Path, fileKind(e.Mode))
+}
+
+// fileKind names a file type that is not a regular file's.
+func fileKind(m os.FileMode) string {
+	switch {
+	case m.IsDir():
+		return "directory"
+	case m&os.ModeNamedPipe != 0:
+		return "FIFO"
+	case m&os.ModeSocket != 0:
+		return "socket"
+	case m&os.ModeDevice != 0:
+		return "device"
+	}
+	return "special file"
+}
 
 // Resolve finds the file a process probe names: a name with a `/` is a
 // path (made absolute); a shared library's name (it holds ".so") is looked
@@ -28,8 +56,12 @@ func Resolve(name string) (string, error) {
 		if err != nil {
 			return "", err
 		}
-		if _, err := os.Stat(abs); err != nil {
+		info, err := os.Stat(abs)
+		if err != nil {
 			return "", ErrNotFound
+		}
+		if !info.Mode().IsRegular() {
+			return "", &NotRegularError{abs, info.Mode()}
 		}
 		return abs, nil
 	case strings.Contains(name, ".so"):
@@ -43,13 +75,17 @@ func Resolve(name string) (string, error) {
 }
 
 // ResolveAll is Resolve for a name that may be a glob pattern (it holds
-// *, ? or [): every ELF file of the host's machine the pattern matches,
-// each once however many links name it, in lexical order, as stap globs a
-// process probe's PATH (stapprobes(3stap); PATH and the loader's
-// directories are not searched then). A name without a pattern is
-// Resolve's one file.
+// *, ? or [): every regular file the pattern matches that is an ELF
+// executable or shared object of the host's machine (not a relocatable
+// object, a core file or another machine's), each once however many
+// links name it, in lexical order, as stap globs a process probe's PATH
+// (stapprobes(3stap); PATH and the loader's directories are not searched
+// then). Execute permission is not asked for (stap 4.8 globs a copy of
+// bash without it too, and Debian's libm.so.6 has none). A name without a
+// pattern, or a path that exists as written (/usr/bin/[), is Resolve's
+// one file.
 func ResolveAll(name string) ([]string, error) {
-	if !strings.ContainsAny(name, "*?[") {
+	if _, err := os.Stat(name); err == nil || !strings.ContainsAny(name, "*?[") {
 		file, err := Resolve(name)
 		if err != nil {
 			return nil, err
@@ -68,7 +104,7 @@ func ResolveAll(name string) ([]string, error) {
 	var seen []os.FileInfo
 	for _, m := range matches {
 		info, err := os.Stat(m)
-		if err != nil || !info.Mode().IsRegular() || !hostMachine(m) ||
+		if err != nil || !info.Mode().IsRegular() || !hostObject(m) ||
 			slices.ContainsFunc(seen, func(s os.FileInfo) bool { return os.SameFile(s, info) }) {
 			continue
 		}
@@ -109,22 +145,23 @@ func findLibrary(soname string) (string, error) {
 		candidates = append(candidates, filepath.Join(dir, soname))
 	}
 	for _, c := range candidates {
-		if hostMachine(c) {
+		if hostObject(c) {
 			return c, nil
 		}
 	}
 	return "", ErrNotFound
 }
 
-// hostMachine tells whether path is an ELF file for the machine bpftap runs on.
-func hostMachine(path string) bool {
+// hostObject tells whether path is an executable or a shared object for
+// the machine bpftap runs on (not a relocatable object or a core file).
+func hostObject(path string) bool {
 	f, err := elf.Open(path)
 	if err != nil {
 		return false
 	}
 	defer f.Close()
 	want := map[string]elf.Machine{"amd64": elf.EM_X86_64, "arm64": elf.EM_AARCH64, "386": elf.EM_386}[runtime.GOARCH]
-	return f.Machine == want
+	return f.Machine == want && (f.Type == elf.ET_EXEC || f.Type == elf.ET_DYN)
 }
 
 // ldCache is the dynamic loader's cache of sonames.

@@ -219,6 +219,12 @@ func (s *Session) RingSize() int { return s.mod.RingSize() }
 // Programs is the number of compiled programs.
 func (s *Session) Programs() int { return len(s.progs) }
 
+// PrivilegeError is the one line that says kernel probes cannot run
+// without the privileges BPF needs (err: bpfrt.CheckPrivileges's).
+func PrivilegeError(err error) error {
+	return fmt.Errorf("ERROR: kernel probes need BPF, and %w", err)
+}
+
 // Load creates the maps and loads every program. A verifier rejection is
 // an *Error at the script line of the instruction it stopped at.
 func (s *Session) Load() error {
@@ -226,7 +232,12 @@ func (s *Session) Load() error {
 		return nil
 	}
 	if err := bpfrt.CheckPrivileges(); err != nil {
-		return fmt.Errorf("ERROR: kernel probes need BPF, and %w", err)
+		return PrivilegeError(err)
+	}
+	for _, p := range s.progs {
+		if err := bpfrt.CheckAttachPrivileges(p.Probe.Attach); err != nil {
+			return fmt.Errorf("ERROR: %w", err)
+		}
 	}
 	objs, err := createMaps(s.mod.Maps(), s.cfg.namePrefix(), s.cfg.Progress)
 	if err != nil {

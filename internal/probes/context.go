@@ -136,10 +136,14 @@ func (c *Context) Var(x *syntax.TargetVar) (*Access, *ContextError) {
 			return &Access{Param: -1, Name: c.Attach.Provider, Type: syntax.TypeString}, nil
 		}
 	case "$$parms", "$$vars":
-		if c.Attach.Provider != "" {
+		switch {
+		case c.Attach.Provider != "":
 			return c.markParms(), nil
+		case !c.Attach.User || c.Attach.Func == nil:
+			return c.parms(func(a attach.Arg) bool { return c.Attach.Func == nil || a.Name != "return" })
 		}
-		return c.parms(func(a attach.Arg) bool { return c.Attach.Func == nil || a.Name != "return" })
+		// a user function's parameters are known only from DWARF: the
+		// message below says so (an empty string would hide it)
 	case "$$return":
 		if _, _, ok := c.Attach.Arg("return"); ok && c.Attach.Func != nil {
 			return c.parms(func(a attach.Arg) bool { return a.Name == "return" })

@@ -113,10 +113,14 @@ func concretePoint(p *Point, name, arg string) *Point {
 	return &q
 }
 
-// similarNames returns up to five of names closest to name, stap's
-// "similar" list without a distance limit.
-func similarNames(name string, names []string) string {
-	return strings.Join(closest(name, names, 5, -1), ", ")
+// similarNames is stap's " (similar WHAT: ...)" note: up to five of
+// names closest to name, without a distance limit; "" when none is near.
+func similarNames(what, name string, names []string) string {
+	near := closest(name, names, 5, -1)
+	if len(near) == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" (similar %s: %s)", what, strings.Join(near, ", "))
 }
 
 // kernelError wraps a failure to describe the kernel for the user.

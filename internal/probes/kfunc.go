@@ -271,7 +271,7 @@ func matchFunctions(k KernelInfo, p *Point, pattern string) ([]*kernel.Function,
 					names = append(names, fn.Name)
 				}
 			}
-			return fmt.Sprintf(" (similar functions: %s)", similarNames(pattern, names))
+			return similarNames("functions", pattern, names)
 		}}
 	}
 	return matched, nil

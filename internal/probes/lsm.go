@@ -100,7 +100,7 @@ func expandLSM(k KernelInfo, p *Point, hooks func() ([]string, error), listing b
 		}
 		if len(names) == 0 {
 			return nil, &Error{Msg: "no match", detail: func() string {
-				return fmt.Sprintf(" (similar security hooks: %s)", similarNames(pattern.Value, all))
+				return similarNames("security hooks", pattern.Value, all)
 			}}
 		}
 	} else if names == nil {

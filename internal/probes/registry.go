@@ -247,9 +247,10 @@ type Config struct {
 	// as stap fills the -c command's path in; "" for none.
 	TargetExecutable string
 	// TargetBinary returns the executable of the -c command or the -x process,
-	// which process.function("NAME") probes, or "" when there is none; it
-	// is called only for such a point.
-	TargetBinary func() string
+	// which process.function("NAME") probes, "" when there is none, or
+	// why it cannot be found (an -x process whose /proc/PID/exe bpftap may
+	// not read); it is called only for such a point.
+	TargetBinary func() (string, error)
 	// Listing (-l, -L): every concrete point is a probe of its own, to be
 	// listed by its name, never one of many a shared program serves (the
 	// returns of syscall.*.return on one raw tracepoint).
@@ -528,38 +529,88 @@ func Similar(name string, candidates []string) string {
 	return strings.Join(closest(name, candidates, 5, 5), ", ")
 }
 
+// maxSimilarName is the longest name a "similar" list is made for: no
+// symbol, tracepoint or probe point is that long (the kernel's symbol names
+// stop at 512 bytes), and the nearest names to a longer one say nothing.
+const maxSimilarName = 1024
+
 // closest returns up to n candidates nearest to name, within an edit
-// distance of limit (no limit when negative).
+// distance of limit (no limit when negative). The work is bounded: a name
+// longer than maxSimilarName has no similar names, a candidate whose
+// length alone puts it behind the n-th best so far is skipped, and a
+// distance is computed only until it is known to be larger than that
+// best's (so 40,000 symbols cost about what their lengths cost to read).
 func closest(name string, candidates []string, n, limit int) []string {
-	type cand struct {
-		s string
-		d int
+	if len(name) > maxSimilarName {
+		return nil
 	}
-	var list []cand
+	var best []similar // the n nearest so far, in order
 	for _, c := range candidates {
-		if d := Levenshtein(name, c); (limit < 0 || d <= limit) && c != "" {
-			list = append(list, cand{c, d})
+		if c == "" || n == 0 {
+			continue
 		}
+		bound := limit
+		if len(best) == n {
+			bound = best[n-1].d
+			if !(similar{c, abs(len(name) - len(c))}).before(best[n-1]) {
+				continue
+			}
+		}
+		d, ok := boundedLevenshtein(name, c, bound)
+		if !ok {
+			continue
+		}
+		k := similar{c, d}
+		if len(best) == n && !k.before(best[n-1]) {
+			continue
+		}
+		i := sort.Search(len(best), func(i int) bool { return k.before(best[i]) })
+		if len(best) < n {
+			best = append(best, similar{})
+		}
+		copy(best[i+1:], best[i:])
+		best[i] = k
 	}
-	sort.SliceStable(list, func(i, j int) bool {
-		a, b := list[i], list[j]
-		if a.d != b.d {
-			return a.d < b.d
-		}
-		if len(a.s) != len(b.s) {
-			return len(a.s) < len(b.s)
-		}
-		return a.s < b.s
-	})
-	var names []string
-	for i := 0; i < len(list) && i < n; i++ {
-		names = append(names, list[i].s)
+	names := make([]string, len(best))
+	for i, c := range best {
+		names[i] = c.s
 	}
 	return names
 }
 
-// Levenshtein is the edit distance between a and b.
-func Levenshtein(a, b string) int {
+// similar is a candidate name at edit distance d.
+type similar struct {
+	s string
+	d int
+}
+
+// before orders the similar names as stap lists them: nearest first, then
+// shorter, then by name.
+func (a similar) before(b similar) bool {
+	if a.d != b.d {
+		return a.d < b.d
+	}
+	if len(a.s) != len(b.s) {
+		return len(a.s) < len(b.s)
+	}
+	return a.s < b.s
+}
+
+func abs(x int) int {
+	if x < 0 {
+		return -x
+	}
+	return x
+}
+
+// boundedLevenshtein is the edit distance between a and b when it is at
+// most bound (any distance when bound is negative); ok is false, and the
+// work stopped early, when it is larger. Cell (i, j) of the table is the
+// distance between the first i bytes of a and the first j of b; the
+// distance through it is at least the cell plus the difference of the
+// lengths left, so once every cell of a row is past bound by that
+// measure, the distance is.
+func boundedLevenshtein(a, b string, bound int) (d int, ok bool) {
 	prev := make([]int, len(b)+1)
 	cur := make([]int, len(b)+1)
 	for j := range prev {
@@ -567,16 +618,24 @@ func Levenshtein(a, b string) int {
 	}
 	for i := 1; i <= len(a); i++ {
 		cur[0] = i
+		least := i + abs(len(a)-i-len(b))
 		for j := 1; j <= len(b); j++ {
 			cost := 1
 			if a[i-1] == b[j-1] {
 				cost = 0
 			}
 			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+			least = min(least, cur[j]+abs(len(a)-i-(len(b)-j)))
+		}
+		if bound >= 0 && least > bound {
+			return 0, false
 		}
 		prev, cur = cur, prev
 	}
-	return prev[len(b)]
+	if bound >= 0 && prev[len(b)] > bound {
+		return 0, false
+	}
+	return prev[len(b)], true
 }
 
 func errorf(format string, args ...any) error { return &Error{Msg: fmt.Sprintf(format, args...)} }

@@ -2,9 +2,13 @@ package probes
 
 import (
 	"bufio"
+	"fmt"
+	"math/rand/v2"
 	"os"
+	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/bpftap/bpftap/internal/probes/probestest"
 	"github.com/bpftap/bpftap/internal/syntax"
@@ -71,5 +75,62 @@ func TestSimilar(t *testing.T) {
 	got := Similar("ms", []string{"hz", "jiffies", "ms", "msec", "ns", "nsec", "s", "sec", "us", "usec"})
 	if want := "ms, s, ns, us, hz"; got != want {
 		t.Errorf("got %q want %q", got, want)
+	}
+}
+
+// TestSimilarAgreesWithFullTable checks the bounded search against the
+// plain one (every distance computed in full, then sorted) on names that
+// share prefixes, suffixes and lengths, with and without a limit.
+func TestSimilarAgreesWithFullTable(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	word := func() string {
+		b := make([]byte, 1+rng.IntN(12))
+		for i := range b {
+			b[i] = "abcde_"[rng.IntN(6)]
+		}
+		return string(b)
+	}
+	for round := range 200 {
+		var names []string
+		for range 1 + rng.IntN(60) {
+			names = append(names, word())
+		}
+		name, limit := word(), []int{-1, 2, 5}[round%3]
+		type cand struct {
+			s string
+			d int
+		}
+		var all []cand
+		for _, c := range names {
+			if d, _ := boundedLevenshtein(name, c, -1); limit < 0 || d <= limit {
+				all = append(all, cand{c, d})
+			}
+		}
+		sort.SliceStable(all, func(i, j int) bool { return similar(all[i]).before(similar(all[j])) })
+		var want []string
+		for i := 0; i < len(all) && i < 5; i++ {
+			want = append(want, all[i].s)
+		}
+		if got := closest(name, names, 5, limit); strings.Join(got, ",") != strings.Join(want, ",") {
+			t.Fatalf("closest(%q, %q, 5, %d) = %q, want %q", name, names, limit, got, want)
+		}
+	}
+}
+
+// TestSimilarLongName: the "similar" list of a 480 KB name (issue 24 saw
+// 50 s for one) is made in bounded time, and is empty: no name is near it.
+func TestSimilarLongName(t *testing.T) {
+	long := strings.Repeat("abcdefghij", 48_000)
+	var names []string
+	for i := range 40_000 {
+		names = append(names, fmt.Sprintf("function_number_%d", i))
+	}
+	start := time.Now()
+	got := similarNames("functions", long, names)
+	if took := time.Since(start); got != "" || took > 2*time.Second {
+		t.Errorf("similarNames of a 480 KB name: %q in %v", got, took)
+	}
+	if got := similarNames("functions", "function_number_1234x", names); !strings.HasPrefix(got, " (similar functions: function_number_1234, ") {
+		t.Errorf("similarNames of a near name: %q", got)
 	}
 }

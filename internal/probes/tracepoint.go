@@ -51,7 +51,7 @@ func expandTrace(k KernelInfo, p *Point, classic bool) ([]*Point, error) {
 		// when an optional point (an alias on an event this kernel lacks)
 		// fails and discards it
 		return nil, &Error{Msg: "no match", Cause: tracefsNote(tps), detail: func() string {
-			return fmt.Sprintf(" (similar tracepoints: %s)", similarNames(event, eventNames(tps)))
+			return similarNames("tracepoints", event, eventNames(tps))
 		}}
 	}
 	var out []*Point

@@ -115,5 +115,5 @@ func markNames(f *usdt.File, file, provider, name string) string {
 	if len(names) == 0 {
 		return fmt.Sprintf(" (providers of %s: %s)", file, strings.Join(providers, ", "))
 	}
-	return fmt.Sprintf(" (similar markers: %s)", similarNames(name, names))
+	return similarNames("markers", name, names)
 }

@@ -292,6 +292,7 @@ func (e *elab) derive(x *expansion, pp *syntax.ProbePoint, pt *probes.Point) int
 	if pt.Family.Name == "never" && wildcard(x.user.Components) {
 		return 0 // a call this kernel cannot make (tapset/socketcall.stp): a wildcard over calls skips it
 	}
+	e.kernelPoints = e.kernelPoints || pt.Family.Kernel
 	if pt.Family.Check != nil {
 		if err := pt.Family.Check(pt); err != nil {
 			e.pointFailed(x, pp.Components, err)

@@ -31,6 +31,10 @@ type Errors struct {
 	text               string
 	SuppressedErrors   int
 	SuppressedWarnings int
+	// KernelProbes: the script has a point of a kernel probe family
+	// (resolved or not), which no run can serve without the privileges
+	// BPF needs.
+	KernelProbes bool
 }
 
 func (e *Errors) Error() string {

@@ -99,6 +99,9 @@ type elab struct {
 	rep  *reporter
 	reg  *probes.Registry
 	prog *Program
+	// kernelPoints: a point of a kernel probe family was resolved, or
+	// tried (Errors.KernelProbes).
+	kernelPoints bool
 
 	fileOf    map[syntax.Decl]*syntax.File
 	userFuncs map[string][]*syntax.FuncDecl
@@ -195,7 +198,9 @@ func Elaborate(user []*syntax.File, opts Options) (*Program, error) {
 		e.settleSets()
 	}
 	if e.rep.failed() {
-		return nil, e.rep.errors()
+		errs := e.rep.errors()
+		errs.KernelProbes = e.kernelPoints
+		return nil, errs
 	}
 	e.prog.Warnings = e.rep.warningTexts()
 	e.prog.SuppressedWarnings = e.rep.suppWarns

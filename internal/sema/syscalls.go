@@ -9,6 +9,7 @@ import (
 	"github.com/bpftap/bpftap/internal/probes"
 	"github.com/bpftap/bpftap/internal/probes/attach"
 	"github.com/bpftap/bpftap/internal/syntax"
+	"github.com/bpftap/bpftap/internal/tapset"
 )
 
 // Merging the entries of many system calls into one probe. A user's
@@ -43,6 +44,7 @@ type syscallEntry struct {
 	probe    *Probe
 	nr       int
 	prologue *syntax.Block
+	body     syntax.Stmt // the user's, after the prologue
 }
 
 func (e *elab) mergeSyscallEntries() {
@@ -209,28 +211,61 @@ func (e *elab) takeSelectors() {
 func joinableEntry(p *Probe) *syscallEntry {
 	a := p.Attach
 	if a == nil || a.Kind != attach.Tracepoint || a.System != "syscalls" || p.Cond != nil || p.context == nil ||
-		len(p.Body.Stmts) != 2 || !strings.HasPrefix(a.Event, "sys_enter_") {
+		!strings.HasPrefix(a.Event, "sys_enter_") {
 		return nil
 	}
-	prologue, ok := p.Body.Stmts[0].(*syntax.Block)
-	if !ok || !inTapset(prologue) {
+	prologue, body, ok := entryParts(p)
+	if !ok {
 		return nil
 	}
 	nr, ok := probes.SyscallNumber(a.Event)
 	if !ok {
 		return nil
 	}
-	return &syscallEntry{probe: p, nr: nr, prologue: prologue}
+	return &syscallEntry{probe: p, nr: nr, prologue: prologue, body: body}
+}
+
+// entryParts splits the body of a call's entry probe: the syscall
+// tapset's prologue and the user's body after it, or, for the user's own
+// kernel.trace("syscalls:sys_enter_NAME"), no prologue (an empty one) and
+// the body.
+func entryParts(p *Probe) (prologue *syntax.Block, body syntax.Stmt, ok bool) {
+	if len(p.Body.Stmts) == 2 {
+		if prologue, ok := p.Body.Stmts[0].(*syntax.Block); ok && inTapset(prologue) {
+			return prologue, p.Body.Stmts[1], true
+		}
+	}
+	if p.Family == "kernel.trace" && p.Script == p.Name {
+		return &syntax.Block{Pos: p.Body.Pos}, p.Body, true
+	}
+	return nil, nil, false
 }
 
 // splitEntry returns p as a call's entry, prologue and user body apart, or
-// nil when p is not one that can be merged.
+// nil when p is not one that can be merged: its body reads the context,
+// or, on the user's own trace event, may ask which probe it is in (the
+// merged probe is kernel.trace("raw_syscalls:sys_enter"), where pp()
+// would name each call's event).
 func splitEntry(p *Probe) *syscallEntry {
 	s := joinableEntry(p)
-	if s == nil || readsContext(p.Body.Stmts[1]) {
+	if s == nil || readsContext(s.body) || len(s.prologue.Stmts) == 0 && mayNameProbe(s.body) {
 		return nil
 	}
 	return s
+}
+
+// mayNameProbe tells whether n calls a function that names the probe it
+// runs in (pp(), ppfunc(), probefunc(), ...) or one that might (a script
+// function, not resolved yet when probes are merged).
+func mayNameProbe(n syntax.Node) bool {
+	return syntax.Any(n, func(n syntax.Node) bool {
+		c, ok := n.(*syntax.Call)
+		if !ok {
+			return false
+		}
+		_, builtin := tapset.Builtins[c.Name]
+		return !builtin || strings.HasPrefix(c.Name, "pp") || strings.HasPrefix(c.Name, "probe")
+	})
 }
 
 // inTapset tells whether a block is tapset code (a prologue), not the
@@ -275,7 +310,7 @@ func (e *elab) mergeEntries(g []*syscallEntry) *Probe {
 	merged.Point = &syntax.ProbePoint{Pos: at, Components: []*syntax.Component{{Pos: at, Name: "kernel"},
 		{Pos: at, Name: "trace", Arg: &syntax.StringLit{Typed: syntax.Typed{Pos: at}, Value: wide.Attach.Target()}}}}
 	calls, shapes := shareShapes(g, at)
-	guards, body := splitGuards(first.Body.Stmts[1], shapes)
+	guards, body := splitGuards(g[0].body, shapes)
 	merged.Body = &syntax.Block{Pos: first.Body.Pos, Stmts: []syntax.Stmt{nativeNumber(at), dispatch(calls, nativeNrVar, at)}}
 	merged.Body.Stmts = append(merged.Body.Stmts, guards...)
 	merged.Body.Stmts = append(merged.Body.Stmts, dispatch(shapes, shapeVar, at), body)
