@@ -17,7 +17,9 @@ import (
 //     count and copies the key there.
 //   - An insert that finds the map full (-E2BIG) claims the next slot the
 //     same way: it holds the oldest key, which the program deletes before
-//     it inserts again and copies its own key into the slot.
+//     it inserts again and copies its own key into the slot; if another
+//     CPU took the freed element meanwhile, it evicts the next oldest, up
+//     to evictTries times.
 //
 // Elements deleted by the script leave their keys in the ring; deleting
 // such a key again does nothing, and an insert that still finds the map
@@ -27,6 +29,12 @@ import (
 
 // errTooBig is -E2BIG, what an insert into a full hash map returns.
 const errTooBig = -7
+
+// evictTries bounds the evictions of one insert into a full wrapping
+// array: another CPU's insert may take the element an eviction freed
+// before this one's insert gets it (two CPUs at a full errsnoop array
+// raised "Array overflow"), and the insert then evicts the next oldest.
+const evictTries = 3
 
 // ordered lays out the ring and the count of gl, a wrapping array.
 func (m *Module) ordered(gl *Global) {
@@ -47,16 +55,22 @@ func (g *gen) keepOrder(gl *Global, k keyAddr, elements func(asm.Register) asm.I
 	created, done := g.newLabel("created"), g.newLabel("ordered")
 	g.emit(asm.JEq.Imm(asm.R0, 0, created), asm.JNE.Imm(asm.R0, errTooBig, done))
 	stack := g.stack
-	slot := g.claimSlot(gl)
-	g.emit(elements(asm.R1), asm.LoadMem(asm.R2, asm.R10, slot, asm.DWord), asm.FnMapDeleteElem.Call())
-	zero := g.pushSlot()
-	g.emit(emitLookupIndex(ZeroMap, zero, 0, labelExit)...)
-	g.emit(asm.Mov.Reg(asm.R3, asm.R0), elements(asm.R1))
-	k.load(g, asm.R2)
-	g.emit(asm.Mov.Imm(asm.R4, bpfNoExist), asm.FnMapUpdateElem.Call(), asm.JNE.Imm(asm.R0, 0, done))
-	g.copyKey(gl, k, slot)
+	for range evictTries {
+		next := g.newLabel("evict")
+		slot := g.claimSlot(gl)
+		g.emit(elements(asm.R1), asm.LoadMem(asm.R2, asm.R10, slot, asm.DWord), asm.FnMapDeleteElem.Call())
+		zero := g.pushSlot()
+		g.emit(emitLookupIndex(ZeroMap, zero, 0, labelExit)...)
+		g.emit(asm.Mov.Reg(asm.R3, asm.R0), elements(asm.R1))
+		k.load(g, asm.R2)
+		g.emit(asm.Mov.Imm(asm.R4, bpfNoExist), asm.FnMapUpdateElem.Call(),
+			asm.JEq.Imm(asm.R0, errTooBig, next), asm.JNE.Imm(asm.R0, 0, done))
+		g.copyKey(gl, k, slot)
+		g.emit(asm.Ja.Label(done))
+		g.stack = stack
+		g.mark(next)
+	}
 	g.emit(asm.Ja.Label(done))
-	g.stack = stack
 	g.mark(created)
 	g.copyKey(gl, k, g.claimSlot(gl))
 	g.stack = stack
