@@ -44,7 +44,7 @@ test-guest:
 
 # Short fuzzing runs of every fuzz target: no script may make the parser or the
 # elaborator panic or hang, and the formatter must agree with its references.
-FUZZ_TARGETS = syntax:FuzzParse sema:FuzzElaborate format:FuzzFormat format:FuzzText format:FuzzStat regexdfa:FuzzStapSyntax
+FUZZ_TARGETS = syntax:FuzzParse sema:FuzzElaborate format:FuzzFormat format:FuzzText format:FuzzStat regexdfa:FuzzStapSyntax output:FuzzJSONString
 
 fuzz:
 	@for t in $(FUZZ_TARGETS); do \
