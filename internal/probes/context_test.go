@@ -1,7 +1,6 @@
 package probes
 
 import (
-	"bufio"
 	"fmt"
 	"os"
 	"strings"
@@ -17,16 +16,22 @@ import (
 // ("SYSTEM:EVENT EXPR => result") in a probe on that tracepoint of the fake
 // kernel and compares the Access (or error) with the expectation.
 func TestContext(t *testing.T) {
-	f, err := os.Open("testdata/context.txt")
+	eachTracepointCase(t, "testdata/context.txt", func(ctx *Context, expr string) string {
+		return describeAccess(t, ctx, expr)
+	})
+}
+
+// eachTracepointCase runs the lines of a testdata file, "SYSTEM:EVENT EXPR
+// => WANT" ('#' starts a comment), comparing what got makes of EXPR in a
+// probe on that tracepoint of the fake kernel with WANT.
+func eachTracepointCase(t *testing.T, path string, got func(ctx *Context, expr string) string) {
+	data, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
 	k := probestest.New()
 	tps, _ := k.Tracepoints()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		line := sc.Text()
+	for _, line := range strings.Split(string(data), "\n") {
 		if line == "" || strings.HasPrefix(line, "#") {
 			continue
 		}
@@ -37,9 +42,8 @@ func TestContext(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		ctx := &Context{kernel: k, Attach: a}
-		if got := describeAccess(t, ctx, expr); got != want {
-			t.Errorf("%s:\n got %s\nwant %s", in, got, want)
+		if g := got(&Context{kernel: k, Attach: a}, expr); g != want {
+			t.Errorf("%s:\n got %s\nwant %s", in, g, want)
 		}
 	}
 }
@@ -114,39 +118,20 @@ func accessString(a *Access) string {
 // kernel's tracepoints: the sprintf format and its arguments, or "refused"
 // where the point cannot expand it.
 func TestPretty(t *testing.T) {
-	data, err := os.ReadFile("testdata/pretty.txt")
-	if err != nil {
-		t.Fatal(err)
-	}
-	k := probestest.New()
-	tps, _ := k.Tracepoints()
-	for _, line := range strings.Split(string(data), "\n") {
-		if line == "" || strings.HasPrefix(line, "#") {
-			continue
-		}
-		in, want, _ := strings.Cut(line, " => ")
-		name, expr, _ := strings.Cut(in, " ")
-		matched, _ := kernelMatch(tps, name)
-		a, err := attachTracepoint(k, matched, false)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ctx := &Context{kernel: k, Attach: a}
+	eachTracepointCase(t, "testdata/pretty.txt", func(ctx *Context, expr string) string {
 		file, err := syntax.Parse(syntax.NewSource("<test>", "probe begin { x = "+expr+" }"), nil)
 		if err != nil {
 			t.Fatalf("%s: %v", expr, err)
 		}
 		x := file.Decls[0].(*syntax.ProbeDecl).Body.Stmts[0].(*syntax.ExprStmt).X.(*syntax.Assign).RHS.(*syntax.TargetVar)
-		got := "refused"
-		if format, args, ok := ctx.Pretty(x); ok {
-			var texts []string
-			for _, a := range args {
-				texts = append(texts, syntax.ExprString(a))
-			}
-			got = format + " | " + strings.Join(texts, ", ")
+		format, args, ok := ctx.Pretty(x)
+		if !ok {
+			return "refused"
 		}
-		if got != want {
-			t.Errorf("%s:\n got %s\nwant %s", in, got, want)
+		var texts []string
+		for _, a := range args {
+			texts = append(texts, syntax.ExprString(a))
 		}
-	}
+		return format + " | " + strings.Join(texts, ", ")
+	})
 }

@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"github.com/bpftap/bpftap/internal/interp"
-	"github.com/bpftap/bpftap/internal/sema"
 	"github.com/bpftap/bpftap/internal/syntax"
 	"github.com/bpftap/bpftap/internal/tapset"
 	"golang.org/x/tools/txtar"
@@ -61,24 +60,4 @@ func runWithJSONText(t *testing.T, script string) string {
 	in.Begin()
 	in.End()
 	return out.String()
-}
-
-func elaborateWith(t *testing.T, script string, stp []*syntax.Source, macros syntax.MacroLibrary) (*sema.Program, error) {
-	t.Helper()
-	cfg := &syntax.Config{Arch: "x86_64", Macros: macros}
-	user, err := syntax.Parse(syntax.NewSource("<input>", script), cfg)
-	if err != nil {
-		t.Fatalf("parse: %v", err)
-	}
-	libCfg := *cfg
-	libCfg.Tapset = true
-	var lib []*syntax.File
-	for _, src := range stp {
-		f, err := syntax.Parse(src, &libCfg)
-		if err != nil {
-			t.Fatalf("%s: %v", src.Name, err)
-		}
-		lib = append(lib, f)
-	}
-	return sema.Elaborate([]*syntax.File{user}, sema.Options{Library: lib})
 }

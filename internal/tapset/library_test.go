@@ -351,6 +351,13 @@ func libraryWithMacros(t *testing.T) ([]*syntax.Source, syntax.MacroLibrary) {
 func elaborate(t *testing.T, script string) (*sema.Program, error) {
 	t.Helper()
 	stp, macros := libraryWithMacros(t)
+	return elaborateWith(t, script, stp, macros)
+}
+
+// elaborateWith elaborates script against the library files stp with the
+// macros, kernel probes allowed.
+func elaborateWith(t *testing.T, script string, stp []*syntax.Source, macros syntax.MacroLibrary) (*sema.Program, error) {
+	t.Helper()
 	cfg := &syntax.Config{Arch: "x86_64", Macros: macros}
 	user, err := syntax.Parse(syntax.NewSource("<input>", script), cfg)
 	if err != nil {
