@@ -57,7 +57,7 @@ func (e *elab) resolveAll() {
 			f := e.pending[0]
 			e.pending = e.pending[1:]
 			s := e.newScope(e.fileOf[f.Decl], f.Params)
-			if e.kernel != nil { // its @cast resolve (context.go)
+			if e.castKernel() != nil { // its @cast resolve (context.go)
 				s.pruneDefined(f.Decl.Body)
 			}
 			s.walk(f.Decl.Body)
@@ -80,6 +80,8 @@ func (e *elab) resolveProbe(p *Probe) {
 		s.pruneDefined(p.Body)
 		s.substituteContextVars(p.Body)
 		s.expandPretty(p.Body)
+	} else if e.castKernel() != nil { // a user-side probe's @cast resolve
+		s.pruneDefined(p.Body)
 	}
 	if isProcfs(p) {
 		s.declareValue(p, p.Body)
