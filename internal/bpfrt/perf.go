@@ -77,7 +77,8 @@ func setProgram(fd int, prog *ebpf.Program) error {
 
 // openPerf opens e on cpu for every task, disabled.
 func openPerf(e *attach.Perf, cpu int) (int, error) {
-	attr := unix.PerfEventAttr{Type: uint32(e.Type), Config: e.Config, Sample: e.Period, Bits: unix.PerfBitDisabled}
+	attr := unix.PerfEventAttr{Type: uint32(e.Type), Config: e.Config, Sample: e.Period, Bits: unix.PerfBitDisabled,
+		Bp_type: e.BreakType, Ext1: e.BreakAddr, Ext2: e.BreakLen}
 	if e.Freq != 0 {
 		attr.Sample, attr.Bits = e.Freq, attr.Bits|unix.PerfBitFreq
 	}
