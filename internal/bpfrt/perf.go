@@ -49,7 +49,9 @@ func (perfSampler) attach(prog *ebpf.Program, p *attach.Point) (io.Closer, error
 	var events perfEvents
 	for _, cpu := range cpus {
 		fd, err := openPerf(p.Perf, cpu)
-		if err == nil {
+		if err != nil {
+			err = perfUnavailable(p.Perf, err)
+		} else {
 			err = setProgram(fd, prog)
 		}
 		if err != nil {
@@ -107,6 +109,10 @@ func (perfSampler) check(p *attach.Point) error {
 func perfUnavailable(e *attach.Perf, err error) error {
 	what := fmt.Sprintf("the kernel cannot open perf event type %d config %d", e.Type, e.Config)
 	switch {
+	case e.BreakType != 0 && errors.Is(err, unix.ENOSPC):
+		return fmt.Errorf("the kernel cannot set a hardware breakpoint at %#x (%w): every debug register of the CPU is taken", e.BreakAddr, err)
+	case e.BreakType != 0:
+		return fmt.Errorf("the kernel cannot set a hardware breakpoint of %d bytes at %#x (%w): the address must be a kernel one, aligned to the length", e.BreakLen, e.BreakAddr, err)
 	case e.Type == unix.PERF_TYPE_HARDWARE || e.Type == unix.PERF_TYPE_HW_CACHE:
 		return fmt.Errorf("%s (%w): this machine offers no hardware performance counters", what, err)
 	case errors.Is(err, unix.ENOENT) || errors.Is(err, unix.EINVAL):
