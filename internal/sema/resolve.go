@@ -211,9 +211,14 @@ func (s *scope) visit(n syntax.Node) bool {
 
 // defined resolves @defined(X): ordinary operands are walked; a context
 // expression is left unresolved, so that constant folding makes it 0 (a
-// kernel probe's, and a function's @cast, were decided before, defined.go).
+// kernel probe's, and a @cast, were decided before, defined.go). An
+// autocast's operand is resolved, so that the autocast resolves when its
+// operand's type is known (autocast.go) and folding makes it 1.
 func (s *scope) defined(n *syntax.Defined) bool {
 	n.SetType(syntax.TypeLong)
+	if a, ok := n.X.(*syntax.Autocast); ok {
+		s.walk(a.Operand)
+	}
 	return !isContextExpr(n.X)
 }
 
