@@ -2,7 +2,7 @@ package sema
 
 import (
 	"fmt"
-	
+
 	"github.com/bpftap/bpftap/internal/probes"
 	"github.com/bpftap/bpftap/internal/syntax"
 )
