@@ -45,23 +45,13 @@ func hwBreakpointFamily(k KernelInfo) *Family {
 		}
 	}
 	return &Family{Name: "kernel.data", Paths: paths, Kernel: true,
-		Expand: func(p *Point) ([]*Point, error) { return expandHWBreakpoint(k, p) }}
-}
-
-// expandHWBreakpoint gives a watchpoint its attach point, when the kernel
-// opens its event.
-func expandHWBreakpoint(k KernelInfo, p *Point) ([]*Point, error) {
-	bp, err := hwBreakpoint(p)
-	if err != nil {
-		return nil, err
-	}
-	a := &attach.Point{Kind: attach.PerfEvent, Perf: bp, Regs: true}
-	if err := k.Attachable(a); err != nil {
-		return nil, &Error{Msg: err.Error()}
-	}
-	q := *p
-	q.Context = &Context{kernel: k, Attach: a}
-	return []*Point{&q}, nil
+		Expand: func(p *Point) ([]*Point, error) {
+			bp, err := hwBreakpoint(p)
+			if err != nil {
+				return nil, err
+			}
+			return perfPoint(k, p, bp)
+		}}
 }
 
 // hwBreakpoint is the perf event a kernel.data point names.
