@@ -50,7 +50,11 @@ func hwBreakpointFamily(k KernelInfo) *Family {
 			if err != nil {
 				return nil, err
 			}
-			return perfPoint(k, p, bp)
+			pts, err := perfPoint(k, p, bp)
+			if err == nil { // pp() names the length, as stap's does; -l the point as written
+				pts[0].Components, pts[0].Script = canonicalWatchpoint(p, bp), p.Name()
+			}
+			return pts, err
 		}}
 }
 
@@ -84,6 +88,16 @@ func hwBreakpoint(p *Point) (*attach.Perf, error) {
 	}
 	bp.BreakLen = uint64(length)
 	return bp, nil
+}
+
+// canonicalWatchpoint is stap's name of the watchpoint p asks for:
+// kernel.data(ADDR).length(N).write, the length always given.
+func canonicalWatchpoint(p *Point, bp *attach.Perf) []*syntax.Component {
+	at := p.Components[0].Pos
+	data := p.Components[1]
+	access := p.Components[len(p.Components)-1]
+	length := &syntax.Component{Pos: at, Name: "length", Arg: &syntax.NumberLit{Typed: syntax.Typed{Pos: at}, Value: int64(bp.BreakLen)}}
+	return []*syntax.Component{p.Components[0], data, length, access}
 }
 
 // dataSymbol is the address of the kernel symbol name.
