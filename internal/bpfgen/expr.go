@@ -230,6 +230,10 @@ func (g *gen) assign(e *syntax.Assign) {
 	case *syntax.Index:
 		g.updateGlobal(lhs, op, e.RHS, e.Pos, false)
 	default:
+		if g.isVerdict(lhs) {
+			g.assignVerdict(e, op)
+			return
+		}
 		g.unassignable(e)
 	}
 }

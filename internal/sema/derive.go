@@ -310,6 +310,10 @@ func (e *elab) derive(x *expansion, pp *syntax.ProbePoint, pt *probes.Point) int
 		return e.deriveOne(x, pp, pt)
 	}
 	pts, err := pt.Family.Expand(pt)
+	if err != nil && probes.Absent(err) && wildcard(x.user.Components) {
+		e.prog.Plans = append(e.prog.Plans, fmt.Sprintf("%s: skipped under %s: %v", pt.Name(), pointString(x.user, false), err))
+		return 0 // what this kernel cannot serve at all (netfilter's bridge family): a wildcard skips it
+	}
 	if err != nil {
 		e.pointFailed(x, pp.Components, err)
 		return 0
