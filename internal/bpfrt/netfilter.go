@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 
 	"github.com/bpftap/bpftap/internal/probes/attach"
 	"github.com/cilium/ebpf"
@@ -36,14 +37,31 @@ func (netfilter) prepare(p *attach.Point, attr *progLoadAttr) error {
 	return nil
 }
 
+// netfilterPriorities is how many priorities from a point's own attach
+// tries: a hook takes one BPF program per priority (EBUSY for a second),
+// and several probes of a script, or other tools, may want the same.
+const netfilterPriorities = 64
+
+// attach links prog at p's priority, or at the first free one after it
+// (stap's netfilter probes all default to priority 0).
 func (netfilter) attach(prog *ebpf.Program, p *attach.Point) (io.Closer, error) {
-	l, err := link.AttachNetfilter(link.NetfilterOptions{Program: prog,
-		ProtocolFamily: link.NetfilterProtocolFamily(p.Net.PF), Hook: link.NetfilterInetHook(p.Net.Hook),
-		Priority: p.Net.Priority})
-	if err != nil {
-		return nil, netfilterRefusal(p, err)
+	var err error
+	for i := range int32(netfilterPriorities) {
+		if p.Net.Priority > math.MaxInt32-i {
+			break
+		}
+		var l link.Link
+		l, err = link.AttachNetfilter(link.NetfilterOptions{Program: prog,
+			ProtocolFamily: link.NetfilterProtocolFamily(p.Net.PF), Hook: link.NetfilterInetHook(p.Net.Hook),
+			Priority: p.Net.Priority + i})
+		if err == nil {
+			return l, nil
+		}
+		if !errors.Is(err, unix.EBUSY) {
+			break
+		}
 	}
-	return l, nil
+	return nil, netfilterRefusal(p, err)
 }
 
 // netfilterVerdict keeps check's verdict on the kernel's netfilter
@@ -95,6 +113,8 @@ func netfilterRefusal(p *attach.Point, err error) error {
 		why = "BPF netfilter links take only the IPv4 and IPv6 protocol families (EAFNOSUPPORT)"
 	case errors.Is(err, unix.EPROTO):
 		why = "the family has no such hook (EPROTO)"
+	case errors.Is(err, unix.EBUSY):
+		why = fmt.Sprintf("BPF programs hold every priority from it to %d more (EBUSY)", netfilterPriorities-1)
 	case errors.Is(err, unix.ERANGE):
 		why = "the priorities NF_IP_PRI_FIRST and NF_IP_PRI_LAST are kept for the kernel's own hooks (ERANGE)"
 	default:

@@ -311,7 +311,7 @@ func (e *elab) derive(x *expansion, pp *syntax.ProbePoint, pt *probes.Point) int
 	}
 	pts, err := pt.Family.Expand(pt)
 	if err != nil && probes.Absent(err) && wildcard(x.user.Components) {
-		e.prog.Plans = append(e.prog.Plans, fmt.Sprintf("%s: skipped under %s: %v", pt.Name(), pointString(x.user, false), err))
+		e.prog.Plans = append(e.prog.Plans, fmt.Sprintf("%s: skipped under %s: %s", pt.Name(), pointString(x.user, false), cmp.Or(probes.Cause(err), err.Error())))
 		return 0 // what this kernel cannot serve at all (netfilter's bridge family): a wildcard skips it
 	}
 	if err != nil {
