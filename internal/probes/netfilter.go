@@ -21,8 +21,8 @@ import (
 // HOOK and FAMILY are the kernel's names, which stap maps to numbers:
 // NF_INET_LOCAL_IN (or NF_IP_LOCAL_IN) of NFPROTO_IPV4, NF_IP6_LOCAL_IN of
 // NFPROTO_IPV6, NF_ARP_IN of NFPROTO_ARP, NF_BR_LOCAL_IN of NFPROTO_BRIDGE;
-// PRIORITY is a number or one of the NF_IP_PRI_ names (default 0, the
-// filter table's). With -g, stap passes names it does not know to C as
+// PRIORITY is a number, as a string as stap takes it or not, or one of the
+// NF_IP_PRI_ names (default 0, the filter table's). With -g, stap passes names it does not know to C as
 // they are; here a number is taken as is and anything else refused.
 //
 // The kernel links BPF programs to the IPv4 and IPv6 families only, and
@@ -39,7 +39,8 @@ import (
 func netfilterFamily(k KernelInfo, cfg Config) *Family {
 	hp, ph := "netfilter.hook(string).pf(string)", "netfilter.pf(string).hook(string)"
 	return &Family{Name: "netfilter", Kernel: true,
-		Paths:  []string{hp, ph, hp + ".priority(string)", ph + ".priority(string)"},
+		Paths: []string{hp, ph, hp + ".priority(string)", ph + ".priority(string)",
+			hp + ".priority(number)", ph + ".priority(number)"},
 		Expand: func(p *Point) ([]*Point, error) { return expandNetfilter(k, cfg, p) }}
 }
 
@@ -122,6 +123,12 @@ func netfilterHook(p *Point, guru bool) (*attach.NetHook, error) {
 // netfilterPriority is a point's priority: a 32-bit number, or a name
 // stap knows for its family; 0 when the point gives none.
 func netfilterPriority(p *Point, pf uint32) (int32, error) {
+	if n, ok := p.Number("priority"); ok {
+		if n != int64(int32(n)) {
+			return 0, errorf("netfilter priority %d out of range (a 32-bit int)", n)
+		}
+		return int32(n), nil
+	}
 	name := stringArg(p, "priority")
 	if name == "" {
 		return 0, nil
