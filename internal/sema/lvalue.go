@@ -80,14 +80,7 @@ func assignable(x syntax.Expr) bool {
 // hook's parameters; its $verdict without -g), as stap refuses it.
 func (e *elab) checkContextWrites(ctx *probes.Context, body *syntax.Block) {
 	syntax.Walk(body, func(n syntax.Node) bool {
-		var target syntax.Expr
-		switch n := n.(type) {
-		case *syntax.Assign:
-			target = n.LHS
-		case *syntax.IncDec:
-			target = n.X
-		}
-		if v, ok := target.(*syntax.TargetVar); ok {
+		if v, ok := assignTarget(n).(*syntax.TargetVar); ok {
 			if why := ctx.Assign(v.Name, e.opts.Guru); why != "" {
 				e.rep.errorAt("lvalue", v, why)
 			}
