@@ -353,8 +353,8 @@ var Builtins = index(
 	bpf(fn("kernel_string2", str, l("addr"), s("err_msg"))),
 	// a kernel buffer quoted, and in hex (the netfilter tapset's
 	// data_str and data_hex: bpfgen/buffers.go)
-	kernelOnly(fn("kernel_buffer_quoted", str, l("addr"), l("inlen"))),
-	kernelOnly(fn("__kernel_buffer_hex", str, l("addr"), l("len"))),
+	bpf(fn("kernel_buffer_quoted", str, l("addr"), l("inlen"))),
+	bpf(fn("__kernel_buffer_hex", str, l("addr"), l("len"))),
 	// the Prometheus tapset's histogram buckets (prometheus.stpm)
 	fn("__prometheus_log_bucket", long, l("v")),
 	fn("__prometheus_log_le", str, l("bucket")),
