@@ -311,8 +311,12 @@ func (e *elab) derive(x *expansion, pp *syntax.ProbePoint, pt *probes.Point) int
 	}
 	pts, err := pt.Family.Expand(pt)
 	if err != nil && probes.Absent(err) && wildcard(x.user.Components) {
-		e.prog.Plans = append(e.prog.Plans, fmt.Sprintf("%s: skipped under %s: %s", pt.Name(), pointString(x.user, false), cmp.Or(probes.Cause(err), err.Error())))
-		return 0 // what this kernel cannot serve at all (netfilter's bridge family): a wildcard skips it
+		// what this kernel cannot serve at all (netfilter's bridge family):
+		// a wildcard skips it, and says why should it match nothing else
+		cause := cmp.Or(probes.Cause(err), err.Error())
+		e.prog.Plans = append(e.prog.Plans, fmt.Sprintf("%s: skipped under %s: %s", pt.Name(), pointString(x.user, false), cause))
+		*x.cause = cmp.Or(*x.cause, cause)
+		return 0
 	}
 	if err != nil {
 		e.pointFailed(x, pp.Components, err)
