@@ -21,9 +21,10 @@ import (
 // HOOK and FAMILY are the kernel's names, which stap maps to numbers:
 // NF_INET_LOCAL_IN (or NF_IP_LOCAL_IN) of NFPROTO_IPV4, NF_IP6_LOCAL_IN of
 // NFPROTO_IPV6, NF_ARP_IN of NFPROTO_ARP, NF_BR_LOCAL_IN of NFPROTO_BRIDGE;
-// PRIORITY is a number, as a string as stap takes it or not, or one of the
-// NF_IP_PRI_ names (default 0, the filter table's). With -g, stap passes names it does not know to C as
-// they are; here a number is taken as is and anything else refused.
+// PRIORITY is a number, as a string as stap takes it or not, or one of
+// the NF_IP_PRI_ names (default 0, the filter table's). With -g, stap
+// passes names it does not know to C as they are; here a number is taken
+// as is and anything else refused.
 //
 // The kernel links BPF programs to the IPv4 and IPv6 families only, and
 // at neither extreme priority (the kernel's own): a point on the ARP or
@@ -61,11 +62,9 @@ var (
 		"SECURITY": 50, "NAT_SRC": 100, "SELINUX_LAST": 225, "CONNTRACK_CONFIRM": math.MaxInt32, "LAST": math.MaxInt32}
 )
 
-// NF_DROP and NF_ACCEPT, the two verdicts a BPF netfilter program returns.
-const (
-	nfDrop   = 0
-	nfAccept = 1
-)
+// nfAccept is NF_ACCEPT, the greater of the two verdicts a BPF netfilter
+// program may return (NF_DROP is 0).
+const nfAccept = 1
 
 func prefixed(prefix string, names []string) []string {
 	out := make([]string, len(names))
