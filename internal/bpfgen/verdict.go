@@ -54,15 +54,16 @@ func (g *gen) loadVerdict() {
 	g.emit(asm.LoadMem(asm.R0, asm.R10, g.verdictSlot, asm.DWord))
 }
 
-// assignVerdict compiles `$verdict op= rhs`, leaving the new value in R0.
-func (g *gen) assignVerdict(e *syntax.Assign, op string) {
-	g.long(e.RHS)
+// updateVerdict compiles `$verdict op= rhs` (op "" for a plain store,
+// $verdict++ and -- too), leaving the new value in R0.
+func (g *gen) updateVerdict(op string, rhs syntax.Expr, at syntax.Pos) {
+	g.long(rhs)
 	if op != "" {
 		g.emit(asm.Mov.Reg(asm.R1, asm.R0))
 		g.loadVerdict()
-		g.arith(op, e.Pos)
+		g.arith(op, at)
 	}
-	bad := g.errorSite(fmt.Sprintf("verdict out of range: this hook's program returns 0 to %d", g.verdict.Max), e.Pos, false)
+	bad := g.errorSite(fmt.Sprintf("verdict out of range: this hook's program returns 0 to %d", g.verdict.Max), at, false)
 	g.emit(asm.JGT.Imm(asm.R0, g.verdict.Max, bad), // unsigned: a negative value too
 		asm.StoreMem(asm.R10, g.verdictSlot, asm.R0, asm.DWord))
 }
