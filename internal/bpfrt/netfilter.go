@@ -65,7 +65,7 @@ func (netfilter) attach(prog *ebpf.Program, p *attach.Point) (io.Closer, error) 
 }
 
 // netfilterVerdict keeps check's verdict on the kernel's netfilter
-// programs ("") and on each family, hook and priority the kernel refused.
+// programs ("") and on each family, hook and priority tried.
 var netfilterVerdict verdicts
 
 // check tells whether the kernel loads netfilter programs and links one
