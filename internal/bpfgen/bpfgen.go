@@ -216,6 +216,7 @@ func (m *Module) CompileGroup(ps []*sema.Probe) (*Program, error) {
 		g.timeSlot = g.pushStack(16) // the start time, then the map key
 	}
 	g.reserveCompatSlot(ps[0].Attach)
+	g.reserveVerdictSlot(ps[0].Attach)
 	var sections []Section
 	for _, p := range ps {
 		sections = append(sections, Section{Probe: p, TimingIndex: m.programs})

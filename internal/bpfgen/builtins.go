@@ -82,6 +82,10 @@ func kernelBuiltins() map[string]builtinCode {
 		"strpos":              longCode((*gen).strpos),
 		"isinstr":             longCode((*gen).strpos),
 		"str_replace":         strCode((*gen).strReplace),
+
+		// the netfilter tapset's data_str and data_hex (buffers.go)
+		"kernel_buffer_quoted": strCode((*gen).kernelBufferQuoted),
+		"__kernel_buffer_hex":  strCode((*gen).kernelBufferHex),
 	}
 	for name, form := range map[string]StackForm{"backtrace": KernelHex, "sprint_backtrace": KernelText,
 		"ubacktrace": UserHex, "sprint_ubacktrace": UserText} {

@@ -207,6 +207,8 @@ func (g *gen) loadArg(i int) {
 	arg := p.Attach.Args[i]
 	loc := arg.Loc
 	switch {
+	case loc.Verdict:
+		g.loadVerdict()
 	case loc.Const:
 		g.constant(asm.R0, loc.Value)
 	case loc.User != nil:
@@ -224,12 +226,15 @@ func (g *gen) loadArg(i int) {
 			g.emit(asm.RSh.Imm(asm.R0, shift))
 		}
 		g.extend(loc.Size, loc.Signed)
+		if arg.Pointer && p.Attach.Kind.TypedContext() {
+			g.untrust()
+		}
 	default:
 		g.emit(asm.LoadMem(asm.R0, regCtx, int16(loc.Offset), sizeOf(loc.Size)))
 		if loc.Signed {
 			g.extend(loc.Size, true)
 		}
-		if arg.Pointer && p.Attach.Kind.BTFTyped() {
+		if arg.Pointer && p.Attach.Kind.TypedContext() {
 			g.untrust()
 		}
 	}

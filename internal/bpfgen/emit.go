@@ -3,6 +3,7 @@ package bpfgen
 import (
 	"fmt"
 
+	"github.com/bpftap/bpftap/internal/probes/attach"
 	"github.com/bpftap/bpftap/internal/sema"
 	"github.com/bpftap/bpftap/internal/syntax"
 	"github.com/cilium/ebpf/asm"
@@ -61,6 +62,10 @@ type gen struct {
 	// the six words of the call's arguments, in a program whose context
 	// has compat arguments (0: none; syscalls.go)
 	compatSlot, argsSlot int16
+	// verdict is the point's, when the program's return value is a
+	// verdict; verdictSlot is where it is kept (verdict.go).
+	verdict     *attach.Verdict
+	verdictSlot int16
 
 	timeSlot    int16 // stack slot of the start time (-t), the map key after it
 	timingIndex int
@@ -308,6 +313,7 @@ func (g *gen) prologue() {
 	for off := 8; off <= g.maxStack; off += 8 {
 		g.emit(asm.StoreMem(asm.R10, int16(-off), asm.R0, asm.DWord))
 	}
+	g.initVerdict()
 	if g.argsSlot != 0 {
 		g.fillSyscallArgs()
 	}
@@ -352,8 +358,7 @@ func (g *gen) epilogue() {
 	if g.m.cfg.Timing && !g.grouped {
 		g.stopTiming()
 	}
-	g.mark(labelDone)
-	g.emit(asm.Mov.Imm(asm.R0, 0), asm.Return())
+	g.returnVerdict()
 	g.emitTails()
 }
 

@@ -230,6 +230,10 @@ func (g *gen) assign(e *syntax.Assign) {
 	case *syntax.Index:
 		g.updateGlobal(lhs, op, e.RHS, e.Pos, false)
 	default:
+		if g.isVerdict(lhs) {
+			g.updateVerdict(op, e.RHS, e.Pos)
+			return
+		}
 		g.unassignable(e)
 	}
 }
@@ -275,8 +279,11 @@ func (g *gen) incDec(e *syntax.IncDec) {
 		g.updateGlobal(x, op, one, e.Pos, !e.Prefix)
 		return
 	default:
-		g.fail(e, "cannot %s %s in a kernel probe", e.Op, syntax.ExprString(e.X))
-		return
+		if !g.isVerdict(x) {
+			g.fail(e, "cannot %s %s in a kernel probe", e.Op, syntax.ExprString(e.X))
+			return
+		}
+		g.updateVerdict(op, one, e.Pos)
 	}
 	if !e.Prefix { // the old value
 		g.emit(undo(op))

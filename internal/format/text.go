@@ -24,27 +24,35 @@ func roomOf(maxLen int) int { return max(maxLen, 1) }
 // \uXXXX or \UXXXXXXXX for UTF-8 sequences), cut when the result would exceed
 // maxLen-1 bytes.
 func TextStr(s string, maxLen int) string {
-	return textStr(s, 0, 0, false, maxLen)
+	return textStr(s, 0, 0, false, false, maxLen)
 }
 
 // TextStrN is the tapset's text_strn(s, len, quoted): like TextStr with the
 // result limited to len bytes (0 means maxLen-1) and, when quoted is
 // non-zero, in double quotes; a truncated quoted string ends with `"...`.
 func TextStrN(s string, length, quoted int64, maxLen int) string {
-	return textStr(s, 0, int(min(max(length, 0), int64(roomOf(maxLen)))), quoted != 0, maxLen)
+	return textStr(s, 0, int(min(max(length, 0), int64(roomOf(maxLen)))), quoted != 0, false, maxLen)
 }
 
 // StringQuoted is the tapset's string_quoted(s): TextStr in double quotes.
 func StringQuoted(s string, maxLen int) string {
-	return textStr(s, maxLen, maxLen, true, maxLen)
+	return textStr(s, maxLen, maxLen, true, false, maxLen)
+}
+
+// BufferQuoted is the tapset's kernel_buffer_quoted(addr, inlen) of the
+// bytes b it read: StringQuoted of a buffer, whose NUL bytes are written
+// `\0` (and take the room of an octal escape, as in the runtime) instead
+// of ending it.
+func BufferQuoted(b []byte, maxLen int) string {
+	return textStr(string(b), len(b), maxLen, true, true, maxLen)
 }
 
 // textStr follows the runtime's _stp_text_str: it reads at most inLen bytes
 // of s and writes at most outLen (0 or too large: maxLen-1). A quoted
 // string keeps room for its quotes; when it is cut, the last three bytes that
 // fit give way to `"...`, and an escape sequence that would be split goes
-// whole.
-func textStr(s string, inLen, outLen int, quoted bool, maxLen int) string {
+// whole. A buffer's NUL bytes are characters (the runtime's buffer flag).
+func textStr(s string, inLen, outLen int, quoted, buffer bool, maxLen int) string {
 	limit := roomOf(maxLen) - 1
 	if inLen <= 0 || inLen > limit {
 		inLen = limit
@@ -64,7 +72,7 @@ func textStr(s string, inLen, outLen int, quoted bool, maxLen int) string {
 	for inLen > 0 {
 		var n int
 		n, c = decodeUTF8(s, in, inLen)
-		if c == 0 || outLen <= 0 {
+		if c == 0 && !buffer || outLen <= 0 {
 			break
 		}
 		in += n
@@ -88,7 +96,11 @@ func textStr(s string, inLen, outLen int, quoted bool, maxLen int) string {
 		if outLen < num {
 			break
 		}
-		out = appendTextChar(out, c, num)
+		if c == 0 { // the runtime writes a buffer's NUL short, in an octal escape's room
+			out = append(out, '\\', '0')
+		} else {
+			out = appendTextChar(out, c, num)
+		}
 		outLen -= num
 	}
 	if quoted {

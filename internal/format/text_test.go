@@ -83,6 +83,27 @@ func TestStringQuoted(t *testing.T) {
 	}
 }
 
+// TestBufferQuoted follows the runtime's _stp_text_str with its buffer
+// flag: a NUL is `\0` in the room of `\000`, the text is cut with `"...`
+// where the room ends (an escape that would be split goes whole), unless
+// the byte that does not fit is a NUL.
+func TestBufferQuoted(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"sh\x00\x00", `"sh\0\0"`},
+		{"E\x00\x00!\r\xfe hello\"\\", `"E\0\0!\r\376 hello\"\\"`},
+		{strings.Repeat("a", 510), `"` + strings.Repeat("a", 506) + `"...`},
+		{strings.Repeat("a", 505) + "\x01", `"` + strings.Repeat("a", 505) + `\001"`},
+		{strings.Repeat("a", 504) + "\x01aa", `"` + strings.Repeat("a", 504) + `"...`},
+		{strings.Repeat("\x00", 128), `"` + strings.Repeat(`\0`, 127) + `"`},
+		{strings.Repeat("a", 509), `"` + strings.Repeat("a", 509) + `"`},
+	}
+	for _, tt := range tests {
+		if got := BufferQuoted([]byte(tt.in), DefaultMaxStringLen); got != tt.want {
+			t.Errorf("BufferQuoted(%q) =\n%q, want\n%q", tt.in, got, tt.want)
+		}
+	}
+}
+
 // Every string the helpers build fits the MAXSTRINGLEN they are given.
 func TestStringLimit(t *testing.T) {
 	long := strings.Repeat("a", 40)

@@ -2,10 +2,12 @@ package interp
 
 import (
 	"encoding/binary"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"strings"
 
+	"github.com/bpftap/bpftap/internal/format"
 	"github.com/bpftap/bpftap/internal/kmem"
 	"github.com/bpftap/bpftap/internal/tapset"
 )
@@ -27,6 +29,8 @@ func memoryBuiltins() map[string]builtinFunc {
 			return str(cc.kernelString(a[0].Int, int(min(max(a[1].Int, 0), int64(cc.in.maxStringLen()-1)))))
 		},
 		"kernel_string2":       kernelString2,
+		"kernel_buffer_quoted": kernelBufferQuoted,
+		"__kernel_buffer_hex":  kernelBufferHex,
 		"user_string":          userStringFault,
 		"user_string_n":        userStringFault,
 		"user_string2":         errMsg,
@@ -65,6 +69,42 @@ func kernelString2(cc *callContext, a []Value) Value {
 	}
 	cc.kernelFault(err, "string", a[0].Int)
 	return str(s)
+}
+
+// kernelBufferQuoted is kernel_buffer_quoted(addr, inlen): inlen bytes
+// (MAXSTRINGLEN-1 at the most, and for inlen <= 0) quoted as a buffer, or
+// the address in hex when they cannot be read, as the tapset's C does.
+func kernelBufferQuoted(cc *callContext, a []Value) Value {
+	limit := int64(cc.in.maxStringLen() - 1)
+	n := a[1].Int
+	if n <= 0 || n > limit {
+		n = limit
+	}
+	buf := make([]byte, n)
+	_, err := cc.kernelReader().Read(uint64(a[0].Int), buf)
+	switch {
+	case errors.Is(err, kmem.ErrFault):
+		return str(fmt.Sprintf("0x%x", uint64(a[0].Int)))
+	case err != nil:
+		cc.cannotRead(err)
+	}
+	return str(format.BufferQuoted(buf, cc.in.maxStringLen()))
+}
+
+// kernelBufferHex is __kernel_buffer_hex(addr, len), the netfilter
+// tapset's sprintf("%.*M", len, addr): two hex digits a byte, as many
+// bytes as fit in MAXSTRINGLEN, none for len <= 0; a fault raises stap's
+// kernel read error.
+func kernelBufferHex(cc *callContext, a []Value) Value {
+	buf := make([]byte, min(max(a[1].Int, 0), int64(cc.in.maxStringLen()-1)/2))
+	_, err := cc.kernelReader().Read(uint64(a[0].Int), buf)
+	switch {
+	case errors.Is(err, kmem.ErrFault):
+		cc.fail(fmt.Sprintf(tapset.KernelReadFault, uint64(a[0].Int)))
+	case err != nil:
+		cc.cannotRead(err)
+	}
+	return str(hex.EncodeToString(buf))
 }
 
 // kernelNumber is kernel_WHAT(addr): the signed number of size bytes at

@@ -58,6 +58,11 @@ type Context struct {
 	// refused names the $vars a point knows of but does not offer, with
 	// the reason ($return of a security hook: stap 5.6's verdict).
 	refused map[string]string
+	// assign, when set, says why an assignment to a $var is refused ("" if
+	// it is not): in guru mode (-g) or not. Without it assignments are
+	// refused when the probe is compiled (a BPF program writes no kernel
+	// memory).
+	assign func(name string, guru bool) string
 	// argsOfCall: the point fires as a call returns and its arguments are
 	// those the call was entered with (returnEvents).
 	argsOfCall bool
@@ -81,6 +86,15 @@ type Entry struct {
 func (c *Context) ParamsAtEntry() bool {
 	a := c.Attach
 	return c.entry != nil && a.Func != nil && a.Func.Words == 0 && !a.User
+}
+
+// Assign says why assigning $name is refused, "" if it is not or if the
+// point leaves the question to the code generator; guru is -g.
+func (c *Context) Assign(name string, guru bool) string {
+	if c.assign == nil {
+		return ""
+	}
+	return c.assign(name, guru)
 }
 
 // ArgsOfCall tells whether the point fires as a call returns with the
@@ -167,8 +181,13 @@ func (c *Context) Var(x *syntax.TargetVar) (*Access, *ContextError) {
 		return nil, ctxErr(-1, "cannot resolve context variable '%s': bpftap reads no DWARF debuginfo, so a function probe has only $return (in .return probes); read arguments with int_arg(N), long_arg(N), pointer_arg(N) and the like", x.Name)
 	case (!ok || strings.HasPrefix(x.Name, "$$")) && c.Attach.Func != nil:
 		return nil, ctxErr(-1, "unable to find parameter '%s' of %s (alternatives: %s)", x.Name, c.Attach.Func.Name, strings.Join(c.names(), ", "))
+	case (!ok || strings.HasPrefix(x.Name, "$$")) && c.Attach.Net != nil:
+		return nil, ctxErr(-1, "unsupported context variable '%s' of a netfilter hook (alternatives: %s)", x.Name, strings.Join(c.names(), ", "))
 	case !ok || strings.HasPrefix(x.Name, "$$"):
 		return nil, ctxErr(-1, "unable to find tracepoint variable '%s' (alternatives: %s)", x.Name, strings.Join(c.names(), ", "))
+	}
+	if x.AddrOf && len(x.Components) == 0 && c.Attach.Net != nil {
+		return nil, ctxErr(-1, "cannot take address of netfilter hook context variable")
 	}
 	if x.AddrOf && len(x.Components) == 0 {
 		return nil, ctxErr(-1, "cannot take the address of tracepoint variable '%s'", x.Name)

@@ -14,7 +14,8 @@ import (
 // lifecycle (lifecycle.go), kernel.function and kprobe.function
 // (kfunc.go, with the DWARF-only forms refused), process.function
 // (uprobe.go), process.mark (usdt.go), the perf events (perf.go) and the
-// security hooks, lsm.HOOK and kernel.lsm("HOOK") (lsm.go). A
+// security hooks, lsm.HOOK and kernel.lsm("HOOK") (lsm.go), the netfilter
+// hooks, netfilter.hook("HOOK").pf("FAMILY") (netfilter.go). A
 // family declared with Unsupported resolves (so that typos get "similar"
 // suggestions) and the elaborator refuses it. syscall_any and
 // syscall_any.return are probe aliases of the tapset (syscall_any.stp) on
@@ -32,6 +33,7 @@ func kernelFamilies(k KernelInfo, cfg Config) []*Family {
 		perfFamily(k),
 		hwBreakpointFamily(k),
 		lsmFamily(k, cfg.Listing),
+		netfilterFamily(k, cfg),
 	}
 }
 

@@ -145,6 +145,10 @@ type Error struct {
 	// made the point fail, ending the message: the elaborator also gives
 	// it for an optional point whose absence it reports as a whole.
 	Cause string
+	// Absent: the kernel cannot serve the point at all (a netfilter hook
+	// of a family BPF programs cannot hook), which a wildcard skips, as
+	// it skips a call the kernel cannot make (never).
+	Absent bool
 }
 
 func (e *Error) Error() string {
@@ -156,6 +160,13 @@ func (e *Error) Error() string {
 		msg += "; " + e.Cause
 	}
 	return msg
+}
+
+// Absent tells whether err says the kernel cannot serve the point at all
+// (Error.Absent).
+func Absent(err error) bool {
+	pe, ok := err.(*Error)
+	return ok && pe.Absent
 }
 
 // Cause returns the setup's part in err (Error.Cause), "" if none.
@@ -251,6 +262,9 @@ type Config struct {
 	// why it cannot be found (an -x process whose /proc/PID/exe bpftap may
 	// not read); it is called only for such a point.
 	TargetBinary func() (string, error)
+	// Guru is -g: names stap passes to C as they are in guru mode are
+	// taken as numbers where they are (netfilter.hook("1").pf("2")).
+	Guru bool
 	// Listing (-l, -L): every concrete point is a probe of its own, to be
 	// listed by its name, never one of many a shared program serves (the
 	// returns of syscall.*.return on one raw tracepoint).

@@ -310,6 +310,14 @@ func (e *elab) derive(x *expansion, pp *syntax.ProbePoint, pt *probes.Point) int
 		return e.deriveOne(x, pp, pt)
 	}
 	pts, err := pt.Family.Expand(pt)
+	if err != nil && probes.Absent(err) && wildcard(x.user.Components) {
+		// what this kernel cannot serve at all (netfilter's bridge family):
+		// a wildcard skips it, and says why should it match nothing else
+		cause := cmp.Or(probes.Cause(err), err.Error())
+		e.prog.Plans = append(e.prog.Plans, fmt.Sprintf("%s: skipped under %s: %s", pt.Name(), pointString(x.user, false), cause))
+		*x.cause = cmp.Or(*x.cause, cause)
+		return 0
+	}
 	if err != nil {
 		e.pointFailed(x, pp.Components, err)
 		return 0

@@ -1,6 +1,9 @@
 package sema
 
-import "github.com/bpftap/bpftap/internal/syntax"
+import (
+	"github.com/bpftap/bpftap/internal/probes"
+	"github.com/bpftap/bpftap/internal/syntax"
+)
 
 // Assignment targets, checked where stap checks them: in the dead-assignment
 // step of its first optimization round, so after the never-assigned warnings
@@ -70,4 +73,18 @@ func assignable(x syntax.Expr) bool {
 		return true
 	}
 	return false
+}
+
+// checkContextWrites reports each assignment to a context variable that
+// the probe point refuses in pass 2 (probes.Context.Assign: a netfilter
+// hook's parameters; its $verdict without -g), as stap refuses it.
+func (e *elab) checkContextWrites(ctx *probes.Context, body *syntax.Block) {
+	syntax.Walk(body, func(n syntax.Node) bool {
+		if v, ok := assignTarget(n).(*syntax.TargetVar); ok {
+			if why := ctx.Assign(v.Name, e.opts.Guru); why != "" {
+				e.rep.errorAt("lvalue", v, why)
+			}
+		}
+		return true
+	})
 }

@@ -87,6 +87,9 @@ func (e *elab) resolveProbe(p *Probe) {
 		s.declareValue(p, p.Body)
 	}
 	s.walk(p.Body)
+	if s.ctx != nil {
+		e.checkContextWrites(s.ctx, p.Body)
+	}
 	p.Locals = s.list
 	if p.Cond != nil {
 		e.resolveCondition(p.Cond, s.file)

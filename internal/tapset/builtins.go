@@ -351,6 +351,10 @@ var Builtins = index(
 	bpf(fn("user_string_quoted", str, l("addr"))),
 	fn("user_string_n_quoted", str, l("addr"), l("n")),
 	bpf(fn("kernel_string2", str, l("addr"), s("err_msg"))),
+	// a kernel buffer quoted, and in hex (the netfilter tapset's
+	// data_str and data_hex: bpfgen/buffers.go)
+	bpf(fn("kernel_buffer_quoted", str, l("addr"), l("inlen"))),
+	bpf(fn("__kernel_buffer_hex", str, l("addr"), l("len"))),
 	// the Prometheus tapset's histogram buckets (prometheus.stpm)
 	fn("__prometheus_log_bucket", long, l("v")),
 	fn("__prometheus_log_le", str, l("bucket")),

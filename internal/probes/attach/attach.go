@@ -82,13 +82,19 @@ const (
 	// program's return value is the hook's verdict (0 allows). Linux 5.7,
 	// CONFIG_BPF_LSM, and "bpf" among the kernel's active LSMs.
 	LSM
+	// Netfilter is a BPF netfilter program (BPF_PROG_TYPE_NETFILTER,
+	// Linux 6.4) on a netfilter hook, the Hook of the protocol family PF at
+	// Priority (Net): the context is struct bpf_nf_ctx, the hook's state
+	// then the packet's sk_buff, pointers typed by BTF; the program's
+	// return value is the verdict on the packet (Verdict).
+	Netfilter
 )
 
 var kindNames = [...]string{TPBTF: "tp_btf", RawTracepoint: "raw_tracepoint", Tracepoint: "tracepoint",
 	Uprobe: "uprobe", Uretprobe: "uretprobe", PerfEvent: "perf_event",
 	UprobeMulti: "uprobe_multi", UretprobeMulti: "uretprobe_multi",
 	Kprobe: "kprobe", Kretprobe: "kretprobe", KprobeMulti: "kprobe_multi", KretprobeMulti: "kretprobe_multi",
-	Fentry: "fentry", Fexit: "fexit", KprobeSession: "kprobe_session", LSM: "lsm"}
+	Fentry: "fentry", Fexit: "fexit", KprobeSession: "kprobe_session", LSM: "lsm", Netfilter: "netfilter"}
 
 func (k Kind) String() string {
 	if int(k) < len(kindNames) && kindNames[k] != "" {
@@ -101,6 +107,11 @@ func (k Kind) String() string {
 // which may dereference the BTF-typed pointers of helpers such as
 // bpf_get_current_task_btf without a probe read.
 func (k Kind) BTFTyped() bool { return k == TPBTF || k == Fentry || k == Fexit || k == LSM }
+
+// TypedContext tells whether the verifier types the pointers a program
+// of kind k loads from its context by BTF (trusted, never NULL to it):
+// the BTF-typed tracing programs' and a netfilter program's.
+func (k Kind) TypedContext() bool { return k.BTFTyped() || k == Netfilter }
 
 // Single is the kind of one point of a Set of kind k: a uprobe for an
 // uprobe_multi, a kprobe for a kprobe_multi; k itself for other kinds.
@@ -156,6 +167,13 @@ type Point struct {
 	Offsets []uint64
 	// Perf is the event of a PerfEvent point.
 	Perf *Perf
+	// Net is the hook of a Netfilter point.
+	Net *NetHook
+	// Verdict, when set, says that the program's return value decides
+	// what becomes of the event (a netfilter hook's packet): Default
+	// unless the script assigns the argument whose Loc is Verdict a value
+	// from 0 to Max.
+	Verdict *Verdict
 	// What a program finds in its context, whatever the kind (the code
 	// generator reads these, never Kind): Regs, the context is or begins
 	// with a struct pt_regs, the registers of the probed code when the
@@ -214,6 +232,19 @@ type Perf struct {
 	BreakAddr, BreakLen uint64
 }
 
+// NetHook is a netfilter hook: the protocol family PF (NFPROTO_IPV4 is
+// 2), the hook's number in it (NF_INET_LOCAL_IN is 1) and the priority
+// among the hook's functions (lower runs first).
+type NetHook struct {
+	PF, Hook uint32
+	Priority int32
+}
+
+// Verdict is what a program's return value decides (Point.Verdict).
+type Verdict struct {
+	Default, Max int32
+}
+
 // Target names what p attaches to, for messages: "sched:sched_switch",
 // "/usr/bin/ls:main (file offset 0x4d70)".
 func (p *Point) Target() string {
@@ -222,6 +253,9 @@ func (p *Point) Target() string {
 	}
 	if p.Perf != nil {
 		return fmt.Sprintf("perf event type %d config %d", p.Perf.Type, p.Perf.Config)
+	}
+	if p.Net != nil {
+		return fmt.Sprintf("netfilter hook %d of protocol family %d, priority %d", p.Net.Hook, p.Net.PF, p.Net.Priority)
 	}
 	if p.Path != "" {
 		return fmt.Sprintf("%s:%s (file offset %#x)", p.Path, p.Event, p.Offset)
@@ -295,6 +329,9 @@ type Loc struct {
 	// cut to at most 4 bytes.
 	Compat       bool
 	CompatOffset int
+	// Verdict: the value is the program's verdict so far (Point.Verdict),
+	// which assigning the argument sets.
+	Verdict bool
 	// Const: the value is Value (a USDT operand $-5).
 	Const bool
 	Value int64
@@ -310,7 +347,7 @@ type Loc struct {
 // it is (a tracepoint's args[] word), which the verifier types as the
 // argument's BTF type in a BTF-typed program.
 func (l Loc) Plain() bool {
-	return !l.Address && !l.DataLoc && !l.Deref && !l.Const && l.User == nil && l.Size == 8
+	return !l.Address && !l.DataLoc && !l.Deref && !l.Const && !l.Verdict && l.User == nil && l.Size == 8
 }
 
 // UserAddr is a user-space address computed from the registers of the

@@ -97,6 +97,14 @@ const (
 	tTaskHook      // bpf_lsm_task_alloc
 	tVerifyProg    // bpf_lsm_verify_prog: not a hook
 	tHookList      // union security_list_options
+	// A netfilter program's context and what it points to.
+	tSkb
+	tSkbPtr
+	tNetDev
+	tNetDevPtr
+	tHookState
+	tHookStatePtr
+	tNfCtx
 )
 
 // New returns the fake kernel.
@@ -124,6 +132,14 @@ func New() *Kernel {
 	e.fn("bpf_lsm_task_alloc", tTaskHookProto)
 	e.fn("bpf_lsm_verify_prog", tBprmHookProto)
 	e.union("security_list_options", 8, member{"bprm_check_security", tBprmHookProto, 0}, member{"task_alloc", tTaskHookProto, 0})
+	e.strct("sk_buff", 232, member{"len", tInt, 112})
+	e.rec("", kernel.KindPtr, 0, uint32(tSkb))
+	e.strct("net_device", 2048, member{"name", tCharArray, 0})
+	e.rec("", kernel.KindPtr, 0, uint32(tNetDev))
+	e.strct("nf_hook_state", 48, member{"hook", tChar, 0}, member{"pf", tChar, 1}, member{"in", tNetDevPtr, 8},
+		member{"out", tNetDevPtr, 16}, member{"okfn", tCharPtr, 40})
+	e.rec("", kernel.KindPtr, 0, uint32(tHookState))
+	e.strct("bpf_nf_ctx", 16, member{"state", tHookStatePtr, 0}, member{"skb", tSkbPtr, 8})
 	btf, err := kernel.Parse(e.blob())
 	if err != nil {
 		panic("probestest: " + err.Error())
