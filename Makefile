@@ -31,8 +31,10 @@ vet:
 
 # The whole suite: unit and end-to-end tests, the guest kernels' on their own
 # (emulated CPUs run slowly beside a busy host), then a short parser fuzzing run.
+# The end-to-end tests take 2 minutes on a quiet machine and more than 10 (go
+# test's default limit) on one running other suites.
 test: bpftap vet
-	$(GO) test -count=1 $$($(GO) list ./... | grep -v /internal/guest$$)
+	$(GO) test -count=1 -timeout 30m $$($(GO) list ./... | grep -v /internal/guest$$)
 	$(MAKE) test-guest
 	$(MAKE) fuzz
 
