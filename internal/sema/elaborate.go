@@ -188,6 +188,7 @@ func Elaborate(user []*syntax.File, opts Options) (*Program, error) {
 	if !e.rep.failed() {
 		e.checkStats()
 		e.checkKernel()
+		e.checkTokens()
 		e.checkContextTasks()
 		e.checkTaskLookups()
 	}
