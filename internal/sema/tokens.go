@@ -14,7 +14,8 @@ import (
 // code may keep a token (in a local, a global, a key or a value),
 // concatenate it, print it and count by it, but what would read its text
 // there reads the token instead: a comparison (but with "": a token is
-// empty when its text is), a string function. A
+// empty when its text is), a string function, sprintf's width or
+// precision. A
 // symbol token names one address, and user space gathers the elements of
 // every address with the same text into one, so kernel code may add to an
 // element keyed by one (=, <<<, ++, +=), but not read, test or delete it.
@@ -164,6 +165,8 @@ func (e *elab) checkTokens() {
 					}
 				}
 			}
+		case *syntax.PrintCall:
+			e.refusePaddedToken(f, n)
 		case *syntax.In:
 			e.refuseSymbolKey(f, n, n.Keys, "tested")
 		case *syntax.Index:
@@ -178,6 +181,39 @@ func (e *elab) checkTokens() {
 		}
 		return true
 	})
+}
+
+// refusePaddedToken refuses, in sprintf's format, a width or precision
+// of a token, which the kernel formats: it would pad or cut the token, not
+// its text (printf formats in user space, after the tokens became text).
+func (e *elab) refusePaddedToken(f *tokenFlow, n *syntax.PrintCall) {
+	if n.Name != "sprintf" || n.Format == nil {
+		return
+	}
+	pf, err := PrintFormat(n)
+	if err != nil {
+		return
+	}
+	arg := 0
+	for _, d := range pf.Directives() {
+		if d.Verb == 0 {
+			continue
+		}
+		arg += btoi(d.WidthArg) + btoi(d.PrecArg)
+		if arg < len(n.Args) && (d.Width >= 0 || d.WidthArg || d.Prec >= 0 || d.PrecArg) {
+			if b := f.holds(n.Args[arg]); b != "" {
+				e.rep.errorAt("kernelctx", n.Args[arg], tokenTextMsg(b, "sprintf's width or precision"))
+			}
+		}
+		arg++
+	}
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // refuseSymbolKey refuses n, which uses an element keyed by keys as how
