@@ -98,7 +98,7 @@ func (e *elab) flow() *tokenFlow {
 		e.kernelCodeIn(func(in *syntax.Func) { fn = in }, func(n syntax.Node) bool {
 			switch n := n.(type) {
 			case *syntax.Assign:
-				mark(assignedVar(n.LHS), f.holds(n.RHS))
+				mark(lvalueVar(n.LHS), f.holds(n.RHS))
 			case *syntax.Call:
 				if n.Func != nil && n.Func.Decl != nil {
 					for i, a := range n.Args {
@@ -123,19 +123,6 @@ func (e *elab) flow() *tokenFlow {
 func emptinessTest(b *syntax.Binary) bool {
 	isEmpty := func(e syntax.Expr) bool { lit, ok := e.(*syntax.StringLit); return ok && lit.Value == "" }
 	return (b.Op == "==" || b.Op == "!=") && (isEmpty(b.X) || isEmpty(b.Y))
-}
-
-// assignedVar is the variable an assignment to lhs writes.
-func assignedVar(lhs syntax.Expr) *syntax.Var {
-	switch lhs := lhs.(type) {
-	case *syntax.Ident:
-		return lhs.Var
-	case *syntax.Index:
-		if id, ok := lhs.Array.(*syntax.Ident); ok {
-			return id.Var
-		}
-	}
-	return nil
 }
 
 // checkTokens refuses, in kernel code, the comparisons and string
