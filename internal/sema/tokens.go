@@ -17,8 +17,9 @@ import (
 // empty when its text is), a string function, sprintf's width or
 // precision. A
 // symbol token names one address, and user space gathers the elements of
-// every address with the same text into one, so kernel code may add to an
-// element keyed by one (=, <<<, ++, +=), but not read, test or delete it.
+// every address with the same text into one, summing them, so kernel code
+// may add to an element keyed by one (<<<, ++, --, +=, -=), but not read,
+// assign, test or delete it.
 // checkTokens follows tokens through locals, parameters, globals and the
 // results of script functions, to a fixed point, and refuses those uses.
 
@@ -135,6 +136,9 @@ func (e *elab) checkTokens() {
 		switch n := n.(type) {
 		case *syntax.Assign:
 			added[n.LHS] = true
+			if ix, ok := n.LHS.(*syntax.Index); ok && n.Op != "<<<" && n.Op != "+=" && n.Op != "-=" {
+				e.refuseSymbolKey(f, n, ix.Keys, fmt.Sprintf("assigned with '%s'", n.Op))
+			}
 		case *syntax.IncDec:
 			added[n.X] = true
 		case *syntax.Binary:
@@ -209,7 +213,8 @@ func (e *elab) refuseSymbolKey(f *tokenFlow, n syntax.Node, keys []syntax.Expr, 
 	for _, k := range keys {
 		if b := f.holds(k); symbolTokens[b] {
 			e.rep.errorAt("kernelctx", n, fmt.Sprintf("an element keyed by %s() gathers in user space the elements "+
-				"of every address with that text: a kernel probe may store or add to it, not have it %s", b, how))
+				"of every address with that text, summed: a kernel probe may add to it (<<<, ++, --, +=, -=), "+
+				"not have it %s", b, how))
 			return
 		}
 	}
