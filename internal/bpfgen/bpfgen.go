@@ -133,14 +133,16 @@ type Module struct {
 	// taskStacks: a program takes context tasks' kernel stacks into
 	// TaskStackMap
 	taskStacks bool
-	symbols    bool       // a program searches SymbolMap
-	symtab     RangeTable // its shape
-	modules    bool       // a program searches ModuleMap
-	modtab     RangeTable // its shape
-	guards     bool       // a program takes NestMap's guard
-	skips      bool       // a program counts in SkipMap
-	gens       bool       // a global is kept in generations (GenMap)
-	programs   int        // compiled so far
+	// symTokens: a program makes symbol tokens (usymbols.go)
+	symTokens bool
+	symbols   bool       // a program searches SymbolMap
+	symtab    RangeTable // its shape
+	modules   bool       // a program searches ModuleMap
+	modtab    RangeTable // its shape
+	guards    bool       // a program takes NestMap's guard
+	skips     bool       // a program counts in SkipMap
+	gens      bool       // a global is kept in generations (GenMap)
+	programs  int        // compiled so far
 	// regexData holds the tables of the patterns of =~ (regex.go), each at
 	// its regexBase.
 	regexData []byte

@@ -82,6 +82,7 @@ func kernelBuiltins() map[string]builtinCode {
 		"strpos":              longCode((*gen).strpos),
 		"isinstr":             longCode((*gen).strpos),
 		"str_replace":         strCode((*gen).strReplace),
+		"strtol":              longCode((*gen).strtol),
 
 		// the netfilter tapset's data_str and data_hex (buffers.go)
 		"kernel_buffer_quoted": strCode((*gen).kernelBufferQuoted),
@@ -90,6 +91,9 @@ func kernelBuiltins() map[string]builtinCode {
 	for name, form := range map[string]StackForm{"backtrace": KernelHex, "sprint_backtrace": KernelText,
 		"ubacktrace": UserHex, "sprint_ubacktrace": UserText} {
 		codes[name] = strCode(func(g *gen, _ *syntax.Call) value { return g.stackToken(form) })
+	}
+	for name, form := range map[string]SymForm{"usymname": SymName, "usymdata": SymData, "umodname": SymModule} {
+		codes[name] = strCode(func(g *gen, c *syntax.Call) value { return g.symToken(form, c) })
 	}
 	for unit := range clockDivisors {
 		codes["gettimeofday_"+unit] = longCode(func(g *gen, _ *syntax.Call) { g.clock(unit, g.m.cfg.RealtimeOffset) })

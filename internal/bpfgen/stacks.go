@@ -175,8 +175,8 @@ type StackToken struct {
 	BuildIDsValid bool
 }
 
-// ParseStackToken recognizes a stack token; ok is false for any other
-// string.
+// ParseStackToken recognizes a stack token at the start of s (Len bytes
+// of it); ok is false for any other string.
 func ParseStackToken(s string) (tok StackToken, ok bool) {
 	if len(s) < 2 || s[0] != tokenMark {
 		return StackToken{}, false
@@ -187,8 +187,11 @@ func ParseStackToken(s string) (tok StackToken, ok bool) {
 		tok.Form, tok.Task = KernelHex, true
 	case taskText:
 		tok.Form, tok.Task = KernelText, true
+	case byte(KernelHex), byte(KernelText), byte(UserHex), byte(UserText):
+	default:
+		return StackToken{}, false
 	}
-	if len(s) != tokenLen(tok.Form) {
+	if len(s) < tokenLen(tok.Form) || !digits(s[2:tokenLen(tok.Form)]) {
 		return StackToken{}, false
 	}
 	tok.ID, tok.Valid = tokenID(s[2:])
@@ -198,12 +201,22 @@ func ParseStackToken(s string) (tok StackToken, ok bool) {
 	return tok, true
 }
 
+// Len is the length of the token.
+func (tok StackToken) Len() int { return tokenLen(tok.Form) }
+
+// digits tells whether every byte of s is a 6-bit digit.
+func digits(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < '@' || s[i] > '@'+63 {
+			return false
+		}
+	}
+	return true
+}
+
 // tokenID decodes the id + 1 in the first tokenDigits digits of s.
 func tokenID(s string) (uint32, bool) {
-	var n uint32
-	for i := tokenDigits - 1; i >= 0; i-- {
-		n = n<<6 | uint32(s[i]-'@')&63
-	}
+	n := uint32(tokenNumber(s, tokenDigits))
 	return n - 1, n != 0
 }
 
@@ -332,15 +345,7 @@ func (g *gen) tokenDigits(off int) {
 	g.emit(asm.JSGE.Imm(asm.R0, 0, ok), asm.Mov.Imm(asm.R0, -1))
 	g.mark(ok)
 	g.emit(asm.Add.Imm(asm.R0, 1))
-	for i := 0; i < tokenDigits; i++ {
-		g.emit(
-			asm.Mov.Reg(asm.R1, asm.R0),
-			asm.RSh.Imm(asm.R1, int32(6*i)),
-			asm.And.Imm(asm.R1, 63),
-			asm.Add.Imm(asm.R1, '@'),
-			asm.StoreMem(regScratch, int16(off+i), asm.R1, asm.Byte),
-		)
-	}
+	g.sixBitDigits(off, tokenDigits)
 }
 
 // taskStackID takes the kernel stack of the context task, argument arg

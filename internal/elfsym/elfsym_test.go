@@ -3,6 +3,7 @@ package elfsym
 import (
 	"bytes"
 	"debug/elf"
+	"encoding/binary"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -120,4 +121,71 @@ func TestResolveAll(t *testing.T) {
 	if _, err := ResolveAll(filepath.Join(dir, "[")); err == nil {
 		t.Errorf("ResolveAll of a malformed pattern: no error")
 	}
+}
+
+// TestPLTSlots checks each PLT stub of glibc (whose stubs of indirect
+// functions are relocated after the others while their GOT slots lie among
+// them) and of gcc-built programs with and without IBT (.plt.sec) jumps
+// through the GOT slot of the function it is named after: its code's
+// `jmp *disp(%rip)` reads that slot.
+func TestPLTSlots(t *testing.T) {
+	libc, err := Resolve("libc.so.6")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	src := filepath.Join(dir, "p.c")
+	os.WriteFile(src, []byte("#include <stdio.h>\n#include <stdlib.h>\nint main(int c, char **v) { puts(v[0]); return atoi(getenv(\"N\") ? getenv(\"N\") : \"0\"); }\n"), 0o644)
+	files := []string{libc}
+	for _, flag := range []string{"-fcf-protection=none", "-fcf-protection=full"} {
+		out := filepath.Join(dir, flag[len("-fcf-protection="):])
+		if b, err := exec.Command("gcc", flag, "-O2", "-o", out, src).CombinedOutput(); err != nil {
+			t.Fatalf("gcc: %v\n%s", err, b)
+		}
+		files = append(files, out)
+	}
+	for _, path := range files {
+		o, err := Open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		slots := gotSlots(t, path)
+		if len(o.PLT) == 0 || len(o.PLT) != len(slots) {
+			t.Fatalf("%s: %d stubs, %d JUMP_SLOT relocations", path, len(o.PLT), len(slots))
+		}
+		for _, stub := range o.PLT {
+			code := fileBytes(t, path, stub.Offset, stub.Size)
+			i := bytes.Index(code, []byte{0xff, 0x25})
+			if i < 0 || i+6 > len(code) {
+				t.Fatalf("%s: stub %s at %#x has no jmp *disp(%%rip): %x", path, stub.Name, stub.Addr, code)
+			}
+			disp := int32(binary.LittleEndian.Uint32(code[i+2:]))
+			if target := stub.Addr + uint64(i+6) + uint64(int64(disp)); target != slots[stub.Name] {
+				t.Errorf("%s: stub %s at %#x jumps through %#x, its slot is %#x", path, stub.Name, stub.Addr, target, slots[stub.Name])
+			}
+		}
+	}
+}
+
+// gotSlots maps the functions of the R_X86_64_JUMP_SLOT relocations of
+// the file at path to their GOT slots.
+func gotSlots(t *testing.T, path string) map[string]uint64 {
+	f, err := elf.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	data, err := f.Section(".rela.plt").Data()
+	syms, serr := f.DynamicSymbols()
+	if err != nil || serr != nil {
+		t.Fatal(err, serr)
+	}
+	slots := map[string]uint64{}
+	for i := 0; i+relaSize <= len(data); i += relaSize {
+		info := binary.LittleEndian.Uint64(data[i+8:])
+		if elf.R_X86_64(info&0xffffffff) == elf.R_X86_64_JMP_SLOT {
+			slots[syms[info>>32-1].Name] = binary.LittleEndian.Uint64(data[i:])
+		}
+	}
+	return slots
 }

@@ -48,6 +48,9 @@ var symbolBuiltins = map[string]builtinFunc{
 	"__ustack_lines": func(cc *callContext, args []Value) Value {
 		return str(ustackLines(cc.process(), args[0].Str, 0))
 	},
+	"__ustack_brief_lines": func(cc *callContext, args []Value) Value {
+		return str(ustackBriefLines(cc.process(), args[0].Str))
+	},
 	"sprint_usyms": func(cc *callContext, args []Value) Value {
 		return str(usymsLines(cc.process(), args[0].Str, cc.in.maxStringLen()-1))
 	},
@@ -77,6 +80,15 @@ func ustackLines(pid int, stk string, limit int) string {
 		sym, ok := usym.Default().Address(pid, a)
 		return usym.FullLine(a, sym, ok)
 	}, limit)
+}
+
+// ustackBriefLines is print_ubacktrace_brief's text of a stack of hex user
+// addresses of process pid.
+func ustackBriefLines(pid int, stk string) string {
+	return ksym.Lines(ksym.Addresses(stk), func(a uint64) string {
+		sym, ok := usym.Default().Address(pid, a)
+		return usym.BriefLine(a, sym, ok)
+	}, 0)
 }
 
 // kernelOnly is a builtin the elaborator refuses in user-side probes.

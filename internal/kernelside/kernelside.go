@@ -206,11 +206,11 @@ func realtimeOffset() int64 {
 	return time.Now().UnixNano() - mono.Nano()
 }
 
-// UserStacks tells whether a loaded program takes user stacks, which are
-// symbolized through the build ids of the files of the processes
-// (package usym).
+// UserStacks tells whether a loaded program takes user stacks or makes
+// symbol tokens, which are symbolized through the build ids of the files
+// of the processes (package usym).
 func (s *Session) UserStacks() bool {
-	return s.objs != nil && s.objs.shared[bpfgen.BuildIDStackMap] != nil
+	return s.objs != nil && s.objs.shared[bpfgen.BuildIDStackMap] != nil || s.mod.SymTokens()
 }
 
 // RingSize is the size of the ring buffer in bytes.
@@ -254,7 +254,7 @@ func (s *Session) Load() error {
 			return fmt.Errorf("ERROR: kernel modules for modname(): %w", err)
 		}
 	}
-	s.stacks = newStackTexts(objs.shared, s.mod.MaxStringLen())
+	s.stacks = newStackTexts(objs.shared, s.mod.SymTokens(), s.mod.MaxStringLen())
 	if m := objs.shared[bpfgen.GenMap]; m != nil {
 		if s.gens, err = newGenerations(m, objs, &s.handlers); err != nil {
 			return fmt.Errorf("ERROR: %w", err)

@@ -13,39 +13,39 @@ import (
 	"github.com/cilium/ebpf"
 )
 
-// Stack tokens (bpfgen/stacks.go) become the text of their stack where
-// user space reads a string the kernel made: record arguments, array keys
-// and values. Each stack is read from its map (StackMap, or TaskStackMap
-// for a context task's kernel stack, laid out alike) and symbolized once;
-// the text remembers the first token that had it, so that a key the
-// interpreter looks up again (foreach, then s[k]) finds the kernel's
-// element; the others with that text are found through the array's keys
-// (keys.go). Like stap's backtrace() the text is cut at MAXSTRINGLEN.
+// Stack tokens (bpfgen/stacks.go) and symbol tokens (bpfgen/usymbols.go)
+// become their text where user space reads a string the kernel made:
+// record arguments, array keys and values, wherever in the string a token
+// stands (a concatenation holds several). Each stack is read from its map
+// (StackMap, or TaskStackMap for a context task's kernel stack, laid out
+// alike) and symbolized once, each address once; the text remembers the
+// first string that had it, so that a key the interpreter looks up again
+// (foreach, then s[k]) finds the kernel's element; the others with that
+// text are found through the array's keys (keys.go). Like stap's
+// backtrace() a stack's text is cut at MAXSTRINGLEN, and so is the whole
+// string's.
 type stackTexts struct {
 	m        *ebpf.Map // StackMap, nil when no program takes stacks
 	buildIDs *ebpf.Map // BuildIDStackMap, nil when no program takes user stacks
 	tasks    *ebpf.Map // TaskStackMap, nil when no program takes a context task's stack
+	syms     bool      // a program makes symbol tokens
 	maxStr   int
 
 	mu     sync.Mutex
-	text   map[string]string // token → text
-	tokens map[string]string // text → the first token read with it
+	text   map[string]string // string with tokens → text
+	tokens map[string]string // text → the first string read with it
 }
 
 // newStackTexts reads the stacks in the module's stack maps (shared, by
-// name).
-func newStackTexts(shared map[string]*ebpf.Map, maxStr int) *stackTexts {
+// name); syms tells whether its programs make symbol tokens.
+func newStackTexts(shared map[string]*ebpf.Map, syms bool, maxStr int) *stackTexts {
 	return &stackTexts{m: shared[bpfgen.StackMap], buildIDs: shared[bpfgen.BuildIDStackMap], tasks: shared[bpfgen.TaskStackMap],
-		maxStr: maxStr, text: map[string]string{}, tokens: map[string]string{}}
+		syms: syms, maxStr: maxStr, text: map[string]string{}, tokens: map[string]string{}}
 }
 
-// expand returns s, or the text of the stack s is the token of.
+// expand returns s with the text of each token in it in its place.
 func (st *stackTexts) expand(s string) string {
-	if st == nil || st.m == nil && st.tasks == nil || !strings.HasPrefix(s, "\x1b") {
-		return s
-	}
-	tok, ok := bpfgen.ParseStackToken(s)
-	if !ok {
+	if st == nil || st.m == nil && st.tasks == nil && !st.syms || !strings.Contains(s, "\x1b") {
 		return s
 	}
 	st.mu.Lock()
@@ -53,21 +53,70 @@ func (st *stackTexts) expand(s string) string {
 	if t, ok := st.text[s]; ok {
 		return t
 	}
-	var t string
-	switch {
-	case !tok.Valid:
-	case tok.Form.User():
-		t = st.renderUser(tok.Form, st.userFrames(tok))
-	case tok.Task:
-		t = st.render(tok.Form, frames(st.tasks, tok.ID))
-	default:
-		t = st.render(tok.Form, frames(st.m, tok.ID))
+	var b strings.Builder
+	found := false
+	for rest := s; rest != ""; {
+		i := strings.IndexByte(rest, 0x1b)
+		if i < 0 {
+			b.WriteString(rest)
+			break
+		}
+		b.WriteString(rest[:i])
+		t, n, ok := st.tokenText(rest[i:])
+		b.WriteString(t)
+		rest, found = rest[i+n:], found || ok
 	}
+	if !found {
+		return s
+	}
+	t := cut(b.String(), st.maxStr-1)
 	st.text[s] = t
 	if _, taken := st.tokens[t]; !taken {
 		st.tokens[t] = s
 	}
 	return t
+}
+
+// tokenText is the text of the token at the start of s and its length;
+// ok is false when no token starts there (the ESC byte is then itself).
+func (st *stackTexts) tokenText(s string) (text string, n int, ok bool) {
+	if tok, ok := bpfgen.ParseSymToken(s); ok && st.syms {
+		return symbolText(tok), bpfgen.SymTokenLen, true
+	}
+	tok, ok := bpfgen.ParseStackToken(s)
+	if !ok || st.m == nil && st.tasks == nil {
+		return s[:1], 1, false
+	}
+	switch {
+	case !tok.Valid:
+	case tok.Form.User():
+		text = st.renderUser(tok.Form, st.userFrames(tok))
+	case tok.Task:
+		text = st.render(tok.Form, frames(st.tasks, tok.ID))
+	default:
+		text = st.render(tok.Form, frames(st.m, tok.ID))
+	}
+	return text, tok.Len(), true
+}
+
+// symbolText is the text of a symbol token: the symbol of its build-id
+// frame, or of its address in its process.
+func symbolText(tok bpfgen.SymToken) string {
+	var sym usym.Symbol
+	ok := false
+	if tok.Frame {
+		sym, ok = usym.Default().Frame(string(tok.BuildID[:]), tok.Offset, tok.Addr)
+	}
+	if !ok {
+		sym, ok = usym.Default().Address(int(tok.Tgid), tok.Addr)
+	}
+	switch tok.Form {
+	case bpfgen.SymData:
+		return usym.Data(tok.Addr, sym, ok)
+	case bpfgen.SymModule:
+		return usym.Module(sym, ok)
+	}
+	return usym.Name(tok.Addr, sym, ok)
 }
 
 // isText tells whether s is the text of a stack token read so far.

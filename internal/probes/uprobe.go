@@ -5,7 +5,9 @@ import (
 	"debug/elf"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 
@@ -24,6 +26,12 @@ import (
 // shared library's soname, or a glob of paths (each file it matches is
 // probed, as in stap); without it (process.function("NAME")) the point
 // means the executable of the -c command or -x process (Config.TargetBinary).
+// process("PATH").library("LIB") points probe the shared libraries LIB
+// names among those PATH needs (DT_NEEDED, transitively, as the dynamic
+// loader finds them: stap's "statically determined to be in use"), or the
+// file LIB is when none of them matches, in PATH's processes alone: those
+// running PATH (its device and inode), with -c or -x in the target's
+// process hierarchy.
 // NAME may hold wildcards: the point expands to one uprobe (a uretprobe for
 // .return) per matching function, named in its concrete point as stap names
 // it, process("/abs/path").function("scale"). Without DWARF a function has
@@ -33,11 +41,12 @@ import (
 func processFunctionFamily(k KernelInfo, cfg Config) *Family {
 	objects := &objectCache{objs: map[string]*elfsym.Object{}}
 	var paths []string
-	for _, base := range []string{"process(string).function(string)", "process.function(string)"} {
-		paths = append(paths, base, base+".call", base+".return")
-	}
-	for _, base := range []string{"process(string).plt(string)", "process(string).plt", "process.plt(string)", "process.plt"} {
-		paths = append(paths, base, base+".return")
+	for _, process := range []string{"process(string)", "process", "process(string).library(string)", "process.library(string)"} {
+		fn := process + ".function(string)"
+		paths = append(paths, fn, fn+".call", fn+".return")
+		for _, plt := range []string{process + ".plt(string)", process + ".plt"} {
+			paths = append(paths, plt, plt+".return")
+		}
 	}
 	return &Family{Name: "process.function", Paths: paths, Kernel: true,
 		Expand: func(p *Point) ([]*Point, error) { return expandUprobe(k, cfg, objects, p) }}
@@ -77,7 +86,7 @@ func uprobeOnFile(k KernelInfo, cfg Config, objects *objectCache, p *Point, path
 		return nil, err
 	}
 	component, fns, names := "function", obj.Funcs, obj.Names
-	if p.Components[1].Name == "plt" {
+	if slices.ContainsFunc(p.Components, func(c *syntax.Component) bool { return c.Name == "plt" }) {
 		component, fns, names = "plt", obj.PLT, obj.PLTNames
 	}
 	pattern := "*" // .plt alone is .plt("*")
@@ -221,15 +230,38 @@ func fileProbe(k KernelInfo, cfg Config, p *Point, file, component, name string,
 		}
 	}
 	q := concretePoint(concretePoint(p, "process", file), component, name)
-	q.Context = &Context{kernel: k, Attach: a}
-	if cfg.Target {
-		prologue, err := targetPrologue()
-		if err != nil {
-			return nil, err
-		}
-		q.Prologue = prologue
+	if _, library := p.Arg("library").(*syntax.StringLit); library {
+		q = concretePoint(concretePoint(p, "library", file), component, name)
 	}
-	return q, nil
+	q.Context = &Context{kernel: k, Attach: a}
+	var err error
+	switch _, library := p.Arg("library").(*syntax.StringLit); {
+	case library:
+		q.Prologue, err = libraryPrologue(p, cfg)
+	case cfg.Target:
+		q.Prologue, err = targetPrologue()
+	}
+	return q, err
+}
+
+// libraryPrologue restricts a probe on a library of point p to the
+// processes running the executables its process("PATH") names (a uprobe
+// fires in every process that maps the library), and with -c or -x to the
+// target's process hierarchy too.
+func libraryPrologue(p *Point, cfg Config) (*syntax.Block, error) {
+	exes, err := processFiles(p, cfg)
+	if err != nil {
+		return nil, err
+	}
+	conds := make([]string, len(exes))
+	for i, exe := range exes {
+		conds[i] = exeFilter(exe)
+	}
+	cond := "(" + strings.Join(conds, " || ") + ")"
+	if cfg.Target {
+		cond = "__process_in_target() && " + cond
+	}
+	return parsePrologue("process library filter", fmt.Sprintf("if (!(%s)) next\n", cond))
 }
 
 // targetPrologue restricts a probe on a file to the target's process
@@ -271,8 +303,45 @@ func eachFile(p *Point, cfg Config, expand func(file string) ([]*Point, error)) 
 }
 
 // uprobeFiles are the files a point probes: its process("PATH") resolved
-// (every file a glob matches), or the target's executable.
+// (every file a glob matches), or the target's executable; or the
+// libraries its .library("LIB") names.
 func uprobeFiles(p *Point, cfg Config) ([]string, error) {
+	exes, err := processFiles(p, cfg)
+	if lib, ok := p.Arg("library").(*syntax.StringLit); ok && err == nil {
+		return libraryFiles(lib.Value, exes)
+	}
+	return exes, err
+}
+
+// libraryFiles are the shared libraries that pattern, a path or a glob
+// (matched against the path or the file's name), names among those exes
+// need; when it names none of them, the files pattern resolves to.
+func libraryFiles(pattern string, exes []string) ([]string, error) {
+	var libs []string
+	seen := map[string]bool{}
+	for _, exe := range exes {
+		for _, lib := range elfsym.WithLibraries(exe)[1:] {
+			full, _ := filepath.Match(pattern, lib)
+			base, _ := filepath.Match(pattern, filepath.Base(lib))
+			if (full || base) && !seen[lib] {
+				seen[lib] = true
+				libs = append(libs, lib)
+			}
+		}
+	}
+	if len(libs) > 0 {
+		return libs, nil
+	}
+	files, err := elfsym.ResolveAll(pattern)
+	if err != nil {
+		return nil, errorf("cannot find library '%s': none that %s needs matches it, and it names no file", pattern, strings.Join(exes, ", "))
+	}
+	return files, nil
+}
+
+// processFiles are the executables a point's process("PATH") names, or
+// the target's executable.
+func processFiles(p *Point, cfg Config) ([]string, error) {
 	name, ok := p.Arg("process").(*syntax.StringLit)
 	if !ok {
 		exe := ""

@@ -191,6 +191,7 @@ func Elaborate(user []*syntax.File, opts Options) (*Program, error) {
 		e.checkStats()
 		e.warnHWBreakpoints()
 		e.checkKernel()
+		e.checkTokens()
 		e.checkContextTasks()
 		e.checkTaskLookups()
 	}

@@ -24,23 +24,37 @@ func (e *elab) kernelCode(visit func(syntax.Node) bool) {
 	e.reachable(func(p *Probe) bool { return p.Kernel }, visit)
 }
 
+// kernelCodeIn is kernelCode telling enter, before the nodes of each body,
+// the function it is (nil for a probe's).
+func (e *elab) kernelCodeIn(enter func(*syntax.Func), visit func(syntax.Node) bool) {
+	e.reachableIn(func(p *Probe) bool { return p.Kernel }, enter, visit)
+}
+
 // reachable calls visit on every node of the bodies of the probes keep
 // selects and of the functions they reach, each function once.
 func (e *elab) reachable(keep func(*Probe) bool, visit func(syntax.Node) bool) {
+	e.reachableIn(keep, func(*syntax.Func) {}, visit)
+}
+
+// reachableIn is reachable telling enter, before the nodes of each body,
+// the function it is (nil for a probe's).
+func (e *elab) reachableIn(keep func(*Probe) bool, enter func(*syntax.Func), visit func(syntax.Node) bool) {
 	seen := map[*syntax.Func]bool{}
-	var walk func(n syntax.Node)
-	walk = func(n syntax.Node) {
+	var walk func(fn *syntax.Func, n syntax.Node)
+	walk = func(fn *syntax.Func, n syntax.Node) {
+		enter(fn)
 		syntax.Walk(n, func(n syntax.Node) bool {
 			if c, ok := n.(*syntax.Call); ok && c.Func != nil && c.Func.Decl != nil && c.Func.Decl.Body != nil && !seen[c.Func] {
 				seen[c.Func] = true
-				walk(c.Func.Decl.Body)
+				walk(c.Func, c.Func.Decl.Body)
+				enter(fn)
 			}
 			return visit(n)
 		})
 	}
 	for _, p := range e.prog.Probes {
 		if keep(p) {
-			walk(p.Body)
+			walk(nil, p.Body)
 		}
 	}
 }

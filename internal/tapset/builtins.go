@@ -226,7 +226,7 @@ var Builtins = index(
 	captured(fn("text_str", str, s("input"))),
 	captured(fn("text_strn", str, s("input"), l("len"), l("quoted"))),
 	captured(fn("string_quoted", str, s("str"))),
-	captured(fn("strtol", long, s("str"), l("base"))),
+	bpf(fn("strtol", long, s("str"), l("base"))),
 	captured(fn("isdigit", long, s("str"))),
 	// regular expressions
 	fn("matched", str, l("n")),
@@ -295,13 +295,17 @@ var Builtins = index(
 	// __backtrace_lines(stk): print_backtrace's text (an address without a
 	// symbol alone on its line)
 	text(captured(fn("__backtrace_lines", str, s("stk")))),
-	// user-space symbols (package usym), of the current process's addresses
-	inProcess(fn("usymname", str, l("addr"))),
-	inProcess(fn("usymdata", str, l("addr"))),
-	inProcess(fn("umodname", str, l("addr"))),
+	// user-space symbols (package usym), of the current process's
+	// addresses; in kernel probes a token that user space symbolizes
+	// (bpfgen/usymbols.go)
+	bpf(fn("usymname", str, l("addr"))),
+	bpf(fn("usymdata", str, l("addr"))),
+	bpf(fn("umodname", str, l("addr"))),
 	inProcess(fn("sprint_ustack", str, s("stk"))),
 	// __ustack_lines(stk): print_ustack's text
 	text(inProcess(fn("__ustack_lines", str, s("stk")))),
+	// __ustack_brief_lines(stk): print_ubacktrace_brief's text
+	text(inProcess(fn("__ustack_brief_lines", str, s("stk")))),
 	inProcess(fn("sprint_usyms", str, s("callers"))),
 	// __usyms_lines(callers): print_usyms's text
 	text(inProcess(fn("__usyms_lines", str, s("callers")))),

@@ -46,6 +46,15 @@ func FullLine(addr uint64, sym Symbol, ok bool) string {
 	return " " + Hex(addr) + "\n"
 }
 
+// BriefLine is a line of print_ubacktrace_brief(): "name+0xOFF\n", or
+// "0xADDR\n".
+func BriefLine(addr uint64, sym Symbol, ok bool) string {
+	if ok && sym.Name != "" {
+		return fmt.Sprintf("%s+%#x\n", sym.Name, sym.Offset)
+	}
+	return Hex(addr) + "\n"
+}
+
 // SimpleLine is a line of sprint_ubacktrace(): "name+0xOFF [file]\n" (the
 // module's base name), or "0xADDR\n".
 func SimpleLine(addr uint64, sym Symbol, ok bool) string {

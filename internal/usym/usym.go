@@ -76,7 +76,7 @@ var Default = sync.OnceValue(New)
 func (s *Symbolizer) AddExecutable(path string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for _, p := range withLibraries(path) {
+	for _, p := range elfsym.WithLibraries(path) {
 		s.index(p)
 	}
 }
