@@ -90,6 +90,7 @@ func kernelBuiltins() map[string]builtinCode {
 	for unit := range clockDivisors {
 		codes["gettimeofday_"+unit] = longCode(func(g *gen, _ *syntax.Call) { g.clock(unit, g.m.cfg.RealtimeOffset) })
 		codes["local_clock_"+unit] = longCode(func(g *gen, _ *syntax.Call) { g.clock(unit, 0) })
+		codes["cpu_clock_"+unit] = longCode(func(g *gen, c *syntax.Call) { g.cpuClock(unit, c) })
 	}
 	for name := range tapset.ArgReaders {
 		codes[name] = longCode((*gen).argReader)

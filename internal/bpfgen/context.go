@@ -47,6 +47,15 @@ func (g *gen) clock(unit string, offset int64) {
 	}
 }
 
+// cpuClock compiles cpu_clock_UNIT(cpu): the kernel's clock, as
+// local_clock_UNIT (every CPU's clock in BPF is bpf_ktime_get_ns, the
+// monotonic clock the user-side probes' cpu_clock reads too); the cpu is
+// evaluated for its effects only.
+func (g *gen) cpuClock(unit string, c *syntax.Call) {
+	g.long(c.Args[0])
+	g.clock(unit, 0)
+}
+
 // memRead compiles kernel_long(addr) and friends (tapset.NumberReads): a
 // fault raises the reader's error, or gives 0 for the readers of user
 // memory that have none, as the tapset's wrappers do.
