@@ -21,7 +21,7 @@ var builtins map[string]builtinFunc
 
 func init() {
 	builtins = map[string]builtinFunc{}
-	for _, group := range []map[string]builtinFunc{controlBuiltins, contextBuiltins, registerBuiltins(), stringBuiltins, prometheusBuiltins, timeBuiltins, memoryBuiltins(), symbolBuiltins} {
+	for _, group := range []map[string]builtinFunc{controlBuiltins, contextBuiltins, registerBuiltins(), stringBuiltins, prometheusBuiltins, timeBuiltins, memoryBuiltins(), symbolBuiltins, fpBuiltins} {
 		for name, f := range group {
 			builtins[name] = f
 		}

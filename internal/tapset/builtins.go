@@ -356,6 +356,22 @@ var Builtins = index(
 	fn("__prometheus_log_le", str, l("bucket")),
 	fn("__prometheus_linear_bucket", long, l("v"), l("start"), l("stop"), l("interval")),
 	fn("__prometheus_linear_le", str, l("bucket"), l("start"), l("stop"), l("interval")),
+	// floating point (stap's floatingpoint.stp): a long holds a double's
+	// bits; pure, so a kernel probe prints them as it prints text_str
+	captured(fn("fp_add", long, l("add1"), l("add2"))),
+	captured(fn("fp_sub", long, l("sub1"), l("sub2"))),
+	captured(fn("fp_mul", long, l("mul1"), l("mul2"))),
+	captured(fn("fp_div", long, l("div1"), l("div2"))),
+	captured(fn("fp_rem", long, l("div1"), l("div2"))),
+	captured(fn("fp_sqrt", long, l("infp"))),
+	captured(fn("fp_eq", long, l("infp1"), l("infp2"))),
+	captured(fn("fp_le", long, l("infp1"), l("infp2"))),
+	captured(fn("fp_lt", long, l("infp1"), l("infp2"))),
+	captured(fn("long_to_fp", long, l("input"))),
+	captured(fn("fp32_to_fp64", long, l("input"))),
+	captured(fn("fp_to_long", long, l("infp"), l("roundingMode"), l("exact"))),
+	captured(fn("fp_to_string", str, l("infp"), l("precision"))),
+	captured(fn("string_to_fp", long, s("input"))),
 	// system
 	effects(fn("system", none, s("cmd"))),
 	effects(fn("switch_file", none)),
