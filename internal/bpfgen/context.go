@@ -356,11 +356,27 @@ func (g *gen) readPath(path *kernel.Path, address bool, at syntax.Pos, indexes .
 	if !address {
 		size := min(int(path.Size), 8)
 		g.kread(slot, size, fault())
-		if path.Signed && size < 8 {
-			g.emit(asm.LSh.Imm(asm.R0, int32(64-8*size)), asm.ArSh.Imm(asm.R0, int32(64-8*size)))
-		}
+		g.extractBits(8*size, int(path.BitShift), int(path.BitSize), path.Signed)
 	}
 	g.popStack(8)
+}
+
+// extractBits keeps the value of bits bits starting shift bits up in the
+// loaded bits in R0 (a bitfield; bits 0: all of them), sign-extended
+// when signed.
+func (g *gen) extractBits(loaded, shift, bits int, signed bool) {
+	if bits == 0 {
+		bits = loaded
+	}
+	if bits == 64 || !signed && shift == 0 && bits == loaded {
+		return
+	}
+	g.emit(asm.LSh.Imm(asm.R0, int32(64-shift-bits)))
+	if signed {
+		g.emit(asm.ArSh.Imm(asm.R0, int32(64-bits)))
+	} else {
+		g.emit(asm.RSh.Imm(asm.R0, int32(64-bits)))
+	}
 }
 
 // addScaled adds index times size to the address in R0, kept in slot

@@ -394,6 +394,8 @@ func chain(btf *kernel.BTF, base kernel.TypeID, comps []*syntax.TargetComponent,
 		a.Path = p
 	}
 	switch {
+	case addrOf && a.Path.BitSize != 0:
+		return nil, ctxErr(len(comps)-1, "cannot take the address of a bitfield")
 	case addrOf:
 		a.Address, a.Pointee = true, a.Path.Type
 	case a.Path.Kind == kernel.ValueInt:
