@@ -82,6 +82,7 @@ func kernelBuiltins() map[string]builtinCode {
 		"strpos":              longCode((*gen).strpos),
 		"isinstr":             longCode((*gen).strpos),
 		"str_replace":         strCode((*gen).strReplace),
+		"randint":             longCode((*gen).randint),
 	}
 	for name, form := range map[string]StackForm{"backtrace": KernelHex, "sprint_backtrace": KernelText,
 		"ubacktrace": UserHex, "sprint_ubacktrace": UserText} {
@@ -128,6 +129,10 @@ func (g *gen) builtin(c *syntax.Call) (builtinCode, bool) {
 func (g *gen) call(c *syntax.Call) {
 	if scriptFunc(c) {
 		g.inline(c)
+		return
+	}
+	if b := sema.Builtin(c); b != nil && b.Kernel == tapset.Deferred {
+		g.deferred(c)
 		return
 	}
 	if code, ok := g.builtin(c); ok && code.long != nil {

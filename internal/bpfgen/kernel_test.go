@@ -397,6 +397,10 @@ func (r *recorder) KernelPrint(call *syntax.PrintCall, args []format.Arg) {
 	r.out = f.Append(r.out, args)
 }
 
+func (r *recorder) KernelCall(call *syntax.Call, args []format.Arg) {
+	r.out = fmt.Appendf(r.out, "CALL %s%v\n", call.Name, args)
+}
+
 func (r *recorder) KernelError(msg string, at syntax.Pos) {
 	r.out = fmt.Appendf(r.out, "ERROR: %s near %s\n", msg, at)
 }

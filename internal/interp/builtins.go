@@ -1,6 +1,7 @@
 package interp
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"strconv"
@@ -143,7 +144,7 @@ var contextBuiltins = map[string]builtinFunc{
 	"user_mode":     func(*callContext, []Value) Value { return long(0) },
 	"is_return":     func(*callContext, []Value) Value { return long(0) },
 	"mem_page_size": func(*callContext, []Value) Value { return long(int64(os.Getpagesize())) },
-	"env_var":       func(cc *callContext, args []Value) Value { return str(os.Getenv(args[0].Str)) },
+	"env_var":       envVar,
 	"syscall_name": func(_ *callContext, args []Value) Value {
 		return str(tapset.SyscallName(syntax.HostArch(), args[0].Int))
 	},
@@ -217,4 +218,20 @@ func currentCPU() int64 {
 	}
 	cpu, _ := strconv.ParseInt(fields[36], 10, 64)
 	return cpu
+}
+
+// envVar is env_var(name): in the environment of the kernel probe's
+// process (/proc/PID/environ, "" once it is gone), else in bpftap's own.
+func envVar(cc *callContext, args []Value) Value {
+	pid := cc.process()
+	if pid == 0 {
+		return str(os.Getenv(args[0].Str))
+	}
+	environ, _ := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid))
+	for _, kv := range strings.Split(string(environ), "\x00") {
+		if v, ok := strings.CutPrefix(kv, args[0].Str+"="); ok {
+			return str(v)
+		}
+	}
+	return str("")
 }

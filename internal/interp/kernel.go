@@ -51,6 +51,28 @@ func (in *Interp) KernelPrint(call *syntax.PrintCall, args []format.Arg) {
 	}
 }
 
+// KernelCall makes a call of a Deferred builtin (tapset.Deferred: system,
+// log, warn) that a kernel probe sent the arguments of: after the output
+// written before it, as the probe made it; a command system() asks for
+// runs at once, as it would at the end of a user-side handler.
+func (in *Interp) KernelCall(call *syntax.Call, args []format.Arg) {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if in.state == stateError {
+		return
+	}
+	values := make([]Value, len(args))
+	for i, a := range args {
+		values[i] = Value{Int: a.Int, Str: in.clip(a.Str)}
+	}
+	err := protect(func() { in.callBuiltinIn(call, values, 0) })
+	in.flush()
+	in.runCommands()
+	if err != nil {
+		in.report(err)
+	}
+}
+
 // captured computes the arguments exprs of a print-family call from the
 // values a kernel probe sent: the value of an argument, or the values of
 // the arguments of a Captured builtin's call, which is made here as a

@@ -68,6 +68,11 @@ const (
 	UserSpace Kernel = iota
 	// InKernel builtins are compiled to BPF.
 	InKernel
+	// Deferred builtins act in user space (system's command, log's and
+	// warn's lines) and return nothing: a kernel probe sends the call's
+	// arguments in a record, and user space makes the call when it reads the
+	// record, in order with the probe's output.
+	Deferred
 	// Captured builtins are pure functions of their arguments that the kernel
 	// probe does not compute: it captures their arguments in the print record
 	// and user space computes the value when it formats the record. So a
@@ -184,6 +189,13 @@ func captured(b *Builtin) *Builtin {
 	return b
 }
 
+// deferred marks b made in user space when a kernel probe's record of
+// the call arrives.
+func deferred(b *Builtin) *Builtin {
+	b.Kernel = Deferred
+	return effects(b)
+}
+
 // inProcess marks b computed in user space, in the current process's
 // address space.
 func inProcess(b *Builtin) *Builtin {
@@ -213,9 +225,9 @@ var Builtins = index(
 	// function that calls it, as stap locates the errors of its tapset's C
 	// functions (ctime's range errors: tapset/ctime.stp)
 	bpfLiteral(1, effects(fn("__error_at_call", none, s("msg")))),
-	effects(fn("warn", none, s("msg"))),
+	deferred(fn("warn", none, s("msg"))),
 	effects(fn("abort", none)),
-	effects(fn("log", none, s("msg"))),
+	deferred(fn("log", none, s("msg"))),
 	// strings (in kernel probes: bpfgen/strfuncs.go)
 	bpf(fn("strlen", long, s("s"))),
 	bpf(fn("substr", str, s("str"), l("start"), l("length"))),
@@ -249,7 +261,7 @@ var Builtins = index(
 	bpf(fn("jiffies", long)),
 	bpf(fn("HZ", long)),
 	fn("get_cycles", long),
-	fn("tz_ctime", str, l("epochsecs")),
+	captured(fn("tz_ctime", str, l("epochsecs"))),
 	fn("tz_gmtoff", long),
 	fn("tz_name", str),
 	// process context
@@ -309,14 +321,18 @@ var Builtins = index(
 	fn("is_return", long),
 	bpf(fn("mem_page_size", long)),
 	fn("stp_pid", long),
-	effects(fn("randint", long, l("n"))),
+	// randint: bpfgen/random.go
+	bpf(effects(fn("randint", long, l("n")))),
 	bpf(fn("syscall_name", str, l("num"))), // see SyscallName
 	// __syscall_compat(): nonzero while the thread makes a 32-bit (compat)
 	// system call; __syscall_native_nr(nr): the number of the native call
 	// the call nr is (nr itself but in a compat call; -1 for none)
 	kernelOnly(fn("__syscall_compat", long)),
 	kernelOnly(fn("__syscall_native_nr", long, l("nr"))),
-	effects(fn("env_var", str, s("name"))),
+	// env_var(name): of the current process (a kernel probe's, read from
+	// /proc/PID/environ when the record arrives; a user-side probe's is
+	// bpftap's own)
+	inProcess(effects(fn("env_var", str, s("name")))),
 	bpf(fn("cmdline_str", str)),
 	// __task_current(): the address of the current task_struct (task.stp's
 	// task_current casts it)
@@ -373,7 +389,7 @@ var Builtins = index(
 	captured(fn("fp_to_string", str, l("infp"), l("precision"))),
 	captured(fn("string_to_fp", long, s("input"))),
 	// system
-	effects(fn("system", none, s("cmd"))),
+	deferred(fn("system", none, s("cmd"))),
 	effects(fn("switch_file", none)),
 	effects(fn("mdelay", none, l("ms"))),
 	effects(fn("udelay", none, l("us"))),
