@@ -28,6 +28,7 @@ func (s *session) elaborate(user, libs []*syntax.File) (*sema.Program, error) {
 		Verbose:         s.opts.Verbose > 0,
 		Unoptimized:     s.opts.Unoptimize || s.opts.ListVars,
 		NoGlobalDisplay: s.opts.NoGlobalDisplay,
+		Guru:            s.opts.Guru,
 		Listing:         listing,
 		Registry: probes.BuiltinWith(probes.RunningKernel{CanAttach: bpfrt.CanAttach, CanFindTasks: kernelside.CanFindTasks}, probes.Config{
 			ClassicTracepoints: s.opts.Compatible != "" && syntax.CompareVersions(s.opts.Compatible, "4.1") <= 0,

@@ -67,6 +67,8 @@ type Options struct {
 	// NoWarnings is -w; Verbose (-v) shows every error instead of one per kind.
 	NoWarnings bool
 	Verbose    bool
+	// Guru is -g: a netfilter probe may assign $verdict.
+	Guru bool
 	// Unoptimized is -u: keep code without effect.
 	Unoptimized bool
 	// NoGlobalDisplay is --no-global-var-display: no end probes print the

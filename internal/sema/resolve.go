@@ -85,6 +85,9 @@ func (e *elab) resolveProbe(p *Probe) {
 		s.declareValue(p, p.Body)
 	}
 	s.walk(p.Body)
+	if s.ctx != nil {
+		e.refuseKernelWrites(p.Body)
+	}
 	p.Locals = s.list
 	if p.Cond != nil {
 		e.resolveCondition(p.Cond, s.file)
