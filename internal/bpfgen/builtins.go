@@ -83,6 +83,7 @@ func kernelBuiltins() map[string]builtinCode {
 		"isinstr":             longCode((*gen).strpos),
 		"str_replace":         strCode((*gen).strReplace),
 		"randint":             longCode((*gen).randint),
+		"raise":               longCode((*gen).raiseSignal),
 	}
 	for name, form := range map[string]StackForm{"backtrace": KernelHex, "sprint_backtrace": KernelText,
 		"ubacktrace": UserHex, "sprint_ubacktrace": UserText} {

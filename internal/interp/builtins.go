@@ -6,11 +6,13 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/bpftap/bpftap/internal/output"
 	"github.com/bpftap/bpftap/internal/syntax"
 	"github.com/bpftap/bpftap/internal/tapset"
+	"golang.org/x/sys/unix"
 )
 
 // builtinFunc implements a builtin: it gets its evaluated arguments and
@@ -74,6 +76,12 @@ var controlBuiltins = map[string]builtinFunc{
 	},
 	"udelay": func(cc *callContext, args []Value) Value {
 		time.Sleep(time.Duration(max(args[0].Int, 0)) * time.Microsecond)
+		return Value{}
+	},
+	"raise": func(cc *callContext, args []Value) Value {
+		if err := unix.Tgkill(os.Getpid(), unix.Gettid(), syscall.Signal(args[0].Int)); err != nil {
+			cc.fail(fmt.Sprintf(tapset.RaiseError, -int(err.(syscall.Errno))))
+		}
 		return Value{}
 	},
 	"randint": func(cc *callContext, args []Value) Value {

@@ -44,6 +44,9 @@ type Builtin struct {
 	// Unsupported, when set, is why no probe can run the builtin: the
 	// elaborator refuses every call with it.
 	Unsupported string
+	// Guru builtins are refused without -g, as stap's tapset marks them
+	// (GuruOnlyMsg).
+	Guru bool
 	// Text builtins return the lines a print_* function prints whole
 	// (print_backtrace's frames): no string value, so never cut at
 	// MAXSTRINGLEN, nor at the room of one print call.
@@ -120,6 +123,9 @@ func NoTaskStackMsg(name, task string) string {
 	return fmt.Sprintf("%s() takes the stack of this probe's task with bpf_get_task_stack, which needs the task "+
 		"as a pointer argument of a BTF-typed tracepoint (tp_btf); this probe's task (%s) is not one", name, task)
 }
+
+// GuruOnlyMsg is stap's message for a call of a Guru builtin without -g.
+const GuruOnlyMsg = "function may not be used unless -g is specified"
 
 // UserSpaceOnly is the message for a construct (what) that only user-side
 // probes run.
@@ -206,6 +212,12 @@ func inProcess(b *Builtin) *Builtin {
 // text marks b's value lines that print() writes whole (Builtin.Text).
 func text(b *Builtin) *Builtin {
 	b.Text = true
+	return b
+}
+
+// guru marks b refused without -g.
+func guru(b *Builtin) *Builtin {
+	b.Guru = true
 	return b
 }
 
@@ -392,6 +404,10 @@ var Builtins = index(
 	deferred(fn("system", none, s("cmd"))),
 	effects(fn("switch_file", none)),
 	effects(fn("mdelay", none, l("ms"))),
+	// raise(signo): the signal to the current thread, in guru mode
+	// (bpfgen/signal.go: bpf_send_signal_thread; in a user-side probe,
+	// bpftap's own thread)
+	guru(bpf(effects(fn("raise", none, l("signo"))))),
 	effects(fn("udelay", none, l("us"))),
 )
 
