@@ -173,6 +173,9 @@ func (c *Context) Var(x *syntax.TargetVar) (*Access, *ContextError) {
 	if x.AddrOf && len(x.Components) == 0 {
 		return nil, ctxErr(-1, "cannot take the address of tracepoint variable '%s'", x.Name)
 	}
+	if p.Type == 0 && p.Loc.Address && len(x.Components) > 0 && !x.AddrOf && arrayType.MatchString(p.CType) {
+		return classicIndex(i, *p, x.Components)
+	}
 	btf, err := c.btf()
 	if err != nil {
 		return nil, ctxErr(-1, "cannot read the kernel's types: %v", err)
