@@ -38,9 +38,11 @@ test: bpftap vet
 
 # Only the guest-kernel tests: Debian's 6.1 and 6.12 booted under qemu with the
 # cases of testdata/guest and Go tests that need kprobes or fentry
-# (docs/guest-kernels.md). `make test` runs them too.
+# (docs/guest-kernels.md). `make test` runs them too. Each guest bounds itself
+# (10 minutes, internal/guest bootTimeout); go test's own default of 10 minutes
+# would cut both short on a busy machine.
 test-guest:
-	$(GO) test -count=1 -v -run '^TestGuest$$' ./internal/guest
+	$(GO) test -count=1 -timeout 25m -v -run '^TestGuest$$' ./internal/guest
 
 # Short fuzzing runs of every fuzz target: no script may make the parser or the
 # elaborator panic or hang, and the formatter must agree with its references.

@@ -5,6 +5,7 @@ import (
 	"sync"
 	"unicode/utf8"
 
+	"github.com/bpftap/bpftap/internal/kernel"
 	"github.com/bpftap/bpftap/internal/regexdfa"
 	"github.com/bpftap/bpftap/internal/syntax"
 	"github.com/cilium/ebpf"
@@ -214,13 +215,13 @@ func (g *gen) regexLoop(r *reMatch, ids iterNumIDs, iter int16) {
 		asm.Add.Imm(asm.R1, int32(iter)),
 		asm.Mov.Imm(asm.R2, 0),
 		asm.Mov.Imm(asm.R3, int32(r.s.width+1)),
-		kfuncCall(ids.new),
+		kernel.KfuncCall(ids.new),
 	)
 	g.mark(loop)
 	g.emit(
 		asm.Mov.Reg(asm.R1, asm.R10),
 		asm.Add.Imm(asm.R1, int32(iter)),
-		kfuncCall(ids.next),
+		kernel.KfuncCall(ids.next),
 		asm.JEq.Imm(asm.R0, 0, end),
 		asm.LoadMem(asm.R4, regScratch, r.cells+8, asm.DWord),
 		asm.LoadMem(asm.R0, regScratch, r.cells, asm.DWord),
@@ -265,7 +266,7 @@ func (g *gen) regexLoop(r *reMatch, ids iterNumIDs, iter int16) {
 	g.emit(
 		asm.Mov.Reg(asm.R1, asm.R10),
 		asm.Add.Imm(asm.R1, int32(iter)),
-		kfuncCall(ids.destroy),
+		kernel.KfuncCall(ids.destroy),
 		asm.LoadMem(asm.R1, regScratch, r.cells, asm.DWord),
 	)
 }
@@ -314,7 +315,7 @@ type iterNumIDs struct{ new, next, destroy int32 }
 
 // iterNum looks the iterator's kfuncs up in the kernel's BTF, once.
 var iterNum = sync.OnceValues(func() (iterNumIDs, error) {
-	ids, err := kfuncIDs("bpf_iter_num_new", "bpf_iter_num_next", "bpf_iter_num_destroy")
+	ids, err := kernel.KfuncIDs("bpf_iter_num_new", "bpf_iter_num_next", "bpf_iter_num_destroy")
 	if err != nil {
 		return iterNumIDs{}, err
 	}

@@ -4,6 +4,7 @@ import (
 	"math"
 	"sync"
 
+	"github.com/bpftap/bpftap/internal/kernel"
 	"github.com/bpftap/bpftap/internal/syntax"
 	"github.com/cilium/ebpf/asm"
 )
@@ -44,7 +45,7 @@ import (
 // taskKfuncs are the BTF IDs of bpf_task_from_pid and bpf_task_release,
 // looked up once.
 var taskKfuncs = sync.OnceValues(func() ([]int32, error) {
-	return kfuncIDs("bpf_task_from_pid", "bpf_task_release")
+	return kernel.KfuncIDs("bpf_task_from_pid", "bpf_task_release")
 })
 
 // TaskLookupProbe returns a program that finds the task of pid 1 and
@@ -57,10 +58,10 @@ func TaskLookupProbe() (asm.Instructions, error) {
 	}
 	return asm.Instructions{
 		asm.Mov.Imm(asm.R1, 1),
-		kfuncCall(ids[0]),
+		kernel.KfuncCall(ids[0]),
 		asm.JEq.Imm(asm.R0, 0, "none"),
 		asm.Mov.Reg(asm.R1, asm.R0),
-		kfuncCall(ids[1]),
+		kernel.KfuncCall(ids[1]),
 		asm.Mov.Imm(asm.R0, 0).WithSymbol("none"),
 		asm.Return(),
 	}, nil
@@ -81,11 +82,11 @@ func (g *gen) pid2task(c *syntax.Call) {
 	g.emit(
 		asm.JGT.Imm(asm.R0, math.MaxInt32, none),
 		asm.Mov.Reg(asm.R1, asm.R0),
-		kfuncCall(ids[0]),
+		kernel.KfuncCall(ids[0]),
 		asm.JEq.Imm(asm.R0, 0, done),
 		asm.StoreMem(regScratch, cell, asm.R0, asm.DWord),
 		asm.Mov.Reg(asm.R1, asm.R0),
-		kfuncCall(ids[1]),
+		kernel.KfuncCall(ids[1]),
 		asm.LoadMem(asm.R0, regScratch, cell, asm.DWord),
 		asm.Ja.Label(done),
 	)

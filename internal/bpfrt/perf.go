@@ -49,7 +49,9 @@ func (perfSampler) attach(prog *ebpf.Program, p *attach.Point) (io.Closer, error
 	var events perfEvents
 	for _, cpu := range cpus {
 		fd, err := openPerf(p.Perf, cpu)
-		if err == nil {
+		if err != nil {
+			err = perfUnavailable(p.Perf, err)
+		} else {
 			err = setProgram(fd, prog)
 		}
 		if err != nil {
@@ -77,7 +79,8 @@ func setProgram(fd int, prog *ebpf.Program) error {
 
 // openPerf opens e on cpu for every task, disabled.
 func openPerf(e *attach.Perf, cpu int) (int, error) {
-	attr := unix.PerfEventAttr{Type: uint32(e.Type), Config: e.Config, Sample: e.Period, Bits: unix.PerfBitDisabled}
+	attr := unix.PerfEventAttr{Type: uint32(e.Type), Config: e.Config, Sample: e.Period, Bits: unix.PerfBitDisabled,
+		Bp_type: e.BreakType, Ext1: e.BreakAddr, Ext2: e.BreakLen}
 	if e.Freq != 0 {
 		attr.Sample, attr.Bits = e.Freq, attr.Bits|unix.PerfBitFreq
 	}
@@ -106,6 +109,10 @@ func (perfSampler) check(p *attach.Point) error {
 func perfUnavailable(e *attach.Perf, err error) error {
 	what := fmt.Sprintf("the kernel cannot open perf event type %d config %d", e.Type, e.Config)
 	switch {
+	case e.BreakType != 0 && errors.Is(err, unix.ENOSPC):
+		return fmt.Errorf("the kernel cannot set a hardware breakpoint at %#x (%w): every debug register of the CPU is taken", e.BreakAddr, err)
+	case e.BreakType != 0:
+		return fmt.Errorf("the kernel cannot set a hardware breakpoint of %d bytes at %#x (%w): the address must be a kernel one, aligned to the length", e.BreakLen, e.BreakAddr, err)
 	case e.Type == unix.PERF_TYPE_HARDWARE || e.Type == unix.PERF_TYPE_HW_CACHE:
 		return fmt.Errorf("%s (%w): this machine offers no hardware performance counters", what, err)
 	case errors.Is(err, unix.ENOENT) || errors.Is(err, unix.EINVAL):

@@ -353,9 +353,10 @@ func TestDebianSyscallExamples(t *testing.T) {
 		{"process/pstree.stp", `(?m)^PID\d+_2 \[ label="\(\d+\) /usr/bin/ls" tooltip="ls /" \];$`, nil, "", ""},
 		// substr in a kernel probe, its value kept in an array; every
 		// thread listed (-G top_threads), so that sleep's is among them; room for
-		// every thread a busy machine runs in 5 s (the default 2048 overflowed in CI)
+		// every thread a busy machine runs in 5 s (the default 2048 overflowed in CI);
+		// two reports, in case sleep starts late (at load 190 it missed the first)
 		{"process/thread-business.stp", `(?m)^ +sleep +\d+ +\d+ clock_nanosleep `,
-			[]string{"-G", "top_threads=100000", "-D", "MAXMAPENTRIES=32768"}, "", `sh -c "cat /etc/hostname > /dev/null; sleep 5.3"`},
+			[]string{"-G", "top_threads=100000", "-D", "MAXMAPENTRIES=32768"}, "", `sh -c "cat /etc/hostname > /dev/null; sleep 10.3"`},
 		// task_uid/task_gid, uaddr_af/uaddr_ip, a loop up the parents to init
 		{"network/connect_stat.stp", `(?m)^127\.0\.0\.1: driver\.test \(\d+\),0,0 -> (\S+ \(\d+\),\d+,\d+ -> )*\S+ \(1\),0,0$`,
 			[]string{"127.0.0.1"}, "", "$WORKLOAD sockaddrs 1"},

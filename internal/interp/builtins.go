@@ -24,7 +24,7 @@ var builtins map[string]builtinFunc
 
 func init() {
 	builtins = map[string]builtinFunc{}
-	for _, group := range []map[string]builtinFunc{controlBuiltins, contextBuiltins, registerBuiltins(), stringBuiltins, prometheusBuiltins, timeBuiltins, memoryBuiltins(), symbolBuiltins, fpBuiltins} {
+	for _, group := range []map[string]builtinFunc{controlBuiltins, contextBuiltins, registerBuiltins(), stringBuiltins, prometheusBuiltins, timeBuiltins, memoryBuiltins(), taskBuiltins(), symbolBuiltins, fpBuiltins} {
 		for name, f := range group {
 			builtins[name] = f
 		}
@@ -161,12 +161,10 @@ var contextBuiltins = map[string]builtinFunc{
 		return str(strings.TrimSpace(strings.ReplaceAll(strings.TrimRight(string(b), "\x00"), "\x00", " ")))
 	},
 	// refused in pass 2 (tapset.Builtin.KernelOnly)
-	"__task_current":      kernelOnly("task_current"),
 	"__syscall_compat":    kernelOnly("__syscall_compat"),
 	"__syscall_native_nr": kernelOnly("__syscall_native_nr"),
 	"__context_task":      kernelOnly("__context_task"),
 	"__context_var":       kernelOnly("__context_var"),
-	"pid2task":            kernelOnly("pid2task"),
 	// the name the kernel gives the thread, "" when there is none (as
 	// kernel probes find it: bpfgen/tasklookup.go)
 	"pid2execname": func(_ *callContext, args []Value) Value {

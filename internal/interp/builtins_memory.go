@@ -70,10 +70,25 @@ func kernelString2(cc *callContext, a []Value) Value {
 // kernelNumber is kernel_WHAT(addr): the signed number of size bytes at
 // addr (every kernel_ reader of tapset.NumberReads is signed).
 func (cc *callContext) kernelNumber(addr int64, size int, what string) int64 {
-	var b [8]byte
-	_, err := cc.kernelReader().Read(uint64(addr), b[:size])
+	v, err := kernelWord(addr, size, true)
 	cc.kernelFault(err, what, addr)
-	return int64(binary.NativeEndian.Uint64(b[:])<<(64-8*size)) >> (64 - 8*size)
+	return v
+}
+
+// kernelWord is the number of size bytes at addr, sign-extended when
+// signed; the error is kmem.ErrFault, or why the reader cannot run.
+func kernelWord(addr int64, size int, signed bool) (int64, error) {
+	r, err := kmem.Kernel()
+	if err != nil {
+		return 0, err
+	}
+	var b [8]byte
+	_, err = r.Read(uint64(addr), b[:size])
+	v := binary.NativeEndian.Uint64(b[:])
+	if signed && size < 8 {
+		return int64(v<<(64-8*size)) >> (64 - 8*size), err
+	}
+	return int64(v), err
 }
 
 // kernelReader returns the process's kernel reader, or fails the call

@@ -62,6 +62,8 @@ func (in *Interp) evalLong(e syntax.Expr) int64 {
 	case *syntax.PrintCall:
 		in.print(e)
 		return 0
+	case *syntax.Cast, *syntax.Autocast:
+		return in.kernelData(e)
 	}
 	throw(fmt.Sprintf("%s cannot be evaluated in a user-side probe", describe(e)), e.Position())
 	return 0

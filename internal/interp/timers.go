@@ -59,20 +59,51 @@ func (in *Interp) runTimers(ctx context.Context, probes []*sema.Probe) {
 		timers[i] = newTimer(p, start)
 	}
 	for {
-		var due *timer
-		for _, t := range timers {
-			if due == nil || t.next.Before(due.next) {
-				due = t
-			}
-		}
+		due := earliest(timers)
 		if !in.wait(ctx, due) {
+			in.catchUp(ctx, timers)
 			return
 		}
-		if due.rearm {
-			due.next = time.Now()
+		in.expire(due)
+	}
+}
+
+// earliest is the timer that expires first, nil for none.
+func earliest(timers []*timer) *timer {
+	var due *timer
+	for _, t := range timers {
+		if due == nil || t.next.Before(due.next) {
+			due = t
 		}
-		due.next = due.next.Add(due.interval(in))
-		in.fire(due.probe, stateRunning)
+	}
+	return due
+}
+
+// expire schedules due's next expiry and runs its probe.
+func (in *Interp) expire(due *timer) {
+	if due.rearm {
+		due.next = time.Now()
+	}
+	due.next = due.next.Add(due.interval(in))
+	in.fire(due.probe, stateRunning)
+}
+
+// catchUp fires, when the run's time limit (-T) has passed, the periods
+// that fell due before it and that a process starved of CPU had not fired
+// yet: stap's hrtimers fire in the kernel however busy the machine, up to
+// the end. A stop asked by the script (exit()) ends the run at once.
+func (in *Interp) catchUp(ctx context.Context, timers []*timer) {
+	end, ok := ctx.Deadline()
+	if !ok || ctx.Err() != context.DeadlineExceeded {
+		return
+	}
+	for due := earliest(timers); due != nil && !due.next.After(end); due = earliest(timers) {
+		select {
+		case <-in.done:
+			return
+		default:
+		}
+		in.expire(due)
 	}
 }
 

@@ -16,8 +16,11 @@ import (
 // TestTimersUnderLoad runs timer.ms(2) for a second while a busy loop
 // spins on every CPU: as stap's hrtimers, it fires once per period of the
 // run, the periods it fell behind caught up (a schedule counted from each
-// late firing lost 10-20 % of them here). What may be missing at the end
-// is the lateness of the last firings: 10 periods (50 ms) are allowed.
+// late firing lost 10-20 % of them here), and the periods due before the
+// time limit that the starved process had not fired yet fire at the end
+// (one CI run fired 250 of 500 without; the handler that runs across the
+// limit here holds back the last 50). The periods are counted from the
+// time limit's start, a moment before the timers': one may not fit.
 func TestTimersUnderLoad(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a second of busy loops")
@@ -33,6 +36,7 @@ func TestTimersUnderLoad(t *testing.T) {
 	const script = `global n
 probe timer.ms(2) { n++ }
 probe timer.ms(100) { t = gettimeofday_us(); while (gettimeofday_us() - t < 20000) {} }
+probe timer.ms(900) { t = gettimeofday_us(); while (gettimeofday_us() - t < 150000) {} }
 probe end { println(n) }`
 	limits := tapset.DefaultLimits()
 	limits.MaxAction = 1 << 40
@@ -48,7 +52,7 @@ probe end { println(n) }`
 	periods := int(time.Second / period) // due before the run's end
 	in.End()
 	fired, err := strconv.Atoi(strings.TrimSpace(stdout.String()))
-	if err != nil || fired < periods-50 || fired > periods {
+	if err != nil || fired < periods-1 || fired > periods {
 		t.Errorf("timer.ms(2) fired %q times in %d periods under load", stdout.String(), periods)
 	}
 }

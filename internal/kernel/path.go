@@ -110,10 +110,11 @@ func (b *BTF) ResolvePointee(t TypeID, steps []Step) (*Path, error) {
 }
 
 // Pointee is the type a value of type id points to, or false when id is
-// not a pointer (typedefs seen through).
+// not a pointer (typedefs seen through); an array, as in C, stands for a
+// pointer to its first element.
 func (b *BTF) Pointee(id TypeID) (TypeID, bool) {
 	u, err := b.Underlying(id)
-	if err != nil || u.Kind != KindPtr {
+	if err != nil || u.Kind != KindPtr && u.Kind != KindArray {
 		return 0, false
 	}
 	return u.Target, true

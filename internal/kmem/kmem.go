@@ -26,7 +26,10 @@
 // string goes on from where the last chunk's copy stopped without finding
 // its end, bytes are read a page at a time, so that a read running into
 // an unmapped page says how far it got (printf's %m needs it). One reader
-// serves the process; a mutex makes each read whole.
+// serves the process; a mutex makes each read whole. task.go finds the
+// task_struct of a thread (pid2task, task_current() in user-side probes)
+// with a second program, a syscall program, which may call the kfunc
+// that looks tasks up.
 package kmem
 
 import (

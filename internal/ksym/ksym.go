@@ -196,3 +196,23 @@ func Lines[F any](frames []F, line func(F) string, limit int) string {
 	}
 	return b.String()
 }
+
+// Address is the address of the kernel's symbol name, of any type (data
+// too, which the table leaves out), from a fresh read of /proc/kallsyms;
+// ok is false when the listing has no such symbol, or shows no addresses.
+func Address(name string) (addr uint64, ok bool) {
+	f, err := os.Open("/proc/kallsyms")
+	if err != nil {
+		return 0, false
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		if len(fields) >= 3 && fields[2] == name {
+			addr, err := strconv.ParseUint(fields[0], 16, 64)
+			return addr, err == nil && addr != 0
+		}
+	}
+	return 0, false
+}

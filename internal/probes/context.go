@@ -302,16 +302,25 @@ func (c *Context) Cast(x *syntax.Cast) (*Access, *ContextError) {
 	return ResolveCast(c.kernel, x)
 }
 
-// ResolveCast resolves a @cast against the kernel's types.
+// ResolveCast resolves a @cast against the kernel's types. The module is
+// stap's list of places to look, separated by ':'. The kernel ("",
+// "kernel", "kernel<linux/sched.h>") has its types in its BTF. A module
+// of C headers alone ("<sys/un.h>"), which stap compiles into a module of
+// types, falls back to the kernel's BTF too, where most of the types user
+// space shares with the kernel are (sockaddr_un); a type it lacks gets a
+// message that says where bpftap looked. A program's or a library's
+// types need their debuginfo, which bpftap does not read; other module
+// names have no types here.
 func ResolveCast(k KernelInfo, x *syntax.Cast) (*Access, *ContextError) {
 	notFound := ctxErr(-1, "type definition '%s' not found in '%s'", x.TypeName, x.Module)
 	if x.Pretty > 0 {
 		return nil, ctxErr(-1, "pretty printing of @cast is not supported by bpftap")
 	}
+	kernelTypes, headers, debuginfo := castModules(x.Module)
 	switch {
-	case !KernelModule(x.Module) && strings.ContainsAny(x.Module, "</"): // headers, a program's or library's DWARF
-		return nil, ctxErr(-1, "type '%s' in '%s' needs headers or debuginfo: bpftap finds @cast types only in the kernel's BTF (module \"kernel\" or \"kernel<header.h>\")", x.TypeName, x.Module)
-	case !KernelModule(x.Module) || k == nil:
+	case !kernelTypes && !headers && debuginfo:
+		return nil, ctxErr(-1, "type '%s' in '%s' needs debuginfo: bpftap finds @cast types only in the kernel's BTF (module \"kernel\", \"kernel<header.h>\" or \"<header.h>\")", x.TypeName, x.Module)
+	case !kernelTypes && !headers || k == nil:
 		return nil, notFound
 	}
 	btf, err := k.BTF()
@@ -319,10 +328,29 @@ func ResolveCast(k KernelInfo, x *syntax.Cast) (*Access, *ContextError) {
 		return nil, notFound
 	}
 	t := lookupType(btf, x.TypeName)
-	if t == nil {
+	switch {
+	case t == nil && !kernelTypes:
+		return nil, ctxErr(-1, "type '%s' of '%s' is not in the kernel's BTF, where bpftap looks for the types of C headers (it compiles no headers)", x.TypeName, x.Module)
+	case t == nil:
 		return nil, notFound
 	}
 	return ResolvePointee(btf, t.ID, x.Components, x.AddrOf)
+}
+
+// castModules sorts the places a @cast module lists: the kernel, C
+// headers alone, a program or library (a path).
+func castModules(module string) (kernelTypes, headers, debuginfo bool) {
+	for _, m := range strings.Split(module, ":") {
+		switch {
+		case KernelModule(m):
+			kernelTypes = true
+		case strings.HasPrefix(m, "<") && strings.HasSuffix(m, ">"):
+			headers = true
+		case strings.Contains(m, "/"):
+			debuginfo = true
+		}
+	}
+	return kernelTypes, headers, debuginfo
 }
 
 // KernelModule tells whether a @cast module names the kernel, whose types
@@ -405,6 +433,7 @@ func chain(btf *kernel.BTF, base kernel.TypeID, comps []*syntax.TargetComponent,
 		a.Pointee, _ = btf.Pointee(a.Path.Type)
 	case a.Path.Kind == kernel.ValueString:
 		a.Address = true // a char array is its address, as in stap
+		a.Pointee, _ = btf.Pointee(a.Path.Type)
 	case a.Path.Kind == kernel.ValueAggregate:
 		return nil, ctxErr(len(comps)-1, "'%s' is being accessed instead of a member%s",
 			btf.TypeName(a.Path.Type), memberHint(btf, a.Path.Type))

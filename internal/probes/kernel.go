@@ -30,6 +30,7 @@ func kernelFamilies(k KernelInfo, cfg Config) []*Family {
 		processMarkFamily(k, cfg),
 		lifecycleFamily(k, cfg),
 		perfFamily(k),
+		hwBreakpointFamily(k),
 		lsmFamily(k, cfg.Listing),
 	}
 }

@@ -37,6 +37,11 @@ func expandPerf(k KernelInfo, p *Point) ([]*Point, error) {
 	if err != nil {
 		return nil, err
 	}
+	return perfPoint(k, p, e)
+}
+
+// perfPoint is p on the perf event e, when the kernel opens it.
+func perfPoint(k KernelInfo, p *Point, e *attach.Perf) ([]*Point, error) {
 	a := &attach.Point{Kind: attach.PerfEvent, Perf: e, Regs: true}
 	if err := k.Attachable(a); err != nil {
 		return nil, &Error{Msg: err.Error()}

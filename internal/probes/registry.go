@@ -123,8 +123,8 @@ func ComponentsString(comps []*syntax.Component) string {
 			b.WriteByte('.')
 		}
 		b.WriteString(c.Name)
-		if n, ok := c.Arg.(*syntax.NumberLit); ok && c.Name == "statement" { // an address: stap shows it in hex
-			fmt.Fprintf(&b, "(%#x)", n.Value)
+		if n, ok := c.Arg.(*syntax.NumberLit); ok && (c.Name == "statement" || c.Name == "data") { // an address: stap shows it in hex
+			fmt.Fprintf(&b, "(%#x)", uint64(n.Value))
 		} else if c.Arg != nil {
 			b.WriteString("(" + syntax.ExprString(c.Arg) + ")")
 		} else if c.HasParens {

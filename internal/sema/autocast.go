@@ -9,9 +9,10 @@ import (
 // Autocasts. `t->pid` on an ordinary expression t reads through t's kernel
 // type when stap's autocast can tell it: t is a typed pointer (a context
 // expression whose probes.Access has a Pointee: a pointer member, &member,
-// a member-less @cast such as task_current()'s `& @task(...)`), a local
-// assigned one, a call of a script function returning one, or a ternary
-// with such a branch. As in stap, the types flow through locals and
+// a member-less @cast such as task_current()'s `& @task(...)`; a char
+// array, a pointer to its first char), a local assigned one, a call of a
+// script function returning one, an assignment of one, or a ternary with
+// such a branch. As in stap, the types flow through locals and
 // returns, never through parameters: the tapset's task_* functions cast
 // their argument with @task. Types are found by iterating to a fixpoint
 // over every body, since a function's return type may come from code
@@ -31,10 +32,11 @@ type pointerTypes struct {
 
 // resolveAutocasts resolves the autocasts of every body.
 func (e *elab) resolveAutocasts() {
-	if e.kernel == nil {
+	k := e.castKernel()
+	if k == nil {
 		return
 	}
-	btf, err := e.kernel.BTF()
+	btf, err := k.BTF()
 	if err != nil {
 		return
 	}
@@ -98,6 +100,10 @@ func (pt *pointerTypes) pointee(x syntax.Expr) kernel.TypeID {
 	case *syntax.Call:
 		if x.Func != nil {
 			return pt.known[x.Func]
+		}
+	case *syntax.Assign:
+		if x.Op == "=" {
+			return pt.pointee(x.RHS)
 		}
 	case *syntax.Ternary:
 		if t := pt.pointee(x.Then); t != 0 {

@@ -12,11 +12,12 @@ import (
 // through the probe point's probes.Context; the result, an *probes.Access,
 // is recorded in Program.Targets under the node (every derived probe owns
 // its copy of the body, so nodes are never shared) and the node is typed.
-// A @cast needs no probe point: in functions it resolves against the
-// kernel of the script's kernel probes (elab.kernel), so the tapset's
-// task_* functions read through @task(p). Elsewhere (user probes,
-// functions of scripts without kernel probes) context expressions stay
-// unresolved and the type checker reports them.
+// A @cast needs no probe point: in functions and in user-side probes it
+// resolves against the kernel of the script's kernel probes (elab.kernel),
+// else the running kernel (castKernel), so the tapset's task_* functions
+// read through @task(p) wherever they run (user-side probes read kernel
+// memory through package kmem). A $var outside kernel probes stays
+// unresolved and the type checker reports it.
 //
 // @defined($p) and @defined(@cast ...) are decided before the body is
 // resolved (defined.go). As in stap, a context expression that does not
@@ -42,11 +43,10 @@ func (s *scope) context(n syntax.Expr) bool {
 }
 
 // resolvesContext tells whether n can be resolved here: anything in a
-// kernel probe, a @cast in a function wherever the script has kernel
-// probes, a constant @cast anywhere a kernel is known (constcast.go).
+// kernel probe, a @cast anywhere a kernel is known.
 func (s *scope) resolvesContext(n syntax.Expr) bool {
 	_, isCast := n.(*syntax.Cast)
-	return s.ctx != nil || isCast && s.e.kernel != nil && s.probe == nil || constantCast(n) && s.e.castKernel() != nil
+	return s.ctx != nil || isCast && s.e.castKernel() != nil
 }
 
 // expandPretty replaces each pretty-printed context expression ($var$,

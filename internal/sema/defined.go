@@ -2,8 +2,8 @@ package sema
 
 import "github.com/bpftap/bpftap/internal/syntax"
 
-// @defined of context expressions in kernel probes (and of @cast in the
-// functions of a script with kernel probes, context.go). Before the symbols
+// @defined of context expressions in kernel probes (and of @cast
+// everywhere a kernel is known, context.go). Before the symbols
 // of such a body are resolved, every @defined($var) or @defined(@cast ...)
 // in it that can be resolved there is decided, as stap's variable expander decides it: 1 if the
 // expression resolves, 0 if not, and replaced by that literal. A condition

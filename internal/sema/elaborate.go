@@ -189,6 +189,7 @@ func Elaborate(user []*syntax.File, opts Options) (*Program, error) {
 	}
 	if !e.rep.failed() {
 		e.checkStats()
+		e.warnHWBreakpoints()
 		e.checkKernel()
 		e.checkContextTasks()
 		e.checkTaskLookups()

@@ -68,16 +68,14 @@ func (e *elab) checkKernel() {
 	})
 }
 
-// checkUserSide refuses, in user-side probes, the calls that read kernel
-// data through its types or a task (the kernel_* readers of
-// plain addresses run there): of a KernelOnly builtin, or of a script
-// function whose code
-// reaches one or a @cast (task_current(), task_pid(t)), blamed at the call
-// in the probe's own body. It runs before types are inferred: without
-// kernel probes such a @cast does not resolve, and this message says why
-// better than the type checker's.
+// checkUserSide refuses, in user-side probes, the calls that read what
+// only a kernel probe has (its stack, its system call, the task it
+// names: KernelOnly builtins), directly or through a script function,
+// blamed at the call in the probe's own body. Kernel data read through
+// types (@cast, autocasts, task_current(), pid2task()) runs there: the
+// interpreter reads it through package kmem.
 func (e *elab) checkUserSide() {
-	readsKernel := e.reaching(func(b *tapset.Builtin) bool { return b.KernelOnly }, e.readsKernel)
+	readsKernel := e.reaching(func(b *tapset.Builtin) bool { return b.KernelOnly }, nil)
 	for _, p := range e.prog.Probes {
 		if p.Kernel {
 			continue
@@ -153,18 +151,6 @@ func (e *elab) checkTaskLookups() {
 			}
 		}
 	}
-}
-
-// readsKernel tells whether n reads kernel memory itself: a @cast (which
-// resolves only where kernel probes run) or a resolved autocast.
-func (e *elab) readsKernel(n syntax.Node) bool {
-	switch n := n.(type) {
-	case *syntax.Cast:
-		return true
-	case *syntax.Autocast:
-		return e.prog.Targets[n] != nil
-	}
-	return false
 }
 
 func isCall(n syntax.Node) bool {

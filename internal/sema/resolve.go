@@ -57,7 +57,7 @@ func (e *elab) resolveAll() {
 			f := e.pending[0]
 			e.pending = e.pending[1:]
 			s := e.newScope(e.fileOf[f.Decl], f.Params)
-			if e.kernel != nil { // its @cast resolve (context.go)
+			if e.castKernel() != nil { // its @cast resolve (context.go)
 				s.pruneDefined(f.Decl.Body)
 			}
 			s.walk(f.Decl.Body)
@@ -80,6 +80,8 @@ func (e *elab) resolveProbe(p *Probe) {
 		s.pruneDefined(p.Body)
 		s.substituteContextVars(p.Body)
 		s.expandPretty(p.Body)
+	} else if e.castKernel() != nil { // a user-side probe's @cast resolve
+		s.pruneDefined(p.Body)
 	}
 	if isProcfs(p) {
 		s.declareValue(p, p.Body)
@@ -212,9 +214,14 @@ func (s *scope) visit(n syntax.Node) bool {
 
 // defined resolves @defined(X): ordinary operands are walked; a context
 // expression is left unresolved, so that constant folding makes it 0 (a
-// kernel probe's, and a function's @cast, were decided before, defined.go).
+// kernel probe's, and a @cast, were decided before, defined.go). An
+// autocast's operand is resolved, so that the autocast resolves when its
+// operand's type is known (autocast.go) and folding makes it 1.
 func (s *scope) defined(n *syntax.Defined) bool {
 	n.SetType(syntax.TypeLong)
+	if a, ok := n.X.(*syntax.Autocast); ok {
+		s.walk(a.Operand)
+	}
 	return !isContextExpr(n.X)
 }
 

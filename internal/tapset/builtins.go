@@ -33,9 +33,9 @@ type Builtin struct {
 	// Literal is the argument (1-based; 0: none) that a kernel probe must give
 	// as a literal: the BPF code needs its value when compiling.
 	Literal int
-	// KernelOnly builtins read what only a kernel probe has (the current
-	// task_struct): the elaborator refuses them in code that user-side
-	// probes reach (KernelOnlyMsg).
+	// KernelOnly builtins read what only a kernel probe has (its stack,
+	// its system call): the elaborator refuses them in code that
+	// user-side probes reach (KernelOnlyMsg).
 	KernelOnly bool
 	// InProcess Captured builtins read the address space of the current
 	// process (user-space symbols): a kernel probe captures the process's
@@ -54,12 +54,11 @@ type Builtin struct {
 }
 
 // KernelOnlyMsg is the message for a call of a function (what) that reads
-// kernel data through its types (@cast, autocasts) or reads a task (the
-// running one: task_current(), stacks; one found by pid: pid2task()),
-// reached from a user-side probe. (The kernel_* readers of plain addresses
-// run there: package kmem.)
+// what only a kernel probe has (its stack, its system call, the task its
+// alias names), reached from a user-side probe. (Kernel memory, read
+// through types or not, and tasks found by pid run there: package kmem.)
 func KernelOnlyMsg(what string) string {
-	return what + " reads kernel data through its types (@cast) or a task's, which bpftap does in kernel probes only (not in begin, end, error or timer probes)"
+	return what + " reads the event a kernel probe handles (its stack, system call or task), which begin, end, error and timer probes do not have"
 }
 
 // Kernel is what a kernel probe (a BPF program) may do with a builtin.
@@ -347,8 +346,8 @@ var Builtins = index(
 	inProcess(effects(fn("env_var", str, s("name")))),
 	bpf(fn("cmdline_str", str)),
 	// __task_current(): the address of the current task_struct (task.stp's
-	// task_current casts it)
-	kernelOnly(fn("__task_current", long)),
+	// task_current casts it; in user-side probes bpftap's own: kmem)
+	bpf(fn("__task_current", long)),
 	// __context_task(task), first in a kernel alias's body: the context
 	// functions of the probe read task instead of the running thread
 	// (scheduler.cpu_on, for the task about to run; sema/contexttask.go)
@@ -359,8 +358,9 @@ var Builtins = index(
 	bpfLiteral(1, kernelOnly(effects(fn("__context_var", none, s("name"), l("value"))))),
 	// pid2task(pid): the address of the task of thread id pid, found with
 	// the bpf_task_from_pid kfunc (bpfgen/tasklookup.go); the elaborator
-	// asks the kernel whether the probe's program may call it
-	kernelOnly(fn("pid2task", long, l("pid"))),
+	// asks the kernel whether the probe's program may call it; user-side
+	// probes find it with a syscall program (kmem)
+	bpf(fn("pid2task", long, l("pid"))),
 	// pid2execname(pid): user-side probes read /proc/PID/comm
 	bpf(fn("pid2execname", str, l("pid"))),
 	unsupported(noPhysicalAddress, fn("addr_to_node", long, l("addr"))),

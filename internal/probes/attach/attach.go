@@ -203,15 +203,23 @@ type Set struct{ _ byte }
 
 // Perf is a sampling perf event: perf_event_attr's type and config, and
 // every how many events it fires (Period), or how many times a second
-// (Freq, when nonzero).
+// (Freq, when nonzero). A hardware breakpoint (type PERF_TYPE_BREAKPOINT)
+// watches BreakLen bytes at BreakAddr for the accesses of BreakType
+// (HW_BREAKPOINT_W, _RW).
 type Perf struct {
 	Type, Config uint64
 	Period, Freq uint64
+
+	BreakType           uint32
+	BreakAddr, BreakLen uint64
 }
 
 // Target names what p attaches to, for messages: "sched:sched_switch",
 // "/usr/bin/ls:main (file offset 0x4d70)".
 func (p *Point) Target() string {
+	if p.Perf != nil && p.Perf.BreakType != 0 {
+		return fmt.Sprintf("hardware breakpoint at %#x (%d bytes)", p.Perf.BreakAddr, p.Perf.BreakLen)
+	}
 	if p.Perf != nil {
 		return fmt.Sprintf("perf event type %d config %d", p.Perf.Type, p.Perf.Config)
 	}

@@ -1,26 +1,25 @@
-package bpfgen
+package kernel
 
 import (
 	"fmt"
 
-	"github.com/bpftap/bpftap/internal/kernel"
 	"github.com/cilium/ebpf/asm"
 )
 
 // Kernel functions (kfuncs) are called by their BTF ID in vmlinux, found
 // by name in the kernel's BTF; the kernel decides which program types may
 // call which (the regular expressions' iterator in every type, the task
-// lookup of tasks.go in some).
+// lookup of pid2task in some: bpfgen, kmem).
 
-// kfuncIDs returns the BTF IDs of the kernel functions names, in order.
-func kfuncIDs(names ...string) ([]int32, error) {
-	b, err := kernel.Kernel()
+// KfuncIDs returns the BTF IDs of the kernel functions names, in order.
+func KfuncIDs(names ...string) ([]int32, error) {
+	b, err := Kernel()
 	if err != nil {
 		return nil, err
 	}
 	ids := make([]int32, len(names))
 	for i, name := range names {
-		t, err := b.TypeByName(name, kernel.KindFunc)
+		t, err := b.TypeByName(name, KindFunc)
 		if err != nil {
 			return nil, fmt.Errorf("no function %s in the kernel's BTF", name)
 		}
@@ -29,7 +28,7 @@ func kfuncIDs(names ...string) ([]int32, error) {
 	return ids, nil
 }
 
-// kfuncCall calls the kernel function of BTF ID id (in vmlinux).
-func kfuncCall(id int32) asm.Instruction {
+// KfuncCall calls the kernel function of BTF ID id (in vmlinux).
+func KfuncCall(id int32) asm.Instruction {
 	return asm.Instruction{OpCode: asm.OpCode(asm.JumpClass).SetJumpOp(asm.Call), Src: asm.PseudoKfuncCall, Constant: int64(id)}
 }
