@@ -47,3 +47,28 @@ func TestBitfieldsAgainstCilium(t *testing.T) {
 		t.Fatalf("only %d bitfields found", seen)
 	}
 }
+
+// TestBitfieldValue extracts fields from loaded bytes: the bits above
+// BitShift, BitSize of them, sign-extended for a signed field.
+func TestBitfieldValue(t *testing.T) {
+	for _, c := range []struct {
+		shift, size uint8
+		signed      bool
+		loaded      uint64
+		want        int64
+	}{
+		{0, 1, false, 0b1, 1},
+		{3, 1, false, 0b1000, 1},
+		{3, 1, false, 0b0111, 0},
+		{2, 3, false, 0b11100, 7},
+		{2, 3, true, 0b11100, -1},
+		{2, 3, true, 0b01100, 3},
+		{4, 12, true, 0x8000, -2048},
+		{6, 58, false, 0xffffffffffffffc0, 1<<58 - 1},
+	} {
+		p := &Path{BitShift: c.shift, BitSize: c.size, Signed: c.signed}
+		if got := p.Bitfield(c.loaded); got != c.want {
+			t.Errorf("%d bits from %d (signed %v) of %#x: %d, want %d", c.size, c.shift, c.signed, c.loaded, got, c.want)
+		}
+	}
+}

@@ -287,6 +287,17 @@ func (b *BTF) classify(p *Path) error {
 	return nil
 }
 
+// Bitfield is the value of bitfield p from v, its Size bytes as loaded
+// (zero-extended): BitSize bits from bit BitShift, sign-extended when
+// Signed.
+func (p *Path) Bitfield(v uint64) int64 {
+	v <<= 64 - uint(p.BitShift) - uint(p.BitSize)
+	if p.Signed {
+		return int64(v) >> (64 - uint(p.BitSize))
+	}
+	return int64(v >> (64 - uint(p.BitSize)))
+}
+
 // classifyBitfield reads bitfield p of integer type u as the fewest bytes
 // (1, 2, 4 or 8) that hold its bits.
 func (b *BTF) classifyBitfield(p *Path, u *Type) error {
