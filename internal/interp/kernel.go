@@ -54,18 +54,24 @@ func (in *Interp) KernelPrint(call *syntax.PrintCall, args []format.Arg) {
 // KernelCall makes a call of a Deferred builtin (tapset.Deferred: system,
 // log, warn) that a kernel probe sent the arguments of: after the output
 // written before it, as the probe made it; a command system() asks for
-// runs at once, as it would at the end of a user-side handler.
+// runs at once, as it would at the end of a user-side handler. An
+// argument calling a Captured builtin is computed here, as for a print.
 func (in *Interp) KernelCall(call *syntax.Call, args []format.Arg) {
 	in.mu.Lock()
 	defer in.mu.Unlock()
 	if in.state == stateError {
 		return
 	}
-	values := make([]Value, len(args))
-	for i, a := range args {
-		values[i] = Value{Int: a.Int, Str: in.clip(a.Str)}
+	for i := range args {
+		args[i].Str = in.clip(args[i].Str)
 	}
-	err := protect(func() { in.callBuiltinIn(call, values, 0) })
+	var values []Value
+	err := protect(func() {
+		for _, a := range in.captured(call.Args, args) {
+			values = append(values, Value(a))
+		}
+		in.callBuiltinIn(call, values, 0)
+	})
 	in.flush()
 	in.runCommands()
 	if err != nil {
