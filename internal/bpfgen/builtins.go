@@ -83,6 +83,8 @@ func kernelBuiltins() map[string]builtinCode {
 		"isinstr":             longCode((*gen).strpos),
 		"str_replace":         strCode((*gen).strReplace),
 		"strtol":              longCode((*gen).strtol),
+		"randint":             longCode((*gen).randint),
+		"raise":               longCode((*gen).raiseSignal),
 
 		// the netfilter tapset's data_str and data_hex (buffers.go)
 		"kernel_buffer_quoted": strCode((*gen).kernelBufferQuoted),
@@ -98,6 +100,7 @@ func kernelBuiltins() map[string]builtinCode {
 	for unit := range clockDivisors {
 		codes["gettimeofday_"+unit] = longCode(func(g *gen, _ *syntax.Call) { g.clock(unit, g.m.cfg.RealtimeOffset) })
 		codes["local_clock_"+unit] = longCode(func(g *gen, _ *syntax.Call) { g.clock(unit, 0) })
+		codes["cpu_clock_"+unit] = longCode(func(g *gen, c *syntax.Call) { g.cpuClock(unit, c) })
 	}
 	for name := range tapset.ArgReaders {
 		codes[name] = longCode((*gen).argReader)
@@ -135,6 +138,10 @@ func (g *gen) builtin(c *syntax.Call) (builtinCode, bool) {
 func (g *gen) call(c *syntax.Call) {
 	if scriptFunc(c) {
 		g.inline(c)
+		return
+	}
+	if b := sema.Builtin(c); b != nil && b.Kernel == tapset.Deferred {
+		g.deferred(c)
 		return
 	}
 	if code, ok := g.builtin(c); ok && code.long != nil {

@@ -17,7 +17,8 @@ import (
 // probe, its value printed and its value used, and checks that pass 2 (the
 // elaborator, on a kernel.trace probe) and pass 3 (the code generator, on
 // the same body compiled as a kernel probe past the elaborator's checks)
-// agree: both accept, or both refuse with the same message.
+// agree: both accept, or both refuse with the same message (in guru
+// mode, which raise needs).
 func TestBuiltinVerdicts(t *testing.T) {
 	names := make([]string, 0, len(tapset.Builtins))
 	for name := range tapset.Builtins {
@@ -84,7 +85,7 @@ func elaborateError(script string) error {
 	if err != nil {
 		return err
 	}
-	_, err = sema.Elaborate([]*syntax.File{f}, sema.Options{NoWarnings: true, Registry: registry, KernelProbes: true})
+	_, err = sema.Elaborate([]*syntax.File{f}, sema.Options{NoWarnings: true, Registry: registry, KernelProbes: true, Guru: true})
 	return err
 }
 

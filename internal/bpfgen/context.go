@@ -47,6 +47,15 @@ func (g *gen) clock(unit string, offset int64) {
 	}
 }
 
+// cpuClock compiles cpu_clock_UNIT(cpu): the kernel's clock, as
+// local_clock_UNIT (every CPU's clock in BPF is bpf_ktime_get_ns, the
+// monotonic clock the user-side probes' cpu_clock reads too); the cpu is
+// evaluated for its effects only.
+func (g *gen) cpuClock(unit string, c *syntax.Call) {
+	g.long(c.Args[0])
+	g.clock(unit, 0)
+}
+
 // memRead compiles kernel_long(addr) and friends (tapset.NumberReads): a
 // fault raises the reader's error, or gives 0 for the readers of user
 // memory that have none, as the tapset's wrappers do.
@@ -352,11 +361,27 @@ func (g *gen) readPath(path *kernel.Path, address bool, at syntax.Pos, indexes .
 	if !address {
 		size := min(int(path.Size), 8)
 		g.kread(slot, size, fault())
-		if path.Signed && size < 8 {
-			g.emit(asm.LSh.Imm(asm.R0, int32(64-8*size)), asm.ArSh.Imm(asm.R0, int32(64-8*size)))
-		}
+		g.extractBits(8*size, int(path.BitShift), int(path.BitSize), path.Signed)
 	}
 	g.popStack(8)
+}
+
+// extractBits keeps the value of bits bits starting shift bits up in the
+// loaded bits in R0 (a bitfield; bits 0: all of them), sign-extended
+// when signed.
+func (g *gen) extractBits(loaded, shift, bits int, signed bool) {
+	if bits == 0 {
+		bits = loaded
+	}
+	if bits == 64 || !signed && shift == 0 && bits == loaded {
+		return
+	}
+	g.emit(asm.LSh.Imm(asm.R0, int32(64-shift-bits)))
+	if signed {
+		g.emit(asm.ArSh.Imm(asm.R0, int32(64-bits)))
+	} else {
+		g.emit(asm.RSh.Imm(asm.R0, int32(64-bits)))
+	}
 }
 
 // addScaled adds index times size to the address in R0, kept in slot

@@ -298,7 +298,7 @@ func beginInKernel(t *testing.T, prog *sema.Program) *sema.Probe {
 // compileError compiles the begin probe of script as a kernel probe and
 // returns the error.
 func compileError(t *testing.T, script string) error {
-	prog := elaborate(t, script)
+	prog := elaborateWith(t, script, sema.Options{Guru: true}) // guru mode's builtins (raise) too
 	_, err := bpfgen.New(prog, bpfgen.Config{}).Compile(beginInKernel(t, prog))
 	return err
 }
@@ -306,7 +306,7 @@ func compileError(t *testing.T, script string) error {
 // compileKernelError compiles the first probe of script, a kernel probe,
 // and returns the error.
 func compileKernelError(t *testing.T, script string) error {
-	prog := elaborate(t, script)
+	prog := elaborateWith(t, script, sema.Options{Guru: true})
 	_, err := bpfgen.New(prog, bpfgen.Config{}).Compile(prog.Probes[0])
 	return err
 }
@@ -395,6 +395,10 @@ func (r *recorder) KernelPrint(call *syntax.PrintCall, args []format.Arg) {
 		panic(err)
 	}
 	r.out = f.Append(r.out, args)
+}
+
+func (r *recorder) KernelCall(call *syntax.Call, args []format.Arg) {
+	r.out = fmt.Appendf(r.out, "CALL %s%v\n", call.Name, args)
 }
 
 func (r *recorder) KernelError(msg string, at syntax.Pos) {

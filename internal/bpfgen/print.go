@@ -28,10 +28,21 @@ func (g *gen) print(e *syntax.PrintCall) {
 		g.fail(e, "%v", err)
 		return
 	}
-	out := &Output{Call: e, Format: f, Pos: e.Pos, Size: headerSize}
+	g.send(&Output{Call: e, Format: f, Pos: e.Pos, Size: headerSize}, e.Args)
+}
+
+// deferred compiles a call of a Deferred builtin (system, log, warn): a
+// record of its arguments, which user space calls it with.
+func (g *gen) deferred(c *syntax.Call) {
+	g.send(&Output{Effect: c, Pos: c.Pos, Size: headerSize}, c.Args)
+}
+
+// send evaluates args into the fields of out and sends the record; R0 is
+// 0 after it.
+func (g *gen) send(out *Output, args []syntax.Expr) {
 	mark, stack := g.scratchMark(), g.stack
 	var where []int
-	for _, a := range e.Args {
+	for _, a := range args {
 		g.printArg(a, out, &where)
 	}
 	id := len(g.m.Outputs)

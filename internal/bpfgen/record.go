@@ -16,7 +16,9 @@ import (
 //	             offsets the Output lists (longs as 8 native-endian bytes,
 //	             strings as NUL-terminated bytes in a fixed-width field);
 //	             for an argument calling a Captured builtin, the call's
-//	             arguments, depth first (print.go).
+//	             arguments, depth first (print.go). An Output with an
+//	             Effect carries the arguments of a call of a Deferred
+//	             builtin (system, log, warn) instead.
 //	RecordError: id indexes Module.Errors; a u64 argument follows (the
 //	             faulting address of a read error, else 0). The probe ended.
 //	RecordExit:  exit() was called; no payload.
@@ -33,7 +35,8 @@ const DefaultRingSize = 1 << 22
 
 // Output is one print-family call of a kernel probe.
 type Output struct {
-	Call   *syntax.PrintCall
+	Call   *syntax.PrintCall // nil for an Effect
+	Effect *syntax.Call      // a call of a tapset.Deferred builtin
 	Format *format.Format
 	Args   []ArgField
 	Size   int // of the whole record

@@ -1,15 +1,18 @@
 package interp
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/bpftap/bpftap/internal/output"
 	"github.com/bpftap/bpftap/internal/syntax"
 	"github.com/bpftap/bpftap/internal/tapset"
+	"golang.org/x/sys/unix"
 )
 
 // builtinFunc implements a builtin: it gets its evaluated arguments and
@@ -21,7 +24,7 @@ var builtins map[string]builtinFunc
 
 func init() {
 	builtins = map[string]builtinFunc{}
-	for _, group := range []map[string]builtinFunc{controlBuiltins, contextBuiltins, registerBuiltins(), stringBuiltins, prometheusBuiltins, timeBuiltins, memoryBuiltins(), taskBuiltins(), symbolBuiltins} {
+	for _, group := range []map[string]builtinFunc{controlBuiltins, contextBuiltins, registerBuiltins(), stringBuiltins, prometheusBuiltins, timeBuiltins, memoryBuiltins(), taskBuiltins(), symbolBuiltins, fpBuiltins} {
 		for name, f := range group {
 			builtins[name] = f
 		}
@@ -73,6 +76,12 @@ var controlBuiltins = map[string]builtinFunc{
 	},
 	"udelay": func(cc *callContext, args []Value) Value {
 		time.Sleep(time.Duration(max(args[0].Int, 0)) * time.Microsecond)
+		return Value{}
+	},
+	"raise": func(cc *callContext, args []Value) Value {
+		if err := unix.Tgkill(os.Getpid(), unix.Gettid(), syscall.Signal(args[0].Int)); err != nil {
+			cc.fail(fmt.Sprintf(tapset.RaiseError, -int(err.(syscall.Errno))))
+		}
 		return Value{}
 	},
 	"randint": func(cc *callContext, args []Value) Value {
@@ -143,7 +152,7 @@ var contextBuiltins = map[string]builtinFunc{
 	"user_mode":     func(*callContext, []Value) Value { return long(0) },
 	"is_return":     func(*callContext, []Value) Value { return long(0) },
 	"mem_page_size": func(*callContext, []Value) Value { return long(int64(os.Getpagesize())) },
-	"env_var":       func(cc *callContext, args []Value) Value { return str(os.Getenv(args[0].Str)) },
+	"env_var":       envVar,
 	"syscall_name": func(_ *callContext, args []Value) Value {
 		return str(tapset.SyscallName(syntax.HostArch(), args[0].Int))
 	},
@@ -215,4 +224,20 @@ func currentCPU() int64 {
 	}
 	cpu, _ := strconv.ParseInt(fields[36], 10, 64)
 	return cpu
+}
+
+// envVar is env_var(name): in the environment of the kernel probe's
+// process (/proc/PID/environ, "" once it is gone), else in bpftap's own.
+func envVar(cc *callContext, args []Value) Value {
+	pid := cc.process()
+	if pid == 0 {
+		return str(os.Getenv(args[0].Str))
+	}
+	environ, _ := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid))
+	for _, kv := range strings.Split(string(environ), "\x00") {
+		if v, ok := strings.CutPrefix(kv, args[0].Str+"="); ok {
+			return str(v)
+		}
+	}
+	return str("")
 }

@@ -34,19 +34,55 @@ import (
 // MAXSTRINGLEN-1 bytes and at their first NUL byte, in place. A format error
 // is reported as a run-time error at the argument, as in a user-side probe.
 func (in *Interp) KernelPrint(call *syntax.PrintCall, args []format.Arg) {
-	in.mu.Lock()
-	defer in.mu.Unlock()
-	if in.state == stateError {
+	if !in.receive(args) {
 		return
 	}
-	for i := range args {
-		args[i].Str = in.clip(args[i].Str)
-	}
+	defer in.mu.Unlock()
 	if len(in.captures) > 0 && in.captures[call] { // no map lookup per record when nothing is captured
 		args = in.captured(call.Args, args)
 	}
 	if err := protect(func() { in.emit(call, nil, args) }); err != nil {
 		in.flush()
+		in.report(err)
+	}
+}
+
+// receive takes the session's lock for a kernel record and cuts its
+// strings (args) as KernelPrint says; it tells whether the record is to
+// be handled, and releases the lock when it is not (the session stopped
+// in error).
+func (in *Interp) receive(args []format.Arg) bool {
+	in.mu.Lock()
+	if in.state == stateError {
+		in.mu.Unlock()
+		return false
+	}
+	for i := range args {
+		args[i].Str = in.clip(args[i].Str)
+	}
+	return true
+}
+
+// KernelCall makes a call of a Deferred builtin (tapset.Deferred: system,
+// log, warn) that a kernel probe sent the arguments of: after the output
+// written before it, as the probe made it; a command system() asks for
+// runs at once, as it would at the end of a user-side handler. An
+// argument calling a Captured builtin is computed here, as for a print.
+func (in *Interp) KernelCall(call *syntax.Call, args []format.Arg) {
+	if !in.receive(args) {
+		return
+	}
+	defer in.mu.Unlock()
+	var values []Value
+	err := protect(func() {
+		for _, a := range in.captured(call.Args, args) {
+			values = append(values, Value(a))
+		}
+		in.callBuiltinIn(call, values, 0)
+	})
+	in.flush()
+	in.runCommands()
+	if err != nil {
 		in.report(err)
 	}
 }

@@ -50,8 +50,11 @@ func (in *Interp) followPath(acc *probes.Access, base int64, at syntax.Pos) int6
 			addr += in.evalLong(acc.Indexes[scale]) * path.Scales[scale].Size
 		}
 	}
-	if acc.Address {
+	switch {
+	case acc.Address:
 		return addr
+	case path.BitSize != 0:
+		return path.Bitfield(uint64(in.readKernel(addr, int(path.Size), false, at)))
 	}
 	return in.readKernel(addr, min(int(path.Size), 8), path.Signed, at)
 }

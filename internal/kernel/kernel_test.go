@@ -40,7 +40,7 @@ func tracepointsOrSkip(t testing.TB) []*Tracepoint {
 // expected output, separated by blank lines. Commands:
 //
 //	trace SPEC             the tracepoints kernel.trace(SPEC) names, as stap -L lists them
-//	path TRACEPOINT $VAR   how $VAR->member[index]... is read: hops, type, kind, size, sign
+//	path TRACEPOINT $VAR   how $VAR->member[index]... is read: hops, type, kind, size, sign (and a bitfield's width)
 //
 // An expected line "error: TEXT" matches an error starting with TEXT. A
 // line "--- or REASON" starts another output the block accepts, for what
@@ -151,8 +151,12 @@ func describePath(b *BTF, tps []*Tracepoint, tpName, chain string) (string, erro
 		return "", err
 	}
 	kinds := [...]string{"int", "string", "aggregate"}
-	return fmt.Sprintf("hops=%d type=%s kind=%s size=%d signed=%v",
-		len(p.Offsets), b.TypeName(p.Type), kinds[p.Kind], p.Size, p.Signed), nil
+	text := fmt.Sprintf("hops=%d type=%s kind=%s size=%d signed=%v",
+		len(p.Offsets), b.TypeName(p.Type), kinds[p.Kind], p.Size, p.Signed)
+	if p.BitSize != 0 {
+		text += fmt.Sprintf(" bits=%d", p.BitSize)
+	}
+	return text, nil
 }
 
 // TestAgainstCilium checks the lazy decoder against cilium/ebpf's complete

@@ -40,13 +40,20 @@ const (
 //
 // Each dynamic index (Step.Dynamic), in the order of the steps, is a
 // Scale: times Size, it is added to the address right after Offsets[At].
+//
+// A bitfield (BitSize non-zero) is an integer of BitSize bits that starts
+// BitShift bits above the least significant bit of the Size bytes loaded
+// at the address (little-endian: BTF counts a member's bits from the
+// lowest address up).
 type Path struct {
-	Offsets []int64
-	Scales  []Scale
-	Type    TypeID // declared type of the value, typedefs kept
-	Kind    ValueKind
-	Size    uint32
-	Signed  bool
+	Offsets  []int64
+	Scales   []Scale
+	Type     TypeID // declared type of the value, typedefs kept
+	Kind     ValueKind
+	Size     uint32
+	Signed   bool
+	BitShift uint8
+	BitSize  uint8
 }
 
 // Scale is a dynamic index of a Path: its element's Size, added after
@@ -187,21 +194,25 @@ func (b *BTF) stepWithin(t *Type, s Step, p *Path) (int64, TypeID, error) {
 		}
 		return s.Index * int64(n), t.Target, nil
 	case !s.IsIndex && (t.Kind == KindStruct || t.Kind == KindUnion):
-		return b.member(t, s.Member)
+		return b.member(t, s.Member, p)
 	case !s.IsIndex && t.Kind == KindFwd:
 		return 0, 0, fmt.Errorf("cannot access member '%s' of %s: %s has only its declaration", s.Member, b.TypeName(t.ID), b.what)
 	}
 	return 0, 0, fmt.Errorf("cannot apply '%s' to %s", describe(s), b.TypeName(t.ID))
 }
 
-// member finds name in struct or union t, looking into anonymous members.
-func (b *BTF) member(t *Type, name string) (int64, TypeID, error) {
+// member finds name in struct or union t, looking into anonymous members;
+// a bitfield's bits are noted in p, the offset is that of its first byte.
+func (b *BTF) member(t *Type, name string, p *Path) (int64, TypeID, error) {
 	m, bitOff, found := b.findMember(t, name, 0)
 	if !found {
 		return 0, 0, &MemberError{Member: name, Container: b.TypeName(t.ID), Alternatives: b.memberNames(t, 0)}
 	}
 	if m.BitSize != 0 || bitOff%8 != 0 {
-		return 0, 0, fmt.Errorf("member '%s' of %s is a bitfield, which bpftap cannot read", name, b.TypeName(t.ID))
+		if bitOff%8+m.BitSize > 64 {
+			return 0, 0, fmt.Errorf("member '%s' of %s is a bitfield across more than 8 bytes, which bpftap cannot read", name, b.TypeName(t.ID))
+		}
+		p.BitShift, p.BitSize = uint8(bitOff%8), uint8(m.BitSize)
 	}
 	return int64(bitOff / 8), m.Type, nil
 }
@@ -251,6 +262,9 @@ func (b *BTF) classify(p *Path) error {
 	if err != nil {
 		return err
 	}
+	if p.BitSize != 0 {
+		return b.classifyBitfield(p, u)
+	}
 	switch u.Kind {
 	case KindInt, KindEnum, KindEnum64:
 		p.Kind, p.Size, p.Signed = ValueInt, u.Size, u.Signed
@@ -269,6 +283,30 @@ func (b *BTF) classify(p *Path) error {
 		p.Kind, p.Size = ValueAggregate, u.Size
 	default:
 		return fmt.Errorf("cannot read a value of type %s", b.TypeName(p.Type))
+	}
+	return nil
+}
+
+// Bitfield is the value of bitfield p from v, its Size bytes as loaded
+// (zero-extended): BitSize bits from bit BitShift, sign-extended when
+// Signed.
+func (p *Path) Bitfield(v uint64) int64 {
+	v <<= 64 - uint(p.BitShift) - uint(p.BitSize)
+	if p.Signed {
+		return int64(v) >> (64 - uint(p.BitSize))
+	}
+	return int64(v >> (64 - uint(p.BitSize)))
+}
+
+// classifyBitfield reads bitfield p of integer type u as the fewest bytes
+// (1, 2, 4 or 8) that hold its bits.
+func (b *BTF) classifyBitfield(p *Path, u *Type) error {
+	if u.Kind != KindInt && u.Kind != KindEnum && u.Kind != KindEnum64 {
+		return fmt.Errorf("cannot read a bitfield of type %s", b.TypeName(p.Type))
+	}
+	p.Kind, p.Signed, p.Size = ValueInt, u.Signed, 1
+	for p.Size*8 < uint32(p.BitShift)+uint32(p.BitSize) {
+		p.Size *= 2
 	}
 	return nil
 }

@@ -13,6 +13,9 @@ import (
 // Sink receives what kernel probes send, in ring order (the interpreter).
 type Sink interface {
 	KernelPrint(call *syntax.PrintCall, args []format.Arg)
+	// KernelCall makes call, of a tapset.Deferred builtin (system, log,
+	// warn), with the arguments a kernel probe sent.
+	KernelCall(call *syntax.Call, args []format.Arg)
 	KernelError(msg string, at syntax.Pos)
 	// KernelExit is exit() in a kernel probe.
 	KernelExit()
@@ -45,7 +48,11 @@ func (s *Session) Start(sink Sink) error {
 			for i := range r.Args {
 				r.Args[i].Str = s.stacks.expand(r.Args[i].Str)
 			}
-			sink.KernelPrint(r.Output.Call, r.Args)
+			if r.Output.Effect != nil {
+				sink.KernelCall(r.Output.Effect, r.Args)
+			} else {
+				sink.KernelPrint(r.Output.Call, r.Args)
+			}
 		case r.Kind == bpfgen.RecordError:
 			sink.KernelError(r.Error.Text(r.Arg), r.Error.Pos)
 		case r.Kind == bpfgen.RecordExit:

@@ -130,6 +130,7 @@ func (c *counter) KernelPrint(call *syntax.PrintCall, args []format.Arg) {
 	c.records++
 }
 
+func (c *counter) KernelCall(*syntax.Call, []format.Arg) { c.other++ }
 func (c *counter) KernelError(msg string, at syntax.Pos) { c.other++ }
 func (c *counter) KernelExit()                           { c.other++ }
 func (c *counter) Flush()                                {}

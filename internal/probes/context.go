@@ -88,14 +88,27 @@ func (c *Context) ParamsAtEntry() bool {
 	return c.entry != nil && a.Func != nil && a.Func.Words == 0 && !a.User
 }
 
-// Assign says why assigning $name is refused, "" if it is not or if the
-// point leaves the question to the code generator; guru is -g.
+// Assign says why assigning $name is refused, "" if it is not; guru is
+// -g. Only a point whose kernel asks the program for a value (netfilter's
+// $verdict) takes a write: everywhere else bpftap never writes the
+// kernel's memory or registers.
 func (c *Context) Assign(name string, guru bool) string {
-	if c.assign == nil {
-		return ""
+	if c.assign != nil {
+		return c.assign(name, guru)
 	}
-	return c.assign(name, guru)
+	if guru {
+		return WriteRefusedGuru
+	}
+	return WriteRefused
 }
+
+// WriteRefused is stap's refusal of a write to a context variable without
+// -g; WriteRefusedGuru bpftap's with it.
+const (
+	WriteRefused     = "write to target variable not permitted"
+	WriteRefusedGuru = WriteRefused + ": bpftap never writes the kernel's memory or registers " +
+		"(a BPF program cannot; stap -g does it with a kernel module)"
+)
 
 // ArgsOfCall tells whether the point fires as a call returns with the
 // arguments the call was entered with: there @entry of an expression of
@@ -191,6 +204,9 @@ func (c *Context) Var(x *syntax.TargetVar) (*Access, *ContextError) {
 	}
 	if x.AddrOf && len(x.Components) == 0 {
 		return nil, ctxErr(-1, "cannot take the address of tracepoint variable '%s'", x.Name)
+	}
+	if p.Type == 0 && p.Loc.Address && len(x.Components) > 0 && !x.AddrOf && arrayType.MatchString(p.CType) {
+		return classicIndex(i, *p, x.Components)
 	}
 	btf, err := c.btf()
 	if err != nil {
@@ -441,6 +457,8 @@ func chain(btf *kernel.BTF, base kernel.TypeID, comps []*syntax.TargetComponent,
 		a.Path = p
 	}
 	switch {
+	case addrOf && a.Path.BitSize != 0:
+		return nil, ctxErr(len(comps)-1, "cannot take the address of a bitfield")
 	case addrOf:
 		a.Address, a.Pointee = true, a.Path.Type
 	case a.Path.Kind == kernel.ValueInt:

@@ -23,8 +23,8 @@ import (
 //   - a char pointer is the string it points to, quoted ("<unknown>" if it
 //     cannot be read); another pointer at the top is followed to what it
 //     points to (a function: `<function>:%p`), below it is `%p`;
-//   - a char is `'%#c'`, a signed integer or enum `%i`, an unsigned `%u`, a
-//     float and a bitfield (which bpftap does not read) `?`.
+//   - a char is `'%#c'`, a signed integer or enum `%i` (a bitfield too, by
+//     its type), an unsigned `%u`, a float `?`.
 //
 // A variable takes at most prettyArgs values, as in stap; its remaining
 // members are "...". Where stap catches a fault in the members' reads and
@@ -231,8 +231,8 @@ func (p *prettyPrinter) members(u *kernel.Type, comps []*syntax.TargetComponent)
 			p.format.WriteString("<class>") // stap's spelling for an anonymous struct
 		}
 		p.format.WriteString("=")
-		if m.BitSize != 0 {
-			p.format.WriteString("?") // a bitfield: bpftap does not read them
+		if m.BitSize != 0 && m.Name == "" {
+			p.format.WriteString("?") // padding bits: nothing names them
 			continue
 		}
 		p.value(m.Type, mcomps, false)

@@ -74,6 +74,8 @@ type expansion struct {
 	via      []string // alias definitions crossed, innermost first, for -p2
 	active   map[*syntax.AliasDecl]bool
 	files    []*syntax.File // library files of the aliases used
+	// fromTapset: the innermost alias crossed is the tapset's.
+	fromTapset bool
 	// blame is the component errors point at when the point being resolved
 	// came from an alias reached with a suffix (stap blames the point that
 	// carried the suffix), nil to blame the point itself.
@@ -208,7 +210,8 @@ func (e *elab) expandAlias(x *expansion, pp *syntax.ProbePoint, pt *probes.Point
 		if x.script == "" && !wildcard(pt.Suffix) {
 			inner.script = probes.ComponentsString(append(append([]*syntax.Component(nil), pt.Components...), pt.Suffix...))
 		}
-		if f := e.fileOf[a]; f != nil && f.Tapset {
+		f := e.fileOf[a]
+		if inner.fromTapset = f != nil && f.Tapset; inner.fromTapset {
 			inner.files = append(append([]*syntax.File(nil), x.files...), f)
 		}
 		for _, target := range a.Points {
@@ -289,8 +292,11 @@ func pointString(p *syntax.ProbePoint, resolved bool) string {
 
 // derive makes a probe for a concrete point of a real probe family.
 func (e *elab) derive(x *expansion, pp *syntax.ProbePoint, pt *probes.Point) int {
-	if pt.Family.Name == "never" && wildcard(x.user.Components) {
-		return 0 // a call this kernel cannot make (tapset/socketcall.stp): a wildcard over calls skips it
+	if pt.Family.Name == "never" && x.fromTapset && wildcard(x.user.Components) {
+		// a call this kernel cannot make (tapset/socketcall.stp): a
+		// wildcard over calls skips it, as stap's optional point on the
+		// missing function; a script's own alias to never stays, as in stap
+		return 0
 	}
 	e.kernelPoints = e.kernelPoints || pt.Family.Kernel
 	if pt.Family.Check != nil {

@@ -173,7 +173,9 @@ func isCall(n syntax.Node) bool {
 }
 
 // markPrinted marks the arguments of n whose value is only printed: those
-// of a print-family call, and of a Captured builtin whose own value is.
+// of a print-family call, of a Deferred builtin (system, log, warn: user
+// space gets them as it gets a print's), and of a Captured builtin whose
+// own value is.
 func markPrinted(n syntax.Node, printed map[syntax.Node]bool) {
 	switch n := n.(type) {
 	case *syntax.PrintCall:
@@ -183,7 +185,7 @@ func markPrinted(n syntax.Node, printed map[syntax.Node]bool) {
 			}
 		}
 	case *syntax.Call:
-		if b := Builtin(n); b != nil && b.Kernel == tapset.Captured && printed[n] {
+		if b := Builtin(n); b != nil && (b.Kernel == tapset.Captured && printed[n] || b.Kernel == tapset.Deferred) {
 			for _, a := range n.Args {
 				printed[a] = true
 			}

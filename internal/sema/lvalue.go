@@ -76,8 +76,11 @@ func assignable(x syntax.Expr) bool {
 }
 
 // checkContextWrites reports each assignment to a context variable that
-// the probe point refuses in pass 2 (probes.Context.Assign: a netfilter
-// hook's parameters; its $verdict without -g), as stap refuses it.
+// the probe point refuses in pass 2, at the variable (probes.Context.Assign:
+// all but a netfilter hook's $verdict with -g). stap refuses them unless
+// -g, when its kernel module writes the kernel's memory or registers;
+// bpftap never does (a BPF program cannot), so it refuses them either
+// way: with stap's words without -g, with the reason with it.
 func (e *elab) checkContextWrites(ctx *probes.Context, body *syntax.Block) {
 	syntax.Walk(body, func(n syntax.Node) bool {
 		if v, ok := assignTarget(n).(*syntax.TargetVar); ok {

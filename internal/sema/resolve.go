@@ -350,6 +350,9 @@ func (s *scope) call(c *syntax.Call) {
 		return
 	}
 	c.Func = f
+	if b := tapset.Builtins[f.Builtin]; b != nil && b.Guru && !s.e.opts.Guru {
+		s.e.rep.errorAt("guru", c, tapset.GuruOnlyMsg)
+	}
 	if len(f.Params) != len(c.Args) {
 		msg := fmt.Sprintf("arity mismatch found (function '%s' takes %d args)", c.Name, len(f.Params))
 		var chain []*Diagnostic

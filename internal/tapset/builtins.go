@@ -44,6 +44,9 @@ type Builtin struct {
 	// Unsupported, when set, is why no probe can run the builtin: the
 	// elaborator refuses every call with it.
 	Unsupported string
+	// Guru builtins are refused without -g, as stap's tapset marks them
+	// (GuruOnlyMsg).
+	Guru bool
 	// Text builtins return the lines a print_* function prints whole
 	// (print_backtrace's frames): no string value, so never cut at
 	// MAXSTRINGLEN, nor at the room of one print call.
@@ -67,6 +70,11 @@ const (
 	UserSpace Kernel = iota
 	// InKernel builtins are compiled to BPF.
 	InKernel
+	// Deferred builtins act in user space (system's command, log's and
+	// warn's lines) and return nothing: a kernel probe sends the call's
+	// arguments in a record, and user space makes the call when it reads the
+	// record, in order with the probe's output.
+	Deferred
 	// Captured builtins are pure functions of their arguments that the kernel
 	// probe does not compute: it captures their arguments in the print record
 	// and user space computes the value when it formats the record. So a
@@ -114,6 +122,9 @@ func NoTaskStackMsg(name, task string) string {
 	return fmt.Sprintf("%s() takes the stack of this probe's task with bpf_get_task_stack, which needs the task "+
 		"as a pointer argument of a BTF-typed tracepoint (tp_btf); this probe's task (%s) is not one", name, task)
 }
+
+// GuruOnlyMsg is stap's message for a call of a Guru builtin without -g.
+const GuruOnlyMsg = "function may not be used unless -g is specified"
 
 // UserSpaceOnly is the message for a construct (what) that only user-side
 // probes run.
@@ -183,6 +194,13 @@ func captured(b *Builtin) *Builtin {
 	return b
 }
 
+// deferred marks b made in user space when a kernel probe's record of
+// the call arrives.
+func deferred(b *Builtin) *Builtin {
+	b.Kernel = Deferred
+	return effects(b)
+}
+
 // inProcess marks b computed in user space, in the current process's
 // address space.
 func inProcess(b *Builtin) *Builtin {
@@ -193,6 +211,12 @@ func inProcess(b *Builtin) *Builtin {
 // text marks b's value lines that print() writes whole (Builtin.Text).
 func text(b *Builtin) *Builtin {
 	b.Text = true
+	return b
+}
+
+// guru marks b refused without -g.
+func guru(b *Builtin) *Builtin {
+	b.Guru = true
 	return b
 }
 
@@ -212,9 +236,9 @@ var Builtins = index(
 	// function that calls it, as stap locates the errors of its tapset's C
 	// functions (ctime's range errors: tapset/ctime.stp)
 	bpfLiteral(1, effects(fn("__error_at_call", none, s("msg")))),
-	effects(fn("warn", none, s("msg"))),
+	deferred(fn("warn", none, s("msg"))),
 	effects(fn("abort", none)),
-	effects(fn("log", none, s("msg"))),
+	deferred(fn("log", none, s("msg"))),
 	// strings (in kernel probes: bpfgen/strfuncs.go)
 	bpf(fn("strlen", long, s("s"))),
 	bpf(fn("substr", str, s("str"), l("start"), l("length"))),
@@ -241,14 +265,14 @@ var Builtins = index(
 	bpf(fn("local_clock_ms", long)),
 	bpf(fn("local_clock_us", long)),
 	bpf(fn("local_clock_ns", long)),
-	fn("cpu_clock_s", long, l("cpu")),
-	fn("cpu_clock_ms", long, l("cpu")),
-	fn("cpu_clock_us", long, l("cpu")),
-	fn("cpu_clock_ns", long, l("cpu")),
+	bpf(fn("cpu_clock_s", long, l("cpu"))),
+	bpf(fn("cpu_clock_ms", long, l("cpu"))),
+	bpf(fn("cpu_clock_us", long, l("cpu"))),
+	bpf(fn("cpu_clock_ns", long, l("cpu"))),
 	bpf(fn("jiffies", long)),
 	bpf(fn("HZ", long)),
 	fn("get_cycles", long),
-	fn("tz_ctime", str, l("epochsecs")),
+	captured(fn("tz_ctime", str, l("epochsecs"))),
 	fn("tz_gmtoff", long),
 	fn("tz_name", str),
 	// process context
@@ -312,14 +336,18 @@ var Builtins = index(
 	fn("is_return", long),
 	bpf(fn("mem_page_size", long)),
 	fn("stp_pid", long),
-	effects(fn("randint", long, l("n"))),
+	// randint: bpfgen/random.go
+	bpf(effects(fn("randint", long, l("n")))),
 	bpf(fn("syscall_name", str, l("num"))), // see SyscallName
 	// __syscall_compat(): nonzero while the thread makes a 32-bit (compat)
 	// system call; __syscall_native_nr(nr): the number of the native call
 	// the call nr is (nr itself but in a compat call; -1 for none)
 	kernelOnly(fn("__syscall_compat", long)),
 	kernelOnly(fn("__syscall_native_nr", long, l("nr"))),
-	effects(fn("env_var", str, s("name"))),
+	// env_var(name): of the current process (a kernel probe's, read from
+	// /proc/PID/environ when the record arrives; a user-side probe's is
+	// bpftap's own)
+	inProcess(effects(fn("env_var", str, s("name")))),
 	bpf(fn("cmdline_str", str)),
 	// __task_current(): the address of the current task_struct (task.stp's
 	// task_current casts it; in user-side probes bpftap's own: kmem)
@@ -364,10 +392,30 @@ var Builtins = index(
 	fn("__prometheus_log_le", str, l("bucket")),
 	fn("__prometheus_linear_bucket", long, l("v"), l("start"), l("stop"), l("interval")),
 	fn("__prometheus_linear_le", str, l("bucket"), l("start"), l("stop"), l("interval")),
+	// floating point (stap's floatingpoint.stp): a long holds a double's
+	// bits; pure, so a kernel probe prints them as it prints text_str
+	captured(fn("fp_add", long, l("add1"), l("add2"))),
+	captured(fn("fp_sub", long, l("sub1"), l("sub2"))),
+	captured(fn("fp_mul", long, l("mul1"), l("mul2"))),
+	captured(fn("fp_div", long, l("div1"), l("div2"))),
+	captured(fn("fp_rem", long, l("div1"), l("div2"))),
+	captured(fn("fp_sqrt", long, l("infp"))),
+	captured(fn("fp_eq", long, l("infp1"), l("infp2"))),
+	captured(fn("fp_le", long, l("infp1"), l("infp2"))),
+	captured(fn("fp_lt", long, l("infp1"), l("infp2"))),
+	captured(fn("long_to_fp", long, l("input"))),
+	captured(fn("fp32_to_fp64", long, l("input"))),
+	captured(fn("fp_to_long", long, l("infp"), l("roundingMode"), l("exact"))),
+	captured(fn("fp_to_string", str, l("infp"), l("precision"))),
+	captured(fn("string_to_fp", long, s("input"))),
 	// system
-	effects(fn("system", none, s("cmd"))),
+	deferred(fn("system", none, s("cmd"))),
 	effects(fn("switch_file", none)),
 	effects(fn("mdelay", none, l("ms"))),
+	// raise(signo): the signal to the current thread, in guru mode
+	// (bpfgen/signal.go: bpf_send_signal_thread; in a user-side probe,
+	// bpftap's own thread)
+	guru(bpf(effects(fn("raise", none, l("signo"))))),
 	effects(fn("udelay", none, l("us"))),
 )
 

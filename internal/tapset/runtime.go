@@ -97,6 +97,9 @@ func OverflowMessage(v *syntax.Var) string {
 
 // Messages of failed memory reads: fmt formats taking the faulting address.
 const (
+	// RaiseError is raise()'s when the signal cannot be sent, with the
+	// kernel's (negative) error number.
+	RaiseError = "raise/send_sig error %d"
 	// UserStringFault is user_string's (-EFAULT is the error stap shows).
 	UserStringFault = "user string copy fault -14 at 0x%x [man error::fault]"
 	// KernelReadFault is a context expression's ($p->a->b).
