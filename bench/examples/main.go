@@ -254,7 +254,7 @@ func runGuest(name, script, dir, bin, work string, timeout time.Duration) (map[s
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	run, _, err := guest.BootBench(ctx, qemu, img, &guest.Initramfs{Busybox: busybox, Bpftap: bin, Files: files, Bench: wrapper}, work)
+	run, _, err := guest.BootBench(ctx, qemu, img, &guest.Initramfs{Busybox: busybox, Bpftap: bin, Files: files, Bench: wrapper, Config: img.Config}, work)
 	if err != nil {
 		return nil, err
 	}

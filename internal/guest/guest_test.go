@@ -57,7 +57,7 @@ func TestGuest(t *testing.T) {
 			img, err := k.Fetch(cache)
 			unavailable(t, err)
 			r := &Initramfs{Busybox: busybox, Bpftap: bpftap, Tests: tests, TestData: testdata, TestFlags: goTestFlags,
-				Modules: img.Modules}
+				Modules: img.Modules, Config: img.Config}
 			for _, c := range cases {
 				if c.RunsOn(k.Name) {
 					r.Cases = append(r.Cases, c)

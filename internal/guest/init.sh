@@ -15,6 +15,9 @@ mount -t debugfs debugfs /sys/kernel/debug
 mount -t tracefs tracefs /sys/kernel/tracing
 mount -t bpf bpf /sys/fs/bpf
 hostname bpftap-guest
+# The kernel's configuration where scripts look for it (stap's
+# @kernel_config; Debian's kernels have no /proc/config.gz).
+[ -e /boot/config ] && mv /boot/config "/boot/config-$(uname -r)"
 results=/dev/ttyS1
 # The modules tests probe and read the BTF of (binfmt_misc); a failure shows
 # on the console, and as a module missing from the features.

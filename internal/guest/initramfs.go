@@ -32,6 +32,9 @@ type Initramfs struct {
 	// Modules are kernel modules by name, as /modules/NAME.ko, which /init
 	// loads before anything runs.
 	Modules map[string]string
+	// Config is the kernel's configuration, as /boot/config-RELEASE (init
+	// names it after the running kernel).
+	Config string
 	// Files are more host files by their path in the guest (usr/bin/x), for
 	// what a bench needs beside bpftap (a workload, another tracer and its
 	// shared libraries).
@@ -89,6 +92,9 @@ func (r *Initramfs) Write(path string) error {
 		}
 	}
 	c.File("bin/bpftap", r.Bpftap)
+	if r.Config != "" {
+		c.File("boot/config", r.Config)
+	}
 	for name, ko := range r.Modules {
 		c.File("modules/"+name+".ko", ko)
 	}
