@@ -167,23 +167,16 @@ func (g *genGlobal) fold(gen uint32) error {
 	if int(gen) >= len(hashes) {
 		return nil // never used: created by the first flip
 	}
-	elements := hashes[gen]
-	keys, err := g.orderedKeys(gen, elements)
+	keys, values, err := bpfrt.DrainHash(hashes[gen])
 	if err != nil {
 		return err
 	}
-	for _, key := range keys {
-		vs, err := bpfrt.LookupValues(elements, key)
-		if err != nil {
-			return err
-		}
-		if vs == nil {
-			continue // a ring's key evicted or deleted since
-		}
-		g.add(g.unpackKey(key), vs)
-		if err := elements.Delete(key); err != nil {
-			return err
-		}
+	order, err := g.foldOrder(gen, keys)
+	if err != nil {
+		return err
+	}
+	for _, i := range order {
+		g.add(g.unpackKey(keys[i]), values[i])
 	}
 	return g.foldCache(gen)
 }
