@@ -120,6 +120,9 @@ func TestStringLimit(t *testing.T) {
 	}
 	tests := []struct{ call, got, want string }{
 		{"TextStr(long)", TextStr(long, 16), long[:15]},
+		{"TextStr(15 plain bytes)", TextStr(long[:15], 16), long[:15]},
+		{"TextStr(16 plain bytes)", TextStr(long[:16], 16), long[:15]},
+		{"TextStr(a\\b)", TextStr(`a\b`, 16), `a\\b`},
 		{"TextStr(\\001...)", TextStr(strings.Repeat("\x01", 10), 16), strings.Repeat(`\001`, 3)},
 		{"TextStrN(long, 100, 0)", TextStrN(long, 100, 0, 16), long[:15]},
 		{"TextStrN(long, 8, 1)", TextStrN(long, 8, 1, 16), `"aaa"...`},
