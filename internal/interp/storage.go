@@ -1,7 +1,6 @@
 package interp
 
 import (
-	"container/list"
 	"errors"
 
 	"github.com/bpftap/bpftap/internal/format"
@@ -119,10 +118,10 @@ type Element struct {
 	Key   Key
 	Value Value
 	Stat  *format.Stat
-	// in-memory arrays: the element's place in their order, and the
+	// in-memory arrays: the element's neighbours in their order, and the
 	// encoding of its key, their index
-	node *list.Element
-	enc  string
+	prev, next *Element
+	enc        string
 }
 
 // ErrOverflow is the error of Set and Add on a full array.
