@@ -184,9 +184,13 @@ type Interp struct {
 	// per-session builtin state
 	tokenizeState tokenizer
 	// procfsValue is $value as a procfs probe starts and ends, valueBuf
-	// the bytes of the last string appended to it (procfs.go).
+	// the bytes of the last string appended to it, valueRoom the most
+	// bytes it holds in the running probe, and valueSize the length of
+	// the last $value a read probe made (procfs.go).
 	procfsValue string
 	valueBuf    []byte
+	valueRoom   int
+	valueSize   int
 	match       matchState
 }
 
