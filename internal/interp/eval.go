@@ -74,14 +74,18 @@ func (in *Interp) evalLong(e syntax.Expr) int64 {
 // step gives (the operands hold no NUL), without copying the prefix again
 // at each step (a Prometheus line is a dozen of them).
 func (in *Interp) concat(e *syntax.Binary) string {
-	var room [16]string
-	return strings.Join(in.concatParts(e, room[:0]), "")
+	base := len(in.parts)
+	s := strings.Join(in.concatParts(e), "")
+	in.parts = in.parts[:base]
+	return s
 }
 
-// concatParts appends to parts the operands of a chain of
-// concatenations, evaluated left to right and cut where their
-// concatenation reaches MAXSTRINGLEN-1 bytes.
-func (in *Interp) concatParts(e *syntax.Binary, parts []string) []string {
+// concatParts evaluates the operands of a chain of concatenations left
+// to right, cuts them where their concatenation reaches MAXSTRINGLEN-1
+// bytes, and pushes them on in.parts (a stack, as an operand may be a
+// concatenation of its own); it returns them, and the caller pops them.
+func (in *Interp) concatParts(e *syntax.Binary) []string {
+	base := len(in.parts)
 	var room [16]syntax.Expr
 	ops := room[:0]
 	for {
@@ -98,9 +102,9 @@ func (in *Interp) concatParts(e *syntax.Binary, parts []string) []string {
 		s := in.evalStr(ops[i])
 		s = s[:min(len(s), max(left, 0))]
 		left -= len(s)
-		parts = append(parts, s)
+		in.parts = append(in.parts, s)
 	}
-	return parts
+	return in.parts[base:]
 }
 
 func (in *Interp) evalStr(e syntax.Expr) string {
@@ -411,14 +415,15 @@ func (in *Interp) assign(e *syntax.Assign) Value {
 // appendToValue is `$value .= rhs`: a concatenation's operands are
 // appended one by one (procfs.go).
 func (in *Interp) appendToValue(value *syntax.Ident, rhs syntax.Expr) Value {
-	var room [16]string
-	var parts []string
+	base := len(in.parts)
+	parts := []string{""}
 	if b, ok := rhs.(*syntax.Binary); ok && b.Op == "." {
-		parts = in.concatParts(b, room[:0])
+		parts = in.concatParts(b)
 	} else {
-		parts = append(room[:0], in.evalStr(rhs))
+		parts[0] = in.evalStr(rhs)
 	}
 	x := Value{Str: in.appendValue(in.load(value).Str, parts)}
+	in.parts = in.parts[:base]
 	in.store(value, x)
 	return x
 }

@@ -164,10 +164,12 @@ type Interp struct {
 
 	maxNesting int
 	// stack holds the key tuples, arguments and locals in use (see release),
-	// printArgs the arguments of print-family calls being evaluated, and
-	// frames the frames of function calls by nesting depth, all reused.
+	// printArgs the arguments of print-family calls being evaluated, parts
+	// the operands of concatenations (concatParts), and frames the frames
+	// of function calls by nesting depth, all reused.
 	stack     []Value
 	printArgs []format.Arg
+	parts     []string
 	frames    []*frame
 	// builtinCall is the context of the running builtin.
 	builtinCall callContext

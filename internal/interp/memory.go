@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 
 	"github.com/bpftap/bpftap/internal/format"
+	"github.com/bpftap/bpftap/internal/syntax"
 )
 
 // Value is a script value: a long or a string (the type decides which field
@@ -60,13 +61,15 @@ func (s memStatistic) Fold(_ Key, _ int64, p *format.Stat) { s.s.Merge(p) }
 
 // memArray is an in-memory array: a hash index over a list in insertion order,
 // as stap's runtime keeps its maps (the list runs through the elements'
-// prev and next). Keys are looked up by their encoding, built in a buffer
-// the array reuses so that a lookup allocates nothing; the element found
-// last is remembered (see has). Clear keeps the index's room: a script
-// that fills and deletes an array on every scrape grows it once.
+// prev and next). An array whose key is one long is indexed by it; other
+// keys are looked up by their encoding, built in a buffer the array
+// reuses so that a lookup allocates nothing. The element found last is
+// tried first (see has). Clear keeps the index's room: a script that
+// fills and deletes an array on every scrape grows it once.
 type memArray struct {
-	index       map[string]*Element
-	first, last *Element // the order's ends
+	index       map[string]*Element // by the keys' encoding, unless longs is set
+	longs       map[int64]*Element  // by the one long of the key
+	first, last *Element            // the order's ends
 	n           int
 	capacity    int
 	wrap        bool
@@ -75,15 +78,29 @@ type memArray struct {
 	found       *Element            // the element looked up last, if any
 }
 
-func newMemArray(capacity int, wrap bool, newStat func() *format.Stat) *memArray {
-	return &memArray{index: map[string]*Element{}, capacity: capacity, wrap: wrap, newStat: newStat}
+// newMemArray makes an array of at most capacity elements whose key has
+// the types keys.
+func newMemArray(keys []syntax.Type, capacity int, wrap bool, newStat func() *format.Stat) *memArray {
+	a := &memArray{capacity: capacity, wrap: wrap, newStat: newStat}
+	if len(keys) == 1 && keys[0] == syntax.TypeLong {
+		a.longs = map[int64]*Element{}
+	} else {
+		a.index = map[string]*Element{}
+	}
+	return a
 }
 
-// find looks k up in the index, leaving its encoding in a.scratch and the
-// element found in a.found.
+// find returns the element with key k, nil if none, and remembers it in
+// a.found. A lookup in the index by encoding leaves it in a.scratch.
 func (a *memArray) find(k Key) *Element {
-	a.scratch = k.appendEncoding(a.scratch[:0])
-	a.found = a.index[string(a.scratch)]
+	switch {
+	case a.found.has(k):
+	case a.longs != nil:
+		a.found = a.longs[k[0].Int]
+	default:
+		a.scratch = k.appendEncoding(a.scratch[:0])
+		a.found = a.index[string(a.scratch)]
+	}
 	return a.found
 }
 
@@ -117,17 +134,13 @@ func (a *memArray) Add(k Key, v int64) error {
 	return err
 }
 
-// has reports whether e is an element with key k. put tries the element
+// has reports whether e is an element with key k. find tries the element
 // found last first, which spares the store of a read-modify-write
-// (a[k] += v) a second hash lookup.
+// (a[k] += v), or a second read of a[k], another hash lookup.
 func (e *Element) has(k Key) bool { return e != nil && e.Key.equal(k) }
 
-// put returns the element with key k, creating it when absent; the element
-// used last is tried first (see has).
+// put returns the element with key k, creating it when absent.
 func (a *memArray) put(k Key) (*Element, error) {
-	if a.found.has(k) {
-		return a.found, nil
-	}
 	if e := a.find(k); e != nil {
 		return e, nil
 	}
@@ -135,8 +148,8 @@ func (a *memArray) put(k Key) (*Element, error) {
 }
 
 // insert adds an element with key k after a lookup of k failed (leaving
-// its encoding in a.scratch); a full array evicts its oldest element when it
-// wraps and fails otherwise.
+// its encoding in a.scratch if it has one); a full array evicts its
+// oldest element when it wraps and fails otherwise.
 func (a *memArray) insert(k Key) (*Element, error) {
 	if a.n >= a.capacity {
 		if !a.wrap || a.n == 0 {
@@ -144,12 +157,17 @@ func (a *memArray) insert(k Key) (*Element, error) {
 		}
 		a.remove(a.first)
 	}
-	e := &Element{Key: append(Key(nil), k...), enc: string(a.scratch)}
+	e := &Element{Key: append(Key(nil), k...)}
 	if a.newStat != nil {
 		e.Stat = a.newStat()
 	}
 	a.pushBack(e)
-	a.index[e.enc] = e
+	if a.longs != nil {
+		a.longs[k[0].Int] = e
+	} else {
+		e.enc = string(a.scratch)
+		a.index[e.enc] = e
+	}
 	a.found = e
 	return e, nil
 }
@@ -195,7 +213,11 @@ func (a *memArray) remove(e *Element) {
 		e.next.prev = e.prev
 	}
 	a.n--
-	delete(a.index, e.enc)
+	if a.longs != nil {
+		delete(a.longs, e.Key[0].Int)
+	} else {
+		delete(a.index, e.enc)
+	}
 	a.found = nil
 }
 
@@ -207,6 +229,7 @@ func (a *memArray) Delete(k Key) {
 
 func (a *memArray) Clear() {
 	clear(a.index)
+	clear(a.longs)
 	a.first, a.last, a.n, a.found = nil, nil, 0, nil
 }
 
