@@ -79,10 +79,10 @@ func drainHash(m *ebpf.Map, batch int) (keys [][]byte, values [][][]byte, err er
 	for {
 		keyBuf, valueBuf := make([]byte, batch*keySize), make([]byte, batch*copies*stride)
 		n, err := m.BatchLookupAndDelete(&cursor, sliceOf(keyBuf, keySize), sliceOf(valueBuf, stride), nil)
+		all := splitCopies(valueBuf[:n*copies*stride], size, stride)
 		for i := range n {
 			keys = append(keys, keyBuf[i*keySize:(i+1)*keySize])
-			value := valueBuf[i*copies*stride : (i+1)*copies*stride]
-			values = append(values, splitCopies(value, size, stride))
+			values = append(values, all[i*copies:(i+1)*copies])
 		}
 		switch {
 		case errors.Is(err, ebpf.ErrKeyNotExist):

@@ -168,6 +168,6 @@ func (in *Interp) describe(v *syntax.Var) Global {
 // element instead.
 type Folder interface {
 	// Fold adds n to a long, or merges partial p into a statistic (p is
-	// nil for a long).
+	// nil for a long). It keeps neither k nor p: the caller reuses them.
 	Fold(k Key, n int64, p *format.Stat)
 }

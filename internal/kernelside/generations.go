@@ -90,6 +90,10 @@ type genGlobal struct {
 	folder  interp.Folder  // memory's
 	stale   bool           // the old generation holds counts not folded yet
 	drained bool           // folded since the programs were detached
+	// key and partial hold the element being folded: a fold of 10,000
+	// elements allocates neither.
+	key     interp.Key
+	partial *format.Stat
 }
 
 // ready makes g's memory copy hold everything the kernel counted before
@@ -176,7 +180,7 @@ func (g *genGlobal) fold(gen uint32) error {
 		return err
 	}
 	for _, i := range order {
-		g.add(g.unpackKey(keys[i]), values[i])
+		g.add(keys[i], values[i])
 	}
 	return g.foldCache(gen)
 }
@@ -204,22 +208,31 @@ func (g *genGlobal) foldCache(gen uint32) error {
 	}
 	for _, v := range vs {
 		if key, value, valid := g.gl.CacheEntry(v); valid {
-			g.add(g.unpackKey(key), [][]byte{value})
+			g.add(key, [][]byte{value})
 		}
 		clear(v)
 	}
 	return g.cache.Update(gen, vs, ebpf.UpdateAny)
 }
 
-// add folds value copies (a long's, or a statistic's partials) into
-// element k of the memory copy (nil k: the scalar).
-func (g *genGlobal) add(k interp.Key, vs [][]byte) {
+// add folds value copies (a long's, or a statistic's partials) into the
+// element of packed key key in the memory copy (nil key: the scalar).
+func (g *genGlobal) add(key []byte, vs [][]byte) {
+	var k interp.Key
+	if key != nil {
+		g.key = g.appendKey(g.key[:0], key)
+		k = g.key
+	}
 	if g.gl.Stat == nil {
 		g.folder.Fold(k, g.gl.DecodeValue(vs).Int, nil)
 		return
 	}
-	for _, p := range g.partials(vs) {
-		g.folder.Fold(k, 0, p)
+	if g.partial == nil {
+		g.partial = format.NewStat(g.gl.Stat.Hist, g.gl.Stat.Shift)
+	}
+	for _, v := range vs {
+		g.gl.Stat.DecodeInto(v, g.partial)
+		g.folder.Fold(k, 0, g.partial)
 	}
 }
 
@@ -230,9 +243,6 @@ func (g *genGlobal) empty() [][]byte {
 	}
 	return g.encode(interp.Value{})
 }
-
-// unpackKey is the interpreter's key of packed key key, stacks as text.
-func (g *genGlobal) unpackKey(key []byte) interp.Key { return mapArray{g.mapGlobal}.unpackKey(key) }
 
 // genStorage returns the storage of a global in generations, registered
 // with the session's flips, the same for every call. Its old generation
