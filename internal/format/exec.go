@@ -37,6 +37,9 @@ func (f *Format) Append(dst []byte, args []Arg) []byte {
 // maxLen-1 bytes, cut at the first NUL byte (a string ends there).
 func (f *Format) Sprint(args []Arg, mem Memory, maxLen int) (string, error) {
 	maxLen = roomOf(maxLen)
+	if s, ok := f.sprintPlain(args, maxLen); ok {
+		return s, nil
+	}
 	buf := sprintBuffers.Get().(*[]byte)
 	defer sprintBuffers.Put(buf)
 	out, err := f.Exec((*buf)[:0], args, mem, maxLen)
@@ -45,6 +48,24 @@ func (f *Format) Sprint(args []Arg, mem Memory, maxLen int) (string, error) {
 		return "", err
 	}
 	return StringValue(string(out), maxLen), nil
+}
+
+// sprintPlain is Sprint of a format that is one %d or %s and nothing
+// else (sprint(x) of one value), without the formatter; ok is false for
+// other formats.
+func (f *Format) sprintPlain(args []Arg, maxLen int) (s string, ok bool) {
+	if len(f.pieces) != 1 || len(args) != 1 {
+		return "", false
+	}
+	switch d := f.pieces[0]; {
+	case d.Width >= 0 || d.Prec >= 0 || d.WidthArg || d.PrecArg:
+		return "", false
+	case d.Verb == 'd' && d.Flags == FlagSign:
+		return StringValue(strconv.FormatInt(args[0].Int, 10), maxLen), true
+	case d.Verb == 's' && d.Flags == 0:
+		return StringValue(args[0].Str, maxLen), true
+	}
+	return "", false
 }
 
 // sprintBuffers are Sprint's scratch buffers: Exec's buffer escapes, and

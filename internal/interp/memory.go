@@ -157,7 +157,7 @@ func (a *memArray) insert(k Key) (*Element, error) {
 		}
 		a.remove(a.first)
 	}
-	e := &Element{Key: append(Key(nil), k...)}
+	e := newElement(k)
 	if a.newStat != nil {
 		e.Stat = a.newStat()
 	}
@@ -170,6 +170,20 @@ func (a *memArray) insert(k Key) (*Element, error) {
 	}
 	a.found = e
 	return e, nil
+}
+
+// newElement returns an element with a copy of key k; a key of one
+// column is allocated with the element.
+func newElement(k Key) *Element {
+	if len(k) != 1 {
+		return &Element{Key: append(Key(nil), k...)}
+	}
+	ek := &struct {
+		e Element
+		k [1]Value
+	}{k: [1]Value{k[0]}}
+	ek.e.Key = ek.k[:]
+	return &ek.e
 }
 
 // pushBack puts e at the end of the order.
