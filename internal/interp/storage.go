@@ -70,7 +70,8 @@ import (
 //     bytewise) in a foreach without sort, and breaks the ties of a sorted
 //     foreach the same way, so output is reproducible. (stap's module runtime
 //     walks its maps in insertion order, its BPF runtime in the kernel's hash
-//     order.)
+//     order.) Such an array may implement KeyOrderKeeper, and then walks
+//     in key order the next time, which spares that sort.
 
 // Scalar stores a global long or string.
 type Scalar interface {
@@ -110,6 +111,15 @@ type OrderedArray interface {
 	Array
 	// Reorder makes elems, a permutation of the array's Elements, its order.
 	Reorder(elems []*Element)
+}
+
+// KeyOrderKeeper is an array without an order of its own (no
+// OrderedArray) that can keep the key order the interpreter sorts it in.
+type KeyOrderKeeper interface {
+	Array
+	// KeepKeyOrder makes elems, the array's Elements in key order, the
+	// order its next Elements returns, as far as it can.
+	KeepKeyOrder(elems []*Element)
 }
 
 // Element is one element of an array: its key and its value, or its

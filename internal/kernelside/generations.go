@@ -275,7 +275,9 @@ func (gg *genGlobal) storage() interp.Storage {
 
 // genScalar, genStatistic and genArray serve the memory copy once ready.
 // genArray is no interp.OrderedArray: the order of its keys is the
-// kernel's hash order, which the interpreter replaces by the keys' order.
+// kernel's hash order, which the interpreter replaces by the keys' order;
+// the memory copy keeps that order (interp.KeyOrderKeeper) unless it
+// wraps, where its order says which element goes first.
 type (
 	genScalar    struct{ *genGlobal }
 	genStatistic struct{ *genGlobal }
@@ -349,4 +351,10 @@ func (g genArray) Len() int {
 func (g genArray) Elements() []*interp.Element {
 	g.gens.ready(g.genGlobal)
 	return g.memory.Array.Elements()
+}
+
+func (g genArray) KeepKeyOrder(elems []*interp.Element) {
+	if !g.gl.Var.Wrap {
+		g.memory.Array.(interp.OrderedArray).Reorder(elems)
+	}
 }
