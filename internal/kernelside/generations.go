@@ -90,8 +90,9 @@ type genGlobal struct {
 	folder  interp.Folder  // memory's
 	stale   bool           // the old generation holds counts not folded yet
 	drained bool           // folded since the programs were detached
-	// key and partial hold the element being folded: a fold of 10,000
-	// elements allocates neither.
+	// drainer, key and partial hold the elements being folded: a fold of
+	// 10,000 elements allocates none of them.
+	drainer bpfrt.Drainer
 	key     interp.Key
 	partial *format.Stat
 }
@@ -171,7 +172,7 @@ func (g *genGlobal) fold(gen uint32) error {
 	if int(gen) >= len(hashes) {
 		return nil // never used: created by the first flip
 	}
-	keys, values, err := bpfrt.DrainHash(hashes[gen])
+	keys, values, err := g.drainer.Drain(hashes[gen])
 	if err != nil {
 		return err
 	}
