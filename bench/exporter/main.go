@@ -22,6 +22,7 @@ package main
 
 import (
 	"bufio"
+	_ "embed"
 	"flag"
 	"fmt"
 	"io"
@@ -39,20 +40,16 @@ import (
 	"time"
 )
 
-const script = `global calls[10000], counts[10000], sums[10000]
+// table is the script's globals and prometheus probe; feed its kernel
+// probe, which counts the workload's system calls.
+//
+//go:embed table.stp
+var table string
+
+const feed = `
 probe kernel.trace("raw_syscalls:sys_enter") {
 	if (execname() == "bpftapload")
 		calls[gettimeofday_ns() %% %d] <<< 1
-}
-probe prometheus {
-	foreach (k in calls) {
-		counts[k] = @count(calls[k])
-		sums[k] = @sum(calls[k])
-	}
-	@prometheus_dump_array1(counts, "calls_count", "key")
-	@prometheus_dump_array1(sums, "calls_sum", "key")
-	delete counts
-	delete sums
 }
 `
 
@@ -98,7 +95,7 @@ func run(c config) error {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	if err := os.WriteFile(filepath.Join(dir, "table.stp"), []byte(fmt.Sprintf(script, c.keys)), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "table.stp"), []byte(fmt.Sprintf(table, c.keys)+fmt.Sprintf(feed, c.keys)), 0o644); err != nil {
 		return err
 	}
 	stopLoad, err := startLoad(dir)

@@ -18,24 +18,14 @@ import (
 // scrapeKeys is the size of the table BenchmarkScrape serves.
 const scrapeKeys = 10000
 
-// scrapeScript is bench/exporter's script, fed by this process's lseeks:
+// scrapeFeed feeds bench/exporter's table with this process's lseeks:
 // the offset of each is a key.
-var scrapeScript = fmt.Sprintf(`global calls[%[1]d], counts[%[1]d], sums[%[1]d]
+const scrapeFeed = `
 probe syscall.lseek {
 	if (pid() == target())
-		calls[offset %% %[1]d] <<< 1
+		calls[offset %% %d] <<< 1
 }
-probe prometheus {
-	foreach (k in calls) {
-		counts[k] = @count(calls[k])
-		sums[k] = @sum(calls[k])
-	}
-	@prometheus_dump_array1(counts, "calls_count", "key")
-	@prometheus_dump_array1(sums, "calls_sum", "key")
-	delete counts
-	delete sums
-}
-`, scrapeKeys)
+`
 
 // BenchmarkScrape times one scrape of issue 25's 10,000-key table (the
 // target is 50 ms): before each, this process makes one lseek per key,
@@ -46,30 +36,13 @@ probe prometheus {
 // loaded machine.
 func BenchmarkScrape(b *testing.B) {
 	requireBPF(b)
-	dir := b.TempDir()
-	path := filepath.Join(dir, "table.stp")
-	if err := os.WriteFile(path, []byte(scrapeScript), 0o644); err != nil {
-		b.Fatal(err)
-	}
 	null, err := os.Open(os.DevNull)
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer null.Close()
-	ctx, cancel := context.WithCancel(context.Background())
-	ready := make(chan exporter.Session, 1)
-	done := make(chan int)
-	go func() {
-		done <- runScript(ctx, path, []string{"-x", strconv.Itoa(os.Getpid()), "-D", "MAXACTION=10000000"},
-			io.Discard, func(s exporter.Session) { ready <- s })
-	}()
-	defer func() { cancel(); <-done }()
-	var sess exporter.Session
-	select {
-	case sess = <-ready:
-	case status := <-done:
-		b.Fatalf("the script ended with status %d before its begin", status)
-	}
+	sess, stop := startTable(b)
+	defer stop()
 	var text string
 	var cpu time.Duration
 	for b.Loop() {
@@ -91,6 +64,35 @@ func BenchmarkScrape(b *testing.B) {
 	if n := strings.Count(text, "calls_count{"); n != scrapeKeys {
 		b.Fatalf("the last scrape served %d keys, want %d", n, scrapeKeys)
 	}
+}
+
+// startTable runs bench/exporter's table, fed by this process's lseeks,
+// as the exporter runs a script, and returns it once its begin has run.
+func startTable(b *testing.B) (sess exporter.Session, stop func()) {
+	table, err := os.ReadFile("../../bench/exporter/table.stp")
+	if err != nil {
+		b.Fatal(err)
+	}
+	path := filepath.Join(b.TempDir(), "table.stp")
+	script := fmt.Sprintf(string(table), scrapeKeys) + fmt.Sprintf(scrapeFeed, scrapeKeys)
+	if err := os.WriteFile(path, []byte(script), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	ready := make(chan exporter.Session, 1)
+	done := make(chan int)
+	go func() {
+		done <- runScript(ctx, path, []string{"-x", strconv.Itoa(os.Getpid()), "-D", "MAXACTION=10000000"},
+			io.Discard, func(s exporter.Session) { ready <- s })
+	}()
+	stop = func() { cancel(); <-done }
+	select {
+	case sess = <-ready:
+		return sess, stop
+	case status := <-done:
+		b.Fatalf("the script ended with status %d before its begin", status)
+	}
+	return nil, nil
 }
 
 // cpuTime is the CPU time this process has used, user and system: what a
