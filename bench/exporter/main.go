@@ -2,8 +2,11 @@
 // script holding 10,000 keys (a statistic per key, fed by the system
 // calls of a workload of its own) is scraped
 //
-//   - one request at a time (-scrapes of them, after the table is full):
-//     the time to answer, median and 95th percentile;
+//   - one request at a time (-rounds of -scrapes each, after the table is
+//     full): the time to answer, median and 95th percentile of all, and
+//     each round's median; with -compare, a second bpftap (main's, say)
+//     serves the same table on another port, and the rounds alternate
+//     between the two, so that both see the same load;
 //   - by 50 concurrent scrapers for -duration: every status must be 200,
 //     and the exporter's resident memory is sampled each second (flat:
 //     the last tenth of the run within 10% of the first tenth after the
@@ -13,11 +16,13 @@
 // 1, so a key's @count and @sum must agree.
 //
 // Loopback only; the workload is a copy of yes(1) named bpftapload, and
-// the script counts its system calls only. Writes a Markdown report.
+// the script counts its system calls only. The machine's load average is
+// noted before and after. Writes a Markdown report.
 package main
 
 import (
 	"bufio"
+	_ "embed"
 	"flag"
 	"fmt"
 	"io"
@@ -35,44 +40,62 @@ import (
 	"time"
 )
 
-const script = `global calls[10000], counts[10000], sums[10000]
+// table is the script's globals and prometheus probe; feed its kernel
+// probe, which counts the workload's system calls.
+//
+//go:embed table.stp
+var table string
+
+const feed = `
 probe kernel.trace("raw_syscalls:sys_enter") {
 	if (execname() == "bpftapload")
 		calls[gettimeofday_ns() %% %d] <<< 1
 }
-probe prometheus {
-	foreach (k in calls) {
-		counts[k] = @count(calls[k])
-		sums[k] = @sum(calls[k])
-	}
-	@prometheus_dump_array1(counts, "calls_count", "key")
-	@prometheus_dump_array1(sums, "calls_sum", "key")
-	delete counts
-	delete sums
-}
 `
 
 func main() {
-	bpftap := flag.String("bpftap", "bpftap", "the bpftap binary")
-	keys := flag.Int("keys", 10000, "keys in the table")
-	scrapes := flag.Int("scrapes", 50, "sequential scrapes timed")
-	scrapers := flag.Int("scrapers", 50, "concurrent scrapers")
-	duration := flag.Duration("duration", 60*time.Second, "how long the concurrent scrapers run")
-	out := flag.String("o", "bench/RESULTS-exporter.md", "the report")
+	var c config
+	flag.StringVar(&c.bpftap, "bpftap", "bpftap", "the bpftap binary")
+	flag.StringVar(&c.compare, "compare", "", "a second bpftap binary, measured in alternate rounds")
+	flag.IntVar(&c.keys, "keys", 10000, "keys in the table")
+	flag.IntVar(&c.rounds, "rounds", 5, "rounds of sequential scrapes")
+	flag.IntVar(&c.scrapes, "scrapes", 50, "sequential scrapes timed per round")
+	flag.IntVar(&c.scrapers, "scrapers", 50, "concurrent scrapers")
+	flag.DurationVar(&c.duration, "duration", 60*time.Second, "how long the concurrent scrapers run")
+	flag.StringVar(&c.out, "o", "bench/RESULTS-exporter.md", "the report")
 	flag.Parse()
-	if err := run(*bpftap, *keys, *scrapes, *scrapers, *duration, *out); err != nil {
+	if err := run(c); err != nil {
 		fmt.Fprintln(os.Stderr, "exporter bench:", err)
 		os.Exit(1)
 	}
 }
 
-func run(bpftap string, keys, scrapes, scrapers int, duration time.Duration, out string) error {
+// config is the bench's flags.
+type config struct {
+	bpftap, compare, out            string
+	keys, rounds, scrapes, scrapers int
+	duration                        time.Duration
+}
+
+// exporter is a running `bpftap exporter` serving the table.
+type exporter struct {
+	cmd *exec.Cmd
+	url string
+}
+
+// sequential is what one binary's sequential scrapes measured.
+type sequential struct {
+	times  []float64 // every scrape (ms)
+	rounds []float64 // each round's median
+}
+
+func run(c config) error {
 	dir, err := os.MkdirTemp("", "bpftap-exporter-bench")
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	if err := os.WriteFile(filepath.Join(dir, "table.stp"), []byte(fmt.Sprintf(script, keys)), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "table.stp"), []byte(fmt.Sprintf(table, c.keys)+fmt.Sprintf(feed, c.keys)), 0o644); err != nil {
 		return err
 	}
 	stopLoad, err := startLoad(dir)
@@ -80,33 +103,90 @@ func run(bpftap string, keys, scrapes, scrapers int, duration time.Duration, out
 		return err
 	}
 	defer stopLoad()
-	port, err := freePort()
-	if err != nil {
-		return err
+	loadBefore := loadAverage()
+	bins := []string{c.bpftap}
+	if c.compare != "" {
+		bins = append(bins, c.compare)
 	}
-	x := exec.Command(bpftap, "exporter", "-a", "127.0.0.1", "-p", strconv.Itoa(port), "-s", dir, "--", "-D", "MAXACTION=10000000")
-	x.Stderr = os.Stderr
-	if err := x.Start(); err != nil {
-		return err
+	var xs []*exporter
+	for _, bin := range bins {
+		x, err := startExporter(bin, dir)
+		if err != nil {
+			return err
+		}
+		defer x.stop()
+		xs = append(xs, x)
 	}
-	defer func() { x.Process.Signal(os.Interrupt); x.Wait() }()
-	url := fmt.Sprintf("http://127.0.0.1:%d/table.stp", port)
-	if err := waitFull(url, keys); err != nil {
-		return err
+	for _, x := range xs {
+		if err := waitFull(x.url, c.keys); err != nil {
+			return err
+		}
 	}
 	var torn atomic.Int64
+	seqs := make([]sequential, len(xs))
+	for range c.rounds {
+		for i, x := range xs {
+			times, err := scrapeRound(x.url, c.scrapes, &torn)
+			if err != nil {
+				return err
+			}
+			seqs[i].times = append(seqs[i].times, times...)
+			seqs[i].rounds = append(seqs[i].rounds, median(times))
+		}
+	}
+	for _, x := range xs[1:] {
+		x.stop() // the concurrent scrapers and the memory are the first binary's
+	}
+	load := concurrent(xs[0].url, c.scrapers, c.duration, xs[0].cmd.Process.Pid, &torn)
+	return report(c, seqs, load, torn.Load(), [2]string{loadBefore, loadAverage()})
+}
+
+// startExporter starts bin's exporter serving dir on a free loopback port.
+func startExporter(bin, dir string) (*exporter, error) {
+	port, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(bin, "exporter", "-a", "127.0.0.1", "-p", strconv.Itoa(port), "-s", dir, "--", "-D", "MAXACTION=10000000")
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	return &exporter{cmd: cmd, url: fmt.Sprintf("http://127.0.0.1:%d/table.stp", port)}, nil
+}
+
+// stop ends the exporter (again: nothing).
+func (x *exporter) stop() {
+	if x.cmd.ProcessState == nil {
+		x.cmd.Process.Signal(os.Interrupt)
+		x.cmd.Wait()
+	}
+}
+
+// scrapeRound times n scrapes one after the other and counts the torn
+// statistics in their answers.
+func scrapeRound(url string, n int, torn *atomic.Int64) ([]float64, error) {
 	var times []float64
-	for range scrapes {
+	for range n {
 		start := time.Now()
 		status, body, err := scrape(url)
 		if err != nil || status != 200 {
-			return fmt.Errorf("scrape: %d %v", status, err)
+			return nil, fmt.Errorf("scrape: %d %v", status, err)
 		}
 		times = append(times, float64(time.Since(start).Microseconds())/1000)
 		torn.Add(int64(tornIn(body)))
 	}
-	load := concurrent(url, scrapers, duration, x.Process.Pid, &torn)
-	return report(out, keys, times, load, torn.Load(), scrapers, duration)
+	return times, nil
+}
+
+// loadAverage is the first three fields of /proc/loadavg.
+func loadAverage() string {
+	data, _ := os.ReadFile("/proc/loadavg")
+	f := strings.Fields(string(data))
+	if len(f) < 3 {
+		return "?"
+	}
+	return strings.Join(f[:3], " ")
 }
 
 // startLoad runs a copy of yes named bpftapload, writing to /dev/null.
@@ -265,14 +345,24 @@ func meanKiB(rss []int64, from, to int) float64 {
 	return float64(sum) / float64(max(to-from, 1))
 }
 
-func report(out string, keys int, times []float64, load loadResult, torn int64, scrapers int, d time.Duration) error {
+func report(c config, seqs []sequential, load loadResult, torn int64, loadAvg [2]string) error {
 	var b strings.Builder
-	fmt.Fprintf(&b, "# bpftap exporter: scrapes of a %d-key table\n\n", keys)
-	fmt.Fprintf(&b, "Generated by `bench/exporter.sh` on %s (%s). Loopback only.\n\n", time.Now().UTC().Format("2006-01-02 15:04 UTC"), hostInfo())
+	fmt.Fprintf(&b, "# bpftap exporter: scrapes of a %d-key table\n\n", c.keys)
+	fmt.Fprintf(&b, "Generated by `bench/exporter.sh` on %s (%s; load average %s before, %s after). Loopback only.\n\n",
+		time.Now().UTC().Format("2006-01-02 15:04 UTC"), hostInfo(), loadAvg[0], loadAvg[1])
 	fmt.Fprintf(&b, "| measure | result | target |\n|---|---|---|\n")
-	fmt.Fprintf(&b, "| one scrape, median of %d (ms) | %.1f | ≤ 50 |\n", len(times), median(times))
-	fmt.Fprintf(&b, "| one scrape, 95th percentile (ms) | %.1f | |\n", percentile(times, 0.95))
-	fmt.Fprintf(&b, "| %d concurrent scrapers, %s: requests | %d | |\n", scrapers, d, load.requests)
+	seq := seqs[0]
+	fmt.Fprintf(&b, "| one scrape, median of %d rounds × %d (ms) | %.1f | ≤ 50 |\n", c.rounds, c.scrapes, median(seq.times))
+	fmt.Fprintf(&b, "| one scrape, 95th percentile (ms) | %.1f | |\n", percentile(seq.times, 0.95))
+	fmt.Fprintf(&b, "| each round's median (ms) | %s | |\n", roundList(seq.rounds))
+	if len(seqs) > 1 {
+		peer := seqs[1]
+		fmt.Fprintf(&b, "| `-compare` binary, alternate rounds: median, 95th percentile (ms) | %.1f, %.1f | |\n",
+			median(peer.times), percentile(peer.times, 0.95))
+		fmt.Fprintf(&b, "| `-compare` binary, each round's median (ms) | %s | |\n", roundList(peer.rounds))
+		fmt.Fprintf(&b, "| ratio of medians, this binary / `-compare` | %.2f | |\n", median(seq.times)/median(peer.times))
+	}
+	fmt.Fprintf(&b, "| %d concurrent scrapers, %s: requests | %d | |\n", c.scrapers, c.duration, load.requests)
 	fmt.Fprintf(&b, "| requests not answered 200 | %d %v | 0 |\n", load.failures, load.statuses)
 	fmt.Fprintf(&b, "| torn statistics (count ≠ sum) in all answers | %d | 0 |\n", torn)
 	n := len(load.rssKiB)
@@ -285,9 +375,18 @@ func report(out string, keys int, times []float64, load loadResult, torn int64, 
 	fmt.Fprintf(&b, "\nOne scrape runs the script's prometheus probe: a foreach over the %d statistics "+
 		"(read from the per-CPU BPF map) into two arrays, and @prometheus_dump_array1 of each "+
 		"(%d lines). No peer is measured: stap-exporter needs SystemTap's module runtime, which "+
-		"this kernel cannot load, and stapbpf has no exporter.\n", keys, 2*keys)
+		"this kernel cannot load, and stapbpf has no exporter.\n", c.keys, 2*c.keys)
 	fmt.Print(b.String())
-	return os.WriteFile(out, []byte(b.String()), 0o644)
+	return os.WriteFile(c.out, []byte(b.String()), 0o644)
+}
+
+// roundList is the medians of the rounds, in order.
+func roundList(ms []float64) string {
+	parts := make([]string, len(ms))
+	for i, m := range ms {
+		parts[i] = fmt.Sprintf("%.1f", m)
+	}
+	return strings.Join(parts, ", ")
 }
 
 func hostInfo() string {

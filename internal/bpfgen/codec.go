@@ -33,17 +33,13 @@ func (gl *Global) PackKey(columns []format.Arg) ([]byte, error) {
 	return key, nil
 }
 
-// UnpackKey is the inverse of PackKey.
-func (gl *Global) UnpackKey(key []byte) []format.Arg {
-	columns := make([]format.Arg, len(gl.Keys))
-	for i, f := range gl.Keys {
-		if f.Width == 0 {
-			columns[i].Int = int64(binary.NativeEndian.Uint64(key[f.Offset:]))
-		} else {
-			columns[i].Str = cString(key[f.Offset : f.Offset+f.Width])
-		}
+// KeyColumn is column i of packed key key (PackKey's inverse).
+func (gl *Global) KeyColumn(key []byte, i int) format.Arg {
+	f := gl.Keys[i]
+	if f.Width == 0 {
+		return format.Long(int64(binary.NativeEndian.Uint64(key[f.Offset:])))
 	}
-	return columns
+	return format.String(cString(key[f.Offset : f.Offset+f.Width]))
 }
 
 // DecodeValue is the value of a long or string global or element from

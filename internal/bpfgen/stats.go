@@ -44,8 +44,15 @@ type StatLayout struct {
 // Decode loads one CPU's partial.
 func (l *StatLayout) Decode(b []byte) *format.Stat {
 	s := format.NewStat(l.Hist, l.Shift)
+	l.DecodeInto(b, s)
+	return s
+}
+
+// DecodeInto loads one CPU's partial into s, a statistic NewStat made
+// with the layout's histogram and shift.
+func (l *StatLayout) DecodeInto(b []byte, s *format.Stat) {
 	w := func(off int) int64 { return int64(binary.NativeEndian.Uint64(b[off:])) }
-	s.Count, s.Sum = w(statCount), w(statSum)
+	s.Count, s.Sum, s.Min, s.Max = w(statCount), w(statSum), 0, 0
 	if s.Count != 0 {
 		s.Min, s.Max = int64(minKey(w(statMin))), int64(maxKey(w(statMax))) // keys are their own inverses
 	}
@@ -53,7 +60,6 @@ func (l *StatLayout) Decode(b []byte) *format.Stat {
 	for i := range s.Counts {
 		s.Counts[i] = w(statBuckets + 8*i)
 	}
-	return s
 }
 
 // Encode stores partial s into b, a value of the layout's Size.

@@ -1,9 +1,13 @@
 package bpfrt
 
 import (
+	"errors"
 	"fmt"
+	"reflect"
+	"unsafe"
 
 	"github.com/cilium/ebpf"
+	"golang.org/x/sys/unix"
 )
 
 // SumPerCPU adds up the uint64 counter at key over every CPU of a per-CPU map.
@@ -32,9 +36,104 @@ func LookupValues(m *ebpf.Map, key any) ([][]byte, error) {
 	if len(raw) <= stride {
 		return [][]byte{raw[:size]}, nil
 	}
-	vs := make([][]byte, len(raw)/stride)
-	for i := range vs {
-		vs[i] = raw[i*stride : i*stride+size]
+	return appendCopies(make([][]byte, 0, len(raw)/stride), raw, size, stride), nil
+}
+
+// appendCopies appends to dst the copies of size bytes of raw, whose
+// copies are stride bytes apart.
+func appendCopies(dst [][]byte, raw []byte, size, stride int) [][]byte {
+	for i := 0; i+stride <= len(raw); i += stride {
+		dst = append(dst, raw[i:i+size])
 	}
-	return vs, nil
+	return dst
+}
+
+// firstBatch is how many elements a Drainer asks for per system call at
+// first; a hash bucket holding more makes the kernel refuse (ENOSPC), and
+// the batch doubles.
+const firstBatch = 1024
+
+// A Drainer empties hash maps a batch of elements per system call
+// (BPF_MAP_LOOKUP_AND_DELETE_BATCH) instead of a next-key, a lookup and
+// a delete per element. It keeps its buffers from one drain to the next:
+// a table drained on every scrape is read into the same memory each time.
+type Drainer struct {
+	keys    [][]byte
+	values  [][][]byte
+	batches []batchBuffer // one per system call of the largest drain yet
+}
+
+// batchBuffer is what one system call of a drain fills.
+type batchBuffer struct {
+	keys, values []byte
+	copies       [][]byte // values cut into value copies
+}
+
+// Drain looks up and deletes every element of hash map m and returns
+// their keys and value copies (as LookupValues gives them) in the map's
+// order, valid until the next Drain. Elements that programs add meanwhile
+// may be missed: m should be one no program updates.
+func (d *Drainer) Drain(m *ebpf.Map) (keys [][]byte, values [][][]byte, err error) {
+	return d.drain(m, min(firstBatch, int(m.MaxEntries())))
+}
+
+// drain is Drain asking for batch elements at first.
+func (d *Drainer) drain(m *ebpf.Map, batch int) (keys [][]byte, values [][][]byte, err error) {
+	keySize, size := int(m.KeySize()), int(m.ValueSize())
+	stride, copies := size, 1
+	if m.Type() == ebpf.PerCPUHash || m.Type() == ebpf.LRUCPUHash {
+		possible, err := ebpf.PossibleCPU()
+		if err != nil {
+			return nil, nil, err
+		}
+		stride, copies = (size+7)&^7, possible
+	}
+	d.keys, d.values = d.keys[:0], d.values[:0]
+	var cursor ebpf.MapBatchCursor
+	for i := 0; ; i++ {
+		b := d.buffer(i, batch*keySize, batch*copies*stride)
+		n, err := m.BatchLookupAndDelete(&cursor, sliceOf(b.keys, keySize), sliceOf(b.values, stride), nil)
+		b.copies = appendCopies(b.copies[:0], b.values[:n*copies*stride], size, stride)
+		for j := range n {
+			d.keys = append(d.keys, b.keys[j*keySize:(j+1)*keySize])
+			d.values = append(d.values, b.copies[j*copies:(j+1)*copies])
+		}
+		switch {
+		case errors.Is(err, ebpf.ErrKeyNotExist):
+			return d.keys, d.values, nil
+		case errors.Is(err, unix.ENOSPC) && n == 0:
+			batch *= 2
+			i-- // the same buffer, larger
+		case err != nil:
+			return nil, nil, fmt.Errorf("drain %s: %w", m, err)
+		}
+	}
+}
+
+// buffer returns the buffer of system call i of a drain, with room for
+// keyBytes of keys and valueBytes of values.
+func (d *Drainer) buffer(i, keyBytes, valueBytes int) *batchBuffer {
+	if i == len(d.batches) {
+		d.batches = append(d.batches, batchBuffer{})
+	}
+	b := &d.batches[i]
+	b.keys = resize(b.keys, keyBytes)
+	b.values = resize(b.values, valueBytes)
+	return b
+}
+
+// resize returns buf with length n, in its own memory if it has room.
+func resize(buf []byte, n int) []byte {
+	if cap(buf) < n {
+		return make([]byte, n)
+	}
+	return buf[:n]
+}
+
+// sliceOf is buf seen as a slice of arrays of size bytes: cilium/ebpf's
+// batch calls count keys (and a plain map's values) by slice length, and
+// fill a slice whose memory is as long as the kernel's output in place.
+func sliceOf(buf []byte, size int) any {
+	typ := reflect.ArrayOf(size, reflect.TypeFor[byte]())
+	return reflect.SliceAt(typ, unsafe.Pointer(unsafe.SliceData(buf)), len(buf)/size).Interface()
 }

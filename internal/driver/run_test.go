@@ -162,7 +162,7 @@ func requireFeature(t *testing.T, feature string) {
 
 // requireBPF skips t unless this process may use bpf, checked once by
 // doing so. The first skip says why; the others refer to it.
-func requireBPF(t *testing.T) {
+func requireBPF(t testing.TB) {
 	bpfOnce.Do(func() { bpfMissing = probeBPF() })
 	if bpfMissing == nil {
 		return

@@ -3,6 +3,7 @@ package format
 import (
 	"encoding/binary"
 	"strconv"
+	"sync"
 )
 
 // Memory gives %m and %M the memory they dump.
@@ -36,13 +37,41 @@ func (f *Format) Append(dst []byte, args []Arg) []byte {
 // maxLen-1 bytes, cut at the first NUL byte (a string ends there).
 func (f *Format) Sprint(args []Arg, mem Memory, maxLen int) (string, error) {
 	maxLen = roomOf(maxLen)
-	var buf [DefaultMaxStringLen]byte // larger limits grow it on the heap
-	out, err := f.Exec(buf[:0], args, mem, maxLen)
+	if s, ok := f.sprintPlain(args, maxLen); ok {
+		return s, nil
+	}
+	buf := sprintBuffers.Get().(*[]byte)
+	defer sprintBuffers.Put(buf)
+	out, err := f.Exec((*buf)[:0], args, mem, maxLen)
+	*buf = out[:0] // keep what larger limits grew
 	if err != nil {
 		return "", err
 	}
 	return StringValue(string(out), maxLen), nil
 }
+
+// sprintPlain is Sprint of a format that is one %d or %s and nothing
+// else (sprint(x) of one value), without the formatter; ok is false for
+// other formats.
+func (f *Format) sprintPlain(args []Arg, maxLen int) (s string, ok bool) {
+	if len(f.pieces) != 1 || len(args) != 1 {
+		return "", false
+	}
+	switch d := f.pieces[0]; {
+	case d.Width >= 0 || d.Prec >= 0 || d.WidthArg || d.PrecArg:
+		return "", false
+	case d.Verb == 'd' && d.Flags == FlagSign:
+		return StringValue(strconv.FormatInt(args[0].Int, 10), maxLen), true
+	case d.Verb == 's' && d.Flags == 0:
+		return StringValue(args[0].Str, maxLen), true
+	}
+	return "", false
+}
+
+// sprintBuffers are Sprint's scratch buffers: Exec's buffer escapes, and
+// a fresh one per call (a scrape makes 40,000) is garbage the collector
+// then spends its time on.
+var sprintBuffers = sync.Pool{New: func() any { b := make([]byte, 0, DefaultMaxStringLen); return &b }}
 
 // Exec renders args with f and appends the output to dst. limit is the room
 // the call has (BufferSize for printf, MAXSTRINGLEN for sprintf; <= 0 means

@@ -24,7 +24,21 @@ func roomOf(maxLen int) int { return max(maxLen, 1) }
 // \uXXXX or \UXXXXXXXX for UTF-8 sequences), cut when the result would exceed
 // maxLen-1 bytes.
 func TextStr(s string, maxLen int) string {
+	if len(s) < roomOf(maxLen) && plainText(s) {
+		return s // nothing to escape or cut (a value in every Prometheus line)
+	}
 	return textStr(s, 0, 0, false, false, maxLen)
+}
+
+// plainText reports whether s is printable ASCII that text_str leaves as
+// it is: no quote and no backslash.
+func plainText(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; !isPrint(c) || c == '"' || c == '\\' {
+			return false
+		}
+	}
+	return true
 }
 
 // TextStrN is the tapset's text_strn(s, len, quoted): like TextStr with the

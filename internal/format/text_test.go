@@ -1,6 +1,7 @@
 package format
 
 import (
+	"math"
 	"strings"
 	"testing"
 )
@@ -120,6 +121,9 @@ func TestStringLimit(t *testing.T) {
 	}
 	tests := []struct{ call, got, want string }{
 		{"TextStr(long)", TextStr(long, 16), long[:15]},
+		{"TextStr(15 plain bytes)", TextStr(long[:15], 16), long[:15]},
+		{"TextStr(16 plain bytes)", TextStr(long[:16], 16), long[:15]},
+		{"TextStr(a\\b)", TextStr(`a\b`, 16), `a\\b`},
 		{"TextStr(\\001...)", TextStr(strings.Repeat("\x01", 10), 16), strings.Repeat(`\001`, 3)},
 		{"TextStrN(long, 100, 0)", TextStrN(long, 100, 0, 16), long[:15]},
 		{"TextStrN(long, 8, 1)", TextStrN(long, 8, 1, 16), `"aaa"...`},
@@ -169,5 +173,33 @@ func TestCtime(t *testing.T) {
 	if ErrTimeFuture.Error() != "Time too far in the future to be converted" ||
 		ErrTimePast.Error() != "Time too far in the past to be converted" {
 		t.Error("ctime error texts differ from the tapset's")
+	}
+}
+
+// TestSprintPlain checks Sprint's shortcut for a lone %d or %s against
+// the formatter, at limits that cut and limits that do not.
+func TestSprintPlain(t *testing.T) {
+	args := []Arg{Long(0), Long(-1), Long(math.MinInt64), Long(math.MaxInt64), Long(1234567),
+		String(""), String("plain"), String("cut\x00here"), String(strings.Repeat("x", 600))}
+	for _, spec := range []string{"%d", "%s"} {
+		f, err := Compile(spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := f.sprintPlain(args[:1], 512); !ok {
+			t.Errorf("Sprint(%q) does not take the shortcut", spec)
+		}
+		for _, a := range args {
+			for _, maxLen := range []int{0, 1, 2, 5, 20, 21, 512} {
+				got, err := f.Sprint([]Arg{a}, nil, maxLen)
+				if err != nil {
+					t.Fatal(err)
+				}
+				out, _ := f.Exec(nil, []Arg{a}, nil, roomOf(maxLen))
+				if want := StringValue(string(out), roomOf(maxLen)); got != want {
+					t.Errorf("Sprint(%q, %v) at %d = %q, want %q", spec, a, maxLen, got, want)
+				}
+			}
+		}
 	}
 }

@@ -74,6 +74,18 @@ func (in *Interp) evalLong(e syntax.Expr) int64 {
 // step gives (the operands hold no NUL), without copying the prefix again
 // at each step (a Prometheus line is a dozen of them).
 func (in *Interp) concat(e *syntax.Binary) string {
+	base := len(in.parts)
+	s := strings.Join(in.concatParts(e), "")
+	in.parts = in.parts[:base]
+	return s
+}
+
+// concatParts evaluates the operands of a chain of concatenations left
+// to right, cuts them where their concatenation reaches MAXSTRINGLEN-1
+// bytes, and pushes them on in.parts (a stack, as an operand may be a
+// concatenation of its own); it returns them, and the caller pops them.
+func (in *Interp) concatParts(e *syntax.Binary) []string {
+	base := len(in.parts)
 	var room [16]syntax.Expr
 	ops := room[:0]
 	for {
@@ -85,13 +97,14 @@ func (in *Interp) concat(e *syntax.Binary) string {
 		}
 		e = x
 	}
-	limit := in.maxStringLen() - 1
-	var b strings.Builder
+	left := in.maxStringLen() - 1
 	for i := len(ops) - 1; i >= 0; i-- {
 		s := in.evalStr(ops[i])
-		b.WriteString(s[:min(len(s), max(limit-b.Len(), 0))])
+		s = s[:min(len(s), max(left, 0))]
+		left -= len(s)
+		in.parts = append(in.parts, s)
 	}
-	return b.String()
+	return in.parts[base:]
 }
 
 func (in *Interp) evalStr(e syntax.Expr) string {
@@ -369,17 +382,15 @@ func (in *Interp) assign(e *syntax.Assign) Value {
 	}
 	switch lhs := e.LHS.(type) {
 	case *syntax.Ident:
+		if e.Op == ".=" && in.isValue(lhs.Var) {
+			return in.appendToValue(lhs, e.RHS)
+		}
 		rhs := in.eval(e.RHS)
 		var old Value
 		if e.Op != "=" {
 			old = in.load(lhs)
 		}
-		var x Value
-		if e.Op == ".=" && in.isValue(lhs.Var) {
-			x = Value{Str: in.appendValue(old.Str, rhs.Str)}
-		} else {
-			x = in.combine(e, old, rhs)
-		}
+		x := in.combine(e, old, rhs)
 		in.store(lhs, x)
 		return x
 	case *syntax.Index:
@@ -399,6 +410,22 @@ func (in *Interp) assign(e *syntax.Assign) Value {
 	}
 	throw("invalid assignment target", e.Pos)
 	return Value{}
+}
+
+// appendToValue is `$value .= rhs`: a concatenation's operands are
+// appended one by one (procfs.go).
+func (in *Interp) appendToValue(value *syntax.Ident, rhs syntax.Expr) Value {
+	base := len(in.parts)
+	parts := []string{""}
+	if b, ok := rhs.(*syntax.Binary); ok && b.Op == "." {
+		parts = in.concatParts(b)
+	} else {
+		parts[0] = in.evalStr(rhs)
+	}
+	x := Value{Str: in.appendValue(in.load(value).Str, parts)}
+	in.parts = in.parts[:base]
+	in.store(value, x)
+	return x
 }
 
 // combine computes the value an assignment stores; old is the left side's

@@ -79,7 +79,7 @@ func (in *Interp) runHandler(p *sema.Probe) {
 	if p.Value != nil {
 		in.fr.locals[p.Value.Index] = Value{Str: in.procfsValue}
 	}
-	in.stack, in.printArgs = in.stack[:0], in.printArgs[:0]
+	in.stack, in.printArgs, in.parts = in.stack[:0], in.printArgs[:0], in.parts[:0]
 	err := protect(func() {
 		defer swallowAbort()
 		in.runBody(p)
@@ -301,7 +301,7 @@ func (in *Interp) iterate(at syntax.Pos, cond, post syntax.Expr, body syntax.Stm
 func (in *Interp) execTry(s *syntax.TryStmt) ctl {
 	in.note(0, s.Pos, true)
 	var c ctl
-	stack, printArgs := len(in.stack), len(in.printArgs)
+	stack, printArgs, parts := len(in.stack), len(in.printArgs), len(in.parts)
 	err := protect(func() {
 		c = in.execBlock(s.Body)
 		if c == ctlNone {
@@ -314,7 +314,7 @@ func (in *Interp) execTry(s *syntax.TryStmt) ctl {
 	if err.Uncatchable || in.act.remaining <= 0 {
 		panic(err)
 	}
-	in.stack, in.printArgs = in.stack[:stack], in.printArgs[:printArgs]
+	in.stack, in.printArgs, in.parts = in.stack[:stack], in.printArgs[:printArgs], in.parts[:parts]
 	if s.CatchVar != nil {
 		in.store(s.CatchVar, Value{Str: in.clip(err.Msg)})
 	}

@@ -112,12 +112,17 @@ func foreachOrder(s *syntax.ForeachStmt) order {
 // the first elements, then an insertion of each further element into them)
 // do; the sorted order persists. Any other array iterates in hash order, so
 // its elements are first put in key order: unsorted foreach walks that, and
-// sorting breaks ties by it.
+// sorting breaks ties by it; a KeyOrderKeeper keeps that order, and is
+// sorted already the next time.
 func iteration(arr Array, o order) []*Element {
 	elems := arr.Elements()
 	ordered, isOrdered := arr.(OrderedArray)
-	if !isOrdered {
-		slices.SortFunc(elems, func(a, b *Element) int { return compareKeys(a.Key, b.Key) })
+	byKey := func(a, b *Element) int { return compareKeys(a.Key, b.Key) }
+	if !isOrdered && !slices.IsSortedFunc(elems, byKey) {
+		slices.SortFunc(elems, byKey)
+		if k, ok := arr.(KeyOrderKeeper); ok {
+			k.KeepKeyOrder(elems)
+		}
 	}
 	if o.dir == 0 || len(elems) == 0 {
 		return elems

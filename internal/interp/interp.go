@@ -164,10 +164,12 @@ type Interp struct {
 
 	maxNesting int
 	// stack holds the key tuples, arguments and locals in use (see release),
-	// printArgs the arguments of print-family calls being evaluated, and
-	// frames the frames of function calls by nesting depth, all reused.
+	// printArgs the arguments of print-family calls being evaluated, parts
+	// the operands of concatenations (concatParts), and frames the frames
+	// of function calls by nesting depth, all reused.
 	stack     []Value
 	printArgs []format.Arg
+	parts     []string
 	frames    []*frame
 	// builtinCall is the context of the running builtin.
 	builtinCall callContext
@@ -184,9 +186,13 @@ type Interp struct {
 	// per-session builtin state
 	tokenizeState tokenizer
 	// procfsValue is $value as a procfs probe starts and ends, valueBuf
-	// the bytes of the last string appended to it (procfs.go).
+	// the bytes of the last string appended to it, valueRoom the most
+	// bytes it holds in the running probe, and valueSize the length of
+	// the last $value a read probe made (procfs.go).
 	procfsValue string
 	valueBuf    []byte
+	valueRoom   int
+	valueSize   int
 	match       matchState
 }
 

@@ -1,10 +1,10 @@
 package interp
 
 import (
-	"container/list"
 	"encoding/binary"
 
 	"github.com/bpftap/bpftap/internal/format"
+	"github.com/bpftap/bpftap/internal/syntax"
 )
 
 // Value is a script value: a long or a string (the type decides which field
@@ -60,29 +60,48 @@ func (s memStatistic) Reset()              { s.s.Reset() }
 func (s memStatistic) Fold(_ Key, _ int64, p *format.Stat) { s.s.Merge(p) }
 
 // memArray is an in-memory array: a hash index over a list in insertion order,
-// as stap's runtime keeps its maps. Keys are looked up by their encoding,
-// built in a buffer the array reuses so that a lookup allocates nothing; the
-// element found last is remembered (see has).
+// as stap's runtime keeps its maps (the list runs through the elements'
+// prev and next). An array whose key is one long is indexed by it; other
+// keys are looked up by their encoding, built in a buffer the array
+// reuses so that a lookup allocates nothing. The element found last is
+// tried first (see has). Clear keeps the index's room: a script that
+// fills and deletes an array on every scrape grows it once.
 type memArray struct {
-	index    map[string]*Element
-	order    *list.List
-	capacity int
-	wrap     bool
-	newStat  func() *format.Stat // nil unless the array holds statistics
-	scratch  []byte              // the encoding of the key looked up last
-	last     *Element            // the element looked up last, if any
+	index       map[string]*Element // by the keys' encoding, unless longs is set
+	longs       map[int64]*Element  // by the one long of the key
+	first, last *Element            // the order's ends
+	n           int
+	capacity    int
+	wrap        bool
+	newStat     func() *format.Stat // nil unless the array holds statistics
+	scratch     []byte              // the encoding of the key looked up last
+	found       *Element            // the element looked up last, if any
 }
 
-func newMemArray(capacity int, wrap bool, newStat func() *format.Stat) *memArray {
-	return &memArray{index: map[string]*Element{}, order: list.New(), capacity: capacity, wrap: wrap, newStat: newStat}
+// newMemArray makes an array of at most capacity elements whose key has
+// the types keys.
+func newMemArray(keys []syntax.Type, capacity int, wrap bool, newStat func() *format.Stat) *memArray {
+	a := &memArray{capacity: capacity, wrap: wrap, newStat: newStat}
+	if len(keys) == 1 && keys[0] == syntax.TypeLong {
+		a.longs = map[int64]*Element{}
+	} else {
+		a.index = map[string]*Element{}
+	}
+	return a
 }
 
-// find looks k up in the index, leaving its encoding in a.scratch and the
-// element found in a.last.
+// find returns the element with key k, nil if none, and remembers it in
+// a.found. A lookup in the index by encoding leaves it in a.scratch.
 func (a *memArray) find(k Key) *Element {
-	a.scratch = k.appendEncoding(a.scratch[:0])
-	a.last = a.index[string(a.scratch)]
-	return a.last
+	switch {
+	case a.found.has(k):
+	case a.longs != nil:
+		a.found = a.longs[k[0].Int]
+	default:
+		a.scratch = k.appendEncoding(a.scratch[:0])
+		a.found = a.index[string(a.scratch)]
+	}
+	return a.found
 }
 
 func (a *memArray) Get(k Key) (Value, bool) {
@@ -115,17 +134,13 @@ func (a *memArray) Add(k Key, v int64) error {
 	return err
 }
 
-// has reports whether e is an element with key k. put tries the element
+// has reports whether e is an element with key k. find tries the element
 // found last first, which spares the store of a read-modify-write
-// (a[k] += v) a second hash lookup.
+// (a[k] += v), or a second read of a[k], another hash lookup.
 func (e *Element) has(k Key) bool { return e != nil && e.Key.equal(k) }
 
-// put returns the element with key k, creating it when absent; the element
-// used last is tried first (see has).
+// put returns the element with key k, creating it when absent.
 func (a *memArray) put(k Key) (*Element, error) {
-	if a.last.has(k) {
-		return a.last, nil
-	}
 	if e := a.find(k); e != nil {
 		return e, nil
 	}
@@ -133,23 +148,54 @@ func (a *memArray) put(k Key) (*Element, error) {
 }
 
 // insert adds an element with key k after a lookup of k failed (leaving
-// its encoding in a.scratch); a full array evicts its oldest element when it
-// wraps and fails otherwise.
+// its encoding in a.scratch if it has one); a full array evicts its
+// oldest element when it wraps and fails otherwise.
 func (a *memArray) insert(k Key) (*Element, error) {
-	if a.order.Len() >= a.capacity {
-		if !a.wrap || a.order.Len() == 0 {
+	if a.n >= a.capacity {
+		if !a.wrap || a.n == 0 {
 			return nil, ErrOverflow
 		}
-		a.remove(a.order.Front().Value.(*Element))
+		a.remove(a.first)
 	}
-	e := &Element{Key: append(Key(nil), k...), enc: string(a.scratch)}
+	e := newElement(k)
 	if a.newStat != nil {
 		e.Stat = a.newStat()
 	}
-	e.node = a.order.PushBack(e)
-	a.index[e.enc] = e
-	a.last = e
+	a.pushBack(e)
+	if a.longs != nil {
+		a.longs[k[0].Int] = e
+	} else {
+		e.enc = string(a.scratch)
+		a.index[e.enc] = e
+	}
+	a.found = e
 	return e, nil
+}
+
+// newElement returns an element with a copy of key k; a key of one
+// column is allocated with the element.
+func newElement(k Key) *Element {
+	if len(k) != 1 {
+		return &Element{Key: append(Key(nil), k...)}
+	}
+	ek := &struct {
+		e Element
+		k [1]Value
+	}{k: [1]Value{k[0]}}
+	ek.e.Key = ek.k[:]
+	return &ek.e
+}
+
+// pushBack puts e at the end of the order.
+func (a *memArray) pushBack(e *Element) {
+	e.prev, e.next = a.last, nil
+	if a.last == nil {
+		a.first = e
+	} else {
+		a.last.next = e
+	}
+	a.last = e
+	a.n++
 }
 
 // Fold adds n to element k, or merges p into it (Folder); the element is
@@ -158,7 +204,7 @@ func (a *memArray) Fold(k Key, n int64, p *format.Stat) {
 	e, err := a.put(k)
 	if err != nil {
 		capacity := a.capacity
-		a.capacity = a.order.Len() + 1
+		a.capacity = a.n + 1
 		e, _ = a.insert(k)
 		a.capacity = capacity
 	}
@@ -170,9 +216,23 @@ func (a *memArray) Fold(k Key, n int64, p *format.Stat) {
 }
 
 func (a *memArray) remove(e *Element) {
-	a.order.Remove(e.node)
-	delete(a.index, e.enc)
-	a.last = nil
+	if e.prev == nil {
+		a.first = e.next
+	} else {
+		e.prev.next = e.next
+	}
+	if e.next == nil {
+		a.last = e.prev
+	} else {
+		e.next.prev = e.prev
+	}
+	a.n--
+	if a.longs != nil {
+		delete(a.longs, e.Key[0].Int)
+	} else {
+		delete(a.index, e.enc)
+	}
+	a.found = nil
 }
 
 func (a *memArray) Delete(k Key) {
@@ -182,24 +242,24 @@ func (a *memArray) Delete(k Key) {
 }
 
 func (a *memArray) Clear() {
-	a.index = map[string]*Element{}
-	a.order.Init()
-	a.last = nil
+	clear(a.index)
+	clear(a.longs)
+	a.first, a.last, a.n, a.found = nil, nil, 0, nil
 }
 
-func (a *memArray) Len() int { return a.order.Len() }
+func (a *memArray) Len() int { return a.n }
 
 func (a *memArray) Elements() []*Element {
-	list := make([]*Element, 0, a.order.Len())
-	for n := a.order.Front(); n != nil; n = n.Next() {
-		list = append(list, n.Value.(*Element))
+	list := make([]*Element, 0, a.n)
+	for e := a.first; e != nil; e = e.next {
+		list = append(list, e)
 	}
 	return list
 }
 
 func (a *memArray) Reorder(elems []*Element) {
-	a.order.Init()
+	a.first, a.last, a.n = nil, nil, 0
 	for _, e := range elems {
-		e.node = a.order.PushBack(e)
+		a.pushBack(e)
 	}
 }

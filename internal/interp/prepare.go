@@ -126,7 +126,7 @@ func (in *Interp) storage(v *syntax.Var) (Storage, error) {
 func MemoryStorage(g Global) Storage {
 	switch {
 	case g.Var.IsArray:
-		return Storage{Array: newMemArray(int(g.Capacity), g.Var.Wrap, g.NewStat)}
+		return Storage{Array: newMemArray(g.Var.Keys, int(g.Capacity), g.Var.Wrap, g.NewStat)}
 	case g.NewStat != nil:
 		return Storage{Statistic: memStatistic{g.NewStat()}}
 	}

@@ -20,8 +20,11 @@ import (
 // series does): appending to it does not copy what it holds. The bytes of
 // the last string made are kept with spare capacity, and an append to
 // exactly that string writes past its end, where no string made before
-// can see; any other string starts a new buffer. $value holds at most
-// .maxsize(N) bytes (MAXSTRINGLEN-1 without it).
+// can see; any other string starts a new buffer, as large as the last
+// $value a read probe made (the next scrape's is about as large).
+// `$value .= a . b . ...` appends the operands one by one, without
+// making their concatenation first. $value holds at most .maxsize(N)
+// bytes (MAXSTRINGLEN-1 without it).
 
 // ProcfsFile is a file the script's procfs probes serve.
 type ProcfsFile struct {
@@ -84,17 +87,21 @@ func (in *Interp) fireProcfs(p *sema.Probe, value string) (string, bool) {
 		return "", false
 	}
 	in.procfsValue = value
+	in.valueRoom = valueRoom(p, in.maxStringLen())
 	in.runHandler(p)
 	value, in.procfsValue, in.valueBuf = in.procfsValue, "", nil
+	if !probes.Procfs(p.Point.Components).Write {
+		in.valueSize = len(value)
+	}
 	return value, true
 }
 
-// valueMax is the most bytes the running probe's $value holds.
-func (in *Interp) valueMax() int {
-	if n := probes.Procfs(in.act.probe.Point.Components).MaxSize; n > 0 {
+// valueRoom is the most bytes procfs probe p's $value holds.
+func valueRoom(p *sema.Probe, maxStringLen int) int {
+	if n := probes.Procfs(p.Point.Components).MaxSize; n > 0 {
 		return int(n)
 	}
-	return in.maxStringLen() - 1
+	return maxStringLen - 1
 }
 
 // isValue tells whether v is the running probe's $value.
@@ -102,18 +109,29 @@ func (in *Interp) isValue(v *syntax.Var) bool {
 	return in.act.probe != nil && in.act.probe.Value == v
 }
 
-// appendValue is `$value .= s` on old, the value $value holds.
-func (in *Interp) appendValue(old, s string) string {
-	room := in.valueMax() - len(old)
+// appendValue is `$value .= s` on old, the value $value holds, with s
+// given in parts.
+func (in *Interp) appendValue(old string, parts []string) string {
+	room := in.valueRoom - len(old)
 	if room <= 0 {
 		return old
 	}
-	s = s[:min(len(s), room)]
+	n := 0
+	for _, s := range parts {
+		n += len(s)
+	}
+	n = min(n, room)
 	buf := in.valueBuf
 	if len(buf) == 0 || len(old) != len(buf) || unsafe.StringData(old) != &buf[0] {
-		buf = append(make([]byte, 0, 2*(len(old)+len(s))), old...)
+		buf = append(make([]byte, 0, max(2*(len(old)+n), in.valueSize)), old...)
 	}
-	buf = append(buf, s...)
+	for _, s := range parts {
+		buf = append(buf, s[:min(len(s), room)]...)
+		room -= min(len(s), room)
+	}
+	if len(buf) == 0 {
+		return old
+	}
 	in.valueBuf = buf
 	return unsafe.String(&buf[0], len(buf))
 }

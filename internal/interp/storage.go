@@ -1,7 +1,6 @@
 package interp
 
 import (
-	"container/list"
 	"errors"
 
 	"github.com/bpftap/bpftap/internal/format"
@@ -71,7 +70,8 @@ import (
 //     bytewise) in a foreach without sort, and breaks the ties of a sorted
 //     foreach the same way, so output is reproducible. (stap's module runtime
 //     walks its maps in insertion order, its BPF runtime in the kernel's hash
-//     order.)
+//     order.) Such an array may implement KeyOrderKeeper, and then walks
+//     in key order the next time, which spares that sort.
 
 // Scalar stores a global long or string.
 type Scalar interface {
@@ -113,16 +113,25 @@ type OrderedArray interface {
 	Reorder(elems []*Element)
 }
 
+// KeyOrderKeeper is an array without an order of its own (no
+// OrderedArray) that can keep the key order the interpreter sorts it in.
+type KeyOrderKeeper interface {
+	Array
+	// KeepKeyOrder makes elems, the array's Elements in key order, the
+	// order its next Elements returns, as far as it can.
+	KeepKeyOrder(elems []*Element)
+}
+
 // Element is one element of an array: its key and its value, or its
 // aggregate in an array of statistics.
 type Element struct {
 	Key   Key
 	Value Value
 	Stat  *format.Stat
-	// in-memory arrays: the element's place in their order, and the
+	// in-memory arrays: the element's neighbours in their order, and the
 	// encoding of its key, their index
-	node *list.Element
-	enc  string
+	prev, next *Element
+	enc        string
 }
 
 // ErrOverflow is the error of Set and Add on a full array.
@@ -169,6 +178,6 @@ func (in *Interp) describe(v *syntax.Var) Global {
 // element instead.
 type Folder interface {
 	// Fold adds n to a long, or merges partial p into a statistic (p is
-	// nil for a long).
+	// nil for a long). It keeps neither k nor p: the caller reuses them.
 	Fold(k Key, n int64, p *format.Stat)
 }

@@ -90,6 +90,11 @@ type genGlobal struct {
 	folder  interp.Folder  // memory's
 	stale   bool           // the old generation holds counts not folded yet
 	drained bool           // folded since the programs were detached
+	// drainer, key and partial hold the elements being folded: a fold of
+	// 10,000 elements allocates none of them.
+	drainer bpfrt.Drainer
+	key     interp.Key
+	partial *format.Stat
 }
 
 // ready makes g's memory copy hold everything the kernel counted before
@@ -167,23 +172,16 @@ func (g *genGlobal) fold(gen uint32) error {
 	if int(gen) >= len(hashes) {
 		return nil // never used: created by the first flip
 	}
-	elements := hashes[gen]
-	keys, err := g.orderedKeys(gen, elements)
+	keys, values, err := g.drainer.Drain(hashes[gen])
 	if err != nil {
 		return err
 	}
-	for _, key := range keys {
-		vs, err := bpfrt.LookupValues(elements, key)
-		if err != nil {
-			return err
-		}
-		if vs == nil {
-			continue // a ring's key evicted or deleted since
-		}
-		g.add(g.unpackKey(key), vs)
-		if err := elements.Delete(key); err != nil {
-			return err
-		}
+	order, err := g.foldOrder(gen, keys)
+	if err != nil {
+		return err
+	}
+	for _, i := range order {
+		g.add(keys[i], values[i])
 	}
 	return g.foldCache(gen)
 }
@@ -211,22 +209,31 @@ func (g *genGlobal) foldCache(gen uint32) error {
 	}
 	for _, v := range vs {
 		if key, value, valid := g.gl.CacheEntry(v); valid {
-			g.add(g.unpackKey(key), [][]byte{value})
+			g.add(key, [][]byte{value})
 		}
 		clear(v)
 	}
 	return g.cache.Update(gen, vs, ebpf.UpdateAny)
 }
 
-// add folds value copies (a long's, or a statistic's partials) into
-// element k of the memory copy (nil k: the scalar).
-func (g *genGlobal) add(k interp.Key, vs [][]byte) {
+// add folds value copies (a long's, or a statistic's partials) into the
+// element of packed key key in the memory copy (nil key: the scalar).
+func (g *genGlobal) add(key []byte, vs [][]byte) {
+	var k interp.Key
+	if key != nil {
+		g.key = g.appendKey(g.key[:0], key)
+		k = g.key
+	}
 	if g.gl.Stat == nil {
 		g.folder.Fold(k, g.gl.DecodeValue(vs).Int, nil)
 		return
 	}
-	for _, p := range g.partials(vs) {
-		g.folder.Fold(k, 0, p)
+	if g.partial == nil {
+		g.partial = format.NewStat(g.gl.Stat.Hist, g.gl.Stat.Shift)
+	}
+	for _, v := range vs {
+		g.gl.Stat.DecodeInto(v, g.partial)
+		g.folder.Fold(k, 0, g.partial)
 	}
 }
 
@@ -237,9 +244,6 @@ func (g *genGlobal) empty() [][]byte {
 	}
 	return g.encode(interp.Value{})
 }
-
-// unpackKey is the interpreter's key of packed key key, stacks as text.
-func (g *genGlobal) unpackKey(key []byte) interp.Key { return mapArray{g.mapGlobal}.unpackKey(key) }
 
 // genStorage returns the storage of a global in generations, registered
 // with the session's flips, the same for every call. Its old generation
@@ -272,7 +276,9 @@ func (gg *genGlobal) storage() interp.Storage {
 
 // genScalar, genStatistic and genArray serve the memory copy once ready.
 // genArray is no interp.OrderedArray: the order of its keys is the
-// kernel's hash order, which the interpreter replaces by the keys' order.
+// kernel's hash order, which the interpreter replaces by the keys' order;
+// the memory copy keeps that order (interp.KeyOrderKeeper) unless it
+// wraps, where its order says which element goes first.
 type (
 	genScalar    struct{ *genGlobal }
 	genStatistic struct{ *genGlobal }
@@ -346,4 +352,10 @@ func (g genArray) Len() int {
 func (g genArray) Elements() []*interp.Element {
 	g.gens.ready(g.genGlobal)
 	return g.memory.Array.Elements()
+}
+
+func (g genArray) KeepKeyOrder(elems []*interp.Element) {
+	if !g.gl.Var.Wrap {
+		g.memory.Array.(interp.OrderedArray).Reorder(elems)
+	}
 }

@@ -168,12 +168,17 @@ func (g mapArray) packKey(k interp.Key) ([]byte, error) {
 	return g.gl.PackKey(columns)
 }
 
+// unpackKey is the interpreter's key of packed key key, stacks as text.
 func (g mapArray) unpackKey(key []byte) interp.Key {
-	columns := g.gl.UnpackKey(key)
-	k := make(interp.Key, len(columns))
-	for i, c := range columns {
+	return g.appendKey(make(interp.Key, 0, len(g.gl.Keys)), key)
+}
+
+// appendKey appends the columns of packed key key to k, stacks as text.
+func (g *mapGlobal) appendKey(k interp.Key, key []byte) interp.Key {
+	for i := range g.gl.Keys {
+		c := g.gl.KeyColumn(key, i)
 		c.Str = g.stacks.expand(c.Str)
-		k[i] = interp.Value(c)
+		k = append(k, interp.Value(c))
 	}
 	return k
 }

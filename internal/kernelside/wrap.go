@@ -60,34 +60,44 @@ func (g *mapGlobal) claim(key []byte, evict bool) error {
 	return g.heads.Update(uint32(0), count+1, ebpf.UpdateAny)
 }
 
-// orderedKeys lists the keys of generation gen's map elements: in the
-// order they were added for a wrapping array, whose count it then resets,
-// else in the map's order.
-func (g *genGlobal) orderedKeys(gen uint32, elements *ebpf.Map) ([][]byte, error) {
+// foldOrder is the order to fold generation gen's drained keys in (as
+// indexes into keys): the order they were added in for a wrapping array,
+// whose count it then resets, else the map's. A ring's slot may name a key
+// evicted since, or one a later slot names again: the first slot counts.
+func (g *genGlobal) foldOrder(gen uint32, keys [][]byte) ([]int, error) {
+	order := make([]int, 0, len(keys))
 	if g.ring == nil {
-		return mapKeys(elements), nil
+		for i := range keys {
+			order = append(order, i)
+		}
+		return order, nil
 	}
 	var count uint64
 	if err := g.heads.Lookup(gen, &count); err != nil {
 		return nil, err
 	}
+	index := make(map[string]int, len(keys))
+	for i, key := range keys {
+		index[string(key)] = i
+	}
 	n := uint64(g.gl.Spec.MaxEntries)
-	var keys [][]byte
-	seen := map[string]bool{}
+	placed := make([]bool, len(keys))
 	for i := count - min(count, n); i < count; i++ {
 		key, err := g.ring.LookupBytes(uint32(uint64(gen)*n + i%n))
 		if err != nil {
 			return nil, err
 		}
-		seen[string(key)] = true
-		keys = append(keys, key)
-	}
-	for _, key := range mapKeys(elements) {
-		if !seen[string(key)] {
-			keys = append(keys, key)
+		if j, ok := index[string(key)]; ok && !placed[j] {
+			placed[j] = true
+			order = append(order, j)
 		}
 	}
-	return keys, g.heads.Update(gen, uint64(0), ebpf.UpdateAny)
+	for j := range keys {
+		if !placed[j] {
+			order = append(order, j)
+		}
+	}
+	return order, g.heads.Update(gen, uint64(0), ebpf.UpdateAny)
 }
 
 // update stores value copies under key with flags; a full map is
