@@ -70,6 +70,9 @@ type session struct {
 	// procfs files (exporter.go).
 	parent context.Context
 	begun  func(*interp.Interp)
+	// partialLibrary: pass 1 parsed only the library files the script
+	// reaches (parse.go).
+	partialLibrary bool
 }
 
 func (s *session) run() int {
@@ -78,7 +81,7 @@ func (s *session) run() int {
 	// program of 100,000 instructions): collecting less often saves a third
 	// of pass 3. The run itself collects as usual.
 	gcPercent := debug.SetGCPercent(400)
-	user, libs, err := s.parse()
+	user, libs, err := s.parse(false)
 	if err != nil {
 		return s.fail(1, "parse", err)
 	}
@@ -89,7 +92,7 @@ func (s *session) run() int {
 		}
 		return 0
 	}
-	prog, err := s.elaborate(user, libs)
+	prog, err := s.analyze(user, libs)
 	if err != nil {
 		return s.fail(2, "analysis", s.privilegeFirst(err))
 	}
