@@ -12,6 +12,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/bpftap/bpftap/internal/probes"
 	"github.com/bpftap/bpftap/internal/syntax"
 	"github.com/bpftap/bpftap/internal/tapset"
 )
@@ -166,7 +167,7 @@ func (s *session) librarySources(user []*syntax.Source, args []string, whole boo
 		for _, src := range append(incStp, incStpm...) {
 			roots = append(roots, syntax.ScanNames(src, nil))
 		}
-		stp, stpm = tapset.LibraryIndex().Reach(roots)
+		stp, stpm = tapset.LibraryIndex().Reach(roots, probes.PrologueCalls)
 	}
 	return append(stp, incStp...), append(stpm, incStpm...), nil
 }

@@ -74,9 +74,11 @@ func newIndex(srcs []*syntax.Source, stp int) *Index {
 }
 
 // Reach returns the library's script files and macro files that the
-// sources scanned into roots can reach, each in name order.
-func (ix *Index) Reach(roots []*syntax.Names) (stp, stpm []*syntax.Source) {
-	r := &reach{ix: ix, seen: map[string]bool{}, files: make([]bool, len(ix.srcs))}
+// sources scanned into roots can reach, each in name order. implied maps
+// the first component of probe points to the names their code uses beyond
+// the script's (the library functions a probe family's prologues call).
+func (ix *Index) Reach(roots []*syntax.Names, implied map[string][]string) (stp, stpm []*syntax.Source) {
+	r := &reach{ix: ix, implied: implied, seen: map[string]bool{}, files: make([]bool, len(ix.srcs))}
 	for _, n := range roots {
 		r.mentions(n)
 	}
@@ -100,10 +102,11 @@ func (ix *Index) Reach(roots []*syntax.Names) (stp, stpm []*syntax.Source) {
 // reach is the state of one closure: the names already looked up, the files
 // reached, and those whose mentions are still to be followed.
 type reach struct {
-	ix    *Index
-	seen  map[string]bool
-	files []bool
-	queue []int
+	ix      *Index
+	implied map[string][]string
+	seen    map[string]bool
+	files   []bool
+	queue   []int
 }
 
 func (r *reach) mentions(n *syntax.Names) {
@@ -118,6 +121,13 @@ func (r *reach) mentions(n *syntax.Names) {
 			continue
 		}
 		r.seen["."+p] = true
+		for first, names := range r.implied {
+			if patternsMeet(p, first) {
+				for _, name := range names {
+					r.declared(name)
+				}
+			}
+		}
 		for _, a := range r.ix.aliases {
 			if patternsMeet(p, a.pattern) {
 				r.add(a.file)

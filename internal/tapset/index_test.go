@@ -50,20 +50,23 @@ func TestScanFindsEveryDeclaration(t *testing.T) {
 }
 
 // TestReach checks the closure on scripts whose needs are known.
+var implied = map[string][]string{"process": {"__process_in_target"}}
+
 func TestReach(t *testing.T) {
 	for _, tc := range []struct {
 		script string
 		want   []string // files that must be reached
 		not    []string // files that must not be
 	}{
-		{`probe begin { exit() }`, nil, []string{"tapset/syscalls.stp", "tapset/json.stp"}},
+		{`probe begin { exit() }`, nil, []string{"tapset/syscalls.stp", "tapset/json.stp", "tapset/process.stp"}},
+		{`probe process.begin { }`, []string{"tapset/process.stp"}, nil},
 		{`probe syscall.* { println(argstr) }`, []string{"tapset/syscalls.stp"}, []string{"tapset/json.stp"}},
 		{`probe sys*.open { }`, []string{"tapset/syscalls.stp"}, nil},
 		{`probe begin { println(errno_str(1)) }`, []string{"tapset/errno.stp"}, []string{"tapset/syscalls.stp"}},
 		{`probe json_data { @json_output_data_start }`, []string{"tapset/json.stp", "tapset/json.stpm"}, nil},
 		{`@define p %( syscall.open %) probe @p { }`, []string{"tapset/syscalls.stp"}, nil},
 	} {
-		stp, stpm := tapset.LibraryIndex().Reach([]*syntax.Names{syntax.ScanNames(syntax.NewSource("<input>", tc.script), nil)})
+		stp, stpm := tapset.LibraryIndex().Reach([]*syntax.Names{syntax.ScanNames(syntax.NewSource("<input>", tc.script), nil)}, implied)
 		var got []string
 		for _, src := range append(stp, stpm...) {
 			got = append(got, src.Name)
