@@ -1,7 +1,8 @@
 // Package driver is bpftap's command: it parses stap's command line and runs the
 // passes in order, stopping where -p says:
 //
-//	pass 1  parse       the user's script (-e, file or stdin, plus -E scripts) and the tapset library
+//	pass 1  parse       the user's script (-e, file or stdin, plus -E scripts) and the tapset
+//	                    library files it reaches (tapset.Index; every -I file)
 //	pass 2  elaborate   resolve probes, aliases, functions and variables; infer types
 //	pass 3  translate   kernel probes → BPF programs (package kernelside); -p3 lists them
 //	pass 4  load        maps created, programs through the kernel's verifier
