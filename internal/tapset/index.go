@@ -54,10 +54,13 @@ func LibraryIndex() *Index {
 }
 
 func newIndex(srcs []*syntax.Source, stp int) *Index {
-	ix := &Index{srcs: srcs, stp: stp, decls: map[string][]int{}}
+	ix := &Index{srcs: srcs, stp: stp, names: make([]*syntax.Names, len(srcs)), decls: map[string][]int{}}
+	var wg sync.WaitGroup // the files are scanned in parallel
 	for i, src := range srcs {
-		n := syntax.ScanNames(src, nil)
-		ix.names = append(ix.names, n)
+		wg.Go(func() { ix.names[i] = syntax.ScanNames(src, nil) })
+	}
+	wg.Wait()
+	for i, n := range ix.names {
 		for _, lists := range [][]string{n.Funcs, n.Globals} {
 			for _, name := range lists {
 				ix.decls[name] = append(ix.decls[name], i)
