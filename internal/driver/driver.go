@@ -71,8 +71,9 @@ type session struct {
 	// procfs files (exporter.go).
 	parent context.Context
 	begun  func(*interp.Interp)
-	// partialLibrary: pass 1 parsed only the library files the script
-	// reaches (parse.go).
+	// scripts are the user's scripts as read; partialLibrary: pass 1
+	// parsed only the library files they reach (parse.go).
+	scripts        []*syntax.Source
 	partialLibrary bool
 }
 

@@ -18,8 +18,20 @@ import (
 )
 
 // readScripts returns the user's scripts: the main one (-e, a file, stdin for
-// "-", or the probe of -l/-L PROBE) followed by the -E scripts.
+// "-", or the probe of -l/-L PROBE) followed by the -E scripts. They are read
+// once: pass 1 may run again (analyze), and stdin is read only once.
 func (s *session) readScripts() ([]*syntax.Source, error) {
+	if s.scripts == nil {
+		srcs, err := s.readScriptsOnce()
+		if err != nil {
+			return nil, err
+		}
+		s.scripts = srcs
+	}
+	return s.scripts, nil
+}
+
+func (s *session) readScriptsOnce() ([]*syntax.Source, error) {
 	var srcs []*syntax.Source
 	switch {
 	case s.opts.List != nil: // stap lists the probes of this script

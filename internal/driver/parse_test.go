@@ -2,6 +2,7 @@ package driver
 
 import (
 	"bytes"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -62,4 +63,23 @@ func elaborated(t *testing.T, script string, whole bool) (string, error) {
 	}
 	printElaborated(&out, prog)
 	return out.String(), nil
+}
+
+// TestRetryOnWholeLibrary checks the diagnostics of a pass 2 that fails on
+// the files pass 1 picked: they are those of the whole library (an
+// unresolved function's suggestions name library functions the script does
+// not reach), and a script read from stdin is not read twice.
+func TestRetryOnWholeLibrary(t *testing.T) {
+	const script = `probe begin { println(errno_st(1)) }`
+	var fromArg, fromStdin bytes.Buffer
+	if status := Main([]string{"-p2", "-e", script}, strings.NewReader(""), io.Discard, &fromArg); status != 1 {
+		t.Fatalf("exit status %d, want 1; stderr:\n%s", status, fromArg.String())
+	}
+	if !strings.Contains(fromArg.String(), "unresolved function errno_st (similar: errno_str") {
+		t.Errorf("stderr lacks the suggestion of the library's errno_str:\n%s", fromArg.String())
+	}
+	Main([]string{"-p2", "-"}, strings.NewReader(script), io.Discard, &fromStdin)
+	if fromStdin.String() != fromArg.String() {
+		t.Errorf("from stdin:\n%s\nfrom -e:\n%s", fromStdin.String(), fromArg.String())
+	}
 }
