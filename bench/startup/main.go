@@ -17,7 +17,9 @@
 // gives each case's median wall time with a 95% interval, the median of its
 // per-round ratio to its peer beside the issue's target, and its peak
 // memory (the maximum resident set size the kernel reports for the
-// process).
+// process). With -before BINARY (another build of bpftap, such as main's),
+// every bpftap case also runs with it in the same rounds, so a change's
+// before and after compare in one run.
 //
 // Run it through bench/startup.sh (root; tracefs mounted in a private
 // namespace for bpftrace and the per-syscall tracepoints).
@@ -61,11 +63,12 @@ const (
 func main() {
 	rounds := flag.Int("rounds", 9, "rounds; each runs every case once, in random order")
 	bin := flag.String("bpftap", "./bpftap", "the bpftap binary")
+	before := flag.String("before", "", "another bpftap binary (such as main's) whose cases run beside bin's in the same rounds")
 	examples := flag.String("examples", "examples", "bpftap's examples directory")
 	out := flag.String("o", "bench/RESULTS-startup.md", "report file")
 	flag.Parse()
 	*examples, _ = filepath.Abs(*examples)
-	cases := startupCases(*bin, *examples)
+	cases := startupCases(*bin, *before, *examples)
 	times := map[*startupCase][]sample{}
 	errs := map[*startupCase]string{}
 	for r := range *rounds {
@@ -89,25 +92,40 @@ func main() {
 	fmt.Fprintln(os.Stderr, "startup: wrote", *out)
 }
 
-// startupCases returns the cases, each peer right after the case that
-// refers to it.
-func startupCases(bin, examples string) []*startupCase {
-	bpftap := func(args ...string) []string { return append([]string{bin}, args...) }
-	seedPeer := &startupCase{name: "bpftrace's equivalent", argv: []string{"bpftrace", "-e", seedBpftrace}}
+// startupCases returns the cases: bpftap's with bin, each peer of bpftap's
+// own right after the case that refers to it, then bpftrace's; with before
+// (another build of bpftap, such as main's), the bpftap cases again with it,
+// named with " (before)", against the same bpftrace cases.
+func startupCases(bin, before, examples string) []*startupCase {
+	seedPeer := &startupCase{name: "bpftrace's equivalent of the seed script", argv: []string{"bpftrace", "-e", seedBpftrace}}
 	beginPeer := &startupCase{name: "bpftrace `BEGIN { exit(); }`", argv: []string{"bpftrace", "-e", "BEGIN { exit(); }"}}
-	anyPeer := &startupCase{name: "bpftap `syscall_any` printing name(argstr)", argv: bpftap("-e", fmt.Sprintf(argstrScript, "syscall_any"), "-c", "/bin/true")}
-	anyReturnPeer := &startupCase{name: "bpftap errno_any.stp, `syscall_any.return`", argv: bpftap(filepath.Join(examples, "errno_any.stp"), "-c", "/bin/true")}
-	rawPeer := &startupCase{name: "bpftap -T 1, `raw_syscalls:sys_enter` reading $id", argv: bpftap("-T", "1", "-e", fmt.Sprintf(tracepointTick, "raw_syscalls:sys_enter", "id"))}
+	cases := bpftapCases(bin, "", examples, seedPeer, beginPeer)
+	if before != "" {
+		cases = append(cases, bpftapCases(before, " (before)", examples, seedPeer, beginPeer)...)
+	}
+	return append(cases, seedPeer, beginPeer)
+}
+
+// bpftapCases are the cases of one bpftap binary, their names ending in label.
+func bpftapCases(bin, label, examples string, seedPeer, beginPeer *startupCase) []*startupCase {
+	bpftap := func(name string, args ...string) *startupCase {
+		return &startupCase{name: name + label, argv: append([]string{bin}, args...)}
+	}
+	anyPeer := bpftap("bpftap `syscall_any` printing name(argstr)", "-e", fmt.Sprintf(argstrScript, "syscall_any"), "-c", "/bin/true")
+	anyReturnPeer := bpftap("bpftap errno_any.stp, `syscall_any.return`", filepath.Join(examples, "errno_any.stp"), "-c", "/bin/true")
+	rawPeer := bpftap("bpftap -T 1, `raw_syscalls:sys_enter` reading $id", "-T", "1", "-e", fmt.Sprintf(tracepointTick, "raw_syscalls:sys_enter", "id"))
+	compared := func(c, peer *startupCase, target float64) *startupCase {
+		c.peer, c.target = peer, target
+		return c
+	}
 	return []*startupCase{
-		{name: "bpftap seed script (sys_enter by execname, begin exit)", argv: bpftap("-e", seedScript), peer: seedPeer, target: 0.35},
-		seedPeer,
-		{name: "bpftap `probe begin { exit() }`", argv: bpftap("-e", "probe begin { exit() }"), peer: beginPeer, target: 0.2},
-		beginPeer,
-		{name: "bpftap `syscall.*` printing name(argstr)", argv: bpftap("-e", fmt.Sprintf(argstrScript, "syscall.*"), "-c", "/bin/true"), peer: anyPeer, target: 4},
+		compared(bpftap("bpftap seed script (sys_enter by execname, begin exit)", "-e", seedScript), seedPeer, 0.35),
+		compared(bpftap("bpftap `probe begin { exit() }`", "-e", "probe begin { exit() }"), beginPeer, 0.2),
+		compared(bpftap("bpftap `syscall.*` printing name(argstr)", "-e", fmt.Sprintf(argstrScript, "syscall.*"), "-c", "/bin/true"), anyPeer, 4),
 		anyPeer,
-		{name: "bpftap errno.stp, `syscall.*.return`", argv: bpftap(filepath.Join(examples, "errno.stp"), "-c", "/bin/true"), peer: anyReturnPeer, target: 1.2},
+		compared(bpftap("bpftap errno.stp, `syscall.*.return`", filepath.Join(examples, "errno.stp"), "-c", "/bin/true"), anyReturnPeer, 1.2),
 		anyReturnPeer,
-		{name: "bpftap -T 1, `syscalls:sys_enter_*` reading $__syscall_nr", argv: bpftap("-T", "1", "-e", fmt.Sprintf(tracepointTick, "syscalls:sys_enter_*", "__syscall_nr")), peer: rawPeer, target: 2},
+		compared(bpftap("bpftap -T 1, `syscalls:sys_enter_*` reading $__syscall_nr", "-T", "1", "-e", fmt.Sprintf(tracepointTick, "syscalls:sys_enter_*", "__syscall_nr")), rawPeer, 2),
 		rawPeer,
 	}
 }
@@ -143,21 +161,21 @@ func render(cases []*startupCase, times map[*startupCase][]sample, errs map[*sta
 	fmt.Fprintf(&b, "# Start-up (issue 27)\n\nWritten by `bench/startup.sh`, %s on %s; %d rounds; load average at the end: %s.\n\n",
 		time.Now().UTC().Format("2006-01-02 15:04 UTC"), host, rounds, strings.Join(strings.Fields(string(load))[:3], " "))
 	b.WriteString("Each case runs from launch to exit (parse, translate, load, attach, run, detach). ")
-	b.WriteString("Milliseconds and peak memory (max RSS), median [95% interval of the median]; × peer is the median of the per-round ratio to the case on the next line, beside the issue's target.\n\n")
-	b.WriteString("| case | ms | × peer | target | max RSS MiB | n |\n|---|---:|---:|---:|---:|---:|\n")
+	b.WriteString("Milliseconds and peak memory (max RSS), median [95% interval of the median]; × peer is the median of the per-round ratio to the peer named, beside the issue's target.\n\n")
+	b.WriteString("| case | ms | × peer | peer | target | max RSS MiB | n |\n|---|---:|---:|---|---:|---:|---:|\n")
 	for _, c := range cases {
 		ms := stats.Summarize(stats.Finite(field(times[c], msOf)))
 		if ms.N == 0 {
-			fmt.Fprintf(&b, "| %s | failed: %s | | | | 0 |\n", c.name, errs[c])
+			fmt.Fprintf(&b, "| %s | failed: %s | | | | | 0 |\n", c.name, errs[c])
 			continue
 		}
-		ratio, target := "", ""
+		ratio, peer, target := "", "", ""
 		if c.peer != nil {
 			r := stats.Summarize(stats.Finite(ratios(field(times[c], msOf), field(times[c.peer], msOf))))
-			ratio, target = r.Format(2), fmt.Sprintf("≤ %.2f", c.target)
+			ratio, peer, target = r.Format(2), c.peer.name, fmt.Sprintf("≤ %.2f", c.target)
 		}
 		mib := stats.Summarize(stats.Finite(field(times[c], mibOf)))
-		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %d |\n", c.name, ms.Format(1), ratio, target, mib.Format(1), ms.N)
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %d |\n", c.name, ms.Format(1), ratio, peer, target, mib.Format(1), ms.N)
 	}
 	return b.String()
 }
