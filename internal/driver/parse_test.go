@@ -17,11 +17,7 @@ import (
 // that fail on the whole library fail on the partial one too, and then with
 // its diagnostics (analyze's retry), so only the successes are compared.
 func TestPartialLibrary(t *testing.T) {
-	scripts, err := filepath.Glob("../../testdata/run/*.stp")
-	if err != nil || len(scripts) == 0 {
-		t.Fatalf("no scripts in testdata/run: %v", err)
-	}
-	for _, script := range scripts {
+	for _, script := range runScripts(t) {
 		t.Run(strings.TrimSuffix(filepath.Base(script), ".stp"), func(t *testing.T) {
 			whole, wholeErr := elaborated(t, script, true)
 			if wholeErr != nil {
