@@ -1,9 +1,9 @@
 #!/bin/sh
-# bench/startup.sh [startup flags]: the seed-002 start-up benchmark (root).
+# bench/startup.sh [startup flags]: the start-up benchmark of issue 27 (root).
 # Builds bpftap and the tool, then runs it in a private mount namespace
 # with tracefs and debugfs mounted (bpftrace looks for tracepoints there;
 # the mounts vanish with the namespace). Writes bench/RESULTS-startup.md.
-# About 3 minutes with the defaults (the SystemTap cases translate first).
+# About 20 s a round on a quiet machine (9 rounds by default).
 set -eu
 cd "$(dirname "$0")/.."
 bin=$(mktemp -d /tmp/bpftap-startup.XXXXXX)

@@ -1,17 +1,28 @@
-// Command startup is bpftap's seed-002 benchmark: how long a tracer takes
-// to run errno.stp's question (which system calls fail, by process) around
-// a command that does nothing (`-c true`), from launch to exit: parse,
-// translate, load, attach, run, detach. SystemTap's lesson was that
-// syscall.*.return costs seconds where syscall_any.return costs a fraction;
-// this puts bpftap's two forms beside bpftrace's (one probe per call, and
-// the raw tracepoint) and SystemTap's BPF runtime (through stap-oracle).
+// Command startup is bpftap's start-up benchmark (issue 27, after seed
+// 002): how long a tracer takes from launch to exit (parse, translate,
+// load, attach, run, detach) on scripts that do almost nothing, each beside
+// its peer, in the same run:
+//
+//   - the seed's counting script (count system calls by process, exit at
+//     once) against bpftrace's equivalent;
+//   - `probe begin { exit() }` against bpftrace's `BEGIN { exit(); }`;
+//   - `syscall.*` printing name(argstr) against `syscall_any` doing the same;
+//   - errno.stp's `syscall.*.return` against errno_any.stp's
+//     `syscall_any.return`;
+//   - `-T 1` on every `syscalls:sys_enter_*` tracepoint against `-T 1` on
+//     `raw_syscalls:sys_enter`, both reading a context field (mostly the cost
+//     of attaching and detaching hundreds of perf events).
 //
 // Every round runs every case once, in a fresh random order; the report
-// gives each case's median wall time with a 95% interval, and its ratio to
-// bpftap's syscall_any.return form paired round by round.
+// gives each case's median wall time with a 95% interval, the median of its
+// per-round ratio to its peer beside the issue's target, and its peak
+// memory (the maximum resident set size the kernel reports for the
+// process). With -before BINARY (another build of bpftap, such as main's),
+// every bpftap case also runs with it in the same rounds, so a change's
+// before and after compare in one run.
 //
 // Run it through bench/startup.sh (root; tracefs mounted in a private
-// namespace for bpftrace).
+// namespace for bpftrace and the per-syscall tracepoints).
 package main
 
 import (
@@ -24,68 +35,56 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/bpftap/bpftap/bench/stats"
 )
 
-// startupCase is one command timed from launch to exit.
+// startupCase is one command timed from launch to exit; a case with a peer
+// is compared with it round by round against the target ratio.
 type startupCase struct {
-	name string
-	argv []string
-	ref  bool // the reference of the ratios
+	name   string
+	argv   []string
+	peer   *startupCase
+	target float64
 }
 
+// sample is one run of a case: wall milliseconds and peak memory in MiB.
+type sample struct{ ms, mib float64 }
+
 const (
-	bpftraceEach = `tracepoint:syscalls:sys_exit_* /args->ret < 0/ { @[pid, probe, args->ret, comm] = count(); }`
-	bpftraceRaw  = `tracepoint:raw_syscalls:sys_exit /args->ret < 0/ { @[pid, args->id, args->ret, comm] = count(); }`
+	seedScript     = `global s probe kernel.trace("sys_enter") { s[execname()]++ } probe begin { exit() }`
+	seedBpftrace   = `tracepoint:raw_syscalls:sys_enter { @s[comm] = count(); } BEGIN { exit(); }`
+	argstrScript   = `probe %s { if (pid() == target()) printf("%%s(%%s)\n", name, argstr) }`
+	tracepointTick = `global n probe kernel.trace("%s") { n <<< $%s }`
 )
 
 func main() {
-	rounds := flag.Int("rounds", 15, "rounds; each runs every case once, in random order")
+	rounds := flag.Int("rounds", 9, "rounds; each runs every case once, in random order")
 	bin := flag.String("bpftap", "./bpftap", "the bpftap binary")
+	before := flag.String("before", "", "another bpftap binary (such as main's) whose cases run beside bin's in the same rounds")
 	examples := flag.String("examples", "examples", "bpftap's examples directory")
-	oracle := flag.String("oracle", "/work/shared/tools/stap-oracle", "stap-oracle path ('' skips SystemTap)")
-	oracleRounds := flag.Int("oracle-rounds", 3, "rounds of the SystemTap cases (each takes seconds)")
 	out := flag.String("o", "bench/RESULTS-startup.md", "report file")
 	flag.Parse()
 	*examples, _ = filepath.Abs(*examples)
-	cases := []*startupCase{
-		{name: "bpftap errno.stp, `syscall.*.return`", argv: []string{*bin, filepath.Join(*examples, "errno.stp"), "-c", "/bin/true"}},
-		{name: "bpftap errno_any.stp, `syscall_any.return`", argv: []string{*bin, filepath.Join(*examples, "errno_any.stp"), "-c", "/bin/true"}, ref: true},
-		{name: "bpftap `syscall.*` printing name(argstr)", argv: []string{*bin, "-e", `probe syscall.* { if (pid() == target()) printf("%s(%s)\n", name, argstr) }`, "-c", "/bin/true"}},
-		{name: "bpftrace `tracepoint:syscalls:sys_exit_*`", argv: []string{"bpftrace", "-e", bpftraceEach, "-c", "/bin/true"}},
-		{name: "bpftrace `tracepoint:raw_syscalls:sys_exit`", argv: []string{"bpftrace", "-e", bpftraceRaw, "-c", "/bin/true"}},
-	}
-	var slow []*startupCase
-	if *oracle != "" {
-		slow = []*startupCase{
-			{name: "SystemTap BPF runtime, errno.stp `syscall.*.return`", argv: []string{*oracle, filepath.Join(*examples, "errno.stp"), "-c", "/bin/true"}},
-			{name: "SystemTap BPF runtime, errno_any.stp `syscall_any.return`", argv: []string{*oracle, filepath.Join(*examples, "errno_any.stp"), "-c", "/bin/true"}},
-		}
-		for _, c := range slow { // the first run translates; later ones hit stap's cache
-			run(c)
-		}
-	}
-	times := map[*startupCase][]float64{}
+	cases := startupCases(*bin, *before, *examples)
+	times := map[*startupCase][]sample{}
 	errs := map[*startupCase]string{}
 	for r := range *rounds {
-		all := append([]*startupCase(nil), cases...)
-		if r < *oracleRounds {
-			all = append(all, slow...)
-		}
-		rand.Shuffle(len(all), func(i, j int) { all[i], all[j] = all[j], all[i] })
-		for _, c := range all {
-			ms, err := run(c)
+		order := append([]*startupCase(nil), cases...)
+		rand.Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
+		for _, c := range order {
+			s, err := run(c)
 			if err != nil {
 				errs[c] = err.Error()
-				ms = math.NaN()
+				s = sample{math.NaN(), math.NaN()}
 			}
-			times[c] = append(times[c], ms)
+			times[c] = append(times[c], s)
 		}
 		fmt.Fprintf(os.Stderr, "startup: round %d of %d\n", r+1, *rounds)
 	}
-	report := render(append(cases, slow...), times, errs, *rounds)
+	report := render(cases, times, errs, *rounds)
 	if err := os.WriteFile(*out, []byte(report), 0o644); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
@@ -93,8 +92,46 @@ func main() {
 	fmt.Fprintln(os.Stderr, "startup: wrote", *out)
 }
 
-// run times one launch-to-exit of c in milliseconds.
-func run(c *startupCase) (float64, error) {
+// startupCases returns the cases: bpftap's with bin, each peer of bpftap's
+// own right after the case that refers to it, then bpftrace's; with before
+// (another build of bpftap, such as main's), the bpftap cases again with it,
+// named with " (before)", against the same bpftrace cases.
+func startupCases(bin, before, examples string) []*startupCase {
+	seedPeer := &startupCase{name: "bpftrace's equivalent of the seed script", argv: []string{"bpftrace", "-e", seedBpftrace}}
+	beginPeer := &startupCase{name: "bpftrace `BEGIN { exit(); }`", argv: []string{"bpftrace", "-e", "BEGIN { exit(); }"}}
+	cases := bpftapCases(bin, "", examples, seedPeer, beginPeer)
+	if before != "" {
+		cases = append(cases, bpftapCases(before, " (before)", examples, seedPeer, beginPeer)...)
+	}
+	return append(cases, seedPeer, beginPeer)
+}
+
+// bpftapCases are the cases of one bpftap binary, their names ending in label.
+func bpftapCases(bin, label, examples string, seedPeer, beginPeer *startupCase) []*startupCase {
+	bpftap := func(name string, args ...string) *startupCase {
+		return &startupCase{name: name + label, argv: append([]string{bin}, args...)}
+	}
+	anyPeer := bpftap("bpftap `syscall_any` printing name(argstr)", "-e", fmt.Sprintf(argstrScript, "syscall_any"), "-c", "/bin/true")
+	anyReturnPeer := bpftap("bpftap errno_any.stp, `syscall_any.return`", filepath.Join(examples, "errno_any.stp"), "-c", "/bin/true")
+	rawPeer := bpftap("bpftap -T 1, `raw_syscalls:sys_enter` reading $id", "-T", "1", "-e", fmt.Sprintf(tracepointTick, "raw_syscalls:sys_enter", "id"))
+	compared := func(c, peer *startupCase, target float64) *startupCase {
+		c.peer, c.target = peer, target
+		return c
+	}
+	return []*startupCase{
+		compared(bpftap("bpftap seed script (sys_enter by execname, begin exit)", "-e", seedScript), seedPeer, 0.35),
+		compared(bpftap("bpftap `probe begin { exit() }`", "-e", "probe begin { exit() }"), beginPeer, 0.2),
+		compared(bpftap("bpftap `syscall.*` printing name(argstr)", "-e", fmt.Sprintf(argstrScript, "syscall.*"), "-c", "/bin/true"), anyPeer, 4),
+		anyPeer,
+		compared(bpftap("bpftap errno.stp, `syscall.*.return`", filepath.Join(examples, "errno.stp"), "-c", "/bin/true"), anyReturnPeer, 1.2),
+		anyReturnPeer,
+		compared(bpftap("bpftap -T 1, `syscalls:sys_enter_*` reading $__syscall_nr", "-T", "1", "-e", fmt.Sprintf(tracepointTick, "syscalls:sys_enter_*", "__syscall_nr")), rawPeer, 2),
+		rawPeer,
+	}
+}
+
+// run times one launch-to-exit of c and reads its peak memory.
+func run(c *startupCase) (sample, error) {
 	cmd := exec.Command(c.argv[0], c.argv[1:]...)
 	var stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = nil, &stderr
@@ -102,9 +139,13 @@ func run(c *startupCase) (float64, error) {
 	err := cmd.Run()
 	ms := float64(time.Since(start).Microseconds()) / 1000
 	if err != nil {
-		return 0, fmt.Errorf("%v: %s", err, firstLine(stderr.String()))
+		return sample{}, fmt.Errorf("%v: %s", err, firstLine(stderr.String()))
 	}
-	return ms, nil
+	var mib float64
+	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+		mib = float64(ru.Maxrss) / 1024 // KiB on Linux
+	}
+	return sample{ms, mib}, nil
 }
 
 func firstLine(s string) string {
@@ -112,31 +153,43 @@ func firstLine(s string) string {
 	return line
 }
 
-// render writes the report: medians, intervals, paired ratios.
-func render(cases []*startupCase, times map[*startupCase][]float64, errs map[*startupCase]string, rounds int) string {
+// render writes the report: medians, intervals, paired ratios, targets.
+func render(cases []*startupCase, times map[*startupCase][]sample, errs map[*startupCase]string, rounds int) string {
 	var b strings.Builder
 	host, _ := os.Hostname()
-	fmt.Fprintf(&b, "# Start-up of errno.stp (seed 002)\n\nWritten by `bench/startup.sh`, %s on %s; %d rounds (SystemTap: fewer, see n).\n\n",
-		time.Now().UTC().Format("2006-01-02 15:04 UTC"), host, rounds)
-	b.WriteString("Each case runs the question of the seed's errno.stp around `-c /bin/true`, launch to exit (parse, translate, load, attach, run, detach). ")
-	b.WriteString("Milliseconds, median [95% interval of the median]; × is the median of the per-round ratio to bpftap's `syscall_any.return` form.\n\n")
-	b.WriteString("| case | ms | × syscall_any.return | n |\n|---|---:|---:|---:|\n")
-	var ref []float64
+	load, _ := os.ReadFile("/proc/loadavg")
+	fmt.Fprintf(&b, "# Start-up (issue 27)\n\nWritten by `bench/startup.sh`, %s on %s; %d rounds; load average at the end: %s.\n\n",
+		time.Now().UTC().Format("2006-01-02 15:04 UTC"), host, rounds, strings.Join(strings.Fields(string(load))[:3], " "))
+	b.WriteString("Each case runs from launch to exit (parse, translate, load, attach, run, detach). ")
+	b.WriteString("Milliseconds and peak memory (max RSS), median [95% interval of the median]; × peer is the median of the per-round ratio to the peer named, beside the issue's target.\n\n")
+	b.WriteString("| case | ms | × peer | peer | target | max RSS MiB | n |\n|---|---:|---:|---|---:|---:|---:|\n")
 	for _, c := range cases {
-		if c.ref {
-			ref = times[c]
-		}
-	}
-	for _, c := range cases {
-		s := stats.Summarize(stats.Finite(times[c]))
-		if s.N == 0 {
-			fmt.Fprintf(&b, "| %s | failed: %s | | 0 |\n", c.name, errs[c])
+		ms := stats.Summarize(stats.Finite(field(times[c], msOf)))
+		if ms.N == 0 {
+			fmt.Fprintf(&b, "| %s | failed: %s | | | | | 0 |\n", c.name, errs[c])
 			continue
 		}
-		ratio := stats.Summarize(stats.Finite(ratios(times[c], ref)))
-		fmt.Fprintf(&b, "| %s | %s | %s | %d |\n", c.name, s.Format(1), ratio.Format(2), s.N)
+		ratio, peer, target := "", "", ""
+		if c.peer != nil {
+			r := stats.Summarize(stats.Finite(ratios(field(times[c], msOf), field(times[c.peer], msOf))))
+			ratio, peer, target = r.Format(2), c.peer.name, fmt.Sprintf("≤ %.2f", c.target)
+		}
+		mib := stats.Summarize(stats.Finite(field(times[c], mibOf)))
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %d |\n", c.name, ms.Format(1), ratio, peer, target, mib.Format(1), ms.N)
 	}
 	return b.String()
+}
+
+func msOf(s sample) float64  { return s.ms }
+func mibOf(s sample) float64 { return s.mib }
+
+// field picks one measure of every sample.
+func field(xs []sample, f func(sample) float64) []float64 {
+	out := make([]float64, len(xs))
+	for i, x := range xs {
+		out[i] = f(x)
+	}
+	return out
 }
 
 // ratios divides xs by ref round by round (NaN where either is missing).

@@ -1,7 +1,8 @@
 // Package driver is bpftap's command: it parses stap's command line and runs the
 // passes in order, stopping where -p says:
 //
-//	pass 1  parse       the user's script (-e, file or stdin, plus -E scripts) and the tapset library
+//	pass 1  parse       the user's script (-e, file or stdin, plus -E scripts) and the tapset
+//	                    library files it reaches (tapset.Index; every -I file)
 //	pass 2  elaborate   resolve probes, aliases, functions and variables; infer types
 //	pass 3  translate   kernel probes → BPF programs (package kernelside); -p3 lists them
 //	pass 4  load        maps created, programs through the kernel's verifier
@@ -70,6 +71,10 @@ type session struct {
 	// procfs files (exporter.go).
 	parent context.Context
 	begun  func(*interp.Interp)
+	// scripts are the user's scripts as read; partialLibrary: pass 1
+	// parsed only the library files they reach (parse.go).
+	scripts        []*syntax.Source
+	partialLibrary bool
 }
 
 func (s *session) run() int {
@@ -78,7 +83,7 @@ func (s *session) run() int {
 	// program of 100,000 instructions): collecting less often saves a third
 	// of pass 3. The run itself collects as usual.
 	gcPercent := debug.SetGCPercent(400)
-	user, libs, err := s.parse()
+	user, libs, err := s.parse(false)
 	if err != nil {
 		return s.fail(1, "parse", err)
 	}
@@ -89,7 +94,7 @@ func (s *session) run() int {
 		}
 		return 0
 	}
-	prog, err := s.elaborate(user, libs)
+	prog, err := s.analyze(user, libs)
 	if err != nil {
 		return s.fail(2, "analysis", s.privilegeFirst(err))
 	}

@@ -12,6 +12,22 @@ import (
 	"github.com/bpftap/bpftap/internal/syntax"
 )
 
+// analyze runs pass 2. If it fails on the part of the library pass 1
+// parsed, both passes run again over the whole library, so that every
+// diagnostic is the one the whole library gives (an unresolved name's
+// "similar:" suggestions draw on every name of the library).
+func (s *session) analyze(user, libs []*syntax.File) (*sema.Program, error) {
+	prog, err := s.elaborate(user, libs)
+	if err == nil || !s.partialLibrary {
+		return prog, err
+	}
+	// Pass 2 wrote its results on the first parse's trees: parse again.
+	if user, libs, err = s.parse(true); err != nil {
+		return nil, err
+	}
+	return s.elaborate(user, libs)
+}
+
 // elaborate runs pass 2 and prints its warnings.
 func (s *session) elaborate(user, libs []*syntax.File) (*sema.Program, error) {
 	for _, g := range s.opts.Globals {

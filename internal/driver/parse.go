@@ -12,13 +12,26 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/bpftap/bpftap/internal/probes"
 	"github.com/bpftap/bpftap/internal/syntax"
 	"github.com/bpftap/bpftap/internal/tapset"
 )
 
 // readScripts returns the user's scripts: the main one (-e, a file, stdin for
-// "-", or the probe of -l/-L PROBE) followed by the -E scripts.
+// "-", or the probe of -l/-L PROBE) followed by the -E scripts. They are read
+// once: pass 1 may run again (analyze), and stdin is read only once.
 func (s *session) readScripts() ([]*syntax.Source, error) {
+	if s.scripts == nil {
+		srcs, err := s.readScriptsOnce()
+		if err != nil {
+			return nil, err
+		}
+		s.scripts = srcs
+	}
+	return s.scripts, nil
+}
+
+func (s *session) readScriptsOnce() ([]*syntax.Source, error) {
 	var srcs []*syntax.Source
 	switch {
 	case s.opts.List != nil: // stap lists the probes of this script
@@ -117,17 +130,20 @@ func readKernelConfig(release string) string {
 }
 
 // parse runs pass 1: the user's scripts and the tapset library (embedded, then -I
-// directories). It returns the parsed user files and library files.
-func (s *session) parse() (user, libs []*syntax.File, err error) {
+// directories). It returns the parsed user files and library files. Of the
+// embedded library it parses only the files the scripts can reach
+// (tapset.Index), unless whole is set or the scripts are listed (-l, -L:
+// stap lists what the whole library resolves); every -I file is parsed.
+func (s *session) parse(whole bool) (user, libs []*syntax.File, err error) {
 	srcs, err := s.readScripts()
 	if err != nil {
 		return nil, nil, err
 	}
-	libSrcs, macroSrcs, err := s.librarySources()
+	cfg := s.parseConfig(srcs)
+	libSrcs, macroSrcs, err := s.librarySources(srcs, cfg.Args, whole || s.opts.List != nil)
 	if err != nil {
 		return nil, nil, err
 	}
-	cfg := s.parseConfig(srcs)
 	macros, errs := syntax.LoadMacros(macroSrcs...)
 	if len(errs) > 0 {
 		return nil, nil, errs
@@ -145,9 +161,31 @@ func (s *session) parse() (user, libs []*syntax.File, err error) {
 }
 
 // librarySources returns the tapset library's script files and macro files: the
-// embedded library first, then each -I directory's *.stp and *.stpm files.
-func (s *session) librarySources() (stp, stpm []*syntax.Source, err error) {
-	stp, stpm = tapset.Library()
+// embedded library first (whole, or the files the user's scripts and the -I
+// files reach), then each -I directory's *.stp and *.stpm files.
+func (s *session) librarySources(user []*syntax.Source, args []string, whole bool) (stp, stpm []*syntax.Source, err error) {
+	incStp, incStpm, err := s.includedSources()
+	if err != nil {
+		return nil, nil, err
+	}
+	s.partialLibrary = !whole
+	if whole {
+		stp, stpm = tapset.Library()
+	} else {
+		var roots []*syntax.Names
+		for _, src := range user {
+			roots = append(roots, syntax.ScanNames(src, args))
+		}
+		for _, src := range append(incStp, incStpm...) {
+			roots = append(roots, syntax.ScanNames(src, nil))
+		}
+		stp, stpm = tapset.LibraryIndex().Reach(roots, probes.PrologueCalls)
+	}
+	return append(stp, incStp...), append(stpm, incStpm...), nil
+}
+
+// includedSources returns each -I directory's *.stp and *.stpm files.
+func (s *session) includedSources() (stp, stpm []*syntax.Source, err error) {
 	for _, dir := range s.opts.Includes {
 		for _, ext := range []string{"*.stp", "*.stpm"} {
 			names, _ := filepath.Glob(filepath.Join(dir, ext))

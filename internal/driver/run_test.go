@@ -45,17 +45,22 @@ var update = flag.Bool("update", false, "rewrite the expected outputs of testdat
 //
 // Scripts run in-process through Main, exactly as the command runs them.
 func TestRun(t *testing.T) {
-	scripts, err := filepath.Glob("../../testdata/run/*.stp")
-	if err != nil || len(scripts) == 0 {
-		t.Fatalf("no scripts in testdata/run: %v", err)
-	}
-	for _, script := range scripts {
+	for _, script := range runScripts(t) {
 		name := strings.TrimSuffix(filepath.Base(script), ".stp")
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			runCase(t, script)
 		})
 	}
+}
+
+// runScripts returns the scripts of testdata/run.
+func runScripts(t *testing.T) []string {
+	scripts, err := filepath.Glob("../../testdata/run/*.stp")
+	if err != nil || len(scripts) == 0 {
+		t.Fatalf("no scripts in testdata/run: %v", err)
+	}
+	return scripts
 }
 
 func runCase(t *testing.T, script string) {

@@ -31,9 +31,10 @@ type pointerTypes struct {
 }
 
 // resolveAutocasts resolves the autocasts of every body.
+// A program without any does not load the kernel's BTF.
 func (e *elab) resolveAutocasts() {
 	k := e.castKernel()
-	if k == nil {
+	if k == nil || !e.hasAutocasts() {
 		return
 	}
 	btf, err := k.BTF()
@@ -43,6 +44,19 @@ func (e *elab) resolveAutocasts() {
 	pt := &pointerTypes{e: e, btf: btf, known: map[any]kernel.TypeID{}}
 	for pt.round() {
 	}
+}
+
+// hasAutocasts reports whether some probe or function has an autocast.
+func (e *elab) hasAutocasts() bool {
+	found := false
+	for _, b := range e.bodiesByName() {
+		syntax.Walk(b, func(n syntax.Node) bool {
+			_, cast := n.(*syntax.Autocast)
+			found = found || cast
+			return !found
+		})
+	}
+	return found
 }
 
 // round walks every body once, learning types and resolving the autocasts

@@ -21,3 +21,14 @@ func BenchmarkParseLibrary(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkLibraryIndex measures the scan that replaces parsing the
+// whole library at start-up (index.go).
+func BenchmarkLibraryIndex(b *testing.B) {
+	stp, stpm := tapset.Library()
+	for b.Loop() {
+		for _, src := range append(stp, stpm...) {
+			syntax.ScanNames(src, nil)
+		}
+	}
+}

@@ -1,0 +1,169 @@
+package syntax
+
+// Names is what a quick scan of a source's tokens finds it declaring and
+// mentioning, without preprocessing or parsing it: enough to tell which
+// library files a script can reach (internal/tapset's index). The scan
+// errs on the side of mentioning too much: both branches of a `%( %)`
+// conditional count, every identifier counts as a possible use of a
+// function or a global, and a probe point whose first component is not
+// plain text (a macro, a command-line argument) is recorded as "*".
+type Names struct {
+	// Declared at the top level: functions, globals, the first component of
+	// every name a probe alias defines, macros (@define).
+	Funcs, Globals, Aliases, Macros []string
+	// Mentioned: every identifier, the first component of every probe point
+	// that is not an alias's name (a pattern such as "sys*" or "*"), and the
+	// name of every macro used (without its '@').
+	Idents, Points, MacroUses []string
+}
+
+// ScanNames scans src (with the command-line arguments args pasted where
+// it refers to them, as the parser would) and returns its Names.
+func ScanNames(src *Source, args []string) *Names {
+	n := &namesScan{sc: newScanner(src, args), names: &Names{}}
+	for t := n.next(); t != nil; t = n.next() {
+		n.token(t)
+	}
+	return n.names
+}
+
+// namesScan is the state of ScanNames: the bracket depth, what the last
+// top-level keyword started, and the probe points being read.
+type namesScan struct {
+	sc      *scanner
+	names   *Names
+	depth   int
+	pending *token // a token read ahead and not yet handled
+	// points holds the first components of the points of the probe
+	// declaration being read (inProbe), until its `=` (an alias: they are
+	// its names) or its body.
+	inProbe bool
+	atPoint bool // the next token starts a probe point
+	points  []string
+}
+
+func (n *namesScan) next() *token {
+	if t := n.pending; t != nil {
+		n.pending = nil
+		return t
+	}
+	return n.sc.scan()
+}
+
+func (n *namesScan) token(t *token) {
+	switch {
+	case t.kind == tokIdent:
+		n.names.Idents = append(n.names.Idents, t.text)
+	case t.kind == tokOperator && t.text == "@define":
+		if m := n.next(); m != nil && m.kind == tokIdent {
+			n.names.Macros = append(n.names.Macros, m.text)
+		}
+		return
+	case t.kind == tokOperator && t.text[0] == '@' && len(t.text) > 1:
+		n.names.MacroUses = append(n.names.MacroUses, t.text[1:])
+	}
+	if n.inProbe {
+		n.probeToken(t)
+		return
+	}
+	switch t.text {
+	case "{", "(", "[":
+		n.depth++
+	case "}", ")", "]":
+		n.depth--
+	}
+	if n.depth != 0 || t.kind != tokKeyword {
+		return
+	}
+	switch t.text {
+	case "function":
+		if f := n.next(); f != nil && f.kind == tokIdent {
+			n.names.Funcs = append(n.names.Funcs, f.text)
+		}
+	case "global":
+		n.globals()
+	case "probe":
+		n.inProbe, n.atPoint, n.points = true, true, nil
+	}
+}
+
+// globals reads the names of a global declaration: NAME[%][[SIZE]][= VALUE],
+// separated by commas; the token after the last item is handled as usual.
+func (n *namesScan) globals() {
+	for {
+		t := n.next()
+		if t == nil || t.kind != tokIdent {
+			n.pending = t
+			return
+		}
+		n.names.Globals = append(n.names.Globals, t.text)
+		n.names.Idents = append(n.names.Idents, t.text)
+		t = n.next()
+		if t != nil && t.text == "%" {
+			t = n.next()
+		}
+		if t != nil && t.text == "[" {
+			for t != nil && t.text != "]" {
+				t = n.next()
+			}
+			t = n.next()
+		}
+		if t != nil && t.text == "=" {
+			if t = n.next(); t != nil && t.text == "-" {
+				n.next()
+			}
+			t = n.next()
+		}
+		if t == nil || t.text != "," {
+			n.pending = t
+			return
+		}
+	}
+}
+
+// probeToken reads one token of a probe declaration's points: the first
+// component of each point, up to the alias's `=`/`+=` or the body's `{`.
+func (n *namesScan) probeToken(t *token) {
+	switch {
+	case t.text == "(" || t.text == "[":
+		n.depth++
+	case t.text == ")" || t.text == "]":
+		n.depth--
+	case n.depth > 0:
+	case t.text == "{":
+		n.names.Points = append(n.names.Points, n.points...)
+		n.inProbe, n.depth = false, 1
+	case t.text == "=" || t.text == "+=":
+		n.names.Aliases = append(n.names.Aliases, n.points...)
+		n.points, n.atPoint = nil, true
+	case t.text == "," || t.text == "%(" || t.text == "%?" || t.text == "%:" || t.text == "%)":
+		n.atPoint = true
+	case n.atPoint:
+		n.points = append(n.points, n.firstComponent(t))
+		n.atPoint = false
+	}
+}
+
+// firstComponent reads the rest of a point's first component that starts
+// with t: identifiers, numbers and '*' written together.
+func (n *namesScan) firstComponent(t *token) string {
+	if !componentPart(t) {
+		return "*"
+	}
+	text := t.text
+	for {
+		u := n.next()
+		if u == nil || u.afterSpace || !componentPart(u) {
+			n.pending = u
+			return text
+		}
+		if u.kind == tokIdent {
+			n.names.Idents = append(n.names.Idents, u.text)
+		}
+		text += u.text
+	}
+}
+
+func componentPart(t *token) bool {
+	return t.kind == tokIdent || t.kind == tokKeyword || t.kind == tokNumber || t.text == "*" || t.text == "**"
+}

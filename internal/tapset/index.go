@@ -1,0 +1,175 @@
+package tapset
+
+import (
+	"path"
+	"strings"
+	"sync"
+
+	"github.com/bpftap/bpftap/internal/syntax"
+)
+
+// The library index: which embedded file declares which function, global,
+// probe alias and macro, so that pass 1 parses only the files a script can
+// reach instead of the whole library.
+//
+// It is made when first asked for, from the embedded files themselves by a
+// scan of their tokens (syntax.ScanNames, about a tenth of the cost of
+// parsing them), so it cannot go stale as files are added. Reach then
+// computes a closure: starting from the names the user's scripts mention,
+// a file is reached when it declares a function or global of a mentioned
+// identifier, an alias whose first component matches the first component
+// of a mentioned probe point (either may be a wildcard pattern), or a macro
+// a reached source uses; a reached file's own mentions join the search.
+// The closure over-approximates what the elaborator pulls in (every
+// identifier may be a call or a global; both branches of a conditional
+// count), which costs a few files too many and never one too few.
+
+// Index maps names to the embedded library files that declare them.
+type Index struct {
+	srcs    []*syntax.Source // the .stp files then the .stpm files, each in name order
+	stp     int              // srcs[:stp] are the .stp files
+	names   []*syntax.Names
+	decls   map[string][]int // function and global names, macro names as "@NAME"
+	aliases []alias
+}
+
+// alias is one alias name's first component (a pattern) and its file.
+type alias struct {
+	pattern string
+	file    int
+}
+
+var (
+	indexOnce sync.Once
+	libIndex  *Index
+)
+
+// LibraryIndex returns the index of the embedded library.
+func LibraryIndex() *Index {
+	indexOnce.Do(func() {
+		stp, stpm := Library()
+		libIndex = newIndex(append(stp, stpm...), len(stp))
+	})
+	return libIndex
+}
+
+func newIndex(srcs []*syntax.Source, stp int) *Index {
+	ix := &Index{srcs: srcs, stp: stp, names: make([]*syntax.Names, len(srcs)), decls: map[string][]int{}}
+	var wg sync.WaitGroup // the files are scanned in parallel
+	for i, src := range srcs {
+		wg.Go(func() { ix.names[i] = syntax.ScanNames(src, nil) })
+	}
+	wg.Wait()
+	for i, n := range ix.names {
+		for _, lists := range [][]string{n.Funcs, n.Globals} {
+			for _, name := range lists {
+				ix.decls[name] = append(ix.decls[name], i)
+			}
+		}
+		for _, m := range n.Macros {
+			ix.decls["@"+m] = append(ix.decls["@"+m], i)
+		}
+		for _, a := range n.Aliases {
+			ix.aliases = append(ix.aliases, alias{a, i})
+		}
+	}
+	return ix
+}
+
+// Reach returns the library's script files and macro files that the
+// sources scanned into roots can reach, each in name order. implied maps
+// the first component of probe points to the names their code uses beyond
+// the script's (the library functions a probe family's prologues call).
+func (ix *Index) Reach(roots []*syntax.Names, implied map[string][]string) (stp, stpm []*syntax.Source) {
+	r := &reach{ix: ix, implied: implied, seen: map[string]bool{}, files: make([]bool, len(ix.srcs))}
+	for _, n := range roots {
+		r.mentions(n)
+	}
+	for len(r.queue) > 0 {
+		i := r.queue[0]
+		r.queue = r.queue[1:]
+		r.mentions(ix.names[i])
+	}
+	for i, src := range ix.srcs {
+		switch {
+		case !r.files[i]:
+		case i < ix.stp:
+			stp = append(stp, src)
+		default:
+			stpm = append(stpm, src)
+		}
+	}
+	return stp, stpm
+}
+
+// reach is the state of one closure: the names already looked up, the files
+// reached, and those whose mentions are still to be followed.
+type reach struct {
+	ix      *Index
+	implied map[string][]string
+	seen    map[string]bool
+	files   []bool
+	queue   []int
+}
+
+func (r *reach) mentions(n *syntax.Names) {
+	for _, id := range n.Idents {
+		r.declared(id)
+	}
+	for _, m := range n.MacroUses {
+		r.declared("@" + m)
+	}
+	for _, p := range n.Points {
+		if r.seen["."+p] {
+			continue
+		}
+		r.seen["."+p] = true
+		for first, names := range r.implied {
+			if patternsMeet(p, first) {
+				for _, name := range names {
+					r.declared(name)
+				}
+			}
+		}
+		for _, a := range r.ix.aliases {
+			if patternsMeet(p, a.pattern) {
+				r.add(a.file)
+			}
+		}
+	}
+}
+
+func (r *reach) declared(key string) {
+	if r.seen[key] {
+		return
+	}
+	r.seen[key] = true
+	for _, i := range r.ix.decls[key] {
+		r.add(i)
+	}
+}
+
+func (r *reach) add(i int) {
+	if !r.files[i] {
+		r.files[i] = true
+		r.queue = append(r.queue, i)
+	}
+}
+
+// patternsMeet reports whether some component can match both patterns:
+// one matches the other, or both have wildcards and the text before their
+// first wildcard agrees.
+func patternsMeet(p, q string) bool {
+	if ok, _ := path.Match(p, q); ok {
+		return true
+	}
+	if ok, _ := path.Match(q, p); ok {
+		return true
+	}
+	i, j := strings.IndexByte(p, '*'), strings.IndexByte(q, '*')
+	if i < 0 || j < 0 {
+		return false
+	}
+	n := min(i, j)
+	return p[:n] == q[:n]
+}
