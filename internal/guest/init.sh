@@ -16,11 +16,18 @@ mount -t tracefs tracefs /sys/kernel/tracing
 mount -t bpf bpf /sys/fs/bpf
 hostname bpftap-guest
 results=/dev/ttyS1
-# The modules tests probe and read the BTF of (binfmt_misc); a failure shows
-# on the console, and as a module missing from the features.
-for ko in /modules/*.ko; do
-	[ -e "$ko" ] && insmod "$ko"
-done
+# load NAME...: insmod /modules/NAME.ko for each module not loaded yet, in
+# the order given (each after those it depends on).
+load() {
+	for m in "$@"; do
+		[ -d "/sys/module/$m" ] || insmod "/modules/$m.ko" || return
+	done
+}
+
+# The modules every case may use (/modules/boot: binfmt_misc, whose BTF
+# tests read); a failure shows on the console, and as a module missing from
+# the features.
+load $(cat /modules/boot)
 
 # frame KIND NAME STATUS: the last run's output, on the console and framed
 # in the results.
@@ -68,7 +75,8 @@ fi
 for cmd in /cases/*.cmd; do
 	[ -e "$cmd" ] || continue
 	name=$(basename "$cmd" .cmd)
-	(cd "/cases/$name" && exec timeout 150 sh "$cmd") </dev/null >/tmp/stdout 2>/tmp/stderr
+	# A case's own modules (/cases/NAME.modules) load first; they stay loaded.
+	(cd "/cases/$name" && load $(cat "/cases/$name.modules" 2>/dev/null) && exec timeout 150 sh "$cmd") </dev/null >/tmp/stdout 2>/tmp/stderr
 	frame case "$name" $?
 done
 
