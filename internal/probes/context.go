@@ -45,6 +45,10 @@ type Access struct {
 	// (a pointer member, &member, a member-less @cast), else 0: an
 	// autocast such as t->pid reads through it.
 	Pointee kernel.TypeID
+	// BTF holds the types Path and Pointee name: the kernel's, or a
+	// module's (whose type IDs continue the kernel's, each module's the
+	// same way, so that an ID alone does not say which).
+	BTF *kernel.BTF
 }
 
 // Context resolves the context expressions of one kernel probe point
@@ -299,27 +303,34 @@ func (c *Context) Cast(x *syntax.Cast) (*Access, *ContextError) {
 	return ResolveCast(c.kernel, x)
 }
 
-// ResolveCast resolves a @cast against the kernel's types.
+// ResolveCast resolves a @cast against the kernel's types. A module
+// "kernel:M1:M2" (stap's list of places to look) looks in the kernel's BTF,
+// then in each loaded module's of those named, in that order.
 func ResolveCast(k KernelInfo, x *syntax.Cast) (*Access, *ContextError) {
 	notFound := ctxErr(-1, "type definition '%s' not found in '%s'", x.TypeName, x.Module)
 	if x.Pretty > 0 {
 		return nil, ctxErr(-1, "pretty printing of @cast is not supported by bpftap")
 	}
+	places := strings.Split(x.Module, ":")
 	switch {
-	case !KernelModule(x.Module) && strings.ContainsAny(x.Module, "</"): // headers, a program's or library's DWARF
+	case !KernelModule(places[0]) && strings.ContainsAny(x.Module, "</"): // headers, a program's or library's DWARF
 		return nil, ctxErr(-1, "type '%s' in '%s' needs headers or debuginfo: bpftap finds @cast types only in the kernel's BTF (module \"kernel\" or \"kernel<header.h>\")", x.TypeName, x.Module)
-	case !KernelModule(x.Module) || k == nil:
+	case !KernelModule(places[0]) || k == nil:
 		return nil, notFound
 	}
-	btf, err := k.BTF()
-	if err != nil {
-		return nil, notFound
+	for i, place := range places {
+		btf, err := k.BTF()
+		if i > 0 {
+			btf, err = k.ModuleBTF(place)
+		}
+		if err != nil {
+			continue
+		}
+		if t := lookupType(btf, x.TypeName); t != nil {
+			return ResolvePointee(btf, t.ID, x.Components, x.AddrOf)
+		}
 	}
-	t := lookupType(btf, x.TypeName)
-	if t == nil {
-		return nil, notFound
-	}
-	return ResolvePointee(btf, t.ID, x.Components, x.AddrOf)
+	return nil, notFound
 }
 
 // KernelModule tells whether a @cast module names the kernel, whose types
@@ -376,7 +387,7 @@ func resolveFrom(btf *kernel.BTF, base kernel.TypeID) resolver {
 // chain resolves the components of a context expression step by step, so
 // that an error blames the component where it arose.
 func chain(btf *kernel.BTF, base kernel.TypeID, comps []*syntax.TargetComponent, addrOf bool, resolve resolver) (*Access, *ContextError) {
-	a := &Access{Type: syntax.TypeLong}
+	a := &Access{Type: syntax.TypeLong, BTF: btf}
 	if len(comps) == 0 {
 		return a, nil
 	}

@@ -249,7 +249,7 @@ var Builtins = index(
 	bpf(fn("jiffies", long)),
 	bpf(fn("HZ", long)),
 	fn("get_cycles", long),
-	fn("tz_ctime", str, l("epochsecs")),
+	captured(fn("tz_ctime", str, l("epochsecs"))),
 	fn("tz_gmtoff", long),
 	fn("tz_name", str),
 	// process context
