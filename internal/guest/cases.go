@@ -19,7 +19,8 @@ import (
 //	run CMDLINE        the command line, run by the guest's sh (required, once)
 //	kernels NAME...    the kernels the case runs on (default: every kernel)
 //	modules NAME...    kernel modules (of CaseModules) the guest loads before
-//	                   the case, with those they depend on, in order
+//	                   the case, with those they depend on, in order, and
+//	                   unloads after it
 //	status N           the exit status it must have (default 0)
 //	status@KERNEL N    the same, on one kernel only
 //

@@ -24,6 +24,15 @@ load() {
 	done
 }
 
+# unload NAME...: rmmod the modules named that /modules/boot does not name,
+# last first: those a case loaded, so that later runs see the guest as it
+# booted (a failure shows on the console).
+unload() {
+	for m in $(echo "$@" | tr ' ' '\n' | sed '1!G;h;$!d'); do
+		grep -qw "$m" /modules/boot || [ ! -d "/sys/module/$m" ] || rmmod "$m"
+	done
+}
+
 # The modules every case may use (/modules/boot: binfmt_misc, whose BTF
 # tests read); a failure shows on the console, and as a module missing from
 # the features.
@@ -75,9 +84,11 @@ fi
 for cmd in /cases/*.cmd; do
 	[ -e "$cmd" ] || continue
 	name=$(basename "$cmd" .cmd)
-	# A case's own modules (/cases/NAME.modules) load first; they stay loaded.
-	(cd "/cases/$name" && load $(cat "/cases/$name.modules" 2>/dev/null) && exec timeout 150 sh "$cmd") </dev/null >/tmp/stdout 2>/tmp/stderr
+	# A case's own modules (/cases/NAME.modules) load first, and unload after.
+	mods=$(cat "/cases/$name.modules" 2>/dev/null)
+	(cd "/cases/$name" && load $mods && exec timeout 150 sh "$cmd") </dev/null >/tmp/stdout 2>/tmp/stderr
 	frame case "$name" $?
+	unload $mods
 done
 
 for bin in /tests/*.test; do
