@@ -212,8 +212,14 @@ func runHost(script, dir, bin string) (map[string]outcome, error) {
 	return parseRun(string(stdout)), nil
 }
 
+// guestModules are the modules the guests load before the examples run:
+// the guest tests' own (binfmt_misc, the SCSI mid layer) and the NFS
+// server's, which network/nfsd* probe (nfsd, with sunrpc, grace, lockd,
+// nfs_acl and auth_rpcgss). They load once per boot, not per example.
+var guestModules = append(slices.Clone(guest.GuestModules), "nfsd")
+
 // runGuest boots the kernel named with the examples as /examples and the
-// script as its bench.
+// script as its bench, with guestModules loaded.
 func runGuest(name, script, dir, bin, work string, timeout time.Duration) (map[string]outcome, error) {
 	var k *guest.Kernel
 	for i := range guest.Kernels {
@@ -252,9 +258,13 @@ func runGuest(name, script, dir, bin, work string, timeout time.Duration) (map[s
 	if err := os.WriteFile(wrapper, []byte("#!/bin/sh\nexec sh /bench/examples.sh /examples\n"), 0o755); err != nil {
 		return nil, err
 	}
+	r := &guest.Initramfs{Busybox: busybox, Bpftap: bin, Files: files, Bench: wrapper, Config: img.Config}
+	if err := r.AddModules(img, guestModules...); err != nil {
+		return nil, err
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	run, _, err := guest.BootBench(ctx, qemu, img, &guest.Initramfs{Busybox: busybox, Bpftap: bin, Files: files, Bench: wrapper, Config: img.Config}, work)
+	run, _, err := guest.BootBench(ctx, qemu, img, r, work)
 	if err != nil {
 		return nil, err
 	}

@@ -126,9 +126,15 @@ func (g *gen) readString(c *syntax.Call) value {
 	dst := g.strSlot(width)
 	limit := width
 	fallback := strings.HasSuffix(c.Name, "2")
-	if len(c.Args) > 1 && !fallback { // a literal: tapset's table says so
-		n := c.Args[1].(*syntax.NumberLit).Value
-		limit = int(min(max(n, 0), int64(width-1))) + 1
+	cut := int16(0) // the stack slot of a length computed at run time
+	if len(c.Args) > 1 && !fallback {
+		if n, ok := c.Args[1].(*syntax.NumberLit); ok {
+			limit = int(min(max(n.Value, 0), int64(width-1))) + 1
+		} else {
+			g.long(c.Args[1])
+			cut = g.pushSlot()
+			g.emit(asm.StoreMem(asm.R10, cut, asm.R0, asm.DWord))
+		}
 	}
 	fn, what := asm.FnProbeReadKernelStr, tapset.KernelCopyFault("string")
 	if c.Name[0] == 'u' {
@@ -139,6 +145,10 @@ func (g *gen) readString(c *syntax.Call) value {
 	g.readStr(fn, dst, func() { g.emit(asm.Mov.Reg(asm.R3, regRec)) }, limit)
 	if !fallback {
 		g.emit(asm.JSLT.Imm(asm.R0, 0, g.errorSite(what, c.Pos, true)))
+		if cut != 0 {
+			g.cutString(dst, cut)
+			g.popStack(8)
+		}
 		return dst
 	}
 	done := g.newLabel("read")
@@ -146,6 +156,29 @@ func (g *gen) readString(c *syntax.Call) value {
 	g.strInto(dst, c.Args[1])
 	g.mark(done)
 	return dst
+}
+
+// cutString ends the string read into dst after the number of bytes in
+// the stack slot n (kernel_string_n with a length known at run time, such
+// as an NFS request's name, which no NUL ends): the whole string was read,
+// up to its NUL or dst's width, and a NUL is stored at n, clamped to dst.
+func (g *gen) cutString(dst value, n int16) {
+	positive, short := g.newLabel("cutpos"), g.newLabel("cutshort")
+	g.emit(
+		asm.LoadMem(asm.R1, asm.R10, n, asm.DWord),
+		asm.JSGE.Imm(asm.R1, 0, positive),
+		asm.Mov.Imm(asm.R1, 0),
+	)
+	g.mark(positive)
+	g.emit(
+		asm.JSLE.Imm(asm.R1, int32(dst.width-1), short),
+		asm.Mov.Imm(asm.R1, int32(dst.width-1)),
+	)
+	g.mark(short)
+	g.emit(
+		asm.Add.Reg(asm.R1, regScratch),
+		asm.StoreImm(asm.R1, int16(dst.off), 0, asm.Byte),
+	)
 }
 
 // userStringQuoted compiles user_string_quoted(addr): the string between

@@ -18,6 +18,9 @@ import (
 //
 //	run CMDLINE        the command line, run by the guest's sh (required, once)
 //	kernels NAME...    the kernels the case runs on (default: every kernel)
+//	modules NAME...    kernel modules (of CaseModules) the guest loads before
+//	                   the case, with those they depend on, in order, and
+//	                   unloads after it
 //	status N           the exit status it must have (default 0)
 //	status@KERNEL N    the same, on one kernel only
 //
@@ -31,6 +34,7 @@ type Case struct {
 	Name    string
 	Run     string
 	Kernels []string       // empty: every kernel
+	Modules []string       // modules to load first (not in dependency order)
 	Status  map[string]int // by "" (default) or kernel name
 	Files   []txtar.File   // written to the case's directory
 	Want    map[string]string
@@ -86,6 +90,8 @@ func (c *Case) directive(line string) error {
 				return err
 			}
 		}
+	case key == "modules" && kernel == "":
+		c.Modules = strings.Fields(rest)
 	case key == "status":
 		n, err := strconv.Atoi(rest)
 		if err != nil {

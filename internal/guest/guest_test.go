@@ -57,11 +57,14 @@ func TestGuest(t *testing.T) {
 			img, err := k.Fetch(cache)
 			unavailable(t, err)
 			r := &Initramfs{Busybox: busybox, Bpftap: bpftap, Tests: tests, TestData: testdata, TestFlags: goTestFlags,
-				Modules: img.Modules, Config: img.Config}
+				Config: img.Config}
 			for _, c := range cases {
 				if c.RunsOn(k.Name) {
 					r.Cases = append(r.Cases, c)
 				}
+			}
+			if err := r.AddModules(img, GuestModules...); err != nil {
+				t.Fatal(err)
 			}
 			bootAndCheck(t, qemu, img, r)
 		})

@@ -19,11 +19,27 @@ hostname bpftap-guest
 # @kernel_config; Debian's kernels have no /proc/config.gz).
 [ -e /boot/config ] && mv /boot/config "/boot/config-$(uname -r)"
 results=/dev/ttyS1
-# The modules tests probe and read the BTF of (binfmt_misc); a failure shows
-# on the console, and as a module missing from the features.
-for ko in /modules/*.ko; do
-	[ -e "$ko" ] && insmod "$ko"
-done
+# load NAME...: insmod /modules/NAME.ko for each module not loaded yet, in
+# the order given (each after those it depends on).
+load() {
+	for m in "$@"; do
+		[ -d "/sys/module/$m" ] || insmod "/modules/$m.ko" || return
+	done
+}
+
+# unload NAME...: rmmod the modules named that /modules/boot does not name,
+# last first: those a case loaded, so that later runs see the guest as it
+# booted (a failure shows on the console).
+unload() {
+	for m in $(echo "$@" | tr ' ' '\n' | sed '1!G;h;$!d'); do
+		grep -qw "$m" /modules/boot || [ ! -d "/sys/module/$m" ] || rmmod "$m"
+	done
+}
+
+# The modules every case may use (/modules/boot: binfmt_misc, whose BTF
+# tests read); a failure shows on the console, and as a module missing from
+# the features.
+load $(cat /modules/boot)
 
 # frame KIND NAME STATUS: the last run's output, on the console and framed
 # in the results.
@@ -71,8 +87,11 @@ fi
 for cmd in /cases/*.cmd; do
 	[ -e "$cmd" ] || continue
 	name=$(basename "$cmd" .cmd)
-	(cd "/cases/$name" && exec timeout 150 sh "$cmd") </dev/null >/tmp/stdout 2>/tmp/stderr
+	# A case's own modules (/cases/NAME.modules) load first, and unload after.
+	mods=$(cat "/cases/$name.modules" 2>/dev/null)
+	(cd "/cases/$name" && load $mods && exec timeout 150 sh "$cmd") </dev/null >/tmp/stdout 2>/tmp/stderr
 	frame case "$name" $?
+	unload $mods
 done
 
 for bin in /tests/*.test; do

@@ -29,12 +29,17 @@ type Initramfs struct {
 	// a flag), as /tests/NAME.flags.
 	TestFlags map[string][]string
 	Cases     []*Case // as /cases/NAME.cmd and the files in /cases/NAME
-	// Modules are kernel modules by name, as /modules/NAME.ko, which /init
-	// loads before anything runs.
+	// Modules are kernel modules by name, as /modules/NAME.ko.
 	Modules map[string]string
 	// Config is the kernel's configuration, as /boot/config-RELEASE (init
 	// names it after the running kernel).
 	Config string
+	// Boot are the Modules /init loads before anything runs, in that
+	// order (as /modules/boot).
+	Boot []string
+	// CaseModules are, by case name, the Modules /init loads before that
+	// case, in that order, those not loaded yet (as /cases/NAME.modules).
+	CaseModules map[string][]string
 	// Files are more host files by their path in the guest (usr/bin/x), for
 	// what a bench needs beside bpftap (a workload, another tracer and its
 	// shared libraries).
@@ -43,6 +48,33 @@ type Initramfs struct {
 	// which init runs before the cases and tests with no time limit of its
 	// own (the boot's context bounds it), framed as the run "bench run".
 	Bench string
+}
+
+// AddModules puts the modules named by boot, and those r's cases ask for
+// (Case.Modules), with every module they depend on, into r: Modules holds
+// only the modules some load needs, so that a boot whose cases want none
+// of CaseModules carries none of them.
+func (r *Initramfs) AddModules(img *Image, boot ...string) error {
+	order, err := img.LoadOrder(boot...)
+	if err != nil {
+		return err
+	}
+	r.Boot = order
+	r.Modules = map[string]string{}
+	r.CaseModules = map[string][]string{}
+	for _, k := range r.Cases {
+		if len(k.Modules) == 0 {
+			continue
+		}
+		if r.CaseModules[k.Name], err = img.LoadOrder(k.Modules...); err != nil {
+			return fmt.Errorf("case %s: %v", k.Name, err)
+		}
+		order = append(order, r.CaseModules[k.Name]...)
+	}
+	for _, m := range order {
+		r.Modules[m] = img.Modules[m]
+	}
+	return nil
 }
 
 // StaticBusybox finds busybox on PATH and checks that it needs no dynamic
@@ -97,6 +129,10 @@ func (r *Initramfs) Write(path string) error {
 	}
 	for name, ko := range r.Modules {
 		c.File("modules/"+name+".ko", ko)
+	}
+	c.Bytes("modules/boot", 0o644, []byte(strings.Join(r.Boot, " ")+"\n"))
+	for name, mods := range r.CaseModules {
+		c.Bytes("cases/"+name+".modules", 0o644, []byte(strings.Join(mods, " ")+"\n"))
 	}
 	for name, bin := range r.Tests {
 		c.File("tests/"+name+".test", bin)

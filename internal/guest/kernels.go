@@ -3,11 +3,13 @@ package guest
 import (
 	"bufio"
 	"bytes"
+	"debug/elf"
 	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -43,17 +45,23 @@ type Image struct {
 	Dir     string // the cache directory of the package
 	Vmlinuz string
 	Config  string
-	// Modules are the package's GuestModules, uncompressed, by name.
+	// Modules are the modules the cache holds, uncompressed, by name:
+	// GuestModules, CaseModules and every module they depend on.
 	Modules map[string]string
 }
 
-// GuestModules are the modules the guests load: binfmt_misc, whose
-// load_misc_binary every execve calls, gives tests a module function to
-// probe and a module's BTF to read; scsi_common and scsi_mod (loaded in
-// that order, init.sh's: by name) are the SCSI mid layer that scsi.*
-// probes. The package ships them compressed on 6.12 (.ko.xz), which
-// busybox's insmod cannot read: the cache keeps them uncompressed.
-var GuestModules = []string{"binfmt_misc", "scsi_common", "scsi_mod"}
+// GuestModules are the modules every guest loads at boot, with what they
+// depend on: binfmt_misc, whose load_misc_binary every execve calls, gives
+// tests a module function to probe and a module's BTF to read; scsi_mod
+// (after scsi_common) is the SCSI mid layer that scsi.* probes.
+var GuestModules = []string{"binfmt_misc", "scsi_mod"}
+
+// CaseModules are the modules a case may ask for (its modules directive),
+// loaded before it with what they depend on, in order: the NFS server
+// (nfsd: sunrpc, grace, lockd, nfs_acl, auth_rpcgss) and client (nfsv3,
+// nfsv4: nfs, netfs or fscache, dns_resolver). They cost a guest's boot
+// nothing unless a case of that boot asks for them.
+var CaseModules = []string{"nfsd", "nfsv3", "nfsv4"}
 
 // ErrUnavailable marks the failures that mean a guest cannot be had on this
 // machine (no apt, no network, no such package), as opposed to a bug.
@@ -120,8 +128,8 @@ func (k Kernel) Fetch(cache string) (*Image, error) {
 }
 
 // cached returns the image in the suite's cache directory, the newest when
-// there are several, or nil. An entry without GuestModules (cached before
-// the guests loaded modules) is no image.
+// there are several, or nil. An entry without GuestModules and CaseModules
+// (cached before the guests loaded them) is no image.
 func (k Kernel) cached(suite string) *Image {
 	dirs, _ := filepath.Glob(filepath.Join(suite, k.Package+"*"))
 	sort.Strings(dirs)
@@ -138,13 +146,15 @@ func (k Kernel) image(dir string) *Image {
 	img := &Image{Kernel: k, Dir: dir, Modules: map[string]string{}}
 	img.Vmlinuz = filepath.Join(dir, "vmlinuz")
 	img.Config = filepath.Join(dir, "config")
-	files := []string{img.Vmlinuz}
-	for _, m := range GuestModules {
-		img.Modules[m] = filepath.Join(dir, "modules", m+".ko")
-		files = append(files, img.Modules[m])
+	if _, err := os.Stat(img.Vmlinuz); err != nil {
+		return nil
 	}
-	for _, f := range files {
-		if _, err := os.Stat(f); err != nil {
+	kos, _ := filepath.Glob(filepath.Join(dir, "modules", "*.ko"))
+	for _, ko := range kos {
+		img.Modules[strings.TrimSuffix(filepath.Base(ko), ".ko")] = ko
+	}
+	for _, m := range append(slices.Clone(GuestModules), CaseModules...) {
+		if img.Modules[m] == "" {
 			return nil
 		}
 	}
@@ -222,8 +232,9 @@ func imageDependency(record []byte) string {
 }
 
 // unpack extracts the .deb in dir with dpkg-deb -x and moves what a guest
-// needs into staged: vmlinuz, config and GuestModules, uncompressed, in
-// modules/ (the other modules are left out: 6.1's take 400 MB).
+// needs into staged: vmlinuz, config, and GuestModules and CaseModules
+// with what they depend on, uncompressed, in modules/ (the other modules
+// are left out: 6.1's take 400 MB).
 func unpack(dir, staged string) error {
 	debs, _ := filepath.Glob(filepath.Join(dir, "*.deb"))
 	if len(debs) != 1 {
@@ -256,19 +267,18 @@ func unpack(dir, staged string) error {
 	return unpackModules(tree, filepath.Join(staged, "modules"))
 }
 
-// unpackModules copies GuestModules from the package's module tree to
-// dst, decompressing those that are compressed with xz.
+// unpackModules copies GuestModules and CaseModules from the package's
+// module tree to dst, and the modules they depend on (their .modinfo's
+// depends, read once each is copied), decompressing those compressed with
+// xz. The package has no modules.dep: depmod writes it on installation.
 func unpackModules(tree, dst string) error {
 	found := map[string]string{}
 	err := filepath.WalkDir(tree, func(path string, d os.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
 			return err
 		}
-		name := d.Name()
-		for _, m := range GuestModules {
-			if name == m+".ko" || name == m+".ko.xz" {
-				found[m] = path
-			}
+		if name, ok := strings.CutSuffix(strings.TrimSuffix(d.Name(), ".xz"), ".ko"); ok {
+			found[moduleName(name)] = path
 		}
 		return nil
 	})
@@ -278,30 +288,111 @@ func unpackModules(tree, dst string) error {
 	if err := os.Mkdir(dst, 0o755); err != nil {
 		return err
 	}
-	for _, m := range GuestModules {
+	queue := append(slices.Clone(GuestModules), CaseModules...)
+	done := map[string]bool{}
+	for len(queue) > 0 {
+		m := queue[0]
+		queue = queue[1:]
+		if done[m] {
+			continue
+		}
+		done[m] = true
 		src, ok := found[m]
 		if !ok {
 			return fmt.Errorf("module %s is not in %s", m, tree)
 		}
 		out := filepath.Join(dst, m+".ko")
-		if !strings.HasSuffix(src, ".xz") {
-			if err := os.Rename(src, out); err != nil {
-				return err
-			}
-			continue
+		if err := uncompressed(tree, src, out); err != nil {
+			return err
 		}
-		if _, err := exec.LookPath("xz"); err != nil {
-			return fmt.Errorf("%w: no xz to decompress %s (apt-get install xz-utils)", ErrUnavailable, src)
-		}
-		data, err := run(tree, "xz", "-dc", src)
+		deps, err := moduleDepends(out)
 		if err != nil {
 			return err
 		}
-		if err := os.WriteFile(out, data, 0o644); err != nil {
-			return err
-		}
+		queue = append(queue, deps...)
 	}
 	return nil
+}
+
+// uncompressed moves the module src to out, decompressing it when it is
+// compressed with xz.
+func uncompressed(tree, src, out string) error {
+	if !strings.HasSuffix(src, ".xz") {
+		return os.Rename(src, out)
+	}
+	if _, err := exec.LookPath("xz"); err != nil {
+		return fmt.Errorf("%w: no xz to decompress %s (apt-get install xz-utils)", ErrUnavailable, src)
+	}
+	data, err := run(tree, "xz", "-dc", src)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(out, data, 0o644)
+}
+
+// moduleName is the name the kernel knows a module file by: dashes in a
+// file's name are underscores in the module's.
+func moduleName(file string) string {
+	return strings.ReplaceAll(file, "-", "_")
+}
+
+// moduleDepends returns the modules the module file ko needs loaded
+// before it: the depends= entry of its .modinfo section.
+func moduleDepends(ko string) ([]string, error) {
+	f, err := elf.Open(ko)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	sec := f.Section(".modinfo")
+	if sec == nil {
+		return nil, fmt.Errorf("%s: no .modinfo section", ko)
+	}
+	info, err := sec.Data()
+	if err != nil {
+		return nil, fmt.Errorf("%s: %v", ko, err)
+	}
+	for _, entry := range bytes.Split(info, []byte{0}) {
+		if deps, ok := bytes.CutPrefix(entry, []byte("depends=")); ok && len(deps) > 0 {
+			return strings.Split(string(deps), ","), nil
+		}
+	}
+	return nil, nil
+}
+
+// LoadOrder returns the modules named and every module they depend on, in
+// an order insmod can load them: each after those it depends on.
+func (img *Image) LoadOrder(names ...string) ([]string, error) {
+	var order []string
+	seen := map[string]bool{}
+	var visit func(m string) error
+	visit = func(m string) error {
+		if seen[m] {
+			return nil
+		}
+		seen[m] = true
+		ko := img.Modules[m]
+		if ko == "" {
+			return fmt.Errorf("module %s is not in %s (the modules a case may ask for are GuestModules and CaseModules)", m, img.Dir)
+		}
+		deps, err := moduleDepends(ko)
+		if err != nil {
+			return err
+		}
+		for _, d := range deps {
+			if err := visit(d); err != nil {
+				return err
+			}
+		}
+		order = append(order, m)
+		return nil
+	}
+	for _, m := range names {
+		if err := visit(m); err != nil {
+			return nil, err
+		}
+	}
+	return order, nil
 }
 
 // run runs a command in dir and returns its standard output; an error

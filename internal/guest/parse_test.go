@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -12,13 +13,16 @@ import (
 // TestParseCase: directives, expectations by kernel, and the errors a
 // mistyped case gets.
 func TestParseCase(t *testing.T) {
-	c, err := ParseCase("x", []byte("# a comment\nkernels 6.12\nrun bpftap script.stp\nstatus 1\nstatus@6.12 2\n"+
+	c, err := ParseCase("x", []byte("# a comment\nkernels 6.12\nmodules nfsd nfsv4\nrun bpftap script.stp\nstatus 1\nstatus@6.12 2\n"+
 		"-- script.stp --\nprobe begin {}\n-- stdout --\nall\n-- stdout@6.12 --\nnew\n-- stderr.re --\nerror: .*\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if c.Run != "bpftap script.stp" || c.RunsOn("6.1") || !c.RunsOn("6.12") || c.WantStatus("6.1") != 1 || c.WantStatus("6.12") != 2 {
 		t.Errorf("parsed %+v", c)
+	}
+	if !slices.Equal(c.Modules, []string{"nfsd", "nfsv4"}) {
+		t.Errorf("modules %v", c.Modules)
 	}
 	if len(c.Files) != 1 || c.Files[0].Name != "script.stp" {
 		t.Errorf("files %v", c.Files)
@@ -126,7 +130,9 @@ func TestInitramfsBench(t *testing.T) {
 		return path
 	}
 	r := &Initramfs{Busybox: write("busybox", "#!/bin/sh\necho bin/sh\n"), Bpftap: write("bpftap", "B"),
-		Bench: write("run", "R"), Files: map[string]string{"usr/lib/x.so": write("x", "X"), "/lib64/ld.so": write("ld", "L")}}
+		Bench: write("run", "R"), Files: map[string]string{"usr/lib/x.so": write("x", "X"), "/lib64/ld.so": write("ld", "L")},
+		Modules: map[string]string{"a": write("a.ko", "A"), "b": write("b.ko", "BB")}, Boot: []string{"a"},
+		CaseModules: map[string][]string{"c": {"a", "b"}}}
 	initrd := filepath.Join(dir, "initrd")
 	if err := r.Write(initrd); err != nil {
 		t.Fatal(err)
@@ -136,7 +142,8 @@ func TestInitramfsBench(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, files, _ := readCPIO(t, data)
-	for name, want := range map[string]string{"bench/run": "R", "usr/lib/x.so": "X", "lib64/ld.so": "L", "bin/bpftap": "B", "bin/sh": "/bin/busybox"} {
+	for name, want := range map[string]string{"modules/a.ko": "A", "modules/b.ko": "BB", "modules/boot": "a\n",
+		"cases/c.modules": "a b\n", "bench/run": "R", "usr/lib/x.so": "X", "lib64/ld.so": "L", "bin/bpftap": "B", "bin/sh": "/bin/busybox"} {
 		if files[name] != want {
 			t.Errorf("%s holds %q, want %q", name, files[name], want)
 		}

@@ -45,6 +45,10 @@ type Access struct {
 	// (a pointer member, &member, a member-less @cast), else 0: an
 	// autocast such as t->pid reads through it.
 	Pointee kernel.TypeID
+	// BTF holds the types Path and Pointee name: the kernel's, or a
+	// module's (whose type IDs continue the kernel's, each module's the
+	// same way, so that an ID alone does not say which).
+	BTF *kernel.BTF
 }
 
 // Context resolves the context expressions of one kernel probe point
@@ -336,53 +340,69 @@ func (c *Context) Cast(x *syntax.Cast) (*Access, *ContextError) {
 
 // ResolveCast resolves a @cast against the kernel's types. The module is
 // stap's list of places to look, separated by ':'. The kernel ("",
-// "kernel", "kernel<linux/sched.h>") has its types in its BTF. A module
-// of C headers alone ("<sys/un.h>"), which stap compiles into a module of
-// types, falls back to the kernel's BTF too, where most of the types user
-// space shares with the kernel are (sockaddr_un); a type it lacks gets a
-// message that says where bpftap looked. A program's or a library's
-// types need their debuginfo, which bpftap does not read; other module
-// names have no types here.
+// "kernel", "kernel<linux/sched.h>") has its types in its BTF, and a
+// loaded module named in the list ("kernel:sunrpc:nfsd") its own, looked
+// in after the kernel's in the list's order. A module of C headers alone
+// ("<sys/un.h>"), which stap compiles into a module of types, falls back
+// to the kernel's BTF, where most of the types user space shares with the
+// kernel are (sockaddr_un); a type it lacks gets a message that says where
+// bpftap looked. A program's or a library's types need their debuginfo,
+// which bpftap does not read.
 func ResolveCast(k KernelInfo, x *syntax.Cast) (*Access, *ContextError) {
 	notFound := ctxErr(-1, "type definition '%s' not found in '%s'", x.TypeName, x.Module)
 	if x.Pretty > 0 {
 		return nil, ctxErr(-1, "pretty printing of @cast is not supported by bpftap")
 	}
-	kernelTypes, headers, debuginfo := castModules(x.Module)
+	places := castModules(x.Module)
+	kernelBTF := places.kernel || places.headers
 	switch {
-	case !kernelTypes && !headers && debuginfo:
+	case !kernelBTF && len(places.modules) == 0 && places.debuginfo:
 		return nil, ctxErr(-1, "type '%s' in '%s' needs debuginfo: bpftap finds @cast types only in the kernel's BTF (module \"kernel\", \"kernel<header.h>\" or \"<header.h>\")", x.TypeName, x.Module)
-	case !kernelTypes && !headers || k == nil:
+	case k == nil:
 		return nil, notFound
 	}
-	btf, err := k.BTF()
-	if err != nil {
-		return nil, notFound
+	var btfs []func() (*kernel.BTF, error)
+	if kernelBTF {
+		btfs = append(btfs, k.BTF)
 	}
-	t := lookupType(btf, x.TypeName)
-	switch {
-	case t == nil && !kernelTypes:
+	for _, m := range places.modules {
+		btfs = append(btfs, func() (*kernel.BTF, error) { return k.ModuleBTF(m) })
+	}
+	for _, load := range btfs {
+		if btf, err := load(); err == nil {
+			if t := lookupType(btf, x.TypeName); t != nil {
+				return ResolvePointee(btf, t.ID, x.Components, x.AddrOf)
+			}
+		}
+	}
+	if places.headers && !places.kernel {
 		return nil, ctxErr(-1, "type '%s' of '%s' is not in the kernel's BTF, where bpftap looks for the types of C headers (it compiles no headers)", x.TypeName, x.Module)
-	case t == nil:
-		return nil, notFound
 	}
-	return ResolvePointee(btf, t.ID, x.Components, x.AddrOf)
+	return nil, notFound
 }
 
-// castModules sorts the places a @cast module lists: the kernel, C
-// headers alone, a program or library (a path).
-func castModules(module string) (kernelTypes, headers, debuginfo bool) {
+// castPlaces are the places a @cast module lists, sorted: the kernel, C
+// headers alone, a program or library (a path), modules by name.
+type castPlaces struct {
+	kernel, headers, debuginfo bool
+	modules                    []string
+}
+
+func castModules(module string) castPlaces {
+	var p castPlaces
 	for _, m := range strings.Split(module, ":") {
 		switch {
 		case KernelModule(m):
-			kernelTypes = true
+			p.kernel = true
 		case strings.HasPrefix(m, "<") && strings.HasSuffix(m, ">"):
-			headers = true
+			p.headers = true
 		case strings.Contains(m, "/"):
-			debuginfo = true
+			p.debuginfo = true
+		default:
+			p.modules = append(p.modules, m)
 		}
 	}
-	return kernelTypes, headers, debuginfo
+	return p
 }
 
 // KernelModule tells whether a @cast module names the kernel, whose types
@@ -439,7 +459,7 @@ func resolveFrom(btf *kernel.BTF, base kernel.TypeID) resolver {
 // chain resolves the components of a context expression step by step, so
 // that an error blames the component where it arose.
 func chain(btf *kernel.BTF, base kernel.TypeID, comps []*syntax.TargetComponent, addrOf bool, resolve resolver) (*Access, *ContextError) {
-	a := &Access{Type: syntax.TypeLong}
+	a := &Access{Type: syntax.TypeLong, BTF: btf}
 	if len(comps) == 0 {
 		return a, nil
 	}

@@ -263,6 +263,13 @@ func matchFunctions(k KernelInfo, p *Point, pattern string) ([]*kernel.Function,
 			matched = append(matched, fn)
 		}
 	}
+	if len(matched) == 0 && module != "" && !strings.ContainsAny(pattern, "*?[") {
+		// A module not loaded has no functions: a kernel that probes no
+		// function says so first.
+		if _, _, err := kernelFunctionPoint(k, kernelFunctionCall{fn: &kernel.Function{Name: pattern, Module: module}}); err != nil {
+			return nil, err
+		}
+	}
 	if len(matched) == 0 {
 		return nil, &Error{Msg: "no match", detail: func() string {
 			var names []string

@@ -26,8 +26,15 @@ import (
 // locals (keyed by *syntax.Var) and of functions' returns (*syntax.Func).
 type pointerTypes struct {
 	e     *elab
-	btf   *kernel.BTF
-	known map[any]kernel.TypeID
+	btf   *kernel.BTF // the kernel's: where an Access names none
+	known map[any]pointee
+}
+
+// pointee is a pointer's target type and the BTF that describes it (a
+// module's type IDs mean nothing in the kernel's BTF).
+type pointee struct {
+	btf *kernel.BTF
+	id  kernel.TypeID
 }
 
 // resolveAutocasts resolves the autocasts of every body.
@@ -41,7 +48,7 @@ func (e *elab) resolveAutocasts() {
 	if err != nil {
 		return
 	}
-	pt := &pointerTypes{e: e, btf: btf, known: map[any]kernel.TypeID{}}
+	pt := &pointerTypes{e: e, btf: btf, known: map[any]pointee{}}
 	for pt.round() {
 	}
 }
@@ -98,14 +105,14 @@ func (pt *pointerTypes) learn(k any, x syntax.Expr) bool {
 		return false
 	}
 	t := pt.pointee(x)
-	if t != 0 {
+	if t.id != 0 {
 		pt.known[k] = t
 	}
-	return t != 0
+	return t.id != 0
 }
 
-// pointee is the type x points to, or 0 when unknown.
-func (pt *pointerTypes) pointee(x syntax.Expr) kernel.TypeID {
+// pointee is the type x points to, its id 0 when unknown.
+func (pt *pointerTypes) pointee(x syntax.Expr) pointee {
 	switch x := x.(type) {
 	case *syntax.Ident:
 		if x.Var != nil && x.Var.Kind == syntax.VarLocal {
@@ -120,16 +127,19 @@ func (pt *pointerTypes) pointee(x syntax.Expr) kernel.TypeID {
 			return pt.pointee(x.RHS)
 		}
 	case *syntax.Ternary:
-		if t := pt.pointee(x.Then); t != 0 {
+		if t := pt.pointee(x.Then); t.id != 0 {
 			return t
 		}
 		return pt.pointee(x.Else)
 	case *syntax.TargetVar, *syntax.Cast, *syntax.Autocast:
 		if a := pt.e.prog.Targets[x]; a != nil {
-			return a.Pointee
+			if a.BTF != nil {
+				return pointee{a.BTF, a.Pointee}
+			}
+			return pointee{pt.btf, a.Pointee}
 		}
 	}
-	return 0
+	return pointee{}
 }
 
 // resolve resolves autocast x once its operand's type is known, and tells
@@ -142,10 +152,10 @@ func (pt *pointerTypes) resolve(x *syntax.Autocast) bool {
 		return false
 	}
 	t := pt.pointee(x.Operand)
-	if t == 0 {
+	if t.id == 0 {
 		return false
 	}
-	a, err := probes.ResolvePointee(pt.btf, t, x.Components, x.AddrOf)
+	a, err := probes.ResolvePointee(t.btf, t.id, x.Components, x.AddrOf)
 	if err != nil {
 		pt.e.contextErrs[x] = err
 		return true

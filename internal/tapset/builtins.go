@@ -376,7 +376,7 @@ var Builtins = index(
 	// memory of traced processes and the kernel (the readers of numbers,
 	// NumberReads, are declared by init)
 	bpf(fn("kernel_string", str, l("addr"))),
-	bpfLiteral(2, fn("kernel_string_n", str, l("addr"), l("n"))),
+	bpf(fn("kernel_string_n", str, l("addr"), l("n"))),
 	bpf(fn("user_string", str, l("addr"))),
 	bpfLiteral(2, fn("user_string_n", str, l("addr"), l("n"))),
 	bpf(fn("user_string2", str, l("addr"), s("err_msg"))),
