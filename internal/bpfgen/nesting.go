@@ -33,6 +33,11 @@ import (
 //     goes straight to the map with atomic adds, and the owner flushes a
 //     pending value into the map with atomic adds too.
 //
+// Shared maps are exact the same way: a stack kept by value (stacks.go's
+// stackStore) draws its id with an atomic add, stores its frames under it,
+// then publishes it with one BPF_NOEXIST update, so nested programs (and
+// other CPUs) keep a stack once and never read an id before its frames.
+//
 // SkipMap's count is added to the kernel's recursion misses and reported
 // as skipped probes. A guard is taken with a plain load and store, which
 // is exact only because nesting is last-in first-out: an attach kind

@@ -22,7 +22,7 @@ import (
 // reads a string the kernel made — records, keys, values — so a stack is
 // symbolized once however often it was counted. A token is
 //
-//	ESC, the form (taskHex or taskText for a context task's stack), the
+//	ESC, the form (its stored byte for a stack kept by value, below), the
 //	id + 1 in four 6-bit digits each offset by '@',
 //	[a user stack: the build-id stack's id + 1, the same way,] NUL
 //
@@ -33,40 +33,46 @@ import (
 // backtrace() and sprint_backtrace() are that task's kernel stack, which
 // bpf_get_task_stack takes from the task off the CPU (its saved stack,
 // where it will resume), into a buffer: a program cannot add a stack to a
-// stack trace map. Such a stack is kept once under an id as StackMap keeps
-// its stacks: TaskStackIDMap finds the id of a stack by its addresses; a
-// new stack takes the next id (an atomic add on TaskStackCountMap), is
-// stored under it in TaskStackMap, then published in TaskStackIDMap unless
+// stack trace map. Such a stack is kept by value, once under an id as
+// StackMap keeps its stacks, in a store of stacks (stackStore, here
+// kernelStore): its ids map finds the id of a stack by its frames; a new
+// stack takes the next id (an atomic add on its count map), is stored
+// under it in its values map, then published in the ids map unless
 // another program published the same stack in between (its id is then
-// taken, and the one drawn is wasted). Its token differs from a StackMap
-// token only by the form's byte (taskHex, taskText), and user space reads
-// its addresses by id from TaskStackMap as from StackMap.
+// taken, and the one drawn is wasted). Every step is an atomic add or a
+// single map update, so programs that nest on a CPU, or run on others,
+// keep a stack once and never see an id before its frames are stored.
+// Its token differs from a StackMap token only by the form's stored byte,
+// and user space reads its frames by id from the store's values as from
+// StackMap.
 //
 // The stack maps keep Limits.MaxStacks stacks (-D MAXSTACKS). A stack
 // trace map has as many buckets as elements and keeps one stack per
 // bucket: bpf_get_stackid answers -EEXIST for a stack whose bucket another
 // stack holds, long before the map is full (~2 % of the stacks of a
-// profile at the default size). A kernel stack that collides so, or that
-// finds no free element (-ENOMEM), is kept by value instead, as a context
-// task's stack is: bpf_get_stack copies its frames, which TaskStackIDMap
-// and TaskStackMap keep once under an id, and its token names TaskStackMap
-// (kernelStackID); a stack costs the one bpf_get_stackid call unless it
-// collides. So the kernel stacks kept number MaxStacks in StackMap and as
-// many again by value. A stack the kernel cannot keep at all is a token of
-// no stack, the empty string, and is counted in StackFailMap (an atomic
-// add on a shared word: exact when programs nest and across CPUs), which
-// the driver reports at exit: a colliding kernel stack that found
-// TaskStackMap full, a user stack's -EEXIST or -ENOMEM (a user stack has
-// two ids, and TaskStackMap keeps kernel addresses only); a context task's stack that
-// bpf_get_task_stack could not take, or that found TaskStackMap full. A
-// user stack whose build-id frames BuildIDStackMap could not keep (the
-// same errors; -ENOMEM there also for a stack it has, once every element
-// is in use, since the kernel takes an element before it compares) keeps
-// its addresses, named only where user space knows them from elsewhere: it
-// is counted in StackFailMap's second word. Not counted: -EFAULT from
-// bpf_get_stackid, the kernel's answer for a stack with no frame (the
-// kernel stack of a sample taken in user mode, the user stack of a kernel
-// thread), which is "" in stap too, and an empty task stack.
+// profile at the default size). A stack that collides so, or that finds
+// no free element (-ENOMEM), is kept by value instead: bpf_get_stack
+// copies its frames into a store. A kernel stack goes to kernelStore, with
+// the context tasks' stacks (kernelStackID). A user stack goes to
+// userStore when either of its maps fails it, its addresses and its
+// build-id frames side by side (userStackID): both digit groups of its
+// token then hold its one id there. A stack costs its bpf_get_stackid
+// calls unless it collides. So the stacks kept number MaxStacks in the
+// maps and as many again by value. A stack the kernel cannot keep at all
+// is a token of no stack, the empty string, and is counted in StackFailMap
+// (an atomic add on a shared word: exact when programs nest and across
+// CPUs), which the driver reports at exit: a colliding stack that found
+// its store full, a context task's stack that bpf_get_task_stack could
+// not take, or that found kernelStore full. A colliding user stack that
+// finds userStore full keeps what its maps kept: its addresses, when only
+// BuildIDStackMap failed it (-ENOMEM there also for a stack it has, once
+// every element is in use, since the kernel takes an element before it
+// compares), named only where user space knows them from elsewhere and
+// counted in StackFailMap's second word; or nothing, counted as lost. Not
+// counted: -EFAULT from bpf_get_stackid, the kernel's answer for a stack
+// with no frame (the kernel stack of a sample taken in user mode, the
+// user stack of a kernel thread), which is "" in stap too, and an empty
+// stack.
 // BPF_F_REUSE_STACKID is not used: with it a stack whose bucket is taken
 // replaces the stack there under the same id, and every token taken
 // before, a key counted in a map meanwhile, would then name the new stack,
@@ -106,12 +112,24 @@ const (
 	StackFailBuildIDs = 8 // user stacks kept without their build-id frames
 )
 
-// The maps of the context tasks' kernel stacks.
+// The maps of kernelStore: the kernel stacks kept by value.
 const (
 	TaskStackMap      = "taskstacks"      // ARRAY id → MaxBacktrace addresses
 	TaskStackIDMap    = "taskstack_ids"   // HASH MaxBacktrace addresses → u32 id
 	TaskStackCountMap = "taskstack_count" // ARRAY of one u64: the ids given
 )
+
+// The maps of userStore: the user stacks kept by value.
+const (
+	UserStackMap      = "ustack_vals"  // ARRAY id → MaxBacktrace UserStackFrameSize frames
+	UserStackIDMap    = "ustack_ids"   // HASH those frames → u32 id
+	UserStackCountMap = "ustack_count" // ARRAY of one u64: the ids given
+)
+
+// UserStackFrameSize is the size of a frame of a user stack kept by
+// value: UserStackMap's value is the stack's MaxBacktrace addresses, then
+// its MaxBacktrace build-id frames (as BuildIDStackMap's).
+const UserStackFrameSize = 8 + BuildIDFrameSize
 
 // MaxBacktrace is the most frames a stack keeps (stap's MAXBACKTRACE).
 const MaxBacktrace = 20
@@ -129,21 +147,13 @@ const (
 // User tells whether the form is of a user-space stack.
 func (f StackForm) User() bool { return f == UserHex || f == UserText }
 
-// The bytes that name the form of a token of a context task's stack,
-// whose id is in TaskStackMap.
-const (
-	taskHex  = 't' // KernelHex
-	taskText = 'T' // KernelText
-)
+// The bytes that name the form of a token of a stack kept by value,
+// whose id is in kernelStore or userStore.
+var storedForms = map[StackForm]byte{KernelHex: 't', KernelText: 'T', UserHex: 'v', UserText: 'V'}
 
-// taskByte is the byte naming kernel form f in a token of a context
-// task's stack.
-func (f StackForm) taskByte() byte {
-	if f == KernelText {
-		return taskText
-	}
-	return taskHex
-}
+// storedByte is the byte naming form f in a token of a stack kept by
+// value.
+func (f StackForm) storedByte() byte { return storedForms[f] }
 
 const (
 	tokenMark       = 0x1b
@@ -163,9 +173,10 @@ func tokenLen(form StackForm) int {
 // StackToken is what a stack token names.
 type StackToken struct {
 	Form StackForm
-	// Task: a context task's kernel stack, whose ID is in TaskStackMap.
-	Task bool
-	// ID is the stack's id in StackMap (TaskStackMap for Task); Valid is
+	// Stored: a stack kept by value, whose ID is in TaskStackMap, or for a
+	// user stack in UserStackMap (BuildIDs then the same).
+	Stored bool
+	// ID is the stack's id in StackMap (or its store's, above); Valid is
 	// false when the kernel could not take the stack.
 	ID    uint32
 	Valid bool
@@ -181,16 +192,10 @@ func ParseStackToken(s string) (tok StackToken, ok bool) {
 	if len(s) < 2 || s[0] != tokenMark {
 		return StackToken{}, false
 	}
-	tok.Form = StackForm(s[1])
-	switch s[1] {
-	case taskHex:
-		tok.Form, tok.Task = KernelHex, true
-	case taskText:
-		tok.Form, tok.Task = KernelText, true
-	case byte(KernelHex), byte(KernelText), byte(UserHex), byte(UserText):
-	default:
+	if tok.Form, ok = tokenForm(s[1]); !ok {
 		return StackToken{}, false
 	}
+	tok.Stored = s[1] != byte(tok.Form)
 	if len(s) < tokenLen(tok.Form) || !digits(s[2:tokenLen(tok.Form)]) {
 		return StackToken{}, false
 	}
@@ -199,6 +204,16 @@ func ParseStackToken(s string) (tok StackToken, ok bool) {
 		tok.BuildIDs, tok.BuildIDsValid = tokenID(s[2+tokenDigits:])
 	}
 	return tok, true
+}
+
+// tokenForm is the form a token's form byte b names.
+func tokenForm(b byte) (StackForm, bool) {
+	for form, stored := range storedForms {
+		if b == byte(form) || b == stored {
+			return form, true
+		}
+	}
+	return 0, false
 }
 
 // Len is the length of the token.
@@ -220,6 +235,37 @@ func tokenID(s string) (uint32, bool) {
 	return n - 1, n != 0
 }
 
+// stackStore is a store of stacks kept by value (see above), in three
+// maps: values, an ARRAY id → the stack's frames; ids, a HASH frames →
+// id; count, an ARRAY of one u64, the ids given. Each of its stacks takes
+// frameSize bytes a frame, MaxBacktrace frames.
+type stackStore struct {
+	values, ids, count string
+	frameSize          int
+}
+
+// The stores of stacks kept by value: kernelStore has kernel stacks (a
+// context task's, or one that collided in StackMap), their addresses;
+// userStore has user stacks that collided in StackMap or
+// BuildIDStackMap, their addresses and then their build-id frames.
+var (
+	kernelStore = stackStore{TaskStackMap, TaskStackIDMap, TaskStackCountMap, 8}
+	userStore   = stackStore{UserStackMap, UserStackIDMap, UserStackCountMap, UserStackFrameSize}
+)
+
+// size is the size of a stack in the store.
+func (s stackStore) size() int { return s.frameSize * MaxBacktrace }
+
+// maps describes the store's maps, keeping n stacks.
+func (s stackStore) maps(n uint32) []Map {
+	size := uint32(s.size())
+	return []Map{
+		{s.values, &ebpf.MapSpec{Name: s.values, Type: ebpf.Array, KeySize: 4, ValueSize: size, MaxEntries: n}},
+		{s.ids, &ebpf.MapSpec{Name: s.ids, Type: ebpf.Hash, KeySize: size, ValueSize: 4, MaxEntries: n}},
+		{s.count, &ebpf.MapSpec{Name: s.count, Type: ebpf.Array, KeySize: 4, ValueSize: 8, MaxEntries: 1}},
+	}
+}
+
 // stackMaps describes the stack maps the programs use, each keeping
 // MaxStacks stacks, and StackFailMap.
 func (m *Module) stackMaps() []Map {
@@ -235,22 +281,17 @@ func (m *Module) stackMaps() []Map {
 	if m.userStacks {
 		maps = append(maps, Map{BuildIDStackMap, &ebpf.MapSpec{Name: "ustacks", Type: ebpf.StackTrace, KeySize: 4,
 			Flags: bpfStackBuildID, ValueSize: BuildIDFrameSize * MaxBacktrace, MaxEntries: n}})
+		maps = append(maps, userStore.maps(n)...)
 	}
 	if m.taskStacks {
-		maps = append(maps,
-			Map{TaskStackMap, &ebpf.MapSpec{Name: "taskstacks", Type: ebpf.Array, KeySize: 4,
-				ValueSize: 8 * MaxBacktrace, MaxEntries: n}},
-			Map{TaskStackIDMap, &ebpf.MapSpec{Name: "taskstack_ids", Type: ebpf.Hash, KeySize: 8 * MaxBacktrace,
-				ValueSize: 4, MaxEntries: n}},
-			Map{TaskStackCountMap, &ebpf.MapSpec{Name: "taskstack_count", Type: ebpf.Array, KeySize: 4,
-				ValueSize: 8, MaxEntries: 1}})
+		maps = append(maps, kernelStore.maps(n)...)
 	}
 	return maps
 }
 
 // stackToken compiles backtrace() and friends: the stack's id in
-// StackMap (and a user stack's in BuildIDStackMap), or the context task's
-// kernel stack's in TaskStackMap, then the token naming it.
+// StackMap (and a user stack's in BuildIDStackMap), or in a store of
+// stacks kept by value, then the token naming it.
 func (g *gen) stackToken(form StackForm) value {
 	p := g.ownProbe()
 	n := tokenLen(form)
@@ -259,7 +300,7 @@ func (g *gen) stackToken(form StackForm) value {
 	taskArg, task := g.m.prog.ContextTaskArg(p)
 	task = task && !form.User() && g.contextTask() != nil
 	if task {
-		formByte = form.taskByte()
+		formByte = form.storedByte()
 	}
 	g.emit(
 		asm.StoreImm(regScratch, int16(v.off), tokenMark, asm.Byte),
@@ -271,9 +312,8 @@ func (g *gen) stackToken(form StackForm) value {
 		g.taskStackID(taskArg)
 	case form.User():
 		g.m.stacks, g.m.userStacks = true, true
-		g.stackID(BuildIDStackMap, bpfUserStack, StackFailBuildIDs)
-		g.tokenDigits(v.off + 2 + tokenDigits)
-		g.stackID(StackMap, bpfUserStack, StackFailLost)
+		g.userStackID(form, v.off+1)
+		return v
 	default:
 		g.m.stacks = true
 		g.kernelStackID(form, v.off+1)
@@ -285,8 +325,8 @@ func (g *gen) stackToken(form StackForm) value {
 // kernelStackID takes the current kernel stack into StackMap and leaves
 // its id in R0. A stack whose bucket another stack holds (-EEXIST), or
 // that finds no free element (-ENOMEM), is kept by value instead, as a
-// context task's stack is (storedStackID):
-// the token's form byte at formOff then names TaskStackMap. Negative when
+// context task's stack is (storedStackID in kernelStore):
+// the token's form byte at formOff then names the store. Negative when
 // the stack has no frame or could not be kept (counted).
 func (g *gen) kernelStackID(form StackForm, formOff int) {
 	kept, collided := g.newLabel("stack_kept"), g.newLabel("stack_collided")
@@ -297,41 +337,114 @@ func (g *gen) kernelStackID(form StackForm, formOff int) {
 		asm.FnGetStackid.Call(),
 		asm.JSGE.Imm(asm.R0, 0, kept),
 		asm.JEq.Imm(asm.R0, -int32(unix.EFAULT), kept),
-		asm.JEq.Imm(asm.R0, -int32(unix.EEXIST), collided),
-		asm.JEq.Imm(asm.R0, -int32(unix.ENOMEM), collided),
 	)
+	g.jumpIfCollided(asm.R0, collided)
 	g.countStackFailure(StackFailLost)
 	g.emit(asm.Ja.Label(kept))
 	g.mark(collided)
-	g.emit(asm.StoreImm(regScratch, int16(formOff), int64(form.taskByte()), asm.Byte))
-	g.storedStackID(func(frames int32) {
-		g.emit(
-			asm.Mov.Reg(asm.R1, regCtx),
-			asm.Mov.Reg(asm.R2, regScratch),
-			asm.Add.Imm(asm.R2, frames),
-			asm.Mov.Imm(asm.R3, 8*MaxBacktrace),
-			asm.Mov.Imm(asm.R4, 0),
-			asm.FnGetStack.Call(), // the bytes it wrote, the rest zeroed
-		)
-	})
+	g.emit(asm.StoreImm(regScratch, int16(formOff), int64(form.storedByte()), asm.Byte))
+	g.m.taskStacks = true
+	g.countedStackID(kernelStore, func(frames int32) { g.getStack(frames, 0, 8*MaxBacktrace) })
 	g.mark(kept)
 }
 
-// stackID takes the stack into stack map m and leaves its id in R0,
-// negative when the kernel could not take it: counted in StackFailMap's
-// word at failWord unless it is -EFAULT, a stack without frames.
-func (g *gen) stackID(m string, flags, failWord int32) {
-	kept := g.newLabel("stack_kept")
+// userStackID takes the current user stack, its build-id frames into
+// BuildIDStackMap and its addresses into StackMap, and writes the token's
+// digits after the form byte at formOff: the addresses' id + 1, then the
+// build-id frames'. A stack that either map cannot keep (-EEXIST,
+// -ENOMEM) is kept by value in userStore instead, frames and addresses
+// together: the form byte then names the store and both digit groups
+// hold the stack's id there. When the store is full too, what the maps
+// kept stays: the addresses without their build-id frames (counted as a
+// build-id failure), or no stack (counted as lost).
+func (g *gen) userStackID(form StackForm, formOff int) {
+	addrs, buildIDs := g.pushSlot(), g.pushSlot()
+	collided, full, done := g.newLabel("ustack_collided"), g.newLabel("ustack_full"), g.newLabel("ustack_done")
+	for _, take := range []struct {
+		m    string
+		slot int16
+	}{{BuildIDStackMap, buildIDs}, {StackMap, addrs}} {
+		g.emit(
+			asm.Mov.Reg(asm.R1, regCtx),
+			asm.LoadMapPtr(asm.R2, 0).WithReference(take.m),
+			asm.Mov.Imm(asm.R3, bpfUserStack),
+			asm.FnGetStackid.Call(),
+			asm.StoreMem(asm.R10, take.slot, asm.R0, asm.DWord),
+		)
+	}
+	g.jumpIfCollided(asm.R0, collided)
+	g.emit(asm.LoadMem(asm.R0, asm.R10, buildIDs, asm.DWord))
+	g.jumpIfCollided(asm.R0, collided)
+	g.emit(asm.Ja.Label(full))
+	g.mark(collided)
+	g.storedStackID(userStore, func(frames int32) {
+		skip := g.newLabel("ustack_noframe")
+		g.getStack(frames, bpfUserStack, 8*MaxBacktrace)
+		g.emit(asm.JSLE.Imm(asm.R0, 0, skip))
+		g.getStack(frames+8*MaxBacktrace, bpfUserStack|bpfUserBuildID, BuildIDFrameSize*MaxBacktrace)
+		g.mark(skip)
+	}, full)
+	g.emit(asm.StoreImm(regScratch, int16(formOff), int64(form.storedByte()), asm.Byte),
+		asm.StoreMem(asm.R10, addrs, asm.R0, asm.DWord))
+	g.tokenDigits(formOff + 1)
+	g.emit(asm.LoadMem(asm.R0, asm.R10, addrs, asm.DWord))
+	g.tokenDigits(formOff + 1 + tokenDigits)
+	g.emit(asm.Ja.Label(done))
+	g.mark(full)
+	g.keptUserStack(formOff, addrs, buildIDs)
+	g.mark(done)
+	g.popStack(16)
+}
+
+// keptUserStack writes the digits of the user stack the maps kept, the
+// ids in the stack slots addrs and buildIDs, after the form byte at
+// formOff, counting what they could not keep: the addresses (a lost
+// stack), or else the build-id frames. -EFAULT, a stack without frames,
+// is not counted.
+func (g *gen) keptUserStack(formOff int, addrs, buildIDs int16) {
+	addrsKept, buildIDsKept := g.newLabel("ustack_addrs"), g.newLabel("ustack_buildids")
+	g.emit(
+		asm.LoadMem(asm.R0, asm.R10, addrs, asm.DWord),
+		asm.JSGE.Imm(asm.R0, 0, addrsKept),
+		asm.JEq.Imm(asm.R0, -int32(unix.EFAULT), buildIDsKept),
+	)
+	g.countStackFailure(StackFailLost)
+	g.emit(asm.Ja.Label(buildIDsKept))
+	g.mark(addrsKept)
+	g.emit(
+		asm.LoadMem(asm.R0, asm.R10, buildIDs, asm.DWord),
+		asm.JSGE.Imm(asm.R0, 0, buildIDsKept),
+		asm.JEq.Imm(asm.R0, -int32(unix.EFAULT), buildIDsKept),
+	)
+	g.countStackFailure(StackFailBuildIDs)
+	g.mark(buildIDsKept)
+	g.emit(asm.LoadMem(asm.R0, asm.R10, addrs, asm.DWord))
+	g.tokenDigits(formOff + 1)
+	g.emit(asm.LoadMem(asm.R0, asm.R10, buildIDs, asm.DWord))
+	g.tokenDigits(formOff + 1 + tokenDigits)
+}
+
+// jumpIfCollided jumps to collided when reg holds bpf_get_stackid's
+// -EEXIST (another stack holds the bucket) or -ENOMEM (no free element).
+func (g *gen) jumpIfCollided(reg asm.Register, collided string) {
+	g.emit(
+		asm.JEq.Imm(reg, -int32(unix.EEXIST), collided),
+		asm.JEq.Imm(reg, -int32(unix.ENOMEM), collided),
+	)
+}
+
+// getStack copies size bytes of the current stack (bpf_get_stack with
+// flags) to frames in the scratch area; R0 is the bytes it wrote, the
+// rest zeroed, or a negative error.
+func (g *gen) getStack(frames int32, flags int32, size int32) {
 	g.emit(
 		asm.Mov.Reg(asm.R1, regCtx),
-		asm.LoadMapPtr(asm.R2, 0).WithReference(m),
-		asm.Mov.Imm(asm.R3, flags),
-		asm.FnGetStackid.Call(),
-		asm.JSGE.Imm(asm.R0, 0, kept),
-		asm.JEq.Imm(asm.R0, -int32(unix.EFAULT), kept),
+		asm.Mov.Reg(asm.R2, regScratch),
+		asm.Add.Imm(asm.R2, frames),
+		asm.Mov.Imm(asm.R3, size),
+		asm.Mov.Imm(asm.R4, flags),
+		asm.FnGetStack.Call(),
 	)
-	g.countStackFailure(failWord)
-	g.mark(kept)
 }
 
 // countStackFailure adds one to StackFailMap's word at offset word.
@@ -350,12 +463,12 @@ func (g *gen) tokenDigits(off int) {
 
 // taskStackID takes the kernel stack of the context task, argument arg
 // of the tracepoint (loaded as it is: bpf_get_task_stack needs the
-// verifier's trusted task pointer), and leaves its id in TaskStackMap in
-// R0: the id TaskStackIDMap has for it, or a new one; negative when the
-// stack has no frame, or could not be taken or kept (TaskStackMap full):
-// these counted in StackFailMap.
+// verifier's trusted task pointer), and leaves its id in kernelStore in
+// R0: negative when the stack has no frame, or could not be taken or kept
+// (the store full): these counted in StackFailMap.
 func (g *gen) taskStackID(arg int) {
-	g.storedStackID(func(frames int32) {
+	g.m.taskStacks = true
+	g.countedStackID(kernelStore, func(frames int32) {
 		g.emit(
 			asm.LoadMem(asm.R1, regCtx, int16(g.probe.Attach.Args[arg].Loc.Offset), asm.DWord),
 			asm.Mov.Reg(asm.R2, regScratch),
@@ -367,40 +480,51 @@ func (g *gen) taskStackID(arg int) {
 	})
 }
 
-// storedStackID keeps a stack by value in TaskStackMap and leaves its id
-// in R0: the id TaskStackIDMap has for it, or a new one; negative when
-// the stack has no frame, or could not be taken or kept (TaskStackMap
-// full): these counted in StackFailMap. take emits the helper call that
-// copies the frames to frames in the scratch area and returns the bytes
-// it wrote (or a negative error) in R0.
-func (g *gen) storedStackID(take func(frames int32)) {
-	g.m.taskStacks = true
+// countedStackID is storedStackID counting a stack it could not keep in
+// StackFailMap, its R0 then -1.
+func (g *gen) countedStackID(s stackStore, take func(frames int32)) {
+	full, done := g.newLabel("stored_full"), g.newLabel("stored")
+	g.storedStackID(s, take, full)
+	g.emit(asm.Ja.Label(done))
+	g.mark(full)
+	g.countStackFailure(StackFailLost)
+	g.emit(asm.Mov.Imm(asm.R0, -1))
+	g.mark(done)
+}
+
+// storedStackID keeps a stack by value in store s and leaves its id in
+// R0: the id s.ids has for it, or a new one; -1 when the stack has no
+// frame. It jumps to full when the stack could not be taken or kept (the
+// store full). take emits the helper calls that copy the stack's frames
+// to frames in the scratch area and leave the bytes written, the rest
+// zeroed (or a negative error), in R0.
+func (g *gen) storedStackID(s stackStore, take func(frames int32), full string) {
 	mark := g.scratchMark()
-	frames := int32(g.allocScratch(8 * MaxBacktrace))
+	frames := int32(g.allocScratch(s.size()))
 	id := g.pushSlot()
-	fail, published, done := g.newLabel("taskstack_fail"), g.newLabel("taskstack_new"), g.newLabel("taskstack")
-	empty := g.newLabel("taskstack_empty")
+	published, done := g.newLabel("stored_new"), g.newLabel("stored_done")
+	empty := g.newLabel("stored_empty")
 	take(frames)
 	g.emit(
 		asm.JEq.Imm(asm.R0, 0, empty),
-		asm.JSLT.Imm(asm.R0, 0, fail),
+		asm.JSLT.Imm(asm.R0, 0, full),
 	)
-	g.knownTaskStack(frames, done)
+	g.knownStack(s, frames, done)
 	g.emit(
-		asm.LoadMapValue(asm.R1, 0, 0).WithReference(TaskStackCountMap),
+		asm.LoadMapValue(asm.R1, 0, 0).WithReference(s.count),
 		asm.Mov.Imm(asm.R2, 1),
 		atomicOp(bpfFetchAdd, asm.R1, asm.R2, 0),
-		asm.JGE.Imm(asm.R2, int32(g.m.cfg.Limits.MaxStacks), fail),
+		asm.JGE.Imm(asm.R2, int32(g.m.cfg.Limits.MaxStacks), full),
 		asm.StoreMem(asm.R10, id, asm.R2, asm.Word),
-		asm.LoadMapPtr(asm.R1, 0).WithReference(TaskStackMap),
+		asm.LoadMapPtr(asm.R1, 0).WithReference(s.values),
 		asm.Mov.Reg(asm.R2, asm.R10),
 		asm.Add.Imm(asm.R2, int32(id)),
 		asm.Mov.Reg(asm.R3, regScratch),
 		asm.Add.Imm(asm.R3, frames),
 		asm.Mov.Imm(asm.R4, 0), // BPF_ANY
 		asm.FnMapUpdateElem.Call(),
-		asm.JNE.Imm(asm.R0, 0, fail),
-		asm.LoadMapPtr(asm.R1, 0).WithReference(TaskStackIDMap),
+		asm.JNE.Imm(asm.R0, 0, full),
+		asm.LoadMapPtr(asm.R1, 0).WithReference(s.ids),
 		asm.Mov.Reg(asm.R2, regScratch),
 		asm.Add.Imm(asm.R2, frames),
 		asm.Mov.Reg(asm.R3, asm.R10),
@@ -409,9 +533,8 @@ func (g *gen) storedStackID(take func(frames int32)) {
 		asm.FnMapUpdateElem.Call(),
 		asm.JEq.Imm(asm.R0, 0, published),
 	)
-	g.knownTaskStack(frames, done) // published by another program meanwhile
-	g.mark(fail)
-	g.countStackFailure(StackFailLost)
+	g.knownStack(s, frames, done) // published by another program meanwhile
+	g.emit(asm.Ja.Label(full))
 	g.mark(empty)
 	g.emit(asm.Mov.Imm(asm.R0, -1), asm.Ja.Label(done))
 	g.mark(published)
@@ -421,12 +544,12 @@ func (g *gen) storedStackID(take func(frames int32)) {
 	g.scratchRelease(mark)
 }
 
-// knownTaskStack jumps to found with the id of the stack at frames in the
-// scratch buffer in R0 when TaskStackIDMap has it, and goes on otherwise.
-func (g *gen) knownTaskStack(frames int32, found string) {
-	unknown := g.newLabel("taskstack_unknown")
+// knownStack jumps to found with the id of the stack at frames in the
+// scratch buffer in R0 when store s has it, and goes on otherwise.
+func (g *gen) knownStack(s stackStore, frames int32, found string) {
+	unknown := g.newLabel("stored_unknown")
 	g.emit(
-		asm.LoadMapPtr(asm.R1, 0).WithReference(TaskStackIDMap),
+		asm.LoadMapPtr(asm.R1, 0).WithReference(s.ids),
 		asm.Mov.Reg(asm.R2, regScratch),
 		asm.Add.Imm(asm.R2, frames),
 		asm.FnMapLookupElem.Call(),

@@ -158,7 +158,8 @@ var (
 // tests with gcc: scale.c at -O0 and -O2, PIE and not (scale_O0_pie ...),
 // libscale.so and uselib, which calls it; hot, CPU-bound in hot() under
 // work() under main(), with frame pointers for the sampling tests; semop,
-// which operates on a semaphore set; aio, which submits asynchronous reads. A probe on a file fires in every
+// which operates on a semaphore set; sites, which calls leaf() from 32
+// call sites (32 user stacks); aio, which submits asynchronous reads. A probe on a file fires in every
 // process running it: tests running side by side use files of their own
 // (scale_target, hot_twice: hot with a build id of its own, since user
 // stacks find their files by build id). It returns their directory (a
@@ -185,6 +186,7 @@ func cPrograms() string {
 			{"-O2", "-o", "ticks_O2", src("ticks.c")},
 			{"-O0", "-fno-omit-frame-pointer", "-o", "hot", src("hot.c")},
 			{"-O0", "-fno-omit-frame-pointer", "-Wl,--build-id=0x686f745f7477696365", "-o", "hot_twice", src("hot.c")},
+			{"-O0", "-fno-omit-frame-pointer", "-o", "sites", src("sites.c")},
 			{"-O2", "-o", "ticks_provider", src("ticks.c")},
 			{"-O2", "-o", "steps", src("steps.c")},
 			{"-O2", "-o", "semop", src("semop.c")},

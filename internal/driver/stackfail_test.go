@@ -63,39 +63,100 @@ probe end {
 	}
 }
 
-// TestBuildIDFailures keeps one stack per stack map (-D MAXSTACKS=1) while
-// hot() is called from one stack many times: the addresses are kept once
-// and found again, but the map of build-id frames takes an element before
-// it compares, and has none left after the first call: every further call
-// is a build-id failure, counted, while the stack still reads whole (its
-// addresses are named from the frames of the first).
-func TestBuildIDFailures(t *testing.T) {
-	requireFeature(t, "bpf")
-	hot := filepath.Join(cPrograms(), "hot")
-	script := `global stacks, calls
-probe process(@1).function("hot") {
+// userStacksScript counts the calls of leaf() in the sites program per
+// user stack, and prints each stack with its count.
+const userStacksScript = `global stacks, calls
+probe process(@1).function("leaf") {
 	if (pid() == target()) { stacks[sprint_ubacktrace()] <<< 1; calls++ }
 }
 probe end {
-	foreach (s in stacks) printf("%d calls:\n%s", @count(stacks[s]), s)
+	foreach (s in stacks) printf("%d calls:\n%s\n", @count(stacks[s]), s)
 	printf("calls %d\n", calls)
 }`
-	var stdout, stderr bytes.Buffer
-	status := Main([]string{"-D", "MAXSTACKS=1", "-e", script, "-c", hot + " 30", hot}, strings.NewReader(""), &stdout, &stderr)
+
+// runSites runs userStacksScript on 5 rounds of the sites program's 32
+// call sites with -D MAXSTACKS=maxStacks: it returns the calls counted
+// under each stack's text and stderr.
+func runSites(t *testing.T, maxStacks int) (calls map[string]int, stderr string) {
+	t.Helper()
+	sites := filepath.Join(cPrograms(), "sites")
+	var stdout, errs bytes.Buffer
+	status := Main([]string{"-D", fmt.Sprintf("MAXSTACKS=%d", maxStacks), "-e", userStacksScript, "-c", sites + " 5", sites},
+		strings.NewReader(""), &stdout, &errs)
 	if status != 0 {
-		t.Fatalf("exit status %d, stderr:\n%s", status, stderr.String())
+		t.Fatalf("exit status %d, stderr:\n%s", status, errs.String())
 	}
-	m := regexp.MustCompile(`(?m)^calls (\d+)$`).FindStringSubmatch(stdout.String())
-	if m == nil || m[1] == "0" {
-		t.Fatalf("no calls counted:\n%s", stdout.String())
+	out, found := strings.CutSuffix(stdout.String(), "calls 160\n")
+	if !found {
+		t.Fatalf("want 160 calls:\n%s", stdout.String())
 	}
-	calls, _ := strconv.Atoi(m[1])
-	if !strings.HasPrefix(stdout.String(), fmt.Sprintf("%d calls:\nhot+0x0 [hot]\nwork+0x", calls)) {
-		t.Errorf("want one stack counting every call, hot then work:\n%s", stdout.String())
+	calls = map[string]int{}
+	for _, m := range regexp.MustCompile(`(?m)^(\d+) calls:\n((?:.+\n)*)\n`).FindAllStringSubmatch(out, -1) {
+		n, _ := strconv.Atoi(m[1])
+		calls[m[2]] += n
 	}
-	want := fmt.Sprintf("WARNING: There were %d user stack build-id failures. Try bpftap -D MAXSTACKS to increase the stack map size from 1.\n", calls-1)
-	if stderr.String() != want {
-		t.Errorf("stderr:\n%s\nwant:\n%s", stderr.String(), want)
+	return calls, errs.String()
+}
+
+// TestUserStackCollisions keeps 32 stacks per stack map (-D MAXSTACKS=32)
+// while leaf() is called from 32 stacks, 5 times each: 32 stacks hash
+// into the 32 buckets of each map, so some find their bucket taken (all
+// fall in distinct buckets once in 10^13); those are kept by value, their
+// addresses and build-id frames side by side (bpfgen's userStackID), and
+// none is lost. Every stack is named through its build-id frames after
+// the program exited, the addresses of a stack kept by value too.
+func TestUserStackCollisions(t *testing.T) {
+	requireFeature(t, "bpf")
+	calls, stderr := runSites(t, 32)
+	if stderr != "" {
+		t.Errorf("stderr:\n%s", stderr)
+	}
+	frame := regexp.MustCompile(`^leaf\+0x0 \[sites\]\nsite\+0x[0-9a-f]+ \[sites\]\nmain\+0x[0-9a-f]+ \[sites\]\n`)
+	for stack, n := range calls {
+		if n != 5 || !frame.MatchString(stack) {
+			t.Errorf("%d calls under a stack, want 5 under leaf, site, main:\n%s", n, stack)
+		}
+	}
+	if len(calls) != 32 {
+		t.Errorf("%d stacks, want 32", len(calls))
+	}
+}
+
+// TestBuildIDFailures keeps one stack per stack map (-D MAXSTACKS=1)
+// while leaf() is called from 32 stacks, 5 rounds. The first call of a
+// round (A) is kept in both maps, the second (B) finds the bucket taken
+// and is kept by value, the other 30 find every store full: lost,
+// counted. From the second round on, the map of build-id frames, which
+// takes an element before it compares, fails A although it has it, and A
+// (not in the full store of stacks kept by value) keeps its addresses
+// alone: a build-id failure, counted. Those addresses are named only if
+// user space read A's frames first (its text is then A's), else shown
+// as addresses: either way 10 calls under A and B, B named.
+func TestBuildIDFailures(t *testing.T) {
+	requireFeature(t, "bpf")
+	calls, stderr := runSites(t, 1)
+	want := "WARNING: There were 150 stack failures. Try bpftap -D MAXSTACKS to increase the stack map size from 1.\n" +
+		"WARNING: There were 4 user stack build-id failures. Try bpftap -D MAXSTACKS to increase the stack map size from 1.\n"
+	if stderr != want {
+		t.Errorf("stderr:\n%s\nwant:\n%s", stderr, want)
+	}
+	kept, named := 0, 0
+	for stack, n := range calls {
+		switch {
+		case stack == "":
+		case strings.HasPrefix(stack, "leaf+0x0 [sites]\nsite+0x"):
+			kept += n
+			if n == 5 {
+				named++
+			}
+		case strings.HasPrefix(stack, "0x"):
+			kept += n
+		default:
+			t.Errorf("%d calls under a stack that is not leaf's:\n%s", n, stack)
+		}
+	}
+	if calls[""] != 150 || kept != 10 || named == 0 || len(calls) > 4 {
+		t.Errorf("want 150 calls under \"\" and 10 under A and B, B named with 5: %v", calls)
 	}
 }
 

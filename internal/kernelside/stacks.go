@@ -17,17 +17,19 @@ import (
 // become their text where user space reads a string the kernel made:
 // record arguments, array keys and values, wherever in the string a token
 // stands (a concatenation holds several). Each stack is read from its map
-// (StackMap, or TaskStackMap for a context task's kernel stack, laid out
-// alike) and symbolized once, each address once; the text remembers the
-// first string that had it, so that a key the interpreter looks up again
-// (foreach, then s[k]) finds the kernel's element; the others with that
-// text are found through the array's keys (keys.go). Like stap's
-// backtrace() a stack's text is cut at MAXSTRINGLEN, and so is the whole
-// string's.
+// (StackMap, or the store of a stack kept by value: TaskStackMap for a
+// kernel stack, laid out alike; UserStackMap for a user stack, its
+// addresses and its build-id frames in one value) and symbolized once,
+// each address once; the text remembers the first string that had it,
+// so that a key the interpreter looks up again (foreach, then s[k])
+// finds the kernel's element; the others with that text are found
+// through the array's keys (keys.go). Like stap's backtrace() a stack's
+// text is cut at MAXSTRINGLEN, and so is the whole string's.
 type stackTexts struct {
 	m        *ebpf.Map // StackMap, nil when no program takes stacks
 	buildIDs *ebpf.Map // BuildIDStackMap, nil when no program takes user stacks
-	tasks    *ebpf.Map // TaskStackMap, nil when no program takes a context task's stack
+	tasks    *ebpf.Map // TaskStackMap, nil when no program keeps a kernel stack by value
+	users    *ebpf.Map // UserStackMap, nil when no program takes user stacks
 	syms     bool      // a program makes symbol tokens
 	maxStr   int
 
@@ -39,7 +41,8 @@ type stackTexts struct {
 // newStackTexts reads the stacks in the module's stack maps (shared, by
 // name); syms tells whether its programs make symbol tokens.
 func newStackTexts(shared map[string]*ebpf.Map, syms bool, maxStr int) *stackTexts {
-	return &stackTexts{m: shared[bpfgen.StackMap], buildIDs: shared[bpfgen.BuildIDStackMap], tasks: shared[bpfgen.TaskStackMap],
+	return &stackTexts{m: shared[bpfgen.StackMap], buildIDs: shared[bpfgen.BuildIDStackMap],
+		tasks: shared[bpfgen.TaskStackMap], users: shared[bpfgen.UserStackMap],
 		syms: syms, maxStr: maxStr, text: map[string]string{}, tokens: map[string]string{}}
 }
 
@@ -91,7 +94,7 @@ func (st *stackTexts) tokenText(s string) (text string, n int, ok bool) {
 	case !tok.Valid:
 	case tok.Form.User():
 		text = st.renderUser(tok.Form, st.userFrames(tok))
-	case tok.Task:
+	case tok.Stored:
 		text = st.render(tok.Form, frames(st.tasks, tok.ID))
 	default:
 		text = st.render(tok.Form, frames(st.m, tok.ID))
@@ -150,6 +153,25 @@ func frames(m *ebpf.Map, id uint32) []uint64 {
 	if m == nil || m.Lookup(id, buf) != nil {
 		return nil
 	}
+	return addresses(buf)
+}
+
+// storedUserStack reads user stack id of UserStackMap: it returns the
+// addresses and copies the build-id frames into buildIDs (zeroed if the
+// stack is gone).
+func (st *stackTexts) storedUserStack(id uint32, buildIDs []byte) []uint64 {
+	buf := make([]byte, bpfgen.UserStackFrameSize*bpfgen.MaxBacktrace)
+	if st.users == nil || st.users.Lookup(id, buf) != nil {
+		clear(buildIDs)
+		return nil
+	}
+	copy(buildIDs, buf[8*bpfgen.MaxBacktrace:])
+	return addresses(buf[:8*bpfgen.MaxBacktrace])
+}
+
+// addresses are the addresses of a stack's frames in buf, up to the
+// first 0.
+func addresses(buf []byte) []uint64 {
 	var addrs []uint64
 	for i := 0; i < len(buf); i += 8 {
 		a := binary.NativeEndian.Uint64(buf[i:])
@@ -172,10 +194,15 @@ type userFrame struct {
 // the build-id frame the kernel took with it (a frame the kernel has only
 // an address for is symbolized as an address).
 func (st *stackTexts) userFrames(tok bpfgen.StackToken) []userFrame {
-	addrs := frames(st.m, tok.ID)
+	var addrs []uint64
 	buf := make([]byte, bpfgen.BuildIDFrameSize*bpfgen.MaxBacktrace)
-	if !tok.BuildIDsValid || st.buildIDs.Lookup(tok.BuildIDs, buf) != nil {
-		clear(buf)
+	if tok.Stored {
+		addrs = st.storedUserStack(tok.ID, buf)
+	} else {
+		addrs = frames(st.m, tok.ID)
+		if !tok.BuildIDsValid || st.buildIDs.Lookup(tok.BuildIDs, buf) != nil {
+			clear(buf)
+		}
 	}
 	frames := make([]userFrame, len(addrs))
 	for i, a := range addrs {
