@@ -23,11 +23,12 @@ import (
 )
 
 // errnoScript is Debian's errno.stp kept to the test's own workload (a
-// copy of ls named bpftapls), so that other work on the machine never
-// pushes its series out of the 20 kept.
-const errnoScript = `global errors, prom_arr
+// copy of ls named listName), so that other work on the machine, a second
+// copy of the suite included, never adds series or pushes the test's out
+// of the 20 kept.
+var errnoScript = `global errors, prom_arr
 probe syscall_any.return {
-	if (retval < 0 && execname() == "bpftapls")
+	if (retval < 0 && execname() == "` + listName + `")
 		errors[pid(), retval, name] <<< 1
 }
 probe prometheus {
@@ -128,9 +129,13 @@ func (l *testLog) Write(b []byte) (int, error) {
 	return len(b), nil
 }
 
-// failToList runs bpftapls /nonexistent n times.
+// listName is the name of the test's copy of ls: its own, by the test
+// process's pid (a task's name keeps 15 bytes).
+var listName = fmt.Sprintf("bpftapls%d", os.Getpid()%1000000)
+
+// failToList runs listName /nonexistent n times.
 func failToList(t *testing.T, dir string, n int) {
-	ls := filepath.Join(dir, "bpftapls")
+	ls := filepath.Join(dir, listName)
 	data, err := os.ReadFile("/bin/ls")
 	if err == nil {
 		err = os.WriteFile(ls, data, 0o755)
@@ -140,7 +145,7 @@ func failToList(t *testing.T, dir string, n int) {
 	}
 	for range n {
 		if exec.Command(ls, "/nonexistent").Run() == nil {
-			t.Fatal("bpftapls /nonexistent succeeded")
+			t.Fatal(listName + " /nonexistent succeeded")
 		}
 	}
 }
