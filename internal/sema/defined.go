@@ -34,7 +34,7 @@ func (d *definedPruner) stmt(s syntax.Stmt) syntax.Stmt {
 			return d.stmt(r)
 		}
 	}
-	rewriteChildren(s, d.expr, d.stmt)
+	d.children(s)
 	return s
 }
 
@@ -50,8 +50,25 @@ func (d *definedPruner) expr(x syntax.Expr) syntax.Expr {
 			return v
 		}
 	}
-	rewriteChildren(x, d.expr, d.stmt)
+	d.children(x)
 	return x
+}
+
+// children prunes the children of n but its condition, which settle has
+// pruned already: pruning it again at every level of a chain of && or ||
+// (the condition of each is the chain below it) took time exponential in
+// the chain's length.
+func (d *definedPruner) children(n syntax.Node) {
+	var cond syntax.Expr
+	if c := condOf(n); c != nil {
+		cond = *c
+	}
+	rewriteChildren(n, func(x syntax.Expr) syntax.Expr {
+		if x == cond {
+			return x
+		}
+		return d.expr(x)
+	}, d.stmt)
 }
 
 // settle prunes the condition of n (condOf) and, if it decided a @defined
