@@ -69,7 +69,9 @@ func (g *gen) stmt(s syntax.Stmt) {
 	case *syntax.ExprStmt:
 		g.effect(s.X)
 	case *syntax.IfStmt:
-		g.ifStmt(s)
+		if !g.outline(s) {
+			g.ifStmt(s)
+		}
 	case *syntax.WhileStmt:
 		g.loop(nil, s.Cond, nil, s.Body)
 	case *syntax.ForStmt:

@@ -1,0 +1,132 @@
+package bpfgen
+
+import (
+	"fmt"
+	"maps"
+
+	"github.com/bpftap/bpftap/internal/sema"
+	"github.com/bpftap/bpftap/internal/syntax"
+	"github.com/cilium/ebpf/asm"
+	"github.com/cilium/ebpf/btf"
+)
+
+// Outlined layouts: the argument layouts of the merged syscall.* entry as
+// static subprograms.
+//
+// The merged program of syscall.* holds the prologues of a hundred and
+// more argument layouts (sema's syscalls.go) behind a dispatch on
+// __syscall_layout: some 30,000 instructions in one function. The
+// verifier's stack liveness analysis (kernel/bpf/liveness.c, 6.17 and
+// later) recomputes the liveness of every stack slot over the whole
+// function each time a path it finished explored an instruction that
+// touches the stack for the first time: once or more per layout, each
+// pass over the whole function, half of the verifier's time. So each
+// subtree of that dispatch covering at most layoutsPerOutline layouts
+// is compiled as a static subprogram, which the verifier walks in the
+// caller's context (its registers keep their exact types) but whose
+// liveness it computes over the subprogram's own instructions.
+//
+// The subprogram is int f(ctx, scratch, args): it runs with R6 = ctx and
+// R9 = the probe's own scratch element (the probe's locals all live there
+// in a merged program, longsInScratch), and copies the call's arguments
+// and compat bits (fillSyscallArgs) from the caller's stack into its own,
+// at the same offsets, so the layouts' code compiles as it does inline.
+// Its temporaries start above the caller's scratch in use. It returns 0,
+// or 1 when the probe is to end (`next`, or an error whose record it
+// sent), and the caller then ends it.
+
+// layoutsPerOutline is the most layouts one subprogram holds.
+const layoutsPerOutline = 8
+
+// outline compiles s as a subprogram when it is a subtree of the merged
+// entry's layout dispatch of at most layoutsPerOutline layouts, and tells
+// whether it did.
+func (g *gen) outline(s *syntax.IfStmt) bool {
+	if n := layoutCases(s); n == 0 || n > layoutsPerOutline || !g.outlinable() {
+		return false
+	}
+	sp := &subprog{label: fmt.Sprintf("layouts_%d", len(g.subs.order))}
+	c := g.outlineGen()
+	c.stmt(s)
+	c.emit(asm.Mov.Imm(asm.R0, 0), asm.Return())
+	if c.err != nil {
+		g.err = c.err
+		return true
+	}
+	c.assemble(sp, outlineType(sp.label), func() { c.outlinePrologue() })
+	g.maxScr = max(g.maxScr, c.maxScr)
+	g.subs.order = append(g.subs.order, sp)
+	g.emit(
+		asm.Mov.Reg(asm.R1, regCtx),
+		asm.Mov.Reg(asm.R2, regScratch),
+		asm.Mov.Reg(asm.R3, asm.R10), asm.Add.Imm(asm.R3, int32(g.argsSlot)),
+		asm.Call.Label(sp.label),
+		asm.JNE.Imm(asm.R0, 0, labelExit),
+	)
+	return true
+}
+
+// outlinable tells whether the code being compiled may move to a
+// subprogram: a probe's own code (not a function's, not in a try block or
+// a loop), alone in its program, whose locals all live in the scratch
+// area and whose arguments are copied to the stack.
+func (g *gen) outlinable() bool {
+	return g.longsInScratch && g.argsSlot != 0 && !g.subprog && !g.grouped &&
+		len(g.inlined) == 0 && len(g.tries) == 0 && len(g.loops) == 0
+}
+
+// outlineGen is the gen of an outlined subtree: the caller's locals,
+// scratch in use and loop counter, a frame of its own with the arguments'
+// copy where the caller has it.
+func (g *gen) outlineGen() *gen {
+	c := newGen(g.m, g.probe)
+	c.subs, c.subprog, c.exitLabel, c.cur = g.subs, true, labelExit, g.cur
+	c.locals, c.sprinted, c.longsInScratch = maps.Clone(g.locals), g.sprinted, true
+	c.counted, c.actions = g.counted, g.actions
+	c.scratch, c.maxScr = g.scratch, g.maxScr
+	c.reserveCompatSlot(g.probe.Attach)
+	return c
+}
+
+// outlinePrologue zeroes the subprogram's stack, copies the call's
+// arguments and compat bits from the caller's (R3), and sets R6 and R9.
+func (c *gen) outlinePrologue() {
+	c.emit(asm.Mov.Imm(asm.R0, 0))
+	for off := 8; off <= c.maxStack; off += 8 {
+		c.emit(asm.StoreMem(asm.R10, int16(-off), asm.R0, asm.DWord))
+	}
+	for off := c.argsSlot; off <= c.compatSlot; off += 8 {
+		c.emit(asm.LoadMem(asm.R0, asm.R3, off-c.argsSlot, asm.DWord), asm.StoreMem(asm.R10, off, asm.R0, asm.DWord))
+	}
+	c.emit(asm.Mov.Reg(regCtx, asm.R1), asm.Mov.Reg(regScratch, asm.R2))
+}
+
+// layoutCases is the number of layouts the dispatch subtree s covers, 0
+// when s is not one.
+func layoutCases(s syntax.Stmt) int {
+	i, ok := s.(*syntax.IfStmt)
+	if !ok {
+		return 0
+	}
+	b, ok := i.Cond.(*syntax.Binary)
+	if !ok {
+		return 0
+	}
+	if id, ok := b.X.(*syntax.Ident); !ok || id.Name != sema.SyscallLayoutVar {
+		return 0
+	}
+	switch b.Op {
+	case "==":
+		return 1
+	case "<":
+		return layoutCases(i.Then) + layoutCases(i.Else)
+	}
+	return 0
+}
+
+// outlineType is the BTF prototype of an outlined subtree.
+func outlineType(name string) *btf.Func {
+	ptr := &btf.Pointer{Target: &btf.Void{}}
+	return &btf.Func{Name: name, Linkage: btf.StaticFunc, Type: &btf.FuncProto{Return: intType, Params: []btf.FuncParam{
+		{Name: "ctx", Type: ptr}, {Name: "scratch", Type: ptr}, {Name: "args", Type: ptr}}}}
+}
