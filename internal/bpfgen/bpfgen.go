@@ -55,7 +55,7 @@ type Config struct {
 	// MAXSTRINGLEN and MAXSTACKS left 0 take their defaults.
 	Limits tapset.Limits
 	// RingSize is the size of the ring buffer in bytes, a power of two
-	// (0: DefaultRingSize).
+	// (0: DefaultRingSize, or QuietRingSize when no kernel probe prints).
 	RingSize int
 	// Target adds a process filter: a program runs only for processes
 	// whose tgid is a key of the map TargetMap. -x and -c do not set it:
@@ -94,7 +94,7 @@ type Config struct {
 	SleepableUprobes func() bool
 }
 
-func (c *Config) defaults() {
+func (c *Config) defaults(prog *sema.Program) {
 	l, d := &c.Limits, tapset.DefaultLimits()
 	if l.MaxAction <= 0 {
 		l.MaxAction = d.MaxAction
@@ -109,7 +109,7 @@ func (c *Config) defaults() {
 		l.MaxStacks = d.MaxStacks
 	}
 	if c.RingSize <= 0 {
-		c.RingSize = DefaultRingSize
+		c.RingSize = defaultRingSize(prog)
 	}
 }
 
@@ -156,7 +156,7 @@ type Module struct {
 // New returns a module for prog; the layouts of globals are decided as
 // programs use them.
 func New(prog *sema.Program, cfg Config) *Module {
-	cfg.defaults()
+	cfg.defaults(prog)
 	return &Module{cfg: cfg, maxStr: int(cfg.Limits.MaxStringLen), prog: prog, globals: map[*syntax.Var]*Global{}}
 }
 
