@@ -42,16 +42,16 @@ func farJumps(insns asm.Instructions, pos []syntax.Pos) (asm.Instructions, []syn
 	}
 	for n := 0; ; n++ {
 		at, labels := layout(insns)
+		if allInReach(insns, at, labels) {
+			return insns, pos
+		}
 		var out asm.Instructions
 		var outPos []syntax.Pos
-		changed := false
 		for i, ins := range insns {
-			target, ok := labels[ins.Reference()]
-			if !ok || !shortJump(ins) || abs(target-(at[i]+1)) <= jumpReach {
+			if !farJump(ins, i, at, labels) {
 				out, outPos = append(out, ins), append(outPos, pos[i])
 				continue
 			}
-			changed = true
 			long := asm.LongJump(ins.Reference())
 			if ins.OpCode.JumpOp() == asm.Ja {
 				out, outPos = append(out, long.WithSymbol(ins.Symbol())), append(outPos, pos[i])
@@ -70,10 +70,24 @@ func farJumps(insns asm.Instructions, pos []syntax.Pos) (asm.Instructions, []syn
 			outPos = append(outPos, pos[i], pos[i], pos[i])
 		}
 		insns, pos = out, outPos
-		if !changed {
-			return insns, pos
+	}
+}
+
+// allInReach tells whether every jump of insns reaches its target.
+func allInReach(insns asm.Instructions, at []int, labels map[string]int) bool {
+	for i, ins := range insns {
+		if farJump(ins, i, at, labels) {
+			return false
 		}
 	}
+	return true
+}
+
+// farJump tells whether ins, the i-th instruction, is a short jump that
+// does not reach its target.
+func farJump(ins asm.Instruction, i int, at []int, labels map[string]int) bool {
+	target, ok := labels[ins.Reference()]
+	return ok && shortJump(ins) && abs(target-(at[i]+1)) > jumpReach
 }
 
 // shortJump tells whether ins is a jump with a 16-bit offset (not a call,

@@ -123,13 +123,11 @@ func expandSyscall(k KernelInfo, p *Point, listing bool) ([]*Point, error) {
 		}
 		out, names = append(out, wide...), rest
 	}
-	for _, name := range names {
-		q, err := syscallEvent(k, p, name, ret)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, q)
+	own, err := syscallEvents(k, p, names, ret)
+	if err != nil {
+		return nil, err
 	}
+	out = append(out, own...)
 	if len(names) > 1 && ret {
 		out[len(out)-1].Plan = fmt.Sprintf("%s: the returns of %d system calls on their own trace events", p.Name(), len(names))
 	}
