@@ -31,12 +31,16 @@ import (
 // in a merged program, longsInScratch), and copies the call's arguments
 // and compat bits (fillSyscallArgs) from the caller's stack into its own,
 // at the same offsets, so the layouts' code compiles as it does inline.
-// Its temporaries start above the caller's scratch in use. It returns 0,
-// or 1 when the probe is to end (`next`, or an error whose record it
-// sent), and the caller then ends it.
+// Its temporaries start above the caller's scratch in use. It returns 0;
+// outlineNext for a `next`, and the caller ends the probe (its section,
+// in a program of several); or 1 when an error ended it (its record
+// sent), and the caller ends the program.
 
 // layoutsPerOutline is the most layouts one subprogram holds.
 const layoutsPerOutline = 8
+
+// outlineNext is what an outlined subtree returns for a `next`.
+const outlineNext = 2
 
 // outline compiles s as a subprogram when it is a subtree of the merged
 // entry's layout dispatch of at most layoutsPerOutline layouts, and tells
@@ -49,6 +53,10 @@ func (g *gen) outline(s *syntax.IfStmt) bool {
 	c := g.outlineGen()
 	c.stmt(s)
 	c.emit(asm.Mov.Imm(asm.R0, 0), asm.Return())
+	if c.jumpsTo(c.exitLabel) {
+		c.mark(c.exitLabel)
+		c.emit(asm.Mov.Imm(asm.R0, outlineNext), asm.Return())
+	}
 	if c.err != nil {
 		g.err = c.err
 		return true
@@ -61,17 +69,20 @@ func (g *gen) outline(s *syntax.IfStmt) bool {
 		asm.Mov.Reg(asm.R2, regScratch),
 		asm.Mov.Reg(asm.R3, asm.R10), asm.Add.Imm(asm.R3, int32(g.argsSlot)),
 		asm.Call.Label(sp.label),
-		asm.JNE.Imm(asm.R0, 0, labelExit),
 	)
+	if g.exitLabel != labelExit {
+		g.emit(asm.JEq.Imm(asm.R0, outlineNext, g.exitLabel))
+	}
+	g.emit(asm.JNE.Imm(asm.R0, 0, labelExit))
 	return true
 }
 
 // outlinable tells whether the code being compiled may move to a
 // subprogram: a probe's own code (not a function's, not in a try block or
-// a loop), alone in its program, whose locals all live in the scratch
-// area and whose arguments are copied to the stack.
+// a loop) whose locals all live in the scratch area and whose arguments
+// are copied to the stack.
 func (g *gen) outlinable() bool {
-	return g.longsInScratch && g.argsSlot != 0 && !g.subprog && !g.grouped &&
+	return g.longsInScratch && g.argsSlot != 0 && !g.subprog &&
 		len(g.inlined) == 0 && len(g.tries) == 0 && len(g.loops) == 0
 }
 
@@ -80,7 +91,8 @@ func (g *gen) outlinable() bool {
 // copy where the caller has it.
 func (g *gen) outlineGen() *gen {
 	c := newGen(g.m, g.probe)
-	c.subs, c.subprog, c.exitLabel, c.cur = g.subs, true, labelExit, g.cur
+	c.subs, c.subprog, c.cur = g.subs, true, g.cur
+	c.exitLabel = c.newLabel("next")
 	c.locals, c.sprinted, c.longsInScratch = maps.Clone(g.locals), g.sprinted, true
 	c.counted, c.actions = g.counted, g.actions
 	c.scratch, c.maxScr = g.scratch, g.maxScr
