@@ -100,12 +100,15 @@ func (g *gen) outlineGen() *gen {
 	return c
 }
 
-// outlinePrologue zeroes the subprogram's stack, copies the call's
-// arguments and compat bits from the caller's (R3), and sets R6 and R9.
+// outlinePrologue zeroes the subprogram's stack but the words it copies
+// the call's arguments and compat bits to from the caller's (R3), copies
+// them, and sets R6 and R9.
 func (c *gen) outlinePrologue() {
 	c.emit(asm.Mov.Imm(asm.R0, 0))
-	for off := 8; off <= c.maxStack; off += 8 {
-		c.emit(asm.StoreMem(asm.R10, int16(-off), asm.R0, asm.DWord))
+	for off := int16(-8); off >= int16(-c.maxStack); off -= 8 {
+		if off < c.argsSlot || off > c.compatSlot {
+			c.emit(asm.StoreMem(asm.R10, off, asm.R0, asm.DWord))
+		}
 	}
 	for off := c.argsSlot; off <= c.compatSlot; off += 8 {
 		c.emit(asm.LoadMem(asm.R0, asm.R3, off-c.argsSlot, asm.DWord), asm.StoreMem(asm.R10, off, asm.R0, asm.DWord))
