@@ -85,6 +85,7 @@ func kernelBuiltins() map[string]builtinCode {
 		"strtol":              longCode((*gen).strtol),
 		"randint":             longCode((*gen).randint),
 		"raise":               longCode((*gen).raiseSignal),
+		"tokenize":            strCode((*gen).tokenize),
 
 		// the netfilter tapset's data_str and data_hex (buffers.go)
 		"kernel_buffer_quoted": strCode((*gen).kernelBufferQuoted),

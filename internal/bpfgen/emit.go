@@ -284,6 +284,9 @@ func (g *gen) program() *Program {
 	if scratch > 0 {
 		prog.Maps = []Map{{ScratchMap, perCPUArray("scratch", uint32(scratch), uint32(1+len(g.subs.order)))}}
 	}
+	if usesTokenize(prog.Instructions) {
+		prog.Maps = append(prog.Maps, g.tokenizeMap())
+	}
 	return prog
 }
 

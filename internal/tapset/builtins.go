@@ -246,7 +246,8 @@ var Builtins = index(
 	bpf(fn("isinstr", long, s("s1"), s("s2"))),
 	bpf(fn("strpos", long, s("s1"), s("s2"))),
 	bpf(fn("str_replace", str, s("prnt_str"), s("srch_str"), s("rplc_str"))),
-	effects(fn("tokenize", str, s("input"), s("delim"))),
+	// tokenize: bpfgen/tokenize.go (its state per CPU and program)
+	bpf(effects(fn("tokenize", str, s("input"), s("delim")))),
 	captured(fn("text_str", str, s("input"))),
 	captured(fn("text_strn", str, s("input"), l("len"), l("quoted"))),
 	captured(fn("string_quoted", str, s("str"))),

@@ -128,6 +128,8 @@ var signatures = []string{
 	"_stat_type_str:string(type:long)",
 	"user_string:string(addr:long,err_msg:string)",
 	"kernel_string:string(addr:long,err_msg:string)",
+	// tokenize.stp
+	"tokenize:string(delim:string)",
 	"_dfd_str:string(d:long)",
 	"_sys_open_flag_str:string(f:long)",
 	"_access_mode_str:string(mode:long)",
