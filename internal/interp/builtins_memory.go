@@ -34,8 +34,6 @@ func memoryBuiltins() map[string]builtinFunc {
 		"user_string":          userStringFault,
 		"user_string_n":        userStringFault,
 		"user_string2":         errMsg,
-		"user_string_quoted":   quotedFault,
-		"user_string_n_quoted": quotedFault,
 	}
 	for name, read := range tapset.NumberReads {
 		switch what, kernel := strings.CutPrefix(name, "kernel_"); {
@@ -169,12 +167,6 @@ func userStringFault(cc *callContext, a []Value) Value {
 }
 
 func zero(*callContext, []Value) Value { return Value{} }
-
-// quotedFault is user_string_quoted and user_string_n_quoted on a fault:
-// the address in hex, without quotes.
-func quotedFault(_ *callContext, a []Value) Value {
-	return Value{Str: fmt.Sprintf("0x%x", uint64(a[0].Int))}
-}
 
 // errMsg is user_string2 on a fault: its second argument.
 func errMsg(_ *callContext, a []Value) Value { return a[1] }

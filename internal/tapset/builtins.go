@@ -250,7 +250,7 @@ var Builtins = index(
 	bpf(effects(fn("tokenize", str, s("input"), s("delim")))),
 	captured(fn("text_str", str, s("input"))),
 	captured(fn("text_strn", str, s("input"), l("len"), l("quoted"))),
-	captured(fn("string_quoted", str, s("str"))),
+	bpf(fn("string_quoted", str, s("str"))), // bpfgen/quoting.go
 	bpf(fn("strtol", long, s("str"), l("base"))),
 	captured(fn("isdigit", long, s("str"))),
 	// regular expressions
@@ -336,6 +336,8 @@ var Builtins = index(
 	text(inProcess(fn("__usyms_lines", str, s("callers")))),
 	fn("is_return", long),
 	bpf(fn("mem_page_size", long)),
+	// __maxstringlen(): MAXSTRINGLEN (the quoted readers: quoted.stp)
+	bpf(fn("__maxstringlen", long)),
 	fn("stp_pid", long),
 	// randint: bpfgen/random.go
 	bpf(effects(fn("randint", long, l("n")))),
@@ -379,10 +381,8 @@ var Builtins = index(
 	bpf(fn("kernel_string", str, l("addr"))),
 	bpf(fn("kernel_string_n", str, l("addr"), l("n"))),
 	bpf(fn("user_string", str, l("addr"))),
-	bpfLiteral(2, fn("user_string_n", str, l("addr"), l("n"))),
+	bpf(fn("user_string_n", str, l("addr"), l("n"))),
 	bpf(fn("user_string2", str, l("addr"), s("err_msg"))),
-	bpf(fn("user_string_quoted", str, l("addr"))),
-	fn("user_string_n_quoted", str, l("addr"), l("n")),
 	bpf(fn("kernel_string2", str, l("addr"), s("err_msg"))),
 	// a kernel buffer quoted, and in hex (the netfilter tapset's
 	// data_str and data_hex: bpfgen/buffers.go)

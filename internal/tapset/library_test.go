@@ -130,6 +130,12 @@ var signatures = []string{
 	"kernel_string:string(addr:long,err_msg:string)",
 	// tokenize.stp
 	"tokenize:string(delim:string)",
+	// quoted.stp
+	"user_string_n_quoted:string(addr:long,n:long)",
+	"user_string_n_quoted:string(addr:long,inlen:long,outlen:long)",
+	"user_string_n2_quoted:string(addr:long,inlen:long,outlen:long)",
+	"kernel_string_quoted:string(addr:long)",
+	"user_string_quoted:string(addr:long)",
 	"_dfd_str:string(d:long)",
 	"_sys_open_flag_str:string(f:long)",
 	"_access_mode_str:string(mode:long)",
