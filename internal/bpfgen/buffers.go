@@ -17,14 +17,12 @@ import (
 // why). An inlen <= 0 reads MAXSTRINGLEN-1 bytes to quote, as the runtime
 // does.
 
-// readBuffer evaluates addr and len and reads min(len, most) bytes (none,
-// or most, when len <= 0: ifNone) from kernel memory at addr into a new
-// scratch buffer, jumping to fault, with the address in regRec, when they
-// cannot be read. It returns the buffer and the cells of the address and
-// the count.
-func (g *gen) readBuffer(c *syntax.Call, most, ifNone int, fault string) (buf value, addr, count int) {
-	cells := g.longArgs(c.Args[0], c.Args[1])
-	addr, count = cells[0], cells[1]
+// readBuffer reads min(len, most) bytes (none, or most, when len <= 0:
+// ifNone) with read (bpf_probe_read_kernel or _user) from memory at addr
+// (addr and len in their cells) into a new scratch buffer, jumping to
+// fault, with the address in regRec, when they cannot be read. It returns
+// the buffer; len's cell holds the count read.
+func (g *gen) readBuffer(addr, count int, read asm.BuiltinFunc, most, ifNone int, fault string) (buf value) {
 	buf = g.strSlot(most)
 	positive, clamped, done := g.newLabel("buffer_positive"), g.newLabel("buffer_clamped"), g.newLabel("buffer_read")
 	g.emit(
@@ -45,11 +43,11 @@ func (g *gen) readBuffer(c *syntax.Call, most, ifNone int, fault string) (buf va
 		asm.Mov.Reg(regRec, asm.R3),
 		asm.Mov.Reg(asm.R1, regScratch),
 		asm.Add.Imm(asm.R1, int32(buf.off)),
-		asm.FnProbeReadKernel.Call(),
+		read.Call(),
 		asm.JNE.Imm(asm.R0, 0, fault),
 	)
 	g.mark(done)
-	return buf, addr, count
+	return buf
 }
 
 // bufferScan walks the count bytes of buf (readBuffer's) with the index
@@ -73,7 +71,9 @@ func (g *gen) bufferScan(buf value, count int, done string, body func()) {
 func (g *gen) kernelBufferHex(c *syntax.Call) value {
 	dst := g.strSlot(g.m.maxStr)
 	mark := g.scratchMark()
-	buf, _, count := g.readBuffer(c, (g.m.maxStr-1)/2, 0, g.errorSite(tapset.KernelReadFault, c.Pos, true))
+	cells := g.longArgs(c.Args[0], c.Args[1])
+	count := cells[1]
+	buf := g.readBuffer(cells[0], count, asm.FnProbeReadKernel, (g.m.maxStr-1)/2, 0, g.errorSite(tapset.KernelReadFault, c.Pos, true))
 	done, fin := g.newLabel("hex_done"), g.newLabel("hex_end")
 	g.bufferScan(buf, count, done, func() {
 		g.emit(

@@ -89,8 +89,11 @@ func kernelBuiltins() map[string]builtinCode {
 		"tokenize":            strCode((*gen).tokenize),
 
 		// the netfilter tapset's data_str and data_hex (buffers.go)
-		"kernel_buffer_quoted": strCode((*gen).kernelBufferQuoted),
-		"__kernel_buffer_hex":  strCode((*gen).kernelBufferHex),
+		"__kernel_buffer_quoted":     strCode((*gen).bufferQuoted),
+		"kernel_buffer_quoted_error": strCode((*gen).bufferQuoted),
+		"user_buffer_quoted":         strCode((*gen).bufferQuoted),
+		"user_buffer_quoted_error":   strCode((*gen).bufferQuoted),
+		"__kernel_buffer_hex":        strCode((*gen).kernelBufferHex),
 	}
 	for name, form := range map[string]StackForm{"backtrace": KernelHex, "sprint_backtrace": KernelText,
 		"ubacktrace": UserHex, "sprint_ubacktrace": UserText} {

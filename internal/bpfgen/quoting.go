@@ -1,14 +1,18 @@
 package bpfgen
 
 import (
+	"strings"
+
 	"github.com/bpftap/bpftap/internal/format"
 	"github.com/bpftap/bpftap/internal/syntax"
+	"github.com/bpftap/bpftap/internal/tapset"
 	"github.com/cilium/ebpf/asm"
 )
 
-// Quoted strings in kernel probes: string_quoted(s), user_string_quoted(addr)
-// and kernel_buffer_quoted(addr, inlen[, outlen]) (the tapset builds the
-// other quoted forms on these), quoted as the user side quotes them
+// Quoted strings in kernel probes: string_quoted(s), and the buffers of
+// kernel_buffer_quoted(addr, inlen[, outlen]), user_buffer_quoted and
+// their _error forms (the tapset builds the quoted readers of strings on
+// string_quoted: quoted.stp), quoted as the user side quotes them
 // (format.StringQuoted, format.BufferQuoted: the runtime's _stp_text_str).
 //
 // One walk (quote) serves them all. It reads the bytes of a scratch slot
@@ -309,19 +313,86 @@ func (g *gen) setRoom(dst value) int {
 	return room
 }
 
-// kernelBufferQuoted compiles kernel_buffer_quoted(addr, inlen).
-func (g *gen) kernelBufferQuoted(c *syntax.Call) value {
+// bufferQuoted compiles __kernel_buffer_quoted(addr, inlen, outlen)
+// (the tapset's kernel_buffer_quoted), kernel_buffer_quoted_error,
+// user_buffer_quoted and user_buffer_quoted_error, as the tapset's C:
+// outlen is clamped to [0, MAXSTRINGLEN] and 0 gives "" (the _error forms
+// raise), the text gets outlen-2 bytes of room (at least 3, at most
+// MAXSTRINGLEN-3); memory that cannot be read gives its address in hex,
+// cut at outlen-1 bytes (the _error forms raise stap's error instead).
+func (g *gen) bufferQuoted(c *syntax.Call) value {
 	dst := g.strSlot(g.m.maxStr)
 	mark := g.scratchMark()
 	end := quoteEnd(dst)
-	faulted, fin := g.newLabel("quoted_fault"), g.newLabel("quoted_end")
-	buf, addr, count := g.readBuffer(c, end, end, faulted)
-	g.quote(dst, buf, count, g.setRoom(dst), true, fin)
-	g.mark(faulted)
-	g.quotedFault(c, dst, addr)
+	user, raise := strings.HasPrefix(c.Name, "user_"), strings.HasSuffix(c.Name, "_error")
+	faulted, empty, fin := g.newLabel("quoted_fault"), g.newLabel("quoted_empty"), g.newLabel("quoted_end")
+	read := asm.FnProbeReadKernel
+	if user {
+		read = asm.FnProbeReadUser
+	}
+	if raise {
+		faulted = g.errorSite(tapset.BufferReadFault(user), c.Pos, true)
+	}
+	cells := g.longArgs(c.Args...)
+	addr, count, outlen := cells[0], cells[1], cells[2]
+	buf := g.readBuffer(addr, count, read, end, end, faulted)
+	room := g.allocScratch(8)
+	if raise {
+		empty = faulted
+		g.emit(asm.LoadMem(regRec, regScratch, int16(addr), asm.DWord)) // the error's address
+	}
+	g.quoteRoom(outlen, room, empty)
+	g.quote(dst, buf, count, room, true, fin)
+	if !raise {
+		g.mark(empty)
+		g.emit(asm.StoreImm(regScratch, int16(dst.off), 0, asm.Byte), asm.Ja.Label(fin))
+		g.mark(faulted)
+		g.quotedFault(c, dst, addr)
+		g.cutAt(dst, outlen, -1)
+	}
 	g.mark(fin)
 	g.scratchRelease(mark)
 	return dst
+}
+
+// quoteRoom sets cell room to the room between the quotes of a result of
+// at most outlen (in its cell) bytes, clamped to [0, MAXSTRINGLEN] and
+// stored back; an outlen of 0 jumps to empty.
+func (g *gen) quoteRoom(outlen, room int, empty string) {
+	limit := int32(g.m.maxStr - 1)
+	short, fits, set := g.newLabel("room_short"), g.newLabel("room_fits"), g.newLabel("room_set")
+	g.emit(
+		asm.LoadMem(asm.R1, regScratch, int16(outlen), asm.DWord),
+		asm.JSLE.Imm(asm.R1, 0, empty),
+		asm.JSLE.Imm(asm.R1, limit+1, fits),
+		asm.Mov.Imm(asm.R1, limit+1),
+	)
+	g.mark(fits)
+	g.emit(
+		asm.StoreMem(regScratch, int16(outlen), asm.R1, asm.DWord),
+		asm.JSLE.Imm(asm.R1, limit, short),
+		asm.Mov.Imm(asm.R1, limit),
+	)
+	g.mark(short)
+	g.emit(
+		asm.JSGE.Imm(asm.R1, 5, set),
+		asm.Mov.Imm(asm.R1, 5),
+	)
+	g.mark(set)
+	g.emit(asm.Sub.Imm(asm.R1, 2), asm.StoreMem(regScratch, int16(room), asm.R1, asm.DWord))
+}
+
+// cutAt ends the string in dst after the number of bytes in cell n, plus
+// delta (snprintf's room of n bytes holds n-1 and the NUL).
+func (g *gen) cutAt(dst value, n int, delta int32) {
+	slot := g.pushSlot()
+	g.emit(
+		asm.LoadMem(asm.R1, regScratch, int16(n), asm.DWord),
+		asm.Add.Imm(asm.R1, delta),
+		asm.StoreMem(asm.R10, slot, asm.R1, asm.DWord),
+	)
+	g.cutString(dst, slot)
+	g.popStack(8)
 }
 
 // stringQuoted compiles string_quoted(s).

@@ -384,9 +384,13 @@ var Builtins = index(
 	bpf(fn("user_string_n", str, l("addr"), l("n"))),
 	bpf(fn("user_string2", str, l("addr"), s("err_msg"))),
 	bpf(fn("kernel_string2", str, l("addr"), s("err_msg"))),
-	// a kernel buffer quoted, and in hex (the netfilter tapset's
-	// data_str and data_hex: bpfgen/buffers.go)
-	bpf(fn("kernel_buffer_quoted", str, l("addr"), l("inlen"))),
+	// buffers quoted (the netfilter tapset's data_str; kernel_buffer_quoted
+	// is quoted.stp's: bpfgen/quoting.go), and in hex (data_hex:
+	// bpfgen/buffers.go)
+	bpf(fn("__kernel_buffer_quoted", str, l("addr"), l("inlen"), l("outlen"))),
+	bpf(fn("kernel_buffer_quoted_error", str, l("addr"), l("inlen"), l("outlen"))),
+	bpf(fn("user_buffer_quoted", str, l("addr"), l("inlen"), l("outlen"))),
+	bpf(fn("user_buffer_quoted_error", str, l("addr"), l("inlen"), l("outlen"))),
 	bpf(fn("__kernel_buffer_hex", str, l("addr"), l("len"))),
 	// the Prometheus tapset's histogram buckets (prometheus.stpm)
 	fn("__prometheus_log_bucket", long, l("v")),

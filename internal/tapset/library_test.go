@@ -136,6 +136,8 @@ var signatures = []string{
 	"user_string_n2_quoted:string(addr:long,inlen:long,outlen:long)",
 	"kernel_string_quoted:string(addr:long)",
 	"user_string_quoted:string(addr:long)",
+	"kernel_buffer_quoted:string(addr:long,inlen:long)",
+	"kernel_buffer_quoted:string(addr:long,inlen:long,outlen:long)",
 	"_dfd_str:string(d:long)",
 	"_sys_open_flag_str:string(f:long)",
 	"_access_mode_str:string(mode:long)",

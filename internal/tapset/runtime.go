@@ -106,6 +106,16 @@ const (
 	KernelReadFault = "kernel read fault at 0x%x [man error::fault]"
 )
 
+// BufferReadFault is the message of kernel_buffer_quoted_error's failed
+// read (user_buffer_quoted_error's, user).
+func BufferReadFault(user bool) string {
+	space := "kernel"
+	if user {
+		space = "user"
+	}
+	return "Unable to access " + space + " space data at 0x%x"
+}
+
 // KernelCopyFault is the message of kernel_WHAT's failed read ("long",
 // "string", ...): a fmt format taking the faulting address.
 func KernelCopyFault(what string) string {
