@@ -87,6 +87,8 @@ func kernelBuiltins() map[string]builtinCode {
 		"randint":             longCode((*gen).randint),
 		"raise":               longCode((*gen).raiseSignal),
 		"tokenize":            strCode((*gen).tokenize),
+		"mdelay":              longCode((*gen).delay),
+		"udelay":              longCode((*gen).delay),
 
 		// the netfilter tapset's data_str and data_hex (buffers.go)
 		"__kernel_buffer_quoted":     strCode((*gen).bufferQuoted),

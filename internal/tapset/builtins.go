@@ -417,13 +417,14 @@ var Builtins = index(
 	deferred(fn("system", none, s("cmd"))),
 	effects(fn("switch_file", none)),
 	// mdelay(ms), udelay(us): stap's busy delays, guru mode's; a user-side
-	// probe sleeps (as stap's user-space runtime does)
-	guru(effects(fn("mdelay", none, l("ms")))),
+	// probe sleeps (as stap's user-space runtime does), a kernel probe
+	// spins (bpfgen/delay.go)
+	guru(bpf(effects(fn("mdelay", none, l("ms"))))),
 	// raise(signo): the signal to the current thread, in guru mode
 	// (bpfgen/signal.go: bpf_send_signal_thread; in a user-side probe,
 	// bpftap's own thread)
 	guru(bpf(effects(fn("raise", none, l("signo"))))),
-	guru(effects(fn("udelay", none, l("us")))),
+	guru(bpf(effects(fn("udelay", none, l("us"))))),
 )
 
 // init declares int_arg(argnum) and the other ArgReaders, and

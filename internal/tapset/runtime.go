@@ -106,6 +106,10 @@ const (
 	KernelReadFault = "kernel read fault at 0x%x [man error::fault]"
 )
 
+// DelayTooLong is the error of a kernel probe's mdelay or udelay longer
+// than the kernel lets a BPF program spin (bpfgen/delay.go).
+const DelayTooLong = "delay longer than the kernel lets a BPF program spin (about 250 ms)"
+
 // BufferReadFault is the message of kernel_buffer_quoted_error's failed
 // read (user_buffer_quoted_error's, user).
 func BufferReadFault(user bool) string {
