@@ -17,7 +17,9 @@ import (
 // so a program that interrupts another on the same CPU (programs nest:
 // nesting.go) has its own state and the split it interrupted goes on
 // undisturbed. (stap never runs a handler inside another either: it skips
-// the nested one.)
+// the nested one.) A sleepable uprobe program that sleeps between two
+// calls (a user string faulted in: sleepable.go) may see another task run
+// the same program on its CPU meanwhile, as its scratch area may.
 //
 // A call copies the state's string into the scratch area (or the input,
 // which becomes the state's), walks it from the kept index with scan
