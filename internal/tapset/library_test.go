@@ -128,6 +128,16 @@ var signatures = []string{
 	"_stat_type_str:string(type:long)",
 	"user_string:string(addr:long,err_msg:string)",
 	"kernel_string:string(addr:long,err_msg:string)",
+	// tokenize.stp
+	"tokenize:string(delim:string)",
+	// quoted.stp
+	"user_string_n_quoted:string(addr:long,n:long)",
+	"user_string_n_quoted:string(addr:long,inlen:long,outlen:long)",
+	"user_string_n2_quoted:string(addr:long,inlen:long,outlen:long)",
+	"kernel_string_quoted:string(addr:long)",
+	"user_string_quoted:string(addr:long)",
+	"kernel_buffer_quoted:string(addr:long,inlen:long)",
+	"kernel_buffer_quoted:string(addr:long,inlen:long,outlen:long)",
 	"_dfd_str:string(d:long)",
 	"_sys_open_flag_str:string(f:long)",
 	"_access_mode_str:string(mode:long)",
