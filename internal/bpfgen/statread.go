@@ -63,6 +63,16 @@ func (g *gen) statRead(e *syntax.StatOp) {
 	gl := g.m.global(v)
 	smark, stack := g.scratchMark(), g.stack
 	k := g.key(gl, keys)
+	acc := g.mergeCPUs(gl, k, ncpu)
+	g.extract(e, acc)
+	g.scratchRelease(smark)
+	g.stack = stack
+}
+
+// mergeCPUs combines the partials of gl's statistic at key k on the ncpu
+// possible CPUs into an accumulator it pushes on the stack, and returns
+// the accumulator's offset.
+func (g *gen) mergeCPUs(gl *Global, k keyAddr, ncpu int) int16 {
 	acc := g.pushStack(accSize)
 	g.emit(asm.Mov.Imm(asm.R1, 0))
 	for off := int16(0); off < accSize; off += 8 {
@@ -75,15 +85,19 @@ func (g *gen) statRead(e *syntax.StatOp) {
 	if gl.Cache != nil {
 		g.cachedPartial(gl, k, acc)
 	}
+	g.nextCPU(acc, ncpu, top)
+	return acc
+}
+
+// nextCPU advances the accumulator's CPU and goes back to top while one is
+// left.
+func (g *gen) nextCPU(acc int16, ncpu int, top string) {
 	g.emit(
 		asm.LoadMem(asm.R1, asm.R10, acc+accCPU, asm.DWord),
 		asm.Add.Imm(asm.R1, 1),
 		asm.StoreMem(asm.R10, acc+accCPU, asm.R1, asm.DWord),
 		asm.JLT.Imm(asm.R1, int32(ncpu), top),
 	)
-	g.extract(e, acc)
-	g.scratchRelease(smark)
-	g.stack = stack
 }
 
 // percpuLookup leaves in R0 the value at key k of map ref on the CPU in

@@ -27,16 +27,21 @@ func (g *gen) deleteMatching(gl *Global, keys []syntax.Expr) {
 	slot := g.pushSlot()
 	pattern.load(g, asm.R1)
 	g.emit(asm.StoreMem(asm.R10, slot, asm.R1, asm.DWord))
-	sp := g.matchDeleter(gl, keys)
+	g.forEachElem(gl, g.matchDeleter(gl, keys), slot)
+	g.scratchRelease(smark)
+	g.stack = stack
+}
+
+// forEachElem calls callback sp on every element of gl's map with
+// bpf_for_each_map_elem, its context the stack slot ctx.
+func (g *gen) forEachElem(gl *Global, sp *subprog, ctx int16) {
 	g.emit(
 		asm.LoadMapPtr(asm.R1, 0).WithReference(gl.Ref),
 		asm.Instruction{OpCode: asm.LoadImmOp(asm.DWord), Dst: asm.R2, Src: asm.PseudoFunc, Constant: -1}.WithReference(sp.label),
-		asm.Mov.Reg(asm.R3, asm.R10), asm.Add.Imm(asm.R3, int32(slot)),
+		asm.Mov.Reg(asm.R3, asm.R10), asm.Add.Imm(asm.R3, int32(ctx)),
 		asm.Mov.Imm(asm.R4, 0),
 		asm.FnForEachMapElem.Call(),
 	)
-	g.scratchRelease(smark)
-	g.stack = stack
 }
 
 // zeroStars is keys with each `*` replaced by a zero of its column's type.
@@ -95,14 +100,14 @@ func (g *gen) matchDeleter(gl *Global, keys []syntax.Expr) *subprog {
 	c.emit(asm.Mov.Reg(asm.R1, asm.R6), asm.Mov.Reg(asm.R2, asm.R7), asm.FnMapDeleteElem.Call())
 	c.mark(keep)
 	c.emit(asm.Mov.Imm(asm.R0, 0), asm.Return())
-	c.assemble(sp, deleterType(key), func() {})
+	c.assemble(sp, elemCallbackType(key), func() {})
 	g.subs.order = append(g.subs.order, sp)
 	return sp
 }
 
-// deleterType is the BTF prototype of a wildcard delete's callback, as
-// bpf_for_each_map_elem calls it.
-func deleterType(name string) *btf.Func {
+// elemCallbackType is the BTF prototype of a callback of
+// bpf_for_each_map_elem (a wildcard delete's, a foreach's).
+func elemCallbackType(name string) *btf.Func {
 	ptr := &btf.Pointer{Target: &btf.Void{}}
 	return &btf.Func{Name: name, Linkage: btf.StaticFunc, Type: &btf.FuncProto{Return: longType, Params: []btf.FuncParam{
 		{Name: "map", Type: ptr}, {Name: "key", Type: ptr}, {Name: "value", Type: ptr}, {Name: "ctx", Type: ptr}}}}
