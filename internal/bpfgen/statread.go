@@ -8,7 +8,7 @@ import (
 	"github.com/cilium/ebpf/asm"
 )
 
-// Reading a statistic in a kernel probe: @count, @sum, @min, @max and @avg
+// Reading a statistic in a kernel probe: @count, @sum, @min, @max, @avg and @variance
 // of a global statistic or of an element of a statistics array.
 //
 // stap's extractors see the aggregate over every CPU, but a statistic is a
@@ -27,8 +27,8 @@ import (
 //
 // The other CPUs' partials are read while they may change (stap's module
 // runtime locks them; BPF cannot), so a read racing an update on another
-// CPU may miss that update. @variance is not compiled yet: combining the
-// partials' variances needs their Welford terms.
+// CPU may miss that update. @variance combines the partials' Welford
+// terms (variance.go).
 
 // Offsets in the accumulator on the stack.
 const (
@@ -43,11 +43,7 @@ const (
 // statRead compiles a statistic extractor into R0.
 func (g *gen) statRead(e *syntax.StatOp) {
 	v := sema.StatVar(e.X)
-	switch {
-	case e.Op == "variance":
-		g.refuse(e, "@variance")
-		return
-	case v == nil:
+	if v == nil {
 		g.fail(e, "@%s() needs a statistic", e.Op)
 		return
 	}
@@ -63,8 +59,11 @@ func (g *gen) statRead(e *syntax.StatOp) {
 	gl := g.m.global(v)
 	smark, stack := g.scratchMark(), g.stack
 	k := g.key(gl, keys)
-	acc := g.mergeCPUs(gl, k, ncpu)
-	g.extract(e, acc)
+	if e.Op == "variance" {
+		g.variance(gl, k, ncpu, keys != nil, e.Pos)
+	} else {
+		g.extract(e, g.mergeCPUs(gl, k, ncpu))
+	}
 	g.scratchRelease(smark)
 	g.stack = stack
 }
