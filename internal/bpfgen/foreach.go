@@ -64,18 +64,18 @@ func cursorBest(gl *Global) int { return cursorPrev + elemKey + int(gl.Spec.KeyS
 // foreach compiles a foreach over a global array.
 func (g *gen) foreach(s *syntax.ForeachStmt) {
 	id, ok := s.Array.(*syntax.Ident)
-	if !ok || id.Var.Wrap {
+	if !ok {
 		g.refuse(s, "this foreach")
 		return
 	}
 	gl := g.m.global(id.Var)
 	smark, stack := g.scratchMark(), g.stack
-	cur := g.allocScratch(cursorBest(gl) + elemKey + int(gl.Spec.KeySize))
-	ctx := g.pushSlot()
-	g.emit(
-		asm.Mov.Imm(asm.R1, 0), asm.StoreMem(regScratch, int16(cur+cursorHasPrev), asm.R1, asm.DWord),
-		asm.Mov.Reg(asm.R1, regScratch), asm.Add.Imm(asm.R1, int32(cur)), asm.StoreMem(asm.R10, ctx, asm.R1, asm.DWord),
-	)
+	var step func(brk string) int
+	if gl.Ring != nil {
+		step = g.ringStep(gl, s)
+	} else {
+		step = g.hashStep(gl, s)
+	}
 	limit := -1
 	if s.Limit != nil {
 		limit = g.allocScratch(16) // the limit, the elements taken
@@ -87,11 +87,8 @@ func (g *gen) foreach(s *syntax.ForeachStmt) {
 	if s.Slice != nil {
 		slice = g.key(gl, zeroStars(gl, s.Slice))
 	}
-	sp := g.selector(gl, s)
 	g.loopWith(nil, s.Body, loopCarried(s.Body), func(brk, cont string) {
-		g.emit(asm.Mov.Imm(asm.R1, 0), asm.StoreMem(regScratch, int16(cur+cursorFound), asm.R1, asm.DWord))
-		g.forEachElem(gl, sp, ctx)
-		g.emit(asm.LoadMem(asm.R1, regScratch, int16(cur+cursorFound), asm.DWord), asm.JEq.Imm(asm.R1, 0, brk))
+		key := step(brk)
 		if limit >= 0 {
 			g.emit(
 				asm.LoadMem(asm.R1, regScratch, int16(limit+8), asm.DWord),
@@ -100,18 +97,42 @@ func (g *gen) foreach(s *syntax.ForeachStmt) {
 				asm.Add.Imm(asm.R1, 1), asm.StoreMem(regScratch, int16(limit+8), asm.R1, asm.DWord),
 			)
 		}
+		if s.Slice != nil {
+			g.matchSlice(gl, s.Slice, slice, key, cont)
+		}
+		g.bindElement(gl, s, key)
+	})
+	g.scratchRelease(smark)
+	g.stack = stack
+}
+
+// hashStep sets up the cursor of a walk of gl's hash map in s's order and
+// returns what selects each iteration's element: it jumps to brk when
+// none is left, else returns the scratch offset of the element's key.
+func (g *gen) hashStep(gl *Global, s *syntax.ForeachStmt) func(brk string) int {
+	cur := g.allocScratch(cursorBest(gl) + elemKey + int(gl.Spec.KeySize))
+	ctx := g.cursorContext(cur)
+	g.emit(asm.Mov.Imm(asm.R1, 0), asm.StoreMem(regScratch, int16(cur+cursorHasPrev), asm.R1, asm.DWord))
+	sp := g.selector(gl, s)
+	return func(brk string) int {
+		g.emit(asm.Mov.Imm(asm.R1, 0), asm.StoreMem(regScratch, int16(cur+cursorFound), asm.R1, asm.DWord))
+		g.forEachElem(gl, sp, ctx)
+		g.emit(asm.LoadMem(asm.R1, regScratch, int16(cur+cursorFound), asm.DWord), asm.JEq.Imm(asm.R1, 0, brk))
 		prev, best := cur+cursorPrev, cur+cursorBest(gl)
 		for off := 0; off < elemKey+int(gl.Spec.KeySize); off += 8 {
 			g.emit(asm.LoadMem(asm.R1, regScratch, int16(best+off), asm.DWord), asm.StoreMem(regScratch, int16(prev+off), asm.R1, asm.DWord))
 		}
 		g.emit(asm.Mov.Imm(asm.R1, 1), asm.StoreMem(regScratch, int16(cur+cursorHasPrev), asm.R1, asm.DWord))
-		if s.Slice != nil {
-			g.matchSlice(gl, s.Slice, slice, prev+elemKey, cont)
-		}
-		g.bindElement(gl, s, prev+elemKey)
-	})
-	g.scratchRelease(smark)
-	g.stack = stack
+		return prev + elemKey
+	}
+}
+
+// cursorContext stores the address of the cursor at scratch offset cur in
+// a stack slot, a callback's context, and returns the slot.
+func (g *gen) cursorContext(cur int) int16 {
+	ctx := g.pushSlot()
+	g.emit(asm.Mov.Reg(asm.R1, regScratch), asm.Add.Imm(asm.R1, int32(cur)), asm.StoreMem(asm.R10, ctx, asm.R1, asm.DWord))
+	return ctx
 }
 
 // matchSlice jumps to miss unless the key at scratch offset key equals

@@ -52,7 +52,9 @@ func (g *gen) variance(gl *Global, k keyAddr, ncpu int, array bool, at syntax.Po
 // gl[k] as format.Total combines its partials.
 func (g *gen) totalVariance(gl *Global, k keyAddr, ncpu int, st int16) {
 	acc := g.mergeCPUs(gl, k, ncpu)
-	ld := func(r asm.Register, base int16, off int16) asm.Instruction { return asm.LoadMem(r, asm.R10, base+off, asm.DWord) }
+	ld := func(r asm.Register, base int16, off int16) asm.Instruction {
+		return asm.LoadMem(r, asm.R10, base+off, asm.DWord)
+	}
 	g.emit(
 		ld(asm.R1, acc, accCount), asm.StoreMem(asm.R10, st+mergeCount, asm.R1, asm.DWord),
 		ld(asm.R1, acc, accSum), asm.StoreMem(asm.R10, st+mergeSum, asm.R1, asm.DWord),

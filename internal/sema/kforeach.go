@@ -8,9 +8,9 @@ import (
 // foreachRefusal is the message for a foreach a kernel probe cannot run,
 // or "". The BPF back end walks a global's hash map in the order the
 // foreach asks (bpfgen/foreach.go); it cannot walk a histogram's buckets,
-// order by a string value (the bytes after its NUL are not cleared), walk
-// a wrapping array in the order its keys were added in, or sort on
-// @variance.
+// order by a string value (the bytes after its NUL are not cleared), sort
+// a wrapping array (whose ties keep the order its keys were added in), or
+// sort on @variance.
 func foreachRefusal(n *syntax.ForeachStmt) string {
 	id, ok := n.Array.(*syntax.Ident)
 	if !ok || id.Var == nil {
@@ -18,10 +18,10 @@ func foreachRefusal(n *syntax.ForeachStmt) string {
 	}
 	v := id.Var
 	switch {
-	case v.Wrap:
-		return tapset.UserSpaceOnly("foreach over a wrapping array (%)")
 	case n.SortDir == 0:
 		return ""
+	case v.Wrap:
+		return tapset.UserSpaceOnly("sorted foreach over a wrapping array (%)")
 	case n.SortCol == 0 && v.Type == syntax.TypeString:
 		return tapset.UserSpaceOnly("sorted foreach on a string value")
 	case n.SortCol == 0 && n.SortAgg == "variance":
