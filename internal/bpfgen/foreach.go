@@ -193,41 +193,30 @@ func (g *gen) bindElement(gl *Global, s *syntax.ForeachStmt, key int) {
 // compiled on first use. Its context holds the cursor's address.
 func (g *gen) selector(gl *Global, s *syntax.ForeachStmt) *subprog {
 	key := fmt.Sprintf("foreach_%s_%d_%d_%s", gl.Ref, s.SortCol, s.SortDir+1, s.SortAgg)
-	if sp, ok := g.subs.byKey[key]; ok {
-		return sp
-	}
-	sp := &subprog{label: key}
-	g.subs.byKey[key] = sp
-	c := newGen(g.m, g.probe)
-	c.subs, c.subprog, c.cur = g.subs, true, g.cur
-	c.emit(
-		asm.Mov.Reg(asm.R6, asm.R2), // the element's key
-		asm.Mov.Reg(asm.R7, asm.R3), // its value (this CPU's)
-		asm.LoadMem(asm.R8, asm.R4, 0, asm.DWord),
-	)
-	sortSlot := c.pushSlot()
-	c.sortWord(gl, s, sortSlot)
-	afterPrev, take, skip := c.newLabel("after_prev"), c.newLabel("take"), c.newLabel("skip")
-	c.emit(asm.LoadMem(asm.R1, asm.R8, cursorHasPrev, asm.DWord), asm.JEq.Imm(asm.R1, 0, afterPrev))
-	c.compareElem(gl, s, sortSlot, cursorPrev, skip, afterPrev, skip)
-	c.mark(afterPrev)
-	c.emit(asm.LoadMem(asm.R1, asm.R8, cursorFound, asm.DWord), asm.JEq.Imm(asm.R1, 0, take))
-	c.compareElem(gl, s, sortSlot, cursorBest(gl), take, skip, skip)
-	c.mark(take)
-	best := int16(cursorBest(gl))
-	c.emit(asm.LoadMem(asm.R1, asm.R10, sortSlot, asm.DWord), asm.StoreMem(asm.R8, best+elemSort, asm.R1, asm.DWord))
-	for off := int16(0); off < int16(gl.Spec.KeySize); off += 8 {
-		c.emit(asm.LoadMem(asm.R1, asm.R6, off, asm.DWord), asm.StoreMem(asm.R8, best+elemKey+off, asm.R1, asm.DWord))
-	}
-	c.emit(asm.Mov.Imm(asm.R1, 1), asm.StoreMem(asm.R8, cursorFound, asm.R1, asm.DWord))
-	c.mark(skip)
-	c.emit(asm.Mov.Imm(asm.R0, 0), asm.Return())
-	c.assemble(sp, elemCallbackType(key), func() {})
-	g.subs.order = append(g.subs.order, sp)
-	if c.err != nil && g.err == nil {
-		g.err = c.err
-	}
-	return sp
+	return g.callback(key, elemCallbackType(key), func(c *gen) {
+		c.emit(
+			asm.Mov.Reg(asm.R6, asm.R2), // the element's key
+			asm.Mov.Reg(asm.R7, asm.R3), // its value (this CPU's)
+			asm.LoadMem(asm.R8, asm.R4, 0, asm.DWord),
+		)
+		sortSlot := c.pushSlot()
+		c.sortWord(gl, s, sortSlot)
+		afterPrev, take, skip := c.newLabel("after_prev"), c.newLabel("take"), c.newLabel("skip")
+		c.emit(asm.LoadMem(asm.R1, asm.R8, cursorHasPrev, asm.DWord), asm.JEq.Imm(asm.R1, 0, afterPrev))
+		c.compareElem(gl, s, sortSlot, cursorPrev, skip, afterPrev, skip)
+		c.mark(afterPrev)
+		c.emit(asm.LoadMem(asm.R1, asm.R8, cursorFound, asm.DWord), asm.JEq.Imm(asm.R1, 0, take))
+		c.compareElem(gl, s, sortSlot, cursorBest(gl), take, skip, skip)
+		c.mark(take)
+		best := int16(cursorBest(gl))
+		c.emit(asm.LoadMem(asm.R1, asm.R10, sortSlot, asm.DWord), asm.StoreMem(asm.R8, best+elemSort, asm.R1, asm.DWord))
+		for off := int16(0); off < int16(gl.Spec.KeySize); off += 8 {
+			c.emit(asm.LoadMem(asm.R1, asm.R6, off, asm.DWord), asm.StoreMem(asm.R8, best+elemKey+off, asm.R1, asm.DWord))
+		}
+		c.emit(asm.Mov.Imm(asm.R1, 1), asm.StoreMem(asm.R8, cursorFound, asm.R1, asm.DWord))
+		c.mark(skip)
+		c.emit(asm.Mov.Imm(asm.R0, 0), asm.Return())
+	})
 }
 
 // sortWord stores at stack slot slot the word the element (key R6, value

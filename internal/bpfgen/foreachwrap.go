@@ -3,7 +3,6 @@ package bpfgen
 import (
 	"github.com/bpftap/bpftap/internal/syntax"
 	"github.com/cilium/ebpf/asm"
-	"github.com/cilium/ebpf/btf"
 )
 
 // Foreach over a wrapping array in a kernel probe walks its keys in the
@@ -73,17 +72,6 @@ func (g *gen) ringStep(gl *Global, s *syntax.ForeachStmt) func(brk string) int {
 		g.stack = stack
 		return cur + ringKey
 	}
-}
-
-// loopCall calls bpf_loop(R1, sp, ctx, 0): callback sp for R1 indexes, its
-// context the stack slot ctx.
-func (g *gen) loopCall(sp *subprog, ctx int16) {
-	g.emit(
-		asm.Instruction{OpCode: asm.LoadImmOp(asm.DWord), Dst: asm.R2, Src: asm.PseudoFunc, Constant: -1}.WithReference(sp.label),
-		asm.Mov.Reg(asm.R3, asm.R10), asm.Add.Imm(asm.R3, int32(ctx)),
-		asm.Mov.Imm(asm.R4, 0),
-		asm.FnLoop.Call(),
-	)
 }
 
 // ringSelector returns the bpf_loop callback that finds, from the
@@ -157,22 +145,8 @@ func (c *gen) ringSlot(gl *Global, pos asm.Register, miss string) {
 // loopCallback returns the bpf_loop callback named name, compiled on first
 // use: body runs with the index in R1 and the cursor's address in R8.
 func (g *gen) loopCallback(name string, body func(c *gen)) *subprog {
-	if sp, ok := g.subs.byKey[name]; ok {
-		return sp
-	}
-	sp := &subprog{label: name}
-	g.subs.byKey[name] = sp
-	c := newGen(g.m, g.probe)
-	c.subs, c.subprog, c.cur = g.subs, true, g.cur
-	c.emit(asm.LoadMem(asm.R8, asm.R2, 0, asm.DWord))
-	body(c)
-	u32 := &btf.Int{Name: "u32", Size: 4}
-	ptr := &btf.Pointer{Target: &btf.Void{}}
-	c.assemble(sp, &btf.Func{Name: name, Linkage: btf.StaticFunc, Type: &btf.FuncProto{Return: longType,
-		Params: []btf.FuncParam{{Name: "index", Type: u32}, {Name: "ctx", Type: ptr}}}}, func() {})
-	g.subs.order = append(g.subs.order, sp)
-	if c.err != nil && g.err == nil {
-		g.err = c.err
-	}
-	return sp
+	return g.callback(name, loopCallbackType(name), func(c *gen) {
+		c.emit(asm.LoadMem(asm.R8, asm.R2, 0, asm.DWord))
+		body(c)
+	})
 }
