@@ -55,6 +55,9 @@ type gen struct {
 	maxStack int
 	scratch  int // bytes of scratch in use
 	maxScr   int
+	// snapshots are the per-CPU arrays of the program's foreach loops
+	// (snapshot.go).
+	snapshots []Map
 
 	// userStrings: a uprobe's code reads user strings (sleepable.go)
 	userStrings bool
@@ -284,6 +287,7 @@ func (g *gen) program() *Program {
 	if scratch > 0 {
 		prog.Maps = []Map{{ScratchMap, perCPUArray("scratch", uint32(scratch), uint32(1+len(g.subs.order)))}}
 	}
+	prog.Maps = append(prog.Maps, g.snapshots...)
 	return prog
 }
 

@@ -48,14 +48,17 @@ import (
 // on an aggregate merges every CPU's partial as @count(A[k]) would.
 
 // Offsets in a foreach's cursor: whether an element was visited and one
-// was found by the walk, then the previous element and the best one found
-// (each elemSort, then the packed key).
+// was found by the walk, the snapshot's count and overflow, then the
+// previous element and the best one found (each elemSort, then the
+// packed key).
 const (
-	cursorHasPrev = 0
-	cursorFound   = 8
-	cursorPrev    = 16
-	elemSort      = 0
-	elemKey       = 8
+	cursorHasPrev  = 0
+	cursorFound    = 8
+	cursorCount    = 16 // the elements in the snapshot (snapshot.go)
+	cursorOverflow = 24 // the snapshot could not hold them all
+	cursorPrev     = 32
+	elemSort       = 0
+	elemKey        = 8
 )
 
 // cursorBest is the offset of the best element in gl's cursor.
@@ -100,7 +103,11 @@ func (g *gen) foreach(s *syntax.ForeachStmt) {
 		if s.Slice != nil {
 			g.matchSlice(gl, s.Slice, slice, key, cont)
 		}
-		g.bindElement(gl, s, key)
+		kept := -1
+		if gl.Ring == nil {
+			kept = hashValue(gl, key)
+		}
+		g.bindElement(gl, s, key, kept)
 	})
 	g.scratchRelease(smark)
 	g.stack = stack
@@ -108,15 +115,25 @@ func (g *gen) foreach(s *syntax.ForeachStmt) {
 
 // hashStep sets up the cursor of a walk of gl's hash map in s's order and
 // returns what selects each iteration's element: it jumps to brk when
-// none is left, else returns the scratch offset of the element's key.
+// none is left, else returns the scratch offset of the element's key. The
+// elements are taken in a snapshot first (snapshot.go); each iteration
+// selects from it, or walks the map when it could not hold them all.
 func (g *gen) hashStep(gl *Global, s *syntax.ForeachStmt) func(brk string) int {
 	cur := g.allocScratch(cursorBest(gl) + elemKey + int(gl.Spec.KeySize))
-	ctx := g.cursorContext(cur)
-	g.emit(asm.Mov.Imm(asm.R1, 0), asm.StoreMem(regScratch, int16(cur+cursorHasPrev), asm.R1, asm.DWord))
-	sp := g.selector(gl, s)
+	ctx := g.snapshot(gl, s, cur)
+	walk, scan := g.selector(gl, s), g.snapshotSelector(gl, s)
 	return func(brk string) int {
-		g.emit(asm.Mov.Imm(asm.R1, 0), asm.StoreMem(regScratch, int16(cur+cursorFound), asm.R1, asm.DWord))
-		g.forEachElem(gl, sp, ctx)
+		inSnapshot, selected := g.newLabel("foreach_snapshot"), g.newLabel("foreach_selected")
+		g.emit(
+			asm.Mov.Imm(asm.R1, 0), asm.StoreMem(regScratch, int16(cur+cursorFound), asm.R1, asm.DWord),
+			asm.LoadMem(asm.R1, regScratch, int16(cur+cursorOverflow), asm.DWord), asm.JEq.Imm(asm.R1, 0, inSnapshot),
+		)
+		g.forEachElem(gl, walk, ctx)
+		g.emit(asm.Ja.Label(selected))
+		g.mark(inSnapshot)
+		g.emit(asm.LoadMem(asm.R1, regScratch, int16(cur+cursorCount), asm.DWord))
+		g.loopCall(scan, ctx)
+		g.mark(selected)
 		g.emit(asm.LoadMem(asm.R1, regScratch, int16(cur+cursorFound), asm.DWord), asm.JEq.Imm(asm.R1, 0, brk))
 		prev, best := cur+cursorPrev, cur+cursorBest(gl)
 		for off := 0; off < elemKey+int(gl.Spec.KeySize); off += 8 {
@@ -125,6 +142,16 @@ func (g *gen) hashStep(gl *Global, s *syntax.ForeachStmt) func(brk string) int {
 		g.emit(asm.Mov.Imm(asm.R1, 1), asm.StoreMem(regScratch, int16(cur+cursorHasPrev), asm.R1, asm.DWord))
 		return prev + elemKey
 	}
+}
+
+// hashValue is the scratch offset of the long value kept with the key at
+// scratch offset key by hashStep (the element's sort word), or -1 when gl
+// holds no longs.
+func hashValue(gl *Global, key int) int {
+	if gl.Stat != nil || gl.Value.Width != 0 {
+		return -1
+	}
+	return key - elemKey + elemSort
 }
 
 // cursorContext stores the address of the cursor at scratch offset cur in
@@ -154,8 +181,10 @@ func (g *gen) matchSlice(gl *Global, slice []syntax.Expr, pattern keyAddr, key i
 }
 
 // bindElement sets the foreach's key variables from the key at scratch
-// offset key, and its value variable from the element that key names.
-func (g *gen) bindElement(gl *Global, s *syntax.ForeachStmt, key int) {
+// offset key, and its value variable from the long at scratch offset kept
+// (the value when the element was taken, as the interpreter binds it), or
+// when kept is -1 from the element that key names.
+func (g *gen) bindElement(gl *Global, s *syntax.ForeachStmt, key, kept int) {
 	for i, k := range s.Keys {
 		dst, f := g.local(k.Var), gl.Keys[i]
 		if f.Width != 0 {
@@ -172,6 +201,10 @@ func (g *gen) bindElement(gl *Global, s *syntax.ForeachStmt, key int) {
 		return
 	}
 	dst := g.local(s.Value.Var)
+	if kept >= 0 {
+		g.emit(asm.LoadMem(asm.R1, regScratch, int16(kept), asm.DWord), asm.StoreMem(dst.base(), int16(dst.off), asm.R1, asm.DWord))
+		return
+	}
 	absent := g.newLabel("foreach_absent")
 	if dst.str {
 		g.emit(asm.StoreImm(regScratch, int16(dst.off), 0, asm.Byte))
@@ -201,33 +234,41 @@ func (g *gen) selector(gl *Global, s *syntax.ForeachStmt) *subprog {
 		)
 		sortSlot := c.pushSlot()
 		c.sortWord(gl, s, sortSlot)
-		afterPrev, take, skip := c.newLabel("after_prev"), c.newLabel("take"), c.newLabel("skip")
-		c.emit(asm.LoadMem(asm.R1, asm.R8, cursorHasPrev, asm.DWord), asm.JEq.Imm(asm.R1, 0, afterPrev))
-		c.compareElem(gl, s, sortSlot, cursorPrev, skip, afterPrev, skip)
-		c.mark(afterPrev)
-		c.emit(asm.LoadMem(asm.R1, asm.R8, cursorFound, asm.DWord), asm.JEq.Imm(asm.R1, 0, take))
-		c.compareElem(gl, s, sortSlot, cursorBest(gl), take, skip, skip)
-		c.mark(take)
-		best := int16(cursorBest(gl))
-		c.emit(asm.LoadMem(asm.R1, asm.R10, sortSlot, asm.DWord), asm.StoreMem(asm.R8, best+elemSort, asm.R1, asm.DWord))
-		for off := int16(0); off < int16(gl.Spec.KeySize); off += 8 {
-			c.emit(asm.LoadMem(asm.R1, asm.R6, off, asm.DWord), asm.StoreMem(asm.R8, best+elemKey+off, asm.R1, asm.DWord))
-		}
-		c.emit(asm.Mov.Imm(asm.R1, 1), asm.StoreMem(asm.R8, cursorFound, asm.R1, asm.DWord))
-		c.mark(skip)
-		c.emit(asm.Mov.Imm(asm.R0, 0), asm.Return())
+		c.selectElement(gl, s, sortSlot)
 	})
 }
 
+// selectElement makes the element (its key at R6, its sort word at stack
+// slot sortSlot) the cursor's (R8) best when it comes after the previous
+// one and before the best found so far, and returns 0.
+func (c *gen) selectElement(gl *Global, s *syntax.ForeachStmt, sortSlot int16) {
+	afterPrev, take, skip := c.newLabel("after_prev"), c.newLabel("take"), c.newLabel("skip")
+	c.emit(asm.LoadMem(asm.R1, asm.R8, cursorHasPrev, asm.DWord), asm.JEq.Imm(asm.R1, 0, afterPrev))
+	c.compareElem(gl, s, sortSlot, cursorPrev, skip, afterPrev, skip)
+	c.mark(afterPrev)
+	c.emit(asm.LoadMem(asm.R1, asm.R8, cursorFound, asm.DWord), asm.JEq.Imm(asm.R1, 0, take))
+	c.compareElem(gl, s, sortSlot, cursorBest(gl), take, skip, skip)
+	c.mark(take)
+	best := int16(cursorBest(gl))
+	c.emit(asm.LoadMem(asm.R1, asm.R10, sortSlot, asm.DWord), asm.StoreMem(asm.R8, best+elemSort, asm.R1, asm.DWord))
+	for off := int16(0); off < int16(gl.Spec.KeySize); off += 8 {
+		c.emit(asm.LoadMem(asm.R1, asm.R6, off, asm.DWord), asm.StoreMem(asm.R8, best+elemKey+off, asm.R1, asm.DWord))
+	}
+	c.emit(asm.Mov.Imm(asm.R1, 1), asm.StoreMem(asm.R8, cursorFound, asm.R1, asm.DWord))
+	c.mark(skip)
+	c.emit(asm.Mov.Imm(asm.R0, 0), asm.Return())
+}
+
 // sortWord stores at stack slot slot the word the element (key R6, value
-// R7) sorts on when s sorts on the value: the long, or the statistic's
-// aggregate over every CPU. Anything else stores 0.
+// R7) sorts on when s sorts on the value: the long (kept whatever the
+// order: the value variable's value), or the statistic's aggregate over
+// every CPU. Anything else stores 0.
 func (c *gen) sortWord(gl *Global, s *syntax.ForeachStmt, slot int16) {
 	c.emit(asm.Mov.Imm(asm.R1, 0))
 	switch {
-	case s.SortDir == 0 || s.SortCol != 0:
-	case gl.Stat == nil:
+	case gl.Stat == nil && gl.Value.Width == 0:
 		c.emit(asm.LoadMem(asm.R1, asm.R7, 0, asm.DWord))
+	case gl.Stat == nil || s.SortDir == 0 || s.SortCol != 0:
 	default:
 		ncpu, err := ebpf.PossibleCPU()
 		if err != nil {
