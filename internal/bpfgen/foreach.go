@@ -14,38 +14,38 @@ import (
 // A BPF program cannot step through a hash map: the only walk is
 // bpf_for_each_map_elem, whose callback is a subprogram of its own that
 // cannot run the loop's body (the body uses the probe's stack). So each
-// iteration selects its element with one walk: the callback (one per
-// global and order) keeps, in a cursor in the program's scratch area, the
-// least element that comes after the previous iteration's, and the
-// program then runs the body on it. Elements are ordered as the
-// interpreter orders them (interp/foreach.go): by the sort column first
-// when the foreach sorts (`+` ascending, `-` descending; the value, or a
-// statistic's aggregate merged over every CPU, @count by default; or one
-// key), then by the keys, column by column (longs as signed numbers,
-// strings bytewise: a string field compares as big-endian words, its
-// padding zero), which is the interpreter's unsorted order and how its
-// stable sort breaks ties. `limit N` stops after N elements; a slice
-// (`A[k, *]`) skips the elements whose keys differ from it at its non-`*`
-// columns, counted against the limit as in the interpreter.
+// iteration selects its element: a callback keeps, in a cursor in the
+// program's scratch area, the least element that comes after the
+// previous iteration's, and the program then runs the body on it. The
+// candidates are the records of the loop's snapshot (snapshot.go: one
+// walk copies them, each iteration scans them with bpf_loop) or, for a
+// map the snapshot cannot hold, the map itself, walked once per
+// iteration. Elements are ordered as the interpreter orders them
+// (interp/foreach.go): by the sort column first when the foreach sorts
+// (`+` ascending, `-` descending; the value, or a statistic's aggregate
+// merged over every CPU, @count by default; or one key), then by the
+// keys, column by column (longs as signed numbers, strings bytewise: a
+// string field compares as big-endian words, its padding zero), which is
+// the interpreter's unsorted order and how its stable sort breaks ties.
+// `limit N` stops after N elements; a slice (`A[k, *]`) skips the
+// elements whose keys differ from it at its non-`*` columns, counted
+// against the limit as in the interpreter.
 //
-// The cost is a walk of the whole map per element visited: n elements
-// take n walks of n callbacks (the interpreter sorts once). What bounds
-// it is MAXACTION: every iteration charges an action, as any loop does;
-// a walk itself is bounded by the map's size.
+// The cost is n scans of n records for n elements (the interpreter sorts
+// once). What bounds it is MAXACTION: every iteration charges an action,
+// as any loop does; a walk itself is bounded by the map's size.
 //
 // Nesting: the cursor is in the program's own scratch area (each foreach
 // its own), and a program never runs inside itself, so a program that
-// interrupts the loop on the same CPU cannot touch it; whatever it adds
-// or deletes meanwhile, the loop sees or not by where it sorts, as it
-// sees the updates of other CPUs. The body cannot change the array's
-// elements (sema's foreach check), so its order holds within the loop but
-// for what other programs do; `delete A` in the body empties it, and the
-// next walk finds nothing.
+// interrupts the loop on the same CPU cannot touch it. The body cannot
+// change the array's elements (sema's foreach check).
 //
-// A key variable holds the key's copy in the cursor; a value variable is
-// looked up again by that key (0 or "" when the element is gone).
-// Statistics arrays are per-CPU: the walk sees each key once, and a sort
-// on an aggregate merges every CPU's partial as @count(A[k]) would.
+// A key variable holds the key's copy in the cursor; a long value
+// variable the value when the element was taken (kept as its sort word),
+// as the interpreter binds it; a string one is looked up again by the key
+// ("" when the element is gone). Statistics arrays are per-CPU: the walk
+// sees each key once, and a sort on an aggregate merges every CPU's
+// partial as @count(A[k]) would.
 
 // Offsets in a foreach's cursor: whether an element was visited and one
 // was found by the walk, the snapshot's count and overflow, then the
