@@ -1,6 +1,8 @@
 package sema
 
 import (
+	"fmt"
+
 	"github.com/bpftap/bpftap/internal/syntax"
 	"github.com/bpftap/bpftap/internal/tapset"
 )
@@ -42,4 +44,42 @@ func starKeys(n syntax.Node) []syntax.Expr {
 		return n.Slice
 	}
 	return nil
+}
+
+// refuseTokenForeach refuses, in kernel code, a foreach over an array that
+// kernel code keys by a token (usymname(), a stack ...): user space
+// gathers the elements whose tokens have the same text into one, so the
+// kernel would visit each address's or stack id's element apart.
+func (e *elab) refuseTokenForeach(f *tokenFlow) {
+	keyedBy := map[*syntax.Var]string{}
+	mark := func(array syntax.Expr, keys []syntax.Expr) {
+		id, ok := array.(*syntax.Ident)
+		if !ok || id.Var == nil {
+			return
+		}
+		for _, k := range keys {
+			if b := f.holds(k); b != "" && keyedBy[id.Var] == "" {
+				keyedBy[id.Var] = b
+			}
+		}
+	}
+	e.kernelCode(func(n syntax.Node) bool {
+		switch n := n.(type) {
+		case *syntax.Index:
+			mark(n.Array, n.Keys)
+		case *syntax.In:
+			mark(n.Array, n.Keys)
+		}
+		return true
+	})
+	e.kernelCode(func(n syntax.Node) bool {
+		if fe, ok := n.(*syntax.ForeachStmt); ok {
+			if id, ok := fe.Array.(*syntax.Ident); ok && keyedBy[id.Var] != "" {
+				e.rep.errorAt("kernelctx", fe, fmt.Sprintf("a foreach over '%s', keyed by %s(), cannot run in a kernel probe: "+
+					"user space gathers the elements whose keys have the same text, which the kernel holds apart; "+
+					"iterate it in a user-side probe", id.Var.Name, keyedBy[id.Var]))
+			}
+		}
+		return true
+	})
 }
