@@ -117,22 +117,34 @@ func (g *gen) foreach(s *syntax.ForeachStmt) {
 // returns what selects each iteration's element: it jumps to brk when
 // none is left, else returns the scratch offset of the element's key. The
 // elements are taken in a snapshot first (snapshot.go); each iteration
-// selects from it, or walks the map when it could not hold them all.
+// selects from it, or walks the map when it could not hold them all or
+// the kernel has no may_goto.
 func (g *gen) hashStep(gl *Global, s *syntax.ForeachStmt) func(brk string) int {
 	cur := g.allocScratch(cursorBest(gl) + elemKey + int(gl.Spec.KeySize))
-	ctx := g.snapshot(gl, s, cur)
-	walk, scan := g.selector(gl, s), g.snapshotSelector(gl, s)
+	snap := g.m.hasMayGoto() // else each iteration walks (snapshot.go)
+	var ctx int16
+	var scan *subprog
+	if snap {
+		ctx = g.snapshot(gl, s, cur)
+		scan = g.snapshotSelector(gl, s)
+	} else {
+		ctx = g.cursorContext(cur)
+		g.emit(asm.Mov.Imm(asm.R1, 0), asm.StoreMem(regScratch, int16(cur+cursorHasPrev), asm.R1, asm.DWord))
+	}
+	walk := g.selector(gl, s)
 	return func(brk string) int {
 		inSnapshot, selected := g.newLabel("foreach_snapshot"), g.newLabel("foreach_selected")
-		g.emit(
-			asm.Mov.Imm(asm.R1, 0), asm.StoreMem(regScratch, int16(cur+cursorFound), asm.R1, asm.DWord),
-			asm.LoadMem(asm.R1, regScratch, int16(cur+cursorOverflow), asm.DWord), asm.JEq.Imm(asm.R1, 0, inSnapshot),
-		)
+		g.emit(asm.Mov.Imm(asm.R1, 0), asm.StoreMem(regScratch, int16(cur+cursorFound), asm.R1, asm.DWord))
+		if snap {
+			g.emit(asm.LoadMem(asm.R1, regScratch, int16(cur+cursorOverflow), asm.DWord), asm.JEq.Imm(asm.R1, 0, inSnapshot))
+		}
 		g.forEachElem(gl, walk, ctx)
-		g.emit(asm.Ja.Label(selected))
-		g.mark(inSnapshot)
-		g.emit(asm.LoadMem(asm.R1, regScratch, int16(cur+cursorCount), asm.DWord))
-		g.loopCall(scan, ctx)
+		if snap {
+			g.emit(asm.Ja.Label(selected))
+			g.mark(inSnapshot)
+			g.emit(asm.LoadMem(asm.R1, regScratch, int16(cur+cursorCount), asm.DWord))
+			g.loopCall(scan, ctx)
+		}
 		g.mark(selected)
 		g.emit(asm.LoadMem(asm.R1, regScratch, int16(cur+cursorFound), asm.DWord), asm.JEq.Imm(asm.R1, 0, brk))
 		prev, best := cur+cursorPrev, cur+cursorBest(gl)

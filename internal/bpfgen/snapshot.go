@@ -17,7 +17,11 @@ import (
 // iteration then selects the next element from the snapshot with bpf_loop
 // (Linux 5.17) over its records, comparing as the walk's callback does. A
 // map holding more elements than the snapshot can is walked once per
-// element instead (foreach.go), never cut short.
+// element instead (foreach.go), never cut short. So is every map where the
+// kernel has no may_goto (before 6.9): its verifier walks each iteration
+// of the loop (loops.go), and with the snapshot's scan sleepingBeauties'
+// timer program passed the verifier's million instructions, with the walk
+// alone it does not.
 //
 // The snapshot is the program's own and the foreach's own, so programs
 // that nest on the CPU cannot touch it. What other programs add or delete
