@@ -55,6 +55,9 @@ type gen struct {
 	maxStack int
 	scratch  int // bytes of scratch in use
 	maxScr   int
+	// snapshots are the per-CPU arrays of the program's foreach loops
+	// (snapshot.go).
+	snapshots []Map
 
 	// compatSlot is the stack slot of what syscallCompat read, argsSlot
 	// the six words of the call's arguments, in a program whose context
@@ -285,6 +288,7 @@ func (g *gen) program() *Program {
 	if usesTokenize(prog.Instructions) {
 		prog.Maps = append(prog.Maps, g.tokenizeMap())
 	}
+	prog.Maps = append(prog.Maps, g.snapshots...)
 	return prog
 }
 
