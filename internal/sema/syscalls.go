@@ -9,7 +9,6 @@ import (
 	"github.com/bpftap/bpftap/internal/probes"
 	"github.com/bpftap/bpftap/internal/probes/attach"
 	"github.com/bpftap/bpftap/internal/syntax"
-	"github.com/bpftap/bpftap/internal/tapset"
 )
 
 // Merging the entries of many system calls into one probe. A user's
@@ -58,7 +57,7 @@ func (e *elab) mergeSyscallEntries() {
 			groups[p.Decl] = append(groups[p.Decl], s)
 		}
 	}
-	var leader *Probe
+	leader := e.mergeSyscallTraces()
 	for _, decl := range order {
 		if g := groups[decl]; len(g) > mergeCalls {
 			if merged := e.mergeEntries(g); leader == nil {
@@ -243,29 +242,14 @@ func entryParts(p *Probe) (prologue *syntax.Block, body syntax.Stmt, ok bool) {
 
 // splitEntry returns p as a call's entry, prologue and user body apart, or
 // nil when p is not one that can be merged: its body reads the context,
-// or, on the user's own trace event, may ask which probe it is in (the
-// merged probe is kernel.trace("raw_syscalls:sys_enter"), where pp()
-// would name each call's event).
+// or it is the user's own trace event, which mergeSyscallTraces serves
+// (syscalltrace.go).
 func splitEntry(p *Probe) *syscallEntry {
 	s := joinableEntry(p)
-	if s == nil || readsContext(s.body) || len(s.prologue.Stmts) == 0 && mayNameProbe(s.body) {
+	if s == nil || readsContext(s.body) || len(s.prologue.Stmts) == 0 {
 		return nil
 	}
 	return s
-}
-
-// mayNameProbe tells whether n calls a function that names the probe it
-// runs in (pp(), ppfunc(), probefunc(), ...) or one that might (a script
-// function, not resolved yet when probes are merged).
-func mayNameProbe(n syntax.Node) bool {
-	return syntax.Any(n, func(n syntax.Node) bool {
-		c, ok := n.(*syntax.Call)
-		if !ok {
-			return false
-		}
-		_, builtin := tapset.Builtins[c.Name]
-		return !builtin || strings.HasPrefix(c.Name, "pp") || strings.HasPrefix(c.Name, "probe")
-	})
 }
 
 // inTapset tells whether a block is tapset code (a prologue), not the

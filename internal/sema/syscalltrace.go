@@ -1,0 +1,389 @@
+package sema
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/bpftap/bpftap/internal/probes"
+	"github.com/bpftap/bpftap/internal/probes/attach"
+	"github.com/bpftap/bpftap/internal/syntax"
+	"github.com/bpftap/bpftap/internal/tapset"
+)
+
+// Serving the user's own kernel.trace("syscalls:sys_enter_*") (and
+// sys_exit_*, or any set of more than traceMergeCalls syscalls:* events
+// one probe reaches) from the raw syscall tracepoints. Each syscalls:*
+// event is a perf event of its own, and the kernel closes them one after
+// another, each behind an RCU grace period under event_mutex: 360 of them
+// took 12 s to detach. The kernel runs every one of them from the same
+// raw tracepoint (raw_syscalls:sys_enter, sys_exit), skipping compat calls
+// (x86_64's ARCH_TRACE_IGNORE_COMPAT_SYSCALLS) and numbers it has no event
+// for, so one program there, behind the same tests, sees what they see:
+//
+//	__tp_nr = $id                       ($regs->orig_ax at sys_exit)
+//	if (__tp_nr < 257) { ... } else { if (__tp_nr == 257) { __tp_pp = "kernel.trace(\"syscalls:sys_enter_openat\")"; __syscall_layout = 4 } else next }
+//	if (__syscall_compat()) next
+//	USER GUARDS                         (leading `if (pid() != target()) next`)
+//	if (__syscall_layout < 3) ... else { if (__syscall_layout == 4) { USER BODY, openat's fields as registers } ... }
+//
+// The first tree of comparisons, on the call's number, keeps the calls of
+// the set and sets what differs call by call and the body asks for (pp(),
+// pn(), ppfunc(), $$name); the second runs the user's body rewritten for
+// the call: $__syscall_nr is the number, each field ($dfd, $filename) the
+// register of the syscall convention cut to its C type (as the entry's
+// own record narrows it), $ret the raw tracepoint's, $$parms and $$vars a
+// sprintf of those with the event's format. Calls whose rewritten bodies
+// read alike share one copy (most share one: a body that reads no field
+// is the same for every call). A body that reads what the registers do
+// not give (a field's members, @cast, a variable the event lacks, a
+// kernel stack, a register) keeps every call on its own event; -v says
+// which plan each point got and why.
+
+// traceMergeCalls is the most syscalls:* events one probe keeps on their
+// own: a raw tracepoint's program runs on every system call of the
+// machine, where a call's own event costs the others nothing, but each
+// event detached costs about 35 ms (bench/RESULTS-startup.md).
+const traceMergeCalls = 4
+
+// maxTraceLayouts is the most copies of the user's body one merged
+// program holds: $$parms over every call's entry reads differently in 289
+// ways (each event's field names), a program of them too large for the
+// kernel to patch its jumps.
+const maxTraceLayouts = 32
+
+// Locals the merged program sets: the call's number, and what differs
+// call by call.
+const (
+	traceNrVar     = "__tp_nr"
+	tracePPVar     = "__tp_pp"
+	tracePNVar     = "__tp_pn"
+	tracePPFuncVar = "__tp_ppfunc"
+	traceEventVar  = "__tp_event"
+)
+
+// traceGroup is the syscalls:* events of one user probe on one side
+// (entries or returns).
+type traceGroup struct {
+	decl *syntax.ProbeDecl
+	exit bool
+}
+
+// mergeSyscallTraces serves each user probe's wide sets of syscalls:*
+// events from the raw tracepoints and returns the first merged entry
+// probe (which other entries may join), nil when none.
+func (e *elab) mergeSyscallTraces() *Probe {
+	groups := map[traceGroup][]*Probe{}
+	var order []traceGroup
+	for _, p := range e.prog.Probes {
+		if event, ok := syscallTraceEvent(p); ok {
+			k := traceGroup{p.Decl, strings.HasPrefix(event, "sys_exit_")}
+			if groups[k] == nil {
+				order = append(order, k)
+			}
+			groups[k] = append(groups[k], p)
+		}
+	}
+	var leader *Probe
+	for _, k := range order {
+		merged := e.mergeTraces(groups[k], k.exit)
+		if merged != nil && !k.exit && leader == nil {
+			leader = merged
+		}
+	}
+	return leader
+}
+
+// syscallTraceEvent returns the event of p when p is the user's own
+// kernel.trace of a syscalls:* event of a call with a number.
+func syscallTraceEvent(p *Probe) (string, bool) {
+	a := p.Attach
+	if a == nil || a.Kind != attach.Tracepoint || a.System != "syscalls" || p.Family != "kernel.trace" ||
+		p.Script != p.Name || p.Cond != nil || p.context == nil || p.Joins != nil {
+		return "", false
+	}
+	if _, ok := probes.SyscallNumber(a.Event); !ok {
+		return "", false
+	}
+	return a.Event, true
+}
+
+// mergeTraces replaces the probes of g (entries, or returns with exit) by
+// one on the raw tracepoint, when there are enough of them and their body
+// allows it, and says which plan they got.
+func (e *elab) mergeTraces(g []*Probe, exit bool) *Probe {
+	side := "entries"
+	if exit {
+		side = "returns"
+	}
+	what := fmt.Sprintf("%s: the %s of %d system calls", userPointsOf(entriesOf(g)), side, len(g))
+	if len(g) <= traceMergeCalls {
+		if len(g) > 1 {
+			e.prog.Plans = append(e.prog.Plans, fmt.Sprintf("%s on their own trace events (%d or fewer: the other calls pay nothing for them)", what, traceMergeCalls))
+		}
+		return nil
+	}
+	merged, why := e.traceProgram(g, exit)
+	if merged == nil {
+		e.prog.Plans = append(e.prog.Plans, fmt.Sprintf("%s on their own trace events: %s", what, why))
+		return nil
+	}
+	e.prog.Plans = append(e.prog.Plans, fmt.Sprintf("%s share one program on %s (%s)", what, merged.Attach.Target(), why),
+		fmt.Sprintf("%s: one program to load and detach rather than %d trace events, each detached behind an RCU grace period", userPointsOf(entriesOf(g)), len(g)))
+	e.replaceProbes(entriesOf(g), merged)
+	return merged
+}
+
+// entriesOf wraps probes for replaceProbes.
+func entriesOf(g []*Probe) []*syscallEntry {
+	var s []*syscallEntry
+	for _, p := range g {
+		s = append(s, &syscallEntry{probe: p})
+	}
+	return s
+}
+
+// traceProgram builds the merged probe of g; nil and the reason when the
+// kernel or the body does not allow it, else the probe and a note on its
+// layouts.
+func (e *elab) traceProgram(g []*Probe, exit bool) (*Probe, string) {
+	first := g[0]
+	wide := first.context.SyscallEntries()
+	if exit {
+		wide = first.context.SyscallReturns()
+	}
+	if wide == nil {
+		return nil, "the kernel has no BTF-typed raw_syscalls tracepoint to serve them from"
+	}
+	guards, rest := leadingGuards(first.Body)
+	if why := e.unservable(rest); why != "" {
+		return nil, why
+	}
+	at := first.Point.Pos
+	var calls, shapes []dispatchCase
+	layout := map[string]int{}
+	for _, p := range g {
+		nr, _ := probes.SyscallNumber(p.Attach.Event)
+		body, own, why := traceBody(p, rest, exit, at)
+		if why != "" {
+			return nil, why
+		}
+		key := syntax.StmtString(body)
+		k, ok := layout[key]
+		if !ok {
+			k = len(shapes)
+			layout[key] = k
+			shapes = append(shapes, dispatchCase{key: k, body: body})
+		}
+		calls = append(calls, dispatchCase{key: nr, body: &syntax.Block{Pos: at, Stmts: append(own, setLocal(shapeVar, numberAt(k, at), at))}})
+	}
+	if len(shapes) > maxTraceLayouts {
+		return nil, fmt.Sprintf("the body reads what differs in %d ways between the calls (more than the %d copies of it one program holds)", len(shapes), maxTraceLayouts)
+	}
+	if len(shapes) == 1 { // no layout to carry
+		for _, c := range calls {
+			c.body.Stmts = c.body.Stmts[:len(c.body.Stmts)-1]
+		}
+	}
+	slices.SortFunc(calls, func(a, b dispatchCase) int { return a.key - b.key })
+	stmts := []syntax.Stmt{probes.SyscallNrInto(traceNrVar, exit), dispatch(calls, traceNrVar, at)}
+	if wide.CompatSyscalls() {
+		stmts = append(stmts, &syntax.IfStmt{Pos: at, Cond: &syntax.Call{Typed: syntax.Typed{Pos: at}, Name: "__syscall_compat"}, Then: &syntax.NextStmt{Pos: at}})
+	}
+	stmts = append(stmts, guards...)
+	if len(shapes) == 1 {
+		stmts = append(stmts, shapes[0].body)
+	} else {
+		stmts = append(stmts, dispatch(shapes, shapeVar, at))
+	}
+	merged := *first
+	merged.context, merged.Attach = wide, wide.Attach
+	merged.Name = fmt.Sprintf("kernel.trace(%q)", wide.Attach.Target())
+	merged.Point = &syntax.ProbePoint{Pos: at, Components: []*syntax.Component{{Pos: at, Name: "kernel"},
+		{Pos: at, Name: "trace", Arg: &syntax.StringLit{Typed: syntax.Typed{Pos: at}, Value: wide.Attach.Target()}}}}
+	merged.Body = &syntax.Block{Pos: first.Body.Pos, Stmts: stmts}
+	return &merged, fmt.Sprintf("%d argument layouts", len(shapes))
+}
+
+// leadingGuards splits off the leading `if (COND) next` statements of
+// body whose COND reads nothing that differs call by call: the merged
+// program runs them once, before the per-call copies.
+func leadingGuards(body *syntax.Block) (guards []syntax.Stmt, rest *syntax.Block) {
+	n := 0
+	for n < len(body.Stmts) {
+		i, ok := nextIf(body.Stmts[n])
+		if !ok || readsContext(i.Cond) || namesProbe(i.Cond) {
+			break
+		}
+		n++
+	}
+	return body.Stmts[:n], &syntax.Block{Pos: body.Pos, Stmts: body.Stmts[n:]}
+}
+
+// perCall are the calls whose value differs call by call, by the local
+// that holds it in the merged program.
+var perCall = map[string]string{"pp": tracePPVar, "pn": tracePNVar, "ppfunc": tracePPFuncVar}
+
+// namesProbe tells whether n calls pp(), pn() or ppfunc().
+func namesProbe(n syntax.Node) bool {
+	return syntax.Any(n, func(n syntax.Node) bool {
+		c, ok := n.(*syntax.Call)
+		return ok && perCall[c.Name] != ""
+	})
+}
+
+// contextBound are the builtins whose value depends on how the probe is
+// attached (its kernel stack, its registers, its address): a body that
+// calls one, or a function that does, keeps its own events.
+var contextBound = map[string]bool{
+	"addr": true, "caller_addr": true, "backtrace": true, "sprint_backtrace": true, "__backtrace_lines": true,
+	"register": true, "u_register": true, "returnval": true, "is_return": true, "user_mode": true,
+	"__func_addr": true, "__context_var": true,
+}
+
+// unservable says why body cannot run on the raw tracepoint ("" when it
+// can): an expression the registers do not give, or a call of a function
+// that depends on the attachment.
+func (e *elab) unservable(body syntax.Node) string {
+	var why string
+	seen := map[string]bool{}
+	syntax.Any(body, func(n syntax.Node) bool {
+		why = e.unservableNode(n, seen)
+		return why != ""
+	})
+	return why
+}
+
+func (e *elab) unservableNode(n syntax.Node, seen map[string]bool) string {
+	switch n := n.(type) {
+	case *syntax.TargetVar:
+		if len(n.Components) > 0 || n.AddrOf || n.Pretty > 0 {
+			return fmt.Sprintf("the body reads %s, which the raw tracepoint's registers do not give", syntax.ExprString(n))
+		}
+	case *syntax.Cast, *syntax.Autocast, *syntax.Entry, *syntax.AtVar, *syntax.AtOp:
+		return fmt.Sprintf("the body reads %s", syntax.ExprString(n.(syntax.Expr)))
+	case *syntax.Call:
+		return e.unservableCall(n.Name, seen)
+	}
+	return ""
+}
+
+// unservableCall is unservableNode for a call of name, following the
+// script and tapset functions it reaches.
+func (e *elab) unservableCall(name string, seen map[string]bool) string {
+	if seen[name] {
+		return ""
+	}
+	seen[name] = true
+	if contextBound[name] {
+		return fmt.Sprintf("the body calls %s(), which depends on how the probe is attached", name)
+	}
+	if _, ok := tapset.Builtins[name]; ok {
+		return ""
+	}
+	decls := append(append([]*syntax.FuncDecl(nil), e.userFuncs[name]...), e.libFuncs[name]...)
+	if len(decls) == 0 {
+		return ""
+	}
+	for _, d := range decls {
+		var why string
+		syntax.Any(d.Body, func(n syntax.Node) bool {
+			if c, ok := n.(*syntax.Call); ok && perCall[c.Name] != "" {
+				why = fmt.Sprintf("the body calls %s(), which calls %s()", name, c.Name)
+			} else {
+				why = e.unservableNode(n, seen)
+			}
+			return why != ""
+		})
+		if why != "" {
+			return fmt.Sprintf("%s (through %s())", why, name)
+		}
+	}
+	return ""
+}
+
+// traceBody is a copy of body for p's call on the raw tracepoint, with
+// what it reads of the call's event rewritten, and the statements that
+// set the per-call locals it reads; a reason when a variable has no
+// rewriting.
+func traceBody(p *Probe, body *syntax.Block, exit bool, at syntax.Pos) (*syntax.Block, []syntax.Stmt, string) {
+	out := syntax.Clone(body)
+	var args []attach.Arg
+	if !exit {
+		var err error
+		if args, err = p.context.CallArgs(); err != nil {
+			return nil, nil, err.Error()
+		}
+	}
+	values := map[string]string{tracePPVar: p.Name, tracePNVar: p.PN(), tracePPFuncVar: tapset.PPFunc(p.Name), traceEventVar: p.Attach.Event}
+	used := map[string]bool{}
+	local := func(name string, pos syntax.Pos) syntax.Expr {
+		used[name] = true
+		return &syntax.Ident{Typed: syntax.Typed{Pos: pos}, Name: name}
+	}
+	var why string
+	rewriteExprs(out, func(x syntax.Expr) (syntax.Expr, bool) {
+		switch x := x.(type) {
+		case *syntax.Call:
+			if v := perCall[x.Name]; v != "" && len(x.Args) == 0 {
+				return local(v, x.Pos), true
+			}
+		case *syntax.TargetVar:
+			if x.Name == "$$name" {
+				return local(traceEventVar, x.Pos), true
+			}
+			y, err := fieldValue(p, args, x, exit)
+			if err != "" && why == "" {
+				why = err
+			}
+			return y, true
+		}
+		return x, false
+	})
+	var own []syntax.Stmt
+	for _, v := range []string{tracePPVar, tracePNVar, tracePPFuncVar, traceEventVar} {
+		if used[v] {
+			own = append(own, setLocal(v, &syntax.StringLit{Typed: syntax.Typed{Pos: at}, Value: values[v]}, at))
+		}
+	}
+	return out, own, why
+}
+
+// fieldValue is what x, a context variable of p's event, is on the raw
+// tracepoint: the call's number, an argument's register, $ret, or for
+// $$parms and $$vars their text; a reason when the event lacks it.
+func fieldValue(p *Probe, args []attach.Arg, x *syntax.TargetVar, exit bool) (syntax.Expr, string) {
+	at := x.Pos
+	switch x.Name {
+	case "$$parms", "$$vars":
+		a, err := p.context.Var(&syntax.TargetVar{Name: x.Name})
+		if err != nil {
+			return x, err.Msg
+		}
+		call := &syntax.PrintCall{Typed: syntax.Typed{Pos: at}, Name: "sprintf", Format: &syntax.StringLit{Typed: syntax.Typed{Pos: at}, Value: a.Format}}
+		for _, arg := range a.Args {
+			v, why := fieldValue(p, args, &syntax.TargetVar{Typed: syntax.Typed{Pos: at}, Name: "$" + p.Attach.Args[arg.Param].Name}, exit)
+			if why != "" {
+				return x, why
+			}
+			call.Args = append(call.Args, v)
+		}
+		return call, ""
+	case "$__syscall_nr":
+		return &syntax.Ident{Typed: syntax.Typed{Pos: at}, Name: traceNrVar}, ""
+	case "$ret":
+		if exit {
+			return x, ""
+		}
+	}
+	if i := argIndex(args, x.Name); i >= 0 && i < 6 {
+		return &syntax.TargetVar{Typed: syntax.Typed{Pos: at}, Name: probes.EntryArg(i, args[i].Loc.Size, args[i].Loc.Signed)}, ""
+	}
+	return x, fmt.Sprintf("the body reads %s, which %s does not have", x.Name, p.Attach.Target())
+}
+
+// setLocal is `name = value`.
+func setLocal(name string, value syntax.Expr, at syntax.Pos) syntax.Stmt {
+	return &syntax.ExprStmt{X: &syntax.Assign{Typed: syntax.Typed{Pos: at}, Op: "=",
+		LHS: &syntax.Ident{Typed: syntax.Typed{Pos: at}, Name: name}, RHS: value}}
+}
