@@ -453,21 +453,13 @@ type dispatchCase struct {
 // layout, runs the shared rest. A program of a few dozen layouts instead
 // of hundreds of prologues stays within what a BPF jump reaches.
 func shareShapes(g []*syscallEntry, at syntax.Pos) (calls, shapes []dispatchCase) {
-	layout := map[string]int{}
+	var layouts layoutTable
 	for _, s := range g {
 		own, rest := splitName(s.prologue)
-		key := syntax.StmtString(rest)
-		k, ok := layout[key]
-		if !ok {
-			k = len(shapes)
-			layout[key] = k
-			shapes = append(shapes, dispatchCase{key: k, body: rest})
-		}
-		set := &syntax.ExprStmt{X: &syntax.Assign{Typed: syntax.Typed{Pos: at}, Op: "=",
-			LHS: &syntax.Ident{Typed: syntax.Typed{Pos: at}, Name: shapeVar}, RHS: numberAt(k, at)}}
-		calls = append(calls, dispatchCase{key: s.nr, body: &syntax.Block{Pos: at, Stmts: append(own, set)}})
+		k := layouts.number(rest)
+		calls = append(calls, dispatchCase{key: s.nr, body: &syntax.Block{Pos: at, Stmts: append(own, setLocal(shapeVar, numberAt(k, at), at))}})
 	}
-	return calls, shapes
+	return calls, layouts.shapes
 }
 
 // splitName separates a prologue's leading assignments of literals to

@@ -99,7 +99,7 @@ func (e *elab) mergeSyscallTraces() *Probe {
 func syscallTraceEvent(p *Probe) (string, bool) {
 	a := p.Attach
 	if a == nil || a.Kind != attach.Tracepoint || a.System != "syscalls" || p.Family != "kernel.trace" ||
-		p.Script != p.Name || p.Cond != nil || p.context == nil || p.Joins != nil {
+		p.Script != p.Name || p.context == nil || p.Joins != nil {
 		return "", false
 	}
 	if _, ok := probes.SyscallNumber(a.Event); !ok {
@@ -155,28 +155,26 @@ func (e *elab) traceProgram(g []*Probe, exit bool) (*Probe, string) {
 	if wide == nil {
 		return nil, "the kernel has no BTF-typed raw_syscalls tracepoint to serve them from"
 	}
+	if first.Cond != nil && !pure(first.Cond) {
+		return nil, "the probe's condition has side effects, which every other system call would run"
+	}
 	guards, rest := leadingGuards(first.Body)
 	if why := e.unservable(rest); why != "" {
 		return nil, why
 	}
 	at := first.Point.Pos
-	var calls, shapes []dispatchCase
-	layout := map[string]int{}
+	var calls []dispatchCase
+	var layouts layoutTable
 	for _, p := range g {
 		nr, _ := probes.SyscallNumber(p.Attach.Event)
 		body, own, why := traceBody(p, rest, exit, at)
 		if why != "" {
 			return nil, why
 		}
-		key := syntax.StmtString(body)
-		k, ok := layout[key]
-		if !ok {
-			k = len(shapes)
-			layout[key] = k
-			shapes = append(shapes, dispatchCase{key: k, body: body})
-		}
+		k := layouts.number(body)
 		calls = append(calls, dispatchCase{key: nr, body: &syntax.Block{Pos: at, Stmts: append(own, setLocal(shapeVar, numberAt(k, at), at))}})
 	}
+	shapes := layouts.shapes
 	if len(shapes) > maxTraceLayouts {
 		return nil, fmt.Sprintf("the body reads what differs in %d ways between the calls (more than the %d copies of it one program holds)", len(shapes), maxTraceLayouts)
 	}
@@ -218,6 +216,19 @@ func leadingGuards(body *syntax.Block) (guards []syntax.Stmt, rest *syntax.Block
 		n++
 	}
 	return body.Stmts[:n], &syntax.Block{Pos: body.Pos, Stmts: body.Stmts[n:]}
+}
+
+// pure tells whether x has no side effects (it assigns nothing and calls
+// nothing): the merged probe may evaluate a condition that is for every
+// system call, not only those of its set.
+func pure(x syntax.Expr) bool {
+	return !syntax.Any(x, func(n syntax.Node) bool {
+		switch n.(type) {
+		case *syntax.Assign, *syntax.IncDec, *syntax.Call, *syntax.PrintCall:
+			return true
+		}
+		return false
+	})
 }
 
 // perCall are the calls whose value differs call by call, by the local
@@ -380,6 +391,28 @@ func fieldValue(p *Probe, args []attach.Arg, x *syntax.TargetVar, exit bool) (sy
 		return &syntax.TargetVar{Typed: syntax.Typed{Pos: at}, Name: probes.EntryArg(i, args[i].Loc.Size, args[i].Loc.Signed)}, ""
 	}
 	return x, fmt.Sprintf("the body reads %s, which %s does not have", x.Name, p.Attach.Target())
+}
+
+// layoutTable numbers the distinct bodies of a dispatch: bodies that read
+// alike (the same text) share a number and one copy.
+type layoutTable struct {
+	index  map[string]int
+	shapes []dispatchCase // by number
+}
+
+// number returns body's number, adding it when it is new.
+func (t *layoutTable) number(body *syntax.Block) int {
+	key := syntax.StmtString(body)
+	if k, ok := t.index[key]; ok {
+		return k
+	}
+	if t.index == nil {
+		t.index = map[string]int{}
+	}
+	k := len(t.shapes)
+	t.index[key] = k
+	t.shapes = append(t.shapes, dispatchCase{key: k, body: body})
+	return k
 }
 
 // setLocal is `name = value`.
