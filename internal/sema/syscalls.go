@@ -89,9 +89,11 @@ func (e *elab) joinSyscallEntries(leader *Probe) {
 		e.prog.Plans = append(e.prog.Plans, fmt.Sprintf("%s: joins the program of %s on %s, behind a test of the call's number",
 			syntax.ProbePointString(p.User), syntax.ProbePointString(leader.User), leader.Attach.Target()))
 		p.context, p.Attach, p.Joins = leader.context, leader.Attach, leader
-		p.Body.Stmts = append([]syntax.Stmt{&syntax.IfStmt{Pos: at,
-			Cond: &syntax.Binary{Typed: syntax.Typed{Pos: at}, Op: "!=", X: nativeNrOf(at), Y: numberAt(s.nr, at)},
-			Then: &syntax.NextStmt{Pos: at}}}, p.Body.Stmts...)
+		var skip syntax.Expr = &syntax.Binary{Typed: syntax.Typed{Pos: at}, Op: "!=", X: nativeNrOf(at), Y: numberAt(s.nr, at)}
+		if len(s.prologue.Stmts) == 0 {
+			skip = orCompat(skip, at) // the user's own event, which sees no compat call
+		}
+		p.Body.Stmts = append([]syntax.Stmt{&syntax.IfStmt{Pos: at, Cond: skip, Then: &syntax.NextStmt{Pos: at}}}, p.Body.Stmts...)
 	}
 }
 

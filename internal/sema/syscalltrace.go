@@ -186,7 +186,7 @@ func (e *elab) traceProgram(g []*Probe, exit bool) (*Probe, string) {
 	slices.SortFunc(calls, func(a, b dispatchCase) int { return a.key - b.key })
 	stmts := []syntax.Stmt{probes.SyscallNrInto(traceNrVar, exit), dispatch(calls, traceNrVar, at)}
 	if wide.CompatSyscalls() {
-		stmts = append(stmts, &syntax.IfStmt{Pos: at, Cond: &syntax.Call{Typed: syntax.Typed{Pos: at}, Name: "__syscall_compat"}, Then: &syntax.NextStmt{Pos: at}})
+		stmts = append(stmts, &syntax.IfStmt{Pos: at, Cond: compatCall(at), Then: &syntax.NextStmt{Pos: at}})
 	}
 	stmts = append(stmts, guards...)
 	if len(shapes) == 1 {
@@ -413,6 +413,17 @@ func (t *layoutTable) number(body *syntax.Block) int {
 	t.index[key] = k
 	t.shapes = append(t.shapes, dispatchCase{key: k, body: body})
 	return k
+}
+
+// compatCall is `__syscall_compat()`: whether the call is a compat call,
+// which no syscalls:* event sees.
+func compatCall(at syntax.Pos) syntax.Expr {
+	return &syntax.Call{Typed: syntax.Typed{Pos: at}, Name: "__syscall_compat"}
+}
+
+// orCompat is `x || __syscall_compat()`.
+func orCompat(x syntax.Expr, at syntax.Pos) syntax.Expr {
+	return &syntax.Binary{Typed: syntax.Typed{Pos: at}, Op: "||", X: x, Y: compatCall(at)}
 }
 
 // setLocal is `name = value`.
