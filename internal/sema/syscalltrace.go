@@ -33,9 +33,10 @@ import (
 // the call: $__syscall_nr is the number, each field ($dfd, $filename) the
 // register of the syscall convention cut to its C type (as the entry's
 // own record narrows it), $ret the raw tracepoint's, $$parms and $$vars a
-// sprintf of those with the event's format. Calls whose rewritten bodies
-// read alike share one copy (most share one: a body that reads no field
-// is the same for every call). A body that reads what the registers do
+// sprintf of those in the event's format, whose field names and values
+// the first tree sets (callRewrite.parms). Calls whose rewritten bodies
+// read alike share one copy (a body that reads no field is the same for
+// every call, $$parms has one copy for each number of fields). A body that reads what the registers do
 // not give (a field's members, @cast, a variable the event lacks, a
 // kernel stack, a register) keeps every call on its own event; -v says
 // which plan each point got and why.
@@ -47,9 +48,10 @@ import (
 const traceMergeCalls = 4
 
 // maxTraceLayouts is the most copies of the user's body one merged
-// program holds: $$parms over every call's entry reads differently in 289
-// ways (each event's field names), a program of them too large for the
-// kernel to patch its jumps.
+// program holds: 289 copies of a printf of $$parms (one per set of field
+// names, before the names became per-call locals) made a program too
+// large for the kernel to patch its jumps ("cannot be patched due to
+// 16-bit range").
 const maxTraceLayouts = 32
 
 // Locals the merged program sets: the call's number, and what differs
@@ -313,84 +315,118 @@ func (e *elab) unservableCall(name string, seen map[string]bool) string {
 	return ""
 }
 
+// callRewrite rewrites a copy of the user's body for one call of the set
+// (p's event) and collects the statements that set the per-call locals
+// the copy reads, which the first dispatch runs.
+type callRewrite struct {
+	p    *Probe
+	args []attach.Arg // the entry's fields but __syscall_nr; nil at sys_exit
+	exit bool
+	at   syntax.Pos
+	own  []syntax.Stmt
+	set  map[string]bool // the per-call locals own sets
+	why  string          // the first variable with no rewriting
+}
+
 // traceBody is a copy of body for p's call on the raw tracepoint, with
 // what it reads of the call's event rewritten, and the statements that
 // set the per-call locals it reads; a reason when a variable has no
 // rewriting.
 func traceBody(p *Probe, body *syntax.Block, exit bool, at syntax.Pos) (*syntax.Block, []syntax.Stmt, string) {
-	out := syntax.Clone(body)
-	var args []attach.Arg
+	r := &callRewrite{p: p, exit: exit, at: at, set: map[string]bool{}}
 	if !exit {
 		var err error
-		if args, err = p.context.CallArgs(); err != nil {
+		if r.args, err = p.context.CallArgs(); err != nil {
 			return nil, nil, err.Error()
 		}
 	}
-	values := map[string]string{tracePPVar: p.Name, tracePNVar: p.PN(), tracePPFuncVar: tapset.PPFunc(p.Name), traceEventVar: p.Attach.Event}
-	used := map[string]bool{}
-	local := func(name string, pos syntax.Pos) syntax.Expr {
-		used[name] = true
-		return &syntax.Ident{Typed: syntax.Typed{Pos: pos}, Name: name}
-	}
-	var why string
+	out := syntax.Clone(body)
 	rewriteExprs(out, func(x syntax.Expr) (syntax.Expr, bool) {
 		switch x := x.(type) {
 		case *syntax.Call:
 			if v := perCall[x.Name]; v != "" && len(x.Args) == 0 {
-				return local(v, x.Pos), true
+				return r.perCallString(v), true
 			}
 		case *syntax.TargetVar:
-			if x.Name == "$$name" {
-				return local(traceEventVar, x.Pos), true
-			}
-			y, err := fieldValue(p, args, x, exit)
-			if err != "" && why == "" {
-				why = err
-			}
-			return y, true
+			return r.field(x), true
 		}
 		return x, false
 	})
-	var own []syntax.Stmt
-	for _, v := range []string{tracePPVar, tracePNVar, tracePPFuncVar, traceEventVar} {
-		if used[v] {
-			own = append(own, setLocal(v, &syntax.StringLit{Typed: syntax.Typed{Pos: at}, Value: values[v]}, at))
-		}
-	}
-	return out, own, why
+	return out, r.own, r.why
 }
 
-// fieldValue is what x, a context variable of p's event, is on the raw
-// tracepoint: the call's number, an argument's register, $ret, or for
-// $$parms and $$vars their text; a reason when the event lacks it.
-func fieldValue(p *Probe, args []attach.Arg, x *syntax.TargetVar, exit bool) (syntax.Expr, string) {
+// perCallString is the local v (tracePPVar, ...), set to its value for
+// the call.
+func (r *callRewrite) perCallString(v string) syntax.Expr {
+	value := map[string]string{tracePPVar: r.p.Name, tracePNVar: r.p.PN(), tracePPFuncVar: tapset.PPFunc(r.p.Name), traceEventVar: r.p.Attach.Event}[v]
+	return r.perCall(v, &syntax.StringLit{Typed: syntax.Typed{Pos: r.at}, Value: value})
+}
+
+// perCall is the local name, set to value in the call's own statements.
+func (r *callRewrite) perCall(name string, value syntax.Expr) syntax.Expr {
+	if !r.set[name] {
+		r.set[name] = true
+		r.own = append(r.own, setLocal(name, value, r.at))
+	}
+	return &syntax.Ident{Typed: syntax.Typed{Pos: r.at}, Name: name}
+}
+
+// field is what x, a context variable of the call's event, is on the raw
+// tracepoint: the call's number, an argument's register, $ret, the
+// event's name, or for $$parms and $$vars their text; x itself, with
+// r.why set, when the event lacks it.
+func (r *callRewrite) field(x *syntax.TargetVar) syntax.Expr {
 	at := x.Pos
 	switch x.Name {
+	case "$$name":
+		return r.perCallString(traceEventVar)
 	case "$$parms", "$$vars":
-		a, err := p.context.Var(&syntax.TargetVar{Name: x.Name})
-		if err != nil {
-			return x, err.Msg
-		}
-		call := &syntax.PrintCall{Typed: syntax.Typed{Pos: at}, Name: "sprintf", Format: &syntax.StringLit{Typed: syntax.Typed{Pos: at}, Value: a.Format}}
-		for _, arg := range a.Args {
-			v, why := fieldValue(p, args, &syntax.TargetVar{Typed: syntax.Typed{Pos: at}, Name: "$" + p.Attach.Args[arg.Param].Name}, exit)
-			if why != "" {
-				return x, why
-			}
-			call.Args = append(call.Args, v)
-		}
-		return call, ""
+		return r.parms(x)
 	case "$__syscall_nr":
-		return &syntax.Ident{Typed: syntax.Typed{Pos: at}, Name: traceNrVar}, ""
+		return &syntax.Ident{Typed: syntax.Typed{Pos: at}, Name: traceNrVar}
 	case "$ret":
-		if exit {
-			return x, ""
+		if r.exit {
+			return x
 		}
 	}
-	if i := argIndex(args, x.Name); i >= 0 && i < 6 {
-		return &syntax.TargetVar{Typed: syntax.Typed{Pos: at}, Name: probes.EntryArg(i, args[i].Loc.Size, args[i].Loc.Signed)}, ""
+	if i := argIndex(r.args, x.Name); i >= 0 && i < 6 {
+		return &syntax.TargetVar{Typed: syntax.Typed{Pos: at}, Name: probes.EntryArg(i, r.args[i].Loc.Size, r.args[i].Loc.Signed)}
 	}
-	return x, fmt.Sprintf("the body reads %s, which %s does not have", x.Name, p.Attach.Target())
+	if r.why == "" {
+		r.why = fmt.Sprintf("the body reads %s, which %s does not have", x.Name, r.p.Attach.Target())
+	}
+	return x
+}
+
+// parms is $$parms (or $$vars) of the call: the event's text,
+// "__syscall_nr=%#x dfd=%#x filename=%p ...", as a sprintf whose format
+// depends only on the number of fields, so that the calls share it:
+// each field's name and value are per-call locals (%p prints as %#x).
+func (r *callRewrite) parms(x *syntax.TargetVar) syntax.Expr {
+	a, err := r.p.context.Var(&syntax.TargetVar{Name: x.Name})
+	if err != nil {
+		if r.why == "" {
+			r.why = err.Msg
+		}
+		return x
+	}
+	at := x.Pos
+	call := &syntax.PrintCall{Typed: syntax.Typed{Pos: at}, Name: "sprintf"}
+	var format []string
+	for i, arg := range a.Args {
+		name := r.p.Attach.Args[arg.Param].Name
+		v := r.field(&syntax.TargetVar{Typed: syntax.Typed{Pos: at}, Name: "$" + name})
+		if name == "__syscall_nr" || r.exit {
+			format = append(format, name+"=%#x")
+			call.Args = append(call.Args, v)
+			continue
+		}
+		format = append(format, "%s=%#x")
+		call.Args = append(call.Args, r.perCall(fmt.Sprintf("__tp_field%d", i), &syntax.StringLit{Typed: syntax.Typed{Pos: at}, Value: name}),
+			r.perCall(fmt.Sprintf("__tp_value%d", i), v))
+	}
+	call.Format = &syntax.StringLit{Typed: syntax.Typed{Pos: at}, Value: strings.Join(format, " ")}
+	return call
 }
 
 // layoutTable numbers the distinct bodies of a dispatch: bodies that read
