@@ -21,3 +21,13 @@ func SyscallNrInto(local string, ret bool) syntax.Stmt {
 	}
 	return b.Stmts[0]
 }
+
+// SyscallSetGuard is the statement that leaves a probe unless local (the
+// call's number) is one of nrs (sorted): a few range comparisons.
+func SyscallSetGuard(nrs []int, local string) syntax.Stmt {
+	b, err := parsePrologue("syscall set", fmt.Sprintf("if (!(%s)) next\n", syscallSet(nrs, local)))
+	if err != nil {
+		panic(err) // the text is bpftap's own
+	}
+	return b.Stmts[0]
+}

@@ -186,7 +186,7 @@ func (e *elab) traceProgram(g []*Probe, exit bool) (*Probe, string) {
 		}
 	}
 	slices.SortFunc(calls, func(a, b dispatchCase) int { return a.key - b.key })
-	stmts := []syntax.Stmt{probes.SyscallNrInto(traceNrVar, exit), dispatch(calls, traceNrVar, at)}
+	stmts := []syntax.Stmt{probes.SyscallNrInto(traceNrVar, exit), callDispatch(calls, at)}
 	if wide.CompatSyscalls() {
 		stmts = append(stmts, &syntax.IfStmt{Pos: at, Cond: compatCall(at), Then: &syntax.NextStmt{Pos: at}})
 	}
@@ -203,6 +203,19 @@ func (e *elab) traceProgram(g []*Probe, exit bool) (*Probe, string) {
 		{Pos: at, Name: "trace", Arg: &syntax.StringLit{Typed: syntax.Typed{Pos: at}, Value: wide.Attach.Target()}}}}
 	merged.Body = &syntax.Block{Pos: first.Body.Pos, Stmts: stmts}
 	return &merged, fmt.Sprintf("%d argument layouts", len(shapes))
+}
+
+// callDispatch is the first dispatch, on the call's number; a test of
+// the set alone (a few range comparisons) when no call sets anything.
+func callDispatch(calls []dispatchCase, at syntax.Pos) syntax.Stmt {
+	var nrs []int
+	for _, c := range calls {
+		if len(c.body.Stmts) > 0 {
+			return dispatch(calls, traceNrVar, at)
+		}
+		nrs = append(nrs, c.key)
+	}
+	return probes.SyscallSetGuard(nrs, traceNrVar)
 }
 
 // leadingGuards splits off the leading `if (COND) next` statements of
