@@ -22,12 +22,17 @@ func SyscallNrInto(local string, ret bool) syntax.Stmt {
 	return b.Stmts[0]
 }
 
-// SyscallSetGuard is the statement that leaves a probe unless local (the
-// call's number) is one of nrs (sorted): a few range comparisons.
-func SyscallSetGuard(nrs []int, local string) syntax.Stmt {
-	b, err := parsePrologue("syscall set", fmt.Sprintf("if (!(%s)) next\n", syscallSet(nrs, local)))
-	if err != nil {
-		panic(err) // the text is bpftap's own
+// NativeSyscallEntries is SyscallEntries for a probe that leaves compat
+// calls (the user's own syscalls:* events, which never see one): its
+// arguments are read from the native registers alone, so the program
+// needs no prologue that copies them from the compat ones.
+func (c *Context) NativeSyscallEntries() *Context {
+	wide := c.SyscallEntries()
+	if wide == nil {
+		return nil
 	}
-	return b.Stmts[0]
+	for i := range wide.Attach.Args {
+		wide.Attach.Args[i].Loc.Compat, wide.Attach.Args[i].Loc.CompatOffset = false, 0
+	}
+	return wide
 }

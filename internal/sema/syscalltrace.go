@@ -150,7 +150,7 @@ func entriesOf(g []*Probe) []*syscallEntry {
 // layouts.
 func (e *elab) traceProgram(g []*Probe, exit bool) (*Probe, string) {
 	first := g[0]
-	wide := first.context.SyscallEntries()
+	wide := first.context.NativeSyscallEntries()
 	if exit {
 		wide = first.context.SyscallReturns()
 	}
@@ -205,17 +205,41 @@ func (e *elab) traceProgram(g []*Probe, exit bool) (*Probe, string) {
 	return &merged, fmt.Sprintf("%d argument layouts", len(shapes))
 }
 
-// callDispatch is the first dispatch, on the call's number; a test of
-// the set alone (a few range comparisons) when no call sets anything.
+// callDispatch is the first dispatch, on the call's number; when no call
+// sets anything, a test of the set alone: a balanced tree of comparisons
+// over the runs of consecutive numbers (sys_enter_*'s 360 calls are a few
+// dozen runs).
 func callDispatch(calls []dispatchCase, at syntax.Pos) syntax.Stmt {
-	var nrs []int
+	var runs [][2]int
 	for _, c := range calls {
 		if len(c.body.Stmts) > 0 {
 			return dispatch(calls, traceNrVar, at)
 		}
-		nrs = append(nrs, c.key)
+		if n := len(runs); n > 0 && runs[n-1][1] == c.key-1 {
+			runs[n-1][1] = c.key
+		} else {
+			runs = append(runs, [2]int{c.key, c.key})
+		}
 	}
-	return probes.SyscallSetGuard(nrs, traceNrVar)
+	return inRuns(runs, at)
+}
+
+// inRuns leaves the probe unless the call's number is in one of runs
+// (sorted, disjoint [first, last] pairs).
+func inRuns(runs [][2]int, at syntax.Pos) syntax.Stmt {
+	nr := func() syntax.Expr { return &syntax.Ident{Typed: syntax.Typed{Pos: at}, Name: traceNrVar} }
+	cmp := func(op string, v int) syntax.Expr {
+		return &syntax.Binary{Typed: syntax.Typed{Pos: at}, Op: op, X: nr(), Y: numberAt(v, at)}
+	}
+	if len(runs) == 1 {
+		out := cmp("!=", runs[0][0])
+		if runs[0][0] != runs[0][1] {
+			out = &syntax.Binary{Typed: syntax.Typed{Pos: at}, Op: "||", X: cmp("<", runs[0][0]), Y: cmp(">", runs[0][1])}
+		}
+		return &syntax.IfStmt{Pos: at, Cond: out, Then: &syntax.NextStmt{Pos: at}}
+	}
+	mid := len(runs) / 2
+	return &syntax.IfStmt{Pos: at, Cond: cmp("<", runs[mid][0]), Then: inRuns(runs[:mid], at), Else: inRuns(runs[mid:], at)}
 }
 
 // leadingGuards splits off the leading `if (COND) next` statements of
