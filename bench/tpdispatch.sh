@@ -4,7 +4,8 @@
 # raw_syscalls:sys_enter with a dispatch on the number (sema's
 # syscalltrace.go) beside, with BEFORE (another bpftap, such as main's),
 # the same script on the 360 events of its own. getppid in a loop pinned
-# to CPU 1, the tracer on CPU 0, interleaved rounds; prints the median ns
+# to CPU 1 and timed by its thread's CPU time (a busy machine's other work left
+# out), the tracer on CPU 0, interleaved rounds; prints the median ns
 # added by each case and the ratio to the empty program's (the floor):
 #   dispatched  kernel.trace("syscalls:sys_enter_*") reading $__syscall_nr
 #   own         the same with BEFORE, one classic event per call
@@ -18,7 +19,7 @@ cd "$(dirname "$0")/.."
 rounds=${1:-9}
 before=${2:-}
 setup tpdispatch
-work() { "$bin/getppid" -n 1000000 -cpu 1; }
+work() { "$bin/getppid" -n 1000000 -cpu 1 -clock thread; }
 all='global n; probe kernel.trace("syscalls:sys_enter_*") { if (pid() == 0) n <<< $__syscall_nr }'
 others() { # the events of the first $1 of five calls that are not getppid
 	printf 'global n; probe %s { if (pid() == 0) n <<< $__syscall_nr }' "$(echo read write openat close lseek | tr ' ' '\n' | head -n "$1" |
