@@ -125,12 +125,12 @@ func (e *elab) mergeTraces(g []*Probe, exit bool) *Probe {
 		}
 		return nil
 	}
-	merged, why := e.traceProgram(g, exit)
+	merged, note := e.traceProgram(g, exit)
 	if merged == nil {
-		e.prog.Plans = append(e.prog.Plans, fmt.Sprintf("%s on their own trace events: %s", what, why))
+		e.prog.Plans = append(e.prog.Plans, fmt.Sprintf("%s on their own trace events: %s", what, note))
 		return nil
 	}
-	e.prog.Plans = append(e.prog.Plans, fmt.Sprintf("%s share one program on %s (%s)", what, merged.Attach.Target(), why),
+	e.prog.Plans = append(e.prog.Plans, fmt.Sprintf("%s share one program on %s (%s)", what, merged.Attach.Target(), note),
 		fmt.Sprintf("%s: one program to load and detach rather than %d trace events, each detached behind an RCU grace period", userPointsOf(entriesOf(g)), len(g)))
 	e.replaceProbes(entriesOf(g), merged)
 	return merged
@@ -165,27 +165,10 @@ func (e *elab) traceProgram(g []*Probe, exit bool) (*Probe, string) {
 		return nil, why
 	}
 	at := first.Point.Pos
-	var calls []dispatchCase
-	var layouts layoutTable
-	for _, p := range g {
-		nr, _ := probes.SyscallNumber(p.Attach.Event)
-		body, own, why := traceBody(p, rest, exit, at)
-		if why != "" {
-			return nil, why
-		}
-		k := layouts.number(body)
-		calls = append(calls, dispatchCase{key: nr, body: &syntax.Block{Pos: at, Stmts: append(own, setLocal(shapeVar, numberAt(k, at), at))}})
+	calls, shapes, why := traceCases(g, rest, exit, at)
+	if why != "" {
+		return nil, why
 	}
-	shapes := layouts.shapes
-	if len(shapes) > maxTraceLayouts {
-		return nil, fmt.Sprintf("the body reads what differs in %d ways between the calls (more than the %d copies of it one program holds)", len(shapes), maxTraceLayouts)
-	}
-	if len(shapes) == 1 { // no layout to carry
-		for _, c := range calls {
-			c.body.Stmts = c.body.Stmts[:len(c.body.Stmts)-1]
-		}
-	}
-	slices.SortFunc(calls, func(a, b dispatchCase) int { return a.key - b.key })
 	stmts := []syntax.Stmt{probes.SyscallNrInto(traceNrVar, exit), callDispatch(calls, at)}
 	if wide.CompatSyscalls() {
 		stmts = append(stmts, &syntax.IfStmt{Pos: at, Cond: compatCall(at), Then: &syntax.NextStmt{Pos: at}})
@@ -203,6 +186,34 @@ func (e *elab) traceProgram(g []*Probe, exit bool) (*Probe, string) {
 		{Pos: at, Name: "trace", Arg: &syntax.StringLit{Typed: syntax.Typed{Pos: at}, Value: wide.Attach.Target()}}}}
 	merged.Body = &syntax.Block{Pos: first.Body.Pos, Stmts: stmts}
 	return &merged, fmt.Sprintf("%d argument layouts", len(shapes))
+}
+
+// traceCases are the cases of the two dispatches of g's merged probe: by
+// call, what the call sets (its per-call locals, its copy's number), and
+// the copies of the user's body (rest) by number; a reason when a call's
+// copy cannot be written or there are too many copies.
+func traceCases(g []*Probe, rest *syntax.Block, exit bool, at syntax.Pos) (calls, shapes []dispatchCase, why string) {
+	var layouts layoutTable
+	for _, p := range g {
+		nr, _ := probes.SyscallNumber(p.Attach.Event)
+		body, own, why := traceBody(p, rest, exit, at)
+		if why != "" {
+			return nil, nil, why
+		}
+		k := layouts.number(body)
+		calls = append(calls, dispatchCase{key: nr, body: &syntax.Block{Pos: at, Stmts: append(own, setLocal(shapeVar, numberAt(k, at), at))}})
+	}
+	shapes = layouts.shapes
+	if len(shapes) > maxTraceLayouts {
+		return nil, nil, fmt.Sprintf("the body reads what differs in %d ways between the calls (more than the %d copies of it one program holds)", len(shapes), maxTraceLayouts)
+	}
+	if len(shapes) == 1 { // no layout to carry
+		for _, c := range calls {
+			c.body.Stmts = c.body.Stmts[:len(c.body.Stmts)-1]
+		}
+	}
+	slices.SortFunc(calls, func(a, b dispatchCase) int { return a.key - b.key })
+	return calls, shapes, ""
 }
 
 // callDispatch is the first dispatch, on the call's number; when no call
