@@ -104,6 +104,9 @@ func kernelBuiltins() map[string]builtinCode {
 	for name, form := range map[string]SymForm{"usymname": SymName, "usymdata": SymData, "umodname": SymModule} {
 		codes[name] = strCode(func(g *gen, c *syntax.Call) value { return g.symToken(form, c) })
 	}
+	// get_cycles: no cycle counter is readable from BPF; the kernel's
+	// monotonic clock in ns, as user-side probes read it.
+	codes["get_cycles"] = longCode(func(g *gen, _ *syntax.Call) { g.clock("ns", 0) })
 	for unit := range clockDivisors {
 		codes["gettimeofday_"+unit] = longCode(func(g *gen, _ *syntax.Call) { g.clock(unit, g.m.cfg.RealtimeOffset) })
 		codes["local_clock_"+unit] = longCode(func(g *gen, _ *syntax.Call) { g.clock(unit, 0) })

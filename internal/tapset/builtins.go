@@ -272,7 +272,7 @@ var Builtins = index(
 	bpf(fn("cpu_clock_ns", long, l("cpu"))),
 	bpf(fn("jiffies", long)),
 	bpf(fn("HZ", long)),
-	fn("get_cycles", long),
+	bpf(fn("get_cycles", long)),
 	captured(fn("tz_ctime", str, l("epochsecs"))),
 	fn("tz_gmtoff", long),
 	fn("tz_name", str),
