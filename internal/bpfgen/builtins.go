@@ -69,12 +69,13 @@ func kernelBuiltins() map[string]builtinCode {
 		"uaddr":               longCode((*gen).uaddr),
 		"caller_addr":         longCode((*gen).callerAddr),
 		"user_mode":           longCode((*gen).userMode),
-		"user_string_quoted":  strCode((*gen).userStringQuoted),
+		"string_quoted":       strCode((*gen).stringQuoted),
 		"symname":             strCode((*gen).symname),
 		"pid2task":            longCode((*gen).pid2task),
 		"pid2execname":        strCode((*gen).pid2execname),
 		"HZ":                  longCode(func(g *gen, _ *syntax.Call) { g.constant(asm.R0, int64(kernel.HZ())) }),
 		"mem_page_size":       longCode(func(g *gen, _ *syntax.Call) { g.constant(asm.R0, int64(os.Getpagesize())) }),
+		"__maxstringlen":      longCode(func(g *gen, _ *syntax.Call) { g.constant(asm.R0, int64(g.m.maxStr)) }),
 		"modname":             strCode((*gen).modname),
 		"strlen":              longCode((*gen).strlen),
 		"substr":              strCode((*gen).substr),
@@ -85,10 +86,16 @@ func kernelBuiltins() map[string]builtinCode {
 		"strtol":              longCode((*gen).strtol),
 		"randint":             longCode((*gen).randint),
 		"raise":               longCode((*gen).raiseSignal),
+		"tokenize":            strCode((*gen).tokenize),
+		"mdelay":              longCode((*gen).delay),
+		"udelay":              longCode((*gen).delay),
 
 		// the netfilter tapset's data_str and data_hex (buffers.go)
-		"kernel_buffer_quoted": strCode((*gen).kernelBufferQuoted),
-		"__kernel_buffer_hex":  strCode((*gen).kernelBufferHex),
+		"__kernel_buffer_quoted":     strCode((*gen).bufferQuoted),
+		"kernel_buffer_quoted_error": strCode((*gen).bufferQuoted),
+		"user_buffer_quoted":         strCode((*gen).bufferQuoted),
+		"user_buffer_quoted_error":   strCode((*gen).bufferQuoted),
+		"__kernel_buffer_hex":        strCode((*gen).kernelBufferHex),
 	}
 	for name, form := range map[string]StackForm{"backtrace": KernelHex, "sprint_backtrace": KernelText,
 		"ubacktrace": UserHex, "sprint_ubacktrace": UserText} {
@@ -97,6 +104,9 @@ func kernelBuiltins() map[string]builtinCode {
 	for name, form := range map[string]SymForm{"usymname": SymName, "usymdata": SymData, "umodname": SymModule} {
 		codes[name] = strCode(func(g *gen, c *syntax.Call) value { return g.symToken(form, c) })
 	}
+	// get_cycles: no cycle counter is readable from BPF; the kernel's
+	// monotonic clock in ns, as user-side probes read it.
+	codes["get_cycles"] = longCode(func(g *gen, _ *syntax.Call) { g.clock("ns", 0) })
 	for unit := range clockDivisors {
 		codes["gettimeofday_"+unit] = longCode(func(g *gen, _ *syntax.Call) { g.clock(unit, g.m.cfg.RealtimeOffset) })
 		codes["local_clock_"+unit] = longCode(func(g *gen, _ *syntax.Call) { g.clock(unit, 0) })

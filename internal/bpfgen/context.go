@@ -1,7 +1,6 @@
 package bpfgen
 
 import (
-	"github.com/bpftap/bpftap/internal/format"
 	"slices"
 	"strconv"
 	"strings"
@@ -179,36 +178,6 @@ func (g *gen) cutString(dst value, n int16) {
 		asm.Add.Reg(asm.R1, regScratch),
 		asm.StoreImm(asm.R1, int16(dst.off), 0, asm.Byte),
 	)
-}
-
-// userStringQuoted compiles user_string_quoted(addr): the string between
-// double quotes, or, when the memory cannot be read, the address as 0x%x.
-// (Bytes outside printable ASCII are not escaped yet in kernel probes.)
-func (g *gen) userStringQuoted(c *syntax.Call) value {
-	dst := g.strSlot(g.m.maxStr)
-	g.long(c.Args[0])
-	addr := g.pushSlot()
-	g.emit(asm.StoreMem(asm.R10, addr, asm.R0, asm.DWord))
-	g.readStr(asm.FnProbeReadUserStr, value{str: true, off: dst.off + 1, width: dst.width - 1},
-		func() { g.emit(asm.LoadMem(asm.R3, asm.R10, addr, asm.DWord)) }, g.m.maxStr-2)
-	fault, done := g.newLabel("unquoted"), g.newLabel("quoted")
-	g.emit(
-		asm.JSLT.Imm(asm.R0, 1, fault),
-		asm.JGT.Imm(asm.R0, int32(g.m.maxStr-2), fault), // never: the bound the verifier needs
-		asm.StoreImm(regScratch, int16(dst.off), '"', asm.Byte),
-		asm.Add.Reg(asm.R0, regScratch),
-		asm.StoreImm(asm.R0, int16(dst.off), '"', asm.Byte),
-		asm.StoreImm(asm.R0, int16(dst.off+1), 0, asm.Byte),
-		asm.Ja.Label(done),
-	)
-	g.mark(fault)
-	mark := g.scratchMark()
-	hex, _ := format.Compile("0x%x")
-	g.copyStr(dst, g.format(c, c.Name+"()", hex, func() []sprintArg { return []sprintArg{{slot: addr}} }))
-	g.scratchRelease(mark)
-	g.mark(done)
-	g.popStack(8)
-	return dst
 }
 
 func itoa(v int64) string { return strconv.FormatInt(v, 10) }

@@ -55,9 +55,10 @@ type gen struct {
 	maxStack int
 	scratch  int // bytes of scratch in use
 	maxScr   int
+	// snapshots are the per-CPU arrays of the program's foreach loops
+	// (snapshot.go).
+	snapshots []Map
 
-	// userStrings: a uprobe's code reads user strings (sleepable.go)
-	userStrings bool
 	// compatSlot is the stack slot of what syscallCompat read, argsSlot
 	// the six words of the call's arguments, in a program whose context
 	// has compat arguments (0: none; syscalls.go)
@@ -280,10 +281,14 @@ func (g *gen) program() *Program {
 	}
 	insns, pos := farJumps(g.insns, g.pos)
 	prog := &Program{Instructions: insns, Pos: pos}
-	settleSleep(prog, g.userStrings, g.m.cfg.SleepableUprobes != nil && g.m.cfg.SleepableUprobes())
+	settleSleep(prog, g.subs.userStrings, g.m.cfg.SleepableUprobes != nil && g.m.cfg.SleepableUprobes())
 	if scratch > 0 {
 		prog.Maps = []Map{{ScratchMap, perCPUArray("scratch", uint32(scratch), uint32(1+len(g.subs.order)))}}
 	}
+	if usesTokenize(prog.Instructions) {
+		prog.Maps = append(prog.Maps, g.tokenizeMap())
+	}
+	prog.Maps = append(prog.Maps, g.snapshots...)
 	return prog
 }
 

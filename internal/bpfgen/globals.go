@@ -414,8 +414,12 @@ func (g *gen) delete(s *syntax.DeleteStmt) {
 		g.scratchRelease(smark)
 		g.stack = stack
 	case *syntax.Ident:
-		if t.Var.Kind != syntax.VarGlobal || t.Var.IsArray || t.Var.Type != syntax.TypeLong {
-			g.refuse(s, "delete of a whole array, statistic or string")
+		if t.Var.Kind != syntax.VarGlobal {
+			g.fail(s, "cannot delete %s in a kernel probe", syntax.ExprString(s.Target))
+			return
+		}
+		if t.Var.IsArray || t.Var.Type != syntax.TypeLong {
+			g.deleteWhole(s, t.Var)
 			return
 		}
 		g.updateGlobal(t, "", &syntax.NumberLit{Typed: syntax.Typed{T: syntax.TypeLong}}, s.Pos, false)

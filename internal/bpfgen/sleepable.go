@@ -23,13 +23,15 @@ import (
 // already (nesting.go), so the per-CPU scratch area is shared as before.
 
 // faultsIn tells whether the running probe's user string reads fault
-// pages in: a uprobe's, on a kernel that lets uprobe programs sleep.
+// pages in: a uprobe's, on a kernel that lets uprobe programs sleep. (The
+// probes of a set's program attach alike, so a function that reads user
+// strings is the same code in each: it may be a subprogram.)
 func (g *gen) faultsIn() bool {
-	a := g.ownProbe().Attach
+	a := g.probe.Attach
 	if a == nil || !a.User {
 		return false
 	}
-	g.userStrings = true
+	g.subs.userStrings = true
 	return g.m.cfg.SleepableUprobes != nil && g.m.cfg.SleepableUprobes()
 }
 

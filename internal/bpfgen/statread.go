@@ -8,7 +8,7 @@ import (
 	"github.com/cilium/ebpf/asm"
 )
 
-// Reading a statistic in a kernel probe: @count, @sum, @min, @max and @avg
+// Reading a statistic in a kernel probe: @count, @sum, @min, @max, @avg and @variance
 // of a global statistic or of an element of a statistics array.
 //
 // stap's extractors see the aggregate over every CPU, but a statistic is a
@@ -27,8 +27,8 @@ import (
 //
 // The other CPUs' partials are read while they may change (stap's module
 // runtime locks them; BPF cannot), so a read racing an update on another
-// CPU may miss that update. @variance is not compiled yet: combining the
-// partials' variances needs their Welford terms.
+// CPU may miss that update. @variance combines the partials' Welford
+// terms (variance.go).
 
 // Offsets in the accumulator on the stack.
 const (
@@ -43,11 +43,7 @@ const (
 // statRead compiles a statistic extractor into R0.
 func (g *gen) statRead(e *syntax.StatOp) {
 	v := sema.StatVar(e.X)
-	switch {
-	case e.Op == "variance":
-		g.refuse(e, "@variance")
-		return
-	case v == nil:
+	if v == nil {
 		g.fail(e, "@%s() needs a statistic", e.Op)
 		return
 	}
@@ -63,6 +59,19 @@ func (g *gen) statRead(e *syntax.StatOp) {
 	gl := g.m.global(v)
 	smark, stack := g.scratchMark(), g.stack
 	k := g.key(gl, keys)
+	if e.Op == "variance" {
+		g.variance(gl, k, ncpu, keys != nil, e.Pos)
+	} else {
+		g.extract(e, g.mergeCPUs(gl, k, ncpu))
+	}
+	g.scratchRelease(smark)
+	g.stack = stack
+}
+
+// mergeCPUs combines the partials of gl's statistic at key k on the ncpu
+// possible CPUs into an accumulator it pushes on the stack, and returns
+// the accumulator's offset.
+func (g *gen) mergeCPUs(gl *Global, k keyAddr, ncpu int) int16 {
 	acc := g.pushStack(accSize)
 	g.emit(asm.Mov.Imm(asm.R1, 0))
 	for off := int16(0); off < accSize; off += 8 {
@@ -75,15 +84,19 @@ func (g *gen) statRead(e *syntax.StatOp) {
 	if gl.Cache != nil {
 		g.cachedPartial(gl, k, acc)
 	}
+	g.nextCPU(acc, ncpu, top)
+	return acc
+}
+
+// nextCPU advances the accumulator's CPU and goes back to top while one is
+// left.
+func (g *gen) nextCPU(acc int16, ncpu int, top string) {
 	g.emit(
 		asm.LoadMem(asm.R1, asm.R10, acc+accCPU, asm.DWord),
 		asm.Add.Imm(asm.R1, 1),
 		asm.StoreMem(asm.R10, acc+accCPU, asm.R1, asm.DWord),
 		asm.JLT.Imm(asm.R1, int32(ncpu), top),
 	)
-	g.extract(e, acc)
-	g.scratchRelease(smark)
-	g.stack = stack
 }
 
 // percpuLookup leaves in R0 the value at key k of map ref on the CPU in

@@ -38,7 +38,11 @@ type StatLayout struct {
 	// terms (two divisions per update); otherwise only count, sum, min and
 	// max are kept (the other words stay zero).
 	Variance bool
-	Size     int
+	// Guarded: updates hold the nesting guard (nesting.go), because they
+	// keep @variance or a kernel probe deletes the statistic
+	// (wholedelete.go).
+	Guarded bool
+	Size    int
 }
 
 // Decode loads one CPU's partial.
@@ -86,6 +90,7 @@ func (l *StatLayout) Encode(s *format.Stat, b []byte) {
 func (m *Module) statLayout(v *syntax.Var) *StatLayout {
 	shape := m.prog.StatShape(v)
 	l := &StatLayout{Hist: shape.Hist, Shift: shape.Shift, Variance: shape.Variance, Size: statBuckets}
+	l.Guarded = l.Variance || !v.IsArray && m.resetInKernel(v)
 	if l.Hist != nil {
 		l.Size += 8 * l.Hist.Buckets()
 	}
@@ -93,7 +98,7 @@ func (m *Module) statLayout(v *syntax.Var) *StatLayout {
 }
 
 // statAdd compiles `s <<< v` and `s[k] <<< v`: through the last-key
-// cache, under the nesting guard when the statistic keeps @variance, with
+// cache, under the nesting guard when the layout says (Guarded), with
 // atomic word updates otherwise (nesting.go).
 func (g *gen) statAdd(e *syntax.Assign) {
 	v := sema.StatVar(e.LHS)
@@ -108,7 +113,7 @@ func (g *gen) statAdd(e *syntax.Assign) {
 	switch {
 	case gl.Cache != nil:
 		g.cachedUpdate(gl, keys, slot, e.LHS.Position())
-	case gl.Stat.Variance:
+	case gl.Stat.Guarded:
 		g.lookupOrCreate(gl, keys, e.LHS.Position())
 		g.guarded(func() {
 			g.emit(asm.LoadMem(asm.R1, asm.R10, slot, asm.DWord))

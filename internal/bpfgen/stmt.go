@@ -76,6 +76,8 @@ func (g *gen) stmt(s syntax.Stmt) {
 		g.loop(nil, s.Cond, nil, s.Body)
 	case *syntax.ForStmt:
 		g.loop(s.Init, s.Cond, s.Post, s.Body)
+	case *syntax.ForeachStmt:
+		g.foreach(s)
 	case *syntax.NextStmt:
 		g.next()
 	case *syntax.ReturnStmt:
@@ -196,6 +198,18 @@ func (g *gen) loop(init, cond, post syntax.Expr, body syntax.Stmt) {
 	if init != nil {
 		g.effect(init)
 	}
+	g.loopWith(post, body, loopCarried(cond, body, post), func(brk, _ string) {
+		if cond != nil {
+			g.unless(cond, brk)
+		}
+	})
+}
+
+// loopWith compiles a loop whose iterations start with head (after the
+// action is charged and the long locals carried are forgotten), which
+// jumps to brk to leave the loop or to cont for the next iteration, and
+// go on with body and post.
+func (g *gen) loopWith(post syntax.Expr, body syntax.Stmt, carried []*syntax.Var, head func(brk, cont string)) {
 	top, cont, brk := g.newLabel("loop"), g.newLabel("continue"), g.newLabel("break")
 	maxAction := g.errorSite(tapset.MsgMaxAction, g.cur, false)
 	end := g.loopHead(top, maxAction, g.m.cfg.Limits.MaxAction)
@@ -206,11 +220,9 @@ func (g *gen) loop(init, cond, post syntax.Expr, body syntax.Stmt) {
 	)
 	g.jumpAbove(asm.R1, g.m.cfg.Limits.MaxAction, maxAction)
 	if g.m.hasMayGoto() {
-		g.forget(loopCarried(cond, body, post))
+		g.forget(carried)
 	}
-	if cond != nil {
-		g.unless(cond, brk)
-	}
+	head(brk, cont)
 	g.loops = append(g.loops, loop{brk: brk, cont: cont})
 	g.stmt(body)
 	g.loops = g.loops[:len(g.loops)-1]

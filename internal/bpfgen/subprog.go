@@ -61,6 +61,9 @@ type subprogs struct {
 	byFunc map[*syntax.Func]*subprog
 	byKey  map[string]*subprog // sprintf's directives
 	order  []*subprog
+	// userStrings: a uprobe's code, the probe's or a function's, reads
+	// user strings (sleepable.go)
+	userStrings bool
 }
 
 // label is the symbol of f's subprogram: fn_NAME, or fn_NAME_ARITY when

@@ -5,7 +5,6 @@ import (
 
 	"github.com/bpftap/bpftap/internal/syntax"
 	"github.com/cilium/ebpf/asm"
-	"github.com/cilium/ebpf/btf"
 )
 
 // Wildcard deletes. `delete a[k, *]` deletes every element of a whose
@@ -27,14 +26,7 @@ func (g *gen) deleteMatching(gl *Global, keys []syntax.Expr) {
 	slot := g.pushSlot()
 	pattern.load(g, asm.R1)
 	g.emit(asm.StoreMem(asm.R10, slot, asm.R1, asm.DWord))
-	sp := g.matchDeleter(gl, keys)
-	g.emit(
-		asm.LoadMapPtr(asm.R1, 0).WithReference(gl.Ref),
-		asm.Instruction{OpCode: asm.LoadImmOp(asm.DWord), Dst: asm.R2, Src: asm.PseudoFunc, Constant: -1}.WithReference(sp.label),
-		asm.Mov.Reg(asm.R3, asm.R10), asm.Add.Imm(asm.R3, int32(slot)),
-		asm.Mov.Imm(asm.R4, 0),
-		asm.FnForEachMapElem.Call(),
-	)
+	g.forEachElem(gl, g.matchDeleter(gl, keys), slot)
 	g.scratchRelease(smark)
 	g.stack = stack
 }
@@ -65,45 +57,29 @@ func (g *gen) matchDeleter(gl *Global, keys []syntax.Expr) *subprog {
 		_, star := k.(*syntax.Star)
 		key += map[bool]string{true: "_x", false: "_k"}[star]
 	}
-	if sp, ok := g.subs.byKey[key]; ok {
-		return sp
-	}
-	sp := &subprog{label: key}
-	g.subs.byKey[key] = sp
-	c := newGen(g.m, g.probe)
-	c.subs, c.subprog, c.cur = g.subs, true, g.cur
-	keep := c.newLabel("keep")
-	c.emit(
-		asm.Mov.Reg(asm.R6, asm.R1), // the map
-		asm.Mov.Reg(asm.R7, asm.R2), // the element's key
-		asm.LoadMem(asm.R8, asm.R4, 0, asm.DWord),
-	)
-	for i, k := range keys {
-		if _, star := k.(*syntax.Star); star {
-			continue
+	return g.callback(key, elemCallbackType(key), func(c *gen) {
+		keep := c.newLabel("keep")
+		c.emit(
+			asm.Mov.Reg(asm.R6, asm.R1), // the map
+			asm.Mov.Reg(asm.R7, asm.R2), // the element's key
+			asm.LoadMem(asm.R8, asm.R4, 0, asm.DWord),
+		)
+		for i, k := range keys {
+			if _, star := k.(*syntax.Star); star {
+				continue
+			}
+			f := gl.Keys[i]
+			for w := 0; w < fieldSize(f); w += 8 {
+				off := int16(f.Offset + w)
+				c.emit(
+					asm.LoadMem(asm.R0, asm.R7, off, asm.DWord),
+					asm.LoadMem(asm.R1, asm.R8, off, asm.DWord),
+					asm.JNE.Reg(asm.R0, asm.R1, keep),
+				)
+			}
 		}
-		f := gl.Keys[i]
-		for w := 0; w < fieldSize(f); w += 8 {
-			off := int16(f.Offset + w)
-			c.emit(
-				asm.LoadMem(asm.R0, asm.R7, off, asm.DWord),
-				asm.LoadMem(asm.R1, asm.R8, off, asm.DWord),
-				asm.JNE.Reg(asm.R0, asm.R1, keep),
-			)
-		}
-	}
-	c.emit(asm.Mov.Reg(asm.R1, asm.R6), asm.Mov.Reg(asm.R2, asm.R7), asm.FnMapDeleteElem.Call())
-	c.mark(keep)
-	c.emit(asm.Mov.Imm(asm.R0, 0), asm.Return())
-	c.assemble(sp, deleterType(key), func() {})
-	g.subs.order = append(g.subs.order, sp)
-	return sp
-}
-
-// deleterType is the BTF prototype of a wildcard delete's callback, as
-// bpf_for_each_map_elem calls it.
-func deleterType(name string) *btf.Func {
-	ptr := &btf.Pointer{Target: &btf.Void{}}
-	return &btf.Func{Name: name, Linkage: btf.StaticFunc, Type: &btf.FuncProto{Return: longType, Params: []btf.FuncParam{
-		{Name: "map", Type: ptr}, {Name: "key", Type: ptr}, {Name: "value", Type: ptr}, {Name: "ctx", Type: ptr}}}}
+		c.emit(asm.Mov.Reg(asm.R1, asm.R6), asm.Mov.Reg(asm.R2, asm.R7), asm.FnMapDeleteElem.Call())
+		c.mark(keep)
+		c.emit(asm.Mov.Imm(asm.R0, 0), asm.Return())
+	})
 }

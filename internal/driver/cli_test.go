@@ -45,7 +45,10 @@ import (
 //
 // The archive's files are written to a fresh directory, which is the working directory;
 // $BPFTAP names the binary for commands that run it through a shell;
-// $EXAMPLES in an argument is the repository's examples directory.
+// $EXAMPLES in an argument is the repository's examples directory; $RUN, in
+// an argument and in the environment, is a number of this test process's
+// own, to name what must not be shared with a second copy of the suite
+// running at the same time (module names, the directories they serve).
 func TestCLI(t *testing.T) {
 	bin := buildBinary(t)
 	archives, _ := filepath.Glob("../../testdata/cli/*.txt")
@@ -77,6 +80,9 @@ func TestCLI(t *testing.T) {
 		})
 	}
 }
+
+// cliRunID is $RUN: the test process's pid.
+var cliRunID = strconv.Itoa(os.Getpid())
 
 // buildBinary builds cmd/bpftap once into a temporary directory.
 func buildBinary(t *testing.T) string {
@@ -151,7 +157,8 @@ func (s *cliScript) command(line string) {
 	case "sleep":
 		time.Sleep(s.duration(words[1]))
 	case "exists":
-		if _, err := os.Stat(filepath.Join(s.dir, words[1])); (err == nil) == negate {
+		name := strings.ReplaceAll(words[1], "$RUN", cliRunID)
+		if _, err := os.Stat(filepath.Join(s.dir, name)); (err == nil) == negate {
 			s.fatalf("%s: exists is %v", words[1], err == nil)
 		}
 	default:
@@ -180,11 +187,12 @@ func (s *cliScript) exec(args []string, wantFailure bool) {
 	examples, _ := filepath.Abs("../../examples")
 	for i := range args {
 		args[i] = strings.ReplaceAll(args[i], "$EXAMPLES", examples)
+		args[i] = strings.ReplaceAll(args[i], "$RUN", cliRunID)
 	}
 	args = expandWorkload(args)
 	cmd := exec.CommandContext(ctx, prog, args[1:]...)
 	cmd.Dir = s.dir
-	cmd.Env = append(os.Environ(), "BPFTAP="+s.bin)
+	cmd.Env = append(os.Environ(), "BPFTAP="+s.bin, "RUN="+cliRunID)
 	stdout, stderr := &watchedBuffer{}, &watchedBuffer{}
 	cmd.Stdout, cmd.Stderr = stdout, stderr
 	if err := cmd.Start(); err != nil {

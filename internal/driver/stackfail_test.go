@@ -160,12 +160,15 @@ func TestBuildIDFailures(t *testing.T) {
 	}
 }
 
-// TestStackCollisions keeps 20 stacks per stack map (-D MAXSTACKS=20)
+// TestStackCollisions keeps 24 stacks per stack map (-D MAXSTACKS=24)
 // while the forking workload allocates kernel memory from more call sites
 // than that (30 to 34 here): a stack trace map has a bucket per element,
 // so some stacks find their bucket taken, and the map fills; those are
 // kept by value in the second store (bpfgen's kernelStackID), and none is
-// lost while both have room.
+// lost while both have room. (Interrupts that allocate while the workload
+// is current add stacks of their own on a busy machine: with 20 a store,
+// about 16 in the map and 18 by value left room for 2 more, and a paired
+// run of the suite lost 2; 24 leave room for about 8.)
 func TestStackCollisions(t *testing.T) {
 	requireFeature(t, "bpf")
 	script := `global stacks, events
@@ -177,7 +180,7 @@ probe end {
 	printf("events %d, keys %d, counted %d, empty %d\n", events, keys, counted, @count(stacks[""]))
 }`
 	var stdout, stderr bytes.Buffer
-	status := Main([]string{"-D", "MAXSTACKS=20", "-e", script, "-c", workloadCommand() + " fork 5"},
+	status := Main([]string{"-D", "MAXSTACKS=24", "-e", script, "-c", workloadCommand() + " fork 5"},
 		strings.NewReader(""), &stdout, &stderr)
 	if status != 0 || stderr.Len() > 0 {
 		t.Fatalf("exit status %d, stderr:\n%s", status, stderr.String())
@@ -187,8 +190,8 @@ probe end {
 		t.Fatalf("%v in output %q", err, stdout.String())
 	}
 	t.Logf("%d events, %d stacks", events, keys)
-	if keys <= 20 || keys > 40 {
-		t.Fatalf("%d distinct stacks: the test needs 21 to 40", keys)
+	if keys <= 24 || keys > 48 {
+		t.Fatalf("%d distinct stacks: the test needs 25 to 48", keys)
 	}
 	if empty != 0 || counted != events {
 		t.Errorf("%d events, %d counted under %d stacks, %d stacks lost", events, counted, keys, empty)

@@ -53,12 +53,12 @@ func StringQuoted(s string, maxLen int) string {
 	return textStr(s, maxLen, maxLen, true, false, maxLen)
 }
 
-// BufferQuoted is the tapset's kernel_buffer_quoted(addr, inlen) of the
-// bytes b it read: StringQuoted of a buffer, whose NUL bytes are written
-// `\0` (and take the room of an octal escape, as in the runtime) instead
-// of ending it.
-func BufferQuoted(b []byte, maxLen int) string {
-	return textStr(string(b), len(b), maxLen, true, true, maxLen)
+// BufferQuoted is the tapset's kernel_buffer_quoted(addr, inlen, outLen)
+// of the bytes b it read: StringQuoted of a buffer in at most outLen bytes
+// (0 or too large: maxLen-1), whose NUL bytes are written `\0` (and take
+// the room of an octal escape, as in the runtime) instead of ending it.
+func BufferQuoted(b []byte, outLen, maxLen int) string {
+	return textStr(string(b), len(b), outLen, true, true, maxLen)
 }
 
 // textStr follows the runtime's _stp_text_str: it reads at most inLen bytes

@@ -99,7 +99,7 @@ func TestBufferQuoted(t *testing.T) {
 		{strings.Repeat("a", 509), `"` + strings.Repeat("a", 509) + `"`},
 	}
 	for _, tt := range tests {
-		if got := BufferQuoted([]byte(tt.in), DefaultMaxStringLen); got != tt.want {
+		if got := BufferQuoted([]byte(tt.in), DefaultMaxStringLen, DefaultMaxStringLen); got != tt.want {
 			t.Errorf("BufferQuoted(%q) =\n%q, want\n%q", tt.in, got, tt.want)
 		}
 	}

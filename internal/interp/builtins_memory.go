@@ -28,14 +28,15 @@ func memoryBuiltins() map[string]builtinFunc {
 		"kernel_string_n": func(cc *callContext, a []Value) Value {
 			return str(cc.kernelString(a[0].Int, int(min(max(a[1].Int, 0), int64(cc.in.maxStringLen()-1)))))
 		},
-		"kernel_string2":       kernelString2,
-		"kernel_buffer_quoted": kernelBufferQuoted,
-		"__kernel_buffer_hex":  kernelBufferHex,
-		"user_string":          userStringFault,
-		"user_string_n":        userStringFault,
-		"user_string2":         errMsg,
-		"user_string_quoted":   quotedFault,
-		"user_string_n_quoted": quotedFault,
+		"kernel_string2":             kernelString2,
+		"__kernel_buffer_quoted":     bufferQuoted(false, false),
+		"kernel_buffer_quoted_error": bufferQuoted(false, true),
+		"user_buffer_quoted":         bufferQuoted(true, false),
+		"user_buffer_quoted_error":   bufferQuoted(true, true),
+		"__kernel_buffer_hex":        kernelBufferHex,
+		"user_string":                userStringFault,
+		"user_string_n":              userStringFault,
+		"user_string2":               errMsg,
 	}
 	for name, read := range tapset.NumberReads {
 		switch what, kernel := strings.CutPrefix(name, "kernel_"); {
@@ -71,24 +72,38 @@ func kernelString2(cc *callContext, a []Value) Value {
 	return str(s)
 }
 
-// kernelBufferQuoted is kernel_buffer_quoted(addr, inlen): inlen bytes
-// (MAXSTRINGLEN-1 at the most, and for inlen <= 0) quoted as a buffer, or
-// the address in hex when they cannot be read, as the tapset's C does.
-func kernelBufferQuoted(cc *callContext, a []Value) Value {
-	limit := int64(cc.in.maxStringLen() - 1)
-	n := a[1].Int
-	if n <= 0 || n > limit {
-		n = limit
+// bufferQuoted is __kernel_buffer_quoted(addr, inlen, outlen) (the
+// tapset's kernel_buffer_quoted), user_buffer_quoted and their _error
+// forms, as the tapset's C: inlen bytes (MAXSTRINGLEN-1 at the most, and
+// for inlen <= 0) quoted as a buffer in at most outlen bytes (clamped to
+// [0, MAXSTRINGLEN]; 0 gives ""), or, when they cannot be read (user
+// memory never can: a user-side probe has no process), the address in hex
+// in outlen-1 bytes; the _error forms raise stap's error instead.
+func bufferQuoted(user, raise bool) builtinFunc {
+	return func(cc *callContext, a []Value) Value {
+		maxLen := cc.in.maxStringLen()
+		outlen := int(min(max(a[2].Int, 0), int64(maxLen)))
+		n := a[1].Int
+		if n <= 0 || n > int64(maxLen-1) {
+			n = int64(maxLen - 1)
+		}
+		buf := make([]byte, n)
+		err := kmem.ErrFault
+		if !user && outlen > 0 {
+			_, err = cc.kernelReader().Read(uint64(a[0].Int), buf)
+		}
+		switch {
+		case err == nil:
+			return str(format.BufferQuoted(buf, outlen, maxLen))
+		case !errors.Is(err, kmem.ErrFault):
+			cc.cannotRead(err)
+		case raise:
+			cc.fail(fmt.Sprintf(tapset.BufferReadFault(user), uint64(a[0].Int)))
+		case outlen > 0:
+			return str(format.StringValue(fmt.Sprintf("0x%x", uint64(a[0].Int)), outlen))
+		}
+		return Value{}
 	}
-	buf := make([]byte, n)
-	_, err := cc.kernelReader().Read(uint64(a[0].Int), buf)
-	switch {
-	case errors.Is(err, kmem.ErrFault):
-		return str(fmt.Sprintf("0x%x", uint64(a[0].Int)))
-	case err != nil:
-		cc.cannotRead(err)
-	}
-	return str(format.BufferQuoted(buf, cc.in.maxStringLen()))
 }
 
 // kernelBufferHex is __kernel_buffer_hex(addr, len), the netfilter
@@ -169,12 +184,6 @@ func userStringFault(cc *callContext, a []Value) Value {
 }
 
 func zero(*callContext, []Value) Value { return Value{} }
-
-// quotedFault is user_string_quoted and user_string_n_quoted on a fault:
-// the address in hex, without quotes.
-func quotedFault(_ *callContext, a []Value) Value {
-	return Value{Str: fmt.Sprintf("0x%x", uint64(a[0].Int))}
-}
 
 // errMsg is user_string2 on a fault: its second argument.
 func errMsg(_ *callContext, a []Value) Value { return a[1] }

@@ -26,6 +26,7 @@ import (
 //	--- stderr
 //	LINES
 //	--- status N                 (expected exit status, 0 if absent)
+//	--- guru                     (run as -g does)
 //	--- storage hash             (globals in a fake of BPF maps: hash order,
 //	                              per-CPU longs and statistics)
 //
@@ -38,6 +39,7 @@ type testCase struct {
 	stdout, stderr string
 	status         int
 	hashStorage    bool
+	guru           bool
 }
 
 var fixedNow = time.Unix(1234567890, 123456789).UTC()
@@ -99,7 +101,7 @@ func runScript(t *testing.T, c testCase, lib []*syntax.File, seed uint64) (strin
 	if err != nil {
 		t.Fatalf("%s: parse: %v", c.file, err)
 	}
-	prog, err := sema.Elaborate([]*syntax.File{f}, sema.Options{Library: lib, NoWarnings: true, Overrides: c.overrides})
+	prog, err := sema.Elaborate([]*syntax.File{f}, sema.Options{Library: lib, NoWarnings: true, Overrides: c.overrides, Guru: c.guru})
 	if err != nil {
 		t.Fatalf("%s: elaborate: %v", c.file, err)
 	}
@@ -169,6 +171,8 @@ func readCases(t *testing.T, file string) []testCase {
 				c.defines = append(c.defines, fields[1])
 			case "global":
 				c.overrides = append(c.overrides, fields[1])
+			case "guru":
+				c.guru = true
 			case "storage":
 				c.hashStorage = fields[1] == "hash"
 			default:

@@ -196,9 +196,27 @@ func (b *BTF) stepWithin(t *Type, s Step, p *Path) (int64, TypeID, error) {
 	case !s.IsIndex && (t.Kind == KindStruct || t.Kind == KindUnion):
 		return b.member(t, s.Member, p)
 	case !s.IsIndex && t.Kind == KindFwd:
+		if def := b.definition(t); def != nil {
+			return b.member(def, s.Member, p)
+		}
 		return 0, 0, fmt.Errorf("cannot access member '%s' of %s: %s has only its declaration", s.Member, b.TypeName(t.ID), b.what)
 	}
 	return 0, 0, fmt.Errorf("cannot apply '%s' to %s", describe(s), b.TypeName(t.ID))
+}
+
+// definition is the struct or union a forward declaration fwd names, nil
+// where b has none. The kernel's BTF declares structures it only points to
+// that a module defines (struct rpc_clnt's cl_metrics points to a struct
+// rpc_iostats that sunrpc's BTF holds), so a member chain from the kernel's
+// types into a module's reaches a declaration, which the module's BTF
+// completes.
+func (b *BTF) definition(fwd *Type) *Type {
+	for _, k := range []Kind{KindStruct, KindUnion} {
+		if def, err := b.TypeByName(fwd.Name, k); err == nil {
+			return def
+		}
+	}
+	return nil
 }
 
 // member finds name in struct or union t, looking into anonymous members;

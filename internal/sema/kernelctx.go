@@ -62,17 +62,13 @@ func (e *elab) reachableIn(keep func(*Probe) bool, enter func(*syntax.Func), vis
 // checkKernel refuses the constructs kernel probes cannot run.
 func (e *elab) checkKernel() {
 	printed := map[syntax.Node]bool{} // values a kernel probe only prints
-	deleted := map[syntax.Node]bool{} // the '*' keys of deletes, which kernel probes run
+	matched := map[syntax.Node]bool{} // the '*' keys of deletes and foreach slices, which kernel probes run
 	e.kernelCode(func(n syntax.Node) bool {
 		markPrinted(n, printed)
-		if d, ok := n.(*syntax.DeleteStmt); ok {
-			if ix, ok := d.Target.(*syntax.Index); ok {
-				for _, k := range ix.Keys {
-					deleted[k] = true
-				}
-			}
+		for _, k := range starKeys(n) {
+			matched[k] = true
 		}
-		if _, star := n.(*syntax.Star); star && deleted[n] {
+		if _, star := n.(*syntax.Star); star && matched[n] {
 			return true
 		}
 		if msg := KernelRefusal(n, printed[n]); msg != "" {
@@ -220,10 +216,7 @@ func KernelRefusal(n syntax.Node, printed bool) string {
 			return b.KernelError(n.Args, printed)
 		}
 	case *syntax.ForeachStmt:
-		if n.SortDir != 0 {
-			return tapset.UserSpaceOnly("sorted foreach")
-		}
-		return tapset.UserSpaceOnly("foreach")
+		return foreachRefusal(n)
 	case *syntax.Hist:
 		return tapset.UserSpaceOnly("histogram (@hist_log, @hist_linear)")
 	case *syntax.TryStmt:
@@ -236,16 +229,8 @@ func KernelRefusal(n syntax.Node, printed bool) string {
 				return err.Error()
 			}
 		}
-	case *syntax.DeleteStmt:
-		if id, ok := n.Target.(*syntax.Ident); ok && id.Var != nil && (id.Var.IsArray || id.Var.Type != syntax.TypeLong) {
-			return tapset.UserSpaceOnly("delete of a whole array, statistic or string")
-		}
 	case *syntax.Star:
 		return tapset.UserSpaceOnly("a '*' key")
-	case *syntax.StatOp:
-		if n.Op == "variance" {
-			return tapset.UserSpaceOnly("@variance")
-		}
 	}
 	return ""
 }

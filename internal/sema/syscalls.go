@@ -9,7 +9,6 @@ import (
 	"github.com/bpftap/bpftap/internal/probes"
 	"github.com/bpftap/bpftap/internal/probes/attach"
 	"github.com/bpftap/bpftap/internal/syntax"
-	"github.com/bpftap/bpftap/internal/tapset"
 )
 
 // Merging the entries of many system calls into one probe. A user's
@@ -58,7 +57,7 @@ func (e *elab) mergeSyscallEntries() {
 			groups[p.Decl] = append(groups[p.Decl], s)
 		}
 	}
-	var leader *Probe
+	leader := e.mergeSyscallTraces()
 	for _, decl := range order {
 		if g := groups[decl]; len(g) > mergeCalls {
 			if merged := e.mergeEntries(g); leader == nil {
@@ -90,9 +89,11 @@ func (e *elab) joinSyscallEntries(leader *Probe) {
 		e.prog.Plans = append(e.prog.Plans, fmt.Sprintf("%s: joins the program of %s on %s, behind a test of the call's number",
 			syntax.ProbePointString(p.User), syntax.ProbePointString(leader.User), leader.Attach.Target()))
 		p.context, p.Attach, p.Joins = leader.context, leader.Attach, leader
-		p.Body.Stmts = append([]syntax.Stmt{&syntax.IfStmt{Pos: at,
-			Cond: &syntax.Binary{Typed: syntax.Typed{Pos: at}, Op: "!=", X: nativeNrOf(at), Y: numberAt(s.nr, at)},
-			Then: &syntax.NextStmt{Pos: at}}}, p.Body.Stmts...)
+		var skip syntax.Expr = &syntax.Binary{Typed: syntax.Typed{Pos: at}, Op: "!=", X: nativeNrOf(at), Y: numberAt(s.nr, at)}
+		if len(s.prologue.Stmts) == 0 {
+			skip = orCompat(skip, at) // the user's own event, which sees no compat call
+		}
+		p.Body.Stmts = append([]syntax.Stmt{&syntax.IfStmt{Pos: at, Cond: skip, Then: &syntax.NextStmt{Pos: at}}}, p.Body.Stmts...)
 	}
 }
 
@@ -243,29 +244,14 @@ func entryParts(p *Probe) (prologue *syntax.Block, body syntax.Stmt, ok bool) {
 
 // splitEntry returns p as a call's entry, prologue and user body apart, or
 // nil when p is not one that can be merged: its body reads the context,
-// or, on the user's own trace event, may ask which probe it is in (the
-// merged probe is kernel.trace("raw_syscalls:sys_enter"), where pp()
-// would name each call's event).
+// or it is the user's own trace event, which mergeSyscallTraces serves
+// (syscalltrace.go).
 func splitEntry(p *Probe) *syscallEntry {
 	s := joinableEntry(p)
-	if s == nil || readsContext(s.body) || len(s.prologue.Stmts) == 0 && mayNameProbe(s.body) {
+	if s == nil || readsContext(s.body) || len(s.prologue.Stmts) == 0 {
 		return nil
 	}
 	return s
-}
-
-// mayNameProbe tells whether n calls a function that names the probe it
-// runs in (pp(), ppfunc(), probefunc(), ...) or one that might (a script
-// function, not resolved yet when probes are merged).
-func mayNameProbe(n syntax.Node) bool {
-	return syntax.Any(n, func(n syntax.Node) bool {
-		c, ok := n.(*syntax.Call)
-		if !ok {
-			return false
-		}
-		_, builtin := tapset.Builtins[c.Name]
-		return !builtin || strings.HasPrefix(c.Name, "pp") || strings.HasPrefix(c.Name, "probe")
-	})
 }
 
 // inTapset tells whether a block is tapset code (a prologue), not the
@@ -469,21 +455,13 @@ type dispatchCase struct {
 // layout, runs the shared rest. A program of a few dozen layouts instead
 // of hundreds of prologues stays within what a BPF jump reaches.
 func shareShapes(g []*syscallEntry, at syntax.Pos) (calls, shapes []dispatchCase) {
-	layout := map[string]int{}
+	var layouts layoutTable
 	for _, s := range g {
 		own, rest := splitName(s.prologue)
-		key := syntax.StmtString(rest)
-		k, ok := layout[key]
-		if !ok {
-			k = len(shapes)
-			layout[key] = k
-			shapes = append(shapes, dispatchCase{key: k, body: rest})
-		}
-		set := &syntax.ExprStmt{X: &syntax.Assign{Typed: syntax.Typed{Pos: at}, Op: "=",
-			LHS: &syntax.Ident{Typed: syntax.Typed{Pos: at}, Name: shapeVar}, RHS: numberAt(k, at)}}
-		calls = append(calls, dispatchCase{key: s.nr, body: &syntax.Block{Pos: at, Stmts: append(own, set)}})
+		k := layouts.number(rest)
+		calls = append(calls, dispatchCase{key: s.nr, body: &syntax.Block{Pos: at, Stmts: append(own, setLocal(shapeVar, numberAt(k, at), at))}})
 	}
-	return calls, shapes
+	return calls, layouts.shapes
 }
 
 // splitName separates a prologue's leading assignments of literals to

@@ -127,8 +127,8 @@ func emptinessTest(b *syntax.Binary) bool {
 }
 
 // checkTokens refuses, in kernel code, the comparisons and string
-// functions of tokens, and the reads, tests and deletes of elements keyed
-// by a symbol token.
+// functions of tokens, the reads, tests and deletes of elements keyed by a
+// symbol token, and foreach over arrays keyed by tokens.
 func (e *elab) checkTokens() {
 	f := e.flow()
 	added := map[syntax.Node]bool{} // elements written or added to
@@ -172,6 +172,7 @@ func (e *elab) checkTokens() {
 		}
 		return true
 	})
+	e.refuseTokenForeach(f)
 }
 
 // refusePaddedToken refuses, in sprintf's format, a width or precision

@@ -246,10 +246,11 @@ var Builtins = index(
 	bpf(fn("isinstr", long, s("s1"), s("s2"))),
 	bpf(fn("strpos", long, s("s1"), s("s2"))),
 	bpf(fn("str_replace", str, s("prnt_str"), s("srch_str"), s("rplc_str"))),
-	effects(fn("tokenize", str, s("input"), s("delim"))),
+	// tokenize: bpfgen/tokenize.go (its state per CPU and program)
+	bpf(effects(fn("tokenize", str, s("input"), s("delim")))),
 	captured(fn("text_str", str, s("input"))),
 	captured(fn("text_strn", str, s("input"), l("len"), l("quoted"))),
-	captured(fn("string_quoted", str, s("str"))),
+	bpf(fn("string_quoted", str, s("str"))), // bpfgen/quoting.go
 	bpf(fn("strtol", long, s("str"), l("base"))),
 	captured(fn("isdigit", long, s("str"))),
 	// regular expressions
@@ -271,7 +272,7 @@ var Builtins = index(
 	bpf(fn("cpu_clock_ns", long, l("cpu"))),
 	bpf(fn("jiffies", long)),
 	bpf(fn("HZ", long)),
-	fn("get_cycles", long),
+	bpf(fn("get_cycles", long)),
 	captured(fn("tz_ctime", str, l("epochsecs"))),
 	fn("tz_gmtoff", long),
 	fn("tz_name", str),
@@ -335,6 +336,8 @@ var Builtins = index(
 	text(inProcess(fn("__usyms_lines", str, s("callers")))),
 	fn("is_return", long),
 	bpf(fn("mem_page_size", long)),
+	// __maxstringlen(): MAXSTRINGLEN (the quoted readers: quoted.stp)
+	bpf(fn("__maxstringlen", long)),
 	fn("stp_pid", long),
 	// randint: bpfgen/random.go
 	bpf(effects(fn("randint", long, l("n")))),
@@ -378,14 +381,16 @@ var Builtins = index(
 	bpf(fn("kernel_string", str, l("addr"))),
 	bpf(fn("kernel_string_n", str, l("addr"), l("n"))),
 	bpf(fn("user_string", str, l("addr"))),
-	bpfLiteral(2, fn("user_string_n", str, l("addr"), l("n"))),
+	bpf(fn("user_string_n", str, l("addr"), l("n"))),
 	bpf(fn("user_string2", str, l("addr"), s("err_msg"))),
-	bpf(fn("user_string_quoted", str, l("addr"))),
-	fn("user_string_n_quoted", str, l("addr"), l("n")),
 	bpf(fn("kernel_string2", str, l("addr"), s("err_msg"))),
-	// a kernel buffer quoted, and in hex (the netfilter tapset's
-	// data_str and data_hex: bpfgen/buffers.go)
-	bpf(fn("kernel_buffer_quoted", str, l("addr"), l("inlen"))),
+	// buffers quoted (the netfilter tapset's data_str; kernel_buffer_quoted
+	// is quoted.stp's: bpfgen/quoting.go), and in hex (data_hex:
+	// bpfgen/buffers.go)
+	bpf(fn("__kernel_buffer_quoted", str, l("addr"), l("inlen"), l("outlen"))),
+	bpf(fn("kernel_buffer_quoted_error", str, l("addr"), l("inlen"), l("outlen"))),
+	bpf(fn("user_buffer_quoted", str, l("addr"), l("inlen"), l("outlen"))),
+	bpf(fn("user_buffer_quoted_error", str, l("addr"), l("inlen"), l("outlen"))),
 	bpf(fn("__kernel_buffer_hex", str, l("addr"), l("len"))),
 	// the Prometheus tapset's histogram buckets (prometheus.stpm)
 	fn("__prometheus_log_bucket", long, l("v")),
@@ -411,12 +416,15 @@ var Builtins = index(
 	// system
 	deferred(fn("system", none, s("cmd"))),
 	effects(fn("switch_file", none)),
-	effects(fn("mdelay", none, l("ms"))),
+	// mdelay(ms), udelay(us): stap's busy delays, guru mode's; a user-side
+	// probe sleeps (as stap's user-space runtime does), a kernel probe
+	// spins (bpfgen/delay.go)
+	guru(bpf(effects(fn("mdelay", none, l("ms"))))),
 	// raise(signo): the signal to the current thread, in guru mode
 	// (bpfgen/signal.go: bpf_send_signal_thread; in a user-side probe,
 	// bpftap's own thread)
 	guru(bpf(effects(fn("raise", none, l("signo"))))),
-	effects(fn("udelay", none, l("us"))),
+	guru(bpf(effects(fn("udelay", none, l("us"))))),
 )
 
 // init declares int_arg(argnum) and the other ArgReaders, and

@@ -128,6 +128,16 @@ var signatures = []string{
 	"_stat_type_str:string(type:long)",
 	"user_string:string(addr:long,err_msg:string)",
 	"kernel_string:string(addr:long,err_msg:string)",
+	// tokenize.stp
+	"tokenize:string(delim:string)",
+	// quoted.stp
+	"user_string_n_quoted:string(addr:long,n:long)",
+	"user_string_n_quoted:string(addr:long,inlen:long,outlen:long)",
+	"user_string_n2_quoted:string(addr:long,inlen:long,outlen:long)",
+	"kernel_string_quoted:string(addr:long)",
+	"user_string_quoted:string(addr:long)",
+	"kernel_buffer_quoted:string(addr:long,inlen:long)",
+	"kernel_buffer_quoted:string(addr:long,inlen:long,outlen:long)",
 	"_dfd_str:string(d:long)",
 	"_sys_open_flag_str:string(f:long)",
 	"_access_mode_str:string(mode:long)",
@@ -302,6 +312,17 @@ var signatures = []string{
 	"port_from_clnt:long(clnt:long)",
 	"port_from_xprt:long(cl_xprt:long)",
 	"proc_from_msg:long(msg:long)",
+	"clones_from_clnt:long(clnt:long)",
+	"tasks_from_clnt:long(clnt:long)",
+	"vers_from_prog:long(program:long,vers:long)",
+	// nfs.stp, nfs_proc.stp
+	"NFS_I:long(inode:long)",
+	"NFS_SERVER:long(inode:long)",
+	"NFS_PROTO:long(inode:long)",
+	"get_ip_from_client:string(clnt:long)",
+	"get_prot_from_client:long(clnt:long)",
+	"get_ip:string(task:long)",
+	"get_prot:long(task:long)",
 	// units.stp
 	"nsecs_to_string:string(nsecs:long)",
 	"usecs_to_string:string(usecs:long)",
@@ -425,7 +446,9 @@ func TestSignatures(t *testing.T) {
 var moduleTypes = map[string]string{
 	"addr_from_rqst": "sunrpc", "addr_from_rqst_str": "sunrpc", "xid_from_clnt": "sunrpc", "prog_from_clnt": "sunrpc",
 	"vers_from_clnt": "sunrpc", "prot_from_clnt": "sunrpc", "port_from_clnt": "sunrpc", "port_from_xprt": "sunrpc",
-	"proc_from_msg": "sunrpc",
+	"proc_from_msg": "sunrpc", "clones_from_clnt": "sunrpc", "tasks_from_clnt": "sunrpc", "vers_from_prog": "sunrpc",
+	"NFS_I": "nfs", "NFS_PROTO": "nfs", "get_ip_from_client": "sunrpc", "get_prot_from_client": "sunrpc",
+	"get_ip": "sunrpc", "get_prot": "sunrpc",
 }
 
 // missingModule is the module whose types function name casts to when it

@@ -106,6 +106,20 @@ const (
 	KernelReadFault = "kernel read fault at 0x%x [man error::fault]"
 )
 
+// DelayTooLong is the error of a kernel probe's mdelay or udelay longer
+// than the kernel lets a BPF program spin (bpfgen/delay.go).
+const DelayTooLong = "delay longer than the kernel lets a BPF program spin (about 250 ms)"
+
+// BufferReadFault is the message of kernel_buffer_quoted_error's failed
+// read (user_buffer_quoted_error's, user).
+func BufferReadFault(user bool) string {
+	space := "kernel"
+	if user {
+		space = "user"
+	}
+	return "Unable to access " + space + " space data at 0x%x"
+}
+
 // KernelCopyFault is the message of kernel_WHAT's failed read ("long",
 // "string", ...): a fmt format taking the faulting address.
 func KernelCopyFault(what string) string {

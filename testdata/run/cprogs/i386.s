@@ -4,7 +4,9 @@
    by the i386 calling convention (arguments on the stack), then, through
    int $0x80 with the i386 table's numbers, open (5) and execve (11) of
    /nonexistent/bpftap-i386 (both fail with ENOENT), getppid (64) and
-   exit (1) with status 0. The workload of testdata/run/uprobe_i386.stp
+   exit (1) with status 0; first it reads a byte of that path, so
+   that the page is there when a tracepoint reads it. The workload of
+   testdata/run/uprobe_i386.stp
    and kernel_syscall_compat_i386.stp. */
 	.text
 	.globl add2
@@ -17,6 +19,9 @@ add2:
 
 	.globl _start
 _start:
+	movzbl path, %eax	/* touch path's page: a tracepoint's read of it
+				   faults nothing in, and on a busy machine the
+				   page is not always mapped beside the text's */
 	movl $37, %eax		/* the marker app:mark32(37, -42, path) */
 	movl $-42, %ecx
 	movl $path, %edx
