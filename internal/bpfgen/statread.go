@@ -62,10 +62,22 @@ func (g *gen) statRead(e *syntax.StatOp) {
 	if e.Op == "variance" {
 		g.variance(gl, k, ncpu, keys != nil, e.Pos)
 	} else {
-		g.extract(e, g.mergeCPUs(gl, k, ncpu))
+		var acc int16
+		g.readPartials(gl, func() { acc = g.mergeCPUs(gl, k, ncpu) })
+		g.extract(e, acc)
 	}
 	g.scratchRelease(smark)
 	g.stack = stack
+}
+
+// readPartials emits merge, which reads gl's partials, under the nesting
+// guard when gl's updates take it (guardedRead).
+func (g *gen) readPartials(gl *Global, merge func()) {
+	if gl.Stat.Guarded {
+		g.guardedRead(merge)
+		return
+	}
+	merge()
 }
 
 // mergeCPUs combines the partials of gl's statistic at key k on the ncpu
