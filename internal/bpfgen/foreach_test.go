@@ -56,3 +56,37 @@ probe kernel.trace("raw_syscalls:sys_enter"), kernel.trace("timer:hrtimer_expire
 	t.Logf("%d runs, %d of them in IRQ context, %d cut short; %d skips counted", loops, count("irq"), started-loops, s.Skipped())
 }
 
+// TestNestedForeachSnapshot moves one unit between two elements of t in
+// every hard-IRQ run, and sums t with a foreach in every system-call run:
+// the sum is 800 at every moment between two IRQ runs, so a loop that saw
+// some elements before an interrupt and others after it (a torn view,
+// which stap's lock held for the whole loop rules out) finds another sum.
+func TestNestedForeachSnapshot(t *testing.T) {
+	requireBPF(t)
+	prog := elaborate(t, `
+global t, torn, sums, moves
+probe kernel.trace("raw_syscalls:sys_enter"), kernel.trace("timer:hrtimer_expire_entry"),
+      kernel.trace("irq_vectors:local_timer_entry") {
+  if (cpu() != 0) next
+  if (!t[7]) for (i = 0; i < 8; i++) t[i] = 100
+  if (pp() != "kernel.trace(\"raw_syscalls:sys_enter\")") {
+    x = gettimeofday_ns() % 8
+    t[x]--
+    t[(x + 3) % 8]++
+    moves++
+    next
+  }
+  sum = 0
+  foreach (v = [k] in t) sum += v
+  if (sum != 800) torn++
+  sums++
+}
+`)
+	s := runInterrupted(t, prog, 3*time.Second)
+	count := func(name string) int64 { return global(s, prog, name).Scalar.Load().Int }
+	sums, moves, torn := count("sums"), count("moves"), count("torn")
+	if sums < 1000 || moves < 1000 || torn != 0 {
+		t.Errorf("%d loops, %d moves: %d loops saw a torn array", sums, moves, torn)
+	}
+	t.Logf("%d loops, %d moves, %d skips counted", sums, moves, s.Skipped())
+}
