@@ -27,7 +27,11 @@ import (
 //   - the Welford terms of a statistic that keeps @variance cannot be
 //     updated atomically: such an update holds a per-CPU guard (NestMap)
 //     and uses plain loads and stores; an update that finds the guard
-//     held is not made and is counted in SkipMap;
+//     held is not made and is counted in SkipMap; a kernel read of such a
+//     statistic (or of one a kernel probe deletes whole, whose updates
+//     take the guard too) merges the partials holding the guard, and one
+//     that finds it held skips the rest of the probe's run, counted
+//     (guardedRead): the partial is half updated under it;
 //   - the last-key cache (cache.go) has a busy word, taken the same way:
 //     the update that holds it owns the pending value, a nested update
 //     goes straight to the map with atomic adds, and the owner flushes a

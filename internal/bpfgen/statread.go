@@ -27,7 +27,9 @@ import (
 //
 // The other CPUs' partials are read while they may change (stap's module
 // runtime locks them; BPF cannot), so a read racing an update on another
-// CPU may miss that update. @variance combines the partials' Welford
+// CPU may miss that update. On this CPU, a statistic whose updates take
+// the nesting guard (StatLayout.Guarded) is merged holding it
+// (nesting.go's guardedRead). @variance combines the partials' Welford
 // terms (variance.go).
 
 // Offsets in the accumulator on the stack.
