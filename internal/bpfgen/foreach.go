@@ -122,14 +122,20 @@ func (g *gen) foreach(s *syntax.ForeachStmt) {
 func (g *gen) hashStep(gl *Global, s *syntax.ForeachStmt) func(brk string) int {
 	cur := g.allocScratch(cursorBest(gl) + elemKey + int(gl.Spec.KeySize))
 	snap := g.m.hasMayGoto() // else each iteration walks (snapshot.go)
-	var ctx int16
+	var ctx, count int16
+	if gl.Changes != nil {
+		count = g.changeCount(gl)
+	}
 	var scan *subprog
 	if snap {
-		ctx = g.snapshot(gl, s, cur)
+		ctx = g.snapshot(gl, s, cur, count)
 		scan = g.snapshotSelector(gl, s)
 	} else {
 		ctx = g.cursorContext(cur)
 		g.emit(asm.Mov.Imm(asm.R1, 0), asm.StoreMem(regScratch, int16(cur+cursorHasPrev), asm.R1, asm.DWord))
+		if gl.Changes != nil {
+			g.readChanges(count)
+		}
 	}
 	walk := g.selector(gl, s)
 	return func(brk string) int {
@@ -139,6 +145,7 @@ func (g *gen) hashStep(gl *Global, s *syntax.ForeachStmt) func(brk string) int {
 			g.emit(asm.LoadMem(asm.R1, regScratch, int16(cur+cursorOverflow), asm.DWord), asm.JEq.Imm(asm.R1, 0, inSnapshot))
 		}
 		g.forEachElem(gl, walk, ctx)
+		g.unchangedOrSkip(gl, count) // the walks since the loop began saw one array
 		if snap {
 			g.emit(asm.Ja.Label(selected))
 			g.mark(inSnapshot)

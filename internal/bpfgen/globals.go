@@ -54,6 +54,9 @@ type Global struct {
 	// Ring and Heads keep the order a wrapping array's keys were added
 	// in (wrap.go); nil for other globals.
 	Ring, Heads *Map
+	// Changes counts, per CPU, the kernel probes' changes of an array a
+	// kernel foreach reads (snapshot.go); nil for other globals.
+	Changes *Map
 }
 
 // Globals are the layouts of the globals the compiled programs use.
@@ -111,6 +114,10 @@ func (m *Module) global(v *syntax.Var) *Global {
 		m.ordered(gl)
 	}
 	gl.Cache = cacheFor(gl)
+	if v.IsArray && !gl.ByThread && gl.Ring == nil && m.foreachInKernel(v) {
+		ref := gl.Ref + "_changes"
+		gl.Changes = &Map{ref, perCPUArray(v.Name+"_chg", 8, 1)}
+	}
 	m.globals[v] = gl
 	m.order = append(m.order, gl)
 	return gl
@@ -256,6 +263,7 @@ func (g *gen) lookupOrCreate(gl *Global, keys []syntax.Expr, at syntax.Pos) {
 // lookupOrCreateKey is lookupOrCreate with the key built at k.
 func (g *gen) lookupOrCreateKey(gl *Global, k keyAddr, at syntax.Pos) {
 	stack := g.stack
+	g.noteChange(gl)
 	elements := g.globalMap(gl)
 	k.load(g, asm.R2)
 	g.emit(elements(asm.R1), asm.FnMapLookupElem.Call())
@@ -409,6 +417,7 @@ func (g *gen) delete(s *syntax.DeleteStmt) {
 			return
 		}
 		smark, stack := g.scratchMark(), g.stack
+		g.noteChange(gl)
 		g.key(gl, t.Keys).load(g, asm.R2)
 		g.emit(asm.LoadMapPtr(asm.R1, 0).WithReference(gl.Ref), asm.FnMapDeleteElem.Call())
 		g.scratchRelease(smark)

@@ -60,6 +60,9 @@ func (m *Module) Maps() []Map {
 		if gl.Ring != nil {
 			maps = append(maps, *gl.Ring, *gl.Heads)
 		}
+		if gl.Changes != nil {
+			maps = append(maps, *gl.Changes)
+		}
 	}
 	if m.cfg.Timing {
 		maps = append(maps, Map{TimingMap, perCPUArray("timing", uint32(TimingLayout.Size), uint32(max(m.programs, 1)))})

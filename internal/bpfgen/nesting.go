@@ -27,7 +27,11 @@ import (
 //   - the Welford terms of a statistic that keeps @variance cannot be
 //     updated atomically: such an update holds a per-CPU guard (NestMap)
 //     and uses plain loads and stores; an update that finds the guard
-//     held is not made and is counted in SkipMap;
+//     held is not made and is counted in SkipMap; a kernel read of such a
+//     statistic (or of one a kernel probe deletes whole, whose updates
+//     take the guard too) merges the partials holding the guard, and one
+//     that finds it held skips the rest of the probe's run, counted
+//     (guardedRead): the partial is half updated under it;
 //   - the last-key cache (cache.go) has a busy word, taken the same way:
 //     the update that holds it owns the pending value, a nested update
 //     goes straight to the map with atomic adds, and the owner flushes a
@@ -140,12 +144,37 @@ func (g *gen) countIn(mapRef string, word uint32, ptr asm.Register) {
 // when the guard is held (body then does not run). body may use R0-R5 and
 // regRec.
 func (g *gen) guarded(body func()) {
+	g.underGuard(body, g.countSkip)
+	g.popStack(8)
+}
+
+// guardedRead emits read, the merge of a guarded statistic's partials
+// (StatLayout.Guarded), holding this CPU's guard, so that no update or
+// delete nested in it changes the partials half way through the merge
+// (such a nested update is skipped, counted). When the guard is held,
+// this program interrupted an update or a delete of a guarded statistic
+// on this CPU, which cannot go on before this program ends: the partial
+// is half updated or half zeroed and no exact value can be read, so the
+// rest of the probe's run is skipped and counted as a skipped probe, as
+// stap skips a probe that finds a global locked. read may use R0-R5,
+// regRec and stack it pushes (kept: the caller restores the stack); it
+// must not jump out.
+func (g *gen) guardedRead(read func()) {
+	g.underGuard(read, func() {
+		g.countSkip()
+		g.emit(asm.Ja.Label(g.exitLabel))
+	})
+}
+
+// underGuard emits body holding this CPU's NestMap guard, its address in
+// a stack slot it pushes, or held when the guard is held.
+func (g *gen) underGuard(body, held func()) {
 	g.m.guards = true
-	held, done := g.newLabel("guard_held"), g.newLabel("guard_done")
+	isHeld, done := g.newLabel("guard_held"), g.newLabel("guard_done")
 	guard := g.pushSlot()
 	g.emit(emitLookupIndex(NestMap, guard, 0, labelExit)...)
 	g.emit(
-		asm.LoadMem(asm.R1, asm.R0, 0, asm.DWord), asm.JNE.Imm(asm.R1, 0, held),
+		asm.LoadMem(asm.R1, asm.R0, 0, asm.DWord), asm.JNE.Imm(asm.R1, 0, isHeld),
 		asm.Mov.Imm(asm.R1, 1), asm.StoreMem(asm.R0, 0, asm.R1, asm.DWord),
 		asm.StoreMem(asm.R10, guard, asm.R0, asm.DWord),
 	)
@@ -154,8 +183,7 @@ func (g *gen) guarded(body func()) {
 		asm.LoadMem(asm.R0, asm.R10, guard, asm.DWord), asm.Mov.Imm(asm.R1, 0), asm.StoreMem(asm.R0, 0, asm.R1, asm.DWord),
 		asm.Ja.Label(done),
 	)
-	g.mark(held)
-	g.countSkip()
+	g.mark(isHeld)
+	held()
 	g.mark(done)
-	g.popStack(8)
 }

@@ -28,6 +28,27 @@ import (
 // after it was taken is not seen; a key it holds whose element was
 // deleted since is still visited, its value variable then 0 or "" (the
 // body of the loop itself cannot change the array: sema's foreach check).
+//
+// A program that interrupts the walk taking the snapshot and changes the
+// array would leave it torn: some elements as they were before the
+// change, some after, a state the array never had (stap holds the array's
+// lock for the whole loop). So every change a kernel probe makes to an
+// array some kernel foreach reads (an element created or updated through
+// lookupOrCreate, deleted, a wildcard or whole delete) first adds one to
+// the array's per-CPU change count (Global.Changes), and the snapshot
+// reads the count before and after its walk: when it differs, a nested
+// program changed the array meanwhile, and the walk is taken again, up to
+// maxSnapshotTries times; a loop that never gets a whole walk skips the
+// rest of the probe's run, counted as a skipped probe. Nesting is
+// last-in first-out, so a change made on this CPU during the walk has
+// ended before the walk goes on and always shows in the count. A map
+// walked once per iteration (no snapshot) reads the count when the loop
+// begins and after each walk: a change between two iterations skips the
+// rest of the run the same way, since the body already ran.
+
+// maxSnapshotTries bounds the walks a snapshot takes: each retry needs a
+// nested program to change the array during the walk again.
+const maxSnapshotTries = 4
 
 // snapshotSize is the size of a snapshot's per-CPU value.
 const snapshotSize = 32 << 10
@@ -39,8 +60,10 @@ func snapshotCapacity(gl *Global) int {
 
 // snapshot takes the snapshot of gl's elements for s, its cursor at scratch
 // offset cur, and returns the stack slot of the callbacks' context: the
-// cursor's address, then (8 bytes above) the snapshot's.
-func (g *gen) snapshot(gl *Global, s *syntax.ForeachStmt, cur int) int16 {
+// cursor's address, then (8 bytes above) the snapshot's. count is the
+// slot of changeCount when gl keeps a change count; the count the whole
+// walk saw is left in the slot above it.
+func (g *gen) snapshot(gl *Global, s *syntax.ForeachStmt, cur int, count int16) int16 {
 	capacity := snapshotCapacity(gl)
 	rec := elemKey + int(gl.Spec.KeySize)
 	ref := fmt.Sprintf("fe%d", len(g.snapshots))
@@ -48,12 +71,96 @@ func (g *gen) snapshot(gl *Global, s *syntax.ForeachStmt, cur int) int16 {
 	buf := g.pushSlot()
 	ctx := g.cursorContext(cur) // the slot below buf
 	g.emit(emitLookupIndex(ref, buf, 0, labelExit)...)
-	g.emit(asm.StoreMem(asm.R10, buf, asm.R0, asm.DWord), asm.Mov.Imm(asm.R1, 0))
-	for _, off := range []int{cursorHasPrev, cursorCount, cursorOverflow} {
-		g.emit(asm.StoreMem(regScratch, int16(cur+off), asm.R1, asm.DWord))
+	g.emit(asm.StoreMem(asm.R10, buf, asm.R0, asm.DWord))
+	walk := func() {
+		g.emit(asm.Mov.Imm(asm.R1, 0))
+		for _, off := range []int{cursorHasPrev, cursorCount, cursorOverflow} {
+			g.emit(asm.StoreMem(regScratch, int16(cur+off), asm.R1, asm.DWord))
+		}
+		g.forEachElem(gl, g.collector(gl, s), ctx)
 	}
-	g.forEachElem(gl, g.collector(gl, s), ctx)
+	if gl.Changes == nil {
+		walk()
+		return ctx
+	}
+	whole := g.newLabel("snapshot_whole")
+	for range maxSnapshotTries {
+		g.readChanges(count)
+		walk()
+		g.changedSince(count, whole)
+	}
+	g.skipRun()
+	g.mark(whole)
 	return ctx
+}
+
+// skipRun counts a skipped probe and skips the rest of the probe's run.
+func (g *gen) skipRun() {
+	g.countSkip()
+	g.emit(asm.Ja.Label(g.exitLabel))
+}
+
+// changeCount pushes two stack slots: the address of this CPU's change
+// count of gl (the slot returned), and above it room for a count read.
+func (g *gen) changeCount(gl *Global) int16 {
+	g.pushSlot()
+	slot := g.pushSlot()
+	g.emit(emitLookupIndex(gl.Changes.Ref, slot, 0, labelExit)...)
+	g.emit(asm.StoreMem(asm.R10, slot, asm.R0, asm.DWord))
+	return slot
+}
+
+// loadChanges loads into r the change count whose address is at slot.
+func (g *gen) loadChanges(slot int16, r asm.Register) {
+	g.emit(asm.LoadMem(r, asm.R10, slot, asm.DWord), asm.LoadMem(r, r, 0, asm.DWord))
+}
+
+// readChanges reads the change count whose address is at slot into the
+// slot above it. Clobbers R1.
+func (g *gen) readChanges(slot int16) {
+	g.loadChanges(slot, asm.R1)
+	g.emit(asm.StoreMem(asm.R10, slot+8, asm.R1, asm.DWord))
+}
+
+// changedSince jumps to same when the change count whose address is at
+// slot still is the one read into the slot above it. Clobbers R1 and R2.
+func (g *gen) changedSince(slot int16, same string) {
+	g.loadChanges(slot, asm.R1)
+	g.emit(asm.LoadMem(asm.R2, asm.R10, slot+8, asm.DWord), asm.JEq.Reg(asm.R1, asm.R2, same))
+}
+
+// unchangedOrSkip skips the rest of the run, counted, when gl's change
+// count (at slot, as changeCount keeps it) changed since it was read.
+func (g *gen) unchangedOrSkip(gl *Global, slot int16) {
+	if gl.Changes == nil {
+		return
+	}
+	same := g.newLabel("unchanged")
+	g.changedSince(slot, same)
+	g.skipRun()
+	g.mark(same)
+}
+
+// noteChange adds one to this CPU's change count of gl, if it keeps one,
+// before a change of gl. Clobbers R0-R5.
+func (g *gen) noteChange(gl *Global) {
+	if gl.Changes == nil {
+		return
+	}
+	slot := g.pushSlot()
+	g.emit(emitLookupIndex(gl.Changes.Ref, slot, 0, labelExit)...)
+	g.emit(asm.Mov.Imm(asm.R1, 1), atomicOp(bpfAdd, asm.R0, asm.R1, 0))
+	g.popStack(8)
+}
+
+// foreachInKernel tells whether kernel code has a foreach over the array v.
+func (m *Module) foreachInKernel(v *syntax.Var) bool {
+	return m.inKernelCode(v, func(n syntax.Node) syntax.Expr {
+		if f, ok := n.(*syntax.ForeachStmt); ok {
+			return f.Array
+		}
+		return nil
+	})
 }
 
 // collector returns the callback of bpf_for_each_map_elem that adds the

@@ -27,7 +27,9 @@ import (
 //
 // The other CPUs' partials are read while they may change (stap's module
 // runtime locks them; BPF cannot), so a read racing an update on another
-// CPU may miss that update. @variance combines the partials' Welford
+// CPU may miss that update. On this CPU, a statistic whose updates take
+// the nesting guard (StatLayout.Guarded) is merged holding it
+// (nesting.go's guardedRead). @variance combines the partials' Welford
 // terms (variance.go).
 
 // Offsets in the accumulator on the stack.
@@ -62,10 +64,22 @@ func (g *gen) statRead(e *syntax.StatOp) {
 	if e.Op == "variance" {
 		g.variance(gl, k, ncpu, keys != nil, e.Pos)
 	} else {
-		g.extract(e, g.mergeCPUs(gl, k, ncpu))
+		var acc int16
+		g.readPartials(gl, func() { acc = g.mergeCPUs(gl, k, ncpu) })
+		g.extract(e, acc)
 	}
 	g.scratchRelease(smark)
 	g.stack = stack
+}
+
+// readPartials emits merge, which reads gl's partials, under the nesting
+// guard when gl's updates take it (guardedRead).
+func (g *gen) readPartials(gl *Global, merge func()) {
+	if gl.Stat.Guarded {
+		g.guardedRead(merge)
+		return
+	}
+	merge()
 }
 
 // mergeCPUs combines the partials of gl's statistic at key k on the ncpu

@@ -35,11 +35,13 @@ const (
 // variance leaves @variance(gl[k]) in R0 (at: the operator).
 func (g *gen) variance(gl *Global, k keyAddr, ncpu int, array bool, at syntax.Pos) {
 	st := g.pushStack(accSize)
-	if array {
-		g.mergeVariance(gl, k, ncpu, st)
-	} else {
-		g.totalVariance(gl, k, ncpu, st)
-	}
+	g.readPartials(gl, func() {
+		if array {
+			g.mergeVariance(gl, k, ncpu, st)
+		} else {
+			g.totalVariance(gl, k, ncpu, st)
+		}
+	})
 	g.emit(
 		asm.LoadMem(asm.R1, asm.R10, st+mergeCount, asm.DWord),
 		asm.JEq.Imm(asm.R1, 0, g.errorSite(tapset.MsgEmptyAggregate, at, false)),

@@ -18,7 +18,8 @@ import (
 //     statistic some kernel probe deletes take the guard too (sema cannot
 //     tell which run first), so a program that interrupts the delete on
 //     this CPU skips its update, counted, rather than leave a partial half
-//     zeroed. Another CPU's partial is zeroed while that CPU may update it:
+//     zeroed, and one that reads it there skips the rest of its run,
+//     counted, rather than read a half-zeroed partial (guardedRead). Another CPU's partial is zeroed while that CPU may update it:
 //     BPF has no lock to take there, and an update racing the delete may be
 //     lost or partly kept (stap's module runtime locks each CPU's partial).
 
@@ -74,13 +75,22 @@ func (g *gen) zeroStat(gl *Global) {
 
 // resetInKernel tells whether kernel code deletes the whole statistic v.
 func (m *Module) resetInKernel(v *syntax.Var) bool {
+	return m.inKernelCode(v, func(n syntax.Node) syntax.Expr {
+		if d, ok := n.(*syntax.DeleteStmt); ok {
+			return d.Target
+		}
+		return nil
+	})
+}
+
+// inKernelCode tells whether a node of a kernel probe or of a function
+// (which kernel probes may call) has as its operand (what operand returns
+// of it, nil for none) the whole global v.
+func (m *Module) inKernelCode(v *syntax.Var, operand func(syntax.Node) syntax.Expr) bool {
 	found := false
 	visit := func(n syntax.Node) bool {
-		if d, ok := n.(*syntax.DeleteStmt); ok {
-			if id, ok := d.Target.(*syntax.Ident); ok && id.Var == v {
-				found = true
-			}
-		}
+		id, ok := operand(n).(*syntax.Ident)
+		found = found || ok && id.Var == v
 		return !found
 	}
 	for _, p := range m.prog.Probes {

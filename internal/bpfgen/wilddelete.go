@@ -22,6 +22,7 @@ import (
 // deleteMatching compiles `delete a[keys]` where some keys are `*`.
 func (g *gen) deleteMatching(gl *Global, keys []syntax.Expr) {
 	smark, stack := g.scratchMark(), g.stack
+	g.noteChange(gl)
 	pattern := g.key(gl, zeroStars(gl, keys))
 	slot := g.pushSlot()
 	pattern.load(g, asm.R1)
