@@ -161,7 +161,7 @@ func (e *elab) traceProgram(g []*Probe, exit bool) (*Probe, string) {
 		return nil, "the probe's condition has side effects, which every other system call would run"
 	}
 	guards, rest := leadingGuards(first.Body)
-	if why := e.unservable(rest); why != "" {
+	if why := e.unservable(first.Body); why != "" { // its guards too: they run on the raw tracepoint
 		return nil, why
 	}
 	at := first.Point.Pos
