@@ -101,7 +101,7 @@ func (g *gen) foreach(s *syntax.ForeachStmt) {
 			)
 		}
 		if s.Slice != nil {
-			g.matchSlice(gl, s.Slice, slice, key, cont)
+			g.matchKeys(gl, s.Slice, keyAddr{regScratch, int32(key)}, slice, cont)
 		}
 		kept := -1
 		if gl.Ring == nil {
@@ -181,18 +181,19 @@ func (g *gen) cursorContext(cur int) int16 {
 	return ctx
 }
 
-// matchSlice jumps to miss unless the key at scratch offset key equals
-// the slice's pattern at its columns but the `*`s.
-func (g *gen) matchSlice(gl *Global, slice []syntax.Expr, pattern keyAddr, key int, miss string) {
-	for i, k := range slice {
+// matchKeys jumps to miss unless the keys of gl at a and b are equal at
+// every column of cols that is not a `*` (a foreach's slice, a wildcard
+// delete's keys). Clobbers R1 and R2.
+func (g *gen) matchKeys(gl *Global, cols []syntax.Expr, a, b keyAddr, miss string) {
+	for i, k := range cols {
 		if _, star := k.(*syntax.Star); star {
 			continue
 		}
 		f := gl.Keys[i]
 		for w := 0; w < fieldSize(f); w += 8 {
 			g.emit(
-				asm.LoadMem(asm.R1, regScratch, int16(key+f.Offset+w), asm.DWord),
-				asm.LoadMem(asm.R2, pattern.base, int16(int(pattern.off)+f.Offset+w), asm.DWord),
+				asm.LoadMem(asm.R1, a.base, int16(int(a.off)+f.Offset+w), asm.DWord),
+				asm.LoadMem(asm.R2, b.base, int16(int(b.off)+f.Offset+w), asm.DWord),
 				asm.JNE.Reg(asm.R1, asm.R2, miss),
 			)
 		}

@@ -160,10 +160,13 @@ func (g *gen) guarded(body func()) {
 // regRec and stack it pushes (kept: the caller restores the stack); it
 // must not jump out.
 func (g *gen) guardedRead(read func()) {
-	g.underGuard(read, func() {
-		g.countSkip()
-		g.emit(asm.Ja.Label(g.exitLabel))
-	})
+	g.underGuard(read, g.skipRun)
+}
+
+// skipRun counts a skipped probe and skips the rest of the probe's run.
+func (g *gen) skipRun() {
+	g.countSkip()
+	g.emit(asm.Ja.Label(g.exitLabel))
 }
 
 // underGuard emits body holding this CPU's NestMap guard, its address in

@@ -94,12 +94,6 @@ func (g *gen) snapshot(gl *Global, s *syntax.ForeachStmt, cur int, count int16) 
 	return ctx
 }
 
-// skipRun counts a skipped probe and skips the rest of the probe's run.
-func (g *gen) skipRun() {
-	g.countSkip()
-	g.emit(asm.Ja.Label(g.exitLabel))
-}
-
 // changeCount pushes two stack slots: the address of this CPU's change
 // count of gl (the slot returned), and above it room for a count read.
 func (g *gen) changeCount(gl *Global) int16 {

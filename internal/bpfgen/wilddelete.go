@@ -65,20 +65,7 @@ func (g *gen) matchDeleter(gl *Global, keys []syntax.Expr) *subprog {
 			asm.Mov.Reg(asm.R7, asm.R2), // the element's key
 			asm.LoadMem(asm.R8, asm.R4, 0, asm.DWord),
 		)
-		for i, k := range keys {
-			if _, star := k.(*syntax.Star); star {
-				continue
-			}
-			f := gl.Keys[i]
-			for w := 0; w < fieldSize(f); w += 8 {
-				off := int16(f.Offset + w)
-				c.emit(
-					asm.LoadMem(asm.R0, asm.R7, off, asm.DWord),
-					asm.LoadMem(asm.R1, asm.R8, off, asm.DWord),
-					asm.JNE.Reg(asm.R0, asm.R1, keep),
-				)
-			}
-		}
+		c.matchKeys(gl, keys, keyAddr{asm.R7, 0}, keyAddr{asm.R8, 0}, keep)
 		c.emit(asm.Mov.Reg(asm.R1, asm.R6), asm.Mov.Reg(asm.R2, asm.R7), asm.FnMapDeleteElem.Call())
 		c.mark(keep)
 		c.emit(asm.Mov.Imm(asm.R0, 0), asm.Return())
