@@ -299,7 +299,7 @@ func (e *elab) mergeEntries(g []*syscallEntry) *Probe {
 	guards, body := splitGuards(g[0].body, shapes)
 	merged.Body = &syntax.Block{Pos: first.Body.Pos, Stmts: []syntax.Stmt{nativeNumber(at), dispatch(calls, nativeNrVar, at)}}
 	merged.Body.Stmts = append(merged.Body.Stmts, guards...)
-	merged.Body.Stmts = append(merged.Body.Stmts, dispatch(shapes, shapeVar, at), body)
+	merged.Body.Stmts = append(merged.Body.Stmts, dispatch(shapes, SyscallLayoutVar, at), body)
 	e.prog.Plans = append(e.prog.Plans, fmt.Sprintf("%s: the entries of %d system calls share one program on %s (%d argument layouts)",
 		userPointsOf(g), len(g), wide.Attach.Target(), len(shapes)))
 	e.replaceProbes(g, &merged)
@@ -438,9 +438,12 @@ func argIndex(args []attach.Arg, name string) int {
 	return -1
 }
 
-// shapeVar is the local that carries a call's layout from the first
-// dispatch to the second.
-const shapeVar = "__syscall_layout"
+// SyscallLayoutVar is the local that carries a call's layout from the
+// first dispatch of a merged syscall.* entry to the second (`if
+// (__syscall_layout < 12) ... if (__syscall_layout == 3) ...`): the code
+// generator compiles the second dispatch's subtrees as subprograms
+// (bpfgen's outline.go).
+const SyscallLayoutVar = "__syscall_layout"
 
 // A case of a dispatch: the statements to run when its key matches.
 type dispatchCase struct {
@@ -459,7 +462,7 @@ func shareShapes(g []*syscallEntry, at syntax.Pos) (calls, shapes []dispatchCase
 	for _, s := range g {
 		own, rest := splitName(s.prologue)
 		k := layouts.number(rest)
-		calls = append(calls, dispatchCase{key: s.nr, body: &syntax.Block{Pos: at, Stmts: append(own, setLocal(shapeVar, numberAt(k, at), at))}})
+		calls = append(calls, dispatchCase{key: s.nr, body: &syntax.Block{Pos: at, Stmts: append(own, setLocal(SyscallLayoutVar, numberAt(k, at), at))}})
 	}
 	return calls, layouts.shapes
 }

@@ -177,7 +177,7 @@ func (e *elab) traceProgram(g []*Probe, exit bool) (*Probe, string) {
 	if len(shapes) == 1 {
 		stmts = append(stmts, shapes[0].body)
 	} else {
-		stmts = append(stmts, dispatch(shapes, shapeVar, at))
+		stmts = append(stmts, dispatch(shapes, SyscallLayoutVar, at))
 	}
 	merged := *first
 	merged.context, merged.Attach = wide, wide.Attach
@@ -201,7 +201,7 @@ func traceCases(g []*Probe, rest *syntax.Block, exit bool, at syntax.Pos) (calls
 			return nil, nil, why
 		}
 		k := layouts.number(body)
-		calls = append(calls, dispatchCase{key: nr, body: &syntax.Block{Pos: at, Stmts: append(own, setLocal(shapeVar, numberAt(k, at), at))}})
+		calls = append(calls, dispatchCase{key: nr, body: &syntax.Block{Pos: at, Stmts: append(own, setLocal(SyscallLayoutVar, numberAt(k, at), at))}})
 	}
 	shapes = layouts.shapes
 	if len(shapes) > maxTraceLayouts {
