@@ -118,7 +118,8 @@ func (e *elab) mergeTraces(g []*Probe, exit bool) *Probe {
 	if exit {
 		side = "returns"
 	}
-	what := fmt.Sprintf("%s: the %s of %d system calls", userPointsOf(entriesOf(g)), side, len(g))
+	entries := entriesOf(g)
+	what := fmt.Sprintf("%s: the %s of %d system calls", userPointsOf(entries), side, len(g))
 	if len(g) <= traceMergeCalls {
 		if len(g) > 1 {
 			e.prog.Plans = append(e.prog.Plans, fmt.Sprintf("%s on their own trace events (%d or fewer: the other calls pay nothing for them)", what, traceMergeCalls))
@@ -131,8 +132,8 @@ func (e *elab) mergeTraces(g []*Probe, exit bool) *Probe {
 		return nil
 	}
 	e.prog.Plans = append(e.prog.Plans, fmt.Sprintf("%s share one program on %s (%s)", what, merged.Attach.Target(), note),
-		fmt.Sprintf("%s: one program to load and detach rather than %d trace events, each detached behind an RCU grace period", userPointsOf(entriesOf(g)), len(g)))
-	e.replaceProbes(entriesOf(g), merged)
+		fmt.Sprintf("%s: one program to load and detach rather than %d trace events, each detached behind an RCU grace period", userPointsOf(entries), len(g)))
+	e.replaceProbes(entries, merged)
 	return merged
 }
 
@@ -179,13 +180,7 @@ func (e *elab) traceProgram(g []*Probe, exit bool) (*Probe, string) {
 	} else {
 		stmts = append(stmts, dispatch(shapes, SyscallLayoutVar, at))
 	}
-	merged := *first
-	merged.context, merged.Attach = wide, wide.Attach
-	merged.Name = fmt.Sprintf("kernel.trace(%q)", wide.Attach.Target())
-	merged.Point = &syntax.ProbePoint{Pos: at, Components: []*syntax.Component{{Pos: at, Name: "kernel"},
-		{Pos: at, Name: "trace", Arg: &syntax.StringLit{Typed: syntax.Typed{Pos: at}, Value: wide.Attach.Target()}}}}
-	merged.Body = &syntax.Block{Pos: first.Body.Pos, Stmts: stmts}
-	return &merged, fmt.Sprintf("%d argument layouts", len(shapes))
+	return mergedProbe(first, wide, stmts), fmt.Sprintf("%d argument layouts", len(shapes))
 }
 
 // traceCases are the cases of the two dispatches of g's merged probe: by
