@@ -32,11 +32,14 @@ func processMarkFamily(k KernelInfo, cfg Config) *Family {
 }
 
 func expandMark(k KernelInfo, cfg Config, p *Point) ([]*Point, error) {
-	return eachFile(p, cfg, func(file string) ([]*Point, error) { return marksOfFile(k, cfg, p, file) })
+	return eachFile(p, cfg, func(file string, prologue *syntax.Block) ([]*Point, error) {
+		return marksOfFile(k, p, file, prologue)
+	})
 }
 
-// marksOfFile expands point p on the markers of one file.
-func marksOfFile(k KernelInfo, cfg Config, p *Point, file string) ([]*Point, error) {
+// marksOfFile expands point p on the markers of one file, its probes
+// starting with prologue.
+func marksOfFile(k KernelInfo, p *Point, file string, prologue *syntax.Block) ([]*Point, error) {
 	f, err := usdt.Open(file)
 	if err != nil {
 		return nil, errorf("cannot read the markers of %s: %v", file, err)
@@ -56,7 +59,7 @@ func marksOfFile(k KernelInfo, cfg Config, p *Point, file string) ([]*Point, err
 		if err != nil {
 			return nil, &Error{Msg: err.Error()}
 		}
-		q, err := fileProbe(k, cfg, concretePoint(p, "provider", m.Provider), file, "mark", m.Name, a, len(out) == 0)
+		q, err := fileProbe(k, concretePoint(p, "provider", m.Provider), prologue, file, "mark", m.Name, a, len(out) == 0)
 		if err != nil {
 			return nil, err
 		}
