@@ -38,8 +38,7 @@ import (
 // no named parameters: its arguments are read from the registers of the
 // calling convention (int_arg(n) and friends), its return value from rax
 // ($return and returnval() in .return probes).
-func processFunctionFamily(k KernelInfo, cfg Config) *Family {
-	objects := &objectCache{objs: map[string]*elfsym.Object{}}
+func processFunctionFamily(k KernelInfo, cfg Config, objects *objectCache) *Family {
 	var paths []string
 	for _, process := range []string{"process(string)", "process", "process(string).library(string)", "process.library(string)"} {
 		fn := process + ".function(string)"
@@ -52,11 +51,15 @@ func processFunctionFamily(k KernelInfo, cfg Config) *Family {
 		Expand: func(p *Point) ([]*Point, error) { return expandUprobe(k, cfg, objects, p) }}
 }
 
-// objectCache holds the symbol tables read so far, by path.
+// objectCache holds what the run has read of the files it probes so far,
+// by path: their symbol tables and the libraries they need.
 type objectCache struct {
 	mu   sync.Mutex
 	objs map[string]*elfsym.Object
+	libs elfsym.LibraryCache
 }
+
+func newObjectCache() *objectCache { return &objectCache{objs: map[string]*elfsym.Object{}} }
 
 func (c *objectCache) open(path string) (*elfsym.Object, error) {
 	c.mu.Lock()
@@ -76,7 +79,7 @@ func (c *objectCache) open(path string) (*elfsym.Object, error) {
 const returnLocal = "__uretprobe_return"
 
 func expandUprobe(k KernelInfo, cfg Config, objects *objectCache, p *Point) ([]*Point, error) {
-	return eachFile(p, cfg, func(path string, prologue *syntax.Block) ([]*Point, error) {
+	return eachFile(p, cfg, objects, func(path string, prologue *syntax.Block) ([]*Point, error) {
 		return uprobeOnFile(k, objects, p, path, prologue)
 	})
 }
@@ -283,12 +286,12 @@ var targetPrologue = sync.OnceValues(func() (*syntax.Block, error) {
 // glob may name several, the target's executable is one): the points of
 // the files where it matched; when it matched in none, the first file's
 // error. Its probes start with the point's filePrologue, built once.
-func eachFile(p *Point, cfg Config, expand func(file string, prologue *syntax.Block) ([]*Point, error)) ([]*Point, error) {
+func eachFile(p *Point, cfg Config, objects *objectCache, expand func(file string, prologue *syntax.Block) ([]*Point, error)) ([]*Point, error) {
 	exes, err := processFiles(p, cfg)
 	if err != nil {
 		return nil, err
 	}
-	files, err := uprobeFiles(p, exes)
+	files, err := uprobeFiles(p, exes, &objects.libs)
 	if err != nil {
 		return nil, err
 	}
@@ -319,21 +322,22 @@ func eachFile(p *Point, cfg Config, expand func(file string, prologue *syntax.Bl
 // uprobeFiles are the files a point probes: exes, the executables its
 // process("PATH") names (every file a glob matches, or the target's
 // executable); or the libraries its .library("LIB") names.
-func uprobeFiles(p *Point, exes []string) ([]string, error) {
+func uprobeFiles(p *Point, exes []string, libs *elfsym.LibraryCache) ([]string, error) {
 	if lib, ok := p.Arg("library").(*syntax.StringLit); ok {
-		return libraryFiles(lib.Value, exes)
+		return libraryFiles(lib.Value, exes, libs)
 	}
 	return exes, nil
 }
 
 // libraryFiles are the shared libraries that pattern, a path or a glob
 // (matched against the path or the file's name), names among those exes
-// need; when it names none of them, the files pattern resolves to.
-func libraryFiles(pattern string, exes []string) ([]string, error) {
+// need (found through needs); when it names none of them, the files
+// pattern resolves to.
+func libraryFiles(pattern string, exes []string, needs *elfsym.LibraryCache) ([]string, error) {
 	var libs []string
 	seen := map[string]bool{}
 	for _, exe := range exes {
-		for _, lib := range elfsym.WithLibraries(exe)[1:] {
+		for _, lib := range needs.WithLibraries(exe)[1:] {
 			full, _ := filepath.Match(pattern, lib)
 			base, _ := filepath.Match(pattern, filepath.Base(lib))
 			if (full || base) && !seen[lib] {

@@ -22,17 +22,17 @@ import (
 // hold wildcards; a "-" in NAME stands for "__", as in stap (dtrace spells
 // function__entry function-entry). PATH is resolved as for
 // process.function.
-func processMarkFamily(k KernelInfo, cfg Config) *Family {
+func processMarkFamily(k KernelInfo, cfg Config, files *objectCache) *Family {
 	var paths []string
 	for _, base := range []string{"process(string)", "process"} {
 		paths = append(paths, base+".mark(string)", base+".provider(string).mark(string)")
 	}
 	return &Family{Name: "process.mark", Paths: paths, Kernel: true,
-		Expand: func(p *Point) ([]*Point, error) { return expandMark(k, cfg, p) }}
+		Expand: func(p *Point) ([]*Point, error) { return expandMark(k, cfg, files, p) }}
 }
 
-func expandMark(k KernelInfo, cfg Config, p *Point) ([]*Point, error) {
-	return eachFile(p, cfg, func(file string, prologue *syntax.Block) ([]*Point, error) {
+func expandMark(k KernelInfo, cfg Config, files *objectCache, p *Point) ([]*Point, error) {
+	return eachFile(p, cfg, files, func(file string, prologue *syntax.Block) ([]*Point, error) {
 		return marksOfFile(k, p, file, prologue)
 	})
 }
