@@ -189,3 +189,32 @@ func gotSlots(t *testing.T, path string) map[string]uint64 {
 	}
 	return slots
 }
+
+// TestLibraryCache checks that a LibraryCache finds an executable's
+// libraries as WithLibraries does, and then answers from what it kept:
+// the executable replaced by a file that needs nothing still has the
+// libraries it had.
+func TestLibraryCache(t *testing.T) {
+	exe := filepath.Join(t.TempDir(), "true")
+	elfFile, err := os.ReadFile("/bin/true")
+	if err != nil {
+		t.Skip(err)
+	}
+	if err := os.WriteFile(exe, elfFile, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	var cache LibraryCache
+	first := cache.WithLibraries(exe)
+	if !slices.Equal(first, WithLibraries(exe)) || !slices.ContainsFunc(first, func(p string) bool { return filepath.Base(p) == "libc.so.6" }) {
+		t.Fatalf("cache.WithLibraries(%s) = %v, WithLibraries = %v; want the same, with libc.so.6", exe, first, WithLibraries(exe))
+	}
+	if err := os.WriteFile(exe, []byte("not an ELF file"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if got := WithLibraries(exe); len(got) != 1 {
+		t.Fatalf("WithLibraries of a file that is not ELF = %v, want the file alone", got)
+	}
+	if again := cache.WithLibraries(exe); !slices.Equal(again, first) {
+		t.Errorf("cache.WithLibraries(%s) again = %v, want the kept %v", exe, again, first)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 )
 
 // WithLibraries is path and every shared library it needs, transitively,
@@ -23,6 +24,30 @@ func WithLibraries(path string) []string {
 		}
 	}
 	return files
+}
+
+// LibraryCache keeps WithLibraries' answers by path, for a run that asks
+// again for the same executable (a .library point on each function, or
+// each of several points): the files do not change while it runs. Its
+// zero value is empty and ready; the slices it returns are shared, to be
+// read only.
+type LibraryCache struct {
+	mu sync.Mutex
+	by map[string][]string
+}
+
+// WithLibraries is elfsym.WithLibraries(path), found once.
+func (c *LibraryCache) WithLibraries(path string) []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if files, ok := c.by[path]; ok {
+		return files
+	}
+	if c.by == nil {
+		c.by = map[string][]string{}
+	}
+	c.by[path] = WithLibraries(path)
+	return c.by[path]
 }
 
 // needed finds the files of the DT_NEEDED entries of the object at path.

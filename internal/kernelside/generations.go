@@ -176,14 +176,29 @@ func (g *genGlobal) fold(gen uint32) error {
 	if err != nil {
 		return err
 	}
-	order, err := g.foldOrder(gen, keys)
+	if err := g.addDrained(gen, keys, values); err != nil {
+		return err
+	}
+	return g.foldCache(gen)
+}
+
+// addDrained adds generation gen's drained elements to the memory copy:
+// in the map's order, or for a wrapping array in ringOrder.
+func (g *genGlobal) addDrained(gen uint32, keys [][]byte, values [][][]byte) error {
+	if g.ring == nil {
+		for i, key := range keys {
+			g.add(key, values[i])
+		}
+		return nil
+	}
+	order, err := g.ringOrder(gen, keys)
 	if err != nil {
 		return err
 	}
 	for _, i := range order {
 		g.add(keys[i], values[i])
 	}
-	return g.foldCache(gen)
+	return nil
 }
 
 // createHash creates the hash of an array's generation gen unless it

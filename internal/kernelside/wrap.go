@@ -60,18 +60,13 @@ func (g *mapGlobal) claim(key []byte, evict bool) error {
 	return g.heads.Update(uint32(0), count+1, ebpf.UpdateAny)
 }
 
-// foldOrder is the order to fold generation gen's drained keys in (as
-// indexes into keys): the order they were added in for a wrapping array,
-// whose count it then resets, else the map's. A ring's slot may name a key
-// evicted since, or one a later slot names again: the first slot counts.
-func (g *genGlobal) foldOrder(gen uint32, keys [][]byte) ([]int, error) {
+// ringOrder is the order to fold a wrapping array's generation gen's
+// drained keys in (as indexes into keys): the order they were added in,
+// read from its ring, whose count it then resets. A ring's slot may name
+// a key evicted since, or one a later slot names again: the first slot
+// counts.
+func (g *genGlobal) ringOrder(gen uint32, keys [][]byte) ([]int, error) {
 	order := make([]int, 0, len(keys))
-	if g.ring == nil {
-		for i := range keys {
-			order = append(order, i)
-		}
-		return order, nil
-	}
 	var count uint64
 	if err := g.heads.Lookup(gen, &count); err != nil {
 		return nil, err

@@ -9,6 +9,7 @@ import (
 	"github.com/bpftap/bpftap/internal/kernel"
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
+	"golang.org/x/sys/unix"
 )
 
 // Finding tasks. A user-side probe's pid2task(pid) needs the address of a
@@ -64,15 +65,12 @@ var taskFinder = sync.OnceValues(func() (*ebpf.Program, error) {
 		return nil, err
 	}
 	prog, err := ebpf.NewProgram(&ebpf.ProgramSpec{Name: "bpftap_ktask", Type: ebpf.Syscall,
-		Flags: sleepable, License: "GPL", Instructions: finder(ids[0], ids[1])})
+		Flags: unix.BPF_F_SLEEPABLE, License: "GPL", Instructions: finder(ids[0], ids[1])})
 	if err != nil {
 		return nil, fmt.Errorf("loading its program: %w", err)
 	}
 	return prog, nil
 })
-
-// sleepable is BPF_F_SLEEPABLE: the kernel loads syscall programs only so.
-const sleepable = 1 << 4
 
 // finder is the finder's code; fromPid and release are the kfuncs' BTF IDs.
 func finder(fromPid, release int32) asm.Instructions {

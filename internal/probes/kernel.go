@@ -22,13 +22,14 @@ import (
 // kernel.trace("raw_syscalls:sys_enter") and sys_exit, as in stap.
 
 func kernelFamilies(k KernelInfo, cfg Config) []*Family {
+	files := newObjectCache()
 	return []*Family{
 		traceFamily(k, cfg.ClassicTracepoints),
 		syscallFamily(k, cfg.Listing),
 		kernelFunctionFamily(k),
 		dwarfOnlyFamily(),
-		processFunctionFamily(k, cfg),
-		processMarkFamily(k, cfg),
+		processFunctionFamily(k, cfg, files),
+		processMarkFamily(k, cfg, files),
 		lifecycleFamily(k, cfg),
 		perfFamily(k),
 		hwBreakpointFamily(k),

@@ -263,6 +263,16 @@ func syscallNrRegister() string {
 	return "orig_ax"
 }
 
+// syscallNrOf is the expression of the call's number in a probe on
+// raw_syscalls:sys_enter, or on sys_exit with ret, whose tracepoint has
+// no number: the register the architecture keeps it in.
+func syscallNrOf(ret bool) string {
+	if ret {
+		return "$regs->" + syscallNrRegister()
+	}
+	return "$id"
+}
+
 // traceComponents are the components of kernel.trace("TARGET"), positioned
 // at first.
 func traceComponents(first *syntax.Component, target string) []*syntax.Component {
@@ -374,7 +384,7 @@ func EntryArg(i, size int, signed bool) string {
 // many calls: raw_syscalls:sys_enter as tp_btf, whose $id is the call's
 // number, with the arguments EntryArg names. Nil when the kernel cannot
 // give it (no tp_btf, an architecture without a register table).
-func (c *Context) SyscallEntries() *Context { return c.syscallEntries(false) }
+func (c *Context) SyscallEntries() *Context { return c.syscallEntries(eitherRegisters) }
 
 // CompatSyscallEntries is SyscallEntries for compat calls alone (a
 // probe that leaves every other call, sema's compat twins): the
@@ -384,12 +394,22 @@ func (c *Context) CompatSyscallEntries() *Context {
 	if regs := arch.Host(); regs == nil || regs.Compat == nil {
 		return nil
 	}
-	return c.syscallEntries(true)
+	return c.syscallEntries(compatRegisters)
 }
 
-// syscallEntries is SyscallEntries; with compatOnly, for compat calls
-// alone.
-func (c *Context) syscallEntries(compatOnly bool) *Context {
+// syscallRegisters says which registers a probe serving the entries of
+// many calls reads their arguments from.
+type syscallRegisters int
+
+const (
+	eitherRegisters syscallRegisters = iota // the native ones, the compat ones in a compat call
+	nativeRegisters                         // the native ones alone: the probe leaves compat calls
+	compatRegisters                         // the compat ones alone: the probe leaves native calls
+)
+
+// syscallEntries is SyscallEntries with the arguments read from the
+// registers from names.
+func (c *Context) syscallEntries(from syscallRegisters) *Context {
 	regs := arch.Host()
 	a, _ := rawSyscalls(c.kernel, "sys_enter")
 	if a == nil || regs == nil || a.Kind != attach.TPBTF {
@@ -401,9 +421,9 @@ func (c *Context) syscallEntries(compatOnly bool) *Context {
 				name := strings.TrimPrefix(EntryArg(i, size, signed), "$")
 				loc := attach.Loc{Deref: true, Base: 0, Offset: off, Size: size, Signed: signed}
 				switch {
-				case compatOnly:
+				case from == compatRegisters:
 					loc.Offset, loc.Size = regs.Compat.SyscallArgs[i], min(size, 4)
-				case regs.Compat != nil:
+				case from == eitherRegisters && regs.Compat != nil:
 					loc.Compat, loc.CompatOffset = true, regs.Compat.SyscallArgs[i]
 				}
 				a.Args = append(a.Args, attach.Arg{Name: name, Local: name, Hidden: true, Loc: loc})
@@ -463,11 +483,7 @@ func CompatGuard(nr int, ret bool) syntax.Stmt {
 	if nrs == nil {
 		return nil
 	}
-	subject := "$id"
-	if ret {
-		subject = "$regs->" + syscallNrRegister()
-	}
-	b, err := parsePrologue("compat calls", fmt.Sprintf("if (!(%s) || !__syscall_compat()) next\n", syscallSet(nrs, subject)))
+	b, err := parsePrologue("compat calls", fmt.Sprintf("if (!(%s) || !__syscall_compat()) next\n", syscallSet(nrs, syscallNrOf(ret))))
 	if err != nil {
 		panic(err) // the text is bpftap's own
 	}

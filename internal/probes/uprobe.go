@@ -38,8 +38,7 @@ import (
 // no named parameters: its arguments are read from the registers of the
 // calling convention (int_arg(n) and friends), its return value from rax
 // ($return and returnval() in .return probes).
-func processFunctionFamily(k KernelInfo, cfg Config) *Family {
-	objects := &objectCache{objs: map[string]*elfsym.Object{}}
+func processFunctionFamily(k KernelInfo, cfg Config, objects *objectCache) *Family {
 	var paths []string
 	for _, process := range []string{"process(string)", "process", "process(string).library(string)", "process.library(string)"} {
 		fn := process + ".function(string)"
@@ -52,11 +51,15 @@ func processFunctionFamily(k KernelInfo, cfg Config) *Family {
 		Expand: func(p *Point) ([]*Point, error) { return expandUprobe(k, cfg, objects, p) }}
 }
 
-// objectCache holds the symbol tables read so far, by path.
+// objectCache holds what the run has read of the files it probes so far,
+// by path: their symbol tables and the libraries they need.
 type objectCache struct {
 	mu   sync.Mutex
 	objs map[string]*elfsym.Object
+	libs elfsym.LibraryCache
 }
+
+func newObjectCache() *objectCache { return &objectCache{objs: map[string]*elfsym.Object{}} }
 
 func (c *objectCache) open(path string) (*elfsym.Object, error) {
 	c.mu.Lock()
@@ -76,11 +79,14 @@ func (c *objectCache) open(path string) (*elfsym.Object, error) {
 const returnLocal = "__uretprobe_return"
 
 func expandUprobe(k KernelInfo, cfg Config, objects *objectCache, p *Point) ([]*Point, error) {
-	return eachFile(p, cfg, func(path string) ([]*Point, error) { return uprobeOnFile(k, cfg, objects, p, path) })
+	return eachFile(p, cfg, objects, func(path string, prologue *syntax.Block) ([]*Point, error) {
+		return uprobeOnFile(k, objects, p, path, prologue)
+	})
 }
 
-// uprobeOnFile expands point p on the functions of one file.
-func uprobeOnFile(k KernelInfo, cfg Config, objects *objectCache, p *Point, path string) ([]*Point, error) {
+// uprobeOnFile expands point p on the functions of one file, its probes
+// starting with prologue.
+func uprobeOnFile(k KernelInfo, objects *objectCache, p *Point, path string, prologue *syntax.Block) ([]*Point, error) {
 	obj, err := objects.open(path)
 	if err != nil {
 		return nil, err
@@ -110,7 +116,7 @@ func uprobeOnFile(k KernelInfo, cfg Config, objects *objectCache, p *Point, path
 			return similarNames("functions", pattern, names())
 		}}
 	}
-	return functionProbes(k, cfg, p, obj, component, matched)
+	return functionProbes(k, p, prologue, obj, component, matched)
 }
 
 // splitIndirect separates the functions a probe matches from the
@@ -133,8 +139,8 @@ func splitIndirect(fns []elfsym.Func) (direct, indirect []elfsym.Func) {
 // named in its concrete point by component and its name: a uprobe (a
 // uretprobe for .return) each, or, when there are several and the kernel
 // offers it, points of one attach.Set, which share one program and one
-// uprobe_multi link.
-func functionProbes(k KernelInfo, cfg Config, p *Point, obj *elfsym.Object, component string, fns []elfsym.Func) ([]*Point, error) {
+// uprobe_multi link. Each starts with prologue.
+func functionProbes(k KernelInfo, p *Point, prologue *syntax.Block, obj *elfsym.Object, component string, fns []elfsym.Func) ([]*Point, error) {
 	ret := p.Components[len(p.Components)-1].Name == "return"
 	kind, set := singleKind(ret), (*attach.Set)(nil)
 	if len(fns) > 1 && k.Attachable(&attach.Point{Kind: multiKind(ret), Path: obj.Path}) == nil {
@@ -159,7 +165,7 @@ func functionProbes(k KernelInfo, cfg Config, p *Point, obj *elfsym.Object, comp
 			}
 			a.Args = []attach.Arg{{Name: "return", Local: returnLocal, Loc: *a.Func.Return}}
 		}
-		q, err := fileProbe(k, cfg, p, obj.Path, component, fn.Name, a, len(out) == 0)
+		q, err := fileProbe(k, p, prologue, obj.Path, component, fn.Name, a, len(out) == 0)
 		if err != nil {
 			return nil, err
 		}
@@ -221,9 +227,10 @@ func multiKind(ret bool) attach.Kind {
 }
 
 // fileProbe is the concrete point of a probe on file, named as stap names
-// it (process("/abs/path").COMPONENT("NAME")), attached at a; the first of
-// a point's probes asks the kernel whether it can attach one.
-func fileProbe(k KernelInfo, cfg Config, p *Point, file, component, name string, a *attach.Point, first bool) (*Point, error) {
+// it (process("/abs/path").COMPONENT("NAME")), attached at a, starting
+// with prologue; the first of a point's probes asks the kernel whether it
+// can attach one.
+func fileProbe(k KernelInfo, p *Point, prologue *syntax.Block, file, component, name string, a *attach.Point, first bool) (*Point, error) {
 	if first {
 		if err := k.Attachable(a); err != nil {
 			return nil, &Error{Msg: err.Error()}
@@ -233,26 +240,29 @@ func fileProbe(k KernelInfo, cfg Config, p *Point, file, component, name string,
 	if _, library := p.Arg("library").(*syntax.StringLit); library {
 		q = concretePoint(concretePoint(p, "library", file), component, name)
 	}
-	q.Context = &Context{kernel: k, Attach: a}
-	var err error
-	switch _, library := p.Arg("library").(*syntax.StringLit); {
-	case library:
-		q.Prologue, err = libraryPrologue(p, cfg)
-	case cfg.Target:
-		q.Prologue, err = targetPrologue()
-	}
-	return q, err
+	q.Context, q.Prologue = &Context{kernel: k, Attach: a}, prologue
+	return q, nil
 }
 
-// libraryPrologue restricts a probe on a library of point p to the
-// processes running the executables its process("PATH") names (a uprobe
-// fires in every process that maps the library), and with -c or -x to the
-// target's process hierarchy too.
-func libraryPrologue(p *Point, cfg Config) (*syntax.Block, error) {
-	exes, err := processFiles(p, cfg)
-	if err != nil {
-		return nil, err
+// filePrologue is the prologue of point p's probes on files, exes being
+// the executables its process("PATH") names: on a library,
+// libraryPrologue; with -c or -x, targetPrologue; else none. A point's
+// probes share it (derivation copies it into each probe).
+func filePrologue(p *Point, cfg Config, exes []string) (*syntax.Block, error) {
+	switch _, library := p.Arg("library").(*syntax.StringLit); {
+	case library:
+		return libraryPrologue(exes, cfg)
+	case cfg.Target:
+		return targetPrologue()
 	}
+	return nil, nil
+}
+
+// libraryPrologue restricts a probe on a library to the processes
+// running exes, the executables its process("PATH") names (a uprobe fires
+// in every process that maps the library), and with -c or -x to the
+// target's process hierarchy too.
+func libraryPrologue(exes []string, cfg Config) (*syntax.Block, error) {
 	conds := make([]string, len(exes))
 	for i, exe := range exes {
 		conds[i] = exeFilter(exe)
@@ -268,7 +278,6 @@ func libraryPrologue(p *Point, cfg Config) (*syntax.Block, error) {
 // hierarchy, as stap does with -c or -x (stapprobes(3stap): "process
 // probes are restricted to the process hierarchy associated with the
 // target process"): a uprobe fires in every process that maps the file.
-// (Derivation copies the block into each probe.)
 var targetPrologue = sync.OnceValues(func() (*syntax.Block, error) {
 	return parsePrologue("process target filter", "if (!__process_in_target()) next\n")
 })
@@ -276,16 +285,24 @@ var targetPrologue = sync.OnceValues(func() (*syntax.Block, error) {
 // eachFile expands point p on each file its process("PATH") names (a
 // glob may name several, the target's executable is one): the points of
 // the files where it matched; when it matched in none, the first file's
-// error.
-func eachFile(p *Point, cfg Config, expand func(file string) ([]*Point, error)) ([]*Point, error) {
-	files, err := uprobeFiles(p, cfg)
+// error. Its probes start with the point's filePrologue, built once.
+func eachFile(p *Point, cfg Config, objects *objectCache, expand func(file string, prologue *syntax.Block) ([]*Point, error)) ([]*Point, error) {
+	exes, err := processFiles(p, cfg)
+	if err != nil {
+		return nil, err
+	}
+	files, err := uprobeFiles(p, exes, &objects.libs)
+	if err != nil {
+		return nil, err
+	}
+	prologue, err := filePrologue(p, cfg, exes)
 	if err != nil {
 		return nil, err
 	}
 	var out []*Point
 	var noMatch error
 	for _, file := range files {
-		points, err := expand(file)
+		points, err := expand(file, prologue)
 		var e *Error
 		switch {
 		case err == nil:
@@ -302,25 +319,25 @@ func eachFile(p *Point, cfg Config, expand func(file string) ([]*Point, error)) 
 	return out, nil
 }
 
-// uprobeFiles are the files a point probes: its process("PATH") resolved
-// (every file a glob matches), or the target's executable; or the
-// libraries its .library("LIB") names.
-func uprobeFiles(p *Point, cfg Config) ([]string, error) {
-	exes, err := processFiles(p, cfg)
-	if lib, ok := p.Arg("library").(*syntax.StringLit); ok && err == nil {
-		return libraryFiles(lib.Value, exes)
+// uprobeFiles are the files a point probes: exes, the executables its
+// process("PATH") names (every file a glob matches, or the target's
+// executable); or the libraries its .library("LIB") names.
+func uprobeFiles(p *Point, exes []string, libs *elfsym.LibraryCache) ([]string, error) {
+	if lib, ok := p.Arg("library").(*syntax.StringLit); ok {
+		return libraryFiles(lib.Value, exes, libs)
 	}
-	return exes, err
+	return exes, nil
 }
 
 // libraryFiles are the shared libraries that pattern, a path or a glob
 // (matched against the path or the file's name), names among those exes
-// need; when it names none of them, the files pattern resolves to.
-func libraryFiles(pattern string, exes []string) ([]string, error) {
+// need (found through needs); when it names none of them, the files
+// pattern resolves to.
+func libraryFiles(pattern string, exes []string, needs *elfsym.LibraryCache) ([]string, error) {
 	var libs []string
 	seen := map[string]bool{}
 	for _, exe := range exes {
-		for _, lib := range elfsym.WithLibraries(exe)[1:] {
+		for _, lib := range needs.WithLibraries(exe)[1:] {
 			full, _ := filepath.Match(pattern, lib)
 			base, _ := filepath.Match(pattern, filepath.Base(lib))
 			if (full || base) && !seen[lib] {

@@ -22,21 +22,24 @@ import (
 // hold wildcards; a "-" in NAME stands for "__", as in stap (dtrace spells
 // function__entry function-entry). PATH is resolved as for
 // process.function.
-func processMarkFamily(k KernelInfo, cfg Config) *Family {
+func processMarkFamily(k KernelInfo, cfg Config, files *objectCache) *Family {
 	var paths []string
 	for _, base := range []string{"process(string)", "process"} {
 		paths = append(paths, base+".mark(string)", base+".provider(string).mark(string)")
 	}
 	return &Family{Name: "process.mark", Paths: paths, Kernel: true,
-		Expand: func(p *Point) ([]*Point, error) { return expandMark(k, cfg, p) }}
+		Expand: func(p *Point) ([]*Point, error) { return expandMark(k, cfg, files, p) }}
 }
 
-func expandMark(k KernelInfo, cfg Config, p *Point) ([]*Point, error) {
-	return eachFile(p, cfg, func(file string) ([]*Point, error) { return marksOfFile(k, cfg, p, file) })
+func expandMark(k KernelInfo, cfg Config, files *objectCache, p *Point) ([]*Point, error) {
+	return eachFile(p, cfg, files, func(file string, prologue *syntax.Block) ([]*Point, error) {
+		return marksOfFile(k, p, file, prologue)
+	})
 }
 
-// marksOfFile expands point p on the markers of one file.
-func marksOfFile(k KernelInfo, cfg Config, p *Point, file string) ([]*Point, error) {
+// marksOfFile expands point p on the markers of one file, its probes
+// starting with prologue.
+func marksOfFile(k KernelInfo, p *Point, file string, prologue *syntax.Block) ([]*Point, error) {
 	f, err := usdt.Open(file)
 	if err != nil {
 		return nil, errorf("cannot read the markers of %s: %v", file, err)
@@ -56,7 +59,7 @@ func marksOfFile(k KernelInfo, cfg Config, p *Point, file string) ([]*Point, err
 		if err != nil {
 			return nil, &Error{Msg: err.Error()}
 		}
-		q, err := fileProbe(k, cfg, concretePoint(p, "provider", m.Provider), file, "mark", m.Name, a, len(out) == 0)
+		q, err := fileProbe(k, concretePoint(p, "provider", m.Provider), prologue, file, "mark", m.Name, a, len(out) == 0)
 		if err != nil {
 			return nil, err
 		}

@@ -85,7 +85,7 @@ func (e *elab) checkKernel() {
 // types (@cast, autocasts, task_current(), pid2task()) runs there: the
 // interpreter reads it through package kmem.
 func (e *elab) checkUserSide() {
-	readsKernel := e.reaching(func(b *tapset.Builtin) bool { return b.KernelOnly }, nil)
+	readsKernel := e.reaching(func(b *tapset.Builtin) bool { return b.KernelOnly })
 	for _, p := range e.prog.Probes {
 		if p.Kernel {
 			continue
@@ -101,9 +101,9 @@ func (e *elab) checkUserSide() {
 }
 
 // reaching returns a test of whether a function's code, or the code of a
-// function it calls, calls a builtin that builtin selects or has a node
-// that node selects (nil: none). The answers are kept.
-func (e *elab) reaching(builtin func(*tapset.Builtin) bool, node func(syntax.Node) bool) func(*syntax.Func) bool {
+// function it calls, calls a builtin that builtin selects. The answers are
+// kept.
+func (e *elab) reaching(builtin func(*tapset.Builtin) bool) func(*syntax.Func) bool {
 	reaches := map[*syntax.Func]bool{}
 	var test func(f *syntax.Func) bool
 	test = func(f *syntax.Func) bool {
@@ -115,7 +115,7 @@ func (e *elab) reaching(builtin func(*tapset.Builtin) bool, node func(syntax.Nod
 			reaches[f] = builtin(b)
 		} else if f.Decl != nil && f.Decl.Body != nil {
 			syntax.Walk(f.Decl.Body, func(n syntax.Node) bool {
-				reaches[f] = reaches[f] || node != nil && node(n) || isCall(n) && test(n.(*syntax.Call).Func)
+				reaches[f] = reaches[f] || isCall(n) && test(n.(*syntax.Call).Func)
 				return !reaches[f]
 			})
 		}
@@ -146,7 +146,7 @@ func (e *elab) checkTaskLookups() {
 	if e.kernel == nil {
 		return
 	}
-	findsTasks := e.reaching(func(b *tapset.Builtin) bool { return b.Name == "pid2task" || b.Name == "pid2execname" }, nil)
+	findsTasks := e.reaching(func(b *tapset.Builtin) bool { return b.Name == "pid2task" || b.Name == "pid2execname" })
 	for _, p := range e.prog.Probes {
 		if !p.Kernel || p.Attach == nil {
 			continue

@@ -46,40 +46,49 @@ func starKeys(n syntax.Node) []syntax.Expr {
 	return nil
 }
 
-// refuseTokenForeach refuses, in kernel code, a foreach over an array that
-// kernel code keys by a token (usymname(), a stack ...): user space
-// gathers the elements whose tokens have the same text into one, so the
-// kernel would visit each address's or stack id's element apart.
-func (e *elab) refuseTokenForeach(f *tokenFlow) {
-	keyedBy := map[*syntax.Var]string{}
-	mark := func(array syntax.Expr, keys []syntax.Expr) {
-		id, ok := array.(*syntax.Ident)
-		if !ok || id.Var == nil {
+// tokenLoops gathers, in checkTokens' walk of kernel code, the arrays
+// kernel code keys by a token (usymname(), a stack ...) and the foreach
+// statements, to refuse those over such an array once the walk has seen
+// every key: user space gathers the elements whose tokens have the same
+// text into one, so the kernel would visit each address's or stack id's
+// element apart.
+type tokenLoops struct {
+	keyedBy map[*syntax.Var]string // the array, by the builtin of its first token key
+	loops   []*syntax.ForeachStmt
+}
+
+// visit notes n's token keys and n when it is a foreach.
+func (t *tokenLoops) visit(f *tokenFlow, n syntax.Node) {
+	switch n := n.(type) {
+	case *syntax.Index:
+		t.mark(f, n.Array, n.Keys)
+	case *syntax.In:
+		t.mark(f, n.Array, n.Keys)
+	case *syntax.ForeachStmt:
+		t.loops = append(t.loops, n)
+	}
+}
+
+func (t *tokenLoops) mark(f *tokenFlow, array syntax.Expr, keys []syntax.Expr) {
+	id, ok := array.(*syntax.Ident)
+	if !ok || id.Var == nil || t.keyedBy[id.Var] != "" {
+		return
+	}
+	for _, k := range keys {
+		if b := f.holds(k); b != "" {
+			t.keyedBy[id.Var] = b
 			return
 		}
-		for _, k := range keys {
-			if b := f.holds(k); b != "" && keyedBy[id.Var] == "" {
-				keyedBy[id.Var] = b
-			}
+	}
+}
+
+// refuse refuses the foreach statements over an array keyed by a token.
+func (t *tokenLoops) refuse(e *elab) {
+	for _, fe := range t.loops {
+		if id, ok := fe.Array.(*syntax.Ident); ok && t.keyedBy[id.Var] != "" {
+			e.rep.errorAt("kernelctx", fe, fmt.Sprintf("a foreach over '%s', keyed by %s(), cannot run in a kernel probe: "+
+				"user space gathers the elements whose keys have the same text, which the kernel holds apart; "+
+				"iterate it in a user-side probe", id.Var.Name, t.keyedBy[id.Var]))
 		}
 	}
-	e.kernelCode(func(n syntax.Node) bool {
-		switch n := n.(type) {
-		case *syntax.Index:
-			mark(n.Array, n.Keys)
-		case *syntax.In:
-			mark(n.Array, n.Keys)
-		}
-		return true
-	})
-	e.kernelCode(func(n syntax.Node) bool {
-		if fe, ok := n.(*syntax.ForeachStmt); ok {
-			if id, ok := fe.Array.(*syntax.Ident); ok && keyedBy[id.Var] != "" {
-				e.rep.errorAt("kernelctx", fe, fmt.Sprintf("a foreach over '%s', keyed by %s(), cannot run in a kernel probe: "+
-					"user space gathers the elements whose keys have the same text, which the kernel holds apart; "+
-					"iterate it in a user-side probe", id.Var.Name, keyedBy[id.Var]))
-			}
-		}
-		return true
-	})
 }

@@ -290,19 +290,29 @@ func (e *elab) mergeEntries(g []*syscallEntry) *Probe {
 	}
 	sort.Slice(g, func(i, j int) bool { return g[i].nr < g[j].nr })
 	at := first.Point.Pos
+	calls, shapes := shareShapes(g, at)
+	guards, body := splitGuards(g[0].body, shapes)
+	stmts := []syntax.Stmt{nativeNumber(at), dispatch(calls, nativeNrVar, at)}
+	stmts = append(stmts, guards...)
+	stmts = append(stmts, dispatch(shapes, SyscallLayoutVar, at), body)
+	merged := mergedProbe(first, wide, stmts)
+	e.prog.Plans = append(e.prog.Plans, fmt.Sprintf("%s: the entries of %d system calls share one program on %s (%d argument layouts)",
+		userPointsOf(g), len(g), wide.Attach.Target(), len(shapes)))
+	e.replaceProbes(g, merged)
+	return merged
+}
+
+// mergedProbe is first moved to wide, the raw syscall tracepoint, as
+// kernel.trace("raw_syscalls:…") written where first's point was, running
+// stmts: the probe that serves first and the calls merged with it.
+func mergedProbe(first *Probe, wide *probes.Context, stmts []syntax.Stmt) *Probe {
+	at := first.Point.Pos
 	merged := *first
 	merged.context, merged.Attach = wide, wide.Attach
 	merged.Name = fmt.Sprintf("kernel.trace(%q)", wide.Attach.Target())
 	merged.Point = &syntax.ProbePoint{Pos: at, Components: []*syntax.Component{{Pos: at, Name: "kernel"},
 		{Pos: at, Name: "trace", Arg: &syntax.StringLit{Typed: syntax.Typed{Pos: at}, Value: wide.Attach.Target()}}}}
-	calls, shapes := shareShapes(g, at)
-	guards, body := splitGuards(g[0].body, shapes)
-	merged.Body = &syntax.Block{Pos: first.Body.Pos, Stmts: []syntax.Stmt{nativeNumber(at), dispatch(calls, nativeNrVar, at)}}
-	merged.Body.Stmts = append(merged.Body.Stmts, guards...)
-	merged.Body.Stmts = append(merged.Body.Stmts, dispatch(shapes, shapeVar, at), body)
-	e.prog.Plans = append(e.prog.Plans, fmt.Sprintf("%s: the entries of %d system calls share one program on %s (%d argument layouts)",
-		userPointsOf(g), len(g), wide.Attach.Target(), len(shapes)))
-	e.replaceProbes(g, &merged)
+	merged.Body = &syntax.Block{Pos: first.Body.Pos, Stmts: stmts}
 	return &merged
 }
 
@@ -438,9 +448,12 @@ func argIndex(args []attach.Arg, name string) int {
 	return -1
 }
 
-// shapeVar is the local that carries a call's layout from the first
-// dispatch to the second.
-const shapeVar = "__syscall_layout"
+// SyscallLayoutVar is the local that carries a call's layout from the
+// first dispatch of a merged syscall.* entry to the second (`if
+// (__syscall_layout < 12) ... if (__syscall_layout == 3) ...`): the code
+// generator compiles the second dispatch's subtrees as subprograms
+// (bpfgen's outline.go).
+const SyscallLayoutVar = "__syscall_layout"
 
 // A case of a dispatch: the statements to run when its key matches.
 type dispatchCase struct {
@@ -459,7 +472,7 @@ func shareShapes(g []*syscallEntry, at syntax.Pos) (calls, shapes []dispatchCase
 	for _, s := range g {
 		own, rest := splitName(s.prologue)
 		k := layouts.number(rest)
-		calls = append(calls, dispatchCase{key: s.nr, body: &syntax.Block{Pos: at, Stmts: append(own, setLocal(shapeVar, numberAt(k, at), at))}})
+		calls = append(calls, dispatchCase{key: s.nr, body: &syntax.Block{Pos: at, Stmts: append(own, setLocal(SyscallLayoutVar, numberAt(k, at), at))}})
 	}
 	return calls, layouts.shapes
 }

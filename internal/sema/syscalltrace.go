@@ -118,7 +118,8 @@ func (e *elab) mergeTraces(g []*Probe, exit bool) *Probe {
 	if exit {
 		side = "returns"
 	}
-	what := fmt.Sprintf("%s: the %s of %d system calls", userPointsOf(entriesOf(g)), side, len(g))
+	entries := entriesOf(g)
+	what := fmt.Sprintf("%s: the %s of %d system calls", userPointsOf(entries), side, len(g))
 	if len(g) <= traceMergeCalls {
 		if len(g) > 1 {
 			e.prog.Plans = append(e.prog.Plans, fmt.Sprintf("%s on their own trace events (%d or fewer: the other calls pay nothing for them)", what, traceMergeCalls))
@@ -131,8 +132,8 @@ func (e *elab) mergeTraces(g []*Probe, exit bool) *Probe {
 		return nil
 	}
 	e.prog.Plans = append(e.prog.Plans, fmt.Sprintf("%s share one program on %s (%s)", what, merged.Attach.Target(), note),
-		fmt.Sprintf("%s: one program to load and detach rather than %d trace events, each detached behind an RCU grace period", userPointsOf(entriesOf(g)), len(g)))
-	e.replaceProbes(entriesOf(g), merged)
+		fmt.Sprintf("%s: one program to load and detach rather than %d trace events, each detached behind an RCU grace period", userPointsOf(entries), len(g)))
+	e.replaceProbes(entries, merged)
 	return merged
 }
 
@@ -177,15 +178,9 @@ func (e *elab) traceProgram(g []*Probe, exit bool) (*Probe, string) {
 	if len(shapes) == 1 {
 		stmts = append(stmts, shapes[0].body)
 	} else {
-		stmts = append(stmts, dispatch(shapes, shapeVar, at))
+		stmts = append(stmts, dispatch(shapes, SyscallLayoutVar, at))
 	}
-	merged := *first
-	merged.context, merged.Attach = wide, wide.Attach
-	merged.Name = fmt.Sprintf("kernel.trace(%q)", wide.Attach.Target())
-	merged.Point = &syntax.ProbePoint{Pos: at, Components: []*syntax.Component{{Pos: at, Name: "kernel"},
-		{Pos: at, Name: "trace", Arg: &syntax.StringLit{Typed: syntax.Typed{Pos: at}, Value: wide.Attach.Target()}}}}
-	merged.Body = &syntax.Block{Pos: first.Body.Pos, Stmts: stmts}
-	return &merged, fmt.Sprintf("%d argument layouts", len(shapes))
+	return mergedProbe(first, wide, stmts), fmt.Sprintf("%d argument layouts", len(shapes))
 }
 
 // traceCases are the cases of the two dispatches of g's merged probe: by
@@ -201,7 +196,7 @@ func traceCases(g []*Probe, rest *syntax.Block, exit bool, at syntax.Pos) (calls
 			return nil, nil, why
 		}
 		k := layouts.number(body)
-		calls = append(calls, dispatchCase{key: nr, body: &syntax.Block{Pos: at, Stmts: append(own, setLocal(shapeVar, numberAt(k, at), at))}})
+		calls = append(calls, dispatchCase{key: nr, body: &syntax.Block{Pos: at, Stmts: append(own, setLocal(SyscallLayoutVar, numberAt(k, at), at))}})
 	}
 	shapes = layouts.shapes
 	if len(shapes) > maxTraceLayouts {

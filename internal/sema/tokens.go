@@ -132,7 +132,9 @@ func emptinessTest(b *syntax.Binary) bool {
 func (e *elab) checkTokens() {
 	f := e.flow()
 	added := map[syntax.Node]bool{} // elements written or added to
+	loops := &tokenLoops{keyedBy: map[*syntax.Var]string{}}
 	e.kernelCode(func(n syntax.Node) bool {
+		loops.visit(f, n)
 		switch n := n.(type) {
 		case *syntax.Assign:
 			added[n.LHS] = true
@@ -172,7 +174,7 @@ func (e *elab) checkTokens() {
 		}
 		return true
 	})
-	e.refuseTokenForeach(f)
+	loops.refuse(e)
 }
 
 // refusePaddedToken refuses, in sprintf's format, a width or precision
