@@ -104,9 +104,7 @@ func (c *gen) outlinePrologue() {
 			c.emit(asm.StoreMem(asm.R10, off, asm.R0, asm.DWord))
 		}
 	}
-	for off := c.argsSlot; off <= c.compatSlot; off += 8 {
-		c.emit(asm.LoadMem(asm.R0, asm.R3, off-c.argsSlot, asm.DWord), asm.StoreMem(asm.R10, off, asm.R0, asm.DWord))
-	}
+	c.copyWords(asm.R10, int(c.argsSlot), asm.R3, 0, int(c.compatSlot-c.argsSlot)+8, asm.R0)
 	c.emit(asm.Mov.Reg(regCtx, asm.R1), asm.Mov.Reg(regScratch, asm.R2))
 }
 

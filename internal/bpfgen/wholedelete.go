@@ -2,7 +2,6 @@ package bpfgen
 
 import (
 	"github.com/bpftap/bpftap/internal/syntax"
-	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
 )
 
@@ -43,9 +42,8 @@ func (g *gen) deleteWhole(s *syntax.DeleteStmt, v *syntax.Var) {
 
 // resetStat zeroes every CPU's partial of the global statistic gl.
 func (g *gen) resetStat(s *syntax.DeleteStmt, gl *Global) {
-	ncpu, err := ebpf.PossibleCPU()
-	if err != nil {
-		g.fail(s, "delete of a statistic in a kernel probe needs the number of CPUs: %v", err)
+	ncpu := g.possibleCPUs(s, "delete of a statistic in a kernel probe")
+	if ncpu == 0 {
 		return
 	}
 	stack := g.stack
