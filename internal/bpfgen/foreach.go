@@ -257,16 +257,26 @@ func orderKey(kind string, gl *Global, s *syntax.ForeachStmt) string {
 // least element of gl after the cursor's previous one in s's order;
 // compiled on first use. Its context holds the cursor's address.
 func (g *gen) selector(gl *Global, s *syntax.ForeachStmt) *subprog {
-	key := orderKey("foreach", gl, s)
+	return g.elemSorter("foreach", gl, s, nil, func(c *gen, sortSlot int16) { c.selectElement(gl, s, sortSlot) })
+}
+
+// elemSorter returns the callback of kind, of bpf_for_each_map_elem,
+// that a foreach over gl in s's order walks with; compiled on first use.
+// It begins with R6 = the element's key, R7 = its value (this CPU's), R8
+// = the context's first word (the cursor's address), then loads, then the
+// element's sort word in a stack slot, which body is given.
+func (g *gen) elemSorter(kind string, gl *Global, s *syntax.ForeachStmt, loads []asm.Instruction, body func(c *gen, sortSlot int16)) *subprog {
+	key := orderKey(kind, gl, s)
 	return g.callback(key, elemCallbackType(key), func(c *gen) {
 		c.emit(
-			asm.Mov.Reg(asm.R6, asm.R2), // the element's key
-			asm.Mov.Reg(asm.R7, asm.R3), // its value (this CPU's)
+			asm.Mov.Reg(asm.R6, asm.R2),
+			asm.Mov.Reg(asm.R7, asm.R3),
 			asm.LoadMem(asm.R8, asm.R4, 0, asm.DWord),
 		)
+		c.emit(loads...)
 		sortSlot := c.pushSlot()
 		c.sortWord(gl, s, sortSlot)
-		c.selectElement(gl, s, sortSlot)
+		body(c, sortSlot)
 	})
 }
 

@@ -155,17 +155,9 @@ func (m *Module) foreachInKernel(v *syntax.Var) bool {
 // collector returns the callback of bpf_for_each_map_elem that adds the
 // element to the snapshot, or marks it overflowed and stops the walk.
 func (g *gen) collector(gl *Global, s *syntax.ForeachStmt) *subprog {
-	key := orderKey("snapshot", gl, s)
-	return g.callback(key, elemCallbackType(key), func(c *gen) {
+	snapshotAddr := []asm.Instruction{asm.LoadMem(asm.R9, asm.R4, 8, asm.DWord)}
+	return g.elemSorter("snapshot", gl, s, snapshotAddr, func(c *gen, sortSlot int16) {
 		full := c.newLabel("full")
-		c.emit(
-			asm.Mov.Reg(asm.R6, asm.R2), // the element's key
-			asm.Mov.Reg(asm.R7, asm.R3), // its value (this CPU's)
-			asm.LoadMem(asm.R8, asm.R4, 0, asm.DWord),
-			asm.LoadMem(asm.R9, asm.R4, 8, asm.DWord),
-		)
-		sortSlot := c.pushSlot()
-		c.sortWord(gl, s, sortSlot)
 		c.emit(
 			asm.LoadMem(asm.R1, asm.R8, cursorCount, asm.DWord),
 			asm.JGE.Imm(asm.R1, int32(snapshotCapacity(gl)), full),
