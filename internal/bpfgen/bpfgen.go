@@ -143,6 +143,7 @@ type Module struct {
 	skips     bool       // a program counts in SkipMap
 	gens      bool       // a global is kept in generations (GenMap)
 	programs  int        // compiled so far
+	uses      *wholeUses // what kernel code uses whole; nil until asked
 	// regexData holds the tables of the patterns of =~ (regex.go), each at
 	// its regexBase.
 	regexData []byte

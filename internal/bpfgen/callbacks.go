@@ -21,14 +21,10 @@ func (g *gen) callback(name string, fn *btf.Func, body func(c *gen)) *subprog {
 	}
 	sp := &subprog{label: name}
 	g.subs.byKey[name] = sp
-	c := newGen(g.m, g.probe)
-	c.subs, c.subprog, c.cur = g.subs, true, g.cur
-	body(c)
-	c.assemble(sp, fn, func() {})
-	g.subs.order = append(g.subs.order, sp)
-	if c.err != nil && g.err == nil {
-		g.err = c.err
-	}
+	g.staticSubprog(sp, fn, func(c *gen) func() {
+		body(c)
+		return func() {}
+	})
 	return sp
 }
 

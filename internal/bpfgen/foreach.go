@@ -5,7 +5,6 @@ import (
 
 	"github.com/bpftap/bpftap/internal/format"
 	"github.com/bpftap/bpftap/internal/syntax"
-	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
 )
 
@@ -155,11 +154,18 @@ func (g *gen) hashStep(gl *Global, s *syntax.ForeachStmt) func(brk string) int {
 		g.mark(selected)
 		g.emit(asm.LoadMem(asm.R1, regScratch, int16(cur+cursorFound), asm.DWord), asm.JEq.Imm(asm.R1, 0, brk))
 		prev, best := cur+cursorPrev, cur+cursorBest(gl)
-		for off := 0; off < elemKey+int(gl.Spec.KeySize); off += 8 {
-			g.emit(asm.LoadMem(asm.R1, regScratch, int16(best+off), asm.DWord), asm.StoreMem(regScratch, int16(prev+off), asm.R1, asm.DWord))
-		}
+		g.copyWords(regScratch, prev, regScratch, best, elemKey+int(gl.Spec.KeySize), asm.R1)
 		g.emit(asm.Mov.Imm(asm.R1, 1), asm.StoreMem(regScratch, int16(cur+cursorHasPrev), asm.R1, asm.DWord))
 		return prev + elemKey
+	}
+}
+
+// copyWords copies size bytes (a multiple of 8), a word at a time through
+// register via, from offset srcOff of the address in src to offset dstOff
+// of the address in dst.
+func (g *gen) copyWords(dst asm.Register, dstOff int, src asm.Register, srcOff, size int, via asm.Register) {
+	for off := 0; off < size; off += 8 {
+		g.emit(asm.LoadMem(via, src, int16(srcOff+off), asm.DWord), asm.StoreMem(dst, int16(dstOff+off), via, asm.DWord))
 	}
 }
 
@@ -241,20 +247,36 @@ func (g *gen) bindElement(gl *Global, s *syntax.ForeachStmt, key, kept int) {
 	g.mark(absent)
 }
 
+// orderKey names the callback of kind that a foreach over gl in s's
+// order uses: one per array and order in a program.
+func orderKey(kind string, gl *Global, s *syntax.ForeachStmt) string {
+	return fmt.Sprintf("%s_%s_%d_%d_%s", kind, gl.Ref, s.SortCol, s.SortDir+1, s.SortAgg)
+}
+
 // selector returns the callback of bpf_for_each_map_elem that finds the
 // least element of gl after the cursor's previous one in s's order;
 // compiled on first use. Its context holds the cursor's address.
 func (g *gen) selector(gl *Global, s *syntax.ForeachStmt) *subprog {
-	key := fmt.Sprintf("foreach_%s_%d_%d_%s", gl.Ref, s.SortCol, s.SortDir+1, s.SortAgg)
+	return g.elemSorter("foreach", gl, s, nil, func(c *gen, sortSlot int16) { c.selectElement(gl, s, sortSlot) })
+}
+
+// elemSorter returns the callback of kind, of bpf_for_each_map_elem,
+// that a foreach over gl in s's order walks with; compiled on first use.
+// It begins with R6 = the element's key, R7 = its value (this CPU's), R8
+// = the context's first word (the cursor's address), then loads, then the
+// element's sort word in a stack slot, which body is given.
+func (g *gen) elemSorter(kind string, gl *Global, s *syntax.ForeachStmt, loads []asm.Instruction, body func(c *gen, sortSlot int16)) *subprog {
+	key := orderKey(kind, gl, s)
 	return g.callback(key, elemCallbackType(key), func(c *gen) {
 		c.emit(
-			asm.Mov.Reg(asm.R6, asm.R2), // the element's key
-			asm.Mov.Reg(asm.R7, asm.R3), // its value (this CPU's)
+			asm.Mov.Reg(asm.R6, asm.R2),
+			asm.Mov.Reg(asm.R7, asm.R3),
 			asm.LoadMem(asm.R8, asm.R4, 0, asm.DWord),
 		)
+		c.emit(loads...)
 		sortSlot := c.pushSlot()
 		c.sortWord(gl, s, sortSlot)
-		c.selectElement(gl, s, sortSlot)
+		body(c, sortSlot)
 	})
 }
 
@@ -271,9 +293,7 @@ func (c *gen) selectElement(gl *Global, s *syntax.ForeachStmt, sortSlot int16) {
 	c.mark(take)
 	best := int16(cursorBest(gl))
 	c.emit(asm.LoadMem(asm.R1, asm.R10, sortSlot, asm.DWord), asm.StoreMem(asm.R8, best+elemSort, asm.R1, asm.DWord))
-	for off := int16(0); off < int16(gl.Spec.KeySize); off += 8 {
-		c.emit(asm.LoadMem(asm.R1, asm.R6, off, asm.DWord), asm.StoreMem(asm.R8, best+elemKey+off, asm.R1, asm.DWord))
-	}
+	c.copyWords(asm.R8, int(best+elemKey), asm.R6, 0, int(gl.Spec.KeySize), asm.R1)
 	c.emit(asm.Mov.Imm(asm.R1, 1), asm.StoreMem(asm.R8, cursorFound, asm.R1, asm.DWord))
 	c.mark(skip)
 	c.emit(asm.Mov.Imm(asm.R0, 0), asm.Return())
@@ -290,9 +310,8 @@ func (c *gen) sortWord(gl *Global, s *syntax.ForeachStmt, slot int16) {
 		c.emit(asm.LoadMem(asm.R1, asm.R7, 0, asm.DWord))
 	case gl.Stat == nil || s.SortDir == 0 || s.SortCol != 0:
 	default:
-		ncpu, err := ebpf.PossibleCPU()
-		if err != nil {
-			c.fail(s, "a sorted foreach in a kernel probe needs the number of CPUs: %v", err)
+		ncpu := c.possibleCPUs(s, "a sorted foreach in a kernel probe")
+		if ncpu == 0 {
 			return
 		}
 		stack := c.stack

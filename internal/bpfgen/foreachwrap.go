@@ -85,9 +85,7 @@ func (g *gen) ringSelector(gl *Global) *subprog {
 			asm.LoadMem(asm.R1, asm.R8, ringCount, asm.DWord), asm.JGE.Reg(asm.R6, asm.R1, stop),
 		)
 		c.ringSlot(gl, asm.R6, skip)
-		for off := int16(0); off < int16(gl.Spec.KeySize); off += 8 {
-			c.emit(asm.LoadMem(asm.R1, asm.R0, off, asm.DWord), asm.StoreMem(asm.R8, ringKey+off, asm.R1, asm.DWord))
-		}
+		c.copyWords(asm.R8, ringKey, asm.R0, 0, int(gl.Spec.KeySize), asm.R1)
 		c.emit(
 			asm.LoadMapPtr(asm.R1, 0).WithReference(gl.Ref),
 			asm.Mov.Reg(asm.R2, asm.R8), asm.Add.Imm(asm.R2, ringKey),

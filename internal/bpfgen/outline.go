@@ -50,20 +50,17 @@ func (g *gen) outline(s *syntax.IfStmt) bool {
 		return false
 	}
 	sp := &subprog{label: fmt.Sprintf("layouts_%d", len(g.subs.order))}
-	c := g.outlineGen()
-	c.stmt(s)
-	c.emit(asm.Mov.Imm(asm.R0, 0), asm.Return())
-	if c.jumpsTo(c.exitLabel) {
-		c.mark(c.exitLabel)
-		c.emit(asm.Mov.Imm(asm.R0, outlineNext), asm.Return())
-	}
-	if c.err != nil {
-		g.err = c.err
-		return true
-	}
-	c.assemble(sp, outlineType(sp.label), func() { c.outlinePrologue() })
+	c := g.staticSubprog(sp, outlineType(sp.label), func(c *gen) func() {
+		g.outlineFrame(c)
+		c.stmt(s)
+		c.emit(asm.Mov.Imm(asm.R0, 0), asm.Return())
+		if c.jumpsTo(c.exitLabel) {
+			c.mark(c.exitLabel)
+			c.emit(asm.Mov.Imm(asm.R0, outlineNext), asm.Return())
+		}
+		return c.outlinePrologue
+	})
 	g.maxScr = max(g.maxScr, c.maxScr)
-	g.subs.order = append(g.subs.order, sp)
 	g.emit(
 		asm.Mov.Reg(asm.R1, regCtx),
 		asm.Mov.Reg(asm.R2, regScratch),
@@ -86,18 +83,15 @@ func (g *gen) outlinable() bool {
 		len(g.inlined) == 0 && len(g.tries) == 0 && len(g.loops) == 0
 }
 
-// outlineGen is the gen of an outlined subtree: the caller's locals,
-// scratch in use and loop counter, a frame of its own with the arguments'
-// copy where the caller has it.
-func (g *gen) outlineGen() *gen {
-	c := newGen(g.m, g.probe)
-	c.subs, c.subprog, c.cur = g.subs, true, g.cur
+// outlineFrame gives c, the gen of an outlined subtree, the caller's
+// locals, scratch in use and loop counter, and in its own frame the
+// arguments' copy where the caller has it.
+func (g *gen) outlineFrame(c *gen) {
 	c.exitLabel = c.newLabel("next")
 	c.locals, c.sprinted, c.longsInScratch = maps.Clone(g.locals), g.sprinted, true
 	c.counted, c.actions = g.counted, g.actions
 	c.scratch, c.maxScr = g.scratch, g.maxScr
 	c.reserveCompatSlot(g.probe.Attach)
-	return c
 }
 
 // outlinePrologue zeroes the subprogram's stack but the words it copies
@@ -110,9 +104,7 @@ func (c *gen) outlinePrologue() {
 			c.emit(asm.StoreMem(asm.R10, off, asm.R0, asm.DWord))
 		}
 	}
-	for off := c.argsSlot; off <= c.compatSlot; off += 8 {
-		c.emit(asm.LoadMem(asm.R0, asm.R3, off-c.argsSlot, asm.DWord), asm.StoreMem(asm.R10, off, asm.R0, asm.DWord))
-	}
+	c.copyWords(asm.R10, int(c.argsSlot), asm.R3, 0, int(c.compatSlot-c.argsSlot)+8, asm.R0)
 	c.emit(asm.Mov.Reg(regCtx, asm.R1), asm.Mov.Reg(regScratch, asm.R2))
 }
 

@@ -149,37 +149,22 @@ func (g *gen) noteChange(gl *Global) {
 
 // foreachInKernel tells whether kernel code has a foreach over the array v.
 func (m *Module) foreachInKernel(v *syntax.Var) bool {
-	return m.inKernelCode(v, func(n syntax.Node) syntax.Expr {
-		if f, ok := n.(*syntax.ForeachStmt); ok {
-			return f.Array
-		}
-		return nil
-	})
+	return m.wholeUses().iterated[v]
 }
 
 // collector returns the callback of bpf_for_each_map_elem that adds the
 // element to the snapshot, or marks it overflowed and stops the walk.
 func (g *gen) collector(gl *Global, s *syntax.ForeachStmt) *subprog {
-	key := fmt.Sprintf("snapshot_%s_%d_%d_%s", gl.Ref, s.SortCol, s.SortDir+1, s.SortAgg)
-	return g.callback(key, elemCallbackType(key), func(c *gen) {
+	snapshotAddr := []asm.Instruction{asm.LoadMem(asm.R9, asm.R4, 8, asm.DWord)}
+	return g.elemSorter("snapshot", gl, s, snapshotAddr, func(c *gen, sortSlot int16) {
 		full := c.newLabel("full")
-		c.emit(
-			asm.Mov.Reg(asm.R6, asm.R2), // the element's key
-			asm.Mov.Reg(asm.R7, asm.R3), // its value (this CPU's)
-			asm.LoadMem(asm.R8, asm.R4, 0, asm.DWord),
-			asm.LoadMem(asm.R9, asm.R4, 8, asm.DWord),
-		)
-		sortSlot := c.pushSlot()
-		c.sortWord(gl, s, sortSlot)
 		c.emit(
 			asm.LoadMem(asm.R1, asm.R8, cursorCount, asm.DWord),
 			asm.JGE.Imm(asm.R1, int32(snapshotCapacity(gl)), full),
 			asm.Mov.Reg(asm.R2, asm.R1), asm.Mul.Imm(asm.R2, int32(elemKey+gl.Spec.KeySize)), asm.Add.Reg(asm.R2, asm.R9),
 			asm.LoadMem(asm.R3, asm.R10, sortSlot, asm.DWord), asm.StoreMem(asm.R2, elemSort, asm.R3, asm.DWord),
 		)
-		for off := int16(0); off < int16(gl.Spec.KeySize); off += 8 {
-			c.emit(asm.LoadMem(asm.R3, asm.R6, off, asm.DWord), asm.StoreMem(asm.R2, elemKey+off, asm.R3, asm.DWord))
-		}
+		c.copyWords(asm.R2, elemKey, asm.R6, 0, int(gl.Spec.KeySize), asm.R3)
 		c.emit(
 			asm.Add.Imm(asm.R1, 1), asm.StoreMem(asm.R8, cursorCount, asm.R1, asm.DWord),
 			asm.Mov.Imm(asm.R0, 0), asm.Return(),
@@ -192,7 +177,7 @@ func (g *gen) collector(gl *Global, s *syntax.ForeachStmt) *subprog {
 // snapshotSelector returns the bpf_loop callback that offers record index
 // of the snapshot to the cursor's selection (selectElement).
 func (g *gen) snapshotSelector(gl *Global, s *syntax.ForeachStmt) *subprog {
-	key := fmt.Sprintf("scan_%s_%d_%d_%s", gl.Ref, s.SortCol, s.SortDir+1, s.SortAgg)
+	key := orderKey("scan", gl, s)
 	return g.callback(key, loopCallbackType(key), func(c *gen) {
 		out := c.newLabel("out")
 		c.emit(

@@ -1,6 +1,8 @@
 package bpfgen
 
 import (
+	"fmt"
+
 	"github.com/bpftap/bpftap/internal/sema"
 	"github.com/bpftap/bpftap/internal/syntax"
 	"github.com/bpftap/bpftap/internal/tapset"
@@ -42,6 +44,17 @@ const (
 	accSize
 )
 
+// possibleCPUs returns the number of possible CPUs, which the code of
+// what, at n, walks; or fails at n and returns 0 when it is unknown.
+func (g *gen) possibleCPUs(n syntax.Node, what string) int {
+	ncpu, err := ebpf.PossibleCPU()
+	if err != nil {
+		g.fail(n, "%s needs the number of CPUs: %v", what, err)
+		return 0
+	}
+	return ncpu
+}
+
 // statRead compiles a statistic extractor into R0.
 func (g *gen) statRead(e *syntax.StatOp) {
 	v := sema.StatVar(e.X)
@@ -49,9 +62,8 @@ func (g *gen) statRead(e *syntax.StatOp) {
 		g.fail(e, "@%s() needs a statistic", e.Op)
 		return
 	}
-	ncpu, err := ebpf.PossibleCPU()
-	if err != nil {
-		g.fail(e, "@%s() in a kernel probe needs the number of CPUs: %v", e.Op, err)
+	ncpu := g.possibleCPUs(e, fmt.Sprintf("@%s() in a kernel probe", e.Op))
+	if ncpu == 0 {
 		return
 	}
 	var keys []syntax.Expr

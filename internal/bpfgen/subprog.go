@@ -271,6 +271,24 @@ func (s *gen) assemble(sp *subprog, fn *btf.Func, prologue func()) {
 	sp.insns, sp.pos = s.insns, s.pos
 }
 
+// staticSubprog compiles sp, a static subprogram of g's program (a
+// callback, a formatter's conversion, an outlined subtree), with BTF
+// prototype fn: body compiles its code with c, a gen of a stack frame of
+// its own that shares the program's subprograms, and returns its prologue
+// (run before the code, once the frame's size is known); sp is then
+// appended to the program's subprograms and c's error passed on to g.
+// It returns c.
+func (g *gen) staticSubprog(sp *subprog, fn *btf.Func, body func(c *gen) (prologue func())) *gen {
+	c := newGen(g.m, g.probe)
+	c.subs, c.subprog, c.cur = g.subs, true, g.cur
+	c.assemble(sp, fn, body(c))
+	g.subs.order = append(g.subs.order, sp)
+	if c.err != nil && g.err == nil {
+		g.err = c.err
+	}
+	return c
+}
+
 // jumpsTo tells whether an instruction compiled so far jumps to one of
 // labels.
 func (s *gen) jumpsTo(labels ...string) bool {
@@ -417,29 +435,28 @@ func (s *sprint) numberSubprog(d format.Directive) *subprog {
 	}
 	sp := &subprog{label: fmt.Sprintf("fmt_%d", len(g.subs.byKey))}
 	g.subs.byKey[key] = sp
-	c := newGen(g.m, g.probe)
-	c.subs, c.subprog, c.cur = g.subs, true, g.cur
-	slot := c.pushSlot()
-	cs := *s
-	cs.g, cs.outReg, cs.work = c, regRec, regScratch
-	cs.out, cs.stage, cs.table, cs.cells = 0, 0, 2*digitRoom, 2*digitRoom+len(digitTable)
-	cs.number(d, slot)
-	c.emit(asm.Mov.Imm(asm.R0, 0), asm.Return())
-	c.assemble(sp, numberType(sp.label, sprintRoom(s.limit)), func() {
-		done := c.newLabel("null")
-		c.emit(
-			asm.JEq.Imm(asm.R1, 0, done),
-			asm.JEq.Imm(asm.R2, 0, done),
-			asm.Mov.Reg(regRec, asm.R1),
-			asm.Mov.Reg(regScratch, asm.R2),
-			asm.StoreMem(asm.R10, slot, asm.R3, asm.DWord),
-		)
-		c.tails = append(c.tails, func() {
-			c.mark(done)
-			c.emit(asm.Mov.Imm(asm.R0, 0), asm.Return())
-		})
+	g.staticSubprog(sp, numberType(sp.label, sprintRoom(s.limit)), func(c *gen) func() {
+		slot := c.pushSlot()
+		cs := *s
+		cs.g, cs.outReg, cs.work = c, regRec, regScratch
+		cs.out, cs.stage, cs.table, cs.cells = 0, 0, 2*digitRoom, 2*digitRoom+len(digitTable)
+		cs.number(d, slot)
+		c.emit(asm.Mov.Imm(asm.R0, 0), asm.Return())
+		return func() {
+			done := c.newLabel("null")
+			c.emit(
+				asm.JEq.Imm(asm.R1, 0, done),
+				asm.JEq.Imm(asm.R2, 0, done),
+				asm.Mov.Reg(regRec, asm.R1),
+				asm.Mov.Reg(regScratch, asm.R2),
+				asm.StoreMem(asm.R10, slot, asm.R3, asm.DWord),
+			)
+			c.tails = append(c.tails, func() {
+				c.mark(done)
+				c.emit(asm.Mov.Imm(asm.R0, 0), asm.Return())
+			})
+		}
 	})
-	g.subs.order = append(g.subs.order, sp)
 	return sp
 }
 

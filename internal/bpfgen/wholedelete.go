@@ -2,7 +2,6 @@ package bpfgen
 
 import (
 	"github.com/bpftap/bpftap/internal/syntax"
-	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
 )
 
@@ -43,9 +42,8 @@ func (g *gen) deleteWhole(s *syntax.DeleteStmt, v *syntax.Var) {
 
 // resetStat zeroes every CPU's partial of the global statistic gl.
 func (g *gen) resetStat(s *syntax.DeleteStmt, gl *Global) {
-	ncpu, err := ebpf.PossibleCPU()
-	if err != nil {
-		g.fail(s, "delete of a statistic in a kernel probe needs the number of CPUs: %v", err)
+	ncpu := g.possibleCPUs(s, "delete of a statistic in a kernel probe")
+	if ncpu == 0 {
 		return
 	}
 	stack := g.stack
@@ -75,23 +73,37 @@ func (g *gen) zeroStat(gl *Global) {
 
 // resetInKernel tells whether kernel code deletes the whole statistic v.
 func (m *Module) resetInKernel(v *syntax.Var) bool {
-	return m.inKernelCode(v, func(n syntax.Node) syntax.Expr {
-		if d, ok := n.(*syntax.DeleteStmt); ok {
-			return d.Target
-		}
-		return nil
-	})
+	return m.wholeUses().deleted[v]
 }
 
-// inKernelCode tells whether a node of a kernel probe or of a function
-// (which kernel probes may call) has as its operand (what operand returns
-// of it, nil for none) the whole global v.
-func (m *Module) inKernelCode(v *syntax.Var, operand func(syntax.Node) syntax.Expr) bool {
-	found := false
+// wholeUses are the globals kernel code (a kernel probe, or a function,
+// which kernel probes may call) uses whole: found in one walk of the
+// program when a global's layout first asks, so the layouts of many
+// globals do not walk the program once each.
+type wholeUses struct {
+	iterated map[*syntax.Var]bool // the array of a foreach
+	deleted  map[*syntax.Var]bool // the target of a delete
+}
+
+// wholeUses returns m's wholeUses, walking the program on the first call.
+func (m *Module) wholeUses() *wholeUses {
+	if m.uses != nil {
+		return m.uses
+	}
+	u := &wholeUses{iterated: map[*syntax.Var]bool{}, deleted: map[*syntax.Var]bool{}}
+	note := func(set map[*syntax.Var]bool, e syntax.Expr) {
+		if id, ok := e.(*syntax.Ident); ok {
+			set[id.Var] = true
+		}
+	}
 	visit := func(n syntax.Node) bool {
-		id, ok := operand(n).(*syntax.Ident)
-		found = found || ok && id.Var == v
-		return !found
+		switch n := n.(type) {
+		case *syntax.ForeachStmt:
+			note(u.iterated, n.Array)
+		case *syntax.DeleteStmt:
+			note(u.deleted, n.Target)
+		}
+		return true
 	}
 	for _, p := range m.prog.Probes {
 		if p.Kernel {
@@ -103,5 +115,6 @@ func (m *Module) inKernelCode(v *syntax.Var, operand func(syntax.Node) syntax.Ex
 			syntax.Walk(f.Decl.Body, visit)
 		}
 	}
-	return found
+	m.uses = u
+	return u
 }
