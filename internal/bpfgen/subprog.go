@@ -132,10 +132,15 @@ func (g *gen) compileSubprog(c *syntax.Call, sp *subprog) *gen {
 		}
 	}
 	s.emit(asm.Mov.Imm(asm.R1, 0))
+	var cleared []int // in offset order, so that -p3 prints the same program every run
 	for v, slot := range slots {
 		if _, isParam := params[v]; slot.str && !isParam {
-			s.emit(asm.StoreMem(regScratch, int16(slot.off), asm.R1, asm.Byte))
+			cleared = append(cleared, slot.off)
 		}
+	}
+	slices.Sort(cleared)
+	for _, off := range cleared {
+		s.emit(asm.StoreMem(regScratch, int16(off), asm.R1, asm.Byte))
 	}
 	var result value
 	if f.Result == syntax.TypeString {
