@@ -24,13 +24,13 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"runtime"
 	"sync"
 	"time"
 
 	"github.com/bpftap/bpftap/internal/bpfgen"
 	"github.com/bpftap/bpftap/internal/bpfrt"
 	"github.com/bpftap/bpftap/internal/format"
+	"github.com/bpftap/bpftap/internal/parallel"
 	"github.com/bpftap/bpftap/internal/sema"
 	"github.com/bpftap/bpftap/internal/syntax"
 	"github.com/bpftap/bpftap/internal/tapset"
@@ -293,22 +293,9 @@ func (s *Session) Load() error {
 // others are returned for the caller to close.
 func (s *Session) loadAll(refs []map[string]*ebpf.Map) ([]*bpfrt.Program, []error) {
 	loaded, errs := make([]*bpfrt.Program, len(s.progs)), make([]error, len(s.progs))
-	next := make(chan int)
-	var wg sync.WaitGroup
-	for range min(runtime.NumCPU(), len(s.progs)) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range next {
-				loaded[i], errs[i] = s.objs.load(s.progs[i], refs[i], s.cfg.LogLevel)
-			}
-		}()
-	}
-	for i := range s.progs {
-		next <- i
-	}
-	close(next)
-	wg.Wait()
+	parallel.Each(len(s.progs), func(i int) {
+		loaded[i], errs[i] = s.objs.load(s.progs[i], refs[i], s.cfg.LogLevel)
+	})
 	for i, lp := range loaded {
 		if errs[i] != nil {
 			break

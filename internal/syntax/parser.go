@@ -4,7 +4,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"sync"
+
+	"github.com/bpftap/bpftap/internal/parallel"
 )
 
 // The parser is a recursive-descent parser that follows stap's own grammar
@@ -42,21 +43,9 @@ type parser struct {
 // ErrorList of the first file, in srcs' order, that fails. The files are
 // parsed in parallel: a parse reads the configuration and writes only its
 // own file's state, and pass 1's time is mostly the tapset files a script
-// reaches (syscall.* reaches ten, one of them 53 KB).
+// reaches (syscall.* reaches ten, one of them 53 KB): parallel.Map.
 func ParseFiles(srcs []*Source, cfg *Config) ([]*File, error) {
-	files := make([]*File, len(srcs))
-	errs := make([]error, len(srcs))
-	var wg sync.WaitGroup
-	for i, src := range srcs {
-		wg.Go(func() { files[i], errs[i] = Parse(src, cfg) })
-	}
-	wg.Wait()
-	for _, err := range errs {
-		if err != nil {
-			return nil, err
-		}
-	}
-	return files, nil
+	return parallel.Map(len(srcs), func(i int) (*File, error) { return Parse(srcs[i], cfg) })
 }
 
 // Parse parses one script or tapset file. The error, if any, is an ErrorList.

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/bpftap/bpftap/internal/parallel"
 	"github.com/bpftap/bpftap/internal/syntax"
 )
 
@@ -55,11 +56,7 @@ func LibraryIndex() *Index {
 
 func newIndex(srcs []*syntax.Source, stp int) *Index {
 	ix := &Index{srcs: srcs, stp: stp, names: make([]*syntax.Names, len(srcs)), decls: map[string][]int{}}
-	var wg sync.WaitGroup // the files are scanned in parallel
-	for i, src := range srcs {
-		wg.Go(func() { ix.names[i] = syntax.ScanNames(src, nil) })
-	}
-	wg.Wait()
+	parallel.Each(len(srcs), func(i int) { ix.names[i] = syntax.ScanNames(srcs[i], nil) })
 	for i, n := range ix.names {
 		for _, lists := range [][]string{n.Funcs, n.Globals} {
 			for _, name := range lists {
