@@ -455,6 +455,13 @@ func argIndex(args []attach.Arg, name string) int {
 // (bpfgen's outline.go).
 const SyscallLayoutVar = "__syscall_layout"
 
+// callCase is the case of call nr in the first dispatch of a merged
+// probe: own, the statements of that call alone, then the number of its
+// layout (k) into SyscallLayoutVar.
+func callCase(nr int, own []syntax.Stmt, k int, at syntax.Pos) dispatchCase {
+	return dispatchCase{key: nr, body: &syntax.Block{Pos: at, Stmts: append(own, setLocal(SyscallLayoutVar, numberAt(k, at), at))}}
+}
+
 // A case of a dispatch: the statements to run when its key matches.
 type dispatchCase struct {
 	key  int
@@ -472,7 +479,7 @@ func shareShapes(g []*syscallEntry, at syntax.Pos) (calls, shapes []dispatchCase
 	for _, s := range g {
 		own, rest := splitName(s.prologue)
 		k := layouts.number(rest)
-		calls = append(calls, dispatchCase{key: s.nr, body: &syntax.Block{Pos: at, Stmts: append(own, setLocal(SyscallLayoutVar, numberAt(k, at), at))}})
+		calls = append(calls, callCase(s.nr, own, k, at))
 	}
 	return calls, layouts.shapes
 }

@@ -196,7 +196,7 @@ func traceCases(g []*Probe, rest *syntax.Block, exit bool, at syntax.Pos) (calls
 			return nil, nil, why
 		}
 		k := layouts.number(body)
-		calls = append(calls, dispatchCase{key: nr, body: &syntax.Block{Pos: at, Stmts: append(own, setLocal(SyscallLayoutVar, numberAt(k, at), at))}})
+		calls = append(calls, callCase(nr, own, k, at))
 	}
 	shapes = layouts.shapes
 	if len(shapes) > maxTraceLayouts {
