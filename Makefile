@@ -42,9 +42,13 @@ test: bpftap vet
 # cases of testdata/guest and Go tests that need kprobes or fentry
 # (docs/guest-kernels.md). `make test` runs them too. Each guest bounds itself
 # (10 minutes, internal/guest bootTimeout); go test's own default of 10 minutes
-# would cut both short on a busy machine.
+# would cut both short on a busy machine. The failed cases' messages are printed
+# again at the end (.ci/failures.awk), below the long verbose log.
 test-guest:
-	$(GO) test -count=1 -timeout 25m -v -run '^TestGuest$$' ./internal/guest
+	@log=$$(mktemp); \
+	{ $(GO) test -count=1 -timeout 25m -v -run '^TestGuest$$' ./internal/guest; echo $$? >$$log.status; } 2>&1 | tee $$log; \
+	status=$$(cat $$log.status); [ "$$status" = 0 ] || awk -f .ci/failures.awk $$log; \
+	rm -f $$log $$log.status; exit $$status
 
 # Short fuzzing runs of every fuzz target: no script may make the parser or the
 # elaborator panic or hang, and the formatter must agree with its references.
