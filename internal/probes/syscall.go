@@ -281,14 +281,15 @@ func traceComponents(first *syntax.Component, target string) []*syntax.Component
 		{Pos: at, Name: "trace", Arg: &syntax.StringLit{Typed: syntax.Typed{Pos: at}, Value: target, Raw: target}}}
 }
 
-// PrologueCalls lists, by the first component of a family's points, the
-// library functions the prologues of its points call (the texts given to
-// parsePrologue), which pass 1 must parse even when the script itself
-// names none of them (internal/tapset's index; the driver's
-// TestPartialLibrary fails when one is missing).
-var PrologueCalls = map[string][]string{
-	"syscall": {"__syscall_argstr", "return_str"},
-	"process": {"__process_fork_nr", "__process_exec_nr", "__process_in_target", "__process_exe_is"},
+// PrologueCalls lists, by the points of a family, the library functions
+// the prologues of its points call (the texts given to parsePrologue),
+// which pass 1 must parse even when the script itself names none of them
+// (internal/tapset's index; the driver's TestPartialLibrary fails when one
+// is missing): a syscall.*.return reaches no entry's argstr.
+var PrologueCalls = []tapset.Implied{
+	{Point: "syscall.*", Calls: []string{"__syscall_argstr"}},
+	{Point: "syscall.*.return", Calls: []string{"return_str"}},
+	{Point: "process", Suffixes: true, Calls: []string{"__process_fork_nr", "__process_exec_nr", "__process_in_target", "__process_exe_is"}},
 }
 
 // parsePrologue parses the text of a prologue, named as a tapset file.

@@ -1,5 +1,7 @@
 package syntax
 
+import "slices"
+
 // Names is what a quick scan of a source's tokens finds it declaring and
 // mentioning, without preprocessing or parsing it: enough to tell which
 // library files a script can reach (internal/tapset's index). The scan
@@ -7,14 +9,27 @@ package syntax
 // conditional count, every identifier counts as a possible use of a
 // function or a global, and a probe point whose first component is not
 // plain text (a macro, a command-line argument) is recorded as "*".
+// Probe points and alias names are their components' names joined by
+// dots, without arguments (kernel.function("f").return is
+// "kernel.function.return"); a component that is not plain text is "*".
 type Names struct {
-	// Declared at the top level: functions, globals, the first component of
-	// every name a probe alias defines, macros (@define).
-	Funcs, Globals, Aliases, Macros []string
-	// Mentioned: every identifier, the first component of every probe point
-	// that is not an alias's name (a pattern such as "sys*" or "*"), and the
-	// name of every macro used (without its '@').
+	// Declared at the top level: functions, globals, every name a probe
+	// alias defines, macros (@define).
+	Funcs, Globals, Macros []string
+	Aliases                []AliasName
+	// Mentioned: every identifier, every probe point that is not an
+	// alias's name (a pattern such as "sys*.open"), and the name of every
+	// macro used (without its '@').
 	Idents, Points, MacroUses []string
+}
+
+// AliasName is a name a probe alias defines, and whether a point may add
+// components to it (an alias suffix: syscall.read.return of an alias
+// syscall.read). It may not when every point of the alias's definition
+// is a kernel.trace or never, which take no further components.
+type AliasName struct {
+	Name     string
+	Suffixes bool
 }
 
 // ScanNames scans src (with the command-line arguments args pasted where
@@ -34,12 +49,13 @@ type namesScan struct {
 	names   *Names
 	depth   int
 	pending *token // a token read ahead and not yet handled
-	// points holds the first components of the points of the probe
-	// declaration being read (inProbe), until its `=` (an alias: they are
-	// its names) or its body.
-	inProbe bool
-	atPoint bool // the next token starts a probe point
-	points  []string
+	// points holds the points of the probe declaration being read
+	// (inProbe), until its `=` (an alias: they are its names, moved to
+	// aliasNames) or its body.
+	inProbe    bool
+	atPoint    bool // the next token starts a probe point
+	points     []string
+	aliasNames []string
 }
 
 func (n *namesScan) next() *token {
@@ -132,22 +148,69 @@ func (n *namesScan) probeToken(t *token) {
 	case n.depth > 0:
 	case t.text == "{":
 		n.names.Points = append(n.names.Points, n.points...)
-		n.inProbe, n.depth = false, 1
+		suffixes := slices.ContainsFunc(n.points, takesSuffix)
+		for _, name := range n.aliasNames {
+			n.names.Aliases = append(n.names.Aliases, AliasName{name, suffixes})
+		}
+		n.inProbe, n.depth, n.aliasNames = false, 1, nil
 	case t.text == "=" || t.text == "+=":
-		n.names.Aliases = append(n.names.Aliases, n.points...)
+		n.aliasNames = append(n.aliasNames, n.points...)
 		n.points, n.atPoint = nil, true
 	case t.text == "," || t.text == "%(" || t.text == "%?" || t.text == "%:" || t.text == "%)":
 		n.atPoint = true
 	case n.atPoint:
-		n.points = append(n.points, n.firstComponent(t))
+		n.points = append(n.points, n.point(t))
 		n.atPoint = false
 	}
 }
 
-// firstComponent reads the rest of a point's first component that starts
-// with t: identifiers, numbers and '*' written together.
-func (n *namesScan) firstComponent(t *token) string {
-	if !componentPart(t) {
+// takesSuffix tells whether more components may follow point (a point of
+// an alias's definition).
+func takesSuffix(point string) bool {
+	return point != "never" && point != "kernel.trace"
+}
+
+// point reads the point that starts with t: its components, each with its
+// argument, if any, skipped.
+func (n *namesScan) point(t *token) string {
+	text := n.component(t)
+	for {
+		u := n.next()
+		switch {
+		case u != nil && u.text == "(" && !u.afterSpace:
+			n.skipArgument()
+		case u != nil && u.text == "." && !u.afterSpace:
+			text += "." + n.component(n.next())
+		default:
+			n.pending = u
+			return text
+		}
+	}
+}
+
+// skipArgument reads a component's argument, after its '(', up to the
+// matching ')'.
+func (n *namesScan) skipArgument() {
+	for depth := 1; depth > 0; {
+		u := n.next()
+		switch {
+		case u == nil:
+			return
+		case u.text == "(":
+			depth++
+		case u.text == ")":
+			depth--
+		case u.kind == tokIdent:
+			n.names.Idents = append(n.names.Idents, u.text)
+		}
+	}
+}
+
+// component reads the rest of a point's component that starts with t:
+// identifiers, numbers and '*' written together; "*" when t starts none.
+func (n *namesScan) component(t *token) string {
+	if t == nil || !componentPart(t) {
+		n.pending = t
 		return "*"
 	}
 	text := t.text

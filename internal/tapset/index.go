@@ -2,6 +2,7 @@ package tapset
 
 import (
 	"path"
+	"slices"
 	"strings"
 	"sync"
 
@@ -18,9 +19,9 @@ import (
 // parsing them), so it cannot go stale as files are added. Reach then
 // computes a closure: starting from the names the user's scripts mention,
 // a file is reached when it declares a function or global of a mentioned
-// identifier, an alias whose first component matches the first component
-// of a mentioned probe point (either may be a wildcard pattern), or a macro
-// a reached source uses; a reached file's own mentions join the search.
+// identifier, an alias a mentioned probe point may name (aliasMeets), or a
+// macro a reached source uses; a reached file's own mentions join the
+// search.
 // The closure over-approximates what the elaborator pulls in (every
 // identifier may be a call or a global; both branches of a conditional
 // count), which costs a few files too many and never one too few.
@@ -34,10 +35,21 @@ type Index struct {
 	aliases []alias
 }
 
-// alias is one alias name's first component (a pattern) and its file.
+// Implied names the library functions that the points meeting Point need
+// beyond their script's own: Point is a pattern of components, which points
+// of more components meet when Suffixes (as an alias's name).
+type Implied struct {
+	Point    string
+	Suffixes bool
+	Calls    []string
+}
+
+// alias is one alias name, split into its components (patterns), and its
+// file.
 type alias struct {
-	pattern string
-	file    int
+	components []string
+	suffixes   bool // points may add components (syntax.AliasName)
+	file       int
 }
 
 var (
@@ -67,17 +79,17 @@ func newIndex(srcs []*syntax.Source, stp int) *Index {
 			ix.decls["@"+m] = append(ix.decls["@"+m], i)
 		}
 		for _, a := range n.Aliases {
-			ix.aliases = append(ix.aliases, alias{a, i})
+			ix.aliases = append(ix.aliases, alias{strings.Split(a.Name, "."), a.Suffixes, i})
 		}
 	}
 	return ix
 }
 
 // Reach returns the library's script files and macro files that the
-// sources scanned into roots can reach, each in name order. implied maps
-// the first component of probe points to the names their code uses beyond
-// the script's (the library functions a probe family's prologues call).
-func (ix *Index) Reach(roots []*syntax.Names, implied map[string][]string) (stp, stpm []*syntax.Source) {
+// sources scanned into roots can reach, each in name order. implied names
+// the library functions points need beyond the script's own (those a
+// probe family's prologues call).
+func (ix *Index) Reach(roots []*syntax.Names, implied []Implied) (stp, stpm []*syntax.Source) {
 	r := &reach{ix: ix, implied: implied, seen: map[string]bool{}, files: make([]bool, len(ix.srcs))}
 	for _, n := range roots {
 		r.mentions(n)
@@ -103,7 +115,7 @@ func (ix *Index) Reach(roots []*syntax.Names, implied map[string][]string) (stp,
 // reached, and those whose mentions are still to be followed.
 type reach struct {
 	ix      *Index
-	implied map[string][]string
+	implied []Implied
 	seen    map[string]bool
 	files   []bool
 	queue   []int
@@ -121,19 +133,38 @@ func (r *reach) mentions(n *syntax.Names) {
 			continue
 		}
 		r.seen["."+p] = true
-		for first, names := range r.implied {
-			if patternsMeet(p, first) {
-				for _, name := range names {
+		components := strings.Split(p, ".")
+		for _, im := range r.implied {
+			if aliasMeets(components, alias{components: strings.Split(im.Point, "."), suffixes: im.Suffixes}) {
+				for _, name := range im.Calls {
 					r.declared(name)
 				}
 			}
 		}
 		for _, a := range r.ix.aliases {
-			if patternsMeet(p, a.pattern) {
+			if aliasMeets(components, a) {
 				r.add(a.file)
 			}
 		}
 	}
+}
+
+// aliasMeets reports whether the point of components may name alias a or
+// an alias suffix of it: each component meets the alias's (patternsMeet),
+// and components past the alias's name are a suffix it takes. A point
+// with a `**` (which spans components) only needs its first component to
+// meet the alias's, and a shorter point (a "*" the scan wrote for a macro)
+// meets it.
+func aliasMeets(components []string, a alias) bool {
+	if slices.ContainsFunc(components, func(c string) bool { return strings.Contains(c, "**") }) {
+		return patternsMeet(components[0], a.components[0])
+	}
+	for i := range min(len(components), len(a.components)) {
+		if !patternsMeet(components[i], a.components[i]) {
+			return false
+		}
+	}
+	return len(components) <= len(a.components) || a.suffixes
 }
 
 func (r *reach) declared(key string) {

@@ -2,6 +2,7 @@ package tapset_test
 
 import (
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/bpftap/bpftap/internal/syntax"
@@ -34,8 +35,13 @@ func TestScanFindsEveryDeclaration(t *testing.T) {
 				name, found = d.Name, n.Globals
 			case *syntax.AliasDecl:
 				for _, a := range d.Names {
-					if c := a.Components[0].Name; !slices.Contains(n.Aliases, c) {
-						t.Errorf("%s: the scan misses alias %s", src.Name, c)
+					var parts []string
+					for _, c := range a.Components {
+						parts = append(parts, c.Name)
+					}
+					name := strings.Join(parts, ".")
+					if !slices.ContainsFunc(n.Aliases, func(s syntax.AliasName) bool { return s.Name == name }) {
+						t.Errorf("%s: the scan misses alias %s", src.Name, name)
 					}
 				}
 				continue
@@ -50,7 +56,7 @@ func TestScanFindsEveryDeclaration(t *testing.T) {
 }
 
 // TestReach checks the closure on scripts whose needs are known.
-var implied = map[string][]string{"process": {"__process_in_target"}}
+var implied = []tapset.Implied{{Point: "process", Suffixes: true, Calls: []string{"__process_in_target"}}}
 
 func TestReach(t *testing.T) {
 	for _, tc := range []struct {
@@ -62,6 +68,14 @@ func TestReach(t *testing.T) {
 		{`probe process.begin { }`, []string{"tapset/process.stp"}, nil},
 		{`probe syscall.* { println(argstr) }`, []string{"tapset/syscalls.stp"}, []string{"tapset/json.stp"}},
 		{`probe sys*.open { }`, []string{"tapset/syscalls.stp"}, nil},
+		// the entries' aliases (on kernel.trace) take no .return: only
+		// socketcall_return.stp's syscall.send.return and the like are named
+		{`probe syscall.*.return { println(name) }`, []string{"tapset/socketcall_return.stp"}, []string{"tapset/syscalls.stp", "tapset/socketcall.stp"}},
+		// nd_syscall = syscall takes suffixes
+		{`probe nd_syscall.*.return { }`, []string{"tapset/syscalls.stp"}, nil},
+		{`probe syscall.read.return { }`, nil, []string{"tapset/syscalls.stp"}},
+		{`probe vfs.read.return { }`, []string{"tapset/vfs_probes.stp"}, nil},
+		{`probe kernel.function("vfs_read").return { }`, nil, []string{"tapset/syscalls.stp", "tapset/vfs_probes.stp"}},
 		{`probe begin { println(errno_str(1)) }`, []string{"tapset/errno.stp"}, []string{"tapset/syscalls.stp"}},
 		{`probe json_data { @json_output_data_start }`, []string{"tapset/json.stp", "tapset/json.stpm"}, nil},
 		{`@define p %( syscall.open %) probe @p { }`, []string{"tapset/syscalls.stp"}, nil},
