@@ -274,7 +274,7 @@ func (g *gen) program() *Program {
 	if len(g.subs.order) > 0 {
 		g.insns[0] = btf.WithFuncMetadata(g.insns[0], mainType)
 	}
-	for _, sp := range g.subs.all() {
+	for _, sp := range g.subs.order {
 		g.insns = append(g.insns, sp.insns...)
 		g.pos = append(g.pos, sp.pos...)
 		scratch = max(scratch, sp.scratch)

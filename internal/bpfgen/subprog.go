@@ -64,9 +64,6 @@ type subprogs struct {
 	// userStrings: a uprobe's code, the probe's or a function's, reads
 	// user strings (sleepable.go)
 	userStrings bool
-	// scratchElement is the lookup the functions' prologues call, once
-	// compiled
-	scratchElement *subprog
 }
 
 // label is the symbol of f's subprogram: fn_NAME, or fn_NAME_ARITY when
@@ -103,21 +100,6 @@ func (g *gen) asSubprog(c *syntax.Call) *subprog {
 	return sp
 }
 
-// all is the program's subprograms in order, then scratch_element when
-// one of them calls it.
-func (s *subprogs) all() []*subprog {
-	if se := s.scratchElement; se != nil && slices.ContainsFunc(s.order, func(sp *subprog) bool { return calls(sp.insns, se.label) }) {
-		return append(slices.Clip(s.order), se)
-	}
-	return s.order
-}
-
-// calls tells whether insns call the function whose first instruction is
-// symbol label.
-func calls(insns asm.Instructions, label string) bool {
-	return slices.ContainsFunc(insns, func(in asm.Instruction) bool { return in.IsFunctionCall() && in.Reference() == label })
-}
-
 func (sp *subprog) callable() *subprog {
 	if sp.inline {
 		return nil
@@ -140,7 +122,7 @@ func (g *gen) compileSubprog(c *syntax.Call, sp *subprog) *gen {
 	s := newGen(g.m, g.probe)
 	s.subs, s.subprog, s.exitLabel = g.subs, true, labelExit
 	s.cur = f.Decl.Position()
-	retSlot := s.pushSlot()
+	keySlot, retSlot := s.pushSlot(), s.pushSlot()
 	slots := s.frameSlots(f)
 	s.insns, s.pos = nil, nil         // the prologue zeroes the stack; params arrive in theirs
 	params := map[*syntax.Var]int16{} // a string parameter's incoming pointer
@@ -181,36 +163,9 @@ func (g *gen) compileSubprog(c *syntax.Call, sp *subprog) *gen {
 		return s
 	}
 	sp.index = len(g.subs.order) + 1 // its callees have theirs
-	s.assembleSubprog(sp, f, retSlot, slots, params)
+	s.assembleSubprog(sp, f, keySlot, retSlot, slots, params)
 	return s
 }
-
-// scratchElement returns the label of the program's static subprogram
-// void *scratch_element(int index), the lookup of the scratch map's
-// element index, compiling it on first use. Every function's prologue
-// calls it rather than inlining the lookup: the kernel inlines each array
-// lookup by patching the program, and each patch moves the whole program
-// and the verifier's data on it. In the merged program of syscall.*, whose
-// 40,000 instructions hold 60 functions, those patches were a quarter of
-// the verifier's time; through one lookup instruction there is one patch.
-// It joins the program's subprograms at the end, when a function that
-// calls it was kept (not inlined after all): see subprogs.all.
-func (g *gen) scratchElement() string {
-	if g.subs.scratchElement == nil {
-		sp := &subprog{label: "scratch_element"}
-		g.subs.scratchElement = sp
-		g.compileStatic(sp, scratchElementType, func(c *gen) func() {
-			c.emit(asm.StoreMem(asm.R10, -8, asm.R1, asm.Word))
-			c.emit(emitLookup(ScratchMap, -8, "")...)
-			c.emit(asm.Return())
-			return func() {}
-		})
-	}
-	return g.subs.scratchElement.label
-}
-
-var scratchElementType = &btf.Func{Name: "scratch_element", Linkage: btf.StaticFunc, Type: &btf.FuncProto{
-	Return: &btf.Pointer{Target: &btf.Void{}}, Params: []btf.FuncParam{{Name: "index", Type: intType}}}}
 
 // subprogReturn stores the result through the ret pointer (when not NULL)
 // and returns 0; done, when not empty, is the label past the store.
@@ -262,7 +217,7 @@ func (s *gen) subprogRet(fr frame, e syntax.Expr) {
 // assembleSubprog puts the prologue before the body (zeroed stack, the
 // arguments spilled to their slots, the scratch element in R9); an error
 // ends it with 1.
-func (s *gen) assembleSubprog(sp *subprog, f *syntax.Func, retSlot int16, slots map[*syntax.Var]value, params map[*syntax.Var]int16) {
+func (s *gen) assembleSubprog(sp *subprog, f *syntax.Func, keySlot, retSlot int16, slots map[*syntax.Var]value, params map[*syntax.Var]int16) {
 	s.assemble(sp, subprogType(sp.label, f, s.m.maxStr), func() {
 		s.emit(asm.Mov.Imm(asm.R0, 0))
 		for off := 8; off <= s.maxStack; off += 8 {
@@ -277,8 +232,8 @@ func (s *gen) assembleSubprog(sp *subprog, f *syntax.Func, retSlot int16, slots 
 			s.emit(asm.StoreMem(asm.R10, at, asm.R2+asm.Register(i), asm.DWord))
 		}
 		if s.maxScr > 0 {
-			s.emit(asm.Mov.Imm(asm.R1, int32(sp.index)), asm.Call.Label(s.scratchElement()),
-				asm.JEq.Imm(asm.R0, 0, labelExit), asm.Mov.Reg(regScratch, asm.R0))
+			s.emit(emitLookupIndex(ScratchMap, keySlot, int32(sp.index), labelExit)...)
+			s.emit(asm.Mov.Reg(regScratch, asm.R0))
 		}
 		for _, p := range f.Params { // a string is copied in, up to its NUL
 			if at, isStr := params[p]; isStr {
@@ -329,17 +284,10 @@ func (s *gen) assemble(sp *subprog, fn *btf.Func, prologue func()) {
 // appended to the program's subprograms and c's error passed on to g.
 // It returns c.
 func (g *gen) staticSubprog(sp *subprog, fn *btf.Func, body func(c *gen) (prologue func())) *gen {
-	c := g.compileStatic(sp, fn, body)
-	g.subs.order = append(g.subs.order, sp)
-	return c
-}
-
-// compileStatic is staticSubprog without appending sp to the program's
-// subprograms.
-func (g *gen) compileStatic(sp *subprog, fn *btf.Func, body func(c *gen) (prologue func())) *gen {
 	c := newGen(g.m, g.probe)
 	c.subs, c.subprog, c.cur = g.subs, true, g.cur
 	c.assemble(sp, fn, body(c))
+	g.subs.order = append(g.subs.order, sp)
 	if c.err != nil && g.err == nil {
 		g.err = c.err
 	}
