@@ -1,6 +1,9 @@
 package syntax
 
-import "slices"
+import (
+	"slices"
+	"strings"
+)
 
 // Names is what a quick scan of a source's tokens finds it declaring and
 // mentioning, without preprocessing or parsing it: enough to tell which
@@ -67,17 +70,13 @@ func (n *namesScan) next() *token {
 }
 
 func (n *namesScan) token(t *token) {
-	switch {
-	case t.kind == tokIdent:
-		n.names.Idents = append(n.names.Idents, t.text)
-	case t.kind == tokOperator && t.text == "@define":
+	if t.kind == tokOperator && t.text == "@define" {
 		if m := n.next(); m != nil && m.kind == tokIdent {
 			n.names.Macros = append(n.names.Macros, m.text)
 		}
 		return
-	case t.kind == tokOperator && t.text[0] == '@' && len(t.text) > 1:
-		n.names.MacroUses = append(n.names.MacroUses, t.text[1:])
 	}
+	n.mention(t)
 	if n.inProbe {
 		n.probeToken(t)
 		return
@@ -164,6 +163,16 @@ func (n *namesScan) probeToken(t *token) {
 	}
 }
 
+// mention records t when it is an identifier or a macro's use.
+func (n *namesScan) mention(t *token) {
+	switch {
+	case t.kind == tokIdent:
+		n.names.Idents = append(n.names.Idents, t.text)
+	case t.kind == tokOperator && t.text[0] == '@' && len(t.text) > 1:
+		n.names.MacroUses = append(n.names.MacroUses, t.text[1:])
+	}
+}
+
 // takesSuffix tells whether more components may follow point (a point of
 // an alias's definition).
 func takesSuffix(point string) bool {
@@ -180,7 +189,11 @@ func (n *namesScan) point(t *token) string {
 		case u != nil && u.text == "(" && !u.afterSpace:
 			n.skipArgument()
 		case u != nil && u.text == "." && !u.afterSpace:
-			text += "." + n.component(n.next())
+			c := n.next()
+			if c != nil {
+				n.mention(c)
+			}
+			text += "." + n.component(c)
 		default:
 			n.pending = u
 			return text
@@ -200,14 +213,15 @@ func (n *namesScan) skipArgument() {
 			depth++
 		case u.text == ")":
 			depth--
-		case u.kind == tokIdent:
-			n.names.Idents = append(n.names.Idents, u.text)
+		default:
+			n.mention(u)
 		}
 	}
 }
 
 // component reads the rest of a point's component that starts with t:
-// identifiers, numbers and '*' written together; "*" when t starts none.
+// identifiers, numbers and '*' written together; "*" when t starts none,
+// or for a command-line argument no argument was given for ($1).
 func (n *namesScan) component(t *token) string {
 	if t == nil || !componentPart(t) {
 		n.pending = t
@@ -218,11 +232,12 @@ func (n *namesScan) component(t *token) string {
 		u := n.next()
 		if u == nil || u.afterSpace || !componentPart(u) {
 			n.pending = u
+			if strings.ContainsAny(text, "$@") {
+				return "*"
+			}
 			return text
 		}
-		if u.kind == tokIdent {
-			n.names.Idents = append(n.names.Idents, u.text)
-		}
+		n.mention(u)
 		text += u.text
 	}
 }
