@@ -166,6 +166,7 @@ func (n *namesScan) probeToken(t *token) {
 // mention records t when it is an identifier or a macro's use.
 func (n *namesScan) mention(t *token) {
 	switch {
+	case t == nil:
 	case t.kind == tokIdent:
 		n.names.Idents = append(n.names.Idents, t.text)
 	case t.kind == tokOperator && t.text[0] == '@' && len(t.text) > 1:
@@ -190,9 +191,7 @@ func (n *namesScan) point(t *token) string {
 			n.skipArgument()
 		case u != nil && u.text == "." && !u.afterSpace:
 			c := n.next()
-			if c != nil {
-				n.mention(c)
-			}
+			n.mention(c)
 			text += "." + n.component(c)
 		default:
 			n.pending = u

@@ -90,7 +90,10 @@ func newIndex(srcs []*syntax.Source, stp int) *Index {
 // the library functions points need beyond the script's own (those a
 // probe family's prologues call).
 func (ix *Index) Reach(roots []*syntax.Names, implied []Implied) (stp, stpm []*syntax.Source) {
-	r := &reach{ix: ix, implied: implied, seen: map[string]bool{}, files: make([]bool, len(ix.srcs))}
+	r := &reach{ix: ix, seen: map[string]bool{}, files: make([]bool, len(ix.srcs))}
+	for _, im := range implied {
+		r.implied = append(r.implied, impliedCalls{alias{components: strings.Split(im.Point, "."), suffixes: im.Suffixes}, im.Calls})
+	}
 	for _, n := range roots {
 		r.mentions(n)
 	}
@@ -115,10 +118,16 @@ func (ix *Index) Reach(roots []*syntax.Names, implied []Implied) (stp, stpm []*s
 // reached, and those whose mentions are still to be followed.
 type reach struct {
 	ix      *Index
-	implied []Implied
+	implied []impliedCalls
 	seen    map[string]bool
 	files   []bool
 	queue   []int
+}
+
+// impliedCalls is an Implied with its point split as an alias's name.
+type impliedCalls struct {
+	point alias
+	calls []string
 }
 
 func (r *reach) mentions(n *syntax.Names) {
@@ -135,8 +144,8 @@ func (r *reach) mentions(n *syntax.Names) {
 		r.seen["."+p] = true
 		components := strings.Split(p, ".")
 		for _, im := range r.implied {
-			if aliasMeets(components, alias{components: strings.Split(im.Point, "."), suffixes: im.Suffixes}) {
-				for _, name := range im.Calls {
+			if aliasMeets(components, im.point) {
+				for _, name := range im.calls {
 					r.declared(name)
 				}
 			}
