@@ -229,7 +229,10 @@ func (m *Module) CompileGroup(ps []*sema.Probe) (*Program, error) {
 		}
 	}
 	g.probe = ps[0] // the prologue's position
-	prog := g.program()
+	prog, err := g.program()
+	if err != nil {
+		return nil, err
+	}
 	prog.Probe, prog.Sections, prog.Attach = ps[0], sections, ps[0].Attach
 	return prog, nil
 }

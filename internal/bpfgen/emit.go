@@ -55,6 +55,9 @@ type gen struct {
 	maxStack int
 	scratch  int // bytes of scratch in use
 	maxScr   int
+	// calleeFrames is the largest scratch frame of a function its code
+	// calls (subprog.go), which starts at frameBase.
+	calleeFrames int
 	// snapshots are the per-CPU arrays of the program's foreach loops
 	// (snapshot.go).
 	snapshots []Map
@@ -260,42 +263,46 @@ func (g *gen) scratchMark() int     { return g.scratch }
 func (g *gen) scratchRelease(m int) { g.scratch = m }
 
 // program assembles prologue, body and tails.
-func (g *gen) program() *Program {
+func (g *gen) program() (*Program, error) {
 	body, bodyPos, pending := g.insns, g.pos, g.pending
 	g.insns, g.pos, g.pending = nil, nil, nil
 	g.cur = g.probe.Point.Position()
-	g.prologue()
+	perCPU := g.scratchPerCPU()
+	g.prologue(perCPU)
 	g.insns = append(g.insns, body...)
 	g.pos = append(g.pos, bodyPos...)
 	g.pending = pending // labels at the end of the body
 	g.epilogue()
 	g.resolveAliases()
-	scratch := g.maxScr
 	if len(g.subs.order) > 0 {
 		g.insns[0] = btf.WithFuncMetadata(g.insns[0], mainType)
 	}
 	for _, sp := range g.subs.order {
 		g.insns = append(g.insns, sp.insns...)
 		g.pos = append(g.pos, sp.pos...)
-		scratch = max(scratch, sp.scratch)
 	}
+	setFrameBase(g.insns, g.frameBase()) // the calls of main and its static subprograms
 	insns, pos := farJumps(g.insns, g.pos)
 	prog := &Program{Instructions: insns, Pos: pos}
 	settleSleep(prog, g.subs.userStrings, g.m.cfg.SleepableUprobes != nil && g.m.cfg.SleepableUprobes())
-	if scratch > 0 {
-		prog.Maps = []Map{{ScratchMap, perCPUArray("scratch", uint32(scratch), uint32(1+len(g.subs.order)))}}
+	m, err := g.scratchMap(perCPU)
+	if err != nil {
+		return nil, &Error{Pos: g.cur, Msg: err.Error()}
+	}
+	if m != nil {
+		prog.Maps = []Map{{ScratchMap, m}}
 	}
 	if usesTokenize(prog.Instructions) {
 		prog.Maps = append(prog.Maps, g.tokenizeMap())
 	}
 	prog.Maps = append(prog.Maps, g.snapshots...)
-	return prog
+	return prog, nil
 }
 
 // prologue: context, session state (after exit() a probe does nothing,
 // as stap's handlers check the session state first; a direct load of the
 // map value, no helper call), target filter, scratch area, zeroed locals.
-func (g *gen) prologue() {
+func (g *gen) prologue(perCPU bool) {
 	g.emit(
 		asm.Mov.Reg(regCtx, asm.R1),
 		asm.LoadMapValue(asm.R1, 0, 0).WithReference(StateMap),
@@ -310,9 +317,8 @@ func (g *gen) prologue() {
 		)
 		g.emit(emitLookup(TargetMap, -8, labelDone)...)
 	}
-	if g.maxScr > 0 {
-		g.emit(emitLookupIndex(ScratchMap, -8, 0, labelDone)...)
-		g.emit(asm.Mov.Reg(regScratch, asm.R0))
+	if g.scratchSize() > 0 {
+		g.lookupScratch(perCPU)
 	}
 	g.emit(asm.Mov.Imm(asm.R0, 0))
 	for off := 8; off <= g.maxStack; off += 8 {

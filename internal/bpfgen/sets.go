@@ -94,7 +94,10 @@ func (m *Module) compileSet(ps []*sema.Probe) (*Program, error) {
 	if err := g.section(ps[0], base); err != nil {
 		return nil, err
 	}
-	prog := g.program()
+	prog, err := g.program()
+	if err != nil {
+		return nil, err
+	}
 	prog.Probe, prog.Attach = ps[0], setPoint(ps)
 	prog.Maps = append(prog.Maps, Map{PointsMap, g.points.spec()})
 	for i, p := range ps {

@@ -21,38 +21,47 @@ import (
 // the caller's walk only checks the arguments against its BTF prototype.
 //
 // A script function called from a kernel probe becomes one when it takes
-// at most four longs, returns a long or a string, has no loop (in its body
+// at most three longs, returns a long or a string, has no loop (in its body
 // or a function it calls: the verifier walks every iteration of a loop,
 // and one bounded by an argument, a constant where the call was inlined,
 // is bounded by MAXACTION alone in a subprogram), and compiles without
 // what only its probe or its call site has (the context, the probe's
 // name, the call's position for __error_at_call). Its prototype
-// is int f(void *ret, long, ...): ret points at the caller's result (an
-// 8-byte stack slot, or a string slot of the caller's scratch area), the
-// longs are the arguments. It has its own stack frame (long locals, loop
-// action counter) and its own element of the program's scratch map
-// (string locals, sprintf rooms), so nothing it uses overlaps its caller;
-// a function calls itself only through recursion, which is refused. It
+// is int f(void *ret, void *scratch, long, ...): ret points at the
+// caller's result (an 8-byte stack slot, or a string slot of the caller's
+// scratch area), scratch at its scratch frame, the longs are the
+// arguments. It has its own stack frame (long locals, loop action
+// counter) and its own scratch frame (string locals, sprintf rooms), so
+// nothing it uses overlaps its caller; a function calls itself only
+// through recursion, which is refused.
+//
+// Scratch frames are laid out in the program's one scratch element as
+// stack frames are: a caller passes the bytes past its own scratch (the
+// largest offset its code uses, known when its code is compiled: the
+// call's `add` is patched then, frameBase), and a function's frame is its
+// own scratch and then the largest frame of the functions it calls. No
+// function looks its frame up: the kernel inlines every array lookup by
+// patching the whole program, which cost the merged program of syscall.*
+// a quarter of its verification with a lookup in each of 60 functions. It
 // returns 0, or 1 when it raised an error (the error record is sent):
 // the caller then ends the probe as for its own errors. Inside a try block
 // (try.go) a call is inlined, so that its errors reach the catch. One that
 // compiles to fewer than minSubprogInsns instructions is inlined instead:
-// the call and the scratch lookup would cost more than they save.
+// the call would cost more than it saves.
 //
 // minSubprogInsns is the smallest body worth a subprogram.
 const minSubprogInsns = 64
 
-// subprogArgs is the most long arguments a subprogram takes (R2-R5).
-const subprogArgs = 4
+// subprogArgs is the most long arguments a subprogram takes (R3-R5).
+const subprogArgs = 3
 
 // subprog is a script function compiled for one program.
 type subprog struct {
-	label   string // its first instruction's symbol, the call target
-	index   int    // its element of ScratchMap
-	inline  bool   // inlined instead
-	insns   asm.Instructions
-	pos     []syntax.Pos
-	scratch int // bytes of its scratch element
+	label  string // its first instruction's symbol, the call target
+	inline bool   // inlined instead
+	insns  asm.Instructions
+	pos    []syntax.Pos
+	frame  int // bytes of its scratch frame, its callees' included
 }
 
 // subprogs are a program's compiled functions, shared by the gens of the
@@ -95,7 +104,6 @@ func (g *gen) asSubprog(c *syntax.Call) *subprog {
 		sp.inline = true
 		return nil
 	}
-	sp.scratch = callee.maxScr
 	g.subs.order = append(g.subs.order, sp)
 	return sp
 }
@@ -122,7 +130,7 @@ func (g *gen) compileSubprog(c *syntax.Call, sp *subprog) *gen {
 	s := newGen(g.m, g.probe)
 	s.subs, s.subprog, s.exitLabel = g.subs, true, labelExit
 	s.cur = f.Decl.Position()
-	keySlot, retSlot := s.pushSlot(), s.pushSlot()
+	retSlot := s.pushSlot()
 	slots := s.frameSlots(f)
 	s.insns, s.pos = nil, nil         // the prologue zeroes the stack; params arrive in theirs
 	params := map[*syntax.Var]int16{} // a string parameter's incoming pointer
@@ -162,8 +170,7 @@ func (g *gen) compileSubprog(c *syntax.Call, sp *subprog) *gen {
 	if s.err != nil {
 		return s
 	}
-	sp.index = len(g.subs.order) + 1 // its callees have theirs
-	s.assembleSubprog(sp, f, keySlot, retSlot, slots, params)
+	s.assembleSubprog(sp, f, retSlot, slots, params)
 	return s
 }
 
@@ -215,10 +222,10 @@ func (s *gen) subprogRet(fr frame, e syntax.Expr) {
 }
 
 // assembleSubprog puts the prologue before the body (zeroed stack, the
-// arguments spilled to their slots, the scratch element in R9); an error
+// arguments spilled to their slots, the scratch frame in R9); an error
 // ends it with 1.
-func (s *gen) assembleSubprog(sp *subprog, f *syntax.Func, keySlot, retSlot int16, slots map[*syntax.Var]value, params map[*syntax.Var]int16) {
-	s.assemble(sp, subprogType(sp.label, f, s.m.maxStr), func() {
+func (s *gen) assembleSubprog(sp *subprog, f *syntax.Func, retSlot int16, slots map[*syntax.Var]value, params map[*syntax.Var]int16) {
+	s.assemble(sp, nil, func() {
 		s.emit(asm.Mov.Imm(asm.R0, 0))
 		for off := 8; off <= s.maxStack; off += 8 {
 			s.emit(asm.StoreMem(asm.R10, int16(-off), asm.R0, asm.DWord))
@@ -229,12 +236,10 @@ func (s *gen) assembleSubprog(sp *subprog, f *syntax.Func, keySlot, retSlot int1
 			if !isStr {
 				at = int16(slots[p].off)
 			}
-			s.emit(asm.StoreMem(asm.R10, at, asm.R2+asm.Register(i), asm.DWord))
+			s.emit(asm.StoreMem(asm.R10, at, asm.R3+asm.Register(i), asm.DWord))
 		}
-		if s.maxScr > 0 {
-			s.emit(emitLookupIndex(ScratchMap, keySlot, int32(sp.index), labelExit)...)
-			s.emit(asm.Mov.Reg(regScratch, asm.R0))
-		}
+		// never NULL: the check is for the verifier
+		s.emit(asm.JEq.Imm(asm.R2, 0, labelExit), asm.Mov.Reg(regScratch, asm.R2))
 		for _, p := range f.Params { // a string is copied in, up to its NUL
 			if at, isStr := params[p]; isStr {
 				s.emit(asm.Mov.Reg(asm.R1, regScratch), asm.Add.Imm(asm.R1, int32(slots[p].off)),
@@ -243,12 +248,17 @@ func (s *gen) assembleSubprog(sp *subprog, f *syntax.Func, keySlot, retSlot int1
 			}
 		}
 	})
+	base := s.frameBase()
+	sp.frame = max(base+s.calleeFrames, 8)
+	setFrameBase(sp.insns, base)
+	sp.insns[0] = btf.WithFuncMetadata(sp.insns[0], subprogType(sp.label, f, s.m.maxStr, sp.frame))
 }
 
 // assemble puts prologue before the body compiled in s, then the exit
 // (return 1: an error ended it, or a lookup failed) when something jumps
 // to it, and the tails. Every label is prefixed with the subprogram's;
-// the first instruction carries its symbol and BTF prototype fn.
+// the first instruction carries its symbol and BTF prototype fn (when
+// not nil).
 func (s *gen) assemble(sp *subprog, fn *btf.Func, prologue func()) {
 	body, bodyPos, pending := s.insns, s.pos, s.pending
 	s.insns, s.pos, s.pending = nil, nil, nil
@@ -272,7 +282,10 @@ func (s *gen) assemble(sp *subprog, fn *btf.Func, prologue func()) {
 			s.insns[i] = s.insns[i].WithReference(prefix + in.Reference())
 		}
 	}
-	s.insns[0] = btf.WithFuncMetadata(s.insns[0].WithSymbol(sp.label), fn)
+	s.insns[0] = s.insns[0].WithSymbol(sp.label)
+	if fn != nil {
+		s.insns[0] = btf.WithFuncMetadata(s.insns[0], fn)
+	}
 	sp.insns, sp.pos = s.insns, s.pos
 }
 
@@ -288,6 +301,7 @@ func (g *gen) staticSubprog(sp *subprog, fn *btf.Func, body func(c *gen) (prolog
 	c.subs, c.subprog, c.cur = g.subs, true, g.cur
 	c.assemble(sp, fn, body(c))
 	g.subs.order = append(g.subs.order, sp)
+	g.calleeFrames = max(g.calleeFrames, c.calleeFrames)
 	if c.err != nil && g.err == nil {
 		g.err = c.err
 	}
@@ -317,8 +331,10 @@ func isJump(in asm.Instruction) bool {
 
 // callSubprog compiles the call c of sp: the long arguments evaluated in
 // order to scratch cells (a pointer the verifier tracks, $regs say, passes
-// as the scalar a global function takes only once stored in a map), then R1 = the result's address, R2.. = the
-// arguments; a nonzero return ends the probe (the error is sent). A long
+// as the scalar a global function takes only once stored in a map), then
+// R1 = the result's address, R2 = the callee's scratch frame, past the
+// caller's (frameBase), R3.. = the arguments; a nonzero return ends the
+// probe (the error is sent). A long
 // result is left in R0, a string result in dst (when a slot) or a new
 // slot.
 func (g *gen) callSubprog(c *syntax.Call, sp *subprog, dst value) value {
@@ -347,8 +363,10 @@ func (g *gen) callSubprog(c *syntax.Call, sp *subprog, dst value) value {
 		result = value{off: int(g.pushSlot())}
 		g.emit(asm.Mov.Reg(asm.R1, asm.R10), asm.Add.Imm(asm.R1, int32(result.off)))
 	}
+	g.emit(asm.Mov.Reg(asm.R2, regScratch), frameAdd())
+	g.calleeFrames = max(g.calleeFrames, sp.frame)
 	for i, a := range args {
-		r := asm.R2 + asm.Register(i)
+		r := asm.R3 + asm.Register(i)
 		if a.str {
 			g.emit(asm.Mov.Reg(r, regScratch), asm.Add.Imm(r, int32(a.off)))
 			continue
@@ -366,14 +384,43 @@ func (g *gen) callSubprog(c *syntax.Call, sp *subprog, dst value) value {
 	return result
 }
 
+// frameBaseKey marks the `R2 += base` of a call (frameAdd), whose base is
+// the caller's scratch size, known once the caller is compiled.
+type frameBaseKey struct{}
+
+// frameAdd is the `R2 += base` that makes the caller's scratch address in
+// R2 the callee's frame, its base set later (setFrameBase).
+func frameAdd() asm.Instruction {
+	in := asm.Add.Imm(asm.R2, 0)
+	in.Metadata.Set(frameBaseKey{}, true)
+	return in
+}
+
+// setFrameBase gives the calls' frameAdds in insns that are not set yet
+// base as their constant.
+func setFrameBase(insns asm.Instructions, base int) {
+	for i, in := range insns {
+		if in.Dst == asm.R2 && in.OpCode == asm.Add.Op(asm.ImmSource) && in.Metadata.Get(frameBaseKey{}) != nil {
+			in.Constant = int64(base)
+			in.Metadata.Set(frameBaseKey{}, nil)
+			insns[i] = in
+		}
+	}
+}
+
+// frameBase is where the frames of the functions g's code calls start in
+// g's scratch: past the scratch g uses.
+func (g *gen) frameBase() int { return (g.maxScr + 7) &^ 7 }
+
 // subprogType is the BTF prototype of a subprogram: int NAME(void *ret,
-// long, ...), ret a pointer to its result's bytes.
-func subprogType(name string, f *syntax.Func, maxStr int) *btf.Func {
+// void *scratch, long, ...), ret a pointer to its result's bytes, scratch
+// to its frame of frame bytes.
+func subprogType(name string, f *syntax.Func, maxStr, frame int) *btf.Func {
 	size := 8
 	if f.Result == syntax.TypeString {
 		size = maxStr
 	}
-	params := []btf.FuncParam{{Name: "ret", Type: bytesPointer(size)}}
+	params := []btf.FuncParam{{Name: "ret", Type: bytesPointer(size)}, {Name: "scratch", Type: bytesPointer(max(frame, 8))}}
 	for i, p := range f.Params {
 		var t btf.Type = longType
 		if p.Type == syntax.TypeString {
