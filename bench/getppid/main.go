@@ -22,7 +22,7 @@ import (
 func main() {
 	n := flag.Int("n", 2_000_000, "number of getppid calls to time")
 	cpu := flag.Int("cpu", 1, "CPU to pin the loop to")
-	call := flag.String("call", "getppid", "the call: getppid or lseek")
+	call := flag.String("call", "getppid", "the call: getppid, lseek or umask")
 	clock := flag.String("clock", "wall", "what to time: wall (wall-clock) or thread (the thread's CPU time, which leaves out the time other work on a busy machine takes the CPU)")
 	flag.Parse()
 	nr, args := uintptr(unix.SYS_GETPPID), [3]uintptr{}
@@ -33,6 +33,9 @@ func main() {
 			os.Exit(1)
 		}
 		nr, args = unix.SYS_LSEEK, [3]uintptr{f.Fd(), 0, 1}
+	}
+	if *call == "umask" {
+		nr, args = unix.SYS_UMASK, [3]uintptr{0o22, 0, 0}
 	}
 	runtime.LockOSThread()
 	var set unix.CPUSet

@@ -64,6 +64,7 @@ func kernelBuiltins() map[string]builtinCode {
 		"syscall_name":        strCode((*gen).syscallName),
 		"__syscall_compat":    longCode(func(g *gen, _ *syntax.Call) { g.syscallCompat() }),
 		"__syscall_native_nr": longCode((*gen).syscallNativeNr),
+		"__syscall_tail":      longCode((*gen).syscallTail),
 		"addr":                longCode((*gen).addr),
 		"__func_addr":         longCode((*gen).funcAddr),
 		"uaddr":               longCode((*gen).uaddr),

@@ -292,6 +292,9 @@ func (g *gen) program() (*Program, error) {
 	if m != nil {
 		prog.Maps = []Map{{ScratchMap, m}}
 	}
+	if g.subs.tailCall {
+		prog.Maps = append(prog.Maps, Map{TailMap, tailMapSpec()})
+	}
 	if usesTokenize(prog.Instructions) {
 		prog.Maps = append(prog.Maps, g.tokenizeMap())
 	}

@@ -73,6 +73,8 @@ type subprogs struct {
 	// userStrings: a uprobe's code, the probe's or a function's, reads
 	// user strings (sleepable.go)
 	userStrings bool
+	// tailCall: the program makes a tail call (TailMap)
+	tailCall bool
 }
 
 // label is the symbol of f's subprogram: fn_NAME, or fn_NAME_ARITY when

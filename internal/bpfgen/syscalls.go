@@ -237,3 +237,28 @@ func syscallNativeMapSpec() *ebpf.MapSpec {
 	}
 	return spec
 }
+
+// TailMap is the program array of the first half of a merged entry of
+// system calls (sema's syscallsplit.go): its one element is the second
+// half's program, which kernelside puts there before the first is
+// attached.
+const TailMap = "tail"
+
+// syscallTail compiles __syscall_tail(): a tail call into TailMap's
+// program, which does not come back; should it fail (an empty map), R0 =
+// 0 and the code goes on.
+func (g *gen) syscallTail(*syntax.Call) {
+	g.subs.tailCall = true
+	g.emit(
+		asm.Mov.Reg(asm.R1, regCtx),
+		asm.LoadMapPtr(asm.R2, 0).WithReference(TailMap),
+		asm.Mov.Imm(asm.R3, 0),
+		asm.FnTailCall.Call(),
+		asm.Mov.Imm(asm.R0, 0),
+	)
+}
+
+// tailMapSpec describes TailMap.
+func tailMapSpec() *ebpf.MapSpec {
+	return &ebpf.MapSpec{Name: "tail", Type: ebpf.ProgramArray, KeySize: 4, ValueSize: 4, MaxEntries: 1}
+}

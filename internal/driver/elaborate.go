@@ -45,6 +45,7 @@ func (s *session) elaborate(user, libs []*syntax.File) (*sema.Program, error) {
 		Unoptimized:     s.opts.Unoptimize || s.opts.ListVars,
 		NoGlobalDisplay: s.opts.NoGlobalDisplay,
 		Guru:            s.opts.Guru,
+		Timing:          s.opts.Timing,
 		Listing:         listing,
 		Registry: probes.BuiltinWith(probes.RunningKernel{CanAttach: bpfrt.CanAttach, CanFindTasks: kernelside.CanFindTasks}, probes.Config{
 			ClassicTracepoints: s.opts.Compatible != "" && syntax.CompareVersions(s.opts.Compatible, "4.1") <= 0,

@@ -142,7 +142,7 @@ func (s *session) attach(ks *kernelside.Session, in *interp.Interp, out output.W
 	if err := ks.Attach(); err != nil {
 		return err
 	}
-	out.Attached(&output.Attached{Programs: ks.Programs(), Elapsed: s.timer.elapsed()})
+	out.Attached(&output.Attached{Programs: ks.Attached(), Elapsed: s.timer.elapsed()})
 	return nil
 }
 

@@ -164,6 +164,7 @@ var contextBuiltins = map[string]builtinFunc{
 	// refused in pass 2 (tapset.Builtin.KernelOnly)
 	"__syscall_compat":    kernelOnly("__syscall_compat"),
 	"__syscall_native_nr": kernelOnly("__syscall_native_nr"),
+	"__syscall_tail":      kernelOnly("__syscall_tail"),
 	"__context_task":      kernelOnly("__context_task"),
 	"__context_var":       kernelOnly("__context_var"),
 	// the name the kernel gives the thread, "" when there is none (as

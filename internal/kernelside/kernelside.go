@@ -24,6 +24,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"sync"
 	"time"
 
@@ -219,6 +220,17 @@ func (s *Session) RingSize() int { return s.mod.RingSize() }
 // Programs is the number of compiled programs.
 func (s *Session) Programs() int { return len(s.progs) }
 
+// Attached is the number of programs Attach attaches.
+func (s *Session) Attached() int {
+	n := 0
+	for _, p := range s.progs {
+		if p.Probe.TailOf == nil {
+			n++
+		}
+	}
+	return n
+}
+
 // PrivilegeError is the one line that says kernel probes cannot run
 // without the privileges BPF needs (err: bpfrt.CheckPrivileges's).
 func PrivilegeError(err error) error {
@@ -283,6 +295,24 @@ func (s *Session) Load() error {
 		p := s.progs[i].Probe
 		return &Error{Pos: p.Point.Position(), Msg: fmt.Sprintf("cannot load probe %s: %v", p.Name, err)}
 	}
+	return s.linkTails(refs)
+}
+
+// linkTails puts each program that another enters with a tail call
+// (sema.Probe.TailOf) into that program's TailMap.
+func (s *Session) linkTails(refs []map[string]*ebpf.Map) error {
+	for i, p := range s.progs {
+		if p.Probe.TailOf == nil {
+			continue
+		}
+		lead := slices.IndexFunc(s.progs, func(q *bpfgen.Program) bool { return q.Probe == p.Probe.TailOf })
+		if lead < 0 || refs[lead][bpfgen.TailMap] == nil {
+			return fmt.Errorf("ERROR: probe %s: no program enters it", p.Probe.Name)
+		}
+		if err := refs[lead][bpfgen.TailMap].Update(uint32(0), s.loaded[i].Program, ebpf.UpdateAny); err != nil {
+			return fmt.Errorf("ERROR: probe %s: its tail call: %w", p.Probe.Name, err)
+		}
+	}
 	return nil
 }
 
@@ -313,9 +343,12 @@ func (s *Session) FprintVerifierLogs(w io.Writer) {
 	}
 }
 
-// Attach attaches every loaded program.
+// Attach attaches every loaded program but those entered by a tail call.
 func (s *Session) Attach() error {
 	for i, lp := range s.loaded {
+		if s.progs[i].Probe.TailOf != nil {
+			continue
+		}
 		err := lp.Attach()
 		var refused *bpfrt.RefusedError
 		if errors.As(err, &refused) {

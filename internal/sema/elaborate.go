@@ -69,6 +69,9 @@ type Options struct {
 	Verbose    bool
 	// Guru is -g: a netfilter probe may assign $verdict.
 	Guru bool
+	// Timing is -t, which times each probe's runs: the merged entry of
+	// many system calls then stays one program (splitMerged).
+	Timing bool
 	// Unoptimized is -u: keep code without effect.
 	Unoptimized bool
 	// NoGlobalDisplay is --no-global-var-display: no end probes print the
@@ -104,6 +107,8 @@ type elab struct {
 	// kernelPoints: a point of a kernel probe family was resolved, or
 	// tried (Errors.KernelProbes).
 	kernelPoints bool
+	// merges are the merged entries of system calls (syscalls.go).
+	merges []mergedEntry
 
 	fileOf    map[syntax.Decl]*syntax.File
 	userFuncs map[string][]*syntax.FuncDecl
@@ -200,6 +205,7 @@ func Elaborate(user []*syntax.File, opts Options) (*Program, error) {
 		e.promoteByThread()
 		e.takeSelectors()
 		e.settleSets()
+		e.splitMerged()
 	}
 	if e.rep.failed() {
 		errs := e.rep.errors()

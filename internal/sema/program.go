@@ -86,6 +86,10 @@ type Probe struct {
 	// its own.
 	Joins *Probe
 	Skip  syntax.Expr
+	// TailOf is the probe whose program enters this one's with a tail
+	// call (the second half of a merged entry of system calls: see
+	// splitMerged); such a program is loaded, not attached. Nil for others.
+	TailOf *Probe
 	// Display is the global an end probe the elaborator synthesizes
 	// displays (stap's display of a global written and never read; see
 	// displayProbe): runners output the global's contents, sorted as stap's

@@ -347,6 +347,9 @@ var Builtins = index(
 	// the call nr is (nr itself but in a compat call; -1 for none)
 	kernelOnly(fn("__syscall_compat", long)),
 	kernelOnly(fn("__syscall_native_nr", long, l("nr"))),
+	// __syscall_tail(): a tail call into the second half of a merged
+	// entry of system calls (sema's syscallsplit.go)
+	kernelOnly(effects(fn("__syscall_tail", long))),
 	// env_var(name): of the current process (a kernel probe's, read from
 	// /proc/PID/environ when the record arrives; a user-side probe's is
 	// bpftap's own)

@@ -1,0 +1,281 @@
+package sema
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/bpftap/bpftap/internal/syntax"
+)
+
+// Splitting a large merged entry in two. The kernel verifies a program on
+// one CPU, and the merged entry of syscall.* with argstr, some 35,000
+// instructions, took most of the script's start-up there; two programs
+// load at once on two CPUs (kernelside loads them in parallel). So, last
+// of all, once the program is checked and its code final, a merged entry
+// (syscalls.go) whose argument layouts keep at least splitNodes syntax
+// nodes becomes two probes on its tracepoint, each with a run of the
+// layouts (halfOfLayouts) and the calls that have them. The first, which
+// is attached, dispatches every call, its own as before and the second's
+// to a tail call (__syscall_tail) into the second, which dispatches its
+// own calls only and is not attached (Probe.TailOf):
+//
+//	first:  if (__syscall_nr < 60) { ... if (__syscall_nr == 0) { name = "read"; __syscall_layout = 3 } ... }
+//	        else { ... if (__syscall_nr == 257) { __syscall_tail(); next } ... }
+//	        GUARDS; if (__syscall_layout < 12) { ... (its layouts) }; BODY
+//	second: if (__syscall_nr < 290) { ... if (__syscall_nr == 257) { name = "openat"; __syscall_layout = 90 } ... }
+//	        GUARDS; if (__syscall_layout < 102) { ... (its layouts) }; BODY
+//
+// The second is a copy of the first's code, so diagnostics, made before,
+// are the same whether or not the entry is split. A tail call is a jump
+// into the other program: a few nanoseconds, for the second's calls only.
+// Under -t the entry stays one program (a tail call leaves the first
+// program before its run's time is taken), and so does one that another
+// probe joins (joinSyscallEntries: its section comes after the merged
+// one's in the program, where a tail call never returns).
+
+// splitNodes is the fewest syntax nodes the argument layouts of a merged
+// entry keep for it to be split (syscall.* with argstr: about 3,500; with
+// name only, none).
+const splitNodes = 1000
+
+// mergedEntry is a merged entry of system calls, for splitMerged: its
+// probe, the index of its plan in Program.Plans, and what the plan says.
+type mergedEntry struct {
+	probe          *Probe
+	plan           int
+	users          string
+	calls, layouts int
+}
+
+// splitMerged splits the merged entries that are large enough, and says
+// so in their plans.
+func (e *elab) splitMerged() {
+	if e.opts.Timing {
+		return
+	}
+	for _, m := range e.merges {
+		if !slices.Contains(e.prog.Probes, m.probe) || e.joined(m.probe) {
+			continue
+		}
+		d := findDispatches(m.probe.Body)
+		if d == nil || d.kept() < splitNodes {
+			continue
+		}
+		served := e.split(m.probe, d)
+		e.prog.Plans[m.plan] = fmt.Sprintf("%s: the entries of %d system calls share two programs on %s, verified at once, "+
+			"the second entered by a tail call for %d of them (%d argument layouts)", m.users, m.calls, m.probe.Attach.Target(), served, m.layouts)
+	}
+}
+
+// joined tells whether another probe joins p's program.
+func (e *elab) joined(p *Probe) bool {
+	return slices.ContainsFunc(e.prog.Probes, func(q *Probe) bool { return q.Joins == p })
+}
+
+// dispatches are the two dispatches of a merged entry's final body: the
+// statement indexes of the one on the call's number and of the one on its
+// layout, the leaves of each (`if (X == K) CASE else next`, by key), and
+// the layout each call's case sets.
+type dispatches struct {
+	callAt, layoutAt int
+	calls, layouts   []*syntax.IfStmt
+	layoutOf         map[*syntax.IfStmt]int64
+}
+
+// findDispatches finds the dispatches in body, or returns nil when the
+// elaborated code no longer has their shape.
+func findDispatches(body *syntax.Block) *dispatches {
+	d := &dispatches{callAt: dispatchOn(body, nativeNrVar), layoutAt: dispatchOn(body, SyscallLayoutVar), layoutOf: map[*syntax.IfStmt]int64{}}
+	if d.callAt < 0 || d.layoutAt < d.callAt {
+		return nil
+	}
+	var ok bool
+	if d.calls, ok = dispatchLeaves(body.Stmts[d.callAt]); !ok {
+		return nil
+	}
+	if d.layouts, ok = dispatchLeaves(body.Stmts[d.layoutAt]); !ok || len(d.layouts) < 2 {
+		return nil
+	}
+	for _, c := range d.calls {
+		k, ok := setsLayout(c.Then)
+		if !ok {
+			return nil
+		}
+		d.layoutOf[c] = k
+	}
+	return d
+}
+
+// dispatchOn is the index of the statement of body that is a dispatch on
+// the local name, or -1.
+func dispatchOn(body *syntax.Block, name string) int {
+	return slices.IndexFunc(body.Stmts, func(s syntax.Stmt) bool {
+		i, ok := s.(*syntax.IfStmt)
+		if !ok {
+			return false
+		}
+		b, ok := i.Cond.(*syntax.Binary)
+		if !ok {
+			return false
+		}
+		id, ok := b.X.(*syntax.Ident)
+		return ok && id.Name == name
+	})
+}
+
+// dispatchLeaves lists the leaves of the dispatch s in key order: a tree
+// of `if (X < K) ... else ...` whose leaves are `if (X == K) CASE else
+// next`; false when s is not one.
+func dispatchLeaves(s syntax.Stmt) ([]*syntax.IfStmt, bool) {
+	i, ok := s.(*syntax.IfStmt)
+	if !ok {
+		return nil, false
+	}
+	b, ok := i.Cond.(*syntax.Binary)
+	if !ok {
+		return nil, false
+	}
+	if _, ok := b.Y.(*syntax.NumberLit); !ok {
+		return nil, false
+	}
+	switch b.Op {
+	case "==":
+		_, next := i.Else.(*syntax.NextStmt)
+		return []*syntax.IfStmt{i}, next
+	case "<":
+		low, ok1 := dispatchLeaves(i.Then)
+		high, ok2 := dispatchLeaves(i.Else)
+		return append(low, high...), ok1 && ok2
+	}
+	return nil, false
+}
+
+// leafKey is the K of a leaf `if (X == K) ...`.
+func leafKey(leaf *syntax.IfStmt) int64 {
+	return leaf.Cond.(*syntax.Binary).Y.(*syntax.NumberLit).Value
+}
+
+// setsLayout returns the layout a call's case sets (its last statement,
+// `__syscall_layout = K`).
+func setsLayout(s syntax.Stmt) (int64, bool) {
+	b, ok := s.(*syntax.Block)
+	if !ok || len(b.Stmts) == 0 {
+		return 0, false
+	}
+	x, ok := b.Stmts[len(b.Stmts)-1].(*syntax.ExprStmt)
+	if !ok {
+		return 0, false
+	}
+	a, ok := x.X.(*syntax.Assign)
+	if !ok || a.Op != "=" {
+		return 0, false
+	}
+	id, ok := a.LHS.(*syntax.Ident)
+	k, isNum := a.RHS.(*syntax.NumberLit)
+	if !ok || !isNum || id.Name != SyscallLayoutVar {
+		return 0, false
+	}
+	return k.Value, true
+}
+
+// sizes are the syntax nodes of each layout's case.
+func (d *dispatches) sizes() []int {
+	sizes := make([]int, len(d.layouts))
+	for i, l := range d.layouts {
+		syntax.Walk(l.Then, func(syntax.Node) bool { sizes[i]++; return true })
+	}
+	return sizes
+}
+
+// kept is the syntax nodes of all the layouts' cases.
+func (d *dispatches) kept() int {
+	total := 0
+	for _, n := range d.sizes() {
+		total += n
+	}
+	return total
+}
+
+// halfOfLayouts is where the layouts split in two: after the first third
+// of their nodes. The first program also dispatches every call, and each
+// program checks the functions its layouts call: with a third of the
+// layouts, the first of syscall.* with argstr takes as long to verify as
+// the second (about 38 ms each on the development machine, 70 ms whole).
+func (d *dispatches) halfOfLayouts() int {
+	sizes, total, sum := d.sizes(), d.kept(), 0
+	for i, n := range sizes {
+		if sum += n; 3*sum >= total {
+			return min(i+1, len(sizes)-1)
+		}
+	}
+	return len(sizes) / 2
+}
+
+// split makes p the first half and puts the second after it; it returns
+// the number of calls the second serves.
+func (e *elab) split(p *Probe, d *dispatches) int {
+	half := d.halfOfLayouts()
+	second := map[int64]bool{}
+	for _, l := range d.layouts[half:] {
+		second[leafKey(l)] = true
+	}
+	tail := *p
+	tail.Body, tail.TailOf = e.cloneBody(p.Body), p
+	td := findDispatches(tail.Body) // the same shapes, in the copy
+	var served []*syntax.IfStmt
+	for i, c := range d.calls {
+		if second[d.layoutOf[c]] {
+			served = append(served, td.calls[i])
+			c.Then = e.tailCallCase(c.Pos)
+		}
+	}
+	p.Body.Stmts[d.layoutAt] = typedDispatch(d.layouts[:half])
+	tail.Body.Stmts[td.callAt] = typedDispatch(served)
+	tail.Body.Stmts[td.layoutAt] = typedDispatch(td.layouts[half:])
+	i := slices.Index(e.prog.Probes, p)
+	e.prog.Probes = slices.Insert(e.prog.Probes, i+1, &tail)
+	return len(served)
+}
+
+// cloneBody copies an elaborated body, the accesses of its context
+// variables (Program.Targets) included.
+func (e *elab) cloneBody(b *syntax.Block) *syntax.Block {
+	c := syntax.Clone(b)
+	from, to := nodesOf(b), nodesOf(c)
+	for i, n := range from {
+		if x, ok := n.(syntax.Expr); ok && e.prog.Targets[x] != nil {
+			e.prog.Targets[to[i].(syntax.Expr)] = e.prog.Targets[x]
+		}
+	}
+	return c
+}
+
+// nodesOf lists the nodes of n in the order syntax.Walk visits them.
+func nodesOf(n syntax.Node) []syntax.Node {
+	var ns []syntax.Node
+	syntax.Walk(n, func(n syntax.Node) bool { ns = append(ns, n); return true })
+	return ns
+}
+
+// typedDispatch is the balanced tree of comparisons over leaves (in key
+// order, already elaborated): `if (X < K) LOW else HIGH`, typed as the
+// elaborator leaves its code.
+func typedDispatch(leaves []*syntax.IfStmt) syntax.Stmt {
+	if len(leaves) == 1 {
+		return leaves[0]
+	}
+	mid := len(leaves) / 2
+	eq := leaves[mid].Cond.(*syntax.Binary)
+	at := leaves[mid].Pos
+	cond := &syntax.Binary{Typed: syntax.Typed{Pos: eq.Pos, T: eq.T}, Op: "<", X: syntax.Clone(eq.X), Y: syntax.Clone(eq.Y)}
+	return &syntax.IfStmt{Pos: at, Cond: cond, Then: typedDispatch(leaves[:mid]), Else: typedDispatch(leaves[mid:])}
+}
+
+// tailCallCase is `{ __syscall_tail(); next }`, elaborated: the first
+// half's case of a call the second serves (next, should the tail call
+// fail).
+func (e *elab) tailCallCase(at syntax.Pos) *syntax.Block {
+	f := e.builtin("__syscall_tail")
+	call := &syntax.Call{Typed: syntax.Typed{Pos: at, T: f.Result}, Name: f.Name, Func: f}
+	return &syntax.Block{Pos: at, Stmts: []syntax.Stmt{&syntax.ExprStmt{X: call}, &syntax.NextStmt{Pos: at}}}
+}
