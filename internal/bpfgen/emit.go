@@ -2,6 +2,7 @@ package bpfgen
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/bpftap/bpftap/internal/probes/attach"
 	"github.com/bpftap/bpftap/internal/sema"
@@ -277,6 +278,11 @@ func (g *gen) program() (*Program, error) {
 	if len(g.subs.order) > 0 {
 		g.insns[0] = btf.WithFuncMetadata(g.insns[0], mainType)
 	}
+	n := 0
+	for _, sp := range g.subs.order {
+		n += len(sp.insns)
+	}
+	g.insns, g.pos = slices.Grow(g.insns, n), slices.Grow(g.pos, n) // one copy of a large program, not one per growth
 	for _, sp := range g.subs.order {
 		g.insns = append(g.insns, sp.insns...)
 		g.pos = append(g.pos, sp.pos...)
