@@ -25,8 +25,9 @@ import (
 //	second: if (__syscall_nr < 290) { ... if (__syscall_nr == 257) { name = "openat"; __syscall_layout = 90 } ... }
 //	        GUARDS; if (__syscall_layout < 102) { ... (its layouts) }; BODY
 //
-// The second is a copy of the first's code, so diagnostics, made before,
-// are the same whether or not the entry is split. A tail call is a jump
+// The second shares the first's code (the code generator changes no
+// node), and diagnostics, made before, are the same whether or not the
+// entry is split. A tail call is a jump
 // into the other program: a few nanoseconds, for the second's calls only.
 // Under -t the entry stays one program (a tail call leaves the first
 // program before its run's time is taken), and so does one that another
@@ -219,42 +220,21 @@ func (e *elab) split(p *Probe, d *dispatches) int {
 	for _, l := range d.layouts[half:] {
 		second[leafKey(l)] = true
 	}
-	tail := *p
-	tail.Body, tail.TailOf = e.cloneBody(p.Body), p
-	td := findDispatches(tail.Body) // the same shapes, in the copy
 	var served []*syntax.IfStmt
-	for i, c := range d.calls {
+	for _, c := range d.calls {
 		if second[d.layoutOf[c]] {
-			served = append(served, td.calls[i])
+			served = append(served, &syntax.IfStmt{Pos: c.Pos, Cond: c.Cond, Then: c.Then, Else: c.Else})
 			c.Then = e.tailCallCase(c.Pos)
 		}
 	}
+	tail := *p
+	tail.Body, tail.TailOf = &syntax.Block{Pos: p.Body.Pos, Stmts: slices.Clone(p.Body.Stmts)}, p
+	tail.Body.Stmts[d.callAt] = typedDispatch(served)
+	tail.Body.Stmts[d.layoutAt] = typedDispatch(d.layouts[half:])
 	p.Body.Stmts[d.layoutAt] = typedDispatch(d.layouts[:half])
-	tail.Body.Stmts[td.callAt] = typedDispatch(served)
-	tail.Body.Stmts[td.layoutAt] = typedDispatch(td.layouts[half:])
 	i := slices.Index(e.prog.Probes, p)
 	e.prog.Probes = slices.Insert(e.prog.Probes, i+1, &tail)
 	return len(served)
-}
-
-// cloneBody copies an elaborated body, the accesses of its context
-// variables (Program.Targets) included.
-func (e *elab) cloneBody(b *syntax.Block) *syntax.Block {
-	c := syntax.Clone(b)
-	from, to := nodesOf(b), nodesOf(c)
-	for i, n := range from {
-		if x, ok := n.(syntax.Expr); ok && e.prog.Targets[x] != nil {
-			e.prog.Targets[to[i].(syntax.Expr)] = e.prog.Targets[x]
-		}
-	}
-	return c
-}
-
-// nodesOf lists the nodes of n in the order syntax.Walk visits them.
-func nodesOf(n syntax.Node) []syntax.Node {
-	var ns []syntax.Node
-	syntax.Walk(n, func(n syntax.Node) bool { ns = append(ns, n); return true })
-	return ns
 }
 
 // typedDispatch is the balanced tree of comparisons over leaves (in key
