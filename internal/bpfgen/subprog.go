@@ -250,9 +250,8 @@ func (s *gen) assembleSubprog(sp *subprog, f *syntax.Func, retSlot int16, slots 
 			}
 		}
 	})
-	base := s.frameBase()
-	sp.frame = max(base+s.calleeFrames, 8)
-	setFrameBase(sp.insns, base)
+	sp.frame = max(s.scratchSize(), 8)
+	setFrameBase(sp.insns, s.frameBase())
 	sp.insns[0] = btf.WithFuncMetadata(sp.insns[0], subprogType(sp.label, f, s.m.maxStr, sp.frame))
 }
 

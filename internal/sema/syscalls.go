@@ -298,9 +298,10 @@ func (e *elab) mergeEntries(g []*syscallEntry) *Probe {
 	stmts = append(stmts, guards...)
 	stmts = append(stmts, dispatch(shapes, SyscallLayoutVar, at), body)
 	merged := mergedProbe(first, wide, stmts)
-	e.merges = append(e.merges, mergedEntry{probe: merged, plan: len(e.prog.Plans), users: userPointsOf(g), calls: len(g), layouts: len(shapes)})
+	users := userPointsOf(g)
+	e.merges = append(e.merges, mergedEntry{probe: merged, plan: len(e.prog.Plans), users: users, calls: len(g), layouts: len(shapes)})
 	e.prog.Plans = append(e.prog.Plans, fmt.Sprintf("%s: the entries of %d system calls share one program on %s (%d argument layouts)",
-		userPointsOf(g), len(g), wide.Attach.Target(), len(shapes)))
+		users, len(g), wide.Attach.Target(), len(shapes)))
 	e.replaceProbes(g, merged)
 	return merged
 }

@@ -59,7 +59,7 @@ func (e *elab) splitMerged() {
 			continue
 		}
 		d := findDispatches(m.probe.Body)
-		if d == nil || d.kept() < splitNodes {
+		if d == nil || d.kept < splitNodes {
 			continue
 		}
 		served := e.split(m.probe, d)
@@ -81,6 +81,9 @@ type dispatches struct {
 	callAt, layoutAt int
 	calls, layouts   []*syntax.IfStmt
 	layoutOf         map[*syntax.IfStmt]int64
+	// sizes are the syntax nodes of each layout's case, kept their sum.
+	sizes []int
+	kept  int
 }
 
 // findDispatches finds the dispatches in body, or returns nil when the
@@ -104,6 +107,7 @@ func findDispatches(body *syntax.Block) *dispatches {
 		}
 		d.layoutOf[c] = k
 	}
+	d.measure()
 	return d
 }
 
@@ -179,22 +183,13 @@ func setsLayout(s syntax.Stmt) (int64, bool) {
 	return k.Value, true
 }
 
-// sizes are the syntax nodes of each layout's case.
-func (d *dispatches) sizes() []int {
-	sizes := make([]int, len(d.layouts))
+// measure counts the syntax nodes of each layout's case, and of all.
+func (d *dispatches) measure() {
+	d.sizes = make([]int, len(d.layouts))
 	for i, l := range d.layouts {
-		syntax.Walk(l.Then, func(syntax.Node) bool { sizes[i]++; return true })
+		syntax.Walk(l.Then, func(syntax.Node) bool { d.sizes[i]++; return true })
+		d.kept += d.sizes[i]
 	}
-	return sizes
-}
-
-// kept is the syntax nodes of all the layouts' cases.
-func (d *dispatches) kept() int {
-	total := 0
-	for _, n := range d.sizes() {
-		total += n
-	}
-	return total
 }
 
 // halfOfLayouts is where the layouts split in two: after the first third
@@ -203,13 +198,13 @@ func (d *dispatches) kept() int {
 // layouts, the first of syscall.* with argstr takes as long to verify as
 // the second (about 38 ms each on the development machine, 70 ms whole).
 func (d *dispatches) halfOfLayouts() int {
-	sizes, total, sum := d.sizes(), d.kept(), 0
-	for i, n := range sizes {
-		if sum += n; 3*sum >= total {
-			return min(i+1, len(sizes)-1)
+	sum := 0
+	for i, n := range d.sizes {
+		if sum += n; 3*sum >= d.kept {
+			return min(i+1, len(d.sizes)-1)
 		}
 	}
-	return len(sizes) / 2
+	return len(d.sizes) / 2
 }
 
 // split makes p the first half and puts the second after it; it returns
