@@ -200,7 +200,10 @@ func Lines[F any](frames []F, line func(F) string, limit int) string {
 // Address is the address of the kernel's symbol name, of any type (data
 // too, which the table leaves out), from a fresh read of /proc/kallsyms;
 // ok is false when the listing has no such symbol, or shows no addresses.
-func Address(name string) (addr uint64, ok bool) {
+func Address(name string) (addr uint64, ok bool) { return AddressIn(name, "") }
+
+// AddressIn is Address of a symbol of module ("" for the kernel's own).
+func AddressIn(name, module string) (addr uint64, ok bool) {
 	f, err := os.Open("/proc/kallsyms")
 	if err != nil {
 		return 0, false
@@ -209,10 +212,19 @@ func Address(name string) (addr uint64, ok bool) {
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
 		fields := strings.Fields(sc.Text())
-		if len(fields) >= 3 && fields[2] == name {
+		if len(fields) >= 3 && fields[2] == name && symbolModule(fields) == module {
 			addr, err := strconv.ParseUint(fields[0], 16, 64)
 			return addr, err == nil && addr != 0
 		}
 	}
 	return 0, false
+}
+
+// symbolModule is the module of a kallsyms line's fields ("[binfmt_misc]"
+// after the name), "" for the kernel's own symbols.
+func symbolModule(fields []string) string {
+	if len(fields) < 4 {
+		return ""
+	}
+	return strings.Trim(fields[3], "[]")
 }

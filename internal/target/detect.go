@@ -1,0 +1,184 @@
+package target
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/bpftap/bpftap/internal/kernel"
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/asm"
+	"github.com/cilium/ebpf/btf"
+	"github.com/cilium/ebpf/features"
+	"golang.org/x/sys/unix"
+)
+
+// detector detects the running kernel's features, each once per process.
+type detector struct {
+	mu      sync.Mutex
+	results map[*Feature]*detection
+}
+
+type detection struct {
+	once sync.Once
+	err  error
+}
+
+// detect runs f's probe once and returns its verdict: nil when the kernel
+// has f (or f has no probe).
+func (d *detector) detect(f *Feature) error {
+	if f.probe == nil {
+		return nil
+	}
+	d.mu.Lock()
+	if d.results == nil {
+		d.results = map[*Feature]*detection{}
+	}
+	r := d.results[f]
+	if r == nil {
+		r = &detection{}
+		d.results[f] = r
+	}
+	d.mu.Unlock()
+	r.once.Do(func() {
+		RaiseMemlock() // best effort: see RaiseMemlock
+		r.err = f.probe()
+	})
+	return r.err
+}
+
+// helper probes for a helper the kernel lets kprobe programs call (every
+// helper bpftap uses is one tracing programs may call).
+func helper(fn asm.BuiltinFunc) func() error {
+	return func() error { return unsupportedOnly(features.HaveProgramHelper(ebpf.Kprobe, fn)) }
+}
+
+func mapType(t ebpf.MapType) func() error {
+	return func() error { return unsupportedOnly(features.HaveMapType(t)) }
+}
+
+func programType(t ebpf.ProgramType) func() error {
+	return func() error { return unsupportedOnly(features.HaveProgramType(t)) }
+}
+
+// unsupportedOnly keeps cilium/ebpf's verdict that the kernel lacks a
+// feature and drops any other failure (no permission to load programs):
+// pass 4 reports that one with the script's own programs.
+func unsupportedOnly(err error) error {
+	if errors.Is(err, ebpf.ErrNotSupported) {
+		return err
+	}
+	return nil
+}
+
+// loads probes by loading the program insns builds as a raw tracepoint
+// program (never attached): only the verifier's refusal says no.
+func loads(build func() (asm.Instructions, error)) func() error {
+	return func() error {
+		insns, err := build()
+		if err != nil {
+			return err
+		}
+		prog, err := ebpf.NewProgram(&ebpf.ProgramSpec{Type: ebpf.RawTracepoint, License: "GPL", Instructions: insns})
+		var ve *ebpf.VerifierError
+		if errors.As(err, &ve) {
+			return fmt.Errorf("the verifier refuses it: %w", err)
+		}
+		if err == nil {
+			prog.Close()
+		}
+		return nil
+	}
+}
+
+// sleepableUprobes loads a sleepable kprobe-type program that calls
+// bpf_copy_from_user (never attached: the kernel checks at attach time
+// that such a program goes on a uprobe). Any failure says no.
+func sleepableUprobes() error {
+	insns := asm.Instructions{
+		asm.Mov.Imm(asm.R0, 0), asm.StoreMem(asm.R10, -8, asm.R0, asm.DWord),
+		asm.Mov.Reg(asm.R1, asm.R10), asm.Add.Imm(asm.R1, -8),
+		asm.Mov.Imm(asm.R2, 1), asm.Mov.Imm(asm.R3, 0),
+		asm.FnCopyFromUser.Call(),
+		asm.Mov.Imm(asm.R0, 0), asm.Return(),
+	}
+	prog, err := ebpf.NewProgram(&ebpf.ProgramSpec{Type: ebpf.Kprobe, Flags: unix.BPF_F_SLEEPABLE,
+		License: "GPL", Instructions: insns})
+	if err != nil {
+		return err
+	}
+	return prog.Close()
+}
+
+// kfuncs probes for kernel functions by name in the kernel's BTF.
+func kfuncs(names ...string) func() error {
+	return func() error {
+		_, err := kernel.KfuncIDs(names...)
+		return err
+	}
+}
+
+// mayGotoProbe is a may_goto (Linux 6.9), which older verifiers refuse.
+func mayGotoProbe() (asm.Instructions, error) {
+	return asm.Instructions{
+		asm.Mov.Imm(asm.R0, 0),
+		MayGotoJump("out"),
+		asm.Mov.Imm(asm.R0, 1),
+		asm.Return().WithSymbol("out"),
+	}, nil
+}
+
+// MayGotoJump is the instruction may_goto to label: a jump while the
+// kernel's budget for the program's loops lasts.
+func MayGotoJump(label string) asm.Instruction {
+	return asm.Instruction{OpCode: asm.OpCode(asm.JumpClass).SetJumpOp(asm.JCOND), Src: asm.PseudoMayGoto, Offset: -1}.WithReference(label)
+}
+
+// v4ISAProbe uses the fourth ISA's signed division and sign-extending
+// load (Linux 6.6).
+func v4ISAProbe() (asm.Instructions, error) {
+	return asm.Instructions{
+		asm.Mov.Imm(asm.R0, -4),
+		asm.Mov.Imm(asm.R1, 2),
+		asm.SDiv.Reg(asm.R0, asm.R1),
+		asm.StoreMem(asm.R10, -8, asm.R0, asm.DWord),
+		asm.LoadMemSX(asm.R0, asm.R10, -8, asm.Word),
+		asm.Return(),
+	}, nil
+}
+
+// atomicFetchProbe adds with BPF_FETCH to a stack word (Linux 5.12; older
+// verifiers say "BPF_STX uses reserved fields").
+func atomicFetchProbe() (asm.Instructions, error) {
+	fetchAdd := asm.AddAtomic.Mem(asm.R10, asm.R1, asm.DWord, -8)
+	fetchAdd.Constant = 0x01 // BPF_ADD | BPF_FETCH
+	return asm.Instructions{
+		asm.Mov.Imm(asm.R1, 0), asm.StoreMem(asm.R10, -8, asm.R1, asm.DWord),
+		asm.Mov.Imm(asm.R1, 1), fetchAdd,
+		asm.Mov.Reg(asm.R0, asm.R1), asm.Return(),
+	}, nil
+}
+
+// globalPointerProbe calls a global function that takes a pointer to
+// eight bytes (Linux 5.12; older verifiers say "Arg#0 type PTR in f() is
+// not supported yet").
+func globalPointerProbe() (asm.Instructions, error) {
+	bytes8 := &btf.Pointer{Target: &btf.Array{Index: &btf.Int{Name: "unsigned int", Size: 4},
+		Type: &btf.Int{Name: "unsigned char", Size: 1}, Nelems: 8}}
+	intType := &btf.Int{Name: "int", Size: 4, Encoding: btf.Signed}
+	main := &btf.Func{Name: "probe", Linkage: btf.GlobalFunc, Type: &btf.FuncProto{Return: intType,
+		Params: []btf.FuncParam{{Name: "ctx", Type: &btf.Pointer{Target: &btf.Void{}}}}}}
+	callee := &btf.Func{Name: "callee", Linkage: btf.GlobalFunc, Type: &btf.FuncProto{Return: intType,
+		Params: []btf.FuncParam{{Name: "p", Type: bytes8}}}}
+	return asm.Instructions{
+		btf.WithFuncMetadata(asm.Mov.Imm(asm.R0, 0), main).WithSymbol("probe"),
+		asm.StoreMem(asm.R10, -8, asm.R0, asm.DWord),
+		asm.Mov.Reg(asm.R1, asm.R10), asm.Add.Imm(asm.R1, -8),
+		asm.Call.Label("callee"),
+		asm.Return(),
+		btf.WithFuncMetadata(asm.Mov.Imm(asm.R0, 0), callee).WithSymbol("callee"),
+		asm.JEq.Imm(asm.R1, 0, "out"),
+		asm.LoadMem(asm.R0, asm.R1, 0, asm.Byte),
+		asm.Return().WithSymbol("out"),
+	}, nil
+}

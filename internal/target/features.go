@@ -1,0 +1,137 @@
+package target
+
+import (
+	"strings"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/asm"
+	"github.com/cilium/ebpf/features"
+)
+
+// Feature is a facility of the kernel that bpftap relies on.
+type Feature struct {
+	// Name is how BPFTAP_KERNEL_WITHOUT names it ("atomic_fetch").
+	Name string
+	// What it is, for messages: "this kernel lacks WHAT (Linux SINCE has
+	// it)".
+	What string
+	// Since is the first upstream release that has it.
+	Since Version
+	// Config is the kernel option it needs besides ("CONFIG_KPROBES"), ""
+	// when every kernel of Since's version has it.
+	Config string
+	// Detect says how bpftap finds out, Fallback what bpftap does without
+	// it ("" when what needs it is refused, naming the feature).
+	Detect, Fallback string
+	// probe detects it on the running kernel: nil when it has it. Nil
+	// for the kinds of attach point, which package bpfrt tries on the
+	// point itself (Detect says so).
+	probe func() error
+}
+
+// The features, oldest first. Minimum versions are upstream's; Debian 11
+// ships 5.10, RHEL 8 a 4.18 with many backports (detection, not the
+// version, decides), RHEL 9 5.14, Ubuntu 22.04 5.15.
+var (
+	ProbeReadKernel = &Feature{Name: "probe_read_kernel", What: "bpf_probe_read_kernel and bpf_probe_read_user",
+		Since: Version{5, 5}, Detect: "helper probe (cilium/ebpf features)", probe: helper(asm.FnProbeReadKernel)}
+	TracingPrograms = &Feature{Name: "tp_btf", What: "BTF-typed tracepoints and fentry/fexit programs",
+		Since: Version{5, 5}, Config: "CONFIG_DEBUG_INFO_BTF",
+		Detect: "program type probe", probe: programType(ebpf.Tracing),
+		Fallback: "raw tracepoints with arguments read from the context"}
+	RingBuffer = &Feature{Name: "ringbuf", What: "the BPF ring buffer", Since: Version{5, 8},
+		Detect: "map type probe (cilium/ebpf features)", probe: mapType(ebpf.RingBuf),
+		Fallback: "none yet: kernel probes are refused (below)"}
+	MemcgAccounting = &Feature{Name: "memcg_accounting", What: "BPF memory charged to the memory cgroup",
+		Since: Version{5, 11}, Detect: "cilium/ebpf rlimit.RemoveMemlock (a map created under a zero RLIMIT_MEMLOCK)",
+		Fallback: "RLIMIT_MEMLOCK raised to unlimited before the first map"}
+	TaskBTF = &Feature{Name: "task_btf", What: "bpf_get_current_task_btf", Since: Version{5, 11},
+		Detect: "helper probe", probe: helper(asm.FnGetCurrentTaskBtf),
+		Fallback: "bpf_get_current_task and probe reads of the task's fields"}
+	TaskStorage = &Feature{Name: "task_storage", What: "task-local storage in tracing programs", Since: Version{5, 11},
+		Detect: "map type probe", probe: mapType(ebpf.TaskStorage),
+		Fallback: "a hash map keyed by thread id, entries deleted when the thread exits"}
+	GlobalFuncPointers = &Feature{Name: "global_func_pointers",
+		What: "global BPF functions with pointer arguments", Since: Version{5, 12},
+		Detect: "trial load", probe: loads(globalPointerProbe),
+		Fallback: "static functions, verified at every call (slower to load)"}
+	AtomicFetch = &Feature{Name: "atomic_fetch", What: "atomic fetch-and-add and compare-and-exchange (BPF_FETCH)",
+		Since: Version{5, 12}, Detect: "trial load", probe: loads(atomicFetchProbe),
+		Fallback: "plain atomic adds (the value of n++ may include other CPUs' adds), min and max under a per-CPU guard; wrapping arrays refused"}
+	ForEachMapElem = &Feature{Name: "for_each_map_elem", What: "bpf_for_each_map_elem", Since: Version{5, 13},
+		Detect: "helper probe", probe: helper(asm.FnForEachMapElem)}
+	TaskPtRegs = &Feature{Name: "task_pt_regs", What: "bpf_task_pt_regs", Since: Version{5, 15},
+		Detect: "helper probe", probe: helper(asm.FnTaskPtRegs)}
+	FuncIP = &Feature{Name: "func_ip", What: "bpf_get_func_ip in kprobe programs", Since: Version{5, 15},
+		Detect: "helper probe", probe: helper(asm.FnGetFuncIp),
+		Fallback: "the address of the function the program is attached to, a constant"}
+	TracingScalarPointers = &Feature{Name: "tracing_scalar_pointers",
+		What:  "fentry/fexit programs that read an argument pointing to a scalar (an int *, a char *)", Since: Version{5, 17},
+		Detect: "trial load of an fentry program on vfs_read that reads its loff_t * (bpfrt)",
+		Fallback: "a kprobe on a function that takes such a pointer"}
+	Loop = &Feature{Name: "loop", What: "bpf_loop", Since: Version{5, 17}, Detect: "helper probe", probe: helper(asm.FnLoop),
+		Fallback: "foreach walks the map at each iteration instead of a snapshot; over a wrapping array it is refused"}
+	KprobeMulti = &Feature{Name: "kprobe_multi", What: "kprobe-multi links", Since: Version{5, 18}, Config: "CONFIG_FPROBE",
+		Detect: "link probe (cilium/ebpf features)", probe: features.HaveBPFLinkKprobeMulti,
+		Fallback: "a kprobe or fentry program per function"}
+	SleepableUprobes = &Feature{Name: "sleepable_uprobes", What: "sleepable uprobe programs", Since: Version{6, 0},
+		Detect: "trial load of a sleepable kprobe-type program calling bpf_copy_from_user", probe: sleepableUprobes,
+		Fallback: "user strings read with bpf_probe_read_user: one in a page the process has not touched yet fails with stap's fault error"}
+	TaskFromPid = &Feature{Name: "task_from_pid", What: "the kfunc bpf_task_from_pid", Since: Version{6, 2},
+		Detect: "kfunc in the kernel's BTF, then a trial load for the attach kind", probe: kfuncs("bpf_task_from_pid", "bpf_task_release")}
+	IterNum = &Feature{Name: "iter_num", What: "the numeric iterator kfuncs (bpf_iter_num_new)", Since: Version{6, 4},
+		Detect: "kfuncs in the kernel's BTF", probe: kfuncs("bpf_iter_num_new", "bpf_iter_num_next", "bpf_iter_num_destroy")}
+	UprobeMulti = &Feature{Name: "uprobe_multi", What: "uprobe-multi links", Since: Version{6, 6},
+		Detect: "link probe (cilium/ebpf features)", probe: features.HaveBPFLinkUprobeMulti,
+		Fallback: "a uprobe link per address"}
+	V4ISA = &Feature{Name: "v4isa", What: "BPF's fourth instruction set (signed division, sign-extending loads)",
+		Since: Version{6, 6}, Detect: "trial load (cilium/ebpf's HaveV4ISA tries a long jump, which 6.1 accepts)",
+		probe: loads(v4ISAProbe), Fallback: "the same with older instructions"}
+	MayGoto = &Feature{Name: "may_goto", What: "the may_goto instruction", Since: Version{6, 9},
+		Detect: "trial load", probe: loads(mayGotoProbe), Fallback: "loops bounded by counters the verifier walks"}
+	KprobeSession = &Feature{Name: "kprobe_session", What: "kprobe sessions", Since: Version{6, 10}, Config: "CONFIG_FPROBE",
+		Detect: "link probe (cilium/ebpf features)", probe: features.HaveBPFLinkKprobeSession,
+		Fallback: "entry and return programs paired through a map"}
+
+	Kprobes = &Feature{Name: "kprobes", What: "kprobes", Since: Version{4, 1}, Config: "CONFIG_KPROBES",
+		Detect: "a trial attach on the probed function (bpfrt)"}
+	Fentry = &Feature{Name: "fentry", What: "fentry/fexit programs (BPF trampolines)", Since: Version{5, 5},
+		Detect:   "a trial attach on the probed function (bpfrt): arm64 needs ftrace direct calls (Debian's 6.12, not its 5.10 or 6.1)",
+		Fallback: "kprobes"}
+	LSM = &Feature{Name: "bpf_lsm", What: "the BPF LSM (booted with bpf in lsm=)", Since: Version{5, 7}, Config: "CONFIG_BPF_LSM",
+		Detect: "a trial attach on the hook (bpfrt)"}
+)
+
+// Features are the features bpftap relies on, in order of Since.
+var Features = []*Feature{
+	Kprobes, ProbeReadKernel, TracingPrograms, Fentry, LSM, RingBuffer, MemcgAccounting, TaskBTF,
+	TaskStorage, GlobalFuncPointers, AtomicFetch, ForEachMapElem, TaskPtRegs, FuncIP, TracingScalarPointers, Loop,
+	KprobeMulti, SleepableUprobes, TaskFromPid, IterNum, UprobeMulti, V4ISA, MayGoto, KprobeSession,
+}
+
+// Probed tells whether Kernel.Check detects f itself; the kinds of attach
+// point are tried where they attach (package bpfrt), and Check reports
+// them missing only when they are masked.
+func (f *Feature) Probed() bool { return f.probe != nil }
+
+// SetProbe gives f the probe that detects it, for a feature only the
+// loader can try (package bpfrt sets them when the program starts).
+func (f *Feature) SetProbe(probe func() error) { f.probe = probe }
+
+// ByName returns the feature called name, or nil.
+func ByName(name string) *Feature {
+	for _, f := range Features {
+		if f.Name == name {
+			return f
+		}
+	}
+	return nil
+}
+
+func featureNames() string {
+	names := make([]string, len(Features))
+	for i, f := range Features {
+		names[i] = f.Name
+	}
+	return strings.Join(names, ", ")
+}

@@ -1,0 +1,279 @@
+// Package target describes the kernel bpftap compiles for: its release, its
+// architecture, its BTF and its tick rate, and which of the BPF features
+// bpftap relies on it offers (features.go lists them all, each with the
+// upstream Linux version that brought it, how it is detected and what
+// bpftap does without it).
+//
+// A Kernel is a value injected into the code generator and the loader, as
+// go/types' Config is into the type checker: nothing below the driver asks
+// the running kernel a question itself. Running returns the machine's
+// kernel, whose features are detected on first use (a trial load of a few
+// instructions, a cilium/ebpf feature test, a kfunc looked up in its BTF),
+// once per process. A Kernel may be told to lack features it has (AsOf,
+// Without), so that every fallback of the generator runs on a new kernel
+// too: the environment variables BPFTAP_KERNEL_AS_OF=5.10 and
+// BPFTAP_KERNEL_WITHOUT=atomic_fetch,task_btf do that for a whole run, and
+// tests build such kernels directly.
+//
+// A construct the kernel cannot serve fails with a *MissingError, which
+// wraps ErrMissing and names the feature and the Linux version that has it.
+package target
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/bpftap/bpftap/internal/arch"
+	"github.com/bpftap/bpftap/internal/kernel"
+	"github.com/bpftap/bpftap/internal/ksym"
+	"github.com/cilium/ebpf/rlimit"
+)
+
+// Version is an upstream Linux version, major and minor.
+type Version struct{ Major, Minor int }
+
+// ParseVersion reads the version at the start of s: "5.10",
+// "5.10.0-32-amd64" (a kernel release) or "6.1".
+func ParseVersion(s string) (Version, error) {
+	fields := strings.FieldsFunc(s, func(r rune) bool { return r < '0' || r > '9' })
+	if len(fields) < 2 || !strings.HasPrefix(s, fields[0]+".") {
+		return Version{}, fmt.Errorf("%q is no kernel version (MAJOR.MINOR)", s)
+	}
+	major, err1 := strconv.Atoi(fields[0])
+	minor, err2 := strconv.Atoi(fields[1])
+	if err1 != nil || err2 != nil {
+		return Version{}, fmt.Errorf("%q is no kernel version (MAJOR.MINOR)", s)
+	}
+	return Version{major, minor}, nil
+}
+
+func (v Version) String() string { return fmt.Sprintf("%d.%d", v.Major, v.Minor) }
+
+// Before tells whether v is older than w.
+func (v Version) Before(w Version) bool {
+	return v.Major < w.Major || v.Major == w.Major && v.Minor < w.Minor
+}
+
+// Kernel is the kernel bpftap compiles for.
+type Kernel struct {
+	// Release is the kernel's version (uname's release); features are
+	// detected, not inferred from it (distributions backport), but tests
+	// read it to tell a missing feature from a broken one.
+	Release Version
+	// Arch is the architecture's register table (nil where bpftap has
+	// none).
+	Arch *arch.Regs
+	// machine detects the features not masked: the running kernel's
+	// detector, shared by every Kernel derived from it (nil: every
+	// feature is there).
+	machine *detector
+	// masked are the features this Kernel is told it lacks, masked
+	// describes why ("BPFTAP_KERNEL_AS_OF=5.10").
+	masked map[*Feature]string
+	btf    func() (*kernel.BTF, error)
+	hz     func() int
+	// symbol is the address of a kernel function by name and module.
+	symbol func(name, module string) (uint64, bool)
+}
+
+// FunctionAddress is the address of the kernel function name of module
+// ("" for the kernel's own), false when it is unknown.
+func (k *Kernel) FunctionAddress(name, module string) (uint64, bool) {
+	if k.symbol == nil {
+		return 0, false
+	}
+	return k.symbol(name, module)
+}
+
+// Has tells whether the kernel offers f.
+func (k *Kernel) Has(f *Feature) bool { return k.Check(f) == nil }
+
+// Check returns nil when the kernel offers f, else a *MissingError.
+func (k *Kernel) Check(f *Feature) error {
+	if why, ok := k.masked[f]; ok {
+		return &MissingError{Feature: f, Masked: why}
+	}
+	if k.machine == nil {
+		return nil
+	}
+	if err := k.machine.detect(f); err != nil {
+		return &MissingError{Feature: f, Detail: err}
+	}
+	return nil
+}
+
+// BTF is the kernel's BTF (kernel.ErrNoBTF where it publishes none).
+func (k *Kernel) BTF() (*kernel.BTF, error) {
+	if k.btf == nil {
+		return nil, kernel.ErrNoBTF
+	}
+	return k.btf()
+}
+
+// HZ is the kernel's tick rate, CONFIG_HZ.
+func (k *Kernel) HZ() int {
+	if k.hz == nil {
+		return 250
+	}
+	return k.hz()
+}
+
+// Without returns a copy of k that lacks fs, why saying who decided so.
+func (k *Kernel) Without(why string, fs ...*Feature) *Kernel {
+	c := *k
+	c.masked = make(map[*Feature]string, len(k.masked)+len(fs))
+	for f, w := range k.masked {
+		c.masked[f] = w
+	}
+	for _, f := range fs {
+		c.masked[f] = why
+	}
+	return &c
+}
+
+// AsOf returns a copy of k that lacks every feature newer than v, as
+// Linux v would: the fallbacks bpftap uses there run here too.
+func (k *Kernel) AsOf(v Version) *Kernel {
+	var newer []*Feature
+	for _, f := range Features {
+		if v.Before(f.Since) {
+			newer = append(newer, f)
+		}
+	}
+	return k.Without("as of Linux "+v.String(), newer...)
+}
+
+// Masked lists the features k was told it lacks, by name.
+func (k *Kernel) Masked() []string {
+	var names []string
+	for _, f := range Features {
+		if _, ok := k.masked[f]; ok {
+			names = append(names, f.Name)
+		}
+	}
+	return names
+}
+
+// New returns a kernel of release v on the architecture regs whose BTF and
+// tick rate are given, offering every feature (tests mask some with
+// Without and AsOf).
+func New(v Version, regs *arch.Regs, btf func() (*kernel.BTF, error), hz int) *Kernel {
+	return &Kernel{Release: v, Arch: regs, btf: btf, hz: func() int { return hz }}
+}
+
+// Running returns the kernel bpftap runs on, its features detected on
+// first use, masked as the environment says: BPFTAP_KERNEL_AS_OF=VERSION
+// (AsOf) and BPFTAP_KERNEL_WITHOUT=NAME,... (Without). An environment that
+// names no version or an unknown feature is an error.
+func Running() (*Kernel, error) {
+	k := runningKernel()
+	if v := os.Getenv("BPFTAP_KERNEL_AS_OF"); v != "" {
+		version, err := ParseVersion(v)
+		if err != nil {
+			return nil, fmt.Errorf("BPFTAP_KERNEL_AS_OF: %w", err)
+		}
+		k = k.AsOf(version)
+	}
+	if names := os.Getenv("BPFTAP_KERNEL_WITHOUT"); names != "" {
+		var fs []*Feature
+		for _, name := range strings.Split(names, ",") {
+			f := ByName(strings.TrimSpace(name))
+			if f == nil {
+				return nil, fmt.Errorf("BPFTAP_KERNEL_WITHOUT: no kernel feature %q (bpftap's are: %s)", name, featureNames())
+			}
+			fs = append(fs, f)
+		}
+		k = k.Without("BPFTAP_KERNEL_WITHOUT", fs...)
+	}
+	return k, nil
+}
+
+// runningKernel is the machine's kernel, unmasked.
+var runningKernel = sync.OnceValue(func() *Kernel {
+	release, _ := os.ReadFile("/proc/sys/kernel/osrelease")
+	v, _ := ParseVersion(strings.TrimSpace(string(release)))
+	return &Kernel{Release: v, Arch: arch.Host(), machine: &detector{}, btf: kernel.Kernel, hz: kernel.HZ,
+		symbol: ksym.AddressIn}
+})
+
+// ErrMissing is wrapped by every error that says the kernel lacks a
+// feature bpftap needs for what the script asks.
+var ErrMissing = errors.New("kernel feature missing")
+
+// MissingError says that the kernel lacks Feature: detection said so
+// (Detail), or the kernel was told so (Masked). Use, when set, is what
+// needs the feature ("foreach in a kernel probe").
+type MissingError struct {
+	Feature *Feature
+	Masked  string
+	Detail  error
+	Use     string
+	// Note says more, after the sentence ("kprobe perf events:
+	// CONFIG_KPROBE_EVENTS is off").
+	Note string
+}
+
+// Missing is the error that says the kernel lacks f, note saying more
+// where it is not "".
+func Missing(f *Feature, note string) error { return &MissingError{Feature: f, Note: note} }
+
+func (e *MissingError) Error() string {
+	has := "Linux " + e.Feature.Since.String()
+	if e.Feature.Config != "" {
+		has += " with " + e.Feature.Config
+	}
+	msg := fmt.Sprintf("this kernel lacks %s (%s has it)", e.Feature.What, has)
+	if e.Use != "" {
+		msg = fmt.Sprintf("%s needs %s, which this kernel lacks (%s has it)", e.Use, e.Feature.What, has)
+	}
+	if e.Masked != "" {
+		msg += " [" + e.Masked + "]"
+	}
+	if e.Note != "" {
+		msg += ": " + e.Note
+	}
+	return msg
+}
+
+// For returns err, a *MissingError, as needed for use; any other error as
+// it is.
+func For(err error, use string) error {
+	var m *MissingError
+	if !errors.As(err, &m) {
+		return err
+	}
+	c := *m
+	c.Use = use
+	return &c
+}
+
+func (e *MissingError) Unwrap() error { return ErrMissing }
+
+// Lacks returns the feature err says the kernel lacks, or nil.
+func Lacks(err error) *Feature {
+	var m *MissingError
+	if errors.As(err, &m) {
+		return m.Feature
+	}
+	return nil
+}
+
+// RaiseMemlock lifts RLIMIT_MEMLOCK where the kernel charges BPF memory to
+// it (before Linux 5.11: its default of 64 KiB holds no ring buffer), once
+// per process; where BPF memory is charged to the memory cgroup it does
+// nothing (cilium/ebpf's rlimit.RemoveMemlock decides, by creating a map
+// under a zero limit when the process starts). Every maker of BPF objects
+// calls it first: the loader, which reports its failure once the process
+// is known to be privileged, and the trial loads of detection and of
+// attach kinds, which go on without (an unprivileged process cannot raise
+// the limit, and its loads fail for the want of privileges anyway).
+var RaiseMemlock = sync.OnceValue(func() error {
+	if err := rlimit.RemoveMemlock(); err != nil {
+		return fmt.Errorf("raising RLIMIT_MEMLOCK, which this kernel charges BPF memory to: %w", err)
+	}
+	return nil
+})

@@ -1,0 +1,125 @@
+package target_test
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/bpftap/bpftap/internal/target"
+	"github.com/bpftap/bpftap/internal/target/targettest"
+)
+
+// TestRunningKernel detects every feature on the running kernel and holds
+// the verdict against the table: a feature the kernel's version (and
+// configuration) says it has must be detected. In the guest kernels (5.10,
+// 6.1, 6.12) this checks the table's minimum versions.
+func TestRunningKernel(t *testing.T) {
+	k, err := target.Running()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("Linux %s", k.Release)
+	for _, f := range target.Features {
+		if !f.Probed() {
+			t.Logf("%s: detected by a trial attach (bpfrt's tests)", f.Name)
+			continue
+		}
+		t.Run(f.Name, func(t *testing.T) {
+			err := k.Check(f)
+			t.Logf("%s (Linux %s): %v", f.What, f.Since, err)
+			if err != nil && !errors.Is(err, target.ErrMissing) {
+				t.Errorf("Check(%s) = %v, which does not wrap ErrMissing", f.Name, err)
+			}
+			targettest.Require(t, k, f)
+		})
+	}
+}
+
+func TestAsOf(t *testing.T) {
+	k := target.New(target.Version{Major: 6, Minor: 18}, nil, nil, 250)
+	old := k.AsOf(target.Version{Major: 5, Minor: 10})
+	if !old.Has(target.RingBuffer) || !old.Has(target.ProbeReadKernel) {
+		t.Error("Linux 5.10 has the ring buffer and bpf_probe_read_kernel")
+	}
+	for _, f := range []*target.Feature{target.TaskBTF, target.AtomicFetch, target.GlobalFuncPointers, target.ForEachMapElem, target.MayGoto} {
+		err := old.Check(f)
+		if !errors.Is(err, target.ErrMissing) || target.Lacks(err) != f {
+			t.Errorf("as of 5.10, Check(%s) = %v", f.Name, err)
+		}
+		if !k.Has(f) {
+			t.Errorf("AsOf changed the kernel it was called on: it lacks %s", f.Name)
+		}
+	}
+	msg := old.Check(target.ForEachMapElem).Error()
+	if want := "this kernel lacks bpf_for_each_map_elem (Linux 5.13 has it) [as of Linux 5.10]"; msg != want {
+		t.Errorf("message %q, want %q", msg, want)
+	}
+	if got := strings.Join(old.Without("test", target.RingBuffer).Masked(), ","); !strings.Contains(got, "ringbuf") || !strings.Contains(got, "task_btf") {
+		t.Errorf("Masked() = %s", got)
+	}
+}
+
+func TestParseVersion(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		want target.Version
+		ok   bool
+	}{
+		{"5.10", target.Version{Major: 5, Minor: 10}, true},
+		{"5.10.0-32-amd64", target.Version{Major: 5, Minor: 10}, true},
+		{"6.18.0", target.Version{Major: 6, Minor: 18}, true},
+		{"6", target.Version{}, false},
+		{"v5.10", target.Version{}, false},
+		{"", target.Version{}, false},
+	} {
+		got, err := target.ParseVersion(c.in)
+		if (err == nil) != c.ok || got != c.want {
+			t.Errorf("ParseVersion(%q) = %v, %v", c.in, got, err)
+		}
+	}
+}
+
+func TestRunningFromEnvironment(t *testing.T) {
+	t.Setenv("BPFTAP_KERNEL_AS_OF", "5.12")
+	t.Setenv("BPFTAP_KERNEL_WITHOUT", "v4isa")
+	k, err := target.Running()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := strings.Join(k.Masked(), ","), "for_each_map_elem,task_pt_regs,func_ip,tracing_scalar_pointers,loop,kprobe_multi,sleepable_uprobes,task_from_pid,iter_num,uprobe_multi,v4isa,may_goto,kprobe_session"; got != want {
+		t.Errorf("masked %s, want %s", got, want)
+	}
+	t.Setenv("BPFTAP_KERNEL_WITHOUT", "atomics")
+	if _, err := target.Running(); err == nil || !strings.Contains(err.Error(), `no kernel feature "atomics"`) {
+		t.Errorf("an unknown feature gave %v", err)
+	}
+}
+
+// TestFeatureTable holds docs/kernels.md's table of features to
+// features.go: a row for each feature, as featureRow writes it.
+func TestFeatureTable(t *testing.T) {
+	doc, err := os.ReadFile("../../docs/kernels.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range target.Features {
+		if row := featureRow(f); !strings.Contains(string(doc), row+"\n") {
+			t.Errorf("docs/kernels.md lacks the row\n%s", row)
+		}
+	}
+}
+
+// featureRow is f's row in docs/kernels.md.
+func featureRow(f *target.Feature) string {
+	since := f.Since.String()
+	if f.Config != "" {
+		since += " + `" + f.Config + "`"
+	}
+	without := f.Fallback
+	if without == "" {
+		without = "refused, in one line naming the feature and the version"
+	}
+	return fmt.Sprintf("| %s (`%s`) | %s | %s | %s |", f.What, f.Name, since, f.Detect, without)
+}

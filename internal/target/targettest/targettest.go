@@ -1,0 +1,61 @@
+// Package targettest tells tests whether the running kernel offers a
+// feature, in cilium/ebpf's SkipIfNotSupported manner: a test skips where
+// the kernel lacks the feature and is too old to have it (or is built
+// without the option it needs), and fails where the kernel's version says
+// the feature must be there, so that a broken detection or fallback never
+// passes as a skip.
+package targettest
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/bpftap/bpftap/internal/kernel"
+	"github.com/bpftap/bpftap/internal/target"
+)
+
+// Require skips t unless k offers f, saying why, and fails it when k
+// lacks f although its release and configuration say it must have it.
+func Require(t testing.TB, k *target.Kernel, f *target.Feature) {
+	t.Helper()
+	err := k.Check(f)
+	if err == nil {
+		return
+	}
+	if reason := Excused(k, f); reason != "" {
+		t.Skipf("skipped: %v: %s", err, reason)
+	}
+	t.Fatalf("%v, but this kernel is Linux %s: the feature must be there", err, k.Release)
+}
+
+// Excused says why k may lack f ("" when it may not): f was masked, k is
+// older than f, or its configuration lacks the option f needs.
+func Excused(k *target.Kernel, f *target.Feature) string {
+	var m *target.MissingError
+	if !errors.As(k.Check(f), &m) {
+		return ""
+	}
+	if m.Masked != "" {
+		return "masked (" + m.Masked + ")"
+	}
+	if k.Release.Before(f.Since) {
+		return "Linux " + k.Release.String() + " is older than " + f.Since.String()
+	}
+	if f.Config != "" {
+		if v, ok := kernel.Config(f.Config); ok && v != "y" {
+			return f.Config + " is not set"
+		}
+	}
+	return ""
+}
+
+// Running is target.Running for a test: the kernel the test runs on, as
+// the driver sees it (masked as the environment says).
+func Running(t testing.TB) *target.Kernel {
+	t.Helper()
+	k, err := target.Running()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k
+}
