@@ -47,6 +47,11 @@ type Regs struct {
 	// Compat describes the 32-bit system calls of a 64-bit kernel that
 	// runs 32-bit code; nil where bpftap knows of none.
 	Compat *Compat
+	// ThreadSize is the size of a task's kernel stack (THREAD_SIZE) in a
+	// kernel built without KASAN (which doubles it): a thread's user
+	// registers are saved in the struct pt_regs at its top
+	// (task_pt_regs).
+	ThreadSize int
 }
 
 // Compat is how a 64-bit kernel makes a 32-bit (compat) system call: its
@@ -97,7 +102,8 @@ var X86_64 = func() *Regs {
 		SyscallNr:   regs["orig_rax"].Offset, SyscallNrMember: "orig_ax",
 		Return: regs["rax"].Offset, IP: regs["rip"].Offset, SP: regs["rsp"].Offset,
 		Mode: regs["xcs"].Offset, ModeMask: 3, ModeUser: 3,
-		Compat: &Compat{SyscallArgs: at("rbx", "rcx", "rdx", "rsi", "rdi", "rbp"), StatusFlag: 2}}
+		Compat:     &Compat{SyscallArgs: at("rbx", "rcx", "rdx", "rsi", "rdi", "rbp"), StatusFlag: 2},
+		ThreadSize: 16 << 10}
 }()
 
 // ARM64 is arm64's struct pt_regs: x0 ... x30, sp, pc, pstate, then the
@@ -118,7 +124,7 @@ var ARM64 = func() *Regs {
 	return &Regs{Name: "arm64", Registers: regs, FuncArgs: first(8), SyscallArgs: first(6),
 		SyscallNr: regs["syscallno"].Offset, SyscallNrMember: "syscallno",
 		Return: regs["x0"].Offset, IP: regs["pc"].Offset, SP: regs["sp"].Offset,
-		Mode: regs["pstate"].Offset, ModeMask: 0xf, ModeUser: 0}
+		Mode: regs["pstate"].Offset, ModeMask: 0xf, ModeUser: 0, ThreadSize: 16 << 10}
 }()
 
 // slots gives each name an 8-byte slot, in order.

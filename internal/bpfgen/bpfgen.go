@@ -46,6 +46,7 @@ import (
 	"github.com/bpftap/bpftap/internal/sema"
 	"github.com/bpftap/bpftap/internal/syntax"
 	"github.com/bpftap/bpftap/internal/tapset"
+	"github.com/bpftap/bpftap/internal/target"
 	"github.com/cilium/ebpf/asm"
 )
 
@@ -76,22 +77,9 @@ type Config struct {
 	// KernelModules is the shape of ModuleMap (symbols.go), asked for
 	// when a program uses it.
 	KernelModules func() RangeTable
-	// MayGoto tells whether the kernel's verifier knows may_goto (Linux
-	// 6.9), asked once, when a program first has a loop; nil means it
-	// does. Without it loops are bounded by counters the verifier walks
-	// (loops.go).
-	MayGoto func() bool
-	// V4ISA tells whether the kernel knows the instructions of BPF's
-	// fourth ISA version (Linux 6.6): signed division and modulo,
-	// sign-extending loads. Asked once, at the first such operation; nil
-	// means it does. Without them the code does the same with older
-	// instructions (isa.go).
-	V4ISA func() bool
-	// SleepableUprobes tells whether uprobe programs may sleep
-	// (BPF_F_SLEEPABLE) and call bpf_copy_from_user, asked once, when a
-	// uprobe's program first reads a user string; nil means they may not
-	// (sleepable.go).
-	SleepableUprobes func() bool
+	// Kernel is the kernel the programs are for: its features, its
+	// architecture and its BTF (target.go). Required.
+	Kernel *target.Kernel
 }
 
 func (c *Config) defaults(prog *sema.Program) {
@@ -148,17 +136,16 @@ type Module struct {
 	// its regexBase.
 	regexData []byte
 	regexBase map[string]int
-	// mayGoto caches Config.MayGoto's answer: 0 not asked, 1 yes, 2 no.
-	mayGoto int8
-	// v4 caches Config.V4ISA's answer, as mayGoto.
-	v4 int8
+	// facts are what the code reads from the target kernel's BTF.
+	facts *kernelFacts
 }
 
 // New returns a module for prog; the layouts of globals are decided as
 // programs use them.
 func New(prog *sema.Program, cfg Config) *Module {
 	cfg.defaults(prog)
-	return &Module{cfg: cfg, maxStr: int(cfg.Limits.MaxStringLen), prog: prog, globals: map[*syntax.Var]*Global{}}
+	return &Module{cfg: cfg, maxStr: int(cfg.Limits.MaxStringLen), prog: prog, globals: map[*syntax.Var]*Global{},
+		facts: newKernelFacts(cfg.Kernel)}
 }
 
 // Program is one compiled probe.
@@ -194,9 +181,14 @@ type Section struct {
 type Error struct {
 	Pos syntax.Pos
 	Msg string
+	// Err is the error Msg reports, if any: a *target.MissingError when
+	// the target kernel lacks what the construct needs.
+	Err error
 }
 
 func (e *Error) Error() string { return fmt.Sprintf("%s: %s", e.Pos, e.Msg) }
+
+func (e *Error) Unwrap() error { return e.Err }
 
 // Compile compiles p, a kernel probe, for its attach point.
 func (m *Module) Compile(p *sema.Probe) (*Program, error) {

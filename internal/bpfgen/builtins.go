@@ -3,7 +3,6 @@ package bpfgen
 import (
 	"os"
 
-	"github.com/bpftap/bpftap/internal/kernel"
 	"github.com/bpftap/bpftap/internal/sema"
 	"github.com/bpftap/bpftap/internal/syntax"
 	"github.com/bpftap/bpftap/internal/tapset"
@@ -74,7 +73,7 @@ func kernelBuiltins() map[string]builtinCode {
 		"symname":             strCode((*gen).symname),
 		"pid2task":            longCode((*gen).pid2task),
 		"pid2execname":        strCode((*gen).pid2execname),
-		"HZ":                  longCode(func(g *gen, _ *syntax.Call) { g.constant(asm.R0, int64(kernel.HZ())) }),
+		"HZ":                  longCode(func(g *gen, _ *syntax.Call) { g.constant(asm.R0, int64(g.m.cfg.Kernel.HZ())) }),
 		"mem_page_size":       longCode(func(g *gen, _ *syntax.Call) { g.constant(asm.R0, int64(os.Getpagesize())) }),
 		"__maxstringlen":      longCode(func(g *gen, _ *syntax.Call) { g.constant(asm.R0, int64(g.m.maxStr)) }),
 		"modname":             strCode((*gen).modname),

@@ -1,6 +1,8 @@
 package bpfgen
 
 import (
+	"github.com/bpftap/bpftap/internal/probes/attach"
+	"github.com/bpftap/bpftap/internal/sema"
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
 	"github.com/cilium/ebpf/btf"
@@ -46,6 +48,12 @@ import (
 // counted in SkipMap, which is reported with the kernel's own recursion
 // misses as skipped probes, as stap counts a probe it cannot run for
 // reentrancy. Only a thread's first update creates, so such skips are rare.
+//
+// Before Linux 5.11 (no task storage in tracing programs, no
+// bpf_get_current_task_btf) such an array is an ordinary hash keyed by
+// tid() (Global.ByThread is false), and one more program, on the
+// sched_process_exit raw tracepoint (ThreadExits), deletes an exiting
+// thread's elements of each, as the kernel frees a thread's storage.
 
 // threadValue is the offset of the value in an element by thread, after
 // its present word.
@@ -124,4 +132,33 @@ func (g *gen) threadDelete(gl *Global) {
 		asm.StoreMem(asm.R0, threadValue, asm.R1, asm.DWord),
 	)
 	g.mark(done)
+}
+
+// ThreadExits returns the program that deletes an exiting thread's
+// elements of the arrays by thread the module keeps in hashes (where the
+// kernel has no task storage), nil when there are none. Its key is the
+// thread's id as a long, as tid() keys those hashes.
+func (m *Module) ThreadExits() *Program {
+	var hashes []*Global
+	for _, gl := range m.order {
+		if gl.Var.ByThread && !gl.ByThread {
+			hashes = append(hashes, gl)
+		}
+	}
+	if len(hashes) == 0 {
+		return nil
+	}
+	a := &attach.Point{Kind: attach.RawTracepoint, Event: "sched_process_exit"}
+	probe := &sema.Probe{Name: "the exits of threads (arrays by thread)", Kernel: true, Attach: a}
+	insns := asm.Instructions{
+		btf.WithFuncMetadata(asm.FnGetCurrentPidTgid.Call(), mainType), // as every program's first
+		asm.LSh.Imm(asm.R0, 32), asm.RSh.Imm(asm.R0, 32), // the thread's id
+		asm.StoreMem(asm.R10, -8, asm.R0, asm.DWord),
+	}
+	for _, gl := range hashes {
+		insns = append(insns, asm.LoadMapPtr(asm.R1, 0).WithReference(gl.Ref),
+			asm.Mov.Reg(asm.R2, asm.R10), asm.Add.Imm(asm.R2, -8), asm.FnMapDeleteElem.Call())
+	}
+	insns = append(insns, asm.Mov.Imm(asm.R0, 0), asm.Return())
+	return &Program{Probe: probe, Attach: a, Instructions: insns}
 }

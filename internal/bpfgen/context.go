@@ -257,7 +257,7 @@ func (g *gen) loadArg(i int) {
 // cut to its size; a compat call's signed long is sign-extended from its
 // 32 bits.
 func (g *gen) compatRegister(loc attach.Loc) {
-	i := slices.Index(hostRegs.SyscallArgs, loc.Offset)
+	i := slices.Index(g.m.regs().SyscallArgs, loc.Offset)
 	if i < 0 || g.argsSlot == 0 {
 		panic("bpfgen: a compat argument outside the syscall entries' context") // probes.SyscallEntries makes them all
 	}

@@ -23,13 +23,6 @@ import (
 // functions read from a task, by function.
 var contextTaskFields = map[string]string{"pid": "tgid", "tid": "pid", "uid": "uid", "gid": "gid"}
 
-func init() {
-	for field, path := range map[string][]string{"tgid": {"tgid"}, "pid": {"pid"}, "comm": {"comm"},
-		"uid": {"cred", "uid", "val"}, "gid": {"cred", "gid", "val"}} {
-		taskPaths[field] = taskPath(path...)
-	}
-}
-
 // contextTask returns the probe's context task, nil when its context
 // functions read the running thread, as they do in the code of the
 // context task's own expression.

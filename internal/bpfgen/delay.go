@@ -3,6 +3,7 @@ package bpfgen
 import (
 	"github.com/bpftap/bpftap/internal/syntax"
 	"github.com/bpftap/bpftap/internal/tapset"
+	"github.com/bpftap/bpftap/internal/target"
 	"github.com/cilium/ebpf/asm"
 )
 
@@ -26,8 +27,7 @@ const maxDelay = 3600_000_000_000
 
 // delay compiles mdelay(ms) and udelay(us).
 func (g *gen) delay(c *syntax.Call) {
-	if !g.m.hasMayGoto() {
-		g.fail(c, "%s() in a kernel probe spins with may_goto, which this kernel lacks (Linux 6.9)", c.Name)
+	if !g.needs(c.Position(), target.MayGoto, c.Name+"() in a kernel probe") {
 		return
 	}
 	g.long(c.Args[0])

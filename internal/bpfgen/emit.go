@@ -7,6 +7,7 @@ import (
 	"github.com/bpftap/bpftap/internal/probes/attach"
 	"github.com/bpftap/bpftap/internal/sema"
 	"github.com/bpftap/bpftap/internal/syntax"
+	"github.com/bpftap/bpftap/internal/target"
 	"github.com/cilium/ebpf/asm"
 	"github.com/cilium/ebpf/btf"
 )
@@ -209,6 +210,18 @@ func (g *gen) fail(n syntax.Node, format string, args ...any) {
 	}
 }
 
+// needs fails at pos, where the script needs f for what it does (use:
+// "foreach in a kernel probe"), unless the target kernel offers f; it
+// tells whether the kernel does.
+func (g *gen) needs(pos syntax.Pos, f *target.Feature, use string) bool {
+	err := g.m.cfg.Kernel.Check(f)
+	if err != nil && g.err == nil {
+		err = target.For(err, use)
+		g.err = &Error{Pos: pos, Msg: err.Error(), Err: err}
+	}
+	return err == nil
+}
+
 // refuse fails at n, a construct the elaborator refuses in kernel probes,
 // with the elaborator's message (sema.KernelRefusal), so that both passes
 // say the same; what describes n should the elaborator have none.
@@ -290,7 +303,7 @@ func (g *gen) program() (*Program, error) {
 	setFrameBase(g.insns, g.frameBase()) // the calls of main and its static subprograms
 	insns, pos := farJumps(g.insns, g.pos)
 	prog := &Program{Instructions: insns, Pos: pos}
-	settleSleep(prog, g.subs.userStrings, g.m.cfg.SleepableUprobes != nil && g.m.cfg.SleepableUprobes())
+	settleSleep(prog, g.subs.userStrings, g.m.has(target.SleepableUprobes))
 	m, err := g.scratchMap(perCPU)
 	if err != nil {
 		return nil, &Error{Pos: g.cur, Msg: err.Error()}

@@ -5,6 +5,7 @@ import (
 
 	"github.com/bpftap/bpftap/internal/format"
 	"github.com/bpftap/bpftap/internal/syntax"
+	"github.com/bpftap/bpftap/internal/target"
 	"github.com/cilium/ebpf/asm"
 )
 
@@ -70,6 +71,9 @@ func (g *gen) foreach(s *syntax.ForeachStmt) {
 		g.refuse(s, "this foreach")
 		return
 	}
+	if !g.needs(s.Position(), target.ForEachMapElem, "foreach in a kernel probe") {
+		return
+	}
 	gl := g.m.global(id.Var)
 	smark, stack := g.scratchMark(), g.stack
 	var step func(brk string) int
@@ -120,7 +124,7 @@ func (g *gen) foreach(s *syntax.ForeachStmt) {
 // the kernel has no may_goto.
 func (g *gen) hashStep(gl *Global, s *syntax.ForeachStmt) func(brk string) int {
 	cur := g.allocScratch(cursorBest(gl) + elemKey + int(gl.Spec.KeySize))
-	snap := g.m.hasMayGoto() // else each iteration walks (snapshot.go)
+	snap := g.m.hasMayGoto() && g.m.has(target.Loop) // else each iteration walks (snapshot.go)
 	var ctx, count int16
 	if gl.Changes != nil {
 		count = g.changeCount(gl)

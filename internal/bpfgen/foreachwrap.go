@@ -2,6 +2,7 @@ package bpfgen
 
 import (
 	"github.com/bpftap/bpftap/internal/syntax"
+	"github.com/bpftap/bpftap/internal/target"
 	"github.com/cilium/ebpf/asm"
 )
 
@@ -40,6 +41,7 @@ func (g *gen) ringStep(gl *Global, s *syntax.ForeachStmt) func(brk string) int {
 	if gl.Gens {
 		g.fail(s, "a foreach in a kernel probe over an array kept in generations")
 	}
+	g.needs(s.Position(), target.Loop, "a foreach in a kernel probe over a wrapping array")
 	cur := g.allocScratch(ringKey + int(gl.Spec.KeySize))
 	ctx := g.cursorContext(cur)
 	g.emit(asm.Mov.Imm(asm.R1, 0), asm.StoreMem(regScratch, int16(cur+ringPos), asm.R1, asm.DWord))

@@ -5,6 +5,7 @@ import (
 
 	"github.com/bpftap/bpftap/internal/syntax"
 	"github.com/bpftap/bpftap/internal/tapset"
+	"github.com/bpftap/bpftap/internal/target"
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
 )
@@ -80,6 +81,9 @@ func (m *Module) global(v *syntax.Var) *Global {
 			gl.Keys = append(gl.Keys, f)
 			keySize += fieldSize(f)
 		}
+		if keySize > maxSmallKey && !m.has(target.BigKeys) {
+			keySize = m.narrowKeys(gl.Keys, keySize)
+		}
 	}
 	valueSize := 8
 	switch v.Type {
@@ -95,7 +99,7 @@ func (m *Module) global(v *syntax.Var) *Global {
 	switch {
 	case !v.IsArray:
 		gl.Spec.Type, gl.Spec.MaxEntries = ebpf.Array, 1
-	case v.ByThread:
+	case v.ByThread && m.has(target.TaskStorage) && m.has(target.TaskBTF):
 		gl.ByThread = true
 		gl.Spec = taskStorageSpec(v.Name, gl.Value)
 	default:
@@ -184,6 +188,39 @@ func (m *Module) keyWidth(v *syntax.Var, i int) int {
 		return commLen
 	}
 	return m.maxStr
+}
+
+// maxSmallKey is the longest hash key before Linux 5.11 (the BPF stack's
+// size).
+const maxSmallKey = 512
+
+// narrowKeys narrows the string columns of MAXSTRINGLEN of keys, whose
+// fields take size bytes, so that the key fits maxSmallKey bytes (where
+// the kernel has no longer keys), each the same width: a longer string is
+// cut there, as a string is at MAXSTRINGLEN. It returns the new size (the
+// old one when narrowing cannot make the key fit: the kernel then refuses
+// the map).
+func (m *Module) narrowKeys(keys []ArgField, size int) int {
+	wide, fixed := 0, size
+	for _, f := range keys {
+		if f.Width == m.maxStr {
+			wide++
+			fixed -= fieldSize(f)
+		}
+	}
+	if wide == 0 || (maxSmallKey-fixed)/wide < 16 {
+		return size
+	}
+	width := (maxSmallKey - fixed) / wide &^ 7
+	off := 0
+	for i := range keys {
+		keys[i].Offset = off
+		if keys[i].Width == m.maxStr {
+			keys[i].Width = width
+		}
+		off += fieldSize(keys[i])
+	}
+	return off
 }
 
 func fitsComm(k syntax.Expr) bool {
@@ -275,7 +312,7 @@ func (g *gen) lookupOrCreateKey(gl *Global, k keyAddr, at syntax.Pos) {
 		g.emit(asm.Mov.Reg(asm.R3, asm.R0), elements(asm.R1))
 		k.load(g, asm.R2)
 		g.emit(asm.Mov.Imm(asm.R4, bpfNoExist), asm.FnMapUpdateElem.Call())
-		if gl.Ring != nil {
+		if gl.Ring != nil && g.needs(at, target.AtomicFetch, "a wrapping array (%) updated in a kernel probe") {
 			g.keepOrder(gl, k, elements)
 		}
 		g.emit(elements(asm.R1))
@@ -342,15 +379,7 @@ func (g *gen) updateGlobal(lv syntax.Expr, op string, rhs syntax.Expr, at syntax
 		if op == "-" {
 			g.emit(asm.Neg.Imm(asm.R1, 0))
 		}
-		g.emit(
-			asm.Mov.Reg(asm.R0, asm.R1),
-			atomicOp(bpfFetchAdd, regRec, asm.R1, 0),
-		)
-		if !post {
-			g.emit(asm.Add.Reg(asm.R0, asm.R1))
-		} else {
-			g.emit(asm.Mov.Reg(asm.R0, asm.R1))
-		}
+		g.addAndFetch(post)
 		return
 	}
 	g.emit(asm.LoadMem(asm.R0, regRec, 0, asm.DWord))
@@ -408,7 +437,7 @@ func (g *gen) delete(s *syntax.DeleteStmt) {
 		gl := g.m.global(v)
 		for _, k := range t.Keys {
 			if _, star := k.(*syntax.Star); star && !gl.ByThread {
-				g.deleteMatching(gl, t.Keys)
+				g.deleteMatching(s, gl, t.Keys)
 				return
 			}
 		}
@@ -434,5 +463,27 @@ func (g *gen) delete(s *syntax.DeleteStmt) {
 		g.updateGlobal(t, "", &syntax.NumberLit{Typed: syntax.Typed{T: syntax.TypeLong}}, s.Pos, false)
 	default:
 		g.fail(s, "cannot delete %s in a kernel probe", syntax.ExprString(s.Target))
+	}
+}
+
+// addAndFetch adds R1 to the long at regRec, atomically, and leaves in R0
+// the long before the add (post) or after it. With BPF_FETCH (Linux 5.12)
+// that is the value this add saw; before, a plain atomic add and a load:
+// the count stays exact, but the value read may include adds that other
+// CPUs (or programs nested on this one) made in between, as a script's
+// `x = n++` may see where stap would have locked n.
+func (g *gen) addAndFetch(post bool) {
+	if g.m.has(target.AtomicFetch) {
+		g.emit(asm.Mov.Reg(asm.R0, asm.R1), atomicOp(bpfFetchAdd, regRec, asm.R1, 0)) // R1 = the long before
+		if post {
+			g.emit(asm.Mov.Reg(asm.R0, asm.R1))
+		} else {
+			g.emit(asm.Add.Reg(asm.R0, asm.R1))
+		}
+		return
+	}
+	g.emit(atomicOp(bpfAdd, regRec, asm.R1, 0), asm.LoadMem(asm.R0, regRec, 0, asm.DWord))
+	if post {
+		g.emit(asm.Sub.Reg(asm.R0, asm.R1))
 	}
 }

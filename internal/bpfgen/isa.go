@@ -1,6 +1,9 @@
 package bpfgen
 
-import "github.com/cilium/ebpf/asm"
+import (
+	"github.com/bpftap/bpftap/internal/target"
+	"github.com/cilium/ebpf/asm"
+)
 
 // Signed division and modulo, and sign-extending loads, are instructions
 // of BPF's fourth ISA version (Linux 6.6); older verifiers refuse them
@@ -8,18 +11,10 @@ import "github.com/cilium/ebpf/asm"
 // 12's 6.1). There the code divides magnitudes with the unsigned
 // instructions and sets the sign by branches (no register beyond the
 // operands), and a load is extended by shifts. Where the kernel has them
-// (Config.V4ISA, asked once) the code is what it was.
+// (target.V4ISA) the code is what it was.
 
 // hasV4 tells whether the kernel knows the v4 instructions.
-func (m *Module) hasV4() bool {
-	if m.v4 == 0 {
-		m.v4 = 1
-		if m.cfg.V4ISA != nil && !m.cfg.V4ISA() {
-			m.v4 = 2
-		}
-	}
-	return m.v4 == 1
-}
+func (m *Module) hasV4() bool { return m.has(target.V4ISA) }
 
 // signedDiv computes dst = dst / src (or dst % src when mod), signed, as
 // BPF's signed instructions do (the quotient rounds toward zero, the
@@ -73,18 +68,4 @@ func (g *gen) divByPositive(dst, src asm.Register, op asm.ALUOp, done string) {
 	)
 	g.mark(neg)
 	g.emit(asm.Neg.Imm(dst, 0), op.Reg(dst, src), asm.Neg.Imm(dst, 0))
-}
-
-// V4ISAProbe is a program with a signed division and a sign-extending
-// load: the verifier of a kernel before 6.6 refuses it
-// (kernelside.HasV4ISA).
-func V4ISAProbe() asm.Instructions {
-	return asm.Instructions{
-		asm.Mov.Imm(asm.R0, -4),
-		asm.Mov.Imm(asm.R1, 2),
-		asm.SDiv.Reg(asm.R0, asm.R1),
-		asm.StoreMem(asm.R10, -8, asm.R0, asm.DWord),
-		asm.LoadMemSX(asm.R0, asm.R10, -8, asm.Word),
-		asm.Return(),
-	}
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/bpftap/bpftap/internal/probes/attach"
 	"github.com/bpftap/bpftap/internal/sema"
 	"github.com/bpftap/bpftap/internal/syntax"
+	"github.com/bpftap/bpftap/internal/target/targettest"
 	"golang.org/x/sys/unix"
 )
 
@@ -299,7 +300,7 @@ func beginInKernel(t *testing.T, prog *sema.Program) *sema.Probe {
 // returns the error.
 func compileError(t *testing.T, script string) error {
 	prog := elaborateWith(t, script, sema.Options{Guru: true}) // guru mode's builtins (raise) too
-	_, err := bpfgen.New(prog, bpfgen.Config{}).Compile(beginInKernel(t, prog))
+	_, err := bpfgen.New(prog, bpfgen.Config{Kernel: targettest.Running(t)}).Compile(beginInKernel(t, prog))
 	return err
 }
 
@@ -307,7 +308,7 @@ func compileError(t *testing.T, script string) error {
 // and returns the error.
 func compileKernelError(t *testing.T, script string) error {
 	prog := elaborateWith(t, script, sema.Options{Guru: true})
-	_, err := bpfgen.New(prog, bpfgen.Config{}).Compile(prog.Probes[0])
+	_, err := bpfgen.New(prog, bpfgen.Config{Kernel: targettest.Running(t)}).Compile(prog.Probes[0])
 	return err
 }
 

@@ -1,6 +1,9 @@
 package bpfgen
 
-import "github.com/cilium/ebpf/asm"
+import (
+	"github.com/bpftap/bpftap/internal/target"
+	"github.com/cilium/ebpf/asm"
+)
 
 // What proves to the verifier that a loop ends.
 //
@@ -21,15 +24,7 @@ import "github.com/cilium/ebpf/asm"
 // program first has a loop; on 6.9 and later the code is what it was.
 
 // hasMayGoto tells whether the kernel knows may_goto.
-func (m *Module) hasMayGoto() bool {
-	if m.mayGoto == 0 {
-		m.mayGoto = 1
-		if m.cfg.MayGoto != nil && !m.cfg.MayGoto() {
-			m.mayGoto = 2
-		}
-	}
-	return m.mayGoto == 1
-}
+func (m *Module) hasMayGoto() bool { return m.has(target.MayGoto) }
 
 // loopHead marks top, the head of a loop, and emits what bounds the loop
 // for the verifier: a may_goto to exit, or a counter that goes to exit
@@ -40,7 +35,7 @@ func (g *gen) loopHead(top, exit string, limit int64) (end func()) {
 	if g.m.hasMayGoto() {
 		g.usesMayGoto()
 		g.mark(top)
-		g.emit(mayGoto(exit))
+		g.emit(target.MayGotoJump(exit)) // the instruction may_goto
 		return func() {}
 	}
 	count := g.pushSlot()
@@ -56,16 +51,5 @@ func (g *gen) loopHead(top, exit string, limit int64) (end func()) {
 		if g.stack == -int(count) { // nothing the loop pushed stays
 			g.popStack(8)
 		}
-	}
-}
-
-// MayGotoProbe is a program with a may_goto: the verifier of a kernel
-// before 6.9 refuses it (kernelside.HasMayGoto).
-func MayGotoProbe() asm.Instructions {
-	return asm.Instructions{
-		asm.Mov.Imm(asm.R0, 0),
-		mayGoto("out"),
-		asm.Mov.Imm(asm.R0, 1),
-		asm.Return().WithSymbol("out"),
 	}
 }

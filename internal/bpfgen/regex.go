@@ -2,12 +2,12 @@ package bpfgen
 
 import (
 	"encoding/binary"
-	"sync"
 	"unicode/utf8"
 
 	"github.com/bpftap/bpftap/internal/kernel"
 	"github.com/bpftap/bpftap/internal/regexdfa"
 	"github.com/bpftap/bpftap/internal/syntax"
+	"github.com/bpftap/bpftap/internal/target"
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
 	"golang.org/x/sys/unix"
@@ -134,7 +134,10 @@ func (g *gen) search(e, subject syntax.Expr, lit *syntax.StringLit, negate bool)
 		g.fail(lit, "%s", err) // as sema.RefusalNode blames
 		return
 	}
-	ids, err := iterNum()
+	if !g.needs(e.Position(), target.IterNum, "regular expression matching in a kernel probe") {
+		return
+	}
+	ids, err := g.m.facts.iterNum()
 	if err != nil {
 		g.fail(e, "regular expression matching in a kernel probe needs the kernel's numeric iterator (bpf_iter_num_*, Linux 6.4): %v", err)
 		return
@@ -309,18 +312,6 @@ func (g *gen) regexRun(r *reMatch, save, decode string) {
 	}
 	g.mark(short)
 }
-
-// iterNumIDs are the BTF IDs of the kernel's numeric iterator kfuncs.
-type iterNumIDs struct{ new, next, destroy int32 }
-
-// iterNum looks the iterator's kfuncs up in the kernel's BTF, once.
-var iterNum = sync.OnceValues(func() (iterNumIDs, error) {
-	ids, err := kernel.KfuncIDs("bpf_iter_num_new", "bpf_iter_num_next", "bpf_iter_num_destroy")
-	if err != nil {
-		return iterNumIDs{}, err
-	}
-	return iterNumIDs{ids[0], ids[1], ids[2]}, nil
-})
 
 // decodeRune decodes the UTF-8 sequence whose first byte (0x80 or more)
 // is in R2 at string index R4, as utf8.DecodeRune does: the rune in R3,

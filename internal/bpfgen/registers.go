@@ -1,9 +1,9 @@
 package bpfgen
 
 import (
-	"github.com/bpftap/bpftap/internal/arch"
 	"github.com/bpftap/bpftap/internal/syntax"
 	"github.com/bpftap/bpftap/internal/tapset"
+	"github.com/bpftap/bpftap/internal/target"
 	"github.com/cilium/ebpf/asm"
 )
 
@@ -15,14 +15,11 @@ import (
 // pointer. In a probe without registers they raise stap's errors (uaddr()
 // is 0), as stap's tapset does at run time.
 
-// hostRegs is the struct pt_regs of the machine bpftap runs on.
-var hostRegs = arch.Host()
-
 // registerProbe tells whether the running probe's context is the
 // registers of a function probe.
 func (g *gen) registerProbe() bool {
 	a := g.ownProbe().Attach
-	return a != nil && a.Regs && a.Func != nil && hostRegs != nil
+	return a != nil && a.Regs && a.Func != nil && g.m.regs() != nil
 }
 
 // raiseAt jumps to stap's error msg at pos and leaves 0 in R0. The jump
@@ -86,7 +83,7 @@ func (g *gen) i386Arg(c *syntax.Call, wide bool) {
 	slot := g.pushSlot()
 	g.emit(
 		asm.LSh.Imm(asm.R0, 2),
-		asm.LoadMem(asm.R3, regCtx, int16(hostRegs.SP), asm.DWord),
+		asm.LoadMem(asm.R3, regCtx, int16(g.m.regs().SP), asm.DWord),
 		asm.Mov.Reg32(asm.R3, asm.R3),
 		asm.Add.Reg(asm.R3, asm.R0),
 		asm.Mov.Imm(asm.R0, 0),
@@ -106,8 +103,8 @@ func (g *gen) functionArg(c *syntax.Call) {
 	done, stack := g.newLabel("arg"), g.newLabel("stackarg")
 	g.emit(asm.Mov.Reg(regRec, asm.R0))
 	g.emit(asm.JSLT.Imm(asm.R0, 1, g.errorSite(tapset.MsgBadArgnum, c.Pos, true)))
-	g.emit(asm.JGT.Imm(asm.R0, int32(len(hostRegs.FuncArgs)), stack))
-	for i, offset := range hostRegs.FuncArgs {
+	g.emit(asm.JGT.Imm(asm.R0, int32(len(g.m.regs().FuncArgs)), stack))
+	for i, offset := range g.m.regs().FuncArgs {
 		next := g.newLabel("argreg")
 		g.emit(asm.JNE.Imm(regRec, int32(i+1), next),
 			asm.LoadMem(asm.R0, regCtx, int16(offset), asm.DWord),
@@ -124,7 +121,7 @@ func (g *gen) functionArg(c *syntax.Call) {
 // registers then hold the call's arguments.
 func (g *gen) syscallProbe() bool {
 	a := g.ownProbe().Attach
-	return a != nil && a.Syscall && hostRegs != nil
+	return a != nil && a.Syscall && g.m.regs() != nil
 }
 
 // syscallArg leaves in R0 argument n (1 to 6) of the system call the
@@ -138,28 +135,53 @@ func (g *gen) syscallArg(c *syntax.Call, signed bool) {
 	bad := g.errorSite(tapset.MsgBadArgnum, c.Pos, true)
 	g.emit(asm.Mov.Reg(regRec, asm.R0),
 		asm.JSLT.Imm(asm.R0, 1, bad),
-		asm.JGT.Imm(asm.R0, int32(len(hostRegs.SyscallArgs)), bad))
+		asm.JGT.Imm(asm.R0, int32(len(g.m.regs().SyscallArgs)), bad))
 	flag := g.pushSlot()
 	g.syscallCompat()
 	g.emit(asm.StoreMem(asm.R10, flag, asm.R0, asm.DWord))
 	slot := g.pushSlot()
-	g.emit(asm.Mov.Imm(asm.R0, 0), asm.StoreMem(asm.R10, slot, asm.R0, asm.DWord),
-		asm.FnGetCurrentTaskBtf.Call(),
-		asm.Mov.Reg(asm.R1, asm.R0),
-		asm.FnTaskPtRegs.Call(),
-		asm.LoadMem(asm.R1, asm.R10, flag, asm.DWord))
+	g.emit(asm.Mov.Imm(asm.R0, 0), asm.StoreMem(asm.R10, slot, asm.R0, asm.DWord))
+	if !g.userRegs(c, slot) {
+		return
+	}
+	g.emit(asm.LoadMem(asm.R1, asm.R10, flag, asm.DWord))
 	native, done := g.newLabel("sysargnative"), g.newLabel("sysargdone")
-	if hostRegs.Compat != nil {
+	if g.m.regs().Compat != nil {
 		g.emit(asm.JEq.Imm(asm.R1, 0, native))
-		g.readRegister(hostRegs.Compat.SyscallArgs, slot)
+		g.readRegister(g.m.regs().Compat.SyscallArgs, slot)
 		g.emit(asm.Mov.Reg32(asm.R0, asm.R0))
 		g.extend(4, signed)
 		g.emit(asm.Ja.Label(done))
 	}
 	g.mark(native)
-	g.readRegister(hostRegs.SyscallArgs, slot)
+	g.readRegister(g.m.regs().SyscallArgs, slot)
 	g.mark(done)
 	g.popStack(16)
+}
+
+// userRegs leaves in R0 the address of the current thread's user
+// registers: bpf_task_pt_regs's (Linux 5.15), or before it the struct
+// pt_regs at the top of the thread's kernel stack, where the kernel saves
+// them (task->stack + THREAD_SIZE - sizeof(struct pt_regs)), read through
+// slot. c is blamed should the kernel's BTF place neither.
+func (g *gen) userRegs(c *syntax.Call, slot int16) bool {
+	if g.m.has(target.TaskPtRegs) {
+		g.emit(asm.FnGetCurrentTaskBtf.Call(), asm.Mov.Reg(asm.R1, asm.R0), asm.FnTaskPtRegs.Call())
+		return true
+	}
+	stack, size, ok := g.m.facts.userRegs()
+	top := g.m.cfg.Kernel.ThreadSize()
+	if !ok || top == 0 {
+		return g.needs(c.Position(), target.TaskPtRegs, c.Name+"() in this probe (it reads the thread's user registers)")
+	}
+	g.emit(asm.FnGetCurrentTask.Call(),
+		asm.Mov.Reg(asm.R3, asm.R0), asm.Add.Imm(asm.R3, int32(stack)),
+		asm.Mov.Reg(asm.R1, asm.R10), asm.Add.Imm(asm.R1, int32(slot)),
+		asm.Mov.Imm(asm.R2, 8),
+		asm.FnProbeReadKernel.Call(),
+		asm.LoadMem(asm.R0, asm.R10, slot, asm.DWord),
+		asm.Add.Imm(asm.R0, int32(top-size)))
+	return true
 }
 
 // readRegister leaves in R0 the register offsets[n-1] (n in regRec) of
@@ -185,9 +207,9 @@ func (g *gen) readRegister(offsets []int, slot int16) {
 func (g *gen) userStackWord() {
 	slot := g.pushSlot()
 	g.emit(
-		asm.Add.Imm(asm.R0, -int32(len(hostRegs.FuncArgs))),
+		asm.Add.Imm(asm.R0, -int32(len(g.m.regs().FuncArgs))),
 		asm.LSh.Imm(asm.R0, 3),
-		asm.LoadMem(asm.R3, regCtx, int16(hostRegs.SP), asm.DWord),
+		asm.LoadMem(asm.R3, regCtx, int16(g.m.regs().SP), asm.DWord),
 		asm.Add.Reg(asm.R3, asm.R0),
 		asm.Mov.Imm(asm.R0, 0),
 		asm.StoreMem(asm.R10, slot, asm.R0, asm.DWord),
@@ -208,7 +230,7 @@ func (g *gen) registerRead(c *syntax.Call) {
 		return
 	}
 	name := c.Args[0].(*syntax.StringLit).Value
-	reg, ok := hostRegs.Registers[name]
+	reg, ok := g.m.regs().Registers[name]
 	if !ok {
 		g.raiseAt(tapset.UnknownRegister(name), c.Pos)
 		return
@@ -230,7 +252,7 @@ func (g *gen) returnval(c *syntax.Call) {
 		g.raiseAt(tapset.NoReturnval(g.ownProbe().Name), c.Pos)
 		return
 	}
-	g.emit(asm.LoadMem(asm.R0, regCtx, int16(hostRegs.Return), asm.DWord))
+	g.emit(asm.LoadMem(asm.R0, regCtx, int16(g.m.regs().Return), asm.DWord))
 	if g.ownProbe().Attach.I386 {
 		g.extend(4, true) // eax
 	}

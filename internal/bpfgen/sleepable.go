@@ -1,6 +1,7 @@
 package bpfgen
 
 import (
+	"github.com/bpftap/bpftap/internal/target"
 	"github.com/cilium/ebpf/asm"
 )
 
@@ -8,7 +9,7 @@ import (
 // page in: a string in a page the process has not touched yet (a string
 // literal of a USDT marker at -O2, in read-only data nothing read before)
 // reads as -EFAULT, stap's "user string copy fault". A uprobe program may
-// sleep (BPF_F_SLEEPABLE, Config.SleepableUprobes), and there
+// sleep (BPF_F_SLEEPABLE, target.SleepableUprobes), and there
 // bpf_copy_from_user faults the page in: a read that faults copies one
 // byte of the string's first page, and of the next page if it faults
 // again (a string of at most MAXSTRINGLEN bytes spans two), retrying the
@@ -32,7 +33,7 @@ func (g *gen) faultsIn() bool {
 		return false
 	}
 	g.subs.userStrings = true
-	return g.m.cfg.SleepableUprobes != nil && g.m.cfg.SleepableUprobes()
+	return g.m.has(target.SleepableUprobes)
 }
 
 // retryFaulting follows a bpf_probe_read_user_str of size bytes into dst
@@ -93,18 +94,5 @@ func settleSleep(prog *Program, userStrings, faultIn bool) {
 		if ins.IsBuiltinCall() && asm.BuiltinFunc(ins.Constant) == asm.FnCopyFromUser {
 			prog.Instructions[i] = asm.Mov.Imm(asm.R0, efault).WithMetadata(ins.Metadata)
 		}
-	}
-}
-
-// SleepableProbe is a program that calls bpf_copy_from_user, which the
-// kernel accepts only in a sleepable program (kernelside's
-// HasSleepableUprobes loads it as a sleepable kprobe-type program).
-func SleepableProbe() asm.Instructions {
-	return asm.Instructions{
-		asm.Mov.Imm(asm.R0, 0), asm.StoreMem(asm.R10, -8, asm.R0, asm.DWord),
-		asm.Mov.Reg(asm.R1, asm.R10), asm.Add.Imm(asm.R1, -8),
-		asm.Mov.Imm(asm.R2, 1), asm.Mov.Imm(asm.R3, 0),
-		asm.FnCopyFromUser.Call(),
-		asm.Mov.Imm(asm.R0, 0), asm.Return(),
 	}
 }

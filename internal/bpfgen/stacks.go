@@ -1,7 +1,9 @@
 package bpfgen
 
 import (
+	"github.com/bpftap/bpftap/internal/probes/attach"
 	"github.com/bpftap/bpftap/internal/syntax"
+	"github.com/bpftap/bpftap/internal/target"
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
 	"golang.org/x/sys/unix"
@@ -256,11 +258,16 @@ var (
 // size is the size of a stack in the store.
 func (s stackStore) size() int { return s.frameSize * MaxBacktrace }
 
-// maps describes the store's maps, keeping n stacks.
-func (s stackStore) maps(n uint32) []Map {
+// maps describes the store's maps, keeping n stacks; its values are a
+// hash where the kernel has no atomic fetch-and-add (drawStackID).
+func (s stackStore) maps(n uint32, fetch bool) []Map {
 	size := uint32(s.size())
+	values := ebpf.Array
+	if !fetch {
+		values = ebpf.Hash
+	}
 	return []Map{
-		{s.values, &ebpf.MapSpec{Name: s.values, Type: ebpf.Array, KeySize: 4, ValueSize: size, MaxEntries: n}},
+		{s.values, &ebpf.MapSpec{Name: s.values, Type: values, KeySize: 4, ValueSize: size, MaxEntries: n}},
 		{s.ids, &ebpf.MapSpec{Name: s.ids, Type: ebpf.Hash, KeySize: size, ValueSize: 4, MaxEntries: n}},
 		{s.count, &ebpf.MapSpec{Name: s.count, Type: ebpf.Array, KeySize: 4, ValueSize: 8, MaxEntries: 1}},
 	}
@@ -281,10 +288,10 @@ func (m *Module) stackMaps() []Map {
 	if m.userStacks {
 		maps = append(maps, Map{BuildIDStackMap, &ebpf.MapSpec{Name: "ustacks", Type: ebpf.StackTrace, KeySize: 4,
 			Flags: bpfStackBuildID, ValueSize: BuildIDFrameSize * MaxBacktrace, MaxEntries: n}})
-		maps = append(maps, userStore.maps(n)...)
+		maps = append(maps, userStore.maps(n, m.has(target.AtomicFetch))...)
 	}
 	if m.taskStacks {
-		maps = append(maps, kernelStore.maps(n)...)
+		maps = append(maps, kernelStore.maps(n, m.has(target.AtomicFetch))...)
 	}
 	return maps
 }
@@ -510,20 +517,8 @@ func (g *gen) storedStackID(s stackStore, take func(frames int32), full string) 
 		asm.JSLT.Imm(asm.R0, 0, full),
 	)
 	g.knownStack(s, frames, done)
+	g.drawStackID(s, frames, id, full)
 	g.emit(
-		asm.LoadMapValue(asm.R1, 0, 0).WithReference(s.count),
-		asm.Mov.Imm(asm.R2, 1),
-		atomicOp(bpfFetchAdd, asm.R1, asm.R2, 0),
-		asm.JGE.Imm(asm.R2, int32(g.m.cfg.Limits.MaxStacks), full),
-		asm.StoreMem(asm.R10, id, asm.R2, asm.Word),
-		asm.LoadMapPtr(asm.R1, 0).WithReference(s.values),
-		asm.Mov.Reg(asm.R2, asm.R10),
-		asm.Add.Imm(asm.R2, int32(id)),
-		asm.Mov.Reg(asm.R3, regScratch),
-		asm.Add.Imm(asm.R3, frames),
-		asm.Mov.Imm(asm.R4, 0), // BPF_ANY
-		asm.FnMapUpdateElem.Call(),
-		asm.JNE.Imm(asm.R0, 0, full),
 		asm.LoadMapPtr(asm.R1, 0).WithReference(s.ids),
 		asm.Mov.Reg(asm.R2, regScratch),
 		asm.Add.Imm(asm.R2, frames),
@@ -543,6 +538,51 @@ func (g *gen) storedStackID(s stackStore, take func(frames int32), full string) 
 	g.popStack(8)
 	g.scratchRelease(mark)
 }
+
+// drawStackID takes a new id of store s into stack slot id and stores the
+// frames at frames in the scratch area under it, or jumps to full. The id
+// is the store's count before an atomic fetch-and-add. Where the kernel
+// has none (before Linux 5.12) it is the count after a plain atomic add,
+// less one, which a program that added meanwhile (nested, or on another
+// CPU) may read too: the values are then a hash, the frames are stored
+// with BPF_NOEXIST, and the program that finds its id taken draws again,
+// up to stackDraws times, so that no id ever names two stacks.
+func (g *gen) drawStackID(s stackStore, frames int32, id int16, full string) {
+	store := func(flags int32) {
+		g.emit(
+			asm.JGE.Imm(asm.R2, int32(g.m.cfg.Limits.MaxStacks), full),
+			asm.StoreMem(asm.R10, id, asm.R2, asm.Word),
+			asm.LoadMapPtr(asm.R1, 0).WithReference(s.values),
+			asm.Mov.Reg(asm.R2, asm.R10),
+			asm.Add.Imm(asm.R2, int32(id)),
+			asm.Mov.Reg(asm.R3, regScratch),
+			asm.Add.Imm(asm.R3, frames),
+			asm.Mov.Imm(asm.R4, flags),
+			asm.FnMapUpdateElem.Call(),
+		)
+	}
+	if g.m.has(target.AtomicFetch) {
+		g.emit(asm.LoadMapValue(asm.R1, 0, 0).WithReference(s.count), asm.Mov.Imm(asm.R2, 1),
+			atomicOp(bpfFetchAdd, asm.R1, asm.R2, 0))
+		store(0) // BPF_ANY
+		g.emit(asm.JNE.Imm(asm.R0, 0, full))
+		return
+	}
+	stored := g.newLabel("stored_frames")
+	for range stackDraws {
+		g.emit(asm.LoadMapValue(asm.R1, 0, 0).WithReference(s.count), asm.Mov.Imm(asm.R2, 1),
+			atomicOp(bpfAdd, asm.R1, asm.R2, 0), asm.LoadMem(asm.R2, asm.R1, 0, asm.DWord), asm.Sub.Imm(asm.R2, 1))
+		store(bpfNoExist)
+		g.emit(asm.JEq.Imm(asm.R0, 0, stored))
+	}
+	g.emit(asm.Ja.Label(full))
+	g.mark(stored)
+}
+
+// stackDraws bounds the ids a program draws for a stack where each draw
+// may find its id taken (drawStackID): each retry needs another program
+// to add to the count in a window of two instructions.
+const stackDraws = 4
 
 // knownStack jumps to found with the id of the stack at frames in the
 // scratch buffer in R0 when store s has it, and goes on otherwise.
@@ -564,7 +604,7 @@ func (g *gen) knownStack(s stackStore, frames int32, found string) {
 // registers of the code it interrupted, kernel or user (a perf sample's).
 func (g *gen) sampledRegs() bool {
 	a := g.ownProbe().Attach
-	return a != nil && a.Regs && !a.User && hostRegs != nil
+	return a != nil && a.Regs && !a.User && g.m.regs() != nil
 }
 
 // perfRegs is sampledRegs for addr() and user_mode(), which are 0
@@ -580,24 +620,42 @@ func (g *gen) perfRegs() bool {
 // addr is the address of the probed kernel function (bpf_get_func_ip,
 // exact where regs->ip is past the probe's own instruction), or the
 // interrupted instruction pointer, user or kernel.
-func (g *gen) addr(*syntax.Call) {
+func (g *gen) addr(c *syntax.Call) {
 	if a := g.ownProbe().Attach; a != nil && a.Func != nil && !a.User && (a.Func.Words > 0 || a.Func.Return == nil) {
-		g.emit(asm.Mov.Reg(asm.R1, regCtx), asm.FnGetFuncIp.Call())
+		g.funcIP(c, a)
 		return
 	}
 	if g.perfRegs() {
-		g.emit(asm.LoadMem(asm.R0, regCtx, int16(hostRegs.IP), asm.DWord))
+		g.emit(asm.LoadMem(asm.R0, regCtx, int16(g.m.regs().IP), asm.DWord))
 	}
 }
 
 // funcAddr is the probed kernel function's address, at entry and return
 // alike; 0 in a probe on no kernel function.
-func (g *gen) funcAddr(*syntax.Call) {
+func (g *gen) funcAddr(c *syntax.Call) {
 	if a := g.ownProbe().Attach; a == nil || a.Func == nil || a.User {
 		g.emit(asm.Mov.Imm(asm.R0, 0))
 		return
 	}
-	g.emit(asm.Mov.Reg(asm.R1, regCtx), asm.FnGetFuncIp.Call())
+	g.funcIP(c, g.ownProbe().Attach)
+}
+
+// funcIP leaves in R0 the address of the kernel function the program at a
+// is attached to (c blamed should it be unknown): bpf_get_func_ip's (Linux
+// 5.15), or before it the
+// function's address in kallsyms, a constant of a program on one function
+// (a program on many needs kprobe-multi, which came after).
+func (g *gen) funcIP(c *syntax.Call, a *attach.Point) {
+	if g.m.has(target.FuncIP) || a.Set != nil {
+		g.emit(asm.Mov.Reg(asm.R1, regCtx), asm.FnGetFuncIp.Call())
+		return
+	}
+	addr, ok := g.m.cfg.Kernel.FunctionAddress(a.Event, a.Module)
+	if !ok {
+		g.needs(c.Position(), target.FuncIP, c.Name+"() on "+a.Event+" (not in /proc/kallsyms)")
+		return
+	}
+	g.constant(asm.R0, int64(addr))
 }
 
 // userMode tells whether the interrupted code ran in user mode (arch.Regs'
@@ -606,10 +664,10 @@ func (g *gen) userMode(*syntax.Call) {
 	if g.perfRegs() {
 		kernelMode := g.newLabel("kmode")
 		g.emit(
-			asm.LoadMem(asm.R1, regCtx, int16(hostRegs.Mode), asm.DWord),
-			asm.And.Imm(asm.R1, hostRegs.ModeMask),
+			asm.LoadMem(asm.R1, regCtx, int16(g.m.regs().Mode), asm.DWord),
+			asm.And.Imm(asm.R1, g.m.regs().ModeMask),
 			asm.Mov.Imm(asm.R0, 0),
-			asm.JNE.Imm(asm.R1, hostRegs.ModeUser, kernelMode),
+			asm.JNE.Imm(asm.R1, g.m.regs().ModeUser, kernelMode),
 			asm.Mov.Imm(asm.R0, 1),
 		)
 		g.mark(kernelMode)
@@ -622,8 +680,8 @@ func (g *gen) userMode(*syntax.Call) {
 // .return probe), elsewhere the first frame of the user stack, 0 when the
 // task has none (a kernel thread).
 func (g *gen) uaddr(*syntax.Call) {
-	if a := g.ownProbe().Attach; a != nil && a.Regs && a.User && hostRegs != nil {
-		g.emit(asm.LoadMem(asm.R0, regCtx, int16(hostRegs.IP), asm.DWord))
+	if a := g.ownProbe().Attach; a != nil && a.Regs && a.User && g.m.regs() != nil {
+		g.emit(asm.LoadMem(asm.R0, regCtx, int16(g.m.regs().IP), asm.DWord))
 		return
 	}
 	g.stackFrame(bpfUserStack, 0)
@@ -636,7 +694,7 @@ func (g *gen) uaddr(*syntax.Call) {
 // within callerSpan bytes of the function's address (bpf_get_func_ip):
 // the frames of a BPF trampoline come before it. 0 in other probes, or
 // when the function is not among the first callerFrames frames.
-func (g *gen) callerAddr(*syntax.Call) {
+func (g *gen) callerAddr(c *syntax.Call) {
 	a := g.ownProbe().Attach
 	switch {
 	case a == nil || a.Func == nil || a.User:
@@ -650,8 +708,8 @@ func (g *gen) callerAddr(*syntax.Call) {
 	fn := g.pushSlot()
 	buf := g.pushStack(size)
 	done := g.newLabel("caller")
+	g.funcIP(c, a)
 	g.emit(
-		asm.Mov.Reg(asm.R1, regCtx), asm.FnGetFuncIp.Call(),
 		asm.StoreMem(asm.R10, fn, asm.R0, asm.DWord),
 		asm.Mov.Reg(asm.R1, regCtx), asm.Mov.Reg(asm.R2, asm.R10), asm.Add.Imm(asm.R2, int32(buf)),
 		asm.Mov.Imm(asm.R3, size), asm.Mov.Imm(asm.R4, 0), asm.FnGetStack.Call(),

@@ -295,12 +295,6 @@ func loopCarried(nodes ...syntax.Node) []*syntax.Var {
 	return vars
 }
 
-// mayGoto is `may_goto label`: a jump taken once the kernel's budget of
-// iterations for it is spent (BPF_JMP | BPF_JCOND, src BPF_MAY_GOTO).
-func mayGoto(label string) asm.Instruction {
-	return asm.Instruction{OpCode: asm.OpCode(asm.JumpClass).SetJumpOp(asm.JCOND), Src: asm.PseudoMayGoto, Offset: -1}.WithReference(label)
-}
-
 // jumpAbove jumps to label when the unsigned long in r is above limit,
 // which may not fit an immediate. Clobbers R2 when it does not.
 func (g *gen) jumpAbove(r asm.Register, limit int64, label string) {

@@ -2,10 +2,9 @@ package bpfgen
 
 import (
 	"encoding/binary"
-	"sync"
 
-	"github.com/bpftap/bpftap/internal/kernel"
 	"github.com/bpftap/bpftap/internal/syntax"
+	"github.com/bpftap/bpftap/internal/target"
 	"github.com/cilium/ebpf/asm"
 )
 
@@ -359,7 +358,7 @@ func (g *gen) comm(off int) {
 		g.taskComm(g.probe.ContextTask, off)
 		return
 	}
-	if commOff, ok := taskCommOffset(); ok && g.probe.Attach.Kind.BTFTyped() {
+	if commOff, ok := g.m.facts.taskComm(); ok && g.probe.Attach.Kind.BTFTyped() && g.m.has(target.TaskBTF) {
 		g.emit(asm.FnGetCurrentTaskBtf.Call())
 		for i := int16(0); i < commLen; i += 8 {
 			g.emit(
@@ -502,22 +501,3 @@ func (g *gen) strcmp(x, y value) {
 	g.emit(asm.Mov.Imm(asm.R0, 1), asm.JGT.Reg(asm.R2, asm.R3, done), asm.Mov.Imm(asm.R0, -1))
 	g.mark(done)
 }
-
-// taskCommOffset is the offset of comm in the kernel's task_struct, from
-// its BTF (false when unknown).
-var taskCommOffset = sync.OnceValues(func() (int, bool) {
-	b, err := kernel.Kernel()
-	if err != nil {
-		return 0, false
-	}
-	t, err := b.TypeByName("task_struct", kernel.KindStruct)
-	if err != nil {
-		return 0, false
-	}
-	for _, m := range t.Members {
-		if m.Name == "comm" && m.BitSize == 0 && m.BitOffset%64 == 0 {
-			return int(m.BitOffset / 8), true
-		}
-	}
-	return 0, false
-})

@@ -7,6 +7,7 @@ import (
 	"github.com/bpftap/bpftap/internal/format"
 	"github.com/bpftap/bpftap/internal/sema"
 	"github.com/bpftap/bpftap/internal/syntax"
+	"github.com/bpftap/bpftap/internal/target"
 	"github.com/cilium/ebpf/asm"
 	"github.com/cilium/ebpf/btf"
 )
@@ -252,7 +253,7 @@ func (s *gen) assembleSubprog(sp *subprog, f *syntax.Func, retSlot int16, slots 
 	})
 	sp.frame = max(s.scratchSize(), 8)
 	setFrameBase(sp.insns, s.frameBase())
-	sp.insns[0] = btf.WithFuncMetadata(sp.insns[0], subprogType(sp.label, f, s.m.maxStr, sp.frame))
+	sp.insns[0] = btf.WithFuncMetadata(sp.insns[0], subprogType(sp.label, f, s.m.maxStr, sp.frame, s.m.linkage()))
 }
 
 // assemble puts prologue before the body compiled in s, then the exit
@@ -416,7 +417,7 @@ func (g *gen) frameBase() int { return (g.maxScr + 7) &^ 7 }
 // subprogType is the BTF prototype of a subprogram: int NAME(void *ret,
 // void *scratch, long, ...), ret a pointer to its result's bytes, scratch
 // to its frame of frame bytes.
-func subprogType(name string, f *syntax.Func, maxStr, frame int) *btf.Func {
+func subprogType(name string, f *syntax.Func, maxStr, frame int, linkage btf.FuncLinkage) *btf.Func {
 	size := 8
 	if f.Result == syntax.TypeString {
 		size = maxStr
@@ -429,7 +430,18 @@ func subprogType(name string, f *syntax.Func, maxStr, frame int) *btf.Func {
 		}
 		params = append(params, btf.FuncParam{Name: fmt.Sprintf("a%d", i), Type: t})
 	}
-	return &btf.Func{Name: name, Linkage: btf.GlobalFunc, Type: &btf.FuncProto{Return: intType, Params: params}}
+	return &btf.Func{Name: name, Linkage: linkage, Type: &btf.FuncProto{Return: intType, Params: params}}
+}
+
+// linkage is the linkage of the subprograms that take pointers: global,
+// so that the verifier checks each once, whatever calls it; static before
+// Linux 5.12, whose global functions take no pointer (the verifier then
+// checks a subprogram at each call, which costs load time, not run time).
+func (m *Module) linkage() btf.FuncLinkage {
+	if m.has(target.GlobalFuncPointers) {
+		return btf.GlobalFunc
+	}
+	return btf.StaticFunc
 }
 
 var (
@@ -488,7 +500,7 @@ func (s *sprint) numberSubprog(d format.Directive) *subprog {
 	}
 	sp := &subprog{label: fmt.Sprintf("fmt_%d", len(g.subs.byKey))}
 	g.subs.byKey[key] = sp
-	g.staticSubprog(sp, numberType(sp.label, sprintRoom(s.limit)), func(c *gen) func() {
+	g.staticSubprog(sp, numberType(sp.label, sprintRoom(s.limit), g.m.linkage()), func(c *gen) func() {
 		slot := c.pushSlot()
 		cs := *s
 		cs.g, cs.outReg, cs.work = c, regRec, regScratch
@@ -520,8 +532,8 @@ func bytesPointer(n int) btf.Type {
 }
 
 // numberType is the BTF prototype of a directive's subprogram.
-func numberType(name string, outSize int) *btf.Func {
-	return &btf.Func{Name: name, Linkage: btf.GlobalFunc, Type: &btf.FuncProto{Return: intType, Params: []btf.FuncParam{
+func numberType(name string, outSize int, linkage btf.FuncLinkage) *btf.Func {
+	return &btf.Func{Name: name, Linkage: linkage, Type: &btf.FuncProto{Return: intType, Params: []btf.FuncParam{
 		{Name: "out", Type: bytesPointer(outSize)}, {Name: "work", Type: bytesPointer(workSize)},
 		{Name: "v", Type: longType}}}}
 }

@@ -1,12 +1,10 @@
 package bpfgen
 
 import (
-	"sync"
-
-	"github.com/bpftap/bpftap/internal/kernel"
 	"github.com/bpftap/bpftap/internal/probes/attach"
 	"github.com/bpftap/bpftap/internal/syntax"
 	"github.com/bpftap/bpftap/internal/tapset"
+	"github.com/bpftap/bpftap/internal/target"
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
 )
@@ -82,7 +80,7 @@ func (g *gen) syscallName(c *syntax.Call) value {
 // merged program of syscall entries keeps them in a stack slot
 // (compatSlot), read once per run: its dispatch and each argument ask.
 func (g *gen) syscallCompat() {
-	off, ok := compatStatusOffset()
+	off, ok := g.m.facts.compatStatus()
 	if !ok {
 		g.emit(asm.Mov.Imm(asm.R0, 0))
 		return
@@ -99,13 +97,13 @@ func (g *gen) syscallCompat() {
 // syscallCompat keeps what it read and six words where the prologue
 // copies the call's arguments (fillSyscallArgs).
 func (g *gen) reserveCompatSlot(a *attach.Point) {
-	if _, ok := compatStatusOffset(); !ok || a == nil {
+	if _, ok := g.m.facts.compatStatus(); !ok || a == nil {
 		return
 	}
 	for _, arg := range a.Args {
 		if arg.Loc.Compat {
 			g.compatSlot = g.pushSlot()
-			g.argsSlot = g.pushStack(8 * len(hostRegs.SyscallArgs))
+			g.argsSlot = g.pushStack(8 * len(g.m.regs().SyscallArgs))
 			return
 		}
 	}
@@ -121,14 +119,14 @@ func (g *gen) reserveCompatSlot(a *attach.Point) {
 // verifier two states that never meet, and it would walk the whole
 // program, hundreds of argument reads, twice.
 func (g *gen) fillSyscallArgs() {
-	off, _ := compatStatusOffset()
+	off, _ := g.m.facts.compatStatus()
 	g.readCompat(off)
 	g.emit(asm.StoreMem(asm.R10, g.compatSlot, asm.R0, asm.DWord),
 		// R3: all ones in a compat call, else 0 (-bits has the sign bit set)
 		asm.Mov.Reg(asm.R3, asm.R0), asm.Neg.Imm(asm.R3, 0), asm.ArSh.Imm(asm.R3, 63),
 		asm.LoadMem(asm.R1, regCtx, 0, asm.DWord))
-	for i, reg := range hostRegs.SyscallArgs {
-		g.emit(asm.LoadMem(asm.R2, asm.R1, int16(hostRegs.Compat.SyscallArgs[i]), asm.DWord),
+	for i, reg := range g.m.regs().SyscallArgs {
+		g.emit(asm.LoadMem(asm.R2, asm.R1, int16(g.m.regs().Compat.SyscallArgs[i]), asm.DWord),
 			asm.Mov.Reg32(asm.R2, asm.R2),
 			asm.LoadMem(asm.R4, asm.R1, int16(reg), asm.DWord),
 			asm.Xor.Reg(asm.R2, asm.R4), asm.And.Reg(asm.R2, asm.R3), asm.Xor.Reg(asm.R2, asm.R4), // R3 ? compat : native
@@ -139,10 +137,10 @@ func (g *gen) fillSyscallArgs() {
 // readCompat leaves in R0 the compat bits of the current thread's status,
 // read at off in its task_struct.
 func (g *gen) readCompat(off int) {
-	if g.ownProbe().Attach.Kind.BTFTyped() { // the task may be read directly there
+	if g.ownProbe().Attach.Kind.BTFTyped() && g.m.has(target.TaskBTF) { // the task may be read directly there
 		g.emit(asm.FnGetCurrentTaskBtf.Call(),
 			asm.LoadMem(asm.R0, asm.R0, int16(off), asm.Word),
-			asm.And.Imm(asm.R0, hostRegs.Compat.StatusFlag))
+			asm.And.Imm(asm.R0, g.m.regs().Compat.StatusFlag))
 		return
 	}
 	slot := g.pushSlot()
@@ -153,38 +151,8 @@ func (g *gen) readCompat(off int) {
 		asm.Mov.Imm(asm.R2, 4),
 		asm.FnProbeReadKernel.Call(),
 		asm.LoadMem(asm.R0, asm.R10, slot, asm.Word),
-		asm.And.Imm(asm.R0, hostRegs.Compat.StatusFlag))
+		asm.And.Imm(asm.R0, g.m.regs().Compat.StatusFlag))
 	g.popStack(8)
-}
-
-// compatStatusOffset is the offset of thread_info's status word in the
-// kernel's task_struct, from its BTF; false where the architecture has no
-// compat calls or the BTF lacks either.
-var compatStatusOffset = sync.OnceValues(func() (int, bool) {
-	if hostRegs == nil || hostRegs.Compat == nil {
-		return 0, false
-	}
-	b, err := kernel.Kernel()
-	if err != nil {
-		return 0, false
-	}
-	info, ok := memberOffset(b, "task_struct", "thread_info")
-	status, ok2 := memberOffset(b, "thread_info", "status")
-	return info + status, ok && ok2
-})
-
-// memberOffset is the byte offset of member of struct name in b.
-func memberOffset(b *kernel.BTF, name, member string) (int, bool) {
-	t, err := b.TypeByName(name, kernel.KindStruct)
-	if err != nil {
-		return 0, false
-	}
-	for _, m := range t.Members {
-		if m.Name == member && m.BitSize == 0 && m.BitOffset%8 == 0 {
-			return int(m.BitOffset / 8), true
-		}
-	}
-	return 0, false
 }
 
 // syscallNativeNr compiles __syscall_native_nr(nr): nr, or while the

@@ -1,16 +1,13 @@
 package bpfgen
 
 import (
-	"sync"
-
-	"github.com/bpftap/bpftap/internal/kernel"
 	"github.com/bpftap/bpftap/internal/syntax"
 	"github.com/cilium/ebpf/asm"
 )
 
 // Context functions that read the current task_struct: the address comes
 // from bpf_get_current_task (a plain number in every program type), the
-// member chain is resolved in the kernel's BTF once per process, and every
+// member chain is resolved in the kernel's BTF once per module, and every
 // hop is a bpf_probe_read_kernel (readPath), as for a $var chain.
 //
 //	ppid()         current->real_parent->tgid   (stap: the parent's tgid)
@@ -19,39 +16,13 @@ import (
 //	cmdline_str()  current->mm (NULL for a kernel thread), mm->arg_start
 //	               and mm->arg_end: the arguments' bounds
 
-// taskPaths maps a function to its chain from task_struct.
-var taskPaths = map[string]func() (*kernel.Path, error){
-	"ppid": taskPath("real_parent", "tgid"),
-	"euid": taskPath("cred", "euid", "val"),
-	"egid": taskPath("cred", "egid", "val"),
-	// the bounds of the arguments in the process's memory (cmdlineStr)
-	"mm":        taskPath("mm"),
-	"arg_start": taskPath("mm", "arg_start"),
-	"arg_end":   taskPath("mm", "arg_end"),
-}
-
-// taskPath resolves the members from task_struct on first use.
-func taskPath(members ...string) func() (*kernel.Path, error) {
-	return sync.OnceValues(func() (*kernel.Path, error) {
-		b, err := kernel.Kernel()
-		if err != nil {
-			return nil, err
-		}
-		steps := make([]kernel.Step, len(members))
-		for i, m := range members {
-			steps[i] = kernel.Step{Member: m}
-		}
-		return b.ResolveIn("task_struct", steps)
-	})
-}
-
 // taskField compiles ppid(), euid() or egid() into R0.
 func (g *gen) taskField(c *syntax.Call) { g.readTask(c, c.Name) }
 
 // readTask loads the field taskPaths names of the current task (or the
 // probe's context task) into R0.
 func (g *gen) readTask(c *syntax.Call, field string) {
-	path, err := taskPaths[field]()
+	path, err := g.m.facts.taskPaths[field]()
 	if err != nil {
 		g.fail(c, "%s() in a kernel probe needs task_struct from the kernel's BTF: %v", c.Name, err)
 		return

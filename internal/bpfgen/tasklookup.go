@@ -2,10 +2,10 @@ package bpfgen
 
 import (
 	"math"
-	"sync"
 
 	"github.com/bpftap/bpftap/internal/kernel"
 	"github.com/bpftap/bpftap/internal/syntax"
+	"github.com/bpftap/bpftap/internal/target"
 	"github.com/cilium/ebpf/asm"
 )
 
@@ -42,17 +42,14 @@ import (
 // kernel before it accepts a probe that finds tasks (TaskLookupProbe,
 // kernelside.CanFindTasks).
 
-// taskKfuncs are the BTF IDs of bpf_task_from_pid and bpf_task_release,
-// looked up once.
-var taskKfuncs = sync.OnceValues(func() ([]int32, error) {
-	return kernel.KfuncIDs("bpf_task_from_pid", "bpf_task_release")
-})
-
 // TaskLookupProbe returns a program that finds the task of pid 1 and
 // releases it, as pid2task does: it loads where the kernel lets a program
 // find tasks.
-func TaskLookupProbe() (asm.Instructions, error) {
-	ids, err := taskKfuncs()
+func TaskLookupProbe(k *target.Kernel) (asm.Instructions, error) {
+	if err := k.Check(target.TaskFromPid); err != nil {
+		return nil, err
+	}
+	ids, err := newKernelFacts(k).taskKfuncs()
 	if err != nil {
 		return nil, err
 	}
@@ -70,9 +67,12 @@ func TaskLookupProbe() (asm.Instructions, error) {
 // pid2task compiles pid2task(pid) into R0: the address of the task whose
 // thread id is pid, 0 when there is none.
 func (g *gen) pid2task(c *syntax.Call) {
-	ids, err := taskKfuncs()
+	if !g.needs(c.Position(), target.TaskFromPid, c.Name+"()") {
+		return
+	}
+	ids, err := g.m.facts.taskKfuncs()
 	if err != nil {
-		g.fail(c, "%s() needs the kernel function bpf_task_from_pid (Linux 6.2) to find a task by its pid: %v", c.Name, err)
+		g.fail(c, "%s() needs the kernel function bpf_task_from_pid to find a task by its pid: %v", c.Name, err)
 		return
 	}
 	none, done := g.newLabel("no_task"), g.newLabel("task_found")
@@ -115,7 +115,7 @@ func (g *gen) pid2execname(c *syntax.Call) value {
 // taskComm writes at off the comm (commLen bytes) of the task whose
 // address is in R0; n is blamed should the kernel's BTF lack task_struct.
 func (g *gen) taskComm(n syntax.Node, off int) {
-	path, err := taskPaths["comm"]()
+	path, err := g.m.facts.taskPaths["comm"]()
 	if err != nil {
 		g.fail(n, "reading a task's name needs task_struct from the kernel's BTF: %v", err)
 		return

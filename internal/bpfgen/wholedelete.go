@@ -31,7 +31,7 @@ func (g *gen) deleteWhole(s *syntax.DeleteStmt, v *syntax.Var) {
 		for i := range stars {
 			stars[i] = &syntax.Star{Typed: syntax.Typed{Pos: s.Pos}}
 		}
-		g.deleteMatching(gl, stars)
+		g.deleteMatching(s, gl, stars)
 	case v.Type == syntax.TypeString:
 		g.lookupOrCreate(gl, nil, s.Pos)
 		g.emit(asm.StoreImm(regRec, 0, 0, asm.Byte))

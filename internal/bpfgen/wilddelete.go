@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/bpftap/bpftap/internal/syntax"
+	"github.com/bpftap/bpftap/internal/target"
 	"github.com/cilium/ebpf/asm"
 )
 
@@ -19,8 +20,12 @@ import (
 // allows; an element inserted meanwhile by another CPU may or may not be
 // seen, as stap's own locked delete would have ordered it before or after.
 
-// deleteMatching compiles `delete a[keys]` where some keys are `*`.
-func (g *gen) deleteMatching(gl *Global, keys []syntax.Expr) {
+// deleteMatching compiles `delete a[keys]` where some keys are `*` (n, the
+// statement).
+func (g *gen) deleteMatching(n syntax.Node, gl *Global, keys []syntax.Expr) {
+	if !g.needs(n.Position(), target.ForEachMapElem, "a delete of many elements in a kernel probe") {
+		return
+	}
 	smark, stack := g.scratchMark(), g.stack
 	g.noteChange(gl)
 	pattern := g.key(gl, zeroStars(gl, keys))

@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/bpftap/bpftap/internal/probes/attach"
+	"github.com/bpftap/bpftap/internal/target"
 	"github.com/cilium/ebpf"
 )
 
@@ -54,6 +55,27 @@ func CanAttach(p *attach.Point) error {
 		return err
 	}
 	return k.check(p)
+}
+
+// CanAttachOn is CanAttach for kernel k, which may have been told to lack
+// the feature p's kind is (target.Kernel.Without): then it says so, and the
+// kernel families choose another kind as they would where the kernel
+// really lacks it.
+func CanAttachOn(k *target.Kernel, p *attach.Point) error {
+	if f := kindFeatures[p.Kind]; f != nil {
+		if err := k.Check(f); err != nil {
+			return err
+		}
+	}
+	return CanAttach(p)
+}
+
+// kindFeatures are the kernel features the kinds of attach point are.
+var kindFeatures = map[attach.Kind]*target.Feature{
+	attach.TPBTF: target.TracingPrograms, attach.Kprobe: target.Kprobes, attach.Kretprobe: target.Kprobes,
+	attach.KprobeMulti: target.KprobeMulti, attach.KretprobeMulti: target.KprobeMulti,
+	attach.KprobeSession: target.KprobeSession, attach.Fentry: target.Fentry, attach.Fexit: target.Fentry,
+	attach.UprobeMulti: target.UprobeMulti, attach.UretprobeMulti: target.UprobeMulti, attach.LSM: target.LSM,
 }
 
 // verdicts keeps what trial loads found out about the running kernel, by

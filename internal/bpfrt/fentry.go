@@ -6,7 +6,9 @@ import (
 	"io"
 	"sync"
 
+	"github.com/bpftap/bpftap/internal/kernel"
 	"github.com/bpftap/bpftap/internal/probes/attach"
+	"github.com/bpftap/bpftap/internal/target"
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
 	"github.com/cilium/ebpf/btf"
@@ -29,6 +31,34 @@ type fentry struct{ exit bool }
 func init() {
 	register(attach.Fentry, fentry{})
 	register(attach.Fexit, fentry{exit: true})
+	target.TracingScalarPointers.SetProbe(readsScalarPointer)
+}
+
+// readsScalarPointer loads an fentry program on vfs_read that reads its
+// fourth argument, a loff_t *: verifiers before Linux 5.17 let a tracing
+// program read an argument that points to a struct, never one that points
+// to a scalar ("invalid bpf_context access"). Only the verifier's refusal
+// says no.
+func readsScalarPointer() error {
+	b, err := kernel.Kernel()
+	if err != nil {
+		return nil
+	}
+	proto, err := b.Prototype("vfs_read")
+	if err != nil || len(proto.Params) != 4 {
+		return nil
+	}
+	prog, err := Load(&ProgramSpec{Name: "probe_fentry_ptr",
+		Attach:       &attach.Point{Kind: attach.Fentry, Event: "vfs_read", BTFID: proto.Func},
+		Instructions: asm.Instructions{asm.LoadMem(asm.R0, asm.R1, 24, asm.DWord), asm.Mov.Imm(asm.R0, 0), asm.Return()}})
+	var rejected *VerifierError
+	if errors.As(err, &rejected) {
+		return rejected
+	}
+	if err == nil {
+		prog.Close()
+	}
+	return nil
 }
 
 func (f fentry) attachType() ebpf.AttachType {
@@ -92,9 +122,11 @@ var fentryVerdict verdicts
 
 // check loads an empty program for p and attaches it, once per module
 // (vmlinux's functions are one): a kernel that refuses BPF trampolines
-// fails it with EPERM though other BPF programs load (this machine's),
-// one whose architecture has none with ENOTSUPP. A failure particular to
-// p's function (a function the kernel will not trace) is not kept.
+// fails the load with EPERM though other BPF programs load (this
+// machine's); one built without them (arm64 without ftrace direct calls:
+// Debian's 5.10 and 6.1) loads the program and fails the attach with
+// ENOTSUPP. A failure particular to p's function (a function the kernel
+// will not trace) is not kept.
 func (f fentry) check(p *attach.Point) error {
 	return fentryVerdict.get(p.Module, func() (bool, error) {
 		step, err := f.try(p)
@@ -104,23 +136,30 @@ func (f fentry) check(p *attach.Point) error {
 		case errors.Is(err, unix.EPERM), errors.Is(err, ErrPermission):
 			return true, fmt.Errorf("this kernel refuses BPF trampolines (fentry/fexit): %s a %s program on %s gives EPERM, though other BPF programs load (a lockdown or security policy?)", step, p.Kind, p.Event)
 		case errors.Is(err, ebpf.ErrNotSupported), errors.Is(err, enotsupp), errors.Is(err, unix.EOPNOTSUPP):
-			return true, fmt.Errorf("this kernel has no BPF trampolines (fentry/fexit, Linux 5.5, CONFIG_DYNAMIC_FTRACE_WITH_DIRECT_CALLS): %s a %s program: %w", step, p.Kind, err)
+			return true, target.Missing(target.Fentry, fmt.Sprintf("built without CONFIG_DYNAMIC_FTRACE_WITH_DIRECT_CALLS? %s a %s program: %v", step, p.Kind, err))
 		}
 		return false, fmt.Errorf("the kernel refuses a %s program on %s: %w", p.Kind, p.Event, err)
 	})
 }
 
-// try loads an empty program for p; step says what failed. It does not
-// attach it: a trampoline's link, once closed, waits for the kernel to
-// rebuild the trampoline (an RCU tasks grace period), which costs start-up
-// more than the load, and a kernel that refuses trampolines refuses the
-// load already (EPERM on the test host); a function that cannot take one
-// fails at attach time with the kernel's reason.
+// try loads an empty program for p and attaches it; step says what
+// failed. The link and the program are closed in the background: closing
+// a trampoline's link waits for the kernel to rebuild the trampoline (an
+// RCU tasks grace period), which start-up need not wait for.
 func (f fentry) try(p *attach.Point) (step string, err error) {
 	prog, err := Load(&ProgramSpec{Name: "probe_" + p.Kind.String(), Attach: p,
 		Instructions: asm.Instructions{asm.Mov.Imm(asm.R0, 0), asm.Return()}})
 	if err != nil {
 		return "loading", err
 	}
-	return "", prog.Close()
+	l, err := f.attach(prog.Program, p)
+	if err != nil {
+		prog.Close()
+		return "attaching", err
+	}
+	go func() {
+		l.Close()
+		prog.Close()
+	}()
+	return "", nil
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/bpftap/bpftap/internal/kernel"
 	"github.com/bpftap/bpftap/internal/probes/attach"
+	"github.com/bpftap/bpftap/internal/target"
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
 	"golang.org/x/sys/unix"
@@ -57,7 +58,7 @@ func (kprobe) check(p *attach.Point) error {
 		return nil
 	}
 	if v, ok := kernel.Config("CONFIG_KPROBES"); ok && v == "" {
-		return fmt.Errorf("this kernel has no kprobes (CONFIG_KPROBES)")
+		return target.Missing(target.Kprobes, "")
 	}
-	return fmt.Errorf("this kernel has no kprobe perf events (CONFIG_KPROBE_EVENTS): %v", err)
+	return target.Missing(target.Kprobes, fmt.Sprintf("no kprobe perf events (CONFIG_KPROBE_EVENTS): %v", err))
 }

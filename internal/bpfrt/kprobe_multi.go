@@ -8,6 +8,7 @@ import (
 
 	"github.com/bpftap/bpftap/internal/kernel"
 	"github.com/bpftap/bpftap/internal/probes/attach"
+	"github.com/bpftap/bpftap/internal/target"
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
 	"github.com/cilium/ebpf/link"
@@ -123,14 +124,14 @@ func (k kprobeMulti) try(sym string) error {
 	case err == nil, errors.Is(err, os.ErrNotExist):
 		return err
 	case k.session && noLink(err):
-		return errors.New("this kernel has no kprobe sessions (Linux 6.10)")
+		return target.Missing(target.KprobeSession, "")
 	case noLink(err):
 		// cilium/ebpf's message blames the kernel's version, which on a
 		// kernel built without fprobe is wrong.
 		if v, ok := kernel.Config("CONFIG_FPROBE"); ok && v == "" {
-			return errors.New("this kernel has no kprobe_multi links (CONFIG_FPROBE is off)")
+			return target.Missing(target.KprobeMulti, "CONFIG_FPROBE is off")
 		}
-		return errors.New("this kernel has no kprobe_multi links (CONFIG_FPROBE off, or Linux before 5.18)")
+		return target.Missing(target.KprobeMulti, "")
 	}
 	return fmt.Errorf("this kernel refuses %s links (on %s): %w", sample.Kind, sym, err)
 }

@@ -43,6 +43,7 @@ import (
 	"unsafe"
 
 	"github.com/bpftap/bpftap/internal/probes/attach"
+	"github.com/bpftap/bpftap/internal/target"
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
 	"github.com/cilium/ebpf/btf"
@@ -113,6 +114,7 @@ var ErrPermission = errors.New("loading BPF programs needs root (or CAP_BPF and 
 
 // Load loads spec into the kernel; the program is not attached yet.
 func Load(spec *ProgramSpec) (*Program, error) {
+	target.RaiseMemlock() // best effort: a load it fails fails saying why
 	insns, err := encode(spec)
 	if err != nil {
 		return nil, err

@@ -12,6 +12,7 @@ import (
 
 	"github.com/bpftap/bpftap/internal/kernel"
 	"github.com/bpftap/bpftap/internal/probes/attach"
+	"github.com/bpftap/bpftap/internal/target"
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
 	"github.com/cilium/ebpf/link"
@@ -73,7 +74,7 @@ func (l lsm) check(p *attach.Point) error {
 		case errors.Is(err, unix.EPERM), errors.Is(err, ErrPermission):
 			return true, fmt.Errorf("this kernel refuses BPF LSM programs: %s an lsm program on %s gives EPERM, though the BPF LSM is active and other BPF programs load (a lockdown or security policy?)", step, p.Event)
 		case errors.Is(err, ebpf.ErrNotSupported), errors.Is(err, enotsupp), errors.Is(err, unix.EOPNOTSUPP):
-			return true, fmt.Errorf("this kernel has no BPF LSM programs (Linux 5.7, CONFIG_BPF_LSM, and BPF trampolines): %s an lsm program: %w", step, err)
+			return true, target.Missing(target.LSM, fmt.Sprintf("no BPF trampolines for its programs: %s an lsm program: %v", step, err))
 		}
 		return false, fmt.Errorf("the kernel refuses an lsm program on security hook %s: %w", p.Event, err)
 	})
@@ -100,7 +101,7 @@ func (lsm) try(p *attach.Point) (step string, err error) {
 func lsmBuiltIn(p *attach.Point) error {
 	v, ok := kernel.Config("CONFIG_BPF_LSM")
 	if ok && v != "y" || p.BTFID == 0 {
-		return errors.New("this kernel has no BPF LSM: it was built without CONFIG_BPF_LSM (Linux 5.7), so it has no bpf_lsm_ hooks for programs to attach to")
+		return target.Missing(target.LSM, "it was built without CONFIG_BPF_LSM, so it has no bpf_lsm_ hooks for programs to attach to")
 	}
 	return nil
 }

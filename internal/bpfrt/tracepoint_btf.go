@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/bpftap/bpftap/internal/probes/attach"
+	"github.com/bpftap/bpftap/internal/target"
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
 	"github.com/cilium/ebpf/link"
@@ -46,7 +47,7 @@ func (tpBTF) check(p *attach.Point) error {
 		prog, err := Load(&ProgramSpec{Name: "probe_tp_btf", Attach: p,
 			Instructions: asm.Instructions{asm.Mov.Imm(asm.R0, 0), asm.Return()}})
 		if err != nil {
-			tpBTFErr = fmt.Errorf("this kernel does not load BTF-typed tracepoint programs (tp_btf, Linux 5.5): %w", err)
+			tpBTFErr = target.Missing(target.TracingPrograms, err.Error())
 			return
 		}
 		prog.Close()

@@ -14,6 +14,7 @@ import (
 
 	"github.com/bpftap/bpftap/internal/kernel"
 	"github.com/bpftap/bpftap/internal/probes/attach"
+	"github.com/bpftap/bpftap/internal/target"
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
 	"golang.org/x/sys/unix"
@@ -32,6 +33,13 @@ func TestMain(m *testing.M) {
 			unix.Getppid()
 		}
 		os.Exit(0)
+	}
+	// The tests make maps and programs as bpftap would: on a kernel that
+	// charges BPF memory to RLIMIT_MEMLOCK (before 5.11) it is raised
+	// first, as the driver's target.Running does.
+	if err := target.RaiseMemlock(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
 	}
 	os.Exit(m.Run())
 }

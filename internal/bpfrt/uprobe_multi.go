@@ -8,6 +8,7 @@ import (
 	"runtime"
 
 	"github.com/bpftap/bpftap/internal/probes/attach"
+	"github.com/bpftap/bpftap/internal/target"
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/features"
 	"github.com/cilium/ebpf/link"
@@ -172,7 +173,7 @@ func (cs closers) Close() error {
 // feature test, run once per process).
 func (uprobeMulti) check(*attach.Point) error {
 	if err := features.HaveBPFLinkUprobeMulti(); err != nil {
-		return fmt.Errorf("this kernel has no uprobe_multi links (Linux 6.6): %w", err)
+		return target.Missing(target.UprobeMulti, err.Error())
 	}
 	return nil
 }

@@ -25,6 +25,7 @@ import (
 	"github.com/bpftap/bpftap/internal/interp"
 	"github.com/bpftap/bpftap/internal/sema"
 	"github.com/bpftap/bpftap/internal/syntax"
+	kern "github.com/bpftap/bpftap/internal/target"
 )
 
 // Version is the bpftap version, printed by --version.
@@ -75,10 +76,19 @@ type session struct {
 	// parsed only the library files they reach (parse.go).
 	scripts        []*syntax.Source
 	partialLibrary bool
+	// kernel is the kernel the probes are for: the running one, told to
+	// lack the features the environment masks (BPFTAP_KERNEL_AS_OF,
+	// BPFTAP_KERNEL_WITHOUT).
+	kernel *kern.Kernel
 }
 
 func (s *session) run() int {
 	s.timer.start()
+	var err error
+	if s.kernel, err = kern.Running(); err != nil {
+		fmt.Fprintf(s.stderr, "ERROR: %v\n", err)
+		return 1
+	}
 	user, libs, err := s.parse(false)
 	if err != nil {
 		return s.fail(1, "parse", err)

@@ -8,6 +8,7 @@ import (
 	"github.com/bpftap/bpftap/internal/kernelside"
 	"github.com/bpftap/bpftap/internal/output"
 	"github.com/bpftap/bpftap/internal/probes"
+	"github.com/bpftap/bpftap/internal/probes/attach"
 	"github.com/bpftap/bpftap/internal/sema"
 	"github.com/bpftap/bpftap/internal/syntax"
 )
@@ -47,7 +48,8 @@ func (s *session) elaborate(user, libs []*syntax.File) (*sema.Program, error) {
 		Guru:            s.opts.Guru,
 		Timing:          s.opts.Timing,
 		Listing:         listing,
-		Registry: probes.BuiltinWith(probes.RunningKernel{CanAttach: bpfrt.CanAttach, CanFindTasks: kernelside.CanFindTasks}, probes.Config{
+		Registry: probes.BuiltinWith(probes.RunningKernel{CanAttach: func(a *attach.Point) error { return bpfrt.CanAttachOn(s.kernel, a) },
+			CanFindTasks: func(a *attach.Point) error { return kernelside.CanFindTasks(s.kernel, a) }, Kernel: s.kernel}, probes.Config{
 			ClassicTracepoints: s.opts.Compatible != "" && syntax.CompareVersions(s.opts.Compatible, "4.1") <= 0,
 			Target:             s.opts.Command != "" || s.opts.TargetPID != 0,
 			TargetExecutable:   commandExecutable(s.opts.Command),

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/bpftap/bpftap/internal/target/targettest"
 )
 
 // TestPartialLibrary elaborates every script of testdata/run twice, on the
@@ -48,7 +50,7 @@ func elaborated(t *testing.T, script string, whole bool) (string, error) {
 		t.Fatal(err)
 	}
 	var out bytes.Buffer
-	s := &session{opts: opts, stdin: strings.NewReader(""), stdout: &out, stderr: &out}
+	s := &session{opts: opts, stdin: strings.NewReader(""), stdout: &out, stderr: &out, kernel: targettest.Running(t)}
 	user, libs, err := s.parse(whole)
 	if err != nil {
 		return "", err

@@ -13,9 +13,10 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/bpftap/bpftap/internal/bpfgen"
 	"github.com/bpftap/bpftap/internal/bpfrt"
 	"github.com/bpftap/bpftap/internal/kernel"
+	kern "github.com/bpftap/bpftap/internal/target"
+	"github.com/bpftap/bpftap/internal/target/targettest"
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
 )
@@ -63,7 +64,37 @@ func runScripts(t *testing.T) []string {
 	return scripts
 }
 
-func runCase(t *testing.T, script string) {
+// TestRunAsOf510 runs the scripts of testdata/run again on this kernel
+// told to lack what Linux 5.10 lacks (BPFTAP_KERNEL_AS_OF=5.10), so that
+// every fallback bpftap has for older kernels runs in the ordinary suite
+// (the guests then show the 5.10 verifier accepts it). A script whose
+// output differs there has NAME.out@5.10 and NAME.err@5.10 beside its
+// own, and `#! status@5.10: N` when its status does.
+func TestRunAsOf510(t *testing.T) {
+	old, had := os.LookupEnv("BPFTAP_KERNEL_AS_OF")
+	os.Setenv("BPFTAP_KERNEL_AS_OF", "5.10") // the subtests run in this process, and only they now
+	t.Cleanup(func() {
+		if had {
+			os.Setenv("BPFTAP_KERNEL_AS_OF", old)
+		} else {
+			os.Unsetenv("BPFTAP_KERNEL_AS_OF")
+		}
+	})
+	for _, script := range runScripts(t) {
+		name := strings.TrimSuffix(filepath.Base(script), ".stp")
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			runCaseOn(t, script, "5.10")
+		})
+	}
+}
+
+func runCase(t *testing.T, script string) { runCaseOn(t, script, "") }
+
+// runCaseOn runs a script of testdata/run and compares what it did with
+// what the files beside it expect, on kernel ("" for this one as it is,
+// else what NAME.out@KERNEL and NAME.err@KERNEL expect where they exist).
+func runCaseOn(t *testing.T, script, kernel string) {
 	text, err := os.ReadFile(script)
 	if err != nil {
 		t.Fatal(err)
@@ -77,17 +108,36 @@ func runCase(t *testing.T, script string) {
 	argv := append(append(append([]string{"-T", "20"}, d.args...), script), d.scriptArgs...)
 	status := Main(argv, strings.NewReader(d.stdin), &stdout, &stderr)
 	base := strings.TrimSuffix(script, ".stp")
-	if *update {
-		writeExpected(t, base+".out", stdout.String())
-		writeExpected(t, base+".err", stderr.String())
+	expected := expectedFiles(base, kernel)
+	out, errs, want := expected(".out"), expected(".err"), d.status
+	if s, ok := d.statusOn[kernel]; ok {
+		want = s
 	}
-	compareFile(t, "stdout", base+".out", stdout.String())
+	if *update {
+		updateExpected(t, base+".out", kernel, stdout.String())
+		updateExpected(t, base+".err", kernel, stderr.String())
+	}
+	compareFile(t, "stdout", out, stdout.String())
 	if d.skipsAllowed {
 		stderr = *bytes.NewBufferString(skipsOnly.ReplaceAllString(stderr.String(), ""))
 	}
-	compareFile(t, "stderr", base+".err", stderr.String())
-	if status != d.status {
-		t.Errorf("exit status %d, want %d\nstderr:\n%s", status, d.status, stderr.String())
+	compareFile(t, "stderr", errs, stderr.String())
+	if status != want {
+		t.Errorf("exit status %d, want %d\nstderr:\n%s", status, want, stderr.String())
+	}
+}
+
+// expectedFiles returns what names the file of a script's expected output
+// with suffix (".out", ".err") on kernel: base+suffix+"@"+kernel where it
+// exists, else base+suffix.
+func expectedFiles(base, kernel string) func(suffix string) string {
+	return func(suffix string) string {
+		if kernel != "" {
+			if _, err := os.Stat(base + suffix + "@" + kernel); err == nil {
+				return base + suffix + "@" + kernel
+			}
+		}
+		return base + suffix
 	}
 }
 
@@ -101,10 +151,14 @@ type directives struct {
 	stdin                      string
 	status                     int
 	skipsAllowed               bool
+	// statusOn is the status on a kernel, where it differs (`#!
+	// status@5.10: 1`).
+	statusOn map[string]int
 }
 
 // caseDirectives reads the `#! args:`, `#! scriptargs:`, `#! stdin:`,
-// `#! status:`, `#! requires:` and `#! allow:` lines of a test script.
+// `#! status:` (`#! status@5.10:` on TestRunAsOf510's kernel),
+// `#! requires:` and `#! allow:` lines of a test script.
 func caseDirectives(t *testing.T, text string) (d directives) {
 	for _, line := range strings.Split(text, "\n") {
 		rest, ok := strings.CutPrefix(line, "#! ")
@@ -126,12 +180,16 @@ func caseDirectives(t *testing.T, text string) (d directives) {
 				t.Fatalf("bad stdin directive %q", line)
 			}
 			d.stdin = s
-		case "status":
+		case "status", "status@5.10":
 			n, err := strconv.Atoi(value)
 			if err != nil {
 				t.Fatalf("bad status directive %q", line)
 			}
-			d.status = n
+			if _, kernel, on := strings.Cut(key, "@"); on {
+				d.statusOn = map[string]int{kernel: n}
+			} else {
+				d.status = n
+			}
 		case "allow":
 			if value != "skipped probes" {
 				t.Fatalf("bad allow directive %q", line)
@@ -145,23 +203,25 @@ func caseDirectives(t *testing.T, text string) (d directives) {
 }
 
 // requireFeature skips t unless this process has feature: "bpf" (it may
-// create maps and load programs) or "python3.11" (the file
-// /usr/bin/python3.11, whose markers the python tapset probes).
+// create maps and load programs), "python3.11" (the file
+// /usr/bin/python3.11, whose markers the python tapset probes), or a
+// kernel feature of package target by its name, which fails t where the
+// kernel's version says it must be there (targettest.Require).
 func requireFeature(t *testing.T, feature string) {
 	switch feature {
 	case "bpf":
 		requireBPF(t)
-	case "task_from_pid":
-		requireBPF(t)
-		if _, err := bpfgen.TaskLookupProbe(); err != nil {
-			t.Skipf("requires the kfunc bpf_task_from_pid (Linux 6.2): %v", err)
-		}
 	case "python3.11":
 		if _, err := os.Stat("/usr/bin/python3.11"); err != nil {
 			t.Skipf("requires Debian's python3.11: %v", err)
 		}
 	default:
-		t.Fatalf("unknown requirement %q", feature)
+		f := kern.ByName(feature)
+		if f == nil {
+			t.Fatalf("unknown requirement %q", feature)
+		}
+		requireBPF(t)
+		targettest.Require(t, targettest.Running(t), f)
 	}
 }
 
@@ -241,6 +301,23 @@ func compareFile(t *testing.T, what, path, got string) {
 	}
 	if got != string(want) {
 		t.Errorf("%s differs from %s\n--- got ---\n%s--- want ---\n%s", what, filepath.Base(path), got, want)
+	}
+}
+
+// updateExpected writes content as the expectation path holds on kernel:
+// path itself when kernel is "", else path@kernel unless path holds
+// content already.
+func updateExpected(t *testing.T, path, kernel, content string) {
+	if kernel == "" {
+		writeExpected(t, path, content)
+		return
+	}
+	if base, _ := os.ReadFile(path); string(base) == content {
+		os.Remove(path + "@" + kernel)
+		return
+	}
+	if err := os.WriteFile(path+"@"+kernel, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
 	}
 }
 

@@ -214,7 +214,7 @@ func loadModule(base *BTF, name string) (*BTF, error) {
 // loaded, or built in (its types are vmlinux's), or loaded without BTF.
 func moduleMissing(name string) error {
 	if _, err := os.Stat(moduleDir + name + "/initstate"); err == nil {
-		return fmt.Errorf("%w: the kernel publishes no BTF for module %s (built without CONFIG_DEBUG_INFO_BTF_MODULES, or its BTF was refused at load time)", ErrNoModuleBTF, name)
+		return fmt.Errorf("%w: the kernel publishes no BTF for module %s (Linux 5.11 with CONFIG_DEBUG_INFO_BTF_MODULES does, unless the module's BTF was refused at load time)", ErrNoModuleBTF, name)
 	}
 	if _, err := os.Stat(moduleDir + name); err == nil {
 		return fmt.Errorf("%w: module %s is built into the kernel: its types and functions are in the kernel's BTF", ErrNoModuleBTF, name)

@@ -11,12 +11,18 @@ import (
 // call which (the regular expressions' iterator in every type, the task
 // lookup of pid2task in some: bpfgen, kmem).
 
-// KfuncIDs returns the BTF IDs of the kernel functions names, in order.
+// KfuncIDs returns the BTF IDs of the running kernel's functions names,
+// in order.
 func KfuncIDs(names ...string) ([]int32, error) {
 	b, err := Kernel()
 	if err != nil {
 		return nil, err
 	}
+	return b.KfuncIDs(names...)
+}
+
+// KfuncIDs returns the BTF IDs of the functions names in b, in order.
+func (b *BTF) KfuncIDs(names ...string) ([]int32, error) {
 	ids := make([]int32, len(names))
 	for i, name := range names {
 		t, err := b.TypeByName(name, KindFunc)

@@ -35,12 +35,16 @@ import (
 	"github.com/bpftap/bpftap/internal/sema"
 	"github.com/bpftap/bpftap/internal/syntax"
 	"github.com/bpftap/bpftap/internal/tapset"
+	"github.com/bpftap/bpftap/internal/target"
 	"github.com/cilium/ebpf"
 	"golang.org/x/sys/unix"
 )
 
 // Config is what the kernel side is built with.
 type Config struct {
+	// Kernel is the kernel the programs are for: one told to lack
+	// features, or nil for target.Running().
+	Kernel *target.Kernel
 	// Limits are the run-time limits (-D).
 	Limits tapset.Limits
 	// RingSize is the ring buffer's size in bytes, rounded up to a power
@@ -128,11 +132,18 @@ func KernelProbes(prog *sema.Program) []*sema.Probe {
 
 // Compile compiles every kernel probe of prog.
 func Compile(prog *sema.Program, cfg Config) (*Session, error) {
+	if cfg.Kernel == nil {
+		k, err := target.Running()
+		if err != nil {
+			return nil, err
+		}
+		cfg.Kernel = k
+	}
 	mod := bpfgen.New(prog, bpfgen.Config{
 		Limits:    cfg.Limits,
 		TargetPID: int64(cfg.TargetPID), Target: cfg.Target, RingSize: powerOfTwo(cfg.RingSize), Timing: cfg.Timing,
 		RealtimeOffset: realtimeOffset(), KernelSymbols: symbolTable, KernelModules: moduleTable,
-		MayGoto: HasMayGoto, V4ISA: HasV4ISA, SleepableUprobes: HasSleepableUprobes,
+		Kernel: cfg.Kernel,
 	})
 	s := &Session{mod: mod, cfg: cfg}
 	for _, g := range programGroups(KernelProbes(prog)) {
@@ -145,6 +156,9 @@ func Compile(prog *sema.Program, cfg Config) (*Session, error) {
 			return nil, err
 		}
 		s.progs = append(s.progs, bp)
+	}
+	if exits := mod.ThreadExits(); exits != nil {
+		s.progs = append(s.progs, exits)
 	}
 	return s, nil
 }
@@ -245,6 +259,12 @@ func (s *Session) Load() error {
 	}
 	if err := bpfrt.CheckPrivileges(); err != nil {
 		return PrivilegeError(err)
+	}
+	if err := target.RaiseMemlock(); err != nil {
+		return fmt.Errorf("ERROR: %w", err)
+	}
+	if err := s.cfg.Kernel.Check(target.RingBuffer); err != nil {
+		return fmt.Errorf("ERROR: %w", target.For(err, "the output of kernel probes"))
 	}
 	for _, p := range s.progs {
 		if err := bpfrt.CheckAttachPrivileges(p.Probe.Attach); err != nil {

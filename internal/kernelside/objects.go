@@ -99,7 +99,7 @@ func (o *objects) load(p *bpfgen.Program, refs map[string]*ebpf.Map, logLevel ui
 	var ve *bpfrt.VerifierError
 	if errors.As(err, &ve) {
 		pos := p.PosOf(ve.Insn)
-		if !pos.IsValid() {
+		if !pos.IsValid() && p.Probe.Point != nil { // the programs bpftap adds have none
 			pos = p.Probe.Point.Position()
 		}
 		return nil, &Error{Pos: pos, Msg: fmt.Sprintf("%v in probe %s", ve, p.Probe.Name), Log: ve.Log}

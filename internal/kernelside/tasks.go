@@ -8,6 +8,7 @@ import (
 	"github.com/bpftap/bpftap/internal/bpfgen"
 	"github.com/bpftap/bpftap/internal/bpfrt"
 	"github.com/bpftap/bpftap/internal/probes/attach"
+	"github.com/bpftap/bpftap/internal/target"
 )
 
 // CanFindTasks tells whether programs attached at a may find a task by
@@ -17,13 +18,16 @@ import (
 // kfunc, or whose verifier refuses the probe, gets the reason; a load that
 // fails for any other reason (no permission to load programs) is left for
 // pass 4 to report, with the script's own programs.
-func CanFindTasks(a *attach.Point) error {
+func CanFindTasks(k *target.Kernel, a *attach.Point) error {
+	if err := k.Check(target.TaskFromPid); err != nil {
+		return fmt.Errorf("this kernel cannot find a task by its pid: %w", err)
+	}
 	taskLookups.Lock()
 	defer taskLookups.Unlock()
 	if err, done := taskLookups.byKind[a.Kind]; done {
 		return err
 	}
-	err := loadTaskLookup(a)
+	err := loadTaskLookup(k, a)
 	taskLookups.byKind[a.Kind] = err
 	return err
 }
@@ -34,10 +38,10 @@ var taskLookups = struct {
 	byKind map[attach.Kind]error
 }{byKind: map[attach.Kind]error{}}
 
-func loadTaskLookup(a *attach.Point) error {
-	insns, err := bpfgen.TaskLookupProbe()
+func loadTaskLookup(k *target.Kernel, a *attach.Point) error {
+	insns, err := bpfgen.TaskLookupProbe(k)
 	if err != nil {
-		return fmt.Errorf("this kernel cannot find a task by its pid (the kfunc bpf_task_from_pid, Linux 6.2): %v", err)
+		return fmt.Errorf("this kernel cannot find a task by its pid: %w", err)
 	}
 	prog, err := bpfrt.Load(&bpfrt.ProgramSpec{Name: "probe_task_pid", Attach: a, Instructions: insns})
 	var rejected *bpfrt.VerifierError

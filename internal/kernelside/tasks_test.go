@@ -4,10 +4,11 @@ import (
 	"regexp"
 	"testing"
 
-	"github.com/bpftap/bpftap/internal/bpfgen"
 	"github.com/bpftap/bpftap/internal/bpfrt"
 	"github.com/bpftap/bpftap/internal/kernel"
 	"github.com/bpftap/bpftap/internal/probes/attach"
+	"github.com/bpftap/bpftap/internal/target"
+	"github.com/bpftap/bpftap/internal/target/targettest"
 	"golang.org/x/sys/unix"
 )
 
@@ -33,10 +34,9 @@ func TestCanFindTasks(t *testing.T) {
 	if exec == nil || exec.Proto == 0 {
 		t.Fatalf("no BTF prototype of sched:sched_process_exec in %d tracepoints", len(tps))
 	}
-	if _, err := bpfgen.TaskLookupProbe(); err != nil {
-		t.Skipf("requires the kfunc bpf_task_from_pid (Linux 6.2): %v", err)
-	}
-	if err := CanFindTasks(&attach.Point{Kind: attach.TPBTF, Event: exec.Event, System: exec.System, BTFID: exec.Proto}); err != nil {
+	k := targettest.Running(t)
+	targettest.Require(t, k, target.TaskFromPid)
+	if err := CanFindTasks(k, &attach.Point{Kind: attach.TPBTF, Event: exec.Event, System: exec.System, BTFID: exec.Proto}); err != nil {
 		t.Errorf("tp_btf: %v", err)
 	}
 	refusal := regexp.MustCompile(`^the kernel does not let \S+ programs call bpf_task_from_pid \(the kernel's verifier rejected the program: .*bpf_task_from_pid.*\)$`)
@@ -46,7 +46,7 @@ func TestCanFindTasks(t *testing.T) {
 		{Kind: attach.PerfEvent, Perf: &attach.Perf{Type: unix.PERF_TYPE_SOFTWARE, Config: unix.PERF_COUNT_SW_CPU_CLOCK, Period: 1000000}},
 		{Kind: attach.Uprobe, Path: "/bin/true"},
 	} {
-		err := CanFindTasks(p)
+		err := CanFindTasks(k, p)
 		if err != nil && !refusal.MatchString(err.Error()) {
 			t.Errorf("%s: %v", p.Kind, err)
 		}

@@ -197,6 +197,9 @@ func (c *Context) Var(x *syntax.TargetVar) (*Access, *ContextError) {
 	case (!ok || strings.HasPrefix(x.Name, "$$")) && c.Attach.User && c.Attach.Func != nil:
 		return nil, ctxErr(-1, "cannot resolve context variable '%s': bpftap reads no DWARF debuginfo, so a function probe has only $return (in .return probes); read arguments with int_arg(N), long_arg(N), pointer_arg(N) and the like", x.Name)
 	case (!ok || strings.HasPrefix(x.Name, "$$")) && c.Attach.Func != nil:
+		if _, err := c.btf(); err != nil {
+			return nil, ctxErr(-1, "unable to find parameter '%s' of %s: %v", x.Name, c.Attach.Func.Name, err)
+		}
 		return nil, ctxErr(-1, "unable to find parameter '%s' of %s (alternatives: %s)", x.Name, c.Attach.Func.Name, strings.Join(c.names(), ", "))
 	case (!ok || strings.HasPrefix(x.Name, "$$")) && c.Attach.Net != nil:
 		return nil, ctxErr(-1, "unsupported context variable '%s' of a netfilter hook (alternatives: %s)", x.Name, strings.Join(c.names(), ", "))

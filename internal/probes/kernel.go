@@ -7,6 +7,7 @@ import (
 	"github.com/bpftap/bpftap/internal/kernel"
 	"github.com/bpftap/bpftap/internal/probes/attach"
 	"github.com/bpftap/bpftap/internal/syntax"
+	"github.com/bpftap/bpftap/internal/target"
 )
 
 // Kernel and user-space instrumentation families that run as BPF programs:
@@ -61,6 +62,8 @@ type KernelInfo interface {
 	// (pid2task: the bpf_task_from_pid kfunc, which the kernel lets only
 	// some program types call), or says plainly why not.
 	FindsTasks(a *attach.Point) error
+	// Has tells whether the kernel offers feature f (target.Kernel.Has).
+	Has(f *target.Feature) bool
 }
 
 // RunningKernel is the KernelInfo of the machine bpftap runs on. Telling
@@ -72,7 +75,12 @@ type KernelInfo interface {
 type RunningKernel struct {
 	CanAttach    func(a *attach.Point) error
 	CanFindTasks func(a *attach.Point) error
+	// Kernel is the target kernel the features are asked of; nil: every
+	// feature is there.
+	Kernel *target.Kernel
 }
+
+func (k RunningKernel) Has(f *target.Feature) bool { return k.Kernel == nil || k.Kernel.Has(f) }
 
 func (RunningKernel) Tracepoints() ([]*kernel.Tracepoint, error) { return kernel.Tracepoints() }
 func (RunningKernel) BTF() (*kernel.BTF, error)                  { return kernel.Kernel() }

@@ -10,6 +10,7 @@ import (
 	"github.com/bpftap/bpftap/internal/kernel"
 	"github.com/bpftap/bpftap/internal/probes/attach"
 	"github.com/bpftap/bpftap/internal/syntax"
+	"github.com/bpftap/bpftap/internal/target"
 )
 
 // kernel.function("NAME") and .call, .exported, .return; module("M")
@@ -293,7 +294,7 @@ func kernelFunctionPoint(k KernelInfo, call kernelFunctionCall) (*attach.Point, 
 		return a, fmt.Sprintf("%s on %s and the point's other functions (one link: more than %d functions)", a.Kind, call.fn, multiFunctions), err
 	}
 	var refusals []string
-	if call.kprobes == "" && call.maxActive == 0 && proto != nil && trampolineTakes(proto) {
+	if call.kprobes == "" && call.maxActive == 0 && proto != nil && trampolineTakes(k, proto) {
 		a := trampolinePoint(call, proto)
 		err := k.Attachable(a)
 		if err == nil {
@@ -354,17 +355,34 @@ func prototype(k KernelInfo, fn *kernel.Function) *signature {
 // function of prototype proto: at most trampolineArgs arguments, none of
 // them, nor the value returned, a struct or union passed by value (the
 // verifier refuses those on the kernels bpftap is tested on, 6.1 and
-// 6.12). A function it cannot take gets a kprobe.
-func trampolineTakes(proto *signature) bool {
+// 6.12), nor, before Linux 5.17, a pointer to a scalar (those verifiers
+// refuse a program that reads it). A function it cannot take gets a
+// kprobe.
+func trampolineTakes(k KernelInfo, proto *signature) bool {
 	if len(proto.Params) > trampolineArgs {
 		return false
 	}
+	scalarPointers := k.Has(target.TracingScalarPointers)
 	for _, id := range append([]kernel.TypeID{proto.Return}, paramTypes(proto.Params)...) {
-		if u, err := proto.btf.Underlying(id); err == nil && (u.Kind == kernel.KindStruct || u.Kind == kernel.KindUnion) {
+		u, err := proto.btf.Underlying(id)
+		if err != nil {
+			continue
+		}
+		if u.Kind == kernel.KindStruct || u.Kind == kernel.KindUnion || !scalarPointers && pointsToScalar(proto.btf, u) {
 			return false
 		}
 	}
 	return true
+}
+
+// pointsToScalar tells whether t is a pointer to an integer, an enum or
+// a float (through typedefs and qualifiers).
+func pointsToScalar(b *kernel.BTF, t *kernel.Type) bool {
+	if t.Kind != kernel.KindPtr {
+		return false
+	}
+	to, err := b.Underlying(t.Target)
+	return err == nil && (to.Kind == kernel.KindInt || to.Kind == kernel.KindEnum || to.Kind == kernel.KindFloat)
 }
 
 // trampolineArgs is the most arguments an x86-64 BPF trampoline passes

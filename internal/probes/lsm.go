@@ -10,6 +10,7 @@ import (
 	"github.com/bpftap/bpftap/internal/kernel"
 	"github.com/bpftap/bpftap/internal/probes/attach"
 	"github.com/bpftap/bpftap/internal/syntax"
+	"github.com/bpftap/bpftap/internal/target"
 )
 
 // lsm.HOOK and kernel.lsm("HOOK"): SystemTap 5.6's probes on the kernel's
@@ -71,7 +72,7 @@ func lsmHookNames(k KernelInfo) ([]string, error) {
 		}
 	}
 	if len(hooks) == 0 {
-		return nil, &Error{Msg: "this kernel has no BPF LSM: it was built without CONFIG_BPF_LSM (Linux 5.7), so its BTF has no bpf_lsm_ hooks for programs to attach to"}
+		return nil, &Error{Msg: target.Missing(target.LSM, "it was built without CONFIG_BPF_LSM, so its BTF has no bpf_lsm_ hooks for programs to attach to").Error()}
 	}
 	slices.Sort(hooks)
 	return hooks, nil

@@ -110,6 +110,19 @@ func sleepableUprobes() error {
 	return prog.Close()
 }
 
+// bigKeys creates a hash map with a 513-byte key: kernels before 5.11
+// refuse keys longer than the BPF stack (E2BIG).
+func bigKeys() error {
+	m, err := ebpf.NewMap(&ebpf.MapSpec{Type: ebpf.Hash, KeySize: 513, ValueSize: 8, MaxEntries: 1})
+	if errors.Is(err, unix.E2BIG) {
+		return err
+	}
+	if err == nil {
+		m.Close()
+	}
+	return nil
+}
+
 // kfuncs probes for kernel functions by name in the kernel's BTF.
 func kfuncs(names ...string) func() error {
 	return func() error {

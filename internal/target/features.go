@@ -45,6 +45,9 @@ var (
 	MemcgAccounting = &Feature{Name: "memcg_accounting", What: "BPF memory charged to the memory cgroup",
 		Since: Version{5, 11}, Detect: "cilium/ebpf rlimit.RemoveMemlock (a map created under a zero RLIMIT_MEMLOCK)",
 		Fallback: "RLIMIT_MEMLOCK raised to unlimited before the first map"}
+	BigKeys = &Feature{Name: "big_keys", What: "hash map keys longer than 512 bytes", Since: Version{5, 11},
+		Detect: "a hash map created with a 513-byte key", probe: bigKeys,
+		Fallback: "the string columns of a longer key narrowed to fit 512 bytes (a longer string is cut there, as at MAXSTRINGLEN)"}
 	TaskBTF = &Feature{Name: "task_btf", What: "bpf_get_current_task_btf", Since: Version{5, 11},
 		Detect: "helper probe", probe: helper(asm.FnGetCurrentTaskBtf),
 		Fallback: "bpf_get_current_task and probe reads of the task's fields"}
@@ -104,7 +107,7 @@ var (
 
 // Features are the features bpftap relies on, in order of Since.
 var Features = []*Feature{
-	Kprobes, ProbeReadKernel, TracingPrograms, Fentry, LSM, RingBuffer, MemcgAccounting, TaskBTF,
+	Kprobes, ProbeReadKernel, TracingPrograms, Fentry, LSM, RingBuffer, MemcgAccounting, BigKeys, TaskBTF,
 	TaskStorage, GlobalFuncPointers, AtomicFetch, ForEachMapElem, TaskPtRegs, FuncIP, TracingScalarPointers, Loop,
 	KprobeMulti, SleepableUprobes, TaskFromPid, IterNum, UprobeMulti, V4ISA, MayGoto, KprobeSession,
 }

@@ -78,6 +78,22 @@ type Kernel struct {
 	hz     func() int
 	// symbol is the address of a kernel function by name and module.
 	symbol func(name, module string) (uint64, bool)
+	// config is the value of a kernel configuration option.
+	config func(option string) (string, bool)
+}
+
+// ThreadSize is the size of a task's kernel stack (arch.Regs.ThreadSize,
+// doubled by KASAN), 0 where unknown.
+func (k *Kernel) ThreadSize() int {
+	if k.Arch == nil {
+		return 0
+	}
+	if k.config != nil {
+		if v, _ := k.config("CONFIG_KASAN"); v == "y" {
+			return 2 * k.Arch.ThreadSize
+		}
+	}
+	return k.Arch.ThreadSize
 }
 
 // FunctionAddress is the address of the kernel function name of module
@@ -197,7 +213,7 @@ var runningKernel = sync.OnceValue(func() *Kernel {
 	release, _ := os.ReadFile("/proc/sys/kernel/osrelease")
 	v, _ := ParseVersion(strings.TrimSpace(string(release)))
 	return &Kernel{Release: v, Arch: arch.Host(), machine: &detector{}, btf: kernel.Kernel, hz: kernel.HZ,
-		symbol: ksym.AddressIn}
+		symbol: ksym.AddressIn, config: kernel.Config}
 })
 
 // ErrMissing is wrapped by every error that says the kernel lacks a

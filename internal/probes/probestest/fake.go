@@ -12,6 +12,7 @@ import (
 
 	"github.com/bpftap/bpftap/internal/kernel"
 	"github.com/bpftap/bpftap/internal/probes/attach"
+	"github.com/bpftap/bpftap/internal/target"
 )
 
 // Kernel is a fake probes.KernelInfo.
@@ -32,6 +33,9 @@ func (k *Kernel) ModuleBTF(name string) (*kernel.BTF, error) {
 func (k *Kernel) Functions() ([]*kernel.Function, error) {
 	return kernel.ParseFilterFunctions([]byte("vfs_read\nvfs_write\nnfs_read [nfs]\nstatic_twin\nstatic_twin\n")), nil
 }
+
+// Has says the fake kernel has every feature.
+func (k *Kernel) Has(*target.Feature) bool { return true }
 
 // Exported names vfs_read the only exported function.
 func (k *Kernel) Exported() (map[string]bool, error) { return map[string]bool{"vfs_read": true}, nil }
