@@ -85,6 +85,15 @@ type gen struct {
 	subprog    bool
 	ownFrame   int
 	probeBound bool
+	// ownBase, in a script function taking offsets, is its subprogram's
+	// label, by which its frame's offset in the scratch element is patched
+	// in; unknownBase: this gen compiles a static subprogram (a callback,
+	// an outlined subtree) of such a function (scalarcalls.go).
+	ownBase     string
+	unknownBase bool
+	// disjointFrames are the bytes of the frames of the script functions
+	// taking offsets, after the program's scratch (scalarcalls.go).
+	disjointFrames int
 	// inContextTask: the probe's context task expression is being
 	// compiled, whose own context functions read the running thread.
 	inContextTask bool
@@ -281,7 +290,7 @@ func (g *gen) program() (*Program, error) {
 	body, bodyPos, pending := g.insns, g.pos, g.pending
 	g.insns, g.pos, g.pending = nil, nil, nil
 	g.cur = g.probe.Point.Position()
-	perCPU := g.scratchPerCPU()
+	perCPU := g.scratchPerCPU() && !g.subs.scalar // its subprograms look up a plain array's element
 	g.prologue(perCPU)
 	g.insns = append(g.insns, body...)
 	g.pos = append(g.pos, bodyPos...)
@@ -301,6 +310,9 @@ func (g *gen) program() (*Program, error) {
 		g.pos = append(g.pos, sp.pos...)
 	}
 	setFrameBase(g.insns, g.frameBase()) // the calls of main and its static subprograms
+	if g.subs.scalar {
+		g.layDisjointFrames()
+	}
 	insns, pos := farJumps(g.insns, g.pos)
 	prog := &Program{Instructions: insns, Pos: pos}
 	settleSleep(prog, g.subs.userStrings, g.m.has(target.SleepableUprobes))

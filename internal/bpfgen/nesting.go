@@ -3,6 +3,7 @@ package bpfgen
 import (
 	"math"
 
+	"github.com/bpftap/bpftap/internal/target"
 	"github.com/cilium/ebpf/asm"
 )
 
@@ -104,9 +105,17 @@ func (g *gen) addWord(off int16, src asm.Register, atomic bool) {
 
 // raiseWord raises the unsigned word at regRec+off to R3 when R3 is greater.
 // Atomically, that is a compare-and-exchange retried up to maxRaiseTries
-// times; a raise that loses every race is counted in SkipMap. Clobbers R0,
-// R2, R4 and R5.
+// times; a raise that loses every race is counted in SkipMap. Where the
+// kernel has no compare-and-exchange (before Linux 5.12) it is a plain
+// raise holding this CPU's guard, a raise nested in another program's
+// guard counted as skipped: the words raised atomically are a partial of
+// this CPU's, which only programs nested on it can race. Clobbers R0, R2,
+// R4 and R5.
 func (g *gen) raiseWord(off int16, atomic bool) {
+	if atomic && !g.m.has(target.AtomicFetch) {
+		g.guardedRaise(off)
+		return
+	}
 	done := g.newLabel("raised")
 	g.emit(asm.LoadMem(asm.R0, regRec, off, asm.DWord))
 	if !atomic {
@@ -124,6 +133,19 @@ func (g *gen) raiseWord(off int16, atomic bool) {
 	}
 	g.countSkip()
 	g.mark(done)
+}
+
+// guardedRaise is raiseWord's plain raise holding this CPU's guard; R1 and
+// R3 wait in stack slots while the guard is taken.
+func (g *gen) guardedRaise(off int16) {
+	saved := g.pushStack(16)
+	g.emit(asm.StoreMem(asm.R10, saved, asm.R1, asm.DWord), asm.StoreMem(asm.R10, saved+8, asm.R3, asm.DWord))
+	g.guarded(func() {
+		g.emit(asm.LoadMem(asm.R3, asm.R10, saved+8, asm.DWord))
+		g.raiseWord(off, false)
+	})
+	g.emit(asm.LoadMem(asm.R1, asm.R10, saved, asm.DWord))
+	g.popStack(16)
 }
 
 // countSkip adds one to SkipMap. Clobbers R2 and R5.

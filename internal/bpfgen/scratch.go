@@ -25,9 +25,9 @@ const perCPUValueMax = 32 << 10
 // its callees' frames.
 func (g *gen) scratchSize() int {
 	if g.calleeFrames == 0 {
-		return g.maxScr
+		return g.maxScr + g.disjointFrames
 	}
-	return g.frameBase() + g.calleeFrames
+	return g.frameBase() + g.calleeFrames + g.disjointFrames
 }
 
 // scratchPerCPU tells whether the scratch element fits a per-CPU array.

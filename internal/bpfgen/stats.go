@@ -6,7 +6,6 @@ import (
 	"github.com/bpftap/bpftap/internal/format"
 	"github.com/bpftap/bpftap/internal/sema"
 	"github.com/bpftap/bpftap/internal/syntax"
-	"github.com/bpftap/bpftap/internal/target"
 	"github.com/cilium/ebpf/asm"
 )
 
@@ -157,36 +156,10 @@ func (g *gen) countSumMinMax(atomic bool) {
 	g.emit(asm.Mov.Imm(asm.R2, 1))
 	g.addWord(statCount, asm.R2, atomic)
 	g.addWord(statSum, asm.R1, atomic)
-	if atomic && !g.m.has(target.AtomicFetch) {
-		g.guardedMinMax()
-		return
-	}
-	g.minMax(atomic)
-}
-
-// minMax raises min and max of the partial at regRec to the value in R1
-// (kept). Clobbers R0 and R2-R5.
-func (g *gen) minMax(atomic bool) {
 	g.emit(emitMinKey(asm.R3, asm.R1)...)
 	g.raiseWord(statMin, atomic)
 	g.emit(emitMaxKey(asm.R3, asm.R1)...)
 	g.raiseWord(statMax, atomic)
-}
-
-// guardedMinMax is minMax where the kernel has no compare-and-exchange
-// (before Linux 5.12): min and max are raised with plain loads and stores
-// holding this CPU's guard (nesting.go), a raise nested in another
-// program's guard counted as skipped. The partial is this CPU's: no other
-// CPU writes it. R1 is kept in a stack slot meanwhile.
-func (g *gen) guardedMinMax() {
-	value := g.pushSlot()
-	g.emit(asm.StoreMem(asm.R10, value, asm.R1, asm.DWord))
-	g.guarded(func() {
-		g.emit(asm.LoadMem(asm.R1, asm.R10, value, asm.DWord))
-		g.minMax(false)
-	})
-	g.emit(asm.LoadMem(asm.R1, asm.R10, value, asm.DWord))
-	g.popStack(8)
 }
 
 // welford updates the partial at regRec, which the caller owns, with the

@@ -7,7 +7,6 @@ import (
 	"github.com/bpftap/bpftap/internal/format"
 	"github.com/bpftap/bpftap/internal/sema"
 	"github.com/bpftap/bpftap/internal/syntax"
-	"github.com/bpftap/bpftap/internal/target"
 	"github.com/cilium/ebpf/asm"
 	"github.com/cilium/ebpf/btf"
 )
@@ -63,6 +62,9 @@ type subprog struct {
 	insns  asm.Instructions
 	pos    []syntax.Pos
 	frame  int // bytes of its scratch frame, its callees' included
+	// disjoint: a script function taking offsets, whose frame is its own
+	// (scalarcalls.go)
+	disjoint bool
 }
 
 // subprogs are a program's compiled functions, shared by the gens of the
@@ -76,6 +78,9 @@ type subprogs struct {
 	userStrings bool
 	// tailCall: the program makes a tail call (TailMap)
 	tailCall bool
+	// scalar: the program calls a subprogram taking offsets
+	// (scalarcalls.go)
+	scalar bool
 }
 
 // label is the symbol of f's subprogram: fn_NAME, or fn_NAME_ARITY when
@@ -94,7 +99,7 @@ func (s *subprogs) label(f *syntax.Func) string {
 // on first use, or nil when the call is to be inlined.
 func (g *gen) asSubprog(c *syntax.Call) *subprog {
 	f := c.Func
-	if len(g.tries) > 0 || !subprogShape(f) || hasLoop(f.Decl.Body) || g.recursion(f) != "" {
+	if len(g.tries) > 0 || !subprogShape(f) || hasLoop(f.Decl.Body) || g.recursion(f) != "" || g.unknownBase && g.m.scalarCalls() {
 		return nil
 	}
 	if sp, ok := g.subs.byFunc[f]; ok {
@@ -134,6 +139,10 @@ func (g *gen) compileSubprog(c *syntax.Call, sp *subprog) *gen {
 	s.subs, s.subprog, s.exitLabel = g.subs, true, labelExit
 	s.cur = f.Decl.Position()
 	retSlot := s.pushSlot()
+	var keySlot int16
+	if s.m.scalarCalls() {
+		s.ownBase, keySlot, sp.disjoint = sp.label, s.pushSlot(), true
+	}
 	slots := s.frameSlots(f)
 	s.insns, s.pos = nil, nil         // the prologue zeroes the stack; params arrive in theirs
 	params := map[*syntax.Var]int16{} // a string parameter's incoming pointer
@@ -173,7 +182,7 @@ func (g *gen) compileSubprog(c *syntax.Call, sp *subprog) *gen {
 	if s.err != nil {
 		return s
 	}
-	s.assembleSubprog(sp, f, retSlot, slots, params)
+	s.assembleSubprog(sp, f, retSlot, keySlot, slots, params)
 	return s
 }
 
@@ -225,9 +234,10 @@ func (s *gen) subprogRet(fr frame, e syntax.Expr) {
 }
 
 // assembleSubprog puts the prologue before the body (zeroed stack, the
-// arguments spilled to their slots, the scratch frame in R9); an error
+// arguments spilled to their slots, the scratch frame in R9; offsets made
+// pointers first where they are given instead, through keySlot); an error
 // ends it with 1.
-func (s *gen) assembleSubprog(sp *subprog, f *syntax.Func, retSlot int16, slots map[*syntax.Var]value, params map[*syntax.Var]int16) {
+func (s *gen) assembleSubprog(sp *subprog, f *syntax.Func, retSlot, keySlot int16, slots map[*syntax.Var]value, params map[*syntax.Var]int16) {
 	s.assemble(sp, nil, func() {
 		s.emit(asm.Mov.Imm(asm.R0, 0))
 		for off := 8; off <= s.maxStack; off += 8 {
@@ -241,6 +251,9 @@ func (s *gen) assembleSubprog(sp *subprog, f *syntax.Func, retSlot int16, slots 
 			}
 			s.emit(asm.StoreMem(asm.R10, at, asm.R3+asm.Register(i), asm.DWord))
 		}
+		if s.ownBase != "" {
+			s.offsetsToPointers(f, retSlot, keySlot, params)
+		}
 		// never NULL: the check is for the verifier
 		s.emit(asm.JEq.Imm(asm.R2, 0, labelExit), asm.Mov.Reg(regScratch, asm.R2))
 		for _, p := range f.Params { // a string is copied in, up to its NUL
@@ -253,7 +266,26 @@ func (s *gen) assembleSubprog(sp *subprog, f *syntax.Func, retSlot int16, slots 
 	})
 	sp.frame = max(s.scratchSize(), 8)
 	setFrameBase(sp.insns, s.frameBase())
-	sp.insns[0] = btf.WithFuncMetadata(sp.insns[0], subprogType(sp.label, f, s.m.maxStr, sp.frame, s.m.linkage()))
+	sp.insns[0] = btf.WithFuncMetadata(sp.insns[0], subprogType(sp.label, f, s.m.maxStr, sp.frame, s.ownBase != ""))
+}
+
+// offsetsToPointers, in the prologue of a script function given offsets,
+// looks the scratch element up and makes pointers of the result's and the
+// string arguments' offsets (in their slots), and of its frame, in R2.
+func (s *gen) offsetsToPointers(f *syntax.Func, retSlot, keySlot int16, params map[*syntax.Var]int16) {
+	s.lookupElement(keySlot)
+	ret := 8
+	if f.Result == syntax.TypeString {
+		ret = s.m.maxStr
+	}
+	s.offsetPointer(retSlot, ret)
+	for _, p := range f.Params {
+		if at, isStr := params[p]; isStr {
+			s.offsetPointer(at, 1) // the source of a string copy
+		}
+	}
+	s.emit(asm.Mov.Reg(asm.R2, asm.R0))
+	s.emit(baseAdd(asm.R2, s.ownBase))
 }
 
 // assemble puts prologue before the body compiled in s, then the exit
@@ -301,6 +333,7 @@ func (s *gen) assemble(sp *subprog, fn *btf.Func, prologue func()) {
 func (g *gen) staticSubprog(sp *subprog, fn *btf.Func, body func(c *gen) (prologue func())) *gen {
 	c := newGen(g.m, g.probe)
 	c.subs, c.subprog, c.cur = g.subs, true, g.cur
+	c.unknownBase = g.unknownBase || g.ownBase != ""
 	c.assemble(sp, fn, body(c))
 	g.subs.order = append(g.subs.order, sp)
 	g.calleeFrames = max(g.calleeFrames, c.calleeFrames)
@@ -358,19 +391,37 @@ func (g *gen) callSubprog(c *syntax.Call, sp *subprog, dst value) value {
 		g.emit(asm.StoreMem(regScratch, int16(cell), asm.R0, asm.DWord))
 		args = append(args, value{off: cell})
 	}
-	if result.str {
-		g.scratchAddr(result.off)()
-		g.emit(asm.Mov.Reg(asm.R1, asm.R3))
-	} else {
+	scalar := g.m.scalarCalls()
+	g.subs.scalar = g.subs.scalar || scalar
+	// address leaves in r where the callee finds scratch offset off: a
+	// pointer, or the offset in the element (scalarcalls.go)
+	address := func(r asm.Register, off int) {
+		if scalar {
+			g.scratchOffset(r, off)
+			return
+		}
+		g.emit(asm.Mov.Reg(r, regScratch), asm.Add.Imm(r, int32(off)))
+	}
+	switch {
+	case result.str:
+		address(asm.R1, result.off)
+	case scalar:
+		result = value{scratch: true, off: g.allocScratch(8)}
+		address(asm.R1, result.off)
+	default:
 		result = value{off: int(g.pushSlot())}
 		g.emit(asm.Mov.Reg(asm.R1, asm.R10), asm.Add.Imm(asm.R1, int32(result.off)))
 	}
-	g.emit(asm.Mov.Reg(asm.R2, regScratch), frameAdd())
-	g.calleeFrames = max(g.calleeFrames, sp.frame)
+	if scalar { // the callee's frame is its own (scalarcalls.go)
+		g.emit(asm.Mov.Imm(asm.R2, 0))
+	} else {
+		g.emit(asm.Mov.Reg(asm.R2, regScratch), frameAdd())
+		g.calleeFrames = max(g.calleeFrames, sp.frame)
+	}
 	for i, a := range args {
 		r := asm.R3 + asm.Register(i)
 		if a.str {
-			g.emit(asm.Mov.Reg(r, regScratch), asm.Add.Imm(r, int32(a.off)))
+			address(r, a.off)
 			continue
 		}
 		// reloaded from the map: a scalar, even if the value was a pointer
@@ -378,7 +429,7 @@ func (g *gen) callSubprog(c *syntax.Call, sp *subprog, dst value) value {
 	}
 	g.emit(asm.Call.Label(sp.label), asm.JNE.Imm(asm.R0, 0, labelExit))
 	if !result.str {
-		g.emit(asm.LoadMem(asm.R0, asm.R10, int16(result.off), asm.DWord))
+		g.emit(asm.LoadMem(asm.R0, result.base(), int16(result.off), asm.DWord))
 		result = value{}
 	}
 	g.stack = stack
@@ -416,32 +467,28 @@ func (g *gen) frameBase() int { return (g.maxScr + 7) &^ 7 }
 
 // subprogType is the BTF prototype of a subprogram: int NAME(void *ret,
 // void *scratch, long, ...), ret a pointer to its result's bytes, scratch
-// to its frame of frame bytes.
-func subprogType(name string, f *syntax.Func, maxStr, frame int, linkage btf.FuncLinkage) *btf.Func {
+// to its frame of frame bytes; longs all (offsets for the pointers) when
+// scalar (scalarcalls.go).
+func subprogType(name string, f *syntax.Func, maxStr, frame int, scalar bool) *btf.Func {
 	size := 8
 	if f.Result == syntax.TypeString {
 		size = maxStr
 	}
-	params := []btf.FuncParam{{Name: "ret", Type: bytesPointer(size)}, {Name: "scratch", Type: bytesPointer(max(frame, 8))}}
+	pointer := func(n int) btf.Type {
+		if scalar {
+			return longType
+		}
+		return bytesPointer(n)
+	}
+	params := []btf.FuncParam{{Name: "ret", Type: pointer(size)}, {Name: "scratch", Type: pointer(max(frame, 8))}}
 	for i, p := range f.Params {
 		var t btf.Type = longType
 		if p.Type == syntax.TypeString {
-			t = bytesPointer(maxStr)
+			t = pointer(maxStr)
 		}
 		params = append(params, btf.FuncParam{Name: fmt.Sprintf("a%d", i), Type: t})
 	}
-	return &btf.Func{Name: name, Linkage: linkage, Type: &btf.FuncProto{Return: intType, Params: params}}
-}
-
-// linkage is the linkage of the subprograms that take pointers: global,
-// so that the verifier checks each once, whatever calls it; static before
-// Linux 5.12, whose global functions take no pointer (the verifier then
-// checks a subprogram at each call, which costs load time, not run time).
-func (m *Module) linkage() btf.FuncLinkage {
-	if m.has(target.GlobalFuncPointers) {
-		return btf.GlobalFunc
-	}
-	return btf.StaticFunc
+	return &btf.Func{Name: name, Linkage: btf.GlobalFunc, Type: &btf.FuncProto{Return: intType, Params: params}}
 }
 
 var (
@@ -474,19 +521,26 @@ const workSize = 2*digitRoom + len(digitTable) + cellsSize
 // numberCall compiles an integer conversion as a call of its shape's
 // subprogram (inline when the formatter's work area is not contiguous).
 func (s *sprint) numberCall(d format.Directive, slot int16) {
-	if s.table != s.stage+2*digitRoom || s.cells != s.table+len(digitTable) {
+	g := s.g
+	scalar := g.m.scalarCalls()
+	if s.table != s.stage+2*digitRoom || s.cells != s.table+len(digitTable) ||
+		scalar && (g.unknownBase || s.outReg != regScratch || s.work != regScratch) {
 		s.number(d, slot)
 		return
 	}
 	sp := s.numberSubprog(d)
-	s.g.emit(asm.LoadMem(asm.R0, asm.R10, slot, asm.DWord))
+	g.emit(asm.LoadMem(asm.R0, asm.R10, slot, asm.DWord))
 	s.store(cellNum, asm.R0) // reloaded from the map: a scalar, even if it was a pointer
 	s.load(asm.R3, cellNum)
-	s.g.emit(
-		asm.Mov.Reg(asm.R1, s.outReg), asm.Add.Imm(asm.R1, int32(s.out)),
-		asm.Mov.Reg(asm.R2, s.work), asm.Add.Imm(asm.R2, int32(s.stage)),
-		asm.Call.Label(sp.label),
-	)
+	if scalar {
+		g.subs.scalar = true
+		g.scratchOffset(asm.R1, s.out)
+		g.scratchOffset(asm.R2, s.stage)
+	} else {
+		g.emit(asm.Mov.Reg(asm.R1, s.outReg), asm.Add.Imm(asm.R1, int32(s.out)),
+			asm.Mov.Reg(asm.R2, s.work), asm.Add.Imm(asm.R2, int32(s.stage)))
+	}
+	g.emit(asm.Call.Label(sp.label))
 }
 
 // numberSubprog returns the subprogram of d's shape, compiled on first
@@ -500,8 +554,13 @@ func (s *sprint) numberSubprog(d format.Directive) *subprog {
 	}
 	sp := &subprog{label: fmt.Sprintf("fmt_%d", len(g.subs.byKey))}
 	g.subs.byKey[key] = sp
-	g.staticSubprog(sp, numberType(sp.label, sprintRoom(s.limit), g.m.linkage()), func(c *gen) func() {
+	scalar := g.m.scalarCalls()
+	g.staticSubprog(sp, numberType(sp.label, sprintRoom(s.limit), scalar), func(c *gen) func() {
 		slot := c.pushSlot()
+		var out, work, key int16
+		if scalar {
+			out, work, key = c.pushSlot(), c.pushSlot(), c.pushSlot()
+		}
 		cs := *s
 		cs.g, cs.outReg, cs.work = c, regRec, regScratch
 		cs.out, cs.stage, cs.table, cs.cells = 0, 0, 2*digitRoom, 2*digitRoom+len(digitTable)
@@ -509,6 +568,15 @@ func (s *sprint) numberSubprog(d format.Directive) *subprog {
 		c.emit(asm.Mov.Imm(asm.R0, 0), asm.Return())
 		return func() {
 			done := c.newLabel("null")
+			if scalar { // offsets: made pointers into the element (scalarcalls.go)
+				c.emit(asm.StoreMem(asm.R10, out, asm.R1, asm.DWord), asm.StoreMem(asm.R10, work, asm.R2, asm.DWord),
+					asm.StoreMem(asm.R10, slot, asm.R3, asm.DWord))
+				c.lookupElement(key)
+				c.offsetPointer(out, sprintRoom(s.limit))
+				c.offsetPointer(work, workSize)
+				c.emit(asm.LoadMem(asm.R1, asm.R10, out, asm.DWord), asm.LoadMem(asm.R2, asm.R10, work, asm.DWord),
+					asm.LoadMem(asm.R3, asm.R10, slot, asm.DWord))
+			}
 			c.emit(
 				asm.JEq.Imm(asm.R1, 0, done),
 				asm.JEq.Imm(asm.R2, 0, done),
@@ -531,9 +599,13 @@ func bytesPointer(n int) btf.Type {
 		Type: &btf.Int{Name: "unsigned char", Size: 1}, Nelems: uint32(n)}}
 }
 
-// numberType is the BTF prototype of a directive's subprogram.
-func numberType(name string, outSize int, linkage btf.FuncLinkage) *btf.Func {
-	return &btf.Func{Name: name, Linkage: linkage, Type: &btf.FuncProto{Return: intType, Params: []btf.FuncParam{
-		{Name: "out", Type: bytesPointer(outSize)}, {Name: "work", Type: bytesPointer(workSize)},
-		{Name: "v", Type: longType}}}}
+// numberType is the BTF prototype of a directive's subprogram: longs all
+// (offsets for out and work) when scalar.
+func numberType(name string, outSize int, scalar bool) *btf.Func {
+	out, work := bytesPointer(outSize), bytesPointer(workSize)
+	if scalar {
+		out, work = longType, longType
+	}
+	return &btf.Func{Name: name, Linkage: btf.GlobalFunc, Type: &btf.FuncProto{Return: intType, Params: []btf.FuncParam{
+		{Name: "out", Type: out}, {Name: "work", Type: work}, {Name: "v", Type: longType}}}}
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/bpftap/bpftap/internal/sema"
 	"github.com/bpftap/bpftap/internal/target/targettest"
 )
 
@@ -40,6 +41,18 @@ func TestPartialLibrary(t *testing.T) {
 // `#! args:` and `#! scriptargs:`) once, on the whole library or on the
 // files the index picks, and returns the -p2 output after the warnings.
 func elaborated(t *testing.T, script string, whole bool) (string, error) {
+	var out bytes.Buffer
+	prog, err := elaborateScript(t, script, whole, &out)
+	if err != nil {
+		return "", err
+	}
+	printElaborated(&out, prog)
+	return out.String(), nil
+}
+
+// elaborateScript parses and elaborates a script of testdata/run with its
+// directives' arguments, what bpftap prints going to out.
+func elaborateScript(t *testing.T, script string, whole bool, out io.Writer) (*sema.Program, error) {
 	text, err := os.ReadFile(script)
 	if err != nil {
 		t.Fatal(err)
@@ -49,18 +62,12 @@ func elaborated(t *testing.T, script string, whole bool) (string, error) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out bytes.Buffer
-	s := &session{opts: opts, stdin: strings.NewReader(""), stdout: &out, stderr: &out, kernel: targettest.Running(t)}
+	s := &session{opts: opts, stdin: strings.NewReader(""), stdout: out, stderr: out, kernel: targettest.Running(t)}
 	user, libs, err := s.parse(whole)
 	if err != nil {
-		return "", err
+		return nil, err
 	}
-	prog, err := s.elaborate(user, libs)
-	if err != nil {
-		return "", err
-	}
-	printElaborated(&out, prog)
-	return out.String(), nil
+	return s.elaborate(user, libs)
 }
 
 // TestRetryOnWholeLibrary checks the diagnostics of a pass 2 that fails on

@@ -108,7 +108,11 @@ type Error struct {
 	Pos syntax.Pos
 	Msg string
 	Log string
+	// Err is what Msg reports, if any (a *target.MissingError).
+	Err error
 }
+
+func (e *Error) Unwrap() error { return e.Err }
 
 // Error renders stap's diagnostic: the message at FILE:LINE:COL, then the
 // source line with a caret.
@@ -150,7 +154,7 @@ func Compile(prog *sema.Program, cfg Config) (*Session, error) {
 		bp, err := mod.CompileGroup(g)
 		var ge *bpfgen.Error
 		if errors.As(err, &ge) {
-			return nil, &Error{Pos: ge.Pos, Msg: ge.Msg}
+			return nil, &Error{Pos: ge.Pos, Msg: ge.Msg, Err: ge.Err}
 		}
 		if err != nil {
 			return nil, err
@@ -233,6 +237,9 @@ func (s *Session) RingSize() int { return s.mod.RingSize() }
 
 // Programs is the number of compiled programs.
 func (s *Session) Programs() int { return len(s.progs) }
+
+// Compiled are the compiled programs, in load order.
+func (s *Session) Compiled() []*bpfgen.Program { return s.progs }
 
 // Attached is the number of programs Attach attaches.
 func (s *Session) Attached() int {

@@ -57,7 +57,7 @@ var (
 	GlobalFuncPointers = &Feature{Name: "global_func_pointers",
 		What: "global BPF functions with pointer arguments", Since: Version{5, 12},
 		Detect: "trial load", probe: loads(globalPointerProbe),
-		Fallback: "static functions, verified at every call (slower to load)"}
+		Fallback: "global functions that take offsets into the scratch element, each with a frame of its own"}
 	AtomicFetch = &Feature{Name: "atomic_fetch", What: "atomic fetch-and-add and compare-and-exchange (BPF_FETCH)",
 		Since: Version{5, 12}, Detect: "trial load", probe: loads(atomicFetchProbe),
 		Fallback: "plain atomic adds (the value of n++ may include other CPUs' adds), min and max under a per-CPU guard; wrapping arrays refused"}
