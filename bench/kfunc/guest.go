@@ -50,10 +50,13 @@ func bpftrace(name, script string) tracer {
 	return tracer{name: name, argv: []string{"/usr/bin/bpftrace", "-e", script}, ready: bpftraceReady, bpftrace: true}
 }
 
-// hitCases are the per-hit cases: vfs_read under the read loop.
+// hitCases are the per-hit cases: vfs_read under the read loop, and the
+// seed's counting script on sys_enter, which each read enters too (issue
+// 33's: its instructions per event on 5.10 against 6.12).
 func hitCases() []tracer {
 	return []tracer{
 		{name: "untraced"},
+		bpftap("bpftap_seed", seedScript),
 		{name: "empty_fentry", argv: []string{"/bench/kfunc", "-empty", "fentry", "vfs_read"}, ready: emptyReady},
 		{name: "empty_kprobe", argv: []string{"/bench/kfunc", "-empty", "kprobe", "vfs_read"}, ready: emptyReady},
 		bpftap("bpftap_fentry", `global n; probe kernel.function("vfs_read") { n++ }`),
@@ -63,6 +66,10 @@ func hitCases() []tracer {
 	}
 }
 
+// seedScript is the seed's counting script (SystemTap's
+// syscalls_by_proc): the system calls of each process, by name.
+const seedScript = `global s; probe kernel.trace("sys_enter") { s[execname()]++ }`
+
 // startCases are the start-up cases: launch to attached (bpftap -v's
 // "Pass 5: attached") and launch to exit, the script exiting from its
 // begin probe once everything is attached.
@@ -71,6 +78,7 @@ func startCases(wide string) []tracer {
 	kf := func(point string) string { return `global n; probe ` + point + ` { n++ } probe begin { exit() }` }
 	bt := func(point string) string { return point + ` { @n = count(); } BEGIN { exit() }` }
 	return []tracer{
+		bpftap("bpftap_seed_start", seedScript+` probe begin { exit() }`),
 		bpftap("bpftap_tp", kf(`kernel.trace("sched:sched_switch")`)),
 		bpftap("bpftap_one", kf(`kernel.function("vfs_read")`)),
 		bpftap("bpftap_one_kprobe", kf(`kprobe.function("vfs_read")`)),

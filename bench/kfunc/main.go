@@ -341,7 +341,7 @@ func renderGuest(b *strings.Builder, g *guestResult, wide string) {
 	}
 	p("### ns per vfs_read hit\n\n")
 	p("| case | ns/read | added ns/read | × empty, same hook | × bpftrace, same hook |\n|---|---|---|---|---|\n")
-	for _, name := range []string{"untraced", "empty_fentry", "empty_kprobe", "bpftap_fentry", "bpftap_kprobe", "bpftrace_fentry", "bpftrace_kprobe"} {
+	for _, name := range []string{"untraced", "bpftap_seed", "empty_fentry", "empty_kprobe", "bpftap_fentry", "bpftap_kprobe", "bpftrace_fentry", "bpftrace_kprobe"} {
 		xs := stats.Finite(g.hits[name])
 		if len(xs) == 0 {
 			continue

@@ -134,20 +134,35 @@ func (g *gen) threadDelete(gl *Global) {
 	g.mark(done)
 }
 
-// ThreadExits returns the program that deletes an exiting thread's
+// ThreadExits returns the programs that delete an exiting thread's
 // elements of the arrays by thread the module keeps in hashes (where the
-// kernel has no task storage), nil when there are none. Its key is the
-// thread's id as a long, as tid() keys those hashes.
-func (m *Module) ThreadExits() *Program {
+// kernel has no task storage), none when there are none: one for each
+// maxProgramMaps of them (a wildcard's @entry keeps an array for each
+// function). Their key is the thread's id as a long, as tid() keys those
+// hashes.
+func (m *Module) ThreadExits() []*Program {
 	var hashes []*Global
 	for _, gl := range m.order {
 		if gl.Var.ByThread && !gl.ByThread {
 			hashes = append(hashes, gl)
 		}
 	}
-	if len(hashes) == 0 {
-		return nil
+	var progs []*Program
+	for len(hashes) > 0 {
+		n := min(len(hashes), maxProgramMaps)
+		progs = append(progs, threadExits(hashes[:n]))
+		hashes = hashes[n:]
 	}
+	return progs
+}
+
+// maxProgramMaps is the most maps a program may use (the kernel's
+// MAX_USED_MAPS, 64), less a margin.
+const maxProgramMaps = 60
+
+// threadExits is the program that deletes the exiting thread's element of
+// each of hashes.
+func threadExits(hashes []*Global) *Program {
 	a := &attach.Point{Kind: attach.RawTracepoint, Event: "sched_process_exit"}
 	probe := &sema.Probe{Name: "the exits of threads (arrays by thread)", Kernel: true, Attach: a}
 	insns := asm.Instructions{

@@ -20,7 +20,7 @@ import (
 // own long locals are then left known (no forget), so that `for (i = 0;
 // i < 10; i++)` ends its walk after ten passes. That walk is what limits
 // loops on these kernels: a million instructions, 8192 pending branches.
-// The kernel's answer (Config.MayGoto) is asked once per module, when a
+// The target kernel's answer (target.MayGoto) is asked once per process, when a
 // program first has a loop; on 6.9 and later the code is what it was.
 
 // hasMayGoto tells whether the kernel knows may_goto.

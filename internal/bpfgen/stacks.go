@@ -288,7 +288,9 @@ func (m *Module) stackMaps() []Map {
 	if m.userStacks {
 		maps = append(maps, Map{BuildIDStackMap, &ebpf.MapSpec{Name: "ustacks", Type: ebpf.StackTrace, KeySize: 4,
 			Flags: bpfStackBuildID, ValueSize: BuildIDFrameSize * MaxBacktrace, MaxEntries: n}})
-		maps = append(maps, userStore.maps(n, m.has(target.AtomicFetch))...)
+		if m.has(target.BigKeys) { // userStackID keeps none by value before
+			maps = append(maps, userStore.maps(n, m.has(target.AtomicFetch))...)
+		}
 	}
 	if m.taskStacks {
 		maps = append(maps, kernelStore.maps(n, m.has(target.AtomicFetch))...)
@@ -378,6 +380,13 @@ func (g *gen) userStackID(form StackForm, formOff int) {
 			asm.FnGetStackid.Call(),
 			asm.StoreMem(asm.R10, take.slot, asm.R0, asm.DWord),
 		)
+	}
+	if !g.m.has(target.BigKeys) {
+		// userStore's ids are keyed by 800 bytes of frames (Linux 5.11):
+		// a colliding user stack is not kept by value, and is counted
+		g.keptUserStack(formOff, addrs, buildIDs)
+		g.popStack(16)
+		return
 	}
 	g.jumpIfCollided(asm.R0, collided)
 	g.emit(asm.LoadMem(asm.R0, asm.R10, buildIDs, asm.DWord))

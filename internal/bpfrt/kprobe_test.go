@@ -6,6 +6,8 @@ import (
 
 	"github.com/bpftap/bpftap/internal/arch"
 	"github.com/bpftap/bpftap/internal/probes/attach"
+	"github.com/bpftap/bpftap/internal/target"
+	"github.com/bpftap/bpftap/internal/target/targettest"
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
 )
@@ -59,6 +61,7 @@ func TestKprobeIP(t *testing.T) {
 
 func testIP(t *testing.T, point *attach.Point) {
 	requireKind(t, point)
+	targettest.Require(t, targettest.Running(t), target.FuncIP)
 	ips, err := ebpf.NewMap(&ebpf.MapSpec{Name: "ips", Type: ebpf.Array, KeySize: 4, ValueSize: 16, MaxEntries: 1})
 	if err != nil {
 		t.Fatal(err)

@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/bpftap/bpftap/internal/probes/attach"
+	"github.com/bpftap/bpftap/internal/target"
+	"github.com/bpftap/bpftap/internal/target/targettest"
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
 	"github.com/cilium/ebpf/btf"
@@ -64,6 +66,9 @@ func taskStorageProgram(pid int32, calls int32) asm.Instructions {
 // TASK_STORAGE map as the kernel wants it: max_entries 0,
 // BPF_F_NO_PREALLOC, BTF key int and a BTF value.
 func TestTaskStorage(t *testing.T) {
+	k := targettest.Running(t)
+	targettest.Require(t, k, target.TaskStorage)
+	targettest.Require(t, k, target.TaskBTF)
 	onEachKind(t, func(t *testing.T, point *attach.Point) {
 		const calls = 3000
 		task, err := ebpf.NewMap(&ebpf.MapSpec{Name: "task", Type: ebpf.TaskStorage, KeySize: 4, ValueSize: 8,

@@ -19,7 +19,8 @@ import (
 // the instructions for what 5.10's verifier refuses and this kernel's
 // accepts (TestRunAsOf510 runs them here, so it cannot tell): atomics with
 // BPF_FETCH, helpers and kfuncs of later kernels, global functions with
-// pointer arguments, task storage, may_goto. A script the compiler refuses
+// pointer arguments, task storage, may_goto, more than 64 maps (which no
+// kernel allows a program). A script the compiler refuses
 // for a missing feature passes: that refusal is the fallback.
 func TestAsOf510Code(t *testing.T) {
 	k := targettest.Running(t).AsOf(kern.Version{Major: 5, Minor: 10})
@@ -39,10 +40,17 @@ func TestAsOf510Code(t *testing.T) {
 				t.Skipf("does not compile here: %v", err)
 			}
 			for _, p := range ks.Compiled() {
+				maps := map[string]bool{}
 				for i, in := range p.Instructions {
 					if why := notOn510(in); why != "" {
 						t.Errorf("%s: instruction %d (%v): %s", p.Probe.Name, i, in, why)
 					}
+					if in.IsLoadFromMap() {
+						maps[in.Reference()] = true
+					}
+				}
+				if len(maps) > 64 { // MAX_USED_MAPS
+					t.Errorf("%s uses %d maps, more than a program may", p.Probe.Name, len(maps))
 				}
 			}
 		})

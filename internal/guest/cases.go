@@ -23,6 +23,7 @@ import (
 //	                   unloads after it
 //	status N           the exit status it must have (default 0)
 //	status@KERNEL N    the same, on one kernel only
+//	timeout SECONDS    how long the guest lets it run (default 150)
 //
 // Its files named stdout and stderr are the exact expected output of each
 // stream; stdout.re and stderr.re instead hold one regular expression a line,
@@ -36,6 +37,7 @@ type Case struct {
 	Kernels []string       // empty: every kernel
 	Modules []string       // modules to load first (not in dependency order)
 	Status  map[string]int // by "" (default) or kernel name
+	Timeout int            // seconds; 0: the guest's default
 	Files   []txtar.File   // written to the case's directory
 	Want    map[string]string
 }
@@ -92,6 +94,12 @@ func (c *Case) directive(line string) error {
 		}
 	case key == "modules" && kernel == "":
 		c.Modules = strings.Fields(rest)
+	case key == "timeout" && kernel == "":
+		n, err := strconv.Atoi(rest)
+		if err != nil || n <= 0 {
+			return fmt.Errorf("bad timeout %q", rest)
+		}
+		c.Timeout = n
 	case key == "status":
 		n, err := strconv.Atoi(rest)
 		if err != nil {

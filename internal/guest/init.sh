@@ -89,7 +89,9 @@ for cmd in /cases/*.cmd; do
 	name=$(basename "$cmd" .cmd)
 	# A case's own modules (/cases/NAME.modules) load first, and unload after.
 	mods=$(cat "/cases/$name.modules" 2>/dev/null)
-	(cd "/cases/$name" && load $mods && exec timeout 150 sh "$cmd") </dev/null >/tmp/stdout 2>/tmp/stderr
+	# its time limit: /cases/NAME.timeout (the case's timeout directive), else 150 s
+	limit=$(cat "/cases/$name.timeout" 2>/dev/null || echo 150)
+	(cd "/cases/$name" && load $mods && exec timeout "$limit" sh "$cmd") </dev/null >/tmp/stdout 2>/tmp/stderr
 	frame case "$name" $?
 	unload $mods
 done

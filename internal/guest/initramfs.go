@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 )
 
@@ -153,6 +154,9 @@ func (r *Initramfs) Write(path string) error {
 	}
 	for _, k := range r.Cases {
 		c.Bytes("cases/"+k.Name+".cmd", 0o644, []byte(k.Run+"\n"))
+		if k.Timeout > 0 {
+			c.Bytes("cases/"+k.Name+".timeout", 0o644, []byte(strconv.Itoa(k.Timeout)+"\n"))
+		}
 		c.Dir("cases/" + k.Name)
 		for _, file := range k.Files {
 			c.Bytes("cases/"+k.Name+"/"+file.Name, 0o755, file.Data)
@@ -225,4 +229,34 @@ func goTool(repo string, args ...string) error {
 		return fmt.Errorf("go %s: %v\n%s", strings.Join(args, " "), err, out.Bytes())
 	}
 	return nil
+}
+
+// GuestPrograms are the C programs of testdata/run/cprogs the cases trace,
+// built static on the host (the guest has no C library) as /usr/bin/NAME:
+// scale (a function called with a 64-bit argument, for uprobes and
+// uretprobes) and ticks (USDT markers with arguments, one semaphore).
+var GuestPrograms = []string{"scale", "ticks"}
+
+// UserFiles returns the files the cases use besides bpftap, by their path
+// in the guest: GuestPrograms, built into dir, and the repository's
+// examples as /examples/NAME. A program that does not build is an error
+// (gcc and libc6-dev: .ci/run installs them).
+func UserFiles(repo, dir string) (map[string]string, error) {
+	files := map[string]string{}
+	for _, name := range GuestPrograms {
+		out := filepath.Join(dir, name)
+		cmd := exec.Command("gcc", "-static", "-O2", "-o", out, filepath.Join(repo, "testdata", "run", "cprogs", name+".c"))
+		if msg, err := cmd.CombinedOutput(); err != nil {
+			return nil, fmt.Errorf("gcc %s: %v\n%s", name, err, msg)
+		}
+		files["usr/bin/"+name] = out
+	}
+	examples, err := filepath.Glob(filepath.Join(repo, "examples", "*.stp"))
+	if err != nil {
+		return nil, err
+	}
+	for _, ex := range examples {
+		files["examples/"+filepath.Base(ex)] = ex
+	}
+	return files, nil
 }

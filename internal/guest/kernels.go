@@ -28,10 +28,16 @@ type Kernel struct {
 	Package string
 }
 
-// Kernels are the guest kernels, oldest first: Debian 12's 6.1 (kprobes,
-// fentry, no kprobe-multi) and Debian 13's 6.12 (kprobe-multi and kprobe
-// sessions too).
+// Kernels are the guest kernels, oldest first: Debian 11's 5.10 (the
+// oldest long-term kernel SystemTap users run: BPF memory charged to
+// RLIMIT_MEMLOCK, no bpf_get_current_task_btf, no global functions with
+// pointer arguments, no atomics with fetch, no bpf_for_each_map_elem;
+// docs/kernels.md), Debian 12's 6.1 (kprobes, fentry, no kprobe-multi) and
+// Debian 13's 6.12 (kprobe-multi and kprobe sessions too).
 var Kernels = []Kernel{
+	{Name: "5.10", Suite: "bullseye", Package: "linux-image-5.10.",
+		// bookworm's debian-archive-keyring holds bullseye's keys too.
+		Sources: "deb http://deb.debian.org/debian bullseye main"},
 	{Name: "6.1", Suite: "bookworm", Package: "linux-image-6.1."},
 	{Name: "6.12", Suite: "trixie", Package: "linux-image-6.12.",
 		// bookworm's debian-archive-keyring (2023.3+deb12u2) holds trixie's

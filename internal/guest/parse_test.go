@@ -13,7 +13,7 @@ import (
 // TestParseCase: directives, expectations by kernel, and the errors a
 // mistyped case gets.
 func TestParseCase(t *testing.T) {
-	c, err := ParseCase("x", []byte("# a comment\nkernels 6.12\nmodules nfsd nfsv4\nrun bpftap script.stp\nstatus 1\nstatus@6.12 2\n"+
+	c, err := ParseCase("x", []byte("# a comment\nkernels 6.12\nmodules nfsd nfsv4\ntimeout 600\nrun bpftap script.stp\nstatus 1\nstatus@6.12 2\n"+
 		"-- script.stp --\nprobe begin {}\n-- stdout --\nall\n-- stdout@6.12 --\nnew\n-- stderr.re --\nerror: .*\n"))
 	if err != nil {
 		t.Fatal(err)
@@ -21,8 +21,8 @@ func TestParseCase(t *testing.T) {
 	if c.Run != "bpftap script.stp" || c.RunsOn("6.1") || !c.RunsOn("6.12") || c.WantStatus("6.1") != 1 || c.WantStatus("6.12") != 2 {
 		t.Errorf("parsed %+v", c)
 	}
-	if !slices.Equal(c.Modules, []string{"nfsd", "nfsv4"}) {
-		t.Errorf("modules %v", c.Modules)
+	if !slices.Equal(c.Modules, []string{"nfsd", "nfsv4"}) || c.Timeout != 600 {
+		t.Errorf("modules %v, timeout %d", c.Modules, c.Timeout)
 	}
 	if len(c.Files) != 1 || c.Files[0].Name != "script.stp" {
 		t.Errorf("files %v", c.Files)
@@ -43,7 +43,7 @@ func TestParseCase(t *testing.T) {
 			t.Errorf("Check(%s, %s, %q) = %v", check.kernel, check.stream, check.got, err)
 		}
 	}
-	for _, bad := range []string{"", "run a\nrun b\n", "run a\nkernels 5.4\n", "run a\nstatus x\n", "run a\nfoo\n",
+	for _, bad := range []string{"", "run a\nrun b\n", "run a\nkernels 5.4\n", "run a\nstatus x\n", "run a\ntimeout 0\n", "run a\nfoo\n",
 		"run a\n-- stdout@7 --\n", "run a\n-- stdout.re --\n(\n", "run a\n-- ../x --\n"} {
 		if _, err := ParseCase("bad", []byte(bad)); err == nil {
 			t.Errorf("ParseCase accepted %q", bad)

@@ -161,9 +161,7 @@ func Compile(prog *sema.Program, cfg Config) (*Session, error) {
 		}
 		s.progs = append(s.progs, bp)
 	}
-	if exits := mod.ThreadExits(); exits != nil {
-		s.progs = append(s.progs, exits)
-	}
+	s.progs = append(s.progs, mod.ThreadExits()...)
 	return s, nil
 }
 
