@@ -9,7 +9,9 @@ import (
 //
 // A global BPF function takes pointers only from Linux 5.12 ("Arg#0 type
 // PTR in f() is not supported yet" before). Where the target kernel lacks
-// them (target.GlobalFuncPointers), the subprograms that are global
+// them (target.GlobalFuncPointers), or where it takes them but refuses a map
+// key or value in the memory one points to (target.MemMapKeys, Linux 6.2:
+// a function's `[pid] in set`), the subprograms that are global
 // functions, script functions and the formatter's number conversions, take
 // offsets into the program's scratch element where they take pointers
 // elsewhere. Each looks the element up itself (the running CPU's element of
@@ -35,7 +37,9 @@ import (
 // of syscall.* took six times the verifier's work so.
 
 // scalarCalls tells whether the global subprograms take offsets.
-func (m *Module) scalarCalls() bool { return !m.has(target.GlobalFuncPointers) }
+func (m *Module) scalarCalls() bool {
+	return !m.has(target.GlobalFuncPointers) || !m.has(target.MemMapKeys)
+}
 
 // scratchBoundKey marks a comparison of an offset with the scratch
 // element's size less the bytes the code reaches past it (its value).

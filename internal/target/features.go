@@ -69,8 +69,8 @@ var (
 		Detect: "helper probe", probe: helper(asm.FnGetFuncIp),
 		Fallback: "the address of the function the program is attached to, a constant"}
 	TracingScalarPointers = &Feature{Name: "tracing_scalar_pointers",
-		What:  "fentry/fexit programs that read an argument pointing to a scalar (an int *, a char *)", Since: Version{5, 17},
-		Detect: "trial load of an fentry program on vfs_read that reads its loff_t * (bpfrt)",
+		What: "fentry/fexit programs that read an argument pointing to a scalar (an int *, a char *)", Since: Version{5, 17},
+		Detect:   "trial load of an fentry program on vfs_read that reads its loff_t * (bpfrt)",
 		Fallback: "a kprobe on a function that takes such a pointer"}
 	Loop = &Feature{Name: "loop", What: "bpf_loop", Since: Version{5, 17}, Detect: "helper probe", probe: helper(asm.FnLoop),
 		Fallback: "foreach walks the map at each iteration instead of a snapshot; over a wrapping array it is refused"}
@@ -80,6 +80,10 @@ var (
 	SleepableUprobes = &Feature{Name: "sleepable_uprobes", What: "sleepable uprobe programs", Since: Version{6, 0},
 		Detect: "trial load of a sleepable kprobe-type program calling bpf_copy_from_user", probe: sleepableUprobes,
 		Fallback: "user strings read with bpf_probe_read_user: one in a page the process has not touched yet fails with stap's fault error"}
+	MemMapKeys = &Feature{Name: "mem_map_keys",
+		What: "map keys and values in memory a global function's pointer argument points to", Since: Version{6, 2},
+		Detect: "trial load", probe: memMapKeys,
+		Fallback: "global functions that take offsets into the scratch element, as without global_func_pointers"}
 	TaskFromPid = &Feature{Name: "task_from_pid", What: "the kfunc bpf_task_from_pid", Since: Version{6, 2},
 		Detect: "kfunc in the kernel's BTF, then a trial load for the attach kind", probe: kfuncs("bpf_task_from_pid", "bpf_task_release")}
 	IterNum = &Feature{Name: "iter_num", What: "the numeric iterator kfuncs (bpf_iter_num_new)", Since: Version{6, 4},
@@ -109,7 +113,7 @@ var (
 var Features = []*Feature{
 	Kprobes, ProbeReadKernel, TracingPrograms, Fentry, LSM, RingBuffer, MemcgAccounting, BigKeys, TaskBTF,
 	TaskStorage, GlobalFuncPointers, AtomicFetch, ForEachMapElem, TaskPtRegs, FuncIP, TracingScalarPointers, Loop,
-	KprobeMulti, SleepableUprobes, TaskFromPid, IterNum, UprobeMulti, V4ISA, MayGoto, KprobeSession,
+	KprobeMulti, SleepableUprobes, MemMapKeys, TaskFromPid, IterNum, UprobeMulti, V4ISA, MayGoto, KprobeSession,
 }
 
 // Probed tells whether Kernel.Check detects f itself; the kinds of attach
