@@ -26,21 +26,29 @@ var HZ = sync.OnceValue(func() int {
 // kernel's configuration: "y", "m", a number or a string as the file
 // spells it, "" when the option is not set. ok is false when the
 // configuration cannot be read (neither /proc/config.gz nor
-// /boot/config-RELEASE), when nothing can be said.
+// /boot/config-RELEASE), when nothing can be said. The file is read once.
 func Config(option string) (value string, ok bool) {
+	options, ok := configOptions()
+	return options[option], ok
+}
+
+// configOptions is the running kernel's configuration, option by option;
+// false when it cannot be read.
+var configOptions = sync.OnceValues(func() (map[string]string, bool) {
 	r, closer := openConfig()
 	if r == nil {
-		return "", false
+		return nil, false
 	}
 	defer closer.Close()
+	options := map[string]string{}
 	sc := bufio.NewScanner(r)
 	for sc.Scan() {
-		if v, found := strings.CutPrefix(sc.Text(), option+"="); found {
-			return v, true
+		if name, v, found := strings.Cut(sc.Text(), "="); found && strings.HasPrefix(name, "CONFIG_") {
+			options[name] = v
 		}
 	}
-	return "", sc.Err() == nil
-}
+	return options, sc.Err() == nil
+})
 
 // openConfig opens the running kernel's configuration, or returns nil.
 func openConfig() (io.Reader, io.Closer) {

@@ -88,12 +88,19 @@ func (k *Kernel) ThreadSize() int {
 	if k.Arch == nil {
 		return 0
 	}
-	if k.config != nil {
-		if v, _ := k.config("CONFIG_KASAN"); v == "y" {
-			return 2 * k.Arch.ThreadSize
-		}
+	if v, _ := k.configOption("CONFIG_KASAN"); v == "y" {
+		return 2 * k.Arch.ThreadSize
 	}
 	return k.Arch.ThreadSize
+}
+
+// configOption is the value of a kernel configuration option, false when
+// the configuration cannot be read.
+func (k *Kernel) configOption(option string) (string, bool) {
+	if k.config == nil {
+		return "", false
+	}
+	return k.config(option)
 }
 
 // FunctionAddress is the address of the kernel function name of module
@@ -108,11 +115,39 @@ func (k *Kernel) FunctionAddress(name, module string) (uint64, bool) {
 // Has tells whether the kernel offers f.
 func (k *Kernel) Has(f *Feature) bool { return k.Check(f) == nil }
 
-// Check returns nil when the kernel offers f, else a *MissingError.
+// Check returns nil when the kernel offers f, else a *MissingError. A
+// release of f's version or later has it (with f's option set, where the
+// configuration can be read): only older ones, which may have it by a
+// backport (RHEL), and those of an unknown configuration are probed.
+// Probes cost: cilium/ebpf's for tracing programs decodes the kernel's
+// whole BTF (40 ms).
 func (k *Kernel) Check(f *Feature) error {
 	if why, ok := k.masked[f]; ok {
 		return &MissingError{Feature: f, Masked: why}
 	}
+	if k.machine == nil || k.upstreamHas(f) {
+		return nil
+	}
+	return k.Detect(f)
+}
+
+// upstreamHas tells whether f is in every kernel of k's release and
+// configuration.
+func (k *Kernel) upstreamHas(f *Feature) bool {
+	if k.Release.Before(f.Since) {
+		return false
+	}
+	if f.Config == "" {
+		return true
+	}
+	v, ok := k.configOption(f.Config)
+	return ok && v == "y"
+}
+
+// Detect runs f's probe on the machine (once per process), whatever k's
+// release, and returns a *MissingError where it fails. Check is what
+// decides; tests call Detect to check the probes themselves.
+func (k *Kernel) Detect(f *Feature) error {
 	if k.machine == nil {
 		return nil
 	}

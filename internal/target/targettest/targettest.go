@@ -31,8 +31,13 @@ func Require(t testing.TB, k *target.Kernel, f *target.Feature) {
 // Excused says why k may lack f ("" when it may not): f was masked, k is
 // older than f, or its configuration lacks the option f needs.
 func Excused(k *target.Kernel, f *target.Feature) string {
+	return ExcusedFrom(k, f, k.Check(f))
+}
+
+// ExcusedFrom is Excused for err, what a check or a detection of f said.
+func ExcusedFrom(k *target.Kernel, f *target.Feature, err error) string {
 	var m *target.MissingError
-	if !errors.As(k.Check(f), &m) {
+	if !errors.As(err, &m) {
 		return ""
 	}
 	if m.Masked != "" {
