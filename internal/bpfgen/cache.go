@@ -91,7 +91,7 @@ func (g *gen) cachedUpdate(gl *Global, keys []syntax.Expr, val int16, at syntax.
 	if gl.Stat == nil {
 		g.addWord(0, asm.R1, true)
 	} else {
-		g.countSumMinMax(true)
+		g.countSumMinMax(gl.Stat, true)
 	}
 	g.mark(done)
 	g.scratchRelease(smark)
@@ -107,7 +107,7 @@ func (g *gen) addPending(gl *Global, val int16) {
 		return
 	}
 	g.emit(asm.Add.Imm(regRec, int32(off)))
-	g.countSumMinMax(false)
+	g.countSumMinMax(nil, false)
 	g.emit(asm.Add.Imm(regRec, -int32(off)))
 }
 
@@ -162,6 +162,6 @@ func (g *gen) flush(gl *Global, old int16) {
 	g.addWord(statSum, asm.R1, true)
 	for _, off := range []int16{statMin, statMax} {
 		g.emit(asm.LoadMem(asm.R3, asm.R10, old+off, asm.DWord))
-		g.raiseWord(off, true)
+		g.raiseWord(off, gl.Stat, true)
 	}
 }

@@ -3,6 +3,8 @@ package bpfgen_test
 import (
 	"testing"
 	"time"
+
+	"github.com/bpftap/bpftap/internal/kernelside"
 )
 
 // TestNestedForeach runs foreach loops and whole deletes in a system-call
@@ -41,7 +43,7 @@ probe kernel.trace("raw_syscalls:sys_enter"), kernel.trace("timer:hrtimer_expire
   loops++
 }
 `)
-	s := runInterrupted(t, prog, 3*time.Second)
+	s := runInterrupted(t, prog, kernelside.Config{}, 3*time.Second)
 	count := func(name string) int64 { return global(s, prog, name).Scalar.Load().Int }
 	started, loops := count("started"), count("loops")
 	unsorted, sorted, stat := count("unsorted"), count("sorted"), count("stat")
@@ -82,7 +84,7 @@ probe kernel.trace("raw_syscalls:sys_enter"), kernel.trace("timer:hrtimer_expire
   sums++
 }
 `)
-	s := runInterrupted(t, prog, 3*time.Second)
+	s := runInterrupted(t, prog, kernelside.Config{}, 3*time.Second)
 	count := func(name string) int64 { return global(s, prog, name).Scalar.Load().Int }
 	sums, moves, torn := count("sums"), count("moves"), count("torn")
 	if sums < 1000 || moves < 1000 || torn != 0 {

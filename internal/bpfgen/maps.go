@@ -43,7 +43,7 @@ func (m *Module) Maps() []Map {
 		maps = append(maps, Map{SkipMap, &ebpf.MapSpec{Name: "skipped", Type: ebpf.Array, KeySize: 4, ValueSize: 8, MaxEntries: 1}})
 	}
 	if m.guards {
-		maps = append(maps, Map{NestMap, perCPUArray("nest", 8, 1)})
+		maps = append(maps, Map{NestMap, perCPUArray("nest", nestSize, 1)})
 	}
 	if m.cfg.Target {
 		maps = append(maps, Map{TargetMap, &ebpf.MapSpec{Name: "target", Type: ebpf.Hash, KeySize: 4, ValueSize: 1,

@@ -24,7 +24,14 @@ import (
 //   - min and max are stored as order keys (minKey, maxKey): unsigned
 //     words whose zero is the neutral element, so a partial has no
 //     first-value case, and a new extreme is a compare-and-exchange that
-//     is retried when a nested program changed the word in between;
+//     is retried when a nested program changed the word in between.
+//     Before Linux 5.12 (no compare-and-exchange) a program raises the
+//     keys of its nesting depth on the CPU, a per-CPU count in NestMap:
+//     the outermost program the partial's own, one nested in it (an
+//     interrupt) a second pair after the buckets, and so on to
+//     raiseDepths (StatLayout.Nested); each depth's keys have one writer
+//     at a time, so a plain raise is exact, and readers take the greatest
+//     of every depth's keys (depthRaise);
 //   - the Welford terms of a statistic that keeps @variance cannot be
 //     updated atomically: such an update holds a per-CPU guard (NestMap)
 //     and uses plain loads and stores; an update that finds the guard
@@ -49,12 +56,24 @@ import (
 // whose programs can be preempted (uprobes on a preemptible kernel) would
 // need an atomic exchange there.
 
-// NestMap is the per-CPU guard of the updates that keep @variance; SkipMap
-// counts the updates made impossible by nesting.
+// NestMap is the per-CPU guard of the updates that keep @variance (its
+// first word) and the nesting depth of raises (nestDepth); SkipMap counts
+// the updates made impossible by nesting.
 const (
 	NestMap = "nest"
 	SkipMap = "skipped"
 )
+
+// NestMap's layout: the guard, then the depth of depthRaise.
+const (
+	nestDepth = 8
+	nestSize  = 16
+)
+
+// raiseDepths is how deep programs nest on a CPU with their own min and
+// max keys (a system call's program, a softirq's, a hard interrupt's, an
+// NMI's); a raise deeper still is counted as skipped.
+const raiseDepths = 4
 
 // maxRaiseTries bounds the compare-and-exchange retries of raiseWord: each
 // retry needs another nested program to land in a window of three
@@ -103,17 +122,15 @@ func (g *gen) addWord(off int16, src asm.Register, atomic bool) {
 	g.emit(asm.LoadMem(asm.R4, regRec, off, asm.DWord), asm.Add.Reg(asm.R4, src), asm.StoreMem(regRec, off, asm.R4, asm.DWord))
 }
 
-// raiseWord raises the unsigned word at regRec+off to R3 when R3 is greater.
-// Atomically, that is a compare-and-exchange retried up to maxRaiseTries
-// times; a raise that loses every race is counted in SkipMap. Where the
-// kernel has no compare-and-exchange (before Linux 5.12) it is a plain
-// raise holding this CPU's guard, a raise nested in another program's
-// guard counted as skipped: the words raised atomically are a partial of
-// this CPU's, which only programs nested on it can race. Clobbers R0, R2,
-// R4 and R5.
-func (g *gen) raiseWord(off int16, atomic bool) {
+// raiseWord raises the unsigned word at regRec+off, in a partial of layout
+// l, to R3 when R3 is greater. Atomically, that is a compare-and-exchange
+// retried up to maxRaiseTries times; a raise that loses every race is
+// counted in SkipMap. Where the kernel has no compare-and-exchange (before
+// Linux 5.12) it is a plain raise of the word of this program's nesting
+// depth (depthRaise). Clobbers R0, R2, R4 and R5.
+func (g *gen) raiseWord(off int16, l *StatLayout, atomic bool) {
 	if atomic && !g.m.has(target.AtomicFetch) {
-		g.guardedRaise(off)
+		g.depthRaise(off, int16(l.NestedAt)+off-statMin)
 		return
 	}
 	done := g.newLabel("raised")
@@ -135,17 +152,48 @@ func (g *gen) raiseWord(off int16, atomic bool) {
 	g.mark(done)
 }
 
-// guardedRaise is raiseWord's plain raise holding this CPU's guard; R1 and
-// R3 wait in stack slots while the guard is taken.
-func (g *gen) guardedRaise(off int16) {
-	saved := g.pushStack(16)
-	g.emit(asm.StoreMem(asm.R10, saved, asm.R1, asm.DWord), asm.StoreMem(asm.R10, saved+8, asm.R3, asm.DWord))
-	g.guarded(func() {
-		g.emit(asm.LoadMem(asm.R3, asm.R10, saved+8, asm.DWord))
-		g.raiseWord(off, false)
-	})
+// depthRaise raises to R3 the word at regRec+off where this program is
+// the outermost on its CPU, else the one at regRec+nested+16*(depth-1),
+// depth counted in NestMap, with a plain load and store: programs nest
+// last-in first-out, so the word of a depth has one writer at a time. R1
+// and R3 wait in stack slots while the depth is taken; past raiseDepths
+// the raise is counted as skipped.
+func (g *gen) depthRaise(off, nested int16) {
+	g.m.guards = true
+	saved := g.pushStack(24) // R1, R3, then NestMap's value
+	keyAt, nestAt := saved+8, saved+16
+	raise, release, full, done := g.newLabel("raise_word"), g.newLabel("raise_release"),
+		g.newLabel("raise_full"), g.newLabel("raise_done")
+	g.emit(asm.StoreMem(asm.R10, saved, asm.R1, asm.DWord), asm.StoreMem(asm.R10, keyAt, asm.R3, asm.DWord))
+	g.emit(emitLookupIndex(NestMap, nestAt, 0, labelExit)...)
+	g.emit(
+		asm.StoreMem(asm.R10, nestAt, asm.R0, asm.DWord),
+		asm.LoadMem(asm.R2, asm.R0, nestDepth, asm.DWord),
+		asm.JGE.Imm(asm.R2, raiseDepths, full),
+		asm.Mov.Reg(asm.R1, asm.R2), asm.Add.Imm(asm.R1, 1), asm.StoreMem(asm.R0, nestDepth, asm.R1, asm.DWord),
+		asm.Mov.Reg(asm.R5, regRec), asm.Add.Imm(asm.R5, int32(off)),
+		asm.JEq.Imm(asm.R2, 0, raise),
+		asm.LSh.Imm(asm.R2, 4), asm.Mov.Reg(asm.R5, regRec), asm.Add.Imm(asm.R5, int32(nested)-16), asm.Add.Reg(asm.R5, asm.R2),
+	)
+	g.mark(raise)
+	g.emit(
+		asm.LoadMem(asm.R3, asm.R10, keyAt, asm.DWord),
+		asm.LoadMem(asm.R4, asm.R5, 0, asm.DWord),
+		asm.JGE.Reg(asm.R4, asm.R3, release),
+		asm.StoreMem(asm.R5, 0, asm.R3, asm.DWord),
+	)
+	g.mark(release)
+	g.emit(
+		asm.LoadMem(asm.R0, asm.R10, nestAt, asm.DWord),
+		asm.LoadMem(asm.R2, asm.R0, nestDepth, asm.DWord), asm.Sub.Imm(asm.R2, 1),
+		asm.StoreMem(asm.R0, nestDepth, asm.R2, asm.DWord),
+		asm.Ja.Label(done),
+	)
+	g.mark(full)
+	g.countSkip()
+	g.mark(done)
 	g.emit(asm.LoadMem(asm.R1, asm.R10, saved, asm.DWord))
-	g.popStack(16)
+	g.popStack(24)
 }
 
 // countSkip adds one to SkipMap. Clobbers R2 and R5.

@@ -106,7 +106,7 @@ func (g *gen) mergeCPUs(gl *Global, k keyAddr, ncpu int) int16 {
 	top := g.newLabel("stat_cpu")
 	g.mark(top)
 	g.percpuLookup(gl.Ref, k, acc)
-	g.mergeNonNull(acc)
+	g.mergeNonNull(acc, gl.Stat)
 	if gl.Cache != nil {
 		g.cachedPartial(gl, k, acc)
 	}
@@ -149,21 +149,30 @@ func (g *gen) cachedPartial(gl *Global, k keyAddr, acc int16) {
 		)
 	}
 	g.emit(asm.Add.Imm(asm.R0, int32(gl.cacheValue())))
-	g.mergeNonNull(acc)
+	g.mergeNonNull(acc, nil)
 	g.mark(skip)
 	g.popStack(8)
 }
 
 // mergeNonNull combines the partial at R0, unless R0 is NULL, into the
 // accumulator: counts and sums add, the order keys of min and max take the
-// greater (an empty partial is all zeros and changes nothing).
-func (g *gen) mergeNonNull(acc int16) {
+// greater (an empty partial is all zeros and changes nothing), those of the
+// nested depths of layout l too (nil: a cache's pending partial).
+func (g *gen) mergeNonNull(acc int16, l *StatLayout) {
 	done := g.newLabel("merge_done")
 	g.emit(asm.JEq.Imm(asm.R0, 0, done))
-	for _, f := range []struct {
+	type word struct {
 		part, acc int16
 		keep      asm.JumpOp // keep the accumulator's word when this holds
-	}{{statCount, accCount, asm.Ja}, {statSum, accSum, asm.Ja}, {statMin, accMin, asm.JGE}, {statMax, accMax, asm.JGE}} {
+	}
+	words := []word{{statCount, accCount, asm.Ja}, {statSum, accSum, asm.Ja}, {statMin, accMin, asm.JGE}, {statMax, accMax, asm.JGE}}
+	if l != nil {
+		for d := range l.Nested {
+			at := int16(l.NestedAt + 16*d)
+			words = append(words, word{at, accMin, asm.JGE}, word{at + 8, accMax, asm.JGE})
+		}
+	}
+	for _, f := range words {
 		keep := g.newLabel("merge_keep")
 		g.emit(asm.LoadMem(asm.R3, asm.R0, f.part, asm.DWord), asm.LoadMem(asm.R4, asm.R10, acc+f.acc, asm.DWord))
 		if f.keep == asm.Ja {

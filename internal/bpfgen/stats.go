@@ -6,6 +6,7 @@ import (
 	"github.com/bpftap/bpftap/internal/format"
 	"github.com/bpftap/bpftap/internal/sema"
 	"github.com/bpftap/bpftap/internal/syntax"
+	"github.com/bpftap/bpftap/internal/target"
 	"github.com/cilium/ebpf/asm"
 )
 
@@ -42,7 +43,12 @@ type StatLayout struct {
 	// keep @variance or a kernel probe deletes the statistic
 	// (wholedelete.go).
 	Guarded bool
-	Size    int
+	// Nested is how many pairs of min and max order keys follow the
+	// buckets, at NestedAt: those of the programs nested at depths 1 and
+	// deeper on a CPU, where a raise cannot be atomic (before Linux 5.12:
+	// nesting.go's depthRaise); 0 elsewhere.
+	Nested, NestedAt int
+	Size             int
 }
 
 // Decode loads one CPU's partial.
@@ -57,8 +63,13 @@ func (l *StatLayout) Decode(b []byte) *format.Stat {
 func (l *StatLayout) DecodeInto(b []byte, s *format.Stat) {
 	w := func(off int) int64 { return int64(binary.NativeEndian.Uint64(b[off:])) }
 	s.Count, s.Sum, s.Min, s.Max = w(statCount), w(statSum), 0, 0
+	minK, maxK := w(statMin), w(statMax)
+	for d := range l.Nested {
+		minK = int64(max(uint64(minK), uint64(w(l.NestedAt+16*d))))
+		maxK = int64(max(uint64(maxK), uint64(w(l.NestedAt+16*d+8))))
+	}
 	if s.Count != 0 {
-		s.Min, s.Max = int64(minKey(w(statMin))), int64(maxKey(w(statMax))) // keys are their own inverses
+		s.Min, s.Max = int64(minKey(minK)), int64(maxKey(maxK)) // keys are their own inverses
 	}
 	s.AvgS, s.M2, s.VarianceS = w(statAvgS), w(statM2), w(statVariance)
 	for i := range s.Counts {
@@ -83,6 +94,9 @@ func (l *StatLayout) Encode(s *format.Stat, b []byte) {
 	for i, c := range s.Counts {
 		put(statBuckets+8*i, c)
 	}
+	for off := l.NestedAt; off < l.NestedAt+16*l.Nested; off += 8 {
+		put(off, 0)
+	}
 }
 
 // statLayout is the layout of statistic v's per-CPU partials, from the shape
@@ -93,6 +107,10 @@ func (m *Module) statLayout(v *syntax.Var) *StatLayout {
 	l.Guarded = l.Variance || !v.IsArray && m.resetInKernel(v)
 	if l.Hist != nil {
 		l.Size += 8 * l.Hist.Buckets()
+	}
+	if !m.has(target.AtomicFetch) {
+		l.Nested, l.NestedAt = raiseDepths-1, l.Size
+		l.Size += 16 * l.Nested
 	}
 	return l
 }
@@ -143,7 +161,7 @@ func (g *gen) statUpdate(l *StatLayout, atomic bool) {
 	if l.Variance {
 		g.welford(l.Shift)
 	} else {
-		g.countSumMinMax(atomic)
+		g.countSumMinMax(l, atomic)
 	}
 	if l.Hist != nil {
 		g.bucket(l.Hist, atomic)
@@ -151,21 +169,22 @@ func (g *gen) statUpdate(l *StatLayout, atomic bool) {
 }
 
 // countSumMinMax adds the value in R1 (kept) to count, sum, min and max of
-// the partial at regRec. Clobbers R0 and R2-R5.
-func (g *gen) countSumMinMax(atomic bool) {
+// the partial at regRec, of layout l (nil for a cache's pending partial,
+// which is never updated atomically). Clobbers R0 and R2-R5.
+func (g *gen) countSumMinMax(l *StatLayout, atomic bool) {
 	g.emit(asm.Mov.Imm(asm.R2, 1))
 	g.addWord(statCount, asm.R2, atomic)
 	g.addWord(statSum, asm.R1, atomic)
 	g.emit(emitMinKey(asm.R3, asm.R1)...)
-	g.raiseWord(statMin, atomic)
+	g.raiseWord(statMin, l, atomic)
 	g.emit(emitMaxKey(asm.R3, asm.R1)...)
-	g.raiseWord(statMax, atomic)
+	g.raiseWord(statMax, l, atomic)
 }
 
 // welford updates the partial at regRec, which the caller owns, with the
 // value in R1 (kept).
 func (g *gen) welford(shift uint) {
-	g.countSumMinMax(false)
+	g.countSumMinMax(nil, false)
 	first, done := g.newLabel("stat_first"), g.newLabel("stat_done")
 	g.emit(statLoad(asm.R2, statCount), asm.JEq.Imm(asm.R2, 1, first))
 	g.emit(
