@@ -84,6 +84,25 @@ if [ -x /bench/run ]; then
 	frame bench run $?
 fi
 
+# pids: the processes now running, kernel threads and all.
+pids() {
+	for dir in /proc/[0-9]*; do echo "${dir#/proc/}"; done
+}
+
+# reap PIDS: kills the processes that are not in PIDS and not the kernel's
+# threads (which have no command line): what a case left running. A case
+# that timed out leaves its bpftap behind, which would write into the
+# next case's output.
+reap() {
+	for dir in /proc/[0-9]*; do
+		pid=${dir#/proc/}
+		case " $1 " in *" $pid "*) continue ;; esac
+		line=
+		read -r line <"$dir/cmdline" 2>/dev/null
+		[ -n "$line" ] && kill -9 "$pid" 2>/dev/null
+	done
+}
+
 for cmd in /cases/*.cmd; do
 	[ -e "$cmd" ] || continue
 	name=$(basename "$cmd" .cmd)
@@ -91,8 +110,11 @@ for cmd in /cases/*.cmd; do
 	mods=$(cat "/cases/$name.modules" 2>/dev/null)
 	# its time limit: /cases/NAME.timeout (the case's timeout directive), else 150 s
 	limit=$(cat "/cases/$name.timeout" 2>/dev/null || echo 150)
+	before=$(echo $(pids))
 	(cd "/cases/$name" && load $mods && exec timeout "$limit" sh "$cmd") </dev/null >/tmp/stdout 2>/tmp/stderr
-	frame case "$name" $?
+	status=$?
+	reap "$before"
+	frame case "$name" $status
 	unload $mods
 done
 
