@@ -60,7 +60,7 @@ var (
 		Fallback: "global functions that take offsets into the scratch element, each with a frame of its own"}
 	AtomicFetch = &Feature{Name: "atomic_fetch", What: "atomic fetch-and-add and compare-and-exchange (BPF_FETCH)",
 		Since: Version{5, 12}, Detect: "trial load", probe: loads(atomicFetchProbe),
-		Fallback: "plain atomic adds (the value of n++ may include other CPUs' adds), min and max under a per-CPU guard; wrapping arrays refused"}
+		Fallback: "plain atomic adds (the value of n++ may include other CPUs' adds), min and max raised in the keys of the nesting depth; wrapping arrays refused"}
 	ForEachMapElem = &Feature{Name: "for_each_map_elem", What: "bpf_for_each_map_elem", Since: Version{5, 13},
 		Detect: "helper probe", probe: helper(asm.FnForEachMapElem)}
 	TaskPtRegs = &Feature{Name: "task_pt_regs", What: "bpf_task_pt_regs", Since: Version{5, 15},
