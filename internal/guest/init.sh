@@ -92,13 +92,13 @@ pids() {
 # reap PIDS: kills the processes that are not in PIDS and not the kernel's
 # threads (which have no command line): what a case left running. A case
 # that timed out leaves its bpftap behind, which would write into the
-# next case's output.
+# next case's output. Parents go first (in the order of their ids), so
+# that no shell lives to report its child "Killed" into the case's stderr.
 reap() {
-	for dir in /proc/[0-9]*; do
-		pid=${dir#/proc/}
+	for pid in $(pids | sort -n); do
 		case " $1 " in *" $pid "*) continue ;; esac
 		line=
-		read -r line <"$dir/cmdline" 2>/dev/null
+		read -r line 2>/dev/null <"/proc/$pid/cmdline"
 		[ -n "$line" ] && kill -9 "$pid" 2>/dev/null
 	done
 }
