@@ -137,11 +137,17 @@ func (k *Kernel) upstreamHas(f *Feature) bool {
 	if k.Release.Before(f.Since) {
 		return false
 	}
-	if f.Config == "" {
-		return true
-	}
-	v, ok := k.configOption(f.Config)
+	v, ok := k.FeatureConfig(f)
 	return ok && v == "y"
+}
+
+// FeatureConfig is the value k's configuration gives the option f needs
+// ("y" when f needs none), and whether the configuration could be read.
+func (k *Kernel) FeatureConfig(f *Feature) (value string, known bool) {
+	if f.Config == "" {
+		return "y", true
+	}
+	return k.configOption(f.Config)
 }
 
 // Detect runs f's probe on the machine (once per process), whatever k's

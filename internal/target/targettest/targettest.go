@@ -10,7 +10,6 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/bpftap/bpftap/internal/kernel"
 	"github.com/bpftap/bpftap/internal/target"
 )
 
@@ -46,10 +45,8 @@ func ExcusedFrom(k *target.Kernel, f *target.Feature, err error) string {
 	if k.Release.Before(f.Since) {
 		return "Linux " + k.Release.String() + " is older than " + f.Since.String()
 	}
-	if f.Config != "" {
-		if v, ok := kernel.Config(f.Config); ok && v != "y" {
-			return f.Config + " is not set"
-		}
+	if v, ok := k.FeatureConfig(f); ok && v != "y" {
+		return f.Config + " is not set"
 	}
 	return ""
 }
