@@ -168,8 +168,8 @@ func (g *gen) mergeNonNull(acc int16, l *StatLayout) {
 	words := []word{{statCount, accCount, asm.Ja}, {statSum, accSum, asm.Ja}, {statMin, accMin, asm.JGE}, {statMax, accMax, asm.JGE}}
 	if l != nil {
 		for d := range l.Nested {
-			at := int16(l.NestedAt + 16*d)
-			words = append(words, word{at, accMin, asm.JGE}, word{at + 8, accMax, asm.JGE})
+			minAt, maxAt := l.nestedKeys(d)
+			words = append(words, word{int16(minAt), accMin, asm.JGE}, word{int16(maxAt), accMax, asm.JGE})
 		}
 	}
 	for _, f := range words {

@@ -51,6 +51,13 @@ type StatLayout struct {
 	Size             int
 }
 
+// nestedKeys are the offsets of the min and max order keys of nesting
+// depth d+1 (d < Nested).
+func (l *StatLayout) nestedKeys(d int) (minAt, maxAt int) {
+	at := l.NestedAt + 16*d
+	return at, at + 8
+}
+
 // Decode loads one CPU's partial.
 func (l *StatLayout) Decode(b []byte) *format.Stat {
 	s := format.NewStat(l.Hist, l.Shift)
@@ -65,8 +72,9 @@ func (l *StatLayout) DecodeInto(b []byte, s *format.Stat) {
 	s.Count, s.Sum, s.Min, s.Max = w(statCount), w(statSum), 0, 0
 	minK, maxK := w(statMin), w(statMax)
 	for d := range l.Nested {
-		minK = int64(max(uint64(minK), uint64(w(l.NestedAt+16*d))))
-		maxK = int64(max(uint64(maxK), uint64(w(l.NestedAt+16*d+8))))
+		minAt, maxAt := l.nestedKeys(d)
+		minK = int64(max(uint64(minK), uint64(w(minAt))))
+		maxK = int64(max(uint64(maxK), uint64(w(maxAt))))
 	}
 	if s.Count != 0 {
 		s.Min, s.Max = int64(minKey(minK)), int64(maxKey(maxK)) // keys are their own inverses
