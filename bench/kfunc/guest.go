@@ -34,7 +34,8 @@ type tracer struct {
 	name     string
 	argv     []string
 	ready    *regexp.Regexp
-	bpftrace bool // needs bpftrace in the guest
+	bpftrace bool     // needs bpftrace in the guest
+	env      []string // more of the command's environment
 }
 
 var (
@@ -45,6 +46,13 @@ var (
 
 func bpftap(name, script string) tracer {
 	return tracer{name: name, argv: []string{"/bin/bpftap", "-v", "-e", script}, ready: bpftapReady}
+}
+
+// asOf510 runs t's bpftap with the fallbacks of Linux 5.10 (on a newer
+// guest: what the fallbacks themselves cost, on the same kernel).
+func asOf510(t tracer) tracer {
+	t.env = []string{"BPFTAP_KERNEL_AS_OF=5.10"}
+	return t
 }
 
 func bpftrace(name, script string) tracer {
@@ -58,6 +66,7 @@ func hitCases() []tracer {
 	return []tracer{
 		{name: "untraced"},
 		bpftap("bpftap_seed", seedScript),
+		asOf510(bpftap("bpftap_seed_as510", seedScript)),
 		{name: "empty_fentry", argv: []string{"/bench/kfunc", "-empty", "fentry", "vfs_read"}, ready: emptyReady},
 		{name: "empty_kprobe", argv: []string{"/bench/kfunc", "-empty", "kprobe", "vfs_read"}, ready: emptyReady},
 		bpftap("bpftap_fentry", `global n; probe kernel.function("vfs_read") { n++ }`),
@@ -279,7 +288,7 @@ func launch(t tracer) (*proc, error) {
 	cmd := exec.Command("taskset", append([]string{"-c", "0"}, t.argv...)...)
 	// bpftrace refuses more than 512 probes unless told (without
 	// kprobe-multi each function of a wildcard is a probe).
-	cmd.Env = append(os.Environ(), "BPFTRACE_MAX_PROBES=100000")
+	cmd.Env = append(append(os.Environ(), "BPFTRACE_MAX_PROBES=100000"), t.env...)
 	r, w, err := os.Pipe()
 	if err != nil {
 		return nil, err
