@@ -346,15 +346,18 @@ func (g *gen) strKey(e syntax.Expr, off, width int) {
 }
 
 // comm writes the current task's comm (16 bytes, zero-padded) at off (the
-// context task's, in a probe that has one: contexttask.go). A
-// BTF-typed program loads the two words straight from task_struct (the
-// task pointer bpf_get_current_task_btf returns may be dereferenced
-// there). The others, and every program before Linux 5.11, copy them
-// with bpf_probe_read_kernel from bpf_get_current_task's: counted with
-// qemu -icount (bench/kfunc), that costs 88 instructions more than the
-// loads on 6.12 where bpf_get_current_comm costs 168 more (and on 5.10
-// 40 fewer than that helper's byte-by-byte copy). Without BTF (no
-// offset of comm) the helper it is.
+// context task's, in a probe that has one: contexttask.go). Where the
+// kernel pads every name (comm_padded, Linux 5.17) the 16 bytes are
+// copied as they are: a BTF-typed program loads the two words straight
+// from task_struct (the task pointer bpf_get_current_task_btf returns may
+// be dereferenced there); the others copy them with
+// bpf_probe_read_kernel from bpf_get_current_task's pointer, which costs
+// 88 guest instructions more than the loads on 6.12 where
+// bpf_get_current_comm costs 168 more (qemu -icount, bench/kfunc).
+// Older kernels leave a longer former name's bytes after the NUL, and
+// bpf_get_current_comm, which pads its copy, is what makes the same name
+// the same map key there. Without BTF (no offset of comm) it is the
+// helper too.
 func (g *gen) comm(off int) {
 	defer g.cutComm(off)
 	if g.contextTask() != nil {
@@ -363,6 +366,7 @@ func (g *gen) comm(off int) {
 		return
 	}
 	commOff, ok := g.m.facts.taskComm()
+	ok = ok && g.m.has(target.CommPadded)
 	switch {
 	case ok && g.probe.Attach.Kind.BTFTyped() && g.m.has(target.TaskBTF):
 		g.emit(asm.FnGetCurrentTaskBtf.Call())

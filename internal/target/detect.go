@@ -47,6 +47,15 @@ func (d *detector) detect(f *Feature) error {
 	return r.err
 }
 
+// commPadded is comm_padded's probe: nothing a program does tells, so the
+// running kernel's version decides.
+func commPadded() error {
+	if v := runningKernel().Release; v.Before(Version{5, 17}) {
+		return fmt.Errorf("Linux %s copies a task's new name with strlcpy", v)
+	}
+	return nil
+}
+
 // helper probes for a helper the kernel lets kprobe programs call (every
 // helper bpftap uses is one tracing programs may call).
 func helper(fn asm.BuiltinFunc) func() error {

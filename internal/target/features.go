@@ -72,6 +72,10 @@ var (
 		What: "fentry/fexit programs that read an argument pointing to a scalar (an int *, a char *)", Since: Version{5, 17},
 		Detect:   "trial load of an fentry program on vfs_read that reads its loff_t * (bpfrt)",
 		Fallback: "a kprobe on a function that takes such a pointer"}
+	CommPadded = &Feature{Name: "comm_padded", What: "task names zero-padded to their 16 bytes", Since: Version{5, 17},
+		Detect:   "the running kernel's version (before 5.17 __set_task_comm leaves an older, longer name's bytes after the NUL)",
+		probe:    commPadded,
+		Fallback: "execname() copied with bpf_get_current_comm, which pads (a map key by name is then the same whatever name the task had before)"}
 	Loop = &Feature{Name: "loop", What: "bpf_loop", Since: Version{5, 17}, Detect: "helper probe", probe: helper(asm.FnLoop),
 		Fallback: "foreach walks the map at each iteration instead of a snapshot; over a wrapping array it is refused"}
 	KprobeMulti = &Feature{Name: "kprobe_multi", What: "kprobe-multi links", Since: Version{5, 18}, Config: "CONFIG_FPROBE",
@@ -112,7 +116,7 @@ var (
 // Features are the features bpftap relies on, in order of Since.
 var Features = []*Feature{
 	Kprobes, ProbeReadKernel, TracingPrograms, Fentry, LSM, RingBuffer, MemcgAccounting, BigKeys, TaskBTF,
-	TaskStorage, GlobalFuncPointers, AtomicFetch, ForEachMapElem, TaskPtRegs, FuncIP, TracingScalarPointers, Loop,
+	TaskStorage, GlobalFuncPointers, AtomicFetch, ForEachMapElem, TaskPtRegs, FuncIP, TracingScalarPointers, CommPadded, Loop,
 	KprobeMulti, SleepableUprobes, MemMapKeys, TaskFromPid, IterNum, UprobeMulti, V4ISA, MayGoto, KprobeSession,
 }
 
