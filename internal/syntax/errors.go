@@ -7,15 +7,23 @@ import (
 	"strings"
 )
 
-// Error is one parse error, rendered as stap renders it.
+// Error is one parse error, rendered as stap renders it. The rendering
+// (with the whole source line) is made when it is first asked for: a
+// line of a megabyte with a thousand errors on it must not cost a
+// thousand copies of the line, when stap prints one error per origin.
 type Error struct {
 	Msg string // the text after "parse error: "
 	Pos Pos    // where it points; invalid when it points at the end of the file
 	// Chain holds a follow-on note printed with the error (for a redefined
 	// macro: where it was first defined); it is not counted as an error.
 	Chain *Error
-	text  string
-	site  string
+	// text is the rendering, once made; tok is the token the error names
+	// ("at:" when explicit) or blames ("saw:"), nil at the end of file.
+	text     string
+	tok      *token
+	explicit bool
+	file     string
+	site     string
 	// noSkip: parsing resumes at the next token, not the next declaration.
 	noSkip bool
 	// summary marks the "Input file ... is empty" verdict that stap prints
@@ -23,16 +31,24 @@ type Error struct {
 	summary bool
 }
 
-func (e *Error) Error() string { return strings.TrimSuffix(e.text, "\n") }
+func (e *Error) Error() string { return strings.TrimSuffix(e.rendered(), "\n") }
 
 // Text returns the full rendering: the message, the "saw:"/"at:" line, the
 // source line with a caret, the macro expansion chain and a blank line.
 func (e *Error) Text() string {
-	s := e.text
+	s := e.rendered()
 	for c := e.Chain; c != nil; c = c.Chain {
-		s += c.text
+		s += c.rendered()
 	}
 	return s
+}
+
+// rendered is the error's own text, made on the first call.
+func (e *Error) rendered() string {
+	if e.text == "" {
+		e.text = renderError(e.Msg, e.tok, e.explicit, e.file)
+	}
+	return e.text
 }
 
 // ErrorList is the list of errors of one Parse. stap prints an error only the
@@ -123,14 +139,23 @@ func junkMessage(t *token, nargs int) string {
 
 const errAlign = "     "
 
-// renderError builds stap's text for an error. explicit tells whether the error
-// names its token (rendered "at:") or merely blames the last token read ("saw:").
-func renderError(msg string, tok *token, explicit bool, nargs int, file string) (string, string) {
-	var b strings.Builder
-	junk := tok != nil && tok.kind == tokJunk && tok.junk != junkUnknown
-	if junk {
-		msg = junkMessage(tok, nargs)
+// shownMessage is the message an error at tok shows: msg, or the lexer's
+// own for a junk token.
+func shownMessage(msg string, tok *token, nargs int) string {
+	if isJunk(tok) {
+		return junkMessage(tok, nargs)
 	}
+	return msg
+}
+
+func isJunk(tok *token) bool { return tok != nil && tok.kind == tokJunk && tok.junk != junkUnknown }
+
+// renderError builds stap's text for an error showing msg. explicit tells
+// whether the error names its token (rendered "at:") or merely blames the
+// last token read ("saw:").
+func renderError(msg string, tok *token, explicit bool, file string) string {
+	var b strings.Builder
+	junk := isJunk(tok)
 	fmt.Fprintf(&b, "parse error: %s\n", msg)
 	switch {
 	case tok == nil:
@@ -143,7 +168,7 @@ func renderError(msg string, tok *token, explicit bool, nargs int, file string) 
 		writeSource(&b, tok)
 	}
 	b.WriteByte('\n')
-	return b.String(), msg
+	return b.String()
 }
 
 // writeSource writes the source line of tok with a caret under it, then the
@@ -156,9 +181,9 @@ func writeSource(b *strings.Builder, tok *token) {
 		if t.pos.Src == nil {
 			return
 		}
-		line := t.pos.Src.DisplayLine(t.pos.Line)
+		line, col := t.pos.Src.shownLine(t.pos.Line, t.pos.Col)
 		fmt.Fprintf(b, "%ssource: %s\n%s        ", errAlign, line, errAlign)
-		for i := 0; i < t.pos.Col-1; i++ {
+		for i := 0; i < col-1; i++ {
 			if i < len(line) && isSpace(int(line[i])) {
 				b.WriteByte(line[i])
 			} else {

@@ -113,8 +113,7 @@ func (p *parser) newError(msg string, tok *token, explicit bool) *Error {
 }
 
 func (p *parser) newErrorSite(msg string, tok *token, explicit bool, site string) *Error {
-	text, shown := renderError(msg, tok, explicit, len(p.cfg.Args), p.src.Name)
-	e := &Error{Msg: shown, text: text, site: site}
+	e := &Error{Msg: shownMessage(msg, tok, len(p.cfg.Args)), tok: tok, explicit: explicit, file: p.src.Name, site: site}
 	if tok != nil {
 		e.Pos = tok.pos
 	}
@@ -135,7 +134,8 @@ func (p *parser) failAt(msg string, tok *token) {
 // rather than at the next declaration.
 func (p *parser) failNoSkip(msg string) {
 	e := p.newErrorSite(msg, p.lastTok, false, callerSite(1))
-	panic(bailout{&Error{Msg: e.Msg, Pos: e.Pos, text: e.text, site: e.site, noSkip: true}})
+	e.noSkip = true
+	panic(bailout{e})
 }
 
 // catch runs fn and returns the parse error it raised, if any.

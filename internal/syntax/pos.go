@@ -45,20 +45,56 @@ func (s *Source) Line(n int) string {
 	return s.Text[start:end]
 }
 
-// DisplayLine is line n made safe to print in a diagnostic: every control
-// byte but the tab, and every byte that is not part of valid UTF-8, shows
-// as '?', one for one, so a caret under a column stays where it belongs
-// (stap echoes such bytes to the terminal as they are).
-func (s *Source) DisplayLine(n int) string {
+// DisplayLine is line n made safe to print in a diagnostic (displayable).
+func (s *Source) DisplayLine(n int) string { return displayable(s.Line(n)) }
+
+// A diagnostic shows a source line whole up to maxShownLine bytes; of a
+// longer one (generated, or garbage) it shows shownContext bytes either
+// side of the column, between "...": a thousand diagnostics on a line of
+// a megabyte would otherwise print a gigabyte (stap prints the whole line).
+const (
+	maxShownLine = 1024
+	shownContext = 100
+)
+
+// shownLine is line n as a diagnostic pointing at column col shows it
+// (displayable, cut around col when it is longer than maxShownLine), and
+// the column of col in it.
+func (s *Source) shownLine(n, col int) (string, int) {
 	line := s.Line(n)
+	if len(line) <= maxShownLine {
+		return displayable(line), col
+	}
+	start, end := max(0, col-1-shownContext), min(len(line), max(col-1, 0)+shownContext)
+	for start > 0 && !utf8.RuneStart(line[start]) {
+		start--
+	}
+	for end < len(line) && !utf8.RuneStart(line[end]) {
+		end++
+	}
+	text, col := displayable(line[start:end]), col-start
+	if start > 0 {
+		text, col = "..."+text, col+len("...")
+	}
+	if end < len(line) {
+		text += "..."
+	}
+	return text, col
+}
+
+// displayable is text with every control byte but the tab, and every
+// byte that is not part of valid UTF-8, shown as '?', one for one, so a
+// caret under a column stays where it belongs (stap echoes such bytes to
+// the terminal as they are).
+func displayable(text string) string {
 	var b strings.Builder
-	for i := 0; i < len(line); {
-		r, size := utf8.DecodeRuneInString(line[i:])
+	for i := 0; i < len(text); {
+		r, size := utf8.DecodeRuneInString(text[i:])
 		switch {
 		case r == utf8.RuneError && size <= 1, r < 0x20 && r != '\t', r == 0x7f:
 			b.WriteString(strings.Repeat("?", size))
 		default:
-			b.WriteString(line[i : i+size])
+			b.WriteString(text[i : i+size])
 		}
 		i += size
 	}
@@ -89,15 +125,16 @@ func (p Pos) String() string { return fmt.Sprintf("%s:%d:%d", p.File(), p.Line, 
 
 // SourceLine renders the two lines stap prints under a diagnostic: the source line
 // after `prefix` (e.g. "        source: ") and a caret under column p.Col.
-// Tabs in the source line are kept in the caret line so the caret stays aligned.
+// Tabs in the source line are kept in the caret line so the caret stays aligned;
+// a line longer than maxShownLine shows the part around the column.
 func (p Pos) SourceLine(prefix string) string {
 	if !p.IsValid() || p.Src == nil {
 		return ""
 	}
-	line := p.Src.DisplayLine(p.Line)
+	line, col := p.Src.shownLine(p.Line, p.Col)
 	var caret strings.Builder
 	caret.WriteString(strings.Repeat(" ", len(prefix)))
-	for i := 0; i < p.Col-1 && i < len(line); i++ {
+	for i := 0; i < col-1 && i < len(line); i++ {
 		if line[i] == '\t' {
 			caret.WriteByte('\t')
 		} else {
