@@ -94,6 +94,9 @@ type Options struct {
 	// without them). The registry should be
 	// made with probes.Config.Listing.
 	Listing bool
+	// typeVisits, if set, counts the bodies the type passes visit: the
+	// package's tests check that they grow linearly with a script.
+	typeVisits *int
 }
 
 // maxArrayKeys is how many keys an array may have.
@@ -115,6 +118,9 @@ type elab struct {
 	libFuncs  map[string][]*syntax.FuncDecl
 	globals   map[string][]*syntax.GlobalDecl // user globals first, then library ones
 	aliases   map[string]*probes.Family
+	// funcNames are the names an unresolved function is compared with,
+	// sorted: every script, library and builtin function's, made once.
+	funcNames []string
 
 	funcs     map[*syntax.FuncDecl]*syntax.Func
 	builtins  map[string]*syntax.Func

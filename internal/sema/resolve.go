@@ -364,6 +364,18 @@ func (s *scope) call(c *syntax.Call) {
 }
 
 func (e *elab) unresolvedFunc(name string) string {
+	msg := "unresolved function " + name
+	if s := probes.Similar(name, e.functionNames()); s != "" {
+		msg += " (similar: " + s + ")"
+	}
+	return msg
+}
+
+// functionNames lists every function's name, sorted (elab.funcNames).
+func (e *elab) functionNames() []string {
+	if e.funcNames != nil {
+		return e.funcNames
+	}
 	names := map[string]bool{}
 	for n := range e.userFuncs {
 		names[n] = true
@@ -374,16 +386,12 @@ func (e *elab) unresolvedFunc(name string) string {
 	for n := range tapset.Builtins {
 		names[n] = true
 	}
-	var list []string
+	e.funcNames = make([]string, 0, len(names))
 	for n := range names {
-		list = append(list, n)
+		e.funcNames = append(e.funcNames, n)
 	}
-	sort.Strings(list)
-	msg := "unresolved function " + name
-	if s := probes.Similar(name, list); s != "" {
-		msg += " (similar: " + s + ")"
-	}
-	return msg
+	sort.Strings(e.funcNames)
+	return e.funcNames
 }
 
 // lookupFunc finds the function a call names: the script's, then the library's

@@ -1,8 +1,6 @@
 package sema
 
 import (
-	"sort"
-
 	"github.com/bpftap/bpftap/internal/format"
 	"github.com/bpftap/bpftap/internal/syntax"
 )
@@ -21,6 +19,11 @@ import (
 // Expressions and symbols keep their types between passes, so a conflict is
 // noticed where the second type meets the first, and "first inferred here"
 // points at the token whose visit settled the symbol's type.
+//
+// A pass visits only the bodies a visit could change (types_order.go),
+// which is what stap's full passes settle, in the same order: a chain of
+// 20,000 functions each returning the next one's value takes 20,000
+// passes, as in stap, but each visits a few bodies, not 20,000.
 //
 // The typer is split by concern, as go/types splits its checker: this file
 // drives the passes and settles types; types_stmt.go, types_expr.go and
@@ -50,6 +53,7 @@ type typer struct {
 	complexity int
 	fn         *syntax.Func                 // function being visited, nil in probes
 	firstAt    map[declKey]syntax.Node      // where each symbol type was settled
+	sched      *schedule                    // the bodies in order, and which are due (types_order.go)
 	inSlots    map[*syntax.In]*syntax.Index // the array element `k in a` tests
 	formats    map[*syntax.StringLit]*format.Format
 }
@@ -57,8 +61,6 @@ type typer struct {
 // typeAbort unwinds a pass after an error stap throws (instead of printing and
 // going on); inferTypes recovers it.
 type typeAbort struct{}
-
-const maxTypePasses = 1000
 
 func (e *elab) newTyper() *typer {
 	return &typer{e: e, firstAt: map[declKey]syntax.Node{}, inSlots: map[*syntax.In]*syntax.Index{},
@@ -78,15 +80,20 @@ func (t *typer) run(converged func() bool) {
 	for _, b := range t.e.bodies() {
 		typeLiterals(b)
 	}
-	for i := 0; i < maxTypePasses; i++ {
+	t.sched = newSchedule(t.e.prog, t.e.funcsByName())
+	// The bound (schedule.passes) stops passes that would settle
+	// something again and again.
+	all := true
+	for i := 0; i < t.sched.passes(); i++ {
 		t.newly, t.unresolved = 0, 0
-		t.pass()
-		if t.newly > 0 {
-			t.complexity = 0
-			continue
-		}
-		if converged() {
-			break
+		t.pass(all)
+		switch {
+		case t.newly > 0:
+			t.complexity, all = 0, false
+		case !all: // nothing was due: one pass over everything tells what is left
+			all = true
+		case converged():
+			return
 		}
 	}
 }
@@ -150,28 +157,22 @@ func (e *elab) recordTypePositions(t *typer) {
 	}
 }
 
-func (t *typer) pass() {
-	funcs := append([]*syntax.Func(nil), t.e.prog.Funcs...)
-	sort.SliceStable(funcs, func(i, j int) bool { return funcs[i].Name < funcs[j].Name })
-	for _, f := range funcs {
-		if f.Decl == nil || f.Decl.Body == nil {
-			continue
+// pass visits the bodies in stap's order, all of them or those due
+// (types_order.go); a pass over all of them then checks the globals.
+func (t *typer) pass(all bool) {
+	t.sched.start(all)
+	for i, ok := t.sched.next(); ok; i, ok = t.sched.next() {
+		if v := t.e.opts.typeVisits; v != nil {
+			*v++
 		}
-		t.fn = f
-		t.within("function "+f.Name, func() { t.stmt(f.Decl.Body) })
-		if !t.initial {
-			t.checkLocals(f.Locals[len(f.Params):])
+		newly := t.newly
+		t.visit(t.sched.bodies[i])
+		if t.newly > newly { // it may settle more once it sees what it settled
+			t.sched.due(i)
 		}
 	}
-	for _, p := range t.e.prog.Probes {
-		t.fn = nil
-		t.within("probe "+p.Name, func() { t.stmt(p.Body) })
-		if !t.initial {
-			t.checkLocals(p.Locals)
-		}
-		if p.Cond != nil {
-			t.expr(p.Cond, tLong)
-		}
+	if !all {
+		return
 	}
 	for _, g := range t.e.prog.Globals {
 		if g.Type == tUnknown && !t.initial {
@@ -181,6 +182,27 @@ func (t *typer) pass() {
 			t.e.rep.errorAt("wrapscalar", varToken(g), "wrapping not supported for scalars")
 			panic(typeAbort{})
 		}
+	}
+}
+
+// visit types one function's or probe's body.
+func (t *typer) visit(b typedBody) {
+	if f := b.fn; f != nil {
+		t.fn = f
+		t.within("function "+f.Name, func() { t.stmt(f.Decl.Body) })
+		if !t.initial {
+			t.checkLocals(f.Locals[len(f.Params):])
+		}
+		return
+	}
+	p := b.probe
+	t.fn = nil
+	t.within("probe "+p.Name, func() { t.stmt(p.Body) })
+	if !t.initial {
+		t.checkLocals(p.Locals)
+	}
+	if p.Cond != nil {
+		t.expr(p.Cond, tLong)
 	}
 }
 

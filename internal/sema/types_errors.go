@@ -133,5 +133,6 @@ func (t *typer) resolved(at syntax.Node, decl any, index int) {
 	t.newly++
 	if decl != nil {
 		t.firstAt[declKey{decl, index}] = at
+		t.sched.changed(decl)
 	}
 }
