@@ -26,17 +26,22 @@ func (a *actionCounter) count(b *syntax.Block) (int64, bool) {
 	if r, ok := a.cache[b]; ok {
 		return r.n, r.finite
 	}
-	w := &countWalk{nested: map[*syntax.Func]bool{}}
+	w := &countWalk{nested: map[*syntax.Func]bool{}, cache: a.cache}
 	w.stmt(b)
 	r := countResult{n: w.n, finite: !w.infinite}
 	a.cache[b] = r
 	return r.n, r.finite
 }
 
+// countWalk counts a body's statements. The count of a function's body
+// is made once (cache) and reused at every call: from within a cycle
+// of calls, or from where it reaches one, it is infinite wherever it is
+// made; else it is the same wherever it is made.
 type countWalk struct {
 	n        int64
 	infinite bool
 	nested   map[*syntax.Func]bool
+	cache    map[*syntax.Block]countResult
 }
 
 func (w *countWalk) stmt(s syntax.Stmt) {
@@ -54,9 +59,9 @@ func (w *countWalk) stmt(s syntax.Stmt) {
 	case *syntax.IfStmt:
 		w.n++
 		w.expr(s.Cond)
-		then := &countWalk{n: w.n, nested: w.nested}
+		then := &countWalk{n: w.n, nested: w.nested, cache: w.cache}
 		then.stmt(s.Then)
-		els := &countWalk{n: w.n, nested: w.nested}
+		els := &countWalk{n: w.n, nested: w.nested, cache: w.cache}
 		els.stmt(s.Else)
 		w.n = max(then.n, els.n)
 		w.infinite = then.infinite || els.infinite
@@ -81,54 +86,24 @@ func (w *countWalk) expr(e syntax.Expr) {
 			w.infinite = true
 			return false
 		}
-		w.nested[c.Func] = true
-		w.stmt(c.Func.Decl.Body)
-		delete(w.nested, c.Func)
+		r := w.call(c.Func)
+		w.n += r.n
+		w.infinite = w.infinite || !r.finite
 		return !w.infinite
 	})
 }
 
-// defaultNesting is stap's MAXNESTING: one more than the deepest chain of calls
-// made from function bodies, plus ten when a function is recursive. Builtins
-// count as calls, as they are functions in stap's tapset.
-func defaultNesting(prog *sema.Program) int {
-	n := &nestingWalk{stack: map[*syntax.Func]bool{}}
-	for _, f := range prog.Funcs {
-		if f.Decl != nil && f.Decl.Body != nil {
-			n.body(f.Decl.Body, 0)
-		}
+// call counts the body of f, called.
+func (w *countWalk) call(f *syntax.Func) countResult {
+	body := f.Decl.Body
+	if r, ok := w.cache[body]; ok {
+		return r
 	}
-	depth := n.max + 1
-	if n.recursive {
-		depth += 10
-	}
-	return depth
-}
-
-type nestingWalk struct {
-	max       int
-	recursive bool
-	stack     map[*syntax.Func]bool
-}
-
-func (n *nestingWalk) body(b syntax.Node, depth int) {
-	syntax.Walk(b, func(node syntax.Node) bool {
-		c, ok := node.(*syntax.Call)
-		if !ok || c.Func == nil {
-			return true
-		}
-		for _, a := range c.Args {
-			n.body(a, depth)
-		}
-		n.max = max(n.max, depth+1)
-		switch {
-		case n.stack[c.Func]:
-			n.recursive = true
-		case c.Func.Decl != nil && c.Func.Decl.Body != nil:
-			n.stack[c.Func] = true
-			n.body(c.Func.Decl.Body, depth+1)
-			delete(n.stack, c.Func)
-		}
-		return false
-	})
+	w.nested[f] = true
+	callee := &countWalk{nested: w.nested, cache: w.cache}
+	callee.stmt(body)
+	delete(w.nested, f)
+	r := countResult{n: callee.n, finite: !callee.infinite}
+	w.cache[body] = r
+	return r
 }
