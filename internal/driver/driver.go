@@ -84,6 +84,7 @@ type session struct {
 
 func (s *session) run() int {
 	s.timer.start()
+	s.signals.enter(1)
 	var err error
 	if s.kernel, err = kern.Running(); err != nil {
 		fmt.Fprintf(s.stderr, "ERROR: %v\n", err)
@@ -91,7 +92,7 @@ func (s *session) run() int {
 	}
 	user, libs, err := s.parse(false)
 	if err != nil {
-		return s.fail(1, "parse", err)
+		return s.fail(1, err)
 	}
 	s.timer.report(s, 1, fmt.Sprintf("parsed user script and %d library scripts", len(libs)))
 	if s.opts.LastPass == 1 {
@@ -100,9 +101,10 @@ func (s *session) run() int {
 		}
 		return 0
 	}
+	s.signals.enter(2)
 	prog, err := s.analyze(user, libs)
 	if err != nil {
-		return s.fail(2, "analysis", s.privilegeFirst(err))
+		return s.fail(2, s.privilegeFirst(err))
 	}
 	// stap notes suppressed repetitions of warnings once the session is over.
 	defer fmt.Fprint(s.stderr, prog.SuppressedText())
@@ -119,16 +121,17 @@ func (s *session) run() int {
 		printElaborated(s.stdout, prog)
 		return 0
 	}
+	s.signals.enter(3)
 	limits, err := s.limits()
 	if err != nil {
-		return s.fail(3, "translation", err)
+		return s.fail(3, err)
 	}
 	// The -c command starts now, held before its exec, so that target() is
 	// a constant of the kernel programs; it runs once they are attached.
 	held := &target{}
 	if s.opts.LastPass == 5 {
 		if held, err = s.startTarget(); err != nil {
-			return s.fail(5, "run", err)
+			return s.fail(5, err)
 		}
 	}
 	defer held.kill()
@@ -140,31 +143,36 @@ func (s *session) run() int {
 	gcPercent := debug.SetGCPercent(400)
 	ks, err := s.translate(prog, limits, held.pid())
 	if err != nil {
-		return s.fail(3, "translation", err)
+		return s.fail(3, err)
 	}
 	defer ks.Close()
 	if s.opts.LastPass == 3 {
 		ks.Fprint(s.stdout) // each kernel probe's BPF instructions
 		return 0
 	}
+	s.signals.enter(4)
 	if err := s.load(ks); err != nil {
-		return s.fail(4, "compilation", err)
+		return s.fail(4, err)
 	}
 	if s.opts.LastPass == 4 {
 		return 0
 	}
 	debug.SetGCPercent(gcPercent)
+	s.signals.enter(5)
 	return s.execute(prog, ks, limits, held)
 }
 
+// passNames name the passes as stap's "Pass N: ... failed." lines do.
+var passNames = [...]string{1: "parse", 2: "analysis", 3: "translation", 4: "compilation", 5: "run"}
+
 // fail prints a pass's diagnostics and stap's closing lines for that pass: the
-// diagnostics, "Pass N: WHAT failed." (not in a listing, as stap), then the
+// diagnostics, "Pass N: NAME failed." (not in a listing, as stap), then the
 // note about suppressed repetitions.
-func (s *session) fail(pass int, what string, err error) int {
+func (s *session) fail(pass int, err error) int {
 	report, trailer := diagnostics(err)
 	fmt.Fprint(s.stderr, ensureNewline(report))
 	if s.opts.List == nil {
-		fmt.Fprintf(s.stderr, "Pass %d: %s failed.  [man error::pass%d]\n", pass, what, pass)
+		fmt.Fprintf(s.stderr, "Pass %d: %s failed.  [man error::pass%d]\n", pass, passNames[pass], pass)
 	}
 	fmt.Fprint(s.stderr, trailer)
 	return 1

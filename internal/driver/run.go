@@ -24,7 +24,7 @@ func (s *session) execute(prog *sema.Program, ks *kernelside.Session, limits tap
 	defer cancel()
 	files, err := s.outputFiles()
 	if err != nil {
-		return s.fail(5, "run", err)
+		return s.fail(5, err)
 	}
 	sink := &outputSink{w: s.stdout, stderr: s.stderr, stop: cancel}
 	if files != nil {
@@ -35,7 +35,7 @@ func (s *session) execute(prog *sema.Program, ks *kernelside.Session, limits tap
 	in, err := interp.New(prog, interp.Config{Output: out, Stderr: s.stderr, Stdin: s.stdin, Limits: limits, Target: target.pid(),
 		Storage: ks.Storage, Skipped: ks.Skipped, HandlerStart: ks.HandlerStart, Timing: s.opts.Timing})
 	if err != nil {
-		return s.fail(5, "run", err)
+		return s.fail(5, err)
 	}
 	if s.opts.Verbose > 0 {
 		fmt.Fprintln(s.stderr, "Pass 5: starting run.")
@@ -43,6 +43,7 @@ func (s *session) execute(prog *sema.Program, ks *kernelside.Session, limits tap
 	if in.ReadsInput() {
 		defer s.keysAsTyped()()
 	}
+	s.signals.arm(cancel) // until now nothing ran: a signal ends bpftap at once
 	in.Begin()
 	stopServing, attachErr := s.serveProcfs(in)
 	defer stopServing()

@@ -9,15 +9,18 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // Signals, as stapio handles them. SIGINT, SIGTERM, SIGHUP and SIGQUIT
-// are caught from the start: before pass 5 nothing has run, so bpftap
-// exits at once with status 1 (the kernel frees every BPF object with the
+// are caught from the start: before the begin probes run nothing has run,
+// so bpftap says which pass the signal stopped and exits at once with
+// status 1 (stap exits quietly; the kernel frees every BPF object with the
 // process; the held -c command dies with it, never released; a long map
-// creation does not delay the exit); during pass 5 they end the run, and
-// the end probes run; the third one forces the exit even from a probe
-// that never returns. SIGPIPE is caught and dropped, not ignored: a write
+// creation or elaboration does not delay the exit); from the begin probes
+// on they end the run, and the end probes run; the third one forces the
+// exit even from a probe that never returns. SIGPIPE is caught and dropped, not ignored: a write
 // to a closed pipe then fails with EPIPE and the run ends as if
 // interrupted, and the -c command, which inherits an ignored signal but
 // not a caught one, starts with SIGPIPE's default action (with SIGPIPE
@@ -28,7 +31,8 @@ type signals struct {
 	ch     chan os.Signal
 	pipe   chan os.Signal
 	mu     sync.Mutex
-	cancel func() // the run's, from pass 5 on
+	pass   int    // the pass running
+	cancel func() // the run's, from the begin probes on
 	caught int
 }
 
@@ -48,17 +52,39 @@ func catchSignals(stderr io.Writer) *signals {
 }
 
 func (sig *signals) handle() {
-	for range sig.ch {
+	for received := range sig.ch {
 		sig.mu.Lock()
 		sig.caught++
-		cancel, caught := sig.cancel, sig.caught
+		cancel, caught, pass := sig.cancel, sig.caught, sig.pass
 		sig.mu.Unlock()
-		if caught >= forceExit {
+		switch {
+		case caught >= forceExit:
 			fmt.Fprintln(sig.stderr, "Too many interrupts received, exiting.") // stapio's words
-		}
-		if cancel == nil || caught >= forceExit {
+			os.Exit(1)
+		case cancel == nil:
+			fmt.Fprintf(sig.stderr, "Interrupted by %s in pass %d (%s): nothing ran.\n",
+				unix.SignalName(received.(syscall.Signal)), pass, passNames[pass])
 			os.Exit(1)
 		}
+		cancel()
+	}
+}
+
+// enter records that pass n is running, which an interruption names.
+func (sig *signals) enter(n int) {
+	sig.mu.Lock()
+	sig.pass = n
+	sig.mu.Unlock()
+}
+
+// arm makes the signals that end a run call cancel, at once when one
+// already came.
+func (sig *signals) arm(cancel func()) {
+	sig.mu.Lock()
+	sig.cancel = cancel
+	caught := sig.caught
+	sig.mu.Unlock()
+	if caught > 0 {
 		cancel()
 	}
 }
@@ -68,21 +94,15 @@ func (sig *signals) stop() {
 	signal.Stop(sig.pipe)
 }
 
-// runContext returns the context of pass 5: cancelled by a signal, a
-// failed output (see outputSink), or the -T timeout.
+// runContext returns the context of pass 5: cancelled by a signal once
+// armed (signals.arm), a failed output (see outputSink), or the -T
+// timeout.
 func (s *session) runContext() (context.Context, context.CancelFunc) {
 	parent := s.parent
 	if parent == nil {
 		parent = context.Background()
 	}
 	ctx, cancel := context.WithCancel(parent)
-	s.signals.mu.Lock()
-	s.signals.cancel = cancel
-	caught := s.signals.caught
-	s.signals.mu.Unlock()
-	if caught > 0 {
-		cancel()
-	}
 	if s.opts.Timeout <= 0 {
 		return ctx, cancel
 	}
