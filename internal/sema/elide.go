@@ -340,8 +340,9 @@ func (e *elab) warnNeverAssigned() {
 }
 
 // globalsNeverAssigned warns about globals read but never written nor
-// initialized (by the script or -G). stap lists the similar names among all
-// public globals, the variable itself included.
+// initialized (by the script or -G), with the similar names among the
+// other public globals (stap means to leave the variable's own name out,
+// and lists it: "'counts' (similar: counts)").
 func (e *elab) globalsNeverAssigned() {
 	var names []string
 	for _, g := range e.prog.Globals {
@@ -354,12 +355,23 @@ func (e *elab) globalsNeverAssigned() {
 		if g.Written || g.Init != nil || e.overridden(g.Name) {
 			continue
 		}
-		msg := fmt.Sprintf("never-assigned global variable '%s'", g.Name)
-		if s := probes.Similar(g.Name, names); s != "" {
-			msg += " (similar: " + s + ")"
-		}
-		e.rep.warnAt(varToken(g), msg)
+		e.rep.warnAt(varToken(g), neverAssigned("global", g.Name, names))
 	}
+}
+
+// neverAssigned is the warning about a never-assigned variable, with the
+// similar names among the sorted names but its own.
+func neverAssigned(kind, name string, names []string) string {
+	msg := fmt.Sprintf("never-assigned %s variable '%s'", kind, name)
+	i := sort.SearchStrings(names, name)
+	others := names
+	if i < len(names) && names[i] == name {
+		others = append(append(make([]string, 0, len(names)-1), names[:i]...), names[i+1:]...)
+	}
+	if s := probes.Similar(name, others); s != "" {
+		msg += " (similar: " + s + ")"
+	}
+	return msg
 }
 
 func (e *elab) overridden(name string) bool {
@@ -372,6 +384,7 @@ func (e *elab) overridden(name string) bool {
 }
 
 func (e *elab) neverAssigned(locals []*syntax.Var, body syntax.Node) {
+	var names []string // sorted once: a body may have thousands
 	warned := map[*syntax.Var]bool{}
 	syntax.Walk(body, func(n syntax.Node) bool {
 		id, ok := n.(*syntax.Ident)
@@ -379,20 +392,24 @@ func (e *elab) neverAssigned(locals []*syntax.Var, body syntax.Node) {
 			return true
 		}
 		warned[id.Var] = true
-		var others []string
-		for _, v := range locals {
-			if v != id.Var && v.Kind == syntax.VarLocal {
-				others = append(others, v.Name)
-			}
+		if names == nil {
+			names = localNames(locals)
 		}
-		sort.Strings(others)
-		msg := fmt.Sprintf("never-assigned local variable '%s'", id.Name)
-		if s := probes.Similar(id.Name, others); s != "" {
-			msg += " (similar: " + s + ")"
-		}
-		e.rep.warnAt(id, msg)
+		e.rep.warnAt(id, neverAssigned("local", id.Name, names))
 		return true
 	})
+}
+
+// localNames are the sorted names of the locals.
+func localNames(locals []*syntax.Var) []string {
+	names := []string{}
+	for _, v := range locals {
+		if v.Kind == syntax.VarLocal {
+			names = append(names, v.Name)
+		}
+	}
+	sort.Strings(names)
+	return names
 }
 
 type elider struct {
