@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"strconv"
 	"strings"
@@ -38,7 +39,11 @@ import (
 // before it stops: $$ is the target's pid, $0, $1 ... and $# are bpftap's
 // own arguments, as wordexp gives a program its own, and an unset variable
 // is an error, as with WRDE_UNDEF) and exec'd itself; one with shell
-// metacharacters runs as sh -c COMMAND. When the command cannot be
+// metacharacters runs as sh -c COMMAND. Unlike staprun, whose exec of
+// the word "OMP_NUM_THREADS=2" fails, leading words NAME=VALUE are set in
+// the command's environment, as a shell sets them (OMP_NUM_THREADS=2
+// ./omp): the command is still exec'd itself, the target, and its name is
+// found in bpftap's PATH. When the command cannot be
 // exec'd, bpftap says why as staprun's child does ("COMMAND: strerror")
 // and the child's exit status is 1. When the command ends on its own with
 // a failure, bpftap reports it as stapio does ("WARNING: Child process
@@ -114,9 +119,15 @@ func holderCommand(command, program string) *exec.Cmd {
 	if strings.ContainsAny(command, shellMetacharacters) {
 		return &exec.Cmd{Path: "/proc/self/fd/3", Args: []string{name, program, name, "sh", "-c", command}}
 	}
-	script := expandScript(command) + " && exec /proc/self/fd/3 " + shellQuote(program) + " " + shellQuote(name) + ` "$@"`
+	script := expandScript(command) + " && " + exportAssignments + " && exec /proc/self/fd/3 " +
+		shellQuote(program) + " " + shellQuote(name) + ` "$@"`
 	return &exec.Cmd{Path: "/bin/sh", Args: append([]string{"sh", "-c", script}, os.Args...)}
 }
+
+// exportAssignments is the sh code that exports the leading words
+// NAME=VALUE of the positional parameters and shifts them away, leaving
+// one word at least (as commandArgv).
+const exportAssignments = `while [ $# -gt 1 ]; do case $1 in [A-Za-z_]*=*) case ${1%%=*} in *[!A-Za-z0-9_]*) break;; esac;; *) break;; esac; export "$1"; shift; done`
 
 // expandScript is the sh code that sets the positional parameters to the
 // words of a plain command, as wordexp(3) with WRDE_UNDEF expands them.
@@ -138,10 +149,11 @@ func commandProgram(command string) (string, error) {
 	if strings.ContainsAny(command, shellMetacharacters) {
 		return "/bin/sh", nil
 	}
-	argv, err := commandWords(command)
+	words, err := commandWords(command)
 	if err != nil {
 		return "", err
 	}
+	argv := commandArgv(words)
 	if path, err := exec.LookPath(argv[0]); err == nil {
 		return path, nil
 	}
@@ -166,6 +178,18 @@ func commandWords(command string) ([]string, error) {
 		return nil, fmt.Errorf("ERROR: -c '%s' names no command", command)
 	}
 	return strings.Split(strings.TrimSuffix(string(out), "\x00"), "\x00"), nil
+}
+
+// assignment is a word NAME=VALUE a shell takes as a variable's assignment.
+var assignment = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*=`)
+
+// commandArgv is the command's words after its leading assignments, which
+// its environment gets (exportAssignments): one word at least.
+func commandArgv(words []string) []string {
+	for len(words) > 1 && assignment.MatchString(words[0]) {
+		words = words[1:]
+	}
+	return words
 }
 
 // keeper is the goroutine that starts the holder, on an OS thread of its
@@ -372,11 +396,11 @@ func commandExecutable(command string) string {
 	if command == "" || strings.ContainsAny(command, shellMetacharacters) {
 		return ""
 	}
-	argv, err := commandWords(command)
+	words, err := commandWords(command)
 	if err != nil {
 		return ""
 	}
-	path := probes.ResolveExecutable(argv[0])
+	path := probes.ResolveExecutable(commandArgv(words)[0])
 	if _, err := os.Stat(path); err != nil {
 		return ""
 	}
