@@ -50,11 +50,13 @@ func (s *session) execute(prog *sema.Program, ks *kernelside.Session, limits tap
 	if attachErr == nil {
 		attachErr = s.attach(ks, in, out)
 	}
+	released := attachErr == nil
 	if attachErr != nil {
 		in.KernelExit()
 		out.Diagnostic(errorDiagnostic(attachErr))
 	} else if err := target.release(cancel); err != nil {
 		out.Diagnostic(errorDiagnostic(err))
+		released = false
 	}
 	in.Run(ctx)
 	stopServing()
@@ -67,20 +69,41 @@ func (s *session) execute(prog *sema.Program, ks *kernelside.Session, limits tap
 		out.HitReport(hitReport(prog, ks, in))
 		out.Flush()
 	}
-	if warning := target.finish(); warning != "" {
-		out.Diagnostic(&output.Diagnostic{Severity: output.Warning, Msg: warning})
-		status = 1
+	commandStatus := s.reportCommand(target, released, out)
+	if !released { // a command that could not start failed the run
+		status = max(status, commandStatus)
 	}
 	out.Flush()
 	if sink.Failed() {
 		status = 1
 	}
-	if status != 0 {
+	switch {
+	case status != 0:
 		fmt.Fprintln(s.stderr, "Pass 5: run failed.  [man error::pass5]")
-	} else if s.opts.Verbose > 0 {
+	case s.opts.Verbose > 0:
 		fmt.Fprintf(s.stderr, "Pass 5: run completed in %s.\n", s.timer.elapsed())
 	}
-	return status
+	return max(status, commandStatus)
+}
+
+// commandFailure follows stapio's warning about a -c command that ran
+// and failed: the run did not fail, but the exit status is stap's.
+const commandFailure = ": the -c command failed, the trace is complete (exit status 1, as stap's)"
+
+// reportCommand reports a -c command that ended on its own with a failure
+// and returns the exit status it gives bpftap: 1, as stap's, for a failure.
+// One that ran (released) failed itself, which its line says; one whose
+// exec failed (said already) failed the run too.
+func (s *session) reportCommand(target *target, released bool, out output.Writer) (status int) {
+	warning := target.finish()
+	if warning == "" {
+		return 0
+	}
+	if released {
+		warning += commandFailure
+	}
+	out.Diagnostic(&output.Diagnostic{Severity: output.Warning, Msg: warning})
+	return 1
 }
 
 // serveProcfs serves the files of the script's procfs probes (package
