@@ -49,8 +49,14 @@ interpreter, kernel probes compiled to eBPF. Options are stap's:
               serve the procfs files over HTTP too (GET reads, PUT and POST
               write; an address without a host is on loopback)
    -t         print a probe hit report at exit
-   -g         guru mode (refused: a BPF runtime runs no embedded C)
+   -g         guru mode: the guru functions (raise, mdelay, udelay) and
+              writes to context variables ($verdict); embedded C is still
+              refused (a BPF runtime runs no C)
    -u         unoptimized mode (accepted; nothing is elided)
+   --suppress-handler-errors
+              a run-time error ends its probe handler quietly, as in
+              try { } catch { next }: counted, MAXERRORS and MAXSKIPPED
+              no longer end the run
    --no-global-var-display
               do not print written-but-unread globals at exit
    --json     write the run's output, errors and warnings as one JSON object

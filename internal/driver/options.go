@@ -36,6 +36,7 @@ type Options struct {
 	Guru                  bool     // -g
 	Unoptimize            bool     // -u
 	NoGlobalDisplay       bool     // --no-global-var-display
+	SuppressErrors        bool     // --suppress-handler-errors
 	JSON                  bool     // --json: every output event as a JSON object per line (docs/json-output.md)
 	Compatible            string   // --compatible=VERSION: systemtap_v, and classic tracepoint fields up to 4.1
 	// Module is -m NAME, the module's name: the directory of the procfs
@@ -114,7 +115,7 @@ var longOptions = map[string]optionSpec{
 	"skip-badvars":            {false, func(o *Options, _ string) error { return nil }},
 	"privilege":               {true, func(o *Options, _ string) error { return nil }},
 	"unprivileged":            {false, func(o *Options, _ string) error { return nil }},
-	"suppress-handler-errors": {false, func(o *Options, _ string) error { return nil }},
+	"suppress-handler-errors": {false, func(o *Options, _ string) error { o.SuppressErrors = true; return nil }},
 	// --ldd and -d name objects whose symbols stap loads for backtraces and
 	// symbol names (see addSymbols); --all-modules asks for every loaded
 	// kernel module's, which /proc/kallsyms, bpftap's source, lists anyway.

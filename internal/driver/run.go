@@ -33,7 +33,8 @@ func (s *session) execute(prog *sema.Program, ks *kernelside.Session, limits tap
 	}
 	out := s.newOutput(sink)
 	in, err := interp.New(prog, interp.Config{Output: out, Stderr: s.stderr, Stdin: s.stdin, Limits: limits, Target: target.pid(),
-		Storage: ks.Storage, Skipped: ks.Skipped, HandlerStart: ks.HandlerStart, Timing: s.opts.Timing})
+		Storage: ks.Storage, Skipped: ks.Skipped, HandlerStart: ks.HandlerStart, Timing: s.opts.Timing,
+		SuppressErrors: s.opts.SuppressErrors})
 	if err != nil {
 		return s.fail(5, err)
 	}

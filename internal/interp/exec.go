@@ -136,8 +136,13 @@ func swallowAbort() {
 	}
 }
 
-// report prints a handler's error and stops the session past MAXERRORS.
+// report prints a handler's error and stops the session past MAXERRORS;
+// with Config.SuppressErrors it only counts it.
 func (in *Interp) report(e *runError) {
+	if in.cfg.SuppressErrors {
+		in.errors++
+		return
+	}
 	in.out.Diagnostic(e.diagnostic())
 	in.errorSeen = true
 	in.errors++

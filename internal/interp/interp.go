@@ -32,7 +32,8 @@
 // format.Stat aggregates. A run-time error (division by 0, array overflow,
 // MAXACTION, error()) ends the handler, prints "ERROR: MSG near TOKEN" with
 // stap's rendering of the token it last noted, and counts towards MAXERRORS;
-// try/catch intercepts the catchable ones. The action budget (MAXACTION) and
+// try/catch intercepts the catchable ones. With --suppress-handler-errors
+// (Config.SuppressErrors) an error ends its handler and is only counted. The action budget (MAXACTION) and
 // nesting limit (MAXNESTING) are accounted the way the translator's generated
 // code accounts them, so scripts stop at the same statement as under stap.
 //
@@ -129,6 +130,11 @@ type Config struct {
 	// HandlerStart, if set, is called before each user-side probe handler
 	// runs (see Storage: what a storage learnt of the kernel's maps).
 	HandlerStart func()
+	// SuppressErrors is --suppress-handler-errors: a run-time error ends
+	// its handler quietly, as if the handler were in try { } catch {
+	// next }, and is only counted (the closing warning reports it); the
+	// run goes on past MAXERRORS and MAXSKIPPED.
+	SuppressErrors bool
 }
 
 // session states, as in stap's runtime.

@@ -53,10 +53,10 @@ func (in *Interp) watchSkipped(ctx context.Context) (stop func()) {
 }
 
 // checkSkipped ends a running session in error once more probes were
-// skipped than MAXSKIPPED allows, as stap's probe epilogue does. The
-// caller holds in.mu.
+// skipped than MAXSKIPPED allows, as stap's probe epilogue does (not with
+// Config.SuppressErrors). The caller holds in.mu.
 func (in *Interp) checkSkipped() {
-	if in.cfg.Skipped == nil || in.state != stateRunning || in.cfg.Skipped() <= in.limits.MaxSkipped {
+	if in.cfg.Skipped == nil || in.cfg.SuppressErrors || in.state != stateRunning || in.cfg.Skipped() <= in.limits.MaxSkipped {
 		return
 	}
 	in.flush()
