@@ -30,24 +30,22 @@ var scaled = []struct {
 		fmt.Fprintf(&b, "function f%d() { println(1) }\nprobe begin { f1() }\n", n)
 		return b.String()
 	}, false},
-	{"assignments elided on one line", func(n int) string {
+	{"assignments elided on one line", oneLine("x%d = 1;", "exit()"), false},
+	{"unresolved functions on one line", oneLine("u%d();", ""), true},
+}
+
+// oneLine is a begin probe of n statements stmt (formatted with their
+// number) and then last, on one line.
+func oneLine(stmt, last string) func(n int) string {
+	return func(n int) string {
 		var b strings.Builder
 		b.WriteString("probe begin {")
 		for i := range n {
-			fmt.Fprintf(&b, " x%d = 1;", i)
+			fmt.Fprintf(&b, " "+stmt, i)
 		}
-		b.WriteString(" exit() }")
+		fmt.Fprintf(&b, " %s }", last)
 		return b.String()
-	}, false},
-	{"unresolved functions on one line", func(n int) string {
-		var b strings.Builder
-		b.WriteString("probe begin {")
-		for i := range n {
-			fmt.Fprintf(&b, " u%d();", i)
-		}
-		b.WriteString(" }")
-		return b.String()
-	}, true},
+	}
 }
 
 // chain is n functions, each returning the next one's value, the last 1,
