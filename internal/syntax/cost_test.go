@@ -1,6 +1,7 @@
 package syntax
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -68,5 +69,22 @@ func BenchmarkRejectGarbage(b *testing.B) {
 	text := strings.Repeat("probe x{", 26000)
 	for range b.N {
 		reject(b, text)
+	}
+}
+
+// TestMacroExpansionBounded: macros each using the one before twice (2^40
+// tokens from 900 bytes) are refused at the invocation once they have
+// given maxExpanded tokens.
+func TestMacroExpansionBounded(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("@define a0 %( x %)\n")
+	for i := 1; i <= 40; i++ {
+		fmt.Fprintf(&b, "@define a%d %%( @a%d @a%d %%)\n", i, i-1, i-1)
+	}
+	b.WriteString("probe begin { @a40 }\n")
+	_, err := Parse(NewSource("laughs.stp", b.String()), DefaultConfig())
+	want := fmt.Sprintf("parse error: macro expansion gives more than %d tokens\n         at: operator '@a40' at laughs.stp:42:15\n", maxExpanded)
+	if err == nil || !strings.HasPrefix(err.(ErrorList).Report(), want) {
+		t.Fatalf("got %v, want %q", err, want)
 	}
 }

@@ -61,7 +61,15 @@ type preprocessor struct {
 	macros map[string]*macroDecl
 	stack  []*activation
 	conds  []condFrame
+	// expanded counts the tokens macro bodies have given (maxExpanded).
+	expanded int
 }
+
+// maxExpanded bounds the tokens macros expand to in one file: a macro
+// that uses the one before it twice doubles them, and 22 such macros in
+// 700 bytes made 4 million tokens (a minute, 800 MB); stap has no bound.
+// The library's largest file expands to about 6,000.
+const maxExpanded = 1_000_000
 
 // nextPP1 reads a raw token from the innermost macro body or the file.
 func (pp *preprocessor) nextPP1() *token {
@@ -70,6 +78,11 @@ func (pp *preprocessor) nextPP1() *token {
 	}
 	act := pp.stack[len(pp.stack)-1]
 	if act.cursor < len(act.macro.body) {
+		if pp.expanded++; pp.expanded > maxExpanded {
+			outer := pp.stack[0].tok
+			pp.stack = nil
+			pp.p.failAt(fmt.Sprintf("macro expansion gives more than %d tokens", maxExpanded), outer)
+		}
 		t := act.macro.body[act.cursor].withChain(act.tok)
 		act.cursor++
 		return t
