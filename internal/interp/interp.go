@@ -73,6 +73,10 @@
 //   - probefunc() is "" in user-side probes.
 //   - Regular expressions use Go's engine in leftmost-longest mode, so they
 //     match runes of UTF-8 text rather than bytes.
+//   - The default MAXNESTING of a script whose functions call each other in
+//     a cycle other than a ring can be a little higher than stap's
+//     (nesting.go): stap walks every chain of calls, which takes
+//     exponential time.
 //   - The end-of-run display of a global written and never read is no
 //     script code (sema.Probe.Display; display.go) and charges no actions:
 //     stap's module runtime can fail with MAXACTION exceeded displaying a
