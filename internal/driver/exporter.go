@@ -40,8 +40,11 @@ var errNoPrometheus = errors.New("the script has no probe prometheus")
 func (p prometheusOf) Prometheus() (string, bool, error) {
 	for _, f := range p.in.ProcfsFiles() {
 		if f.Name == prometheusFile && f.Reads {
-			text, ok := p.in.ReadProcfs(f)
-			return text, ok, nil
+			text, err := p.in.ReadProcfs(f)
+			if errors.Is(err, interp.ErrNotRunning) {
+				return "", false, nil
+			}
+			return text, true, err
 		}
 	}
 	return "", false, errNoPrometheus

@@ -70,7 +70,7 @@ func TestExporterPrometheus(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	base := serveExporter(t, ctx, dir)
+	base := serveExporter(t, ctx, exporter.Config{Dir: dir}, &testLog{t})
 	if status, _, _ := get(t, base+"/nosuch.stp"); status != http.StatusNotFound {
 		t.Errorf("unknown script: status %d, want 404", status)
 	}
@@ -107,14 +107,15 @@ func TestExporterPrometheus(t *testing.T) {
 	}
 }
 
-// serveExporter serves the scripts of dir on a loopback port until ctx is
-// done and returns its base URL.
-func serveExporter(t *testing.T, ctx context.Context, dir string) string {
+// serveExporter serves the scripts of cfg.Dir on a loopback port until ctx
+// is done and the test ends, and returns its base URL. The scripts' output
+// goes to log.
+func serveExporter(t *testing.T, ctx context.Context, cfg exporter.Config, log io.Writer) string {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	x := exporter.New(ctx, exporter.Config{Dir: dir}, runScript, &testLog{t})
+	x := exporter.New(ctx, cfg, runScript, log)
 	srv := &http.Server{Handler: x}
 	go srv.Serve(l)
 	t.Cleanup(func() { srv.Close(); x.Wait() })
@@ -308,15 +309,7 @@ probe prometheus { $value = "up 1\n" }`,
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	log := &lockedBuffer{}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	x := exporter.New(ctx, exporter.Config{Dir: dir, KeepAlive: time.Second}, runScript, log)
-	srv := &http.Server{Handler: x}
-	go srv.Serve(l)
-	defer func() { cancel(); srv.Close(); x.Wait() }()
-	base := "http://" + l.Addr().String()
+	base := serveExporter(t, ctx, exporter.Config{Dir: dir, KeepAlive: time.Second}, log)
 
 	want := func(path string, status int, body string) {
 		t.Helper()

@@ -45,7 +45,8 @@ import (
 type Session interface {
 	// Prometheus runs the script's prometheus probe and returns its
 	// text; ok is false when the script no longer runs, err says why it
-	// cannot serve (it has no prometheus probe).
+	// cannot serve (it has no prometheus probe, or the probe failed: its
+	// error is on the script's output).
 	Prometheus() (text string, ok bool, err error)
 }
 

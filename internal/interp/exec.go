@@ -67,7 +67,9 @@ func (in *Interp) Timing(p *sema.Probe) *format.Stat {
 	return in.timing[p]
 }
 
-func (in *Interp) runHandler(p *sema.Probe) {
+// runHandler runs probe p's handler and tells whether it completed: false
+// when a run-time error (reported) or abort() ended it.
+func (in *Interp) runHandler(p *sema.Probe) (completed bool) {
 	if in.timing != nil {
 		defer in.timeHandler(p, time.Now())
 	}
@@ -83,6 +85,7 @@ func (in *Interp) runHandler(p *sema.Probe) {
 	err := protect(func() {
 		defer swallowAbort()
 		in.runBody(p)
+		completed = true
 	})
 	if p.Value != nil {
 		in.procfsValue = in.fr.locals[p.Value.Index].Str
@@ -93,6 +96,7 @@ func (in *Interp) runHandler(p *sema.Probe) {
 		in.report(err)
 	}
 	in.act.probe = nil
+	return completed
 }
 
 // runBody runs the body of p, or for a display probe the display.

@@ -1,6 +1,7 @@
 package interp
 
 import (
+	"errors"
 	"unsafe"
 
 	"github.com/bpftap/bpftap/internal/probes"
@@ -13,7 +14,10 @@ import (
 // gives what the handler left in $value, writing one runs its write
 // probes with the bytes written in $value. They run as every user-side
 // handler runs (fire: one at a time, while the session runs), and what
-// they print goes to the session's output, as stap's do.
+// they print goes to the session's output, as stap's do. A handler that
+// a run-time error or abort() ends serves nothing (ErrProbeFailed): the
+// $value it had built so far is a file cut short, which a reader would
+// take for the whole (a Prometheus scrape would record it as the truth).
 //
 // $value is the probe's first local (sema/procfs.go). A read probe may
 // build a large file with `$value .= ...` (a Prometheus scrape of 10,000
@@ -60,40 +64,52 @@ func (in *Interp) ProcfsFiles() []*ProcfsFile {
 	return files
 }
 
-// ReadProcfs runs the read probe of f and returns its $value; ok is false
-// when the session does not run (it has not begun, or it is ending).
-func (in *Interp) ReadProcfs(f *ProcfsFile) (value string, ok bool) {
+// The errors of ReadProcfs and WriteProcfs.
+var (
+	// ErrNotRunning: the session has not begun, or it is ending.
+	ErrNotRunning = errors.New("the script is not running")
+	// ErrProbeFailed: a run-time error or abort() ended the handler (the
+	// error is reported on the script's output as every handler's is);
+	// what $value held then is no file's content.
+	ErrProbeFailed = errors.New("the probe's handler failed")
+)
+
+// ReadProcfs runs the read probe of f and returns its $value.
+func (in *Interp) ReadProcfs(f *ProcfsFile) (string, error) {
 	return in.fireProcfs(f.probes[0], "")
 }
 
 // WriteProcfs runs the write probes of f with data as $value (cut to
-// MAXSTRINGLEN-1 bytes); ok is false when the session does not run.
-func (in *Interp) WriteProcfs(f *ProcfsFile, data string) (ok bool) {
+// MAXSTRINGLEN-1 bytes), up to the first that fails.
+func (in *Interp) WriteProcfs(f *ProcfsFile, data string) error {
 	data = in.clip(data)
 	for _, p := range f.probes {
-		if _, ok = in.fireProcfs(p, data); !ok {
-			return false
+		if _, err := in.fireProcfs(p, data); err != nil {
+			return err
 		}
 	}
-	return true
+	return nil
 }
 
 // fireProcfs runs procfs probe p with $value set to value and returns
 // what it holds after the handler, as fire runs a probe.
-func (in *Interp) fireProcfs(p *sema.Probe, value string) (string, bool) {
+func (in *Interp) fireProcfs(p *sema.Probe, value string) (string, error) {
 	in.mu.Lock()
 	defer in.mu.Unlock()
 	if in.state != stateRunning {
-		return "", false
+		return "", ErrNotRunning
 	}
 	in.procfsValue = value
 	in.valueRoom = valueRoom(p, in.maxStringLen())
-	in.runHandler(p)
+	completed := in.runHandler(p)
 	value, in.procfsValue, in.valueBuf = in.procfsValue, "", nil
+	if !completed {
+		return "", ErrProbeFailed
+	}
 	if !probes.Procfs(p.Point.Components).Write {
 		in.valueSize = len(value)
 	}
-	return value, true
+	return value, nil
 }
 
 // valueRoom is the most bytes procfs probe p's $value holds.

@@ -2,6 +2,7 @@ package procfs
 
 import (
 	"context"
+	"errors"
 	"io"
 	"net"
 	"net/http"
@@ -14,8 +15,9 @@ import (
 // HTTP serving (--http ADDR): GET /NAME answers with what the read probe
 // of NAME leaves in $value, PUT or POST /NAME runs its write probes with
 // the request's body (at most MaxWrite bytes). A name no probe serves is
-// 404, another method 405, and a session that no longer runs 503. An
-// address without a host listens on the loopback interface only.
+// 404, another method 405, a probe that fails 500 (the error is on the
+// script's output, as every handler's), and a session that no longer runs
+// 503. An address without a host listens on the loopback interface only.
 
 // Handler serves files over HTTP.
 func Handler(files []*interp.ProcfsFile, s Session) http.Handler {
@@ -31,23 +33,32 @@ func Handler(files []*interp.ProcfsFile, s Session) http.Handler {
 		}
 		switch {
 		case r.Method == http.MethodGet && f.Reads:
-			value, ok := s.ReadProcfs(f)
-			if !ok {
-				http.Error(w, "the script is not running", http.StatusServiceUnavailable)
+			value, err := s.ReadProcfs(f)
+			if err != nil {
+				failure(w, f, err)
 				return
 			}
 			w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 			io.WriteString(w, value)
 		case (r.Method == http.MethodPut || r.Method == http.MethodPost) && !f.Reads:
 			data, _ := io.ReadAll(io.LimitReader(r.Body, MaxWrite))
-			if !s.WriteProcfs(f, string(data)) {
-				http.Error(w, "the script is not running", http.StatusServiceUnavailable)
+			if err := s.WriteProcfs(f, string(data)); err != nil {
+				failure(w, f, err)
 			}
 		default:
 			w.Header().Set("Allow", map[bool]string{true: "GET", false: "PUT, POST"}[f.Reads])
 			http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
 		}
 	})
+}
+
+// failure answers a request for f whose probe could not serve.
+func failure(w http.ResponseWriter, f *interp.ProcfsFile, err error) {
+	if errors.Is(err, interp.ErrProbeFailed) {
+		http.Error(w, "the probe of "+f.Name+" failed", http.StatusInternalServerError)
+		return
+	}
+	http.Error(w, "the script is not running", http.StatusServiceUnavailable)
 }
 
 // LoopbackDefault gives an address without a host the loopback's:

@@ -10,7 +10,8 @@
 //
 // Each file has a goroutine. For a read file it opens the FIFO for
 // writing, which blocks until a reader opens it, runs the read probe,
-// writes the value, closes, and waits for the reader to close before it
+// writes the value (nothing if the probe failed: the reader sees an empty
+// file), closes, and waits for the reader to close before it
 // opens the FIFO again (readers.go): the reader sees the end of the file
 // when it reads with no writer left, and a writer back too soon would
 // give it a second value. (A new reader meanwhile just waits in its open;
@@ -45,10 +46,11 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Session is the running script whose probes the files run.
+// Session is the running script whose probes the files run (its errors
+// are interp's: ErrNotRunning, ErrProbeFailed).
 type Session interface {
-	ReadProcfs(f *interp.ProcfsFile) (string, bool)
-	WriteProcfs(f *interp.ProcfsFile, data string) bool
+	ReadProcfs(f *interp.ProcfsFile) (string, error)
+	WriteProcfs(f *interp.ProcfsFile, data string) error
 }
 
 // MaxWrite is the most bytes of one write kept for a write probe (stap
@@ -159,7 +161,7 @@ func (srv *Server) serveRead(f *interp.ProcfsFile, r *readers) {
 		return
 	}
 	if !srv.stopped.Load() {
-		if value, ok := srv.session.ReadProcfs(f); ok {
+		if value, err := srv.session.ReadProcfs(f); err == nil {
 			writeAll(fd, value)
 		}
 	}
