@@ -19,9 +19,20 @@
 // the new one's read empty.) For a
 // write file it opens the FIFO for reading, which blocks until a writer
 // opens it, reads to the end (at most MaxWrite bytes are kept), and runs
-// the write probes. Stop wakes every goroutine by opening its FIFO for
-// reading and writing (which never blocks and counts as both ends), waits
-// for them, and removes the FIFOs and the module's directory.
+// the write probes. Stop wakes every goroutine blocked in an open by
+// opening its FIFO for reading and writing (which never blocks and counts
+// as both ends), interrupts every read or write under way (a deadline on
+// the open file), waits for them, and removes the FIFOs and the module's
+// directory. So a reader that never reads, or a writer that never closes,
+// delays the next reader or writer of its file (the file's mode says who
+// may), never the end of the run.
+//
+// # Trust
+//
+// The directories are bpftap's own, checked and held open (dir.go), and
+// the FIFOs are opened through descriptors, never by name (fifo.go): a
+// local user can neither make bpftap serve in a directory they prepared
+// nor swap a FIFO for a symbolic link to one of root's files.
 //
 // A run holds an exclusive lock (flock) on the module's directory while it
 // serves it: a second run of the same module is refused, as stap refuses
@@ -83,61 +94,50 @@ func Dir(module string) string {
 
 // Server serves files as FIFOs.
 type Server struct {
-	dir     string
-	lock    *os.File // the directory, flocked
-	files   []*interp.ProcfsFile
-	session Session
-	stopped atomic.Bool
-	wg      sync.WaitGroup
+	user, dir ownDir // dir is flocked
+	files     []*served
+	session   Session
+	stopped   atomic.Bool
+	mu        sync.Mutex // guards served.open
+	wg        sync.WaitGroup
 }
 
-// Serve makes the FIFOs of files in dir and serves them until Stop.
+// served is a file and its FIFO.
+type served struct {
+	*interp.ProcfsFile
+	fifo *fifo
+	open *os.File // the FIFO open for a reader or writer, nil between them
+}
+
+// Serve makes the FIFOs of files in dir, /var/tmp/systemtap-USER/MODULE
+// (Dir), and serves them until Stop.
 func Serve(dir string, files []*interp.ProcfsFile, s Session) (*Server, error) {
-	srv := &Server{dir: dir, files: files, session: s}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, err
-	}
-	lock, err := os.Open(dir)
+	user, module, err := openDirs(dir)
 	if err != nil {
 		return nil, err
 	}
-	if err := unix.Flock(int(lock.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
-		lock.Close()
+	if err := unix.Flock(module.fd, unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		module.close()
+		user.close()
 		return nil, fmt.Errorf("module %s is in use by another run (%s is locked)", filepath.Base(dir), dir)
 	}
-	srv.lock = lock
+	srv := &Server{user: user, dir: module, session: s}
 	for _, f := range files {
-		path := srv.path(f)
-		if err := makeFIFO(path, f.Mode); err != nil {
+		fifo, err := makeFIFO(module, f.Name, f.Mode)
+		if err != nil {
 			srv.remove()
 			return nil, err
 		}
+		srv.files = append(srv.files, &served{ProcfsFile: f, fifo: fifo})
 	}
-	for _, f := range files {
+	for _, f := range srv.files {
 		srv.wg.Add(1)
 		go srv.serve(f)
 	}
 	return srv, nil
 }
 
-// makeFIFO makes a FIFO at path with mode, replacing a FIFO a run that
-// ended without cleaning up left.
-func makeFIFO(path string, mode uint32) error {
-	if st, err := os.Lstat(path); err == nil {
-		if st.Mode()&os.ModeNamedPipe == 0 {
-			return fmt.Errorf("cannot serve procfs file %s: something else is there", path)
-		}
-		os.Remove(path)
-	}
-	if err := unix.Mkfifo(path, mode); err != nil {
-		return fmt.Errorf("cannot make procfs file %s: %v", path, err)
-	}
-	return os.Chmod(path, os.FileMode(mode)) // not the process's umask
-}
-
-func (srv *Server) path(f *interp.ProcfsFile) string { return filepath.Join(srv.dir, f.Name) }
-
-func (srv *Server) serve(f *interp.ProcfsFile) {
+func (srv *Server) serve(f *served) {
 	defer srv.wg.Done()
 	if !f.Reads {
 		for !srv.stopped.Load() {
@@ -145,7 +145,7 @@ func (srv *Server) serve(f *interp.ProcfsFile) {
 		}
 		return
 	}
-	r := watchReaders(srv.path(f))
+	r := watchReaders(f.fifo.path())
 	defer r.close()
 	for !srv.stopped.Load() {
 		srv.serveRead(f, r)
@@ -153,53 +153,63 @@ func (srv *Server) serve(f *interp.ProcfsFile) {
 }
 
 // serveRead answers one reader of f.
-func (srv *Server) serveRead(f *interp.ProcfsFile, r *readers) {
+func (srv *Server) serveRead(f *served, r *readers) {
 	r.reset()
-	fd, err := unix.Open(srv.path(f), unix.O_WRONLY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		srv.pause(err)
+	file := srv.openFIFO(f, os.O_WRONLY)
+	if file == nil {
 		return
 	}
-	if !srv.stopped.Load() {
-		if value, err := srv.session.ReadProcfs(f); err == nil {
-			writeAll(fd, value)
-		}
+	if value, err := srv.session.ReadProcfs(f.ProcfsFile); err == nil {
+		io.WriteString(file, value) // an error: the reader left, or Stop
 	}
-	unix.Close(fd)
+	srv.closeFIFO(f)
 	r.waitGone(srv.stopped.Load)
 }
 
 // serveWrite takes one write of f.
-func (srv *Server) serveWrite(f *interp.ProcfsFile) {
-	file, err := os.OpenFile(srv.path(f), os.O_RDONLY, 0)
-	if err != nil {
-		srv.pause(err)
+func (srv *Server) serveWrite(f *served) {
+	file := srv.openFIFO(f, os.O_RDONLY)
+	if file == nil {
 		return
 	}
 	data, _ := io.ReadAll(io.LimitReader(file, MaxWrite))
 	io.Copy(io.Discard, file)
-	file.Close()
+	srv.closeFIFO(f)
 	if !srv.stopped.Load() {
-		srv.session.WriteProcfs(f, string(data))
+		srv.session.WriteProcfs(f.ProcfsFile, string(data))
 	}
 }
 
-// pause waits a little after a failed open (the FIFO removed under us),
-// so that a failing file does not spin.
+// openFIFO opens f's FIFO for the next reader or writer and notes it for
+// Stop; nil once stopped.
+func (srv *Server) openFIFO(f *served, flag int) *os.File {
+	file, err := f.fifo.open(flag)
+	if err != nil {
+		srv.pause(err)
+		return nil
+	}
+	srv.mu.Lock()
+	defer srv.mu.Unlock()
+	if srv.stopped.Load() {
+		file.Close()
+		return nil
+	}
+	f.open = file
+	return file
+}
+
+func (srv *Server) closeFIFO(f *served) {
+	srv.mu.Lock()
+	defer srv.mu.Unlock()
+	f.open.Close()
+	f.open = nil
+}
+
+// pause waits a little after a failed open, so that a failing file does
+// not spin.
 func (srv *Server) pause(err error) {
 	if !srv.stopped.Load() && !errors.Is(err, unix.EINTR) {
 		time.Sleep(100 * time.Millisecond)
-	}
-}
-
-func writeAll(fd int, s string) {
-	b := []byte(s)
-	for len(b) > 0 {
-		n, err := unix.Write(fd, b)
-		if err != nil && !errors.Is(err, unix.EINTR) {
-			return // the reader left (EPIPE)
-		}
-		b = b[max(n, 0):]
 	}
 }
 
@@ -209,11 +219,7 @@ func (srv *Server) Stop() {
 	done := make(chan struct{})
 	go func() { srv.wg.Wait(); close(done) }()
 	for {
-		for _, f := range srv.files { // wake whoever blocks in open
-			if fd, err := unix.Open(srv.path(f), unix.O_RDWR|unix.O_NONBLOCK|unix.O_CLOEXEC, 0); err == nil {
-				unix.Close(fd)
-			}
-		}
+		srv.interrupt()
 		select {
 		case <-done:
 			srv.remove()
@@ -223,12 +229,26 @@ func (srv *Server) Stop() {
 	}
 }
 
+// interrupt wakes whoever blocks in an open of a FIFO, and ends the reads
+// and writes under way.
+func (srv *Server) interrupt() {
+	srv.mu.Lock()
+	defer srv.mu.Unlock()
+	for _, f := range srv.files {
+		f.fifo.wake()
+		if f.open != nil {
+			f.open.SetDeadline(time.Now())
+		}
+	}
+}
+
 // remove removes the FIFOs, then the module's directory if it is empty,
-// and lets the directory go.
+// and lets the directories go.
 func (srv *Server) remove() {
 	for _, f := range srv.files {
-		os.Remove(srv.path(f))
+		f.fifo.remove(srv.dir)
 	}
-	os.Remove(srv.dir)
-	srv.lock.Close()
+	unix.Unlinkat(srv.user.fd, filepath.Base(srv.dir.path), unix.AT_REMOVEDIR)
+	srv.dir.close()
+	srv.user.close()
 }
