@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/bpftap/bpftap/internal/exporter"
+	"github.com/bpftap/bpftap/internal/httpserve"
 )
 
 // errnoScript is Debian's errno.stp kept to the test's own workload (a
@@ -107,16 +108,16 @@ func TestExporterPrometheus(t *testing.T) {
 	}
 }
 
-// serveExporter serves the scripts of cfg.Dir on a loopback port until ctx
-// is done and the test ends, and returns its base URL. The scripts' output
-// goes to log.
+// serveExporter serves the scripts of cfg.Dir on a loopback port, as
+// `bpftap exporter` serves them, until ctx is done and the test ends, and
+// returns its base URL. The scripts' output goes to log.
 func serveExporter(t *testing.T, ctx context.Context, cfg exporter.Config, log io.Writer) string {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	x := exporter.New(ctx, cfg, runScript, log)
-	srv := &http.Server{Handler: x}
+	srv := httpserve.New(x.Answer, httpserve.DefaultLimits, log, "bpftap exporter: ")
 	go srv.Serve(l)
 	t.Cleanup(func() { srv.Close(); x.Wait() })
 	return "http://" + l.Addr().String()
@@ -283,7 +284,8 @@ func servedSeries(text, label string) []string {
 // once its begin probe ran; an autostart script runs before any request
 // and starts again when it ends; an idle script stops after the keepalive
 // and starts again on the next request; a script that fails to compile,
-// or has no prometheus probe, is a 500 that leaves the others running.
+// or has no prometheus probe, is a 500 that leaves the others running: one
+// line for the client, the compiler's message in the log.
 func TestExporterScripts(t *testing.T) {
 	dir := t.TempDir()
 	scripts := map[string]string{
@@ -320,7 +322,10 @@ probe prometheus { $value = "up 1\n" }`,
 	}
 	want("/slow.stp", 200, "ready 1\nscrapes 1\n")
 	want("/slow.stp", 200, "scrapes 2\n")
-	want("/broken.stp", 500, "parse error")
+	want("/broken.stp", 500, "broken.stp failed to start (exit status 1); the exporter's log says why\n")
+	if !strings.Contains(log.String(), "broken.stp: parse error") {
+		t.Errorf("the log has no parse error of broken.stp:\n%s", log.String())
+	}
 	want("/noprom.stp", 500, "the script has no probe prometheus")
 	want("/notes.txt", 404, "")
 	want("/../slow.stp", 404, "")

@@ -132,7 +132,7 @@ func (s *session) serveProcfs(in *interp.Interp) (stop func(), err error) {
 	}
 	stops = append(stops, srv.Stop)
 	if s.opts.HTTP != "" {
-		stopHTTP, err := procfs.ServeHTTP(s.opts.HTTP, procfs.Handler(files, in))
+		stopHTTP, err := procfs.ServeHTTP(s.opts.HTTP, procfs.Handler(files, in), s.stderr)
 		if err != nil {
 			return stop, fmt.Errorf("ERROR: --http %s: %v", s.opts.HTTP, err)
 		}

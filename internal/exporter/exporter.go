@@ -10,7 +10,7 @@
 // driver compiles and runs it as `bpftap NAME.stp` would, its kernel
 // probes attached for as long as it runs). A script starts on the first
 // request for it, and that request is answered once its begin probes have
-// run (or it failed: 500 with what it printed); later requests run its
+// run (or it failed: 500); later requests run its
 // prometheus probe at once (requests that come while it runs share that
 // run's answer: the handlers run one at a time). A script whose name
 // contains "autostart" starts with the exporter and is started again,
@@ -22,6 +22,17 @@
 //
 // What a script prints (and its warnings and errors) goes to the
 // exporter's standard error, each line after "NAME.stp: " (scriptLog).
+// The answers a client gets say what failed in one line and no more (no
+// output, no source line of a script: a script that is a symbolic link to
+// a file no client should read would show it); the log says why.
+//
+// # Serving
+//
+// The exporter's HTTP server is package httpserve's: every answer is
+// written whole once known (a prometheus probe that fails half-way is a
+// 500, never a 200 with a cut exposition), with timeouts on every read and
+// write and a cap on connections that idle clients cannot fill. It listens
+// on the loopback interface unless -a says otherwise (docs/serving.md).
 package exporter
 
 import (
@@ -39,6 +50,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/bpftap/bpftap/internal/httpserve"
 )
 
 // Session is a running script as the exporter sees it.
@@ -72,7 +85,7 @@ type Config struct {
 	Port      int           // -p PORT
 	Dir       string        // -s DIR
 	KeepAlive time.Duration // -k SECONDS, 0: scripts run until the exporter stops
-	Addr      string        // -a ADDR, the address listened on (all by default, as stap-exporter)
+	Addr      string        // -a ADDR, the address listened on (loopback by default; "" or "::": every address)
 	// Options are the stap options every script runs with (what follows
 	// `--`: -D MAXACTION=N for a table of 10,000 series, say).
 	Options []string
@@ -96,14 +109,14 @@ func Main(args []string, run Runner, stdout, stderr io.Writer) int {
 	}
 	x := New(ctx, cfg, run, stderr)
 	fmt.Fprintf(stderr, "bpftap exporter: serving %s on %s\n", cfg.Dir, l.Addr())
-	srv := &http.Server{Handler: x, ReadHeaderTimeout: 10 * time.Second}
+	srv := httpserve.New(x.Answer, httpserve.DefaultLimits, stderr, "bpftap exporter: ")
 	go func() {
 		<-ctx.Done()
 		shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		srv.Shutdown(shutdown)
 	}()
-	if err := srv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
+	if err := srv.Serve(l); err != nil {
 		fmt.Fprintf(stderr, "ERROR: %v\n", err)
 		return 1
 	}
@@ -118,7 +131,7 @@ func parseFlags(args []string, stderr io.Writer) (Config, error) {
 	fs.IntVar(&cfg.Port, "p", 9900, "the port to listen on")
 	fs.StringVar(&cfg.Dir, "s", "/etc/stap-exporter", "the directory of the scripts")
 	keep := fs.Int("k", 0, "stop a script no request asked for in this many `seconds` (0: never)")
-	fs.StringVar(&cfg.Addr, "a", "", "the address to listen on (empty: all)")
+	fs.StringVar(&cfg.Addr, "a", "127.0.0.1", "the address to listen on (empty or :: for every address)")
 	if err := fs.Parse(args); err != nil {
 		return cfg, err
 	}
@@ -184,29 +197,18 @@ func (x *Exporter) script(name string) *script {
 	return s
 }
 
-// ServeHTTP answers GET /NAME.stp.
-func (x *Exporter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+// Answer answers GET /NAME.stp (package httpserve serves it).
+func (x *Exporter) Answer(r *http.Request) httpserve.Answer {
 	name := strings.TrimPrefix(r.URL.Path, "/")
 	if !x.isScript(name) {
-		http.NotFound(w, r)
-		return
+		return httpserve.Text(http.StatusNotFound, "no such script")
 	}
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
-		w.Header().Set("Allow", "GET, HEAD")
-		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
-		return
+		a := httpserve.Text(http.StatusMethodNotAllowed, "method not allowed")
+		a.Header.Set("Allow", "GET, HEAD")
+		return a
 	}
-	s := x.script(name)
-	text, status := s.scrape(x, r.Context())
-	if status != http.StatusOK {
-		if status == http.StatusServiceUnavailable {
-			w.Header().Set("Retry-After", "1")
-		}
-		http.Error(w, text, status)
-		return
-	}
-	w.Header().Set("Content-Type", ContentType)
-	io.WriteString(w, text)
+	return x.script(name).scrape(x, r.Context())
 }
 
 // reap stops the scripts idle for longer than the keepalive.

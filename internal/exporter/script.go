@@ -3,12 +3,15 @@ package exporter
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"path/filepath"
 	"sync"
 	"time"
+
+	"github.com/bpftap/bpftap/internal/httpserve"
 )
 
 // script is one script of the directory and its current run.
@@ -53,15 +56,31 @@ func (r *run) prometheus() (string, bool, error) {
 		f = &scrapeResult{done: make(chan struct{})}
 		r.flight = f
 		r.mu.Unlock()
-		f.text, f.ok, f.err = r.session.Prometheus()
-		r.mu.Lock()
-		r.flight = nil
-		close(f.done)
+		r.scrape(f)
+	} else {
+		r.mu.Unlock()
 	}
-	r.mu.Unlock()
 	<-f.done
 	return f.text, f.ok, f.err
 }
+
+// scrape runs the prometheus probe for f and lets f's requests have its
+// answer, a panic's too.
+func (r *run) scrape(f *scrapeResult) {
+	defer func() {
+		if p := recover(); p != nil {
+			fmt.Fprintf(r.log, "ERROR: bpftap failed running the probe prometheus: %v\n", p)
+			f.ok, f.err = true, errPanicked
+		}
+		r.mu.Lock()
+		r.flight = nil
+		close(f.done)
+		r.mu.Unlock()
+	}()
+	f.text, f.ok, f.err = r.session.Prometheus()
+}
+
+var errPanicked = errors.New("bpftap failed")
 
 // start starts the script unless it runs, and notes that it was asked for.
 func (s *script) start(x *Exporter) *run {
@@ -110,29 +129,38 @@ func (s *script) execute(x *Exporter, ctx context.Context, r *run) {
 	}
 }
 
-// scrape answers a request for the script: its prometheus probe's text and
-// 200, else a message and the status that says why not.
-func (s *script) scrape(x *Exporter, req context.Context) (string, int) {
+// scrape answers a request for the script: its prometheus probe's text,
+// else one line that says what failed (the log says why).
+func (s *script) scrape(x *Exporter, req context.Context) httpserve.Answer {
 	r := s.start(x)
 	select {
 	case <-r.begun:
 	case <-req.Done():
-		return "the request ended first", http.StatusServiceUnavailable
+		return unavailable("the request ended first")
 	case <-time.After(beginWait):
-		return s.name + " is starting", http.StatusServiceUnavailable
+		return unavailable(s.name + " is starting")
 	}
 	if r.session == nil {
 		<-r.ended
-		return fmt.Sprintf("%s ended (exit status %d):\n%s", s.name, r.status, r.log.Tail()), http.StatusInternalServerError
+		return httpserve.Text(http.StatusInternalServerError, fmt.Sprintf("%s failed to start (exit status %d); the exporter's log says why", s.name, r.status))
 	}
 	text, ok, err := r.prometheus()
 	switch {
 	case err != nil:
-		return fmt.Sprintf("%s: %v", s.name, err), http.StatusInternalServerError
+		return httpserve.Text(http.StatusInternalServerError, fmt.Sprintf("%s: %v; the exporter's log says why", s.name, err))
 	case !ok:
-		return fmt.Sprintf("%s no longer runs:\n%s", s.name, r.log.Tail()), http.StatusServiceUnavailable
+		return unavailable(s.name + " no longer runs; the exporter's log says why")
 	}
-	return text, http.StatusOK
+	h := http.Header{}
+	h.Set("Content-Type", ContentType)
+	return httpserve.Answer{Status: http.StatusOK, Header: h, Body: text}
+}
+
+// unavailable is a 503 that asks the client to come back in a second.
+func unavailable(line string) httpserve.Answer {
+	a := httpserve.Text(http.StatusServiceUnavailable, line)
+	a.Header.Set("Retry-After", "1")
+	return a
 }
 
 // stopIfIdle stops the script if no request asked for it in keep.
@@ -154,19 +182,14 @@ func closed(c chan struct{}) bool {
 }
 
 // scriptLog writes a script's output to the exporter's log, each line
-// after "NAME: ", and keeps its last tailSize bytes for the answers that
-// say why a script failed. It is the one place a script's output goes:
-// a run hands it to package driver as the script's standard output and
-// error.
+// after "NAME: ". It is the one place a script's output goes: a run hands
+// it to package driver as the script's standard output and error.
 type scriptLog struct {
 	mu     sync.Mutex
 	out    io.Writer
 	prefix []byte
 	line   []byte // a line not yet ended
-	tail   []byte
 }
-
-const tailSize = 4096
 
 func newScriptLog(out io.Writer, name string) *scriptLog {
 	return &scriptLog{out: out, prefix: []byte(name + ": ")}
@@ -175,10 +198,6 @@ func newScriptLog(out io.Writer, name string) *scriptLog {
 func (l *scriptLog) Write(b []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.tail = append(l.tail, b...)
-	if len(l.tail) > tailSize {
-		l.tail = l.tail[len(l.tail)-tailSize:]
-	}
 	l.line = append(l.line, b...)
 	for {
 		i := bytes.IndexByte(l.line, '\n')
@@ -195,11 +214,4 @@ func (l *scriptLog) Flush() {
 	if len(l.line) > 0 {
 		l.Write([]byte("\n"))
 	}
-}
-
-// Tail is the end of what the script wrote.
-func (l *scriptLog) Tail() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return string(l.tail)
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/bpftap/bpftap/internal/httpserve"
 	"github.com/bpftap/bpftap/internal/interp"
 )
 
@@ -17,48 +18,48 @@ import (
 // the request's body (at most MaxWrite bytes). A name no probe serves is
 // 404, another method 405, a probe that fails 500 (the error is on the
 // script's output, as every handler's), and a session that no longer runs
-// 503. An address without a host listens on the loopback interface only.
+// 503: one line each. An address without a host listens on the loopback
+// interface only. The server's timeouts and connection cap are package
+// httpserve's.
 
-// Handler serves files over HTTP.
-func Handler(files []*interp.ProcfsFile, s Session) http.Handler {
+// Handler answers the requests for files.
+func Handler(files []*interp.ProcfsFile, s Session) httpserve.Handler {
 	byName := map[string]*interp.ProcfsFile{}
 	for _, f := range files {
 		byName[f.Name] = f
 	}
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return func(r *http.Request) httpserve.Answer {
 		f := byName[strings.TrimPrefix(r.URL.Path, "/")]
-		if f == nil {
-			http.NotFound(w, r)
-			return
-		}
 		switch {
+		case f == nil:
+			return httpserve.Text(http.StatusNotFound, "no such file")
 		case r.Method == http.MethodGet && f.Reads:
 			value, err := s.ReadProcfs(f)
 			if err != nil {
-				failure(w, f, err)
-				return
+				return failure(f, err)
 			}
-			w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-			io.WriteString(w, value)
+			h := http.Header{}
+			h.Set("Content-Type", "text/plain; charset=utf-8")
+			return httpserve.Answer{Status: http.StatusOK, Header: h, Body: value}
 		case (r.Method == http.MethodPut || r.Method == http.MethodPost) && !f.Reads:
 			data, _ := io.ReadAll(io.LimitReader(r.Body, MaxWrite))
 			if err := s.WriteProcfs(f, string(data)); err != nil {
-				failure(w, f, err)
+				return failure(f, err)
 			}
-		default:
-			w.Header().Set("Allow", map[bool]string{true: "GET", false: "PUT, POST"}[f.Reads])
-			http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+			return httpserve.Answer{Status: http.StatusOK}
 		}
-	})
+		a := httpserve.Text(http.StatusMethodNotAllowed, "method not allowed")
+		a.Header.Set("Allow", map[bool]string{true: "GET", false: "PUT, POST"}[f.Reads])
+		return a
+	}
 }
 
-// failure answers a request for f whose probe could not serve.
-func failure(w http.ResponseWriter, f *interp.ProcfsFile, err error) {
+// failure is the answer for a probe of f that could not serve.
+func failure(f *interp.ProcfsFile, err error) httpserve.Answer {
 	if errors.Is(err, interp.ErrProbeFailed) {
-		http.Error(w, "the probe of "+f.Name+" failed", http.StatusInternalServerError)
-		return
+		return httpserve.Text(http.StatusInternalServerError, "the probe of "+f.Name+" failed")
 	}
-	http.Error(w, "the script is not running", http.StatusServiceUnavailable)
+	return httpserve.Text(http.StatusServiceUnavailable, "the script is not running")
 }
 
 // LoopbackDefault gives an address without a host the loopback's:
@@ -74,13 +75,13 @@ func LoopbackDefault(addr string) string {
 }
 
 // ServeHTTP listens on addr (LoopbackDefault) and serves h until the
-// returned stop is called.
-func ServeHTTP(addr string, h http.Handler) (stop func(), err error) {
+// returned stop is called; the server's own errors go to log.
+func ServeHTTP(addr string, h httpserve.Handler, log io.Writer) (stop func(), err error) {
 	l, err := net.Listen("tcp", LoopbackDefault(addr))
 	if err != nil {
 		return nil, err
 	}
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	srv := httpserve.New(h, httpserve.DefaultLimits, log, "bpftap: --http: ")
 	done := make(chan struct{})
 	go func() {
 		srv.Serve(l) // until Shutdown
@@ -89,7 +90,9 @@ func ServeHTTP(addr string, h http.Handler) (stop func(), err error) {
 	return func() {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()
-		srv.Shutdown(ctx)
+		if srv.Shutdown(ctx) != nil {
+			srv.Close()
+		}
 		<-done
 	}, nil
 }
