@@ -3,6 +3,7 @@ package procfs
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -15,10 +16,12 @@ import (
 
 // HTTP serving (--http ADDR): GET /NAME answers with what the read probe
 // of NAME leaves in $value, PUT or POST /NAME runs its write probes with
-// the request's body (at most MaxWrite bytes). A name no probe serves is
-// 404, another method 405, a probe that fails 500 (the error is on the
-// script's output, as every handler's), and a session that no longer runs
-// 503: one line each. An address without a host listens on the loopback
+// the request's body. A name no probe serves is 404, another method 405,
+// a body cut short (the client left, or took longer than the read
+// timeout) 400 and a body of more than MaxWrite bytes 413, without running
+// the probes (what they would get is not what the client wrote), a probe
+// that fails 500 (the error is on the script's output, as every
+// handler's), and a session that no longer runs 503: one line each. An address without a host listens on the loopback
 // interface only. The server's timeouts and connection cap are package
 // httpserve's.
 
@@ -42,7 +45,13 @@ func Handler(files []*interp.ProcfsFile, s Session) httpserve.Handler {
 			h.Set("Content-Type", "text/plain; charset=utf-8")
 			return httpserve.Answer{Status: http.StatusOK, Header: h, Body: value}
 		case (r.Method == http.MethodPut || r.Method == http.MethodPost) && !f.Reads:
-			data, _ := io.ReadAll(io.LimitReader(r.Body, MaxWrite))
+			data, err := io.ReadAll(io.LimitReader(r.Body, MaxWrite+1))
+			switch {
+			case err != nil:
+				return httpserve.Text(http.StatusBadRequest, "the request's body was cut short")
+			case len(data) > MaxWrite:
+				return httpserve.Text(http.StatusRequestEntityTooLarge, fmt.Sprintf("a body of more than %d bytes", MaxWrite))
+			}
 			if err := s.WriteProcfs(f, string(data)); err != nil {
 				return failure(f, err)
 			}
