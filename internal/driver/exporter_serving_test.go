@@ -24,17 +24,11 @@ import (
 // is a 500 with one line, never a 200 with what the probe had built (a
 // scrape Prometheus would record as the truth); the log has the error.
 func TestExporterFailedProbe(t *testing.T) {
-	dir := t.TempDir()
-	scripts := map[string]string{
+	dir := writeScripts(t, map[string]string{
 		"loop.stp":  `probe prometheus { while (1) $value .= "loop_series 1\n" }`,
 		"half.stp":  "global zero\nprobe prometheus { $value = \"half_series 1\\n\"; $value .= sprintf(\"b %d\\n\", 1 / zero) }",
 		"abort.stp": `probe prometheus { $value = "abort_series 1\n"; abort() }`,
-	}
-	for name, text := range scripts {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	log := &lockedBuffer{}
@@ -60,12 +54,8 @@ func TestExporterFailedProbe(t *testing.T) {
 // answers are one line each, with no line of either file; the compiler's
 // messages, source lines and all, are in the exporter's log.
 func TestExporterErrorPages(t *testing.T) {
-	dir := t.TempDir()
+	dir := writeScripts(t, map[string]string{"broken.stp": "probe begin { x = } // bpftap-secret-source-line"})
 	if err := os.Symlink("/etc/passwd", filepath.Join(dir, "passwd.stp")); err != nil {
-		t.Fatal(err)
-	}
-	secret := "probe begin { x = } // bpftap-secret-source-line"
-	if err := os.WriteFile(filepath.Join(dir, "broken.stp"), []byte(secret), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	passwd, err := os.ReadFile("/etc/passwd")
@@ -97,10 +87,7 @@ func TestExporterErrorPages(t *testing.T) {
 // than its cap (half of its RLIMIT_NOFILE, 64 at most) and its listener.
 func TestExporterIdleClients(t *testing.T) {
 	bin := buildBinary(t)
-	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "up.stp"), []byte(`probe prometheus { $value = "up 1\n" }`), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	dir := writeScripts(t, map[string]string{"up.stp": `probe prometheus { $value = "up 1\n" }`})
 	pid, addr := startExporter(t, bin, dir, 200)
 	url := "http://" + addr + "/up.stp"
 	scrape := func() (int, error) {

@@ -63,12 +63,7 @@ func TestExporterPrometheus(t *testing.T) {
 		}
 		t.Skip("prometheus is not installed (apt-get install prometheus)")
 	}
-	dir := t.TempDir()
-	for name, text := range map[string]string{"errno.stp": errnoScript, "hist.stp": histScript} {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	dir := writeScripts(t, map[string]string{"errno.stp": errnoScript, "hist.stp": histScript})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	base := serveExporter(t, ctx, exporter.Config{Dir: dir}, &testLog{t})
@@ -106,6 +101,18 @@ func TestExporterPrometheus(t *testing.T) {
 	if median[0] != "1" {
 		t.Errorf("median of write_size: %s, want 1 (the upper bound of the bucket of 1)", median[0])
 	}
+}
+
+// writeScripts writes the scripts, by name, in a directory of the test's
+// and returns it.
+func writeScripts(t *testing.T, scripts map[string]string) string {
+	dir := t.TempDir()
+	for name, text := range scripts {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
 }
 
 // serveExporter serves the scripts of cfg.Dir on a loopback port, as
@@ -287,8 +294,7 @@ func servedSeries(text, label string) []string {
 // or has no prometheus probe, is a 500 that leaves the others running: one
 // line for the client, the compiler's message in the log.
 func TestExporterScripts(t *testing.T) {
-	dir := t.TempDir()
-	scripts := map[string]string{
+	dir := writeScripts(t, map[string]string{
 		// the first request waits for the compilation and begin (a read
 		// probe does not run before: it would be a 503)
 		"slow.stp": `global ready, scrapes
@@ -302,12 +308,7 @@ probe prometheus { $value = "up 1\n" }`,
 		"broken.stp": `probe begin { x = }`,
 		"noprom.stp": "global n\nprobe timer.s(100) { n++ }",
 		"notes.txt":  "not a script",
-	}
-	for name, text := range scripts {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	log := &lockedBuffer{}

@@ -2,11 +2,12 @@ package httpserve
 
 import (
 	"bufio"
-	"bytes"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -53,14 +54,18 @@ func (h *testHandler) answer(r *http.Request) Answer {
 }
 
 // serve serves a testHandler with limits until the test ends and returns
-// the server, its handler, address and log.
-func serve(t *testing.T, limits Limits) (*Server, *testHandler, string, *lockedBuffer) {
+// the server, its handler, address and the path of its log.
+func serve(t *testing.T, limits Limits) (*Server, *testHandler, string, string) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	h := &testHandler{release: make(chan struct{})}
-	log := &lockedBuffer{}
+	logPath := filepath.Join(t.TempDir(), "log")
+	log, err := os.Create(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
 	s := New(h.answer, limits, log, "test: ")
 	go s.Serve(l)
 	t.Cleanup(func() {
@@ -70,8 +75,9 @@ func serve(t *testing.T, limits Limits) (*Server, *testHandler, string, *lockedB
 			close(h.release)
 		}
 		s.Close()
+		log.Close()
 	})
-	return s, h, l.Addr().String(), log
+	return s, h, l.Addr().String(), logPath
 }
 
 // open is the number of connections s holds.
@@ -262,24 +268,7 @@ func TestPanic(t *testing.T) {
 		t.Errorf("%d %q, want 500 %q", resp.StatusCode, body, "internal error\n")
 	}
 	want := "test: GET \"/panic\": internal error: \"the handler's bug\\nsecond line\"\n"
-	if log.String() != want {
-		t.Errorf("log %q, want %q", log.String(), want)
+	if got, _ := os.ReadFile(log); string(got) != want {
+		t.Errorf("log %q, want %q", got, want)
 	}
-}
-
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
