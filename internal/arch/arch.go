@@ -39,6 +39,13 @@ type Regs struct {
 	// Return, IP and SP are the offsets of the return value, the
 	// instruction pointer and the stack pointer.
 	Return, IP, SP int
+	// SPName is the stack pointer's name for register() (x86-64's "sp"
+	// is its low 16 bits). CallPush is the size of the return address a
+	// call pushes on the stack and its return pops: at a function's
+	// return the stack pointer is CallPush above where it was at its
+	// entry (0 where a call leaves the return address in a register).
+	SPName   string
+	CallPush int
 	// Mode is the offset of the word that says whether the interrupted
 	// code ran in user mode: it did when the word's ModeMask bits are
 	// ModeUser (x86's CS, privilege level 3; arm64's pstate, EL0).
@@ -101,6 +108,7 @@ var X86_64 = func() *Regs {
 		SyscallArgs: at("rdi", "rsi", "rdx", "r10", "r8", "r9"),
 		SyscallNr:   regs["orig_rax"].Offset, SyscallNrMember: "orig_ax",
 		Return: regs["rax"].Offset, IP: regs["rip"].Offset, SP: regs["rsp"].Offset,
+		SPName: "rsp", CallPush: 8,
 		Mode: regs["xcs"].Offset, ModeMask: 3, ModeUser: 3,
 		Compat:     &Compat{SyscallArgs: at("rbx", "rcx", "rdx", "rsi", "rdi", "rbp"), StatusFlag: 2},
 		ThreadSize: 16 << 10}
@@ -124,6 +132,7 @@ var ARM64 = func() *Regs {
 	return &Regs{Name: "arm64", Registers: regs, FuncArgs: first(8), SyscallArgs: first(6),
 		SyscallNr: regs["syscallno"].Offset, SyscallNrMember: "syscallno",
 		Return: regs["x0"].Offset, IP: regs["pc"].Offset, SP: regs["sp"].Offset,
+		SPName: "sp", CallPush: 0,
 		Mode: regs["pstate"].Offset, ModeMask: 0xf, ModeUser: 0, ThreadSize: 16 << 10}
 }()
 

@@ -107,3 +107,13 @@ func members(t *testing.T, btf *kernel.BTF, typ *kernel.Type, base int, offsets 
 		members(t, btf, inner, at, offsets)
 	}
 }
+
+// TestStackPointerName checks that each table's SPName is its whole
+// stack pointer: the 8 bytes at SP.
+func TestStackPointerName(t *testing.T) {
+	for _, regs := range []*arch.Regs{arch.X86_64, arch.ARM64} {
+		if got, want := regs.Registers[regs.SPName], (arch.Register{Offset: regs.SP, Size: 8}); got != want {
+			t.Errorf("%s: %s is %+v, want %+v", regs.Name, regs.SPName, got, want)
+		}
+	}
+}

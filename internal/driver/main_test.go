@@ -159,7 +159,8 @@ var (
 // libscale.so and uselib, which calls it; hot, CPU-bound in hot() under
 // work() under main(), with frame pointers for the sampling tests; semop,
 // which operates on a semaphore set; sites, which calls leaf() from 32
-// call sites (32 user stacks); aio, which submits asynchronous reads. A probe on a file fires in every
+// call sites (32 user stacks); aio, which submits asynchronous reads;
+// entry, which sleeps, recurses and nests calls. A probe on a file fires in every
 // process running it: tests running side by side use files of their own
 // (scale_target, hot_twice: hot with a build id of its own, since user
 // stacks find their files by build id). It returns their directory (a
@@ -195,6 +196,7 @@ func cPrograms() string {
 			{"-m32", "-nostdlib", "-static", "-o", "i386", src("i386.s")},
 			{"-O2", "-fno-pie", "-no-pie", "-o", "int80", src("int80.c")},
 			{"-O2", "-o", "untouched", src("untouched.c")},
+			{"-O0", "-o", "entry", src("entry.c")},
 		}
 		for _, b := range builds {
 			cmd := exec.Command("gcc", b...)

@@ -76,11 +76,15 @@ type Context struct {
 // the Context of the entries it pairs with, Name the probe point a
 // companion probe there is named by (its pp()), and Guard the statements
 // that companion starts with to keep only the calls the return serves
-// (nil for all).
+// (nil for all). Frame, when set, gives a key that tells apart the calls
+// of one thread in progress (nested, recursive), with the same value at
+// a call's entry (ret false) and at its return (ret true); without it a
+// thread has one call of the function in progress at a time.
 type Entry struct {
 	Context *Context
 	Name    string
 	Guard   *syntax.Block
+	Frame   func(ret bool, at syntax.Pos) syntax.Expr
 }
 
 // ParamsAtEntry tells whether the parameters a return probe reads must be

@@ -154,6 +154,10 @@ func functionProbes(k KernelInfo, p *Point, prologue *syntax.Block, obj *elfsym.
 	if err != nil {
 		return nil, err
 	}
+	var entrySet *attach.Set // the entries a set's returns pair with share a link of their own
+	if set != nil && ret {
+		entrySet = &attach.Set{}
+	}
 	var out []*Point
 	for _, fn := range fns {
 		a := &attach.Point{Kind: kind, Event: fn.Name, Path: obj.Path, Offset: fn.Offset, PC: obj.PC(fn), Set: set,
@@ -172,10 +176,50 @@ func functionProbes(k KernelInfo, p *Point, prologue *syntax.Block, obj *elfsym.
 		if component == "plt" {
 			asStatement(q, fn.Addr)
 		}
+		if ret {
+			q.Context.entry = uprobeEntry(k, q, *a, entrySet, regs)
+		}
 		out = append(out, q)
 	}
 	out[0].Plan = uprobePlan(p, kind, obj.Path, fns)
 	return out, nil
+}
+
+// uprobeEntry is the hook that gives the entries the @entry of return
+// point q, attached at ret, pair with: a uprobe on the same function (on
+// set's uprobe_multi link when ret is one of a set), starting with q's
+// prologue, named as q without its .return. A thread's calls in progress
+// are told apart by the stack pointer (Entry.Frame): a recursive call's
+// return gets its own entry's values, as in stap, whose return probes
+// keep each call's entry data apart.
+func uprobeEntry(k KernelInfo, q *Point, ret attach.Point, set *attach.Set, regs *arch.Regs) func() *Entry {
+	return func() *Entry {
+		a := ret
+		a.Kind, a.Set, a.Args, a.Func = singleKind(false), set, nil, &attach.Func{Name: ret.Func.Name}
+		if set != nil {
+			a.Kind = multiKind(false)
+		}
+		push := regs.CallPush
+		if ret.I386 {
+			push = 4
+		}
+		return &Entry{Context: &Context{kernel: k, Attach: &a}, Name: ComponentsString(q.Components[:len(q.Components)-1]),
+			Guard: syntax.Clone(q.Prologue), Frame: stackFrame(regs.SPName, push)}
+	}
+}
+
+// stackFrame is the Entry.Frame of a function probe: the stack pointer,
+// push bytes below its value at the return.
+func stackFrame(sp string, push int) func(bool, syntax.Pos) syntax.Expr {
+	return func(ret bool, at syntax.Pos) syntax.Expr {
+		var x syntax.Expr = &syntax.Call{Typed: syntax.Typed{Pos: at}, Name: "u_register",
+			Args: []syntax.Expr{&syntax.StringLit{Typed: syntax.Typed{Pos: at}, Value: sp}}}
+		if ret && push != 0 {
+			x = &syntax.Binary{Typed: syntax.Typed{Pos: at}, Op: "-", X: x,
+				Y: &syntax.NumberLit{Typed: syntax.Typed{Pos: at}, Value: int64(push), Text: fmt.Sprint(push)}}
+		}
+		return x
+	}
 }
 
 // callingConvention tells how a function of obj finds its arguments:

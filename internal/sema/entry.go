@@ -13,8 +13,10 @@ import (
 // probe with @entry gets a companion probe on the entries it pairs with
 // (probes.Context.EntryOf, which the point's family answers: sys_enter_NAME
 // for sys_exit_NAME, the same calls on raw_syscalls:sys_enter for
-// syscall.*.return) that saves each X
-// in a global array keyed by thread; the return probe takes the value out
+// syscall.*.return, a uprobe on the function of a uretprobe) that saves
+// each X in a global array keyed by thread, and by the call's stack frame
+// where the family gives one (Entry.Frame: a user function's nested and
+// recursive calls each get their own values); the return probe takes the value out
 // (reads and deletes it) before its own body runs, and @entry(X) becomes
 // that value:
 //
@@ -96,12 +98,6 @@ func (e *elab) pairEntries() {
 			}
 			byFunction = true
 		}
-		keys := func() []syntax.Expr { // new nodes for each use
-			if byFunction {
-				return []syntax.Expr{tidCall(at), &syntax.Call{Typed: syntax.Typed{Pos: at}, Name: "__func_addr"}}
-			}
-			return []syntax.Expr{tidCall(at)}
-		}
 		pair := p.context.EntryOf()
 		if pair == nil {
 			if p.context.ArgsOfCall() {
@@ -110,6 +106,7 @@ func (e *elab) pairEntries() {
 			continue
 		}
 		e.pruneBeforePairing(p, pair.Context)
+		keys := entryKeys(pair, byFunction, at)
 		entry := &Probe{Point: p.Point, User: p.User, Name: pair.Name,
 			Family: p.Family, Args: map[string]syntax.Expr{}, Decl: p.Decl, Kernel: true,
 			Attach: pair.Context.Attach, context: pair.Context, origin: p.origin, userText: p.userText,
@@ -130,13 +127,13 @@ func (e *elab) pairEntries() {
 			if k == 0 { // a return whose entry was not seen does not run
 				takes = append(takes, &syntax.IfStmt{Pos: at, Then: &syntax.NextStmt{Pos: at},
 					Cond: &syntax.Unary{Typed: syntax.Typed{Pos: at}, Op: "!", X: &syntax.In{Typed: syntax.Typed{Pos: at},
-						Keys: keys(), Array: ident(saved, at)}}})
+						Keys: keys(true), Array: ident(saved, at)}}})
 			}
 			entry.Body.Stmts = append(entry.Body.Stmts, exprStmt(&syntax.Assign{Typed: syntax.Typed{Pos: at}, Op: "=",
-				LHS: element(saved, keys(), at), RHS: en.X}))
+				LHS: element(saved, keys(false), at), RHS: en.X}))
 			takes = append(takes,
-				exprStmt(&syntax.Assign{Typed: syntax.Typed{Pos: at}, Op: "=", LHS: ident(value, at), RHS: element(saved, keys(), at)}),
-				&syntax.DeleteStmt{Pos: at, Target: element(saved, keys(), at)})
+				exprStmt(&syntax.Assign{Typed: syntax.Typed{Pos: at}, Op: "=", LHS: ident(value, at), RHS: element(saved, keys(true), at)}),
+				&syntax.DeleteStmt{Pos: at, Target: element(saved, keys(true), at)})
 			k++
 			return ident(value, at)
 		})
@@ -146,6 +143,24 @@ func (e *elab) pairEntries() {
 			p.Body = beforeUserBody(p.Body, takes)
 		}
 		e.prog.Probes = append(e.prog.Probes, entry)
+	}
+}
+
+// entryKeys gives the keys of the arrays that carry the @entry values
+// of a return probe paired with entry pair, new nodes for each use, at
+// the entry (ret false) or the return: the thread, the function where
+// the returns of a set share the arrays (byFunction), the call's frame
+// where the family tells a thread's calls in progress apart.
+func entryKeys(pair *probes.Entry, byFunction bool, at syntax.Pos) func(ret bool) []syntax.Expr {
+	return func(ret bool) []syntax.Expr {
+		k := []syntax.Expr{tidCall(at)}
+		if byFunction {
+			k = append(k, &syntax.Call{Typed: syntax.Typed{Pos: at}, Name: "__func_addr"})
+		}
+		if pair.Frame != nil {
+			k = append(k, pair.Frame(ret, at))
+		}
+		return k
 	}
 }
 
