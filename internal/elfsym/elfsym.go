@@ -58,6 +58,24 @@ type Object struct {
 	// PLT are the stubs of its procedure linkage table, each named after
 	// the function it calls (plt.go), in address order.
 	PLT []Func
+	// Go: the object is built by Go's toolchain (goSections), whose
+	// goroutines run on stacks the runtime moves as they grow.
+	Go bool
+}
+
+// goSections are the sections only Go's linker writes: the build
+// information runtime/debug reads (Go 1.13 on, kept by strip), the build
+// ID note, the PC-value table of the runtime's symbolizer.
+var goSections = []string{".go.buildinfo", ".note.go.buildid", ".gopclntab"}
+
+// isGo tells whether f was built by Go's toolchain (Object.Go).
+func isGo(f *elf.File) bool {
+	for _, name := range goSections {
+		if f.Section(name) != nil {
+			return true
+		}
+	}
+	return false
 }
 
 // Open reads the function table of the ELF file at path.
@@ -70,7 +88,7 @@ func Open(path string) (*Object, error) {
 	if f.Type != elf.ET_EXEC && f.Type != elf.ET_DYN {
 		return nil, fmt.Errorf("%s is an ELF %s, neither an executable nor a shared library", path, f.Type)
 	}
-	o := &Object{Path: path, Dynamic: f.Type == elf.ET_DYN, Base: ^uint64(0), Machine: f.Machine, Class: f.Class}
+	o := &Object{Path: path, Dynamic: f.Type == elf.ET_DYN, Base: ^uint64(0), Machine: f.Machine, Class: f.Class, Go: isGo(f)}
 	var loads []*elf.Prog
 	for _, p := range f.Progs {
 		if p.Type == elf.PT_LOAD {

@@ -154,6 +154,9 @@ func functionProbes(k KernelInfo, p *Point, prologue *syntax.Block, obj *elfsym.
 	if err != nil {
 		return nil, err
 	}
+	if ret && obj.Go {
+		return nil, goReturns(p, obj.Path)
+	}
 	var entrySet *attach.Set // the entries a set's returns pair with share a link of their own
 	if set != nil && ret {
 		entrySet = &attach.Set{}
@@ -183,6 +186,17 @@ func functionProbes(k KernelInfo, p *Point, prologue *syntax.Block, obj *elfsym.
 	}
 	out[0].Plan = uprobePlan(p, kind, obj.Path, fns)
 	return out, nil
+}
+
+// goReturns refuses return point p on path, a Go program: the runtime
+// copies a goroutine's stack elsewhere when it grows, return address and
+// all, so that the address a uretprobe plants there (the kernel's
+// trampoline) is no longer where the kernel looks for it, and the
+// program dies of SIGILL or SIGSEGV when the function returns.
+func goReturns(p *Point, path string) error {
+	return errorf("cannot probe %s: %s is a Go program, "+
+		"and Go moves a goroutine's stack as it grows, which breaks the return address a uretprobe plants (the program would die of SIGILL); "+
+		"probe the function's entry instead", p.Name(), path)
 }
 
 // uprobeEntry is the hook that gives the entries the @entry of return
