@@ -114,9 +114,23 @@ func (c *Context) Assign(name string, guru bool) string {
 // -g; WriteRefusedGuru bpftap's with it.
 const (
 	WriteRefused     = "write to target variable not permitted"
-	WriteRefusedGuru = WriteRefused + ": bpftap never writes the kernel's memory or registers " +
-		"(a BPF program cannot; stap -g does it with a kernel module)"
+	WriteRefusedGuru = WriteRefused + ": " + guruWriteReason
 )
+
+// guruWriteReason is why bpftap refuses even with -g a write stap's guru
+// mode makes.
+const guruWriteReason = "bpftap never writes the kernel's memory or registers " +
+	"(a BPF program cannot; stap -g does it with a kernel module)"
+
+// RefuseWrite is the refusal msg of a write through a typed pointer (@cast,
+// an autocast): stap's, which asks for -g, without guru; bpftap's reason
+// with it.
+func RefuseWrite(msg string, guru bool) string {
+	if guru {
+		return msg + ": " + guruWriteReason
+	}
+	return msg + "; need stap -g"
+}
 
 // ArgsOfCall tells whether the point fires as a call returns with the
 // arguments the call was entered with: there @entry of an expression of

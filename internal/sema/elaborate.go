@@ -175,6 +175,7 @@ func Elaborate(user []*syntax.File, opts Options) (*Program, error) {
 	e.pairEntries()
 	e.resolveAll()
 	e.resolveAutocasts()
+	e.checkCastWrites()
 	if !e.rep.failed() {
 		e.inlineConditions()
 	}

@@ -91,3 +91,21 @@ func (e *elab) checkContextWrites(ctx *probes.Context, body *syntax.Block) {
 		return true
 	})
 }
+
+// checkCastWrites reports each assignment through a @cast or an autocast,
+// which stap refuses in pass 2 without -g (at the @cast, at an autocast's
+// first '->') and makes with it; bpftap never writes the kernel's memory,
+// so it refuses them either way, with the reason under -g.
+func (e *elab) checkCastWrites() {
+	for _, b := range e.bodiesByName() {
+		syntax.Walk(b, func(n syntax.Node) bool {
+			switch x := assignTarget(n).(type) {
+			case *syntax.Cast:
+				e.rep.errorAt("lvalue", x, probes.RefuseWrite("write to @cast context variable not permitted", e.opts.Guru))
+			case *syntax.Autocast:
+				e.rep.errorAt("lvalue", x, probes.RefuseWrite("write not permitted", e.opts.Guru))
+			}
+			return true
+		})
+	}
+}
