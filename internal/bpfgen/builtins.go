@@ -97,8 +97,7 @@ func kernelBuiltins() map[string]builtinCode {
 		"user_buffer_quoted_error":   strCode((*gen).bufferQuoted),
 		"__kernel_buffer_hex":        strCode((*gen).kernelBufferHex),
 	}
-	for name, form := range map[string]StackForm{"backtrace": KernelHex, "sprint_backtrace": KernelText,
-		"ubacktrace": UserHex, "sprint_ubacktrace": UserText} {
+	for name, form := range stackForms {
 		codes[name] = strCode(func(g *gen, _ *syntax.Call) value { return g.stackToken(form) })
 	}
 	for name, form := range map[string]SymForm{"usymname": SymName, "usymdata": SymData, "umodname": SymModule} {

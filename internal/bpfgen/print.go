@@ -87,6 +87,10 @@ func (g *gen) printArg(a syntax.Expr, out *Output, where *[]int) {
 				g.printLong(func() { g.emit(asm.FnGetCurrentPidTgid.Call(), asm.RSh.Imm(asm.R0, 32)) }, out, where)
 			}
 			for _, x := range c.Args {
+				if v, ok := g.wholeStack(c, x); ok {
+					g.printStr(v, out, where)
+					continue
+				}
 				g.printArg(x, out, where)
 			}
 			return
@@ -96,7 +100,11 @@ func (g *gen) printArg(a syntax.Expr, out *Output, where *[]int) {
 		g.printLong(func() { g.long(a) }, out, where)
 		return
 	}
-	v := g.str(a)
+	g.printStr(g.str(a), out, where)
+}
+
+// printStr adds a string field to the record out: the string v.
+func (g *gen) printStr(v value, out *Output, where *[]int) {
 	field := ArgField{Offset: out.Size, Width: v.width}
 	*where = append(*where, v.off)
 	out.Args = append(out.Args, field)

@@ -2,6 +2,7 @@ package bpfgen
 
 import (
 	"github.com/bpftap/bpftap/internal/probes/attach"
+	"github.com/bpftap/bpftap/internal/sema"
 	"github.com/bpftap/bpftap/internal/syntax"
 	"github.com/bpftap/bpftap/internal/target"
 	"github.com/cilium/ebpf"
@@ -144,14 +145,41 @@ const (
 	KernelText StackForm = 'K' // sprint_backtrace(): a line per frame
 	UserHex    StackForm = 'u' // ubacktrace()
 	UserText   StackForm = 'U' // sprint_ubacktrace()
+	// backtrace() and ubacktrace() as a Text builtin's argument
+	// (print_backtrace's, print_ubacktrace's lines): every frame, whose
+	// text is never cut at MAXSTRINGLEN, as stap prints a whole stack.
+	KernelWhole StackForm = 'w'
+	UserWhole   StackForm = 'x'
 )
 
 // User tells whether the form is of a user-space stack.
-func (f StackForm) User() bool { return f == UserHex || f == UserText }
+func (f StackForm) User() bool { return f == UserHex || f == UserText || f == UserWhole }
+
+// Whole tells whether the form's text is every frame, never cut.
+func (f StackForm) Whole() bool { return f == KernelWhole || f == UserWhole }
 
 // The bytes that name the form of a token of a stack kept by value,
 // whose id is in kernelStore or userStore.
-var storedForms = map[StackForm]byte{KernelHex: 't', KernelText: 'T', UserHex: 'v', UserText: 'V'}
+var storedForms = map[StackForm]byte{KernelHex: 't', KernelText: 'T', UserHex: 'v', UserText: 'V',
+	KernelWhole: 'W', UserWhole: 'X'}
+
+// stackForms are the builtins that return a stack token, by the form of
+// its text.
+var stackForms = map[string]StackForm{"backtrace": KernelHex, "sprint_backtrace": KernelText,
+	"ubacktrace": UserHex, "sprint_ubacktrace": UserText}
+
+// wholeForms are the forms of stack tokens a Text builtin takes.
+var wholeForms = map[StackForm]StackForm{KernelHex: KernelWhole, UserHex: UserWhole}
+
+// wholeStack compiles x, an argument of c, when c takes it whole
+// (sema.WholeStack): a token of the whole stack.
+func (g *gen) wholeStack(c *syntax.Call, x syntax.Expr) (value, bool) {
+	if !sema.WholeStack(c, x) {
+		return value{}, false
+	}
+	form := wholeForms[stackForms[x.(*syntax.Call).Name]]
+	return g.stackToken(form), true
+}
 
 // storedByte is the byte naming form f in a token of a stack kept by
 // value.

@@ -34,12 +34,16 @@ import (
 // MAXSTRINGLEN-1 bytes and at their first NUL byte, in place. A format error
 // is reported as a run-time error at the argument, as in a user-side probe.
 func (in *Interp) KernelPrint(call *syntax.PrintCall, args []format.Arg) {
-	if !in.receive(args) {
+	if !in.receive() {
 		return
 	}
 	defer in.mu.Unlock()
 	if len(in.captures) > 0 && in.captures[call] { // no map lookup per record when nothing is captured
 		args = in.captured(call.Args, args)
+	} else {
+		for i := range args {
+			args[i].Str = in.clip(args[i].Str)
+		}
 	}
 	if err := protect(func() { in.emit(call, nil, args) }); err != nil {
 		in.flush()
@@ -47,18 +51,14 @@ func (in *Interp) KernelPrint(call *syntax.PrintCall, args []format.Arg) {
 	}
 }
 
-// receive takes the session's lock for a kernel record and cuts its
-// strings (args) as KernelPrint says; it tells whether the record is to
-// be handled, and releases the lock when it is not (the session stopped
-// in error).
-func (in *Interp) receive(args []format.Arg) bool {
+// receive takes the session's lock for a kernel record; it tells whether
+// the record is to be handled, and releases the lock when it is not (the
+// session stopped in error).
+func (in *Interp) receive() bool {
 	in.mu.Lock()
 	if in.state == stateError {
 		in.mu.Unlock()
 		return false
-	}
-	for i := range args {
-		args[i].Str = in.clip(args[i].Str)
 	}
 	return true
 }
@@ -69,7 +69,7 @@ func (in *Interp) receive(args []format.Arg) bool {
 // runs at once, as it would at the end of a user-side handler. An
 // argument calling a Captured builtin is computed here, as for a print.
 func (in *Interp) KernelCall(call *syntax.Call, args []format.Arg) {
-	if !in.receive(args) {
+	if !in.receive() {
 		return
 	}
 	defer in.mu.Unlock()
@@ -90,22 +90,28 @@ func (in *Interp) KernelCall(call *syntax.Call, args []format.Arg) {
 // captured computes the arguments exprs of a print-family call from the
 // values a kernel probe sent: the value of an argument, or the values of
 // the arguments of a Captured builtin's call, which is made here as a
-// user-side probe would make it.
+// user-side probe would make it. A string is cut at MAXSTRINGLEN, but for
+// a stack the call takes whole (sema.WholeStack).
 func (in *Interp) captured(exprs []syntax.Expr, values []format.Arg) []format.Arg {
 	args := make([]format.Arg, len(exprs))
 	for i, e := range exprs {
 		var v Value
-		v, values = in.capturedValue(e, values)
+		v, values = in.capturedValue(e, values, false)
 		args[i] = format.Arg(v)
 	}
 	return args
 }
 
-// capturedValue computes e from the first of values, returning the rest.
-func (in *Interp) capturedValue(e syntax.Expr, values []format.Arg) (Value, []format.Arg) {
+// capturedValue computes e from the first of values, returning the rest;
+// whole keeps a string value uncut.
+func (in *Interp) capturedValue(e syntax.Expr, values []format.Arg, whole bool) (Value, []format.Arg) {
 	c, ok := e.(*syntax.Call)
 	if !ok || !isCaptured(c) {
-		return Value(values[0]), values[1:]
+		v := Value(values[0])
+		if !whole {
+			v.Str = in.clip(v.Str)
+		}
+		return v, values[1:]
 	}
 	pid := 0
 	if sema.Builtin(c).InProcess {
@@ -113,7 +119,7 @@ func (in *Interp) capturedValue(e syntax.Expr, values []format.Arg) (Value, []fo
 	}
 	args := make([]Value, len(c.Args))
 	for i, a := range c.Args {
-		args[i], values = in.capturedValue(a, values)
+		args[i], values = in.capturedValue(a, values, sema.WholeStack(c, a))
 	}
 	v := in.callBuiltinIn(c, args, pid)
 	if !isText(c) {

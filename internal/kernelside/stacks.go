@@ -24,7 +24,8 @@ import (
 // so that a key the interpreter looks up again (foreach, then s[k])
 // finds the kernel's element; the others with that text are found
 // through the array's keys (keys.go). Like stap's backtrace() a stack's
-// text is cut at MAXSTRINGLEN, and so is the whole string's.
+// text is cut at MAXSTRINGLEN, and so is the whole string's, but for a
+// whole stack's (bpfgen.StackForm.Whole: print_backtrace's frames).
 type stackTexts struct {
 	m        *ebpf.Map // StackMap, nil when no program takes stacks
 	buildIDs *ebpf.Map // BuildIDStackMap, nil when no program takes user stacks
@@ -57,7 +58,7 @@ func (st *stackTexts) expand(s string) string {
 		return t
 	}
 	var b strings.Builder
-	found := false
+	found, whole := false, false
 	for rest := s; rest != ""; {
 		i := strings.IndexByte(rest, 0x1b)
 		if i < 0 {
@@ -65,14 +66,17 @@ func (st *stackTexts) expand(s string) string {
 			break
 		}
 		b.WriteString(rest[:i])
-		t, n, ok := st.tokenText(rest[i:])
+		t, n, ok, w := st.tokenText(rest[i:])
 		b.WriteString(t)
-		rest, found = rest[i+n:], found || ok
+		rest, found, whole = rest[i+n:], found || ok, whole || w
 	}
 	if !found {
 		return s
 	}
-	t := cut(b.String(), st.maxStr-1)
+	t := b.String()
+	if !whole {
+		t = cut(t, st.maxStr-1)
+	}
 	st.text[s] = t
 	if _, taken := st.tokens[t]; !taken {
 		st.tokens[t] = s
@@ -81,14 +85,15 @@ func (st *stackTexts) expand(s string) string {
 }
 
 // tokenText is the text of the token at the start of s and its length;
-// ok is false when no token starts there (the ESC byte is then itself).
-func (st *stackTexts) tokenText(s string) (text string, n int, ok bool) {
+// ok is false when no token starts there (the ESC byte is then itself);
+// whole tells that the text is a whole stack, which nothing cuts.
+func (st *stackTexts) tokenText(s string) (text string, n int, ok, whole bool) {
 	if tok, ok := bpfgen.ParseSymToken(s); ok && st.syms {
-		return symbolText(tok), bpfgen.SymTokenLen, true
+		return symbolText(tok), bpfgen.SymTokenLen, true, false
 	}
 	tok, ok := bpfgen.ParseStackToken(s)
 	if !ok || st.m == nil && st.tasks == nil {
-		return s[:1], 1, false
+		return s[:1], 1, false, false
 	}
 	switch {
 	case !tok.Valid:
@@ -99,7 +104,7 @@ func (st *stackTexts) tokenText(s string) (text string, n int, ok bool) {
 	default:
 		text = st.render(tok.Form, frames(st.m, tok.ID))
 	}
-	return text, tok.Len(), true
+	return text, tok.Len(), true, tok.Form.Whole()
 }
 
 // symbolText is the text of a symbol token: the symbol of its build-id
@@ -218,15 +223,15 @@ func (st *stackTexts) userFrames(tok bpfgen.StackToken) []userFrame {
 }
 
 // renderUser is the text of a user stack in form, cut at MAXSTRINGLEN
-// (the lines of sprint_ubacktrace() whole).
+// (the lines of sprint_ubacktrace() whole) unless the form is whole.
 func (st *stackTexts) renderUser(form bpfgen.StackForm, frames []userFrame) string {
 	addrs := make([]uint64, len(frames))
 	symbols := make(map[uint64]userFrame, len(frames))
 	for i, f := range frames {
 		addrs[i], symbols[f.addr] = f.addr, f
 	}
-	if form == bpfgen.UserHex {
-		return cut(ksym.Lines(addrs, func(a uint64) string { return usym.Hex(a) + " " }, 0), st.maxStr-1)
+	if form != bpfgen.UserText {
+		return st.cutUnlessWhole(form, ksym.Lines(addrs, func(a uint64) string { return usym.Hex(a) + " " }, 0))
 	}
 	return ksym.Lines(addrs, func(a uint64) string {
 		f := symbols[a]
@@ -234,14 +239,22 @@ func (st *stackTexts) renderUser(form bpfgen.StackForm, frames []userFrame) stri
 	}, st.maxStr-1)
 }
 
-// render is the text of a kernel stack in form, cut at MAXSTRINGLEN.
+// render is the text of a kernel stack in form, cut at MAXSTRINGLEN
+// unless the form is whole.
 func (st *stackTexts) render(form bpfgen.StackForm, addrs []uint64) string {
-	limit := st.maxStr - 1
 	addrs = ksym.Kernel().TrimTracing(addrs)
 	if form == bpfgen.KernelText {
-		return ksym.Lines(addrs, ksym.Kernel().SimpleLine, limit)
+		return ksym.Lines(addrs, ksym.Kernel().SimpleLine, st.maxStr-1)
 	}
-	return cut(ksym.HexList(addrs), limit)
+	return st.cutUnlessWhole(form, ksym.HexList(addrs))
+}
+
+// cutUnlessWhole cuts t at MAXSTRINGLEN unless form is whole.
+func (st *stackTexts) cutUnlessWhole(form bpfgen.StackForm, t string) string {
+	if form.Whole() {
+		return t
+	}
+	return cut(t, st.maxStr-1)
 }
 
 // cut cuts t to limit bytes.

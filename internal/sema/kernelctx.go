@@ -197,6 +197,18 @@ func Builtin(c *syntax.Call) *tapset.Builtin {
 	return tapset.Builtins[c.Func.Builtin]
 }
 
+// WholeStack tells whether x, an argument of c, is a stack c takes whole:
+// backtrace() or ubacktrace() given to a Text builtin (print_backtrace's
+// and print_ubacktrace's lines). Its text is never cut at MAXSTRINGLEN,
+// as stap prints every frame of a stack.
+func WholeStack(c *syntax.Call, x syntax.Expr) bool {
+	s, ok := x.(*syntax.Call)
+	if b := Builtin(c); b == nil || !b.Text || !ok || Builtin(s) == nil {
+		return false
+	}
+	return s.Name == "backtrace" || s.Name == "ubacktrace"
+}
+
 // RefusalNode is the node a refusal of n blames: the pattern of a regular
 // expression match (which cannot become an automaton), else n.
 func RefusalNode(n syntax.Node) syntax.Node {
