@@ -159,6 +159,19 @@ func (g *gen) syscallArg(c *syntax.Call, signed bool) {
 	g.popStack(16)
 }
 
+// syscallReturnval leaves in R0 the value of the system call the thread
+// returns from: its user registers' return register (rax, x0), where the
+// kernel stores the value before the exit events fire.
+func (g *gen) syscallReturnval(c *syntax.Call) {
+	slot := g.pushSlot()
+	g.emit(asm.Mov.Imm(asm.R0, 0), asm.StoreMem(asm.R10, slot, asm.R0, asm.DWord))
+	if g.userRegs(c, slot) {
+		g.emit(asm.Mov.Imm(regRec, 1))
+		g.readRegister([]int{g.m.regs().Return}, slot)
+	}
+	g.popStack(8)
+}
+
 // userRegs leaves in R0 the address of the current thread's user
 // registers: bpf_task_pt_regs's (Linux 5.15), or before it the struct
 // pt_regs at the top of the thread's kernel stack, where the kernel saves
@@ -241,11 +254,16 @@ func (g *gen) registerRead(c *syntax.Call) {
 	}
 }
 
-// returnval compiles returnval(): rax, or on fexit the return value's word.
+// returnval compiles returnval(): rax, or on fexit the return value's word,
+// or at a system call's exit the call's value.
 func (g *gen) returnval(c *syntax.Call) {
 	if a := g.ownProbe().Attach; a != nil && a.Func != nil && a.Func.Return != nil && !a.Regs {
 		// fexit: the return value is the context's word after the arguments
 		g.emit(asm.LoadMem(asm.R0, regCtx, int16(a.Func.Return.Offset), asm.DWord))
+		return
+	}
+	if g.syscallProbe() && g.ownProbe().Attach.SyscallExit() {
+		g.syscallReturnval(c)
 		return
 	}
 	if !g.registerProbe() {

@@ -10,6 +10,7 @@ package attach
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/bpftap/bpftap/internal/kernel"
 )
@@ -243,6 +244,12 @@ type NetHook struct {
 // Verdict is what a program's return value decides (Point.Verdict).
 type Verdict struct {
 	Default, Max int32
+}
+
+// SyscallExit tells whether p fires as a system call returns:
+// raw_syscalls:sys_exit or a syscalls:sys_exit_NAME event.
+func (p *Point) SyscallExit() bool {
+	return p.Syscall && (p.Event == "sys_exit" || strings.HasPrefix(p.Event, "sys_exit_"))
 }
 
 // Target names what p attaches to, for messages: "sched:sched_switch",
