@@ -2,6 +2,8 @@ package probes
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/bpftap/bpftap/internal/kernel"
@@ -67,6 +69,10 @@ type Context struct {
 	// refused when the probe is compiled (a BPF program writes no kernel
 	// memory).
 	assign func(name string, guru bool) string
+	// aliases are other names of the point's arguments, by name without
+	// the `$`: a system call's return has its $ret as $return too, as
+	// stap's syscall tapset gives it (syscallReturnAliases).
+	aliases map[string]string
 	// argsOfCall: the point fires as a call returns and its arguments are
 	// those the call was entered with (returnEvents).
 	argsOfCall bool
@@ -208,7 +214,7 @@ func (c *Context) Var(x *syntax.TargetVar) (*Access, *ContextError) {
 	if err := c.loadFields(); err != nil {
 		return nil, err
 	}
-	i, p, ok := c.Attach.Arg(strings.TrimPrefix(x.Name, "$"))
+	i, p, ok := c.Attach.Arg(c.argName(x.Name))
 	switch {
 	case (!ok || strings.HasPrefix(x.Name, "$$")) && c.Attach.Provider != "":
 		return nil, ctxErr(-1, "unable to find marker argument '%s' (alternatives: %s)", x.Name, strings.Join(c.names(), ", "))
@@ -247,6 +253,15 @@ func (c *Context) Var(x *syntax.TargetVar) (*Access, *ContextError) {
 	return a, cerr
 }
 
+// argName is the name of the argument $name reads.
+func (c *Context) argName(name string) string {
+	name = strings.TrimPrefix(name, "$")
+	if alias, ok := c.aliases[name]; ok {
+		return alias
+	}
+	return name
+}
+
 // names lists the variables of the attach point for "alternatives".
 func (c *Context) names() []string {
 	var names []string
@@ -254,6 +269,9 @@ func (c *Context) names() []string {
 		if !p.Hidden {
 			names = append(names, "$"+p.Name)
 		}
+	}
+	for _, alias := range slices.Sorted(maps.Keys(c.aliases)) {
+		names = append(names, "$"+alias)
 	}
 	return append(names, "$$name", "$$parms", "$$vars")
 }

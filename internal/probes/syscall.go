@@ -156,6 +156,7 @@ func syscallEvent(k KernelInfo, p *Point, name string, ret bool) (*Point, error)
 	text := fmt.Sprintf("name = %q\n", name)
 	if ret {
 		q.Context.entry = func() *Entry { return eventEntry(k, syscallEnter+eventName(name)) }
+		q.Context.aliases = syscallReturnAliases
 		text += returnLocals
 	} else {
 		if err := q.Context.loadFields(); err != nil {
@@ -167,6 +168,10 @@ func syscallEvent(k KernelInfo, p *Point, name string, ret bool) (*Point, error)
 	q.Prologue = prologue
 	return &q, err
 }
+
+// syscallReturnAliases are the other names of a return's arguments:
+// $return is $ret, the call's value, as in stap's syscall tapset.
+var syscallReturnAliases = map[string]string{"return": "ret"}
 
 // returnLocals are the locals of every return.
 const returnLocals = "retval = $ret\nretstr = return_str(1, retval)\n"
@@ -187,7 +192,7 @@ func expandReturns(k KernelInfo, p *Point, names []string) ([]*Point, []string, 
 	q := *p
 	q.Names = nil
 	q.Components = traceComponents(p.Components[0], "raw_syscalls:sys_exit")
-	q.Context = &Context{kernel: k, Attach: a, entry: func() *Entry { return rawEntries(k, nrs) }}
+	q.Context = &Context{kernel: k, Attach: a, entry: func() *Entry { return rawEntries(k, nrs) }, aliases: syscallReturnAliases}
 	text := fmt.Sprintf("__syscall_nr = __syscall_native_nr($regs->%[1]s)\nif (!(%[2]s)) next\nname = %[3]ssyscall_name($regs->%[1]s)\n%[4]s",
 		syscallNrRegister(), syscallSet(nrs, "__syscall_nr"), renames(), returnLocals)
 	prologue, err := parsePrologue("syscall.*.return", text)
@@ -442,7 +447,7 @@ func (c *Context) SyscallReturns() *Context {
 	if a == nil {
 		return nil
 	}
-	return &Context{kernel: c.kernel, Attach: a}
+	return &Context{kernel: c.kernel, Attach: a, aliases: c.aliases}
 }
 
 // CompatSyscalls tells whether the kernel makes 32-bit (compat) system

@@ -142,7 +142,7 @@ func (e *elab) compatTwin(p *Probe) (*Probe, int) {
 	}
 	nr, ok := probes.SyscallNumber(a.Event)
 	ret := strings.HasPrefix(a.Event, "sys_exit_")
-	if !ok || !syscallFamily(p) || ret && (hasEntry(p.Body) || readsContextBut(p.Body, "$ret")) {
+	if !ok || !syscallFamily(p) || ret && (hasEntry(p.Body) || readsContextBut(p.Body, "$ret", "$return")) {
 		return nil, 0
 	}
 	wide := p.context.SyscallReturns()
@@ -177,12 +177,12 @@ func syscallFamily(p *Probe) bool {
 	return ok && inTapset(prologue)
 }
 
-// readsContextBut tells whether n reads a context variable other than name.
-func readsContextBut(n syntax.Node, name string) bool {
+// readsContextBut tells whether n reads a context variable other than names.
+func readsContextBut(n syntax.Node, names ...string) bool {
 	return syntax.Any(n, func(n syntax.Node) bool {
 		switch n := n.(type) {
 		case *syntax.TargetVar:
-			return n.Name != name || len(n.Components) > 0
+			return !slices.Contains(names, n.Name) || len(n.Components) > 0
 		case *syntax.Cast:
 			return true
 		}
