@@ -36,6 +36,11 @@ type Regs struct {
 	// SyscallNrMember its member in the kernel's struct pt_regs.
 	SyscallNr       int
 	SyscallNrMember string
+	// SyscallPrefix starts the names of the functions the system call
+	// table calls, each "sys_" and the name of the call's SYSCALL_DEFINE
+	// (Linux 4.17's syscall wrappers, which take the registers):
+	// "__x64_sys_openat"; probefunc() of a system call probe names it.
+	SyscallPrefix string
 	// Return, IP and SP are the offsets of the return value, the
 	// instruction pointer and the stack pointer.
 	Return, IP, SP int
@@ -106,7 +111,7 @@ var X86_64 = func() *Regs {
 	return &Regs{Name: "x86_64", Registers: regs,
 		FuncArgs:    at("rdi", "rsi", "rdx", "rcx", "r8", "r9"),
 		SyscallArgs: at("rdi", "rsi", "rdx", "r10", "r8", "r9"),
-		SyscallNr:   regs["orig_rax"].Offset, SyscallNrMember: "orig_ax",
+		SyscallNr:   regs["orig_rax"].Offset, SyscallNrMember: "orig_ax", SyscallPrefix: "__x64_",
 		Return: regs["rax"].Offset, IP: regs["rip"].Offset, SP: regs["rsp"].Offset,
 		SPName: "rsp", CallPush: 8,
 		Mode: regs["xcs"].Offset, ModeMask: 3, ModeUser: 3,
@@ -130,7 +135,7 @@ var ARM64 = func() *Regs {
 		return offsets
 	}
 	return &Regs{Name: "arm64", Registers: regs, FuncArgs: first(8), SyscallArgs: first(6),
-		SyscallNr: regs["syscallno"].Offset, SyscallNrMember: "syscallno",
+		SyscallNr: regs["syscallno"].Offset, SyscallNrMember: "syscallno", SyscallPrefix: "__arm64_",
 		Return: regs["x0"].Offset, IP: regs["pc"].Offset, SP: regs["sp"].Offset,
 		SPName: "sp", CallPush: 0,
 		Mode: regs["pstate"].Offset, ModeMask: 0xf, ModeUser: 0, ThreadSize: 16 << 10}

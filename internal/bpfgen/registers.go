@@ -1,6 +1,7 @@
 package bpfgen
 
 import (
+	"github.com/bpftap/bpftap/internal/probes"
 	"github.com/bpftap/bpftap/internal/syntax"
 	"github.com/bpftap/bpftap/internal/tapset"
 	"github.com/bpftap/bpftap/internal/target"
@@ -276,7 +277,8 @@ func (g *gen) returnval(c *syntax.Call) {
 	}
 }
 
-// probefunc compiles probefunc(): a function probe's function; in a perf
+// probefunc compiles probefunc(): a function probe's function; in a
+// system call probe of one call the kernel function that serves it; in a perf
 // event's probe, as stap, symname(addr()) of the interrupted instruction
 // (the kernel's function, or a user address in hex); elsewhere stap's
 // symname(addr()) of a probe without registers, "0x0".
@@ -284,8 +286,23 @@ func (g *gen) probefunc(*syntax.Call) value {
 	switch a := g.ownProbe().Attach; {
 	case a != nil && a.Func != nil:
 		return g.pointText(columnName, a.Func.Name)
+	case g.syscallFunction() != "":
+		return g.strLit(g.syscallFunction())
 	case g.sampledRegs():
 		return g.symbolName(func() { g.addr(nil) })
 	}
 	return g.strLit("0x0")
+}
+
+// syscallFunction is the kernel function of the one system call the
+// running probe serves (probes.SyscallFunction), "" for none: a probe of
+// the syscall family on the call's own trace event, or joined to a merged
+// program behind a test of the call's number. (A merged program's probe
+// keeps the point of its first call, which it does not stand for alone.)
+func (g *gen) syscallFunction() string {
+	p := g.ownProbe()
+	if a := p.Attach; a == nil || !a.Syscall || a.System != "syscalls" && p.Joins == nil {
+		return ""
+	}
+	return probes.SyscallFunction(p.Script, g.m.regs())
 }

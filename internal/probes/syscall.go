@@ -571,3 +571,31 @@ func rawSyscalls(k KernelInfo, event string) (*attach.Point, error) {
 	}
 	return attachTracepoint(k, matched[0], false)
 }
+
+// syscallAliases are the families SystemTap reaches the system calls by,
+// all of them syscall here (tapset/syscalls.stp).
+var syscallAliases = []string{"syscall", "nd_syscall", "tp_syscall", "nd1_syscall", "nd2_syscall"}
+
+// SyscallFunction is the kernel function that serves the one system call
+// a probe point names as a script names it (syscall.openat,
+// nd_syscall.pread.return), as probefunc() gives it: the architecture's
+// prefix, "sys_" and the call's SYSCALL_DEFINE name, which is its trace
+// event's ("__x64_sys_pread64"). It is "" for a point of no single call
+// (syscall.*), or on an architecture bpftap has no table for.
+func SyscallFunction(script string, regs *arch.Regs) string {
+	if regs == nil || regs.SyscallPrefix == "" {
+		return ""
+	}
+	for _, family := range syscallAliases {
+		name, ok := strings.CutPrefix(script, family+".")
+		if !ok {
+			continue
+		}
+		name = strings.TrimSuffix(name, ".return")
+		if name == "" || strings.ContainsAny(name, "*?[{.") {
+			return ""
+		}
+		return regs.SyscallPrefix + "sys_" + eventName(name)
+	}
+	return ""
+}

@@ -1,0 +1,33 @@
+package probes
+
+import (
+	"testing"
+
+	"github.com/bpftap/bpftap/internal/arch"
+)
+
+// TestSyscallFunction checks the kernel function probefunc() names for
+// the points of one system call, per architecture, and none for a point
+// of many calls or an architecture without a table.
+func TestSyscallFunction(t *testing.T) {
+	for _, c := range []struct {
+		script string
+		regs   *arch.Regs
+		want   string
+	}{
+		{"syscall.openat", arch.X86_64, "__x64_sys_openat"},
+		{"syscall.openat.return", arch.X86_64, "__x64_sys_openat"},
+		{"nd_syscall.openat", arch.ARM64, "__arm64_sys_openat"},
+		{"nd2_syscall.openat.return", arch.ARM64, "__arm64_sys_openat"},
+		{"syscall.pread", arch.X86_64, "__x64_sys_pread64"},
+		{"syscall.stat.return", arch.X86_64, "__x64_sys_newstat"},
+		{"syscall.*", arch.X86_64, ""},
+		{"syscall.open*.return", arch.X86_64, ""},
+		{"kernel.trace(\"syscalls:sys_enter_openat\")", arch.X86_64, ""},
+		{"syscall.openat", nil, ""},
+	} {
+		if got := SyscallFunction(c.script, c.regs); got != c.want {
+			t.Errorf("SyscallFunction(%q, %v) = %q, want %q", c.script, c.regs != nil, got, c.want)
+		}
+	}
+}
