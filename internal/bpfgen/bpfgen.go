@@ -113,6 +113,8 @@ type Module struct {
 	Errors   []*ErrorSite
 	zeroSize int
 	syscalls bool // a program reads SyscallMap
+	// syscallFuncs: a program reads SyscallFuncMap
+	syscallFuncs bool
 	// syscallNative: a program reads SyscallNativeMap
 	syscallNative bool
 	stacks        bool // a program takes stacks into StackMap

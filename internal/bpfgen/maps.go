@@ -70,6 +70,9 @@ func (m *Module) Maps() []Map {
 	if m.syscalls {
 		maps = append(maps, Map{SyscallMap, syscallMapSpec()})
 	}
+	if m.syscallFuncs {
+		maps = append(maps, Map{SyscallFuncMap, m.syscallFuncMapSpec()})
+	}
 	if m.syscallNative {
 		maps = append(maps, Map{SyscallNativeMap, syscallNativeMapSpec()})
 	}

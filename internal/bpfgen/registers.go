@@ -278,16 +278,19 @@ func (g *gen) returnval(c *syntax.Call) {
 }
 
 // probefunc compiles probefunc(): a function probe's function; in a
-// system call probe of one call the kernel function that serves it; in a perf
+// system call probe the kernel function that serves the call (known when
+// the probe serves one call, else looked up by number); in a perf
 // event's probe, as stap, symname(addr()) of the interrupted instruction
 // (the kernel's function, or a user address in hex); elsewhere stap's
 // symname(addr()) of a probe without registers, "0x0".
-func (g *gen) probefunc(*syntax.Call) value {
+func (g *gen) probefunc(c *syntax.Call) value {
 	switch a := g.ownProbe().Attach; {
 	case a != nil && a.Func != nil:
 		return g.pointText(columnName, a.Func.Name)
 	case g.syscallFunction() != "":
 		return g.strLit(g.syscallFunction())
+	case g.syscallsByNumber():
+		return g.syscallFunctionByNumber(c)
 	case g.sampledRegs():
 		return g.symbolName(func() { g.addr(nil) })
 	}
@@ -305,4 +308,15 @@ func (g *gen) syscallFunction() string {
 		return ""
 	}
 	return probes.SyscallFunction(p.Script, g.m.regs())
+}
+
+// syscallsByNumber tells whether the running probe is a program of the
+// syscall family that serves many calls on a raw syscall tracepoint (the
+// merged syscall.*, syscall.*.return), on an architecture whose calls
+// bpftap can name.
+func (g *gen) syscallsByNumber() bool {
+	p := g.ownProbe()
+	a := p.Attach
+	return a != nil && a.Syscall && a.System == "raw_syscalls" && p.Joins == nil &&
+		(p.Family == "syscall" || probes.SyscallFamilyPoint(p.Script)) && probes.SyscallFunctions(g.m.regs()) != nil
 }

@@ -1,6 +1,7 @@
 package bpfgen
 
 import (
+	"github.com/bpftap/bpftap/internal/probes"
 	"github.com/bpftap/bpftap/internal/probes/attach"
 	"github.com/bpftap/bpftap/internal/syntax"
 	"github.com/bpftap/bpftap/internal/tapset"
@@ -23,6 +24,11 @@ import (
 // compat calls' names follow the native ones (at native count + number).
 const SyscallMap = "syscall_names"
 
+// SyscallFuncMap is the ARRAY, indexed by number, of the kernel
+// functions of the native system calls (probes.SyscallFunctions) that
+// probefunc() reads in a program serving many calls.
+const SyscallFuncMap = "syscall_funcs"
+
 // SyscallNativeMap is the ARRAY, indexed by compat number, of the native
 // number of each compat call (-1 for none) that __syscall_native_nr()
 // reads.
@@ -35,11 +41,17 @@ func syscallTable() (names []string, native, width int) {
 	names = tapset.SyscallNames(syntax.HostArch())
 	native = len(names)
 	names = append(names, tapset.CompatSyscallNames(syntax.HostArch())...)
-	width = 8
+	return names, native, slotWidth(names)
+}
+
+// slotWidth is the width of a slot that holds each of names with its
+// NUL, a multiple of 8.
+func slotWidth(names []string) int {
+	width := 8
 	for _, n := range names {
 		width = max(width, (len(n)+8)&^7)
 	}
-	return names, native, width
+	return width
 }
 
 // syscallName compiles syscall_name(nr): the name from SyscallMap (the
@@ -69,6 +81,34 @@ func (g *gen) syscallName(c *syntax.Call) value {
 	g.emit(asm.StoreMem(asm.R10, slot, asm.R0, asm.Word))
 	g.emit(emitLookup(SyscallMap, slot, done)...)
 	g.readStr(asm.FnProbeReadKernelStr, dst, func() { g.emit(asm.Mov.Reg(asm.R3, asm.R0)) }, width)
+	g.mark(done)
+	g.popStack(8)
+	return dst
+}
+
+// syscallFunctionByNumber compiles probefunc() in a program of the
+// syscall family that serves many calls: the kernel function of the call
+// the thread makes, by the number in its user registers, from
+// SyscallFuncMap. A compat call is named as the native call it is served
+// as (probes.SyscallFunctions has no compat functions); a number outside
+// the table gives "".
+func (g *gen) syscallFunctionByNumber(c *syntax.Call) value {
+	funcs := probes.SyscallFunctions(g.m.regs())
+	g.m.syscallFuncs = true
+	dst := g.strSlot(slotWidth(funcs))
+	done := g.newLabel("sysfunc")
+	slot := g.pushSlot()
+	g.emit(asm.StoreImm(regScratch, int16(dst.off), 0, asm.Byte),
+		asm.Mov.Imm(asm.R0, 0), asm.StoreMem(asm.R10, slot, asm.R0, asm.DWord))
+	if g.userRegs(c, slot) {
+		g.emit(asm.Mov.Imm(regRec, 1))
+		g.readRegister([]int{g.m.regs().SyscallNr}, slot)
+		g.nativeNr()
+		g.emit(asm.JGE.Imm(asm.R0, int32(len(funcs)), done), // unsigned: -1 too
+			asm.StoreMem(asm.R10, slot, asm.R0, asm.Word))
+		g.emit(emitLookup(SyscallFuncMap, slot, done)...)
+		g.readStr(asm.FnProbeReadKernelStr, dst, func() { g.emit(asm.Mov.Reg(asm.R3, asm.R0)) }, dst.width)
+	}
 	g.mark(done)
 	g.popStack(8)
 	return dst
@@ -159,8 +199,14 @@ func (g *gen) readCompat(off int) {
 // thread makes a compat call the native number of the compat call nr
 // (SyscallNativeMap), -1 when it has none.
 func (g *gen) syscallNativeNr(c *syntax.Call) {
-	native := tapset.NativeSyscallNumbers(syntax.HostArch())
 	g.long(c.Args[0])
+	g.nativeNr()
+}
+
+// nativeNr replaces the number of a call in R0 by its native number
+// (syscallNativeNr).
+func (g *gen) nativeNr() {
+	native := tapset.NativeSyscallNumbers(syntax.HostArch())
 	if native == nil {
 		return
 	}
@@ -184,13 +230,25 @@ func (g *gen) syscallNativeNr(c *syntax.Call) {
 
 // syscallMapSpec describes SyscallMap with its contents.
 func syscallMapSpec() *ebpf.MapSpec {
-	names, _, width := syscallTable()
-	spec := &ebpf.MapSpec{Name: "sysnames", Type: ebpf.Array, KeySize: 4,
-		ValueSize: uint32(width), MaxEntries: uint32(len(names))}
-	for nr, name := range names {
+	names, _, _ := syscallTable()
+	return stringArraySpec("sysnames", names)
+}
+
+// syscallFuncMapSpec describes SyscallFuncMap with its contents.
+func (m *Module) syscallFuncMapSpec() *ebpf.MapSpec {
+	return stringArraySpec("sysfuncs", probes.SyscallFunctions(m.regs()))
+}
+
+// stringArraySpec describes an ARRAY of strs by index, each in a
+// NUL-padded slot of slotWidth(strs) bytes.
+func stringArraySpec(name string, strs []string) *ebpf.MapSpec {
+	width := slotWidth(strs)
+	spec := &ebpf.MapSpec{Name: name, Type: ebpf.Array, KeySize: 4,
+		ValueSize: uint32(width), MaxEntries: uint32(len(strs))}
+	for i, s := range strs {
 		v := make([]byte, width)
-		copy(v, name)
-		spec.Contents = append(spec.Contents, ebpf.MapKV{Key: uint32(nr), Value: v})
+		copy(v, s)
+		spec.Contents = append(spec.Contents, ebpf.MapKV{Key: uint32(i), Value: v})
 	}
 	return spec
 }

@@ -68,13 +68,16 @@ var (
 func eventName(name string) string { return cmp.Or(stapEventNames[name], name) }
 
 // stapName is SystemTap's name of the call whose trace event is event's.
-func stapName(event string) string {
-	for stap, ev := range stapEventNames {
-		if ev == event {
-			return stap
+func stapName(event string) string { return keyOf(stapEventNames, event) }
+
+// keyOf is the key of m whose value is v, v itself when there is none.
+func keyOf(m map[string]string, v string) string {
+	for k, mv := range m {
+		if mv == v {
+			return k
 		}
 	}
-	return event
+	return v
 }
 
 // SyscallNames lists the system calls of the kernel k describes, sorted,
@@ -583,19 +586,52 @@ var syscallAliases = []string{"syscall", "nd_syscall", "tp_syscall", "nd1_syscal
 // event's ("__x64_sys_pread64"). It is "" for a point of no single call
 // (syscall.*), or on an architecture bpftap has no table for.
 func SyscallFunction(script string, regs *arch.Regs) string {
-	if regs == nil || regs.SyscallPrefix == "" {
+	name, ok := syscallPointName(script)
+	if !ok || regs == nil || regs.SyscallPrefix == "" || name == "" || strings.ContainsAny(name, "*?[{.") {
 		return ""
 	}
-	for _, family := range syscallAliases {
-		name, ok := strings.CutPrefix(script, family+".")
-		if !ok {
-			continue
-		}
-		name = strings.TrimSuffix(name, ".return")
-		if name == "" || strings.ContainsAny(name, "*?[{.") {
-			return ""
-		}
-		return regs.SyscallPrefix + "sys_" + eventName(name)
+	return syscallFunction(regs, name)
+}
+
+// SyscallFunctions lists by number the kernel functions of the native
+// system calls of regs's architecture (SyscallFunction's), "" in the
+// table's gaps; nil where bpftap has no table.
+func SyscallFunctions(regs *arch.Regs) []string {
+	if regs == nil || regs.SyscallPrefix == "" {
+		return nil
 	}
-	return ""
+	names := tapset.SyscallNames(regs.Name)
+	if names == nil {
+		return nil
+	}
+	funcs := make([]string, len(names))
+	for nr, name := range names {
+		if name != "" {
+			funcs[nr] = syscallFunction(regs, keyOf(tableNames, name))
+		}
+	}
+	return funcs
+}
+
+// SyscallFamilyPoint tells whether script names a point of the syscall
+// family or one of its aliases (syscall.*, nd_syscall.read.return).
+func SyscallFamilyPoint(script string) bool {
+	_, ok := syscallPointName(script)
+	return ok
+}
+
+// syscallPointName is what follows the family in a point of the syscall
+// family, .return left out.
+func syscallPointName(script string) (string, bool) {
+	for _, family := range syscallAliases {
+		if name, ok := strings.CutPrefix(script, family+"."); ok {
+			return strings.TrimSuffix(name, ".return"), true
+		}
+	}
+	return "", false
+}
+
+// syscallFunction is the kernel function of the call stap names name.
+func syscallFunction(regs *arch.Regs, name string) string {
+	return regs.SyscallPrefix + "sys_" + eventName(name)
 }

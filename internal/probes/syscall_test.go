@@ -31,3 +31,21 @@ func TestSyscallFunction(t *testing.T) {
 		}
 	}
 }
+
+// TestSyscallFunctions checks the functions of the table by number that
+// a program serving many calls reads, where the table's name is not the
+// call's SYSCALL_DEFINE name too, and that an architecture without a
+// table has none.
+func TestSyscallFunctions(t *testing.T) {
+	funcs := SyscallFunctions(arch.X86_64)
+	for nr, want := range map[int]string{0: "__x64_sys_read", 4: "__x64_sys_newstat", 17: "__x64_sys_pread64",
+		40: "__x64_sys_sendfile64", 63: "__x64_sys_newuname", 166: "__x64_sys_umount", 257: "__x64_sys_openat",
+		262: "__x64_sys_newfstatat"} {
+		if nr >= len(funcs) || funcs[nr] != want {
+			t.Errorf("function of x86_64 call %d: got %q, want %q", nr, funcs[nr], want)
+		}
+	}
+	if funcs := SyscallFunctions(arch.ARM64); funcs != nil {
+		t.Errorf("arm64 has no table of numbers here, got %d functions", len(funcs))
+	}
+}
