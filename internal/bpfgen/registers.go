@@ -263,7 +263,7 @@ func (g *gen) returnval(c *syntax.Call) {
 		g.emit(asm.LoadMem(asm.R0, regCtx, int16(a.Func.Return.Offset), asm.DWord))
 		return
 	}
-	if g.syscallProbe() && g.ownProbe().Attach.SyscallExit() {
+	if g.syscallProbe() && g.ownProbe().Attach.SyscallExit() && g.syscallFamily() {
 		g.syscallReturnval(c)
 		return
 	}
@@ -318,5 +318,13 @@ func (g *gen) syscallsByNumber() bool {
 	p := g.ownProbe()
 	a := p.Attach
 	return a != nil && a.Syscall && a.System == "raw_syscalls" && p.Joins == nil &&
-		(p.Family == "syscall" || probes.SyscallFamilyPoint(p.Script)) && probes.SyscallFunctions(g.m.regs()) != nil
+		g.syscallFamily() && probes.SyscallFunctions(g.m.regs()) != nil
+}
+
+// syscallFamily tells whether the running probe is one of the syscall
+// family's (or its aliases'), not a script's own tracepoint probe, where
+// stap's registers-only builtins have no registers to read.
+func (g *gen) syscallFamily() bool {
+	p := g.ownProbe()
+	return p.Family == "syscall" || probes.SyscallFamilyPoint(p.Script)
 }
