@@ -8,7 +8,7 @@ PREFIX ?= /usr/local
 BINDIR ?= $(PREFIX)/bin
 MANDIR ?= $(PREFIX)/share/man
 
-.PHONY: all bpftap bpftap-flamegraph install test test-guest vet fuzz clean
+.PHONY: all bpftap bpftap-flamegraph install test test-host test-guest vet fuzz clean
 
 all: bpftap bpftap-flamegraph
 
@@ -29,14 +29,32 @@ install: all
 vet:
 	$(GO) vet ./...
 
-# The whole suite: unit and end-to-end tests, the guest kernels' on their own
-# (emulated CPUs run slowly beside a busy host), then a short parser fuzzing run.
-# The end-to-end tests take 2 minutes on a quiet machine and more than 10 (go
-# test's default limit) on one running other suites.
-test: bpftap vet
-	$(GO) test -count=1 -timeout 30m $$($(GO) list ./... | grep -v /internal/guest$$)
-	$(MAKE) test-guest
-	$(MAKE) fuzz
+# The whole suite, in stages: go vet, every package's tests but the guests'
+# (test-host), the guest kernels' on their own (emulated CPUs run slowly beside a
+# busy host), then short fuzzing runs. Every stage runs even when one before it
+# failed, so that one run reports every failure (a host test failing does not
+# hide a guest's); make test then fails, naming the stages that did.
+TEST_STAGES = vet test-host test-guest fuzz
+
+test: bpftap
+	@failed=; for stage in $(TEST_STAGES); do \
+	  echo "=== make $$stage"; \
+	  $(MAKE) --no-print-directory $$stage || failed="$$failed $$stage"; \
+	done; \
+	if [ -n "$$failed" ]; then echo "make test: FAILED:$$failed"; exit 1; fi; \
+	echo "make test: every stage passed"
+
+# Unit and end-to-end tests of every package but internal/guest. They take 2
+# minutes on a quiet machine and more than 10 (go test's default limit) on one
+# running other suites. go test prints a package's result only once the packages
+# before it have ended; run through .ci/progress.go, each package's line shows
+# as it ends, each failed test's output as it fails, and a line a minute says
+# which packages still run, so that a slow run can be told from a hung one.
+test-host:
+	@status=$$(mktemp); \
+	{ $(GO) test -count=1 -timeout 30m -json $$($(GO) list ./... | grep -v /internal/guest$$); echo $$? >$$status; } | \
+	  $(GO) run .ci/progress.go; shown=$$?; \
+	tested=$$(cat $$status); rm -f $$status; [ "$$tested" = 0 ] && [ "$$shown" = 0 ]
 
 # Only the guest-kernel tests: Debian's 5.10, 6.1 and 6.12 booted under qemu with the
 # cases of testdata/guest and Go tests that need kprobes or fentry
@@ -56,11 +74,12 @@ test-guest:
 FUZZ_TARGETS = syntax:FuzzParse sema:FuzzElaborate format:FuzzFormat format:FuzzText format:FuzzStat regexdfa:FuzzStapSyntax output:FuzzJSONString
 
 fuzz:
-	@for t in $(FUZZ_TARGETS); do \
+	@failed=; for t in $(FUZZ_TARGETS); do \
 	  pkg=$${t%%:*}; name=$${t#*:}; \
 	  echo "fuzz $$pkg $$name"; \
-	  $(GO) test ./internal/$$pkg -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) || exit 1; \
-	done
+	  $(GO) test ./internal/$$pkg -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) || failed="$$failed $$t"; \
+	done; \
+	[ -z "$$failed" ] || { echo "fuzz: FAILED:$$failed"; exit 1; }
 
 clean:
 	rm -f bpftap bpftap-flamegraph
