@@ -67,7 +67,10 @@ func QEMU() (string, error) {
 // 4 minutes). no_timer_check: on a host busy enough to starve the
 // emulator, the kernel's check that the IO-APIC timer ticks during a short
 // delay loop failed, and it panicked ("IO-APIC + timer doesn't work!").
-func Boot(ctx context.Context, qemu string, img *Image, initrd, dir string, qemuArgs ...string) (*Result, error) {
+// ended, when not nil, is told of each run as it ends in the guest, while
+// it still runs: the console's "=== END KIND NAME status=N" line, without
+// its "=== END ".
+func Boot(ctx context.Context, qemu string, img *Image, initrd, dir string, ended func(run string), qemuArgs ...string) (*Result, error) {
 	results := filepath.Join(dir, "results")
 	args := append([]string{"-accel", "tcg,thread=single", "-cpu", "max", "-smp", "2", "-m", "2G",
 		"-nographic", "-no-reboot", "-nic", "none", "-monitor", "none",
@@ -75,11 +78,11 @@ func Boot(ctx context.Context, qemu string, img *Image, initrd, dir string, qemu
 	cmd := exec.CommandContext(ctx, qemu, append(args,
 		"-kernel", img.Vmlinuz, "-initrd", initrd,
 		"-append", "console=ttyS0 panic=-1 quiet no_timer_check"+img.lsmParam())...)
-	var console bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &console, &console
+	console := &consoleWriter{ended: ended}
+	cmd.Stdout, cmd.Stderr = console, console
 	start := time.Now()
 	err := cmd.Run()
-	res := &Result{Console: console.Bytes(), Elapsed: time.Since(start)}
+	res := &Result{Console: console.all.Bytes(), Elapsed: time.Since(start)}
 	if ctx.Err() != nil {
 		return res, fmt.Errorf("guest %s did not power off within its time: %v", img.Name, ctx.Err())
 	}
@@ -92,6 +95,34 @@ func Boot(ctx context.Context, qemu string, img *Image, initrd, dir string, qemu
 	}
 	res.Runs, err = parseResults(data)
 	return res, err
+}
+
+// consoleWriter keeps the console, and tells ended of each "=== END "
+// line as it comes. (Not an embedded bytes.Buffer: io.Copy would use its
+// ReadFrom, and never call Write.)
+type consoleWriter struct {
+	all   bytes.Buffer
+	ended func(run string)
+	line  []byte // the last line, not ended yet
+}
+
+func (w *consoleWriter) Write(p []byte) (int, error) {
+	w.all.Write(p)
+	if w.ended == nil {
+		return len(p), nil
+	}
+	w.line = append(w.line, p...)
+	for {
+		i := bytes.IndexByte(w.line, '\n')
+		if i < 0 {
+			return len(p), nil
+		}
+		line := strings.TrimRight(string(w.line[:i]), "\r")
+		w.line = w.line[i+1:]
+		if run, ok := strings.CutPrefix(line, "=== END "); ok {
+			w.ended(run)
+		}
+	}
 }
 
 // parseResults reads the framed runs init.sh writes to the second serial
@@ -193,7 +224,7 @@ func BootBench(ctx context.Context, qemu string, img *Image, r *Initramfs, dir s
 	if err := r.Write(initrd); err != nil {
 		return nil, nil, err
 	}
-	res, err := Boot(ctx, qemu, img, initrd, dir, qemuArgs...)
+	res, err := Boot(ctx, qemu, img, initrd, dir, nil, qemuArgs...)
 	if err != nil {
 		console := res.Console
 		if len(console) > 4000 {

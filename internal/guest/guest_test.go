@@ -26,11 +26,30 @@ var goTestFlags = map[string][]string{
 	"target": {"-test.skip=^TestFeatureTable$"},
 }
 
-// bootTimeout bounds one guest's boot, cases and tests: a hung guest fails
-// its test. Three guests share the host's two cores, and a loaded host
-// slows each: with two a whole suite took 5 to 9 minutes per guest, with
-// three 12 to 16 on a quiet host.
-const bootTimeout = 25 * time.Minute
+// A guest's boot, cases and tests are bounded by a time that grows with
+// the work given it (bootTimeout): a hung guest fails its test, a slow
+// one on a loaded host does not. Three guests share the host's two cores:
+// on a quiet host a whole suite took 12 to 16 minutes per guest (61 cases,
+// 3 test binaries), about 15 s a case; at load 30 to 50 about 18 s a case
+// (a fixed 10-minute bound stopped guests 31 to 33 cases into 52).
+// bootMargin covers booting, the features, powering off and one case
+// running into its limit in the guest (init.sh: 150 s by default).
+const (
+	bootMargin    = 5 * time.Minute
+	perCase       = 30 * time.Second
+	perTestBinary = 2 * time.Minute
+)
+
+// bootTimeout is the bound of a guest running cases cases and tests test
+// binaries, cut to a minute before go test's own deadline, so that a guest
+// running late fails with its console rather than go test's panic.
+func bootTimeout(t *testing.T, cases, tests int) time.Duration {
+	d := bootMargin + time.Duration(cases)*perCase + time.Duration(tests)*perTestBinary
+	if deadline, ok := t.Deadline(); ok {
+		d = min(d, time.Until(deadline)-time.Minute)
+	}
+	return d
+}
 
 // TestGuest boots each kernel of Kernels under qemu, in parallel, runs the
 // cases of testdata/guest that apply to it and the Go tests of
@@ -86,9 +105,11 @@ func bootAndCheck(t *testing.T, qemu string, img *Image, r *Initramfs) {
 	if err := r.Write(initrd); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), bootTimeout)
+	bound := bootTimeout(t, len(r.Cases), len(r.Tests))
+	ctx, cancel := context.WithTimeout(context.Background(), bound)
 	defer cancel()
-	res, err := Boot(ctx, qemu, img, initrd, dir)
+	t.Logf("%s: %d cases and %d test binaries, within %v", img.Name, len(r.Cases), len(r.Tests), bound.Round(time.Second))
+	res, err := Boot(ctx, qemu, img, initrd, dir, endedLogger(t, img.Name, len(r.Cases)+len(r.Tests)))
 	if err != nil {
 		t.Fatalf("%s: %v\nconsole:\n%s", filepath.Base(img.Dir), err, res.Console)
 	}
@@ -107,6 +128,19 @@ func bootAndCheck(t *testing.T, qemu string, img *Image, r *Initramfs) {
 			t.Run(name, func(t *testing.T) { checkGoTest(t, res.Runs["go "+name]) })
 		}
 	})
+}
+
+// endedLogger logs each case and test binary as it ends in the guest
+// (go test -v shows the line at once), so that a slow guest can be told
+// from a hung one: "6.12: case exec status=0 (3 of 64)".
+func endedLogger(t *testing.T, kernel string, runs int) func(string) {
+	ended := 0
+	return func(run string) {
+		if strings.HasPrefix(run, "case ") || strings.HasPrefix(run, "go ") {
+			ended++
+			t.Logf("%s: %s (%d of %d)", kernel, run, ended, runs)
+		}
+	}
 }
 
 func checkCase(t *testing.T, kernel string, c *Case, run *Run) {

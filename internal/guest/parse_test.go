@@ -3,6 +3,7 @@ package guest
 import (
 	"bytes"
 	"encoding/base64"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -150,5 +151,27 @@ func TestInitramfsBench(t *testing.T) {
 	}
 	if !strings.Contains(files["init"], "/bench/run") {
 		t.Error("init does not run /bench/run")
+	}
+}
+
+// TestConsoleEnded: the console's "=== END" lines are told as they come,
+// whatever the chunks qemu writes them in, through io.Copy too (as
+// os/exec copies).
+func TestConsoleEnded(t *testing.T) {
+	var ended []string
+	w := &consoleWriter{ended: func(run string) { ended = append(ended, run) }}
+	for _, chunk := range []string{"=== BEGIN case a\r\nhello\r\n=== EN", "D case a status=0\r", "\n=== END go kernel status=1\r\n[  1.2] kernel"} {
+		if _, err := w.Write([]byte(chunk)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := io.Copy(w, strings.NewReader("\n=== END case b status=0\r\n")); err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"case a status=0", "go kernel status=1", "case b status=0"}; !slices.Equal(ended, want) {
+		t.Errorf("told %q, want %q", ended, want)
+	}
+	if !strings.Contains(w.all.String(), "[  1.2] kernel\n") {
+		t.Errorf("console %q lost its end", w.all.String())
 	}
 }
