@@ -445,25 +445,30 @@ func TestInterruptsByDevExample(t *testing.T) {
 	}
 }
 
+// exampleCommand makes the -c command of a subtest, which may wait for
+// the example's reports on its standard output.
+type exampleCommand func(t *testing.T, stdout *reportWatch) string
+
 // fixedCommand is a -c command that needs nothing of the subtest.
-func fixedCommand(command string) func(*testing.T) string {
-	return func(*testing.T) string { return command }
+func fixedCommand(command string) exampleCommand {
+	return func(*testing.T, *reportWatch) string { return command }
 }
 
 // runDebianExample runs one of Debian's examples, unchanged, as a
 // subtest, with the script arguments args and the -c command the subtest
 // makes: it must exit 0 with standard error matching stderr (empty:
 // nothing) and print what want matches.
-func runDebianExample(t *testing.T, script, want string, args []string, stderr string, command func(*testing.T) string) {
+func runDebianExample(t *testing.T, script, want string, args []string, stderr string, command exampleCommand) {
 	t.Helper()
 	t.Run(filepath.Base(script), func(t *testing.T) {
 		script := "/usr/share/systemtap/examples/" + script
 		if _, err := os.Stat(script); err != nil {
 			t.Fatalf("%v (CI installs systemtap-doc)", err)
 		}
-		var stdout, errs bytes.Buffer
-		argv := append([]string{"-w", "-c", command(t), script}, args...)
-		status := Main(argv, strings.NewReader(""), &stdout, &errs)
+		stdout := newReportWatch(t)
+		var errs bytes.Buffer
+		argv := append([]string{"-w", "-c", command(t, stdout), script}, args...)
+		status := Main(argv, strings.NewReader(""), stdout, &errs)
 		if status != 0 || stderr == "" && errs.Len() > 0 || !regexp.MustCompile(stderr).MatchString(errs.String()) {
 			t.Fatalf("exit status %d, stderr:\n%s", status, errs.String())
 		}
@@ -479,7 +484,9 @@ func runDebianExample(t *testing.T, script, want string, args []string, stderr s
 // reports what its workload did. proctop prints every second (-G
 // interval=1, its documented option), all tasks it saw (show): the
 // workload, named proctop-spinner (a link to this program), makes system
-// calls until the shell kills it after the first report (a task's last
+// calls until the shell kills it once a report of an interval it ran
+// through has been printed (reportWatch; a fixed 1.5 s assumed the timer
+// on time, which a busy machine's is not) (a task's last
 // switches, after its memory is gone, record no memory: stap's too);
 // pstrace_exec reports the exec of /bin/bash by a shell the target shell
 // forked, among the machine's other execs of bash (it watches them all;
@@ -495,19 +502,21 @@ func TestDebianTaskExamples(t *testing.T) {
 	for _, c := range []struct {
 		script, want string
 		args         []string
-		command      string
+		command      exampleCommand
 	}{
 		{"process/proctop.stp", `(?m)^1 seconds: showing \d+ out of \d+ tasks\n +PID +Process +State +VirtMem +RSSMem +ShrdMem +CPU Time +User Time\n(.*\n)*^ +\d+ +proctop-spinner +[A-Z_]+ +[1-9]\d* +[1-9]\d* +[1-9]\d* +[1-9]\d* +\d+$`,
-			[]string{"-G", "interval=1", "-G", "show=1000"}, "sh -c 'BPFTAP_WORKLOAD=1 " + spinner + " getppid 1000000000 & sleep 1.5; kill $!'"},
+			[]string{"-G", "interval=1", "-G", "show=1000"}, func(_ *testing.T, out *reportWatch) string {
+				return "sh -c 'BPFTAP_WORKLOAD=1 " + spinner + " getppid 1000000000 & " + out.waitFor("seconds: showing", 3) + "; kill $!'"
+			}},
 		{"process/spawn_seeker.stp", `(?m)^ +execname\(   PID\)    spawned \(percent\)\n(.*\n)* +driver\.test\( *\d+\) +[1-9]\d* \( *\d+%\)\n(.|\n)*^ +driver\.test +[1-9]\d* \( *\d+%\)$`,
-			nil, workload + " fork 3"},
+			nil, fixedCommand(workload + " fork 3")},
 		{"process/pstrace_exec.stp", `(?m)^process traceback:\n  sh\(\d+\) (sh\(\d+\) )+driver\.test\(\d+\)`,
-			[]string{"bash"}, `sh -c '/bin/bash -c true; true'`},
-		{"process/sigkill.stp", `(?m)^SIGKILL was sent to sleep \(pid:\d+\) by driver\.test uid:0$`, nil, workload + " signals 2"},
+			[]string{"bash"}, fixedCommand(`sh -c '/bin/bash -c true; true'`)},
+		{"process/sigkill.stp", `(?m)^SIGKILL was sent to sleep \(pid:\d+\) by driver\.test uid:0$`, nil, fixedCommand(workload + " signals 2")},
 		{"process/sig_by_pid.stp", `(?m)^SPID +SENDER +RPID +RECEIVER +SIGNAME +COUNT\n(.*\n)*^\d+ +driver\.test +\d+ +sleep +SIGKILL +1$`,
-			nil, workload + " signals 2"},
+			nil, fixedCommand(workload + " signals 2")},
 	} {
-		runDebianExample(t, c.script, c.want, c.args, "", fixedCommand(c.command))
+		runDebianExample(t, c.script, c.want, c.args, "", c.command)
 	}
 }
 
@@ -580,24 +589,24 @@ func TestDebianStackExamples(t *testing.T) {
 	for _, c := range []struct {
 		script, want string
 		args         []string
-		command      func(t *testing.T) string
+		command      exampleCommand
 	}{
 		{"process/chng_cpu.stp", `(?m)^\nthread \d+ \(bash\) context switched on cpu1 state: 0\n(` + frame + `)+`,
-			[]string{"bash"}, func(t *testing.T) string {
+			[]string{"bash"}, func(t *testing.T, _ *reportWatch) string {
 				if runtime.NumCPU() < 2 {
 					t.Skip("needs a second CPU for bash to change to")
 				}
 				return `taskset -c 1 bash -c "sleep 0.1; sleep 0.1; true"`
 			}},
 		{"io/ioblktime.stp", `(?m)\x1b\[1;1H\x1b\[J +device  rw total \(us\)      count   avg \(us\)\n(.*\n)* +loop\d+ +W +\d+ +100 +\d+$`, nil,
-			func(t *testing.T) string {
+			func(t *testing.T, _ *reportWatch) string {
 				return "dd if=/dev/zero of=" + loopDevice(t) + " bs=4k count=100 oflag=direct status=none"
 			}},
 		{"io/mbrwatch.stp", `(?m)^device (loop\d+) sector 0 write, process dd\[\d+\]\n(` + frame + `)*` +
 			` 0xffffffff[0-9a-f]{8} : blkdev_write_iter\+.*\n(` + frame + `)+` +
 			`(device loop\d+ sector 0 (write|read), process dd\[\d+\]\n(` + frame + `)+)*` +
 			`device (loop\d+) sector 0 read, process dd\[\d+\]\n(` + frame + `)+`, nil,
-			func(t *testing.T) string {
+			func(t *testing.T, _ *reportWatch) string {
 				loop := loopDevice(t)
 				return fmt.Sprintf("sh -c 'dd if=/dev/zero of=%s count=1 oflag=direct status=none && dd if=%[1]s of=/dev/null count=1 iflag=direct status=none'", loop)
 			}},
@@ -716,10 +725,14 @@ func TestStraceExample(t *testing.T) {
 // TestErrsnoopExample runs Debian's errsnoop.stp unchanged: every second,
 // the most frequent failing calls of every process, by call, process,
 // pid and arguments. The workload fails a number of opens no other run
-// makes (2000 plus this process's pid modulo 1000), then outlives a
-// report; its counts, summed over the reports (its opens may straddle
-// two on a busy machine) and listed to the 1000th (other processes fail
-// calls too), are that number, on the lines of one pid.
+// makes (2000 plus this process's pid modulo 1000), then waits until a
+// report begun after its last open has been printed (a fixed sleep
+// assumed the timer on time: at load 40 it was not); its counts, summed
+// over the reports (its opens may straddle several on a busy machine)
+// and listed to the 6000th, the array's size (other processes fail calls
+// too: at load 40 the 1000 most frequent left its remainders out; -D
+// MAXACTION lets the timer probe print them all), are that number, on the
+// lines of one pid.
 func TestErrsnoopExample(t *testing.T) {
 	requireFeature(t, "bpf")
 	const script = "/usr/share/systemtap/examples/process/errsnoop.stp"
@@ -727,10 +740,11 @@ func TestErrsnoopExample(t *testing.T) {
 		t.Fatalf("%v (CI installs systemtap-doc)", err)
 	}
 	n := 2000 + os.Getpid()%1000
-	command := fmt.Sprintf("sh -c '%s open %d; sleep 1.3'", workloadCommand(), n)
-	var stdout, stderr bytes.Buffer
-	if status := Main([]string{"-w", "-c", command, script, "1", "1000"}, strings.NewReader(""), &stdout, &stderr); status != 0 || stderr.Len() > 0 {
-		t.Fatalf("exit status %d, stderr:\n%s", status, stderr.String())
+	stdout := newReportWatch(t)
+	command := fmt.Sprintf("sh -c '%s open %d; %s'", workloadCommand(), n, stdout.waitFor("HITS ERRSTR", 2))
+	var stderr bytes.Buffer
+	if status := Main([]string{"-w", "-D", "MAXACTION=100000", "-c", command, script, "1", "6000"}, strings.NewReader(""), stdout, &stderr); status != 0 || stderr.Len() > 0 {
+		t.Fatalf("exit status %d, stderr:\n%s\nstdout:\n%s", status, stderr.String(), stdout)
 	}
 	line := regexp.MustCompile(`(?m)^ *(\d+)   2/ENOENT +openat +driver\.test +(\d+) AT_FDCWD, "/nonexistent/bpftap", O_RDONLY\|O_CLOEXEC$`)
 	byPid := map[string]int{}

@@ -1,6 +1,7 @@
 package driver
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 	"os/exec"
@@ -418,4 +419,52 @@ func writeDirect(n int) int {
 		unix.Fdatasync(fd)
 	}
 	return 0
+}
+
+// reportWatch is the standard output of a script that prints a report
+// (starting with a header) on a timer, and a way for its -c workload to
+// wait for reports of what it did, where a fixed sleep would assume the
+// timer on time: the workload, once done, runs the shell command waitFor
+// returns, which creates the file done and waits (a minute at most) for
+// the file shown, created once enough reports have begun since done.
+type reportWatch struct {
+	mu          sync.Mutex
+	out         bytes.Buffer
+	header      []byte
+	done, shown string
+	reports     int // begun since done
+	want        int // reports to begin before shown
+}
+
+func newReportWatch(t *testing.T) *reportWatch {
+	dir := t.TempDir()
+	return &reportWatch{done: filepath.Join(dir, "done"), shown: filepath.Join(dir, "shown")}
+}
+
+// waitFor is the shell command that waits until reports reports starting
+// with header have begun since it started. The first may have read its
+// data before then; the second has not; once a third has begun, the
+// second has been printed whole.
+func (w *reportWatch) waitFor(header string, reports int) string {
+	w.header, w.want = []byte(header), reports
+	return fmt.Sprintf("touch %s; i=0; while [ ! -e %s ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i+1)); done", w.done, w.shown)
+}
+
+func (w *reportWatch) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if _, err := os.Stat(w.done); w.header != nil && err == nil {
+		if w.reports += bytes.Count(p, w.header); w.reports >= w.want {
+			if err := os.WriteFile(w.shown, nil, 0o644); err != nil {
+				return 0, err
+			}
+		}
+	}
+	return w.out.Write(p)
+}
+
+func (w *reportWatch) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.out.String()
 }
