@@ -48,9 +48,12 @@ func (d *detector) detect(f *Feature) error {
 }
 
 // commPadded is comm_padded's probe: nothing a program does tells, so the
-// running kernel's version decides.
+// running kernel's version decides. (Set in init: the probe reads the
+// feature's own Since.)
+func init() { CommPadded.probe = commPadded }
+
 func commPadded() error {
-	if v := runningKernel().Release; v.Before(Version{5, 17}) {
+	if v := runningKernel().Release; v.Before(CommPadded.Since) {
 		return fmt.Errorf("Linux %s copies a task's new name with strlcpy", v)
 	}
 	return nil

@@ -74,7 +74,6 @@ var (
 		Fallback: "a kprobe on a function that takes such a pointer"}
 	CommPadded = &Feature{Name: "comm_padded", What: "task names zero-padded to their 16 bytes", Since: Version{5, 17},
 		Detect:   "the running kernel's version (before 5.17 __set_task_comm leaves an older, longer name's bytes after the NUL)",
-		probe:    commPadded,
 		Fallback: "execname() copied with bpf_get_current_comm, which pads (a map key by name is then the same whatever name the task had before)"}
 	Loop = &Feature{Name: "loop", What: "bpf_loop", Since: Version{5, 17}, Detect: "helper probe", probe: helper(asm.FnLoop),
 		Fallback: "foreach walks the map at each iteration instead of a snapshot; over a wrapping array it is refused"}
