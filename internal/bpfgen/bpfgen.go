@@ -131,6 +131,7 @@ type Module struct {
 	modtab    RangeTable // its shape
 	guards    bool       // a program takes NestMap's guard
 	skips     bool       // a program counts in SkipMap
+	unread    bool       // a program counts in UnreadMap
 	gens      bool       // a global is kept in generations (GenMap)
 	programs  int        // compiled so far
 	uses      *wholeUses // what kernel code uses whole; nil until asked

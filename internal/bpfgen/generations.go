@@ -43,7 +43,7 @@ const generations = 2
 
 // genSpec describes GenMap.
 func genSpec() *ebpf.MapSpec {
-	return &ebpf.MapSpec{Name: "gen", Type: ebpf.Array, KeySize: 4, ValueSize: 8, MaxEntries: 1}
+	return wordSpec("gen")
 }
 
 // inGenerations lays gl out in generations: a scalar or statistic gets an

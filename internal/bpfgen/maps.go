@@ -27,6 +27,12 @@ const (
 	StateMap  = "state"      // ARRAY of one u64: nonzero once exit() was called (probes then do nothing)
 )
 
+// wordSpec describes an ARRAY map of one u64 named name (a counter or a
+// state word the programs share).
+func wordSpec(name string) *ebpf.MapSpec {
+	return &ebpf.MapSpec{Name: name, Type: ebpf.Array, KeySize: 4, ValueSize: 8, MaxEntries: 1}
+}
+
 // ScratchMap is the name under which a program references its scratch area.
 const ScratchMap = "scratch"
 
@@ -37,10 +43,13 @@ func (m *Module) Maps() []Map {
 		{RingMap, &ebpf.MapSpec{Name: "ring", Type: ebpf.RingBuf, MaxEntries: uint32(m.cfg.RingSize)}},
 		{DropsMap, perCPUArray("drops", 8, 1)},
 		{ZeroMap, &ebpf.MapSpec{Name: "zero", Type: ebpf.Array, KeySize: 4, ValueSize: uint32(max(m.zeroSize, 8)), MaxEntries: 1}},
-		{StateMap, &ebpf.MapSpec{Name: "state", Type: ebpf.Array, KeySize: 4, ValueSize: 8, MaxEntries: 1}},
+		{StateMap, wordSpec("state")},
 	}
 	if m.skips {
-		maps = append(maps, Map{SkipMap, &ebpf.MapSpec{Name: "skipped", Type: ebpf.Array, KeySize: 4, ValueSize: 8, MaxEntries: 1}})
+		maps = append(maps, Map{SkipMap, wordSpec("skipped")})
+	}
+	if m.unread {
+		maps = append(maps, Map{UnreadMap, wordSpec("unread_strings")})
 	}
 	if m.guards {
 		maps = append(maps, Map{NestMap, perCPUArray("nest", nestSize, 1)})

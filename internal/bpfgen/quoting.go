@@ -305,6 +305,35 @@ func (g *gen) quotedFault(c *syntax.Call, dst value, addr int) {
 	g.popStack(8)
 }
 
+// UnreadMap counts the strings in user memory that kernel probes could
+// not read (a page the process has not touched yet, which a BPF program
+// cannot fault in, or a bad address) and printed as their address: an
+// ARRAY of one u64, reported when the run ends. quoted.stp's readers
+// count through __unread_user_address, user_buffer_quoted here.
+const UnreadMap = "unread_strings"
+
+// unreadUserAddress compiles __unread_user_address(addr): counted, and
+// in hex.
+func (g *gen) unreadUserAddress(c *syntax.Call) value {
+	dst := g.strSlot(g.m.maxStr)
+	mark := g.scratchMark()
+	addr := g.longArgs(c.Args[0])[0]
+	g.countUnreadAt(addr)
+	g.quotedFault(c, dst, addr)
+	g.scratchRelease(mark)
+	return dst
+}
+
+// countUnreadAt adds one to UnreadMap unless the address in cell addr is
+// 0 (a NULL pointer is no string left unread). Clobbers R1-R3.
+func (g *gen) countUnreadAt(addr int) {
+	null := g.newLabel("unread_null")
+	g.m.unread = true
+	g.emit(asm.LoadMem(asm.R3, regScratch, int16(addr), asm.DWord), asm.JEq.Imm(asm.R3, 0, null))
+	g.countIn(UnreadMap, 0, asm.R1)
+	g.mark(null)
+}
+
 // setRoom sets cell room to the room between the quotes of a result of
 // MAXSTRINGLEN bytes.
 func (g *gen) setRoom(dst value) int {
@@ -347,6 +376,9 @@ func (g *gen) bufferQuoted(c *syntax.Call) value {
 		g.mark(empty)
 		g.emit(asm.StoreImm(regScratch, int16(dst.off), 0, asm.Byte), asm.Ja.Label(fin))
 		g.mark(faulted)
+		if user {
+			g.countUnreadAt(addr)
+		}
 		g.quotedFault(c, dst, addr)
 		g.cutAt(dst, outlen, -1)
 	}

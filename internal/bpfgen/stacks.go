@@ -297,7 +297,7 @@ func (s stackStore) maps(n uint32, fetch bool) []Map {
 	return []Map{
 		{s.values, &ebpf.MapSpec{Name: s.values, Type: values, KeySize: 4, ValueSize: size, MaxEntries: n}},
 		{s.ids, &ebpf.MapSpec{Name: s.ids, Type: ebpf.Hash, KeySize: size, ValueSize: 4, MaxEntries: n}},
-		{s.count, &ebpf.MapSpec{Name: s.count, Type: ebpf.Array, KeySize: 4, ValueSize: 8, MaxEntries: 1}},
+		{s.count, wordSpec(s.count)},
 	}
 }
 

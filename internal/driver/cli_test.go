@@ -17,6 +17,7 @@ import (
 
 	"github.com/bpftap/bpftap/internal/bpfrt"
 	"github.com/bpftap/bpftap/internal/kernel"
+	"github.com/bpftap/bpftap/internal/output"
 	"github.com/bpftap/bpftap/internal/probes/attach"
 	"golang.org/x/sys/unix"
 	"golang.org/x/tools/txtar"
@@ -297,7 +298,7 @@ func (s *cliScript) cmp(stream, file string) {
 	}
 	got := s.stdout
 	if stream == "stderr" {
-		got = s.stderr
+		got = output.WithoutUnreadWarning(s.stderr, want)
 	}
 	if got != want {
 		s.fatalf("%s differs from %s\n--- got ---\n%s--- want ---\n%s", stream, file, got, want)

@@ -151,7 +151,9 @@ func (s *session) attach(ks *kernelside.Session, in *interp.Interp, out output.W
 // the ring, so the end probes print after it; records the full ring had
 // no room for are reported as stap reports transport failures (the ring's
 // size in MiB, which -s sets), and stacks the kernel could not keep the
-// same way (the stack maps' size, which -D MAXSTACKS sets).
+// same way (the stack maps' size, which -D MAXSTACKS sets), and strings in
+// user memory the programs printed as their address with a warning (bpftap's
+// own, which -w suppresses).
 func (s *session) stopKernel(ks *kernelside.Session, in *interp.Interp, out output.Writer) {
 	lost, err := ks.Stop()
 	in.Flush()
@@ -160,6 +162,9 @@ func (s *session) stopKernel(ks *kernelside.Session, in *interp.Interp, out outp
 	}
 	if lost > 0 {
 		out.Loss(&output.Loss{What: "transport", Count: int64(lost), Option: "-s", Limit: "buffer size", Size: int64(ks.RingSize() >> 20)})
+	}
+	if n := ks.UnreadUserStrings(); n > 0 && !s.opts.NoWarnings {
+		out.Diagnostic(&output.Diagnostic{Severity: output.Warning, Msg: unreadWarning(n)})
 	}
 	lostStacks, lostBuildIDs := ks.StackFailures()
 	for _, f := range []struct {
@@ -170,6 +175,14 @@ func (s *session) stopKernel(ks *kernelside.Session, in *interp.Interp, out outp
 			out.Loss(&output.Loss{What: f.what, Count: f.n, Option: "-D MAXSTACKS", Limit: "stack map size", Size: int64(ks.MaxStacks())})
 		}
 	}
+}
+
+// unreadWarning tells, in the words of stap's closing counts, that n
+// strings in user memory printed as their address, and why
+// (docs/syscalls.md says more).
+func unreadWarning(n int64) string {
+	return fmt.Sprintf("%s: %d (unreadable: a page not in memory yet, which a BPF program cannot fault in, "+
+		"or a bad address)", output.UnreadStrings, n)
 }
 
 // hitReport is -t's report: a line per probe that ran, with its run time

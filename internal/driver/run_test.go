@@ -15,6 +15,7 @@ import (
 
 	"github.com/bpftap/bpftap/internal/bpfrt"
 	"github.com/bpftap/bpftap/internal/kernel"
+	"github.com/bpftap/bpftap/internal/output"
 	kern "github.com/bpftap/bpftap/internal/target"
 	"github.com/bpftap/bpftap/internal/target/targettest"
 	"github.com/cilium/ebpf"
@@ -298,6 +299,9 @@ func compareFile(t *testing.T, what, path, got string) {
 	want, err := os.ReadFile(path)
 	if err != nil && !os.IsNotExist(err) {
 		t.Fatal(err)
+	}
+	if what == "stderr" {
+		got = output.WithoutUnreadWarning(got, string(want))
 	}
 	if got != string(want) {
 		t.Errorf("%s differs from %s\n--- got ---\n%s--- want ---\n%s", what, filepath.Base(path), got, want)

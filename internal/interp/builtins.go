@@ -84,6 +84,11 @@ var controlBuiltins = map[string]builtinFunc{
 		}
 		return Value{}
 	},
+	// a user string a user-side probe cannot read (quoted.stp's readers),
+	// not counted: there every read of user memory faults
+	"__unread_user_address": func(_ *callContext, args []Value) Value {
+		return str(fmt.Sprintf("0x%x", uint64(args[0].Int)))
+	},
 	"randint": func(cc *callContext, args []Value) Value {
 		n := uint64(args[0].Int)
 		if n > 1024*1024 {

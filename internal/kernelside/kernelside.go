@@ -452,6 +452,14 @@ func (s *Session) StackFailures() (lost, buildIDs int64) {
 	return n[bpfgen.StackFailLost/8], n[bpfgen.StackFailBuildIDs/8]
 }
 
+// UnreadUserStrings counts the strings in user memory the programs could
+// not read and printed as their address (bpfgen's UnreadMap).
+func (s *Session) UnreadUserStrings() int64 {
+	var n [1]int64
+	s.counters(bpfgen.UnreadMap, n[:])
+	return n[0]
+}
+
 // counters reads the u64 words of the one element of shared map ref into
 // n, leaving them 0 when no program uses the map.
 func (s *Session) counters(ref string, n []int64) {

@@ -338,6 +338,12 @@ var Builtins = index(
 	bpf(fn("mem_page_size", long)),
 	// __maxstringlen(): MAXSTRINGLEN (the quoted readers: quoted.stp)
 	bpf(fn("__maxstringlen", long)),
+	// __unread_user_address(addr): addr in hex (0x%x), the quoted readers'
+	// text of a user string that could not be read (quoted.stp); a kernel
+	// probe counts it (a nonzero addr), and the run ends with a warning of
+	// the count. User-side probes, where every read of user memory
+	// faults, count none.
+	bpf(fn("__unread_user_address", str, l("addr"))),
 	fn("stp_pid", long),
 	// randint: bpfgen/random.go
 	bpf(effects(fn("randint", long, l("n")))),
