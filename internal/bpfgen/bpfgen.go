@@ -113,8 +113,9 @@ type Module struct {
 	Errors   []*ErrorSite
 	zeroSize int
 	syscalls bool // a program reads SyscallMap
-	// syscallFuncs: a program reads SyscallFuncMap
-	syscallFuncs bool
+	// syscallTextMaps: the ARRAYs of text by system call number the
+	// programs read (SyscallFuncMap, ...)
+	syscallTextMaps map[string]bool
 	// syscallNative: a program reads SyscallNativeMap
 	syscallNative bool
 	stacks        bool // a program takes stacks into StackMap

@@ -53,8 +53,8 @@ func kernelBuiltins() map[string]builtinCode {
 		"__context_task":      longCode(func(*gen, *syntax.Call) {}), // sema took its argument: contexttask.go
 		"__context_var":       longCode(func(*gen, *syntax.Call) {}), // sema substituted it: contextvars.go
 		"execname":            strCode(func(g *gen, _ *syntax.Call) value { v := g.strSlot(commLen); g.comm(v.off); return v }),
-		"pp":                  strCode(func(g *gen, _ *syntax.Call) value { return g.pointText(columnPP, g.ownProbe().Name) }),
-		"pn":                  strCode(func(g *gen, _ *syntax.Call) value { return g.strLit(g.ownProbe().PN()) }),
+		"pp":                  strCode((*gen).pp),
+		"pn":                  strCode((*gen).pn),
 		"ppfunc":              strCode(func(g *gen, _ *syntax.Call) value { return g.pointText(columnPPFunc, tapset.PPFunc(g.ownProbe().Name)) }),
 		"probefunc":           strCode((*gen).probefunc),
 		"register":            longCode((*gen).registerRead),

@@ -79,9 +79,7 @@ func (m *Module) Maps() []Map {
 	if m.syscalls {
 		maps = append(maps, Map{SyscallMap, syscallMapSpec()})
 	}
-	if m.syscallFuncs {
-		maps = append(maps, Map{SyscallFuncMap, m.syscallFuncMapSpec()})
-	}
+	maps = append(maps, m.syscallTextMapSpecs()...)
 	if m.syscallNative {
 		maps = append(maps, Map{SyscallNativeMap, syscallNativeMapSpec()})
 	}

@@ -290,11 +290,41 @@ func (g *gen) probefunc(c *syntax.Call) value {
 	case g.syscallFunction() != "":
 		return g.strLit(g.syscallFunction())
 	case g.syscallsByNumber():
-		return g.syscallFunctionByNumber(c)
+		return g.syscallTextByNumber(c, SyscallFuncMap)
 	case g.sampledRegs():
 		return g.symbolName(func() { g.addr(nil) })
 	}
 	return g.strLit("0x0")
+}
+
+// pp compiles pp(): the probe's point, or in a program that serves many
+// system calls, the point of the call's own entry or return event.
+func (g *gen) pp(c *syntax.Call) value {
+	if g.syscallsByNumber() {
+		return g.syscallTextByNumber(c, g.onSyscallSide(SyscallPPMap, SyscallReturnPPMap))
+	}
+	return g.pointText(columnPP, g.ownProbe().Name)
+}
+
+// pn compiles pn(): the point as the script names it; in a program that
+// serves many system calls and that the script knows by the family's
+// names (syscall.*, nd_syscall.*.return: no alias of its own without a
+// wildcard), the call's (syscall.NAME, syscall.NAME.return).
+func (g *gen) pn(c *syntax.Call) value {
+	p := g.ownProbe()
+	if g.syscallsByNumber() && (p.PN() == p.Name || probes.SyscallFamilyPoint(p.Script)) {
+		return g.syscallTextByNumber(c, g.onSyscallSide(SyscallPNMap, SyscallReturnPNMap))
+	}
+	return g.strLit(p.PN())
+}
+
+// onSyscallSide is entry, or ret in a program on the system calls'
+// returns (raw_syscalls:sys_exit).
+func (g *gen) onSyscallSide(entry, ret string) string {
+	if g.ownProbe().Attach.Event == "sys_exit" {
+		return ret
+	}
+	return entry
 }
 
 // syscallFunction is the kernel function of the one system call the

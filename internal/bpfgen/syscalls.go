@@ -1,6 +1,9 @@
 package bpfgen
 
 import (
+	"maps"
+	"slices"
+
 	"github.com/bpftap/bpftap/internal/probes"
 	"github.com/bpftap/bpftap/internal/probes/attach"
 	"github.com/bpftap/bpftap/internal/syntax"
@@ -24,10 +27,31 @@ import (
 // compat calls' names follow the native ones (at native count + number).
 const SyscallMap = "syscall_names"
 
-// SyscallFuncMap is the ARRAY, indexed by number, of the kernel
-// functions of the native system calls (probes.SyscallFunctions) that
-// probefunc() reads in a program serving many calls.
-const SyscallFuncMap = "syscall_funcs"
+// The ARRAYs of text, indexed by number, that a program serving many
+// system calls reads of the call the thread makes: the kernel functions
+// of the native calls (probes.SyscallFunctions), for probefunc(), and
+// what pn() and pp() give in a probe of the call's entry or return on its
+// own event (probes.SyscallPoints).
+const (
+	SyscallFuncMap     = "syscall_funcs"
+	SyscallPNMap       = "syscall_pn"
+	SyscallPPMap       = "syscall_pp"
+	SyscallReturnPNMap = "syscall_ret_pn"
+	SyscallReturnPPMap = "syscall_ret_pp"
+)
+
+// syscallTexts are the texts of the ARRAYs above by map, on m's
+// architecture.
+func (m *Module) syscallTexts(ref string) []string {
+	if ref == SyscallFuncMap {
+		return probes.SyscallFunctions(m.regs())
+	}
+	pn, pp := probes.SyscallPoints(m.regs(), ref == SyscallReturnPNMap || ref == SyscallReturnPPMap)
+	if ref == SyscallPNMap || ref == SyscallReturnPNMap {
+		return pn
+	}
+	return pp
+}
 
 // SyscallNativeMap is the ARRAY, indexed by compat number, of the native
 // number of each compat call (-1 for none) that __syscall_native_nr()
@@ -86,17 +110,19 @@ func (g *gen) syscallName(c *syntax.Call) value {
 	return dst
 }
 
-// syscallFunctionByNumber compiles probefunc() in a program of the
-// syscall family that serves many calls: the kernel function of the call
-// the thread makes, by the number in its user registers, from
-// SyscallFuncMap. A compat call is named as the native call it is served
-// as (probes.SyscallFunctions has no compat functions); a number outside
-// the table gives "".
-func (g *gen) syscallFunctionByNumber(c *syntax.Call) value {
-	funcs := probes.SyscallFunctions(g.m.regs())
-	g.m.syscallFuncs = true
-	dst := g.strSlot(slotWidth(funcs))
-	done := g.newLabel("sysfunc")
+// syscallTextByNumber compiles a call (probefunc(), pn(), pp()) in a
+// program of the syscall family that serves many calls: the text of map
+// ref for the call the thread makes, by the number in its user registers.
+// A compat call is named as the native call it is served as (the tables
+// have no compat calls); a number outside the table gives "".
+func (g *gen) syscallTextByNumber(c *syntax.Call, ref string) value {
+	texts := g.m.syscallTexts(ref)
+	if g.m.syscallTextMaps == nil {
+		g.m.syscallTextMaps = map[string]bool{}
+	}
+	g.m.syscallTextMaps[ref] = true
+	dst := g.strSlot(slotWidth(texts))
+	done := g.newLabel("systext")
 	slot := g.pushSlot()
 	g.emit(asm.StoreImm(regScratch, int16(dst.off), 0, asm.Byte),
 		asm.Mov.Imm(asm.R0, 0), asm.StoreMem(asm.R10, slot, asm.R0, asm.DWord))
@@ -104,9 +130,9 @@ func (g *gen) syscallFunctionByNumber(c *syntax.Call) value {
 		g.emit(asm.Mov.Imm(regRec, 1))
 		g.readRegister([]int{g.m.regs().SyscallNr}, slot)
 		g.nativeNr()
-		g.emit(asm.JGE.Imm(asm.R0, int32(len(funcs)), done), // unsigned: -1 too
+		g.emit(asm.JGE.Imm(asm.R0, int32(len(texts)), done), // unsigned: -1 too
 			asm.StoreMem(asm.R10, slot, asm.R0, asm.Word))
-		g.emit(emitLookup(SyscallFuncMap, slot, done)...)
+		g.emit(emitLookup(ref, slot, done)...)
 		g.readStr(asm.FnProbeReadKernelStr, dst, func() { g.emit(asm.Mov.Reg(asm.R3, asm.R0)) }, dst.width)
 	}
 	g.mark(done)
@@ -234,9 +260,14 @@ func syscallMapSpec() *ebpf.MapSpec {
 	return stringArraySpec("sysnames", names)
 }
 
-// syscallFuncMapSpec describes SyscallFuncMap with its contents.
-func (m *Module) syscallFuncMapSpec() *ebpf.MapSpec {
-	return stringArraySpec("sysfuncs", probes.SyscallFunctions(m.regs()))
+// syscallTextMapSpecs describe the ARRAYs of text by number the programs
+// read (SyscallFuncMap, ...), with their contents.
+func (m *Module) syscallTextMapSpecs() []Map {
+	var specs []Map
+	for _, ref := range slices.Sorted(maps.Keys(m.syscallTextMaps)) {
+		specs = append(specs, Map{ref, stringArraySpec(ref, m.syscallTexts(ref))})
+	}
+	return specs
 }
 
 // stringArraySpec describes an ARRAY of strs by index, each in a

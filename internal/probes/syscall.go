@@ -613,6 +613,31 @@ func SyscallFunctions(regs *arch.Regs) []string {
 	return funcs
 }
 
+// SyscallPoints are, indexed by number, what pn() and pp() give in a
+// probe of the call's entry, or return, on its own trace event
+// (syscall.NAME, kernel.trace("syscalls:sys_enter_EVENT"); .return,
+// sys_exit_EVENT): the merged programs of many calls name each call so.
+// nil where bpftap cannot name the calls.
+func SyscallPoints(regs *arch.Regs, ret bool) (pn, pp []string) {
+	names := tapset.SyscallNames(regs.Name)
+	if names == nil {
+		return nil, nil
+	}
+	suffix, event := "", syscallEnter
+	if ret {
+		suffix, event = ".return", syscallExit
+	}
+	pn, pp = make([]string, len(names)), make([]string, len(names))
+	for nr, name := range names {
+		if name != "" {
+			stap := keyOf(tableNames, name)
+			pn[nr] = "syscall." + stap + suffix
+			pp[nr] = fmt.Sprintf("kernel.trace(%q)", "syscalls:"+event+eventName(stap))
+		}
+	}
+	return pn, pp
+}
+
 // SyscallFamilyPoint tells whether script names a point of the syscall
 // family or one of its aliases (syscall.*, nd_syscall.read.return).
 func SyscallFamilyPoint(script string) bool {

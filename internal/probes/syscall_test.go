@@ -49,3 +49,21 @@ func TestSyscallFunctions(t *testing.T) {
 		t.Errorf("arm64 has no table of numbers here, got %d functions", len(funcs))
 	}
 }
+
+// TestSyscallPoints checks what pn() and pp() give, by number, in the
+// programs that serve many calls: the names of the call's own probe, the
+// family's name (SystemTap's where it differs) and the trace event's.
+func TestSyscallPoints(t *testing.T) {
+	pn, pp := SyscallPoints(arch.X86_64, false)
+	rpn, rpp := SyscallPoints(arch.X86_64, true)
+	for nr, want := range map[int][2]string{0: {"read", "read"}, 4: {"stat", "newstat"}, 17: {"pread", "pread64"},
+		166: {"umount", "umount"}, 257: {"openat", "openat"}, 262: {"fstatat", "newfstatat"}} {
+		enter, exit := `kernel.trace("syscalls:sys_enter_`+want[1]+`")`, `kernel.trace("syscalls:sys_exit_`+want[1]+`")`
+		if pn[nr] != "syscall."+want[0] || pp[nr] != enter || rpn[nr] != "syscall."+want[0]+".return" || rpp[nr] != exit {
+			t.Errorf("x86_64 call %d: entry %q %q, return %q %q; want %s and %s", nr, pn[nr], pp[nr], rpn[nr], rpp[nr], want[0], want[1])
+		}
+	}
+	if pn, pp := SyscallPoints(arch.ARM64, false); pn != nil || pp != nil {
+		t.Errorf("arm64 has no table of numbers here, got %d names", len(pn))
+	}
+}
