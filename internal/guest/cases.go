@@ -24,7 +24,7 @@ import (
 //	                   unloads after it
 //	status N           the exit status it must have (default 0)
 //	status@KERNEL N    the same, on one kernel only
-//	timeout SECONDS    how long the guest lets it run (default 150)
+//	timeout SECONDS    how long the guest lets it run (default CaseTimeout)
 //
 // Its files named stdout and stderr are the exact expected output of each
 // stream; stdout.re and stderr.re instead hold one regular expression a line,

@@ -108,8 +108,8 @@ for cmd in /cases/*.cmd; do
 	name=$(basename "$cmd" .cmd)
 	# A case's own modules (/cases/NAME.modules) load first, and unload after.
 	mods=$(cat "/cases/$name.modules" 2>/dev/null)
-	# its time limit: /cases/NAME.timeout (the case's timeout directive), else 150 s
-	limit=$(cat "/cases/$name.timeout" 2>/dev/null || echo 150)
+	# its time limit in seconds: /cases/NAME.timeout (Initramfs.caseLimit)
+	limit=$(cat "/cases/$name.timeout")
 	before=$(echo $(pids))
 	(cd "/cases/$name" && load $mods && exec timeout "$limit" sh "$cmd") </dev/null >/tmp/stdout 2>/tmp/stderr
 	status=$?
@@ -123,7 +123,8 @@ for bin in /tests/*.test; do
 	pkg=$(basename "$bin" .test)
 	mkdir -p "/tests/$pkg"
 	flags=$(cat "/tests/$pkg.flags" 2>/dev/null)
-	(cd "/tests/$pkg" && exec timeout 240 "$bin" -test.v -test.count=1 $flags) </dev/null >/tmp/stdout 2>/tmp/stderr
+	limit=$(cat "/tests/$pkg.timeout")
+	(cd "/tests/$pkg" && exec timeout "$limit" "$bin" -test.v -test.count=1 $flags) </dev/null >/tmp/stdout 2>/tmp/stderr
 	frame go "$pkg" $?
 done
 

@@ -2,6 +2,7 @@ package guest
 
 import (
 	"bytes"
+	"cmp"
 	"debug/elf"
 	_ "embed"
 	"fmt"
@@ -11,6 +12,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // initScript is the guest's /init.
@@ -49,6 +51,33 @@ type Initramfs struct {
 	// which init runs before the cases and tests with no time limit of its
 	// own (the boot's context bounds it), framed as the run "bench run".
 	Bench string
+	// Slack multiplies the guest's time limits (CaseTimeout or a case's
+	// own, TestBinaryTimeout): an emulated guest runs slower by its own
+	// clock when the host is busy. 0 is 1.
+	Slack int
+}
+
+// The guest's time limits by its clock, in seconds, before Slack: a
+// case's, unless its timeout directive says, and a Go test binary's.
+const (
+	CaseTimeout       = 150
+	TestBinaryTimeout = 240
+)
+
+// caseLimit is the time limit of case k in the guest, in seconds.
+func (r *Initramfs) caseLimit(k *Case) int { return max(r.Slack, 1) * cmp.Or(k.Timeout, CaseTimeout) }
+
+// LongestLimit is the longest time limit of a run in the guest: longer
+// than that, a run is hung (the guest's own timeout has failed).
+func (r *Initramfs) LongestLimit() time.Duration {
+	longest := 0
+	if len(r.Tests) > 0 {
+		longest = max(r.Slack, 1) * TestBinaryTimeout
+	}
+	for _, k := range r.Cases {
+		longest = max(longest, r.caseLimit(k))
+	}
+	return time.Duration(longest) * time.Second
 }
 
 // AddModules puts the modules named by boot, and those r's cases ask for
@@ -138,6 +167,9 @@ func (r *Initramfs) Write(path string) error {
 	for name, bin := range r.Tests {
 		c.File("tests/"+name+".test", bin)
 	}
+	for name := range r.Tests {
+		c.Bytes("tests/"+name+".timeout", 0o644, []byte(strconv.Itoa(max(r.Slack, 1)*TestBinaryTimeout)+"\n"))
+	}
 	for name, flags := range r.TestFlags {
 		c.Bytes("tests/"+name+".flags", 0o644, []byte(strings.Join(flags, " ")+"\n"))
 	}
@@ -154,9 +186,7 @@ func (r *Initramfs) Write(path string) error {
 	}
 	for _, k := range r.Cases {
 		c.Bytes("cases/"+k.Name+".cmd", 0o644, []byte(k.Run+"\n"))
-		if k.Timeout > 0 {
-			c.Bytes("cases/"+k.Name+".timeout", 0o644, []byte(strconv.Itoa(k.Timeout)+"\n"))
-		}
+		c.Bytes("cases/"+k.Name+".timeout", 0o644, []byte(strconv.Itoa(r.caseLimit(k))+"\n"))
 		c.Dir("cases/" + k.Name)
 		for _, file := range k.Files {
 			c.Bytes("cases/"+k.Name+"/"+file.Name, 0o755, file.Data)
