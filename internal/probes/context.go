@@ -280,7 +280,8 @@ func (c *Context) names() []string {
 // them, "$NAME:TYPE" with TYPE spelt as C: from the kernel's BTF, or as a
 // trace record's format file gives it ("const char*"), or long for what
 // has no C type without debuginfo (registers, a marker's operands, which
-// stap types long too).
+// stap types long too); an argument's other names (a return's $return)
+// follow it, typed alike.
 func (c *Context) Vars() ([]string, error) {
 	if err := c.loadFields(); err != nil {
 		return nil, err
@@ -295,6 +296,11 @@ func (c *Context) Vars() ([]string, error) {
 			return nil, err
 		}
 		vars = append(vars, "$"+a.Name+":"+t)
+		for _, alias := range slices.Sorted(maps.Keys(c.aliases)) {
+			if c.aliases[alias] == a.Name {
+				vars = append(vars, "$"+alias+":"+t)
+			}
+		}
 	}
 	return vars, nil
 }
