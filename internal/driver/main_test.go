@@ -202,6 +202,7 @@ func cPrograms() string {
 			{"-O2", "-fno-pie", "-no-pie", "-o", "exec_untouched", src("exec_untouched.c")},
 			{"-O2", "-o", "untouched", src("untouched.c")},
 			{"-O0", "-o", "entry", src("entry.c")},
+			{"-O2", "-o", "badmark", src("badmark.c")},
 		}
 		for _, b := range builds {
 			cmd := exec.Command("gcc", b...)

@@ -55,14 +55,12 @@ func marksOfFile(k KernelInfo, p *Point, file string, prologue *syntax.Block) ([
 		if !globMatch(provider, m.Provider) || !globMatch(name, m.Name) {
 			continue
 		}
-		a, err := markPoint(f, file, m)
-		if err != nil {
-			return nil, &Error{Msg: err.Error()}
-		}
+		a, refused := markPoint(f, file, m)
 		q, err := fileProbe(k, concretePoint(p, "provider", m.Provider), prologue, file, "mark", m.Name, a, len(out) == 0)
 		if err != nil {
 			return nil, err
 		}
+		q.Context.refused = refused
 		out = append(out, q)
 	}
 	if len(out) == 0 {
@@ -79,25 +77,34 @@ func globMatch(pattern, name string) bool {
 }
 
 // markPoint is the attach point of marker m of f: a uprobe at its offset,
-// its arguments where its operands lie.
-func markPoint(f *usdt.File, file string, m *usdt.Probe) (*attach.Point, error) {
-	a := &attach.Point{Kind: attach.Uprobe, Event: m.Name, Provider: m.Provider, Path: file, Offset: m.Offset,
+// its arguments where its operands lie. An argument the program cannot
+// read (its operand does not parse, or names a symbol the file lacks) is
+// left out and refused says why, by its $name: the marker serves the
+// others.
+func markPoint(f *usdt.File, file string, m *usdt.Probe) (a *attach.Point, refused map[string]string) {
+	a = &attach.Point{Kind: attach.Uprobe, Event: m.Name, Provider: m.Provider, Path: file, Offset: m.Offset,
 		RefCtrOffset: m.SemaphoreOffset, PC: fmt.Sprintf("%#x", m.PC),
 		// a marker's probe reads registers as a function's does, and
 		// probefunc() names the marker
 		Regs: true, User: true, Func: &attach.Func{Name: m.Name}}
-	if m.ArgErr != nil {
-		return a, nil // usable without its arguments, as stap's
-	}
+	refused = map[string]string{}
 	for i, arg := range m.Args {
-		loc, err := f.Loc(m, arg)
-		if err != nil {
-			return nil, fmt.Errorf("marker %s:%s: %v", m.Provider, m.Name, err)
-		}
 		name := fmt.Sprintf("arg%d", i+1)
+		loc, err := attach.Loc{}, arg.Err
+		if err == nil {
+			loc, err = f.Loc(m, arg)
+		}
+		if err != nil {
+			why := err.Error()
+			if ae, ok := err.(*usdt.ArgError); ok {
+				why += ": " + ae.Reason
+			}
+			refused["$"+name] = fmt.Sprintf("marker %s:%s cannot give $%s: %s", m.Provider, m.Name, name, why)
+			continue
+		}
 		a.Args = append(a.Args, attach.Arg{Name: name, Local: "__sdt_" + name, Loc: loc})
 	}
-	return a, nil
+	return a, refused
 }
 
 // markNames says what a mark that matched nothing could have named: the

@@ -1,6 +1,7 @@
 package usdt
 
 import (
+	"debug/elf"
 	"fmt"
 	"strconv"
 	"strings"
@@ -16,6 +17,9 @@ type Arg struct {
 	Signed  bool
 	Float   bool
 	Operand Operand
+	// Err says why the argument's operand does not parse (nil: it
+	// does); the marker's other arguments can still be read.
+	Err error
 }
 
 // OperandKind says what an operand is.
@@ -33,12 +37,13 @@ const (
 	Memory
 )
 
-// Operand is an x86-64 AT&T operand.
+// Operand is an operand as the assembler of the file's architecture
+// writes it: x86-64 AT&T ("-16(%rbp)") or arm64 ("[sp, 16]").
 type Operand struct {
 	Kind OperandKind
 	// Reg is the register of a Register operand and the base register of
 	// a Memory one (nil: none; RIP for sym(%rip)); Index, times Scale,
-	// is a Memory operand's index register (nil: none).
+	// is a Memory operand's index register (nil: none; always on arm64).
 	Reg, Index *Reg
 	Scale      int
 	// Disp is an Immediate's value or a Memory operand's displacement,
@@ -61,23 +66,49 @@ func (e *ArgError) Error() string {
 	return fmt.Sprintf("Can't parse SDT_V3 operand '%s' [man error::sdt]", e.Operand)
 }
 
-// ParseArgs parses a marker's argument string: arguments separated by
-// spaces.
-func ParseArgs(text string) ([]Arg, error) {
-	var args []Arg
-	for _, field := range strings.Fields(text) {
-		a, err := ParseArg(field)
-		if err != nil {
-			return nil, err
-		}
-		args = append(args, a)
-	}
-	return args, nil
+// operandParser parses one operand of an architecture's assembler, or
+// says why it cannot.
+type operandParser func(string) (Operand, string)
+
+// parsers are the operand syntaxes by the ELF machine of the file whose
+// markers they are: AT&T for x86 (an i386 file's operands are the
+// 64-bit registers' low parts), arm64's for AArch64.
+var parsers = map[elf.Machine]operandParser{
+	elf.EM_X86_64: parseOperand, elf.EM_386: parseOperand,
+	elf.EM_AARCH64: parseARM64Operand,
 }
 
-// ParseArg parses one argument, [-]SIZE[f]@OPERAND. Without a size (the
-// format of old sys/sdt.h versions) the value is a signed long.
-func ParseArg(text string) (Arg, error) {
+// ParseArgs parses the argument string of a marker in a file for
+// machine: arguments separated by spaces outside brackets (arm64's
+// "-4@[sp, 36]" is one). An argument that does not parse has its Err.
+func ParseArgs(text string, machine elf.Machine) []Arg {
+	var args []Arg
+	for _, field := range argFields(text) {
+		a, err := ParseArg(field, machine)
+		a.Err = err
+		args = append(args, a)
+	}
+	return args
+}
+
+// argFields splits an argument string at the spaces outside brackets.
+func argFields(text string) []string {
+	depth := 0
+	return strings.FieldsFunc(text, func(c rune) bool {
+		switch c {
+		case '[':
+			depth++
+		case ']':
+			depth--
+		}
+		return c == ' ' && depth <= 0
+	})
+}
+
+// ParseArg parses one argument of a marker in a file for machine,
+// [-]SIZE[f]@OPERAND. Without a size (the format of old sys/sdt.h
+// versions) the value is a signed long.
+func ParseArg(text string, machine elf.Machine) (Arg, error) {
 	a := Arg{Text: text, Size: 8, Signed: true}
 	size, operand, sized := splitSize(text)
 	if sized {
@@ -89,7 +120,11 @@ func ParseArg(text string) (Arg, error) {
 			return a, &ArgError{operand, fmt.Sprintf("a value of %d bytes", a.Size)}
 		}
 	}
-	op, reason := parseOperand(operand)
+	parse := parsers[machine]
+	if parse == nil {
+		return a, &ArgError{operand, fmt.Sprintf("bpftap reads the operands of x86-64 and arm64 markers, not of %s", machine)}
+	}
+	op, reason := parse(operand)
 	if reason != "" {
 		return a, &ArgError{operand, reason}
 	}

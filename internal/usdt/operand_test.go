@@ -59,17 +59,55 @@ func TestLoc(t *testing.T) {
 		{"4f@-8(%rbp)", attach.Loc{User: user(-8, rbp), Size: 4}, attach.Loc{User: user(-8, rbp), Size: 4}},
 	}
 	for _, c := range cases {
-		a, err := ParseArg(c.arg)
-		if err != nil {
-			t.Errorf("%s: %v", c.arg, err)
-			continue
-		}
-		for typ, want := range map[elf.Type]attach.Loc{elf.ET_EXEC: c.exec, elf.ET_DYN: c.pi} {
-			f, p := testFile(typ)
-			got, err := f.Loc(p, a)
-			if err != nil || !sameLoc(got, want) {
-				t.Errorf("%s in %s: %+v %+v, %v; want %+v %+v", c.arg, typ, got, got.User, err, want, want.User)
-			}
+		checkLoc(t, elf.EM_X86_64, c.arg, map[elf.Type]attach.Loc{elf.ET_EXEC: c.exec, elf.ET_DYN: c.pi})
+	}
+}
+
+// TestLocARM64 parses each operand form GCC emits for arm64 markers
+// (and the w registers and '#' an assembler may write): without
+// symbols, the same in a non-PIE executable and in PIE code.
+func TestLocARM64(t *testing.T) {
+	sp, x0, x29 := attach.RegTerm{Offset: 248, Scale: 1}, attach.RegTerm{Offset: 0, Scale: 1}, attach.RegTerm{Offset: 232, Scale: 1}
+	cases := []struct {
+		arg  string
+		want attach.Loc
+	}{
+		{"8@x0", attach.Loc{Offset: 0, Size: 8}},
+		{"-4@x1", attach.Loc{Offset: 8, Size: 4, Signed: true}},
+		{"1@x2", attach.Loc{Offset: 16, Size: 1}},
+		{"-2@x30", attach.Loc{Offset: 240, Size: 2, Signed: true}},
+		{"-8@w3", attach.Loc{Offset: 24, Size: 4}}, // wider than its register: zero-extended
+		{"8@sp", attach.Loc{Offset: 248, Size: 8}},
+		{"8f@x7", attach.Loc{Offset: 56, Size: 8}},
+		{"-4@5", attach.Loc{Const: true, Value: 5, Size: 4, Signed: true}},
+		{"-4@-7", attach.Loc{Const: true, Value: -7, Size: 4, Signed: true}},
+		{"1@#-1", attach.Loc{Const: true, Value: 255, Size: 1}},
+		{"-4@[x0]", attach.Loc{User: user(0, x0), Size: 4, Signed: true}},
+		{"-8@[x0, 8]", attach.Loc{User: user(8, x0), Size: 8, Signed: true}},
+		{"-4@[sp, 36]", attach.Loc{User: user(36, sp), Size: 4, Signed: true}},
+		{"4f@[sp, 4]", attach.Loc{User: user(4, sp), Size: 4}},
+		{"-8@[x29, #-8]", attach.Loc{User: user(-8, x29), Size: 8, Signed: true}},
+		{"x5", attach.Loc{Offset: 40, Size: 8, Signed: true}}, // no size: a long
+	}
+	for _, c := range cases {
+		checkLoc(t, elf.EM_AARCH64, c.arg, map[elf.Type]attach.Loc{elf.ET_EXEC: c.want, elf.ET_DYN: c.want})
+	}
+}
+
+// checkLoc parses arg as an operand of a file for machine and places it
+// in a file of each type, where it must be want[type].
+func checkLoc(t *testing.T, machine elf.Machine, arg string, want map[elf.Type]attach.Loc) {
+	t.Helper()
+	a, err := ParseArg(arg, machine)
+	if err != nil {
+		t.Errorf("%s: %v", arg, err)
+		return
+	}
+	for typ, want := range want {
+		f, p := testFile(typ)
+		got, err := f.Loc(p, a)
+		if err != nil || !sameLoc(got, want) {
+			t.Errorf("%s in %s: %+v %+v, %v; want %+v %+v", arg, typ, got, got.User, err, want, want.User)
 		}
 	}
 }
@@ -97,22 +135,33 @@ func sameLoc(a, b attach.Loc) bool {
 // TestArgErrors: what does not parse, or cannot be placed, says which
 // operand and why.
 func TestArgErrors(t *testing.T) {
-	cases := []struct{ arg, operand, reason string }{
-		{"8f@%xmm0", "%xmm0", "%xmm0 is not a general-purpose register"},
-		{"16@%rax", "%rax", "a value of 16 bytes"},
-		{"8@%fs:0x28", "%fs:0x28", "%fs:0x28 is not a general-purpose register"},
-		{"8@8(%eax)", "8(%eax)", "%eax is not a 64-bit register"},
-		{"8@8(%rax,%rsi,3)", "8(%rax,%rsi,3)", `scale "3" is not 1, 2, 4 or 8`},
-		{"8@8(%rax", "8(%rax", "an address that is not DISP(BASE,INDEX,SCALE)"},
-		{"8@16(%rip)", "16(%rip)", "a %rip-relative address without a symbol"},
-		{"8@x@GOTPCREL(%rip)", "x@GOTPCREL(%rip)", `"x@GOTPCREL" is not a number, a symbol or SYMBOL+NUMBER`},
-		{"8@", "", "an empty operand"},
-		{"8@()", "()", "an empty address"},
-		{"8@.LC0(%rip)", ".LC0(%rip)", "symbol .LC0 is not in the symbol tables of test"},
-		{"8@dup(%rip)", "dup(%rip)", "test has several symbols called dup"},
+	cases := []struct {
+		machine              elf.Machine
+		arg, operand, reason string
+	}{
+		{elf.EM_X86_64, "8f@%xmm0", "%xmm0", "%xmm0 is not a general-purpose register"},
+		{elf.EM_X86_64, "16@%rax", "%rax", "a value of 16 bytes"},
+		{elf.EM_X86_64, "8@%fs:0x28", "%fs:0x28", "%fs:0x28 is not a general-purpose register"},
+		{elf.EM_X86_64, "8@8(%eax)", "8(%eax)", "%eax is not a 64-bit register"},
+		{elf.EM_X86_64, "8@8(%rax,%rsi,3)", "8(%rax,%rsi,3)", `scale "3" is not 1, 2, 4 or 8`},
+		{elf.EM_X86_64, "8@8(%rax", "8(%rax", "an address that is not DISP(BASE,INDEX,SCALE)"},
+		{elf.EM_X86_64, "8@16(%rip)", "16(%rip)", "a %rip-relative address without a symbol"},
+		{elf.EM_X86_64, "8@x@GOTPCREL(%rip)", "x@GOTPCREL(%rip)", `"x@GOTPCREL" is not a number, a symbol or SYMBOL+NUMBER`},
+		{elf.EM_X86_64, "8@", "", "an empty operand"},
+		{elf.EM_X86_64, "8@()", "()", "an empty address"},
+		{elf.EM_X86_64, "8@.LC0(%rip)", ".LC0(%rip)", "symbol .LC0 is not in the symbol tables of test"},
+		{elf.EM_X86_64, "8@dup(%rip)", "dup(%rip)", "test has several symbols called dup"},
+		{elf.EM_AARCH64, "8@%rax", "%rax", `"%rax" is not a register, a number or [BASE, OFFSET]`},
+		{elf.EM_AARCH64, "8@v0", "v0", `"v0" is not a register, a number or [BASE, OFFSET]`},
+		{elf.EM_AARCH64, "8@[w0, 8]", "[w0, 8]", `"w0" is not a 64-bit register`},
+		{elf.EM_AARCH64, "8@[x0, x1]", "[x0, x1]", `offset "x1" is not a number`},
+		{elf.EM_AARCH64, "8@[x0, 8", "[x0, 8", "an address that is not [BASE] or [BASE, OFFSET]"},
+		{elf.EM_AARCH64, "8@[x0, 8, lsl 2]", "[x0, 8, lsl 2]", "an address that is not [BASE] or [BASE, OFFSET]"},
+		{elf.EM_AARCH64, "4@", "", "an empty operand"},
+		{elf.EM_RISCV, "8@a0", "a0", "bpftap reads the operands of x86-64 and arm64 markers, not of EM_RISCV"},
 	}
 	for _, c := range cases {
-		a, err := ParseArg(c.arg)
+		a, err := ParseArg(c.arg, c.machine)
 		if err == nil {
 			f, p := testFile(elf.ET_DYN)
 			_, err = f.Loc(p, a)
@@ -150,14 +199,15 @@ func TestPython(t *testing.T) {
 		t.Fatalf("python:function__entry: %v", entry)
 	}
 	for _, p := range f.Probes {
-		if p.ArgErr != nil {
-			t.Errorf("%s:%s: %v", p.Provider, p.Name, p.ArgErr)
-		}
 		if probes == nil || p.SemaphoreOffset < probes.Offset || p.SemaphoreOffset >= probes.Offset+probes.Size {
 			t.Errorf("%s:%s: semaphore at file offset 0x%x, not in .probes", p.Provider, p.Name, p.SemaphoreOffset)
 		}
 		for _, a := range p.Args {
-			if _, err := f.Loc(p, a); err != nil {
+			err := a.Err
+			if err == nil {
+				_, err = f.Loc(p, a)
+			}
+			if err != nil {
 				t.Errorf("%s:%s %s: %v", p.Provider, p.Name, a.Text, err)
 			}
 		}

@@ -31,14 +31,18 @@
 //
 // The argument string is the assembler's text for each operand, separated
 // by spaces: [-]SIZE[f]@OPERAND, SIZE the operand's bytes (1, 2, 4 or 8),
-// a minus sign for a signed value, f for a floating-point one. operand.go
+// a minus sign for a signed value, f for a floating-point one. The syntax
+// is the assembler's of the file's machine (its ELF header). operand.go
 // parses the x86-64 AT&T operands compilers emit (registers of every
 // width, $imm, off(%reg), off(%base,%index,scale), sym(%rip), sym+off(%rip)
-// and absolute sym or sym(,%index,scale) in non-PIE code); x86.go turns an
+// and absolute sym or sym(,%index,scale) in non-PIE code), arm64.go GCC's
+// arm64 operands (xN, wN, sp, imm, [base], [base, off]); x86.go turns an
 // operand into an attach.Loc on the uprobe's context, struct pt_regs:
 //
 //   - a register is a Size-byte load at its pt_regs slot (the byte after
 //     it for %ah, %bh, %ch, %dh), sign-extended when signed;
+//   - an argument whose operand does not parse, or names a symbol the file
+//     lacks, has no Loc: the marker's others still do;
 //   - a constant is attach.Loc.Const;
 //   - a memory operand is attach.Loc.User: the address is a displacement
 //     plus registers times scales, and Size bytes of user memory are read
@@ -100,11 +104,10 @@ type Probe struct {
 	// Offset and SemaphoreOffset are their file offsets: where a uprobe
 	// attaches and its ref_ctr_offset (0: no semaphore).
 	Offset, SemaphoreOffset uint64
-	// Args are the parsed arguments; when the string does not parse,
-	// ArgErr says why (the probe can still be attached and used without
-	// its arguments).
-	Args   []Arg
-	ArgErr error
+	// Args are the parsed arguments; one that does not parse says why in
+	// its Err (the probe can still be attached, and its other arguments
+	// read).
+	Args []Arg
 }
 
 // Open reads the markers of the ELF file at path.
@@ -140,7 +143,7 @@ func Read(path string, r io.ReaderAt) (*File, error) {
 		if err := f.place(ef, p); err != nil {
 			return nil, err
 		}
-		p.Args, p.ArgErr = ParseArgs(p.ArgText)
+		p.Args = ParseArgs(p.ArgText, ef.Machine)
 	}
 	f.symbols = symbolsNamed(ef, f.operandSymbols())
 	return f, nil

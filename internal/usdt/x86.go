@@ -8,7 +8,8 @@ import (
 	"github.com/bpftap/bpftap/internal/probes/attach"
 )
 
-// Reg is an x86-64 general-purpose register, or a part of one.
+// Reg is a general-purpose register, or a part of one: x86-64's (below)
+// or arm64's (arm64.go).
 type Reg struct {
 	Name string
 	// Slot is the offset in struct pt_regs of the 64-bit register it is
