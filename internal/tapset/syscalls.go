@@ -2,8 +2,8 @@ package tapset
 
 // System call names by number, the facts behind syscall_name() and the
 // syscall_any probes. The table of each architecture is generated from the
-// kernel's uapi headers (syscalls_x86_64.go); architectures without a table
-// name no system call.
+// kernel's uapi headers (syscalls_x86_64.go, syscalls_aarch64.go);
+// architectures without a table name no system call.
 
 // SyscallName returns the name of system call nr on arch (stap's names:
 // "x86_64", "arm64", ...), or "" when nr is unknown, as stap's syscall_name
@@ -34,6 +34,7 @@ func bySyscallNumber(table map[int64]string) []string {
 
 var syscallTables = map[string]map[int64]string{
 	"x86_64": syscallsX8664,
+	"arm64":  syscallsARM64,
 }
 
 // Compat system calls. A 64-bit kernel that runs 32-bit code numbers the

@@ -1,6 +1,9 @@
 package tapset
 
-import "testing"
+import (
+	"slices"
+	"testing"
+)
 
 func TestSyscallNames(t *testing.T) {
 	for _, c := range []struct {
@@ -13,6 +16,22 @@ func TestSyscallNames(t *testing.T) {
 	}
 	if names := SyscallNames("x86_64"); len(names) != 470 || names[110] != "getppid" {
 		t.Errorf("SyscallNames(x86_64): %d names, [110] = %q", len(names), names[110])
+	}
+	// arm64 numbers the calls as asm-generic/unistd.h: no open, stat or
+	// fork, newfstatat for fstatat
+	for _, c := range []struct {
+		nr   int64
+		name string
+	}{{0, "io_setup"}, {56, "openat"}, {63, "read"}, {64, "write"}, {79, "newfstatat"}, {80, "fstat"},
+		{172, "getpid"}, {220, "clone"}, {221, "execve"}, {244, ""}, {293, "rseq"}, {435, "clone3"}, {469, "file_setattr"}} {
+		if got := SyscallName("arm64", c.nr); got != c.name {
+			t.Errorf("SyscallName(arm64, %d) = %q, want %q", c.nr, got, c.name)
+		}
+	}
+	for _, x86Only := range []string{"open", "stat", "fork", "uretprobe"} {
+		if slices.Contains(SyscallNames("arm64"), x86Only) {
+			t.Errorf("arm64 has no %s call", x86Only)
+		}
 	}
 	if SyscallNames("mips") != nil {
 		t.Error("SyscallNames(mips) should be nil")
