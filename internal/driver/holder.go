@@ -9,8 +9,8 @@ import (
 )
 
 // The holder of a -c command (target.go) is a program of a few
-// instructions (holder_amd64.go): holderELF makes its executable file,
-// holderFile puts it in memory for the child to exec.
+// instructions (holder_amd64.go, holder_arm64.go): holderELF makes its
+// executable file, holderFile puts it in memory for the child to exec.
 
 // holderBase is where the holder's file is mapped; its code follows the
 // ELF header and the one program header.
@@ -27,9 +27,9 @@ func holderELF() []byte {
 	size := uint64(elfHeaderLen + progHeadLen + len(holderCode))
 	le := binary.LittleEndian
 	f := make([]byte, elfHeaderLen+progHeadLen, size)
-	copy(f, "\x7fELF\x02\x01\x01")                            // 64-bit, little endian, version 1, System V
-	le.PutUint16(f[16:], 2)                                   // ET_EXEC
-	le.PutUint16(f[18:], 62)                                  // EM_X86_64
+	copy(f, "\x7fELF\x02\x01\x01") // 64-bit, little endian, version 1, System V
+	le.PutUint16(f[16:], 2)        // ET_EXEC
+	le.PutUint16(f[18:], holderMachine)
 	le.PutUint32(f[20:], 1)                                   // EV_CURRENT
 	le.PutUint64(f[24:], holderBase+elfHeaderLen+progHeadLen) // entry
 	le.PutUint64(f[32:], elfHeaderLen)                        // program headers' offset
@@ -51,7 +51,7 @@ func holderELF() []byte {
 // (memfd), which the child execs as /proc/self/fd/3.
 func holderFile() (fd int, err error) {
 	if holderCode == nil {
-		return -1, fmt.Errorf("bpftap holds -c commands on x86-64 only, not on %s (use -x PID)", runtime.GOARCH)
+		return -1, fmt.Errorf("bpftap holds -c commands on x86-64 and arm64 only, not on %s (use -x PID)", runtime.GOARCH)
 	}
 	fd, err = unix.MemfdCreate("bpftap-holder", unix.MFD_CLOEXEC|unix.MFD_EXEC)
 	if err == unix.EINVAL { // a kernel before 6.3 has no MFD_EXEC: executable by default
