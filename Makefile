@@ -8,7 +8,7 @@ PREFIX ?= /usr/local
 BINDIR ?= $(PREFIX)/bin
 MANDIR ?= $(PREFIX)/share/man
 
-.PHONY: all bpftap bpftap-flamegraph install test test-host test-guest vet fuzz clean
+.PHONY: all bpftap bpftap-flamegraph bpftap-arm64 install test test-host test-guest vet fuzz clean
 
 all: bpftap bpftap-flamegraph
 
@@ -18,6 +18,11 @@ bpftap:
 # folded stacks (examples/flamegraph.stp) to an SVG flame graph
 bpftap-flamegraph:
 	$(GO) build -o bpftap-flamegraph ./cmd/bpftap-flamegraph
+
+# bpftap for arm64 machines, built on any (static: it needs no C library;
+# `make` on an arm64 machine builds its own)
+bpftap-arm64:
+	CGO_ENABLED=0 GOARCH=arm64 $(GO) build -o bpftap-arm64 ./cmd/bpftap
 
 # the commands, and the manual page bpftap(1) (docs/bpftap.1); DESTDIR for
 # packaging
@@ -85,4 +90,4 @@ fuzz:
 	[ -z "$$failed" ] || { echo "fuzz: FAILED:$$failed"; exit 1; }
 
 clean:
-	rm -f bpftap bpftap-flamegraph
+	rm -f bpftap bpftap-flamegraph bpftap-arm64
