@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/bpftap/bpftap/internal/syntax"
+	"github.com/bpftap/bpftap/internal/target"
 )
 
 // Splitting a large merged entry in two. The kernel verifies a program on
@@ -32,7 +33,9 @@ import (
 // Under -t the entry stays one program (a tail call leaves the first
 // program before its run's time is taken), and so does one that another
 // probe joins (joinSyscallEntries: its section comes after the merged
-// one's in the program, where a tail call never returns).
+// one's in the program, where a tail call never returns), and so does
+// every entry where the kernel takes no tail call from a program that
+// calls BPF functions (target.SubprogTailCalls: arm64 before Linux 6.0).
 
 // splitNodes is the fewest syntax nodes the argument layouts of a merged
 // entry keep for it to be split (syscall.* with argstr: about 3,500; with
@@ -60,6 +63,11 @@ func (e *elab) splitMerged() {
 		}
 		d := findDispatches(m.probe.Body)
 		if d == nil || d.kept < splitNodes {
+			continue
+		}
+		if !e.reg.Kernel().Has(target.SubprogTailCalls) {
+			e.prog.Plans[m.plan] += fmt.Sprintf("; not two programs: this kernel lacks %s (Linux %s has them)",
+				target.SubprogTailCalls.What, target.SubprogTailCalls.Since)
 			continue
 		}
 		served := e.split(m.probe, d)

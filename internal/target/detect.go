@@ -215,6 +215,30 @@ func memMapKeys() error {
 	}))
 }
 
+// subprogTailCalls loads a program that calls a BPF function and makes a
+// tail call: older verifiers (arm64's before Linux 6.0, x86-64's before
+// 5.10) say "tail_calls are not allowed in non-JITed programs with
+// bpf-to-bpf calls".
+func subprogTailCalls() error {
+	m, err := ebpf.NewMap(&ebpf.MapSpec{Type: ebpf.ProgramArray, KeySize: 4, ValueSize: 4, MaxEntries: 1})
+	if err != nil {
+		return nil // not the verifier's word: pass 4 reports it with the script's maps
+	}
+	defer m.Close()
+	return verifierRefuses(asm.Instructions{
+		asm.Mov.Reg(asm.R6, asm.R1),
+		asm.Call.Label("callee"),
+		asm.Mov.Reg(asm.R1, asm.R6),
+		asm.LoadMapPtr(asm.R2, m.FD()),
+		asm.Mov.Imm(asm.R3, 0),
+		asm.FnTailCall.Call(),
+		asm.Mov.Imm(asm.R0, 0),
+		asm.Return(),
+		asm.Mov.Imm(asm.R0, 0).WithSymbol("callee"),
+		asm.Return(),
+	})
+}
+
 // callWithPointer is a program that calls a global function with a
 // pointer to eight bytes of its stack; the function runs body on it (in
 // R1, not null) and returns R0.

@@ -83,6 +83,9 @@ var (
 	SleepableUprobes = &Feature{Name: "sleepable_uprobes", What: "sleepable uprobe programs", Since: Version{6, 0},
 		Detect: "trial load of a sleepable kprobe-type program calling bpf_copy_from_user", probe: sleepableUprobes,
 		Fallback: "user strings read with bpf_probe_read_user: one in a page the process has not touched yet fails with stap's fault error"}
+	SubprogTailCalls = &Feature{Name: "subprog_tail_calls", What: "tail calls from BPF programs that call BPF functions",
+		Since: Version{6, 0}, Detect: "trial load (x86-64's JIT has them from 5.10, arm64's from 6.0)", probe: subprogTailCalls,
+		Fallback: "the entries of syscall.* in one program, not two joined by a tail call (verified in about twice the time)"}
 	MemMapKeys = &Feature{Name: "mem_map_keys",
 		What: "map keys and values in memory a global function's pointer argument points to", Since: Version{6, 2},
 		Detect: "trial load", probe: memMapKeys,
@@ -116,7 +119,7 @@ var (
 var Features = []*Feature{
 	Kprobes, ProbeReadKernel, TracingPrograms, Fentry, LSM, RingBuffer, MemcgAccounting, BigKeys, TaskBTF,
 	TaskStorage, GlobalFuncPointers, AtomicFetch, ForEachMapElem, TaskPtRegs, FuncIP, TracingScalarPointers, CommPadded, Loop,
-	KprobeMulti, SleepableUprobes, MemMapKeys, TaskFromPid, IterNum, UprobeMulti, V4ISA, MayGoto, KprobeSession,
+	KprobeMulti, SleepableUprobes, SubprogTailCalls, MemMapKeys, TaskFromPid, IterNum, UprobeMulti, V4ISA, MayGoto, KprobeSession,
 }
 
 // Probed tells whether Kernel.Check detects f itself; the kinds of attach

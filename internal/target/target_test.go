@@ -97,7 +97,7 @@ func TestRunningFromEnvironment(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, want := strings.Join(k.Masked(), ","), "for_each_map_elem,task_pt_regs,func_ip,tracing_scalar_pointers,comm_padded,loop,kprobe_multi,sleepable_uprobes,mem_map_keys,task_from_pid,iter_num,uprobe_multi,v4isa,may_goto,kprobe_session"; got != want {
+	if got, want := strings.Join(k.Masked(), ","), "for_each_map_elem,task_pt_regs,func_ip,tracing_scalar_pointers,comm_padded,loop,kprobe_multi,sleepable_uprobes,subprog_tail_calls,mem_map_keys,task_from_pid,iter_num,uprobe_multi,v4isa,may_goto,kprobe_session"; got != want {
 		t.Errorf("masked %s, want %s", got, want)
 	}
 	t.Setenv("BPFTAP_KERNEL_WITHOUT", "atomics")
