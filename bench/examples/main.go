@@ -74,7 +74,7 @@ func sweep(dir, kernels, match string, guestAll, onHost bool, timeout time.Durat
 	if err != nil {
 		return err
 	}
-	bin, _, _, err := guest.BuildStatic(root, work, nil)
+	bin, _, _, err := guest.BuildStatic(root, work, guest.AMD64, nil)
 	if err != nil {
 		return err
 	}
@@ -223,14 +223,14 @@ var guestModules = append(slices.Clone(guest.GuestModules), "nfsd")
 func runGuest(name, script, dir, bin, work string, timeout time.Duration) (map[string]outcome, error) {
 	var k *guest.Kernel
 	for i := range guest.Kernels {
-		if guest.Kernels[i].Name == name {
+		if guest.Kernels[i].Name == name && guest.Kernels[i].Arch == guest.AMD64 {
 			k = &guest.Kernels[i]
 		}
 	}
 	if k == nil {
 		return nil, fmt.Errorf("no guest kernel %q", name)
 	}
-	qemu, err := guest.QEMU()
+	qemu, err := guest.AMD64.QEMUPath()
 	if err != nil {
 		return nil, err
 	}

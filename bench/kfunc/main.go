@@ -85,7 +85,7 @@ func host(o guestOptions, cases, kernels, out, raw string, parallel bool, timeou
 		return fmt.Errorf("go list -m: %v", err)
 	}
 	root := strings.TrimSpace(string(repo))
-	qemu, err := guest.QEMU()
+	qemu, err := guest.AMD64.QEMUPath()
 	if err != nil {
 		return err
 	}
@@ -102,7 +102,7 @@ func host(o guestOptions, cases, kernels, out, raw string, parallel bool, timeou
 		return err
 	}
 	defer os.RemoveAll(dir)
-	bpftapBin, _, _, err := guest.BuildStatic(root, dir, nil)
+	bpftapBin, _, _, err := guest.BuildStatic(root, dir, guest.AMD64, nil)
 	if err != nil {
 		return err
 	}
@@ -131,7 +131,7 @@ func host(o guestOptions, cases, kernels, out, raw string, parallel bool, timeou
 	for _, name := range strings.Split(kernels, ",") {
 		var k *guest.Kernel
 		for i := range guest.Kernels {
-			if guest.Kernels[i].Name == name {
+			if guest.Kernels[i].Name == name && guest.Kernels[i].Arch == guest.AMD64 {
 				k = &guest.Kernels[i]
 			}
 		}

@@ -6,9 +6,11 @@
 // (cpio.go, initramfs.go) holding a static busybox, a static bpftap, static
 // Go test binaries and the cases of testdata/guest (cases.go), and an /init
 // script (init.sh) that runs them and powers off. The console (first serial
-// port) is for people; the results travel on the second serial port, framed
-// and base64-encoded, so that kernel messages on the console never mix with
-// them. TestGuest (guest_test.go) puts it together.
+// port) is for people; the results travel on a port of their own
+// (Arch.Results), framed and base64-encoded, so that kernel messages on the
+// console never mix with them. Guests run x86-64 and arm64 kernels (arch.go),
+// with what runs in them built for theirs. TestGuest (guest_test.go) puts
+// it together.
 package guest
 
 import (
@@ -41,19 +43,11 @@ type Result struct {
 	Elapsed time.Duration
 }
 
-// QEMU returns the path of qemu-system-x86_64, or why there is none.
-func QEMU() (string, error) {
-	path, err := exec.LookPath("qemu-system-x86_64")
-	if err != nil {
-		return "", fmt.Errorf("%w: no qemu-system-x86_64 (apt-get install qemu-system-x86)", ErrUnavailable)
-	}
-	return path, nil
-}
-
-// Boot boots the image with the initramfs under qemu's emulator, in dir
-// (where the results file is written), and waits for the guest to power off
-// or for ctx to end. The guest has qemu's "max" CPU model (RDRAND seeds the
-// kernel's random numbers at once) and two CPUs, so that per-CPU code runs
+// Boot boots the image with the initramfs under qemu's emulator of its
+// architecture (img.Arch.QEMUPath), in dir (where the results file is
+// written), and waits for the guest to power off or for ctx to end. The
+// guest has qemu's "max" CPU model (on x86-64, RDRAND seeds the kernel's
+// random numbers at once) and two CPUs, so that per-CPU code runs
 // on more than one, emulated in turn by a single host thread: with one
 // thread per vCPU (multi-threaded TCG) a 6.12 guest oopsed on a stray int3
 // in half of the boots that attached BPF programs (the kernel patches its
@@ -72,19 +66,21 @@ func QEMU() (string, error) {
 // its "=== END ".
 func Boot(ctx context.Context, qemu string, img *Image, initrd, dir string, ended func(run string), qemuArgs ...string) (*Result, error) {
 	results := filepath.Join(dir, "results")
-	args := append([]string{"-accel", "tcg,thread=single", "-cpu", "max", "-smp", "2", "-m", "2G",
-		"-nographic", "-no-reboot", "-nic", "none", "-monitor", "none",
-		"-serial", "stdio", "-serial", "file:" + results}, qemuArgs...)
+	arch := img.Arch
+	args := slices.Concat([]string{"-accel", "tcg,thread=single"}, arch.Machine, []string{"-smp", "2", "-m", "2G",
+		"-nographic", "-no-reboot", "-nic", "none", "-monitor", "none", "-serial", "stdio"},
+		arch.Results(results), qemuArgs)
+	// bpftap_results, unknown to the kernel, is in /init's environment
 	cmd := exec.CommandContext(ctx, qemu, append(args,
 		"-kernel", img.Vmlinuz, "-initrd", initrd,
-		"-append", "console=ttyS0 panic=-1 quiet no_timer_check"+img.lsmParam())...)
+		"-append", "console="+arch.Console+" panic=-1 quiet no_timer_check bpftap_results="+arch.ResultsDevice+img.lsmParam())...)
 	console := &consoleWriter{ended: ended}
 	cmd.Stdout, cmd.Stderr = console, console
 	start := time.Now()
 	err := cmd.Run()
 	res := &Result{Console: console.all.Bytes(), Elapsed: time.Since(start)}
 	if ctx.Err() != nil {
-		return res, fmt.Errorf("guest %s did not power off within its time: %v", img.Name, ctx.Err())
+		return res, fmt.Errorf("guest %s did not power off within its time: %v", img.Kernel, ctx.Err())
 	}
 	if err != nil {
 		return res, fmt.Errorf("qemu: %v", err)
@@ -125,7 +121,7 @@ func (w *consoleWriter) Write(p []byte) (int, error) {
 	}
 }
 
-// parseResults reads the framed runs init.sh writes to the second serial
+// parseResults reads the framed runs init.sh writes to the results
 // port. Every frame is
 //
 //	@@begin KIND NAME

@@ -19,6 +19,7 @@ import (
 //
 //	run CMDLINE        the command line, run by the guest's sh (required, once)
 //	kernels NAME...    the kernels the case runs on (default: every kernel)
+//	arches NAME...     the architectures it runs on (default: amd64)
 //	modules NAME...    kernel modules (of CaseModules) the guest loads before
 //	                   the case, with those they depend on, in order, and
 //	                   unloads after it
@@ -36,6 +37,7 @@ type Case struct {
 	Name    string
 	Run     string
 	Kernels []string       // empty: every kernel
+	Arches  []string       // by Arch.Name
 	Modules []string       // modules to load first (not in dependency order)
 	Status  map[string]int // by "" (default) or kernel name
 	Timeout int            // seconds; 0: the guest's default
@@ -46,7 +48,7 @@ type Case struct {
 // ParseCase parses the archive data of the case name.
 func ParseCase(name string, data []byte) (*Case, error) {
 	ar := txtar.Parse(data)
-	c := &Case{Name: name, Status: map[string]int{"": 0}, Want: map[string]string{}}
+	c := &Case{Name: name, Arches: []string{AMD64.Name}, Status: map[string]int{"": 0}, Want: map[string]string{}}
 	for i, line := range strings.Split(string(ar.Comment), "\n") {
 		if err := c.directive(line); err != nil {
 			return nil, fmt.Errorf("%s:%d: %v", name, i+1, err)
@@ -91,6 +93,13 @@ func (c *Case) directive(line string) error {
 		for _, k := range c.Kernels {
 			if err := knownKernel(k); err != nil {
 				return err
+			}
+		}
+	case key == "arches" && kernel == "":
+		c.Arches = strings.Fields(rest)
+		for _, a := range c.Arches {
+			if !slices.ContainsFunc(Arches, func(arch *Arch) bool { return arch.Name == a }) {
+				return fmt.Errorf("unknown architecture %q", a)
 			}
 		}
 	case key == "modules" && kernel == "":
@@ -143,8 +152,8 @@ func knownKernel(name string) error {
 }
 
 // RunsOn tells whether the case applies to the kernel.
-func (c *Case) RunsOn(kernel string) bool {
-	return len(c.Kernels) == 0 || slices.Contains(c.Kernels, kernel)
+func (c *Case) RunsOn(k Kernel) bool {
+	return slices.Contains(c.Arches, k.Arch.Name) && (len(c.Kernels) == 0 || slices.Contains(c.Kernels, k.Name))
 }
 
 // WantStatus is the exit status expected on the kernel.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync/atomic"
@@ -52,48 +53,101 @@ func stallBound(r *Initramfs) time.Duration { return bootMargin + r.LongestLimit
 // TestGuest boots each kernel of Kernels under qemu, in parallel, runs the
 // cases of testdata/guest that apply to it and the Go tests of
 // goTestPackages, and checks every run: TestGuest/KERNEL/case/NAME,
-// TestGuest/KERNEL/go/PKG. It skips only when qemu, busybox-static or a
-// kernel package cannot be had on this machine, saying why; with
+// TestGuest/KERNEL/go/PKG (KERNEL is Kernel.String: 6.1, 6.1-arm64).
+// $BPFTAP_GUEST_KERNELS, when set, names the kernels to boot
+// (space-separated). It skips only when qemu, busybox-static or a kernel
+// package cannot be had on this machine, saying why; with
 // BPFTAP_GUEST_REQUIRE=1 (CI) that is a failure instead.
 func TestGuest(t *testing.T) {
 	cases := loadCases(t)
-	qemu, err := QEMU()
-	unavailable(t, err)
-	busybox, err := StaticBusybox()
-	unavailable(t, err)
 	cache, err := CacheDir()
 	if err != nil {
 		t.Fatal(err)
 	}
-	build := t.TempDir()
-	start := time.Now()
-	bpftap, tests, testdata, err := BuildStatic("../..", build, packages())
-	if err != nil {
-		t.Fatal(err)
+	kernels := selectedKernels(t)
+	builds := map[*Arch]*archBuild{}
+	for _, k := range kernels {
+		if builds[k.Arch] == nil {
+			builds[k.Arch] = buildFor(t, cache, k.Arch)
+		}
 	}
-	files, err := UserFiles("../..", build)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("built bpftap, %d test binaries and %d programs in %v", len(tests), len(GuestPrograms), time.Since(start).Round(time.Millisecond))
-	for _, k := range Kernels {
-		t.Run(k.Name, func(t *testing.T) {
+	for _, k := range kernels {
+		b := builds[k.Arch]
+		t.Run(k.String(), func(t *testing.T) {
 			t.Parallel()
+			unavailable(t, b.err)
 			img, err := k.Fetch(cache)
 			unavailable(t, err)
-			r := &Initramfs{Busybox: busybox, Bpftap: bpftap, Tests: tests, TestData: testdata, TestFlags: goTestFlags,
-				Config: img.Config, Files: files, Slack: guestSlack}
+			r := &Initramfs{Busybox: b.busybox, Applets: b.applets, Bpftap: b.bpftap, Tests: b.tests, TestData: b.testdata,
+				TestFlags: goTestFlags, Config: img.Config, Files: b.files, Slack: guestSlack}
 			for _, c := range cases {
-				if c.RunsOn(k.Name) {
+				if c.RunsOn(k) {
 					r.Cases = append(r.Cases, c)
 				}
 			}
-			if err := r.AddModules(img, GuestModules...); err != nil {
+			if err := r.AddModules(img, k.Arch.BootModules()...); err != nil {
 				t.Fatal(err)
 			}
-			bootAndCheck(t, qemu, img, r)
+			bootAndCheck(t, b.qemu, img, r)
 		})
 	}
+}
+
+// archBuild is what the guests of one architecture run: its emulator,
+// busybox (and the host's, which lists the applets), bpftap, test
+// binaries and programs, built for it; err says why there is none.
+type archBuild struct {
+	qemu, busybox, applets, bpftap string
+	tests, testdata, files         map[string]string
+	err                            error
+}
+
+// buildFor builds what the guests of arch run; an error that means the
+// guests cannot be had here is left in err, for each guest to skip on.
+func buildFor(t *testing.T, cache string, arch *Arch) *archBuild {
+	b := &archBuild{}
+	if b.qemu, b.err = arch.QEMUPath(); b.err != nil {
+		return b
+	}
+	if b.busybox, b.err = arch.Busybox(cache); b.err != nil {
+		return b
+	}
+	if arch != AMD64 {
+		if b.applets, b.err = StaticBusybox(); b.err != nil {
+			return b
+		}
+	}
+	dir := filepath.Join(t.TempDir(), arch.Name)
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	var err error
+	if b.bpftap, b.tests, b.testdata, err = BuildStatic("../..", dir, arch, packages(arch)); err != nil {
+		t.Fatal(err)
+	}
+	if b.files, err = UserFiles("../..", dir, arch); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("built bpftap, %d test binaries and %d programs for %s in %v", len(b.tests), len(GuestPrograms), arch.Name, time.Since(start).Round(time.Millisecond))
+	return b
+}
+
+// selectedKernels are Kernels, or those BPFTAP_GUEST_KERNELS names.
+func selectedKernels(t *testing.T) []Kernel {
+	names := strings.Fields(os.Getenv("BPFTAP_GUEST_KERNELS"))
+	if len(names) == 0 {
+		return Kernels
+	}
+	var kernels []Kernel
+	for _, name := range names {
+		i := slices.IndexFunc(Kernels, func(k Kernel) bool { return k.String() == name })
+		if i < 0 {
+			t.Fatalf("BPFTAP_GUEST_KERNELS: no kernel %q", name)
+		}
+		kernels = append(kernels, Kernels[i])
+	}
+	return kernels
 }
 
 // bootAndCheck boots img with r and checks each of its runs.
@@ -112,8 +166,8 @@ func bootAndCheck(t *testing.T, qemu string, img *Image, r *Initramfs) {
 	var stalled atomic.Bool
 	watchdog := time.AfterFunc(stall, func() { stalled.Store(true); cancel() })
 	defer watchdog.Stop()
-	t.Logf("%s: %d cases and %d test binaries, a run ending at least every %v", img.Name, len(r.Cases), len(r.Tests), stall)
-	logEnd := endedLogger(t, img.Name, len(r.Cases)+len(r.Tests))
+	t.Logf("%s: %d cases and %d test binaries, a run ending at least every %v", img.Kernel, len(r.Cases), len(r.Tests), stall)
+	logEnd := endedLogger(t, img.Kernel.String(), len(r.Cases)+len(r.Tests))
 	res, err := Boot(ctx, qemu, img, initrd, dir, func(run string) { watchdog.Reset(stall); logEnd(run) })
 	if stalled.Load() {
 		err = fmt.Errorf("no case or test binary ended for %v: %w", stall, err)
@@ -208,7 +262,13 @@ func loadCases(t *testing.T) []*Case {
 	return cases
 }
 
-func packages() []string {
+// packages are the Go test packages the guests of arch run: none on
+// arm64 yet, whose tests read x86-64's registers by name
+// (docs/guest-kernels.md, Not done).
+func packages(arch *Arch) []string {
+	if arch != AMD64 {
+		return nil
+	}
 	if list, ok := os.LookupEnv("BPFTAP_GUEST_PACKAGES"); ok {
 		return strings.Fields(list)
 	}

@@ -4,7 +4,7 @@
 # there is one, every case (/cases/NAME.cmd in
 # /cases/NAME) and Go test binary (/tests/PKG.test in /tests/PKG, with the
 # flags in /tests/PKG.flags), then powers off. Each run is shown on the console between "=== BEGIN" and
-# "=== END ... status=N" lines, and framed on the second serial port, its
+# "=== END ... status=N" lines, and framed on the results port, its
 # streams base64-encoded, for the host to read exactly.
 export PATH=/bin:/sbin:/usr/bin:/usr/sbin HOME=/root TMPDIR=/tmp
 mount -t proc proc /proc
@@ -18,7 +18,9 @@ hostname bpftap-guest
 # The kernel's configuration where scripts look for it (stap's
 # @kernel_config; Debian's kernels have no /proc/config.gz).
 [ -e /boot/config ] && mv /boot/config "/boot/config-$(uname -r)"
-results=/dev/ttyS1
+# The results port (the kernel's command line says which: bpftap_results),
+# once the modules it needs are loaded.
+results=${bpftap_results:-/dev/ttyS1}
 # load NAME...: insmod /modules/NAME.ko for each module not loaded yet, in
 # the order given (each after those it depends on).
 load() {
@@ -40,6 +42,10 @@ unload() {
 # tests read); a failure shows on the console, and as a module missing from
 # the features.
 load $(cat /modules/boot)
+for i in 1 2 3 4 5 6 7 8 9 10; do
+	[ -e "$results" ] && break
+	sleep 1
+done
 
 # frame KIND NAME STATUS: the last run's output, on the console and framed
 # in the results.

@@ -22,7 +22,10 @@ var initScript []byte
 
 // Initramfs is what goes into a guest's initial root file system.
 type Initramfs struct {
-	Busybox string            // a statically linked busybox
+	Busybox string // a statically linked busybox
+	// Applets is the busybox whose --list-full lists the applets to link,
+	// "" for Busybox (which may be another architecture's).
+	Applets string
 	Bpftap  string            // a statically linked bpftap, as /bin/bpftap
 	Tests   map[string]string // Go test binaries by package name, as /tests/NAME.test
 	// TestData are the testdata directories of those packages by name, as
@@ -130,9 +133,10 @@ func StaticBusybox() (string, error) {
 // Write writes the initramfs to path as an uncompressed newc cpio archive
 // (the kernel unpacks it faster than a compressed one under emulation).
 func (r *Initramfs) Write(path string) error {
-	applets, err := exec.Command(r.Busybox, "--list-full").Output()
+	lister := cmp.Or(r.Applets, r.Busybox)
+	applets, err := exec.Command(lister, "--list-full").Output()
 	if err != nil {
-		return fmt.Errorf("%s --list-full: %v", r.Busybox, err)
+		return fmt.Errorf("%s --list-full: %v", lister, err)
 	}
 	f, err := os.Create(path)
 	if err != nil {
@@ -223,20 +227,22 @@ func addTree(c *cpioWriter, dst, src string) error {
 	})
 }
 
-// BuildStatic builds what runs in a guest from the repository at repo into
-// dir: a static bpftap, and a static test binary of each package (a path like
-// ./internal/bpfrt) by name (bpfrt; internal/probes/attach is probes_attach).
-// It returns the test binaries and the testdata directories they need.
-func BuildStatic(repo, dir string, pkgs []string) (bpftap string, tests, testdata map[string]string, err error) {
+// BuildStatic builds what runs in a guest of arch from the repository at
+// repo into dir: a static bpftap, and a static test binary of each package
+// (a path like ./internal/bpfrt) by name (bpfrt; internal/probes/attach is
+// probes_attach). It returns the test binaries and the testdata
+// directories they need.
+func BuildStatic(repo, dir string, arch *Arch, pkgs []string) (bpftap string, tests, testdata map[string]string, err error) {
 	bpftap = filepath.Join(dir, "bpftap")
-	if err := goTool(repo, "build", "-o", bpftap, "./cmd/bpftap"); err != nil {
+	goTool := func(args ...string) error { return goTool(repo, arch, args...) }
+	if err := goTool("build", "-o", bpftap, "./cmd/bpftap"); err != nil {
 		return "", nil, nil, err
 	}
 	tests, testdata = map[string]string{}, map[string]string{}
 	for _, pkg := range pkgs {
 		name := strings.ReplaceAll(strings.TrimPrefix(filepath.Clean(pkg), "internal/"), "/", "_")
 		bin := filepath.Join(dir, name+".test")
-		if err := goTool(repo, "test", "-c", "-o", bin, pkg); err != nil {
+		if err := goTool("test", "-c", "-o", bin, pkg); err != nil {
 			return "", nil, nil, err
 		}
 		tests[name] = bin
@@ -248,11 +254,11 @@ func BuildStatic(repo, dir string, pkgs []string) (bpftap string, tests, testdat
 }
 
 // goTool runs the go command in repo with cgo off, so that what it builds
-// is static and runs on a guest with no C library.
-func goTool(repo string, args ...string) error {
+// is static and runs on a guest with no C library, for arch.
+func goTool(repo string, arch *Arch, args ...string) error {
 	cmd := exec.Command("go", args...)
 	cmd.Dir = repo
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOARCH="+arch.Name)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Run(); err != nil {
@@ -268,16 +274,22 @@ func goTool(repo string, args ...string) error {
 var GuestPrograms = []string{"scale", "ticks"}
 
 // UserFiles returns the files the cases use besides bpftap, by their path
-// in the guest: GuestPrograms, built into dir, and the repository's
-// examples as /examples/NAME. A program that does not build is an error
-// (gcc and libc6-dev: .ci/run installs them).
-func UserFiles(repo, dir string) (map[string]string, error) {
+// in the guest: GuestPrograms, built for arch into dir, and the
+// repository's examples as /examples/NAME. A program that does not build
+// is an error (gcc and libc6-dev, gcc-aarch64-linux-gnu: .ci/run installs
+// them).
+func UserFiles(repo, dir string, arch *Arch) (map[string]string, error) {
 	files := map[string]string{}
 	for _, name := range GuestPrograms {
 		out := filepath.Join(dir, name)
-		cmd := exec.Command("gcc", "-static", "-O2", "-o", out, filepath.Join(repo, "testdata", "run", "cprogs", name+".c"))
+		cmd := exec.Command(arch.CC, "-static", "-O2", "-o", out, filepath.Join(repo, "testdata", "run", "cprogs", name+".c"))
+		if arch != AMD64 {
+			// sys/sdt.h is the same text for every architecture; the
+			// cross compiler's include path does not have it.
+			cmd.Args = append(cmd.Args, "-idirafter", "/usr/include/x86_64-linux-gnu")
+		}
 		if msg, err := cmd.CombinedOutput(); err != nil {
-			return nil, fmt.Errorf("gcc %s: %v\n%s", name, err, msg)
+			return nil, fmt.Errorf("%s %s: %v\n%s", arch.CC, name, err, msg)
 		}
 		files["usr/bin/"+name] = out
 	}

@@ -16,16 +16,28 @@ import (
 
 // Kernel is a Debian kernel a guest boots.
 type Kernel struct {
-	// Name is how cases name the kernel ("6.1", "6.12").
+	// Name is how cases name the kernel ("6.1", "6.12"): its version,
+	// whatever its architecture.
 	Name string
-	// Suite is the Debian release whose linux-image-amd64 picks the package.
+	// Arch is the processor it runs on.
+	Arch *Arch
+	// Suite is the Debian release whose linux-image-ARCH picks the package.
 	Suite string
 	// Sources is the apt sources line the package comes from; empty means the
-	// host's own apt sources (the host is Debian 12).
+	// host's own apt sources (the host is Debian 12 on amd64).
 	Sources string
 	// Package is the prefix the chosen package's name must have, so that a
 	// host of another release does not pass its kernel off as this one.
 	Package string
+}
+
+// String names the kernel and, but for amd64's, its architecture:
+// "6.1", "6.1-arm64".
+func (k Kernel) String() string {
+	if k.Arch == AMD64 {
+		return k.Name
+	}
+	return k.Name + "-" + k.Arch.Name
 }
 
 // Kernels are the guest kernels, oldest first: Debian 11's 5.10 (the
@@ -34,16 +46,28 @@ type Kernel struct {
 // pointer arguments, no atomics with fetch, no bpf_for_each_map_elem;
 // docs/kernels.md), Debian 12's 6.1 (kprobes, fentry, no kprobe-multi) and
 // Debian 13's 6.12 (kprobe-multi and kprobe sessions too).
+//
+// Each is there for arm64 too, under the same name, from the same suite's
+// arm64 packages (ARM64: 5.10 and 6.1 have no ftrace direct calls there,
+// so no fentry).
 var Kernels = []Kernel{
-	{Name: "5.10", Suite: "bullseye", Package: "linux-image-5.10.",
-		// bookworm's debian-archive-keyring holds bullseye's keys too.
-		Sources: "deb http://deb.debian.org/debian bullseye main"},
-	{Name: "6.1", Suite: "bookworm", Package: "linux-image-6.1."},
-	{Name: "6.12", Suite: "trixie", Package: "linux-image-6.12.",
-		// bookworm's debian-archive-keyring (2023.3+deb12u2) holds trixie's
-		// signing keys, so this list is verified like the host's own.
-		Sources: "deb http://deb.debian.org/debian trixie main"},
+	{Name: "5.10", Arch: AMD64, Suite: "bullseye", Package: "linux-image-5.10.", Sources: bullseye},
+	{Name: "6.1", Arch: AMD64, Suite: "bookworm", Package: "linux-image-6.1."},
+	{Name: "6.12", Arch: AMD64, Suite: "trixie", Package: "linux-image-6.12.", Sources: trixie},
+	{Name: "5.10", Arch: ARM64, Suite: "bullseye", Package: "linux-image-5.10.", Sources: bullseye},
+	// the host's lists hold amd64's packages only
+	{Name: "6.1", Arch: ARM64, Suite: "bookworm", Package: "linux-image-6.1.", Sources: bookworm},
+	{Name: "6.12", Arch: ARM64, Suite: "trixie", Package: "linux-image-6.12.", Sources: trixie},
 }
+
+// The apt sources of the suites. bookworm's debian-archive-keyring
+// (2023.3+deb12u2) holds bullseye's and trixie's signing keys, so these
+// lists are verified like the host's own.
+const (
+	bullseye = "deb http://deb.debian.org/debian bullseye main"
+	bookworm = "deb http://deb.debian.org/debian bookworm main"
+	trixie   = "deb http://deb.debian.org/debian trixie main"
+)
 
 // Image is a kernel unpacked in the cache.
 type Image struct {
@@ -54,6 +78,9 @@ type Image struct {
 	// Modules are the modules the cache holds, uncompressed, by name:
 	// GuestModules, CaseModules and every module they depend on.
 	Modules map[string]string
+	// Builtin are those of them the kernel has built in (modules.builtin):
+	// there is nothing to load.
+	Builtin map[string]bool
 }
 
 // GuestModules are the modules every guest loads at boot, with what they
@@ -97,7 +124,7 @@ func CacheDir() (string, error) {
 // temporary directory of its own and renames the result into place, and the
 // loser of the race uses the winner's image.
 func (k Kernel) Fetch(cache string) (*Image, error) {
-	suite := filepath.Join(cache, k.Suite)
+	suite := filepath.Join(cache, k.Suite+k.Arch.cacheSuffix())
 	if img := k.cached(suite); img != nil {
 		return img, nil
 	}
@@ -114,7 +141,7 @@ func (k Kernel) Fetch(cache string) (*Image, error) {
 		return nil, err
 	}
 	staged := filepath.Join(tmp, "image")
-	if err := unpack(tmp, staged); err != nil {
+	if err := unpack(tmp, staged, k.Arch.modules()); err != nil {
 		return nil, err
 	}
 	dst := filepath.Join(suite, pkg)
@@ -149,7 +176,7 @@ func (k Kernel) cached(suite string) *Image {
 
 // image returns the image in dir when it is complete, or nil.
 func (k Kernel) image(dir string) *Image {
-	img := &Image{Kernel: k, Dir: dir, Modules: map[string]string{}}
+	img := &Image{Kernel: k, Dir: dir, Modules: map[string]string{}, Builtin: map[string]bool{}}
 	img.Vmlinuz = filepath.Join(dir, "vmlinuz")
 	img.Config = filepath.Join(dir, "config")
 	if _, err := os.Stat(img.Vmlinuz); err != nil {
@@ -159,8 +186,12 @@ func (k Kernel) image(dir string) *Image {
 	for _, ko := range kos {
 		img.Modules[strings.TrimSuffix(filepath.Base(ko), ".ko")] = ko
 	}
-	for _, m := range append(slices.Clone(GuestModules), CaseModules...) {
-		if img.Modules[m] == "" {
+	builtin, _ := os.ReadFile(filepath.Join(dir, "modules", "builtin"))
+	for _, m := range strings.Fields(string(builtin)) {
+		img.Builtin[m] = true
+	}
+	for _, m := range k.Arch.modules() {
+		if img.Modules[m] == "" && !img.Builtin[m] {
 			return nil
 		}
 	}
@@ -181,13 +212,14 @@ func (k Kernel) download(dir string) (string, error) {
 			return "", fmt.Errorf("%w: %v", ErrUnavailable, err)
 		}
 	}
-	show, err := run(dir, "apt-cache", append(opts, "show", "--no-all-versions", "linux-image-amd64")...)
+	meta := "linux-image-" + k.Arch.Name
+	show, err := run(dir, "apt-cache", append(opts, "show", "--no-all-versions", meta)...)
 	if err != nil {
 		return "", fmt.Errorf("%w: %v", ErrUnavailable, err)
 	}
 	pkg := imageDependency(show)
 	if !strings.HasPrefix(pkg, k.Package) {
-		return "", fmt.Errorf("%w: linux-image-amd64 of %s depends on %q, not %s*", ErrUnavailable, k.Suite, pkg, k.Package)
+		return "", fmt.Errorf("%w: %s of %s depends on %q, not %s*", ErrUnavailable, meta, k.Suite, pkg, k.Package)
 	}
 	if _, err := run(dir, "apt-get", append(opts, "-qq", "download", pkg)...); err != nil {
 		return "", fmt.Errorf("%w: %v", ErrUnavailable, err)
@@ -195,15 +227,23 @@ func (k Kernel) download(dir string) (string, error) {
 	return pkg, nil
 }
 
-// aptOptions are the options that point apt at k's own sources list, with
-// lists and archives of its own under dir: the host's apt setup is only read.
+// aptOptions are the options that point apt at k's own sources list and
+// architecture, with lists and archives of its own under dir: the host's
+// apt setup is only read.
 func (k Kernel) aptOptions(dir string) ([]string, error) {
+	return aptOptions(dir, k.Sources, k.Arch)
+}
+
+// aptOptions are the options that point apt at the sources line and the
+// architecture, with lists and archives of its own under dir; with no
+// sources line, the host's own (amd64).
+func aptOptions(dir, sources string, arch *Arch) ([]string, error) {
 	opts := []string{"-o", "APT::Sandbox::User=root"}
-	if k.Sources == "" {
+	if sources == "" {
 		return opts, nil
 	}
 	list := filepath.Join(dir, "sources.list")
-	if err := os.WriteFile(list, []byte(k.Sources+"\n"), 0o644); err != nil {
+	if err := os.WriteFile(list, []byte(sources+"\n"), 0o644); err != nil {
 		return nil, err
 	}
 	for _, d := range []string{"lists/partial", "cache/archives/partial"} {
@@ -212,6 +252,9 @@ func (k Kernel) aptOptions(dir string) ([]string, error) {
 		}
 	}
 	return append(opts,
+		"-o", "APT::Architecture="+arch.Name, "-o", "APT::Architectures::="+arch.Name,
+		// the host's installed packages are of another architecture
+		"-o", "Dir::State::status=/dev/null",
 		"-o", "Dir::Etc::sourcelist="+list,
 		"-o", "Dir::Etc::sourceparts=-",
 		"-o", "Dir::State::Lists="+filepath.Join(dir, "lists"),
@@ -238,10 +281,10 @@ func imageDependency(record []byte) string {
 }
 
 // unpack extracts the .deb in dir with dpkg-deb -x and moves what a guest
-// needs into staged: vmlinuz, config, and GuestModules and CaseModules
-// with what they depend on, uncompressed, in modules/ (the other modules
-// are left out: 6.1's take 400 MB).
-func unpack(dir, staged string) error {
+// needs into staged: vmlinuz, config, and the modules named (the
+// architecture's modules()) with what they depend on, uncompressed, in
+// modules/ (the other modules are left out: 6.1's take 400 MB).
+func unpack(dir, staged string, modules []string) error {
 	debs, _ := filepath.Glob(filepath.Join(dir, "*.deb"))
 	if len(debs) != 1 {
 		return fmt.Errorf("apt-get download left %d packages in %s", len(debs), dir)
@@ -270,31 +313,26 @@ func unpack(dir, staged string) error {
 	if _, err := os.Stat(tree); err != nil { // trixie's packages install under /usr
 		tree = filepath.Join(root, "usr", "lib", "modules", version)
 	}
-	return unpackModules(tree, filepath.Join(staged, "modules"))
+	return unpackModules(tree, filepath.Join(staged, "modules"), modules)
 }
 
-// unpackModules copies GuestModules and CaseModules from the package's
-// module tree to dst, and the modules they depend on (their .modinfo's
-// depends, read once each is copied), decompressing those compressed with
-// xz. The package has no modules.dep: depmod writes it on installation.
-func unpackModules(tree, dst string) error {
-	found := map[string]string{}
-	err := filepath.WalkDir(tree, func(path string, d os.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		if name, ok := strings.CutSuffix(strings.TrimSuffix(d.Name(), ".xz"), ".ko"); ok {
-			found[moduleName(name)] = path
-		}
-		return nil
-	})
+// unpackModules copies the modules named from the package's module tree
+// to dst, and the modules they depend on (their .modinfo's depends, read
+// once each is copied), decompressing those compressed with xz; those of
+// them the kernel has built in (its modules.builtin) are listed in
+// dst/builtin instead. The package has no modules.dep: depmod writes it on
+// installation.
+func unpackModules(tree, dst string, modules []string) error {
+	found, err := moduleFiles(tree)
 	if err != nil {
 		return err
 	}
 	if err := os.Mkdir(dst, 0o755); err != nil {
 		return err
 	}
-	queue := append(slices.Clone(GuestModules), CaseModules...)
+	builtin := builtinModules(tree)
+	var inKernel []string
+	queue := slices.Clone(modules)
 	done := map[string]bool{}
 	for len(queue) > 0 {
 		m := queue[0]
@@ -304,7 +342,11 @@ func unpackModules(tree, dst string) error {
 		}
 		done[m] = true
 		src, ok := found[m]
-		if !ok {
+		switch {
+		case !ok && builtin[m]:
+			inKernel = append(inKernel, m)
+			continue
+		case !ok:
 			return fmt.Errorf("module %s is not in %s", m, tree)
 		}
 		out := filepath.Join(dst, m+".ko")
@@ -317,7 +359,33 @@ func unpackModules(tree, dst string) error {
 		}
 		queue = append(queue, deps...)
 	}
-	return nil
+	return os.WriteFile(filepath.Join(dst, "builtin"), []byte(strings.Join(inKernel, "\n")+"\n"), 0o644)
+}
+
+// moduleFiles finds the module files under tree, by module name.
+func moduleFiles(tree string) (map[string]string, error) {
+	found := map[string]string{}
+	err := filepath.WalkDir(tree, func(path string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		if name, ok := strings.CutSuffix(strings.TrimSuffix(d.Name(), ".xz"), ".ko"); ok {
+			found[moduleName(name)] = path
+		}
+		return nil
+	})
+	return found, err
+}
+
+// builtinModules are the modules the kernel has built in, by name, from
+// the package's modules.builtin (kernel/drivers/char/virtio_console.ko).
+func builtinModules(tree string) map[string]bool {
+	data, _ := os.ReadFile(filepath.Join(tree, "modules.builtin"))
+	builtin := map[string]bool{}
+	for _, line := range strings.Fields(string(data)) {
+		builtin[moduleName(strings.TrimSuffix(filepath.Base(line), ".ko"))] = true
+	}
+	return builtin
 }
 
 // uncompressed moves the module src to out, decompressing it when it is
@@ -377,6 +445,9 @@ func (img *Image) LoadOrder(names ...string) ([]string, error) {
 			return nil
 		}
 		seen[m] = true
+		if img.Builtin[m] {
+			return nil // in the kernel already
+		}
 		ko := img.Modules[m]
 		if ko == "" {
 			return fmt.Errorf("module %s is not in %s (the modules a case may ask for are GuestModules and CaseModules)", m, img.Dir)

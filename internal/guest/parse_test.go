@@ -19,8 +19,17 @@ func TestParseCase(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Run != "bpftap script.stp" || c.RunsOn("6.1") || !c.RunsOn("6.12") || c.WantStatus("6.1") != 1 || c.WantStatus("6.12") != 2 {
+	k61, k612 := Kernel{Name: "6.1", Arch: AMD64}, Kernel{Name: "6.12", Arch: AMD64}
+	if c.Run != "bpftap script.stp" || c.RunsOn(k61) || !c.RunsOn(k612) || c.WantStatus("6.1") != 1 || c.WantStatus("6.12") != 2 {
 		t.Errorf("parsed %+v", c)
+	}
+	arm612 := Kernel{Name: "6.12", Arch: ARM64}
+	if c.RunsOn(arm612) {
+		t.Error("a case without an arches line runs on arm64")
+	}
+	both, err := ParseCase("y", []byte("arches amd64 arm64\nrun true\n"))
+	if err != nil || !both.RunsOn(arm612) || !both.RunsOn(k61) {
+		t.Errorf("arches amd64 arm64: %+v, %v", both, err)
 	}
 	if !slices.Equal(c.Modules, []string{"nfsd", "nfsv4"}) || c.Timeout != 600 {
 		t.Errorf("modules %v, timeout %d", c.Modules, c.Timeout)
@@ -45,7 +54,7 @@ func TestParseCase(t *testing.T) {
 		}
 	}
 	for _, bad := range []string{"", "run a\nrun b\n", "run a\nkernels 5.4\n", "run a\nstatus x\n", "run a\ntimeout 0\n", "run a\nfoo\n",
-		"run a\n-- stdout@7 --\n", "run a\n-- stdout.re --\n(\n", "run a\n-- ../x --\n"} {
+		"run a\n-- stdout@7 --\n", "run a\n-- stdout.re --\n(\n", "run a\n-- ../x --\n", "run a\narches riscv64\n"} {
 		if _, err := ParseCase("bad", []byte(bad)); err == nil {
 			t.Errorf("ParseCase accepted %q", bad)
 		}
@@ -173,5 +182,23 @@ func TestConsoleEnded(t *testing.T) {
 	}
 	if !strings.Contains(w.all.String(), "[  1.2] kernel\n") {
 		t.Errorf("console %q lost its end", w.all.String())
+	}
+}
+
+// TestBuiltinModules reads a package's modules.builtin: a module the
+// kernel has built in (6.12 arm64's virtio_console) is named as insmod
+// would name its file, dashes as underscores.
+func TestBuiltinModules(t *testing.T) {
+	tree := t.TempDir()
+	list := "kernel/drivers/char/virtio_console.ko\nkernel/drivers/virtio/virtio-mmio.ko\n"
+	if err := os.WriteFile(filepath.Join(tree, "modules.builtin"), []byte(list), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	got := builtinModules(tree)
+	if len(got) != 2 || !got["virtio_console"] || !got["virtio_mmio"] {
+		t.Errorf("builtinModules: %v", got)
+	}
+	if len(builtinModules(t.TempDir())) != 0 {
+		t.Error("a tree without modules.builtin has built-in modules")
 	}
 }
