@@ -34,8 +34,8 @@ func TestSyscallFunction(t *testing.T) {
 
 // TestSyscallFunctions checks the functions of the table by number that
 // a program serving many calls reads, where the table's name is not the
-// call's SYSCALL_DEFINE name too, and that an architecture without a
-// table has none.
+// call's SYSCALL_DEFINE name too, on x86_64 and arm64, and that an
+// architecture without a table has none.
 func TestSyscallFunctions(t *testing.T) {
 	funcs := SyscallFunctions(arch.X86_64)
 	for nr, want := range map[int]string{0: "__x64_sys_read", 4: "__x64_sys_newstat", 17: "__x64_sys_pread64",
@@ -45,10 +45,19 @@ func TestSyscallFunctions(t *testing.T) {
 			t.Errorf("function of x86_64 call %d: got %q, want %q", nr, funcs[nr], want)
 		}
 	}
-	if funcs := SyscallFunctions(arch.ARM64); funcs != nil {
-		t.Errorf("arm64 has no table of numbers here, got %d functions", len(funcs))
+	arm := SyscallFunctions(arch.ARM64)
+	for nr, want := range map[int]string{56: "__arm64_sys_openat", 63: "__arm64_sys_read", 79: "__arm64_sys_newfstatat", 221: "__arm64_sys_execve"} {
+		if nr >= len(arm) || arm[nr] != want {
+			t.Errorf("function of arm64 call %d: got %q, want %q", nr, arm[nr], want)
+		}
+	}
+	if funcs := SyscallFunctions(noTable); funcs != nil {
+		t.Errorf("riscv64 has no table of numbers here, got %d functions", len(funcs))
 	}
 }
+
+// noTable is an architecture bpftap has no system call table for.
+var noTable = &arch.Regs{Name: "riscv64", SyscallPrefix: "__riscv_"}
 
 // TestSyscallPoints checks what pn() and pp() give, by number, in the
 // programs that serve many calls: the names of the call's own probe, the
@@ -63,7 +72,10 @@ func TestSyscallPoints(t *testing.T) {
 			t.Errorf("x86_64 call %d: entry %q %q, return %q %q; want %s and %s", nr, pn[nr], pp[nr], rpn[nr], rpp[nr], want[0], want[1])
 		}
 	}
-	if pn, pp := SyscallPoints(arch.ARM64, false); pn != nil || pp != nil {
-		t.Errorf("arm64 has no table of numbers here, got %d names", len(pn))
+	if pn, pp := SyscallPoints(arch.ARM64, false); pn[79] != "syscall.fstatat" || pp[79] != `kernel.trace("syscalls:sys_enter_newfstatat")` {
+		t.Errorf("arm64 call 79: %q %q; want syscall.fstatat on sys_enter_newfstatat", pn[79], pp[79])
+	}
+	if pn, pp := SyscallPoints(noTable, false); pn != nil || pp != nil {
+		t.Errorf("riscv64 has no table of numbers here, got %d names", len(pn))
 	}
 }
