@@ -1,5 +1,7 @@
 package tapset
 
+import "slices"
+
 // System call names by number, the facts behind syscall_name() and the
 // syscall_any probes. The table of each architecture is generated from the
 // kernel's uapi headers (syscalls_x86_64.go, syscalls_aarch64.go);
@@ -33,8 +35,19 @@ func bySyscallNumber(table map[int64]string) []string {
 }
 
 var syscallTables = map[string]map[int64]string{
-	"x86_64": syscallsX8664,
-	"arm64":  syscallsARM64,
+	"x86_64": withCommon(syscallsX8664),
+	"arm64":  withCommon(syscallsARM64),
+}
+
+// withCommon adds to table the calls numbered alike on every architecture
+// (syscallsSince424), but those of the numbers in except, and returns it.
+func withCommon(table map[int64]string, except ...int64) map[int64]string {
+	for nr, name := range syscallsSince424 {
+		if !slices.Contains(except, nr) {
+			table[nr] = name
+		}
+	}
+	return table
 }
 
 // Compat system calls. A 64-bit kernel that runs 32-bit code numbers the
@@ -45,7 +58,7 @@ var syscallTables = map[string]map[int64]string{
 // same name.
 
 var compatTables = map[string]map[int64]string{
-	"x86_64": syscallsI386,
+	"x86_64": withCommon(syscallsI386, 453), // map_shadow_stack: 64-bit only
 }
 
 // compatAs are the compat calls that are the native call of another name
