@@ -37,7 +37,7 @@ var (
 		Since: Version{5, 5}, Detect: "helper probe (cilium/ebpf features)", probe: helper(asm.FnProbeReadKernel)}
 	TracingPrograms = &Feature{Name: "tp_btf", What: "BTF-typed tracepoints and fentry/fexit programs",
 		Since: Version{5, 5}, Config: "CONFIG_DEBUG_INFO_BTF",
-		Detect: "program type probe", probe: programType(ebpf.Tracing),
+		Detect: "a tp_btf program loaded on sys_enter", probe: btfTracepoints,
 		Fallback: "raw tracepoints with arguments read from the context"}
 	RingBuffer = &Feature{Name: "ringbuf", What: "the BPF ring buffer", Since: Version{5, 8},
 		Detect: "map type probe (cilium/ebpf features)", probe: mapType(ebpf.RingBuf),
