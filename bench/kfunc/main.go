@@ -33,6 +33,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -57,6 +58,7 @@ func main() {
 	cases := flag.String("cases", "", "run only the cases matching this regular expression")
 	flag.DurationVar(&o.settle, "settle", time.Second, "wait after a tracer says it is attached")
 	kernels := flag.String("kernels", "6.1,6.12", "guest kernels, by name")
+	archName := flag.String("arch", "amd64", "the guests' architecture: amd64 or arm64")
 	out := flag.String("o", "", "write the report here (default: standard output only)")
 	raw := flag.String("raw", "", "keep each guest's raw output in this directory")
 	parallel := flag.Bool("parallel", false, "boot the kernels at once (faster, noisier)")
@@ -72,28 +74,38 @@ func main() {
 		guestMain(o)
 		return
 	}
-	if err := host(o, *cases, *kernels, *out, *raw, *parallel, *timeout, strings.Fields(*qemuArgs)); err != nil {
+	i := slices.IndexFunc(guest.Arches, func(a *guest.Arch) bool { return a.Name == *archName })
+	if i < 0 {
+		fmt.Fprintf(os.Stderr, "kfunc: no architecture %q\n", *archName)
+		os.Exit(2)
+	}
+	if err := host(o, guest.Arches[i], *cases, *kernels, *out, *raw, *parallel, *timeout, strings.Fields(*qemuArgs)); err != nil {
 		fmt.Fprintf(os.Stderr, "kfunc: %v\n", err)
 		os.Exit(1)
 	}
 }
 
-// host builds what the guests need, boots them and writes the report.
-func host(o guestOptions, cases, kernels, out, raw string, parallel bool, timeout time.Duration, qemuArgs []string) error {
+// host builds what the guests of arch need, boots them and writes the
+// report.
+func host(o guestOptions, arch *guest.Arch, cases, kernels, out, raw string, parallel bool, timeout time.Duration, qemuArgs []string) error {
 	repo, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}").Output()
 	if err != nil {
 		return fmt.Errorf("go list -m: %v", err)
 	}
 	root := strings.TrimSpace(string(repo))
-	qemu, err := guest.AMD64.QEMUPath()
-	if err != nil {
-		return err
-	}
-	busybox, err := guest.StaticBusybox()
+	qemu, err := arch.QEMUPath()
 	if err != nil {
 		return err
 	}
 	cache, err := guest.CacheDir()
+	if err != nil {
+		return err
+	}
+	busybox, err := arch.Busybox(cache)
+	if err != nil {
+		return err
+	}
+	applets, err := guest.StaticBusybox() // lists the applets, whatever busybox's architecture
 	if err != nil {
 		return err
 	}
@@ -102,20 +114,23 @@ func host(o guestOptions, cases, kernels, out, raw string, parallel bool, timeou
 		return err
 	}
 	defer os.RemoveAll(dir)
-	bpftapBin, _, _, err := guest.BuildStatic(root, dir, guest.AMD64, nil)
+	bpftapBin, _, _, err := guest.BuildStatic(root, dir, arch, nil)
 	if err != nil {
 		return err
 	}
 	self := filepath.Join(dir, "kfunc")
-	if err := run(root, []string{"CGO_ENABLED=0"}, "go", "build", "-o", self, "./bench/kfunc"); err != nil {
+	if err := run(root, []string{"CGO_ENABLED=0", "GOARCH=" + arch.Name}, "go", "build", "-o", self, "./bench/kfunc"); err != nil {
 		return err
 	}
 	readloop := filepath.Join(dir, "readloop")
-	if err := run(root, nil, "gcc", "-static", "-O2", "-o", readloop, "bench/kfunc/readloop/readloop.c"); err != nil {
+	if err := run(root, nil, arch.CC, "-static", "-O2", "-o", readloop, "bench/kfunc/readloop/readloop.c"); err != nil {
 		return err
 	}
 	files := map[string]string{"bench/kfunc": self, "bench/readloop": readloop}
-	note, err := addBpftrace(files)
+	note, err := "none: the host's bpftrace runs on amd64 guests only", error(nil)
+	if arch == guest.AMD64 {
+		note, err = addBpftrace(files)
+	}
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "kfunc: no bpftrace in the guests: %v\n", err)
 		note = "none: " + err.Error()
@@ -131,7 +146,7 @@ func host(o guestOptions, cases, kernels, out, raw string, parallel bool, timeou
 	for _, name := range strings.Split(kernels, ",") {
 		var k *guest.Kernel
 		for i := range guest.Kernels {
-			if guest.Kernels[i].Name == name && guest.Kernels[i].Arch == guest.AMD64 {
+			if guest.Kernels[i].Name == name && guest.Kernels[i].Arch == arch {
 				k = &guest.Kernels[i]
 			}
 		}
@@ -151,8 +166,13 @@ func host(o guestOptions, cases, kernels, out, raw string, parallel bool, timeou
 	for i, img := range images {
 		boot := func() {
 			defer wg.Done()
-			res, err := bootBench(qemu, img, &guest.Initramfs{Busybox: busybox, Bpftap: bpftapBin, Files: files, Bench: script},
-				filepath.Join(dir, img.Name), timeout, raw, qemuArgs)
+			// the modules of the results port (arm64's virtio console)
+			r := &guest.Initramfs{Busybox: busybox, Applets: applets, Bpftap: bpftapBin, Files: files, Bench: script}
+			var res *guestResult
+			err := r.AddModules(img, arch.Modules...)
+			if err == nil {
+				res, err = bootBench(qemu, img, r, filepath.Join(dir, img.Name), timeout, raw, qemuArgs)
+			}
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil && firstErr == nil {
