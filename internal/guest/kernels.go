@@ -203,7 +203,7 @@ func (k Kernel) download(dir string) (string, error) {
 	if _, err := exec.LookPath("apt-get"); err != nil {
 		return "", fmt.Errorf("%w: no apt-get to fetch Debian %s's kernel", ErrUnavailable, k.Suite)
 	}
-	opts, err := k.aptOptions(dir)
+	opts, err := aptOptions(dir, k.Sources, k.Arch)
 	if err != nil {
 		return "", err
 	}
@@ -227,16 +227,9 @@ func (k Kernel) download(dir string) (string, error) {
 	return pkg, nil
 }
 
-// aptOptions are the options that point apt at k's own sources list and
-// architecture, with lists and archives of its own under dir: the host's
-// apt setup is only read.
-func (k Kernel) aptOptions(dir string) ([]string, error) {
-	return aptOptions(dir, k.Sources, k.Arch)
-}
-
 // aptOptions are the options that point apt at the sources line and the
 // architecture, with lists and archives of its own under dir; with no
-// sources line, the host's own (amd64).
+// sources line, the host's own (amd64). The host's apt setup is only read.
 func aptOptions(dir, sources string, arch *Arch) ([]string, error) {
 	opts := []string{"-o", "APT::Sandbox::User=root"}
 	if sources == "" {
