@@ -68,11 +68,21 @@ type Regs struct {
 
 // Compat is how a 64-bit kernel makes a 32-bit (compat) system call: its
 // arguments are the 32-bit registers SyscallArgs, and the calling thread's
-// struct thread_info has the bits StatusFlag in its status word while
-// the call runs (x86's TS_COMPAT).
+// struct thread_info has the bits StatusFlag in its member StatusMember
+// while the call runs (x86's TS_COMPAT in status; arm64's TIF_32BIT,
+// bit 22 of flags, which a 32-bit process has all along: it makes
+// compat calls only).
 type Compat struct {
-	SyscallArgs []int
-	StatusFlag  int32
+	SyscallArgs  []int
+	StatusMember string
+	StatusFlag   int32
+	// PerProcess says the bits are the process's mode, not the call's
+	// (arm64): an execve that switches modes returns in the new one, its
+	// registers cleared but syscallno kept. NativeNrReg and CompatNrReg
+	// are the offsets of the registers a call's number comes in (x8; r7,
+	// x7's low half).
+	PerProcess               bool
+	NativeNrReg, CompatNrReg int
 }
 
 // Host returns the table of the architecture bpftap runs on, nil where
@@ -115,7 +125,7 @@ var X86_64 = func() *Regs {
 		Return: regs["rax"].Offset, IP: regs["rip"].Offset, SP: regs["rsp"].Offset,
 		SPName: "rsp", CallPush: 8,
 		Mode: regs["xcs"].Offset, ModeMask: 3, ModeUser: 3,
-		Compat:     &Compat{SyscallArgs: at("rbx", "rcx", "rdx", "rsi", "rdi", "rbp"), StatusFlag: 2},
+		Compat:     &Compat{SyscallArgs: at("rbx", "rcx", "rdx", "rsi", "rdi", "rbp"), StatusMember: "status", StatusFlag: 2},
 		ThreadSize: 16 << 10}
 }()
 
@@ -138,7 +148,11 @@ var ARM64 = func() *Regs {
 		SyscallNr: regs["syscallno"].Offset, SyscallNrMember: "syscallno", SyscallPrefix: "__arm64_",
 		Return: regs["x0"].Offset, IP: regs["pc"].Offset, SP: regs["sp"].Offset,
 		SPName: "sp", CallPush: 0,
-		Mode: regs["pstate"].Offset, ModeMask: 0xf, ModeUser: 0, ThreadSize: 16 << 10}
+		Mode: regs["pstate"].Offset, ModeMask: 0xf, ModeUser: 0,
+		// an AArch32 process's r0-r5 are x0-x5's low halves
+		Compat: &Compat{SyscallArgs: first(6), StatusMember: "flags", StatusFlag: 1 << 22,
+			PerProcess: true, NativeNrReg: regs["x8"].Offset, CompatNrReg: regs["x7"].Offset},
+		ThreadSize: 16 << 10}
 }()
 
 // slots gives each name an 8-byte slot, in order.

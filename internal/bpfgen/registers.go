@@ -179,6 +179,12 @@ func (g *gen) syscallReturnval(c *syntax.Call) {
 // them (task->stack + THREAD_SIZE - sizeof(struct pt_regs)), read through
 // slot. c is blamed should the kernel's BTF place neither.
 func (g *gen) userRegs(c *syntax.Call, slot int16) bool {
+	return g.userRegsAt(slot) || g.needs(c.Position(), target.TaskPtRegs, c.Name+"() in this probe (it reads the thread's user registers)")
+}
+
+// userRegsAt is userRegs without the blame: false, with no code emitted,
+// where the kernel's BTF places neither.
+func (g *gen) userRegsAt(slot int16) bool {
 	if g.m.has(target.TaskPtRegs) {
 		g.emit(asm.FnGetCurrentTaskBtf.Call(), asm.Mov.Reg(asm.R1, asm.R0), asm.FnTaskPtRegs.Call())
 		return true
@@ -186,7 +192,7 @@ func (g *gen) userRegs(c *syntax.Call, slot int16) bool {
 	stack, size, ok := g.m.facts.userRegs()
 	top := g.m.cfg.Kernel.ThreadSize()
 	if !ok || top == 0 {
-		return g.needs(c.Position(), target.TaskPtRegs, c.Name+"() in this probe (it reads the thread's user registers)")
+		return false
 	}
 	g.emit(asm.FnGetCurrentTask.Call(),
 		asm.Mov.Reg(asm.R3, asm.R0), asm.Add.Imm(asm.R3, int32(stack)),

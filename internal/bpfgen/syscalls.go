@@ -15,12 +15,13 @@ import (
 
 // System calls by number, and the 32-bit (compat) calls of a 64-bit
 // kernel (tapset's CompatSyscallNames): a thread makes one while its
-// struct thread_info's status has the architecture's compat bits
-// (arch.Compat), which the kernel sets on the 32-bit entry paths (x86's
-// int $0x80, a 32-bit process's sysenter and syscall) and clears on the
-// 64-bit one. syscall_name() names a compat call by the compat table, as
-// stap's does; __syscall_native_nr() gives the number of the native call
-// a compat call is, so that the syscall probes serve it as that call.
+// struct thread_info has the architecture's compat bits (arch.Compat):
+// x86's status, which the kernel sets on the 32-bit entry paths (int
+// $0x80, a 32-bit process's sysenter and syscall) and clears on the
+// 64-bit one; arm64's flags, those of a 32-bit process. syscall_name()
+// names a compat call by the compat table, as stap's does;
+// __syscall_native_nr() gives the number of the native call a compat call
+// is, so that the syscall probes serve it as that call.
 
 // SyscallMap is the ARRAY of system call names (indexed by number, "" in
 // the gaps) that syscall_name() reads, created when a program uses it; the
@@ -203,6 +204,7 @@ func (g *gen) fillSyscallArgs() {
 // readCompat leaves in R0 the compat bits of the current thread's status,
 // read at off in its task_struct.
 func (g *gen) readCompat(off int) {
+	defer g.modeAtEntry()
 	if g.ownProbe().Attach.Kind.BTFTyped() && g.m.has(target.TaskBTF) { // the task may be read directly there
 		g.emit(asm.FnGetCurrentTaskBtf.Call(),
 			asm.LoadMem(asm.R0, asm.R0, int16(off), asm.Word),
@@ -219,6 +221,54 @@ func (g *gen) readCompat(off int) {
 		asm.LoadMem(asm.R0, asm.R10, slot, asm.Word),
 		asm.And.Imm(asm.R0, g.m.regs().Compat.StatusFlag))
 	g.popStack(8)
+}
+
+// modeAtEntry turns the compat bits in R0, where they are the process's
+// mode (arch.Compat.PerProcess), into the mode the call was made in, in a
+// probe of a call's exit: an execve that switched modes returns in the new
+// one, with the registers cleared but syscallno kept, so a thread whose
+// mode's number register is 0 while syscallno is not made its call in the
+// other mode (a 64-bit -c command's exec of a 32-bit program returned as
+// compat fcntl64, 221, else). Another call keeps its number register
+// (a number the tracer changed aside), syscallno 0 its 0.
+func (g *gen) modeAtEntry() {
+	c := g.m.regs().Compat
+	if !c.PerProcess || !g.syscallProbe() || !g.ownProbe().Attach.SyscallExit() {
+		return
+	}
+	flag, regs, slot := g.pushSlot(), g.pushSlot(), g.pushSlot()
+	done, native, test := g.newLabel("modedone"), g.newLabel("modenative"), g.newLabel("modetest")
+	g.emit(asm.StoreMem(asm.R10, flag, asm.R0, asm.DWord),
+		asm.Mov.Imm(asm.R0, 0), asm.StoreMem(asm.R10, slot, asm.R0, asm.DWord))
+	if !g.userRegsAt(slot) {
+		g.emit(asm.LoadMem(asm.R0, asm.R10, flag, asm.DWord))
+		g.popStack(24)
+		return
+	}
+	read := func(offset int) { // R0 = the word at regs+offset
+		g.emit(asm.LoadMem(asm.R3, asm.R10, regs, asm.DWord), asm.Add.Imm(asm.R3, int32(offset)),
+			asm.Mov.Reg(asm.R1, asm.R10), asm.Add.Imm(asm.R1, int32(slot)),
+			asm.Mov.Imm(asm.R2, 8),
+			asm.FnProbeReadKernel.Call(),
+			asm.LoadMem(asm.R0, asm.R10, slot, asm.DWord))
+	}
+	g.emit(asm.StoreMem(asm.R10, regs, asm.R0, asm.DWord))
+	read(g.m.regs().SyscallNr)
+	g.emit(asm.JEq.Imm32(asm.R0, 0, done), // syscallno, an s32
+		asm.LoadMem(asm.R0, asm.R10, flag, asm.DWord),
+		asm.JEq.Imm(asm.R0, 0, native))
+	read(c.CompatNrReg)
+	g.emit(asm.Mov.Reg32(asm.R0, asm.R0), asm.Ja.Label(test))
+	g.mark(native)
+	read(c.NativeNrReg)
+	g.mark(test)
+	g.emit(asm.JNE.Imm(asm.R0, 0, done),
+		asm.LoadMem(asm.R0, asm.R10, flag, asm.DWord),
+		asm.Xor.Imm(asm.R0, c.StatusFlag),
+		asm.StoreMem(asm.R10, flag, asm.R0, asm.DWord))
+	g.mark(done)
+	g.emit(asm.LoadMem(asm.R0, asm.R10, flag, asm.DWord))
+	g.popStack(24)
 }
 
 // syscallNativeNr compiles __syscall_native_nr(nr): nr, or while the

@@ -25,8 +25,9 @@ func (m *Module) regs() *arch.Regs { return m.cfg.Kernel.Arch }
 type kernelFacts struct {
 	// taskComm is the offset of comm in task_struct.
 	taskComm func() (int, bool)
-	// compatStatus is the offset of thread_info's status word in
-	// task_struct; false where the architecture has no compat calls.
+	// compatStatus is the offset in task_struct of the thread_info word
+	// with the compat bits (arch.Compat); false where the architecture
+	// has no compat calls.
 	compatStatus func() (int, bool)
 	// taskKfuncs are the BTF IDs of bpf_task_from_pid and
 	// bpf_task_release (pid2task).
@@ -76,7 +77,7 @@ func newKernelFacts(k *target.Kernel) *kernelFacts {
 			return 0, false
 		}
 		info, ok := memberOffset(b, "task_struct", "thread_info")
-		status, ok2 := memberOffset(b, "thread_info", "status")
+		status, ok2 := memberOffset(b, "thread_info", k.Arch.Compat.StatusMember)
 		return info + status, ok && ok2
 	})
 	f.taskKfuncs = sync.OnceValues(func() ([]int32, error) {

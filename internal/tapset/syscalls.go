@@ -53,12 +53,14 @@ func withCommon(table map[int64]string, except ...int64) map[int64]string {
 // Compat system calls. A 64-bit kernel that runs 32-bit code numbers the
 // calls of 32-bit processes, and those made through the 32-bit entry
 // (int $0x80 on x86_64), by the 32-bit architecture's table: x86_64's
-// execve is 59, i386's 11 (x86_64's munmap). The syscall probes name such
+// execve is 59, i386's 11 (x86_64's munmap); arm64's is 221, 32-bit
+// ARM's 11 (arm64's fremovexattr). The syscall probes name such
 // a call by that table and give it the probes of the native call of the
 // same name.
 
 var compatTables = map[string]map[int64]string{
 	"x86_64": withCommon(syscallsI386, 453), // map_shadow_stack: 64-bit only
+	"arm64":  withCommon(syscallsARM, 453),
 }
 
 // compatAs are the compat calls that are the native call of another name
