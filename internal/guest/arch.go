@@ -31,6 +31,16 @@ type Arch struct {
 	// CC is the C compiler that builds static programs for it, CCPackage
 	// the Debian package that installs it.
 	CC, CCPackage string
+	// Compat is a program of the 32-bit architecture the kernels also
+	// run (their compat system calls); nil where the guests have none.
+	Compat *CompatProgram
+}
+
+// CompatProgram is a 32-bit program without libc, in the guest as
+// /usr/bin/Name: testdata/run/cprogs/Name.s assembled by As and linked by
+// Ld, which the Debian package Package installs.
+type CompatProgram struct {
+	Name, As, Ld, Package string
 }
 
 // AMD64 is x86-64 on qemu's default PC: the results on a second 16550
@@ -50,7 +60,9 @@ var ARM64 = &Arch{Name: "arm64", QEMU: "qemu-system-aarch64", QEMUPackage: "qemu
 			"-device", "virtconsole,chardev=results"}
 	},
 	ResultsDevice: "/dev/hvc0", Modules: []string{"virtio_mmio", "virtio_console"},
-	CC: "aarch64-linux-gnu-gcc", CCPackage: "gcc-aarch64-linux-gnu"}
+	CC: "aarch64-linux-gnu-gcc", CCPackage: "gcc-aarch64-linux-gnu",
+	Compat: &CompatProgram{Name: "arm32", As: "arm-linux-gnueabihf-as", Ld: "arm-linux-gnueabihf-ld",
+		Package: "binutils-arm-linux-gnueabihf"}}
 
 // Arches are the architectures of Kernels, AMD64 first.
 var Arches = []*Arch{AMD64, ARM64}
@@ -124,4 +136,14 @@ func (a *Arch) Busybox(cache string) (string, error) {
 		return "", err
 	}
 	return path, os.Rename(filepath.Join(root, "bin", "busybox"), path)
+}
+
+// build assembles src and links it into out.
+func (c *CompatProgram) build(src, out string) error {
+	for _, args := range [][]string{{c.As, "-o", out + ".o", src}, {c.Ld, "-o", out, out + ".o"}} {
+		if msg, err := exec.Command(args[0], args[1:]...).CombinedOutput(); err != nil {
+			return fmt.Errorf("%s %s: %v\n%s", args[0], filepath.Base(src), err, msg)
+		}
+	}
+	return nil
 }

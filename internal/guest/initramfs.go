@@ -274,9 +274,10 @@ func goTool(repo string, arch *Arch, args ...string) error {
 var GuestPrograms = []string{"scale", "ticks"}
 
 // UserFiles returns the files the cases use besides bpftap, by their path
-// in the guest: GuestPrograms, built for arch into dir, and the
-// repository's examples as /examples/NAME. A program that does not build
-// is an error (gcc and libc6-dev, gcc-aarch64-linux-gnu: .ci/run installs
+// in the guest: GuestPrograms and the arch's Compat program, built for
+// arch into dir, and the repository's examples as /examples/NAME. A
+// program that does not build is an error (gcc and libc6-dev,
+// gcc-aarch64-linux-gnu, binutils-arm-linux-gnueabihf: .ci/run installs
 // them).
 func UserFiles(repo, dir string, arch *Arch) (map[string]string, error) {
 	files := map[string]string{}
@@ -292,6 +293,13 @@ func UserFiles(repo, dir string, arch *Arch) (map[string]string, error) {
 			return nil, fmt.Errorf("%s %s: %v\n%s", arch.CC, name, err, msg)
 		}
 		files["usr/bin/"+name] = out
+	}
+	if c := arch.Compat; c != nil {
+		out := filepath.Join(dir, c.Name)
+		if err := c.build(filepath.Join(repo, "testdata", "run", "cprogs", c.Name+".s"), out); err != nil {
+			return nil, err
+		}
+		files["usr/bin/"+c.Name] = out
 	}
 	examples, err := filepath.Glob(filepath.Join(repo, "examples", "*.stp"))
 	if err != nil {
