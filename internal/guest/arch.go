@@ -38,9 +38,9 @@ type Arch struct {
 
 // CompatProgram is a 32-bit program without libc, in the guest as
 // /usr/bin/Name: testdata/run/cprogs/Name.s assembled by As and linked by
-// Ld, which the Debian package Package installs.
+// Ld (for 32-bit ARM, Debian's binutils-arm-linux-gnueabihf).
 type CompatProgram struct {
-	Name, As, Ld, Package string
+	Name, As, Ld string
 }
 
 // AMD64 is x86-64 on qemu's default PC: the results on a second 16550
@@ -61,8 +61,7 @@ var ARM64 = &Arch{Name: "arm64", QEMU: "qemu-system-aarch64", QEMUPackage: "qemu
 	},
 	ResultsDevice: "/dev/hvc0", Modules: []string{"virtio_mmio", "virtio_console"},
 	CC: "aarch64-linux-gnu-gcc", CCPackage: "gcc-aarch64-linux-gnu",
-	Compat: &CompatProgram{Name: "arm32", As: "arm-linux-gnueabihf-as", Ld: "arm-linux-gnueabihf-ld",
-		Package: "binutils-arm-linux-gnueabihf"}}
+	Compat: &CompatProgram{Name: "arm32", As: "arm-linux-gnueabihf-as", Ld: "arm-linux-gnueabihf-ld"}}
 
 // Arches are the architectures of Kernels, AMD64 first.
 var Arches = []*Arch{AMD64, ARM64}

@@ -54,7 +54,7 @@ func withCommon(table map[int64]string, except ...int64) map[int64]string {
 // calls of 32-bit processes, and those made through the 32-bit entry
 // (int $0x80 on x86_64), by the 32-bit architecture's table: x86_64's
 // execve is 59, i386's 11 (x86_64's munmap); arm64's is 221, 32-bit
-// ARM's 11 (arm64's fremovexattr). The syscall probes name such
+// ARM's 11 (arm64's listxattr). The syscall probes name such
 // a call by that table and give it the probes of the native call of the
 // same name.
 
