@@ -77,12 +77,14 @@ type Compat struct {
 	StatusMember string
 	StatusFlag   int32
 	// PerProcess says the bits are the process's mode, not the call's
-	// (arm64): an execve that switches modes returns in the new one, its
+	// (arm64): an exec that switches modes returns in the new one, its
 	// registers cleared but syscallno kept. NativeNrReg and CompatNrReg
 	// are the offsets of the registers a call's number comes in (x8; r7,
-	// x7's low half).
+	// x7's low half), CompatExecs the compat numbers of execve and
+	// execveat.
 	PerProcess               bool
 	NativeNrReg, CompatNrReg int
+	CompatExecs              []int32
 }
 
 // Host returns the table of the architecture bpftap runs on, nil where
@@ -151,7 +153,8 @@ var ARM64 = func() *Regs {
 		Mode: regs["pstate"].Offset, ModeMask: 0xf, ModeUser: 0,
 		// an AArch32 process's r0-r5 are x0-x5's low halves
 		Compat: &Compat{SyscallArgs: first(6), StatusMember: "flags", StatusFlag: 1 << 22,
-			PerProcess: true, NativeNrReg: regs["x8"].Offset, CompatNrReg: regs["x7"].Offset},
+			PerProcess: true, NativeNrReg: regs["x8"].Offset, CompatNrReg: regs["x7"].Offset,
+			CompatExecs: []int32{11, 387}}, // 32-bit ARM's execve, execveat
 		ThreadSize: 16 << 10}
 }()
 

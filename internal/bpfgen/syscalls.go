@@ -225,24 +225,27 @@ func (g *gen) readCompat(off int) {
 
 // modeAtEntry turns the compat bits in R0, where they are the process's
 // mode (arch.Compat.PerProcess), into the mode the call was made in, in a
-// probe of a call's exit: an execve that switched modes returns in the new
-// one, with the registers cleared but syscallno kept, so a thread whose
-// mode's number register is 0 while syscallno is not made its call in the
-// other mode (a 64-bit -c command's exec of a 32-bit program returned as
-// compat fcntl64, 221, else). Another call keeps its number register
-// (a number the tracer changed aside), syscallno 0 its 0.
+// probe of a call's exit: an exec that switched modes returns in the new
+// one (a 64-bit -c command's exec of a 32-bit program returned as compat
+// fcntl64, 221, else). Every exec returns with the registers cleared but
+// syscallno kept, where another call keeps its number in its mode's
+// number register (syscallno 0 its 0; a number a tracer changed aside):
+// so while that register is 0 and syscallno is not, the call was an exec,
+// a compat one if syscallno is a compat exec's number (Compat.CompatExecs),
+// else a native one (their native numbers are others).
 func (g *gen) modeAtEntry() {
 	c := g.m.regs().Compat
 	if !c.PerProcess || !g.syscallProbe() || !g.ownProbe().Attach.SyscallExit() {
 		return
 	}
-	flag, regs, slot := g.pushSlot(), g.pushSlot(), g.pushSlot()
-	done, native, test := g.newLabel("modedone"), g.newLabel("modenative"), g.newLabel("modetest")
+	flag, regs, slot, nr := g.pushSlot(), g.pushSlot(), g.pushSlot(), g.pushSlot()
+	done, native, exec := g.newLabel("modedone"), g.newLabel("modenative"), g.newLabel("modeexec")
+	compat, set := g.newLabel("modecompat"), g.newLabel("modeset")
 	g.emit(asm.StoreMem(asm.R10, flag, asm.R0, asm.DWord),
 		asm.Mov.Imm(asm.R0, 0), asm.StoreMem(asm.R10, slot, asm.R0, asm.DWord))
 	if !g.userRegsAt(slot) {
 		g.emit(asm.LoadMem(asm.R0, asm.R10, flag, asm.DWord))
-		g.popStack(24)
+		g.popStack(32)
 		return
 	}
 	read := func(offset int) { // R0 = the word at regs+offset
@@ -254,21 +257,30 @@ func (g *gen) modeAtEntry() {
 	}
 	g.emit(asm.StoreMem(asm.R10, regs, asm.R0, asm.DWord))
 	read(g.m.regs().SyscallNr)
-	g.emit(asm.JEq.Imm32(asm.R0, 0, done), // syscallno, an s32
+	g.emit(asm.Mov.Reg32(asm.R0, asm.R0), // syscallno, an s32
+		asm.StoreMem(asm.R10, nr, asm.R0, asm.DWord),
+		asm.JEq.Imm(asm.R0, 0, done),
 		asm.LoadMem(asm.R0, asm.R10, flag, asm.DWord),
 		asm.JEq.Imm(asm.R0, 0, native))
 	read(c.CompatNrReg)
-	g.emit(asm.Mov.Reg32(asm.R0, asm.R0), asm.Ja.Label(test))
+	g.emit(asm.Mov.Reg32(asm.R0, asm.R0), asm.Ja.Label(exec))
 	g.mark(native)
 	read(c.NativeNrReg)
-	g.mark(test)
+	g.mark(exec)
 	g.emit(asm.JNE.Imm(asm.R0, 0, done),
-		asm.LoadMem(asm.R0, asm.R10, flag, asm.DWord),
-		asm.Xor.Imm(asm.R0, c.StatusFlag),
-		asm.StoreMem(asm.R10, flag, asm.R0, asm.DWord))
+		asm.LoadMem(asm.R1, asm.R10, nr, asm.DWord),
+		asm.Mov.Imm(asm.R0, 0))
+	for _, n := range c.CompatExecs {
+		g.emit(asm.JEq.Imm(asm.R1, n, compat))
+	}
+	g.emit(asm.Ja.Label(set))
+	g.mark(compat)
+	g.emit(asm.Mov.Imm(asm.R0, c.StatusFlag))
+	g.mark(set)
+	g.emit(asm.StoreMem(asm.R10, flag, asm.R0, asm.DWord))
 	g.mark(done)
 	g.emit(asm.LoadMem(asm.R0, asm.R10, flag, asm.DWord))
-	g.popStack(24)
+	g.popStack(32)
 }
 
 // syscallNativeNr compiles __syscall_native_nr(nr): nr, or while the
