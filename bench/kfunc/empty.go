@@ -6,6 +6,7 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/bpftap/bpftap/bench/floor/floors"
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
 	"github.com/cilium/ebpf/link"
@@ -16,8 +17,36 @@ import (
 // attached until SIGINT or SIGTERM. It says "empty: attached" on its
 // standard error once the link exists.
 func emptyMain(kind, fn string) {
+	hold(func() (func(), error) { return attachEmpty(kind, fn) })
+}
+
+// floorMain is `kfunc -floor PROG`: one of bench/floor's programs (empty
+// or count) on sys_enter as a tp_btf, the seed script's hook, held as
+// emptyMain holds its program.
+func floorMain(prog string) {
+	hold(func() (func(), error) { return floors.Attach(prog, "tp_btf") })
+}
+
+// hold attaches a program, says "empty: attached" on standard error and
+// keeps it attached until SIGINT or SIGTERM; it exits 1 when attaching
+// fails. The signals are caught first, so that one arriving while the
+// program is attached is not lost.
+func hold(attach func() (func(), error)) {
 	stop := make(chan os.Signal, 1)
 	signal.Notify(stop, syscall.SIGINT, syscall.SIGTERM)
+	detach, err := attach()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "empty: %v\n", err)
+		os.Exit(1)
+	}
+	fmt.Fprintln(os.Stderr, "empty: attached")
+	<-stop
+	detach()
+}
+
+// attachEmpty loads the two-instruction program and attaches it to fn as
+// a fentry or a kprobe.
+func attachEmpty(kind, fn string) (func(), error) {
 	spec := &ebpf.ProgramSpec{Name: "empty_" + kind, License: "GPL",
 		Instructions: asm.Instructions{asm.Mov.Imm(asm.R0, 0), asm.Return()}}
 	switch kind {
@@ -26,13 +55,11 @@ func emptyMain(kind, fn string) {
 	case "kprobe":
 		spec.Type = ebpf.Kprobe
 	default:
-		fmt.Fprintf(os.Stderr, "empty: unknown kind %q\n", kind)
-		os.Exit(2)
+		return nil, fmt.Errorf("unknown kind %q", kind)
 	}
 	p, err := ebpf.NewProgram(spec)
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "empty: %v\n", err)
-		os.Exit(1)
+		return nil, err
 	}
 	var l link.Link
 	if kind == "fentry" {
@@ -41,11 +68,8 @@ func emptyMain(kind, fn string) {
 		l, err = link.Kprobe(fn, p, nil)
 	}
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "empty: %v\n", err)
-		os.Exit(1)
+		p.Close()
+		return nil, err
 	}
-	fmt.Fprintln(os.Stderr, "empty: attached")
-	<-stop
-	l.Close()
-	p.Close()
+	return func() { l.Close(); p.Close() }, nil
 }

@@ -61,12 +61,16 @@ func bpftrace(name, script string) tracer {
 
 // hitCases are the per-hit cases: vfs_read under the read loop, and the
 // seed's counting script on sys_enter, which each read enters too (issue
-// 33's: its instructions per event on 5.10 against 6.12).
+// 33's: its instructions per event on 5.10 against 6.12), beside
+// bench/floor's programs on the same hook: the empty one (the kernel's
+// charge for running any program) and the hand-written count by name.
 func hitCases() []tracer {
 	return []tracer{
 		{name: "untraced"},
 		bpftap("bpftap_seed", seedScript),
 		asOf510(bpftap("bpftap_seed_as510", seedScript)),
+		{name: "empty_seed", argv: []string{"/bench/kfunc", "-floor", "empty"}, ready: emptyReady},
+		{name: "count_seed", argv: []string{"/bench/kfunc", "-floor", "count"}, ready: emptyReady},
 		{name: "empty_fentry", argv: []string{"/bench/kfunc", "-empty", "fentry", "vfs_read"}, ready: emptyReady},
 		{name: "empty_kprobe", argv: []string{"/bench/kfunc", "-empty", "kprobe", "vfs_read"}, ready: emptyReady},
 		bpftap("bpftap_fentry", `global n; probe kernel.function("vfs_read") { n++ }`),

@@ -48,6 +48,7 @@ func main() {
 	var o guestOptions
 	guestMode := flag.Bool("guest", false, "run the measurements (inside a guest)")
 	empty := flag.String("empty", "", "attach an empty program: fentry or kprobe, on the function named by the argument")
+	floor := flag.String("floor", "", "attach bench/floor's program (empty or count) to sys_enter as a tp_btf")
 	flag.IntVar(&o.hitRounds, "hit-rounds", 7, "rounds of the per-hit cases")
 	flag.IntVar(&o.startRounds, "start-rounds", 5, "rounds of the start-up cases")
 	flag.IntVar(&o.wideRounds, "wide-rounds", 3, "rounds of the wide-pattern start-up cases")
@@ -69,6 +70,9 @@ func main() {
 	switch {
 	case *empty != "":
 		emptyMain(*empty, flag.Arg(0))
+		return
+	case *floor != "":
+		floorMain(*floor)
 		return
 	case *guestMode:
 		guestMain(o)
@@ -364,7 +368,7 @@ func renderGuest(b *strings.Builder, g *guestResult, wide string) {
 	}
 	p("### ns per vfs_read hit\n\n")
 	p("| case | ns/read | added ns/read | × empty, same hook | × bpftrace, same hook |\n|---|---|---|---|---|\n")
-	for _, name := range []string{"untraced", "bpftap_seed", "bpftap_seed_as510", "empty_fentry", "empty_kprobe", "bpftap_fentry", "bpftap_kprobe", "bpftrace_fentry", "bpftrace_kprobe"} {
+	for _, name := range []string{"untraced", "bpftap_seed", "bpftap_seed_as510", "empty_seed", "count_seed", "empty_fentry", "empty_kprobe", "bpftap_fentry", "bpftap_kprobe", "bpftrace_fentry", "bpftrace_kprobe"} {
 		xs := stats.Finite(g.hits[name])
 		if len(xs) == 0 {
 			continue
