@@ -8,10 +8,6 @@ package main
 
 import (
 	"flag"
-	"fmt"
-	"os"
-	"os/signal"
-	"syscall"
 
 	"github.com/bpftap/bpftap/bench/floor/floors"
 )
@@ -20,17 +16,5 @@ func main() {
 	prog := flag.String("prog", "empty", "program: empty or count (per-CPU hash keyed by comm)")
 	attach := flag.String("attach", "tp_btf", "attach type: tp_btf or raw_tp")
 	flag.Parse()
-	// Catch the signals first: a signal that arrived while the program
-	// was being attached would otherwise be lost (a background job of a
-	// shell script starts with SIGINT ignored) and the floor run forever.
-	stop := make(chan os.Signal, 1)
-	signal.Notify(stop, syscall.SIGINT, syscall.SIGTERM)
-	closeAll, err := floors.Attach(*prog, *attach)
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "floor: %v\n", err)
-		os.Exit(1)
-	}
-	fmt.Fprintln(os.Stderr, "floor: attached")
-	<-stop
-	closeAll()
+	floors.Hold("floor", func() (func(), error) { return floors.Attach(*prog, *attach) })
 }

@@ -2,9 +2,6 @@ package main
 
 import (
 	"fmt"
-	"os"
-	"os/signal"
-	"syscall"
 
 	"github.com/bpftap/bpftap/bench/floor/floors"
 	"github.com/cilium/ebpf"
@@ -17,31 +14,14 @@ import (
 // attached until SIGINT or SIGTERM. It says "empty: attached" on its
 // standard error once the link exists.
 func emptyMain(kind, fn string) {
-	hold(func() (func(), error) { return attachEmpty(kind, fn) })
+	floors.Hold("empty", func() (func(), error) { return attachEmpty(kind, fn) })
 }
 
 // floorMain is `kfunc -floor PROG`: one of bench/floor's programs (empty
 // or count) on sys_enter as a tp_btf, the seed script's hook, held as
 // emptyMain holds its program.
 func floorMain(prog string) {
-	hold(func() (func(), error) { return floors.Attach(prog, "tp_btf") })
-}
-
-// hold attaches a program, says "empty: attached" on standard error and
-// keeps it attached until SIGINT or SIGTERM; it exits 1 when attaching
-// fails. The signals are caught first, so that one arriving while the
-// program is attached is not lost.
-func hold(attach func() (func(), error)) {
-	stop := make(chan os.Signal, 1)
-	signal.Notify(stop, syscall.SIGINT, syscall.SIGTERM)
-	detach, err := attach()
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "empty: %v\n", err)
-		os.Exit(1)
-	}
-	fmt.Fprintln(os.Stderr, "empty: attached")
-	<-stop
-	detach()
+	floors.Hold("empty", func() (func(), error) { return floors.Attach(prog, "tp_btf") })
 }
 
 // attachEmpty loads the two-instruction program and attaches it to fn as

@@ -8,6 +8,9 @@ package floors
 
 import (
 	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
@@ -15,6 +18,25 @@ import (
 )
 
 const commLen = 16
+
+// Hold attaches a program, says "TOOL: attached" on standard error and
+// keeps it attached until SIGINT or SIGTERM; it exits 1, saying why, when
+// attaching fails. The signals are caught first: one that arrived while
+// the program was being attached would otherwise be lost (a background
+// job of a shell script starts with SIGINT ignored) and the program held
+// forever.
+func Hold(tool string, attach func() (func(), error)) {
+	stop := make(chan os.Signal, 1)
+	signal.Notify(stop, syscall.SIGINT, syscall.SIGTERM)
+	detach, err := attach()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "%s: %v\n", tool, err)
+		os.Exit(1)
+	}
+	fmt.Fprintf(os.Stderr, "%s: attached\n", tool)
+	<-stop
+	detach()
+}
 
 // Attach loads the named program, attaches it to sys_enter and
 // returns the function that detaches and frees everything.
