@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"errors"
 	"os"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -117,19 +116,17 @@ func countOf(t testing.TB, counts *ebpf.Map, key uint32) uint64 {
 func requireKind(t testing.TB, p *attach.Point) {
 	t.Helper()
 	requireBPF(t)
-	if runtime.GOARCH != "amd64" {
-		t.Skipf("skipped: the test reads x86-64's pt_regs (on %s)", runtime.GOARCH)
-	}
 	if err := CanAttach(p); err != nil {
 		t.Skipf("skipped: %v", err)
 	}
 }
 
-// Slots of x86-64's struct pt_regs the tests read: the third argument
-// (the count of vfs_read and vfs_write) and the return value.
+// Slots of the host architecture's struct pt_regs the tests read: the
+// third argument (the count of vfs_read and vfs_write) and the return
+// value.
 var (
-	regRDX = int16(arch.X86_64.Registers["rdx"].Offset)
-	regRAX = int16(arch.X86_64.Return)
+	regArg3   = int16(arch.Host().FuncArgs[2])
+	regReturn = int16(arch.Host().Return)
 )
 
 // kernelFunc returns the BTF id of vmlinux's function name and its number

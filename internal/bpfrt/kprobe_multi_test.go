@@ -19,7 +19,7 @@ func TestKprobeMulti(t *testing.T) {
 	for _, c := range []struct {
 		kind attach.Kind
 		off  int16
-	}{{attach.KprobeMulti, regRDX}, {attach.KretprobeMulti, regRAX}} {
+	}{{attach.KprobeMulti, regArg3}, {attach.KretprobeMulti, regReturn}} {
 		t.Run(c.kind.String(), func(t *testing.T) {
 			point := &attach.Point{Kind: c.kind, Symbols: []string{"vfs_read", "vfs_write"}}
 			requireKind(t, point)
@@ -73,7 +73,7 @@ func kfuncCall(id kernel.TypeID) asm.Instruction {
 // the entries of the test's calls, counts[2·cookie+1] their returns.
 func sessionProgram(isReturn, cookie kernel.TypeID) asm.Instructions {
 	entry := asm.Instructions{
-		asm.LoadMem(asm.R7, asm.R6, regRDX, asm.DWord),
+		asm.LoadMem(asm.R7, asm.R6, regArg3, asm.DWord),
 		asm.JNE.Imm(asm.R7, ioSize, "skip"),
 		kfuncCall(cookie),
 		asm.StoreMem(asm.R0, 0, asm.R7, asm.DWord),
@@ -83,7 +83,7 @@ func sessionProgram(isReturn, cookie kernel.TypeID) asm.Instructions {
 		kfuncCall(cookie).WithSymbol("return"),
 		asm.LoadMem(asm.R1, asm.R0, 0, asm.DWord),
 		asm.JNE.Imm(asm.R1, ioSize, "out"),
-		asm.LoadMem(asm.R1, asm.R6, regRAX, asm.DWord),
+		asm.LoadMem(asm.R1, asm.R6, regReturn, asm.DWord),
 		asm.JNE.Imm(asm.R1, ioSize, "out"),
 		asm.Add.Imm(asm.R8, 1),
 	}

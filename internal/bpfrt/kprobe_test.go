@@ -21,9 +21,9 @@ func TestKprobe(t *testing.T) {
 		point attach.Point
 		off   int16
 	}{
-		{"kprobe", attach.Point{Kind: attach.Kprobe, Event: "vfs_read"}, regRDX},
-		{"kretprobe", attach.Point{Kind: attach.Kretprobe, Event: "vfs_read"}, regRAX},
-		{"kretprobe_maxactive", attach.Point{Kind: attach.Kretprobe, Event: "vfs_read", MaxActive: 8}, regRAX},
+		{"kprobe", attach.Point{Kind: attach.Kprobe, Event: "vfs_read"}, regArg3},
+		{"kretprobe", attach.Point{Kind: attach.Kretprobe, Event: "vfs_read"}, regReturn},
+		{"kretprobe_maxactive", attach.Point{Kind: attach.Kretprobe, Event: "vfs_read", MaxActive: 8}, regReturn},
 	} {
 		t.Run(c.name, func(t *testing.T) { testCountReads(t, &c.point, c.off) })
 	}
@@ -91,7 +91,7 @@ func ipProgram() asm.Instructions {
 		asm.FnGetCurrentPidTgid.Call(),
 		asm.RSh.Imm(asm.R0, 32),
 		asm.JNE.Imm(asm.R0, int32(os.Getpid()), "out"),
-		asm.LoadMem(asm.R1, asm.R6, regRDX, asm.DWord),
+		asm.LoadMem(asm.R1, asm.R6, regArg3, asm.DWord),
 		asm.JNE.Imm(asm.R1, ioSize, "out"),
 		asm.Mov.Reg(asm.R1, asm.R6),
 		asm.FnGetFuncIp.Call(),
@@ -102,7 +102,7 @@ func ipProgram() asm.Instructions {
 		asm.Add.Imm(asm.R2, -4),
 		asm.FnMapLookupElem.Call(),
 		asm.JEq.Imm(asm.R0, 0, "out"),
-		asm.LoadMem(asm.R1, asm.R6, int16(arch.X86_64.IP), asm.DWord),
+		asm.LoadMem(asm.R1, asm.R6, int16(arch.Host().IP), asm.DWord),
 		asm.StoreMem(asm.R0, 0, asm.R1, asm.DWord),
 		asm.StoreMem(asm.R0, 8, asm.R7, asm.DWord),
 	}, exit...)

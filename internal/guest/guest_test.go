@@ -123,7 +123,7 @@ func buildFor(t *testing.T, cache string, arch *Arch) *archBuild {
 	}
 	start := time.Now()
 	var err error
-	if b.bpftap, b.tests, b.testdata, err = BuildStatic("../..", dir, arch, packages(arch)); err != nil {
+	if b.bpftap, b.tests, b.testdata, err = BuildStatic("../..", dir, arch, packages()); err != nil {
 		t.Fatal(err)
 	}
 	if b.files, err = UserFiles("../..", dir, arch); err != nil {
@@ -262,13 +262,9 @@ func loadCases(t *testing.T) []*Case {
 	return cases
 }
 
-// packages are the Go test packages the guests of arch run: none on
-// arm64 yet, whose tests read x86-64's registers by name
-// (docs/guest-kernels.md, Not done).
-func packages(arch *Arch) []string {
-	if arch != AMD64 {
-		return nil
-	}
+// packages are the Go test packages the guests run, built for each
+// guest's architecture.
+func packages() []string {
 	if list, ok := os.LookupEnv("BPFTAP_GUEST_PACKAGES"); ok {
 		return strings.Fields(list)
 	}

@@ -28,7 +28,7 @@ func TestFunctions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, name := range []string{"vfs_read", "do_sys_openat2", "tcp_sendmsg", "schedule"} {
+	for _, name := range []string{"vfs_read", "do_filp_open", "tcp_sendmsg", "schedule"} {
 		if !names[name] {
 			t.Errorf("%s is not listed", name)
 			continue

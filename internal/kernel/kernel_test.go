@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/bpftap/bpftap/internal/arch"
 	"github.com/cilium/ebpf/btf"
 )
 
@@ -184,7 +185,7 @@ func TestAgainstCilium(t *testing.T) {
 		{"task_struct", []string{"real_parent"}},
 		{"linux_binprm", []string{"filename"}},
 		{"mm_struct", []string{"arg_start"}},
-		{"pt_regs", []string{"di"}},
+		{"pt_regs", []string{arch.Host().SyscallNrMember}},
 		{"sk_buff", []string{"len"}},
 	} {
 		checkOffset(t, b, spec, c.structName, c.chain[0])
