@@ -3,6 +3,7 @@ package target
 import (
 	"strings"
 
+	"github.com/bpftap/bpftap/internal/arch"
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
 	"github.com/cilium/ebpf/features"
@@ -15,8 +16,9 @@ type Feature struct {
 	// What it is, for messages: "this kernel lacks WHAT (Linux SINCE has
 	// it)".
 	What string
-	// Since is the first upstream release that has it.
-	Since Version
+	// Since is the first upstream release that has it; OnARM64 the first
+	// that has it on arm64, where that is a later one (else zero).
+	Since, OnARM64 Version
 	// Config is the kernel option it needs besides ("CONFIG_KPROBES"), ""
 	// when every kernel of Since's version has it.
 	Config string
@@ -27,6 +29,15 @@ type Feature struct {
 	// for the kinds of attach point, which package bpfrt tries on the
 	// point itself (Detect says so).
 	probe func() error
+}
+
+// SinceOn is the first upstream release that has f on the architecture
+// regs (nil: Since).
+func (f *Feature) SinceOn(regs *arch.Regs) Version {
+	if regs == arch.ARM64 && f.OnARM64 != (Version{}) {
+		return f.OnARM64
+	}
+	return f.Since
 }
 
 // The features, oldest first. Minimum versions are upstream's; Debian 11
@@ -108,11 +119,14 @@ var (
 
 	Kprobes = &Feature{Name: "kprobes", What: "kprobes", Since: Version{4, 1}, Config: "CONFIG_KPROBES",
 		Detect: "a trial attach on the probed function (bpfrt)"}
-	Fentry = &Feature{Name: "fentry", What: "fentry/fexit programs (BPF trampolines)", Since: Version{5, 5},
-		Detect:   "a trial attach on the probed function (bpfrt): arm64 needs ftrace direct calls (Debian's 6.12, not its 5.10 or 6.1)",
+	// On arm64 a trampoline on a kernel function needs ftrace direct
+	// calls (Linux 6.4, "arm64: ftrace: Add direct call support"):
+	// Debian's 6.12 has them, its 5.10 and 6.1 do not.
+	Fentry = &Feature{Name: "fentry", What: "fentry/fexit programs (BPF trampolines)", Since: Version{5, 5}, OnARM64: Version{6, 4},
+		Detect:   "a trial attach on the probed function (bpfrt)",
 		Fallback: "kprobes"}
-	LSM = &Feature{Name: "bpf_lsm", What: "the BPF LSM (booted with bpf in lsm=)", Since: Version{5, 7}, Config: "CONFIG_BPF_LSM",
-		Detect: "a trial attach on the hook (bpfrt)"}
+	LSM = &Feature{Name: "bpf_lsm", What: "the BPF LSM (booted with bpf in lsm=)", Since: Version{5, 7}, OnARM64: Version{6, 4},
+		Config: "CONFIG_BPF_LSM", Detect: "a trial attach on the hook (bpfrt)"}
 )
 
 // Features are the features bpftap relies on, in order of Since.

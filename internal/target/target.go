@@ -123,7 +123,7 @@ func (k *Kernel) Has(f *Feature) bool { return k.Check(f) == nil }
 // whole BTF (40 ms).
 func (k *Kernel) Check(f *Feature) error {
 	if why, ok := k.masked[f]; ok {
-		return &MissingError{Feature: f, Masked: why}
+		return &MissingError{Feature: f, Since: k.Since(f), Masked: why}
 	}
 	if k.machine == nil || k.upstreamHas(f) {
 		return nil
@@ -134,12 +134,15 @@ func (k *Kernel) Check(f *Feature) error {
 // upstreamHas tells whether f is in every kernel of k's release and
 // configuration.
 func (k *Kernel) upstreamHas(f *Feature) bool {
-	if k.Release.Before(f.Since) {
+	if k.Release.Before(k.Since(f)) {
 		return false
 	}
 	v, ok := k.FeatureConfig(f)
 	return ok && v == "y"
 }
+
+// Since is the first upstream release that has f on k's architecture.
+func (k *Kernel) Since(f *Feature) Version { return f.SinceOn(k.Arch) }
 
 // FeatureConfig is the value k's configuration gives the option f needs
 // ("y" when f needs none), and whether the configuration could be read.
@@ -158,7 +161,7 @@ func (k *Kernel) Detect(f *Feature) error {
 		return nil
 	}
 	if err := k.machine.detect(f); err != nil {
-		return &MissingError{Feature: f, Detail: err}
+		return &MissingError{Feature: f, Since: k.Since(f), Detail: err}
 	}
 	return nil
 }
@@ -197,7 +200,7 @@ func (k *Kernel) Without(why string, fs ...*Feature) *Kernel {
 func (k *Kernel) AsOf(v Version) *Kernel {
 	var newer []*Feature
 	for _, f := range Features {
-		if v.Before(f.Since) {
+		if v.Before(k.Since(f)) {
 			newer = append(newer, f)
 		}
 	}
@@ -266,20 +269,25 @@ var ErrMissing = errors.New("kernel feature missing")
 // needs the feature ("foreach in a kernel probe").
 type MissingError struct {
 	Feature *Feature
-	Masked  string
-	Detail  error
-	Use     string
+	// Since is the first release that has Feature on the kernel's
+	// architecture (Feature.SinceOn).
+	Since  Version
+	Masked string
+	Detail error
+	Use    string
 	// Note says more, after the sentence ("kprobe perf events:
 	// CONFIG_KPROBE_EVENTS is off").
 	Note string
 }
 
-// Missing is the error that says the kernel lacks f, note saying more
-// where it is not "".
-func Missing(f *Feature, note string) error { return &MissingError{Feature: f, Note: note} }
+// Missing is the error that says the running machine's kernel lacks f
+// (bpfrt's trials find out), note saying more where it is not "".
+func Missing(f *Feature, note string) error {
+	return &MissingError{Feature: f, Since: f.SinceOn(arch.Host()), Note: note}
+}
 
 func (e *MissingError) Error() string {
-	has := "Linux " + e.Feature.Since.String()
+	has := "Linux " + e.Since.String()
 	if e.Feature.Config != "" {
 		has += " with " + e.Feature.Config
 	}

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/bpftap/bpftap/internal/arch"
 	"github.com/bpftap/bpftap/internal/target"
 	"github.com/bpftap/bpftap/internal/target/targettest"
 )
@@ -70,6 +71,25 @@ func TestAsOf(t *testing.T) {
 	}
 }
 
+// TestAsOfOnARM64: a feature arm64 got later than x86-64 (trampolines on
+// kernel functions, 6.4 against 5.5) is missing from arm64's 6.1 and named
+// with arm64's version, and x86-64's 6.1 keeps it.
+func TestAsOfOnARM64(t *testing.T) {
+	v61 := target.Version{Major: 6, Minor: 1}
+	for _, c := range []struct {
+		regs *arch.Regs
+		want string // "" where 6.1 has fentry
+	}{
+		{arch.X86_64, ""},
+		{arch.ARM64, "this kernel lacks fentry/fexit programs (BPF trampolines) (Linux 6.4 has it) [as of Linux 6.1]"},
+	} {
+		err := target.New(target.Version{Major: 6, Minor: 18}, c.regs, nil, 250).AsOf(v61).Check(target.Fentry)
+		if got := fmt.Sprint(err); c.want == "" && err != nil || c.want != "" && got != c.want {
+			t.Errorf("%s as of 6.1: Check(fentry) = %v, want %q", c.regs.Name, err, c.want)
+		}
+	}
+}
+
 func TestParseVersion(t *testing.T) {
 	for _, c := range []struct {
 		in   string
@@ -97,7 +117,11 @@ func TestRunningFromEnvironment(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, want := strings.Join(k.Masked(), ","), "for_each_map_elem,task_pt_regs,func_ip,tracing_scalar_pointers,comm_padded,loop,kprobe_multi,sleepable_uprobes,subprog_tail_calls,mem_map_keys,task_from_pid,iter_num,uprobe_multi,v4isa,may_goto,kprobe_session"; got != want {
+	want := "for_each_map_elem,task_pt_regs,func_ip,tracing_scalar_pointers,comm_padded,loop,kprobe_multi,sleepable_uprobes,subprog_tail_calls,mem_map_keys,task_from_pid,iter_num,uprobe_multi,v4isa,may_goto,kprobe_session"
+	if k.Arch == arch.ARM64 {
+		want = "fentry,bpf_lsm," + want // arm64's trampolines on kernel functions: 6.4
+	}
+	if got := strings.Join(k.Masked(), ","); got != want {
 		t.Errorf("masked %s, want %s", got, want)
 	}
 	t.Setenv("BPFTAP_KERNEL_WITHOUT", "atomics")
@@ -123,6 +147,9 @@ func TestFeatureTable(t *testing.T) {
 // featureRow is f's row in docs/kernels.md.
 func featureRow(f *target.Feature) string {
 	since := f.Since.String()
+	if f.OnARM64 != (target.Version{}) {
+		since += " (arm64: " + f.OnARM64.String() + ")"
+	}
 	if f.Config != "" {
 		since += " + `" + f.Config + "`"
 	}

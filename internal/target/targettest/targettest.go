@@ -42,8 +42,8 @@ func ExcusedFrom(k *target.Kernel, f *target.Feature, err error) string {
 	if m.Masked != "" {
 		return "masked (" + m.Masked + ")"
 	}
-	if k.Release.Before(f.Since) {
-		return "Linux " + k.Release.String() + " is older than " + f.Since.String()
+	if since := k.Since(f); k.Release.Before(since) {
+		return "Linux " + k.Release.String() + " is older than " + since.String()
 	}
 	if v, ok := k.FeatureConfig(f); ok && v != "y" {
 		return f.Config + " is not set"
