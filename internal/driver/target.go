@@ -363,16 +363,20 @@ func descendants(pid int) []int {
 }
 
 // finish kills the command if it is still running and returns stapio's
-// warning about a command that ended on its own with a failure, or "".
+// warning about a command that ended on its own with a failure, or "". A
+// command the script ended by bpftap's SIGKILL gets no warning; one that
+// was already dying of its own (a script that calls exit() from the
+// command's sched_process_exit fires before the command can be reaped)
+// gets the warning its own end deserves.
 func (t *target) finish() string {
 	t.kill()
-	if t.cmd == nil || t.killed {
+	if t.cmd == nil || t.exited == nil { // none, or never released
 		return ""
 	}
 	<-t.exited
 	ws, ok := t.cmd.ProcessState.Sys().(syscall.WaitStatus)
 	switch {
-	case !ok:
+	case !ok, t.killed && ws.Signaled() && ws.Signal() == syscall.SIGKILL:
 		return ""
 	case ws.Signaled():
 		name := ws.Signal().String()

@@ -22,8 +22,9 @@ import (
 // limit here holds back the last 50). The periods are counted from the
 // time limit's start, a moment before the timers' schedule starts in Run:
 // on a starved machine (these busy loops beside a second copy of the
-// suite) that moment was once 10 ms, and 495 of 500 fit. Up to 10 may
-// not fit; the losses this test is about are 50 to 250.
+// suite) that moment was once 10 ms, and 495 of 500 fit; beside two
+// CI runs and two more busy loops, 486. Up to 25 may not fit; the losses
+// this test is about are 50 to 250.
 func TestTimersUnderLoad(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a second of busy loops")
@@ -55,7 +56,7 @@ probe end { println(n) }`
 	periods := int(time.Second / period) // due before the run's end
 	in.End()
 	fired, err := strconv.Atoi(strings.TrimSpace(stdout.String()))
-	if err != nil || fired < periods-10 || fired > periods {
+	if err != nil || fired < periods-25 || fired > periods {
 		t.Errorf("timer.ms(2) fired %q times in %d periods under load", stdout.String(), periods)
 	}
 }
