@@ -10,6 +10,7 @@ package arch
 
 import (
 	"runtime"
+	"slices"
 	"strconv"
 )
 
@@ -41,6 +42,9 @@ type Regs struct {
 	// (Linux 4.17's syscall wrappers, which take the registers):
 	// "__x64_sys_openat"; probefunc() of a system call probe names it.
 	SyscallPrefix string
+	// DWARF names the registers by their DWARF numbers, in order (the
+	// psABI's): a debuginfo location's register is the slot of that name.
+	DWARF []string
 	// Return, IP and SP are the offsets of the return value, the
 	// instruction pointer and the stack pointer.
 	Return, IP, SP int
@@ -124,6 +128,8 @@ var X86_64 = func() *Regs {
 		FuncArgs:    at("rdi", "rsi", "rdx", "rcx", "r8", "r9"),
 		SyscallArgs: at("rdi", "rsi", "rdx", "r10", "r8", "r9"),
 		SyscallNr:   regs["orig_rax"].Offset, SyscallNrMember: "orig_ax", SyscallPrefix: "__x64_",
+		DWARF: []string{"rax", "rdx", "rcx", "rbx", "rsi", "rdi", "rbp", "rsp",
+			"r8", "r9", "r10", "r11", "r12", "r13", "r14", "r15", "rip"},
 		Return: regs["rax"].Offset, IP: regs["rip"].Offset, SP: regs["rsp"].Offset,
 		SPName: "rsp", CallPush: 8,
 		Mode: regs["xcs"].Offset, ModeMask: 3, ModeUser: 3,
@@ -148,6 +154,7 @@ var ARM64 = func() *Regs {
 	}
 	return &Regs{Name: "arm64", Registers: regs, FuncArgs: first(8), SyscallArgs: first(6),
 		SyscallNr: regs["syscallno"].Offset, SyscallNrMember: "syscallno", SyscallPrefix: "__arm64_",
+		DWARF:  append(slices.Clip(names), "sp"), // x0-x30, sp (31)
 		Return: regs["x0"].Offset, IP: regs["pc"].Offset, SP: regs["sp"].Offset,
 		SPName: "sp", CallPush: 0,
 		Mode: regs["pstate"].Offset, ModeMask: 0xf, ModeUser: 0,

@@ -204,8 +204,25 @@ func (g *gen) targetVar(e syntax.Expr) {
 		}
 		g.long(op)
 	}
-	g.readPath(acc.Path, acc.Address, e.Position(), acc.Indexes...)
+	mem := kernelMemory
+	if acc.BTF != nil && acc.BTF.User() {
+		mem = userMemory
+	}
+	g.readPathIn(mem, acc.Path, acc.Address, e.Position(), acc.Indexes...)
 }
+
+// memory is where a path's loads read: the kernel's memory, or the probed
+// program's (a chain through its DWARF types), with the helper that reads
+// it and the error a fault raises.
+type memory struct {
+	read  asm.BuiltinFunc
+	fault string
+}
+
+var (
+	kernelMemory = memory{asm.FnProbeReadKernel, tapset.KernelReadFault}
+	userMemory   = memory{asm.FnProbeReadUser, tapset.UserReadFault}
+)
 
 // loadArg loads argument i of the attach point into R0 from where its ABI
 // puts it in the context (attach.Loc): an args[] word, a pt_regs slot, a
@@ -338,21 +355,27 @@ func sizeOf(n int) asm.Size {
 }
 
 // readPath replaces the base value in R0 by the value path reaches from
-// it: each offset after the first follows a pointer load, each dynamic
-// index (indexes, one per path.Scales entry) is computed and added times
-// its element's size after its offset, then Size bytes are loaded
+// it in the kernel's memory (readPathIn).
+func (g *gen) readPath(path *kernel.Path, address bool, at syntax.Pos, indexes ...syntax.Expr) {
+	g.readPathIn(kernelMemory, path, address, at, indexes...)
+}
+
+// readPathIn replaces the base value in R0 by the value path reaches from
+// it in mem: each offset after the first follows a pointer load, each
+// dynamic index (indexes, one per path.Scales entry) is computed and added
+// times its element's size after its offset, then Size bytes are loaded
 // (sign-extended when Signed) unless address asks for the final address
 // itself. A fault raises stap's read error at at.
-func (g *gen) readPath(path *kernel.Path, address bool, at syntax.Pos, indexes ...syntax.Expr) {
+func (g *gen) readPathIn(mem memory, path *kernel.Path, address bool, at syntax.Pos, indexes ...syntax.Expr) {
 	if path == nil || len(path.Offsets) == 0 {
 		return
 	}
-	fault := func() string { return g.errorSite(tapset.KernelReadFault, at, true) }
+	fault := func() string { return g.errorSite(mem.fault, at, true) }
 	slot := g.pushSlot()
 	scale := 0
 	for i, off := range path.Offsets {
 		if i > 0 {
-			g.kread(slot, 8, fault())
+			g.kread(mem.read, slot, 8, fault())
 		}
 		g.constant(asm.R1, off)
 		g.emit(asm.Add.Reg(asm.R0, asm.R1))
@@ -362,7 +385,7 @@ func (g *gen) readPath(path *kernel.Path, address bool, at syntax.Pos, indexes .
 	}
 	if !address {
 		size := min(int(path.Size), 8)
-		g.kread(slot, size, fault())
+		g.kread(mem.read, slot, size, fault())
 		g.extractBits(8*size, int(path.BitShift), int(path.BitSize), path.Signed)
 	}
 	g.popStack(8)
@@ -400,8 +423,9 @@ func (g *gen) addScaled(slot int16, index syntax.Expr, size int64) {
 }
 
 // kread replaces the address in R0 by the size bytes (zero-extended) it
-// points to, jumping to fault (address in regRec) when unreadable.
-func (g *gen) kread(slot int16, size int, fault string) {
+// points to, read with helper read, jumping to fault (address in regRec)
+// when unreadable.
+func (g *gen) kread(read asm.BuiltinFunc, slot int16, size int, fault string) {
 	g.emit(
 		asm.Mov.Reg(regRec, asm.R0),
 		asm.Mov.Reg(asm.R3, asm.R0),
@@ -410,7 +434,7 @@ func (g *gen) kread(slot int16, size int, fault string) {
 		asm.Mov.Reg(asm.R1, asm.R10),
 		asm.Add.Imm(asm.R1, int32(slot)),
 		asm.Mov.Imm(asm.R2, int32(size)),
-		asm.FnProbeReadKernel.Call(),
+		read.Call(),
 		asm.JNE.Imm(asm.R0, 0, fault),
 		asm.LoadMem(asm.R0, asm.R10, slot, asm.DWord),
 	)

@@ -164,7 +164,9 @@ var (
 // work() under main(), with frame pointers for the sampling tests; semop,
 // which operates on a semaphore set; sites, which calls leaf() from 32
 // call sites (32 user stacks); aio, which submits asynchronous reads;
-// entry, which sleeps, recurses and nests calls. A probe on a file fires in every
+// entry, which sleeps, recurses and nests calls; request, built with -g
+// at -O0 and -O2, DWARF 5 and 4 (compressed), its DWARF in a separate
+// file (request_split), and without -g. A probe on a file fires in every
 // process running it: tests running side by side use files of their own
 // (scale_target, hot_twice: hot with a build id of its own, since user
 // stacks find their files by build id). It returns their directory (a
@@ -203,12 +205,30 @@ func cPrograms() string {
 			{"-O2", "-o", "untouched", src("untouched.c")},
 			{"-O0", "-o", "entry", src("entry.c")},
 			{"-O2", "-o", "badmark", src("badmark.c")},
+			{"-g", "-O0", "-o", "request_O0", src("request.c")},
+			{"-g", "-O2", "-o", "request_O2", src("request.c")},
+			{"-gdwarf-4", "-gz", "-O2", "-fno-pie", "-no-pie", "-o", "request_O2_v4", src("request.c")},
+			{"-g", "-O2", "-o", "request_split", src("request.c")},
+			{"-O2", "-o", "request_nodebug", src("request.c")},
 		}
+		// request_split's DWARF in a separate file, .debug/request_split.debug,
+		// which its .gnu_debuglink names, as a distribution's debug package
+		// has it
+		split := [][]string{
+			{"mkdir", ".debug"},
+			{"objcopy", "--only-keep-debug", "request_split", ".debug/request_split.debug"},
+			{"strip", "--strip-debug", "request_split"},
+			{"objcopy", "--add-gnu-debuglink=.debug/request_split.debug", "request_split"},
+		}
+		var commands [][]string
 		for _, b := range builds {
-			cmd := exec.Command("gcc", b...)
+			commands = append(commands, append([]string{"gcc"}, b...))
+		}
+		for _, b := range append(commands, split...) {
+			cmd := exec.Command(b[0], b[1:]...)
 			cmd.Dir = dir
 			if out, err := cmd.CombinedOutput(); err != nil {
-				fmt.Fprintf(os.Stderr, "gcc %s: %v\n%s", strings.Join(b, " "), err, out)
+				fmt.Fprintf(os.Stderr, "%s: %v\n%s", strings.Join(b, " "), err, out)
 				return
 			}
 		}

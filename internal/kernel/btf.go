@@ -79,6 +79,7 @@ type BTF struct {
 	strBase uint32 // the offset of strings[0]: 0, or the end of base's string table
 	module  string // the module's name, "" for vmlinux
 	what    string // "the kernel's BTF", "module M's BTF", for errors
+	user    bool   // ParseUser's
 
 	mu      sync.Mutex
 	decoded map[TypeID]*Type
@@ -229,6 +230,21 @@ const btfMagic = 0xeb9f
 func Parse(raw []byte) (*BTF, error) {
 	return parse(raw, nil)
 }
+
+// ParseUser indexes the BTF bpftap makes of a user program's DWARF types
+// (package debuginfo), called what in errors: the values it describes lie
+// in that program's memory, which bpf_probe_read_user reads (User).
+func ParseUser(raw []byte, what string) (*BTF, error) {
+	b, err := parse(raw, nil)
+	if err != nil {
+		return nil, err
+	}
+	b.what, b.user = what, true
+	return b, nil
+}
+
+// User tells whether b describes a user program's memory (ParseUser).
+func (b *BTF) User() bool { return b.user }
 
 // ParseSplit indexes a raw split BTF blob (a module's) whose type IDs and
 // string offsets continue base's.

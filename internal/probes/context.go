@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/bpftap/bpftap/internal/debuginfo"
 	"github.com/bpftap/bpftap/internal/kernel"
 	"github.com/bpftap/bpftap/internal/probes/attach"
 	"github.com/bpftap/bpftap/internal/syntax"
@@ -76,6 +77,15 @@ type Context struct {
 	// argsOfCall: the point fires as a call returns and its arguments are
 	// those the call was entered with (returnEvents).
 	argsOfCall bool
+	// user is a user function probe's function, whose DWARF loadDebug
+	// reads on first use (userdebug.go): types is then the program's
+	// types, movedFrame the canonical frame address's rule where the
+	// probe moved after the prologue.
+	user       *userFunc
+	debugDone  bool
+	debugErr   *ContextError
+	types      *kernel.BTF
+	movedFrame *debuginfo.Location
 }
 
 // Entry is where the @entry expressions of a return probe are evaluated:
@@ -94,12 +104,14 @@ type Entry struct {
 }
 
 // ParamsAtEntry tells whether the parameters a return probe reads must be
-// read at the function's entry: a kretprobe's registers no longer hold
-// them (fexit's context still does). stap reads every $var of a return
-// probe as it was at entry; the elaborator makes each such read an @entry.
+// read at the function's entry: a kretprobe's or uretprobe's registers no
+// longer hold them (fexit's context still does). stap reads every $var of
+// a return probe as it was at entry; the elaborator makes each such read
+// an @entry. A user function's are read so only when its DWARF is there
+// (else the return's own context says why there are none).
 func (c *Context) ParamsAtEntry() bool {
 	a := c.Attach
-	return c.entry != nil && a.Func != nil && a.Func.Words == 0 && !a.User
+	return c.entry != nil && a.Func != nil && a.Func.Words == 0 && (!a.User || c.user != nil && c.loadDebug() == nil)
 }
 
 // Assign says why assigning $name is refused, "" if it is not; guru is
@@ -159,6 +171,9 @@ func (c *Context) Kernel() KernelInfo { return c.kernel }
 // module's function (whose type IDs continue the kernel's), else the
 // kernel's.
 func (c *Context) btf() (*kernel.BTF, error) {
+	if c.types != nil {
+		return c.types, nil
+	}
 	if c.Attach.Module != "" {
 		return c.kernel.ModuleBTF(c.Attach.Module)
 	}
@@ -183,6 +198,9 @@ func (c *Context) Var(x *syntax.TargetVar) (*Access, *ContextError) {
 	if x.Pretty > 0 {
 		return nil, ctxErr(-1, "pretty printing of '%s' is not supported by bpftap", x.Name)
 	}
+	if err := c.loadDebug(); err != nil && c.needsDebug(x) {
+		return nil, err
+	}
 	switch x.Name {
 	case "$$name":
 		return &Access{Param: -1, Name: c.Attach.Event, Type: syntax.TypeString}, nil
@@ -194,7 +212,7 @@ func (c *Context) Var(x *syntax.TargetVar) (*Access, *ContextError) {
 		switch {
 		case c.Attach.Provider != "":
 			return c.markParms(), nil
-		case !c.Attach.User || c.Attach.Func == nil:
+		case !c.Attach.User || c.Attach.Func == nil || c.types != nil:
 			return c.parms(func(a attach.Arg) bool { return c.Attach.Func == nil || a.Name != "return" })
 		}
 		// a user function's parameters are known only from DWARF: the
@@ -218,10 +236,10 @@ func (c *Context) Var(x *syntax.TargetVar) (*Access, *ContextError) {
 	switch {
 	case (!ok || strings.HasPrefix(x.Name, "$$")) && c.Attach.Provider != "":
 		return nil, ctxErr(-1, "unable to find marker argument '%s' (alternatives: %s)", x.Name, strings.Join(c.names(), ", "))
-	case (!ok || strings.HasPrefix(x.Name, "$$")) && c.Attach.User && c.Attach.Func != nil:
+	case (!ok || strings.HasPrefix(x.Name, "$$")) && c.Attach.User && c.Attach.Func != nil && c.types == nil:
 		return nil, ctxErr(-1, "cannot resolve context variable '%s': bpftap reads no DWARF debuginfo, so a function probe has only $return (in .return probes); read arguments with int_arg(N), long_arg(N), pointer_arg(N) and the like", x.Name)
 	case (!ok || strings.HasPrefix(x.Name, "$$")) && c.Attach.Func != nil:
-		if _, err := c.btf(); err != nil {
+		if _, err := c.btf(); err != nil && c.types == nil {
 			return nil, ctxErr(-1, "unable to find parameter '%s' of %s: %v", x.Name, c.Attach.Func.Name, err)
 		}
 		return nil, ctxErr(-1, "unable to find parameter '%s' of %s (alternatives: %s)", x.Name, c.Attach.Func.Name, strings.Join(c.names(), ", "))
@@ -251,6 +269,17 @@ func (c *Context) Var(x *syntax.TargetVar) (*Access, *ContextError) {
 		}
 	}
 	return a, cerr
+}
+
+// needsDebug tells whether x resolves only with the DWARF of a user
+// function: all but its name, $$return and a bare $return do.
+func (c *Context) needsDebug(x *syntax.TargetVar) bool {
+	switch x.Name {
+	case "$$name", "$$return":
+		return false
+	}
+	_, _, ok := c.Attach.Arg(c.argName(x.Name))
+	return !ok || strings.HasPrefix(x.Name, "$$") || len(x.Components) > 0
 }
 
 // argName is the name of the argument $name reads.

@@ -54,9 +54,10 @@ func processFunctionFamily(k KernelInfo, cfg Config, objects *objectCache) *Fami
 // objectCache holds what the run has read of the files it probes so far,
 // by path: their symbol tables and the libraries they need.
 type objectCache struct {
-	mu   sync.Mutex
-	objs map[string]*elfsym.Object
-	libs elfsym.LibraryCache
+	mu    sync.Mutex
+	objs  map[string]*elfsym.Object
+	libs  elfsym.LibraryCache
+	debug debugCache
 }
 
 func newObjectCache() *objectCache { return &objectCache{objs: map[string]*elfsym.Object{}} }
@@ -116,7 +117,7 @@ func uprobeOnFile(k KernelInfo, objects *objectCache, p *Point, path string, pro
 			return similarNames("functions", pattern, names())
 		}}
 	}
-	return functionProbes(k, p, prologue, obj, component, matched)
+	return functionProbes(k, objects, p, prologue, obj, component, matched)
 }
 
 // splitIndirect separates the functions a probe matches from the
@@ -140,7 +141,7 @@ func splitIndirect(fns []elfsym.Func) (direct, indirect []elfsym.Func) {
 // uretprobe for .return) each, or, when there are several and the kernel
 // offers it, points of one attach.Set, which share one program and one
 // uprobe_multi link. Each starts with prologue.
-func functionProbes(k KernelInfo, p *Point, prologue *syntax.Block, obj *elfsym.Object, component string, fns []elfsym.Func) ([]*Point, error) {
+func functionProbes(k KernelInfo, objects *objectCache, p *Point, prologue *syntax.Block, obj *elfsym.Object, component string, fns []elfsym.Func) ([]*Point, error) {
 	ret := p.Components[len(p.Components)-1].Name == "return"
 	kind, set := singleKind(ret), (*attach.Set)(nil)
 	if len(fns) > 1 && k.Attachable(&attach.Point{Kind: multiKind(ret), Path: obj.Path}) == nil {
@@ -178,6 +179,8 @@ func functionProbes(k KernelInfo, p *Point, prologue *syntax.Block, obj *elfsym.
 		}
 		if component == "plt" {
 			asStatement(q, fn.Addr)
+		} else {
+			q.Context.user = &userFunc{files: &objects.debug, obj: obj, fn: fn, regs: regs}
 		}
 		if ret {
 			q.Context.entry = uprobeEntry(k, q, *a, entrySet, regs)
@@ -217,8 +220,9 @@ func uprobeEntry(k KernelInfo, q *Point, ret attach.Point, set *attach.Set, regs
 		if ret.I386 {
 			push = 4
 		}
-		return &Entry{Context: &Context{kernel: k, Attach: &a}, Name: ComponentsString(q.Components[:len(q.Components)-1]),
-			Guard: syntax.Clone(q.Prologue), Frame: stackFrame(regs.SPName, push)}
+		entry := &Context{kernel: k, Attach: &a, user: q.Context.user}
+		return &Entry{Context: entry, Name: ComponentsString(q.Components[:len(q.Components)-1]),
+			Guard: syntax.Clone(q.Prologue), Frame: entryFrame(entry, regs, push)}
 	}
 }
 

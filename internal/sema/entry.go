@@ -47,7 +47,7 @@ import (
 // in an @entry or @defined already are left alone.
 func (e *elab) entryParams() {
 	for _, p := range e.prog.Probes {
-		if p.context == nil || !p.context.ParamsAtEntry() {
+		if p.context == nil {
 			continue
 		}
 		inside := map[syntax.Expr]bool{}
@@ -60,12 +60,20 @@ func (e *elab) entryParams() {
 			}
 			return false
 		})
-		syntax.RewriteExprs(p.Body, func(x syntax.Expr) syntax.Expr {
+		atEntry := func(x syntax.Node) bool {
 			v, ok := x.(*syntax.TargetVar)
-			if !ok || inside[v] || v.Name == "$return" || v.Name == "$$return" {
+			return ok && !inside[v] && v.Name != "$return" && v.Name != "$$return"
+		}
+		// asked only of a probe that reads such a parameter: a user
+		// function's context reads its DWARF to answer
+		if !syntax.Any(p.Body, atEntry) || !p.context.ParamsAtEntry() {
+			continue
+		}
+		syntax.RewriteExprs(p.Body, func(x syntax.Expr) syntax.Expr {
+			if !atEntry(x) {
 				return nil
 			}
-			return &syntax.Entry{Typed: syntax.Typed{Pos: v.Pos}, X: v}
+			return &syntax.Entry{Typed: syntax.Typed{Pos: x.Position()}, X: x}
 		})
 	}
 }

@@ -1,0 +1,194 @@
+// Package debuginfo reads what a user program's DWARF says about its
+// functions: where each parameter and the return value live when a probe
+// fires, and their C types, for $name, $name->member and typed $return in
+// process("P").function("F") probes.
+//
+// The DWARF is the program's own or, when it was stripped, its separate
+// debug file, found as gdb finds it: by build ID
+// (/usr/lib/debug/.build-id/xx/rest.debug), then by the .gnu_debuglink
+// section's name beside the program, in its .debug directory and under
+// /usr/lib/debug. Go's debug/elf decompresses compressed sections and
+// debug/dwarf reads DWARF 4 and 5 entries, types and line tables; this
+// package adds what Go leaves out: location expressions and location
+// lists (.debug_loc, .debug_loclists), and the call frame information
+// (.eh_frame) that gives the canonical frame address DW_OP_call_frame_cfa
+// names.
+//
+// A location is evaluated at one address, the probe's, to one of three
+// forms a BPF program can read from the registers the uprobe saw
+// (Location): a register's value plus a constant, the memory at such an
+// address, or a constant. Anything else (a value the compiler keeps in
+// pieces, only as an entry value, or nowhere at that address) is refused
+// with the reason.
+//
+// Unoptimized code (-O0) stores its parameters in the frame during the
+// function's prologue, and its DWARF says where in the frame: a probe
+// that reads them is placed after the prologue, at the address of the
+// function's second line-table row (gdb's rule), as stap places it.
+// Optimized code describes its parameters with location lists, which say
+// where each lives at the function's first instruction.
+package debuginfo
+
+import (
+	"bytes"
+	"debug/dwarf"
+	"debug/elf"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"sync"
+)
+
+// DebugRoot is where distributions install separate debug files.
+var DebugRoot = "/usr/lib/debug"
+
+// MissingError says that a program has no DWARF bpftap could find: Tried
+// are the separate debug files looked for, by build ID first.
+type MissingError struct {
+	Path  string
+	Tried []string
+}
+
+func (e *MissingError) Error() string {
+	msg := fmt.Sprintf("%s has no DWARF debuginfo", e.Path)
+	if len(e.Tried) > 0 {
+		msg += fmt.Sprintf(" and its debug file (%s) is not installed", e.Tried[0])
+	}
+	return msg + ": install its debug package (Debian's -dbgsym or -dbg, Fedora's -debuginfo) or build it with -g"
+}
+
+// File is the DWARF of one program, read lazily.
+type File struct {
+	Path string
+	// DebugPath is the file the DWARF was read from: Path or its
+	// separate debug file.
+	DebugPath string
+	data      *dwarf.Data
+	order     binary.ByteOrder
+	ptrSize   int
+	sections  map[string][]byte // .debug_info, .debug_loc, .debug_loclists, .debug_addr of DebugPath
+	frames    []byte            // Path's .eh_frame
+	framesAt  uint64            // its address
+	indexOnce sync.Once
+	funcs     map[uint64]dwarf.Offset // subprograms by entry address
+	units     map[dwarf.Offset]*unit
+	indexErr  error
+}
+
+// Open reads the DWARF of the program at path.
+func Open(path string) (*File, error) {
+	prog, err := elf.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer prog.Close()
+	f := &File{Path: path, DebugPath: path, order: prog.ByteOrder, ptrSize: 8}
+	if prog.Class == elf.ELFCLASS32 {
+		f.ptrSize = 4
+	}
+	if s := prog.Section(".eh_frame"); s != nil && s.Type != elf.SHT_NOBITS {
+		if f.frames, err = s.Data(); err != nil {
+			return nil, fmt.Errorf("%s: .eh_frame: %w", path, err)
+		}
+		f.framesAt = s.Addr
+	}
+	debug, tried := prog, []string(nil)
+	if !hasDWARF(prog) {
+		var found string
+		found, tried = findDebugFile(path, prog)
+		if found == "" {
+			return nil, &MissingError{Path: path, Tried: tried}
+		}
+		if debug, err = elf.Open(found); err != nil {
+			return nil, err
+		}
+		defer debug.Close()
+		f.DebugPath = found
+	}
+	if f.data, err = debug.DWARF(); err != nil {
+		return nil, fmt.Errorf("%s: reading DWARF: %w", f.DebugPath, err)
+	}
+	f.sections = map[string][]byte{}
+	for _, name := range []string{".debug_info", ".debug_loc", ".debug_loclists", ".debug_addr"} {
+		if s := debug.Section(name); s != nil && s.Type != elf.SHT_NOBITS {
+			if f.sections[name], err = s.Data(); err != nil {
+				return nil, fmt.Errorf("%s: %s: %w", f.DebugPath, name, err)
+			}
+		}
+	}
+	return f, nil
+}
+
+func hasDWARF(f *elf.File) bool {
+	s := f.Section(".debug_info")
+	return s != nil && s.Type != elf.SHT_NOBITS && s.Size > 0
+}
+
+// findDebugFile is the separate debug file of prog at path, "" if none is
+// installed, and the places it looked.
+func findDebugFile(path string, prog *elf.File) (string, []string) {
+	var candidates []string
+	if id := buildID(prog); len(id) > 1 {
+		h := hex.EncodeToString(id)
+		candidates = append(candidates, filepath.Join(DebugRoot, ".build-id", h[:2], h[2:]+".debug"))
+	}
+	if s := prog.Section(".gnu_debuglink"); s != nil {
+		if data, err := s.Data(); err == nil {
+			if name, _, ok := bytes.Cut(data, []byte{0}); ok && len(name) > 0 {
+				real, err := filepath.EvalSymlinks(path)
+				if err != nil {
+					real = path
+				}
+				dir := filepath.Dir(real)
+				for _, d := range []string{dir, filepath.Join(dir, ".debug"), filepath.Join(DebugRoot, dir)} {
+					if c := filepath.Join(d, string(name)); c != real {
+						candidates = append(candidates, c)
+					}
+				}
+			}
+		}
+	}
+	for _, c := range candidates {
+		if f, err := elf.Open(c); err == nil {
+			ok := hasDWARF(f)
+			f.Close()
+			if ok {
+				return c, candidates
+			}
+		}
+	}
+	return "", candidates
+}
+
+// buildID is the GNU build ID note of f, nil without one.
+func buildID(f *elf.File) []byte {
+	for _, s := range f.Sections {
+		if s.Type != elf.SHT_NOTE {
+			continue
+		}
+		data, err := s.Data()
+		if err != nil {
+			continue
+		}
+		for len(data) >= 12 {
+			nameSize, descSize, typ := f.ByteOrder.Uint32(data), f.ByteOrder.Uint32(data[4:]), f.ByteOrder.Uint32(data[8:])
+			nameEnd := 12 + align4(nameSize)
+			descEnd := nameEnd + align4(descSize)
+			if uint64(len(data)) < uint64(descEnd) {
+				break
+			}
+			if typ == 3 && string(data[12:12+nameSize]) == "GNU\x00" { // NT_GNU_BUILD_ID
+				return data[nameEnd : nameEnd+descSize]
+			}
+			data = data[descEnd:]
+		}
+	}
+	return nil
+}
+
+func align4(n uint32) uint32 { return (n + 3) &^ 3 }
+
+// ErrNoFunction says that the DWARF describes no function at an address.
+var ErrNoFunction = errors.New("no DWARF entry describes the function")

@@ -1,0 +1,126 @@
+package debuginfo_test
+
+import (
+	"debug/elf"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+
+	"github.com/bpftap/bpftap/internal/debuginfo"
+	"github.com/bpftap/bpftap/internal/kernel"
+)
+
+// build compiles testdata/run/cprogs/request.c with gcc's flags into dir.
+func build(t *testing.T, dir, name string, flags ...string) string {
+	t.Helper()
+	if _, err := exec.LookPath("gcc"); err != nil {
+		t.Fatalf("gcc is needed to build the test programs: %v", err)
+	}
+	out := filepath.Join(dir, name)
+	args := append(append([]string{}, flags...), "-o", out, "../../testdata/run/cprogs/request.c")
+	if msg, err := exec.Command("gcc", args...).CombinedOutput(); err != nil {
+		t.Fatalf("gcc %v: %v\n%s", args, err, msg)
+	}
+	return out
+}
+
+func symbol(t *testing.T, path, name string) uint64 {
+	t.Helper()
+	f, err := elf.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	syms, err := f.Symbols()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range syms {
+		if s.Name == name && elf.ST_TYPE(s.Info) == elf.STT_FUNC {
+			return s.Value
+		}
+	}
+	t.Fatalf("%s has no function %s", path, name)
+	return 0
+}
+
+// x86-64's DWARF registers: rdi 5, rsi 4, rdx 1, rbp 6, rsp 7; arm64's x0-x2, x29.
+var argRegs = map[string][]int{"amd64": {5, 4, 1}, "arm64": {0, 1, 2}}
+
+func TestParameters(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		name  string
+		flags []string
+	}{
+		{"O0-dwarf5", []string{"-g", "-O0"}},
+		{"O2-dwarf5", []string{"-g", "-O2"}},
+		{"O2-dwarf4", []string{"-gdwarf-4", "-O2"}},
+		{"O0-dwarf4-compressed", []string{"-gdwarf-4", "-O0", "-gz"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := build(t, dir, tc.name, tc.flags...)
+			f, err := debuginfo.Open(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			fn, err := f.FunctionAt(symbol(t, path, "pick"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if fn.Name != "pick" || len(fn.Params) != 3 || fn.Params[0].Name != "a" || fn.Params[2].Name != "which" {
+				t.Fatalf("pick: %+v", fn)
+			}
+			pc := fn.Entry
+			if fn.FrameBased() {
+				if pc, err = fn.AfterPrologue(); err != nil || pc == fn.Entry {
+					t.Fatalf("after the prologue: %#x, %v", pc, err)
+				}
+			}
+			for i, p := range fn.Params {
+				loc, err := fn.Locate(p, pc)
+				if err != nil {
+					t.Fatalf("%s at %#x: %v", p.Name, pc, err)
+				}
+				t.Logf("%s at %#x: %+v", p.Name, pc, loc)
+				switch {
+				case fn.FrameBased() && (loc.Kind != debuginfo.Memory || loc.Reg < 0):
+					t.Errorf("%s: %+v, want a frame slot", p.Name, loc)
+				case !fn.FrameBased() && (loc.Kind != debuginfo.Value || loc.Reg != argRegs["amd64"][i] || loc.Offset != 0):
+					t.Errorf("%s: %+v, want register %d", p.Name, loc, argRegs["amd64"][i])
+				}
+			}
+			raw, ids, err := f.BTF(fn.Params[0].Type, fn.Return)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, err := kernel.Parse(raw)
+			if err != nil {
+				t.Fatal(err)
+			}
+			path2, err := b.Resolve(kernel.TypeID(ids[0]), []kernel.Step{{Member: "in"}, {Member: "b"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if path2.Offsets[len(path2.Offsets)-1] != 56 || path2.Size != 2 || !path2.Signed {
+				t.Errorf("->in->b: %+v", path2)
+			}
+		})
+	}
+}
+
+func TestMissing(t *testing.T) {
+	dir := t.TempDir()
+	path := build(t, dir, "stripped", "-O2", "-s")
+	_, err := debuginfo.Open(path)
+	var missing *debuginfo.MissingError
+	if !errors.As(err, &missing) {
+		t.Fatalf("a stripped program: %v, want a MissingError", err)
+	}
+	t.Log(err)
+	if _, err := os.Stat(path); err != nil {
+		t.Fatal(err)
+	}
+}

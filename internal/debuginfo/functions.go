@@ -1,0 +1,194 @@
+package debuginfo
+
+import (
+	"debug/dwarf"
+	"fmt"
+)
+
+// Function is a subprogram the DWARF describes, by its entry address.
+type Function struct {
+	Name  string
+	Entry uint64
+	// Params are its formal parameters, in order.
+	Params []Var
+	// Return is the type of its return value, 0 for void.
+	Return dwarf.Offset
+	// Frame is the location of its frame base (DW_AT_frame_base).
+	frame location
+	unit  *unit
+	file  *File
+}
+
+// Var is a parameter or variable of a function.
+type Var struct {
+	Name string
+	Type dwarf.Offset
+	loc  location
+}
+
+// location is a DW_AT_location or DW_AT_frame_base: an expression, or
+// the offset of a location list; neither when the compiler left the
+// value nowhere.
+type location struct {
+	expr   []byte
+	list   int64
+	isList bool
+}
+
+func (l location) present() bool { return l.expr != nil || l.isList }
+
+// unit is what a compilation unit's entries need to be read: its base
+// address for location lists, its DWARF version (where its lists are:
+// .debug_loc before 5, .debug_loclists from 5), the base of its entries
+// in .debug_addr, and its line table's entry.
+type unit struct {
+	entry    *dwarf.Entry
+	base     uint64
+	version  int
+	addrBase uint64
+}
+
+// index reads every subprogram that has code, once.
+func (f *File) index() error {
+	f.indexOnce.Do(func() {
+		f.funcs, f.units = map[uint64]dwarf.Offset{}, map[dwarf.Offset]*unit{}
+		r := f.data.Reader()
+		var u *unit
+		for {
+			e, err := r.Next()
+			if err != nil {
+				f.indexErr = fmt.Errorf("%s: %w", f.DebugPath, err)
+				return
+			}
+			if e == nil {
+				return
+			}
+			switch e.Tag {
+			case dwarf.TagCompileUnit, dwarf.TagPartialUnit:
+				u = f.newUnit(e)
+			case dwarf.TagSubprogram:
+				if low, ok := e.Val(dwarf.AttrLowpc).(uint64); ok {
+					if _, dup := f.funcs[low]; !dup {
+						f.funcs[low] = e.Offset
+						f.units[e.Offset] = u
+					}
+				}
+			}
+			if e.Children && e.Tag != dwarf.TagCompileUnit && e.Tag != dwarf.TagPartialUnit && e.Tag != dwarf.TagNamespace {
+				r.SkipChildren()
+			}
+		}
+	})
+	return f.indexErr
+}
+
+func (f *File) newUnit(e *dwarf.Entry) *unit {
+	u := &unit{entry: e, version: f.unitVersion(e.Offset)}
+	if low, ok := e.Val(dwarf.AttrLowpc).(uint64); ok {
+		u.base = low
+	}
+	if base, ok := e.Val(dwarf.AttrAddrBase).(int64); ok {
+		u.addrBase = uint64(base)
+	}
+	return u
+}
+
+// unitVersion reads the DWARF version from the header of the unit whose
+// first entry is at off (32-bit DWARF: 11 header bytes before 5, 12
+// from 5, the version 2 bytes after the 4-byte length).
+func (f *File) unitVersion(off dwarf.Offset) int {
+	info := f.sections[".debug_info"]
+	if o := int(off) - 8; o >= 0 && int(off) <= len(info) && f.order.Uint16(info[o:]) == 5 {
+		return 5
+	}
+	if o := int(off) - 7; o >= 0 && int(off) <= len(info) {
+		return int(f.order.Uint16(info[o:]))
+	}
+	return 4
+}
+
+// FunctionAt is the function whose code starts at the link-time address
+// entry.
+func (f *File) FunctionAt(entry uint64) (*Function, error) {
+	if err := f.index(); err != nil {
+		return nil, err
+	}
+	off, ok := f.funcs[entry]
+	if !ok {
+		return nil, ErrNoFunction
+	}
+	r := f.data.Reader()
+	r.Seek(off)
+	e, err := r.Next()
+	if err != nil {
+		return nil, err
+	}
+	fn := &Function{Entry: entry, unit: f.units[off], file: f, frame: f.locationOf(e, dwarf.AttrFrameBase)}
+	origin := f.origin(e)
+	fn.Name, _ = origin.Val(dwarf.AttrName).(string)
+	fn.Return, _ = origin.Val(dwarf.AttrType).(dwarf.Offset)
+	if !e.Children {
+		return fn, nil
+	}
+	for {
+		c, err := r.Next()
+		if err != nil {
+			return nil, err
+		}
+		if c == nil || c.Tag == 0 {
+			break
+		}
+		if c.Tag == dwarf.TagFormalParameter {
+			o := f.origin(c)
+			v := Var{loc: f.locationOf(c, dwarf.AttrLocation)}
+			v.Name, _ = o.Val(dwarf.AttrName).(string)
+			v.Type, _ = o.Val(dwarf.AttrType).(dwarf.Offset)
+			fn.Params = append(fn.Params, v)
+		}
+		if c.Children {
+			r.SkipChildren()
+		}
+	}
+	return fn, nil
+}
+
+// origin is the entry that names and types e: its abstract origin (an
+// inlined or out-of-line copy's), its specification (a definition's
+// declaration), or e itself.
+func (f *File) origin(e *dwarf.Entry) *dwarf.Entry {
+	for range 4 {
+		if e.Val(dwarf.AttrName) != nil {
+			return e
+		}
+		ref, ok := e.Val(dwarf.AttrAbstractOrigin).(dwarf.Offset)
+		if !ok {
+			if ref, ok = e.Val(dwarf.AttrSpecification).(dwarf.Offset); !ok {
+				return e
+			}
+		}
+		r := f.data.Reader()
+		r.Seek(ref)
+		next, err := r.Next()
+		if err != nil || next == nil {
+			return e
+		}
+		e = next
+	}
+	return e
+}
+
+func (f *File) locationOf(e *dwarf.Entry, attr dwarf.Attr) location {
+	fld := e.AttrField(attr)
+	if fld == nil {
+		return location{}
+	}
+	switch v := fld.Val.(type) {
+	case []byte:
+		return location{expr: v}
+	case int64:
+		if fld.Class == dwarf.ClassLocListPtr {
+			return location{list: v, isList: true}
+		}
+	}
+	return location{}
+}

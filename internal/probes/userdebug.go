@@ -1,0 +1,218 @@
+package probes
+
+import (
+	"debug/dwarf"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/bpftap/bpftap/internal/arch"
+	"github.com/bpftap/bpftap/internal/debuginfo"
+	"github.com/bpftap/bpftap/internal/elfsym"
+	"github.com/bpftap/bpftap/internal/kernel"
+	"github.com/bpftap/bpftap/internal/probes/attach"
+	"github.com/bpftap/bpftap/internal/syntax"
+)
+
+// userFunc is the function a process.function probe is on, for its
+// DWARF, which is read only when a $var asks for it (loadDebug): a script
+// that names none reads no debuginfo and starts as fast as before.
+type userFunc struct {
+	files *debugCache
+	obj   *elfsym.Object
+	fn    elfsym.Func
+	regs  *arch.Regs
+}
+
+// debugCache holds the DWARF read so far, by path.
+type debugCache struct {
+	mu    sync.Mutex
+	files map[string]*debugFile
+}
+
+type debugFile struct {
+	once sync.Once
+	f    *debuginfo.File
+	err  error
+}
+
+func (c *debugCache) open(path string) (*debuginfo.File, error) {
+	c.mu.Lock()
+	if c.files == nil {
+		c.files = map[string]*debugFile{}
+	}
+	d, ok := c.files[path]
+	if !ok {
+		d = &debugFile{}
+		c.files[path] = d
+	}
+	c.mu.Unlock()
+	d.once.Do(func() { d.f, d.err = debuginfo.Open(path) })
+	return d.f, d.err
+}
+
+// loadDebug gives a user function probe, on first use, what the
+// function's DWARF says: its parameters as the point's arguments (at its
+// entry, or after its prologue for unoptimized code, where the probe then
+// moves, as stap places it), $return typed, and the program's types for
+// member chains. A parameter the DWARF places nowhere readable is refused
+// with the reason; an error means no DWARF serves the function.
+func (c *Context) loadDebug() *ContextError {
+	if c.user == nil || c.debugDone {
+		return c.debugErr
+	}
+	c.debugDone = true
+	c.debugErr = c.readDebug()
+	return c.debugErr
+}
+
+func (c *Context) readDebug() *ContextError {
+	u, a := c.user, c.Attach
+	if a.I386 {
+		return ctxErr(-1, "cannot read the parameters of %s: bpftap reads the DWARF of 64-bit programs only", u.fn.Name)
+	}
+	f, err := u.files.open(u.obj.Path)
+	if err != nil {
+		return ctxErr(-1, "cannot read the parameters of %s: %v", u.fn.Name, err)
+	}
+	fn, err := f.FunctionAt(u.fn.Addr)
+	if errors.Is(err, debuginfo.ErrNoFunction) {
+		return ctxErr(-1, "cannot read the parameters of %s: the debuginfo of %s (%s) does not describe it", u.fn.Name, u.obj.Path, f.DebugPath)
+	}
+	if err != nil {
+		return ctxErr(-1, "cannot read the parameters of %s: %v", u.fn.Name, err)
+	}
+	offsets := []dwarf.Offset{fn.Return}
+	for _, p := range fn.Params {
+		offsets = append(offsets, p.Type)
+	}
+	raw, ids, err := f.BTF(offsets...)
+	if err == nil {
+		c.types, err = kernel.ParseUser(raw, "the types of "+f.DebugPath)
+	}
+	if err != nil {
+		return ctxErr(-1, "cannot read the types of %s: %v", u.fn.Name, err)
+	}
+	if a.Func.Return != nil {
+		c.typeReturn(kernel.TypeID(ids[0]))
+		return nil
+	}
+	pc := fn.Entry
+	if fn.FrameBased() {
+		if pc, err = fn.AfterPrologue(); err != nil {
+			return ctxErr(-1, "cannot find the end of the prologue of %s: %v", u.fn.Name, err)
+		}
+		cfa, err := fn.FrameAddress(pc)
+		if err != nil {
+			return ctxErr(-1, "cannot read the parameters of %s after its prologue: %v", u.fn.Name, err)
+		}
+		a.Offset += pc - fn.Entry
+		a.PC = u.obj.PC(elfsym.Func{Addr: pc})
+		c.movedFrame = &cfa
+	}
+	for i, p := range fn.Params {
+		arg := attach.Arg{Name: p.Name, Type: kernel.TypeID(ids[i+1]), Local: p.Name}
+		arg.Pointer = c.isPointer(arg.Type)
+		loc, err := fn.Locate(p, pc)
+		if err == nil {
+			arg.Loc, err = c.argLoc(loc, arg.Type)
+		}
+		if err != nil {
+			c.refusedVar("$"+p.Name, fmt.Sprintf("cannot read '$%s' of %s at %#x: %v", p.Name, u.fn.Name, pc, err))
+			continue
+		}
+		a.Args = append(a.Args, arg)
+	}
+	return nil
+}
+
+func (c *Context) refusedVar(name, why string) {
+	if c.refused == nil {
+		c.refused = map[string]string{}
+	}
+	c.refused[name] = why
+}
+
+func (c *Context) isPointer(t kernel.TypeID) bool {
+	u, err := c.types.Underlying(t)
+	return err == nil && u.Kind == kernel.KindPtr
+}
+
+// typeReturn types a return probe's $return: a value of its type's
+// size, sign-extended when signed, its type followed by member chains.
+func (c *Context) typeReturn(t kernel.TypeID) {
+	for i := range c.Attach.Args {
+		arg := &c.Attach.Args[i]
+		if arg.Name != "return" || t == 0 {
+			continue
+		}
+		arg.Type, arg.Pointer = t, c.isPointer(t)
+		if size, signed, ok := c.scalar(t); ok && !c.Attach.I386 {
+			arg.Loc.Size, arg.Loc.Signed = size, signed
+			*c.Attach.Func.Return = arg.Loc
+		}
+	}
+}
+
+// scalar is the size and signedness of an integer, enum or pointer type.
+func (c *Context) scalar(t kernel.TypeID) (size int, signed, ok bool) {
+	p, err := c.types.Resolve(t, nil)
+	if err != nil || p.Kind != kernel.ValueInt || p.Size == 0 || p.Size > 8 {
+		return 0, false, false
+	}
+	return int(p.Size), p.Signed, true
+}
+
+// argLoc is where a BPF program reads a value of type t at loc, from the
+// registers of the uprobe's context.
+func (c *Context) argLoc(loc debuginfo.Location, t kernel.TypeID) (attach.Loc, error) {
+	size, signed, ok := c.scalar(t)
+	if !ok {
+		return attach.Loc{}, fmt.Errorf("a value of type %s, which bpftap reads only through a pointer", c.types.TypeName(t))
+	}
+	out := attach.Loc{Size: size, Signed: signed}
+	reg := -1
+	if loc.Reg >= 0 {
+		if loc.Reg >= len(c.user.regs.DWARF) {
+			return attach.Loc{}, fmt.Errorf("it is in DWARF register %d, which bpftap does not read on %s", loc.Reg, c.user.regs.Name)
+		}
+		reg = c.user.regs.Registers[c.user.regs.DWARF[loc.Reg]].Offset
+	}
+	switch {
+	case loc.Static:
+		return attach.Loc{}, errors.New("it is a static variable, which bpftap does not read yet")
+	case loc.Kind == debuginfo.Value && reg < 0:
+		out.Const, out.Value = true, loc.Offset
+	case loc.Kind == debuginfo.Value && loc.Offset == 0:
+		out.Offset = reg
+	default:
+		out.User = &attach.UserAddr{Disp: loc.Offset}
+		if reg >= 0 {
+			out.User.Terms = []attach.RegTerm{{Offset: reg, Scale: 1}}
+		}
+		out.Address = loc.Kind == debuginfo.Value
+	}
+	return out, nil
+}
+
+// entryFrame is the Entry.Frame of the entries a user function's return
+// probe pairs with, entry their context: the stack pointer at the call's
+// entry, push bytes below its value at the return (stackFrame). An entry
+// that loadDebug moves after the prologue, where the stack pointer has
+// moved too, computes it from the canonical frame address instead, which
+// the call frame information gives there: the stack pointer before the
+// call, push bytes above its value at the entry.
+func entryFrame(entry *Context, regs *arch.Regs, push int) func(bool, syntax.Pos) syntax.Expr {
+	atSP := stackFrame(regs.SPName, push)
+	return func(ret bool, at syntax.Pos) syntax.Expr {
+		if ret || entry.loadDebug() != nil || entry.movedFrame == nil {
+			return atSP(ret, at)
+		}
+		cfa := entry.movedFrame
+		reg := &syntax.Call{Typed: syntax.Typed{Pos: at}, Name: "u_register",
+			Args: []syntax.Expr{&syntax.StringLit{Typed: syntax.Typed{Pos: at}, Value: regs.DWARF[cfa.Reg]}}}
+		off := cfa.Offset - int64(push)
+		return &syntax.Binary{Typed: syntax.Typed{Pos: at}, Op: "+", X: reg,
+			Y: &syntax.NumberLit{Typed: syntax.Typed{Pos: at}, Value: off, Text: fmt.Sprint(off)}}
+	}
+}
