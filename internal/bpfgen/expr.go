@@ -37,7 +37,7 @@ func (g *gen) long(e syntax.Expr) {
 		g.statRead(e)
 	case *syntax.PrintCall:
 		g.print(e)
-	case *syntax.TargetVar, *syntax.Cast, *syntax.Autocast:
+	case *syntax.TargetVar, *syntax.Cast, *syntax.Autocast, *syntax.AtVar:
 		g.targetVar(e)
 	default:
 		g.fail(e, "%s cannot be compiled in a kernel probe", syntax.ExprString(e))

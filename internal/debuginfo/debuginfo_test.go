@@ -28,6 +28,11 @@ func build(t *testing.T, dir, name string, flags ...string) string {
 
 func symbol(t *testing.T, path, name string) uint64 {
 	t.Helper()
+	return symbolOf(t, path, name, elf.STT_FUNC)
+}
+
+func symbolOf(t *testing.T, path, name string, typ elf.SymType) uint64 {
+	t.Helper()
 	f, err := elf.Open(path)
 	if err != nil {
 		t.Fatal(err)
@@ -38,11 +43,11 @@ func symbol(t *testing.T, path, name string) uint64 {
 		t.Fatal(err)
 	}
 	for _, s := range syms {
-		if s.Name == name && elf.ST_TYPE(s.Info) == elf.STT_FUNC {
+		if s.Name == name && elf.ST_TYPE(s.Info) == typ {
 			return s.Value
 		}
 	}
-	t.Fatalf("%s has no function %s", path, name)
+	t.Fatalf("%s has no %v symbol %s", path, typ, name)
 	return 0
 }
 
@@ -122,5 +127,25 @@ func TestMissing(t *testing.T) {
 	t.Log(err)
 	if _, err := os.Stat(path); err != nil {
 		t.Fatal(err)
+	}
+}
+
+func TestGlobal(t *testing.T) {
+	path := build(t, t.TempDir(), "globals", "-g", "-O2", "-fno-pie", "-no-pie")
+	f, err := debuginfo.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := symbolOf(t, path, "counter", elf.STT_OBJECT)
+	for _, file := range []string{"", "request.c", "cprogs/request.c"} {
+		g, err := f.Global("counter", file)
+		if err != nil || g.Addr != want || g.Type == 0 {
+			t.Errorf("counter@%s: %+v, %v; want at %#x", file, g, err, want)
+		}
+	}
+	for _, tc := range [][2]string{{"counter", "other.c"}, {"nosuch", ""}, {"r", ""}} { // r: main's static
+		if g, err := f.Global(tc[0], tc[1]); !errors.Is(err, debuginfo.ErrNoVariable) {
+			t.Errorf("%s@%s: %+v, %v; want ErrNoVariable", tc[0], tc[1], g, err)
+		}
 	}
 }

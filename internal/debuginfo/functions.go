@@ -3,6 +3,7 @@ package debuginfo
 import (
 	"debug/dwarf"
 	"fmt"
+	"strings"
 )
 
 // Function is a subprogram the DWARF describes, by its entry address.
@@ -191,4 +192,68 @@ func (f *File) locationOf(e *dwarf.Entry, attr dwarf.Attr) location {
 		}
 	}
 	return location{}
+}
+
+// Global is a variable of static storage that the DWARF places at a
+// link-time address.
+type Global struct {
+	Name string
+	// Unit is the name of the compilation unit that defines it.
+	Unit string
+	Addr uint64
+	Type dwarf.Offset
+}
+
+// Global finds the variable name defined at file scope, in a compilation
+// unit whose name ends with file where file is not "" (stap's
+// @var("name@file.c")).
+func (f *File) Global(name, file string) (*Global, error) {
+	r := f.data.Reader()
+	for {
+		cu, err := r.Next()
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", f.DebugPath, err)
+		}
+		if cu == nil {
+			return nil, ErrNoVariable
+		}
+		unitName, _ := cu.Val(dwarf.AttrName).(string)
+		if cu.Tag != dwarf.TagCompileUnit || !cu.Children || file != "" && !strings.HasSuffix(unitName, file) {
+			r.SkipChildren()
+			continue
+		}
+		if g, err := f.globalIn(r, name); g != nil || err != nil {
+			if g != nil {
+				g.Unit = unitName
+			}
+			return g, err
+		}
+	}
+}
+
+// globalIn reads the entries of a unit up to its end for the variable
+// name with a static address.
+func (f *File) globalIn(r *dwarf.Reader, name string) (*Global, error) {
+	var found *Global
+	for {
+		e, err := r.Next()
+		if err != nil {
+			return nil, err
+		}
+		if e == nil || e.Tag == 0 {
+			return found, nil
+		}
+		if e.Children {
+			r.SkipChildren()
+		}
+		expr, ok := e.Val(dwarf.AttrLocation).([]byte)
+		if found != nil || e.Tag != dwarf.TagVariable || !ok || len(expr) != 1+f.ptrSize || expr[0] != opAddr {
+			continue
+		}
+		o := f.origin(e)
+		if n, _ := o.Val(dwarf.AttrName).(string); n == name {
+			found = &Global{Name: name, Addr: (&buf{data: expr[1:], order: f.order}).addr(f.ptrSize)}
+			found.Type, _ = o.Val(dwarf.AttrType).(dwarf.Offset)
+		}
+	}
 }

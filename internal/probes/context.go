@@ -6,7 +6,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/bpftap/bpftap/internal/debuginfo"
 	"github.com/bpftap/bpftap/internal/kernel"
 	"github.com/bpftap/bpftap/internal/probes/attach"
 	"github.com/bpftap/bpftap/internal/syntax"
@@ -78,14 +77,9 @@ type Context struct {
 	// those the call was entered with (returnEvents).
 	argsOfCall bool
 	// user is a user function probe's function, whose DWARF loadDebug
-	// reads on first use (userdebug.go): types is then the program's
-	// types, movedFrame the canonical frame address's rule where the
-	// probe moved after the prologue.
-	user       *userFunc
-	debugDone  bool
-	debugErr   *ContextError
-	types      *kernel.BTF
-	movedFrame *debuginfo.Location
+	// reads on first use into debug (userdebug.go).
+	user  *userFunc
+	debug debugState
 }
 
 // Entry is where the @entry expressions of a return probe are evaluated:
@@ -171,8 +165,8 @@ func (c *Context) Kernel() KernelInfo { return c.kernel }
 // module's function (whose type IDs continue the kernel's), else the
 // kernel's.
 func (c *Context) btf() (*kernel.BTF, error) {
-	if c.types != nil {
-		return c.types, nil
+	if c.debug.types != nil {
+		return c.debug.types, nil
 	}
 	if c.Attach.Module != "" {
 		return c.kernel.ModuleBTF(c.Attach.Module)
@@ -212,7 +206,7 @@ func (c *Context) Var(x *syntax.TargetVar) (*Access, *ContextError) {
 		switch {
 		case c.Attach.Provider != "":
 			return c.markParms(), nil
-		case !c.Attach.User || c.Attach.Func == nil || c.types != nil:
+		case !c.Attach.User || c.Attach.Func == nil || c.debug.types != nil:
 			return c.parms(func(a attach.Arg) bool { return c.Attach.Func == nil || a.Name != "return" })
 		}
 		// a user function's parameters are known only from DWARF: the
@@ -236,10 +230,10 @@ func (c *Context) Var(x *syntax.TargetVar) (*Access, *ContextError) {
 	switch {
 	case (!ok || strings.HasPrefix(x.Name, "$$")) && c.Attach.Provider != "":
 		return nil, ctxErr(-1, "unable to find marker argument '%s' (alternatives: %s)", x.Name, strings.Join(c.names(), ", "))
-	case (!ok || strings.HasPrefix(x.Name, "$$")) && c.Attach.User && c.Attach.Func != nil && c.types == nil:
+	case (!ok || strings.HasPrefix(x.Name, "$$")) && c.Attach.User && c.Attach.Func != nil && c.debug.types == nil:
 		return nil, ctxErr(-1, "cannot resolve context variable '%s': bpftap reads no DWARF debuginfo, so a function probe has only $return (in .return probes); read arguments with int_arg(N), long_arg(N), pointer_arg(N) and the like", x.Name)
 	case (!ok || strings.HasPrefix(x.Name, "$$")) && c.Attach.Func != nil:
-		if _, err := c.btf(); err != nil && c.types == nil {
+		if _, err := c.btf(); err != nil && c.debug.types == nil {
 			return nil, ctxErr(-1, "unable to find parameter '%s' of %s: %v", x.Name, c.Attach.Func.Name, err)
 		}
 		return nil, ctxErr(-1, "unable to find parameter '%s' of %s (alternatives: %s)", x.Name, c.Attach.Func.Name, strings.Join(c.names(), ", "))

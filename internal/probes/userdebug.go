@@ -4,6 +4,8 @@ import (
 	"debug/dwarf"
 	"errors"
 	"fmt"
+	"path/filepath"
+	"strings"
 	"sync"
 
 	"github.com/bpftap/bpftap/internal/arch"
@@ -51,6 +53,19 @@ func (c *debugCache) open(path string) (*debuginfo.File, error) {
 	return d.f, d.err
 }
 
+// debugState is what loadDebug read of a user function's DWARF: the
+// program's types the function's parameters and return value have, the
+// function and the address the probe reads it at, and the canonical frame
+// address's rule where the probe moved after the prologue.
+type debugState struct {
+	done       bool
+	err        *ContextError
+	types      *kernel.BTF
+	file       *debuginfo.File
+	pc         uint64
+	movedFrame *debuginfo.Location
+}
+
 // loadDebug gives a user function probe, on first use, what the
 // function's DWARF says: its parameters as the point's arguments (at its
 // entry, or after its prologue for unoptimized code, where the probe then
@@ -58,12 +73,12 @@ func (c *debugCache) open(path string) (*debuginfo.File, error) {
 // member chains. A parameter the DWARF places nowhere readable is refused
 // with the reason; an error means no DWARF serves the function.
 func (c *Context) loadDebug() *ContextError {
-	if c.user == nil || c.debugDone {
-		return c.debugErr
+	if c.user == nil || c.debug.done {
+		return c.debug.err
 	}
-	c.debugDone = true
-	c.debugErr = c.readDebug()
-	return c.debugErr
+	c.debug.done = true
+	c.debug.err = c.readDebug()
+	return c.debug.err
 }
 
 func (c *Context) readDebug() *ContextError {
@@ -88,11 +103,12 @@ func (c *Context) readDebug() *ContextError {
 	}
 	raw, ids, err := f.BTF(offsets...)
 	if err == nil {
-		c.types, err = kernel.ParseUser(raw, "the types of "+f.DebugPath)
+		c.debug.types, err = kernel.ParseUser(raw, "the types of "+f.DebugPath)
 	}
 	if err != nil {
 		return ctxErr(-1, "cannot read the types of %s: %v", u.fn.Name, err)
 	}
+	c.debug.file, c.debug.pc = f, fn.Entry
 	if a.Func.Return != nil {
 		c.typeReturn(kernel.TypeID(ids[0]))
 		return nil
@@ -108,7 +124,8 @@ func (c *Context) readDebug() *ContextError {
 		}
 		a.Offset += pc - fn.Entry
 		a.PC = u.obj.PC(elfsym.Func{Addr: pc})
-		c.movedFrame = &cfa
+		c.debug.pc = pc
+		c.debug.movedFrame = &cfa
 	}
 	for i, p := range fn.Params {
 		arg := attach.Arg{Name: p.Name, Type: kernel.TypeID(ids[i+1]), Local: p.Name}
@@ -134,7 +151,7 @@ func (c *Context) refusedVar(name, why string) {
 }
 
 func (c *Context) isPointer(t kernel.TypeID) bool {
-	u, err := c.types.Underlying(t)
+	u, err := c.debug.types.Underlying(t)
 	return err == nil && u.Kind == kernel.KindPtr
 }
 
@@ -156,7 +173,7 @@ func (c *Context) typeReturn(t kernel.TypeID) {
 
 // scalar is the size and signedness of an integer, enum or pointer type.
 func (c *Context) scalar(t kernel.TypeID) (size int, signed, ok bool) {
-	p, err := c.types.Resolve(t, nil)
+	p, err := c.debug.types.Resolve(t, nil)
 	if err != nil || p.Kind != kernel.ValueInt || p.Size == 0 || p.Size > 8 {
 		return 0, false, false
 	}
@@ -168,7 +185,7 @@ func (c *Context) scalar(t kernel.TypeID) (size int, signed, ok bool) {
 func (c *Context) argLoc(loc debuginfo.Location, t kernel.TypeID) (attach.Loc, error) {
 	size, signed, ok := c.scalar(t)
 	if !ok {
-		return attach.Loc{}, fmt.Errorf("a value of type %s, which bpftap reads only through a pointer", c.types.TypeName(t))
+		return attach.Loc{}, fmt.Errorf("a value of type %s, which bpftap reads only through a pointer", c.debug.types.TypeName(t))
 	}
 	out := attach.Loc{Size: size, Signed: signed}
 	reg := -1
@@ -205,14 +222,80 @@ func (c *Context) argLoc(loc debuginfo.Location, t kernel.TypeID) (attach.Loc, e
 func entryFrame(entry *Context, regs *arch.Regs, push int) func(bool, syntax.Pos) syntax.Expr {
 	atSP := stackFrame(regs.SPName, push)
 	return func(ret bool, at syntax.Pos) syntax.Expr {
-		if ret || entry.loadDebug() != nil || entry.movedFrame == nil {
+		if ret || entry.loadDebug() != nil || entry.debug.movedFrame == nil {
 			return atSP(ret, at)
 		}
-		cfa := entry.movedFrame
+		cfa := entry.debug.movedFrame
 		reg := &syntax.Call{Typed: syntax.Typed{Pos: at}, Name: "u_register",
 			Args: []syntax.Expr{&syntax.StringLit{Typed: syntax.Typed{Pos: at}, Value: regs.DWARF[cfa.Reg]}}}
 		off := cfa.Offset - int64(push)
 		return &syntax.Binary{Typed: syntax.Typed{Pos: at}, Op: "+", X: reg,
 			Y: &syntax.NumberLit{Typed: syntax.Typed{Pos: at}, Value: off, Text: fmt.Sprint(off)}}
 	}
+}
+
+// AtVar resolves @var("NAME@FILE", "MODULE") with its chain in a user
+// function probe: a variable of static storage of the probed program,
+// found in its DWARF (in the compilation unit whose name ends with FILE,
+// when given), read where the program was loaded: its link-time address
+// plus the distance from the probe's link-time address to the
+// instruction pointer, which is the probe's address as loaded.
+func (c *Context) AtVar(x *syntax.AtVar) (*Access, *ContextError) {
+	switch {
+	case x.Pretty > 0:
+		return nil, ctxErr(-1, "pretty printing of @var is not supported by bpftap")
+	case c.user == nil:
+		return nil, ctxErr(-1, "unable to find global '%s': bpftap reads @var in process(...).function(...) probes, from the program's DWARF (a kernel global needs the kernel's debuginfo, which bpftap does not read)", x.Name)
+	case x.Module != "" && !c.user.names(x.Module):
+		return nil, ctxErr(-1, "unable to find global '%s' in %s: bpftap reads @var in the program a probe is on (%s)", x.Name, x.Module, c.user.obj.Path)
+	}
+	if err := c.loadDebug(); err != nil {
+		return nil, err
+	}
+	if c.Attach.Func.Return != nil {
+		return nil, ctxErr(-1, "unable to find global '%s': bpftap reads @var at function entries, not in .return probes", x.Name)
+	}
+	name, file, _ := strings.Cut(x.Name, "@")
+	g, err := c.debug.file.Global(name, file)
+	if errors.Is(err, debuginfo.ErrNoVariable) {
+		return nil, ctxErr(-1, "unable to find global '%s' in %s", x.Name, c.user.obj.Path)
+	}
+	var types *kernel.BTF
+	var id kernel.TypeID
+	if err == nil {
+		types, id, err = c.typeOf(g.Type)
+	}
+	if err != nil {
+		return nil, ctxErr(-1, "unable to read global '%s': %v", x.Name, err)
+	}
+	regs := c.user.regs
+	c.Attach.Args = append(c.Attach.Args, attach.Arg{Name: "@var:" + x.Name, Hidden: true,
+		Loc: attach.Loc{Size: 8, Address: true, User: &attach.UserAddr{Disp: int64(g.Addr - c.debug.pc),
+			Terms: []attach.RegTerm{{Offset: regs.IP, Scale: 1}}}}})
+	// the variable is element 0 of what its address points to
+	zero := &syntax.NumberLit{Typed: syntax.Typed{Pos: x.Pos}, Value: 0, Text: "0"}
+	comps := append([]*syntax.TargetComponent{{Kind: syntax.ComponentIndex, Index: zero}}, x.Components...)
+	a, cerr := ResolvePointee(types, id, comps, x.AddrOf)
+	if cerr != nil {
+		cerr.Step-- // the index 0 is ours
+		return nil, cerr
+	}
+	a.Param = len(c.Attach.Args) - 1
+	return a, nil
+}
+
+// typeOf describes the DWARF type at off as BTF of its own.
+func (c *Context) typeOf(off dwarf.Offset) (*kernel.BTF, kernel.TypeID, error) {
+	raw, ids, err := c.debug.file.BTF(off)
+	if err != nil {
+		return nil, 0, err
+	}
+	types, err := kernel.ParseUser(raw, "the types of "+c.debug.file.DebugPath)
+	return types, kernel.TypeID(ids[0]), err
+}
+
+// names tells whether a @var's module names the probed object: its path,
+// or its file name.
+func (u *userFunc) names(module string) bool {
+	return module == u.obj.Path || module == filepath.Base(u.obj.Path)
 }

@@ -131,7 +131,7 @@ func (pt *pointerTypes) pointee(x syntax.Expr) pointee {
 			return t
 		}
 		return pt.pointee(x.Else)
-	case *syntax.TargetVar, *syntax.Cast, *syntax.Autocast:
+	case *syntax.TargetVar, *syntax.Cast, *syntax.Autocast, *syntax.AtVar:
 		if a := pt.e.prog.Targets[x]; a != nil {
 			if a.BTF != nil {
 				return pointee{a.BTF, a.Pointee}

@@ -74,6 +74,8 @@ func (s *scope) resolveContext(n syntax.Expr) (*probes.Access, *probes.ContextEr
 		return s.ctx.Var(n)
 	case *syntax.Cast:
 		return probes.ResolveCast(s.e.castKernel(), n)
+	case *syntax.AtVar:
+		return s.ctx.AtVar(n)
 	}
 	return nil, &probes.ContextError{Msg: "unsupported context expression", Step: -1}
 }
@@ -151,6 +153,8 @@ func contextComponents(n syntax.Expr) []*syntax.TargetComponent {
 	case *syntax.Cast:
 		return n.Components
 	case *syntax.Autocast:
+		return n.Components
+	case *syntax.AtVar:
 		return n.Components
 	}
 	return nil

@@ -197,6 +197,8 @@ func (s *scope) visit(n syntax.Node) bool {
 		return s.context(n)
 	case *syntax.Cast:
 		return s.context(n)
+	case *syntax.AtVar:
+		return s.context(n)
 	case *syntax.DeleteStmt:
 		return s.deleteTarget(n.Target)
 	case *syntax.AtOp:

@@ -69,10 +69,8 @@ func (t *typer) expr(x syntax.Expr, want syntax.Type) {
 		t.hist(x)
 	case *syntax.Defined:
 		t.defined(x)
-	case *syntax.TargetVar, *syntax.Cast, *syntax.Autocast:
+	case *syntax.TargetVar, *syntax.Cast, *syntax.Autocast, *syntax.AtVar:
 		t.contextExpr(x, want)
-	case *syntax.AtVar:
-		t.report("atvar", x, "unresolved @var() expression")
 	case *syntax.Entry:
 		t.throw("entry", x, "internal error: @entry is only valid in .return probes")
 	}
@@ -106,6 +104,8 @@ func (t *typer) contextExpr(x syntax.Expr, want syntax.Type) {
 		t.e.rep.errorAt("cast", x, fmt.Sprintf("type definition '%s' not found in '%s'", x.TypeName, x.Module))
 	case *syntax.Autocast:
 		t.autocast(x)
+	case *syntax.AtVar:
+		t.report("atvar", x, "unresolved @var() expression")
 	}
 }
 
