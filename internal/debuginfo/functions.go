@@ -1,6 +1,7 @@
 package debuginfo
 
 import (
+	"cmp"
 	"debug/dwarf"
 	"fmt"
 	"strings"
@@ -10,8 +11,10 @@ import (
 type Function struct {
 	Name  string
 	Entry uint64
-	// Params are its formal parameters, in order.
+	// Params are its formal parameters, in order; Locals its variables,
+	// each with the address ranges of the block that declares it.
 	Params []Var
+	Locals []Var
 	// Return is the type of its return value, 0 for void.
 	Return dwarf.Offset
 	// Frame is the location of its frame base (DW_AT_frame_base).
@@ -25,6 +28,46 @@ type Var struct {
 	Name string
 	Type dwarf.Offset
 	loc  location
+	// scope are the address ranges of the lexical block that declares a
+	// local, nil for the function's outermost block; depth its nesting.
+	scope [][2]uint64
+	depth int
+}
+
+// VarsAt are the parameters and the locals in scope at pc, an inner
+// block's hiding an outer's of the same name, parameters first.
+func (fn *Function) VarsAt(pc uint64) []Var {
+	vars := append([]Var{}, fn.Params...)
+	seen := map[string]int{}
+	for i, v := range vars {
+		seen[v.Name] = i
+	}
+	for _, v := range fn.Locals {
+		if !v.inScope(pc) {
+			continue
+		}
+		if i, ok := seen[v.Name]; ok {
+			if vars[i].depth < v.depth {
+				vars[i] = v
+			}
+			continue
+		}
+		seen[v.Name] = len(vars)
+		vars = append(vars, v)
+	}
+	return vars
+}
+
+func (v Var) inScope(pc uint64) bool {
+	if v.scope == nil {
+		return true
+	}
+	for _, r := range v.scope {
+		if r[0] <= pc && pc < r[1] {
+			return true
+		}
+	}
+	return false
 }
 
 // location is a DW_AT_location or DW_AT_frame_base: an expression, or
@@ -128,29 +171,53 @@ func (f *File) FunctionAt(entry uint64) (*Function, error) {
 	origin := f.origin(e)
 	fn.Name, _ = origin.Val(dwarf.AttrName).(string)
 	fn.Return, _ = origin.Val(dwarf.AttrType).(dwarf.Offset)
-	if !e.Children {
-		return fn, nil
+	if e.Children {
+		if err := f.readBlock(r, fn, nil, 0); err != nil {
+			return nil, err
+		}
 	}
+	return fn, nil
+}
+
+// readBlock reads the parameters and variables of a function's block up
+// to its end, and those of the lexical blocks in it, whose ranges scope
+// theirs (an inlined function's are its own).
+func (f *File) readBlock(r *dwarf.Reader, fn *Function, scope [][2]uint64, depth int) error {
 	for {
 		c, err := r.Next()
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if c == nil || c.Tag == 0 {
-			break
+			return nil
 		}
-		if c.Tag == dwarf.TagFormalParameter {
+		switch c.Tag {
+		case dwarf.TagFormalParameter, dwarf.TagVariable:
 			o := f.origin(c)
-			v := Var{loc: f.locationOf(c, dwarf.AttrLocation)}
+			v := Var{loc: f.locationOf(c, dwarf.AttrLocation), scope: scope, depth: depth}
 			v.Name, _ = o.Val(dwarf.AttrName).(string)
 			v.Type, _ = o.Val(dwarf.AttrType).(dwarf.Offset)
-			fn.Params = append(fn.Params, v)
+			if c.Tag == dwarf.TagFormalParameter && depth == 0 {
+				fn.Params = append(fn.Params, v)
+			} else if v.Name != "" && v.loc.present() {
+				fn.Locals = append(fn.Locals, v)
+			}
+		case dwarf.TagLexDwarfBlock:
+			ranges, err := f.data.Ranges(c)
+			if err != nil {
+				return err
+			}
+			if c.Children {
+				if err := f.readBlock(r, fn, ranges, depth+1); err != nil {
+					return err
+				}
+			}
+			continue
 		}
 		if c.Children {
 			r.SkipChildren()
 		}
 	}
-	return fn, nil
 }
 
 // origin is the entry that names and types e: its abstract origin (an
@@ -210,12 +277,9 @@ type Global struct {
 func (f *File) Global(name, file string) (*Global, error) {
 	r := f.data.Reader()
 	for {
-		cu, err := r.Next()
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", f.DebugPath, err)
-		}
-		if cu == nil {
-			return nil, ErrNoVariable
+		cu, err := f.nextUnit(r)
+		if err != nil || cu == nil {
+			return nil, cmp.Or(err, ErrNoVariable)
 		}
 		unitName, _ := cu.Val(dwarf.AttrName).(string)
 		if cu.Tag != dwarf.TagCompileUnit || !cu.Children || file != "" && !strings.HasSuffix(unitName, file) {
@@ -229,6 +293,16 @@ func (f *File) Global(name, file string) (*Global, error) {
 			return g, err
 		}
 	}
+}
+
+// nextUnit is r's next entry, a unit's (nil after the last), where r has
+// read or skipped the children of the one before.
+func (f *File) nextUnit(r *dwarf.Reader) (*dwarf.Entry, error) {
+	cu, err := r.Next()
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", f.DebugPath, err)
+	}
+	return cu, nil
 }
 
 // globalIn reads the entries of a unit up to its end for the variable

@@ -1,9 +1,13 @@
 package debuginfo
 
 import (
+	"cmp"
 	"debug/dwarf"
 	"errors"
+	"fmt"
 	"io"
+	"slices"
+	"strings"
 )
 
 // AfterPrologue is the address of fn's first instruction after its
@@ -48,4 +52,70 @@ func (fn *Function) FrameBased() bool {
 		}
 	}
 	return false
+}
+
+// Line is the first address of a source line's code.
+type Line struct {
+	File string
+	Line int
+	Addr uint64
+}
+
+// Lines are the first addresses of the lines first..last of the source
+// files whose names end with file, each a statement's start in the line
+// table (is_stmt), in address order.
+func (f *File) Lines(file string, first, last int) ([]Line, error) {
+	var out []Line
+	r := f.data.Reader()
+	for {
+		cu, err := f.nextUnit(r)
+		if err != nil || cu == nil {
+			slices.SortFunc(out, func(a, b Line) int { return cmp.Compare(a.Addr, b.Addr) })
+			return out, err
+		}
+		if cu.Children {
+			r.SkipChildren()
+		}
+		if cu.Tag != dwarf.TagCompileUnit {
+			continue
+		}
+		lr, err := f.data.LineReader(cu)
+		if err != nil || lr == nil || !slices.ContainsFunc(lr.Files(), func(e *dwarf.LineFile) bool { return e != nil && strings.HasSuffix(e.Name, file) }) {
+			continue
+		}
+		lines, err := linesIn(lr, file, first, last)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", f.DebugPath, err)
+		}
+		out = append(out, lines...)
+	}
+}
+
+// linesIn reads one unit's line table for Lines: the lowest address of
+// each line in each sequence.
+func linesIn(lr *dwarf.LineReader, file string, first, last int) ([]Line, error) {
+	var out []Line
+	seen := map[Line]bool{}
+	var row dwarf.LineEntry
+	for {
+		if err := lr.Next(&row); err != nil {
+			if err == io.EOF {
+				return out, nil
+			}
+			return nil, err
+		}
+		if row.EndSequence {
+			clear(seen)
+			continue
+		}
+		if !row.IsStmt || row.File == nil || row.Line < first || row.Line > last || !strings.HasSuffix(row.File.Name, file) {
+			continue
+		}
+		key := Line{File: row.File.Name, Line: row.Line}
+		if !seen[key] {
+			seen[key] = true
+			key.Addr = row.Address
+			out = append(out, key)
+		}
+	}
 }

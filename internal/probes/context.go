@@ -207,7 +207,10 @@ func (c *Context) Var(x *syntax.TargetVar) (*Access, *ContextError) {
 		case c.Attach.Provider != "":
 			return c.markParms(), nil
 		case !c.Attach.User || c.Attach.Func == nil || c.debug.types != nil:
-			return c.parms(func(a attach.Arg) bool { return c.Attach.Func == nil || a.Name != "return" })
+			vars := x.Name == "$$vars"
+			return c.parms(func(a attach.Arg) bool {
+				return c.Attach.Func == nil || a.Name != "return" && (vars || !c.debug.locals[a.Name])
+			})
 		}
 		// a user function's parameters are known only from DWARF: the
 		// message below says so (an empty string would hide it)
@@ -218,6 +221,9 @@ func (c *Context) Var(x *syntax.TargetVar) (*Access, *ContextError) {
 	case "$$locals":
 		if c.Attach.Provider != "" {
 			return &Access{Param: -1, Type: syntax.TypeString}, nil // a marker has no locals: ""
+		}
+		if c.debug.types != nil {
+			return c.parms(func(a attach.Arg) bool { return c.debug.locals[a.Name] })
 		}
 	}
 	if why, ok := c.refused[x.Name]; ok {

@@ -30,6 +30,7 @@ func kernelFamilies(k KernelInfo, cfg Config) []*Family {
 		kernelFunctionFamily(k),
 		dwarfOnlyFamily(),
 		processFunctionFamily(k, cfg, files),
+		processStatementFamily(k, cfg, files),
 		processMarkFamily(k, cfg, files),
 		lifecycleFamily(k, cfg),
 		perfFamily(k),

@@ -24,6 +24,9 @@ type userFunc struct {
 	obj   *elfsym.Object
 	fn    elfsym.Func
 	regs  *arch.Regs
+	// at is a statement probe's link-time address, 0 for the function's
+	// entry: its $vars are the parameters and locals in scope there.
+	at uint64
 }
 
 // debugCache holds the DWARF read so far, by path.
@@ -64,6 +67,9 @@ type debugState struct {
 	file       *debuginfo.File
 	pc         uint64
 	movedFrame *debuginfo.Location
+	// locals names the point's arguments that are locals, not parameters
+	// ($$locals; $$parms leaves them out).
+	locals map[string]bool
 }
 
 // loadDebug gives a user function probe, on first use, what the
@@ -97,8 +103,12 @@ func (c *Context) readDebug() *ContextError {
 	if err != nil {
 		return ctxErr(-1, "cannot read the parameters of %s: %v", u.fn.Name, err)
 	}
+	vars := fn.Params
+	if u.at != 0 {
+		vars = fn.VarsAt(u.at)
+	}
 	offsets := []dwarf.Offset{fn.Return}
-	for _, p := range fn.Params {
+	for _, p := range vars {
 		offsets = append(offsets, p.Type)
 	}
 	raw, ids, err := f.BTF(offsets...)
@@ -114,7 +124,10 @@ func (c *Context) readDebug() *ContextError {
 		return nil
 	}
 	pc := fn.Entry
-	if fn.FrameBased() {
+	if u.at != 0 {
+		pc = u.at
+		c.debug.pc = pc
+	} else if fn.FrameBased() {
 		if pc, err = fn.AfterPrologue(); err != nil {
 			return ctxErr(-1, "cannot find the end of the prologue of %s: %v", u.fn.Name, err)
 		}
@@ -127,7 +140,7 @@ func (c *Context) readDebug() *ContextError {
 		c.debug.pc = pc
 		c.debug.movedFrame = &cfa
 	}
-	for i, p := range fn.Params {
+	for i, p := range vars {
 		arg := attach.Arg{Name: p.Name, Type: kernel.TypeID(ids[i+1]), Local: p.Name}
 		arg.Pointer = c.isPointer(arg.Type)
 		loc, err := fn.Locate(p, pc)
@@ -139,6 +152,12 @@ func (c *Context) readDebug() *ContextError {
 			continue
 		}
 		a.Args = append(a.Args, arg)
+		if i >= len(fn.Params) || fn.Params[i].Name != p.Name {
+			if c.debug.locals == nil {
+				c.debug.locals = map[string]bool{}
+			}
+			c.debug.locals[p.Name] = true
+		}
 	}
 	return nil
 }

@@ -1,0 +1,114 @@
+package probes
+
+import (
+	"fmt"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"strconv"
+
+	"github.com/bpftap/bpftap/internal/arch"
+	"github.com/bpftap/bpftap/internal/elfsym"
+	"github.com/bpftap/bpftap/internal/probes/attach"
+	"github.com/bpftap/bpftap/internal/syntax"
+)
+
+// process("PATH").statement("FUNC@FILE:LINE"): a uprobe at the first
+// instruction of each source line LINE (or each line of LINE-LAST) of the
+// files whose names end with FILE, in the functions FUNC matches (a
+// wildcard), as the program's DWARF line table places them; $vars are the
+// parameters and the locals in scope there (Context.loadDebug). The
+// concrete point names the function, the file as the DWARF names it and
+// the line: process("/abs/app").statement("handle@/src/app.c:42").
+func processStatementFamily(k KernelInfo, cfg Config, objects *objectCache) *Family {
+	var paths []string
+	for _, process := range []string{"process(string)", "process", "process(string).library(string)", "process.library(string)"} {
+		paths = append(paths, process+".statement(string)")
+	}
+	return &Family{Name: "process.statement", Paths: paths, Kernel: true,
+		Expand: func(p *Point) ([]*Point, error) {
+			return eachFile(p, cfg, objects, func(path string, prologue *syntax.Block) ([]*Point, error) {
+				return statementsOnFile(k, objects, p, path, prologue)
+			})
+		}}
+}
+
+// statementSpec is FUNC@FILE:LINE[-LAST].
+var statementSpec = regexp.MustCompile(`^([^@]+)@([^:]+):(\d+)(?:-(\d+))?$`)
+
+func statementsOnFile(k KernelInfo, objects *objectCache, p *Point, path string, prologue *syntax.Block) ([]*Point, error) {
+	spec := p.Arg("statement").(*syntax.StringLit).Value
+	m := statementSpec.FindStringSubmatch(spec)
+	if m == nil {
+		return nil, errorf("cannot read statement %q: bpftap takes FUNCTION@FILE:LINE or FUNCTION@FILE:FIRST-LAST", spec)
+	}
+	first, _ := strconv.Atoi(m[3])
+	last := first
+	if m[4] != "" {
+		last, _ = strconv.Atoi(m[4])
+	}
+	obj, err := objects.open(path)
+	if err != nil {
+		return nil, err
+	}
+	regs := arch.Host()
+	if regs == nil {
+		return nil, errorf("bpftap has no register table for %s", runtime.GOARCH)
+	}
+	if i386, err := callingConvention(obj, regs); err != nil || i386 {
+		return nil, cmpErr(err, errorf("cannot probe %s: bpftap reads the DWARF of 64-bit programs only", path))
+	}
+	dbg, err := objects.debug.open(path)
+	if err != nil {
+		return nil, errorf("cannot probe statement %q: %v", spec, err)
+	}
+	lines, err := dbg.Lines(m[2], first, last)
+	if err != nil {
+		return nil, errorf("cannot probe statement %q: %v", spec, err)
+	}
+	var out []*Point
+	for _, line := range lines {
+		fn, ok := containing(obj.Funcs, line.Addr)
+		if matched, _ := filepath.Match(m[1], fn.Name); !ok || !matched {
+			continue
+		}
+		a := &attach.Point{Kind: attach.Uprobe, Event: fn.Name, Path: obj.Path, Offset: fn.Offset + line.Addr - fn.Addr,
+			PC: obj.PC(elfsym.Func{Addr: line.Addr}), Regs: true, User: true, Func: &attach.Func{Name: fn.Name}}
+		q, err := fileProbe(k, p, prologue, obj.Path, "statement", fmt.Sprintf("%s@%s:%d", fn.Name, line.File, line.Line), a, len(out) == 0)
+		if err != nil {
+			return nil, err
+		}
+		q.Context.user = &userFunc{files: &objects.debug, obj: obj, fn: fn, regs: regs, at: line.Addr}
+		out = append(out, q)
+	}
+	if len(out) == 0 {
+		return nil, &Error{Msg: "no match", detail: func() string {
+			return fmt.Sprintf(" (the line table of %s has no line %s of a file ending in %s in a function matching %s)", dbg.DebugPath, lineRange(first, last), m[2], m[1])
+		}}
+	}
+	return out, nil
+}
+
+func lineRange(first, last int) string {
+	if first == last {
+		return strconv.Itoa(first)
+	}
+	return fmt.Sprintf("%d-%d", first, last)
+}
+
+func cmpErr(err, otherwise error) error {
+	if err != nil {
+		return err
+	}
+	return otherwise
+}
+
+// containing is the function of fns whose code holds addr.
+func containing(fns []elfsym.Func, addr uint64) (elfsym.Func, bool) {
+	for _, fn := range fns {
+		if fn.Addr <= addr && addr < fn.Addr+max(fn.Size, 1) && !fn.Indirect {
+			return fn, true
+		}
+	}
+	return elfsym.Func{}, false
+}
