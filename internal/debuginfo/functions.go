@@ -331,3 +331,55 @@ func (f *File) globalIn(r *dwarf.Reader, name string) (*Global, error) {
 		}
 	}
 }
+
+// Declared are the entry addresses of the functions with code that are
+// declared in source files whose names end with file (at line, where
+// line is not 0): stap's process("P").function("F@FILE[:LINE]").
+func (f *File) Declared(file string, line int) (map[uint64]bool, error) {
+	out := map[uint64]bool{}
+	r := f.data.Reader()
+	for {
+		cu, err := f.nextUnit(r)
+		if err != nil || cu == nil {
+			return out, err
+		}
+		if cu.Tag != dwarf.TagCompileUnit || !cu.Children {
+			r.SkipChildren()
+			continue
+		}
+		lr, err := f.data.LineReader(cu)
+		if err != nil || lr == nil {
+			r.SkipChildren()
+			continue
+		}
+		if err := f.declaredIn(r, lr.Files(), file, line, out); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// declaredIn reads a unit's entries up to its end for Declared.
+func (f *File) declaredIn(r *dwarf.Reader, files []*dwarf.LineFile, file string, line int, out map[uint64]bool) error {
+	for {
+		e, err := r.Next()
+		if err != nil {
+			return err
+		}
+		if e == nil || e.Tag == 0 {
+			return nil
+		}
+		if e.Children {
+			r.SkipChildren()
+		}
+		low, ok := e.Val(dwarf.AttrLowpc).(uint64)
+		if e.Tag != dwarf.TagSubprogram || !ok {
+			continue
+		}
+		o := f.origin(e)
+		i, known := o.Val(dwarf.AttrDeclFile).(int64)
+		l, _ := o.Val(dwarf.AttrDeclLine).(int64)
+		if known && i >= 0 && int(i) < len(files) && files[i] != nil && strings.HasSuffix(files[i].Name, file) && (line == 0 || int(l) == line) {
+			out[low] = true
+		}
+	}
+}

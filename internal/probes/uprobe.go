@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -100,6 +101,12 @@ func uprobeOnFile(k KernelInfo, objects *objectCache, p *Point, path string, pro
 	if lit, ok := p.Arg(component).(*syntax.StringLit); ok {
 		pattern = lit.Value
 	}
+	if name, file, ok := strings.Cut(pattern, "@"); ok && component == "function" {
+		if fns, err = declaredIn(objects, obj, file, fns); err != nil {
+			return nil, err
+		}
+		pattern = name
+	}
 	direct, indirect := splitIndirect(fns)
 	matched, err := elfsym.Match(direct, pattern)
 	if err != nil {
@@ -118,6 +125,36 @@ func uprobeOnFile(k KernelInfo, objects *objectCache, p *Point, path string, pro
 		}}
 	}
 	return functionProbes(k, objects, p, prologue, obj, component, matched)
+}
+
+// declaredIn keeps of fns those obj's DWARF declares in a source file
+// whose name ends with file ("app.c", "src/app.c"), at its line where file
+// ends with ":LINE": stap's function("NAME@FILE[:LINE]").
+func declaredIn(objects *objectCache, obj *elfsym.Object, file string, fns []elfsym.Func) ([]elfsym.Func, error) {
+	line := 0
+	if name, n, ok := strings.Cut(file, ":"); ok {
+		var err error
+		if line, err = strconv.Atoi(n); err != nil || line <= 0 {
+			return nil, errorf("cannot read %q: bpftap takes NAME@FILE or NAME@FILE:LINE, LINE a number", file)
+		}
+		file = name
+	}
+	dbg, err := objects.debug.open(obj.Path)
+	if err != nil {
+		return nil, errorf("cannot tell which functions %s defines: %v", file, err)
+	}
+	addrs, err := dbg.Declared(file, line)
+	if err != nil {
+		return nil, errorf("cannot tell which functions %s defines: %v", file, err)
+	}
+	declared := slices.DeleteFunc(slices.Clone(fns), func(fn elfsym.Func) bool { return !addrs[fn.Addr] })
+	if len(declared) == 0 {
+		return nil, &Error{Msg: "no match", detail: func() string {
+			return fmt.Sprintf(" (the DWARF of %s (%s) declares no function in a file ending in %s%s)", obj.Path, dbg.DebugPath, file,
+				map[bool]string{true: fmt.Sprintf(" at line %d", line)}[line > 0])
+		}}
+	}
+	return declared, nil
 }
 
 // splitIndirect separates the functions a probe matches from the
