@@ -193,6 +193,9 @@ func align4(n uint32) uint32 { return (n + 3) &^ 3 }
 // ErrNoFunction says that the DWARF describes no function at an address.
 var ErrNoFunction = errors.New("no DWARF entry describes the function")
 
+// ErrNoType says that the DWARF defines no type of a name.
+var ErrNoType = errors.New("no DWARF entry defines the type")
+
 // ErrNoVariable says that the DWARF places no such variable at a static
 // address.
 var ErrNoVariable = errors.New("no DWARF entry places the variable at a static address")

@@ -3,6 +3,8 @@ package debuginfo
 import (
 	"debug/dwarf"
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/cilium/ebpf/btf"
 )
@@ -161,4 +163,37 @@ func (c *converter) structure(t *dwarf.StructType) btf.Type {
 			Offset: btf.Bits(bit), BitfieldSize: btf.Bits(field.BitSize)})
 	}
 	return out
+}
+
+// TypeNamed finds the type C names as name: "struct T", "union T",
+// "enum T", or a typedef T (else a structure T).
+func (f *File) TypeNamed(name string) (dwarf.Offset, error) {
+	tags := map[string]dwarf.Tag{"struct": dwarf.TagStructType, "union": dwarf.TagUnionType, "enum": dwarf.TagEnumerationType}
+	want, bare := []dwarf.Tag{dwarf.TagTypedef, dwarf.TagStructType}, name
+	if kind, rest, ok := strings.Cut(name, " "); ok && tags[kind] != 0 {
+		want, bare = []dwarf.Tag{tags[kind]}, strings.TrimSpace(rest)
+	}
+	found := map[dwarf.Tag]dwarf.Offset{}
+	r := f.data.Reader()
+	for {
+		e, err := r.Next()
+		if err != nil {
+			return 0, fmt.Errorf("%s: %w", f.DebugPath, err)
+		}
+		if e == nil {
+			break
+		}
+		if n, _ := e.Val(dwarf.AttrName).(string); n == bare && slices.Contains(want, e.Tag) && e.Val(dwarf.AttrDeclaration) == nil && found[e.Tag] == 0 {
+			found[e.Tag] = e.Offset
+		}
+		if e.Children && e.Tag != dwarf.TagCompileUnit && e.Tag != dwarf.TagNamespace {
+			r.SkipChildren()
+		}
+	}
+	for _, tag := range want {
+		if off := found[tag]; off != 0 {
+			return off, nil
+		}
+	}
+	return 0, ErrNoType
 }

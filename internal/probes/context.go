@@ -1,11 +1,14 @@
 package probes
 
 import (
+	"cmp"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
 	"strings"
 
+	"github.com/bpftap/bpftap/internal/debuginfo"
 	"github.com/bpftap/bpftap/internal/kernel"
 	"github.com/bpftap/bpftap/internal/probes/attach"
 	"github.com/bpftap/bpftap/internal/syntax"
@@ -420,8 +423,9 @@ func (c *Context) Cast(x *syntax.Cast) (*Access, *ContextError) {
 // ("<sys/un.h>"), which stap compiles into a module of types, falls back
 // to the kernel's BTF, where most of the types user space shares with the
 // kernel are (sockaddr_un); a type it lacks gets a message that says where
-// bpftap looked. A program's or a library's types need their debuginfo,
-// which bpftap does not read.
+// bpftap looked. A program's or a library's types (a path) come from
+// its DWARF, after the kernel's and the modules'; their values lie in
+// user memory (kernel.BTF.User).
 func ResolveCast(k KernelInfo, x *syntax.Cast) (*Access, *ContextError) {
 	notFound := ctxErr(-1, "type definition '%s' not found in '%s'", x.TypeName, x.Module)
 	if x.Pretty > 0 {
@@ -429,18 +433,22 @@ func ResolveCast(k KernelInfo, x *syntax.Cast) (*Access, *ContextError) {
 	}
 	places := castModules(x.Module)
 	kernelBTF := places.kernel || places.headers
-	switch {
-	case !kernelBTF && len(places.modules) == 0 && places.debuginfo:
-		return nil, ctxErr(-1, "type '%s' in '%s' needs debuginfo: bpftap finds @cast types only in the kernel's BTF (module \"kernel\", \"kernel<header.h>\" or \"<header.h>\")", x.TypeName, x.Module)
-	case k == nil:
-		return nil, notFound
-	}
 	var btfs []func() (*kernel.BTF, error)
-	if kernelBTF {
+	if kernelBTF && k != nil {
 		btfs = append(btfs, k.BTF)
 	}
 	for _, m := range places.modules {
-		btfs = append(btfs, func() (*kernel.BTF, error) { return k.ModuleBTF(m) })
+		if k != nil {
+			btfs = append(btfs, func() (*kernel.BTF, error) { return k.ModuleBTF(m) })
+		}
+	}
+	var programErr error
+	for _, path := range places.programs {
+		btfs = append(btfs, func() (*kernel.BTF, error) {
+			b, err := programType(path, x.TypeName)
+			programErr = cmp.Or(programErr, err)
+			return b, err
+		})
 	}
 	for _, load := range btfs {
 		if btf, err := load(); err == nil {
@@ -448,6 +456,9 @@ func ResolveCast(k KernelInfo, x *syntax.Cast) (*Access, *ContextError) {
 				return ResolvePointee(btf, t.ID, x.Components, x.AddrOf)
 			}
 		}
+	}
+	if programErr != nil && !errors.Is(programErr, debuginfo.ErrNoType) {
+		return nil, ctxErr(-1, "type definition '%s' not found in '%s': %v", x.TypeName, x.Module, programErr)
 	}
 	if places.headers && !places.kernel {
 		return nil, ctxErr(-1, "type '%s' of '%s' is not in the kernel's BTF, where bpftap looks for the types of C headers (it compiles no headers)", x.TypeName, x.Module)
@@ -458,8 +469,8 @@ func ResolveCast(k KernelInfo, x *syntax.Cast) (*Access, *ContextError) {
 // castPlaces are the places a @cast module lists, sorted: the kernel, C
 // headers alone, a program or library (a path), modules by name.
 type castPlaces struct {
-	kernel, headers, debuginfo bool
-	modules                    []string
+	kernel, headers   bool
+	modules, programs []string
 }
 
 func castModules(module string) castPlaces {
@@ -471,12 +482,33 @@ func castModules(module string) castPlaces {
 		case strings.HasPrefix(m, "<") && strings.HasSuffix(m, ">"):
 			p.headers = true
 		case strings.Contains(m, "/"):
-			p.debuginfo = true
+			p.programs = append(p.programs, strings.SplitN(m, "<", 2)[0])
 		default:
 			p.modules = append(p.modules, m)
 		}
 	}
 	return p
+}
+
+// programTypes holds the DWARF @cast has read, by path.
+var programTypes debugCache
+
+// programType describes the type C names as name in the program or
+// library at path, from its DWARF, as BTF of its own.
+func programType(path, name string) (*kernel.BTF, error) {
+	f, err := programTypes.open(path)
+	if err != nil {
+		return nil, err
+	}
+	off, err := f.TypeNamed(name)
+	if err != nil {
+		return nil, err
+	}
+	raw, _, err := f.BTF(off)
+	if err != nil {
+		return nil, err
+	}
+	return kernel.ParseUser(raw, "the types of "+f.DebugPath)
 }
 
 // KernelModule tells whether a @cast module names the kernel, whose types

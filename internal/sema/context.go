@@ -73,7 +73,12 @@ func (s *scope) resolveContext(n syntax.Expr) (*probes.Access, *probes.ContextEr
 	case *syntax.TargetVar:
 		return s.ctx.Var(n)
 	case *syntax.Cast:
-		return probes.ResolveCast(s.e.castKernel(), n)
+		a, err := probes.ResolveCast(s.e.castKernel(), n)
+		if err == nil && a.BTF != nil && a.BTF.User() && s.ctx == nil {
+			return nil, &probes.ContextError{Step: -1, Msg: "type '" + n.TypeName + "' of '" + n.Module +
+				"' is a program's: bpftap reads it in kernel and user probes, from the memory of the process they fire in"}
+		}
+		return a, err
 	case *syntax.AtVar:
 		return s.ctx.AtVar(n)
 	}
