@@ -15,6 +15,8 @@ type Function struct {
 	// each with the address ranges of the block that declares it.
 	Params []Var
 	Locals []Var
+	// Labels are the addresses of its labels, by name.
+	Labels map[string]uint64
 	// Return is the type of its return value, 0 for void.
 	Return dwarf.Offset
 	// Frame is the location of its frame base (DW_AT_frame_base).
@@ -201,6 +203,14 @@ func (f *File) readBlock(r *dwarf.Reader, fn *Function, scope [][2]uint64, depth
 				fn.Params = append(fn.Params, v)
 			} else if v.Name != "" && v.loc.present() {
 				fn.Locals = append(fn.Locals, v)
+			}
+		case dwarf.TagLabel:
+			name, _ := c.Val(dwarf.AttrName).(string)
+			if low, ok := c.Val(dwarf.AttrLowpc).(uint64); ok && name != "" {
+				if fn.Labels == nil {
+					fn.Labels = map[string]uint64{}
+				}
+				fn.Labels[name] = low
 			}
 		case dwarf.TagLexDwarfBlock:
 			ranges, err := f.data.Ranges(c)

@@ -166,7 +166,8 @@ var (
 // call sites (32 user stacks); aio, which submits asynchronous reads;
 // entry, which sleeps, recurses and nests calls; request, built with -g
 // at -O0 and -O2, DWARF 5 and 4 (compressed), its DWARF in a separate
-// file (request_split), and without -g. A probe on a file fires in every
+// file (request_split), and without -g; label, at -O0 and -O2, whose
+// function jumps to a label. A probe on a file fires in every
 // process running it: tests running side by side use files of their own
 // (scale_target, hot_twice: hot with a build id of its own, since user
 // stacks find their files by build id). It returns their directory (a
@@ -210,6 +211,8 @@ func cPrograms() string {
 			{"-gdwarf-4", "-gz", "-O2", "-fno-pie", "-no-pie", "-o", "request_O2_v4", src("request.c")},
 			{"-g", "-O2", "-o", "request_split", src("request.c")},
 			{"-O2", "-o", "request_nodebug", src("request.c")},
+			{"-g", "-O0", "-o", "label_O0", src("label.c")},
+			{"-g", "-O2", "-o", "label_O2", src("label.c")},
 		}
 		// request_split's DWARF in a separate file, .debug/request_split.debug,
 		// which its .gnu_debuglink names, as a distribution's debug package

@@ -43,7 +43,7 @@ func processFunctionFamily(k KernelInfo, cfg Config, objects *objectCache) *Fami
 	var paths []string
 	for _, process := range []string{"process(string)", "process", "process(string).library(string)", "process.library(string)"} {
 		fn := process + ".function(string)"
-		paths = append(paths, fn, fn+".call", fn+".return")
+		paths = append(paths, fn, fn+".call", fn+".return", fn+".label(string)")
 		for _, plt := range []string{process + ".plt(string)", process + ".plt"} {
 			paths = append(paths, plt, plt+".return")
 		}
@@ -123,6 +123,9 @@ func uprobeOnFile(k KernelInfo, objects *objectCache, p *Point, path string, pro
 			}
 			return similarNames("functions", pattern, names())
 		}}
+	}
+	if hasComponent(p, "label") {
+		return labelProbes(k, objects, p, prologue, obj, matched)
 	}
 	return functionProbes(k, objects, p, prologue, obj, component, matched)
 }

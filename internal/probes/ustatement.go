@@ -2,9 +2,11 @@ package probes
 
 import (
 	"fmt"
+	"maps"
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"slices"
 	"strconv"
 
 	"github.com/bpftap/bpftap/internal/arch"
@@ -51,12 +53,9 @@ func statementsOnFile(k KernelInfo, objects *objectCache, p *Point, path string,
 	if err != nil {
 		return nil, err
 	}
-	regs := arch.Host()
-	if regs == nil {
-		return nil, errorf("bpftap has no register table for %s", runtime.GOARCH)
-	}
-	if i386, err := callingConvention(obj, regs); err != nil || i386 {
-		return nil, cmpErr(err, errorf("cannot probe %s: bpftap reads the DWARF of 64-bit programs only", path))
+	regs, err := debugRegisters(obj)
+	if err != nil {
+		return nil, err
 	}
 	dbg, err := objects.debug.open(path)
 	if err != nil {
@@ -111,4 +110,63 @@ func containing(fns []elfsym.Func, addr uint64) (elfsym.Func, bool) {
 		}
 	}
 	return elfsym.Func{}, false
+}
+
+// labelProbes are the probes of point p, process("PATH").function("F").
+// label("L"), on the labels L (a wildcard) of the functions fns of obj
+// that their DWARF names: a uprobe at each label's address, its $vars the
+// parameters and the locals in scope there, named
+// process("PATH").function("F").label("L").
+func labelProbes(k KernelInfo, objects *objectCache, p *Point, prologue *syntax.Block, obj *elfsym.Object, fns []elfsym.Func) ([]*Point, error) {
+	pattern := p.Arg("label").(*syntax.StringLit).Value
+	regs, err := debugRegisters(obj)
+	if err != nil {
+		return nil, err
+	}
+	dbg, err := objects.debug.open(obj.Path)
+	if err != nil {
+		return nil, errorf("cannot find the labels of %s: %v", obj.Path, err)
+	}
+	var out []*Point
+	for _, fn := range fns {
+		d, err := dbg.FunctionAt(fn.Addr)
+		if err != nil {
+			continue
+		}
+		for _, name := range slices.Sorted(maps.Keys(d.Labels)) {
+			if matched, _ := filepath.Match(pattern, name); !matched {
+				continue
+			}
+			addr := d.Labels[name]
+			a := &attach.Point{Kind: attach.Uprobe, Event: fn.Name, Path: obj.Path, Offset: fn.Offset + addr - fn.Addr,
+				PC: obj.PC(elfsym.Func{Addr: addr}), Regs: true, User: true, Func: &attach.Func{Name: fn.Name}}
+			q, err := fileProbe(k, p, prologue, obj.Path, "function", fn.Name, a, len(out) == 0)
+			if err != nil {
+				return nil, err
+			}
+			q = concretePoint(q, "label", name)
+			q.Context.user = &userFunc{files: &objects.debug, obj: obj, fn: fn, regs: regs, at: addr}
+			out = append(out, q)
+		}
+	}
+	if len(out) == 0 {
+		return nil, &Error{Msg: "no match", detail: func() string {
+			return fmt.Sprintf(" (the DWARF of %s names no label %s in the functions matched)", obj.Path, pattern)
+		}}
+	}
+	return out, nil
+}
+
+// debugRegisters is the register table a probe on obj reads the
+// locations of its DWARF with: the host's, for a 64-bit program of its
+// processor.
+func debugRegisters(obj *elfsym.Object) (*arch.Regs, error) {
+	regs := arch.Host()
+	if regs == nil {
+		return nil, errorf("bpftap has no register table for %s", runtime.GOARCH)
+	}
+	if i386, err := callingConvention(obj, regs); err != nil || i386 {
+		return nil, cmpErr(err, errorf("cannot probe %s: bpftap reads the DWARF of 64-bit programs only", obj.Path))
+	}
+	return regs, nil
 }
