@@ -4,6 +4,8 @@ import (
 	"cmp"
 	"debug/dwarf"
 	"fmt"
+	"iter"
+	"slices"
 	"strings"
 )
 
@@ -185,13 +187,9 @@ func (f *File) FunctionAt(entry uint64) (*Function, error) {
 // to its end, and those of the lexical blocks in it, whose ranges scope
 // theirs (an inlined function's are its own).
 func (f *File) readBlock(r *dwarf.Reader, fn *Function, scope [][2]uint64, depth int) error {
-	for {
-		c, err := r.Next()
+	for c, err := range children(r) {
 		if err != nil {
 			return err
-		}
-		if c == nil || c.Tag == 0 {
-			return nil
 		}
 		switch c.Tag {
 		case dwarf.TagFormalParameter, dwarf.TagVariable:
@@ -226,6 +224,25 @@ func (f *File) readBlock(r *dwarf.Reader, fn *Function, scope [][2]uint64, depth
 		}
 		if c.Children {
 			r.SkipChildren()
+		}
+	}
+	return nil
+}
+
+// children yields the entries of r's block up to its end (each entry's
+// own children are the loop's to read or skip), or the error that ends
+// them.
+func children(r *dwarf.Reader) iter.Seq2[*dwarf.Entry, error] {
+	return func(yield func(*dwarf.Entry, error) bool) {
+		for {
+			e, err := r.Next()
+			if err != nil {
+				yield(nil, err)
+				return
+			}
+			if e == nil || e.Tag == 0 || !yield(e, nil) {
+				return
+			}
 		}
 	}
 }
@@ -319,13 +336,9 @@ func (f *File) nextUnit(r *dwarf.Reader) (*dwarf.Entry, error) {
 // name with a static address.
 func (f *File) globalIn(r *dwarf.Reader, name string) (*Global, error) {
 	var found *Global
-	for {
-		e, err := r.Next()
+	for e, err := range children(r) {
 		if err != nil {
 			return nil, err
-		}
-		if e == nil || e.Tag == 0 {
-			return found, nil
 		}
 		if e.Children {
 			r.SkipChildren()
@@ -340,6 +353,7 @@ func (f *File) globalIn(r *dwarf.Reader, name string) (*Global, error) {
 			found.Type, _ = o.Val(dwarf.AttrType).(dwarf.Offset)
 		}
 	}
+	return found, nil
 }
 
 // Declared are the entry addresses of the functions with code that are
@@ -370,13 +384,9 @@ func (f *File) Declared(file string, line int) (map[uint64]bool, error) {
 
 // declaredIn reads a unit's entries up to its end for Declared.
 func (f *File) declaredIn(r *dwarf.Reader, files []*dwarf.LineFile, file string, line int, out map[uint64]bool) error {
-	for {
-		e, err := r.Next()
+	for e, err := range children(r) {
 		if err != nil {
 			return err
-		}
-		if e == nil || e.Tag == 0 {
-			return nil
 		}
 		if e.Children {
 			r.SkipChildren()
@@ -392,4 +402,94 @@ func (f *File) declaredIn(r *dwarf.Reader, files []*dwarf.LineFile, file string,
 			out[low] = true
 		}
 	}
+	return nil
+}
+
+// Inlined are the inlined copies of the functions whose names match
+// matches: each a Function whose Entry is the copy's entry address
+// (DW_AT_entry_pc, else its first address), its parameters and locals
+// the copy's, its frame base the function's it was inlined into.
+func (f *File) Inlined(matches func(name string) bool) ([]*Function, error) {
+	if err := f.index(); err != nil {
+		return nil, err
+	}
+	var out []*Function
+	for _, off := range f.funcs {
+		r := f.data.Reader()
+		r.Seek(off)
+		outer, err := r.Next()
+		if err != nil {
+			return nil, err
+		}
+		if !outer.Children {
+			continue
+		}
+		host := &Function{unit: f.units[off], file: f, frame: f.locationOf(outer, dwarf.AttrFrameBase)}
+		if err := f.inlinedIn(r, host, matches, &out); err != nil {
+			return nil, err
+		}
+	}
+	slices.SortFunc(out, func(a, b *Function) int { return cmp.Compare(a.Entry, b.Entry) })
+	return out, nil
+}
+
+// inlinedIn reads the entries of a function's block up to its end for
+// the inlined copies Inlined wants, host giving their frame base.
+func (f *File) inlinedIn(r *dwarf.Reader, host *Function, matches func(string) bool, out *[]*Function) error {
+	for e, err := range children(r) {
+		if err != nil {
+			return err
+		}
+		if e.Tag == dwarf.TagInlinedSubroutine {
+			name, _ := f.origin(e).Val(dwarf.AttrName).(string)
+			if entry, ok := f.entryOf(e); ok && matches(name) {
+				inl, err := f.inlinedCopy(e, host, name, entry)
+				if err != nil {
+					return err
+				}
+				*out = append(*out, inl)
+			}
+		}
+		if !e.Children {
+			continue
+		}
+		switch e.Tag {
+		case dwarf.TagInlinedSubroutine, dwarf.TagLexDwarfBlock:
+			if err := f.inlinedIn(r, host, matches, out); err != nil {
+				return err
+			}
+		default:
+			r.SkipChildren()
+		}
+	}
+	return nil
+}
+
+// entryOf is where an inlined copy starts.
+func (f *File) entryOf(e *dwarf.Entry) (uint64, bool) {
+	if pc, ok := e.Val(dwarf.AttrEntrypc).(uint64); ok {
+		return pc, true
+	}
+	ranges, err := f.data.Ranges(e)
+	if err != nil || len(ranges) == 0 {
+		return 0, false
+	}
+	return ranges[0][0], true
+}
+
+// inlinedCopy reads the parameters and locals of the inlined copy e.
+func (f *File) inlinedCopy(e *dwarf.Entry, host *Function, name string, entry uint64) (*Function, error) {
+	fn := &Function{Name: name, Entry: entry, unit: host.unit, file: f, frame: host.frame}
+	fn.Return, _ = f.origin(e).Val(dwarf.AttrType).(dwarf.Offset)
+	if e.Children {
+		r := f.data.Reader()
+		r.Seek(e.Offset)
+		if _, err := r.Next(); err != nil {
+			return nil, err
+		}
+		if err := f.readBlock(r, fn, nil, 0); err != nil {
+			return nil, err
+		}
+	}
+	return fn, nil
 }

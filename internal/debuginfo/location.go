@@ -188,8 +188,14 @@ func (f *File) loclists(u *unit, off int64, pc uint64) ([]byte, error) {
 			return nil, fmt.Errorf("location list at %#x of .debug_loclists: unknown entry kind %#x", off, kind)
 		}
 		expr := b.bytes(int(b.uleb()))
-		if start <= pc && pc < end {
+		switch {
+		case start <= pc && pc < end:
 			return expr, nil
+		case start == pc && end == pc && fallback == nil:
+			// an empty range at pc: GCC's location views, states of the
+			// source at one address (an inlined copy's entry), where the
+			// machine's state, and so the value's place, is the same
+			fallback = expr
 		}
 	}
 	return nil, fmt.Errorf("location list at %#x of .debug_loclists is cut short", off)

@@ -43,7 +43,7 @@ func processFunctionFamily(k KernelInfo, cfg Config, objects *objectCache) *Fami
 	var paths []string
 	for _, process := range []string{"process(string)", "process", "process(string).library(string)", "process.library(string)"} {
 		fn := process + ".function(string)"
-		paths = append(paths, fn, fn+".call", fn+".return", fn+".label(string)")
+		paths = append(paths, fn, fn+".call", fn+".return", fn+".label(string)", fn+".inline")
 		for _, plt := range []string{process + ".plt(string)", process + ".plt"} {
 			paths = append(paths, plt, plt+".return")
 		}
@@ -92,6 +92,9 @@ func uprobeOnFile(k KernelInfo, objects *objectCache, p *Point, path string, pro
 	obj, err := objects.open(path)
 	if err != nil {
 		return nil, err
+	}
+	if hasComponent(p, "inline") {
+		return inlineProbes(k, objects, p, prologue, obj)
 	}
 	component, fns, names := "function", obj.Funcs, obj.Names
 	if slices.ContainsFunc(p.Components, func(c *syntax.Component) bool { return c.Name == "plt" }) {

@@ -27,6 +27,9 @@ type userFunc struct {
 	// at is a statement probe's link-time address, 0 for the function's
 	// entry: its $vars are the parameters and locals in scope there.
 	at uint64
+	// inline is the inlined copy an .inline probe is on, whose $vars are
+	// its own.
+	inline *debuginfo.Function
 }
 
 // debugCache holds the DWARF read so far, by path.
@@ -96,7 +99,10 @@ func (c *Context) readDebug() *ContextError {
 	if err != nil {
 		return ctxErr(-1, "cannot read the parameters of %s: %v", u.fn.Name, err)
 	}
-	fn, err := f.FunctionAt(u.fn.Addr)
+	fn, err := u.inline, error(nil)
+	if fn == nil {
+		fn, err = f.FunctionAt(u.fn.Addr)
+	}
 	if errors.Is(err, debuginfo.ErrNoFunction) {
 		return ctxErr(-1, "cannot read the parameters of %s: the debuginfo of %s (%s) does not describe it", u.fn.Name, u.obj.Path, f.DebugPath)
 	}

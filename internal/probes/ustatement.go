@@ -170,3 +170,48 @@ func debugRegisters(obj *elfsym.Object) (*arch.Regs, error) {
 	}
 	return regs, nil
 }
+
+// inlineProbes are the probes of point p, process("PATH").function("F").
+// inline, on the copies of the functions F matches (a wildcard) that the
+// compiler inlined into others, as obj's DWARF places them: a uprobe at
+// each copy's entry, its $vars the copy's parameters and locals, named
+// process("PATH").function("F").inline.
+func inlineProbes(k KernelInfo, objects *objectCache, p *Point, prologue *syntax.Block, obj *elfsym.Object) ([]*Point, error) {
+	pattern := p.Arg("function").(*syntax.StringLit).Value
+	regs, err := debugRegisters(obj)
+	if err != nil {
+		return nil, err
+	}
+	dbg, err := objects.debug.open(obj.Path)
+	if err != nil {
+		return nil, errorf("cannot find the inlined copies of %s: %v", pattern, err)
+	}
+	copies, err := dbg.Inlined(func(name string) bool {
+		matched, _ := filepath.Match(pattern, name)
+		return matched
+	})
+	if err != nil {
+		return nil, errorf("cannot find the inlined copies of %s: %v", pattern, err)
+	}
+	var out []*Point
+	for _, inl := range copies {
+		host, ok := containing(obj.Funcs, inl.Entry)
+		if !ok {
+			continue
+		}
+		a := &attach.Point{Kind: attach.Uprobe, Event: inl.Name, Path: obj.Path, Offset: host.Offset + inl.Entry - host.Addr,
+			PC: obj.PC(elfsym.Func{Addr: inl.Entry}), Regs: true, User: true, Func: &attach.Func{Name: inl.Name}}
+		q, err := fileProbe(k, p, prologue, obj.Path, "function", inl.Name, a, len(out) == 0)
+		if err != nil {
+			return nil, err
+		}
+		q.Context.user = &userFunc{files: &objects.debug, obj: obj, fn: host, regs: regs, at: inl.Entry, inline: inl}
+		out = append(out, q)
+	}
+	if len(out) == 0 {
+		return nil, &Error{Msg: "no match", detail: func() string {
+			return fmt.Sprintf(" (the DWARF of %s has no inlined copy of a function matching %s)", obj.Path, pattern)
+		}}
+	}
+	return out, nil
+}
