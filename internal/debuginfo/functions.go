@@ -3,6 +3,7 @@ package debuginfo
 import (
 	"cmp"
 	"debug/dwarf"
+	"errors"
 	"fmt"
 	"iter"
 	"slices"
@@ -158,20 +159,11 @@ func (f *File) unitVersion(off dwarf.Offset) int {
 // FunctionAt is the function whose code starts at the link-time address
 // entry.
 func (f *File) FunctionAt(entry uint64) (*Function, error) {
-	if err := f.index(); err != nil {
-		return nil, err
-	}
-	off, ok := f.funcs[entry]
-	if !ok {
-		return nil, ErrNoFunction
-	}
-	r := f.data.Reader()
-	r.Seek(off)
-	e, err := r.Next()
+	r, e, u, err := f.subprogramAt(entry)
 	if err != nil {
 		return nil, err
 	}
-	fn := &Function{Entry: entry, unit: f.units[off], file: f, frame: f.locationOf(e, dwarf.AttrFrameBase)}
+	fn := &Function{Entry: entry, unit: u, file: f, frame: f.locationOf(e, dwarf.AttrFrameBase)}
 	origin := f.origin(e)
 	fn.Name, _ = origin.Val(dwarf.AttrName).(string)
 	fn.Return, _ = origin.Val(dwarf.AttrType).(dwarf.Offset)
@@ -227,6 +219,51 @@ func (f *File) readBlock(r *dwarf.Reader, fn *Function, scope [][2]uint64, depth
 		}
 	}
 	return nil
+}
+
+// subprogramAt finds the entry of the function whose code starts at
+// entry among those of the unit whose ranges hold it (not the whole
+// file's: a large program's DWARF is read no further than that unit),
+// the reader then at its first child.
+func (f *File) subprogramAt(entry uint64) (*dwarf.Reader, *dwarf.Entry, *unit, error) {
+	r := f.data.Reader()
+	cu, err := r.SeekPC(entry)
+	if errors.Is(err, dwarf.ErrUnknownPC) {
+		return nil, nil, nil, ErrNoFunction
+	}
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("%s: %w", f.DebugPath, err)
+	}
+	e, err := findSubprogram(r, entry)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("%s: %w", f.DebugPath, err)
+	}
+	if e == nil {
+		return nil, nil, nil, ErrNoFunction
+	}
+	return r, e, f.newUnit(cu), nil
+}
+
+// findSubprogram reads r's block up to the function whose code starts at
+// entry, into namespaces (C++'s), nil if it has none.
+func findSubprogram(r *dwarf.Reader, entry uint64) (*dwarf.Entry, error) {
+	for e, err := range children(r) {
+		if err != nil {
+			return nil, err
+		}
+		if low, ok := e.Val(dwarf.AttrLowpc).(uint64); ok && low == entry && e.Tag == dwarf.TagSubprogram {
+			return e, nil
+		}
+		switch {
+		case e.Children && e.Tag == dwarf.TagNamespace:
+			if found, err := findSubprogram(r, entry); found != nil || err != nil {
+				return found, err
+			}
+		case e.Children:
+			r.SkipChildren()
+		}
+	}
+	return nil, nil
 }
 
 // children yields the entries of r's block up to its end (each entry's
