@@ -101,7 +101,8 @@ func kernelBuiltins() map[string]builtinCode {
 	for name, form := range stackForms {
 		codes[name] = strCode(func(g *gen, _ *syntax.Call) value { return g.stackToken(form) })
 	}
-	for name, form := range map[string]SymForm{"usymname": SymName, "usymdata": SymData, "umodname": SymModule} {
+	for name, form := range map[string]SymForm{"usymname": SymName, "usymdata": SymData, "umodname": SymModule,
+		"usymfile": SymFile, "usymline": SymLine, "usymfileline": SymFileLine} {
 		codes[name] = strCode(func(g *gen, c *syntax.Call) value { return g.symToken(form, c) })
 	}
 	// get_cycles: no cycle counter is readable from BPF; the kernel's

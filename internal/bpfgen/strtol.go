@@ -25,6 +25,9 @@ func (g *gen) strtol(c *syntax.Call) {
 	g.setCell(idx, 0)
 	g.setCell(acc, 0)
 	g.setCell(neg, 0)
+	if s.width > SymTokenLen {
+		g.sourceTokenAddress(s, idx, acc, done)
+	}
 	g.byteAtCell(asm.R2, idx, 0, s)
 	g.emit(asm.JNE.Imm(asm.R2, '-', unsigned))
 	g.setCell(neg, 1)
@@ -76,6 +79,39 @@ func (g *gen) strtol(c *syntax.Call) {
 	)
 	g.mark(positive)
 	g.scratchRelease(mark)
+}
+
+// sourceTokenAddress makes strtol of a symbol token of a source form
+// (usymfile, usymline, usymfileline, which user space resolves from the
+// file's DWARF and the kernel cannot) the token's address, stap's value
+// for an address without source lines: a test of the value in the kernel
+// (fileline-profile.stp's strtol(usymfileline(a), 16)) takes the source
+// line for unknown and falls back, while the value printed or kept is the
+// line. Decoded with idx 0, into acc, then to done.
+func (g *gen) sourceTokenAddress(s value, idx, acc int, done string) {
+	source, other := g.newLabel("strtol_source_token"), g.newLabel("strtol_no_token")
+	g.byteAtCell(asm.R2, idx, 0, s)
+	g.emit(asm.JNE.Imm(asm.R2, tokenMark, other))
+	g.byteAtCell(asm.R2, idx, 1, s)
+	g.emit(
+		asm.JEq.Imm(asm.R2, int32(SymFile), source),
+		asm.JEq.Imm(asm.R2, int32(SymLine), source),
+		asm.JNE.Imm(asm.R2, int32(SymFileLine), other),
+	)
+	g.mark(source)
+	for i := symAddrDigits - 1; i >= 0; i-- { // 6-bit digits offset by '@', low digits first
+		g.byteAtCell(asm.R2, idx, symAddrAt+i, s)
+		g.emit(
+			asm.Sub.Imm(asm.R2, '@'),
+			asm.And.Imm(asm.R2, 63),
+			asm.LoadMem(asm.R3, regScratch, int16(acc), asm.DWord),
+			asm.LSh.Imm(asm.R3, 6),
+			asm.Or.Reg(asm.R3, asm.R2),
+			asm.StoreMem(regScratch, int16(acc), asm.R3, asm.DWord),
+		)
+	}
+	g.emit(asm.Ja.Label(done))
+	g.mark(other)
 }
 
 // hexPrefix jumps to none unless string s has "0x" or "0X" and a hex

@@ -42,6 +42,10 @@ const (
 	SymName   SymForm = 'n' // usymname()
 	SymData   SymForm = 'd' // usymdata()
 	SymModule SymForm = 'm' // umodname()
+	// usymfile(), usymline(), usymfileline(): from the file's DWARF
+	SymFile     SymForm = 'f'
+	SymLine     SymForm = 'l'
+	SymFileLine SymForm = 'L'
 )
 
 // The kinds of symbol token.
@@ -81,7 +85,7 @@ func ParseSymToken(s string) (tok SymToken, ok bool) {
 		return SymToken{}, false
 	}
 	switch SymForm(s[1]) {
-	case SymName, SymData, SymModule:
+	case SymName, SymData, SymModule, SymFile, SymLine, SymFileLine:
 	default:
 		return SymToken{}, false
 	}

@@ -119,3 +119,25 @@ func linesIn(lr *dwarf.LineReader, file string, first, last int) ([]Line, error)
 		}
 	}
 }
+
+// LineAt is the source file and line of the code at pc, as the line table
+// of the unit whose ranges hold pc says.
+func (f *File) LineAt(pc uint64) (string, int, error) {
+	r := f.data.Reader()
+	cu, err := r.SeekPC(pc)
+	if err != nil {
+		return "", 0, err
+	}
+	lr, err := f.data.LineReader(cu)
+	if err != nil || lr == nil {
+		return "", 0, cmp.Or(err, dwarf.ErrUnknownPC)
+	}
+	var row dwarf.LineEntry
+	if err := lr.SeekPC(pc, &row); err != nil {
+		return "", 0, err
+	}
+	if row.File == nil {
+		return "", 0, dwarf.ErrUnknownPC
+	}
+	return row.File.Name, row.Line, nil
+}

@@ -39,6 +39,9 @@ var symbolBuiltins = map[string]builtinFunc{
 	"__backtrace_lines": func(_ *callContext, args []Value) Value { return str(backtraceLines(args[0].Str)) },
 	"usymname":          userSymbol(usym.Name),
 	"usymdata":          userSymbol(usym.Data),
+	"usymfile":          userSymbol(usym.File),
+	"usymline":          userSymbol(usym.Line),
+	"usymfileline":      userSymbol(usym.FileLine),
 	"umodname": userSymbol(func(_ uint64, sym usym.Symbol, ok bool) string {
 		return usym.Module(sym, ok)
 	}),

@@ -123,6 +123,12 @@ func symbolText(tok bpfgen.SymToken) string {
 		return usym.Data(tok.Addr, sym, ok)
 	case bpfgen.SymModule:
 		return usym.Module(sym, ok)
+	case bpfgen.SymFile:
+		return usym.File(tok.Addr, sym, ok)
+	case bpfgen.SymLine:
+		return usym.Line(tok.Addr, sym, ok)
+	case bpfgen.SymFileLine:
+		return usym.FileLine(tok.Addr, sym, ok)
 	}
 	return usym.Name(tok.Addr, sym, ok)
 }

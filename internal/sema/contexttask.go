@@ -70,7 +70,8 @@ func readsRunningThread(name string) bool {
 	switch name {
 	case "register", "u_register", "uaddr", "user_mode", "cmdline_str", "returnval",
 		"ubacktrace", "sprint_ubacktrace",
-		"usymname", "usymdata", "umodname", "sprint_ustack", "__ustack_lines", "__ustack_brief_lines",
+		"usymname", "usymdata", "umodname", "usymfile", "usymline", "usymfileline",
+		"sprint_ustack", "__ustack_lines", "__ustack_brief_lines",
 		"sprint_usyms", "__usyms_lines":
 		return true
 	}

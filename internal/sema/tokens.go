@@ -14,8 +14,8 @@ import (
 // code may keep a token (in a local, a global, a key or a value),
 // concatenate it, print it and count by it, but what would read its text
 // there reads the token instead: a comparison (but with "": a token is
-// empty when its text is), a string function, sprintf's width or
-// precision. A
+// empty when its text is), a string function (but strtol of a source
+// line's: sourceTokens), sprintf's width or precision. A
 // symbol token names one address, and user space gathers the elements of
 // every address with the same text into one, summing them, so kernel code
 // may add to an element keyed by one (<<<, ++, --, +=, -=), but not read,
@@ -26,8 +26,13 @@ import (
 // symbolTokens and stackTokens are the builtins whose value is a token in
 // a kernel probe.
 var (
-	symbolTokens = map[string]bool{"usymname": true, "usymdata": true, "umodname": true}
-	stackTokens  = map[string]bool{"backtrace": true, "sprint_backtrace": true, "ubacktrace": true, "sprint_ubacktrace": true}
+	symbolTokens = map[string]bool{"usymname": true, "usymdata": true, "umodname": true,
+		"usymfile": true, "usymline": true, "usymfileline": true}
+	stackTokens = map[string]bool{"backtrace": true, "sprint_backtrace": true, "ubacktrace": true, "sprint_ubacktrace": true}
+	// sourceTokens are the symbol tokens strtol() reads in the kernel:
+	// their address, stap's value for an address without source lines
+	// (bpfgen/strtol.go), which scripts test for (fileline-profile.stp).
+	sourceTokens = map[string]bool{"usymfile": true, "usymline": true, "usymfileline": true}
 )
 
 // tokenFlow is what holds tokens in kernel code: each variable and script
@@ -152,7 +157,7 @@ func (e *elab) checkTokens() {
 		case *syntax.Call:
 			if bi := Builtin(n); bi != nil && bi.Kernel != tapset.Captured {
 				for _, a := range n.Args {
-					if b := f.holds(a); b != "" {
+					if b := f.holds(a); b != "" && !(n.Name == "strtol" && sourceTokens[b]) {
 						e.rep.errorAt("kernelctx", a, tokenTextMsg(b, n.Name+"()"))
 						break
 					}

@@ -326,6 +326,9 @@ var Builtins = index(
 	bpf(fn("usymname", str, l("addr"))),
 	bpf(fn("usymdata", str, l("addr"))),
 	bpf(fn("umodname", str, l("addr"))),
+	bpf(fn("usymfile", str, l("addr"))),
+	bpf(fn("usymline", str, l("addr"))),
+	bpf(fn("usymfileline", str, l("addr"))),
 	inProcess(fn("sprint_ustack", str, s("stk"))),
 	// __ustack_lines(stk): print_ustack's text
 	text(inProcess(fn("__ustack_lines", str, s("stk")))),

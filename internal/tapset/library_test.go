@@ -101,9 +101,6 @@ var signatures = []string{
 	"symfileline:string(addr:long)",
 	"symfile:string(addr:long)",
 	"symline:string(addr:long)",
-	"usymfileline:string(addr:long)",
-	"usymfile:string(addr:long)",
-	"usymline:string(addr:long)",
 	// dev.stp
 	"MAJOR:long(dev:long)",
 	"MINOR:long(dev:long)",

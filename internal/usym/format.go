@@ -3,6 +3,10 @@ package usym
 import (
 	"fmt"
 	"path/filepath"
+	"strconv"
+	"sync"
+
+	"github.com/bpftap/bpftap/internal/debuginfo"
 )
 
 // The forms stap prints a user address in. Its runtime prints addresses
@@ -62,4 +66,58 @@ func SimpleLine(addr uint64, sym Symbol, ok bool) string {
 		return fmt.Sprintf("%s+%#x [%s]\n", sym.Name, sym.Offset, filepath.Base(sym.Module))
 	}
 	return Hex(addr) + "\n"
+}
+
+// File is usymfile(addr): the source file of the address, from its
+// file's DWARF, or the address.
+func File(addr uint64, sym Symbol, ok bool) string {
+	if file, _, found := sourceLine(sym, ok); found {
+		return file
+	}
+	return Hex(addr)
+}
+
+// Line is usymline(addr): the source line of the address, or the address.
+func Line(addr uint64, sym Symbol, ok bool) string {
+	if _, line, found := sourceLine(sym, ok); found {
+		return strconv.Itoa(line)
+	}
+	return Hex(addr)
+}
+
+// FileLine is usymfileline(addr): "FILE:LINE", or the address.
+func FileLine(addr uint64, sym Symbol, ok bool) string {
+	if file, line, found := sourceLine(sym, ok); found {
+		return file + ":" + strconv.Itoa(line)
+	}
+	return Hex(addr)
+}
+
+// sources holds the DWARF read for source lines, by path (nil: none).
+var sources struct {
+	sync.Mutex
+	files map[string]*debuginfo.File
+}
+
+// sourceLine is the source file and line of a symbolized address, from
+// the DWARF of its file (or its separate debug file), read once per file.
+func sourceLine(sym Symbol, ok bool) (string, int, bool) {
+	if !ok || sym.Module == "" || sym.Addr == 0 {
+		return "", 0, false
+	}
+	sources.Lock()
+	f, seen := sources.files[sym.Module]
+	if !seen {
+		f, _ = debuginfo.Open(sym.Module)
+		if sources.files == nil {
+			sources.files = map[string]*debuginfo.File{}
+		}
+		sources.files[sym.Module] = f
+	}
+	sources.Unlock()
+	if f == nil {
+		return "", 0, false
+	}
+	file, line, err := f.LineAt(sym.Addr)
+	return file, line, err == nil
 }

@@ -44,6 +44,9 @@ type Symbol struct {
 	Name   string // the function holding the address
 	Offset uint64 // the address's offset in the function
 	Size   uint64 // the function's size, to the next function (0: the last)
+	// Addr is the address in the file as linked (0: not known), where its
+	// DWARF finds the source line.
+	Addr uint64
 }
 
 // Symbolizer finds the symbols of user addresses; it is safe for
@@ -218,7 +221,7 @@ func (o *object) at(off uint64) (Symbol, bool) {
 		return Symbol{Module: o.path}, true
 	}
 	fn := o.funcs[i]
-	sym := Symbol{Module: o.path, Name: fn.Name, Offset: addr - fn.Addr}
+	sym := Symbol{Module: o.path, Name: fn.Name, Offset: addr - fn.Addr, Addr: addr}
 	for _, next := range o.funcs[i+1:] {
 		if next.Addr > fn.Addr {
 			sym.Size = next.Addr - fn.Addr

@@ -39,7 +39,7 @@ func TestFrame(t *testing.T) {
 		t.Fatal("no build id")
 	}
 	sym, ok := s.Frame(id, work[0].Offset+5, 0x1000)
-	want := Symbol{Module: bin, Name: "work", Offset: 5, Size: main[0].Addr - work[0].Addr}
+	want := Symbol{Module: bin, Name: "work", Offset: 5, Size: main[0].Addr - work[0].Addr, Addr: work[0].Addr + 5}
 	if !ok || sym != want {
 		t.Fatalf("Frame = %+v, %v; want %+v", sym, ok, want)
 	}
