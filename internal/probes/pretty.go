@@ -38,7 +38,7 @@ const prettyArgs = 32
 // it. ok is false where the point has no such expression or no BTF types
 // for it: x then resolves (Var) to the error saying why.
 func (c *Context) Pretty(x *syntax.TargetVar) (format string, args []syntax.Expr, ok bool) {
-	if x.Pretty == 0 || x.AddrOf || c.Attach.Provider != "" || c.loadFields() != nil {
+	if x.Pretty == 0 || x.AddrOf || c.Attach.Provider != "" || c.loadFields() != nil || c.loadDebug() != nil {
 		return "", nil, false
 	}
 	btf, err := c.btf()
@@ -48,7 +48,15 @@ func (c *Context) Pretty(x *syntax.TargetVar) (format string, args []syntax.Expr
 	p := &prettyPrinter{btf: btf, full: x.Pretty > 1, at: x.Pos}
 	switch x.Name {
 	case "$$parms", "$$vars":
-		return p.params(c, func(name string) bool { return c.Attach.Func == nil || name != "return" })
+		vars := x.Name == "$$vars"
+		return p.params(c, func(name string) bool {
+			return c.Attach.Func == nil || name != "return" && (vars || !c.debug.locals[name])
+		})
+	case "$$locals":
+		if c.debug.types == nil {
+			return "", nil, false
+		}
+		return p.params(c, func(name string) bool { return c.debug.locals[name] })
 	case "$$return":
 		if _, _, has := c.Attach.Arg("return"); !has || c.Attach.Func == nil || len(x.Components) > 0 {
 			return "", nil, false
@@ -194,7 +202,11 @@ func (p *prettyPrinter) chars(elem kernel.TypeID, comps []*syntax.TargetComponen
 	if err != nil || u.Kind != kernel.KindInt || !isChar(u) {
 		return false
 	}
-	p.push(`"%s"`, &syntax.Call{Typed: syntax.Typed{Pos: p.at}, Name: "kernel_string2",
+	reader := "kernel_string2"
+	if p.btf.User() { // a user program's types (its DWARF)
+		reader = "user_string2"
+	}
+	p.push(`"%s"`, &syntax.Call{Typed: syntax.Typed{Pos: p.at}, Name: reader,
 		Args: []syntax.Expr{p.target(comps), &syntax.StringLit{Typed: syntax.Typed{Pos: p.at}, Value: "<unknown>"}}})
 	return true
 }
