@@ -32,7 +32,9 @@ type Function struct {
 type Var struct {
 	Name string
 	Type dwarf.Offset
-	loc  location
+	// Param: a formal parameter, not a local.
+	Param bool
+	loc   location
 	// scope are the address ranges of the lexical block that declares a
 	// local, nil for the function's outermost block; depth its nesting.
 	scope [][2]uint64
@@ -190,6 +192,7 @@ func (f *File) readBlock(r *dwarf.Reader, fn *Function, scope [][2]uint64, depth
 			v.Name, _ = o.Val(dwarf.AttrName).(string)
 			v.Type, _ = o.Val(dwarf.AttrType).(dwarf.Offset)
 			if c.Tag == dwarf.TagFormalParameter && depth == 0 {
+				v.Param = true
 				fn.Params = append(fn.Params, v)
 			} else if v.Name != "" && v.loc.present() {
 				fn.Locals = append(fn.Locals, v)

@@ -113,59 +113,92 @@ func (c *Context) readDebug() *ContextError {
 	if u.at != 0 {
 		vars = fn.VarsAt(u.at)
 	}
+	ids, cerr := c.readTypes(f, fn, vars)
+	if cerr != nil {
+		return cerr
+	}
+	c.debug.file, c.debug.pc = f, fn.Entry
+	if a.Func.Return != nil {
+		c.typeReturn(ids[0])
+		return nil
+	}
+	if cerr := c.placeProbe(fn); cerr != nil {
+		return cerr
+	}
+	c.addVars(fn, vars, ids[1:])
+	return nil
+}
+
+// readTypes describes fn's return type and the types of vars as the
+// program's BTF (Context.debug.types): their IDs, in that order.
+func (c *Context) readTypes(f *debuginfo.File, fn *debuginfo.Function, vars []debuginfo.Var) ([]kernel.TypeID, *ContextError) {
 	offsets := []dwarf.Offset{fn.Return}
-	for _, p := range vars {
-		offsets = append(offsets, p.Type)
+	for _, v := range vars {
+		offsets = append(offsets, v.Type)
 	}
 	raw, ids, err := f.BTF(offsets...)
 	if err == nil {
 		c.debug.types, err = kernel.ParseUser(raw, "the types of "+f.DebugPath)
 	}
 	if err != nil {
-		return ctxErr(-1, "cannot read the types of %s: %v", u.fn.Name, err)
+		return nil, ctxErr(-1, "cannot read the types of %s: %v", c.user.fn.Name, err)
 	}
-	c.debug.file, c.debug.pc = f, fn.Entry
-	if a.Func.Return != nil {
-		c.typeReturn(kernel.TypeID(ids[0]))
+	out := make([]kernel.TypeID, len(ids))
+	for i, id := range ids {
+		out[i] = kernel.TypeID(id)
+	}
+	return out, nil
+}
+
+// placeProbe decides the address the probe reads fn's variables at
+// (Context.debug.pc): a statement's, or fn's entry, or, for unoptimized
+// code whose parameters the prologue stores in the frame, the end of the
+// prologue, where the probe then moves.
+func (c *Context) placeProbe(fn *debuginfo.Function) *ContextError {
+	u, a := c.user, c.Attach
+	switch {
+	case u.at != 0:
+		c.debug.pc = u.at
+		return nil
+	case !fn.FrameBased():
 		return nil
 	}
-	pc := fn.Entry
-	if u.at != 0 {
-		pc = u.at
-		c.debug.pc = pc
-	} else if fn.FrameBased() {
-		if pc, err = fn.AfterPrologue(); err != nil {
-			return ctxErr(-1, "cannot find the end of the prologue of %s: %v", u.fn.Name, err)
-		}
-		cfa, err := fn.FrameAddress(pc)
-		if err != nil {
-			return ctxErr(-1, "cannot read the parameters of %s after its prologue: %v", u.fn.Name, err)
-		}
-		a.Offset += pc - fn.Entry
-		a.PC = u.obj.PC(elfsym.Func{Addr: pc})
-		c.debug.pc = pc
-		c.debug.movedFrame = &cfa
+	pc, err := fn.AfterPrologue()
+	if err != nil {
+		return ctxErr(-1, "cannot find the end of the prologue of %s: %v", u.fn.Name, err)
 	}
-	for i, p := range vars {
-		arg := attach.Arg{Name: p.Name, Type: kernel.TypeID(ids[i+1]), Local: p.Name}
-		arg.Pointer = c.isPointer(arg.Type)
-		loc, err := fn.Locate(p, pc)
+	cfa, err := fn.FrameAddress(pc)
+	if err != nil {
+		return ctxErr(-1, "cannot read the parameters of %s after its prologue: %v", u.fn.Name, err)
+	}
+	a.Offset += pc - fn.Entry
+	a.PC = u.obj.PC(elfsym.Func{Addr: pc})
+	c.debug.pc, c.debug.movedFrame = pc, &cfa
+	return nil
+}
+
+// addVars makes vars, typed ids, the point's arguments where they can be
+// read at the probe's address; each other is refused with the reason.
+func (c *Context) addVars(fn *debuginfo.Function, vars []debuginfo.Var, ids []kernel.TypeID) {
+	pc := c.debug.pc
+	for i, v := range vars {
+		arg := attach.Arg{Name: v.Name, Type: ids[i], Local: v.Name, Pointer: c.isPointer(ids[i])}
+		loc, err := fn.Locate(v, pc)
 		if err == nil {
 			arg.Loc, err = c.argLoc(loc, arg.Type)
 		}
 		if err != nil {
-			c.refusedVar("$"+p.Name, fmt.Sprintf("cannot read '$%s' of %s at %#x: %v", p.Name, u.fn.Name, pc, err))
+			c.refusedVar("$"+v.Name, fmt.Sprintf("cannot read '$%s' of %s at %#x: %v", v.Name, c.user.fn.Name, pc, err))
 			continue
 		}
-		a.Args = append(a.Args, arg)
-		if i >= len(fn.Params) || fn.Params[i].Name != p.Name {
+		c.Attach.Args = append(c.Attach.Args, arg)
+		if !v.Param {
 			if c.debug.locals == nil {
 				c.debug.locals = map[string]bool{}
 			}
-			c.debug.locals[p.Name] = true
+			c.debug.locals[v.Name] = true
 		}
 	}
-	return nil
 }
 
 func (c *Context) refusedVar(name, why string) {
