@@ -268,10 +268,11 @@ func goTool(repo string, arch *Arch, args ...string) error {
 }
 
 // GuestPrograms are the C programs of testdata/run/cprogs the cases trace,
-// built static on the host (the guest has no C library) as /usr/bin/NAME:
-// scale (a function called with a 64-bit argument, for uprobes and
-// uretprobes) and ticks (USDT markers with arguments, one semaphore).
-var GuestPrograms = []string{"scale", "ticks"}
+// built static on the host (the guest has no C library) as /usr/bin/NAME,
+// with DWARF (-g): scale (a function called with a 64-bit argument, for
+// uprobes and uretprobes), ticks (USDT markers with arguments, one
+// semaphore) and request (parameters, locals and a global read by name).
+var GuestPrograms = []string{"scale", "ticks", "request"}
 
 // UserFiles returns the files the cases use besides bpftap, by their path
 // in the guest: GuestPrograms and the arch's Compat program, built for
@@ -283,7 +284,7 @@ func UserFiles(repo, dir string, arch *Arch) (map[string]string, error) {
 	files := map[string]string{}
 	for _, name := range GuestPrograms {
 		out := filepath.Join(dir, name)
-		cmd := exec.Command(arch.CC, "-static", "-O2", "-o", out, filepath.Join(repo, "testdata", "run", "cprogs", name+".c"))
+		cmd := exec.Command(arch.CC, "-static", "-g", "-O2", "-o", out, filepath.Join(repo, "testdata", "run", "cprogs", name+".c"))
 		if arch != AMD64 {
 			// sys/sdt.h is the same text for every architecture; the
 			// cross compiler's include path does not have it.
