@@ -385,6 +385,10 @@ func (c *Context) parms(keep func(attach.Arg) bool) (*Access, *ContextError) {
 		if p.Hidden || !keep(p) {
 			continue
 		}
+		if p.Unavailable {
+			parts = append(parts, p.Name+"=?")
+			continue
+		}
 		conv := "%#x"
 		if u, err := btf.Underlying(p.Type); p.Pointer || err == nil && u.Kind == kernel.KindPtr {
 			conv = "%p"

@@ -111,7 +111,11 @@ func (p *prettyPrinter) params(c *Context, keep func(string) bool) (string, []sy
 		}
 		first = false
 		p.format.WriteString(a.Name + "=")
-		if a.Type == 0 { // a trace record's field: a number, as $$parms shows it
+		switch {
+		case a.Unavailable:
+			p.format.WriteString("?")
+			continue
+		case a.Type == 0: // a trace record's field: a number, as $$parms shows it
 			p.push("%#x", &syntax.TargetVar{Typed: syntax.Typed{Pos: p.at}, Name: "$" + a.Name})
 			continue
 		}

@@ -189,7 +189,7 @@ func (c *Context) addVars(fn *debuginfo.Function, vars []debuginfo.Var, ids []ke
 		}
 		if err != nil {
 			c.refusedVar("$"+v.Name, fmt.Sprintf("cannot read '$%s' of %s at %#x: %v", v.Name, c.user.fn.Name, pc, err))
-			continue
+			arg = attach.Arg{Name: v.Name, Unavailable: true}
 		}
 		c.Attach.Args = append(c.Attach.Args, arg)
 		if !v.Param {

@@ -305,6 +305,10 @@ type Arg struct {
 	// Hidden arguments serve the tapset ($__syscall_arg1_u64): $$parms
 	// and the "alternatives" of an error leave them out.
 	Hidden bool
+	// Unavailable: a variable the program's DWARF names but keeps nowhere
+	// the probe can read it ($name is refused with the reason); $$parms
+	// and $$vars show it as "name=?", as stap does.
+	Unavailable bool
 }
 
 // Loc is where a program finds an argument: Size bytes (1, 2, 4 or 8) at
