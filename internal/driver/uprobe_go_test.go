@@ -29,7 +29,8 @@ func main() {
 // TestUprobeGo probes a Go program built here: a .return probe is refused
 // where its point resolves (a uretprobe breaks when Go moves a
 // goroutine's stack), naming the point, the script's line and why, with
-// a non-zero status; entry probes on it run.
+// a non-zero status; entry probes on it run, and read its parameters by
+// name from its DWARF.
 func TestUprobeGo(t *testing.T) {
 	prog := buildGo(t, goWork)
 	for _, c := range []struct {
@@ -48,6 +49,8 @@ func TestUprobeGo(t *testing.T) {
 			stderr: []string{"at SCRIPT:1:7\n", "cannot probe process(\"PROG\").function(\"main.wor*\").return: PROG is a Go program"}},
 		{name: "entry", script: `probe process(@1).function("main.work") { printf("work(%d)\n", register("rax")) }`, bpf: true,
 			stdout: "work(0)\nwork(1)\nwork(2)\n"}, // Go's register ABI: the first argument in rax
+		{name: "param", script: `probe process(@1).function("main.work") { printf("work(%d)\n", $n) }`, bpf: true,
+			stdout: "work(0)\nwork(1)\nwork(2)\n"}, // by name, from the program's DWARF (its location lists name rax)
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			if c.bpf {
