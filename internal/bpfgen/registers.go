@@ -194,14 +194,20 @@ func (g *gen) userRegsAt(slot int16) bool {
 	if !ok || top == 0 {
 		return false
 	}
-	g.emit(asm.FnGetCurrentTask.Call(),
-		asm.Mov.Reg(asm.R3, asm.R0), asm.Add.Imm(asm.R3, int32(stack)),
-		asm.Mov.Reg(asm.R1, asm.R10), asm.Add.Imm(asm.R1, int32(slot)),
-		asm.Mov.Imm(asm.R2, 8),
-		asm.FnProbeReadKernel.Call(),
-		asm.LoadMem(asm.R0, asm.R10, slot, asm.DWord),
-		asm.Add.Imm(asm.R0, int32(top-size)))
+	g.emit(asm.FnGetCurrentTask.Call(), asm.Mov.Reg(asm.R3, asm.R0), asm.Add.Imm(asm.R3, int32(stack)))
+	g.readKernelAt(slot, 8)
+	g.emit(asm.Add.Imm(asm.R0, int32(top-size)))
 	return true
+}
+
+// readKernelAt leaves in R0 the size bytes (4 or 8) at the kernel
+// address in R3, read through stack slot (whatever the slot held where
+// the read faults).
+func (g *gen) readKernelAt(slot int16, size int) {
+	g.emit(asm.Mov.Reg(asm.R1, asm.R10), asm.Add.Imm(asm.R1, int32(slot)),
+		asm.Mov.Imm(asm.R2, int32(size)),
+		asm.FnProbeReadKernel.Call(),
+		asm.LoadMem(asm.R0, asm.R10, slot, sizeOf(size)))
 }
 
 // readRegister leaves in R0 the register offsets[n-1] (n in regRec) of
@@ -216,10 +222,7 @@ func (g *gen) readRegister(offsets []int, slot int16) {
 		g.mark(next)
 	}
 	g.mark(read)
-	g.emit(asm.Mov.Reg(asm.R1, asm.R10), asm.Add.Imm(asm.R1, int32(slot)),
-		asm.Mov.Imm(asm.R2, 8),
-		asm.FnProbeReadKernel.Call(),
-		asm.LoadMem(asm.R0, asm.R10, slot, asm.DWord))
+	g.readKernelAt(slot, 8)
 }
 
 // userStackWord replaces argument number R0 (> 6) by its 8 bytes on the

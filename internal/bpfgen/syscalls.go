@@ -214,12 +214,9 @@ func (g *gen) readCompat(off int) {
 	slot := g.pushSlot()
 	g.emit(asm.Mov.Imm(asm.R0, 0), asm.StoreMem(asm.R10, slot, asm.R0, asm.DWord),
 		asm.FnGetCurrentTask.Call(),
-		asm.Mov.Reg(asm.R3, asm.R0), asm.Add.Imm(asm.R3, int32(off)),
-		asm.Mov.Reg(asm.R1, asm.R10), asm.Add.Imm(asm.R1, int32(slot)),
-		asm.Mov.Imm(asm.R2, 4),
-		asm.FnProbeReadKernel.Call(),
-		asm.LoadMem(asm.R0, asm.R10, slot, asm.Word),
-		asm.And.Imm(asm.R0, g.m.regs().Compat.StatusFlag))
+		asm.Mov.Reg(asm.R3, asm.R0), asm.Add.Imm(asm.R3, int32(off)))
+	g.readKernelAt(slot, 4)
+	g.emit(asm.And.Imm(asm.R0, g.m.regs().Compat.StatusFlag))
 	g.popStack(8)
 }
 
@@ -249,11 +246,8 @@ func (g *gen) modeAtEntry() {
 		return
 	}
 	read := func(offset int) { // R0 = the word at regs+offset
-		g.emit(asm.LoadMem(asm.R3, asm.R10, regs, asm.DWord), asm.Add.Imm(asm.R3, int32(offset)),
-			asm.Mov.Reg(asm.R1, asm.R10), asm.Add.Imm(asm.R1, int32(slot)),
-			asm.Mov.Imm(asm.R2, 8),
-			asm.FnProbeReadKernel.Call(),
-			asm.LoadMem(asm.R0, asm.R10, slot, asm.DWord))
+		g.emit(asm.LoadMem(asm.R3, asm.R10, regs, asm.DWord), asm.Add.Imm(asm.R3, int32(offset)))
+		g.readKernelAt(slot, 8)
 	}
 	g.emit(asm.StoreMem(asm.R10, regs, asm.R0, asm.DWord))
 	read(g.m.regs().SyscallNr)
