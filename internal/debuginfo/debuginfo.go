@@ -23,8 +23,10 @@
 //
 // Unoptimized code (-O0) stores its parameters in the frame during the
 // function's prologue, and its DWARF says where in the frame: a probe
-// that reads them is placed after the prologue, at the address of the
-// function's second line-table row (gdb's rule), as stap places it.
+// that reads them from there is placed after the prologue, at the address
+// of the function's second line-table row (gdb's rule: AfterPrologue), as
+// stap places it (package probes reads those the calling convention passes
+// in registers at the entry instead).
 // Optimized code describes its parameters with location lists, which say
 // where each lives at the function's first instruction.
 package debuginfo

@@ -196,6 +196,9 @@ func (c *Context) Var(x *syntax.TargetVar) (*Access, *ContextError) {
 		return nil, ctxErr(-1, "pretty printing of '%s' is not supported by bpftap", x.Name)
 	}
 	if err := c.loadDebug(); err != nil && c.needsDebug(x) {
+		if c.debug.undescribed && (x.Name == "$$parms" || x.Name == "$$vars" || x.Name == "$$locals") && len(x.Components) == 0 {
+			return &Access{Param: -1, Type: syntax.TypeString}, nil
+		}
 		return nil, err
 	}
 	switch x.Name {

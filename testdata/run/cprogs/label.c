@@ -1,5 +1,6 @@
 /* label N: sums 0, 1, ... until the sum passes 100 or N terms, then jumps
- * to the label done; built with -g for the .label tests (uprobe_dwarf). */
+ * to the label done; then scales 1.5 by N; built with -g for the .label
+ * tests and the -O0 prologue (uprobe_dwarf). */
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -17,8 +18,17 @@ done:
 	return total;
 }
 
+/* a double's parameters come in another register file: at -O0 a probe
+ * reading n moves after the prologue */
+__attribute__((noinline)) double scaled(double f, int n)
+{
+	return f * n;
+}
+
 int main(int argc, char **argv)
 {
-	work(argc > 1 ? atoi(argv[1]) : 20);
+	int n = argc > 1 ? atoi(argv[1]) : 20;
+	work(n);
+	printf("%g\n", scaled(1.5, n));
 	return 0;
 }
