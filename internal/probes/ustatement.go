@@ -1,6 +1,7 @@
 package probes
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"path/filepath"
@@ -10,6 +11,7 @@ import (
 	"strconv"
 
 	"github.com/bpftap/bpftap/internal/arch"
+	"github.com/bpftap/bpftap/internal/debuginfo"
 	"github.com/bpftap/bpftap/internal/elfsym"
 	"github.com/bpftap/bpftap/internal/probes/attach"
 	"github.com/bpftap/bpftap/internal/syntax"
@@ -22,10 +24,11 @@ import (
 // parameters and the locals in scope there (Context.loadDebug). The
 // concrete point names the function, the file as the DWARF names it and
 // the line: process("/abs/app").statement("handle@/src/app.c:42").
+// .nearest takes, for a line without code, the next line that has some.
 func processStatementFamily(k KernelInfo, cfg Config, objects *objectCache) *Family {
 	var paths []string
 	for _, process := range []string{"process(string)", "process", "process(string).library(string)", "process.library(string)"} {
-		paths = append(paths, process+".statement(string)")
+		paths = append(paths, process+".statement(string)", process+".statement(string).nearest")
 	}
 	return &Family{Name: "process.statement", Paths: paths, Kernel: true,
 		Expand: func(p *Point) ([]*Point, error) {
@@ -62,6 +65,9 @@ func statementsOnFile(k KernelInfo, objects *objectCache, p *Point, path string,
 		return nil, errorf("cannot probe statement %q: %v", spec, err)
 	}
 	lines, err := dbg.Lines(m[2], first, last)
+	if err == nil && len(lines) == 0 && hasComponent(p, "nearest") {
+		lines, err = nearestLines(dbg, m[2], last)
+	}
 	if err != nil {
 		return nil, errorf("cannot probe statement %q: %v", spec, err)
 	}
@@ -86,6 +92,20 @@ func statementsOnFile(k KernelInfo, objects *objectCache, p *Point, path string,
 		}}
 	}
 	return out, nil
+}
+
+// nearestSpan is how many lines past the one asked .nearest looks.
+const nearestSpan = 100
+
+// nearestLines are, for .nearest, the addresses of the first line after
+// line that has code, in the files ending with file.
+func nearestLines(dbg *debuginfo.File, file string, line int) ([]debuginfo.Line, error) {
+	lines, err := dbg.Lines(file, line+1, line+nearestSpan)
+	if err != nil || len(lines) == 0 {
+		return nil, err
+	}
+	next := slices.MinFunc(lines, func(a, b debuginfo.Line) int { return cmp.Compare(a.Line, b.Line) }).Line
+	return slices.DeleteFunc(lines, func(l debuginfo.Line) bool { return l.Line != next }), nil
 }
 
 func lineRange(first, last int) string {
