@@ -28,11 +28,14 @@ import (
 func processStatementFamily(k KernelInfo, cfg Config, objects *objectCache) *Family {
 	var paths []string
 	for _, process := range []string{"process(string)", "process", "process(string).library(string)", "process.library(string)"} {
-		paths = append(paths, process+".statement(string)", process+".statement(string).nearest")
+		paths = append(paths, process+".statement(string)", process+".statement(string).nearest", process+".statement(number)")
 	}
 	return &Family{Name: "process.statement", Paths: paths, Kernel: true,
 		Expand: func(p *Point) ([]*Point, error) {
 			return eachFile(p, cfg, objects, func(path string, prologue *syntax.Block) ([]*Point, error) {
+				if addr, ok := p.Arg("statement").(*syntax.NumberLit); ok {
+					return addressStatement(k, objects, p, path, prologue, uint64(addr.Value))
+				}
 				return statementsOnFile(k, objects, p, path, prologue)
 			})
 		}}
@@ -92,6 +95,37 @@ func statementsOnFile(k KernelInfo, objects *objectCache, p *Point, path string,
 		}}
 	}
 	return out, nil
+}
+
+// addressStatement is the probe of process("PATH").statement(ADDRESS): a
+// uprobe at the address (as the file is linked) in the function holding
+// it, its $vars those in scope there where the DWARF says.
+func addressStatement(k KernelInfo, objects *objectCache, p *Point, path string, prologue *syntax.Block, addr uint64) ([]*Point, error) {
+	obj, err := objects.open(path)
+	if err != nil {
+		return nil, err
+	}
+	regs, err := debugRegisters(obj)
+	if err != nil {
+		return nil, err
+	}
+	fn, ok := containing(obj.Funcs, addr)
+	if !ok {
+		return nil, errorf("cannot probe statement %#x: no function of %s holds it", addr, obj.Path)
+	}
+	a := &attach.Point{Kind: attach.Uprobe, Event: fn.Name, Path: obj.Path, Offset: fn.Offset + addr - fn.Addr,
+		PC: obj.PC(elfsym.Func{Addr: addr}), Regs: true, User: true, Func: &attach.Func{Name: fn.Name}}
+	q, err := fileProbe(k, p, prologue, obj.Path, "statement", "", a, true)
+	if err != nil {
+		return nil, err
+	}
+	for _, c := range q.Components {
+		if c.Name == "statement" {
+			c.Arg = &syntax.NumberLit{Typed: syntax.Typed{Pos: c.Pos}, Value: int64(addr), Text: fmt.Sprintf("%#x", addr)}
+		}
+	}
+	q.Context.user = &userFunc{files: &objects.debug, obj: obj, fn: fn, regs: regs, at: addr}
+	return []*Point{q}, nil
 }
 
 // nearestSpan is how many lines past the one asked .nearest looks.
