@@ -55,11 +55,7 @@ func statementsOnFile(k KernelInfo, objects *objectCache, p *Point, path string,
 	if m[4] != "" {
 		last, _ = strconv.Atoi(m[4])
 	}
-	obj, err := objects.open(path)
-	if err != nil {
-		return nil, err
-	}
-	regs, err := debugRegisters(obj)
+	obj, regs, err := debugObject(objects, path)
 	if err != nil {
 		return nil, err
 	}
@@ -101,11 +97,7 @@ func statementsOnFile(k KernelInfo, objects *objectCache, p *Point, path string,
 // uprobe at the address (as the file is linked) in the function holding
 // it, its $vars those in scope there where the DWARF says.
 func addressStatement(k KernelInfo, objects *objectCache, p *Point, path string, prologue *syntax.Block, addr uint64) ([]*Point, error) {
-	obj, err := objects.open(path)
-	if err != nil {
-		return nil, err
-	}
-	regs, err := debugRegisters(obj)
+	obj, regs, err := debugObject(objects, path)
 	if err != nil {
 		return nil, err
 	}
@@ -209,6 +201,17 @@ func labelProbes(k KernelInfo, objects *objectCache, p *Point, prologue *syntax.
 		}}
 	}
 	return out, nil
+}
+
+// debugObject is the symbol table of the file at path and the register
+// table its DWARF's locations are read with.
+func debugObject(objects *objectCache, path string) (*elfsym.Object, *arch.Regs, error) {
+	obj, err := objects.open(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	regs, err := debugRegisters(obj)
+	return obj, regs, err
 }
 
 // debugRegisters is the register table a probe on obj reads the
