@@ -396,11 +396,12 @@ func (f *File) globalIn(r *dwarf.Reader, name string) (*Global, error) {
 	return found, nil
 }
 
-// Declared are the entry addresses of the functions with code that are
-// declared in source files whose names end with file (at line, where
-// line is not 0): stap's process("P").function("F@FILE[:LINE]").
-func (f *File) Declared(file string, line int) (map[uint64]bool, error) {
-	out := map[uint64]bool{}
+// Declared are the lines at which the functions with code are declared
+// in source files whose names end with file (at line, where line is not
+// 0), by their entry addresses: stap's
+// process("P").function("F@FILE[:LINE]") and statement("F@FILE+N").
+func (f *File) Declared(file string, line int) (map[uint64]int, error) {
+	out := map[uint64]int{}
 	r := f.data.Reader()
 	for {
 		cu, err := f.nextUnit(r)
@@ -423,7 +424,7 @@ func (f *File) Declared(file string, line int) (map[uint64]bool, error) {
 }
 
 // declaredIn reads a unit's entries up to its end for Declared.
-func (f *File) declaredIn(r *dwarf.Reader, files []*dwarf.LineFile, file string, line int, out map[uint64]bool) error {
+func (f *File) declaredIn(r *dwarf.Reader, files []*dwarf.LineFile, file string, line int, out map[uint64]int) error {
 	for e, err := range children(r) {
 		if err != nil {
 			return err
@@ -439,7 +440,7 @@ func (f *File) declaredIn(r *dwarf.Reader, files []*dwarf.LineFile, file string,
 		i, known := o.Val(dwarf.AttrDeclFile).(int64)
 		l, _ := o.Val(dwarf.AttrDeclLine).(int64)
 		if known && i >= 0 && int(i) < len(files) && files[i] != nil && strings.HasSuffix(files[i].Name, file) && (line == 0 || int(l) == line) {
-			out[low] = true
+			out[low] = int(l)
 		}
 	}
 	return nil

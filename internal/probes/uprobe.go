@@ -153,7 +153,7 @@ func declaredIn(objects *objectCache, obj *elfsym.Object, file string, fns []elf
 	if err != nil {
 		return nil, errorf("cannot tell which functions %s defines: %v", file, err)
 	}
-	declared := slices.DeleteFunc(slices.Clone(fns), func(fn elfsym.Func) bool { return !addrs[fn.Addr] })
+	declared := slices.DeleteFunc(slices.Clone(fns), func(fn elfsym.Func) bool { _, ok := addrs[fn.Addr]; return !ok })
 	if len(declared) == 0 {
 		return nil, &Error{Msg: "no match", detail: func() string {
 			return fmt.Sprintf(" (the DWARF of %s (%s) declares no function in a file ending in %s%s)", obj.Path, dbg.DebugPath, file,

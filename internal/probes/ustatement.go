@@ -41,20 +41,17 @@ func processStatementFamily(k KernelInfo, cfg Config, objects *objectCache) *Fam
 		}}
 }
 
-// statementSpec is FUNC@FILE:LINE[-LAST].
-var statementSpec = regexp.MustCompile(`^([^@]+)@([^:]+):(\d+)(?:-(\d+))?$`)
+// statementSpec is FUNC@FILE:LINE[-LAST], or FUNC@FILE+N (N lines after
+// the line the function is declared at).
+var statementSpec = regexp.MustCompile(`^([^@]+)@([^:+]+)(?::(\d+)(?:-(\d+))?|\+(\d+))$`)
 
 func statementsOnFile(k KernelInfo, objects *objectCache, p *Point, path string, prologue *syntax.Block) ([]*Point, error) {
 	spec := p.Arg("statement").(*syntax.StringLit).Value
 	m := statementSpec.FindStringSubmatch(spec)
 	if m == nil {
-		return nil, errorf("cannot read statement %q: bpftap takes FUNCTION@FILE:LINE or FUNCTION@FILE:FIRST-LAST", spec)
+		return nil, errorf("cannot read statement %q: bpftap takes FUNCTION@FILE:LINE, FUNCTION@FILE:FIRST-LAST or FUNCTION@FILE+N", spec)
 	}
-	first, _ := strconv.Atoi(m[3])
-	last := first
-	if m[4] != "" {
-		last, _ = strconv.Atoi(m[4])
-	}
+	pattern, file := m[1], m[2]
 	obj, regs, err := debugObject(objects, path)
 	if err != nil {
 		return nil, err
@@ -63,9 +60,23 @@ func statementsOnFile(k KernelInfo, objects *objectCache, p *Point, path string,
 	if err != nil {
 		return nil, errorf("cannot probe statement %q: %v", spec, err)
 	}
-	lines, err := dbg.Lines(m[2], first, last)
-	if err == nil && len(lines) == 0 && hasComponent(p, "nearest") {
-		lines, err = nearestLines(dbg, m[2], last)
+	var lines []debuginfo.Line
+	var where string
+	if m[5] != "" {
+		n, _ := strconv.Atoi(m[5])
+		lines, err = relativeLines(dbg, obj, pattern, file, n)
+		where = fmt.Sprintf("line +%d (from the declaration)", n)
+	} else {
+		first, _ := strconv.Atoi(m[3])
+		last := first
+		if m[4] != "" {
+			last, _ = strconv.Atoi(m[4])
+		}
+		lines, err = dbg.Lines(file, first, last)
+		if err == nil && len(lines) == 0 && hasComponent(p, "nearest") {
+			lines, err = nearestLines(dbg, file, last)
+		}
+		where = "line " + lineRange(first, last)
 	}
 	if err != nil {
 		return nil, errorf("cannot probe statement %q: %v", spec, err)
@@ -73,7 +84,7 @@ func statementsOnFile(k KernelInfo, objects *objectCache, p *Point, path string,
 	var out []*Point
 	for _, line := range lines {
 		fn, ok := containing(obj.Funcs, line.Addr)
-		if matched, _ := filepath.Match(m[1], fn.Name); !ok || !matched {
+		if matched, _ := filepath.Match(pattern, fn.Name); !ok || !matched {
 			continue
 		}
 		a := &attach.Point{Kind: attach.Uprobe, Event: fn.Name, Path: obj.Path, Offset: fn.Offset + line.Addr - fn.Addr,
@@ -87,8 +98,35 @@ func statementsOnFile(k KernelInfo, objects *objectCache, p *Point, path string,
 	}
 	if len(out) == 0 {
 		return nil, &Error{Msg: "no match", detail: func() string {
-			return fmt.Sprintf(" (the line table of %s has no line %s of a file ending in %s in a function matching %s)", dbg.DebugPath, lineRange(first, last), m[2], m[1])
+			return fmt.Sprintf(" (the line table of %s has no %s of a file ending in %s in a function matching %s)", dbg.DebugPath, where, file, pattern)
 		}}
+	}
+	return out, nil
+}
+
+// relativeLines are, for FUNC@FILE+N, the first addresses of the line N
+// lines after the one each function matching pattern is declared at in
+// the files ending with file, within that function.
+func relativeLines(dbg *debuginfo.File, obj *elfsym.Object, pattern, file string, n int) ([]debuginfo.Line, error) {
+	declared, err := dbg.Declared(file, 0)
+	if err != nil {
+		return nil, err
+	}
+	var out []debuginfo.Line
+	for _, fn := range obj.Funcs {
+		decl, ok := declared[fn.Addr]
+		if matched, _ := filepath.Match(pattern, fn.Name); !ok || !matched {
+			continue
+		}
+		lines, err := dbg.Lines(file, decl+n, decl+n)
+		if err != nil {
+			return nil, err
+		}
+		for _, l := range lines {
+			if in, ok := containing([]elfsym.Func{fn}, l.Addr); ok && in.Addr == fn.Addr {
+				out = append(out, l)
+			}
+		}
 	}
 	return out, nil
 }
