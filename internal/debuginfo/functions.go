@@ -22,7 +22,8 @@ type Function struct {
 	Labels map[string]uint64
 	// Return is the type of its return value, 0 for void.
 	Return dwarf.Offset
-	// Frame is the location of its frame base (DW_AT_frame_base).
+	// frame is the location of its frame base (DW_AT_frame_base), unit
+	// the compilation unit it is in.
 	frame location
 	unit  *unit
 	file  *File
@@ -99,7 +100,8 @@ type unit struct {
 	addrBase uint64
 }
 
-// index reads every subprogram that has code, once.
+// index reads every subprogram that has code, once (Inlined walks them
+// all; FunctionAt reads only the unit of the one it wants).
 func (f *File) index() error {
 	f.indexOnce.Do(func() {
 		f.funcs, f.units = map[uint64]dwarf.Offset{}, map[dwarf.Offset]*unit{}

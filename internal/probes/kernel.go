@@ -14,7 +14,9 @@ import (
 // kernel.trace (tracepoint.go), syscall.* (syscall.go), the process
 // lifecycle (lifecycle.go), kernel.function and kprobe.function
 // (kfunc.go, with the DWARF-only forms refused), process.function
-// (uprobe.go), process.mark (usdt.go), the perf events (perf.go) and the
+// (uprobe.go; its parameters by name from the program's DWARF:
+// userdebug.go), process.statement, .label and .inline (ustatement.go),
+// process.mark (usdt.go), the perf events (perf.go) and the
 // security hooks, lsm.HOOK and kernel.lsm("HOOK") (lsm.go), the netfilter
 // hooks, netfilter.hook("HOOK").pf("FAMILY") (netfilter.go). A
 // family declared with Unsupported resolves (so that typos get "similar"

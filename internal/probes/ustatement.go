@@ -24,7 +24,10 @@ import (
 // parameters and the locals in scope there (Context.loadDebug). The
 // concrete point names the function, the file as the DWARF names it and
 // the line: process("/abs/app").statement("handle@/src/app.c:42").
-// .nearest takes, for a line without code, the next line that has some.
+// .nearest takes, for a line without code, the next line that has some;
+// FUNC@FILE+N is the line N after the one FUNC is declared at;
+// statement(0xADDR) an address as the file is linked. The same file holds
+// the DWARF's other user points: .label and .inline.
 func processStatementFamily(k KernelInfo, cfg Config, objects *objectCache) *Family {
 	var paths []string
 	for _, process := range []string{"process(string)", "process", "process(string).library(string)", "process.library(string)"} {
