@@ -266,19 +266,22 @@ func (c *Context) isPointer(t kernel.TypeID) bool {
 	return err == nil && u.Kind == kernel.KindPtr
 }
 
-// typeReturn types a return probe's $return: a value of its type's
-// size, sign-extended when signed, its type followed by member chains.
+// typeReturn types a return probe's $return where the return register
+// holds it (an integer or a pointer): a value of its type's size,
+// sign-extended when signed, its type followed by member chains.
 func (c *Context) typeReturn(t kernel.TypeID) {
+	if t == 0 || !c.integerClass(t) { // a structure, a double: not in the return register
+		return
+	}
 	for i := range c.Attach.Args {
 		arg := &c.Attach.Args[i]
-		if arg.Name != "return" || t == 0 {
+		if arg.Name != "return" {
 			continue
 		}
 		arg.Type, arg.Pointer = t, c.isPointer(t)
-		if size, signed, ok := c.scalar(t); ok && !c.Attach.I386 {
-			arg.Loc.Size, arg.Loc.Signed = size, signed
-			*c.Attach.Func.Return = arg.Loc
-		}
+		size, signed, _ := c.scalar(t)
+		arg.Loc.Size, arg.Loc.Signed = size, signed
+		*c.Attach.Func.Return = arg.Loc
 	}
 }
 
