@@ -157,6 +157,9 @@ type Interp struct {
 	now    func() time.Time
 	start  time.Time
 	rng    *rand.Rand
+	// scheduled is when runTimers started the timers' schedule, from
+	// which each timer's periods count.
+	scheduled time.Time
 
 	mu       sync.Mutex // held while a handler runs
 	state    int

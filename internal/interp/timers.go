@@ -54,6 +54,7 @@ func (t *timer) interval(in *Interp) time.Duration {
 // runTimers fires the timers in deadline order until the session stops.
 func (in *Interp) runTimers(ctx context.Context, probes []*sema.Probe) {
 	start := time.Now()
+	in.scheduled = start
 	timers := make([]*timer, len(probes))
 	for i, p := range probes {
 		timers[i] = newTimer(p, start)

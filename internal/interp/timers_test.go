@@ -20,11 +20,11 @@ import (
 // time limit that the starved process had not fired yet fire at the end
 // (one CI run fired 250 of 500 without; the handler that runs across the
 // limit here holds back the last 50). The periods are counted from the
-// time limit's start, a moment before the timers' schedule starts in Run:
-// on a starved machine (these busy loops beside a second copy of the
-// suite) that moment was once 10 ms, and 495 of 500 fit; beside two
-// CI runs and two more busy loops, 486. Up to 25 may not fit; the losses
-// this test is about are 50 to 250.
+// schedule's start in Run to the time limit (counted from the limit's
+// own start, a moment earlier, 486 of 500 fitted beside two CI runs and
+// two more busy loops, and 429 beside three suites: starved, that moment
+// grew to 140 ms). Up to 2 may not fit (the last period's edge); the
+// losses this test is about are 50 to 250.
 func TestTimersUnderLoad(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a second of busy loops")
@@ -53,10 +53,11 @@ probe end { println(n) }`
 	ctx, cancel := context.WithTimeout(t.Context(), time.Second)
 	defer cancel()
 	in.Run(ctx)
-	periods := int(time.Second / period) // due before the run's end
+	deadline, _ := ctx.Deadline()
+	periods := int(deadline.Sub(in.scheduled) / period) // due before the run's end
 	in.End()
 	fired, err := strconv.Atoi(strings.TrimSpace(stdout.String()))
-	if err != nil || fired < periods-25 || fired > periods {
+	if err != nil || fired < periods-2 || fired > periods {
 		t.Errorf("timer.ms(2) fired %q times in %d periods under load", stdout.String(), periods)
 	}
 }
