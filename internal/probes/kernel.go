@@ -33,6 +33,7 @@ func kernelFamilies(k KernelInfo, cfg Config) []*Family {
 		dwarfOnlyFamily(),
 		processFunctionFamily(k, cfg, files),
 		processStatementFamily(k, cfg, files),
+		processCalleeFamily(),
 		processMarkFamily(k, cfg, files),
 		lifecycleFamily(k, cfg),
 		perfFamily(k),
