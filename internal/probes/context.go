@@ -511,11 +511,8 @@ func programType(path, name string) (*kernel.BTF, error) {
 	if err != nil {
 		return nil, err
 	}
-	raw, _, err := f.BTF(off)
-	if err != nil {
-		return nil, err
-	}
-	return kernel.ParseUser(raw, "the types of "+f.DebugPath)
+	types, _, err := dwarfBTF(f, off)
+	return types, err
 }
 
 // KernelModule tells whether a @cast module names the kernel, whose types

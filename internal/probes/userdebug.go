@@ -65,6 +65,7 @@ func (c *debugCache) open(path string) (*debuginfo.File, error) {
 // address's rule where the probe moved after the prologue.
 type debugState struct {
 	done       bool
+	unwanted   bool // ReadsNoVars: no $var or @var reaches the context
 	err        *ContextError
 	types      *kernel.BTF
 	file       *debuginfo.File
@@ -144,18 +145,27 @@ func (c *Context) readTypes(f *debuginfo.File, fn *debuginfo.Function, vars []de
 	for _, v := range vars {
 		offsets = append(offsets, v.Type)
 	}
-	raw, ids, err := f.BTF(offsets...)
-	if err == nil {
-		c.debug.types, err = kernel.ParseUser(raw, "the types of "+f.DebugPath)
-	}
+	types, ids, err := dwarfBTF(f, offsets...)
 	if err != nil {
 		return nil, ctxErr(-1, "cannot read the types of %s: %v", c.user.fn.Name, err)
 	}
+	c.debug.types = types
+	return ids, nil
+}
+
+// dwarfBTF describes the DWARF types of f at offsets as BTF of
+// their own, the kernel's reader's: the types and their IDs, in order.
+func dwarfBTF(f *debuginfo.File, offsets ...dwarf.Offset) (*kernel.BTF, []kernel.TypeID, error) {
+	raw, ids, err := f.BTF(offsets...)
+	if err != nil {
+		return nil, nil, err
+	}
+	types, err := kernel.ParseUser(raw, "the types of "+f.DebugPath)
 	out := make([]kernel.TypeID, len(ids))
 	for i, id := range ids {
 		out[i] = kernel.TypeID(id)
 	}
-	return out, nil
+	return types, out, err
 }
 
 // placeProbe decides the address the probe reads fn's variables at
@@ -336,7 +346,7 @@ func (c *Context) argLoc(loc debuginfo.Location, t kernel.TypeID) (attach.Loc, e
 func entryFrame(entry *Context, regs *arch.Regs, push int) func(bool, syntax.Pos) syntax.Expr {
 	atSP := stackFrame(regs.SPName, push)
 	return func(ret bool, at syntax.Pos) syntax.Expr {
-		if ret || entry.loadDebug() != nil || entry.debug.movedFrame == nil {
+		if ret || entry.debug.unwanted || entry.loadDebug() != nil || entry.debug.movedFrame == nil {
 			return atSP(ret, at)
 		}
 		cfa := entry.debug.movedFrame
@@ -347,6 +357,11 @@ func entryFrame(entry *Context, regs *arch.Regs, push int) func(bool, syntax.Pos
 			Y: &syntax.NumberLit{Typed: syntax.Typed{Pos: at}, Value: off, Text: fmt.Sprint(off)}}
 	}
 }
+
+// ReadsNoVars tells an entry's context that the values it takes read no
+// $var or @var: it stays at the function's first instruction, and no
+// DWARF is read to find where its frame is (entryFrame).
+func (c *Context) ReadsNoVars() { c.debug.unwanted = true }
 
 // AtVar resolves @var("NAME@FILE", "MODULE") with its chain in a user
 // function probe: a variable of static storage of the probed program,
@@ -375,9 +390,9 @@ func (c *Context) AtVar(x *syntax.AtVar) (*Access, *ContextError) {
 		return nil, ctxErr(-1, "unable to find global '%s' in %s", x.Name, c.user.obj.Path)
 	}
 	var types *kernel.BTF
-	var id kernel.TypeID
+	var ids []kernel.TypeID
 	if err == nil {
-		types, id, err = c.typeOf(g.Type)
+		types, ids, err = dwarfBTF(c.debug.file, g.Type)
 	}
 	if err != nil {
 		return nil, ctxErr(-1, "unable to read global '%s': %v", x.Name, err)
@@ -389,23 +404,13 @@ func (c *Context) AtVar(x *syntax.AtVar) (*Access, *ContextError) {
 	// the variable is element 0 of what its address points to
 	zero := &syntax.NumberLit{Typed: syntax.Typed{Pos: x.Pos}, Value: 0, Text: "0"}
 	comps := append([]*syntax.TargetComponent{{Kind: syntax.ComponentIndex, Index: zero}}, x.Components...)
-	a, cerr := ResolvePointee(types, id, comps, x.AddrOf)
+	a, cerr := ResolvePointee(types, ids[0], comps, x.AddrOf)
 	if cerr != nil {
 		cerr.Step-- // the index 0 is ours
 		return nil, cerr
 	}
 	a.Param = len(c.Attach.Args) - 1
 	return a, nil
-}
-
-// typeOf describes the DWARF type at off as BTF of its own.
-func (c *Context) typeOf(off dwarf.Offset) (*kernel.BTF, kernel.TypeID, error) {
-	raw, ids, err := c.debug.file.BTF(off)
-	if err != nil {
-		return nil, 0, err
-	}
-	types, err := kernel.ParseUser(raw, "the types of "+c.debug.file.DebugPath)
-	return types, kernel.TypeID(ids[0]), err
 }
 
 // names tells whether a @var's module names the probed object: its path,

@@ -90,13 +90,11 @@ func statementsOnFile(k KernelInfo, objects *objectCache, p *Point, path string,
 		if matched, _ := filepath.Match(pattern, fn.Name); !ok || !matched {
 			continue
 		}
-		a := &attach.Point{Kind: attach.Uprobe, Event: fn.Name, Path: obj.Path, Offset: fn.Offset + line.Addr - fn.Addr,
-			PC: obj.PC(elfsym.Func{Addr: line.Addr}), Regs: true, User: true, Func: &attach.Func{Name: fn.Name}}
-		q, err := fileProbe(k, p, prologue, obj.Path, "statement", fmt.Sprintf("%s@%s:%d", fn.Name, line.File, line.Line), a, len(out) == 0)
+		site := userSite{objects: objects, obj: obj, regs: regs, fn: fn, addr: line.Addr, event: fn.Name}
+		q, err := site.probe(k, p, prologue, "statement", fmt.Sprintf("%s@%s:%d", fn.Name, line.File, line.Line), len(out) == 0)
 		if err != nil {
 			return nil, err
 		}
-		q.Context.user = &userFunc{files: &objects.debug, obj: obj, fn: fn, regs: regs, at: line.Addr}
 		out = append(out, q)
 	}
 	if len(out) == 0 {
@@ -146,9 +144,8 @@ func addressStatement(k KernelInfo, objects *objectCache, p *Point, path string,
 	if !ok {
 		return nil, errorf("cannot probe statement %#x: no function of %s holds it", addr, obj.Path)
 	}
-	a := &attach.Point{Kind: attach.Uprobe, Event: fn.Name, Path: obj.Path, Offset: fn.Offset + addr - fn.Addr,
-		PC: obj.PC(elfsym.Func{Addr: addr}), Regs: true, User: true, Func: &attach.Func{Name: fn.Name}}
-	q, err := fileProbe(k, p, prologue, obj.Path, "statement", "", a, true)
+	site := userSite{objects: objects, obj: obj, regs: regs, fn: fn, addr: addr, event: fn.Name}
+	q, err := site.probe(k, p, prologue, "statement", "", true)
 	if err != nil {
 		return nil, err
 	}
@@ -157,7 +154,6 @@ func addressStatement(k KernelInfo, objects *objectCache, p *Point, path string,
 			c.Arg = &syntax.NumberLit{Typed: syntax.Typed{Pos: c.Pos}, Value: int64(addr), Text: fmt.Sprintf("%#x", addr)}
 		}
 	}
-	q.Context.user = &userFunc{files: &objects.debug, obj: obj, fn: fn, regs: regs, at: addr}
 	return []*Point{q}, nil
 }
 
@@ -199,6 +195,31 @@ func containing(fns []elfsym.Func, addr uint64) (elfsym.Func, bool) {
 	return elfsym.Func{}, false
 }
 
+// userSite is an address in a user function that the DWARF places a
+// probe at: a statement's line, a label, an inlined copy's entry.
+type userSite struct {
+	objects *objectCache
+	obj     *elfsym.Object
+	regs    *arch.Regs  // the table the DWARF's locations are read with
+	fn      elfsym.Func // the function whose code holds addr
+	addr    uint64      // as obj is linked
+	event   string      // the name the probe is attached under
+}
+
+// probe is the uprobe of point p at the site, concretely named with
+// component's argument name, its $vars those the DWARF has in scope at
+// the address; first asks whether the kernel can attach it at all.
+func (s userSite) probe(k KernelInfo, p *Point, prologue *syntax.Block, component, name string, first bool) (*Point, error) {
+	a := &attach.Point{Kind: attach.Uprobe, Event: s.event, Path: s.obj.Path, Offset: s.fn.Offset + s.addr - s.fn.Addr,
+		PC: s.obj.PC(elfsym.Func{Addr: s.addr}), Regs: true, User: true, Func: &attach.Func{Name: s.event}}
+	q, err := fileProbe(k, p, prologue, s.obj.Path, component, name, a, first)
+	if err != nil {
+		return nil, err
+	}
+	q.Context.user = &userFunc{files: &s.objects.debug, obj: s.obj, fn: s.fn, regs: s.regs, at: s.addr}
+	return q, nil
+}
+
 // labelProbes are the probes of point p, process("PATH").function("F").
 // label("L"), on the labels L (a wildcard) of the functions fns of obj
 // that their DWARF names: a uprobe at each label's address, its $vars the
@@ -224,16 +245,12 @@ func labelProbes(k KernelInfo, objects *objectCache, p *Point, prologue *syntax.
 			if matched, _ := filepath.Match(pattern, name); !matched {
 				continue
 			}
-			addr := d.Labels[name]
-			a := &attach.Point{Kind: attach.Uprobe, Event: fn.Name, Path: obj.Path, Offset: fn.Offset + addr - fn.Addr,
-				PC: obj.PC(elfsym.Func{Addr: addr}), Regs: true, User: true, Func: &attach.Func{Name: fn.Name}}
-			q, err := fileProbe(k, p, prologue, obj.Path, "function", fn.Name, a, len(out) == 0)
+			site := userSite{objects: objects, obj: obj, regs: regs, fn: fn, addr: d.Labels[name], event: fn.Name}
+			q, err := site.probe(k, p, prologue, "function", fn.Name, len(out) == 0)
 			if err != nil {
 				return nil, err
 			}
-			q = concretePoint(q, "label", name)
-			q.Context.user = &userFunc{files: &objects.debug, obj: obj, fn: fn, regs: regs, at: addr}
-			out = append(out, q)
+			out = append(out, concretePoint(q, "label", name))
 		}
 	}
 	if len(out) == 0 {
@@ -310,13 +327,12 @@ func inlineProbes(k KernelInfo, objects *objectCache, p *Point, prologue *syntax
 		if !ok {
 			continue
 		}
-		a := &attach.Point{Kind: attach.Uprobe, Event: inl.Name, Path: obj.Path, Offset: host.Offset + inl.Entry - host.Addr,
-			PC: obj.PC(elfsym.Func{Addr: inl.Entry}), Regs: true, User: true, Func: &attach.Func{Name: inl.Name}}
-		q, err := fileProbe(k, p, prologue, obj.Path, "function", inl.Name, a, len(out) == 0)
+		site := userSite{objects: objects, obj: obj, regs: regs, fn: host, addr: inl.Entry, event: inl.Name}
+		q, err := site.probe(k, p, prologue, "function", inl.Name, len(out) == 0)
 		if err != nil {
 			return nil, err
 		}
-		q.Context.user = &userFunc{files: &objects.debug, obj: obj, fn: host, regs: regs, at: inl.Entry, inline: inl}
+		q.Context.user.inline = inl
 		out = append(out, q)
 	}
 	if len(out) == 0 {

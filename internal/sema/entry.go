@@ -113,6 +113,9 @@ func (e *elab) pairEntries() {
 			}
 			continue
 		}
+		if !syntax.Any(p.Body, entryReadsVars) {
+			pair.Context.ReadsNoVars()
+		}
 		e.pruneBeforePairing(p, pair.Context)
 		keys := entryKeys(pair, byFunction, at)
 		entry := &Probe{Point: p.Point, User: p.User, Name: pair.Name,
@@ -212,6 +215,19 @@ func hasEntry(b *syntax.Block) bool {
 	return syntax.Any(b, func(n syntax.Node) bool {
 		_, isEntry := n.(*syntax.Entry)
 		return isEntry
+	})
+}
+
+// entryReadsVars tells whether n is an @entry whose value reads a $var
+// or an @var, which a user function's entry reads from its DWARF.
+func entryReadsVars(n syntax.Node) bool {
+	en, ok := n.(*syntax.Entry)
+	return ok && syntax.Any(en.X, func(n syntax.Node) bool {
+		switch n.(type) {
+		case *syntax.TargetVar, *syntax.AtVar:
+			return true
+		}
+		return false
 	})
 }
 
