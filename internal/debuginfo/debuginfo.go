@@ -109,16 +109,9 @@ func Open(path string) (*File, error) {
 		defer debug.Close()
 		f.DebugPath = found
 	}
-	if f.data, err = debug.DWARF(); err != nil {
-		return nil, fmt.Errorf("%s: reading DWARF: %w", f.DebugPath, err)
-	}
-	f.sections = map[string][]byte{}
-	for _, name := range []string{".debug_info", ".debug_loc", ".debug_loclists", ".debug_addr"} {
-		if s := debug.Section(name); s != nil && s.Type != elf.SHT_NOBITS {
-			if f.sections[name], err = s.Data(); err != nil {
-				return nil, fmt.Errorf("%s: %s: %w", f.DebugPath, name, err)
-			}
-		}
+	f.data, f.sections, err = readSections(f.DebugPath, debug, []string{".debug_info", ".debug_loc", ".debug_loclists", ".debug_addr"})
+	if err != nil {
+		return nil, err
 	}
 	return f, nil
 }

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"iter"
 	"slices"
-	"strings"
 )
 
 // Function is a subprogram the DWARF describes, by its entry address.
@@ -341,9 +340,10 @@ type Global struct {
 }
 
 // Global finds the variable name defined at file scope, in a compilation
-// unit whose name ends with file where file is not "" (stap's
-// @var("name@file.c")).
+// unit whose name file matches (a FilePattern) where file is not ""
+// (stap's @var("name@file.c")).
 func (f *File) Global(name, file string) (*Global, error) {
+	pattern := NewFilePattern(file)
 	r := f.data.Reader()
 	for {
 		cu, err := f.nextUnit(r)
@@ -351,7 +351,7 @@ func (f *File) Global(name, file string) (*Global, error) {
 			return nil, cmp.Or(err, ErrNoVariable)
 		}
 		unitName, _ := cu.Val(dwarf.AttrName).(string)
-		if cu.Tag != dwarf.TagCompileUnit || !cu.Children || file != "" && !strings.HasSuffix(unitName, file) {
+		if cu.Tag != dwarf.TagCompileUnit || !cu.Children || file != "" && !pattern.Matches(unitName) {
 			r.SkipChildren()
 			continue
 		}
@@ -399,10 +399,12 @@ func (f *File) globalIn(r *dwarf.Reader, name string) (*Global, error) {
 }
 
 // Declared are the lines at which the functions with code are declared
-// in source files whose names end with file (at line, where line is not
-// 0), by their entry addresses: stap's
-// process("P").function("F@FILE[:LINE]") and statement("F@FILE+N").
+// in the source files file matches (a FilePattern; at line, where line is
+// not 0), by their entry addresses: stap's
+// process("P").function("F@FILE[:LINE]") and statement("F@FILE+N"). Only
+// the units whose line tables name such a file are read.
 func (f *File) Declared(file string, line int) (map[uint64]int, error) {
+	pattern := NewFilePattern(file)
 	out := map[uint64]int{}
 	r := f.data.Reader()
 	for {
@@ -419,14 +421,18 @@ func (f *File) Declared(file string, line int) (map[uint64]int, error) {
 			r.SkipChildren()
 			continue
 		}
-		if err := f.declaredIn(r, lr.Files(), file, line, out); err != nil {
+		if !pattern.matchesAny(lr.Files()) {
+			r.SkipChildren()
+			continue
+		}
+		if err := f.declaredIn(r, lr.Files(), pattern, line, out); err != nil {
 			return nil, err
 		}
 	}
 }
 
 // declaredIn reads a unit's entries up to its end for Declared.
-func (f *File) declaredIn(r *dwarf.Reader, files []*dwarf.LineFile, file string, line int, out map[uint64]int) error {
+func (f *File) declaredIn(r *dwarf.Reader, files []*dwarf.LineFile, pattern FilePattern, line int, out map[uint64]int) error {
 	for e, err := range children(r) {
 		if err != nil {
 			return err
@@ -441,7 +447,7 @@ func (f *File) declaredIn(r *dwarf.Reader, files []*dwarf.LineFile, file string,
 		o := f.origin(e)
 		i, known := o.Val(dwarf.AttrDeclFile).(int64)
 		l, _ := o.Val(dwarf.AttrDeclLine).(int64)
-		if known && i >= 0 && int(i) < len(files) && files[i] != nil && strings.HasSuffix(files[i].Name, file) && (line == 0 || int(l) == line) {
+		if known && i >= 0 && int(i) < len(files) && files[i] != nil && pattern.Matches(files[i].Name) && (line == 0 || int(l) == line) {
 			out[low] = int(l)
 		}
 	}

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"slices"
-	"strings"
 )
 
 // AfterPrologue is the address of fn's first instruction after its
@@ -62,9 +61,10 @@ type Line struct {
 }
 
 // Lines are the first addresses of the lines first..last of the source
-// files whose names end with file, each a statement's start in the line
-// table (is_stmt), in address order.
+// files file matches (a FilePattern), each a statement's start in the
+// line table (is_stmt), in address order.
 func (f *File) Lines(file string, first, last int) ([]Line, error) {
+	pattern := NewFilePattern(file)
 	var out []Line
 	r := f.data.Reader()
 	for {
@@ -80,10 +80,10 @@ func (f *File) Lines(file string, first, last int) ([]Line, error) {
 			continue
 		}
 		lr, err := f.data.LineReader(cu)
-		if err != nil || lr == nil || !slices.ContainsFunc(lr.Files(), func(e *dwarf.LineFile) bool { return e != nil && strings.HasSuffix(e.Name, file) }) {
+		if err != nil || lr == nil || !pattern.matchesAny(lr.Files()) {
 			continue
 		}
-		lines, err := linesIn(lr, file, first, last)
+		lines, err := linesIn(lr, pattern, first, last)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", f.DebugPath, err)
 		}
@@ -93,7 +93,7 @@ func (f *File) Lines(file string, first, last int) ([]Line, error) {
 
 // linesIn reads one unit's line table for Lines: the lowest address of
 // each line in each sequence.
-func linesIn(lr *dwarf.LineReader, file string, first, last int) ([]Line, error) {
+func linesIn(lr *dwarf.LineReader, pattern FilePattern, first, last int) ([]Line, error) {
 	var out []Line
 	seen := map[Line]bool{}
 	var row dwarf.LineEntry
@@ -108,7 +108,7 @@ func linesIn(lr *dwarf.LineReader, file string, first, last int) ([]Line, error)
 			clear(seen)
 			continue
 		}
-		if !row.IsStmt || row.File == nil || row.Line < first || row.Line > last || !strings.HasSuffix(row.File.Name, file) {
+		if !row.IsStmt || row.File == nil || row.Line < first || row.Line > last || !pattern.Matches(row.File.Name) {
 			continue
 		}
 		key := Line{File: row.File.Name, Line: row.Line}
