@@ -332,8 +332,12 @@ func (g *gen) userArg(loc attach.Loc) {
 	if loc.Address {
 		return
 	}
+	read := asm.FnProbeReadUser
+	if loc.User.Kernel {
+		read = asm.FnProbeReadKernel
+	}
 	slot := g.pushSlot()
-	g.probeRead(asm.FnProbeReadUser, slot, loc.Size)
+	g.probeRead(read, slot, loc.Size)
 	g.emit(asm.LoadMem(asm.R0, asm.R10, slot, sizeOf(loc.Size)))
 	if loc.Signed {
 		g.extend(loc.Size, true)

@@ -39,7 +39,7 @@ func (k kprobe) attach(prog *ebpf.Program, p *attach.Point) (io.Closer, error) {
 	if k.ret {
 		return link.Kretprobe(p.Event, prog, &link.KprobeOptions{RetprobeMaxActive: p.MaxActive})
 	}
-	return link.Kprobe(p.Event, prog, nil)
+	return link.Kprobe(p.Event, prog, &link.KprobeOptions{Offset: p.Offset})
 }
 
 // kprobePMU is the sysfs directory of the kernel's kprobe PMU.

@@ -86,10 +86,7 @@ func Open(path string) (*File, error) {
 		return nil, err
 	}
 	defer prog.Close()
-	f := &File{Path: path, DebugPath: path, order: prog.ByteOrder, ptrSize: 8}
-	if prog.Class == elf.ELFCLASS32 {
-		f.ptrSize = 4
-	}
+	f := newFile(path, prog)
 	if s := prog.Section(".eh_frame"); s != nil && s.Type != elf.SHT_NOBITS {
 		if f.frames, err = s.Data(); err != nil {
 			return nil, fmt.Errorf("%s: .eh_frame: %w", path, err)
@@ -109,11 +106,22 @@ func Open(path string) (*File, error) {
 		defer debug.Close()
 		f.DebugPath = found
 	}
-	f.data, f.sections, err = readSections(f.DebugPath, debug, []string{".debug_info", ".debug_loc", ".debug_loclists", ".debug_addr"})
-	if err != nil {
-		return nil, err
+	return f, f.load(debug)
+}
+
+func newFile(path string, e *elf.File) *File {
+	f := &File{Path: path, DebugPath: path, order: e.ByteOrder, ptrSize: 8}
+	if e.Class == elf.ELFCLASS32 {
+		f.ptrSize = 4
 	}
-	return f, nil
+	return f
+}
+
+// load reads the DWARF of debug, the file at f.DebugPath.
+func (f *File) load(debug *elf.File) error {
+	var err error
+	f.data, f.sections, err = readSections(f.DebugPath, debug, []string{".debug_info", ".debug_loc", ".debug_loclists", ".debug_addr"})
+	return err
 }
 
 func hasDWARF(f *elf.File) bool {
@@ -163,22 +171,30 @@ func buildID(f *elf.File) []byte {
 		if s.Type != elf.SHT_NOTE {
 			continue
 		}
-		data, err := s.Data()
-		if err != nil {
-			continue
-		}
-		for len(data) >= 12 {
-			nameSize, descSize, typ := f.ByteOrder.Uint32(data), f.ByteOrder.Uint32(data[4:]), f.ByteOrder.Uint32(data[8:])
-			nameEnd := 12 + align4(nameSize)
-			descEnd := nameEnd + align4(descSize)
-			if uint64(len(data)) < uint64(descEnd) {
-				break
+		if data, err := s.Data(); err == nil {
+			if id := NoteBuildID(data, f.ByteOrder); id != nil {
+				return id
 			}
-			if typ == 3 && string(data[12:12+nameSize]) == "GNU\x00" { // NT_GNU_BUILD_ID
-				return data[nameEnd : nameEnd+descSize]
-			}
-			data = data[descEnd:]
 		}
+	}
+	return nil
+}
+
+// NoteBuildID is the GNU build ID in data, ELF notes in byte order order
+// (a note section, or the running kernel's /sys/kernel/notes), nil
+// without one.
+func NoteBuildID(data []byte, order binary.ByteOrder) []byte {
+	for len(data) >= 12 {
+		nameSize, descSize, typ := order.Uint32(data), order.Uint32(data[4:]), order.Uint32(data[8:])
+		nameEnd := 12 + align4(nameSize)
+		descEnd := nameEnd + align4(descSize)
+		if uint64(len(data)) < uint64(descEnd) {
+			break
+		}
+		if typ == 3 && string(data[12:12+nameSize]) == "GNU\x00" { // NT_GNU_BUILD_ID
+			return data[nameEnd : nameEnd+descSize]
+		}
+		data = data[descEnd:]
 	}
 	return nil
 }

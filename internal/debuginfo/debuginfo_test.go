@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/bpftap/bpftap/internal/debuginfo"
@@ -148,4 +149,61 @@ func TestGlobal(t *testing.T) {
 			t.Errorf("%s@%s: %+v, %v; want ErrNoVariable", tc[0], tc[1], g, err)
 		}
 	}
+}
+
+// TestOpenKernel finds a kernel's debug file where Debian installs it
+// and checks its build ID: a program built with -g stands for the vmlinux
+// (the kernel's own are read in the guests, internal/guest).
+func TestOpenKernel(t *testing.T) {
+	root := t.TempDir()
+	saved := debuginfo.DebugRoot
+	debuginfo.DebugRoot = root
+	t.Cleanup(func() { debuginfo.DebugRoot = saved })
+	const release = "6.1.0-99-test"
+	prog := build(t, t.TempDir(), "vmlinux", "-O2", "-g", "-Wl,--build-id")
+	id := buildIDOf(t, prog)
+
+	_, err := debuginfo.OpenKernel(release, id)
+	var missing *debuginfo.KernelMissingError
+	if !errors.As(err, &missing) || !strings.Contains(err.Error(), "/boot/vmlinux-"+release) || !strings.Contains(err.Error(), "linux-image-"+release+"-dbg") {
+		t.Fatalf("nothing installed: %v, want a KernelMissingError naming the places and the package", err)
+	}
+	if err := os.MkdirAll(filepath.Join(root, "boot"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(prog, filepath.Join(root, "boot", "vmlinux-"+release)); err != nil {
+		t.Fatal(err)
+	}
+	f, err := debuginfo.OpenKernel(release, id)
+	if err != nil {
+		t.Fatalf("installed: %v", err)
+	}
+	if f.DebugPath != filepath.Join(root, "boot", "vmlinux-"+release) {
+		t.Errorf("read from %s", f.DebugPath)
+	}
+	if _, err := f.Global("counter", "request.c"); err != nil {
+		t.Errorf("its DWARF: %v", err)
+	}
+	other := append([]byte{id[0] ^ 1}, id[1:]...)
+	if _, err := debuginfo.OpenKernel(release, other); !errors.As(err, &missing) || !strings.Contains(err.Error(), "another build of the kernel") {
+		t.Errorf("another build's debug file: %v, want it refused", err)
+	}
+}
+
+func buildIDOf(t *testing.T, path string) []byte {
+	t.Helper()
+	e, err := elf.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	data, err := e.Section(".note.gnu.build-id").Data()
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := debuginfo.NoteBuildID(data, e.ByteOrder)
+	if len(id) == 0 {
+		t.Fatal("no build ID")
+	}
+	return id
 }

@@ -119,7 +119,7 @@ func (f *File) index() error {
 			case dwarf.TagCompileUnit, dwarf.TagPartialUnit:
 				u = f.newUnit(e)
 			case dwarf.TagSubprogram:
-				if low, ok := e.Val(dwarf.AttrLowpc).(uint64); ok {
+				if low, ok := f.subprogramEntry(e); ok {
 					if _, dup := f.funcs[low]; !dup {
 						f.funcs[low] = e.Offset
 						f.units[e.Offset] = u
@@ -157,6 +157,32 @@ func (f *File) unitVersion(off dwarf.Offset) int {
 		return int(f.order.Uint16(info[o:]))
 	}
 	return 4
+}
+
+// EntryContaining is the entry address and the name of the function
+// whose code holds the link-time address pc (a statement's): the
+// function a probe there is on.
+func (f *File) EntryContaining(pc uint64) (uint64, string, error) {
+	r := f.data.Reader()
+	switch _, err := r.SeekPC(pc); {
+	case errors.Is(err, dwarf.ErrUnknownPC):
+		return 0, "", ErrNoFunction
+	case err != nil:
+		return 0, "", fmt.Errorf("%s: %w", f.DebugPath, err)
+	}
+	e, err := f.findSubprogram(r, func(e *dwarf.Entry) bool {
+		ranges, err := f.data.Ranges(e)
+		return err == nil && slices.ContainsFunc(ranges, func(r [2]uint64) bool { return r[0] <= pc && pc < r[1] })
+	})
+	if err != nil || e == nil {
+		return 0, "", cmp.Or(err, ErrNoFunction)
+	}
+	entry, ok := f.subprogramEntry(e)
+	if !ok {
+		return 0, "", ErrNoFunction
+	}
+	name, _ := f.origin(e).Val(dwarf.AttrName).(string)
+	return entry, name, nil
 }
 
 // FunctionAt is the function whose code starts at the link-time address
@@ -238,7 +264,10 @@ func (f *File) subprogramAt(entry uint64) (*dwarf.Reader, *dwarf.Entry, *unit, e
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("%s: %w", f.DebugPath, err)
 	}
-	e, err := findSubprogram(r, entry)
+	e, err := f.findSubprogram(r, func(e *dwarf.Entry) bool {
+		low, ok := f.subprogramEntry(e)
+		return ok && low == entry
+	})
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("%s: %w", f.DebugPath, err)
 	}
@@ -248,19 +277,19 @@ func (f *File) subprogramAt(entry uint64) (*dwarf.Reader, *dwarf.Entry, *unit, e
 	return r, e, f.newUnit(cu), nil
 }
 
-// findSubprogram reads r's block up to the function whose code starts at
-// entry, into namespaces (C++'s), nil if it has none.
-func findSubprogram(r *dwarf.Reader, entry uint64) (*dwarf.Entry, error) {
+// findSubprogram reads r's block up to the function that match accepts,
+// into namespaces (C++'s), nil if it has none.
+func (f *File) findSubprogram(r *dwarf.Reader, match func(*dwarf.Entry) bool) (*dwarf.Entry, error) {
 	for e, err := range children(r) {
 		if err != nil {
 			return nil, err
 		}
-		if low, ok := e.Val(dwarf.AttrLowpc).(uint64); ok && low == entry && e.Tag == dwarf.TagSubprogram {
+		if e.Tag == dwarf.TagSubprogram && match(e) {
 			return e, nil
 		}
 		switch {
 		case e.Children && e.Tag == dwarf.TagNamespace:
-			if found, err := findSubprogram(r, entry); found != nil || err != nil {
+			if found, err := f.findSubprogram(r, match); found != nil || err != nil {
 				return found, err
 			}
 		case e.Children:
@@ -398,14 +427,21 @@ func (f *File) globalIn(r *dwarf.Reader, name string) (*Global, error) {
 	return found, nil
 }
 
-// Declared are the lines at which the functions with code are declared
-// in the source files file matches (a FilePattern; at line, where line is
-// not 0), by their entry addresses: stap's
-// process("P").function("F@FILE[:LINE]") and statement("F@FILE+N"). Only
-// the units whose line tables name such a file are read.
-func (f *File) Declared(file string, line int) (map[uint64]int, error) {
+// Declaration is a function's name and the line it is declared at.
+type Declaration struct {
+	Name string
+	Line int
+}
+
+// Declared are the functions with code declared in the source files
+// file matches (a FilePattern; at line, where line is not 0), their names
+// and lines by their entry addresses: stap's
+// process("P").function("F@FILE[:LINE]"), kernel.function("F@FILE") and
+// statement("F@FILE+N"). Only the units whose line tables name such a
+// file are read.
+func (f *File) Declared(file string, line int) (map[uint64]Declaration, error) {
 	pattern := NewFilePattern(file)
-	out := map[uint64]int{}
+	out := map[uint64]Declaration{}
 	r := f.data.Reader()
 	for {
 		cu, err := f.nextUnit(r)
@@ -432,7 +468,7 @@ func (f *File) Declared(file string, line int) (map[uint64]int, error) {
 }
 
 // declaredIn reads a unit's entries up to its end for Declared.
-func (f *File) declaredIn(r *dwarf.Reader, files []*dwarf.LineFile, pattern FilePattern, line int, out map[uint64]int) error {
+func (f *File) declaredIn(r *dwarf.Reader, files []*dwarf.LineFile, pattern FilePattern, line int, out map[uint64]Declaration) error {
 	for e, err := range children(r) {
 		if err != nil {
 			return err
@@ -440,15 +476,19 @@ func (f *File) declaredIn(r *dwarf.Reader, files []*dwarf.LineFile, pattern File
 		if e.Children {
 			r.SkipChildren()
 		}
-		low, ok := e.Val(dwarf.AttrLowpc).(uint64)
-		if e.Tag != dwarf.TagSubprogram || !ok {
+		if e.Tag != dwarf.TagSubprogram {
+			continue
+		}
+		low, ok := f.subprogramEntry(e)
+		if !ok {
 			continue
 		}
 		o := f.origin(e)
 		i, known := o.Val(dwarf.AttrDeclFile).(int64)
 		l, _ := o.Val(dwarf.AttrDeclLine).(int64)
 		if known && i >= 0 && int(i) < len(files) && files[i] != nil && pattern.Matches(files[i].Name) && (line == 0 || int(l) == line) {
-			out[low] = int(l)
+			name, _ := o.Val(dwarf.AttrName).(string)
+			out[low] = Declaration{Name: name, Line: int(l)}
 		}
 	}
 	return nil
@@ -512,6 +552,20 @@ func (f *File) inlinedIn(r *dwarf.Reader, host *Function, matches func(string) b
 		}
 	}
 	return nil
+}
+
+// subprogramEntry is where the code of the function e describes starts:
+// its low_pc, or, for a function in several pieces (a kernel's, its
+// unlikely paths moved to .text.unlikely), its entry_pc or the start of
+// its first range, the hot part's, as GCC lists them.
+func (f *File) subprogramEntry(e *dwarf.Entry) (uint64, bool) {
+	if low, ok := e.Val(dwarf.AttrLowpc).(uint64); ok {
+		return low, true
+	}
+	if e.AttrField(dwarf.AttrRanges) == nil {
+		return 0, false
+	}
+	return f.entryOf(e)
 }
 
 // entryOf is where an inlined copy starts.

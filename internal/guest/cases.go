@@ -26,6 +26,8 @@ import (
 //	status N           the exit status it must have (default 0)
 //	status@KERNEL N    the same, on one kernel only
 //	timeout SECONDS    how long the guest lets it run (default CaseTimeout)
+//	debuginfo          the guest has the kernel's DWARF where Debian's debug
+//	                   package puts it (Image.Debuginfo; amd64 only)
 //
 // Its files named stdout and stderr are the exact expected output of each
 // stream; stdout.re and stderr.re instead hold one regular expression a line,
@@ -34,15 +36,16 @@ import (
 // expectation on that kernel. A stream with no expectation must be empty.
 // Every other file is written into the case's directory in the guest.
 type Case struct {
-	Name    string
-	Run     string
-	Kernels []string       // empty: every kernel
-	Arches  []string       // by Arch.Name
-	Modules []string       // modules to load first (not in dependency order)
-	Status  map[string]int // by "" (default) or kernel name
-	Timeout int            // seconds; 0: the guest's default
-	Files   []txtar.File   // written to the case's directory
-	Want    map[string]string
+	Name      string
+	Run       string
+	Kernels   []string       // empty: every kernel
+	Arches    []string       // by Arch.Name
+	Modules   []string       // modules to load first (not in dependency order)
+	Status    map[string]int // by "" (default) or kernel name
+	Timeout   int            // seconds; 0: the guest's default
+	Debuginfo bool           // the guest has the kernel's DWARF
+	Files     []txtar.File   // written to the case's directory
+	Want      map[string]string
 }
 
 // ParseCase parses the archive data of the case name.
@@ -104,6 +107,8 @@ func (c *Case) directive(line string) error {
 		}
 	case key == "modules" && kernel == "":
 		c.Modules = strings.Fields(rest)
+	case key == "debuginfo" && kernel == "" && rest == "":
+		c.Debuginfo = true
 	case key == "timeout" && kernel == "":
 		n, err := strconv.Atoi(rest)
 		if err != nil || n <= 0 {

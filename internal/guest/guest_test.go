@@ -88,6 +88,11 @@ func TestGuest(t *testing.T) {
 			if err := r.AddModules(img, k.Arch.BootModules()...); err != nil {
 				t.Fatal(err)
 			}
+			if slices.ContainsFunc(r.Cases, func(c *Case) bool { return c.Debuginfo }) {
+				dbg, err := img.Debuginfo()
+				unavailable(t, err)
+				r.Debuginfo, r.DebugPath = dbg, img.DebugPath()
+			}
 			bootAndCheck(t, b.qemu, img, r)
 		})
 	}

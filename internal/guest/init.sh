@@ -116,12 +116,17 @@ for cmd in /cases/*.cmd; do
 	mods=$(cat "/cases/$name.modules" 2>/dev/null)
 	# its time limit in seconds: /cases/NAME.timeout (Initramfs.caseLimit)
 	limit=$(cat "/cases/$name.timeout")
+	# the kernel's DWARF where the debug package puts it
+	# (/cases/NAME.debuginfo), for the cases that read it only
+	dbg=$(cat "/cases/$name.debuginfo" 2>/dev/null)
+	[ -z "$dbg" ] || { mkdir -p "${dbg%/*}" && ln -s /debuginfo/vmlinux "$dbg"; }
 	before=$(echo $(pids))
 	(cd "/cases/$name" && load $mods && exec timeout "$limit" sh "$cmd") </dev/null >/tmp/stdout 2>/tmp/stderr
 	status=$?
 	reap "$before"
 	frame case "$name" $status
 	unload $mods
+	[ -z "$dbg" ] || rm -f "$dbg"
 done
 
 for bin in /tests/*.test; do

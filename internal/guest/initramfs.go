@@ -50,6 +50,11 @@ type Initramfs struct {
 	// what a bench needs beside bpftap (a workload, another tracer and its
 	// shared libraries).
 	Files map[string]string
+	// Debuginfo, when set, is the kernel's DWARF (Image.Debuginfo) as
+	// /debuginfo/vmlinux, which init links to DebugPath for the cases that
+	// read it (Case.Debuginfo) and removes after each: the others run as
+	// on a machine without the debug package.
+	Debuginfo, DebugPath string
 	// Bench, when set, is a host program or script copied to /bench/run,
 	// which init runs before the cases and tests with no time limit of its
 	// own (the boot's context bounds it), framed as the run "bench run".
@@ -188,7 +193,13 @@ func (r *Initramfs) Write(path string) error {
 	if r.Bench != "" {
 		c.File("bench/run", r.Bench)
 	}
+	if r.Debuginfo != "" {
+		c.File("debuginfo/vmlinux", r.Debuginfo)
+	}
 	for _, k := range r.Cases {
+		if k.Debuginfo && r.Debuginfo != "" {
+			c.Bytes("cases/"+k.Name+".debuginfo", 0o644, []byte(r.DebugPath+"\n"))
+		}
 		c.Bytes("cases/"+k.Name+".cmd", 0o644, []byte(k.Run+"\n"))
 		c.Bytes("cases/"+k.Name+".timeout", 0o644, []byte(strconv.Itoa(r.caseLimit(k))+"\n"))
 		c.Dir("cases/" + k.Name)

@@ -243,6 +243,18 @@ func ParseUser(raw []byte, what string) (*BTF, error) {
 	return b, nil
 }
 
+// ParseKernelDWARF indexes a raw BTF blob made from the kernel's DWARF
+// (a kernel.statement's variables, typed by its debug package): its
+// types describe the kernel's memory, what names them.
+func ParseKernelDWARF(raw []byte, what string) (*BTF, error) {
+	b, err := parse(raw, nil)
+	if err != nil {
+		return nil, err
+	}
+	b.what = what
+	return b, nil
+}
+
 // User tells whether b describes a user program's memory (ParseUser).
 func (b *BTF) User() bool { return b.user }
 

@@ -81,7 +81,7 @@ type Context struct {
 	argsOfCall bool
 	// user is a user function probe's function, whose DWARF loadDebug
 	// reads on first use into debug (userdebug.go).
-	user  *userFunc
+	user  *debugFunc
 	debug debugState
 }
 
@@ -511,7 +511,7 @@ func programType(path, name string) (*kernel.BTF, error) {
 	if err != nil {
 		return nil, err
 	}
-	types, _, err := dwarfBTF(f, off)
+	types, _, err := dwarfBTF(f, true, off)
 	return types, err
 }
 

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/bpftap/bpftap/internal/debuginfo"
 	"github.com/bpftap/bpftap/internal/kernel"
 	"github.com/bpftap/bpftap/internal/probes/attach"
 	"github.com/bpftap/bpftap/internal/syntax"
@@ -30,6 +31,7 @@ func kernelFamilies(k KernelInfo, cfg Config) []*Family {
 		traceFamily(k, cfg.ClassicTracepoints),
 		syscallFamily(k, cfg.Listing),
 		kernelFunctionFamily(k),
+		kernelStatementFamily(k),
 		dwarfOnlyFamily(),
 		processFunctionFamily(k, cfg, files),
 		processStatementFamily(k, cfg, files),
@@ -68,6 +70,9 @@ type KernelInfo interface {
 	FindsTasks(a *attach.Point) error
 	// Has tells whether the kernel offers feature f (target.Kernel.Has).
 	Has(f *target.Feature) bool
+	// Debuginfo is the kernel's DWARF, where its debug package is
+	// installed (kernel.Debuginfo).
+	Debuginfo() (*debuginfo.File, error)
 }
 
 // RunningKernel is the KernelInfo of the machine bpftap runs on. Telling
@@ -91,6 +96,7 @@ func (RunningKernel) BTF() (*kernel.BTF, error)                  { return kernel
 func (RunningKernel) Functions() ([]*kernel.Function, error)     { return kernel.Functions() }
 func (RunningKernel) Exported() (map[string]bool, error)         { return kernel.Exported() }
 func (RunningKernel) ModuleBTF(name string) (*kernel.BTF, error) { return kernel.Module(name) }
+func (RunningKernel) Debuginfo() (*debuginfo.File, error)        { return kernel.Debuginfo() }
 
 func (RunningKernel) EventFields(system, event string) ([]kernel.Field, error) {
 	return kernel.EventFields(system, event)

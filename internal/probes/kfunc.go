@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"path"
 	"runtime"
+	"slices"
 	"strings"
 
 	"github.com/bpftap/bpftap/internal/arch"
@@ -55,19 +56,18 @@ func kernelFunctionFamily(k KernelInfo) *Family {
 		Expand: func(p *Point) ([]*Point, error) { return expandKernelFunction(k, p) }}
 }
 
-// dwarfOnlyFamily reserves the kernel probe points only DWARF can
-// resolve, refused with the reason.
+// dwarfOnlyFamily reserves the kernel probe points only DWARF resolves
+// that bpftap does not serve yet, refused with the reason.
 func dwarfOnlyFamily() *Family {
 	var paths []string
 	for _, base := range []string{"kernel.function(string)", "module(string).function(string)"} {
 		paths = append(paths, base+".inline", base+".label(string)", base+".callee(string)", base+".callees",
 			base+".callees(number)")
 	}
-	paths = append(paths, "kernel.statement(string)", "kernel.statement(number)", "kernel.statement(string).nearest",
-		"module(string).statement(string)", "kernel.statement(number).absolute")
-	return &Family{Name: "kernel.statement", Paths: paths, Kernel: true, Check: func(p *Point) error {
-		return errorf("%s needs the kernel's DWARF debuginfo, which bpftap does not read: "+
-			"bpftap probes whole functions (kernel.function(\"NAME\"), .return), their parameters typed by BTF", p.Name())
+	paths = append(paths, "kernel.statement(number)", "module(string).statement(string)", "kernel.statement(number).absolute")
+	return &Family{Name: "kernel.dwarf", Paths: paths, Kernel: true, Check: func(p *Point) error {
+		return errorf("%s is not served by bpftap yet: it reads the kernel's DWARF for kernel.function(\"NAME@FILE\") and "+
+			"kernel.statement(\"NAME@FILE:LINE\"); probe whole functions (kernel.function(\"NAME\"), .return), their parameters typed by BTF", p.Name())
 	}}
 }
 
@@ -96,10 +96,11 @@ func expandKernelFunction(k KernelInfo, p *Point) ([]*Point, error) {
 	if pattern == nil {
 		return nil, errorf("%s needs a function name", p.Name())
 	}
-	if _, file, ok := strings.Cut(pattern.Value, "@"); ok {
-		return nil, errorf("bpftap reads no DWARF debuginfo, so it cannot tell which functions %s defines: name the function alone", file)
+	name, file, inFile := strings.Cut(pattern.Value, "@")
+	matched, err := matchFunctions(k, p, name)
+	if err == nil && inFile {
+		matched, err = kernelDeclaredIn(k, p, matched, file)
 	}
-	matched, err := matchFunctions(k, p, pattern.Value)
 	if err != nil {
 		return nil, err
 	}
@@ -160,6 +161,44 @@ func expandKernelFunction(k KernelInfo, p *Point) ([]*Point, error) {
 			len(shared), strings.Join(shared[:min(len(shared), 4)], ", "))
 	}
 	return out, nil
+}
+
+// kernelDeclaredIn keeps the functions of fns that the kernel's DWARF
+// declares in the source files file matches (FILE or FILE:LINE of
+// kernel.function("F@FILE:LINE"), FILE a debuginfo.FilePattern), as stap
+// chooses them. A compiler's copy of a function (name.isra.0,
+// name.constprop.0) is declared as the function.
+func kernelDeclaredIn(k KernelInfo, p *Point, fns []*kernel.Function, file string) ([]*kernel.Function, error) {
+	file, line, err := fileAndLine(file)
+	if err != nil {
+		return nil, err
+	}
+	if p.Arg("module") != nil {
+		return nil, errorf("cannot tell which functions %s defines: bpftap reads the DWARF of the kernel itself (vmlinux), not of its modules", file)
+	}
+	dbg, err := k.Debuginfo()
+	if err != nil {
+		return nil, errorf("cannot tell which functions %s defines: %v", file, err)
+	}
+	decls, err := dbg.Declared(file, line)
+	if err != nil {
+		return nil, errorf("cannot tell which functions %s defines: %v", file, err)
+	}
+	names := map[string]bool{}
+	for _, d := range decls {
+		names[d.Name] = true
+	}
+	declared := slices.DeleteFunc(slices.Clone(fns), func(fn *kernel.Function) bool {
+		base, _, _ := strings.Cut(fn.Name, ".")
+		return fn.Module != "" || !names[base]
+	})
+	if len(declared) == 0 {
+		return nil, &Error{Msg: "no match", detail: func() string {
+			return fmt.Sprintf(" (the kernel's DWARF (%s) declares no traceable function of those matched in a file matching %s%s)", dbg.DebugPath, file,
+				map[bool]string{true: fmt.Sprintf(" at line %d", line)}[line > 0])
+		}}
+	}
+	return declared, nil
 }
 
 // exportedOnly keeps the functions exported to modules (.exported: the

@@ -137,13 +137,9 @@ func uprobeOnFile(k KernelInfo, objects *objectCache, p *Point, path string, pro
 // whose name ends with file ("app.c", "src/app.c"), at its line where file
 // ends with ":LINE": stap's function("NAME@FILE[:LINE]").
 func declaredIn(objects *objectCache, obj *elfsym.Object, file string, fns []elfsym.Func) ([]elfsym.Func, error) {
-	line := 0
-	if name, n, ok := strings.Cut(file, ":"); ok {
-		var err error
-		if line, err = strconv.Atoi(n); err != nil || line <= 0 {
-			return nil, errorf("cannot read %q: bpftap takes NAME@FILE or NAME@FILE:LINE, LINE a number", file)
-		}
-		file = name
+	file, line, err := fileAndLine(file)
+	if err != nil {
+		return nil, err
 	}
 	dbg, err := objects.debug.open(obj.Path)
 	if err != nil {
@@ -156,11 +152,25 @@ func declaredIn(objects *objectCache, obj *elfsym.Object, file string, fns []elf
 	declared := slices.DeleteFunc(slices.Clone(fns), func(fn elfsym.Func) bool { _, ok := addrs[fn.Addr]; return !ok })
 	if len(declared) == 0 {
 		return nil, &Error{Msg: "no match", detail: func() string {
-			return fmt.Sprintf(" (the DWARF of %s (%s) declares no function in a file ending in %s%s)", obj.Path, dbg.DebugPath, file,
+			return fmt.Sprintf(" (the DWARF of %s (%s) declares no function in a file matching %s%s)", obj.Path, dbg.DebugPath, file,
 				map[bool]string{true: fmt.Sprintf(" at line %d", line)}[line > 0])
 		}}
 	}
 	return declared, nil
+}
+
+// fileAndLine splits FILE:LINE, the part after the @ of a function's
+// name; LINE is 0 when not given.
+func fileAndLine(file string) (string, int, error) {
+	name, n, ok := strings.Cut(file, ":")
+	if !ok {
+		return file, 0, nil
+	}
+	line, err := strconv.Atoi(n)
+	if err != nil || line <= 0 {
+		return "", 0, errorf("cannot read %q: bpftap takes NAME@FILE or NAME@FILE:LINE, LINE a number", file)
+	}
+	return name, line, nil
 }
 
 // splitIndirect separates the functions a probe matches from the
@@ -223,7 +233,7 @@ func functionProbes(k KernelInfo, objects *objectCache, p *Point, prologue *synt
 		if component == "plt" {
 			asStatement(q, fn.Addr)
 		} else {
-			q.Context.user = &userFunc{files: &objects.debug, obj: obj, fn: fn, regs: regs}
+			q.Context.user = programFunc(&objects.debug, obj, fn, regs, 0)
 		}
 		if ret {
 			q.Context.entry = uprobeEntry(k, q, *a, entrySet, regs)

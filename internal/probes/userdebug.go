@@ -16,14 +16,19 @@ import (
 	"github.com/bpftap/bpftap/internal/syntax"
 )
 
-// userFunc is the function a process.function probe is on, for its
-// DWARF, which is read only when a $var asks for it (loadDebug): a script
-// that names none reads no debuginfo and starts as fast as before.
-type userFunc struct {
-	files *debugCache
-	obj   *elfsym.Object
-	fn    elfsym.Func
-	regs  *arch.Regs
+// debugFunc is the function a probe that may read DWARF is on (a
+// process.function or .statement probe, a kernel.statement probe), for
+// its DWARF, which is read only when a $var asks for it (loadDebug): a
+// script that names none reads no debuginfo and starts as fast as before.
+type debugFunc struct {
+	// open gives the DWARF that describes the function.
+	open func() (*debuginfo.File, error)
+	// object names what holds the function, in messages: the program's
+	// path, or "the kernel".
+	object string
+	obj    *elfsym.Object // the program (nil: the kernel)
+	fn     elfsym.Func
+	regs   *arch.Regs
 	// at is a statement probe's link-time address, 0 for the function's
 	// entry: its $vars are the parameters and locals in scope there.
 	at uint64
@@ -31,6 +36,17 @@ type userFunc struct {
 	// its own.
 	inline *debuginfo.Function
 }
+
+// programFunc is the debugFunc of fn, a function of the program obj,
+// whose DWARF files holds.
+func programFunc(files *debugCache, obj *elfsym.Object, fn elfsym.Func, regs *arch.Regs, at uint64) *debugFunc {
+	return &debugFunc{open: func() (*debuginfo.File, error) { return files.open(obj.Path) },
+		object: obj.Path, obj: obj, fn: fn, regs: regs, at: at}
+}
+
+// kernel tells whether the function is the kernel's: its variables are
+// in the kernel's memory.
+func (u *debugFunc) kernel() bool { return u.obj == nil }
 
 // debugCache holds the DWARF read so far, by path.
 type debugCache struct {
@@ -103,7 +119,7 @@ func (c *Context) readDebug() *ContextError {
 	if a.I386 {
 		return ctxErr(-1, "cannot read the parameters of %s: bpftap reads the DWARF of 64-bit programs only", u.fn.Name)
 	}
-	f, err := u.files.open(u.obj.Path)
+	f, err := u.open()
 	if err != nil {
 		return ctxErr(-1, "cannot read the parameters of %s: %v", u.fn.Name, err)
 	}
@@ -113,7 +129,7 @@ func (c *Context) readDebug() *ContextError {
 	}
 	if errors.Is(err, debuginfo.ErrNoFunction) {
 		c.debug.undescribed = true
-		return ctxErr(-1, "cannot read the parameters of %s: the debuginfo of %s (%s) does not describe it", u.fn.Name, u.obj.Path, f.DebugPath)
+		return ctxErr(-1, "cannot read the parameters of %s: the debuginfo of %s (%s) does not describe it", u.fn.Name, u.object, f.DebugPath)
 	}
 	if err != nil {
 		return ctxErr(-1, "cannot read the parameters of %s: %v", u.fn.Name, err)
@@ -145,7 +161,7 @@ func (c *Context) readTypes(f *debuginfo.File, fn *debuginfo.Function, vars []de
 	for _, v := range vars {
 		offsets = append(offsets, v.Type)
 	}
-	types, ids, err := dwarfBTF(f, offsets...)
+	types, ids, err := dwarfBTF(f, !c.user.kernel(), offsets...)
 	if err != nil {
 		return nil, ctxErr(-1, "cannot read the types of %s: %v", c.user.fn.Name, err)
 	}
@@ -154,13 +170,18 @@ func (c *Context) readTypes(f *debuginfo.File, fn *debuginfo.Function, vars []de
 }
 
 // dwarfBTF describes the DWARF types of f at offsets as BTF of
-// their own, the kernel's reader's: the types and their IDs, in order.
-func dwarfBTF(f *debuginfo.File, offsets ...dwarf.Offset) (*kernel.BTF, []kernel.TypeID, error) {
+// their own, the kernel's reader's, of a user program's memory (user) or
+// the kernel's: the types and their IDs, in order.
+func dwarfBTF(f *debuginfo.File, user bool, offsets ...dwarf.Offset) (*kernel.BTF, []kernel.TypeID, error) {
 	raw, ids, err := f.BTF(offsets...)
 	if err != nil {
 		return nil, nil, err
 	}
-	types, err := kernel.ParseUser(raw, "the types of "+f.DebugPath)
+	parse := kernel.ParseKernelDWARF
+	if user {
+		parse = kernel.ParseUser
+	}
+	types, err := parse(raw, "the types of "+f.DebugPath)
 	out := make([]kernel.TypeID, len(ids))
 	for i, id := range ids {
 		out[i] = kernel.TypeID(id)
@@ -327,7 +348,7 @@ func (c *Context) argLoc(loc debuginfo.Location, t kernel.TypeID) (attach.Loc, e
 	case loc.Kind == debuginfo.Value && loc.Offset == 0:
 		out.Offset = reg
 	default:
-		out.User = &attach.UserAddr{Disp: loc.Offset}
+		out.User = &attach.UserAddr{Disp: loc.Offset, Kernel: c.user.kernel()}
 		if reg >= 0 {
 			out.User.Terms = []attach.RegTerm{{Offset: reg, Scale: 1}}
 		}
@@ -373,7 +394,7 @@ func (c *Context) AtVar(x *syntax.AtVar) (*Access, *ContextError) {
 	switch {
 	case x.Pretty > 0:
 		return nil, ctxErr(-1, "pretty printing of @var is not supported by bpftap")
-	case c.user == nil:
+	case c.user == nil || c.user.kernel():
 		return nil, ctxErr(-1, "unable to find global '%s': bpftap reads @var in process(...).function(...) probes, from the program's DWARF (a kernel global needs the kernel's debuginfo, which bpftap does not read)", x.Name)
 	case x.Module != "" && !c.user.names(x.Module):
 		return nil, ctxErr(-1, "unable to find global '%s' in %s: bpftap reads @var in the program a probe is on (%s)", x.Name, x.Module, c.user.obj.Path)
@@ -392,7 +413,7 @@ func (c *Context) AtVar(x *syntax.AtVar) (*Access, *ContextError) {
 	var types *kernel.BTF
 	var ids []kernel.TypeID
 	if err == nil {
-		types, ids, err = dwarfBTF(c.debug.file, g.Type)
+		types, ids, err = dwarfBTF(c.debug.file, true, g.Type)
 	}
 	if err != nil {
 		return nil, ctxErr(-1, "unable to read global '%s': %v", x.Name, err)
@@ -415,6 +436,6 @@ func (c *Context) AtVar(x *syntax.AtVar) (*Access, *ContextError) {
 
 // names tells whether a @var's module names the probed object: its path,
 // or its file name.
-func (u *userFunc) names(module string) bool {
+func (u *debugFunc) names(module string) bool {
 	return module == u.obj.Path || module == filepath.Base(u.obj.Path)
 }

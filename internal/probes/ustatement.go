@@ -48,46 +48,81 @@ func processStatementFamily(k KernelInfo, cfg Config, objects *objectCache) *Fam
 // the line the function is declared at).
 var statementSpec = regexp.MustCompile(`^([^@]+)@([^:+]+)(?::(\d+)(?:-(\d+))?|\+(\d+))$`)
 
-func statementsOnFile(k KernelInfo, objects *objectCache, p *Point, path string, prologue *syntax.Block) ([]*Point, error) {
-	spec := p.Arg("statement").(*syntax.StringLit).Value
+// statementAt is a statement probe's FUNC@FILE:FIRST[-LAST] or
+// FUNC@FILE+N (relative: N; 0 for the others).
+type statementAt struct {
+	spec, pattern, file   string
+	first, last, relative int
+}
+
+func parseStatement(spec string) (statementAt, error) {
 	m := statementSpec.FindStringSubmatch(spec)
 	if m == nil {
-		return nil, errorf("cannot read statement %q: bpftap takes FUNCTION@FILE:LINE, FUNCTION@FILE:FIRST-LAST or FUNCTION@FILE+N", spec)
+		return statementAt{}, errorf("cannot read statement %q: bpftap takes FUNCTION@FILE:LINE, FUNCTION@FILE:FIRST-LAST or FUNCTION@FILE+N", spec)
 	}
-	pattern, file := m[1], m[2]
+	st := statementAt{spec: spec, pattern: m[1], file: m[2]}
+	st.relative, _ = strconv.Atoi(m[5])
+	st.first, _ = strconv.Atoi(m[3])
+	st.last = st.first
+	if m[4] != "" {
+		st.last, _ = strconv.Atoi(m[4])
+	}
+	return st, nil
+}
+
+// where names the lines in messages.
+func (st statementAt) where() string {
+	if st.relative > 0 {
+		return fmt.Sprintf("line +%d (from the declaration)", st.relative)
+	}
+	return "line " + lineRange(st.first, st.last)
+}
+
+// lines are the line table's first addresses of the statement's lines
+// (not a relative one's); with nearest, those of the first line after
+// them that has code when none has.
+func (st statementAt) lines(dbg *debuginfo.File, nearest bool) ([]debuginfo.Line, error) {
+	lines, err := dbg.Lines(st.file, st.first, st.last)
+	if err == nil && len(lines) == 0 && nearest {
+		lines, err = nearestLines(dbg, st.file, st.last)
+	}
+	return lines, err
+}
+
+// noLine is the "no match" of a statement whose lines have no code in a
+// function its pattern matches.
+func (st statementAt) noLine(dbg *debuginfo.File) error {
+	return &Error{Msg: "no match", detail: func() string {
+		return fmt.Sprintf(" (the line table of %s has no %s of a file matching %s in a function matching %s)", dbg.DebugPath, st.where(), st.file, st.pattern)
+	}}
+}
+
+func statementsOnFile(k KernelInfo, objects *objectCache, p *Point, path string, prologue *syntax.Block) ([]*Point, error) {
+	st, err := parseStatement(p.Arg("statement").(*syntax.StringLit).Value)
+	if err != nil {
+		return nil, err
+	}
 	obj, regs, err := debugObject(objects, path)
 	if err != nil {
 		return nil, err
 	}
 	dbg, err := objects.debug.open(path)
 	if err != nil {
-		return nil, errorf("cannot probe statement %q: %v", spec, err)
+		return nil, errorf("cannot probe statement %q: %v", st.spec, err)
 	}
 	var lines []debuginfo.Line
-	var where string
-	if m[5] != "" {
-		n, _ := strconv.Atoi(m[5])
-		lines, err = relativeLines(dbg, obj, pattern, file, n)
-		where = fmt.Sprintf("line +%d (from the declaration)", n)
+	if st.relative > 0 {
+		lines, err = relativeLines(dbg, obj, st.pattern, st.file, st.relative)
 	} else {
-		first, _ := strconv.Atoi(m[3])
-		last := first
-		if m[4] != "" {
-			last, _ = strconv.Atoi(m[4])
-		}
-		lines, err = dbg.Lines(file, first, last)
-		if err == nil && len(lines) == 0 && hasComponent(p, "nearest") {
-			lines, err = nearestLines(dbg, file, last)
-		}
-		where = "line " + lineRange(first, last)
+		lines, err = st.lines(dbg, hasComponent(p, "nearest"))
 	}
 	if err != nil {
-		return nil, errorf("cannot probe statement %q: %v", spec, err)
+		return nil, errorf("cannot probe statement %q: %v", st.spec, err)
 	}
 	var out []*Point
 	for _, line := range lines {
 		fn, ok := containing(obj.Funcs, line.Addr)
-		if matched, _ := filepath.Match(pattern, fn.Name); !ok || !matched {
+		if matched, _ := filepath.Match(st.pattern, fn.Name); !ok || !matched {
 			continue
 		}
 		site := userSite{objects: objects, obj: obj, regs: regs, fn: fn, addr: line.Addr, event: fn.Name}
@@ -98,9 +133,7 @@ func statementsOnFile(k KernelInfo, objects *objectCache, p *Point, path string,
 		out = append(out, q)
 	}
 	if len(out) == 0 {
-		return nil, &Error{Msg: "no match", detail: func() string {
-			return fmt.Sprintf(" (the line table of %s has no %s of a file ending in %s in a function matching %s)", dbg.DebugPath, where, file, pattern)
-		}}
+		return nil, st.noLine(dbg)
 	}
 	return out, nil
 }
@@ -119,7 +152,7 @@ func relativeLines(dbg *debuginfo.File, obj *elfsym.Object, pattern, file string
 		if matched, _ := filepath.Match(pattern, fn.Name); !ok || !matched {
 			continue
 		}
-		lines, err := dbg.Lines(file, decl+n, decl+n)
+		lines, err := dbg.Lines(file, decl.Line+n, decl.Line+n)
 		if err != nil {
 			return nil, err
 		}
@@ -216,7 +249,7 @@ func (s userSite) probe(k KernelInfo, p *Point, prologue *syntax.Block, componen
 	if err != nil {
 		return nil, err
 	}
-	q.Context.user = &userFunc{files: &s.objects.debug, obj: s.obj, fn: s.fn, regs: s.regs, at: s.addr}
+	q.Context.user = programFunc(&s.objects.debug, s.obj, s.fn, s.regs, s.addr)
 	return q, nil
 }
 

@@ -142,6 +142,8 @@ type Point struct {
 	BTFID  kernel.TypeID
 	// Uprobes: the function Event of the ELF file Path, at file Offset;
 	// PC is where stap's -p2 listing says it is (".dynamic+0x1149").
+	// A kprobe's Offset is from its function's start (a kernel
+	// statement's).
 	Path   string
 	Offset uint64
 	PC     string
@@ -346,10 +348,10 @@ type Loc struct {
 	// Const: the value is Value (a USDT operand $-5).
 	Const bool
 	Value int64
-	// User: the value is the Size bytes of user memory at the address
-	// User computes from the registers, sign-extended when Signed, 0
-	// when the memory cannot be read (as stap's user_intN functions);
-	// with Address, it is the address itself. A register is read as an
+	// User: the value is the Size bytes of user memory (the kernel's
+	// with User.Kernel) at the address User computes from the registers,
+	// sign-extended when Signed, 0 when the memory cannot be read (as
+	// stap's user_intN functions); with Address, it is the address itself. A register is read as an
 	// argument at its Offset is (through the pointer at Base when Deref).
 	User *UserAddr
 }
@@ -361,13 +363,17 @@ func (l Loc) Plain() bool {
 	return !l.Address && !l.DataLoc && !l.Deref && !l.Const && !l.Verdict && l.User == nil && l.Size == 8
 }
 
-// UserAddr is a user-space address computed from the registers of the
-// probed thread: Disp plus each term's register times its scale (a USDT
+// UserAddr is an address computed from the registers of the probed
+// thread, in user space unless Kernel: Disp plus each term's register
+// times its scale (a USDT
 // memory operand: -16(%rbp), 8(%rax,%rsi,4); sym(%rip) in PIE code is
 // ip plus the symbol's distance from the probed instruction).
 type UserAddr struct {
 	Disp  int64
 	Terms []RegTerm
+	// Kernel: the address is in the kernel's memory (a kernel statement's
+	// variable in its frame), not the probed program's.
+	Kernel bool
 }
 
 // RegTerm is a register, named by the offset of its slot in struct

@@ -10,6 +10,7 @@ import (
 	"encoding/binary"
 	"fmt"
 
+	"github.com/bpftap/bpftap/internal/debuginfo"
 	"github.com/bpftap/bpftap/internal/kernel"
 	"github.com/bpftap/bpftap/internal/probes/attach"
 	"github.com/bpftap/bpftap/internal/target"
@@ -32,6 +33,11 @@ func (k *Kernel) ModuleBTF(name string) (*kernel.BTF, error) {
 // Functions lists a few functions, none of which the fake BTF describes.
 func (k *Kernel) Functions() ([]*kernel.Function, error) {
 	return kernel.ParseFilterFunctions([]byte("vfs_read\nvfs_write\nnfs_read [nfs]\nstatic_twin\nstatic_twin\n")), nil
+}
+
+// Debuginfo says the fake kernel's debug package is not installed.
+func (k *Kernel) Debuginfo() (*debuginfo.File, error) {
+	return nil, &debuginfo.KernelMissingError{Release: "6.1.0-fake", Tried: []string{"/usr/lib/debug/boot/vmlinux-6.1.0-fake"}}
 }
 
 // Has says the fake kernel has every feature.

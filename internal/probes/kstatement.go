@@ -1,0 +1,129 @@
+package probes
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+	"runtime"
+	"strings"
+
+	"github.com/bpftap/bpftap/internal/arch"
+	"github.com/bpftap/bpftap/internal/debuginfo"
+	"github.com/bpftap/bpftap/internal/elfsym"
+	"github.com/bpftap/bpftap/internal/kernel"
+	"github.com/bpftap/bpftap/internal/probes/attach"
+	"github.com/bpftap/bpftap/internal/syntax"
+)
+
+// kernel.statement("FUNC@FILE:LINE") and FUNC@FILE:FIRST-LAST, with
+// .nearest: a kprobe at the first instruction of each source line the
+// kernel's DWARF line table places in a function FUNC matches (a
+// wildcard), from the kernel's debug package (KernelInfo.Debuginfo),
+// attached by the function's name and the line's offset in it, as stap
+// places them. Its $vars are the parameters and locals in scope there,
+// read from the kprobe's registers and the kernel's memory where the
+// DWARF's locations say (debugFunc, as a user statement's). The concrete
+// point names the function, the file as the DWARF names it and the line:
+// kernel.statement("vfs_read@fs/read_write.c:455").
+func kernelStatementFamily(k KernelInfo) *Family {
+	return &Family{Name: "kernel.statement", Paths: []string{"kernel.statement(string)", "kernel.statement(string).nearest"},
+		Kernel: true, Expand: func(p *Point) ([]*Point, error) { return kernelStatements(k, p) }}
+}
+
+func kernelStatements(k KernelInfo, p *Point) ([]*Point, error) {
+	st, err := parseStatement(p.Arg("statement").(*syntax.StringLit).Value)
+	if err != nil {
+		return nil, err
+	}
+	if st.relative > 0 {
+		return nil, errorf("cannot probe statement %q: bpftap takes FUNCTION@FILE+N in user programs only; name the line (FUNCTION@FILE:LINE)", st.spec)
+	}
+	regs := arch.Host()
+	if regs == nil {
+		return nil, errorf("bpftap has no register table for %s", runtime.GOARCH)
+	}
+	dbg, err := k.Debuginfo()
+	if err == nil {
+		var lines []debuginfo.Line
+		if lines, err = st.lines(dbg, hasComponent(p, "nearest")); err == nil {
+			return kernelLineProbes(k, p, st, dbg, regs, lines)
+		}
+	}
+	return nil, errorf("cannot probe statement %q: %v", st.spec, err)
+}
+
+// kernelLineProbes are the probes of point p on lines.
+func kernelLineProbes(k KernelInfo, p *Point, st statementAt, dbg *debuginfo.File, regs *arch.Regs, lines []debuginfo.Line) ([]*Point, error) {
+	fns, err := k.Functions()
+	if err != nil {
+		return nil, &Error{Msg: fmt.Sprintf("cannot list the kernel's functions: %v", err)}
+	}
+	symbols := kernelSymbols(fns)
+	var out []*Point
+	for _, line := range lines {
+		entry, name, err := dbg.EntryContaining(line.Addr)
+		if errors.Is(err, debuginfo.ErrNoFunction) {
+			continue
+		}
+		if err != nil {
+			return nil, errorf("cannot probe statement %q: %v", st.spec, err)
+		}
+		if matched, _ := filepath.Match(st.pattern, name); !matched {
+			continue
+		}
+		symbol, err := symbols.of(name)
+		if err != nil {
+			return nil, errorf("cannot probe statement %s@%s:%d: %v", name, line.File, line.Line, err)
+		}
+		a := &attach.Point{Kind: attach.Kprobe, Event: symbol, Offset: line.Addr - entry, Regs: true, Func: &attach.Func{Name: symbol}}
+		if len(out) == 0 {
+			if err := k.Attachable(a); err != nil {
+				return nil, &Error{Msg: err.Error()}
+			}
+		}
+		q := concretePoint(p, "statement", fmt.Sprintf("%s@%s:%d", name, line.File, line.Line))
+		q.Context = &Context{kernel: k, Attach: a, user: &debugFunc{open: k.Debuginfo, object: "the kernel",
+			fn: elfsym.Func{Name: name, Addr: entry}, regs: regs, at: line.Addr}}
+		out = append(out, q)
+	}
+	if len(out) == 0 {
+		return nil, st.noLine(dbg)
+	}
+	return out, nil
+}
+
+// kernelSymbolTable tells the name a kprobe attaches to a function by:
+// its own, or the one copy the compiler made of it (name.isra.0,
+// name.constprop.0), as the kernel's symbols list them.
+type kernelSymbolTable map[string][]*kernel.Function
+
+func kernelSymbols(fns []*kernel.Function) kernelSymbolTable {
+	t := kernelSymbolTable{}
+	for _, fn := range fns {
+		if fn.Module == "" {
+			base, _, _ := strings.Cut(fn.Name, ".")
+			t[base] = append(t[base], fn)
+		}
+	}
+	return t
+}
+
+func (t kernelSymbolTable) of(name string) (string, error) {
+	var found []string
+	for _, fn := range t[name] {
+		if fn.Shared {
+			return "", fmt.Errorf("several kernel functions are named %s, which a kprobe attaches to by name", fn.Name)
+		}
+		if fn.Name == name {
+			return name, nil
+		}
+		found = append(found, fn.Name)
+	}
+	if len(found) == 1 {
+		return found[0], nil
+	}
+	if len(found) > 1 {
+		return "", fmt.Errorf("the compiler made several copies of %s (%s)", name, strings.Join(found, ", "))
+	}
+	return "", fmt.Errorf("%s is not among the functions the kernel lets probes attach to (available_filter_functions)", name)
+}
