@@ -74,7 +74,11 @@ type File struct {
 	frames    []byte            // Path's .eh_frame
 	framesAt  uint64            // its address
 	indexOnce sync.Once
-	funcs     map[uint64]dwarf.Offset // subprograms by entry address
+	symOnce   sync.Once
+	piecesMu  sync.Mutex
+	pieces    map[dwarf.Offset][]functionPiece // unitFunctions, by unit
+	funcSyms  map[string][]uint64              // FunctionSymbols
+	funcs     map[uint64]dwarf.Offset          // subprograms by entry address
 	units     map[dwarf.Offset]*unit
 	indexErr  error
 }
@@ -210,3 +214,25 @@ var ErrNoType = errors.New("no DWARF entry defines the type")
 // ErrNoVariable says that the DWARF places no such variable at a static
 // address.
 var ErrNoVariable = errors.New("no DWARF entry places the variable at a static address")
+
+// FunctionSymbols are the link-time addresses the symbol table of the
+// debug file gives the functions named name (several for static
+// functions of different files), read once: where a probe names a
+// function, its unit is found without reading the others.
+func (f *File) FunctionSymbols(name string) []uint64 {
+	f.symOnce.Do(func() {
+		f.funcSyms = map[string][]uint64{}
+		e, err := elf.Open(f.DebugPath)
+		if err != nil {
+			return
+		}
+		defer e.Close()
+		syms, _ := e.Symbols()
+		for _, sym := range syms {
+			if elf.ST_TYPE(sym.Info) == elf.STT_FUNC && sym.Value != 0 {
+				f.funcSyms[sym.Name] = append(f.funcSyms[sym.Name], sym.Value)
+			}
+		}
+	})
+	return f.funcSyms[name]
+}

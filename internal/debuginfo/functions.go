@@ -161,28 +161,77 @@ func (f *File) unitVersion(off dwarf.Offset) int {
 
 // EntryContaining is the entry address and the name of the function
 // whose code holds the link-time address pc (a statement's): the
-// function a probe there is on.
+// function a probe there is on. Each unit's functions are read once.
 func (f *File) EntryContaining(pc uint64) (uint64, string, error) {
+	if p, ok := f.pieceAt(pc); ok { // in a unit read already
+		return p.entry, p.name, nil
+	}
 	r := f.data.Reader()
-	switch _, err := r.SeekPC(pc); {
+	cu, err := r.SeekPC(pc)
+	switch {
 	case errors.Is(err, dwarf.ErrUnknownPC):
 		return 0, "", ErrNoFunction
 	case err != nil:
 		return 0, "", fmt.Errorf("%s: %w", f.DebugPath, err)
 	}
-	e, err := f.findSubprogram(r, func(e *dwarf.Entry) bool {
+	if err := f.unitFunctions(r, cu); err != nil {
+		return 0, "", err
+	}
+	if p, ok := f.pieceAt(pc); ok {
+		return p.entry, p.name, nil
+	}
+	return 0, "", ErrNoFunction
+}
+
+// pieceAt is the piece of the units read so far that holds pc.
+func (f *File) pieceAt(pc uint64) (functionPiece, bool) {
+	f.piecesMu.Lock()
+	defer f.piecesMu.Unlock()
+	for _, pieces := range f.pieces {
+		for _, p := range pieces {
+			if p.low <= pc && pc < p.high {
+				return p, true
+			}
+		}
+	}
+	return functionPiece{}, false
+}
+
+// functionPiece is a range of a function's code.
+type functionPiece struct {
+	low, high, entry uint64
+	name             string
+}
+
+// unitFunctions reads the pieces of the functions of the unit cu, r at
+// its first child, once.
+func (f *File) unitFunctions(r *dwarf.Reader, cu *dwarf.Entry) error {
+	f.piecesMu.Lock()
+	defer f.piecesMu.Unlock()
+	if _, ok := f.pieces[cu.Offset]; ok {
+		return nil
+	}
+	var pieces []functionPiece
+	_, err := f.findSubprogram(r, func(e *dwarf.Entry) bool {
+		entry, ok := f.subprogramEntry(e)
 		ranges, err := f.data.Ranges(e)
-		return err == nil && slices.ContainsFunc(ranges, func(r [2]uint64) bool { return r[0] <= pc && pc < r[1] })
+		if !ok || err != nil {
+			return false
+		}
+		name, _ := f.origin(e).Val(dwarf.AttrName).(string)
+		for _, rg := range ranges {
+			pieces = append(pieces, functionPiece{low: rg[0], high: rg[1], entry: entry, name: name})
+		}
+		return false
 	})
-	if err != nil || e == nil {
-		return 0, "", cmp.Or(err, ErrNoFunction)
+	if err != nil {
+		return fmt.Errorf("%s: %w", f.DebugPath, err)
 	}
-	entry, ok := f.subprogramEntry(e)
-	if !ok {
-		return 0, "", ErrNoFunction
+	if f.pieces == nil {
+		f.pieces = map[dwarf.Offset][]functionPiece{}
 	}
-	name, _ := f.origin(e).Val(dwarf.AttrName).(string)
-	return entry, name, nil
+	f.pieces[cu.Offset] = pieces
+	return nil
 }
 
 // FunctionAt is the function whose code starts at the link-time address

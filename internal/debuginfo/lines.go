@@ -76,19 +76,46 @@ func (f *File) Lines(file string, first, last int) ([]Line, error) {
 		if cu.Children {
 			r.SkipChildren()
 		}
-		if cu.Tag != dwarf.TagCompileUnit {
-			continue
-		}
-		lr, err := f.data.LineReader(cu)
-		if err != nil || lr == nil || !pattern.matchesAny(lr.Files()) {
-			continue
-		}
-		lines, err := linesIn(lr, pattern, first, last)
+		lines, err := f.unitLines(cu, pattern, first, last)
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", f.DebugPath, err)
+			return nil, err
 		}
 		out = append(out, lines...)
 	}
+}
+
+// LinesNear are the Lines of the one unit whose code holds pc (a
+// function's entry): a function's lines, found without reading every
+// unit's line table (a kernel has thousands).
+func (f *File) LinesNear(pc uint64, file string, first, last int) ([]Line, error) {
+	r := f.data.Reader()
+	cu, err := r.SeekPC(pc)
+	switch {
+	case errors.Is(err, dwarf.ErrUnknownPC):
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("%s: %w", f.DebugPath, err)
+	}
+	lines, err := f.unitLines(cu, NewFilePattern(file), first, last)
+	slices.SortFunc(lines, func(a, b Line) int { return cmp.Compare(a.Addr, b.Addr) })
+	return lines, err
+}
+
+// unitLines are the Lines of the unit cu, none when its line table names
+// no file pattern matches.
+func (f *File) unitLines(cu *dwarf.Entry, pattern FilePattern, first, last int) ([]Line, error) {
+	if cu.Tag != dwarf.TagCompileUnit {
+		return nil, nil
+	}
+	lr, err := f.data.LineReader(cu)
+	if err != nil || lr == nil || !pattern.matchesAny(lr.Files()) {
+		return nil, nil
+	}
+	lines, err := linesIn(lr, pattern, first, last)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", f.DebugPath, err)
+	}
+	return lines, nil
 }
 
 // linesIn reads one unit's line table for Lines: the lowest address of

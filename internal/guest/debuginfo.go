@@ -38,14 +38,9 @@ func (img *Image) Debuginfo() (string, error) {
 		return "", err
 	}
 	defer os.RemoveAll(tmp)
-	opts, err := aptOptions(tmp, img.Sources, img.Arch)
+	opts, err := img.apt(tmp)
 	if err != nil {
 		return "", err
-	}
-	if img.Sources != "" {
-		if _, err := run(tmp, "apt-get", append(opts, "-qq", "update")...); err != nil {
-			return "", fmt.Errorf("%w: %v", ErrUnavailable, err)
-		}
 	}
 	pkg := filepath.Base(img.Dir) + "-dbg"
 	if _, err := run(tmp, "apt-get", append(opts, "-qq", "download", pkg)...); err != nil {

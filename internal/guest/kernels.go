@@ -198,19 +198,29 @@ func (k Kernel) image(dir string) *Image {
 	return img
 }
 
-// download puts the kernel's .deb in dir and returns the package's name.
-func (k Kernel) download(dir string) (string, error) {
+// apt readies apt to fetch k's suite's packages into dir (its lists
+// updated where the suite is not the host's) and returns its options.
+func (k Kernel) apt(dir string) ([]string, error) {
 	if _, err := exec.LookPath("apt-get"); err != nil {
-		return "", fmt.Errorf("%w: no apt-get to fetch Debian %s's kernel", ErrUnavailable, k.Suite)
+		return nil, fmt.Errorf("%w: no apt-get to fetch Debian %s's kernel", ErrUnavailable, k.Suite)
 	}
 	opts, err := aptOptions(dir, k.Sources, k.Arch)
 	if err != nil {
-		return "", err
+		return nil, err
 	}
 	if k.Sources != "" {
 		if _, err := run(dir, "apt-get", append(opts, "-qq", "update")...); err != nil {
-			return "", fmt.Errorf("%w: %v", ErrUnavailable, err)
+			return nil, fmt.Errorf("%w: %v", ErrUnavailable, err)
 		}
+	}
+	return opts, nil
+}
+
+// download puts the kernel's .deb in dir and returns the package's name.
+func (k Kernel) download(dir string) (string, error) {
+	opts, err := k.apt(dir)
+	if err != nil {
+		return "", err
 	}
 	meta := "linux-image-" + k.Arch.Name
 	show, err := run(dir, "apt-cache", append(opts, "show", "--no-all-versions", meta)...)

@@ -45,11 +45,34 @@ func kernelStatements(k KernelInfo, p *Point) ([]*Point, error) {
 	dbg, err := k.Debuginfo()
 	if err == nil {
 		var lines []debuginfo.Line
-		if lines, err = st.lines(dbg, hasComponent(p, "nearest")); err == nil {
+		if lines, err = kernelLines(dbg, st, hasComponent(p, "nearest")); err == nil {
 			return kernelLineProbes(k, p, st, dbg, regs, lines)
 		}
 	}
 	return nil, errorf("cannot probe statement %q: %v", st.spec, err)
+}
+
+// kernelLines are the addresses of the statement's lines: for a function
+// named without a wildcard, in the units that hold its code only (the
+// symbol table says where), not the kernel's thousands.
+func kernelLines(dbg *debuginfo.File, st statementAt, nearest bool) ([]debuginfo.Line, error) {
+	entries := dbg.FunctionSymbols(st.pattern)
+	if strings.ContainsAny(st.pattern, "*?[") || len(entries) == 0 {
+		return st.lines(dbg, nearest)
+	}
+	var out []debuginfo.Line
+	for _, entry := range entries {
+		lines, err := dbg.LinesNear(entry, st.file, st.first, st.last)
+		if err == nil && len(lines) == 0 && nearest {
+			lines, err = dbg.LinesNear(entry, st.file, st.last+1, st.last+nearestSpan)
+			lines = nearestOf(lines)
+		}
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, lines...)
+	}
+	return out, nil
 }
 
 // kernelLineProbes are the probes of point p on lines.

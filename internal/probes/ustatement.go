@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"maps"
+	"math"
 	"path/filepath"
 	"regexp"
 	"runtime"
@@ -44,9 +45,9 @@ func processStatementFamily(k KernelInfo, cfg Config, objects *objectCache) *Fam
 		}}
 }
 
-// statementSpec is FUNC@FILE:LINE[-LAST], or FUNC@FILE+N (N lines after
-// the line the function is declared at).
-var statementSpec = regexp.MustCompile(`^([^@]+)@([^:+]+)(?::(\d+)(?:-(\d+))?|\+(\d+))$`)
+// statementSpec is FUNC@FILE:LINE[-LAST], FUNC@FILE:* (every line), or
+// FUNC@FILE+N (N lines after the line the function is declared at).
+var statementSpec = regexp.MustCompile(`^([^@]+)@([^:+]+)(?::(\d+|\*)(?:-(\d+))?|\+(\d+))$`)
 
 // statementAt is a statement probe's FUNC@FILE:FIRST[-LAST] or
 // FUNC@FILE+N (relative: N; 0 for the others).
@@ -58,13 +59,18 @@ type statementAt struct {
 func parseStatement(spec string) (statementAt, error) {
 	m := statementSpec.FindStringSubmatch(spec)
 	if m == nil {
-		return statementAt{}, errorf("cannot read statement %q: bpftap takes FUNCTION@FILE:LINE, FUNCTION@FILE:FIRST-LAST or FUNCTION@FILE+N", spec)
+		return statementAt{}, errorf("cannot read statement %q: bpftap takes FUNCTION@FILE:LINE, FUNCTION@FILE:FIRST-LAST, FUNCTION@FILE:* or FUNCTION@FILE+N", spec)
 	}
 	st := statementAt{spec: spec, pattern: m[1], file: m[2]}
 	st.relative, _ = strconv.Atoi(m[5])
 	st.first, _ = strconv.Atoi(m[3])
 	st.last = st.first
-	if m[4] != "" {
+	switch {
+	case m[3] == "*" && m[4] != "":
+		return statementAt{}, errorf("cannot read statement %q: a range of lines is FIRST-LAST, every line *", spec)
+	case m[3] == "*":
+		st.first, st.last = 1, math.MaxInt32
+	case m[4] != "":
 		st.last, _ = strconv.Atoi(m[4])
 	}
 	return st, nil
@@ -72,8 +78,11 @@ func parseStatement(spec string) (statementAt, error) {
 
 // where names the lines in messages.
 func (st statementAt) where() string {
-	if st.relative > 0 {
+	switch {
+	case st.relative > 0:
 		return fmt.Sprintf("line +%d (from the declaration)", st.relative)
+	case st.last == math.MaxInt32:
+		return "line"
 	}
 	return "line " + lineRange(st.first, st.last)
 }
@@ -197,11 +206,16 @@ const nearestSpan = 100
 // line that has code, in the files ending with file.
 func nearestLines(dbg *debuginfo.File, file string, line int) ([]debuginfo.Line, error) {
 	lines, err := dbg.Lines(file, line+1, line+nearestSpan)
-	if err != nil || len(lines) == 0 {
-		return nil, err
+	return nearestOf(lines), err
+}
+
+// nearestOf keeps of lines those of the lowest line number.
+func nearestOf(lines []debuginfo.Line) []debuginfo.Line {
+	if len(lines) == 0 {
+		return nil
 	}
 	next := slices.MinFunc(lines, func(a, b debuginfo.Line) int { return cmp.Compare(a.Line, b.Line) }).Line
-	return slices.DeleteFunc(lines, func(l debuginfo.Line) bool { return l.Line != next }), nil
+	return slices.DeleteFunc(lines, func(l debuginfo.Line) bool { return l.Line != next })
 }
 
 func lineRange(first, last int) string {
