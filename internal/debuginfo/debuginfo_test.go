@@ -16,11 +16,17 @@ import (
 // build compiles testdata/run/cprogs/request.c with gcc's flags into dir.
 func build(t *testing.T, dir, name string, flags ...string) string {
 	t.Helper()
+	return buildFrom(t, dir, name, "request.c", flags...)
+}
+
+// buildFrom compiles testdata/run/cprogs/src with gcc's flags into dir.
+func buildFrom(t *testing.T, dir, name, src string, flags ...string) string {
+	t.Helper()
 	if _, err := exec.LookPath("gcc"); err != nil {
 		t.Fatalf("gcc is needed to build the test programs: %v", err)
 	}
 	out := filepath.Join(dir, name)
-	args := append(append([]string{}, flags...), "-o", out, "../../testdata/run/cprogs/request.c")
+	args := append(append([]string{}, flags...), "-o", out, "../../testdata/run/cprogs/"+src)
 	if msg, err := exec.Command("gcc", args...).CombinedOutput(); err != nil {
 		t.Fatalf("gcc %v: %v\n%s", args, err, msg)
 	}
@@ -206,4 +212,66 @@ func buildIDOf(t *testing.T, path string) []byte {
 		t.Fatal("no build ID")
 	}
 	return id
+}
+
+// TestStatementSites finds what a statement probe on a line is on, as
+// kernel.statement does in a vmlinux: the function whose code holds the
+// line (EntryContaining), the lines of one function's unit (LinesNear,
+// from the symbol table's address), and the inlined copy holding a line
+// (InlinedIn, Holds).
+func TestStatementSites(t *testing.T) {
+	dir := t.TempDir()
+	path := build(t, dir, "request_O2", "-O2", "-g")
+	f, err := debuginfo.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	handle := symbol(t, path, "handle")
+	if got := f.FunctionSymbols("handle"); len(got) != 1 || got[0] != handle {
+		t.Fatalf("FunctionSymbols(handle) = %#x, want [%#x]", got, handle)
+	}
+	lines, err := f.LinesNear(handle, "request.c", 29, 29)
+	if err != nil || len(lines) == 0 {
+		t.Fatalf("LinesNear(handle, request.c:29) = %v, %v", lines, err)
+	}
+	for _, l := range lines {
+		entry, name, err := f.EntryContaining(l.Addr)
+		if err != nil || entry != handle || name != "handle" {
+			t.Errorf("EntryContaining(%#x, line 29) = %#x %s %v, want handle at %#x", l.Addr, entry, name, err, handle)
+		}
+	}
+	if _, _, err := f.EntryContaining(1); !errors.Is(err, debuginfo.ErrNoFunction) {
+		t.Errorf("EntryContaining(1): %v, want ErrNoFunction", err)
+	}
+
+	inl := buildFrom(t, dir, "inline", "inline.c", "-O2", "-g")
+	g, err := debuginfo.Open(inl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	main := symbol(t, inl, "main")
+	copies, err := g.InlinedIn(main, func(name string) bool { return name == "square" })
+	if err != nil || len(copies) != 2 {
+		t.Fatalf("InlinedIn(main, square) = %d copies, %v; want 2 (add_squares, inlined into main, inlines it twice)", len(copies), err)
+	}
+	// square's line: each of its addresses in main is in a copy (both
+	// start at one instruction)
+	body, err := g.LinesNear(main, "inline.c", 9, 9)
+	if err != nil || len(body) == 0 {
+		t.Fatalf("LinesNear(main, inline.c:9) = %v, %v", body, err)
+	}
+	for _, l := range body {
+		held := 0
+		for _, c := range copies {
+			if c.Holds(l.Addr) {
+				held++
+			}
+		}
+		if held == 0 {
+			t.Errorf("line 9 at %#x: held by no copy", l.Addr)
+		}
+	}
+	if copies[0].Holds(main - 1) {
+		t.Errorf("a copy holds an address before main")
+	}
 }

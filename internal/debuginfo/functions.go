@@ -22,10 +22,11 @@ type Function struct {
 	// Return is the type of its return value, 0 for void.
 	Return dwarf.Offset
 	// frame is the location of its frame base (DW_AT_frame_base), unit
-	// the compilation unit it is in.
-	frame location
-	unit  *unit
-	file  *File
+	// the compilation unit it is in; ranges an inlined copy's code.
+	frame  location
+	ranges [][2]uint64
+	unit   *unit
+	file   *File
 }
 
 // Var is a parameter or variable of a function.
@@ -571,6 +572,27 @@ func (f *File) Inlined(matches func(name string) bool) ([]*Function, error) {
 	return out, nil
 }
 
+// InlinedIn are the inlined copies of the functions whose names match
+// accepts in the function whose code starts at entry, its block alone
+// read (a kernel statement's line in a copy: the function it is in
+// holds the copy).
+func (f *File) InlinedIn(entry uint64, matches func(name string) bool) ([]*Function, error) {
+	r, e, u, err := f.subprogramAt(entry)
+	if err != nil || !e.Children {
+		return nil, err
+	}
+	host := &Function{unit: u, file: f, frame: f.locationOf(e, dwarf.AttrFrameBase)}
+	var out []*Function
+	return out, f.inlinedIn(r, host, matches, &out)
+}
+
+// Holds tells whether an inlined copy's code holds pc: one of its
+// ranges, or the empty range GCC gives a copy's entry (its location view:
+// copies interleaved with their caller's code start at one instruction).
+func (fn *Function) Holds(pc uint64) bool {
+	return slices.ContainsFunc(fn.ranges, func(r [2]uint64) bool { return r[0] <= pc && pc < r[1] || r[0] == r[1] && pc == r[0] })
+}
+
 // inlinedIn reads the entries of a function's block up to its end for
 // the inlined copies Inlined wants, host giving their frame base.
 func (f *File) inlinedIn(r *dwarf.Reader, host *Function, matches func(string) bool, out *[]*Function) error {
@@ -633,6 +655,7 @@ func (f *File) entryOf(e *dwarf.Entry) (uint64, bool) {
 func (f *File) inlinedCopy(e *dwarf.Entry, host *Function, name string, entry uint64) (*Function, error) {
 	fn := &Function{Name: name, Entry: entry, unit: host.unit, file: f, frame: host.frame}
 	fn.Return, _ = f.origin(e).Val(dwarf.AttrType).(dwarf.Offset)
+	fn.ranges, _ = f.data.Ranges(e)
 	if e.Children {
 		r := f.data.Reader()
 		r.Seek(e.Offset)

@@ -82,19 +82,27 @@ func kernelLineProbes(k KernelInfo, p *Point, st statementAt, dbg *debuginfo.Fil
 		return nil, &Error{Msg: fmt.Sprintf("cannot list the kernel's functions: %v", err)}
 	}
 	symbols := kernelSymbols(fns)
+	copies := inlinedCopies{dbg: dbg, pattern: st.pattern}
 	var out []*Point
 	for _, line := range lines {
-		entry, name, err := dbg.EntryContaining(line.Addr)
+		entry, host, err := dbg.EntryContaining(line.Addr)
 		if errors.Is(err, debuginfo.ErrNoFunction) {
 			continue
 		}
 		if err != nil {
 			return nil, errorf("cannot probe statement %q: %v", st.spec, err)
 		}
-		if matched, _ := filepath.Match(st.pattern, name); !matched {
-			continue
+		name, inline := host, (*debuginfo.Function)(nil)
+		if matched, _ := filepath.Match(st.pattern, host); !matched {
+			if inline, err = copies.holding(entry, line.Addr); inline == nil {
+				if err != nil {
+					return nil, errorf("cannot probe statement %q: %v", st.spec, err)
+				}
+				continue
+			}
+			name = inline.Name
 		}
-		symbol, err := symbols.of(name)
+		symbol, err := symbols.of(host)
 		if err != nil {
 			return nil, errorf("cannot probe statement %s@%s:%d: %v", name, line.File, line.Line, err)
 		}
@@ -106,13 +114,49 @@ func kernelLineProbes(k KernelInfo, p *Point, st statementAt, dbg *debuginfo.Fil
 		}
 		q := concretePoint(p, "statement", fmt.Sprintf("%s@%s:%d", name, line.File, line.Line))
 		q.Context = &Context{kernel: k, Attach: a, user: &debugFunc{open: k.Debuginfo, object: "the kernel",
-			fn: elfsym.Func{Name: name, Addr: entry}, regs: regs, at: line.Addr}}
+			fn: elfsym.Func{Name: host, Addr: entry}, regs: regs, at: line.Addr, inline: inline}}
 		out = append(out, q)
 	}
 	if len(out) == 0 {
 		return nil, st.noLine(dbg)
 	}
 	return out, nil
+}
+
+// inlinedCopies finds the inlined copies of the functions a statement's
+// pattern matches, by the function they are in, each function's read
+// once: stap's statement probes take the lines of a function's inlined
+// copies too (6.1's do_sys_open runs in open(2) and openat(2) as a copy).
+type inlinedCopies struct {
+	dbg     *debuginfo.File
+	pattern string
+	by      map[uint64][]*debuginfo.Function
+}
+
+// holding is the copy in the function at entry that holds pc, nil if none.
+func (c *inlinedCopies) holding(entry, pc uint64) (*debuginfo.Function, error) {
+	if c.by == nil {
+		c.by = map[uint64][]*debuginfo.Function{}
+	}
+	copies, ok := c.by[entry]
+	if !ok {
+		var err error
+		copies, err = c.dbg.InlinedIn(entry, func(name string) bool {
+			matched, _ := filepath.Match(c.pattern, name)
+			return matched
+		})
+		if err != nil {
+			return nil, err
+		}
+		c.by[entry] = copies
+	}
+	// the innermost: copies come outer first
+	for i := len(copies) - 1; i >= 0; i-- {
+		if copies[i].Holds(pc) {
+			return copies[i], nil
+		}
+	}
+	return nil, nil
 }
 
 // kernelSymbolTable tells the name a kprobe attaches to a function by:
