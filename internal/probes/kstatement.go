@@ -1,6 +1,7 @@
 package probes
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -84,6 +85,7 @@ func kernelLineProbes(k KernelInfo, p *Point, st statementAt, dbg *debuginfo.Fil
 	symbols := kernelSymbols(fns)
 	copies := inlinedCopies{dbg: dbg, pattern: st.pattern}
 	var out []*Point
+	var unreached error
 	for _, line := range lines {
 		entry, host, err := dbg.EntryContaining(line.Addr)
 		if errors.Is(err, debuginfo.ErrNoFunction) {
@@ -103,8 +105,9 @@ func kernelLineProbes(k KernelInfo, p *Point, st statementAt, dbg *debuginfo.Fil
 			name = inline.Name
 		}
 		symbol, err := symbols.of(host)
-		if err != nil {
-			return nil, errorf("cannot probe statement %s@%s:%d: %v", name, line.File, line.Line, err)
+		if err != nil { // another line may be in a function a kprobe reaches
+			unreached = cmp.Or(unreached, errorf("cannot probe statement %s@%s:%d: %v", name, line.File, line.Line, err))
+			continue
 		}
 		a := &attach.Point{Kind: attach.Kprobe, Event: symbol, Offset: line.Addr - entry, Regs: true, Func: &attach.Func{Name: symbol}}
 		if len(out) == 0 {
@@ -118,7 +121,7 @@ func kernelLineProbes(k KernelInfo, p *Point, st statementAt, dbg *debuginfo.Fil
 		out = append(out, q)
 	}
 	if len(out) == 0 {
-		return nil, st.noLine(dbg)
+		return nil, cmp.Or(unreached, st.noLine(dbg))
 	}
 	return out, nil
 }
