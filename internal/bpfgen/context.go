@@ -316,9 +316,10 @@ func (g *gen) register(dst asm.Register, loc attach.Loc, off int) {
 	g.emit(asm.LoadMem(dst, regCtx, int16(loc.Base), asm.DWord), asm.LoadMem(dst, dst, int16(off), asm.DWord))
 }
 
-// userArg loads an argument in user memory: its address, computed from
-// the registers (attach.UserAddr), or the Size bytes there, read with
-// bpf_probe_read_user, which leaves zeros when the memory cannot be read
+// userArg loads an argument in memory: its address, computed from the
+// registers (attach.UserAddr), or the Size bytes there, read with
+// bpf_probe_read_user (bpf_probe_read_kernel for the kernel's memory, a
+// kernel statement's frame), which leaves zeros when it cannot be read
 // (stap reads a marker's operand with user_intN, which returns 0).
 func (g *gen) userArg(loc attach.Loc) {
 	g.constant(asm.R0, loc.User.Disp)

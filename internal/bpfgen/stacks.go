@@ -655,11 +655,15 @@ func (g *gen) perfRegs() bool {
 }
 
 // addr is the address of the probed kernel function (bpf_get_func_ip,
-// exact where regs->ip is past the probe's own instruction), or the
-// interrupted instruction pointer, user or kernel.
+// exact where regs->ip is past the probe's own instruction), a kernel
+// statement's own address, or the interrupted instruction pointer, user
+// or kernel.
 func (g *gen) addr(c *syntax.Call) {
 	if a := g.ownProbe().Attach; a != nil && a.Func != nil && !a.User && (a.Func.Words > 0 || a.Func.Return == nil) {
 		g.funcIP(c, a)
+		if a.Offset != 0 {
+			g.emit(asm.Add.Imm(asm.R0, int32(a.Offset)))
+		}
 		return
 	}
 	if g.perfRegs() {
@@ -679,11 +683,12 @@ func (g *gen) funcAddr(c *syntax.Call) {
 
 // funcIP leaves in R0 the address of the kernel function the program at a
 // is attached to (c blamed should it be unknown): bpf_get_func_ip's (Linux
-// 5.15), or before it the
-// function's address in kallsyms, a constant of a program on one function
-// (a program on many needs kprobe-multi, which came after).
+// 5.15), or before it, and for a kprobe inside the function (a
+// statement's, where the helper gives 0), the function's address in
+// kallsyms, a constant of a program on one function (a program on many
+// needs kprobe-multi, which came after).
 func (g *gen) funcIP(c *syntax.Call, a *attach.Point) {
-	if g.m.has(target.FuncIP) || a.Set != nil {
+	if g.m.has(target.FuncIP) && a.Offset == 0 || a.Set != nil {
 		g.emit(asm.Mov.Reg(asm.R1, regCtx), asm.FnGetFuncIp.Call())
 		return
 	}

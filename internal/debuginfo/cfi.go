@@ -3,8 +3,14 @@ package debuginfo
 import "fmt"
 
 // cfa is the rule for the canonical frame address at pc, as the
-// program's .eh_frame gives it: a register's value plus an offset. Only
-// the rules a CFA takes matter here; the other registers' are skipped.
+// program's .eh_frame gives it (or, without one, the debug file's
+// .debug_frame, as a kernel's vmlinux has it): a register's value plus an
+// offset. Only the rules a CFA takes matter here; the other registers'
+// are skipped. The two sections differ in a few fields: .debug_frame
+// marks a CIE by the id 0xffffffff (.eh_frame: 0), an FDE points at its
+// CIE by offset from the section's start (.eh_frame: back from the
+// pointer), its addresses are absolute, and version 4 CIEs give the
+// address and segment sizes.
 func (f *File) cfa(pc uint64) (Location, error) {
 	fde, cie, err := f.frameEntry(pc)
 	if err != nil {
@@ -51,13 +57,17 @@ func (f *File) frameEntry(pc uint64) (*fde, *cie, error) {
 			break
 		}
 		if length == 0xffffffff {
-			return nil, nil, fmt.Errorf("%s: 64-bit .eh_frame records are not read", f.Path)
+			return nil, nil, fmt.Errorf("%s: 64-bit %s records are not read", f.Path, f.framesName())
 		}
 		next := b.off + int(length)
 		idAt := b.off
 		id := b.u32()
-		if id != 0 && next <= len(data) {
-			c, err := f.parseCIE(idAt - int(id))
+		if id != f.cieID() && next <= len(data) {
+			cieAt := idAt - int(id)
+			if f.debugFrame {
+				cieAt = int(id)
+			}
+			c, err := f.parseCIE(cieAt)
 			if err != nil {
 				return nil, nil, err
 			}
@@ -74,7 +84,22 @@ func (f *File) frameEntry(pc uint64) (*fde, *cie, error) {
 		}
 		off = next
 	}
-	return nil, nil, notHere("the program's call frame information (.eh_frame) does not cover %#x", pc)
+	return nil, nil, notHere("the call frame information of %s (%s) does not cover %#x", f.Path, f.framesName(), pc)
+}
+
+// cieID marks a CIE in the call frame section.
+func (f *File) cieID() uint32 {
+	if f.debugFrame {
+		return 0xffffffff
+	}
+	return 0
+}
+
+func (f *File) framesName() string {
+	if f.debugFrame {
+		return ".debug_frame"
+	}
+	return ".eh_frame"
 }
 
 // parseCIE reads the CIE whose length field is at off.
@@ -82,8 +107,8 @@ func (f *File) parseCIE(off int) (*cie, error) {
 	b := &buf{data: f.frames, off: off, order: f.order}
 	length := int(b.u32())
 	end := b.off + length
-	if b.u32() != 0 || end > len(f.frames) {
-		return nil, fmt.Errorf("%s: malformed .eh_frame CIE at %#x", f.Path, off)
+	if b.u32() != f.cieID() || end > len(f.frames) {
+		return nil, fmt.Errorf("%s: malformed %s CIE at %#x", f.Path, f.framesName(), off)
 	}
 	version := b.u8()
 	var aug []byte
@@ -95,6 +120,10 @@ func (f *File) parseCIE(off int) (*cie, error) {
 		aug = append(aug, c)
 	}
 	c := &cie{encoding: 0}
+	if f.debugFrame && version >= 4 {
+		b.u8() // address size
+		b.u8() // segment size
+	}
 	c.codeAlign, c.dataAlign = b.uleb(), b.sleb()
 	if version == 1 {
 		b.u8()
@@ -117,7 +146,7 @@ func (f *File) parseCIE(off int) (*cie, error) {
 		b.off = augEnd
 	}
 	if b.off > end {
-		return nil, fmt.Errorf("%s: malformed .eh_frame CIE at %#x", f.Path, off)
+		return nil, fmt.Errorf("%s: malformed %s CIE at %#x", f.Path, f.framesName(), off)
 	}
 	c.instructions = f.frames[b.off:end]
 	return c, nil

@@ -1,18 +1,21 @@
-// Package debuginfo reads what a user program's DWARF says about its
-// functions: where each parameter and the return value live when a probe
-// fires, and their C types, for $name, $name->member and typed $return in
-// process("P").function("F") probes.
+// Package debuginfo reads what a program's or the kernel's DWARF says
+// about its functions and lines: where each parameter and variable lives
+// when a probe fires, and their C types, for $name, $name->member and
+// typed $return in process("P").function("F") probes, the lines of
+// .statement probes, the functions FUNC@FILE names.
 //
 // The DWARF is the program's own or, when it was stripped, its separate
 // debug file, found as gdb finds it: by build ID
 // (/usr/lib/debug/.build-id/xx/rest.debug), then by the .gnu_debuglink
 // section's name beside the program, in its .debug directory and under
-// /usr/lib/debug. Go's debug/elf decompresses compressed sections and
-// debug/dwarf reads DWARF 4 and 5 entries, types and line tables; this
-// package adds what Go leaves out: location expressions and location
-// lists (.debug_loc, .debug_loclists), and the call frame information
-// (.eh_frame) that gives the canonical frame address DW_OP_call_frame_cfa
-// names.
+// /usr/lib/debug; the kernel's is its debug package's vmlinux (OpenKernel).
+// A linked file's sections are mapped, not copied (sections.go); Go's
+// debug/elf decompresses compressed ones and debug/dwarf reads DWARF 4
+// and 5 entries, types and line tables; this package adds what Go leaves
+// out: location expressions and location lists (.debug_loc,
+// .debug_loclists), and the call frame information (.eh_frame, or
+// .debug_frame) that gives the canonical frame address
+// DW_OP_call_frame_cfa names.
 //
 // A location is evaluated at one address, the probe's, to one of three
 // forms a BPF program can read from the registers the uprobe saw
@@ -33,6 +36,7 @@ package debuginfo
 
 import (
 	"bytes"
+	"cmp"
 	"debug/dwarf"
 	"debug/elf"
 	"encoding/binary"
@@ -40,6 +44,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"sync"
 )
 
@@ -71,16 +76,19 @@ type File struct {
 	order     binary.ByteOrder
 	ptrSize   int
 	sections  map[string][]byte // .debug_info, .debug_loc, .debug_loclists, .debug_addr of DebugPath
-	frames    []byte            // Path's .eh_frame
-	framesAt  uint64            // its address
-	indexOnce sync.Once
-	symOnce   sync.Once
-	piecesMu  sync.Mutex
-	pieces    map[dwarf.Offset][]functionPiece // unitFunctions, by unit
-	funcSyms  map[string][]uint64              // FunctionSymbols
-	funcs     map[uint64]dwarf.Offset          // subprograms by entry address
-	units     map[dwarf.Offset]*unit
-	indexErr  error
+	frames    []byte            // Path's .eh_frame, or DebugPath's .debug_frame
+	framesAt  uint64            // .eh_frame's address
+	// debugFrame: frames is a .debug_frame (cfi.go).
+	debugFrame bool
+	indexOnce  sync.Once
+	symOnce    sync.Once
+	piecesMu   sync.Mutex
+	pieces     map[dwarf.Offset][]functionPiece // unitFunctions, by unit
+	funcSyms   map[string][]uint64              // FunctionSymbols
+	funcCode   []funcSymbol                     // FunctionSymbolAt: by address
+	funcs      map[uint64]dwarf.Offset          // subprograms by entry address
+	units      map[dwarf.Offset]*unit
+	indexErr   error
 }
 
 // Open reads the DWARF of the program at path.
@@ -110,7 +118,30 @@ func Open(path string) (*File, error) {
 		defer debug.Close()
 		f.DebugPath = found
 	}
-	return f, f.load(debug)
+	if f.frames == nil {
+		if err := f.readDebugFrame(debug); err != nil {
+			return nil, err
+		}
+	}
+	if err := f.load(debug); err != nil {
+		return nil, err
+	}
+	return f, nil
+}
+
+// readDebugFrame takes the call frame information from the debug file's
+// .debug_frame: a kernel's, or a program's built without unwind tables.
+func (f *File) readDebugFrame(debug *elf.File) error {
+	s := debug.Section(".debug_frame")
+	if s == nil || s.Type == elf.SHT_NOBITS {
+		return nil
+	}
+	var err error
+	if f.frames, err = s.Data(); err != nil {
+		return fmt.Errorf("%s: .debug_frame: %w", f.DebugPath, err)
+	}
+	f.debugFrame = true
+	return nil
 }
 
 func newFile(path string, e *elf.File) *File {
@@ -217,9 +248,38 @@ var ErrNoVariable = errors.New("no DWARF entry places the variable at a static a
 
 // FunctionSymbols are the link-time addresses the symbol table of the
 // debug file gives the functions named name (several for static
-// functions of different files), read once: where a probe names a
-// function, its unit is found without reading the others.
+// functions of different files): where a probe names a function, its
+// unit is found without reading the others.
 func (f *File) FunctionSymbols(name string) []uint64 {
+	f.readSymbols()
+	return f.funcSyms[name]
+}
+
+// funcSymbol is a function symbol's code.
+type funcSymbol struct {
+	name        string
+	start, size uint64
+}
+
+// FunctionSymbolAt is the function symbol whose code holds pc, as the
+// kernel's symbols name it (foo, or the compiler's foo.part.0, foo.cold):
+// its name and address, and whether other function symbols share the
+// name (static functions of different files), which then names no one.
+func (f *File) FunctionSymbolAt(pc uint64) (name string, start uint64, shared bool, ok bool) {
+	f.readSymbols()
+	i, _ := slices.BinarySearchFunc(f.funcCode, pc, func(s funcSymbol, pc uint64) int { return cmp.Compare(s.start, pc+1) })
+	if i == 0 {
+		return "", 0, false, false
+	}
+	s := f.funcCode[i-1]
+	if pc >= s.start+max(s.size, 1) {
+		return "", 0, false, false
+	}
+	return s.name, s.start, len(f.funcSyms[s.name]) > 1, true
+}
+
+// readSymbols reads the function symbols of the debug file, once.
+func (f *File) readSymbols() {
 	f.symOnce.Do(func() {
 		f.funcSyms = map[string][]uint64{}
 		e, err := elf.Open(f.DebugPath)
@@ -231,8 +291,9 @@ func (f *File) FunctionSymbols(name string) []uint64 {
 		for _, sym := range syms {
 			if elf.ST_TYPE(sym.Info) == elf.STT_FUNC && sym.Value != 0 {
 				f.funcSyms[sym.Name] = append(f.funcSyms[sym.Name], sym.Value)
+				f.funcCode = append(f.funcCode, funcSymbol{name: sym.Name, start: sym.Value, size: sym.Size})
 			}
 		}
+		slices.SortFunc(f.funcCode, func(a, b funcSymbol) int { return cmp.Compare(a.start, b.start) })
 	})
-	return f.funcSyms[name]
 }

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -273,5 +274,36 @@ func TestStatementSites(t *testing.T) {
 	}
 	if copies[0].Holds(main - 1) {
 		t.Errorf("a copy holds an address before main")
+	}
+}
+
+// TestDebugFrame reads the canonical frame address from .debug_frame, as
+// in a kernel's vmlinux, which has no .eh_frame: a program built without
+// unwind tables, its .eh_frame (the C runtime's alone) removed. After
+// -O0's prologue the frame is the frame pointer's plus 16 (x86-64's rbp,
+// arm64's x29).
+func TestDebugFrame(t *testing.T) {
+	dir := t.TempDir()
+	built := build(t, dir, "built", "-O0", "-g", "-fno-asynchronous-unwind-tables", "-fno-unwind-tables")
+	path := filepath.Join(dir, "debug_frame_only")
+	if msg, err := exec.Command("objcopy", "--remove-section=.eh_frame", "--remove-section=.eh_frame_hdr", built, path).CombinedOutput(); err != nil {
+		t.Fatalf("objcopy: %v\n%s", err, msg)
+	}
+	f, err := debuginfo.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fn, err := f.FunctionAt(symbol(t, path, "handle"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pc, err := fn.AfterPrologue()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfa, err := fn.FrameAddress(pc)
+	fp := map[string]int{"amd64": 6, "arm64": 29}[runtime.GOARCH]
+	if err != nil || cfa.Reg != fp || cfa.Offset != 16 {
+		t.Errorf("the frame after handle's prologue: %+v, %v; want DWARF register %d plus 16", cfa, err, fp)
 	}
 }

@@ -26,18 +26,19 @@ func NewFilePattern(pattern string) FilePattern {
 			b.WriteString(`.*`)
 		case '?':
 			b.WriteString(`.`)
+		case '\\': // the next character as itself
+			if i+1 < len(pattern) {
+				i++
+			}
+			b.WriteString(regexp.QuoteMeta(string(pattern[i])))
 		case '[':
-			end := strings.IndexByte(pattern[i+1:], ']')
-			if end < 0 {
+			class, end, ok := shellClass(pattern, i)
+			if !ok {
 				b.WriteString(`\[`)
 				continue
 			}
-			class := pattern[i+1 : i+1+end]
-			if strings.HasPrefix(class, "!") {
-				class = "^" + class[1:]
-			}
-			b.WriteString("[" + strings.ReplaceAll(class, `\`, `\\`) + "]")
-			i += end + 1
+			b.WriteString(class)
+			i = end
 		default:
 			b.WriteString(regexp.QuoteMeta(string(c)))
 		}
@@ -48,6 +49,39 @@ func NewFilePattern(pattern string) FilePattern {
 		re = regexp.MustCompile(`^(?:.*/)?` + regexp.QuoteMeta(pattern) + `$`)
 	}
 	return FilePattern{re: re}
+}
+
+// shellClass translates the bracket expression at pattern[at] ([abc],
+// [!a-z], []x], [[:alpha:]]) to a regular expression's class, and gives
+// the index of its closing ']'; ok is false where none closes it.
+func shellClass(pattern string, at int) (class string, end int, ok bool) {
+	var b strings.Builder
+	b.WriteByte('[')
+	i := at + 1
+	if i < len(pattern) && (pattern[i] == '!' || pattern[i] == '^') {
+		b.WriteByte('^')
+		i++
+	}
+	for first := true; i < len(pattern); i, first = i+1, false {
+		c := pattern[i]
+		switch {
+		case c == ']' && !first:
+			return b.String() + "]", i, true
+		case c == '[' && strings.HasPrefix(pattern[i:], "[:"):
+			n := strings.Index(pattern[i+2:], ":]")
+			if n < 0 {
+				b.WriteString(`\[`)
+				continue
+			}
+			b.WriteString(pattern[i : i+n+4]) // [:alpha:], as Go's syntax has it
+			i += n + 3
+		case c == ']' || c == '[' || c == '\\':
+			b.WriteString(`\` + string(c))
+		default:
+			b.WriteByte(c)
+		}
+	}
+	return "", 0, false
 }
 
 // Matches tells whether a source file's name matches.

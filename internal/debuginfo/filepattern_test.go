@@ -21,6 +21,14 @@ func TestFilePattern(t *testing.T) {
 		{"block/blk-[!c]*.c", "/b/block/blk-mq.c", true},
 		{"a+b(c).c", "/x/a+b(c).c", true}, // regexp characters are themselves
 		{"weird[.c", "/x/weird[.c", true},
+		{"[]a].c", "/x/].c", true}, // ']' first in a class is itself
+		{"[]a].c", "/x/b.c", false},
+		{"[!]a].c", "/x/b.c", true},
+		{"[!]a].c", "/x/].c", false},
+		{"[[:digit:]].c", "/x/7.c", true},
+		{"[[:digit:]].c", "/x/x.c", false},
+		{`\*.c`, "/x/*.c", true}, // an escaped '*' is itself
+		{`\*.c`, "/x/a.c", false},
 	} {
 		if got := NewFilePattern(c.pattern).Matches(c.name); got != c.want {
 			t.Errorf("%q matches %q: %v, want %v", c.pattern, c.name, got, c.want)

@@ -47,7 +47,7 @@ func kernelDebugFiles(release string, id []byte) []string {
 // OpenKernel reads the DWARF of the running kernel, of release (uname's)
 // and build ID id (its notes; nil: not checked), from its debug file. A
 // debug file of another build is refused: its addresses are not this
-// kernel's.
+// kernel's (one without a build ID cannot be told, and is taken).
 func OpenKernel(release string, id []byte) (*File, error) {
 	missing := &KernelMissingError{Release: release, Tried: kernelDebugFiles(release, id)}
 	for _, path := range missing.Tried {
@@ -57,14 +57,19 @@ func OpenKernel(release string, id []byte) (*File, error) {
 		}
 		switch {
 		case !hasDWARF(e):
-		case id != nil && !bytes.Equal(buildID(e), id):
+		case id != nil && buildID(e) != nil && !bytes.Equal(buildID(e), id):
 			missing.Other = append(missing.Other, path)
 		default:
+			defer e.Close()
 			f := newFile("the kernel", e)
 			f.DebugPath = path
-			err = f.load(e)
-			e.Close()
-			return f, err
+			if err := f.readDebugFrame(e); err != nil {
+				return nil, err
+			}
+			if err := f.load(e); err != nil {
+				return nil, err
+			}
+			return f, nil
 		}
 		e.Close()
 	}

@@ -60,9 +60,11 @@ type Line struct {
 	Addr uint64
 }
 
-// Lines are the first addresses of the lines first..last of the source
-// files file matches (a FilePattern), each a statement's start in the
-// line table (is_stmt), in address order.
+// Lines are the addresses where the lines first..last of the source
+// files file matches (a FilePattern) start, each a statement's start in
+// the line table (is_stmt), in address order: a line may start at
+// several (in each function and inlined copy that has it, each part of
+// a loop), of which a probe takes the lowest in each function or copy.
 func (f *File) Lines(file string, first, last int) ([]Line, error) {
 	pattern := NewFilePattern(file)
 	var out []Line
@@ -118,11 +120,13 @@ func (f *File) unitLines(cu *dwarf.Entry, pattern FilePattern, first, last int) 
 	return lines, nil
 }
 
-// linesIn reads one unit's line table for Lines: the lowest address of
-// each line in each sequence.
+// linesIn reads one unit's line table for Lines: each statement row of
+// the lines asked. A line may start at several addresses: in each
+// function, each copy the compiler inlined, each part of a loop; the
+// callers keep the lowest of each function or copy.
 func linesIn(lr *dwarf.LineReader, pattern FilePattern, first, last int) ([]Line, error) {
 	var out []Line
-	seen := map[Line]bool{}
+	matches := map[*dwarf.LineFile]bool{}
 	var row dwarf.LineEntry
 	for {
 		if err := lr.Next(&row); err != nil {
@@ -131,18 +135,16 @@ func linesIn(lr *dwarf.LineReader, pattern FilePattern, first, last int) ([]Line
 			}
 			return nil, err
 		}
-		if row.EndSequence {
-			clear(seen)
+		if row.EndSequence || !row.IsStmt || row.File == nil || row.Line < first || row.Line > last {
 			continue
 		}
-		if !row.IsStmt || row.File == nil || row.Line < first || row.Line > last || !pattern.Matches(row.File.Name) {
-			continue
+		m, ok := matches[row.File]
+		if !ok {
+			m = pattern.Matches(row.File.Name)
+			matches[row.File] = m
 		}
-		key := Line{File: row.File.Name, Line: row.Line}
-		if !seen[key] {
-			seen[key] = true
-			key.Addr = row.Address
-			out = append(out, key)
+		if m {
+			out = append(out, Line{File: row.File.Name, Line: row.Line, Addr: row.Address})
 		}
 	}
 }

@@ -1,6 +1,7 @@
 package debuginfo
 
 import (
+	"cmp"
 	"debug/dwarf"
 	"debug/elf"
 	"fmt"
@@ -31,8 +32,8 @@ func readSections(path string, e *elf.File, wanted []string) (*dwarf.Data, map[s
 		return readAll(path, e, wanted)
 	}
 	mapped, err := mapFile(path)
-	if err != nil {
-		return nil, nil, err
+	if err != nil { // a file system that maps no files: read them
+		return readAll(path, e, wanted)
 	}
 	sec := map[string][]byte{}
 	for _, name := range append(append(sectionNames, dwarf5Sections...), wanted...) {
@@ -106,7 +107,9 @@ func pick(sec map[string][]byte, names []string) map[string][]byte {
 }
 
 // mapFile maps the file at path read-only for the life of the process:
-// the DWARF read from it refers to the mapping.
+// the DWARF read from it refers to the mapping. (A debug file truncated
+// while bpftap runs would end it with SIGBUS, as it would gdb or perf:
+// package managers replace files, they do not rewrite them in place.)
 func mapFile(path string) ([]byte, error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -115,14 +118,7 @@ func mapFile(path string) ([]byte, error) {
 	defer f.Close()
 	st, err := f.Stat()
 	if err != nil || st.Size() == 0 {
-		return nil, cmpError(err, fmt.Errorf("%s is empty", path))
+		return nil, cmp.Or(err, fmt.Errorf("%s is empty", path))
 	}
 	return unix.Mmap(int(f.Fd()), 0, int(st.Size()), unix.PROT_READ, unix.MAP_SHARED)
-}
-
-func cmpError(err, otherwise error) error {
-	if err != nil {
-		return err
-	}
-	return otherwise
 }

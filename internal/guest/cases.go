@@ -60,6 +60,9 @@ func ParseCase(name string, data []byte) (*Case, error) {
 	if c.Run == "" {
 		return nil, fmt.Errorf("%s: no run line", name)
 	}
+	if c.Debuginfo && !slices.Equal(c.Arches, []string{AMD64.Name}) {
+		return nil, fmt.Errorf("%s: the guests have the kernel's DWARF on amd64 only (debuginfo)", name)
+	}
 	for _, f := range ar.Files {
 		stream, kernel, _ := strings.Cut(f.Name, "@")
 		switch stream {

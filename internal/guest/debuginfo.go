@@ -53,8 +53,8 @@ func (img *Image) Debuginfo() (string, error) {
 	// tar stops at the first match: the rest of the 5-6 GB stream is
 	// modules' debug files (dpkg-deb then dies of the closed pipe)
 	vmlinux := "." + img.DebugPath()
-	extract := fmt.Sprintf("dpkg-deb --fsys-tarfile %q | tar -x --occurrence=1 -f - %q", debs[0], vmlinux)
-	if _, err := run(tmp, "sh", "-c", extract); err != nil {
+	extract := `dpkg-deb --fsys-tarfile "$1" | tar -x --occurrence=1 -f - "$2"`
+	if _, err := run(tmp, "sh", "-c", extract, "sh", debs[0], vmlinux); err != nil {
 		return "", err
 	}
 	if _, err := run(tmp, "objcopy", "--only-keep-debug", "--remove-section=.rela*", vmlinux, "vmlinux.debug"); err != nil {

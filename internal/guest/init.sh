@@ -119,7 +119,7 @@ for cmd in /cases/*.cmd; do
 	# the kernel's DWARF where the debug package puts it
 	# (/cases/NAME.debuginfo), for the cases that read it only
 	dbg=$(cat "/cases/$name.debuginfo" 2>/dev/null)
-	[ -z "$dbg" ] || { mkdir -p "${dbg%/*}" && ln -s /debuginfo/vmlinux "$dbg"; }
+	[ -z "$dbg" ] || { mkdir -p "${dbg%/*}" && ln -sf /debuginfo/vmlinux "$dbg"; }
 	before=$(echo $(pids))
 	(cd "/cases/$name" && load $mods && exec timeout "$limit" sh "$cmd") </dev/null >/tmp/stdout 2>/tmp/stderr
 	status=$?

@@ -31,6 +31,9 @@ func TestParseCase(t *testing.T) {
 	if err != nil || !both.RunsOn(arm612) || !both.RunsOn(k61) {
 		t.Errorf("arches amd64 arm64: %+v, %v", both, err)
 	}
+	if dbg, err := ParseCase("d", []byte("debuginfo\nrun true\n")); err != nil || !dbg.Debuginfo || c.Debuginfo {
+		t.Errorf("debuginfo: %+v, %v (and without it: %v)", dbg, err, c.Debuginfo)
+	}
 	if !slices.Equal(c.Modules, []string{"nfsd", "nfsv4"}) || c.Timeout != 600 {
 		t.Errorf("modules %v, timeout %d", c.Modules, c.Timeout)
 	}
@@ -54,7 +57,8 @@ func TestParseCase(t *testing.T) {
 		}
 	}
 	for _, bad := range []string{"", "run a\nrun b\n", "run a\nkernels 5.4\n", "run a\nstatus x\n", "run a\ntimeout 0\n", "run a\nfoo\n",
-		"run a\n-- stdout@7 --\n", "run a\n-- stdout.re --\n(\n", "run a\n-- ../x --\n", "run a\narches riscv64\n"} {
+		"run a\n-- stdout@7 --\n", "run a\n-- stdout.re --\n(\n", "run a\n-- ../x --\n", "run a\narches riscv64\n",
+		"run a\ndebuginfo\narches amd64 arm64\n", "run a\ndebuginfo yes\n"} {
 		if _, err := ParseCase("bad", []byte(bad)); err == nil {
 			t.Errorf("ParseCase accepted %q", bad)
 		}

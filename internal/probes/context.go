@@ -79,8 +79,9 @@ type Context struct {
 	// argsOfCall: the point fires as a call returns and its arguments are
 	// those the call was entered with (returnEvents).
 	argsOfCall bool
-	// user is a user function probe's function, whose DWARF loadDebug
-	// reads on first use into debug (userdebug.go).
+	// user is the function of a probe that reads DWARF (a user function
+	// or statement, a kernel statement), whose DWARF loadDebug reads on
+	// first use into debug (userdebug.go).
 	user  *debugFunc
 	debug debugState
 }

@@ -11,7 +11,6 @@ import (
 	"github.com/bpftap/bpftap/internal/arch"
 	"github.com/bpftap/bpftap/internal/debuginfo"
 	"github.com/bpftap/bpftap/internal/elfsym"
-	"github.com/bpftap/bpftap/internal/kernel"
 	"github.com/bpftap/bpftap/internal/probes/attach"
 	"github.com/bpftap/bpftap/internal/syntax"
 )
@@ -78,14 +77,10 @@ func kernelLines(dbg *debuginfo.File, st statementAt, nearest bool) ([]debuginfo
 
 // kernelLineProbes are the probes of point p on lines.
 func kernelLineProbes(k KernelInfo, p *Point, st statementAt, dbg *debuginfo.File, regs *arch.Regs, lines []debuginfo.Line) ([]*Point, error) {
-	fns, err := k.Functions()
-	if err != nil {
-		return nil, &Error{Msg: fmt.Sprintf("cannot list the kernel's functions: %v", err)}
-	}
-	symbols := kernelSymbols(fns)
 	copies := inlinedCopies{dbg: dbg, pattern: st.pattern}
 	var out []*Point
 	var unreached error
+	seen := map[lineIn]bool{}
 	for _, line := range lines {
 		entry, host, err := dbg.EntryContaining(line.Addr)
 		if errors.Is(err, debuginfo.ErrNoFunction) {
@@ -104,12 +99,19 @@ func kernelLineProbes(k KernelInfo, p *Point, st statementAt, dbg *debuginfo.Fil
 			}
 			name = inline.Name
 		}
-		symbol, err := symbols.of(host)
-		if err != nil { // another line may be in a function a kprobe reaches
-			unreached = cmp.Or(unreached, errorf("cannot probe statement %s@%s:%d: %v", name, line.File, line.Line, err))
+		if seen[lineIn{line.File, line.Line, entry, inline}] {
 			continue
 		}
-		a := &attach.Point{Kind: attach.Kprobe, Event: symbol, Offset: line.Addr - entry, Regs: true, Func: &attach.Func{Name: symbol}}
+		seen[lineIn{line.File, line.Line, entry, inline}] = true
+		// the kprobe is on the symbol whose code holds the line: the
+		// function, or a part the compiler split off (foo.part.0,
+		// foo.cold), as the kernel's symbols name them
+		symbol, start, shared, ok := dbg.FunctionSymbolAt(line.Addr)
+		if !ok || shared { // another line may be in a function a kprobe reaches
+			unreached = cmp.Or(unreached, errorf("cannot probe statement %s@%s:%d: %s", name, line.File, line.Line, unreachable(symbol, ok)))
+			continue
+		}
+		a := &attach.Point{Kind: attach.Kprobe, Event: symbol, Offset: line.Addr - start, Regs: true, Func: &attach.Func{Name: symbol}}
 		if len(out) == 0 {
 			if err := k.Attachable(a); err != nil {
 				return nil, &Error{Msg: err.Error()}
@@ -162,38 +164,10 @@ func (c *inlinedCopies) holding(entry, pc uint64) (*debuginfo.Function, error) {
 	return nil, nil
 }
 
-// kernelSymbolTable tells the name a kprobe attaches to a function by:
-// its own, or the one copy the compiler made of it (name.isra.0,
-// name.constprop.0), as the kernel's symbols list them.
-type kernelSymbolTable map[string][]*kernel.Function
-
-func kernelSymbols(fns []*kernel.Function) kernelSymbolTable {
-	t := kernelSymbolTable{}
-	for _, fn := range fns {
-		if fn.Module == "" {
-			base, _, _ := strings.Cut(fn.Name, ".")
-			t[base] = append(t[base], fn)
-		}
+// unreachable says why a kprobe cannot reach a line by its symbol's name.
+func unreachable(symbol string, found bool) string {
+	if !found {
+		return "the kernel's symbol table names no function there"
 	}
-	return t
-}
-
-func (t kernelSymbolTable) of(name string) (string, error) {
-	var found []string
-	for _, fn := range t[name] {
-		if fn.Shared {
-			return "", fmt.Errorf("several kernel functions are named %s, which a kprobe attaches to by name", fn.Name)
-		}
-		if fn.Name == name {
-			return name, nil
-		}
-		found = append(found, fn.Name)
-	}
-	if len(found) == 1 {
-		return found[0], nil
-	}
-	if len(found) > 1 {
-		return "", fmt.Errorf("the compiler made several copies of %s (%s)", name, strings.Join(found, ", "))
-	}
-	return "", fmt.Errorf("%s is not among the functions the kernel lets probes attach to (available_filter_functions)", name)
+	return fmt.Sprintf("several kernel functions are named %s, and a kprobe attaches by name", symbol)
 }

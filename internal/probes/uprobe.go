@@ -134,8 +134,8 @@ func uprobeOnFile(k KernelInfo, objects *objectCache, p *Point, path string, pro
 }
 
 // declaredIn keeps of fns those obj's DWARF declares in a source file
-// whose name ends with file ("app.c", "src/app.c"), at its line where file
-// ends with ":LINE": stap's function("NAME@FILE[:LINE]").
+// file matches ("app.c", "src/*.c": a debuginfo.FilePattern), at its
+// line where file ends with ":LINE": stap's function("NAME@FILE[:LINE]").
 func declaredIn(objects *objectCache, obj *elfsym.Object, file string, fns []elfsym.Func) ([]elfsym.Func, error) {
 	file, line, err := fileAndLine(file)
 	if err != nil {

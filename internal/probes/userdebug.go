@@ -386,7 +386,7 @@ func (c *Context) ReadsNoVars() { c.debug.unwanted = true }
 
 // AtVar resolves @var("NAME@FILE", "MODULE") with its chain in a user
 // function probe: a variable of static storage of the probed program,
-// found in its DWARF (in the compilation unit whose name ends with FILE,
+// found in its DWARF (in the compilation unit whose name FILE matches,
 // when given), read where the program was loaded: its link-time address
 // plus the distance from the probe's link-time address to the
 // instruction pointer, which is the probe's address as loaded.
@@ -395,7 +395,7 @@ func (c *Context) AtVar(x *syntax.AtVar) (*Access, *ContextError) {
 	case x.Pretty > 0:
 		return nil, ctxErr(-1, "pretty printing of @var is not supported by bpftap")
 	case c.user == nil || c.user.kernel():
-		return nil, ctxErr(-1, "unable to find global '%s': bpftap reads @var in process(...).function(...) probes, from the program's DWARF (a kernel global needs the kernel's debuginfo, which bpftap does not read)", x.Name)
+		return nil, ctxErr(-1, "unable to find global '%s': bpftap reads @var in process(...).function(...) probes, from the program's DWARF (bpftap does not read kernel globals from the kernel's debuginfo yet)", x.Name)
 	case x.Module != "" && !c.user.names(x.Module):
 		return nil, ctxErr(-1, "unable to find global '%s' in %s: bpftap reads @var in the program a probe is on (%s)", x.Name, x.Module, c.user.obj.Path)
 	}

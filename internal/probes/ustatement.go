@@ -19,8 +19,9 @@ import (
 )
 
 // process("PATH").statement("FUNC@FILE:LINE"): a uprobe at the first
-// instruction of each source line LINE (or each line of LINE-LAST) of the
-// files whose names end with FILE, in the functions FUNC matches (a
+// instruction of each source line LINE (each line of LINE-LAST, every
+// line for *) of the files FILE matches (a debuginfo.FilePattern), in
+// the functions FUNC matches (a
 // wildcard), as the program's DWARF line table places them; $vars are the
 // parameters and the locals in scope there (Context.loadDebug). The
 // concrete point names the function, the file as the DWARF names it and
@@ -129,11 +130,13 @@ func statementsOnFile(k KernelInfo, objects *objectCache, p *Point, path string,
 		return nil, errorf("cannot probe statement %q: %v", st.spec, err)
 	}
 	var out []*Point
+	seen := map[lineIn]bool{}
 	for _, line := range lines {
 		fn, ok := containing(obj.Funcs, line.Addr)
-		if matched, _ := filepath.Match(st.pattern, fn.Name); !ok || !matched {
+		if matched, _ := filepath.Match(st.pattern, fn.Name); !ok || !matched || seen[lineIn{line.File, line.Line, fn.Addr, nil}] {
 			continue
 		}
+		seen[lineIn{line.File, line.Line, fn.Addr, nil}] = true
 		site := userSite{objects: objects, obj: obj, regs: regs, fn: fn, addr: line.Addr, event: fn.Name}
 		q, err := site.probe(k, p, prologue, "statement", fmt.Sprintf("%s@%s:%d", fn.Name, line.File, line.Line), len(out) == 0)
 		if err != nil {
@@ -145,6 +148,16 @@ func statementsOnFile(k KernelInfo, objects *objectCache, p *Point, path string,
 		return nil, st.noLine(dbg)
 	}
 	return out, nil
+}
+
+// lineIn is a source line in a function (by its entry) or in an inlined
+// copy of one: a statement probe is on its lowest address there (the
+// lines come in address order).
+type lineIn struct {
+	file  string
+	line  int
+	entry uint64
+	copy  *debuginfo.Function
 }
 
 // relativeLines are, for FUNC@FILE+N, the first addresses of the line N
