@@ -195,7 +195,7 @@ func kernelDeclaredIn(k KernelInfo, p *Point, fns []*kernel.Function, file strin
 	if len(declared) == 0 {
 		return nil, &Error{Msg: "no match", detail: func() string {
 			return fmt.Sprintf(" (the kernel's DWARF (%s) declares no traceable function of those matched in a file matching %s%s)", dbg.DebugPath, file,
-				map[bool]string{true: fmt.Sprintf(" at line %d", line)}[line > 0])
+				atLine(line))
 		}}
 	}
 	return declared, nil

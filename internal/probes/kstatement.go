@@ -58,15 +58,13 @@ func kernelStatements(k KernelInfo, p *Point) ([]*Point, error) {
 func kernelLines(dbg *debuginfo.File, st statementAt, nearest bool) ([]debuginfo.Line, error) {
 	entries := dbg.FunctionSymbols(st.pattern)
 	if strings.ContainsAny(st.pattern, "*?[") || len(entries) == 0 {
-		return st.lines(dbg, nearest)
+		return st.lines(dbg.Lines, nearest)
 	}
 	var out []debuginfo.Line
 	for _, entry := range entries {
-		lines, err := dbg.LinesNear(entry, st.file, st.first, st.last)
-		if err == nil && len(lines) == 0 && nearest {
-			lines, err = dbg.LinesNear(entry, st.file, st.last+1, st.last+nearestSpan)
-			lines = nearestOf(lines)
-		}
+		lines, err := st.lines(func(file string, first, last int) ([]debuginfo.Line, error) {
+			return dbg.LinesNear(entry, file, first, last)
+		}, nearest)
 		if err != nil {
 			return nil, err
 		}

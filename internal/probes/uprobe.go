@@ -153,7 +153,7 @@ func declaredIn(objects *objectCache, obj *elfsym.Object, file string, fns []elf
 	if len(declared) == 0 {
 		return nil, &Error{Msg: "no match", detail: func() string {
 			return fmt.Sprintf(" (the DWARF of %s (%s) declares no function in a file matching %s%s)", obj.Path, dbg.DebugPath, file,
-				map[bool]string{true: fmt.Sprintf(" at line %d", line)}[line > 0])
+				atLine(line))
 		}}
 	}
 	return declared, nil
@@ -171,6 +171,14 @@ func fileAndLine(file string) (string, int, error) {
 		return "", 0, errorf("cannot read %q: bpftap takes NAME@FILE or NAME@FILE:LINE, LINE a number", file)
 	}
 	return name, line, nil
+}
+
+// atLine is " at line N" of a FUNC@FILE:LINE's messages, "" without a line.
+func atLine(line int) string {
+	if line == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" at line %d", line)
 }
 
 // splitIndirect separates the functions a probe matches from the

@@ -88,13 +88,15 @@ func (st statementAt) where() string {
 	return "line " + lineRange(st.first, st.last)
 }
 
-// lines are the line table's first addresses of the statement's lines
-// (not a relative one's); with nearest, those of the first line after
-// them that has code when none has.
-func (st statementAt) lines(dbg *debuginfo.File, nearest bool) ([]debuginfo.Line, error) {
-	lines, err := dbg.Lines(st.file, st.first, st.last)
+// lines are the line table's addresses of the statement's lines (not a
+// relative one's), as read reads them (debuginfo.File.Lines, or one
+// unit's); with nearest, those of the first line after them that has
+// code when none has.
+func (st statementAt) lines(read func(file string, first, last int) ([]debuginfo.Line, error), nearest bool) ([]debuginfo.Line, error) {
+	lines, err := read(st.file, st.first, st.last)
 	if err == nil && len(lines) == 0 && nearest {
-		lines, err = nearestLines(dbg, st.file, st.last)
+		lines, err = read(st.file, st.last+1, st.last+nearestSpan)
+		lines = nearestOf(lines)
 	}
 	return lines, err
 }
@@ -124,7 +126,7 @@ func statementsOnFile(k KernelInfo, objects *objectCache, p *Point, path string,
 	if st.relative > 0 {
 		lines, err = relativeLines(dbg, obj, st.pattern, st.file, st.relative)
 	} else {
-		lines, err = st.lines(dbg, hasComponent(p, "nearest"))
+		lines, err = st.lines(dbg.Lines, hasComponent(p, "nearest"))
 	}
 	if err != nil {
 		return nil, errorf("cannot probe statement %q: %v", st.spec, err)
@@ -214,13 +216,6 @@ func addressStatement(k KernelInfo, objects *objectCache, p *Point, path string,
 
 // nearestSpan is how many lines past the one asked .nearest looks.
 const nearestSpan = 100
-
-// nearestLines are, for .nearest, the addresses of the first line after
-// line that has code, in the files ending with file.
-func nearestLines(dbg *debuginfo.File, file string, line int) ([]debuginfo.Line, error) {
-	lines, err := dbg.Lines(file, line+1, line+nearestSpan)
-	return nearestOf(lines), err
-}
 
 // nearestOf keeps of lines those of the lowest line number.
 func nearestOf(lines []debuginfo.Line) []debuginfo.Line {
