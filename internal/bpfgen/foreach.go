@@ -77,7 +77,8 @@ func (g *gen) foreach(s *syntax.ForeachStmt) {
 	gl := g.m.global(id.Var)
 	smark, stack := g.scratchMark(), g.stack
 	var step func(brk string) int
-	if gl.Ring != nil {
+	ringOrder := gl.Ring != nil && s.SortDir == 0
+	if ringOrder {
 		step = g.ringStep(gl, s)
 	} else {
 		step = g.hashStep(gl, s)
@@ -107,7 +108,7 @@ func (g *gen) foreach(s *syntax.ForeachStmt) {
 			g.matchKeys(gl, s.Slice, keyAddr{regScratch, int32(key)}, slice, cont)
 		}
 		kept := -1
-		if gl.Ring == nil {
+		if !ringOrder {
 			kept = hashValue(gl, key)
 		}
 		g.bindElement(gl, s, key, kept)

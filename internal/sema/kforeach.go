@@ -11,8 +11,8 @@ import (
 // or "". The BPF back end walks a global's hash map in the order the
 // foreach asks (bpfgen/foreach.go); it cannot walk a histogram's buckets,
 // order by a string value (the bytes after its NUL are not cleared), sort
-// a wrapping array (whose ties keep the order its keys were added in), or
-// sort on @variance.
+// a wrapping array where ties are possible (they keep the order its keys
+// were added in), or sort on @variance.
 func foreachRefusal(n *syntax.ForeachStmt) string {
 	id, ok := n.Array.(*syntax.Ident)
 	if !ok || id.Var == nil {
@@ -22,14 +22,30 @@ func foreachRefusal(n *syntax.ForeachStmt) string {
 	switch {
 	case n.SortDir == 0:
 		return ""
-	case v.Wrap:
-		return tapset.UserSpaceOnly("sorted foreach over a wrapping array (%)")
+	case v.Wrap && !sortsOnOneKey(n):
+		return tapset.UserSpaceOnly("sorted foreach over a wrapping array (%) with ties (sort on one key and fix the others with a slice)")
 	case n.SortCol == 0 && v.Type == syntax.TypeString:
 		return tapset.UserSpaceOnly("sorted foreach on a string value")
 	case n.SortCol == 0 && n.SortAgg == "variance":
 		return tapset.UserSpaceOnly("sorted foreach on @variance")
 	}
 	return ""
+}
+
+// sortsOnOneKey tells whether n's order leaves no ties: it sorts on a key
+// column, and its slice fixes every other column. The kernel breaks ties
+// by the keys, the interpreter, over a wrapping array, by the order the
+// elements were added (speculative.stp's commit sorts [id, n] on n).
+func sortsOnOneKey(n *syntax.ForeachStmt) bool {
+	if n.SortCol == 0 || len(n.Slice) == 0 {
+		return false
+	}
+	for i, k := range n.Slice {
+		if _, star := k.(*syntax.Star); star && i+1 != n.SortCol {
+			return false
+		}
+	}
+	return true
 }
 
 // starKeys returns the keys of n that kernel probes may write as '*': those
