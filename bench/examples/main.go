@@ -53,6 +53,7 @@ func main() {
 	match := flag.String("match", "", "only the examples whose DIR/NAME this regular expression matches")
 	timeout := flag.Duration("timeout", 60*time.Second, "bound on one command")
 	out := flag.String("o", "", "write the report here too")
+	flag.BoolVar(&withDebuginfo, "debuginfo", false, "give the guests the kernel's DWARF, as Debian's debug package installs it")
 	flag.Parse()
 	if err := sweep(*dir, *kernels, *match, *guestAll || !*onHost, *onHost, *timeout, *out); err != nil {
 		fmt.Fprintln(os.Stderr, "examples:", err)
@@ -212,6 +213,9 @@ func runHost(script, dir, bin string) (map[string]outcome, error) {
 	return parseRun(string(stdout)), nil
 }
 
+// withDebuginfo gives the guests the kernel's DWARF (-debuginfo).
+var withDebuginfo bool
+
 // guestModules are the modules the guests load before the examples run:
 // the guest tests' own (binfmt_misc, the SCSI mid layer) and the NFS
 // server's, which network/nfsd* probe (nfsd, with sunrpc, grace, lockd,
@@ -255,6 +259,13 @@ func runGuest(name, script, dir, bin, work string, timeout time.Duration) (map[s
 		return nil, err
 	}
 	files["bench/examples.sh"] = script
+	if withDebuginfo {
+		dbg, err := img.Debuginfo()
+		if err != nil {
+			return nil, err
+		}
+		files[img.DebugPath()] = dbg
+	}
 	if err := os.WriteFile(wrapper, []byte("#!/bin/sh\nexec sh /bench/examples.sh /examples\n"), 0o755); err != nil {
 		return nil, err
 	}
