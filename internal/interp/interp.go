@@ -191,7 +191,8 @@ type Interp struct {
 	out         output.Writer // Config.Output
 	// commands system() queued, run after the handler's output
 	pendingCommands []string
-	pendingSwitch   bool // switch_file() was called (runCommands)
+	spec            speculations // speculative.go
+	pendingSwitch   bool         // switch_file() was called (runCommands)
 	errors          int
 	warned          map[string]bool
 	errorSeen       bool

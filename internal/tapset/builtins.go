@@ -239,6 +239,10 @@ var Builtins = index(
 	deferred(fn("warn", none, s("msg"))),
 	effects(fn("abort", none)),
 	deferred(fn("log", none, s("msg"))),
+	// speculative output, held in user space (interp/speculative.go)
+	deferred(fn("speculate", none, l("id"), s("output"))),
+	deferred(fn("commit", none, l("id"))),
+	deferred(fn("discard", none, l("id"))),
 	// strings (in kernel probes: bpfgen/strfuncs.go)
 	bpf(fn("strlen", long, s("s"))),
 	bpf(fn("substr", str, s("str"), l("start"), l("length"))),

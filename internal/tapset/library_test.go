@@ -251,10 +251,7 @@ var signatures = []string{
 	"sock_type_num2str:string(type:long)",
 	"sock_type_str2num:long(type:string)",
 	// speculative.stp
-	"speculation:long()",
-	"speculate(id:long,output:string)",
-	"discard(id:long)",
-	"commit(id:long)",
+	"speculation:long()", // speculate, discard and commit are builtins
 	// stopwatch.stp
 	"start_stopwatch(name:string)",
 	"stop_stopwatch(name:string)",
@@ -363,8 +360,6 @@ var kernelProbeOnly = map[string]bool{
 // stap too.
 var companions = map[string]string{
 	"qsq_start":        `qs_done("x");`,
-	"discard":          `speculate(1, "x");`,
-	"commit":           `speculate(1, "x");`,
 	"start_stopwatch":  `stop_stopwatch("x");`,
 	"delete_stopwatch": `print(read_stopwatch_ns("x"));`,
 }
