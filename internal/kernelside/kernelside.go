@@ -271,6 +271,7 @@ func (s *Session) Load() error {
 	if err := s.cfg.Kernel.Check(target.RingBuffer); err != nil {
 		return fmt.Errorf("ERROR: %w", target.For(err, "the output of kernel probes"))
 	}
+	bpfrt.ReserveDescriptors(len(s.mod.Maps()) + 3*len(s.progs)) // a program, its link and perf event
 	for _, p := range s.progs {
 		if err := bpfrt.CheckAttachPrivileges(p.Probe.Attach); err != nil {
 			return fmt.Errorf("ERROR: %w", err)
