@@ -298,11 +298,8 @@ func (g *gen) quotedCut(q quoting, done, fin string) {
 // quotedFault gives the address in cell addr, of memory that could not
 // be read, in hex (0x%x), as the quoted text.
 func (g *gen) quotedFault(c *syntax.Call, dst value, addr int) {
-	slot := g.pushSlot()
 	hex, _ := format.Compile("0x%x")
-	g.emit(asm.LoadMem(asm.R1, regScratch, int16(addr), asm.DWord), asm.StoreMem(asm.R10, slot, asm.R1, asm.DWord))
-	g.copyStr(dst, g.format(c, c.Name+"()", hex, func() []sprintArg { return []sprintArg{{slot: slot}} }))
-	g.popStack(8)
+	g.copyStr(dst, g.format(c, c.Name+"()", hex, func() []sprintArg { return []sprintArg{{cell: int16(addr)}} }))
 }
 
 // UnreadMap counts the strings in user memory that kernel probes could

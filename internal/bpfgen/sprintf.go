@@ -28,8 +28,9 @@ import (
 //	cells  longs: the position, the directive's width, precision, the
 //	       length of its text, a number's sign and value
 //
-// The arguments are evaluated first (longs to stack slots, strings to
-// scratch slots, as print does), then the directives run in order, then a
+// The arguments are evaluated first (longs to scratch cells, not to the
+// stack, which a pretty-printed $$parms$$ of 60 values would overflow;
+// strings to scratch slots, as print does), then the directives run in order, then a
 // NUL ends the result at min(position, L-1): a string value holds at most
 // L-1 bytes, and a NUL written earlier (%0s, %c of 0, a literal's \0)
 // ends it sooner, as it ends the interpreter's string.
@@ -86,10 +87,31 @@ type sprint struct {
 }
 
 // sprintArg is where an evaluated argument is: a string's slot or a
-// long's stack slot.
+// long's scratch cell (sprintLong).
 type sprintArg struct {
 	str  value
-	slot int16
+	cell int16
+}
+
+// sprintLong keeps the long in R0 in a scratch cell, a formatter's
+// argument.
+func (g *gen) sprintLong() sprintArg {
+	cell := int16(g.allocScratch(8))
+	g.emit(asm.StoreMem(regScratch, cell, asm.R0, asm.DWord))
+	return sprintArg{cell: cell}
+}
+
+// longAt is where a formatter reads a long: a scratch cell, or a number
+// subprogram's stack slot.
+type longAt struct {
+	base asm.Register
+	off  int16
+}
+
+func (a sprintArg) long() longAt { return longAt{regScratch, a.cell} }
+
+func (l longAt) load(dst asm.Register) asm.Instruction {
+	return asm.LoadMem(dst, l.base, l.off, asm.DWord)
 }
 
 // sprintf compiles a print-family call returning a string into a slot of
@@ -107,7 +129,32 @@ func (g *gen) sprintfInto(e *syntax.PrintCall, dst value) value {
 	if !g.sprintable(e, f) {
 		return g.strSlot(8)
 	}
-	return g.formatInto(e, e.Name+"()", f, func() []sprintArg { return g.sprintArgs(e.Args) }, dst)
+	format := func() value {
+		return g.formatInto(e, e.Name+"()", f, func() []sprintArg { return g.sprintArgs(e.Args) }, dst)
+	}
+	if e.OnFault == "" {
+		return format()
+	}
+	return g.onFault(e.OnFault, format)
+}
+
+// onFault compiles the string value of compute, or text where an error
+// raised in it jumps (a try block of its own: try.go).
+func (g *gen) onFault(text string, compute func() value) value {
+	t := &tryBlock{catch: g.newLabel("fault")}
+	g.tries = append(g.tries, t)
+	stack := g.stack
+	v := compute()
+	g.tries = g.tries[:len(g.tries)-1]
+	if t.used {
+		done := g.newLabel("end_fault")
+		g.emit(asm.Ja.Label(done))
+		g.mark(t.catch)
+		g.stack = stack
+		g.storeLit(v.off, []byte(text))
+		g.mark(done)
+	}
+	return v
 }
 
 // format renders f into a new slot of MAXSTRINGLEN bytes with the
@@ -162,10 +209,8 @@ func (g *gen) contextString(e syntax.Expr, acc *probes.Access) value {
 	return g.format(e, syntax.ExprString(e), f, func() []sprintArg {
 		var out []sprintArg
 		for _, a := range acc.Args {
-			slot := g.pushSlot()
 			g.loadArg(a.Param)
-			g.emit(asm.StoreMem(asm.R10, slot, asm.R0, asm.DWord))
-			out = append(out, sprintArg{slot: slot})
+			out = append(out, g.sprintLong())
 		}
 		return out
 	})
@@ -197,9 +242,7 @@ func (g *gen) sprintArgs(args []syntax.Expr) []sprintArg {
 			continue
 		}
 		g.long(a)
-		slot := g.pushSlot()
-		g.emit(asm.StoreMem(asm.R10, slot, asm.R0, asm.DWord))
-		out = append(out, sprintArg{slot: slot})
+		out = append(out, g.sprintLong())
 	}
 	return out
 }
@@ -231,9 +274,9 @@ func (s *sprint) run(f *format.Format, args []sprintArg) {
 		case 's':
 			s.str(d, a.str)
 		case 'c':
-			s.char(d, a.slot)
+			s.char(d, a.long())
 		default:
-			s.numberCall(d, a.slot)
+			s.numberCall(d, a.long())
 		}
 	}
 	s.terminate()
@@ -327,7 +370,7 @@ func (s *sprint) clamp(cell int, fromArg bool, static int, take func() sprintArg
 	if fromArg {
 		nonneg := g.newLabel("sp_nonneg")
 		g.emit(
-			asm.LoadMem(asm.R0, asm.R10, take().slot, asm.DWord),
+			asm.LoadMem(asm.R0, regScratch, take().cell, asm.DWord),
 			asm.LSh.Imm(asm.R0, 32),
 			asm.ArSh.Imm(asm.R0, 32),
 			asm.JSGE.Imm(asm.R0, 0, nonneg),
@@ -551,10 +594,10 @@ func (s *sprint) plainStr(v value) {
 // char writes a %c: the argument's low byte, or under '#' its C escape
 // (the runtime's rules: \' \\ and the letter escapes of control
 // characters, \ooo for the other bytes outside printable ASCII).
-func (s *sprint) char(d format.Directive, slot int16) {
+func (s *sprint) char(d format.Directive, v longAt) {
 	g := s.g
 	g.emit(
-		asm.LoadMem(asm.R0, asm.R10, slot, asm.DWord),
+		v.load(asm.R0),
 		asm.And.Imm(asm.R0, 0xff),
 	)
 	if d.Flags&format.FlagSpecial != 0 {
@@ -636,12 +679,12 @@ func base(verb byte) int {
 // number writes an integer conversion as the runtime's number() does
 // (format.appendNumber): [spaces] [sign] [0x or 0 under '#'] [zeros to the
 // width under '0'] [zeros to the precision] digits [spaces under '-'].
-func (s *sprint) number(d format.Directive, slot int16) {
+func (s *sprint) number(d format.Directive, v longAt) {
 	flags := d.Flags
 	if s.isLeft {
 		flags &^= format.FlagZero
 	}
-	s.digits(d, slot)
+	s.digits(d, v)
 	b := base(d.Verb)
 	var prefix []byte
 	if flags&format.FlagSpecial != 0 && b != 10 {
@@ -726,9 +769,9 @@ func (s *sprint) putSign() {
 // %d and %i) go to the cells, then a loop of at most 22 divisions writes
 // the digits right to left, ending the stage's first digitRoom bytes, and
 // their count to cellLen.
-func (s *sprint) digits(d format.Directive, slot int16) {
+func (s *sprint) digits(d format.Directive, v longAt) {
 	g := s.g
-	g.emit(asm.LoadMem(asm.R1, asm.R10, slot, asm.DWord))
+	g.emit(v.load(asm.R1))
 	s.store(cellNum, asm.R1)
 	if d.Flags&format.FlagSign != 0 {
 		var sign int32

@@ -520,16 +520,16 @@ const workSize = 2*digitRoom + len(digitTable) + cellsSize
 
 // numberCall compiles an integer conversion as a call of its shape's
 // subprogram (inline when the formatter's work area is not contiguous).
-func (s *sprint) numberCall(d format.Directive, slot int16) {
+func (s *sprint) numberCall(d format.Directive, v longAt) {
 	g := s.g
 	scalar := g.m.scalarCalls()
 	if s.table != s.stage+2*digitRoom || s.cells != s.table+len(digitTable) ||
 		scalar && (g.unknownBase || s.outReg != regScratch || s.work != regScratch) {
-		s.number(d, slot)
+		s.number(d, v)
 		return
 	}
 	sp := s.numberSubprog(d)
-	g.emit(asm.LoadMem(asm.R0, asm.R10, slot, asm.DWord))
+	g.emit(v.load(asm.R0))
 	s.store(cellNum, asm.R0) // reloaded from the map: a scalar, even if it was a pointer
 	s.load(asm.R3, cellNum)
 	if scalar {
@@ -564,7 +564,7 @@ func (s *sprint) numberSubprog(d format.Directive) *subprog {
 		cs := *s
 		cs.g, cs.outReg, cs.work = c, regRec, regScratch
 		cs.out, cs.stage, cs.table, cs.cells = 0, 0, 2*digitRoom, 2*digitRoom+len(digitTable)
-		cs.number(d, slot)
+		cs.number(d, longAt{asm.R10, slot})
 		c.emit(asm.Mov.Imm(asm.R0, 0), asm.Return())
 		return func() {
 			done := c.newLabel("null")

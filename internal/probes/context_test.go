@@ -124,14 +124,28 @@ func TestPretty(t *testing.T) {
 			t.Fatalf("%s: %v", expr, err)
 		}
 		x := file.Decls[0].(*syntax.ProbeDecl).Body.Stmts[0].(*syntax.ExprStmt).X.(*syntax.Assign).RHS.(*syntax.TargetVar)
-		format, args, ok := ctx.Pretty(x)
+		e, ok := ctx.Pretty(x)
 		if !ok {
 			return "refused"
 		}
-		var texts []string
-		for _, a := range args {
+		return prettyString(e.(*syntax.PrintCall))
+	})
+}
+
+// prettyString is "FORMAT | ARGS" of a pretty-printing sprintf, a
+// variable's own (in $$parms$) in brackets with its OnFault text.
+func prettyString(e *syntax.PrintCall) string {
+	var texts []string
+	for _, a := range e.Args {
+		if inner, ok := a.(*syntax.PrintCall); ok {
+			texts = append(texts, "["+prettyString(inner)+"]")
+		} else {
 			texts = append(texts, syntax.ExprString(a))
 		}
-		return format + " | " + strings.Join(texts, ", ")
-	})
+	}
+	s := e.Format.Value + " | " + strings.Join(texts, ", ")
+	if e.OnFault != "" {
+		s += " or " + e.OnFault
+	}
+	return s
 }

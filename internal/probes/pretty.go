@@ -27,23 +27,23 @@ import (
 //     its type), an unsigned `%u`, a float `?`.
 //
 // A variable takes at most prettyArgs values, as in stap; its remaining
-// members are "...". Where stap catches a fault in the members' reads and
-// prints "ERROR", bpftap's read raises the fault as any member read does.
+// members are "...". As in stap, a variable whose reads fault (a NULL
+// pointer's members) is "ERROR": each variable's sprintf has OnFault.
 
 // prettyArgs is how many values one pretty-printed variable reads.
 const prettyArgs = 32
 
 // Pretty expands the pretty-printed context expression x ($var$, $var$$,
-// $$parms$, ...) into the format and the arguments of a sprintf computing
-// it. ok is false where the point has no such expression or no BTF types
-// for it: x then resolves (Var) to the error saying why.
-func (c *Context) Pretty(x *syntax.TargetVar) (format string, args []syntax.Expr, ok bool) {
+// $$parms$, ...) into the sprintf computing it. ok is false where the
+// point has no such expression or no BTF types for it: x then resolves
+// (Var) to the error saying why.
+func (c *Context) Pretty(x *syntax.TargetVar) (syntax.Expr, bool) {
 	if x.Pretty == 0 || x.AddrOf || c.Attach.Provider != "" || c.loadFields() != nil || c.loadDebug() != nil {
-		return "", nil, false
+		return nil, false
 	}
 	btf, err := c.btf()
 	if err != nil {
-		return "", nil, false
+		return nil, false
 	}
 	p := &prettyPrinter{btf: btf, full: x.Pretty > 1, at: x.Pos}
 	switch x.Name {
@@ -54,21 +54,21 @@ func (c *Context) Pretty(x *syntax.TargetVar) (format string, args []syntax.Expr
 		})
 	case "$$locals":
 		if c.debug.types == nil {
-			return "", nil, false
+			return nil, false
 		}
 		return p.params(c, func(name string) bool { return c.debug.locals[name] })
 	case "$$return":
 		if _, _, has := c.Attach.Arg("return"); !has || c.Attach.Func == nil || len(x.Components) > 0 {
-			return "", nil, false
+			return nil, false
 		}
 		return p.params(c, func(name string) bool { return name == "return" })
 	}
 	if strings.HasPrefix(x.Name, "$$") {
-		return "", nil, false
+		return nil, false
 	}
 	_, arg, found := c.Attach.Arg(strings.TrimPrefix(x.Name, "$"))
 	if !found || arg.Type == 0 {
-		return "", nil, false
+		return nil, false
 	}
 	t := arg.Type
 	if len(x.Components) > 0 {
@@ -78,12 +78,23 @@ func (c *Context) Pretty(x *syntax.TargetVar) (format string, args []syntax.Expr
 		}
 		path, err := btf.Resolve(t, steps)
 		if err != nil {
-			return "", nil, false
+			return nil, false
 		}
 		t = path.Type
 	}
 	p.variable(x.Name, x.Components, t)
-	return p.format.String(), p.args, true
+	return p.sprintf(onFault), true
+}
+
+// onFault is a pretty-printed variable whose reads fault, as stap prints it.
+const onFault = "ERROR"
+
+// sprintf is the call that prints what p wrote, onFault where a read faults
+// ("": the faults are raised).
+func (p *prettyPrinter) sprintf(onFault string) syntax.Expr {
+	at := syntax.Typed{Pos: p.at}
+	return &syntax.PrintCall{Typed: at, Name: "sprintf", Format: &syntax.StringLit{Typed: at, Value: p.format.String()},
+		Args: p.args, OnFault: onFault}
 }
 
 // prettyPrinter builds the format and the arguments of one expansion.
@@ -99,8 +110,9 @@ type prettyPrinter struct {
 	args   []syntax.Expr
 }
 
-// params prints the point's arguments that keep keeps, "name=VALUE" each.
-func (p *prettyPrinter) params(c *Context, keep func(string) bool) (string, []syntax.Expr, bool) {
+// params prints the point's arguments that keep keeps, "name=VALUE" each,
+// a variable's VALUE its own sprintf, "ERROR" where its reads fault.
+func (p *prettyPrinter) params(c *Context, keep func(string) bool) (syntax.Expr, bool) {
 	first := true
 	for _, a := range c.Attach.Args {
 		if a.Hidden || !keep(a.Name) {
@@ -119,9 +131,27 @@ func (p *prettyPrinter) params(c *Context, keep func(string) bool) (string, []sy
 			p.push("%#x", &syntax.TargetVar{Typed: syntax.Typed{Pos: p.at}, Name: "$" + a.Name})
 			continue
 		}
-		p.variable("$"+a.Name, nil, a.Type)
+		v := &prettyPrinter{btf: p.btf, full: p.full, at: p.at}
+		v.variable("$"+a.Name, nil, a.Type)
+		if v.reads() {
+			p.push("%s", v.sprintf(onFault))
+		} else { // its value alone: nothing to fault
+			p.format.WriteString(v.format.String())
+			p.args = append(p.args, v.args...)
+		}
 	}
-	return p.format.String(), p.args, true
+	return p.sprintf(""), true
+}
+
+// reads tells whether what p prints reads memory (a member, an element,
+// a string), which may fault.
+func (p *prettyPrinter) reads() bool {
+	for _, a := range p.args {
+		if v, ok := a.(*syntax.TargetVar); !ok || len(v.Components) > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // variable prints the variable name (with its chain comps) of type t.

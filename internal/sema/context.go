@@ -59,12 +59,10 @@ func (s *scope) expandPretty(body *syntax.Block) {
 		if !ok || v.Pretty == 0 {
 			return nil
 		}
-		format, args, ok := s.ctx.Pretty(v)
-		if !ok {
-			return nil
+		if pretty, ok := s.ctx.Pretty(v); ok {
+			return pretty
 		}
-		at := syntax.Typed{Pos: v.Pos}
-		return &syntax.PrintCall{Typed: at, Name: "sprintf", Format: &syntax.StringLit{Typed: at, Value: format}, Args: args}
+		return nil
 	})
 }
 

@@ -382,6 +382,10 @@ type (
 		Format *StringLit // printf/sprintf only
 		Delim  *StringLit // printd/printdln/sprintd/sprintdln only
 		Args   []Expr
+		// OnFault, where not "", is sprintf's value when reading an
+		// argument faults, in place of the error: stap's pretty printing
+		// of a context variable ($var$, each of $$parms$) gives "ERROR".
+		OnFault string
 	}
 	// StatOp is a statistics extractor: @count, @sum, @min, @max, @avg, @variance.
 	StatOp struct {
