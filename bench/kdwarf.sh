@@ -15,7 +15,7 @@ bin=$(mktemp -d /tmp/bpftap-kdwarf.XXXXXX)
 trap 'rm -rf "$bin"' EXIT
 go build -o "$bin/kdwarf" ./bench/kdwarf
 cat "$vmlinux" >/dev/null # in the page cache, as after the first run
-ops="goopen open declared statement wide"
+ops="goopen open declared statement wide readwrite global inline"
 for r in $(seq "$rounds"); do
 	for op in $ops; do "$bin/kdwarf" -op "$op" "$vmlinux"; done
 done >"$bin/out"

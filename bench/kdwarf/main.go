@@ -10,7 +10,11 @@
 // the peer), declared (open and the functions of fs/proc*.c), statement
 // (open and the lines of vfs_read@fs/read_write.c:* with their functions
 // and variables), wide (open and the lines of every function of
-// fs/read_write.c, the unit read whole).
+// fs/read_write.c, the unit read whole), readwrite (open and the functions
+// of fs/read_write.c, the kernel.function("*@fs/read_write.c")),
+// global (open and @var("max_threads") from kernel_clone's unit, and
+// jiffies, which the DWARF only declares, from the first unit with it),
+// inline (open and every inlined copy of do_sys_open, every unit read).
 package main
 
 import (
@@ -26,7 +30,7 @@ import (
 )
 
 func main() {
-	op := flag.String("op", "open", "open, goopen, declared, statement or wide")
+	op := flag.String("op", "open", "open, goopen, declared, statement, wide, readwrite, global or inline")
 	flag.Parse()
 	if flag.NArg() != 1 {
 		fmt.Fprintln(os.Stderr, "usage: kdwarf -op OP VMLINUX")
@@ -67,6 +71,14 @@ func run(op, path string) (int, error) {
 	case "wide":
 		lines, err := f.Lines("fs/read_write.c", 1, math.MaxInt32)
 		return len(lines), err
+	case "readwrite":
+		d, err := f.Declared("fs/read_write.c", 0)
+		return len(d), err
+	case "global":
+		return globals(f)
+	case "inline":
+		copies, err := f.Inlined(func(name string) bool { return name == "do_sys_open" })
+		return len(copies), err
 	}
 	return 0, fmt.Errorf("unknown op %q", op)
 }
@@ -97,4 +109,18 @@ func statement(f *debuginfo.File, fn, file string) (int, error) {
 		}
 	}
 	return n, nil
+}
+
+// globals finds what @var("max_threads") in a probe on kernel_clone and
+// @var("jiffies") elsewhere find.
+func globals(f *debuginfo.File) (int, error) {
+	entries := f.FunctionSymbols("kernel_clone")
+	if len(entries) != 1 {
+		return 0, fmt.Errorf("%d functions kernel_clone", len(entries))
+	}
+	if _, err := f.GlobalAt("max_threads", entries[0]); err != nil {
+		return 0, err
+	}
+	_, err := f.Global("jiffies", "")
+	return 2, err
 }

@@ -661,7 +661,7 @@ func (g *gen) perfRegs() bool {
 func (g *gen) addr(c *syntax.Call) {
 	if a := g.ownProbe().Attach; a != nil && a.Func != nil && !a.User && (a.Func.Words > 0 || a.Func.Return == nil) {
 		g.funcIP(c, a)
-		if a.Offset != 0 {
+		if a.Offset != 0 && !a.Func.FromEvent {
 			g.emit(asm.Add.Imm(asm.R0, int32(a.Offset)))
 		}
 		return
@@ -686,7 +686,9 @@ func (g *gen) funcAddr(c *syntax.Call) {
 // 5.15), or before it, and for a kprobe inside the function (a
 // statement's, where the helper gives 0), the function's address in
 // kallsyms, a constant of a program on one function (a program on many
-// needs kprobe-multi, which came after).
+// needs kprobe-multi, which came after), or the symbol's a function
+// whose name others share is measured from (attach.Func.FromEvent) plus
+// its offset.
 func (g *gen) funcIP(c *syntax.Call, a *attach.Point) {
 	if g.m.has(target.FuncIP) && a.Offset == 0 || a.Set != nil {
 		g.emit(asm.Mov.Reg(asm.R1, regCtx), asm.FnGetFuncIp.Call())
@@ -696,6 +698,9 @@ func (g *gen) funcIP(c *syntax.Call, a *attach.Point) {
 	if !ok {
 		g.needs(c.Position(), target.FuncIP, c.Name+"() on "+a.Event+" (not in /proc/kallsyms)")
 		return
+	}
+	if a.Func.FromEvent {
+		addr += a.Offset
 	}
 	g.constant(asm.R0, int64(addr))
 }

@@ -37,7 +37,7 @@ func (kprobe) prepare(_ *attach.Point, attr *progLoadAttr) error {
 
 func (k kprobe) attach(prog *ebpf.Program, p *attach.Point) (io.Closer, error) {
 	if k.ret {
-		return link.Kretprobe(p.Event, prog, &link.KprobeOptions{RetprobeMaxActive: p.MaxActive})
+		return link.Kretprobe(p.Event, prog, &link.KprobeOptions{RetprobeMaxActive: p.MaxActive, Offset: p.Offset})
 	}
 	return link.Kprobe(p.Event, prog, &link.KprobeOptions{Offset: p.Offset})
 }

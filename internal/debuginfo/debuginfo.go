@@ -72,12 +72,17 @@ type File struct {
 	// DebugPath is the file the DWARF was read from: Path or its
 	// separate debug file.
 	DebugPath string
-	data      *dwarf.Data
-	order     binary.ByteOrder
-	ptrSize   int
-	sections  map[string][]byte // .debug_info, .debug_loc, .debug_loclists, .debug_addr of DebugPath
-	frames    []byte            // Path's .eh_frame, or DebugPath's .debug_frame
-	framesAt  uint64            // .eh_frame's address
+	// LoadOffset, for the running kernel's DWARF (kernel.Debuginfo), is
+	// how far the kernel was moved from its link-time addresses when it
+	// was loaded (KASLR), which a global's address adds.
+	LoadOffset func() (int64, error)
+
+	data     *dwarf.Data
+	order    binary.ByteOrder
+	ptrSize  int
+	sections map[string][]byte // .debug_info, .debug_loc, .debug_loclists, .debug_addr of DebugPath
+	frames   []byte            // Path's .eh_frame, or DebugPath's .debug_frame
+	framesAt uint64            // .eh_frame's address
 	// debugFrame: frames is a .debug_frame (cfi.go).
 	debugFrame bool
 	indexOnce  sync.Once
@@ -86,6 +91,8 @@ type File struct {
 	pieces     map[dwarf.Offset][]functionPiece // unitFunctions, by unit
 	funcSyms   map[string][]uint64              // FunctionSymbols
 	funcCode   []funcSymbol                     // FunctionSymbolAt: by address
+	dataSyms   map[string]uint64                // DataSymbol
+	perCPU     [2]uint64                        // the kernel's .data..percpu, from first to last address
 	funcs      map[uint64]dwarf.Offset          // subprograms by entry address
 	units      map[dwarf.Offset]*unit
 	indexErr   error
@@ -278,7 +285,17 @@ func (f *File) FunctionSymbolAt(pc uint64) (name string, start uint64, shared bo
 	return s.name, s.start, len(f.funcSyms[s.name]) > 1, true
 }
 
-// readSymbols reads the function symbols of the debug file, once.
+// DataSymbol is the link-time address of the global symbol name that is
+// no function's (a variable's, or a linker script's: the kernel's jiffies,
+// _stext), as the debug file's symbol table gives it.
+func (f *File) DataSymbol(name string) (uint64, bool) {
+	f.readSymbols()
+	addr, ok := f.dataSyms[name]
+	return addr, ok
+}
+
+// readSymbols reads the function and global data symbols of the debug
+// file, once.
 func (f *File) readSymbols() {
 	f.symOnce.Do(func() {
 		f.funcSyms = map[string][]uint64{}
@@ -288,11 +305,19 @@ func (f *File) readSymbols() {
 		}
 		defer e.Close()
 		syms, _ := e.Symbols()
+		f.dataSyms = map[string]uint64{}
 		for _, sym := range syms {
-			if elf.ST_TYPE(sym.Info) == elf.STT_FUNC && sym.Value != 0 {
+			switch kind := elf.ST_TYPE(sym.Info); {
+			case sym.Value == 0:
+			case kind == elf.STT_FUNC:
 				f.funcSyms[sym.Name] = append(f.funcSyms[sym.Name], sym.Value)
 				f.funcCode = append(f.funcCode, funcSymbol{name: sym.Name, start: sym.Value, size: sym.Size})
+			case (kind == elf.STT_OBJECT || kind == elf.STT_NOTYPE) && elf.ST_BIND(sym.Info) == elf.STB_GLOBAL:
+				f.dataSyms[sym.Name] = sym.Value
 			}
+		}
+		if s := e.Section(".data..percpu"); s != nil {
+			f.perCPU = [2]uint64{s.Addr, s.Addr + s.Size}
 		}
 		slices.SortFunc(f.funcCode, func(a, b funcSymbol) int { return cmp.Compare(a.start, b.start) })
 	})

@@ -307,3 +307,49 @@ func TestDebugFrame(t *testing.T) {
 		t.Errorf("the frame after handle's prologue: %+v, %v; want DWARF register %d plus 16", cfa, err, fp)
 	}
 }
+
+// TestGlobalDeclared finds a variable the DWARF only declares (as the
+// kernel's jiffies, which its linker script defines) where the symbol
+// table places it, from the unit of the code that reads it; and tells a
+// variable of the kernel's per-CPU section apart.
+func TestGlobalDeclared(t *testing.T) {
+	dir := t.TempDir()
+	src := map[string]string{
+		"reader.c": `extern volatile unsigned long ticks;
+__attribute__((section(".data..percpu"))) int per_cpu_count;
+unsigned long read_ticks(void) { return ticks + per_cpu_count; }
+int main(void) { return (int)read_ticks(); }
+`,
+		"ticks.c": "volatile unsigned long ticks = 5;\n",
+	}
+	for name, text := range src {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	prog := filepath.Join(dir, "prog")
+	cmd := exec.Command("sh", "-c", "gcc -O2 -c ticks.c && gcc -g -O2 -no-pie -fno-pie -Wl,--unique=.data..percpu -o prog reader.c ticks.o")
+	cmd.Dir = dir
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	f, err := debuginfo.Open(prog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := symbolOf(t, prog, "ticks", elf.STT_OBJECT)
+	at := symbol(t, prog, "read_ticks")
+	g, err := f.GlobalAt("ticks", at)
+	if err != nil || g.Addr != want || g.Type == 0 || g.PerCPU || g.Unit != "reader.c" {
+		t.Errorf("GlobalAt(ticks): %+v, %v; want declared in reader.c at %#x", g, err, want)
+	}
+	if g, err := f.Global("ticks", "reader.c"); err != nil || g.Addr != want {
+		t.Errorf("Global(ticks@reader.c): %+v, %v; want at %#x", g, err, want)
+	}
+	if g, err := f.GlobalAt("per_cpu_count", at); err != nil || !g.PerCPU {
+		t.Errorf("GlobalAt(per_cpu_count): %+v, %v; want a per-CPU variable", g, err)
+	}
+	if g, err := f.GlobalAt("nosuch", at); !errors.Is(err, debuginfo.ErrNoVariable) {
+		t.Errorf("GlobalAt(nosuch): %+v, %v; want ErrNoVariable", g, err)
+	}
+}

@@ -408,19 +408,22 @@ func (f *File) locationOf(e *dwarf.Entry, attr dwarf.Attr) location {
 	return location{}
 }
 
-// Global is a variable of static storage that the DWARF places at a
-// link-time address.
+// Global is a variable of static storage: where the DWARF (or, for one
+// it only declares, the symbol table) places it, its link-time address.
 type Global struct {
 	Name string
-	// Unit is the name of the compilation unit that defines it.
+	// Unit is the name of the compilation unit that defines or declares it.
 	Unit string
 	Addr uint64
 	Type dwarf.Offset
+	// PerCPU: the address is the kernel's per-CPU offset, not the
+	// variable's (DEFINE_PER_CPU).
+	PerCPU bool
 }
 
-// Global finds the variable name defined at file scope, in a compilation
-// unit whose name file matches (a FilePattern) where file is not ""
-// (stap's @var("name@file.c")).
+// Global finds the variable name at file scope, in a compilation unit
+// whose name file matches (a FilePattern) where file is not "" (stap's
+// @var("name@file.c")).
 func (f *File) Global(name, file string) (*Global, error) {
 	pattern := NewFilePattern(file)
 	r := f.data.Reader()
@@ -434,13 +437,30 @@ func (f *File) Global(name, file string) (*Global, error) {
 			r.SkipChildren()
 			continue
 		}
-		if g, err := f.globalIn(r, name); g != nil || err != nil {
-			if g != nil {
-				g.Unit = unitName
-			}
+		if g, err := f.globalIn(r, name, unitName); g != nil || err != nil {
 			return g, err
 		}
 	}
+}
+
+// GlobalAt finds the variable name at file scope in the compilation unit
+// whose code holds the link-time address pc (a probe's: stap's $name
+// reads a global of the probed function's file).
+func (f *File) GlobalAt(name string, pc uint64) (*Global, error) {
+	r := f.data.Reader()
+	cu, err := r.SeekPC(pc)
+	switch {
+	case errors.Is(err, dwarf.ErrUnknownPC):
+		return nil, ErrNoVariable
+	case err != nil:
+		return nil, fmt.Errorf("%s: %w", f.DebugPath, err)
+	}
+	unitName, _ := cu.Val(dwarf.AttrName).(string)
+	g, err := f.globalIn(r, name, unitName)
+	if g == nil && err == nil {
+		err = ErrNoVariable
+	}
+	return g, err
 }
 
 // nextUnit is r's next entry, a unit's (nil after the last), where r has
@@ -453,10 +473,11 @@ func (f *File) nextUnit(r *dwarf.Reader) (*dwarf.Entry, error) {
 	return cu, nil
 }
 
-// globalIn reads the entries of a unit up to its end for the variable
-// name with a static address.
-func (f *File) globalIn(r *dwarf.Reader, name string) (*Global, error) {
-	var found *Global
+// globalIn reads the entries of the unit named unit up to its end for the
+// variable name with a static address: one it defines, or else one it
+// declares extern, which the symbol table places.
+func (f *File) globalIn(r *dwarf.Reader, name, unit string) (*Global, error) {
+	var defined, declared *Global
 	for e, err := range children(r) {
 		if err != nil {
 			return nil, err
@@ -464,17 +485,33 @@ func (f *File) globalIn(r *dwarf.Reader, name string) (*Global, error) {
 		if e.Children {
 			r.SkipChildren()
 		}
-		expr, ok := e.Val(dwarf.AttrLocation).([]byte)
-		if found != nil || e.Tag != dwarf.TagVariable || !ok || len(expr) != 1+f.ptrSize || expr[0] != opAddr {
+		if defined != nil || e.Tag != dwarf.TagVariable {
 			continue
 		}
 		o := f.origin(e)
-		if n, _ := o.Val(dwarf.AttrName).(string); n == name {
-			found = &Global{Name: name, Addr: (&buf{data: expr[1:], order: f.order}).addr(f.ptrSize)}
-			found.Type, _ = o.Val(dwarf.AttrType).(dwarf.Offset)
+		if n, _ := o.Val(dwarf.AttrName).(string); n != name {
+			continue
+		}
+		g := &Global{Name: name, Unit: unit}
+		g.Type, _ = o.Val(dwarf.AttrType).(dwarf.Offset)
+		expr, ok := e.Val(dwarf.AttrLocation).([]byte)
+		switch {
+		case ok && len(expr) == 1+f.ptrSize && expr[0] == opAddr:
+			g.Addr = (&buf{data: expr[1:], order: f.order}).addr(f.ptrSize)
+			defined = g
+		case declared == nil && e.Val(dwarf.AttrDeclaration) == true && e.Val(dwarf.AttrExternal) == true:
+			g.Addr, ok = f.DataSymbol(name)
+			if ok {
+				declared = g
+			}
 		}
 	}
-	return found, nil
+	g := cmp.Or(defined, declared)
+	if g != nil {
+		f.readSymbols()
+		g.PerCPU = f.perCPU[0] <= g.Addr && g.Addr < f.perCPU[1]
+	}
+	return g, nil
 }
 
 // Declaration is a function's name and the line it is declared at.

@@ -26,6 +26,11 @@ type Function struct {
 	// different files), which a probe that attaches by name cannot tell
 	// apart: the kernel refuses to choose.
 	Shared bool
+	// Addr, where not 0, is the function's link-time address, as the
+	// kernel's DWARF places it: one of several functions of its name,
+	// which a kprobe reaches from another symbol, _stext, FromText bytes
+	// on (KASLR moves them together).
+	Addr, FromText uint64
 }
 
 // String returns the function's name, with its module in brackets as

@@ -32,6 +32,7 @@ import (
 	"github.com/bpftap/bpftap/internal/bpfrt"
 	"github.com/bpftap/bpftap/internal/format"
 	"github.com/bpftap/bpftap/internal/parallel"
+	"github.com/bpftap/bpftap/internal/probes/attach"
 	"github.com/bpftap/bpftap/internal/sema"
 	"github.com/bpftap/bpftap/internal/syntax"
 	"github.com/bpftap/bpftap/internal/tapset"
@@ -271,7 +272,7 @@ func (s *Session) Load() error {
 	if err := s.cfg.Kernel.Check(target.RingBuffer); err != nil {
 		return fmt.Errorf("ERROR: %w", target.For(err, "the output of kernel probes"))
 	}
-	bpfrt.ReserveDescriptors(len(s.mod.Maps()) + 3*len(s.progs)) // a program, its link and perf event
+	bpfrt.ReserveDescriptors(len(s.mod.Maps()) + 4*len(s.progs)) // a program, its perf event and link, one spare
 	for _, p := range s.progs {
 		if err := bpfrt.CheckAttachPrivileges(p.Probe.Attach); err != nil {
 			return fmt.Errorf("ERROR: %w", err)
@@ -381,12 +382,44 @@ func (s *Session) Attach() error {
 			s.warnRefused(s.progs[i], refused)
 			continue
 		}
+		p := s.progs[i].Probe
+		if a := s.progs[i].Attach; err != nil && s.oneOfMany(p) && (a.Kind == attach.Kprobe || a.Kind == attach.Kretprobe) {
+			s.warnUnregistered(p, err)
+			continue
+		}
 		if err != nil {
-			p := s.progs[i].Probe
 			return &Error{Pos: p.Point.Position(), Msg: fmt.Sprintf("cannot attach probe %s: %v", p.Name, err)}
 		}
 	}
 	return nil
+}
+
+// oneOfMany tells whether p is one of the probes a wildcard (or a source
+// file's functions) expanded to: as stap's runtime, a kprobe the kernel
+// refuses there is skipped with a warning (a function that tracefs lists
+// but the kprobes' blacklist, NOKPROBE_SYMBOL, holds).
+func (s *Session) oneOfMany(p *sema.Probe) bool {
+	n := 0
+	for _, q := range s.progs {
+		if q.Probe.User == p.User {
+			n++
+		}
+	}
+	return n > 1
+}
+
+// warnUnregistered tells Config.Warn, in stap's words, of kprobe p the
+// kernel refused, with the kernel's error number and its reason.
+func (s *Session) warnUnregistered(p *sema.Probe, err error) {
+	if s.cfg.Warn == nil {
+		return
+	}
+	rc := -1
+	var errno unix.Errno
+	if errors.As(err, &errno) {
+		rc = -int(errno)
+	}
+	s.cfg.Warn(fmt.Sprintf("probe %s registration error [man warning::pass5] (rc %d): %v", p.Name, rc, err))
 }
 
 // warnRefused tells Config.Warn, as stap's runtime words it, about each

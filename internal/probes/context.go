@@ -225,6 +225,9 @@ func (c *Context) Var(x *syntax.TargetVar) (*Access, *ContextError) {
 		if _, _, ok := c.Attach.Arg("return"); ok && c.Attach.Func != nil {
 			return c.parms(func(a attach.Arg) bool { return a.Name == "return" })
 		}
+		if c.Attach.Func != nil && c.Attach.Func.Void {
+			return &Access{Param: -1, Type: syntax.TypeString}, nil // a void function's: ""
+		}
 	case "$$locals":
 		if c.Attach.Provider != "" {
 			return &Access{Param: -1, Type: syntax.TypeString}, nil // a marker has no locals: ""
@@ -245,6 +248,8 @@ func (c *Context) Var(x *syntax.TargetVar) (*Access, *ContextError) {
 		return nil, ctxErr(-1, "unable to find marker argument '%s' (alternatives: %s)", x.Name, strings.Join(c.names(), ", "))
 	case (!ok || strings.HasPrefix(x.Name, "$$")) && c.Attach.User && c.Attach.Func != nil && c.debug.types == nil:
 		return nil, ctxErr(-1, "cannot resolve context variable '%s': bpftap reads no DWARF debuginfo, so a function probe has only $return (in .return probes); read arguments with int_arg(N), long_arg(N), pointer_arg(N) and the like", x.Name)
+	case !ok && !strings.HasPrefix(x.Name, "$$") && c.Attach.Func != nil && (c.Attach.User || c.Attach.Module == "" && c.Attach.Kind != attach.LSM):
+		return c.ownGlobal(x)
 	case (!ok || strings.HasPrefix(x.Name, "$$")) && c.Attach.Func != nil:
 		if _, err := c.btf(); err != nil && c.debug.types == nil {
 			return nil, ctxErr(-1, "unable to find parameter '%s' of %s: %v", x.Name, c.Attach.Func.Name, err)

@@ -32,6 +32,7 @@ func kernelFamilies(k KernelInfo, cfg Config) []*Family {
 		syscallFamily(k, cfg.Listing),
 		kernelFunctionFamily(k),
 		kernelStatementFamily(k),
+		kernelInlineFamily(k),
 		dwarfOnlyFamily(),
 		processFunctionFamily(k, cfg, files),
 		processStatementFamily(k, cfg, files),

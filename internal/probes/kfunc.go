@@ -2,12 +2,15 @@ package probes
 
 import (
 	"fmt"
+	"maps"
 	"path"
 	"runtime"
 	"slices"
 	"strings"
 
 	"github.com/bpftap/bpftap/internal/arch"
+	"github.com/bpftap/bpftap/internal/debuginfo"
+	"github.com/bpftap/bpftap/internal/elfsym"
 	"github.com/bpftap/bpftap/internal/kernel"
 	"github.com/bpftap/bpftap/internal/probes/attach"
 	"github.com/bpftap/bpftap/internal/syntax"
@@ -61,13 +64,13 @@ func kernelFunctionFamily(k KernelInfo) *Family {
 func dwarfOnlyFamily() *Family {
 	var paths []string
 	for _, base := range []string{"kernel.function(string)", "module(string).function(string)"} {
-		paths = append(paths, base+".inline", base+".label(string)", base+".callee(string)", base+".callees",
-			base+".callees(number)")
+		paths = append(paths, base+".callee(string)", base+".callees", base+".callees(number)")
 	}
+	paths = append(paths, "module(string).function(string).inline", "module(string).function(string).label(string)")
 	paths = append(paths, "kernel.statement(number)", "module(string).statement(string)", "kernel.statement(number).absolute")
 	return &Family{Name: "kernel.dwarf", Paths: paths, Kernel: true, Check: func(p *Point) error {
-		return errorf("%s is not served by bpftap yet: it reads the kernel's DWARF for kernel.function(\"NAME@FILE\") and "+
-			"kernel.statement(\"NAME@FILE:LINE\"); probe whole functions (kernel.function(\"NAME\"), .return), their parameters typed by BTF", p.Name())
+		return errorf("%s is not served by bpftap yet: it reads the kernel's DWARF for kernel.function(\"NAME@FILE\"), "+
+			"kernel.statement(\"NAME@FILE:LINE\"), kernel.function(\"NAME\").inline and .label(\"LABEL\"); probe whole functions (kernel.function(\"NAME\"), .return), their parameters typed by BTF", p.Name())
 	}}
 }
 
@@ -97,7 +100,7 @@ func expandKernelFunction(k KernelInfo, p *Point) ([]*Point, error) {
 		return nil, errorf("%s needs a function name", p.Name())
 	}
 	name, file, inFile := strings.Cut(pattern.Value, "@")
-	matched, err := matchFunctions(k, p, name)
+	matched, err := matchFunctions(k, p, name, inFile)
 	if err == nil && inFile {
 		matched, err = kernelDeclaredIn(k, p, matched, file)
 	}
@@ -135,7 +138,11 @@ func expandKernelFunction(k KernelInfo, p *Point) ([]*Point, error) {
 	var out []*Point
 	var plans []string
 	for _, fn := range matched {
+		call := call
 		call.fn = fn
+		if fn.Addr != 0 {
+			call.set, call.kprobes = nil, "one of several functions of its name: a kprobe from _stext"
+		}
 		a, plan, err := kernelFunctionPoint(k, call)
 		if err != nil {
 			return nil, err
@@ -144,10 +151,13 @@ func expandKernelFunction(k KernelInfo, p *Point) ([]*Point, error) {
 		if fn.Module != "" {
 			q = concretePoint(q, "module", fn.Module)
 		}
-		q.Context = &Context{kernel: k, Attach: a}
+		q.Context = kernelFunctionContext(k, a, fn)
 		if call.ret {
 			entry := call
-			entry.ret, entry.set = false, entrySet
+			entry.ret = false
+			if call.set != nil {
+				entry.set = entrySet
+			}
 			q.Context.entry = func() *Entry { return kernelFunctionEntry(k, q, entry) }
 		}
 		if len(plans) < 3 {
@@ -161,6 +171,17 @@ func expandKernelFunction(k KernelInfo, p *Point) ([]*Point, error) {
 			len(shared), strings.Join(shared[:min(len(shared), 4)], ", "))
 	}
 	return out, nil
+}
+
+// kernelFunctionDebug is the DWARF of fn, a kernel function on a kprobe
+// at a that the BTF does not describe (a compiler's copy, foo.part.0 or
+// foo.isra.0, a function of a kernel without BTF): its $vars and $return,
+// where the kernel's debug package is installed; nil for the others.
+func kernelFunctionDebug(k KernelInfo, a *attach.Point, fn *kernel.Function) *debugFunc {
+	if fn.Module != "" || a.Kind.BTFTyped() || prototype(k, fn) != nil {
+		return nil
+	}
+	return &debugFunc{open: k.Debuginfo, object: "the kernel", fn: elfsym.Func{Name: fn.Name, Addr: fn.Addr}, regs: arch.Host()}
 }
 
 // kernelDeclaredIn keeps the functions of fns that the kernel's DWARF
@@ -192,6 +213,7 @@ func kernelDeclaredIn(k KernelInfo, p *Point, fns []*kernel.Function, file strin
 		base, _, _ := strings.Cut(fn.Name, ".")
 		return fn.Module != "" || !names[base]
 	})
+	declared = placeShared(dbg, declared, decls)
 	if len(declared) == 0 {
 		return nil, &Error{Msg: "no match", detail: func() string {
 			return fmt.Sprintf(" (the kernel's DWARF (%s) declares no traceable function of those matched in a file matching %s%s)", dbg.DebugPath, file,
@@ -199,6 +221,29 @@ func kernelDeclaredIn(k KernelInfo, p *Point, fns []*kernel.Function, file strin
 		}}
 	}
 	return declared, nil
+}
+
+// placeShared gives each function of fns whose name other functions of
+// the kernel share (static functions of different files: the kernel's
+// symbol table has several) the address of each declared one of decls
+// named so: a kprobe by its name would reach another (before Linux 6.6
+// and its backports, which refuse the name).
+func placeShared(dbg *debuginfo.File, fns []*kernel.Function, decls map[uint64]debuginfo.Declaration) []*kernel.Function {
+	var out []*kernel.Function
+	text, hasText := dbg.DataSymbol("_stext")
+	for _, fn := range fns {
+		if len(dbg.FunctionSymbols(fn.Name)) < 2 || !hasText {
+			out = append(out, fn)
+			continue
+		}
+		for _, addr := range slices.Sorted(maps.Keys(decls)) {
+			if name, start, _, ok := dbg.FunctionSymbolAt(addr); !ok || name != fn.Name || start != addr {
+				continue
+			}
+			out = append(out, &kernel.Function{Name: fn.Name, Addr: addr, FromText: addr - text})
+		}
+	}
+	return out
 }
 
 // exportedOnly keeps the functions exported to modules (.exported: the
@@ -255,7 +300,16 @@ func kernelFunctionEntry(k KernelInfo, q *Point, call kernelFunctionCall) *Entry
 			break
 		}
 	}
-	return &Entry{Context: &Context{kernel: k, Attach: a}, Name: ComponentsString(comps)}
+	return &Entry{Context: kernelFunctionContext(k, a, call.fn), Name: ComponentsString(comps)}
+}
+
+// kernelFunctionContext is the context of a probe on fn at a: its
+// parameters typed by BTF, or by the kernel's DWARF where the BTF does not
+// describe fn (kernelFunctionDebug).
+func kernelFunctionContext(k KernelInfo, a *attach.Point, fn *kernel.Function) *Context {
+	c := &Context{kernel: k, Attach: a, user: kernelFunctionDebug(k, a, fn)}
+	refuseByValue(c)
+	return c
 }
 
 func hasComponent(p *Point, name string) bool {
@@ -273,8 +327,9 @@ func hasComponent(p *Point, name string) bool {
 // is, without reading the list of traceable functions (tens of thousands
 // of lines that the kernel makes up when they are read): a function that
 // cannot be traced fails when its probe attaches, with the kernel's
-// reason.
-func matchFunctions(k KernelInfo, p *Point, pattern string) ([]*kernel.Function, error) {
+// reason. With clones, a compiler's copy (name.part.0, name.isra.0) is
+// matched by its name's base too: the DWARF names it so (F@FILE).
+func matchFunctions(k KernelInfo, p *Point, pattern string, clones bool) ([]*kernel.Function, error) {
 	if p.Arg("module") == nil && !strings.ContainsAny(pattern, "*?[") {
 		if b, err := k.BTF(); err == nil {
 			if _, ok := b.Funcs()[pattern]; ok {
@@ -299,7 +354,11 @@ func matchFunctions(k KernelInfo, p *Point, pattern string) ([]*kernel.Function,
 	}
 	var matched []*kernel.Function
 	for _, fn := range fns {
-		if ok, _ := path.Match(pattern, fn.Name); ok && inModule(fn) {
+		ok, _ := path.Match(pattern, fn.Name)
+		if base, _, cloned := strings.Cut(fn.Name, "."); !ok && clones && cloned {
+			ok, _ = path.Match(pattern, base)
+		}
+		if ok && inModule(fn) {
 			matched = append(matched, fn)
 		}
 	}
@@ -376,6 +435,9 @@ type signature struct {
 // prototype is fn's prototype, from its module's BTF for a module's
 // function; nil when the BTF does not describe it.
 func prototype(k KernelInfo, fn *kernel.Function) *signature {
+	if fn.Addr != 0 { // its name is others' too: which the BTF's is is not known
+		return nil
+	}
 	b, err := k.BTF()
 	if fn.Module != "" {
 		b, err = k.ModuleBTF(fn.Module)
@@ -449,7 +511,7 @@ func trampolinePoint(call kernelFunctionCall, proto *signature) *attach.Point {
 	if call.ret {
 		a.Kind = attach.Fexit
 		a.Func.Return = &attach.Loc{Offset: 8 * len(proto.Params), Size: 8}
-		a.Args = append(a.Args, returnArg(proto, *a.Func.Return))
+		a.Args = append(a.Args, returnArg(proto, a.Func)...)
 	}
 	return a
 }
@@ -474,6 +536,9 @@ func kprobePoint(call kernelFunctionCall, proto *signature) (*attach.Point, erro
 	}
 	a := &attach.Point{Kind: attach.Kprobe, Event: call.fn.Name, Module: call.fn.Module, Regs: true,
 		Func: &attach.Func{Name: call.fn.Name}}
+	if call.fn.Addr != 0 { // one of several functions of the name (placeShared)
+		a.Event, a.Offset, a.Func.FromEvent = "_stext", call.fn.FromText, true
+	}
 	if call.ret {
 		a.Kind, a.MaxActive = attach.Kretprobe, call.maxActive
 		a.Func.Return = &attach.Loc{Offset: regs.Return, Size: 8}
@@ -481,24 +546,51 @@ func kprobePoint(call kernelFunctionCall, proto *signature) (*attach.Point, erro
 	if call.set != nil {
 		a.Kind, a.Set = multiKprobeKind(call.ret), call.set
 	}
-	if proto == nil {
+	switch {
+	case proto == nil && call.ret: // the register, typed by the DWARF if any
+		a.Args = []attach.Arg{{Name: "return", Local: "__return", Loc: *a.Func.Return}}
+		return a, nil
+	case proto == nil:
+		return a, nil
+	case call.ret:
+		a.Args = returnArg(proto, a.Func)
 		return a, nil
 	}
-	if call.ret {
-		a.Args = []attach.Arg{returnArg(proto, *a.Func.Return)}
-		return a, nil
-	}
+	byValue := false // a structure passed by value: its registers and the following parameters' are not known
 	for i, param := range proto.Params[:min(len(proto.Params), len(regs.FuncArgs))] {
-		a.Args = append(a.Args, attach.Arg{Name: param.Name, Type: param.Type, Local: paramLocal + param.Name,
-			Loc: attach.Loc{Offset: regs.FuncArgs[i], Size: 8}})
+		if u, err := proto.btf.Underlying(param.Type); err == nil && (u.Kind == kernel.KindStruct || u.Kind == kernel.KindUnion) {
+			byValue = true
+		}
+		arg := attach.Arg{Name: param.Name, Type: param.Type, Local: paramLocal + param.Name,
+			Loc: attach.Loc{Offset: regs.FuncArgs[i], Size: 8}}
+		if byValue {
+			arg = attach.Arg{Name: param.Name, Unavailable: true}
+		}
+		a.Args = append(a.Args, arg)
 	}
 	typeWords(proto.btf, a.Args)
 	return a, nil
 }
 
-// returnArg is $return, typed by the prototype, at loc.
-func returnArg(proto *signature, loc attach.Loc) attach.Arg {
-	ret := []attach.Arg{{Name: "return", Type: proto.Return, Local: "__return", Loc: loc}}
+// refuseByValue says why a kprobe's context has no $param where kprobePoint
+// could not place it.
+func refuseByValue(c *Context) {
+	for _, arg := range c.Attach.Args {
+		if arg.Unavailable {
+			c.refusedVar("$"+arg.Name, fmt.Sprintf("cannot read '$%s' of %s: bpftap reads a kprobe's parameters from the registers "+
+				"of the calling convention only before the first structure or union passed by value", arg.Name, c.Attach.Func.Name))
+		}
+	}
+}
+
+// returnArg is $return of fn, typed by the prototype, where fn.Return
+// holds it; none for a void function, which it marks so.
+func returnArg(proto *signature, fn *attach.Func) []attach.Arg {
+	if proto.Return == 0 {
+		fn.Void = true
+		return nil
+	}
+	ret := []attach.Arg{{Name: "return", Type: proto.Return, Local: "__return", Loc: *fn.Return}}
 	typeWords(proto.btf, ret)
-	return ret[0]
+	return ret
 }

@@ -101,29 +101,53 @@ func kernelLineProbes(k KernelInfo, p *Point, st statementAt, dbg *debuginfo.Fil
 			continue
 		}
 		seen[lineIn{line.File, line.Line, entry, inline}] = true
-		// the kprobe is on the symbol whose code holds the line: the
-		// function, or a part the compiler split off (foo.part.0,
-		// foo.cold), as the kernel's symbols name them
-		symbol, start, shared, ok := dbg.FunctionSymbolAt(line.Addr)
-		if !ok || shared { // another line may be in a function a kprobe reaches
-			unreached = cmp.Or(unreached, errorf("cannot probe statement %s@%s:%d: %s", name, line.File, line.Line, unreachable(symbol, ok)))
+		site := kernelSite{addr: line.Addr, fn: elfsym.Func{Name: host, Addr: entry}, inline: inline}
+		q, why, err := site.probe(k, concretePoint(p, "statement", fmt.Sprintf("%s@%s:%d", name, line.File, line.Line)), dbg, regs, len(out) == 0)
+		switch {
+		case err != nil:
+			return nil, err
+		case why != "": // another line may be in a function a kprobe reaches
+			unreached = cmp.Or(unreached, errorf("cannot probe statement %s@%s:%d: %s", name, line.File, line.Line, why))
 			continue
 		}
-		a := &attach.Point{Kind: attach.Kprobe, Event: symbol, Offset: line.Addr - start, Regs: true, Func: &attach.Func{Name: symbol}}
-		if len(out) == 0 {
-			if err := k.Attachable(a); err != nil {
-				return nil, &Error{Msg: err.Error()}
-			}
-		}
-		q := concretePoint(p, "statement", fmt.Sprintf("%s@%s:%d", name, line.File, line.Line))
-		q.Context = &Context{kernel: k, Attach: a, user: &debugFunc{open: k.Debuginfo, object: "the kernel",
-			fn: elfsym.Func{Name: host, Addr: entry}, regs: regs, at: line.Addr, inline: inline}}
 		out = append(out, q)
 	}
 	if len(out) == 0 {
 		return nil, cmp.Or(unreached, st.noLine(dbg))
 	}
 	return out, nil
+}
+
+// kernelSite is where in the kernel a probe that reads its DWARF is: the
+// link-time address addr, in the function fn (its DWARF entry), in its
+// inlined copy inline where not nil, at its label where not "".
+type kernelSite struct {
+	addr   uint64
+	fn     elfsym.Func
+	inline *debuginfo.Function
+	label  string
+}
+
+// probe makes q the probe at the site: a kprobe on the symbol whose code
+// holds the address, at its offset there (the function, or a part the
+// compiler split off, foo.part.0 or foo.cold, as the kernel's symbols
+// name them), its $vars those in scope there. Where no kprobe reaches the
+// address by a symbol's name, why says so. The first probe of a point
+// asks whether the kernel attaches kprobes at all.
+func (s kernelSite) probe(k KernelInfo, q *Point, dbg *debuginfo.File, regs *arch.Regs, first bool) (_ *Point, why string, _ error) {
+	symbol, start, shared, ok := dbg.FunctionSymbolAt(s.addr)
+	if !ok || shared {
+		return nil, unreachable(symbol, ok), nil
+	}
+	a := &attach.Point{Kind: attach.Kprobe, Event: symbol, Offset: s.addr - start, Regs: true, Func: &attach.Func{Name: symbol}}
+	if first {
+		if err := k.Attachable(a); err != nil {
+			return nil, "", &Error{Msg: err.Error()}
+		}
+	}
+	q.Context = &Context{kernel: k, Attach: a, user: &debugFunc{open: k.Debuginfo, object: "the kernel",
+		fn: s.fn, regs: regs, at: s.addr, inline: s.inline}}
+	return q, "", nil
 }
 
 // inlinedCopies finds the inlined copies of the functions a statement's

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 
@@ -120,8 +121,19 @@ func (c *Context) readDebug() *ContextError {
 		return ctxErr(-1, "cannot read the parameters of %s: bpftap reads the DWARF of 64-bit programs only", u.fn.Name)
 	}
 	f, err := u.open()
+	var missing *debuginfo.KernelMissingError
+	if errors.As(err, &missing) && u.at == 0 {
+		c.debug.undescribed = true // a kernel function without BTF, as before its DWARF was read
+	}
 	if err != nil {
 		return ctxErr(-1, "cannot read the parameters of %s: %v", u.fn.Name, err)
+	}
+	if u.fn.Addr == 0 { // a kernel function named by its symbol (kernelFunctionDebug)
+		addrs := f.FunctionSymbols(u.fn.Name)
+		if len(addrs) != 1 {
+			return ctxErr(-1, "cannot read the parameters of %s: the symbol table of %s names %d functions so", u.fn.Name, f.DebugPath, len(addrs))
+		}
+		u.fn.Addr = addrs[0]
 	}
 	fn, err := u.inline, error(nil)
 	if fn == nil {
@@ -204,7 +216,7 @@ func (c *Context) placeProbe(fn *debuginfo.Function, ids []kernel.TypeID) *Conte
 	case u.at != 0:
 		c.debug.pc = u.at
 		return nil
-	case !fn.FrameBased():
+	case !fn.FrameBased() || u.kernel(): // the kernel's frame-based are arguments passed on the stack
 		return nil
 	case c.passedInRegisters(fn, ids):
 		c.debug.byConvention = true
@@ -301,7 +313,12 @@ func (c *Context) isPointer(t kernel.TypeID) bool {
 // holds it (an integer or a pointer): a value of its type's size,
 // sign-extended when signed, its type followed by member chains.
 func (c *Context) typeReturn(t kernel.TypeID) {
-	if t == 0 || !c.integerClass(t) { // a structure, a double: not in the return register
+	if t == 0 { // void
+		c.Attach.Func.Void = true
+		c.Attach.Args = slices.DeleteFunc(c.Attach.Args, func(a attach.Arg) bool { return a.Name == "return" })
+		return
+	}
+	if !c.integerClass(t) { // a structure, a double: not in the return register
 		return
 	}
 	for i := range c.Attach.Args {
@@ -384,31 +401,47 @@ func entryFrame(entry *Context, regs *arch.Regs, push int) func(bool, syntax.Pos
 // DWARF is read to find where its frame is (entryFrame).
 func (c *Context) ReadsNoVars() { c.debug.unwanted = true }
 
-// AtVar resolves @var("NAME@FILE", "MODULE") with its chain in a user
-// function probe: a variable of static storage of the probed program,
-// found in its DWARF (in the compilation unit whose name FILE matches,
-// when given), read where the program was loaded: its link-time address
-// plus the distance from the probe's link-time address to the
-// instruction pointer, which is the probe's address as loaded.
+// AtVar resolves @var("NAME@FILE", "MODULE") with its chain: in a kernel
+// probe a kernel global (kernelGlobal); in a user function probe a
+// variable of static storage of the probed program, found in its DWARF
+// (in the compilation unit whose name FILE matches, when given), read
+// where the program was loaded: its link-time address plus the distance
+// from the probe's link-time address to the instruction pointer, which is
+// the probe's address as loaded.
 func (c *Context) AtVar(x *syntax.AtVar) (*Access, *ContextError) {
 	switch {
 	case x.Pretty > 0:
 		return nil, ctxErr(-1, "pretty printing of @var is not supported by bpftap")
-	case c.user == nil || c.user.kernel():
-		return nil, ctxErr(-1, "unable to find global '%s': bpftap reads @var in process(...).function(...) probes, from the program's DWARF (bpftap does not read kernel globals from the kernel's debuginfo yet)", x.Name)
+	case !c.Attach.User:
+		return c.kernelGlobal(x.Name, x.Module, x.Components, x.AddrOf, x.Pos, false)
+	case c.user == nil:
+		return nil, ctxErr(-1, "unable to find global '%s': bpftap reads @var in process(...).function(...) probes, from the program's DWARF", x.Name)
 	case x.Module != "" && !c.user.names(x.Module):
 		return nil, ctxErr(-1, "unable to find global '%s' in %s: bpftap reads @var in the program a probe is on (%s)", x.Name, x.Module, c.user.obj.Path)
 	}
+	return c.userGlobal(x.Name, x.Components, x.AddrOf, x.Pos, false)
+}
+
+// userGlobal resolves a global of a user function probe's program with
+// its chain: @var("NAME@FILE"), or $NAME where the function has no such
+// parameter or local (own), which looks in the function's own unit only.
+func (c *Context) userGlobal(ref string, comps []*syntax.TargetComponent, addrOf bool, pos syntax.Pos, own bool) (*Access, *ContextError) {
 	if err := c.loadDebug(); err != nil {
 		return nil, err
 	}
 	if c.Attach.Func.Return != nil {
-		return nil, ctxErr(-1, "unable to find global '%s': bpftap reads @var at function entries, not in .return probes", x.Name)
+		return nil, ctxErr(-1, "unable to find global '%s': bpftap reads @var at function entries, not in .return probes", ref)
 	}
-	name, file, _ := strings.Cut(x.Name, "@")
-	g, err := c.debug.file.Global(name, file)
+	name, file, _ := strings.Cut(ref, "@")
+	var g *debuginfo.Global
+	var err error
+	if own {
+		g, err = c.debug.file.GlobalAt(name, c.debug.pc)
+	} else {
+		g, err = c.debug.file.Global(name, file)
+	}
 	if errors.Is(err, debuginfo.ErrNoVariable) {
-		return nil, ctxErr(-1, "unable to find global '%s' in %s", x.Name, c.user.obj.Path)
+		return nil, ctxErr(-1, "unable to find global '%s' in %s", ref, c.user.obj.Path)
 	}
 	var types *kernel.BTF
 	var ids []kernel.TypeID
@@ -416,16 +449,22 @@ func (c *Context) AtVar(x *syntax.AtVar) (*Access, *ContextError) {
 		types, ids, err = dwarfBTF(c.debug.file, true, g.Type)
 	}
 	if err != nil {
-		return nil, ctxErr(-1, "unable to read global '%s': %v", x.Name, err)
+		return nil, ctxErr(-1, "unable to read global '%s': %v", ref, err)
 	}
 	regs := c.user.regs
-	c.Attach.Args = append(c.Attach.Args, attach.Arg{Name: "@var:" + x.Name, Hidden: true,
-		Loc: attach.Loc{Size: 8, Address: true, User: &attach.UserAddr{Disp: int64(g.Addr - c.debug.pc),
-			Terms: []attach.RegTerm{{Offset: regs.IP, Scale: 1}}}}})
+	at := attach.Loc{Size: 8, Address: true, User: &attach.UserAddr{Disp: int64(g.Addr - c.debug.pc),
+		Terms: []attach.RegTerm{{Offset: regs.IP, Scale: 1}}}}
+	return c.globalAccess("@var:"+ref, at, types, ids[0], comps, addrOf, pos)
+}
+
+// globalAccess reads a global of type t of types at the address loc
+// computes, with its chain: the point's hidden argument named name.
+func (c *Context) globalAccess(name string, loc attach.Loc, types *kernel.BTF, t kernel.TypeID, comps []*syntax.TargetComponent, addrOf bool, pos syntax.Pos) (*Access, *ContextError) {
+	c.Attach.Args = append(c.Attach.Args, attach.Arg{Name: name, Hidden: true, Loc: loc})
 	// the variable is element 0 of what its address points to
-	zero := &syntax.NumberLit{Typed: syntax.Typed{Pos: x.Pos}, Value: 0, Text: "0"}
-	comps := append([]*syntax.TargetComponent{{Kind: syntax.ComponentIndex, Index: zero}}, x.Components...)
-	a, cerr := ResolvePointee(types, ids[0], comps, x.AddrOf)
+	zero := &syntax.NumberLit{Typed: syntax.Typed{Pos: pos}, Value: 0, Text: "0"}
+	comps = append([]*syntax.TargetComponent{{Kind: syntax.ComponentIndex, Index: zero}}, comps...)
+	a, cerr := ResolvePointee(types, t, comps, addrOf)
 	if cerr != nil {
 		cerr.Step-- // the index 0 is ours
 		return nil, cerr

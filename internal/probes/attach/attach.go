@@ -216,6 +216,13 @@ type Func struct {
 	// Return is where a return probe finds the function's value (rax's
 	// slot of pt_regs, the word after fexit's arguments); nil at entry.
 	Return *Loc
+	// Void: the function returns nothing; its return probe has no
+	// $return, and an empty $$return.
+	Void bool
+	// FromEvent: the kprobe's symbol (Point.Event) is not the function's
+	// but one the function is Point.Offset bytes after (_stext, for a
+	// function whose name others share).
+	FromEvent bool
 }
 
 // Set identifies the points that share one program (Point.Set). (It holds

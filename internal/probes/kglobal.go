@@ -1,0 +1,96 @@
+package probes
+
+import (
+	"errors"
+	"strings"
+
+	"github.com/bpftap/bpftap/internal/debuginfo"
+	"github.com/bpftap/bpftap/internal/probes/attach"
+	"github.com/bpftap/bpftap/internal/syntax"
+)
+
+// kernelGlobal resolves a kernel global with its chain, from the kernel's
+// DWARF where its debug package is installed: @var("NAME@FILE") in any
+// kernel probe, or $NAME where the probed function has no such parameter
+// (own). The variable is one a compilation unit defines or declares at
+// file scope (the kernel's jiffies is only declared: the symbol table
+// places it). As stap, $NAME looks only in the probed function's unit,
+// @var("NAME") there first and then in every unit, @var("NAME@FILE") in
+// the units FILE matches. It is read at its link-time address plus the
+// kernel's load offset (KASLR), with bpf_probe_read_kernel.
+func (c *Context) kernelGlobal(ref, module string, comps []*syntax.TargetComponent, addrOf bool, pos syntax.Pos, own bool) (*Access, *ContextError) {
+	if module != "" && module != "kernel" {
+		return nil, ctxErr(-1, "unable to find global '%s' in %s: bpftap reads the globals of the kernel, not of its modules", ref, module)
+	}
+	dbg, err := c.kernel.Debuginfo()
+	if err != nil {
+		return nil, ctxErr(-1, "unable to find global '%s': %v", ref, err)
+	}
+	name, file, _ := strings.Cut(ref, "@")
+	g, err := (*debuginfo.Global)(nil), debuginfo.ErrNoVariable
+	if pc := c.probedAddr(dbg); pc != 0 && file == "" {
+		g, err = dbg.GlobalAt(name, pc)
+	}
+	if errors.Is(err, debuginfo.ErrNoVariable) && !own {
+		g, err = dbg.Global(name, file)
+	}
+	switch {
+	case errors.Is(err, debuginfo.ErrNoVariable):
+		return nil, ctxErr(-1, "unable to find global '%s' in the kernel's DWARF (%s)", ref, dbg.DebugPath)
+	case err != nil:
+		return nil, ctxErr(-1, "unable to find global '%s': %v", ref, err)
+	case g.PerCPU:
+		return nil, ctxErr(-1, "unable to read global '%s': it is a per-CPU variable, whose address is each CPU's own (bpftap does not read them)", ref)
+	}
+	offset, err := dbg.LoadOffset()
+	if err != nil {
+		return nil, ctxErr(-1, "unable to read global '%s': %v", ref, err)
+	}
+	types, ids, err := dwarfBTF(dbg, false, g.Type)
+	if err != nil {
+		return nil, ctxErr(-1, "unable to read global '%s': %v", ref, err)
+	}
+	at := attach.Loc{Size: 8, Address: true, User: &attach.UserAddr{Disp: int64(g.Addr) + offset, Kernel: true}}
+	return c.globalAccess("@var:"+ref, at, types, ids[0], comps, addrOf, pos)
+}
+
+// probedAddr is the link-time address, in the kernel's debug file, of the
+// kernel function the probe is on, 0 when there is none (a module's
+// function) or its name is not one function's (a static function of
+// several files).
+func (c *Context) probedAddr(dbg *debuginfo.File) uint64 {
+	switch {
+	case c.user != nil:
+		return c.user.fn.Addr
+	case c.Attach.Func == nil || c.Attach.Module != "":
+		return 0
+	}
+	if addrs := dbg.FunctionSymbols(c.Attach.Func.Name); len(addrs) == 1 {
+		return addrs[0]
+	}
+	return 0
+}
+
+// ownGlobal resolves $NAME in a function probe whose function has no
+// parameter (or local) NAME: a global of the function's file, as stap
+// reads it, from the program's DWARF, or the kernel's where its debug
+// package is installed. Else the message is that of an unknown
+// parameter, with why no global was found.
+func (c *Context) ownGlobal(x *syntax.TargetVar) (*Access, *ContextError) {
+	name := strings.TrimPrefix(x.Name, "$")
+	global := c.kernelGlobal
+	if c.Attach.User {
+		global = func(ref, _ string, comps []*syntax.TargetComponent, addrOf bool, pos syntax.Pos, own bool) (*Access, *ContextError) {
+			return c.userGlobal(ref, comps, addrOf, pos, own)
+		}
+	}
+	a, cerr := global(name, "", x.Components, x.AddrOf, x.Pos, true)
+	if cerr == nil || !strings.HasPrefix(cerr.Msg, "unable to find global") {
+		return a, cerr
+	}
+	why := "; nor is it a global of its file"
+	if _, err := c.kernel.Debuginfo(); err != nil && !c.Attach.User {
+		why = "; a global of its file is read only where the kernel's debug package is installed"
+	}
+	return nil, ctxErr(-1, "unable to find parameter '%s' of %s (alternatives: %s%s)", x.Name, c.Attach.Func.Name, strings.Join(c.names(), ", "), why)
+}
