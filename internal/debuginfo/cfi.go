@@ -1,6 +1,9 @@
 package debuginfo
 
-import "fmt"
+import (
+	"encoding/binary"
+	"fmt"
+)
 
 // cfa is the rule for the canonical frame address at pc, as the
 // program's .eh_frame gives it (or, without one, the debug file's
@@ -35,6 +38,7 @@ type cfaRule struct {
 }
 
 type cie struct {
+	order        binary.ByteOrder // of the instructions' operands
 	codeAlign    uint64
 	dataAlign    int64
 	encoding     byte // of the FDEs' addresses
@@ -119,7 +123,7 @@ func (f *File) parseCIE(off int) (*cie, error) {
 		}
 		aug = append(aug, c)
 	}
-	c := &cie{encoding: 0}
+	c := &cie{order: f.order}
 	if f.debugFrame && version >= 4 {
 		b.u8() // address size
 		b.u8() // segment size
@@ -221,7 +225,7 @@ const (
 // run executes instructions on state up to the row of the address
 // distance bytes after the FDE's start (a CIE's: all of them).
 func (c *cie) run(instructions []byte, state *cfaRule, distance uint64) error {
-	b := &buf{data: instructions}
+	b := &buf{data: instructions, order: c.order}
 	var loc uint64
 	var saved []cfaRule
 	advance := func(delta uint64) bool {

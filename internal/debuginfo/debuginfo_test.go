@@ -3,6 +3,7 @@ package debuginfo_test
 import (
 	"debug/elf"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -351,5 +352,60 @@ int main(void) { return (int)read_ticks(); }
 	}
 	if g, err := f.GlobalAt("nosuch", at); !errors.Is(err, debuginfo.ErrNoVariable) {
 		t.Errorf("GlobalAt(nosuch): %+v, %v; want ErrNoVariable", g, err)
+	}
+}
+
+// TestDebugFrameLongFunction reads the frame at the end of a function
+// whose epilogue is more than 255 bytes past its prologue: the row is
+// reached by DW_CFA_advance_loc2, whose operand is read in the section's
+// byte order (a reader without one crashed on the kernel's vfs_read). At
+// the return the frame is the stack pointer's plus 8 (x86-64: rsp), or
+// plus 0 at arm64's (sp: the return address is in x30).
+func TestDebugFrameLongFunction(t *testing.T) {
+	dir := t.TempDir()
+	var src strings.Builder
+	src.WriteString("volatile long v;\nlong big(long x)\n{\n\tv = x;\n")
+	for i := 1; i < 120; i++ {
+		fmt.Fprintf(&src, "\tv = v * %d + %d;\n", i, i)
+	}
+	src.WriteString("\treturn v;\n}\nint main(void) { return (int)big(3); }\n")
+	if err := os.WriteFile(filepath.Join(dir, "big.c"), []byte(src.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("sh", "-c", "gcc -O0 -g -fno-asynchronous-unwind-tables -fno-unwind-tables -o built big.c && "+
+		"objcopy --remove-section=.eh_frame --remove-section=.eh_frame_hdr built big")
+	cmd.Dir = dir
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	path := filepath.Join(dir, "big")
+	f, err := debuginfo.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fn, err := f.FunctionAt(symbol(t, path, "big"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := elf.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	syms, _ := e.Symbols()
+	var ret uint64
+	for _, s := range syms {
+		if s.Name == "big" {
+			ret = s.Value + s.Size - 1 // x86-64's ret is one byte
+			if runtime.GOARCH == "arm64" {
+				ret = s.Value + s.Size - 4
+			}
+		}
+	}
+	cfa, err := fn.FrameAddress(ret)
+	sp := map[string]int{"amd64": 7, "arm64": 31}[runtime.GOARCH]
+	off := map[string]int64{"amd64": 8, "arm64": 0}[runtime.GOARCH]
+	if err != nil || cfa.Reg != sp || cfa.Offset != off {
+		t.Errorf("the frame at big's return (%#x): %+v, %v; want DWARF register %d plus %d", ret, cfa, err, sp, off)
 	}
 }
