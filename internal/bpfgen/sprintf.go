@@ -93,12 +93,17 @@ type sprintArg struct {
 	cell int16
 }
 
-// sprintLong keeps the long in R0 in a scratch cell, a formatter's
-// argument.
-func (g *gen) sprintLong() sprintArg {
-	cell := int16(g.allocScratch(8))
-	g.emit(asm.StoreMem(regScratch, cell, asm.R0, asm.DWord))
-	return sprintArg{cell: cell}
+// sprintLong keeps the long in R0, argument at of a formatter, in a
+// scratch cell.
+func (g *gen) sprintLong(at syntax.Node) sprintArg {
+	off := g.allocScratch(8)
+	if off+8 > math.MaxInt16 {
+		g.fail(at, "a formatter's arguments need scratch space up to offset %d, beyond the %d a BPF instruction reaches (MAXSTRINGLEN is %d)",
+			off+8, math.MaxInt16, g.m.maxStr)
+		off = 0
+	}
+	g.emit(asm.StoreMem(regScratch, int16(off), asm.R0, asm.DWord))
+	return sprintArg{cell: int16(off)}
 }
 
 // longAt is where a formatter reads a long: a scratch cell, or a number
@@ -210,7 +215,7 @@ func (g *gen) contextString(e syntax.Expr, acc *probes.Access) value {
 		var out []sprintArg
 		for _, a := range acc.Args {
 			g.loadArg(a.Param)
-			out = append(out, g.sprintLong())
+			out = append(out, g.sprintLong(e))
 		}
 		return out
 	})
@@ -242,7 +247,7 @@ func (g *gen) sprintArgs(args []syntax.Expr) []sprintArg {
 			continue
 		}
 		g.long(a)
-		out = append(out, g.sprintLong())
+		out = append(out, g.sprintLong(a))
 	}
 	return out
 }

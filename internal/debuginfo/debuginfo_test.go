@@ -318,10 +318,12 @@ func TestGlobalDeclared(t *testing.T) {
 	src := map[string]string{
 		"reader.c": `extern volatile unsigned long ticks;
 __attribute__((section(".data..percpu"))) int per_cpu_count;
-unsigned long read_ticks(void) { return ticks + per_cpu_count; }
+struct s;
+extern struct s obj;
+unsigned long read_ticks(void) { return ticks + per_cpu_count + (unsigned long)&obj; }
 int main(void) { return (int)read_ticks(); }
 `,
-		"ticks.c": "volatile unsigned long ticks = 5;\n",
+		"ticks.c": "volatile unsigned long ticks = 5;\nstruct s { int x; } obj = {1};\n",
 	}
 	for name, text := range src {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
@@ -329,7 +331,7 @@ int main(void) { return (int)read_ticks(); }
 		}
 	}
 	prog := filepath.Join(dir, "prog")
-	cmd := exec.Command("sh", "-c", "gcc -O2 -c ticks.c && gcc -g -O2 -no-pie -fno-pie -Wl,--unique=.data..percpu -o prog reader.c ticks.o")
+	cmd := exec.Command("sh", "-c", "gcc -g -O2 -c ticks.c && gcc -g -O2 -no-pie -fno-pie -Wl,--unique=.data..percpu -o prog reader.c ticks.o")
 	cmd.Dir = dir
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("%v: %s", err, out)
@@ -352,6 +354,11 @@ int main(void) { return (int)read_ticks(); }
 	}
 	if g, err := f.GlobalAt("nosuch", at); !errors.Is(err, debuginfo.ErrNoVariable) {
 		t.Errorf("GlobalAt(nosuch): %+v, %v; want ErrNoVariable", g, err)
+	}
+	// a unit that declares obj with a type it only declares gives way to
+	// the unit that defines both
+	if g, err := f.Global("obj", ""); err != nil || g.Unit != "ticks.c" || g.Addr != symbolOf(t, prog, "obj", elf.STT_OBJECT) {
+		t.Errorf("Global(obj): %+v, %v; want ticks.c's definition", g, err)
 	}
 }
 

@@ -475,7 +475,9 @@ func (f *File) nextUnit(r *dwarf.Reader) (*dwarf.Entry, error) {
 
 // globalIn reads the entries of the unit named unit up to its end for the
 // variable name with a static address: one it defines, or else one it
-// declares extern, which the symbol table places.
+// declares extern, which the symbol table places, where the declaration's
+// type is complete (`extern struct s obj;` of a unit that never defines
+// struct s is left for the unit that defines obj).
 func (f *File) globalIn(r *dwarf.Reader, name, unit string) (*Global, error) {
 	var defined, declared *Global
 	for e, err := range children(r) {
@@ -499,7 +501,7 @@ func (f *File) globalIn(r *dwarf.Reader, name, unit string) (*Global, error) {
 		case ok && len(expr) == 1+f.ptrSize && expr[0] == opAddr:
 			g.Addr = (&buf{data: expr[1:], order: f.order}).addr(f.ptrSize)
 			defined = g
-		case declared == nil && e.Val(dwarf.AttrDeclaration) == true && e.Val(dwarf.AttrExternal) == true:
+		case declared == nil && e.Val(dwarf.AttrDeclaration) == true && e.Val(dwarf.AttrExternal) == true && f.complete(g.Type):
 			g.Addr, ok = f.DataSymbol(name)
 			if ok {
 				declared = g
@@ -512,6 +514,32 @@ func (f *File) globalIn(r *dwarf.Reader, name, unit string) (*Global, error) {
 		g.PerCPU = f.perCPU[0] <= g.Addr && g.Addr < f.perCPU[1]
 	}
 	return g, nil
+}
+
+// complete tells whether the type at off is not a structure, union or
+// class the unit only declares (through typedefs and qualifiers).
+func (f *File) complete(off dwarf.Offset) bool {
+	r := f.data.Reader()
+	for range 8 {
+		r.Seek(off)
+		e, err := r.Next()
+		if err != nil || e == nil {
+			return false
+		}
+		switch e.Tag {
+		case dwarf.TagTypedef, dwarf.TagConstType, dwarf.TagVolatileType, dwarf.TagRestrictType:
+			next, ok := e.Val(dwarf.AttrType).(dwarf.Offset)
+			if !ok {
+				return true
+			}
+			off = next
+		case dwarf.TagStructType, dwarf.TagUnionType, dwarf.TagClassType:
+			return e.Val(dwarf.AttrDeclaration) != true
+		default:
+			return true
+		}
+	}
+	return true
 }
 
 // Declaration is a function's name and the line it is declared at.

@@ -79,6 +79,9 @@ func (s *speculations) dropOldest() {
 		texts := s.held[ref.id]
 		if len(texts) > 0 && texts[0].seq == ref.seq {
 			s.held[ref.id] = texts[1:]
+			if len(texts) == 1 {
+				delete(s.held, ref.id)
+			}
 			s.count--
 			return
 		}

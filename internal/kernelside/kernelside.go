@@ -394,18 +394,22 @@ func (s *Session) Attach() error {
 	return nil
 }
 
-// oneOfMany tells whether p is one of the probes a wildcard (or a source
-// file's functions) expanded to: as stap's runtime, a kprobe the kernel
+// oneOfMany tells whether p is one of the points a wildcard (or a source
+// file's functions) expanded to, not counting the programs the elaborator
+// adds (@entry's, a tail call's): as stap's runtime, a kprobe the kernel
 // refuses there is skipped with a warning (a function that tracefs lists
 // but the kprobes' blacklist, NOKPROBE_SYMBOL, holds).
 func (s *Session) oneOfMany(p *sema.Probe) bool {
-	n := 0
+	if p.Decl == nil { // an @entry's companion: its return needs it
+		return false
+	}
+	points := map[string]bool{}
 	for _, q := range s.progs {
-		if q.Probe.User == p.User {
-			n++
+		if q.Probe.User == p.User && q.Probe.Decl != nil && q.Probe.TailOf == nil {
+			points[q.Probe.Name] = true
 		}
 	}
-	return n > 1
+	return len(points) > 1
 }
 
 // warnUnregistered tells Config.Warn, in stap's words, of kprobe p the

@@ -237,7 +237,7 @@ func placeShared(dbg *debuginfo.File, fns []*kernel.Function, decls map[uint64]d
 			continue
 		}
 		for _, addr := range slices.Sorted(maps.Keys(decls)) {
-			if name, start, _, ok := dbg.FunctionSymbolAt(addr); !ok || name != fn.Name || start != addr {
+			if name, start, _, ok := dbg.FunctionSymbolAt(addr); !ok || name != fn.Name || start != addr || addr < text {
 				continue
 			}
 			out = append(out, &kernel.Function{Name: fn.Name, Addr: addr, FromText: addr - text})
@@ -330,7 +330,7 @@ func hasComponent(p *Point, name string) bool {
 // reason. With clones, a compiler's copy (name.part.0, name.isra.0) is
 // matched by its name's base too: the DWARF names it so (F@FILE).
 func matchFunctions(k KernelInfo, p *Point, pattern string, clones bool) ([]*kernel.Function, error) {
-	if p.Arg("module") == nil && !strings.ContainsAny(pattern, "*?[") {
+	if p.Arg("module") == nil && !clones && !strings.ContainsAny(pattern, "*?[") {
 		if b, err := k.BTF(); err == nil {
 			if _, ok := b.Funcs()[pattern]; ok {
 				return []*kernel.Function{{Name: pattern}}, nil

@@ -28,6 +28,7 @@ func (c *Context) kernelGlobal(ref, module string, comps []*syntax.TargetCompone
 	}
 	name, file, _ := strings.Cut(ref, "@")
 	g, err := (*debuginfo.Global)(nil), debuginfo.ErrNoVariable
+	c.settleArgs() // the probed function's address, where its DWARF gives it
 	if pc := c.probedAddr(dbg); pc != 0 && file == "" {
 		g, err = dbg.GlobalAt(name, pc)
 	}
@@ -41,6 +42,9 @@ func (c *Context) kernelGlobal(ref, module string, comps []*syntax.TargetCompone
 		return nil, ctxErr(-1, "unable to find global '%s': %v", ref, err)
 	case g.PerCPU:
 		return nil, ctxErr(-1, "unable to read global '%s': it is a per-CPU variable, whose address is each CPU's own (bpftap does not read them)", ref)
+	}
+	if dbg.LoadOffset == nil {
+		return nil, ctxErr(-1, "unable to read global '%s': %s is not the running kernel's DWARF", ref, dbg.DebugPath)
 	}
 	offset, err := dbg.LoadOffset()
 	if err != nil {
@@ -89,8 +93,13 @@ func (c *Context) ownGlobal(x *syntax.TargetVar) (*Access, *ContextError) {
 		return a, cerr
 	}
 	why := "; nor is it a global of its file"
-	if _, err := c.kernel.Debuginfo(); err != nil && !c.Attach.User {
+	if !c.Attach.User && !c.hasKernelDebuginfo() {
 		why = "; a global of its file is read only where the kernel's debug package is installed"
 	}
 	return nil, ctxErr(-1, "unable to find parameter '%s' of %s (alternatives: %s%s)", x.Name, c.Attach.Func.Name, strings.Join(c.names(), ", "), why)
+}
+
+func (c *Context) hasKernelDebuginfo() bool {
+	_, err := c.kernel.Debuginfo()
+	return err == nil
 }

@@ -38,7 +38,13 @@ const prettyArgs = 32
 // point has no such expression or no BTF types for it: x then resolves
 // (Var) to the error saying why.
 func (c *Context) Pretty(x *syntax.TargetVar) (syntax.Expr, bool) {
-	if x.Pretty == 0 || x.AddrOf || c.Attach.Provider != "" || c.loadFields() != nil || c.loadDebug() != nil {
+	if x.Pretty == 0 || x.AddrOf || c.Attach.Provider != "" || c.loadFields() != nil {
+		return nil, false
+	}
+	if c.loadDebug() != nil {
+		if c.debug.undescribed && (x.Name == "$$parms" || x.Name == "$$vars" || x.Name == "$$locals") && len(x.Components) == 0 {
+			return &syntax.StringLit{Typed: syntax.Typed{Pos: x.Pos}}, true // as Var's: ""
+		}
 		return nil, false
 	}
 	btf, err := c.btf()

@@ -131,6 +131,7 @@ func (c *Context) readDebug() *ContextError {
 	if u.fn.Addr == 0 { // a kernel function named by its symbol (kernelFunctionDebug)
 		addrs := f.FunctionSymbols(u.fn.Name)
 		if len(addrs) != 1 {
+			c.debug.undescribed = true
 			return ctxErr(-1, "cannot read the parameters of %s: the symbol table of %s names %d functions so", u.fn.Name, f.DebugPath, len(addrs))
 		}
 		u.fn.Addr = addrs[0]
@@ -460,6 +461,7 @@ func (c *Context) userGlobal(ref string, comps []*syntax.TargetComponent, addrOf
 // globalAccess reads a global of type t of types at the address loc
 // computes, with its chain: the point's hidden argument named name.
 func (c *Context) globalAccess(name string, loc attach.Loc, types *kernel.BTF, t kernel.TypeID, comps []*syntax.TargetComponent, addrOf bool, pos syntax.Pos) (*Access, *ContextError) {
+	c.settleArgs()
 	c.Attach.Args = append(c.Attach.Args, attach.Arg{Name: name, Hidden: true, Loc: loc})
 	// the variable is element 0 of what its address points to
 	zero := &syntax.NumberLit{Typed: syntax.Typed{Pos: pos}, Value: 0, Text: "0"}
@@ -471,6 +473,15 @@ func (c *Context) globalAccess(name string, loc attach.Loc, types *kernel.BTF, t
 	}
 	a.Param = len(c.Attach.Args) - 1
 	return a, nil
+}
+
+// settleArgs lays out the point's own arguments, a trace event's fields
+// and what the DWARF adds or removes (a void function's return), before a
+// hidden argument is appended after them: the accesses resolved so far
+// hold their indexes.
+func (c *Context) settleArgs() {
+	c.loadFields()
+	c.loadDebug()
 }
 
 // names tells whether a @var's module names the probed object: its path,
