@@ -75,6 +75,11 @@ func (c *Context) probedAddr(dbg *debuginfo.File) uint64 {
 	return 0
 }
 
+// inLibrary tells whether at is in the tapset library, whose $names are
+// parameters only: a miss there (@defined($x) of another kernel's
+// parameter) reads no DWARF.
+func inLibrary(at syntax.Pos) bool { return at.Src != nil && at.Src.Library }
+
 // ownGlobal resolves $NAME in a function probe whose function has no
 // parameter (or local) NAME: a global of the function's file, as stap
 // reads it, from the program's DWARF, or the kernel's where its debug
