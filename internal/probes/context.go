@@ -183,6 +183,9 @@ func (c *Context) btf() (*kernel.BTF, error) {
 type ContextError struct {
 	Msg  string
 	Step int
+	// noGlobal: no global of the name was found (ownGlobal then says
+	// no parameter has it).
+	noGlobal bool
 }
 
 func (e *ContextError) Error() string { return e.Msg }

@@ -178,10 +178,21 @@ func expandKernelFunction(k KernelInfo, p *Point) ([]*Point, error) {
 // foo.isra.0, a function of a kernel without BTF): its $vars and $return,
 // where the kernel's debug package is installed; nil for the others.
 func kernelFunctionDebug(k KernelInfo, a *attach.Point, fn *kernel.Function) *debugFunc {
-	if fn.Module != "" || a.Kind.BTFTyped() || prototype(k, fn) != nil {
+	if fn.Module != "" || a.Kind.BTFTyped() || fn.Addr == 0 && inBTF(k, fn.Name) {
 		return nil
 	}
 	return &debugFunc{open: k.Debuginfo, object: "the kernel", fn: elfsym.Func{Name: fn.Name, Addr: fn.Addr}, regs: arch.Host()}
+}
+
+// inBTF tells whether the kernel's BTF describes the function name (a
+// lookup, where prototype decodes the prototype).
+func inBTF(k KernelInfo, name string) bool {
+	b, err := k.BTF()
+	if err != nil {
+		return false
+	}
+	_, ok := b.Funcs()[name]
+	return ok
 }
 
 // kernelDeclaredIn keeps the functions of fns that the kernel's DWARF
@@ -330,12 +341,8 @@ func hasComponent(p *Point, name string) bool {
 // reason. With clones, a compiler's copy (name.part.0, name.isra.0) is
 // matched by its name's base too: the DWARF names it so (F@FILE).
 func matchFunctions(k KernelInfo, p *Point, pattern string, clones bool) ([]*kernel.Function, error) {
-	if p.Arg("module") == nil && !clones && !strings.ContainsAny(pattern, "*?[") {
-		if b, err := k.BTF(); err == nil {
-			if _, ok := b.Funcs()[pattern]; ok {
-				return []*kernel.Function{{Name: pattern}}, nil
-			}
-		}
+	if p.Arg("module") == nil && !clones && !strings.ContainsAny(pattern, "*?[") && inBTF(k, pattern) {
+		return []*kernel.Function{{Name: pattern}}, nil
 	}
 	fns, err := k.Functions()
 	if err != nil {

@@ -24,7 +24,7 @@ func (c *Context) kernelGlobal(ref, module string, comps []*syntax.TargetCompone
 	}
 	dbg, err := c.kernel.Debuginfo()
 	if err != nil {
-		return nil, ctxErr(-1, "unable to find global '%s': %v", ref, err)
+		return nil, noGlobal("unable to find global '%s': %v", ref, err)
 	}
 	name, file, _ := strings.Cut(ref, "@")
 	g, err := (*debuginfo.Global)(nil), debuginfo.ErrNoVariable
@@ -37,9 +37,9 @@ func (c *Context) kernelGlobal(ref, module string, comps []*syntax.TargetCompone
 	}
 	switch {
 	case errors.Is(err, debuginfo.ErrNoVariable):
-		return nil, ctxErr(-1, "unable to find global '%s' in the kernel's DWARF (%s)", ref, dbg.DebugPath)
+		return nil, noGlobal("unable to find global '%s' in the kernel's DWARF (%s)", ref, dbg.DebugPath)
 	case err != nil:
-		return nil, ctxErr(-1, "unable to find global '%s': %v", ref, err)
+		return nil, noGlobal("unable to find global '%s': %v", ref, err)
 	case g.PerCPU:
 		return nil, ctxErr(-1, "unable to read global '%s': it is a per-CPU variable, whose address is each CPU's own (bpftap does not read them)", ref)
 	}
@@ -87,14 +87,14 @@ func inLibrary(at syntax.Pos) bool { return at.Src != nil && at.Src.Library }
 // parameter, with why no global was found.
 func (c *Context) ownGlobal(x *syntax.TargetVar) (*Access, *ContextError) {
 	name := strings.TrimPrefix(x.Name, "$")
-	global := c.kernelGlobal
+	var a *Access
+	var cerr *ContextError
 	if c.Attach.User {
-		global = func(ref, _ string, comps []*syntax.TargetComponent, addrOf bool, pos syntax.Pos, own bool) (*Access, *ContextError) {
-			return c.userGlobal(ref, comps, addrOf, pos, own)
-		}
+		a, cerr = c.userGlobal(name, x.Components, x.AddrOf, x.Pos, true)
+	} else {
+		a, cerr = c.kernelGlobal(name, "", x.Components, x.AddrOf, x.Pos, true)
 	}
-	a, cerr := global(name, "", x.Components, x.AddrOf, x.Pos, true)
-	if cerr == nil || !strings.HasPrefix(cerr.Msg, "unable to find global") {
+	if cerr == nil || !cerr.noGlobal {
 		return a, cerr
 	}
 	why := "; nor is it a global of its file"
@@ -107,4 +107,11 @@ func (c *Context) ownGlobal(x *syntax.TargetVar) (*Access, *ContextError) {
 func (c *Context) hasKernelDebuginfo() bool {
 	_, err := c.kernel.Debuginfo()
 	return err == nil
+}
+
+// noGlobal is the error of a global not found.
+func noGlobal(format string, args ...any) *ContextError {
+	e := ctxErr(-1, format, args...)
+	e.noGlobal = true
+	return e
 }

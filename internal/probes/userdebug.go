@@ -431,7 +431,7 @@ func (c *Context) userGlobal(ref string, comps []*syntax.TargetComponent, addrOf
 		return nil, err
 	}
 	if c.Attach.Func.Return != nil {
-		return nil, ctxErr(-1, "unable to find global '%s': bpftap reads @var at function entries, not in .return probes", ref)
+		return nil, noGlobal("unable to find global '%s': bpftap reads @var at function entries, not in .return probes", ref)
 	}
 	name, file, _ := strings.Cut(ref, "@")
 	var g *debuginfo.Global
@@ -442,7 +442,7 @@ func (c *Context) userGlobal(ref string, comps []*syntax.TargetComponent, addrOf
 		g, err = c.debug.file.Global(name, file)
 	}
 	if errors.Is(err, debuginfo.ErrNoVariable) {
-		return nil, ctxErr(-1, "unable to find global '%s' in %s", ref, c.user.obj.Path)
+		return nil, noGlobal("unable to find global '%s' in %s", ref, c.user.obj.Path)
 	}
 	var types *kernel.BTF
 	var ids []kernel.TypeID
