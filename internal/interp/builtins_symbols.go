@@ -52,7 +52,10 @@ var symbolBuiltins = map[string]builtinFunc{
 		return str(ustackLines(cc.process(), args[0].Str, 0))
 	},
 	"__ustack_brief_lines": func(cc *callContext, args []Value) Value {
-		return str(ustackBriefLines(cc.process(), args[0].Str))
+		return str(ustackText(cc.process(), args[0].Str, usym.BriefLine, 0))
+	},
+	"__ustack_fileline_lines": func(cc *callContext, args []Value) Value {
+		return str(ustackText(cc.process(), args[0].Str, usym.FullerLine, 0))
 	},
 	"sprint_usyms": func(cc *callContext, args []Value) Value {
 		return str(usymsLines(cc.process(), args[0].Str, cc.in.maxStringLen()-1))
@@ -79,19 +82,17 @@ func userSymbol(text func(addr uint64, sym usym.Symbol, ok bool) string) builtin
 // ustackLines is print_ustack's text of a stack of hex user addresses of
 // process pid, cut at limit bytes (0: not cut) on a line's end.
 func ustackLines(pid int, stk string, limit int) string {
-	return ksym.Lines(ksym.Addresses(stk), func(a uint64) string {
-		sym, ok := usym.Default().Address(pid, a)
-		return usym.FullLine(a, sym, ok)
-	}, limit)
+	return ustackText(pid, stk, usym.FullLine, limit)
 }
 
-// ustackBriefLines is print_ubacktrace_brief's text of a stack of hex user
-// addresses of process pid.
-func ustackBriefLines(pid int, stk string) string {
+// ustackText is a line per frame of a stack of hex user addresses of
+// process pid, as line writes it, cut at limit bytes (0: not cut) on a
+// line's end.
+func ustackText(pid int, stk string, line func(addr uint64, sym usym.Symbol, ok bool) string, limit int) string {
 	return ksym.Lines(ksym.Addresses(stk), func(a uint64) string {
 		sym, ok := usym.Default().Address(pid, a)
-		return usym.BriefLine(a, sym, ok)
-	}, 0)
+		return line(a, sym, ok)
+	}, limit)
 }
 
 // kernelOnly is a builtin the elaborator refuses in user-side probes.

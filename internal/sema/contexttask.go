@@ -71,7 +71,7 @@ func readsRunningThread(name string) bool {
 	case "register", "u_register", "uaddr", "user_mode", "cmdline_str", "returnval",
 		"ubacktrace", "sprint_ubacktrace",
 		"usymname", "usymdata", "umodname", "usymfile", "usymline", "usymfileline",
-		"sprint_ustack", "__ustack_lines", "__ustack_brief_lines",
+		"sprint_ustack", "__ustack_lines", "__ustack_brief_lines", "__ustack_fileline_lines",
 		"sprint_usyms", "__usyms_lines":
 		return true
 	}

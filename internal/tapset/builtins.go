@@ -338,6 +338,8 @@ var Builtins = index(
 	text(inProcess(fn("__ustack_lines", str, s("stk")))),
 	// __ustack_brief_lines(stk): print_ubacktrace_brief's text
 	text(inProcess(fn("__ustack_brief_lines", str, s("stk")))),
+	// __ustack_fileline_lines(stk): print_ubacktrace_fileline's text
+	text(inProcess(fn("__ustack_fileline_lines", str, s("stk")))),
 	inProcess(fn("sprint_usyms", str, s("callers"))),
 	// __usyms_lines(callers): print_usyms's text
 	text(inProcess(fn("__usyms_lines", str, s("callers")))),

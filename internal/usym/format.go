@@ -50,6 +50,17 @@ func FullLine(addr uint64, sym Symbol, ok bool) string {
 	return " " + Hex(addr) + "\n"
 }
 
+// FullerLine is a line of print_ubacktrace_fileline(): FullLine's with
+// the source file and line before the module, from the DWARF of the
+// address's file, " 0xADDR : name+0xOFF/0xSIZE at FILE:LINE [module]\n";
+// FullLine's where the DWARF gives none.
+func FullerLine(addr uint64, sym Symbol, ok bool) string {
+	if file, line, found := sourceLine(sym, ok); found && sym.Name != "" {
+		return fmt.Sprintf(" %s : %s+%#x/%#x at %s:%d [%s]\n", Hex(addr), sym.Name, sym.Offset, sym.Size, file, line, sym.Module)
+	}
+	return FullLine(addr, sym, ok)
+}
+
 // BriefLine is a line of print_ubacktrace_brief(): "name+0xOFF\n", or
 // "0xADDR\n".
 func BriefLine(addr uint64, sym Symbol, ok bool) string {
