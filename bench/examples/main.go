@@ -20,6 +20,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -264,7 +265,7 @@ func runGuest(name, script, dir, bin, work string, timeout time.Duration) (map[s
 		if err != nil {
 			return nil, err
 		}
-		files[img.DebugPath()] = dbg
+		maps.Copy(files, dbg)
 	}
 	if err := os.WriteFile(wrapper, []byte("#!/bin/sh\nexec sh /bench/examples.sh /examples\n"), 0o755); err != nil {
 		return nil, err

@@ -8,7 +8,9 @@
 // debug file, found as gdb finds it: by build ID
 // (/usr/lib/debug/.build-id/xx/rest.debug), then by the .gnu_debuglink
 // section's name beside the program, in its .debug directory and under
-// /usr/lib/debug; the kernel's is its debug package's vmlinux (OpenKernel).
+// /usr/lib/debug; the kernel's is its debug package's vmlinux (OpenKernel),
+// a module's the module as built (OpenModule), a relocatable object whose
+// sections this package places and relocates (relocate.go).
 // A linked file's sections are mapped, not copied (sections.go); Go's
 // debug/elf decompresses compressed ones and debug/dwarf reads DWARF 4
 // and 5 entries, types and line tables; this package adds what Go leaves
@@ -72,10 +74,12 @@ type File struct {
 	// DebugPath is the file the DWARF was read from: Path or its
 	// separate debug file.
 	DebugPath string
-	// LoadOffset, for the running kernel's DWARF (kernel.Debuginfo), is
-	// how far the kernel was moved from its link-time addresses when it
-	// was loaded (KASLR), which a global's address adds.
-	LoadOffset func() (int64, error)
+	// Loaded, for the running kernel's DWARF or a module's
+	// (kernel.Debuginfo, kernel.ModuleDebuginfo), is where the running
+	// kernel holds what the debug file places at the link-time address
+	// link: the kernel moved by KASLR, a module's section where it was
+	// loaded.
+	Loaded func(link uint64) (uint64, error)
 
 	data     *dwarf.Data
 	order    binary.ByteOrder
@@ -85,17 +89,19 @@ type File struct {
 	framesAt uint64            // .eh_frame's address
 	// debugFrame: frames is a .debug_frame (cfi.go).
 	debugFrame bool
-	indexOnce  sync.Once
-	symOnce    sync.Once
-	piecesMu   sync.Mutex
-	pieces     map[dwarf.Offset][]functionPiece // unitFunctions, by unit
-	funcSyms   map[string][]uint64              // FunctionSymbols
-	funcCode   []funcSymbol                     // FunctionSymbolAt: by address
-	dataSyms   map[string]uint64                // DataSymbol
-	perCPU     [2]uint64                        // the kernel's .data..percpu, from first to last address
-	funcs      map[uint64]dwarf.Offset          // subprograms by entry address
-	units      map[dwarf.Offset]*unit
-	indexErr   error
+	// layout places a relocatable debug file's sections (a module's).
+	layout    *layout
+	indexOnce sync.Once
+	symOnce   sync.Once
+	piecesMu  sync.Mutex
+	pieces    map[dwarf.Offset][]functionPiece // unitFunctions, by unit
+	funcSyms  map[string][]uint64              // FunctionSymbols
+	funcCode  []funcSymbol                     // FunctionSymbolAt: by address
+	dataSyms  map[string]uint64                // DataSymbol
+	perCPU    [2]uint64                        // the kernel's .data..percpu, from first to last address
+	funcs     map[uint64]dwarf.Offset          // subprograms by entry address
+	units     map[dwarf.Offset]*unit
+	indexErr  error
 }
 
 // Open reads the DWARF of the program at path.
@@ -159,10 +165,19 @@ func newFile(path string, e *elf.File) *File {
 	return f
 }
 
-// load reads the DWARF of debug, the file at f.DebugPath.
+// load reads the DWARF of debug, the file at f.DebugPath; a relocatable
+// one's call frame information too, which needs relocating.
 func (f *File) load(debug *elf.File) error {
+	wanted := []string{".debug_info", ".debug_loc", ".debug_loclists", ".debug_addr"}
+	if debug.Type == elf.ET_REL {
+		f.layout = layOut(debug)
+		wanted = append(wanted, ".debug_frame")
+	}
 	var err error
-	f.data, f.sections, err = readSections(f.DebugPath, debug, []string{".debug_info", ".debug_loc", ".debug_loclists", ".debug_addr"})
+	f.data, f.sections, err = readSections(f.DebugPath, debug, wanted, f.layout)
+	if err == nil && f.sections[".debug_frame"] != nil {
+		f.frames, f.debugFrame = f.sections[".debug_frame"], true
+	}
 	return err
 }
 
@@ -307,17 +322,28 @@ func (f *File) readSymbols() {
 		syms, _ := e.Symbols()
 		f.dataSyms = map[string]uint64{}
 		for _, sym := range syms {
+			addr := sym.Value
+			if f.layout != nil {
+				addr = f.layout.addr(sym)
+			}
 			switch kind := elf.ST_TYPE(sym.Info); {
-			case sym.Value == 0:
+			case addr == 0 || sym.Section == elf.SHN_UNDEF:
 			case kind == elf.STT_FUNC:
-				f.funcSyms[sym.Name] = append(f.funcSyms[sym.Name], sym.Value)
-				f.funcCode = append(f.funcCode, funcSymbol{name: sym.Name, start: sym.Value, size: sym.Size})
+				f.funcSyms[sym.Name] = append(f.funcSyms[sym.Name], addr)
+				f.funcCode = append(f.funcCode, funcSymbol{name: sym.Name, start: addr, size: sym.Size})
 			case (kind == elf.STT_OBJECT || kind == elf.STT_NOTYPE) && elf.ST_BIND(sym.Info) == elf.STB_GLOBAL:
-				f.dataSyms[sym.Name] = sym.Value
+				f.dataSyms[sym.Name] = addr
 			}
 		}
-		if s := e.Section(".data..percpu"); s != nil {
-			f.perCPU = [2]uint64{s.Addr, s.Addr + s.Size}
+		for i, s := range e.Sections {
+			if s.Name != ".data..percpu" {
+				continue
+			}
+			start := s.Addr
+			if f.layout != nil {
+				start = f.layout.base[elf.SectionIndex(i)]
+			}
+			f.perCPU = [2]uint64{start, start + s.Size}
 		}
 		slices.SortFunc(f.funcCode, func(a, b funcSymbol) int { return cmp.Compare(a.start, b.start) })
 	})

@@ -5,27 +5,43 @@ import (
 	"debug/elf"
 	"encoding/hex"
 	"fmt"
+	"io/fs"
 	"path/filepath"
 	"strings"
 )
 
-// KernelMissingError says that the running kernel's DWARF is not
-// installed: Tried are the places looked in, Other the debug files found
-// there that belong to another build of the kernel (their build ID is not
-// the running kernel's), which describe other addresses.
+// KernelMissingError says that the running kernel's DWARF, or its
+// module Module's, is not installed: Tried are the places looked in,
+// Other the debug files found there that belong to another build of the
+// kernel (their build ID is not the running kernel's), which describe
+// other addresses.
 type KernelMissingError struct {
 	Release string
+	Module  string
 	Tried   []string
 	Other   []string
 }
 
 func (e *KernelMissingError) Error() string {
-	msg := fmt.Sprintf("the kernel's DWARF debuginfo is not installed (looked for %s)", strings.Join(e.Tried, ", "))
+	what, whose := "the kernel", "the kernel's"
+	if e.Module != "" {
+		what, whose = "module "+e.Module, "module "+e.Module+"'s"
+	}
+	msg := fmt.Sprintf("%s DWARF debuginfo is not installed (looked for %s)", whose, strings.Join(e.Tried, ", "))
 	if len(e.Other) > 0 {
-		msg = fmt.Sprintf("%s is the DWARF debuginfo of another build of the kernel (its build ID is not the running kernel's, /sys/kernel/notes)", strings.Join(e.Other, ", "))
+		msg = fmt.Sprintf("%s is the DWARF debuginfo of another build of %s (its build ID is not the running one's, %s)",
+			strings.Join(e.Other, ", "), what, e.notes())
 	}
 	return fmt.Sprintf("%s: install the debug package of Linux %s (Debian: linux-image-%s-dbg; Ubuntu: linux-image-%s-dbgsym; Fedora, RHEL: kernel-debuginfo-%s)",
 		msg, e.Release, e.Release, e.Release, e.Release)
+}
+
+// notes is where the running kernel or module gives its build ID.
+func (e *KernelMissingError) notes() string {
+	if e.Module != "" {
+		return "/sys/module/" + e.Module + "/notes"
+	}
+	return "/sys/kernel/notes"
 }
 
 // kernelDebugFiles are the places distributions install the kernel's
@@ -49,7 +65,46 @@ func kernelDebugFiles(release string, id []byte) []string {
 // debug file of another build is refused: its addresses are not this
 // kernel's (one without a build ID cannot be told, and is taken).
 func OpenKernel(release string, id []byte) (*File, error) {
-	missing := &KernelMissingError{Release: release, Tried: kernelDebugFiles(release, id)}
+	return openKernelFile(&KernelMissingError{Release: release, Tried: kernelDebugFiles(release, id)}, "the kernel", id)
+}
+
+// OpenModule reads the DWARF of the running kernel's module name, of
+// build ID id (its notes in /sys/module/NAME/notes; nil: not checked),
+// from its debug file: the module as built, before it was stripped, a
+// relocatable object whose sections this package places (relocate.go).
+// Debian and Ubuntu install it as
+// /usr/lib/debug/lib/modules/RELEASE/kernel/DIR/NAME.ko, Fedora and RHEL
+// as .../NAME.ko.debug, where DIR is the module's own directory.
+func OpenModule(release, name string, id []byte) (*File, error) {
+	missing := &KernelMissingError{Release: release, Module: name, Tried: moduleDebugFiles(release, name)}
+	return openKernelFile(missing, "module "+name, id)
+}
+
+// moduleDebugFiles are the debug files of module name under the release's
+// debug directory (a module's file name has - where its name has _), or
+// where one would be when there is none.
+func moduleDebugFiles(release, name string) []string {
+	root := filepath.Join(DebugRoot, "lib", "modules", release)
+	names := map[string]bool{}
+	for _, n := range []string{name, strings.ReplaceAll(name, "_", "-")} {
+		names[n+".ko"], names[n+".ko.debug"] = true, true
+	}
+	var found []string
+	filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && names[d.Name()] {
+			found = append(found, path)
+		}
+		return nil
+	})
+	if len(found) == 0 {
+		return []string{filepath.Join(root, "kernel", "...", name+".ko")}
+	}
+	return found
+}
+
+// openKernelFile reads the first of missing.Tried that has DWARF and is
+// of build ID id, the debug file of what.
+func openKernelFile(missing *KernelMissingError, what string, id []byte) (*File, error) {
 	for _, path := range missing.Tried {
 		e, err := elf.Open(path)
 		if err != nil {
@@ -61,7 +116,7 @@ func OpenKernel(release string, id []byte) (*File, error) {
 			missing.Other = append(missing.Other, path)
 		default:
 			defer e.Close()
-			f := newFile("the kernel", e)
+			f := newFile(what, e)
 			f.DebugPath = path
 			if err := f.readDebugFrame(e); err != nil {
 				return nil, err

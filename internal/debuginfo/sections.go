@@ -24,23 +24,28 @@ var (
 // stored as they are are not read but mapped: a kernel's vmlinux holds
 // hundreds of MiB of DWARF, of which a probe reads a few units, and a
 // copy would be that much memory and time at every start. Compressed
-// sections are read and decompressed; a relocatable object (a kernel
-// module), whose sections need relocating, and DWARF 4 type units are
-// left to Go's reader.
-func readSections(path string, e *elf.File, wanted []string) (*dwarf.Data, map[string][]byte, error) {
-	if e.Type == elf.ET_REL || e.Section(".debug_types") != nil || hasZdebug(e) {
-		return readAll(path, e, wanted)
-	}
-	mapped, err := mapFile(path)
-	if err != nil { // a file system that maps no files: read them
-		return readAll(path, e, wanted)
+// sections are read and decompressed; a relocatable object's (a kernel
+// module's, whose layout l is) are read and relocated (relocate.go);
+// DWARF 4 type units are left to Go's reader.
+func readSections(path string, e *elf.File, wanted []string, l *layout) (*dwarf.Data, map[string][]byte, error) {
+	read := func(name string) ([]byte, error) { return l.relocated(e, name) }
+	if l == nil {
+		if e.Section(".debug_types") != nil || hasZdebug(e) {
+			return readAll(path, e, wanted)
+		}
+		mapped, err := mapFile(path)
+		if err != nil { // a file system that maps no files: read them
+			return readAll(path, e, wanted)
+		}
+		read = func(name string) ([]byte, error) { return sectionData(e, mapped, name) }
 	}
 	sec := map[string][]byte{}
 	for _, name := range append(append(sectionNames, dwarf5Sections...), wanted...) {
 		if _, done := sec[name]; done {
 			continue
 		}
-		if sec[name], err = sectionData(e, mapped, name); err != nil {
+		var err error
+		if sec[name], err = read(name); err != nil {
 			return nil, nil, fmt.Errorf("%s: %s: %w", path, name, err)
 		}
 	}

@@ -91,7 +91,7 @@ func TestGuest(t *testing.T) {
 			if slices.ContainsFunc(r.Cases, func(c *Case) bool { return c.Debuginfo }) {
 				dbg, err := img.Debuginfo()
 				unavailable(t, err)
-				r.Debuginfo, r.DebugPath = dbg, img.DebugPath()
+				r.Debuginfo = dbg
 			}
 			bootAndCheck(t, b.qemu, img, r)
 		})

@@ -116,17 +116,19 @@ for cmd in /cases/*.cmd; do
 	mods=$(cat "/cases/$name.modules" 2>/dev/null)
 	# its time limit in seconds: /cases/NAME.timeout (Initramfs.caseLimit)
 	limit=$(cat "/cases/$name.timeout")
-	# the kernel's DWARF where the debug package puts it
-	# (/cases/NAME.debuginfo), for the cases that read it only
-	dbg=$(cat "/cases/$name.debuginfo" 2>/dev/null)
-	[ -z "$dbg" ] || { mkdir -p "${dbg%/*}" && ln -sf /debuginfo/vmlinux "$dbg"; }
+	# the DWARF of the kernel and its modules where the debug package puts
+	# it (/debuginfo/links), for the cases that read it only
+	# (/cases/NAME.debuginfo)
+	dbg=
+	[ -e "/cases/$name.debuginfo" ] && dbg=/debuginfo/links
+	[ -z "$dbg" ] || while read -r src at; do mkdir -p "${at%/*}" && ln -sf "$src" "$at"; done <"$dbg"
 	before=$(echo $(pids))
 	(cd "/cases/$name" && load $mods && exec timeout "$limit" sh "$cmd") </dev/null >/tmp/stdout 2>/tmp/stderr
 	status=$?
 	reap "$before"
 	frame case "$name" $status
 	unload $mods
-	[ -z "$dbg" ] || rm -f "$dbg"
+	[ -z "$dbg" ] || while read -r src at; do rm -f "$at"; done <"$dbg"
 done
 
 for bin in /tests/*.test; do

@@ -7,9 +7,11 @@ import (
 	_ "embed"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -50,11 +52,12 @@ type Initramfs struct {
 	// what a bench needs beside bpftap (a workload, another tracer and its
 	// shared libraries).
 	Files map[string]string
-	// Debuginfo, when set, is the kernel's DWARF (Image.Debuginfo) as
-	// /debuginfo/vmlinux, which init links to DebugPath for the cases that
-	// read it (Case.Debuginfo) and removes after each: the others run as
-	// on a machine without the debug package.
-	Debuginfo, DebugPath string
+	// Debuginfo, when set, are the debug files of the kernel and its
+	// modules (Image.Debuginfo) by where the debug package installs them,
+	// as /debuginfo/N, which init links there (as /debuginfo/links lists)
+	// for the cases that read them (Case.Debuginfo) and removes after
+	// each: the others run as on a machine without the debug package.
+	Debuginfo map[string]string
 	// Bench, when set, is a host program or script copied to /bench/run,
 	// which init runs before the cases and tests with no time limit of its
 	// own (the boot's context bounds it), framed as the run "bench run".
@@ -193,12 +196,17 @@ func (r *Initramfs) Write(path string) error {
 	if r.Bench != "" {
 		c.File("bench/run", r.Bench)
 	}
-	if r.Debuginfo != "" {
-		c.File("debuginfo/vmlinux", r.Debuginfo)
+	var links []string
+	for i, at := range slices.Sorted(maps.Keys(r.Debuginfo)) {
+		c.File(fmt.Sprintf("debuginfo/%d", i), r.Debuginfo[at])
+		links = append(links, fmt.Sprintf("/debuginfo/%d %s\n", i, at))
+	}
+	if len(links) > 0 {
+		c.Bytes("debuginfo/links", 0o644, []byte(strings.Join(links, "")))
 	}
 	for _, k := range r.Cases {
-		if k.Debuginfo && r.Debuginfo != "" {
-			c.Bytes("cases/"+k.Name+".debuginfo", 0o644, []byte(r.DebugPath+"\n"))
+		if k.Debuginfo && len(links) > 0 {
+			c.Bytes("cases/"+k.Name+".debuginfo", 0o644, nil)
 		}
 		c.Bytes("cases/"+k.Name+".cmd", 0o644, []byte(k.Run+"\n"))
 		c.Bytes("cases/"+k.Name+".timeout", 0o644, []byte(strconv.Itoa(r.caseLimit(k))+"\n"))

@@ -252,7 +252,7 @@ func (c *Context) Var(x *syntax.TargetVar) (*Access, *ContextError) {
 	case (!ok || strings.HasPrefix(x.Name, "$$")) && c.Attach.User && c.Attach.Func != nil && c.debug.types == nil:
 		return nil, ctxErr(-1, "cannot resolve context variable '%s': bpftap reads no DWARF debuginfo, so a function probe has only $return (in .return probes); read arguments with int_arg(N), long_arg(N), pointer_arg(N) and the like", x.Name)
 	case !ok && !strings.HasPrefix(x.Name, "$$") && c.Attach.Func != nil && !inLibrary(x.Pos) &&
-		(c.Attach.User || c.Attach.Module == "" && c.Attach.Kind != attach.LSM):
+		(c.Attach.User || c.Attach.Kind != attach.LSM):
 		return c.ownGlobal(x)
 	case (!ok || strings.HasPrefix(x.Name, "$$")) && c.Attach.Func != nil:
 		if _, err := c.btf(); err != nil && c.debug.types == nil {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/bpftap/bpftap/internal/debuginfo"
 	"github.com/bpftap/bpftap/internal/kernel"
+	"github.com/bpftap/bpftap/internal/ksym"
 	"github.com/bpftap/bpftap/internal/probes/attach"
 	"github.com/bpftap/bpftap/internal/syntax"
 	"github.com/bpftap/bpftap/internal/target"
@@ -31,7 +32,7 @@ func kernelFamilies(k KernelInfo, cfg Config) []*Family {
 		traceFamily(k, cfg.ClassicTracepoints),
 		syscallFamily(k, cfg.Listing),
 		kernelFunctionFamily(k),
-		kernelStatementFamily(k),
+		kernelStatementFamily(k, cfg),
 		kernelInlineFamily(k),
 		dwarfOnlyFamily(),
 		processFunctionFamily(k, cfg, files),
@@ -71,9 +72,13 @@ type KernelInfo interface {
 	FindsTasks(a *attach.Point) error
 	// Has tells whether the kernel offers feature f (target.Kernel.Has).
 	Has(f *target.Feature) bool
-	// Debuginfo is the kernel's DWARF, where its debug package is
-	// installed (kernel.Debuginfo).
-	Debuginfo() (*debuginfo.File, error)
+	// Debuginfo is the DWARF of the kernel (module "") or of its loaded
+	// module, where the kernel's debug package is installed
+	// (kernel.Debuginfo, kernel.ModuleDebuginfo).
+	Debuginfo(module string) (*debuginfo.File, error)
+	// Symbol is the running kernel's text symbol that holds addr and
+	// addr's offset in it (ksym.Kernel: /proc/kallsyms).
+	Symbol(addr uint64) (name string, offset uint64, ok bool)
 }
 
 // RunningKernel is the KernelInfo of the machine bpftap runs on. Telling
@@ -97,7 +102,21 @@ func (RunningKernel) BTF() (*kernel.BTF, error)                  { return kernel
 func (RunningKernel) Functions() ([]*kernel.Function, error)     { return kernel.Functions() }
 func (RunningKernel) Exported() (map[string]bool, error)         { return kernel.Exported() }
 func (RunningKernel) ModuleBTF(name string) (*kernel.BTF, error) { return kernel.Module(name) }
-func (RunningKernel) Debuginfo() (*debuginfo.File, error)        { return kernel.Debuginfo() }
+
+func (RunningKernel) Debuginfo(module string) (*debuginfo.File, error) {
+	if module == "" {
+		return kernel.Debuginfo()
+	}
+	return kernel.ModuleDebuginfo(module)
+}
+
+func (RunningKernel) Symbol(addr uint64) (string, uint64, bool) {
+	sym, offset, ok := ksym.Kernel().Lookup(addr)
+	if !ok {
+		return "", 0, false
+	}
+	return sym.Name, offset, true
+}
 
 func (RunningKernel) EventFields(system, event string) ([]kernel.Field, error) {
 	return kernel.EventFields(system, event)

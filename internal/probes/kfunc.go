@@ -66,11 +66,9 @@ func dwarfOnlyFamily() *Family {
 	for _, base := range []string{"kernel.function(string)", "module(string).function(string)"} {
 		paths = append(paths, base+".callee(string)", base+".callees", base+".callees(number)")
 	}
-	paths = append(paths, "module(string).function(string).inline", "module(string).function(string).label(string)")
-	paths = append(paths, "kernel.statement(number)", "module(string).statement(string)", "kernel.statement(number).absolute")
 	return &Family{Name: "kernel.dwarf", Paths: paths, Kernel: true, Check: func(p *Point) error {
 		return errorf("%s is not served by bpftap yet: it reads the kernel's DWARF for kernel.function(\"NAME@FILE\"), "+
-			"kernel.statement(\"NAME@FILE:LINE\"), kernel.function(\"NAME\").inline and .label(\"LABEL\"); probe whole functions (kernel.function(\"NAME\"), .return), their parameters typed by BTF", p.Name())
+			"kernel.statement(\"NAME@FILE:LINE\"), kernel.function(\"NAME\").inline and .label(\"LABEL\"); probe the callee itself (kernel.function(\"CALLEE\")), with caller() or the backtrace to tell its callers apart", p.Name())
 	}}
 }
 
@@ -102,7 +100,7 @@ func expandKernelFunction(k KernelInfo, p *Point) ([]*Point, error) {
 	name, file, inFile := strings.Cut(pattern.Value, "@")
 	matched, err := matchFunctions(k, p, name, inFile)
 	if err == nil && inFile {
-		matched, err = kernelDeclaredIn(k, p, matched, file)
+		matched, err = kernelDeclaredIn(k, matched, file)
 	}
 	if err != nil {
 		return nil, err
@@ -181,7 +179,12 @@ func kernelFunctionDebug(k KernelInfo, a *attach.Point, fn *kernel.Function) *de
 	if fn.Module != "" || a.Kind.BTFTyped() || fn.Addr == 0 && inBTF(k, fn.Name) {
 		return nil
 	}
-	return &debugFunc{open: k.Debuginfo, object: "the kernel", fn: elfsym.Func{Name: fn.Name, Addr: fn.Addr}, regs: arch.Host()}
+	return &debugFunc{open: dwarfOf(k, ""), object: "the kernel", fn: elfsym.Func{Name: fn.Name, Addr: fn.Addr}, regs: arch.Host()}
+}
+
+// dwarfOf opens the DWARF of the kernel (module "") or of its module.
+func dwarfOf(k KernelInfo, module string) func() (*debuginfo.File, error) {
+	return func() (*debuginfo.File, error) { return k.Debuginfo(module) }
 }
 
 // inBTF tells whether the kernel's BTF describes the function name (a
@@ -195,39 +198,45 @@ func inBTF(k KernelInfo, name string) bool {
 	return ok
 }
 
-// kernelDeclaredIn keeps the functions of fns that the kernel's DWARF
-// declares in the source files file matches (FILE or FILE:LINE of
-// kernel.function("F@FILE:LINE"), FILE a debuginfo.FilePattern), as stap
-// chooses them. A compiler's copy of a function (name.isra.0,
-// name.constprop.0) is declared as the function.
-func kernelDeclaredIn(k KernelInfo, p *Point, fns []*kernel.Function, file string) ([]*kernel.Function, error) {
+// kernelDeclaredIn keeps the functions of fns that the DWARF of the
+// kernel, or of their module, declares in the source files file matches
+// (FILE or FILE:LINE of kernel.function("F@FILE:LINE"), FILE a
+// debuginfo.FilePattern), as stap chooses them. A compiler's copy of a
+// function (name.isra.0, name.constprop.0) is declared as the function.
+func kernelDeclaredIn(k KernelInfo, fns []*kernel.Function, file string) ([]*kernel.Function, error) {
 	file, line, err := fileAndLine(file)
 	if err != nil {
 		return nil, err
 	}
-	if p.Arg("module") != nil {
-		return nil, errorf("cannot tell which functions %s defines: bpftap reads the DWARF of the kernel itself (vmlinux), not of its modules", file)
+	byModule := map[string][]*kernel.Function{}
+	for _, fn := range fns {
+		byModule[fn.Module] = append(byModule[fn.Module], fn)
 	}
-	dbg, err := k.Debuginfo()
-	if err != nil {
-		return nil, errorf("cannot tell which functions %s defines: %v", file, err)
+	var declared []*kernel.Function
+	var read []string
+	for _, module := range slices.Sorted(maps.Keys(byModule)) {
+		dbg, err := k.Debuginfo(module)
+		if err != nil {
+			return nil, errorf("cannot tell which functions %s defines: %v", file, err)
+		}
+		decls, err := dbg.Declared(file, line)
+		if err != nil {
+			return nil, errorf("cannot tell which functions %s defines: %v", file, err)
+		}
+		names := map[string]bool{}
+		for _, d := range decls {
+			names[d.Name] = true
+		}
+		in := slices.DeleteFunc(byModule[module], func(fn *kernel.Function) bool {
+			base, _, _ := strings.Cut(fn.Name, ".")
+			return !names[base]
+		})
+		declared = append(declared, placeShared(dbg, in, decls)...)
+		read = append(read, fmt.Sprintf("%s's DWARF (%s)", dbg.Path, dbg.DebugPath))
 	}
-	decls, err := dbg.Declared(file, line)
-	if err != nil {
-		return nil, errorf("cannot tell which functions %s defines: %v", file, err)
-	}
-	names := map[string]bool{}
-	for _, d := range decls {
-		names[d.Name] = true
-	}
-	declared := slices.DeleteFunc(slices.Clone(fns), func(fn *kernel.Function) bool {
-		base, _, _ := strings.Cut(fn.Name, ".")
-		return fn.Module != "" || !names[base]
-	})
-	declared = placeShared(dbg, declared, decls)
 	if len(declared) == 0 {
 		return nil, &Error{Msg: "no match", detail: func() string {
-			return fmt.Sprintf(" (the kernel's DWARF (%s) declares no traceable function of those matched in a file matching %s%s)", dbg.DebugPath, file,
+			return fmt.Sprintf(" (%s declares no traceable function of those matched in a file matching %s%s)", strings.Join(read, ", "), file,
 				atLine(line))
 		}}
 	}

@@ -9,27 +9,33 @@ import (
 	"github.com/bpftap/bpftap/internal/syntax"
 )
 
-// kernelGlobal resolves a kernel global with its chain, from the kernel's
-// DWARF where its debug package is installed: @var("NAME@FILE") in any
-// kernel probe, or $NAME where the probed function has no such parameter
-// (own). The variable is one a compilation unit defines or declares at
-// file scope (the kernel's jiffies is only declared: the symbol table
-// places it). As stap, $NAME looks only in the probed function's unit,
-// @var("NAME") there first and then in every unit, @var("NAME@FILE") in
-// the units FILE matches. It is read at its link-time address plus the
-// kernel's load offset (KASLR), with bpf_probe_read_kernel.
+// kernelGlobal resolves a global of the kernel or of one of its modules
+// with its chain, from their DWARF where the kernel's debug package is
+// installed: @var("NAME@FILE", "MODULE") in any kernel probe (MODULE
+// "kernel", or by default the probe's own), or $NAME where the probed
+// function has no such parameter (own). The variable is one a
+// compilation unit defines or declares at file scope (the kernel's
+// jiffies is only declared: the symbol table places it). As stap, $NAME
+// looks only in the probed function's unit, @var("NAME") there first and
+// then in every unit, @var("NAME@FILE") in the units FILE matches. It is
+// read where the running kernel holds it (File.Loaded: the link-time
+// address moved by KASLR, or a module's section's place), with
+// bpf_probe_read_kernel.
 func (c *Context) kernelGlobal(ref, module string, comps []*syntax.TargetComponent, addrOf bool, pos syntax.Pos, own bool) (*Access, *ContextError) {
-	if module != "" && module != "kernel" {
-		return nil, ctxErr(-1, "unable to find global '%s' in %s: bpftap reads the globals of the kernel, not of its modules", ref, module)
+	switch module {
+	case "":
+		module = c.Attach.Module
+	case "kernel":
+		module = ""
 	}
-	dbg, err := c.kernel.Debuginfo()
+	dbg, err := c.kernel.Debuginfo(module)
 	if err != nil {
 		return nil, noGlobal("unable to find global '%s': %v", ref, err)
 	}
 	name, file, _ := strings.Cut(ref, "@")
 	g, err := (*debuginfo.Global)(nil), debuginfo.ErrNoVariable
 	c.settleArgs() // the probed function's address, where its DWARF gives it
-	if pc := c.probedAddr(dbg); pc != 0 && file == "" {
+	if pc := c.probedAddr(module, dbg); pc != 0 && file == "" {
 		g, err = dbg.GlobalAt(name, pc)
 	}
 	if errors.Is(err, debuginfo.ErrNoVariable) && !own {
@@ -37,16 +43,16 @@ func (c *Context) kernelGlobal(ref, module string, comps []*syntax.TargetCompone
 	}
 	switch {
 	case errors.Is(err, debuginfo.ErrNoVariable):
-		return nil, noGlobal("unable to find global '%s' in the kernel's DWARF (%s)", ref, dbg.DebugPath)
+		return nil, noGlobal("unable to find global '%s' in %s's DWARF (%s)", ref, dbg.Path, dbg.DebugPath)
 	case err != nil:
 		return nil, noGlobal("unable to find global '%s': %v", ref, err)
 	case g.PerCPU:
 		return nil, ctxErr(-1, "unable to read global '%s': it is a per-CPU variable, whose address is each CPU's own (bpftap does not read them)", ref)
 	}
-	if dbg.LoadOffset == nil {
+	if dbg.Loaded == nil {
 		return nil, ctxErr(-1, "unable to read global '%s': %s is not the running kernel's DWARF", ref, dbg.DebugPath)
 	}
-	offset, err := dbg.LoadOffset()
+	addr, err := dbg.Loaded(g.Addr)
 	if err != nil {
 		return nil, ctxErr(-1, "unable to read global '%s': %v", ref, err)
 	}
@@ -54,19 +60,21 @@ func (c *Context) kernelGlobal(ref, module string, comps []*syntax.TargetCompone
 	if err != nil {
 		return nil, ctxErr(-1, "unable to read global '%s': %v", ref, err)
 	}
-	at := attach.Loc{Size: 8, Address: true, User: &attach.UserAddr{Disp: int64(g.Addr) + offset, Kernel: true}}
+	at := attach.Loc{Size: 8, Address: true, User: &attach.UserAddr{Disp: int64(addr), Kernel: true}}
 	return c.globalAccess("@var:"+ref, at, types, ids[0], comps, addrOf, pos)
 }
 
-// probedAddr is the link-time address, in the kernel's debug file, of the
-// kernel function the probe is on, 0 when there is none (a module's
-// function) or its name is not one function's (a static function of
-// several files).
-func (c *Context) probedAddr(dbg *debuginfo.File) uint64 {
+// probedAddr is the link-time address, in dbg, the DWARF of the kernel
+// or of its module module, of the function the probe is on, 0 when the
+// probe is not in that object or its function's name is not one
+// function's (a static function of several files).
+func (c *Context) probedAddr(module string, dbg *debuginfo.File) uint64 {
 	switch {
+	case module != c.Attach.Module:
+		return 0
 	case c.user != nil:
 		return c.user.fn.Addr
-	case c.Attach.Func == nil || c.Attach.Module != "":
+	case c.Attach.Func == nil:
 		return 0
 	}
 	if addrs := dbg.FunctionSymbols(c.Attach.Func.Name); len(addrs) == 1 {
@@ -105,7 +113,7 @@ func (c *Context) ownGlobal(x *syntax.TargetVar) (*Access, *ContextError) {
 }
 
 func (c *Context) hasKernelDebuginfo() bool {
-	_, err := c.kernel.Debuginfo()
+	_, err := c.kernel.Debuginfo(c.Attach.Module)
 	return err == nil
 }
 

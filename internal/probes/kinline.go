@@ -14,8 +14,9 @@ import (
 	"github.com/bpftap/bpftap/internal/syntax"
 )
 
-// kernel.function("F").inline and kernel.function("F").label("L"), from
-// the kernel's DWARF (its debug package), as the user points of the same
+// kernel.function("F").inline and kernel.function("F").label("L"), and
+// module("M").function("F") likewise, from the DWARF of the kernel or of
+// its module M (the kernel's debug package), as the user points of the same
 // names (ustatement.go): a kprobe at the entry of each copy of the
 // functions F matches that the compiler inlined into another (found in
 // every unit: a header's static inline function is inlined anywhere), or
@@ -27,7 +28,8 @@ import (
 // any with the reason.
 func kernelInlineFamily(k KernelInfo) *Family {
 	return &Family{Name: "kernel.function.dwarf", Kernel: true,
-		Paths:  []string{"kernel.function(string).inline", "kernel.function(string).label(string)"},
+		Paths: []string{"kernel.function(string).inline", "kernel.function(string).label(string)",
+			"module(string).function(string).inline", "module(string).function(string).label(string)"},
 		Expand: func(p *Point) ([]*Point, error) { return kernelInlineOrLabel(k, p) }}
 }
 
@@ -40,17 +42,22 @@ func kernelInlineOrLabel(k KernelInfo, p *Point) ([]*Point, error) {
 	if regs == nil {
 		return nil, errorf("bpftap has no register table for %s", runtime.GOARCH)
 	}
-	dbg, err := k.Debuginfo()
+	module, err := dwarfModule(p)
+	if err != nil {
+		return nil, err
+	}
+	file, err := k.Debuginfo(module)
 	if err != nil {
 		return nil, errorf("cannot probe %s: %v", p.Name(), err)
 	}
+	dbg := kernelDwarf{file, module}
 	var sites []kernelSite
 	var what string
 	if label, ok := p.Arg("label").(*syntax.StringLit); ok {
-		sites, err = kernelLabels(k, p, dbg, pattern, label.Value)
+		sites, err = kernelLabels(k, p, dbg.File, pattern, label.Value)
 		what = fmt.Sprintf("no label %s in a traceable function matching %s", label.Value, pattern)
 	} else {
-		sites, err = kernelInlined(dbg, pattern)
+		sites, err = kernelInlined(dbg.File, pattern)
 		what = "no inlined copy of a function matching " + pattern
 	}
 	if err != nil {
@@ -74,7 +81,7 @@ func kernelInlineOrLabel(k KernelInfo, p *Point) ([]*Point, error) {
 			what += " that a kprobe reaches (" + unreached + ")"
 		}
 		return nil, &Error{Msg: "no match", detail: func() string {
-			return fmt.Sprintf(" (the kernel's DWARF (%s) has %s)", dbg.DebugPath, what)
+			return fmt.Sprintf(" (%s's DWARF (%s) has %s)", dbg.Path, dbg.DebugPath, what)
 		}}
 	}
 	return out, nil

@@ -16,8 +16,9 @@ import (
 )
 
 // kernel.statement("FUNC@FILE:LINE") and FUNC@FILE:FIRST-LAST, with
-// .nearest: a kprobe at the first instruction of each source line the
-// kernel's DWARF line table places in a function FUNC matches (a
+// .nearest, and module("M").statement(...) likewise: a kprobe at the
+// first instruction of each source line the DWARF line table of the
+// kernel, or of its module M, places in a function FUNC matches (a
 // wildcard), from the kernel's debug package (KernelInfo.Debuginfo),
 // attached by the function's name and the line's offset in it, as stap
 // places them. Its $vars are the parameters and locals in scope there,
@@ -25,9 +26,72 @@ import (
 // DWARF's locations say (debugFunc, as a user statement's). The concrete
 // point names the function, the file as the DWARF names it and the line:
 // kernel.statement("vfs_read@fs/read_write.c:455").
-func kernelStatementFamily(k KernelInfo) *Family {
-	return &Family{Name: "kernel.statement", Paths: []string{"kernel.statement(string)", "kernel.statement(string).nearest"},
-		Kernel: true, Expand: func(p *Point) ([]*Point, error) { return kernelStatements(k, p) }}
+//
+// kernel.statement(ADDRESS) is a kprobe at the link-time address (as the
+// debug file's vmlinux and System.map place it) in the function that
+// holds it, its $vars those in scope there; with .absolute (guru mode
+// only, as in stap) the address is the running kernel's, in
+// /proc/kallsyms's terms, and the probe reads no DWARF.
+func kernelStatementFamily(k KernelInfo, cfg Config) *Family {
+	paths := []string{"kernel.statement(number)", "kernel.statement(number).absolute"}
+	for _, base := range []string{"kernel.statement(string)", "module(string).statement(string)"} {
+		paths = append(paths, base, base+".nearest")
+	}
+	return &Family{Name: "kernel.statement", Paths: paths, Kernel: true,
+		Expand: func(p *Point) ([]*Point, error) {
+			addr, ok := p.Arg("statement").(*syntax.NumberLit)
+			switch {
+			case ok && hasComponent(p, "absolute"):
+				return absoluteStatement(k, cfg, p, uint64(addr.Value))
+			case ok:
+				return kernelAddressStatement(k, p, uint64(addr.Value))
+			}
+			return kernelStatements(k, p)
+		}}
+}
+
+// kernelAddressStatement is the probe of kernel.statement(ADDRESS).
+func kernelAddressStatement(k KernelInfo, p *Point, addr uint64) ([]*Point, error) {
+	regs := arch.Host()
+	if regs == nil {
+		return nil, errorf("bpftap has no register table for %s", runtime.GOARCH)
+	}
+	dbg, err := k.Debuginfo("")
+	if err != nil {
+		return nil, errorf("cannot probe statement %#x: %v", addr, err)
+	}
+	entry, host, err := dbg.EntryContaining(addr)
+	if err != nil {
+		return nil, errorf("cannot probe statement %#x: %v", addr, err)
+	}
+	site := kernelSite{addr: addr, fn: elfsym.Func{Name: host, Addr: entry}}
+	q, why, err := site.probe(k, concretePoint(p, "", ""), kernelDwarf{dbg, ""}, regs, true)
+	if why != "" {
+		err = errorf("cannot probe statement %#x: %s", addr, why)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return []*Point{q}, nil
+}
+
+// absoluteStatement is the probe of kernel.statement(ADDRESS).absolute: a
+// kprobe at the running kernel's address, on the symbol that holds it.
+func absoluteStatement(k KernelInfo, cfg Config, p *Point, addr uint64) ([]*Point, error) {
+	if !cfg.Guru {
+		return nil, errorf("absolute statement probe in unprivileged script; need stap -g (bpftap -g)")
+	}
+	symbol, offset, ok := k.Symbol(addr)
+	if !ok {
+		return nil, errorf("cannot probe statement %#x: no kernel symbol in /proc/kallsyms holds it", addr)
+	}
+	a := &attach.Point{Kind: attach.Kprobe, Event: symbol, Offset: offset, Regs: true, Func: &attach.Func{Name: symbol}}
+	if err := k.Attachable(a); err != nil {
+		return nil, &Error{Msg: err.Error()}
+	}
+	q := concretePoint(p, "", "")
+	q.Context = &Context{kernel: k, Attach: a}
+	return []*Point{q}, nil
 }
 
 func kernelStatements(k KernelInfo, p *Point) ([]*Point, error) {
@@ -35,18 +99,19 @@ func kernelStatements(k KernelInfo, p *Point) ([]*Point, error) {
 	if err != nil {
 		return nil, err
 	}
-	if st.relative > 0 {
-		return nil, errorf("cannot probe statement %q: bpftap takes FUNCTION@FILE+N in user programs only; name the line (FUNCTION@FILE:LINE)", st.spec)
-	}
 	regs := arch.Host()
 	if regs == nil {
 		return nil, errorf("bpftap has no register table for %s", runtime.GOARCH)
 	}
-	dbg, err := k.Debuginfo()
+	module, err := dwarfModule(p)
+	if err != nil {
+		return nil, err
+	}
+	dbg, err := k.Debuginfo(module)
 	if err == nil {
 		var lines []debuginfo.Line
 		if lines, err = kernelLines(dbg, st, hasComponent(p, "nearest")); err == nil {
-			return kernelLineProbes(k, p, st, dbg, regs, lines)
+			return kernelLineProbes(k, p, st, kernelDwarf{dbg, module}, regs, lines)
 		}
 	}
 	return nil, errorf("cannot probe statement %q: %v", st.spec, err)
@@ -54,8 +119,15 @@ func kernelStatements(k KernelInfo, p *Point) ([]*Point, error) {
 
 // kernelLines are the addresses of the statement's lines: for a function
 // named without a wildcard, in the units that hold its code only (the
-// symbol table says where), not the kernel's thousands.
+// symbol table says where), not the kernel's thousands; for
+// FUNC@FILE+N, the line N after each function's declaration, in it.
 func kernelLines(dbg *debuginfo.File, st statementAt, nearest bool) ([]debuginfo.Line, error) {
+	if st.relative > 0 {
+		return relativeLines(dbg, st.pattern, st.file, st.relative, func(entry, addr uint64) bool {
+			at, _, err := dbg.EntryContaining(addr)
+			return err == nil && at == entry
+		})
+	}
 	entries := dbg.FunctionSymbols(st.pattern)
 	if strings.ContainsAny(st.pattern, "*?[") || len(entries) == 0 {
 		return st.lines(dbg.Lines, nearest)
@@ -73,9 +145,28 @@ func kernelLines(dbg *debuginfo.File, st statementAt, nearest bool) ([]debuginfo
 	return out, nil
 }
 
+// dwarfModule is the module a point of the kernel's DWARF names
+// (module("M"): one module's name), "" for the kernel itself.
+func dwarfModule(p *Point) (string, error) {
+	m, ok := p.Arg("module").(*syntax.StringLit)
+	switch {
+	case !ok:
+		return "", nil
+	case strings.ContainsAny(m.Value, "*?["):
+		return "", errorf("cannot probe %s: bpftap reads one module's DWARF for it; name the module (module(\"nfsd\"))", p.Name())
+	}
+	return m.Value, nil
+}
+
+// kernelDwarf is the DWARF of the kernel (module "") or of its module.
+type kernelDwarf struct {
+	*debuginfo.File
+	module string
+}
+
 // kernelLineProbes are the probes of point p on lines.
-func kernelLineProbes(k KernelInfo, p *Point, st statementAt, dbg *debuginfo.File, regs *arch.Regs, lines []debuginfo.Line) ([]*Point, error) {
-	copies := inlinedCopies{dbg: dbg, pattern: st.pattern}
+func kernelLineProbes(k KernelInfo, p *Point, st statementAt, dbg kernelDwarf, regs *arch.Regs, lines []debuginfo.Line) ([]*Point, error) {
+	copies := inlinedCopies{dbg: dbg.File, pattern: st.pattern}
 	var out []*Point
 	var unreached error
 	seen := map[lineIn]bool{}
@@ -113,7 +204,7 @@ func kernelLineProbes(k KernelInfo, p *Point, st statementAt, dbg *debuginfo.Fil
 		out = append(out, q)
 	}
 	if len(out) == 0 {
-		return nil, cmp.Or(unreached, st.noLine(dbg))
+		return nil, cmp.Or(unreached, st.noLine(dbg.File))
 	}
 	return out, nil
 }
@@ -128,24 +219,25 @@ type kernelSite struct {
 	label  string
 }
 
-// probe makes q the probe at the site: a kprobe on the symbol whose code
-// holds the address, at its offset there (the function, or a part the
-// compiler split off, foo.part.0 or foo.cold, as the kernel's symbols
-// name them), its $vars those in scope there. Where no kprobe reaches the
-// address by a symbol's name, why says so. The first probe of a point
-// asks whether the kernel attaches kprobes at all.
-func (s kernelSite) probe(k KernelInfo, q *Point, dbg *debuginfo.File, regs *arch.Regs, first bool) (_ *Point, why string, _ error) {
+// probe makes q the probe at the site, in the kernel or its module whose
+// DWARF dbg is: a kprobe on the symbol whose code holds the address, at
+// its offset there (the function, or a part the compiler split off,
+// foo.part.0 or foo.cold, as the kernel's symbols name them), its $vars
+// those in scope there. Where no kprobe reaches the address by a
+// symbol's name, why says so. The first probe of a point asks whether
+// the kernel attaches kprobes at all.
+func (s kernelSite) probe(k KernelInfo, q *Point, dbg kernelDwarf, regs *arch.Regs, first bool) (_ *Point, why string, _ error) {
 	symbol, start, shared, ok := dbg.FunctionSymbolAt(s.addr)
 	if !ok || shared {
 		return nil, unreachable(symbol, ok), nil
 	}
-	a := &attach.Point{Kind: attach.Kprobe, Event: symbol, Offset: s.addr - start, Regs: true, Func: &attach.Func{Name: symbol}}
+	a := &attach.Point{Kind: attach.Kprobe, Event: symbol, Module: dbg.module, Offset: s.addr - start, Regs: true, Func: &attach.Func{Name: symbol}}
 	if first {
 		if err := k.Attachable(a); err != nil {
 			return nil, "", &Error{Msg: err.Error()}
 		}
 	}
-	q.Context = &Context{kernel: k, Attach: a, user: &debugFunc{open: k.Debuginfo, object: "the kernel",
+	q.Context = &Context{kernel: k, Attach: a, user: &debugFunc{open: dwarfOf(k, dbg.module), object: dbg.Path,
 		fn: s.fn, regs: regs, at: s.addr, inline: s.inline}}
 	return q, "", nil
 }

@@ -124,7 +124,10 @@ func statementsOnFile(k KernelInfo, objects *objectCache, p *Point, path string,
 	}
 	var lines []debuginfo.Line
 	if st.relative > 0 {
-		lines, err = relativeLines(dbg, obj, st.pattern, st.file, st.relative)
+		lines, err = relativeLines(dbg, st.pattern, st.file, st.relative, func(entry, addr uint64) bool {
+			in, ok := containing(obj.Funcs, addr)
+			return ok && in.Addr == entry
+		})
 	} else {
 		lines, err = st.lines(dbg.Lines, hasComponent(p, "nearest"))
 	}
@@ -164,24 +167,25 @@ type lineIn struct {
 
 // relativeLines are, for FUNC@FILE+N, the first addresses of the line N
 // lines after the one each function matching pattern is declared at in
-// the files ending with file, within that function.
-func relativeLines(dbg *debuginfo.File, obj *elfsym.Object, pattern, file string, n int) ([]debuginfo.Line, error) {
+// the files file matches, within that function (within(entry, addr): the
+// function at entry holds addr).
+func relativeLines(dbg *debuginfo.File, pattern, file string, n int, within func(entry, addr uint64) bool) ([]debuginfo.Line, error) {
 	declared, err := dbg.Declared(file, 0)
 	if err != nil {
 		return nil, err
 	}
 	var out []debuginfo.Line
-	for _, fn := range obj.Funcs {
-		decl, ok := declared[fn.Addr]
-		if matched, _ := filepath.Match(pattern, fn.Name); !ok || !matched {
+	for _, entry := range slices.Sorted(maps.Keys(declared)) {
+		decl := declared[entry]
+		if matched, _ := filepath.Match(pattern, decl.Name); !matched {
 			continue
 		}
-		lines, err := dbg.Lines(file, decl.Line+n, decl.Line+n)
+		lines, err := dbg.LinesNear(entry, file, decl.Line+n, decl.Line+n)
 		if err != nil {
 			return nil, err
 		}
 		for _, l := range lines {
-			if in, ok := containing([]elfsym.Func{fn}, l.Addr); ok && in.Addr == fn.Addr {
+			if within(entry, l.Addr) {
 				out = append(out, l)
 			}
 		}

@@ -36,8 +36,12 @@ func (k *Kernel) Functions() ([]*kernel.Function, error) {
 }
 
 // Debuginfo says the fake kernel's debug package is not installed.
-func (k *Kernel) Debuginfo() (*debuginfo.File, error) {
-	return nil, &debuginfo.KernelMissingError{Release: "6.1.0-fake", Tried: []string{"/usr/lib/debug/boot/vmlinux-6.1.0-fake"}}
+func (k *Kernel) Debuginfo(module string) (*debuginfo.File, error) {
+	tried := "/usr/lib/debug/boot/vmlinux-6.1.0-fake"
+	if module != "" {
+		tried = "/usr/lib/debug/lib/modules/6.1.0-fake/kernel/.../" + module + ".ko"
+	}
+	return nil, &debuginfo.KernelMissingError{Release: "6.1.0-fake", Module: module, Tried: []string{tried}}
 }
 
 // Has says the fake kernel has every feature.
@@ -261,4 +265,14 @@ func (e *encoder) blob() []byte {
 	hdr = le.AppendUint32(hdr, uint32(len(e.types)))
 	hdr = le.AppendUint32(hdr, uint32(len(e.strs)))
 	return append(append(hdr, e.types...), e.strs...)
+}
+
+// Symbol places vfs_read at 0xffffffff81000000, 0x100 bytes long, the
+// fake kernel's only text symbol.
+func (k *Kernel) Symbol(addr uint64) (string, uint64, bool) {
+	const vfsRead = 0xffffffff81000000
+	if addr < vfsRead || addr >= vfsRead+0x100 {
+		return "", 0, false
+	}
+	return "vfs_read", addr - vfsRead, true
 }
