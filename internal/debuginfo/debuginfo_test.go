@@ -159,14 +159,20 @@ func TestGlobal(t *testing.T) {
 	}
 }
 
-// TestOpenKernel finds a kernel's debug file where Debian installs it
-// and checks its build ID: a program built with -g stands for the vmlinux
-// (the kernel's own are read in the guests, internal/guest).
-func TestOpenKernel(t *testing.T) {
+// tempDebugRoot makes an empty directory the test's DebugRoot.
+func tempDebugRoot(t *testing.T) string {
 	root := t.TempDir()
 	saved := debuginfo.DebugRoot
 	debuginfo.DebugRoot = root
 	t.Cleanup(func() { debuginfo.DebugRoot = saved })
+	return root
+}
+
+// TestOpenKernel finds a kernel's debug file where Debian installs it
+// and checks its build ID: a program built with -g stands for the vmlinux
+// (the kernel's own are read in the guests, internal/guest).
+func TestOpenKernel(t *testing.T) {
+	root := tempDebugRoot(t)
 	const release = "6.1.0-99-test"
 	prog := build(t, t.TempDir(), "vmlinux", "-O2", "-g", "-Wl,--build-id")
 	id := buildIDOf(t, prog)

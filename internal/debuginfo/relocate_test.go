@@ -82,10 +82,7 @@ func TestModuleLayout(t *testing.T) {
 // TestOpenModule finds a module's debug file where Debian installs it,
 // under its directory in the kernel's tree, by its name with - for _.
 func TestOpenModule(t *testing.T) {
-	root := t.TempDir()
-	saved := debuginfo.DebugRoot
-	debuginfo.DebugRoot = root
-	t.Cleanup(func() { debuginfo.DebugRoot = saved })
+	root := tempDebugRoot(t)
 	const release = "6.1.0-99-test"
 	obj := buildFrom(t, t.TempDir(), "module.o", "module.c", "-c", "-g", "-O2")
 

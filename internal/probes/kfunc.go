@@ -59,19 +59,6 @@ func kernelFunctionFamily(k KernelInfo) *Family {
 		Expand: func(p *Point) ([]*Point, error) { return expandKernelFunction(k, p) }}
 }
 
-// dwarfOnlyFamily reserves the kernel probe points only DWARF resolves
-// that bpftap does not serve yet, refused with the reason.
-func dwarfOnlyFamily() *Family {
-	var paths []string
-	for _, base := range []string{"kernel.function(string)", "module(string).function(string)"} {
-		paths = append(paths, base+".callee(string)", base+".callees", base+".callees(number)")
-	}
-	return &Family{Name: "kernel.dwarf", Paths: paths, Kernel: true, Check: func(p *Point) error {
-		return errorf("%s is not served by bpftap yet: it reads the kernel's DWARF for kernel.function(\"NAME@FILE\"), "+
-			"kernel.statement(\"NAME@FILE:LINE\"), kernel.function(\"NAME\").inline and .label(\"LABEL\"); probe the callee itself (kernel.function(\"CALLEE\")), with caller() or the backtrace to tell its callers apart", p.Name())
-	}}
-}
-
 // kernelFunctionCall is one probe point on a kernel function: which, and
 // what the user's point asked of it.
 type kernelFunctionCall struct {

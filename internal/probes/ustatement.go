@@ -320,19 +320,6 @@ func labelProbes(k KernelInfo, objects *objectCache, p *Point, prologue *syntax.
 	return out, nil
 }
 
-// processCalleeFamily reserves stap's probes on the calls a user function
-// makes (.callee("F"), .callees, .callees(N)), refused with the reason.
-func processCalleeFamily() *Family {
-	var paths []string
-	for _, process := range []string{"process(string)", "process"} {
-		fn := process + ".function(string)"
-		paths = append(paths, fn+".callee(string)", fn+".callee(string).return", fn+".callees", fn+".callees(number)")
-	}
-	return &Family{Name: "process.callee", Paths: paths, Kernel: true, Check: func(p *Point) error {
-		return errorf("%s is not served by bpftap yet: probe the called function itself (process(\"PATH\").function(\"NAME\")), or a statement of the call's line", p.Name())
-	}}
-}
-
 // debugObject is the symbol table of the file at path and the register
 // table its DWARF's locations are read with.
 func debugObject(objects *objectCache, path string) (*elfsym.Object, *arch.Regs, error) {

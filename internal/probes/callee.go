@@ -1,0 +1,393 @@
+package probes
+
+import (
+	"cmp"
+	"fmt"
+	"maps"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+
+	"github.com/bpftap/bpftap/internal/arch"
+	"github.com/bpftap/bpftap/internal/debuginfo"
+	"github.com/bpftap/bpftap/internal/elfsym"
+	"github.com/bpftap/bpftap/internal/syntax"
+)
+
+// .callee("G"), .callee("G").call, .callee("G").return, .callees and
+// .callees(1) on kernel.function("F"), module("M").function("F") and
+// process("P").function("F"): a probe on each function G (a wildcard;
+// .callees is .callee("*")) that a function F calls, which runs only when
+// G was called from F, as stap's. The calls are those F's DWARF describes
+// (DW_TAG_call_site: GCC 4.7 and later at -O1 and up; no call through a
+// pointer, no tail call); a copy of G the compiler inlined into F is
+// probed where it starts, as .inline probes it (it runs in F alone; no
+// .return). For a call, the probe is on G itself, its $vars G's, and its
+// prologue lets it through only when G returns to one of F's calls of it:
+// in the kernel, when caller_addr() is such a call's return address in
+// the running kernel (the debug file's plus where the kernel or module
+// was loaded); in a program, when the return address (on the stack at
+// x86-64's entry, in arm64's link register) lies as far from G's entry as
+// the DWARF says (the two move together when a program is loaded
+// elsewhere), and at the return when the address returned to does. stap's
+// deeper .callees(N) (N callers each checked) is refused. The concrete
+// point names F and G: kernel.function("ksys_read").callee("vfs_read").
+
+// calleePaths are the callee forms on the function point base.
+func calleePaths(base string) []string {
+	callee := base + ".callee(string)"
+	return []string{callee, callee + ".call", callee + ".return", base + ".callees", base + ".callees(number)"}
+}
+
+func kernelCalleeFamily(k KernelInfo) *Family {
+	var paths []string
+	for _, base := range []string{"kernel.function(string)", "module(string).function(string)"} {
+		paths = append(paths, calleePaths(base)...)
+	}
+	return &Family{Name: "kernel.function.callee", Paths: paths, Kernel: true,
+		Expand: func(p *Point) ([]*Point, error) { return kernelCallees(k, p) }}
+}
+
+func processCalleeFamily(k KernelInfo, cfg Config, objects *objectCache) *Family {
+	var paths []string
+	for _, process := range []string{"process(string)", "process", "process(string).library(string)", "process.library(string)"} {
+		paths = append(paths, calleePaths(process+".function(string)")...)
+	}
+	return &Family{Name: "process.function.callee", Paths: paths, Kernel: true,
+		Expand: func(p *Point) ([]*Point, error) {
+			return eachFile(p, cfg, objects, func(path string, prologue *syntax.Block) ([]*Point, error) {
+				return userCallees(k, objects, p, path, prologue)
+			})
+		}}
+}
+
+// calleeQuery is what a callee point asks: the callers' pattern, the
+// callees', and whether the callee's return is probed.
+type calleeQuery struct {
+	callers, callees string
+	ret              bool
+}
+
+// calleeQueryOf reads point p's callee query.
+func calleeQueryOf(p *Point) (calleeQuery, error) {
+	q := calleeQuery{callers: p.Arg("function").(*syntax.StringLit).Value, callees: "*", ret: hasComponent(p, "return")}
+	if lit, ok := p.Arg("callee").(*syntax.StringLit); ok {
+		q.callees = lit.Value
+	}
+	if n, ok := p.Number("callees"); ok && n != 1 {
+		return q, errorf("cannot probe %s: bpftap probes a function's own callees (.callees, .callees(1)), not theirs in turn", p.Name())
+	}
+	if strings.Contains(q.callers, "@") || strings.Contains(q.callees, "@") {
+		return q, errorf("cannot probe %s: bpftap takes the caller and the callee by name (function(\"F\").callee(\"G\")), without a file", p.Name())
+	}
+	return q, nil
+}
+
+// matches tells whether the callee name is one the query asks for.
+func (q calleeQuery) matches(name string) bool {
+	ok, _ := filepath.Match(q.callees, name)
+	return ok
+}
+
+// calls are the call sites of the callers by callee (inlined copies
+// apart), in name order.
+type calls struct {
+	returns map[string][]uint64
+	inlined []calleeSite
+}
+
+// calleeSite is a callee's inlined copy in a caller.
+type calleeSite struct {
+	caller elfsym.Func
+	inline *debuginfo.Function
+}
+
+// collect adds the call sites of the caller fn (its DWARF entry) that
+// the query asks for.
+func (c *calls) collect(dbg *debuginfo.File, q calleeQuery, fn elfsym.Func) error {
+	sites, err := dbg.CallSites(fn.Addr, q.matches)
+	if err != nil {
+		return err
+	}
+	for _, s := range sites {
+		switch {
+		case s.Inline != nil && !q.ret:
+			c.inlined = append(c.inlined, calleeSite{fn, s.Inline})
+		case s.Inline == nil:
+			if c.returns == nil {
+				c.returns = map[string][]uint64{}
+			}
+			c.returns[s.Callee] = append(c.returns[s.Callee], s.Return)
+		}
+	}
+	return nil
+}
+
+// none says why a callee point has no probe.
+func (q calleeQuery) none(where string) error {
+	return &Error{Msg: "no match", detail: func() string {
+		what := "call"
+		if !q.ret {
+			what = "call or inlined copy"
+		}
+		return fmt.Sprintf(" (the DWARF of %s describes no %s of a function matching %s in a function matching %s)", where, what, q.callees, q.callers)
+	}}
+}
+
+// calleeName is the point's name for the callee of caller: its
+// function and callee components those names (.callees becomes
+// .callee("G")).
+func calleeName(p *Point, caller, callee string) []*syntax.Component {
+	q := concretePoint(p, "function", caller)
+	var comps []*syntax.Component
+	for _, c := range q.Components {
+		if c.Name == "callees" {
+			c = &syntax.Component{Pos: c.Pos, Name: "callee"}
+		}
+		if c.Name == "callee" {
+			c = &syntax.Component{Pos: c.Pos, Name: "callee", Arg: &syntax.StringLit{Typed: syntax.Typed{Pos: c.Pos}, Value: callee, Raw: callee}}
+		}
+		comps = append(comps, c)
+	}
+	return comps
+}
+
+// guarded is the prologue that lets a callee's probe through when cond
+// holds, after the file's prologue (nil: none).
+func guarded(file *syntax.Block, cond string) (*syntax.Block, error) {
+	guard, err := parsePrologue("callee's caller check", fmt.Sprintf("if (!(%s)) next\n", cond))
+	if err != nil || file == nil {
+		return guard, err
+	}
+	return &syntax.Block{Pos: guard.Pos, Stmts: []syntax.Stmt{file, guard}}, nil
+}
+
+// anyOf is the condition that expr is one of values (hex constants).
+func anyOf(expr string, values []uint64) string {
+	var terms []string
+	for _, v := range slices.Compact(slices.Sorted(slices.Values(values))) {
+		terms = append(terms, fmt.Sprintf("%s == %#x", expr, v))
+	}
+	return strings.Join(terms, " || ")
+}
+
+// kernelCallees expands a kernel callee point.
+func kernelCallees(k KernelInfo, p *Point) ([]*Point, error) {
+	q, err := calleeQueryOf(p)
+	if err != nil {
+		return nil, err
+	}
+	module, err := dwarfModule(p)
+	if err != nil {
+		return nil, err
+	}
+	regs := arch.Host()
+	if regs == nil {
+		return nil, errorf("bpftap has no register table for %s", runtime.GOARCH)
+	}
+	file, err := k.Debuginfo(module)
+	if err != nil {
+		return nil, errorf("cannot probe %s: %v", p.Name(), err)
+	}
+	dbg := kernelDwarf{file, module}
+	callers, err := matchFunctions(k, p, q.callers, false)
+	if err != nil {
+		return nil, err
+	}
+	var out []*Point
+	var skipped error // a callee of many that cannot be probed (a notrace function)
+	for _, caller := range callers {
+		for _, entry := range dbg.FunctionSymbols(caller.Name) {
+			var c calls
+			fn := elfsym.Func{Name: caller.Name, Addr: entry}
+			if err := c.collect(dbg.File, q, fn); err != nil {
+				return nil, errorf("cannot probe %s: %v", p.Name(), err)
+			}
+			points, err := kernelCalleeProbes(k, p, q, dbg, regs, fn, c, &skipped)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, points...)
+		}
+	}
+	if len(out) == 0 {
+		return nil, cmp.Or(skipped, q.none(fmt.Sprintf("%s (%s)", dbg.Path, dbg.DebugPath)))
+	}
+	return out, nil
+}
+
+// kernelCalleeProbes are the probes of point p on the callees c of the
+// kernel function caller. A callee a wildcard matched that cannot be
+// probed is left out, the first such error in skipped.
+func kernelCalleeProbes(k KernelInfo, p *Point, q calleeQuery, dbg kernelDwarf, regs *arch.Regs, caller elfsym.Func, c calls, skipped *error) ([]*Point, error) {
+	var out []*Point
+	for _, s := range c.inlined {
+		site := kernelSite{addr: s.inline.Entry, fn: caller, inline: s.inline}
+		point, why, err := site.probe(k, concretePoint(p, "", ""), dbg, regs, len(out) == 0)
+		switch {
+		case err != nil:
+			return nil, err
+		case why != "":
+			continue
+		}
+		point.Components = calleeName(p, caller.Name, s.inline.Name)
+		out = append(out, point)
+	}
+	for _, callee := range slices.Sorted(maps.Keys(c.returns)) {
+		var loaded []uint64
+		for _, ret := range c.returns[callee] {
+			addr, err := dbg.Loaded(ret)
+			if err != nil {
+				return nil, errorf("cannot probe %s: where the kernel holds %s's call of %s: %v", p.Name(), caller.Name, callee, err)
+			}
+			loaded = append(loaded, addr)
+		}
+		guard, err := guarded(nil, anyOf("caller_addr()", loaded))
+		if err != nil {
+			return nil, err
+		}
+		points, err := kernelCalleeFunction(k, p, dbg.module, callee)
+		switch {
+		case err != nil && strings.ContainsAny(q.callees, "*?["):
+			*skipped = cmp.Or(*skipped, err)
+			continue
+		case err != nil:
+			return nil, err
+		}
+		for _, point := range points {
+			point.Components, point.Prologue = calleeName(p, caller.Name, callee), guard
+			out = append(out, point)
+		}
+	}
+	return out, nil
+}
+
+// kernelCalleeFunction is the probe of the function point on callee, of
+// module (or of the kernel itself, where the module has no such
+// function: a module calls the kernel's), its .call or .return as p asks.
+func kernelCalleeFunction(k KernelInfo, p *Point, module, callee string) ([]*Point, error) {
+	fn := &syntax.StringLit{Typed: syntax.Typed{Pos: p.Components[0].Pos}, Value: callee, Raw: callee}
+	comps := []*syntax.Component{{Pos: p.Components[0].Pos, Name: "kernel"}, {Pos: p.Components[0].Pos, Name: "function", Arg: fn}}
+	if module != "" {
+		if _, err := matchFunctions(k, &Point{Components: []*syntax.Component{{Name: "module", Arg: &syntax.StringLit{Value: module}}}}, callee, false); err == nil {
+			comps[0] = &syntax.Component{Pos: p.Components[0].Pos, Name: "module", Arg: &syntax.StringLit{Value: module, Raw: module}}
+		}
+	}
+	for _, c := range p.Components {
+		if c.Name == "call" || c.Name == "return" {
+			comps = append(comps, c)
+		}
+	}
+	q := *p
+	q.Components = comps
+	return expandKernelFunction(k, &q)
+}
+
+// userCallees expands a program's callee point on the file at path.
+func userCallees(k KernelInfo, objects *objectCache, p *Point, path string, prologue *syntax.Block) ([]*Point, error) {
+	q, err := calleeQueryOf(p)
+	if err != nil {
+		return nil, err
+	}
+	obj, err := objects.open(path)
+	if err != nil {
+		return nil, err
+	}
+	regs, err := debugRegisters(obj)
+	if err != nil {
+		return nil, err
+	}
+	dbg, err := objects.debug.open(path)
+	if err != nil {
+		return nil, errorf("cannot probe %s: %v", p.Name(), err)
+	}
+	direct, _ := splitIndirect(obj.Funcs)
+	callers, err := elfsym.Match(direct, q.callers)
+	if err != nil {
+		return nil, &Error{Msg: err.Error()}
+	}
+	var out []*Point
+	for _, caller := range callers {
+		var c calls
+		if err := c.collect(dbg, q, caller); err != nil {
+			return nil, errorf("cannot probe %s: %v", p.Name(), err)
+		}
+		points, err := userCalleeProbes(k, objects, p, prologue, obj, regs, caller, c)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, points...)
+	}
+	if len(out) == 0 {
+		return nil, q.none(path)
+	}
+	return out, nil
+}
+
+// userCalleeProbes are the probes of point p on the callees c of the
+// function caller of obj; a callee of another file (a library's) has
+// none.
+func userCalleeProbes(k KernelInfo, objects *objectCache, p *Point, prologue *syntax.Block, obj *elfsym.Object, regs *arch.Regs, caller elfsym.Func, c calls) ([]*Point, error) {
+	var out []*Point
+	for _, s := range c.inlined {
+		site := userSite{objects: objects, obj: obj, regs: regs, fn: caller, addr: s.inline.Entry, event: s.inline.Name}
+		q, err := site.probe(k, p, prologue, "function", caller.Name, len(out) == 0)
+		if err != nil {
+			return nil, err
+		}
+		q.Context.user.inline = s.inline
+		q.Components = calleeName(q, caller.Name, s.inline.Name)
+		out = append(out, q)
+	}
+	ret := hasComponent(p, "return")
+	for _, callee := range slices.Sorted(maps.Keys(c.returns)) {
+		i := slices.IndexFunc(obj.Funcs, func(fn elfsym.Func) bool { return fn.Name == callee && !fn.Indirect })
+		if i < 0 {
+			continue
+		}
+		fn := obj.Funcs[i]
+		var distances []uint64
+		for _, r := range c.returns[callee] {
+			distances = append(distances, r-fn.Addr)
+		}
+		// at the entry, the return address lies that far from the
+		// entry; a return asks what its entry found
+		cond := anyOf(fmt.Sprintf("%s - uaddr()", userReturnAddress(regs)), distances)
+		if ret {
+			cond = fmt.Sprintf("@entry(%s)", cond)
+		}
+		guard, err := guarded(prologue, cond)
+		if err != nil {
+			return nil, err
+		}
+		points, err := functionProbes(k, objects, p, guard, obj, "function", []elfsym.Func{fn})
+		if err != nil {
+			return nil, err
+		}
+		for _, q := range points {
+			q.Components = calleeName(q, caller.Name, callee)
+			if entry := q.Context.entry; entry != nil { // which runs the file's prologue alone
+				q.Context.entry = func() *Entry {
+					e := entry()
+					if e != nil {
+						e.Guard = syntax.Clone(prologue)
+					}
+					return e
+				}
+			}
+			out = append(out, q)
+		}
+	}
+	return out, nil
+}
+
+// userReturnAddress reads, at a function's entry, the address it will
+// return to: on the stack where the call pushed it (x86-64), else in the
+// link register (arm64's x30).
+func userReturnAddress(regs *arch.Regs) string {
+	if regs.CallPush > 0 {
+		return fmt.Sprintf("user_long(register(%q))", regs.SPName)
+	}
+	return `register("x30")`
+}
