@@ -31,9 +31,10 @@ import (
 // debug file's vmlinux and System.map place it) in the function that
 // holds it, its $vars those in scope there; with .absolute (guru mode
 // only, as in stap) the address is the running kernel's, in
-// /proc/kallsyms's terms, and the probe reads no DWARF.
+// /proc/kallsyms's terms, and the probe reads no DWARF; so is stap's
+// dwarfless kprobe.statement(ADDRESS).absolute.
 func kernelStatementFamily(k KernelInfo, cfg Config) *Family {
-	paths := []string{"kernel.statement(number)", "kernel.statement(number).absolute"}
+	paths := []string{"kernel.statement(number)", "kernel.statement(number).absolute", "kprobe.statement(number).absolute"}
 	for _, base := range []string{"kernel.statement(string)", "module(string).statement(string)"} {
 		paths = append(paths, base, base+".nearest")
 	}
