@@ -8,6 +8,11 @@ import "debug/dwarf"
 // the callee the compiler inlined there (Inline).
 type CallSite struct {
 	Callee string
+	// Entry is where the callee's code starts, where the DWARF defines
+	// it (its DW_AT_low_pc: a static function of its name among several,
+	// a compiler's copy, foo.isra.0), 0 where it only declares it (a
+	// function of another unit or file).
+	Entry uint64
 	// Return is where the call returns to, in the caller (0 for an
 	// inlined copy).
 	Return uint64
@@ -95,5 +100,6 @@ func (f *File) callSite(e *dwarf.Entry) (CallSite, bool) {
 		return CallSite{}, false
 	}
 	name, _ := f.origin(origin).Val(dwarf.AttrName).(string)
-	return CallSite{Callee: name, Return: ret}, name != ""
+	entry, _ := f.subprogramEntry(origin)
+	return CallSite{Callee: name, Entry: entry, Return: ret}, name != ""
 }

@@ -7,7 +7,8 @@ import (
 )
 
 // TestCallSites reads the calls callee.c's functions make: one() calls
-// helper() and has twice() inlined, main() calls two() from two sites
+// helper() and has twice() inlined, three() another file's static
+// helper(), main() calls two() from two sites
 // (and atoi(), which glibc's header inlines at -O2); each call returns
 // to an address of its caller. DWARF 5 names them DW_TAG_call_site, GCC's
 // DWARF 4 DW_TAG_GNU_call_site.
@@ -18,7 +19,7 @@ func TestCallSites(t *testing.T) {
 }
 
 func testCallSites(t *testing.T, version string) {
-	path := buildFrom(t, t.TempDir(), "callee", "callee.c", version, "-O2")
+	path := buildFrom(t, t.TempDir(), "callee", "callee.c", version, "-O2", "../../testdata/run/cprogs/callee_twin.c")
 	f, err := debuginfo.Open(path)
 	if err != nil {
 		t.Fatal(err)
@@ -34,10 +35,12 @@ func testCallSites(t *testing.T, version string) {
 		t.Fatal(err)
 	}
 	var helper, twice int
+	var helperAt uint64
 	for _, s := range sites {
 		switch {
-		case s.Callee == "helper" && s.Inline == nil && within("one", s.Return):
+		case s.Callee == "helper" && s.Inline == nil && within("one", s.Return) && s.Entry != 0:
 			helper++
+			helperAt = s.Entry
 		case s.Callee == "twice" && s.Inline != nil && s.Return == 0 && within("one", s.Inline.Entry):
 			twice++
 		default:
@@ -62,7 +65,15 @@ func testCallSites(t *testing.T, version string) {
 	if len(returns["two"]) != 2 || returns["two"][0] == returns["two"][1] {
 		t.Errorf("main(): calls %v; want two at two places", returns)
 	}
-	if sites, err := f.CallSites(symbol(t, path, "helper"), all); err != nil || len(sites) != 0 {
+	// three() calls callee_twin.c's helper, static there: another entry
+	sites, err = f.CallSites(symbol(t, path, "three"), all)
+	if err != nil || len(sites) != 1 || sites[0].Callee != "helper" || sites[0].Entry == 0 || sites[0].Entry == helperAt {
+		t.Errorf("three(): %+v, %v; want a call of the other helper than one()'s, at %#x", sites, err, helperAt)
+	}
+	if _, host, err := f.EntryContaining(sites[0].Entry); err != nil || host != "helper" {
+		t.Errorf("three()'s helper at %#x: in %s, %v", sites[0].Entry, host, err)
+	}
+	if sites, err := f.CallSites(helperAt, all); err != nil || len(sites) != 0 {
 		t.Errorf("helper(): %+v, %v; want no calls", sites, err)
 	}
 }

@@ -112,7 +112,8 @@ func Open(path string) (*File, error) {
 	}
 	defer prog.Close()
 	f := newFile(path, prog)
-	if s := prog.Section(".eh_frame"); s != nil && s.Type != elf.SHT_NOBITS {
+	// a relocatable object's (load relocates its .debug_frame)
+	if s := prog.Section(".eh_frame"); s != nil && s.Type != elf.SHT_NOBITS && prog.Type != elf.ET_REL {
 		if f.frames, err = s.Data(); err != nil {
 			return nil, fmt.Errorf("%s: .eh_frame: %w", path, err)
 		}
@@ -143,10 +144,11 @@ func Open(path string) (*File, error) {
 }
 
 // readDebugFrame takes the call frame information from the debug file's
-// .debug_frame: a kernel's, or a program's built without unwind tables.
+// .debug_frame: a kernel's, or a program's built without unwind tables
+// (a relocatable object's is load's to read, relocated).
 func (f *File) readDebugFrame(debug *elf.File) error {
 	s := debug.Section(".debug_frame")
-	if s == nil || s.Type == elf.SHT_NOBITS {
+	if s == nil || s.Type == elf.SHT_NOBITS || debug.Type == elf.ET_REL {
 		return nil
 	}
 	var err error

@@ -79,8 +79,11 @@ func (l *layout) relocated(e *elf.File, name string) ([]byte, error) {
 	}
 	var syms []elf.Symbol
 	for _, s := range e.Sections {
-		if s.Type != elf.SHT_RELA || int(s.Info) != target {
+		switch {
+		case int(s.Info) != target || s.Type != elf.SHT_RELA && s.Type != elf.SHT_REL:
 			continue
+		case s.Type == elf.SHT_REL:
+			return nil, fmt.Errorf("%s: relocations without addends (SHT_REL) are not read", s.Name)
 		}
 		if syms == nil {
 			if syms, err = e.Symbols(); err != nil {
@@ -111,9 +114,11 @@ func (l *layout) apply(e *elf.File, data, rela []byte, syms []elf.Symbol) error 
 		switch {
 		case size < 0:
 			return fmt.Errorf("relocation type %d of %s is not one DWARF uses", typ, e.Machine)
-		case size == 0 || symIndex == 0 || symIndex > uint64(len(syms)):
+		case size == 0 || symIndex == 0:
 			continue
-		case off+uint64(size) > uint64(len(data)):
+		case symIndex > uint64(len(syms)):
+			return fmt.Errorf("relocation at %#x names symbol %d of %d", off, symIndex, len(syms))
+		case off > uint64(len(data)) || uint64(len(data))-off < uint64(size):
 			return fmt.Errorf("relocation at %#x past the section's end", off)
 		}
 		sym := syms[symIndex-1] // Symbols leaves out the null symbol

@@ -214,7 +214,7 @@ func cPrograms() string {
 			{"-g", "-O0", "-o", "label_O0", src("label.c")},
 			{"-g", "-O2", "-o", "label_O2", src("label.c")},
 			{"-g", "-O2", "-o", "inline", src("inline.c")},
-			{"-g", "-O2", "-o", "callee", src("callee.c")},
+			{"-g", "-O2", "-o", "callee", src("callee.c"), src("callee_twin.c")},
 		}
 		// request_split's DWARF in a separate file, .debug/request_split.debug,
 		// which its .gnu_debuglink names, as a distribution's debug package

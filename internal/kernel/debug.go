@@ -33,11 +33,12 @@ var Debuginfo = sync.OnceValues(func() (*debuginfo.File, error) {
 	return f, err
 })
 
-// ModuleDebuginfo is the DWARF of the loaded module name, from the
-// kernel's debug package, read on first use (debuginfo.OpenModule): the
-// module's debug file whose build ID is the one its notes
-// (/sys/module/NAME/notes) give.
+// ModuleDebuginfo is the DWARF of the loaded module name (a - in it
+// stands for _, as in the module's file name), from the kernel's debug
+// package, read on first use (debuginfo.OpenModule): the module's debug
+// file whose build ID is the one its notes (/sys/module/NAME/notes) give.
 func ModuleDebuginfo(name string) (*debuginfo.File, error) {
+	name = strings.ReplaceAll(name, "-", "_")
 	open, _ := moduleDebuginfo.LoadOrStore(name, sync.OnceValues(func() (*debuginfo.File, error) { return openModuleDebuginfo(name) }))
 	return open.(func() (*debuginfo.File, error))()
 }
@@ -48,6 +49,9 @@ func openModuleDebuginfo(name string) (*debuginfo.File, error) {
 	dir := filepath.Join(moduleDir, name)
 	if _, err := os.Stat(dir); err != nil {
 		return nil, fmt.Errorf("module %s is not loaded (there is no %s)", name, dir)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "initstate")); err != nil {
+		return nil, fmt.Errorf("module %s is built into the kernel (%s has no initstate): its code and DWARF are the kernel's; name it kernel, not module(%q)", name, dir, name)
 	}
 	release, err := osRelease()
 	if err != nil {

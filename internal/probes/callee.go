@@ -2,6 +2,7 @@ package probes
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"maps"
 	"path/filepath"
@@ -63,15 +64,17 @@ func processCalleeFamily(k KernelInfo, cfg Config, objects *objectCache) *Family
 }
 
 // calleeQuery is what a callee point asks: the callers' pattern, the
-// callees', and whether the callee's return is probed.
+// callees', whether the callee's return is probed, and whether only its
+// calls are (.call and .return: no inlined copy, as stap's .call).
 type calleeQuery struct {
 	callers, callees string
-	ret              bool
+	ret, callsOnly   bool
 }
 
 // calleeQueryOf reads point p's callee query.
 func calleeQueryOf(p *Point) (calleeQuery, error) {
 	q := calleeQuery{callers: p.Arg("function").(*syntax.StringLit).Value, callees: "*", ret: hasComponent(p, "return")}
+	q.callsOnly = q.ret || hasComponent(p, "call")
 	if lit, ok := p.Arg("callee").(*syntax.StringLit); ok {
 		q.callees = lit.Value
 	}
@@ -90,11 +93,24 @@ func (q calleeQuery) matches(name string) bool {
 	return ok
 }
 
-// calls are the call sites of the callers by callee (inlined copies
-// apart), in name order.
+// calls are the call sites of a caller by callee (inlined copies apart).
 type calls struct {
-	returns map[string][]uint64
+	returns map[callee][]uint64
 	inlined []calleeSite
+}
+
+// callee is a function called: its DWARF name, and its entry where the
+// DWARF defines it (CallSite.Entry).
+type callee struct {
+	name  string
+	entry uint64
+}
+
+// callees are the keys of returns, by name and entry.
+func (c calls) callees() []callee {
+	return slices.SortedFunc(maps.Keys(c.returns), func(a, b callee) int {
+		return cmp.Or(cmp.Compare(a.name, b.name), cmp.Compare(a.entry, b.entry))
+	})
 }
 
 // calleeSite is a callee's inlined copy in a caller.
@@ -103,32 +119,38 @@ type calleeSite struct {
 	inline *debuginfo.Function
 }
 
-// collect adds the call sites of the caller fn (its DWARF entry) that
-// the query asks for.
-func (c *calls) collect(dbg *debuginfo.File, q calleeQuery, fn elfsym.Func) error {
+// collect reads the call sites of the caller fn (its DWARF entry) that
+// the query asks for. A caller the DWARF does not describe (an assembler
+// function) has none when a wildcard matched it.
+func (q calleeQuery) collect(p *Point, dbg *debuginfo.File, fn elfsym.Func) (calls, error) {
+	var c calls
 	sites, err := dbg.CallSites(fn.Addr, q.matches)
-	if err != nil {
-		return err
+	switch {
+	case errors.Is(err, debuginfo.ErrNoFunction) && strings.ContainsAny(q.callers, "*?["):
+		return c, nil
+	case err != nil:
+		return c, errorf("cannot probe %s: the calls of %s: %v", p.Name(), fn.Name, err)
 	}
 	for _, s := range sites {
 		switch {
-		case s.Inline != nil && !q.ret:
+		case s.Inline != nil && !q.callsOnly:
 			c.inlined = append(c.inlined, calleeSite{fn, s.Inline})
 		case s.Inline == nil:
 			if c.returns == nil {
-				c.returns = map[string][]uint64{}
+				c.returns = map[callee][]uint64{}
 			}
-			c.returns[s.Callee] = append(c.returns[s.Callee], s.Return)
+			key := callee{s.Callee, s.Entry}
+			c.returns[key] = append(c.returns[key], s.Return)
 		}
 	}
-	return nil
+	return c, nil
 }
 
 // none says why a callee point has no probe.
 func (q calleeQuery) none(where string) error {
 	return &Error{Msg: "no match", detail: func() string {
 		what := "call"
-		if !q.ret {
+		if !q.callsOnly {
 			what = "call or inlined copy"
 		}
 		return fmt.Sprintf(" (the DWARF of %s describes no %s of a function matching %s in a function matching %s)", where, what, q.callees, q.callers)
@@ -199,10 +221,10 @@ func kernelCallees(k KernelInfo, p *Point) ([]*Point, error) {
 	var skipped error // a callee of many that cannot be probed (a notrace function)
 	for _, caller := range callers {
 		for _, entry := range dbg.FunctionSymbols(caller.Name) {
-			var c calls
 			fn := elfsym.Func{Name: caller.Name, Addr: entry}
-			if err := c.collect(dbg.File, q, fn); err != nil {
-				return nil, errorf("cannot probe %s: %v", p.Name(), err)
+			c, err := q.collect(p, dbg.File, fn)
+			if err != nil {
+				return nil, err
 			}
 			points, err := kernelCalleeProbes(k, p, q, dbg, regs, fn, c, &skipped)
 			if err != nil {
@@ -234,20 +256,21 @@ func kernelCalleeProbes(k KernelInfo, p *Point, q calleeQuery, dbg kernelDwarf, 
 		point.Components = calleeName(p, caller.Name, s.inline.Name)
 		out = append(out, point)
 	}
-	for _, callee := range slices.Sorted(maps.Keys(c.returns)) {
+	for _, callee := range c.callees() {
 		var loaded []uint64
 		for _, ret := range c.returns[callee] {
-			addr, err := dbg.Loaded(ret)
+			// a call that ends its section returns to the section's end
+			addr, err := dbg.Loaded(ret - 1)
 			if err != nil {
-				return nil, errorf("cannot probe %s: where the kernel holds %s's call of %s: %v", p.Name(), caller.Name, callee, err)
+				return nil, errorf("cannot probe %s: where the kernel holds %s's call of %s: %v", p.Name(), caller.Name, callee.name, err)
 			}
-			loaded = append(loaded, addr)
+			loaded = append(loaded, addr+1)
 		}
 		guard, err := guarded(nil, anyOf("caller_addr()", loaded))
 		if err != nil {
 			return nil, err
 		}
-		points, err := kernelCalleeFunction(k, p, dbg.module, callee)
+		points, err := kernelCalleeFunction(k, p, dbg, callee)
 		switch {
 		case err != nil && strings.ContainsAny(q.callees, "*?["):
 			*skipped = cmp.Or(*skipped, err)
@@ -256,23 +279,33 @@ func kernelCalleeProbes(k KernelInfo, p *Point, q calleeQuery, dbg kernelDwarf, 
 			return nil, err
 		}
 		for _, point := range points {
-			point.Components, point.Prologue = calleeName(p, caller.Name, callee), guard
+			point.Components, point.Prologue = calleeName(p, caller.Name, callee.name), guard
 			out = append(out, point)
 		}
 	}
 	return out, nil
 }
 
-// kernelCalleeFunction is the probe of the function point on callee, of
-// module (or of the kernel itself, where the module has no such
-// function: a module calls the kernel's), its .call or .return as p asks.
-func kernelCalleeFunction(k KernelInfo, p *Point, module, callee string) ([]*Point, error) {
-	fn := &syntax.StringLit{Typed: syntax.Typed{Pos: p.Components[0].Pos}, Value: callee, Raw: callee}
-	comps := []*syntax.Component{{Pos: p.Components[0].Pos, Name: "kernel"}, {Pos: p.Components[0].Pos, Name: "function", Arg: fn}}
-	if module != "" {
-		if _, err := matchFunctions(k, &Point{Components: []*syntax.Component{{Name: "module", Arg: &syntax.StringLit{Value: module}}}}, callee, false); err == nil {
-			comps[0] = &syntax.Component{Pos: p.Components[0].Pos, Name: "module", Arg: &syntax.StringLit{Value: module, Raw: module}}
+// kernelCalleeFunction is the probe of the function point on the
+// callee, its .call or .return as p asks: the function the DWARF of dbg
+// defines at the callee's entry, by its symbol's name (a compiler's copy,
+// foo.isra.0, has its own), in dbg's module; else, where the DWARF only
+// declares it, the kernel's function of its name (a module calls the
+// kernel's).
+func kernelCalleeFunction(k KernelInfo, p *Point, dbg kernelDwarf, c callee) ([]*Point, error) {
+	name, module := c.name, ""
+	if c.entry != 0 {
+		symbol, start, shared, ok := dbg.FunctionSymbolAt(c.entry)
+		if !ok || shared || start != c.entry {
+			return nil, errorf("cannot probe %s's call of %s: %s", p.Name(), c.name, unreachable(symbol, ok && start == c.entry))
 		}
+		name, module = symbol, dbg.module
+	}
+	at := p.Components[0].Pos
+	fn := &syntax.StringLit{Typed: syntax.Typed{Pos: at}, Value: name, Raw: name}
+	comps := []*syntax.Component{{Pos: at, Name: "kernel"}, {Pos: at, Name: "function", Arg: fn}}
+	if module != "" {
+		comps[0] = &syntax.Component{Pos: at, Name: "module", Arg: &syntax.StringLit{Typed: syntax.Typed{Pos: at}, Value: module, Raw: module}}
 	}
 	for _, c := range p.Components {
 		if c.Name == "call" || c.Name == "return" {
@@ -309,9 +342,9 @@ func userCallees(k KernelInfo, objects *objectCache, p *Point, path string, prol
 	}
 	var out []*Point
 	for _, caller := range callers {
-		var c calls
-		if err := c.collect(dbg, q, caller); err != nil {
-			return nil, errorf("cannot probe %s: %v", p.Name(), err)
+		c, err := q.collect(p, dbg, caller)
+		if err != nil {
+			return nil, err
 		}
 		points, err := userCalleeProbes(k, objects, p, prologue, obj, regs, caller, c)
 		if err != nil {
@@ -341,8 +374,12 @@ func userCalleeProbes(k KernelInfo, objects *objectCache, p *Point, prologue *sy
 		out = append(out, q)
 	}
 	ret := hasComponent(p, "return")
-	for _, callee := range slices.Sorted(maps.Keys(c.returns)) {
-		i := slices.IndexFunc(obj.Funcs, func(fn elfsym.Func) bool { return fn.Name == callee && !fn.Indirect })
+	for _, callee := range c.callees() {
+		// the function the DWARF defines there, else (declared only) the
+		// file's of that name: a library's has none here
+		i := slices.IndexFunc(obj.Funcs, func(fn elfsym.Func) bool {
+			return !fn.Indirect && (fn.Addr == callee.entry || callee.entry == 0 && fn.Name == callee.name)
+		})
 		if i < 0 {
 			continue
 		}
@@ -366,7 +403,7 @@ func userCalleeProbes(k KernelInfo, objects *objectCache, p *Point, prologue *sy
 			return nil, err
 		}
 		for _, q := range points {
-			q.Components = calleeName(q, caller.Name, callee)
+			q.Components = calleeName(q, caller.Name, callee.name)
 			if entry := q.Context.entry; entry != nil { // which runs the file's prologue alone
 				q.Context.entry = func() *Entry {
 					e := entry()

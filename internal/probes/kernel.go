@@ -76,9 +76,12 @@ type KernelInfo interface {
 	// module, where the kernel's debug package is installed
 	// (kernel.Debuginfo, kernel.ModuleDebuginfo).
 	Debuginfo(module string) (*debuginfo.File, error)
-	// Symbol is the running kernel's text symbol that holds addr and
-	// addr's offset in it (ksym.Kernel: /proc/kallsyms).
-	Symbol(addr uint64) (name string, offset uint64, ok bool)
+	// KprobeAt is where a kprobe reaches the running kernel's address
+	// addr (/proc/kallsyms's): from _stext in the kernel's own text (a
+	// function's name may be several functions'), from the symbol that
+	// holds it in a module's, event and offset; fn names the function
+	// that holds it. Or why no kprobe reaches it by name.
+	KprobeAt(addr uint64) (event string, offset uint64, fn string, err error)
 }
 
 // RunningKernel is the KernelInfo of the machine bpftap runs on. Telling
@@ -110,12 +113,27 @@ func (RunningKernel) Debuginfo(module string) (*debuginfo.File, error) {
 	return kernel.ModuleDebuginfo(module)
 }
 
-func (RunningKernel) Symbol(addr uint64) (string, uint64, bool) {
-	sym, offset, ok := ksym.Kernel().Lookup(addr)
+func (RunningKernel) KprobeAt(addr uint64) (string, uint64, string, error) {
+	t := ksym.Kernel()
+	sym, offset, ok := t.Lookup(addr)
 	if !ok {
-		return "", 0, false
+		return "", 0, "", fmt.Errorf("no kernel symbol in /proc/kallsyms holds %#x", addr)
 	}
-	return sym.Name, offset, true
+	if sym.Module == "kernel" {
+		if stext, ok := ksym.Address("_stext"); ok && addr >= stext {
+			return "_stext", addr - stext, sym.Name, nil
+		}
+	}
+	n := 0
+	for _, s := range t.Symbols() {
+		if s.Name == sym.Name {
+			n++
+		}
+	}
+	if n > 1 {
+		return "", 0, "", fmt.Errorf("%#x is in %s [%s], a name %d functions share, and a kprobe attaches by name", addr, sym.Name, sym.Module, n)
+	}
+	return sym.Name, offset, sym.Name, nil
 }
 
 func (RunningKernel) EventFields(system, event string) ([]kernel.Field, error) {

@@ -82,11 +82,12 @@ func absoluteStatement(k KernelInfo, cfg Config, p *Point, addr uint64) ([]*Poin
 	if !cfg.Guru {
 		return nil, errorf("absolute statement probe in unprivileged script; need stap -g (bpftap -g)")
 	}
-	symbol, offset, ok := k.Symbol(addr)
-	if !ok {
-		return nil, errorf("cannot probe statement %#x: no kernel symbol in /proc/kallsyms holds it", addr)
+	event, offset, fn, err := k.KprobeAt(addr)
+	if err != nil {
+		return nil, errorf("cannot probe statement %#x: %v", addr, err)
 	}
-	a := &attach.Point{Kind: attach.Kprobe, Event: symbol, Offset: offset, Regs: true, Func: &attach.Func{Name: symbol}}
+	a := &attach.Point{Kind: attach.Kprobe, Event: event, Offset: offset, Regs: true,
+		Func: &attach.Func{Name: fn, FromEvent: event != fn}}
 	if err := k.Attachable(a); err != nil {
 		return nil, &Error{Msg: err.Error()}
 	}

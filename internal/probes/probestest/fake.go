@@ -267,12 +267,12 @@ func (e *encoder) blob() []byte {
 	return append(append(hdr, e.types...), e.strs...)
 }
 
-// Symbol places vfs_read at 0xffffffff81000000, 0x100 bytes long, the
+// KprobeAt places vfs_read at 0xffffffff81000000, 0x100 bytes long, the
 // fake kernel's only text symbol.
-func (k *Kernel) Symbol(addr uint64) (string, uint64, bool) {
+func (k *Kernel) KprobeAt(addr uint64) (string, uint64, string, error) {
 	const vfsRead = 0xffffffff81000000
 	if addr < vfsRead || addr >= vfsRead+0x100 {
-		return "", 0, false
+		return "", 0, "", fmt.Errorf("no kernel symbol in /proc/kallsyms holds %#x", addr)
 	}
-	return "vfs_read", addr - vfsRead, true
+	return "vfs_read", addr - vfsRead, "vfs_read", nil
 }

@@ -1,9 +1,12 @@
 /* callee N: helper() is called from one() and from two(); main calls
- * one() N times (default 3) and two() twice, from two call sites; one()
+ * one() N times (default 3), two() twice, from two call sites, and
+ * three() once, which calls callee_twin.c's own static helper(); one()
  * has twice() inlined. Built -g -O2 for the .callee tests: GCC describes
  * the calls in the DWARF (DW_TAG_call_site). noipa keeps the functions
  * whole and called (no inlining, cloning or IPA changes). */
 #include <stdlib.h>
+
+long three(long x);
 
 static volatile long sink;
 
@@ -36,5 +39,6 @@ int main(int argc, char **argv)
 		sum += one(i);
 	sum += two(1);
 	sum += two(2);
+	sum += three(7);
 	return sum == 42;
 }
