@@ -289,15 +289,19 @@ func kernelCalleeProbes(k KernelInfo, p *Point, q calleeQuery, dbg kernelDwarf, 
 // kernelCalleeFunction is the probe of the function point on the
 // callee, its .call or .return as p asks: the function the DWARF of dbg
 // defines at the callee's entry, by its symbol's name (a compiler's copy,
-// foo.isra.0, has its own), in dbg's module; else, where the DWARF only
-// declares it, the kernel's function of its name (a module calls the
-// kernel's).
+// foo.isra.0, has its own), in dbg's module; where the call names the
+// callee's abstract entry (a function inlined elsewhere too) or a
+// declaration, the module's one function of its name, else the kernel's
+// (a module calls the kernel's).
 func kernelCalleeFunction(k KernelInfo, p *Point, dbg kernelDwarf, c callee) ([]*Point, error) {
-	name, module := c.name, ""
-	if c.entry != 0 {
-		symbol, start, shared, ok := dbg.FunctionSymbolAt(c.entry)
-		if !ok || shared || start != c.entry {
-			return nil, errorf("cannot probe %s's call of %s: %s", p.Name(), c.name, unreachable(symbol, ok && start == c.entry))
+	name, module, entry := c.name, "", c.entry
+	if addrs := dbg.FunctionSymbols(c.name); entry == 0 && dbg.module != "" && len(addrs) == 1 {
+		entry = addrs[0]
+	}
+	if entry != 0 {
+		symbol, start, shared, ok := dbg.FunctionSymbolAt(entry)
+		if !ok || shared || start != entry {
+			return nil, errorf("cannot probe %s's call of %s: %s", p.Name(), c.name, unreachable(symbol, ok && start == entry))
 		}
 		name, module = symbol, dbg.module
 	}
