@@ -255,10 +255,7 @@ func (c *Context) Var(x *syntax.TargetVar) (*Access, *ContextError) {
 		(c.Attach.User || c.Attach.Kind != attach.LSM):
 		return c.ownGlobal(x)
 	case (!ok || strings.HasPrefix(x.Name, "$$")) && c.Attach.Func != nil:
-		if _, err := c.btf(); err != nil && c.debug.types == nil {
-			return nil, ctxErr(-1, "unable to find parameter '%s' of %s: %v", x.Name, c.Attach.Func.Name, err)
-		}
-		return nil, ctxErr(-1, "unable to find parameter '%s' of %s (alternatives: %s)", x.Name, c.Attach.Func.Name, strings.Join(c.names(), ", "))
+		return nil, c.noParam(x, "")
 	case (!ok || strings.HasPrefix(x.Name, "$$")) && c.Attach.Net != nil:
 		return nil, ctxErr(-1, "unsupported context variable '%s' of a netfilter hook (alternatives: %s)", x.Name, strings.Join(c.names(), ", "))
 	case !ok || strings.HasPrefix(x.Name, "$$"):

@@ -109,7 +109,18 @@ func (c *Context) ownGlobal(x *syntax.TargetVar) (*Access, *ContextError) {
 	if !c.Attach.User && !c.hasKernelDebuginfo() {
 		why = "; a global of its file is read only where the kernel's debug package is installed"
 	}
-	return nil, ctxErr(-1, "unable to find parameter '%s' of %s (alternatives: %s%s)", x.Name, c.Attach.Func.Name, strings.Join(c.names(), ", "), why)
+	return nil, c.noParam(x, why)
+}
+
+// noParam is the error of a function's parameter not found: why the
+// function has none where the BTF that would describe them is missing (a
+// module's before Linux 5.11), else the names it has, and why (a global
+// of its file) where not "".
+func (c *Context) noParam(x *syntax.TargetVar, why string) *ContextError {
+	if _, err := c.btf(); err != nil && c.debug.types == nil {
+		return ctxErr(-1, "unable to find parameter '%s' of %s: %v", x.Name, c.Attach.Func.Name, err)
+	}
+	return ctxErr(-1, "unable to find parameter '%s' of %s (alternatives: %s%s)", x.Name, c.Attach.Func.Name, strings.Join(c.names(), ", "), why)
 }
 
 func (c *Context) hasKernelDebuginfo() bool {
