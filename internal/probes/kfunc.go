@@ -373,7 +373,8 @@ func matchFunctions(k KernelInfo, p *Point, pattern string, clones bool) ([]*ker
 		}
 	}
 	if len(matched) == 0 {
-		return nil, &Error{Msg: "no match", detail: func() string {
+		cause, absence := functionAbsence(fns, module, pattern)
+		return nil, &Error{Msg: "no match", Cause: cause, Absence: absence, detail: func() string {
 			var names []string
 			for _, fn := range fns {
 				if inModule(fn) {
@@ -384,6 +385,26 @@ func matchFunctions(k KernelInfo, p *Point, pattern string, clones bool) ([]*ker
 		}}
 	}
 	return matched, nil
+}
+
+// functionAbsence says why the kernel's functions fns have none that
+// pattern names in module (a pattern; "" for the kernel's own): module is
+// not loaded (the setup's cause, shown with the error), or it or the
+// kernel has no such function (the absence).
+func functionAbsence(fns []*kernel.Function, module, pattern string) (cause, absence string) {
+	what := "function " + pattern
+	if strings.ContainsAny(pattern, "*?[") {
+		what = "function matching " + pattern
+	}
+	if module == "" {
+		return "", "this kernel has no " + what
+	}
+	for _, fn := range fns {
+		if ok, _ := path.Match(module, fn.Module); ok {
+			return "", fmt.Sprintf("module %s has no %s", module, what)
+		}
+	}
+	return fmt.Sprintf("module %s is not loaded", module), ""
 }
 
 // kernelFunctionPoint is the attach point of a probe on call.fn, on the

@@ -18,6 +18,7 @@
 package probes
 
 import (
+	"cmp"
 	"fmt"
 	"path"
 	"slices"
@@ -145,6 +146,12 @@ type Error struct {
 	// made the point fail, ending the message: the elaborator also gives
 	// it for an optional point whose absence it reports as a whole.
 	Cause string
+	// Absence, when set, says what the point names that this kernel does
+	// not have (a function, a module's): not shown with the error, whose
+	// detail says it, but given for an optional point whose absence the
+	// elaborator reports as a whole (an alias none of whose points
+	// resolves: nfs.fop.open where module nfs is not loaded).
+	Absence string
 	// Absent: the kernel cannot serve the point at all (a netfilter hook
 	// of a family BPF programs cannot hook), which a wildcard skips, as
 	// it skips a call the kernel cannot make (never).
@@ -169,10 +176,11 @@ func Absent(err error) bool {
 	return ok && pe.Absent
 }
 
-// Cause returns the setup's part in err (Error.Cause), "" if none.
+// Cause returns the setup's part in err (Error.Cause), else what the
+// kernel lacks (Error.Absence), "" if neither.
 func Cause(err error) string {
 	if pe, ok := err.(*Error); ok {
-		return pe.Cause
+		return cmp.Or(pe.Cause, pe.Absence)
 	}
 	return ""
 }
