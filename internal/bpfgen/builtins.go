@@ -69,6 +69,7 @@ func kernelBuiltins() map[string]builtinCode {
 		"uaddr":               longCode((*gen).uaddr),
 		"caller_addr":         longCode((*gen).callerAddr),
 		"user_mode":           longCode((*gen).userMode),
+		"__ustack_raw":        longCode((*gen).userStackAt),
 		"string_quoted":       strCode((*gen).stringQuoted),
 		"symname":             strCode((*gen).symname),
 		"pid2task":            longCode((*gen).pid2task),

@@ -813,3 +813,30 @@ func (g *gen) stackFrame(flags int32, n int) {
 	g.emit(asm.Mov.Reg(asm.R0, asm.R1))
 	g.popStack(size)
 }
+
+// userStackAt compiles __ustack_raw(n): frame n (the first is 0) of the
+// user stack, 0 when the stack has fewer frames or n is outside
+// 0..MaxBacktrace-1. (A kernel stack's first frames are the BPF
+// program's and the tracing code's, which user space trims from
+// backtrace()'s text by their symbols.)
+func (g *gen) userStackAt(c *syntax.Call) {
+	g.ownProbe() // takes the context: never in a subprogram
+	mark := g.scratchMark()
+	n := g.longArgs(c.Args[0])[0]
+	frames := g.allocScratch(8 * MaxBacktrace)
+	none, done := g.newLabel("stack_none"), g.newLabel("stack_frame")
+	g.getStack(int32(frames), bpfUserStack, 8*MaxBacktrace)
+	g.emit(
+		asm.LoadMem(asm.R1, regScratch, int16(n), asm.DWord),
+		asm.JGE.Imm(asm.R1, MaxBacktrace, none), // unsigned: a negative n too
+		asm.LSh.Imm(asm.R1, 3),
+		asm.JSGE.Reg(asm.R1, asm.R0, none), // past the bytes written, or an error
+		asm.Add.Reg(asm.R1, regScratch),
+		asm.LoadMem(asm.R0, asm.R1, int16(frames), asm.DWord),
+		asm.Ja.Label(done),
+	)
+	g.mark(none)
+	g.emit(asm.Mov.Imm(asm.R0, 0))
+	g.mark(done)
+	g.scratchRelease(mark)
+}

@@ -24,9 +24,14 @@ var builtins map[string]builtinFunc
 
 func init() {
 	builtins = map[string]builtinFunc{}
-	for _, group := range []map[string]builtinFunc{controlBuiltins, contextBuiltins, registerBuiltins(), stringBuiltins, prometheusBuiltins, timeBuiltins, memoryBuiltins(), taskBuiltins(), symbolBuiltins, fpBuiltins, speculativeBuiltins} {
+	for _, group := range []map[string]builtinFunc{controlBuiltins, contextBuiltins, registerBuiltins(), stringBuiltins, prometheusBuiltins, timeBuiltins, memoryBuiltins(), taskBuiltins(), symbolBuiltins, fpBuiltins, speculativeBuiltins, loggingBuiltins} {
 		for name, f := range group {
 			builtins[name] = f
+		}
+	}
+	for name, b := range tapset.Builtins {
+		if b.Unsupported != "" {
+			builtins[name] = refused(name)
 		}
 	}
 }
@@ -180,11 +185,10 @@ var contextBuiltins = map[string]builtinFunc{
 		}
 		return str(procComm(strconv.FormatInt(args[0].Int, 10)))
 	},
-	"addr_to_node": refused("addr_to_node"),
 }
 
 // refused implements a builtin that pass 2 refuses everywhere
-// (tapset.Builtin.Unsupported): it raises the same reason.
+// (tapset.Builtin.Unsupported), each of them: it raises the same reason.
 func refused(name string) func(*callContext, []Value) Value {
 	return func(*callContext, []Value) Value { panic(&runError{Msg: tapset.Builtins[name].Unsupported}) }
 }

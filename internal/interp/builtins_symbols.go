@@ -63,6 +63,7 @@ var symbolBuiltins = map[string]builtinFunc{
 	"__usyms_lines": func(cc *callContext, args []Value) Value {
 		return str(usymsLines(cc.process(), args[0].Str, 0))
 	},
+	"__ustack_raw":      kernelOnly("__ustack_raw"),
 	"backtrace":         kernelOnly("backtrace"),
 	"sprint_backtrace":  kernelOnly("sprint_backtrace"),
 	"ubacktrace":        kernelOnly("ubacktrace"),

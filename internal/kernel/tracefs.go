@@ -24,6 +24,31 @@ func ReadTracefs(name string) ([]byte, error) {
 	return readPrivately(name)
 }
 
+// WriteTracefs writes data to a file of tracefs, such as "trace_marker",
+// in one write, from a private mount when tracefs is not mounted (see
+// readPrivately).
+func WriteTracefs(name string, data []byte) error {
+	if dir := tracefsMountOnce(); dir != "" {
+		return WriteFile(filepath.Join(dir, name), data)
+	}
+	_, err := privately(privateRead{name: name, write: data})
+	return err
+}
+
+// WriteFile writes data to the existing file path in one write (a record
+// of trace_marker or /dev/kmsg).
+func WriteFile(path string, data []byte) error {
+	f, err := os.OpenFile(path, os.O_WRONLY, 0)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(data)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
 // tracefsDir is where the kernel provides a mount point for tracefs.
 const tracefsDir = "/sys/kernel/tracing"
 
@@ -33,12 +58,15 @@ const tracefsDir = "/sys/kernel/tracing"
 // mount is made once, however many files are read (a syscall.* script
 // reads hundreds of format files), nothing is mounted where anything else
 // can see it, and nothing survives bpftap, however it ends.
-func readPrivately(name string) ([]byte, error) {
+func readPrivately(name string) ([]byte, error) { return privately(privateRead{name: name}) }
+
+// privately serves r on the private mount's goroutine.
+func privately(r privateRead) ([]byte, error) {
 	privateOnce.Do(func() {
 		privateReads = make(chan privateRead)
 		go servePrivateReads(privateReads)
 	})
-	r := privateRead{name: name, done: make(chan tracefsRead, 1)}
+	r.done = make(chan tracefsRead, 1)
 	privateReads <- r
 	res := <-r.done
 	return res.data, res.err
@@ -49,9 +77,11 @@ var (
 	privateReads chan privateRead
 )
 
+// privateRead is a read of name, or a write of write to it.
 type privateRead struct {
-	name string
-	done chan tracefsRead
+	name  string
+	write []byte
+	done  chan tracefsRead
 }
 
 type tracefsRead struct {
@@ -76,7 +106,12 @@ func servePrivateReads(reads <-chan privateRead) {
 			r.done <- tracefsRead{nil, err}
 			continue
 		}
-		data, rerr := os.ReadFile(filepath.Join(tracefsDir, r.name))
+		path := filepath.Join(tracefsDir, r.name)
+		if r.write != nil {
+			r.done <- tracefsRead{nil, WriteFile(path, r.write)}
+			continue
+		}
+		data, rerr := os.ReadFile(path)
 		r.done <- tracefsRead{data, rerr}
 	}
 }

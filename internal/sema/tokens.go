@@ -12,10 +12,12 @@ import (
 // short strings that user space replaces with their text wherever it reads
 // a string the kernel made (bpfgen/usymbols.go, bpfgen/stacks.go). Kernel
 // code may keep a token (in a local, a global, a key or a value),
-// concatenate it, print it and count by it, but what would read its text
-// there reads the token instead: a comparison (but with "": a token is
-// empty when its text is), a string function (but strtol of a source
-// line's: sourceTokens), sprintf's width or precision. A
+// concatenate it, print it, pass it to a builtin that user space computes
+// or makes (tapset.Captured, tapset.Deferred: warn, printk) and count by
+// it, but what would read its text there reads the token instead: a
+// comparison (but with "": a token is empty when its text is), a string
+// function (but strtol of a source line's: sourceTokens), sprintf's width
+// or precision. A
 // symbol token names one address, and user space gathers the elements of
 // every address with the same text into one, summing them, so kernel code
 // may add to an element keyed by one (<<<, ++, --, +=, -=), but not read,
@@ -155,7 +157,7 @@ func (e *elab) checkTokens() {
 				}
 			}
 		case *syntax.Call:
-			if bi := Builtin(n); bi != nil && bi.Kernel != tapset.Captured {
+			if bi := Builtin(n); bi != nil && bi.Kernel != tapset.Captured && bi.Kernel != tapset.Deferred {
 				for _, a := range n.Args {
 					if b := f.holds(a); b != "" && !(n.Name == "strtol" && sourceTokens[b]) {
 						e.rep.errorAt("kernelctx", a, tokenTextMsg(b, n.Name+"()"))

@@ -188,6 +188,10 @@ const noPhysicalAddress = "BPF has no helper that maps a kernel address to its p
 	"the base of the kernel's direct map (page_offset_base, randomized at boot), which a kernel shows only among the " +
 	"data symbols of /proc/kallsyms (CONFIG_KALLSYMS_ALL)"
 
+// noKernelWrite is why set_kernel_* are refused.
+const noKernelWrite = "BPF programs cannot write kernel memory: no helper does (bpf_probe_write_user writes " +
+	"only the current process's memory)"
+
 // captured marks b computed in user space from arguments a kernel probe captures.
 func captured(b *Builtin) *Builtin {
 	b.Kernel = Captured
@@ -314,6 +318,9 @@ var Builtins = index(
 	kernelOnly(fn("sprint_backtrace", str)),
 	kernelOnly(fn("ubacktrace", str)),
 	kernelOnly(fn("sprint_ubacktrace", str)),
+	// __ustack_raw(n): frame n of the user stack, 0 past its end
+	// (context_symbols.stp's ustack)
+	kernelOnly(fn("__ustack_raw", long, l("n"))),
 	bpf(fn("symname", str, l("addr"))), // bpfgen/symbols.go: searched in the kernel
 	bpf(fn("modname", str, l("addr"))),
 	captured(fn("symdata", str, l("addr"))),
@@ -431,6 +438,25 @@ var Builtins = index(
 	captured(fn("fp_to_long", long, l("infp"), l("roundingMode"), l("exact"))),
 	captured(fn("fp_to_string", str, l("infp"), l("precision"))),
 	captured(fn("string_to_fp", long, s("input"))),
+	// the kernel's logs (interp/builtins_logging.go): printk and
+	// dump_stack in guru mode, as stap's
+	deferred(fn("ftrace", none, s("msg"))),
+	guru(deferred(fn("printk", none, l("level"), s("msg")))),
+	// what no BPF program can do
+	guru(unsupported(noKernelWrite, effects(fn("set_kernel_long", none, l("addr"), l("val"))))),
+	guru(unsupported(noKernelWrite, effects(fn("set_kernel_int", none, l("addr"), l("val"))))),
+	guru(unsupported(noKernelWrite, effects(fn("set_kernel_short", none, l("addr"), l("val"))))),
+	guru(unsupported(noKernelWrite, effects(fn("set_kernel_char", none, l("addr"), l("val"))))),
+	guru(unsupported(noKernelWrite, effects(fn("set_kernel_pointer", none, l("addr"), l("val"))))),
+	guru(unsupported(noKernelWrite, effects(fn("set_kernel_string", none, l("addr"), s("val"))))),
+	guru(unsupported(noKernelWrite, effects(fn("set_kernel_string_n", none, l("addr"), l("n"), s("val"))))),
+	guru(unsupported("no BPF helper stops the kernel (a BPF program must not crash it)", effects(fn("panic", none, s("msg"))))),
+	unsupported("it is the java(...) probes' runtime (Byteman agents in the JVM), which bpftap does not have",
+		fn("sprint_java_backtrace", str)),
+	unsupported("it is the java(...) probes' runtime (Byteman agents in the JVM), which bpftap does not have",
+		effects(fn("print_java_backtrace", none))),
+	unsupported("it is an internal of SystemTap's DWARF translator (DW_OP_GNU_push_tls_address), which bpftap's "+
+		"DWARF reader does not call", fn("__push_tls_address", long, l("tls_var_offset"), s("tls_module"))),
 	// system
 	deferred(fn("system", none, s("cmd"))),
 	effects(fn("switch_file", none)),
@@ -446,8 +472,14 @@ var Builtins = index(
 )
 
 // init declares int_arg(argnum) and the other ArgReaders, and
-// kernel_long(addr) and the other NumberReads.
+// kernel_long(addr) and the other NumberReads, and refuses set_int_arg
+// and the other writers of a probed function's arguments.
 func init() {
+	for _, what := range []string{"int", "uint", "long", "ulong", "longlong", "ulonglong", "pointer", "s32", "u32", "s64", "u64"} {
+		name := "set_" + what + "_arg"
+		Builtins[name] = guru(unsupported("a BPF program cannot change the registers or the stack of the function it probes",
+			effects(fn(name, none, l("n"), l("v")))))
+	}
 	for name := range ArgReaders {
 		Builtins[name] = bpf(fn(name, long, l("argnum")))
 	}

@@ -1,0 +1,224 @@
+package tapset_test
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/bpftap/bpftap/internal/probes"
+	"github.com/bpftap/bpftap/internal/probes/attach"
+	"github.com/bpftap/bpftap/internal/sema"
+	"github.com/bpftap/bpftap/internal/syntax"
+	"github.com/bpftap/bpftap/internal/tapset"
+)
+
+// The coverage of SystemTap's documented library (testdata/stap/documented.txt):
+// each function and probe alias of its Tapset Reference is elaborated (pass 2)
+// as a script would use it, against the running kernel's functions and types
+// with every kind of probe taken as attachable. A name is provided when that
+// elaborates, refused when the error says why bpftap cannot serve it (refusals),
+// and otherwise a failure, unless testdata/stap/missing.txt lists it as not yet
+// built (a name listed there that resolves is a failure too: the list only
+// shrinks).
+
+// refusals are the words of the errors that refuse a name with a reason.
+var refusals = []string{
+	"cannot run in bpftap:",      // Builtin.Unsupported
+	tapset.GuruOnlyMsg,           // guru-only functions without -g
+	"is not available in bpftap", // an alias no BPF program can serve
+}
+
+// absences are the words of the errors that say what the running kernel
+// lacks (probes.Error.Absence, a feature's minimum version): the name
+// resolves on a kernel that has it (the guests' cases use them).
+var absences = []string{
+	"this kernel has no ",
+	"is not loaded",
+	"has no function",
+	"this kernel lacks",
+}
+
+// documented is one line of documented.txt.
+type documented struct {
+	kind, sig, file string
+}
+
+func readDocumented(t *testing.T) []documented {
+	t.Helper()
+	f, err := os.Open("testdata/stap/documented.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var docs []documented
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		line := sc.Text()
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		fields := strings.Fields(line)
+		if len(fields) != 3 {
+			t.Fatalf("documented.txt: bad line %q", line)
+		}
+		docs = append(docs, documented{fields[0], fields[1], fields[2]})
+	}
+	return docs
+}
+
+// readMissing reads missing.txt: names (a function's signature or a probe
+// alias) not yet built, one per line after its tapset file's comment.
+func readMissing(t *testing.T) map[string]bool {
+	t.Helper()
+	data, err := os.ReadFile("testdata/stap/missing.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	missing := map[string]bool{}
+	for _, line := range strings.Split(string(data), "\n") {
+		if line = strings.TrimSpace(line); line != "" && !strings.HasPrefix(line, "#") {
+			missing[line] = true
+		}
+	}
+	return missing
+}
+
+// coverageRegistry resolves points against the running kernel, taking
+// every probe kind as attachable (this machine's kernel refuses kprobes;
+// the guests run them).
+func coverageRegistry() *probes.Registry {
+	return probes.BuiltinFor(probes.RunningKernel{CanAttach: func(*attach.Point) error { return nil }})
+}
+
+// coverageUses are the scripts that use a documented name: a function is
+// called with a literal of each parameter's type (long for an untyped
+// one), its value printed, in a kernel probe, then in begin, then the same
+// calls without a value (stap's declarations may leave the result out); an
+// alias is probed.
+func coverageUses(d documented) []string {
+	if d.kind == "probe" {
+		return []string{fmt.Sprintf("probe %s { print(pp()) }", d.sig)}
+	}
+	name, _, params := splitSignature(d.sig)
+	for i, p := range params {
+		if p == "?" {
+			params[i] = "long"
+		}
+	}
+	var uses []string
+	for _, call := range []string{callOf(name, "any", params), callOf(name, "", params)} {
+		call = companions[name] + call
+		uses = append(uses, fmt.Sprintf(`probe kernel.trace("raw_syscalls:sys_enter") { %s }`, call),
+			fmt.Sprintf("probe begin { %s }", call))
+	}
+	return uses
+}
+
+// TestDocumentedCoverage checks each documented name (see above).
+func TestDocumentedCoverage(t *testing.T) {
+	missing := readMissing(t)
+	reg := coverageRegistry()
+	var provided, refused, absent, notYet int
+	byFile := map[string][2]int{}
+	for _, d := range readDocumented(t) {
+		err := elaborateIn(t, reg, coverageUses(d))
+		counts := byFile[d.file]
+		switch {
+		case missing[d.sig] && (err == nil || isRefusal(err) || isAbsence(err)):
+			t.Errorf("%s %s is listed in missing.txt but resolves or is refused with a reason: remove it", d.kind, d.sig)
+		case err == nil:
+			provided++
+			counts[0]++
+		case isRefusal(err):
+			refused++
+		case isAbsence(err):
+			absent++
+		case missing[d.sig]:
+			notYet++
+		default:
+			t.Errorf("%s %s (%s) neither resolves nor is refused with a reason:\n%s", d.kind, d.sig, d.file, errorText(err))
+		}
+		counts[1]++
+		byFile[d.file] = counts
+	}
+	t.Logf("documented names: %d provided, %d refused with a reason, %d absent from this kernel, %d not yet built (missing.txt)",
+		provided, refused, absent, notYet)
+	files := make([]string, 0, len(byFile))
+	for f := range byFile {
+		files = append(files, f)
+	}
+	sort.Strings(files)
+	for _, f := range files {
+		t.Logf("%-40s %3d of %3d", f, byFile[f][0], byFile[f][1])
+	}
+}
+
+// elaborateIn elaborates each script with reg until one passes; else it
+// returns the first error that refuses with a reason, or the first error.
+func elaborateIn(t *testing.T, reg *probes.Registry, scripts []string) error {
+	t.Helper()
+	var first error
+	for _, script := range scripts {
+		err := elaborateScript(t, reg, script)
+		switch {
+		case err == nil:
+			return nil
+		case isRefusal(err):
+			return err
+		case first == nil:
+			first = err
+		}
+	}
+	return first
+}
+
+// elaborateScript elaborates script with the library files it reaches, as
+// the driver does.
+func elaborateScript(t *testing.T, reg *probes.Registry, script string) error {
+	t.Helper()
+	_, macros := libraryWithMacros(t)
+	src := syntax.NewSource("<input>", script)
+	stp, _ := tapset.LibraryIndex().Reach([]*syntax.Names{syntax.ScanNames(src, nil)}, probes.PrologueCalls)
+	cfg := &syntax.Config{Arch: "x86_64", Macros: macros}
+	user, err := syntax.Parse(src, cfg)
+	if err != nil {
+		return err
+	}
+	libCfg := *cfg
+	libCfg.Tapset = true
+	var lib []*syntax.File
+	for _, src := range stp {
+		f, err := syntax.Parse(src, &libCfg)
+		if err != nil {
+			t.Fatalf("%s: %v", src.Name, err)
+		}
+		lib = append(lib, f)
+	}
+	_, err = sema.Elaborate([]*syntax.File{user}, sema.Options{Library: lib, KernelProbes: true, Registry: reg})
+	return err
+}
+
+// errorText is the whole text of an elaboration's errors (each with the
+// chain of its alias's probe points).
+func errorText(err error) string {
+	if e, ok := err.(*sema.Errors); ok {
+		return e.Text()
+	}
+	return err.Error()
+}
+
+func isRefusal(err error) bool { return containsAny(errorText(err), refusals) }
+
+func isAbsence(err error) bool { return containsAny(errorText(err), absences) }
+
+func containsAny(s string, words []string) bool {
+	for _, w := range words {
+		if strings.Contains(s, w) {
+			return true
+		}
+	}
+	return false
+}
