@@ -114,6 +114,11 @@ func kernelBuiltins() map[string]builtinCode {
 		codes["local_clock_"+unit] = longCode(func(g *gen, _ *syntax.Call) { g.clock(unit, 0) })
 		codes["cpu_clock_"+unit] = longCode(func(g *gen, c *syntax.Call) { g.cpuClock(unit, c) })
 	}
+	for name := range tapset.UserWrites {
+		codes[name] = longCode((*gen).userWrite)
+	}
+	codes["set_user_string"] = longCode((*gen).userWriteString)
+	codes["set_user_string_n"] = longCode((*gen).userWriteString)
 	for name := range tapset.ArgReaders {
 		codes[name] = longCode((*gen).argReader)
 	}

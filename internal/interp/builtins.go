@@ -30,8 +30,11 @@ func init() {
 		}
 	}
 	for name, b := range tapset.Builtins {
-		if b.Unsupported != "" {
+		switch {
+		case b.Unsupported != "":
 			builtins[name] = refused(name)
+		case tapset.UserWrites[name].Size > 0 || strings.HasPrefix(name, "set_user_string"):
+			builtins[name] = kernelOnly(name)
 		}
 	}
 }

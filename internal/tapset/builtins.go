@@ -218,6 +218,12 @@ func text(b *Builtin) *Builtin {
 	return b
 }
 
+// userWriter marks b a guru mode's writer of the current process's
+// memory, which kernel probes run: a user-side probe has no process.
+func userWriter(b *Builtin) *Builtin {
+	return guru(kernelOnly(effects(b)))
+}
+
 // guru marks b refused without -g.
 func guru(b *Builtin) *Builtin {
 	b.Guru = true
@@ -442,6 +448,9 @@ var Builtins = index(
 	// dump_stack in guru mode, as stap's
 	deferred(fn("ftrace", none, s("msg"))),
 	guru(deferred(fn("printk", none, l("level"), s("msg")))),
+	// writes to the current process's memory (bpfgen/userwrite.go)
+	userWriter(fn("set_user_string", none, l("addr"), s("val"))),
+	userWriter(fn("set_user_string_n", none, l("addr"), l("n"), s("val"))),
 	// what no BPF program can do
 	guru(unsupported(noKernelWrite, effects(fn("set_kernel_long", none, l("addr"), l("val"))))),
 	guru(unsupported(noKernelWrite, effects(fn("set_kernel_int", none, l("addr"), l("val"))))),
@@ -475,6 +484,9 @@ var Builtins = index(
 // kernel_long(addr) and the other NumberReads, and refuses set_int_arg
 // and the other writers of a probed function's arguments.
 func init() {
+	for name := range UserWrites {
+		Builtins[name] = userWriter(fn(name, none, l("addr"), l("val")))
+	}
 	for _, what := range []string{"int", "uint", "long", "ulong", "longlong", "ulonglong", "pointer", "s32", "u32", "s64", "u64"} {
 		name := "set_" + what + "_arg"
 		Builtins[name] = guru(unsupported("a BPF program cannot change the registers or the stack of the function it probes",

@@ -110,7 +110,7 @@ func coverageUses(d documented) []string {
 	}
 	var uses []string
 	for _, call := range []string{callOf(name, "any", params), callOf(name, "", params)} {
-		call = companions[name] + call
+		call = "println(1); " + companions[name] + call // a probe of an elided call alone is elided too
 		uses = append(uses, fmt.Sprintf(`probe kernel.trace("raw_syscalls:sys_enter") { %s }`, call),
 			fmt.Sprintf("probe begin { %s }", call))
 	}

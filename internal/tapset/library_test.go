@@ -52,7 +52,15 @@ var signatures = []string{
 	"regparm(n:long)",
 	"returnstr:string(format:long)",
 	"ktime_get_ns:long()",
+	"cmdline_args:string(n:long,m:long,delim:string)",
+	"cmdline_arg:string(n:long)",
+	"pgrp:long()",
+	"sid:long()",
+	"set_user_string_arg(addr:long,val:string)",
+	"print_regs()",
 	// context_symbols.stp (kernelProbeOnly)
+	"print_ubacktrace(pc:long,sp:long,fp:long)",
+	"print_ubacktrace_fileline(pc:long,sp:long,fp:long)",
 	"ustack:long(n:long)",
 	"dump_stack()",
 	// conversions.stp
@@ -376,7 +384,8 @@ var signatures = []string{
 var kernelProbeOnly = map[string]bool{
 	"task_max_file_handles": true, "task_fd_lookup": true, "task_cwd_path": true, "current_exe_file": true,
 	"task_exe_file": true, "task_start_time": true, "task_time_string": true, "task_time_string_tid": true,
-	"task_ancestry": true, "ustack": true, "dump_stack": true, "inet_get_dest_port": true, "inet_get_ip_dest": true,
+	"task_ancestry": true, "cmdline_args": true, "cmdline_arg": true, "pgrp": true, "sid": true, "ustack": true,
+	"set_user_string_arg": true, "dump_stack": true, "inet_get_dest_port": true, "inet_get_ip_dest": true,
 	"task_current": true, "task_parent": true, "task_state": true, "task_execname": true, "task_pid": true,
 	"task_open_file_handles": true, "task_rlimit_nofile": true,
 	"addr_from_rqst": true, "addr_from_rqst_str": true, "xid_from_clnt": true, "prog_from_clnt": true,
@@ -406,7 +415,6 @@ var companions = map[string]string{
 	"qsq_start":        `qs_done("x");`,
 	"start_stopwatch":  `stop_stopwatch("x");`,
 	"delete_stopwatch": `print(read_stopwatch_ns("x"));`,
-
 }
 
 // libraryWithMacros returns the library's scripts and the macros of its

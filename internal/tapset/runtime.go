@@ -136,6 +136,20 @@ type NumberRead struct {
 	Fault    string
 }
 
+// UserWriteFault is the error of set_user_WHAT's failed write: a fmt
+// format taking WHAT, then the address (stap's says "copy fault").
+const UserWriteFault = "user %s copy fault at 0x%%x [man error::fault]"
+
+// UserWrites are guru mode's writers of a number to the current process's
+// memory, set_user_WHAT, by builtin name: the bytes written and WHAT.
+var UserWrites = map[string]struct {
+	Size int
+	What string
+}{
+	"set_user_long": {8, "long"}, "set_user_int": {4, "int"}, "set_user_short": {2, "short"},
+	"set_user_char": {1, "char"}, "set_user_pointer": {8, "pointer"},
+}
+
 // UserReadFault is the error of user_WHAT_error's failed read.
 const UserReadFault = "read fault [man error::fault] at 0x%x"
 

@@ -22,6 +22,10 @@ type Feature struct {
 	// Config is the kernel option it needs besides ("CONFIG_KPROBES"), ""
 	// when every kernel of Since's version has it.
 	Config string
+	// RefusedBy names the policy of the running kernel that may refuse
+	// it on any release ("kernel lockdown"), "" for none: such a feature
+	// is always detected, never inferred from the version.
+	RefusedBy string
 	// Detect says how bpftap finds out, Fallback what bpftap does without
 	// it ("" when what needs it is refused, naming the feature).
 	Detect, Fallback string
@@ -44,6 +48,11 @@ func (f *Feature) SinceOn(regs *arch.Regs) Version {
 // ships 5.10, RHEL 8 a 4.18 with many backports (detection, not the
 // version, decides), RHEL 9 5.14, Ubuntu 22.04 5.15.
 var (
+	// The kernel refuses bpf_probe_write_user to every program under
+	// lockdown (integrity or confidentiality mode: a kernel booted with
+	// lockdown=, or Secure Boot's).
+	WriteUser = &Feature{Name: "probe_write_user", What: "bpf_probe_write_user",
+		Since: Version{4, 8}, RefusedBy: "kernel lockdown", Detect: "helper probe (cilium/ebpf features)", probe: helper(asm.FnProbeWriteUser)}
 	ProbeReadKernel = &Feature{Name: "probe_read_kernel", What: "bpf_probe_read_kernel and bpf_probe_read_user",
 		Since: Version{5, 5}, Detect: "helper probe (cilium/ebpf features)", probe: helper(asm.FnProbeReadKernel)}
 	TracingPrograms = &Feature{Name: "tp_btf", What: "BTF-typed tracepoints and fentry/fexit programs",
@@ -131,7 +140,7 @@ var (
 
 // Features are the features bpftap relies on, in order of Since.
 var Features = []*Feature{
-	Kprobes, ProbeReadKernel, TracingPrograms, Fentry, LSM, RingBuffer, MemcgAccounting, BigKeys, TaskBTF,
+	Kprobes, WriteUser, ProbeReadKernel, TracingPrograms, Fentry, LSM, RingBuffer, MemcgAccounting, BigKeys, TaskBTF,
 	TaskStorage, GlobalFuncPointers, AtomicFetch, ForEachMapElem, TaskPtRegs, FuncIP, TracingScalarPointers, CommPadded, Loop,
 	KprobeMulti, SleepableUprobes, SubprogTailCalls, MemMapKeys, TaskFromPid, IterNum, UprobeMulti, V4ISA, MayGoto, KprobeSession,
 }

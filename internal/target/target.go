@@ -134,7 +134,7 @@ func (k *Kernel) Check(f *Feature) error {
 // upstreamHas tells whether f is in every kernel of k's release and
 // configuration.
 func (k *Kernel) upstreamHas(f *Feature) bool {
-	if k.Release.Before(k.Since(f)) {
+	if f.RefusedBy != "" || k.Release.Before(k.Since(f)) {
 		return false
 	}
 	v, ok := k.FeatureConfig(f)
@@ -291,9 +291,13 @@ func (e *MissingError) Error() string {
 	if e.Feature.Config != "" {
 		has += " with " + e.Feature.Config
 	}
-	msg := fmt.Sprintf("this kernel lacks %s (%s has it)", e.Feature.What, has)
+	lacks := "this kernel lacks"
+	if e.Feature.RefusedBy != "" {
+		lacks += " or its " + e.Feature.RefusedBy + " refuses"
+	}
+	msg := fmt.Sprintf("%s %s (%s has it)", lacks, e.Feature.What, has)
 	if e.Use != "" {
-		msg = fmt.Sprintf("%s needs %s, which this kernel lacks (%s has it)", e.Use, e.Feature.What, has)
+		msg = fmt.Sprintf("%s needs %s, which %s (%s has it)", e.Use, e.Feature.What, lacks, has)
 	}
 	if e.Masked != "" {
 		msg += " [" + e.Masked + "]"

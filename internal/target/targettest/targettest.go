@@ -8,7 +8,12 @@ package targettest
 
 import (
 	"errors"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/bpftap/bpftap/internal/target"
 )
@@ -33,7 +38,9 @@ func Excused(k *target.Kernel, f *target.Feature) string {
 	return ExcusedFrom(k, f, k.Check(f))
 }
 
-// ExcusedFrom is Excused for err, what a check or a detection of f said.
+// ExcusedFrom is Excused for err, what a check or a detection of f said;
+// a feature a kernel's policy refuses is excused where the policy is in
+// force (lockdown).
 func ExcusedFrom(k *target.Kernel, f *target.Feature, err error) string {
 	var m *target.MissingError
 	if !errors.As(err, &m) {
@@ -48,7 +55,35 @@ func ExcusedFrom(k *target.Kernel, f *target.Feature, err error) string {
 	if v, ok := k.FeatureConfig(f); ok && v != "y" {
 		return f.Config + " is not set"
 	}
+	if mode := lockdown(); f.RefusedBy == "kernel lockdown" && mode != "" && mode != "none" {
+		return "the kernel is locked down (" + mode + ")"
+	}
 	return ""
+}
+
+// lockdown is the kernel's lockdown mode as securityfs's lockdown file
+// marks it ("none", "integrity", "confidentiality"), "" when it cannot be
+// read; securityfs is mounted in a directory of its own when it is not
+// mounted (tests run as root).
+func lockdown() string {
+	data, err := os.ReadFile("/sys/kernel/security/lockdown")
+	if err != nil {
+		dir, derr := os.MkdirTemp("", "securityfs")
+		if derr != nil {
+			return ""
+		}
+		defer os.Remove(dir)
+		if unix.Mount("none", dir, "securityfs", 0, "") != nil {
+			return ""
+		}
+		defer unix.Unmount(dir, 0)
+		if data, err = os.ReadFile(filepath.Join(dir, "lockdown")); err != nil {
+			return ""
+		}
+	}
+	_, rest, _ := strings.Cut(string(data), "[")
+	mode, _, _ := strings.Cut(rest, "]")
+	return mode
 }
 
 // Running is target.Running for a test: the kernel the test runs on, as
