@@ -32,7 +32,7 @@ func (s *session) execute(prog *sema.Program, ks *kernelside.Session, limits tap
 		sink.w = files
 	}
 	out := s.newOutput(sink)
-	in, err := interp.New(prog, interp.Config{Output: out, Stderr: s.stderr, Stdin: s.stdin, Limits: limits, Target: target.pid(),
+	in, err := interp.New(prog, interp.Config{Output: out, Stderr: s.stderr, Stdin: s.stdin, Limits: limits, Target: target.pid(), Module: s.module(),
 		Storage: ks.Storage, Skipped: ks.Skipped, HandlerStart: ks.HandlerStart, Timing: s.opts.Timing,
 		SuppressErrors: s.opts.SuppressErrors})
 	if err != nil {

@@ -1,6 +1,7 @@
 package interp
 
 import (
+	"cmp"
 	"fmt"
 	"os"
 	"os/exec"
@@ -147,14 +148,17 @@ func (s systemOutput) Write(p []byte) (int, error) {
 // schedules it, and tid() must not change between two calls of one probe
 // (thread_indent keys its depth by it).
 var contextBuiltins = map[string]builtinFunc{
-	"pid":            func(*callContext, []Value) Value { return long(int64(os.Getpid())) },
-	"tid":            func(*callContext, []Value) Value { return long(int64(os.Getpid())) },
-	"ppid":           func(*callContext, []Value) Value { return long(int64(os.Getppid())) },
-	"uid":            func(*callContext, []Value) Value { return long(int64(os.Getuid())) },
-	"euid":           func(*callContext, []Value) Value { return long(int64(os.Geteuid())) },
-	"gid":            func(*callContext, []Value) Value { return long(int64(os.Getgid())) },
-	"egid":           func(*callContext, []Value) Value { return long(int64(os.Getegid())) },
-	"stp_pid":        func(*callContext, []Value) Value { return long(int64(os.Getpid())) },
+	"pid":     func(*callContext, []Value) Value { return long(int64(os.Getpid())) },
+	"tid":     func(*callContext, []Value) Value { return long(int64(os.Getpid())) },
+	"ppid":    func(*callContext, []Value) Value { return long(int64(os.Getppid())) },
+	"uid":     func(*callContext, []Value) Value { return long(int64(os.Getuid())) },
+	"euid":    func(*callContext, []Value) Value { return long(int64(os.Geteuid())) },
+	"gid":     func(*callContext, []Value) Value { return long(int64(os.Getgid())) },
+	"egid":    func(*callContext, []Value) Value { return long(int64(os.Getegid())) },
+	"stp_pid": func(*callContext, []Value) Value { return long(int64(os.Getpid())) },
+	"module_name": func(cc *callContext, _ []Value) Value {
+		return str(cmp.Or(cc.in.cfg.Module, fmt.Sprintf("stap_%d", os.Getpid())))
+	},
 	"execname":       func(*callContext, []Value) Value { return str(procComm("self")) },
 	"cpu":            func(*callContext, []Value) Value { return long(currentCPU()) },
 	"target":         func(cc *callContext, _ []Value) Value { return long(int64(cc.in.cfg.Target)) },

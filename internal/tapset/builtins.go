@@ -367,6 +367,10 @@ var Builtins = index(
 	// faults, count none.
 	bpf(fn("__unread_user_address", str, l("addr"))),
 	fn("stp_pid", long),
+	// module_name(): -m NAME, else stap_PID (in a kernel probe, printed)
+	captured(fn("module_name", str)),
+	unsupported("bpftap loads no kernel module: a run's BPF programs and maps have no module sections to measure "+
+		"(-v's pass 4 line gives their instructions)", fn("module_size", str)),
 	// randint: bpfgen/random.go
 	bpf(effects(fn("randint", long, l("n")))),
 	bpf(fn("syscall_name", str, l("num"))), // see SyscallName
