@@ -25,7 +25,7 @@ var builtins map[string]builtinFunc
 
 func init() {
 	builtins = map[string]builtinFunc{}
-	for _, group := range []map[string]builtinFunc{controlBuiltins, contextBuiltins, registerBuiltins(), stringBuiltins, prometheusBuiltins, timeBuiltins, memoryBuiltins(), taskBuiltins(), symbolBuiltins, fpBuiltins, speculativeBuiltins, loggingBuiltins} {
+	for _, group := range []map[string]builtinFunc{controlBuiltins, contextBuiltins, registerBuiltins(), stringBuiltins, prometheusBuiltins, timeBuiltins, memoryBuiltins(), taskBuiltins(), symbolBuiltins, fpBuiltins, speculativeBuiltins, loggingBuiltins, loadavgBuiltins} {
 		for name, f := range group {
 			builtins[name] = f
 		}

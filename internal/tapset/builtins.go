@@ -367,6 +367,9 @@ var Builtins = index(
 	// faults, count none.
 	bpf(fn("__unread_user_address", str, l("addr"))),
 	fn("stp_pid", long),
+	// the load averages (interp/builtins_logging.go)
+	captured(fn("sprint_loadavg", str)),
+	captured(fn("get_loadavg_index", long, l("indx"))),
 	// module_name(): -m NAME, else stap_PID (in a kernel probe, printed)
 	captured(fn("module_name", str)),
 	unsupported("bpftap loads no kernel module: a run's BPF programs and maps have no module sections to measure "+
