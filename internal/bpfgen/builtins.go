@@ -70,6 +70,7 @@ func kernelBuiltins() map[string]builtinCode {
 		"caller_addr":         longCode((*gen).callerAddr),
 		"user_mode":           longCode((*gen).userMode),
 		"__ustack_raw":        longCode((*gen).userStackAt),
+		"__stack_pointer":     longCode((*gen).stackPointer),
 		"string_quoted":       strCode((*gen).stringQuoted),
 		"symname":             strCode((*gen).symname),
 		"pid2task":            longCode((*gen).pid2task),

@@ -840,3 +840,17 @@ func (g *gen) userStackAt(c *syntax.Call) {
 	g.mark(done)
 	g.scratchRelease(mark)
 }
+
+// stackPointer compiles __stack_pointer(): the address of the program's
+// frame (R10) on the kernel stack it runs on, as a number: stored in the
+// scratch element and loaded back, which the verifier allows a program
+// that may leak pointers (CAP_PERFMON).
+func (g *gen) stackPointer(*syntax.Call) {
+	mark := g.scratchMark()
+	cell := g.allocScratch(8)
+	g.emit(
+		asm.StoreMem(regScratch, int16(cell), asm.R10, asm.DWord),
+		asm.LoadMem(asm.R0, regScratch, int16(cell), asm.DWord),
+	)
+	g.scratchRelease(mark)
+}

@@ -324,6 +324,9 @@ var Builtins = index(
 	kernelOnly(fn("sprint_backtrace", str)),
 	kernelOnly(fn("ubacktrace", str)),
 	kernelOnly(fn("sprint_ubacktrace", str)),
+	// __stack_pointer(): where the kernel probe's frame is on the kernel
+	// stack (context.stp's stack_used, stack_unused)
+	kernelOnly(fn("__stack_pointer", long)),
 	// __ustack_raw(n): frame n of the user stack, 0 past its end
 	// (context_symbols.stp's ustack)
 	kernelOnly(fn("__ustack_raw", long, l("n"))),

@@ -117,43 +117,69 @@ func coverageUses(d documented) []string {
 	return uses
 }
 
-// TestDocumentedCoverage checks each documented name (see above).
+// The classes of a documented name, the columns of the test's table.
+const (
+	provided = iota
+	refused
+	absent
+	notYet
+	classes
+)
+
+// TestDocumentedCoverage checks each documented name (see above), and logs
+// a table of the classes by SystemTap's tapset file.
 func TestDocumentedCoverage(t *testing.T) {
 	missing := readMissing(t)
 	reg := coverageRegistry()
-	var provided, refused, absent, notYet int
-	byFile := map[string][2]int{}
+	byKind := map[string]*[classes]int{"function": new([classes]int), "probe": new([classes]int)}
+	byFile := map[string]*[classes]int{}
 	for _, d := range readDocumented(t) {
 		err := elaborateIn(t, reg, coverageUses(d))
-		counts := byFile[d.file]
+		class := classOf(err, missing[d.sig])
 		switch {
-		case missing[d.sig] && (err == nil || isRefusal(err) || isAbsence(err)):
+		case missing[d.sig] && class != notYet:
 			t.Errorf("%s %s is listed in missing.txt but resolves or is refused with a reason: remove it", d.kind, d.sig)
-		case err == nil:
-			provided++
-			counts[0]++
-		case isRefusal(err):
-			refused++
-		case isAbsence(err):
-			absent++
-		case missing[d.sig]:
-			notYet++
-		default:
+		case class < 0:
 			t.Errorf("%s %s (%s) neither resolves nor is refused with a reason:\n%s", d.kind, d.sig, d.file, errorText(err))
+			continue
 		}
-		counts[1]++
-		byFile[d.file] = counts
+		if byFile[d.file] == nil {
+			byFile[d.file] = new([classes]int)
+		}
+		byFile[d.file][class]++
+		byKind[d.kind][class]++
 	}
-	t.Logf("documented names: %d provided, %d refused with a reason, %d absent from this kernel, %d not yet built (missing.txt)",
-		provided, refused, absent, notYet)
+	for _, kind := range []string{"function", "probe"} {
+		c := byKind[kind]
+		t.Logf("documented %ss: %d provided, %d refused with a reason, %d absent from this kernel, %d not yet built (missing.txt)",
+			kind, c[provided], c[refused], c[absent], c[notYet])
+	}
 	files := make([]string, 0, len(byFile))
 	for f := range byFile {
 		files = append(files, f)
 	}
 	sort.Strings(files)
+	t.Logf("| tapset file | provided | refused | absent here | not yet |")
 	for _, f := range files {
-		t.Logf("%-40s %3d of %3d", f, byFile[f][0], byFile[f][1])
+		c := byFile[f]
+		t.Logf("| %s | %d | %d | %d | %d |", f, c[provided], c[refused], c[absent], c[notYet])
 	}
+}
+
+// classOf is the class of a name whose elaboration gave err, listed in
+// missing.txt or not; -1 for none.
+func classOf(err error, listed bool) int {
+	switch {
+	case err == nil:
+		return provided
+	case isRefusal(err):
+		return refused
+	case isAbsence(err):
+		return absent
+	case listed:
+		return notYet
+	}
+	return -1
 }
 
 // elaborateIn elaborates each script with reg until one passes; else it
