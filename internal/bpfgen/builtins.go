@@ -71,6 +71,7 @@ func kernelBuiltins() map[string]builtinCode {
 		"user_mode":           longCode((*gen).userMode),
 		"__ustack_raw":        longCode((*gen).userStackAt),
 		"__stack_pointer":     longCode((*gen).stackPointer),
+		"registers_valid":     longCode((*gen).registersValid),
 		"string_quoted":       strCode((*gen).stringQuoted),
 		"symname":             strCode((*gen).symname),
 		"pid2task":            longCode((*gen).pid2task),

@@ -367,3 +367,13 @@ func (g *gen) syscallFamily() bool {
 	p := g.ownProbe()
 	return p.Family == "syscall" || probes.SyscallFamilyPoint(p.Script)
 }
+
+// registersValid compiles registers_valid(): whether register() can read
+// this probe's registers, known when it is compiled.
+func (g *gen) registersValid(*syntax.Call) {
+	valid := int32(0)
+	if g.registerProbe() {
+		valid = 1
+	}
+	g.emit(asm.Mov.Imm(asm.R0, valid))
+}

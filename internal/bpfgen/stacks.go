@@ -816,9 +816,7 @@ func (g *gen) stackFrame(flags int32, n int) {
 
 // userStackAt compiles __ustack_raw(n): frame n (the first is 0) of the
 // user stack, 0 when the stack has fewer frames or n is outside
-// 0..MaxBacktrace-1. (A kernel stack's first frames are the BPF
-// program's and the tracing code's, which user space trims from
-// backtrace()'s text by their symbols.)
+// 0..MaxBacktrace-1.
 func (g *gen) userStackAt(c *syntax.Call) {
 	g.ownProbe() // takes the context: never in a subprogram
 	mark := g.scratchMark()

@@ -18,7 +18,7 @@ import (
 // MAXSTRINGLEN - 1 of them (n of them for set_user_string_n). A write
 // that faults (an address the process has not mapped, a page not present
 // or read-only) raises stap's error with the address. A kernel under
-// lockdown refuses the helper: pass 4 says so (target.WriteUser).
+// lockdown refuses the helper: pass 3 says so (target.WriteUser).
 
 // userWrite compiles set_user_long and the other writers of a number.
 func (g *gen) userWrite(c *syntax.Call) {
@@ -88,10 +88,9 @@ func (g *gen) userWriteString(c *syntax.Call) {
 	zero := g.allocScratch(8)
 	g.setCell(zero, 0)
 	g.emit(
-		asm.LoadMem(regRec, regScratch, int16(addr), asm.DWord),
+		asm.LoadMem(regRec, regScratch, int16(addr), asm.DWord), // the fault's address: the string's
 		asm.LoadMem(asm.R1, regScratch, int16(count), asm.DWord),
 		asm.Add.Reg(asm.R1, regRec),
-		asm.Mov.Reg(regRec, asm.R1),
 		asm.Mov.Reg(asm.R2, regScratch),
 		asm.Add.Imm(asm.R2, int32(zero)),
 		asm.Mov.Imm(asm.R3, 1),

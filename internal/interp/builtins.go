@@ -1,7 +1,6 @@
 package interp
 
 import (
-	"cmp"
 	"fmt"
 	"os"
 	"os/exec"
@@ -148,29 +147,28 @@ func (s systemOutput) Write(p []byte) (int, error) {
 // schedules it, and tid() must not change between two calls of one probe
 // (thread_indent keys its depth by it).
 var contextBuiltins = map[string]builtinFunc{
-	"pid":     func(*callContext, []Value) Value { return long(int64(os.Getpid())) },
-	"tid":     func(*callContext, []Value) Value { return long(int64(os.Getpid())) },
-	"ppid":    func(*callContext, []Value) Value { return long(int64(os.Getppid())) },
-	"uid":     func(*callContext, []Value) Value { return long(int64(os.Getuid())) },
-	"euid":    func(*callContext, []Value) Value { return long(int64(os.Geteuid())) },
-	"gid":     func(*callContext, []Value) Value { return long(int64(os.Getgid())) },
-	"egid":    func(*callContext, []Value) Value { return long(int64(os.Getegid())) },
-	"stp_pid": func(*callContext, []Value) Value { return long(int64(os.Getpid())) },
-	"module_name": func(cc *callContext, _ []Value) Value {
-		return str(cmp.Or(cc.in.cfg.Module, fmt.Sprintf("stap_%d", os.Getpid())))
-	},
-	"execname":       func(*callContext, []Value) Value { return str(procComm("self")) },
-	"cpu":            func(*callContext, []Value) Value { return long(currentCPU()) },
-	"target":         func(cc *callContext, _ []Value) Value { return long(int64(cc.in.cfg.Target)) },
-	"pp":             func(cc *callContext, _ []Value) Value { return str(cc.in.act.probe.Name) },
-	"ppfunc":         func(cc *callContext, _ []Value) Value { return str(tapset.PPFunc(cc.in.act.probe.Name)) },
-	"pn":             func(cc *callContext, _ []Value) Value { return str(cc.in.act.probe.PN()) },
-	"probefunc":      func(*callContext, []Value) Value { return str("") },
-	"user_mode":      func(*callContext, []Value) Value { return long(0) },
-	"is_return":      func(*callContext, []Value) Value { return long(0) },
-	"mem_page_size":  func(*callContext, []Value) Value { return long(int64(os.Getpagesize())) },
-	"__maxstringlen": func(cc *callContext, _ []Value) Value { return long(int64(cc.in.maxStringLen())) },
-	"env_var":        envVar,
+	"pid":             func(*callContext, []Value) Value { return long(int64(os.Getpid())) },
+	"tid":             func(*callContext, []Value) Value { return long(int64(os.Getpid())) },
+	"ppid":            func(*callContext, []Value) Value { return long(int64(os.Getppid())) },
+	"uid":             func(*callContext, []Value) Value { return long(int64(os.Getuid())) },
+	"euid":            func(*callContext, []Value) Value { return long(int64(os.Geteuid())) },
+	"gid":             func(*callContext, []Value) Value { return long(int64(os.Getgid())) },
+	"egid":            func(*callContext, []Value) Value { return long(int64(os.Getegid())) },
+	"stp_pid":         func(*callContext, []Value) Value { return long(int64(os.Getpid())) },
+	"module_name":     func(cc *callContext, _ []Value) Value { return str(cc.in.cfg.Module) },
+	"registers_valid": func(*callContext, []Value) Value { return long(0) }, // a user-side probe has none
+	"execname":        func(*callContext, []Value) Value { return str(procComm("self")) },
+	"cpu":             func(*callContext, []Value) Value { return long(currentCPU()) },
+	"target":          func(cc *callContext, _ []Value) Value { return long(int64(cc.in.cfg.Target)) },
+	"pp":              func(cc *callContext, _ []Value) Value { return str(cc.in.act.probe.Name) },
+	"ppfunc":          func(cc *callContext, _ []Value) Value { return str(tapset.PPFunc(cc.in.act.probe.Name)) },
+	"pn":              func(cc *callContext, _ []Value) Value { return str(cc.in.act.probe.PN()) },
+	"probefunc":       func(*callContext, []Value) Value { return str("") },
+	"user_mode":       func(*callContext, []Value) Value { return long(0) },
+	"is_return":       func(*callContext, []Value) Value { return long(0) },
+	"mem_page_size":   func(*callContext, []Value) Value { return long(int64(os.Getpagesize())) },
+	"__maxstringlen":  func(cc *callContext, _ []Value) Value { return long(int64(cc.in.maxStringLen())) },
+	"env_var":         envVar,
 	"syscall_name": func(_ *callContext, args []Value) Value {
 		return str(tapset.SyscallName(syntax.HostArch(), args[0].Int))
 	},

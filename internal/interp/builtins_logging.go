@@ -12,7 +12,7 @@ import (
 // The kernel's logs: ftrace(msg) adds a line to the trace buffer (tracefs's
 // trace_marker, which `cat trace` shows with the writer's pid and time),
 // printk(level, msg) to the kernel's log (/dev/kmsg, at log level level,
-// which dmesg shows). A kernel probe's call is made when its record
+// the default level for one outside 0..7, which dmesg shows). A kernel probe's call is made when its record
 // arrives (tapset.Deferred). Each line is one write (one record of the
 // file). A line that cannot be written is a warning, never silently lost
 // (stap's ftrace drops it).
@@ -22,7 +22,11 @@ var loggingBuiltins = map[string]builtinFunc{
 		return Value{}
 	},
 	"printk": func(cc *callContext, args []Value) Value {
-		cc.logged(kernel.WriteFile("/dev/kmsg", []byte(fmt.Sprintf("<%d>%s\n", args[0].Int&7, args[1].Str))))
+		level := ""
+		if l := args[0].Int; l >= 0 && l <= 7 {
+			level = fmt.Sprintf("<%d>", l)
+		}
+		cc.logged(kernel.WriteFile("/dev/kmsg", []byte(level+args[1].Str+"\n")))
 		return Value{}
 	},
 }

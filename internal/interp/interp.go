@@ -116,8 +116,8 @@ type Config struct {
 	Limits tapset.Limits
 	// Target is the pid of -x or -c (target()), 0 if none.
 	Target int
-	// Module is the run's module name (-m NAME, else stap_PID), which
-	// module_name() returns and procfs files live under ("": stap_PID).
+	// Module is the run's module name (-m NAME, else stap_PID: the
+	// driver's), which module_name() returns.
 	Module string
 	// Now is the clock (nil: time.Now); tests fix it.
 	Now func() time.Time

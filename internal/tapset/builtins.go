@@ -417,6 +417,9 @@ var Builtins = index(
 	bpfLiteral(1, fn("register", long, s("name"))),
 	bpfLiteral(1, fn("u_register", long, s("name"))),
 	bpf(fn("returnval", long)),
+	// registers_valid(): whether register() can read this probe's
+	// registers (bpfgen's registerProbe), 0 in user-side probes
+	bpf(fn("registers_valid", long)),
 	// memory of traced processes and the kernel (the readers of numbers,
 	// NumberReads, are declared by init)
 	bpf(fn("kernel_string", str, l("addr"))),

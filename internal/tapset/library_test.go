@@ -51,7 +51,6 @@ var signatures = []string{
 	"stack_size:long()",
 	"stack_used:long()",
 	"stack_unused:long()",
-	"registers_valid:long()",
 	"regparm(n:long)",
 	"returnstr:string(format:long)",
 	"ktime_get_ns:long()",

@@ -23,7 +23,7 @@ type Feature struct {
 	// when every kernel of Since's version has it.
 	Config string
 	// RefusedBy names the policy of the running kernel that may refuse
-	// it on any release ("kernel lockdown"), "" for none: such a feature
+	// it on any release ("lockdown"), "" for none: such a feature
 	// is always detected, never inferred from the version.
 	RefusedBy string
 	// Detect says how bpftap finds out, Fallback what bpftap does without
@@ -52,7 +52,7 @@ var (
 	// lockdown (integrity or confidentiality mode: a kernel booted with
 	// lockdown=, or Secure Boot's).
 	WriteUser = &Feature{Name: "probe_write_user", What: "bpf_probe_write_user",
-		Since: Version{4, 8}, RefusedBy: "kernel lockdown", Detect: "helper probe (cilium/ebpf features)", probe: helper(asm.FnProbeWriteUser)}
+		Since: Version{4, 8}, RefusedBy: "lockdown", Detect: "helper probe (cilium/ebpf features)", probe: helper(asm.FnProbeWriteUser)}
 	ProbeReadKernel = &Feature{Name: "probe_read_kernel", What: "bpf_probe_read_kernel and bpf_probe_read_user",
 		Since: Version{5, 5}, Detect: "helper probe (cilium/ebpf features)", probe: helper(asm.FnProbeReadKernel)}
 	TracingPrograms = &Feature{Name: "tp_btf", What: "BTF-typed tracepoints and fentry/fexit programs",

@@ -291,13 +291,18 @@ func (e *MissingError) Error() string {
 	if e.Feature.Config != "" {
 		has += " with " + e.Feature.Config
 	}
-	lacks := "this kernel lacks"
+	// which says what the kernel does of the feature: lacks it, or (a
+	// policy's feature) refuses or lacks it.
+	which := fmt.Sprintf("this kernel lacks (%s has it)", has)
 	if e.Feature.RefusedBy != "" {
-		lacks += " or its " + e.Feature.RefusedBy + " refuses"
+		which = fmt.Sprintf("this kernel's %s refuses, or the kernel lacks (%s has it)", e.Feature.RefusedBy, has)
 	}
-	msg := fmt.Sprintf("%s %s (%s has it)", lacks, e.Feature.What, has)
-	if e.Use != "" {
-		msg = fmt.Sprintf("%s needs %s, which %s (%s has it)", e.Use, e.Feature.What, lacks, has)
+	msg := fmt.Sprintf("this kernel lacks %s (%s has it)", e.Feature.What, has)
+	switch {
+	case e.Use != "":
+		msg = fmt.Sprintf("%s needs %s, which %s", e.Use, e.Feature.What, which)
+	case e.Feature.RefusedBy != "":
+		msg = fmt.Sprintf("%s: %s it", e.Feature.What, which)
 	}
 	if e.Masked != "" {
 		msg += " [" + e.Masked + "]"

@@ -55,7 +55,7 @@ func ExcusedFrom(k *target.Kernel, f *target.Feature, err error) string {
 	if v, ok := k.FeatureConfig(f); ok && v != "y" {
 		return f.Config + " is not set"
 	}
-	if mode := lockdown(); f.RefusedBy == "kernel lockdown" && mode != "" && mode != "none" {
+	if mode := lockdown(); f.RefusedBy == "lockdown" && mode != "" && mode != "none" {
 		return "the kernel is locked down (" + mode + ")"
 	}
 	return ""
