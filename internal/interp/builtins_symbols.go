@@ -1,8 +1,10 @@
 package interp
 
 import (
+	"fmt"
 	"strings"
 
+	"github.com/bpftap/bpftap/internal/kernel"
 	"github.com/bpftap/bpftap/internal/ksym"
 	"github.com/bpftap/bpftap/internal/tapset"
 	"github.com/bpftap/bpftap/internal/usym"
@@ -37,11 +39,14 @@ var symbolBuiltins = map[string]builtinFunc{
 	"sprint_syms":       sprintSyms,
 	"__syms_lines":      func(_ *callContext, args []Value) Value { return str(symsLines(args[0].Str, 0)) },
 	"__backtrace_lines": func(_ *callContext, args []Value) Value { return str(backtraceLines(args[0].Str)) },
-	"usymname":          userSymbol(usym.Name),
-	"usymdata":          userSymbol(usym.Data),
-	"usymfile":          userSymbol(usym.File),
-	"usymline":          userSymbol(usym.Line),
-	"usymfileline":      userSymbol(usym.FileLine),
+	"__backtrace_fileline_lines": func(_ *callContext, args []Value) Value {
+		return str(ksym.Lines(ksym.Addresses(args[0].Str), kernelFullerLine, 0))
+	},
+	"usymname":     userSymbol(usym.Name),
+	"usymdata":     userSymbol(usym.Data),
+	"usymfile":     userSymbol(usym.File),
+	"usymline":     userSymbol(usym.Line),
+	"usymfileline": userSymbol(usym.FileLine),
 	"umodname": userSymbol(func(_ uint64, sym usym.Symbol, ok bool) string {
 		return usym.Module(sym, ok)
 	}),
@@ -95,6 +100,35 @@ func ustackText(pid int, stk string, line func(addr uint64, sym usym.Symbol, ok 
 		sym, ok := usym.Default().Address(pid, a)
 		return line(a, sym, ok)
 	}, limit)
+}
+
+// kernelFullerLine is a line of print_backtrace_fileline(): print_backtrace's,
+// with " at FILE:LINE" before the module for an address of the kernel's own
+// text where its debug package is installed (kernel.Debuginfo), as stap's
+// runtime writes _STP_SYM_FULLER.
+func kernelFullerLine(addr uint64) string {
+	line := ksym.Kernel().FullLine(addr)
+	file, n, ok := kernelSourceLine(addr)
+	at := strings.LastIndex(line, " [kernel]")
+	if !ok || at < 0 {
+		return line
+	}
+	return fmt.Sprintf("%s at %s:%d%s", line[:at], file, n, line[at:])
+}
+
+// kernelSourceLine is the source line of a running kernel's address, from
+// its DWARF (link-time addresses: the address less the KASLR offset).
+func kernelSourceLine(addr uint64) (file string, line int, ok bool) {
+	f, err := kernel.Debuginfo()
+	if err != nil || f.Loaded == nil {
+		return "", 0, false
+	}
+	offset, err := f.Loaded(0)
+	if err != nil {
+		return "", 0, false
+	}
+	file, line, err = f.LineAt(addr - offset)
+	return file, line, err == nil
 }
 
 // kernelOnly is a builtin the elaborator refuses in user-side probes.

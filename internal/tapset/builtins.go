@@ -340,6 +340,9 @@ var Builtins = index(
 	// __backtrace_lines(stk): print_backtrace's text (an address without a
 	// symbol alone on its line)
 	text(captured(fn("__backtrace_lines", str, s("stk")))),
+	// __backtrace_fileline_lines(stk): print_backtrace_fileline's text
+	// (with the kernel's source lines where its DWARF is installed)
+	text(captured(fn("__backtrace_fileline_lines", str, s("stk")))),
 	// user-space symbols (package usym), of the current process's
 	// addresses; in kernel probes a token that user space symbolizes
 	// (bpfgen/usymbols.go)

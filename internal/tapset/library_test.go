@@ -160,6 +160,7 @@ var signatures = []string{
 	"print_ubacktrace()",
 	"print_ubacktrace_brief()",
 	"print_ubacktrace_fileline()",
+	"print_backtrace_fileline()",
 	// target_set.stp
 	"target_set_pid:long(pid:long)",
 	"target_set_report()",
@@ -436,7 +437,7 @@ var kernelProbeOnly = map[string]bool{
 	"get_sa_flags": true, "get_sa_handler": true, "is_sig_blocked": true,
 	"d_name": true, "reverse_path_walk": true, "inode_name": true, "inode_path": true, "real_mount": true, "task_dentry_path": true,
 	"fullpath_struct_path": true, "fullpath_struct_file": true,
-	"print_backtrace": true, "print_ubacktrace": true, "print_ubacktrace_brief": true, "print_ubacktrace_fileline": true,
+	"print_backtrace": true, "print_ubacktrace": true, "print_ubacktrace_brief": true, "print_ubacktrace_fileline": true, "print_backtrace_fileline": true,
 	"get_netdev_name":     true,
 	"inet_get_local_port": true, "inet_get_ip_source": true, "tcp_get_info_rto": true,
 	"tcp_get_info_snd_cwnd": true, "tcp_ts_get_info_state": true, "tcp_ts_get_info_snd_ssthresh": true,
