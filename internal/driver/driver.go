@@ -48,12 +48,23 @@ func Main(argv []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	switch {
 	case opts.Help:
-		fmt.Fprint(stdout, helpText)
+		fmt.Fprint(stdout, helpText+stapOptionsHelp())
 		return 0
 	case opts.Version:
 		fmt.Fprintf(stdout, "bpftap %s: SystemTap scripts compiled to eBPF (language of SystemTap %s)\n",
 			Version, syntax.DefaultConfig().Version)
 		return 0
+	case opts.Exit:
+		return 0
+	}
+	if err := applyRlimits(opts.Rlimits, stderr); err != nil {
+		return 1
+	}
+	if opts.Example && opts.Script != "" && opts.Script != "-" {
+		if opts.Script, err = findExample(examplesDir, opts.Script); err != nil {
+			fmt.Fprintln(stderr, err)
+			return 1
+		}
 	}
 	s := &session{opts: opts, stdin: stdin, stdout: stdout, stderr: stderr, signals: catchSignals(stderr)}
 	defer s.signals.stop()
@@ -80,6 +91,8 @@ type session struct {
 	// lack the features the environment masks (BPFTAP_KERNEL_AS_OF,
 	// BPFTAP_KERNEL_WITHOUT).
 	kernel *kern.Kernel
+	// warned counts the warnings of passes 3 and 4 (warn).
+	warned int
 }
 
 func (s *session) run() int {
@@ -89,6 +102,9 @@ func (s *session) run() int {
 	if s.kernel, err = kern.Running(); err != nil {
 		fmt.Fprintf(s.stderr, "ERROR: %v\n", err)
 		return 1
+	}
+	if s.opts.Dump != "" {
+		return s.dump()
 	}
 	user, libs, err := s.parse(false)
 	if err != nil {
@@ -109,7 +125,10 @@ func (s *session) run() int {
 	// stap notes suppressed repetitions of warnings once the session is over.
 	defer fmt.Fprint(s.stderr, prog.SuppressedText())
 	s.timer.report(s, 2, "analyzed script: "+programSummary(prog))
-	if s.opts.Verbose > 0 {
+	if s.opts.PanicWarnings && (len(prog.Warnings) > 0 || prog.SuppressedWarnings > 0) {
+		return s.failWarned(2)
+	}
+	if s.verbose(2) > 0 {
 		for _, plan := range prog.Plans {
 			fmt.Fprintf(s.stderr, "Pass 2: %s\n", plan)
 		}
@@ -146,6 +165,9 @@ func (s *session) run() int {
 		return s.fail(3, err)
 	}
 	defer ks.Close()
+	if s.opts.PanicWarnings && s.warned > 0 {
+		return s.failWarned(3)
+	}
 	if s.opts.LastPass == 3 {
 		ks.Fprint(s.stdout) // each kernel probe's BPF instructions
 		return 0
@@ -153,6 +175,9 @@ func (s *session) run() int {
 	s.signals.enter(4)
 	if err := s.load(ks); err != nil {
 		return s.fail(4, err)
+	}
+	if s.opts.PanicWarnings && s.warned > 0 {
+		return s.failWarned(4)
 	}
 	if s.opts.LastPass == 4 {
 		return 0
@@ -171,11 +196,28 @@ var passNames = [...]string{1: "parse", 2: "analysis", 3: "translation", 4: "com
 func (s *session) fail(pass int, err error) int {
 	report, trailer := diagnostics(err)
 	fmt.Fprint(s.stderr, ensureNewline(report))
+	var semErrs *sema.Errors
+	if pass == 2 && s.opts.KeepGoing && errors.As(err, &semErrs) {
+		fmt.Fprint(s.stderr, semanticCatalog(semErrs.Diags))
+	}
 	if s.opts.List == nil {
 		fmt.Fprintf(s.stderr, "Pass %d: %s failed.  [man error::pass%d]\n", pass, passNames[pass], pass)
 	}
 	fmt.Fprint(s.stderr, trailer)
 	return 1
+}
+
+// failWarned fails pass n under -W: its warnings, printed already, are
+// errors, as in stap.
+func (s *session) failWarned(n int) int {
+	fmt.Fprintf(s.stderr, "Pass %d: %s failed.  [man error::pass%d]\n", n, passNames[n], n)
+	return 1
+}
+
+// warn prints a warning of passes 3 and 4, which -W counts.
+func (s *session) warn(msg string) {
+	s.warned++
+	fmt.Fprintf(s.stderr, "WARNING: %s\n", msg)
 }
 
 // diagnostics renders a pass's error. The parser's and the elaborator's error lists
