@@ -106,6 +106,12 @@ func (s *session) run() int {
 	if s.opts.Dump != "" {
 		return s.dump()
 	}
+	if s.opts.CheckVersion {
+		if err := s.checkVersion(); err != nil {
+			fmt.Fprintln(s.stderr, err)
+			return 1
+		}
+	}
 	user, libs, err := s.parse(false)
 	if err != nil {
 		return s.fail(1, err)

@@ -77,6 +77,8 @@ type Options struct {
 	// Rlimits are the --rlimit-* settings, applied to bpftap itself
 	// before pass 1 (rlimit.go).
 	Rlimits []rlimit
+	// CheckVersion is --check-version (checkversion.go).
+	CheckVersion bool
 	// Privilege is --privilege LEVEL (--unprivileged: stapusr).
 	Privilege string
 }
@@ -102,15 +104,21 @@ type optionSpec struct {
 // (--color[=WHEN]): given only after "=", "" when left out.
 var optionalArg = map[string]bool{}
 
+// setsFlag is the spec of an option without an argument that sets the
+// field field returns.
+func setsFlag(field func(o *Options) *bool) optionSpec {
+	return optionSpec{false, func(o *Options, _ string) error { *field(o) = true; return nil }}
+}
+
 var shortOptions = map[byte]optionSpec{
-	'h': {false, func(o *Options, _ string) error { o.Help = true; return nil }},
-	'V': {false, func(o *Options, _ string) error { o.Version = true; return nil }},
+	'h': setsFlag(func(o *Options) *bool { return &o.Help }),
+	'V': setsFlag(func(o *Options) *bool { return &o.Version }),
 	'v': {false, addVerbose},
-	'w': {false, func(o *Options, _ string) error { o.NoWarnings = true; return nil }},
-	't': {false, func(o *Options, _ string) error { o.Timing = true; return nil }},
-	'g': {false, func(o *Options, _ string) error { o.Guru = true; return nil }},
-	'u': {false, func(o *Options, _ string) error { o.Unoptimize = true; return nil }},
-	'W': {false, func(o *Options, _ string) error { o.PanicWarnings = true; return nil }},
+	'w': setsFlag(func(o *Options) *bool { return &o.NoWarnings }),
+	't': setsFlag(func(o *Options) *bool { return &o.Timing }),
+	'g': setsFlag(func(o *Options) *bool { return &o.Guru }),
+	'u': setsFlag(func(o *Options) *bool { return &o.Unoptimize }),
+	'W': setsFlag(func(o *Options) *bool { return &o.PanicWarnings }),
 	'p': {true, setPass},
 	'e': {true, setScriptText},
 	'E': {true, func(o *Options, a string) error { o.Extra = append(o.Extra, a); return nil }},
@@ -132,19 +140,19 @@ var shortOptions = map[byte]optionSpec{
 var longOptions = map[string]optionSpec{
 	"help":                    shortOptions['h'],
 	"version":                 shortOptions['V'],
-	"no-global-var-display":   {false, func(o *Options, _ string) error { o.NoGlobalDisplay = true; return nil }},
+	"no-global-var-display":   setsFlag(func(o *Options) *bool { return &o.NoGlobalDisplay }),
 	"compatible":              {true, setCompatible},
-	"json":                    {false, func(o *Options, _ string) error { o.JSON = true; return nil }},
-	"suppress-handler-errors": {false, func(o *Options, _ string) error { o.SuppressErrors = true; return nil }},
+	"json":                    setsFlag(func(o *Options) *bool { return &o.JSON }),
+	"suppress-handler-errors": setsFlag(func(o *Options) *bool { return &o.SuppressErrors }),
 	// --ldd and -d name objects whose symbols stap loads for backtraces and
 	// symbol names (see addSymbols); --all-modules (stapopts.go) asks for
 	// every loaded kernel module's, which /proc/kallsyms lists anyway.
-	"ldd":                 {false, func(o *Options, _ string) error { o.SymbolLibraries = true; return nil }},
+	"ldd":                 setsFlag(func(o *Options) *bool { return &o.SymbolLibraries }),
 	"http":                {true, func(o *Options, a string) error { o.HTTP = a; return nil }},
 	"vp":                  {true, addPassVerbose},
-	"skip-badvars":        {false, func(o *Options, _ string) error { o.SkipBadVars = true; return nil }},
-	"semantic-keep-going": {false, func(o *Options, _ string) error { o.KeepGoing = true; return nil }},
-	"example":             {false, func(o *Options, _ string) error { o.Example = true; return nil }},
+	"skip-badvars":        setsFlag(func(o *Options) *bool { return &o.SkipBadVars }),
+	"semantic-keep-going": setsFlag(func(o *Options) *bool { return &o.KeepGoing }),
+	"example":             setsFlag(func(o *Options) *bool { return &o.Example }),
 	"dump-functions":      {false, setDump("functions")},
 	"dump-probe-aliases":  {false, setDump("probe-aliases")},
 	"dump-probe-types":    {false, setDump("probe-types")},
