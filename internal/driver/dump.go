@@ -56,9 +56,10 @@ func (s *session) parseLibrary() ([]*syntax.File, error) {
 }
 
 // dumpFunctions prints each public function as stap does,
-// "name:type (param:type, ...)", sorted: a type is "unknown" where the
-// declaration gives none (stap shows the types its elaboration infers; a
-// function that returns nothing is "unknown" in both). Native functions
+// "name:type (param:type, ...)", sorted, with the types its declaration
+// gives: every function of the embedded library declares them ("unknown"
+// is a function that returns nothing); an -I tapset's undeclared type is
+// "unknown" too, where stap shows the type its elaboration infers. Native functions
 // (stap's embedded-C ones) are listed with their types; those no probe
 // can run are left out.
 func dumpFunctions(w io.Writer, libs []*syntax.File, builtins map[string]*tapset.Builtin, all bool) {

@@ -27,7 +27,7 @@ interpreter, kernel probes compiled to eBPF. Options are stap's:
               set, typed, and its context variables ($prev) with C types
    --dump-functions
               list the library's functions, name:type (param:type, ...);
-              a type the declaration leaves out is unknown
+              the types declared (unknown: returns nothing)
    --dump-probe-aliases
               list the library's probe aliases
    --dump-probe-types
@@ -40,7 +40,8 @@ interpreter, kernel probes compiled to eBPF. Options are stap's:
               the distinct stacks kept (16384)
    -G VAR=VALUE
               set the global variable VAR to VALUE before the run
-   -o FILE    send script output to FILE (switch_file() goes on to FILE.1 ...)
+   -o FILE    send script output to FILE (switch_file() goes on to FILE.1 ...);
+              strftime(3) conversions in FILE (%Y, %H ...) are expanded
    -S SIZE[,N]
               with -o: FILE.0 first, the next file once one passes SIZE MiB,
               only the last N kept
