@@ -91,7 +91,7 @@ type session struct {
 	// lack the features the environment masks (BPFTAP_KERNEL_AS_OF,
 	// BPFTAP_KERNEL_WITHOUT).
 	kernel *kern.Kernel
-	// warned counts the warnings of passes 3 and 4 (warn).
+	// warned counts the warnings of pass 4 (warn).
 	warned int
 }
 
@@ -171,9 +171,6 @@ func (s *session) run() int {
 		return s.fail(3, err)
 	}
 	defer ks.Close()
-	if s.opts.PanicWarnings && s.warned > 0 {
-		return s.failWarned(3)
-	}
 	if s.opts.LastPass == 3 {
 		ks.Fprint(s.stdout) // each kernel probe's BPF instructions
 		return 0
@@ -220,7 +217,8 @@ func (s *session) failWarned(n int) int {
 	return 1
 }
 
-// warn prints a warning of passes 3 and 4, which -W counts.
+// warn prints a warning of pass 4 (a -d object not found), which -W
+// counts.
 func (s *session) warn(msg string) {
 	s.warned++
 	fmt.Fprintf(s.stderr, "WARNING: %s\n", msg)

@@ -48,7 +48,9 @@ func (s *session) translate(prog *sema.Program, limits tapset.Limits, targetPID 
 		Timing:    s.opts.Timing,
 		LogLevel:  verifierLogLevel(s.verbose(4)),
 		Progress:  s.progress,
-		Warn:      s.warn,
+		// attach-time warnings (warning::pass5), which -W leaves alone
+		// as stap's does: staprun prints them
+		Warn: func(msg string) { fmt.Fprintf(s.stderr, "WARNING: %s\n", msg) },
 	})
 	if err != nil {
 		return nil, err

@@ -20,9 +20,8 @@ type Options struct {
 	Extra      []string // -E SCRIPT, run in addition to the main script
 	Args       []string // script arguments ($1, @1 ...)
 	LastPass   int      // -p N (5: run)
-	Verbose    int      // -v, repeatable
-	// PassVerbose is each pass's verbosity: -v adds one to every pass,
-	// --vp ABCDE its digits to passes 1 to 5 (verbosity.go).
+	// PassVerbose is each pass's verbosity: -v (repeatable) adds one to
+	// every pass, --vp ABCDE its digits to passes 1 to 5 (verbose.go).
 	PassVerbose [5]int
 	Output      string // -o FILE
 	// OutputMB and OutputFiles are -S SIZE[,N]: go on to the next output

@@ -61,7 +61,6 @@ func memoryUse() string {
 
 // addVerbose is -v: one more unit of verbosity for every pass.
 func addVerbose(o *Options, _ string) error {
-	o.Verbose++
 	for i := range o.PassVerbose {
 		o.PassVerbose[i]++
 	}
