@@ -1,6 +1,7 @@
 package driver
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -160,5 +161,17 @@ func TestFindExample(t *testing.T) {
 	}
 	if _, err := findExample(dir, "z.stp"); err == nil || err.Error() != "Example 'z.stp' was not found under '"+dir+"'" {
 		t.Errorf("z.stp: %v", err)
+	}
+}
+
+// TestExporterRefusesRlimits: the exporter's scripts run in its own
+// process, which --rlimit-* among a script's options would limit.
+func TestExporterRefusesRlimits(t *testing.T) {
+	var log strings.Builder
+	if status := runScript(context.Background(), "x.stp", []string{"--rlimit-cpu=10"}, &log, nil); status != 1 {
+		t.Errorf("status %d, want 1", status)
+	}
+	if !strings.Contains(log.String(), "--rlimit-* would limit the exporter itself") {
+		t.Errorf("log %q", log.String())
 	}
 }
