@@ -103,14 +103,8 @@ func (s *session) run() int {
 		fmt.Fprintf(s.stderr, "ERROR: %v\n", err)
 		return 1
 	}
-	if s.opts.Dump != "" {
-		return s.dump()
-	}
-	if s.opts.CheckVersion {
-		if err := s.checkVersion(); err != nil {
-			fmt.Fprintln(s.stderr, err)
-			return 1
-		}
+	if status, stop := s.beforePasses(); stop {
+		return status
 	}
 	user, libs, err := s.parse(false)
 	if err != nil {
@@ -130,21 +124,8 @@ func (s *session) run() int {
 	}
 	// stap notes suppressed repetitions of warnings once the session is over.
 	defer fmt.Fprint(s.stderr, prog.SuppressedText())
-	s.timer.report(s, 2, "analyzed script: "+programSummary(prog))
-	if s.opts.PanicWarnings && (len(prog.Warnings) > 0 || prog.SuppressedWarnings > 0) {
-		return s.failWarned(2)
-	}
-	if s.verbose(2) > 0 {
-		for _, plan := range prog.Plans {
-			fmt.Fprintf(s.stderr, "Pass 2: %s\n", plan)
-		}
-	}
-	if s.opts.List != nil {
-		return s.list(prog)
-	}
-	if s.opts.LastPass == 2 {
-		printElaborated(s.stdout, prog)
-		return 0
+	if status, stop := s.endPass2(prog); stop {
+		return status
 	}
 	s.signals.enter(3)
 	limits, err := s.limits()
@@ -188,6 +169,43 @@ func (s *session) run() int {
 	debug.SetGCPercent(gcPercent)
 	s.signals.enter(5)
 	return s.execute(prog, ks, limits, held)
+}
+
+// beforePasses answers what ends bpftap before pass 1: --dump-*, and
+// --check-version where it is refused.
+func (s *session) beforePasses() (status int, stop bool) {
+	if s.opts.Dump != "" {
+		return s.dump(), true
+	}
+	if s.opts.CheckVersion {
+		if err := s.checkVersion(); err != nil {
+			fmt.Fprintln(s.stderr, err)
+			return 1, true
+		}
+	}
+	return 0, false
+}
+
+// endPass2 ends a pass 2 that succeeded: its -v lines, -W, and the runs
+// that stop there (-l, -L, -p2).
+func (s *session) endPass2(prog *sema.Program) (status int, stop bool) {
+	s.timer.report(s, 2, "analyzed script: "+programSummary(prog))
+	if s.opts.PanicWarnings && (len(prog.Warnings) > 0 || prog.SuppressedWarnings > 0) {
+		return s.failWarned(2), true
+	}
+	if s.verbose(2) > 0 {
+		for _, plan := range prog.Plans {
+			fmt.Fprintf(s.stderr, "Pass 2: %s\n", plan)
+		}
+	}
+	if s.opts.List != nil {
+		return s.list(prog), true
+	}
+	if s.opts.LastPass == 2 {
+		printElaborated(s.stdout, prog)
+		return 0, true
+	}
+	return 0, false
 }
 
 // passNames name the passes as stap's "Pass N: ... failed." lines do.

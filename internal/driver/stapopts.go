@@ -26,8 +26,10 @@ type stapOption struct {
 	arg     string   // the argument's name in --help: "" none, "[=WHEN]" optional
 	refused bool
 	why     string
-	// check, if set, validates the argument as stap does (refused values
-	// with stap's words) or decides per value: an error refuses it.
+	// check, if set, sees the argument first: an error of its own is
+	// reported as it is (a value stap refuses, in stap's words),
+	// errRefused refuses the option with why, and nil takes it, even a
+	// refused one (-a naming the running architecture).
 	check func(o *Options, arg string) error
 }
 
