@@ -19,6 +19,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"runtime/debug"
 
 	"github.com/bpftap/bpftap/internal/exporter"
@@ -59,6 +60,9 @@ func Main(argv []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	if err := applyRlimits(opts.Rlimits, stderr); err != nil {
 		return 1
+	}
+	if opts.Flight && opts.LastPass == 5 && os.Getenv(flightReadyEnv) == "" {
+		return flightRecorder(argv, stdout, stderr)
 	}
 	if opts.Example && opts.Script != "" && opts.Script != "-" {
 		if opts.Script, err = findExample(examplesDir, opts.Script); err != nil {

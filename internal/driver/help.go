@@ -45,6 +45,8 @@ interpreter, kernel probes compiled to eBPF. Options are stap's:
    -S SIZE[,N]
               with -o: FILE.0 first, the next file once one passes SIZE MiB,
               only the last N kept
+   -F         with -o FILE: go on in the background once the probes run, and
+              print the pid (stap's on-file flight recorder; refused without -o)
    -T SECONDS exit after SECONDS
    -c CMD     start the probes, run CMD, exit when it finishes; target() is its pid
    -x PID     set target() to PID

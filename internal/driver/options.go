@@ -78,6 +78,9 @@ type Options struct {
 	Rlimits []rlimit
 	// CheckVersion is --check-version (checkversion.go).
 	CheckVersion bool
+	// Flight is -F: with -o, bpftap goes on in the background once the
+	// probes run (flight.go).
+	Flight bool
 	// Privilege is --privilege LEVEL (--unprivileged: stapusr).
 	Privilege string
 }
@@ -118,6 +121,7 @@ var shortOptions = map[byte]optionSpec{
 	'g': setsFlag(func(o *Options) *bool { return &o.Guru }),
 	'u': setsFlag(func(o *Options) *bool { return &o.Unoptimize }),
 	'W': setsFlag(func(o *Options) *bool { return &o.PanicWarnings }),
+	'F': setsFlag(func(o *Options) *bool { return &o.Flight }),
 	'p': {true, setPass},
 	'e': {true, setScriptText},
 	'E': {true, func(o *Options, a string) error { o.Extra = append(o.Extra, a); return nil }},
@@ -334,6 +338,14 @@ func parseArgs(argv []string) (*Options, error) {
 	}
 	if o.OutputMB > 0 && o.Output == "" {
 		return nil, usagef("You have to specify output FILE with '-S' option.")
+	}
+	if o.Flight && o.LastPass == 5 {
+		switch {
+		case o.Output == "":
+			return nil, errors.New("bpftap: -F without -o is not supported: stap's in-memory flight recorder leaves probes running with no process, and bpftap's probes run only while bpftap does (-F -o FILE runs it in the background)")
+		case o.Command != "":
+			return nil, usagef("You can't specify -F and -c options together.")
+		}
 	}
 	return o, nil
 }

@@ -59,6 +59,9 @@ func (s *session) execute(prog *sema.Program, ks *kernelside.Session, limits tap
 		out.Diagnostic(errorDiagnostic(err))
 		released = false
 	}
+	if released && s.opts.Flight {
+		flightDetach()
+	}
 	in.Run(ctx)
 	stopServing()
 	s.stopKernel(ks, in, out)

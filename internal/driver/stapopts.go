@@ -48,7 +48,6 @@ var stapOptions = []stapOption{
 	{names: []string{"-a"}, arg: "ARCH", refused: true, why: "no cross-compilation: bpftap translates for the running kernel's architecture (accepted when ARCH is it)", check: sameArch},
 	{names: []string{"-R"}, arg: "DIR", why: "bpftap's runtime is compiled into it: there are no runtime sources to look for"},
 	{names: []string{"-r"}, arg: "RELEASE", refused: true, why: "no cross-compilation: bpftap translates for the running kernel (accepted when RELEASE, or /DIR's release, is it)", check: sameRelease},
-	{names: []string{"-F"}, refused: true, why: "no flight-recorder mode: the probes run only while bpftap does (-o FILE and -S keep its output)"},
 	{names: []string{"--all-modules"}, why: "kernel symbols come from /proc/kallsyms, which lists every loaded module's already"},
 	{names: []string{"--check-version"}, why: "bpftap's library has no systemtap_v conditionals to warn of (refused where the script or an -I file tests systemtap_v: such declarations are not marked)",
 		check: func(o *Options, _ string) error { o.CheckVersion = true; return nil }},
