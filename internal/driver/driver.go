@@ -61,7 +61,10 @@ func Main(argv []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if err := applyRlimits(opts.Rlimits, stderr); err != nil {
 		return 1
 	}
-	if opts.Flight && opts.LastPass == 5 && os.Getenv(flightReadyEnv) == "" {
+	// a background -F bpftap's pipe, not for what it runs (system())
+	flightReady := os.Getenv(flightReadyEnv)
+	os.Unsetenv(flightReadyEnv)
+	if opts.Flight && opts.LastPass == 5 && flightReady == "" {
 		return flightRecorder(argv, stdout, stderr)
 	}
 	if opts.Example && opts.Script != "" && opts.Script != "-" {
@@ -70,7 +73,8 @@ func Main(argv []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			return 1
 		}
 	}
-	s := &session{opts: opts, stdin: stdin, stdout: stdout, stderr: stderr, signals: catchSignals(stderr)}
+	s := &session{opts: opts, stdin: stdin, stdout: stdout, stderr: stderr, signals: catchSignals(stderr),
+		flightReady: flightReady}
 	defer s.signals.stop()
 	return s.run()
 }
@@ -95,6 +99,9 @@ type session struct {
 	// lack the features the environment masks (BPFTAP_KERNEL_AS_OF,
 	// BPFTAP_KERNEL_WITHOUT).
 	kernel *kern.Kernel
+	// flightReady is the descriptor of a background -F bpftap's pipe to
+	// the first (flight.go), "" for none.
+	flightReady string
 	// warned counts the warnings of pass 4 (warn).
 	warned int
 }

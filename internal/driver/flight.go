@@ -61,8 +61,8 @@ func flightRecorder(argv []string, stdout, stderr io.Writer) int {
 // flightDetach ends the foreground part of a -F run (the background
 // bpftap's): the first bpftap is told the probes run, and standard output
 // and error go to /dev/null, as staprun's do (it logs to syslog).
-func flightDetach() {
-	fd, err := strconv.Atoi(os.Getenv(flightReadyEnv))
+func flightDetach(readyFD string) {
+	fd, err := strconv.Atoi(readyFD)
 	if err != nil {
 		return
 	}

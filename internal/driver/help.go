@@ -54,9 +54,6 @@ interpreter, kernel probes compiled to eBPF. Options are stap's:
    -d OBJECT  load the symbols of OBJECT too, for user stacks (kernel ones
               come from /proc/kallsyms)
    --ldd      add the shared libraries of -d objects (as -d)
-   --all-modules
-              load the symbols of every kernel module (accepted: kallsyms
-              lists them already)
    -m NAME    name the module: procfs files are /var/tmp/systemtap-USER/NAME/*
    --http ADDR
               serve the procfs files over HTTP too (GET reads, PUT and POST

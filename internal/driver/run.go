@@ -59,8 +59,8 @@ func (s *session) execute(prog *sema.Program, ks *kernelside.Session, limits tap
 		out.Diagnostic(errorDiagnostic(err))
 		released = false
 	}
-	if released && s.opts.Flight {
-		flightDetach()
+	if released && s.flightReady != "" {
+		flightDetach(s.flightReady)
 	}
 	in.Run(ctx)
 	stopServing()
