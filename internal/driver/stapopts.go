@@ -213,7 +213,7 @@ func setRuntime(_ *Options, a string) error {
 	case "dyninst":
 		return errRefused
 	}
-	return fmt.Errorf("ERROR: Invalid option '%s' for --runtime.", a)
+	return fmt.Errorf("ERROR: %s is an invalid argument for --runtime", a)
 }
 
 // namespacePID takes --target-namespaces=PID, a process that exists.
