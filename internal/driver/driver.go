@@ -102,6 +102,9 @@ type session struct {
 	// flightReady is the descriptor of a background -F bpftap's pipe to
 	// the first (flight.go), "" for none.
 	flightReady string
+	// badTapsets are the -I files pass 1 skipped, their parse errors
+	// printed (parse.go).
+	badTapsets []string
 	// warned counts the warnings of pass 4 (warn).
 	warned int
 }
@@ -122,6 +125,9 @@ func (s *session) run() int {
 		return s.fail(1, err)
 	}
 	s.timer.report(s, 1, fmt.Sprintf("parsed user script and %d library scripts", len(libs)))
+	if s.opts.PanicWarnings && len(s.badTapsets) > 0 {
+		return s.failWarned(1)
+	}
 	if s.opts.LastPass == 1 {
 		for _, f := range user {
 			syntax.Fprint(s.stdout, f)
