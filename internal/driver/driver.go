@@ -19,6 +19,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"runtime/debug"
 
 	"github.com/bpftap/bpftap/internal/exporter"
@@ -48,14 +49,32 @@ func Main(argv []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	switch {
 	case opts.Help:
-		fmt.Fprint(stdout, helpText)
+		fmt.Fprint(stdout, helpText+stapOptionsHelp())
 		return 0
 	case opts.Version:
 		fmt.Fprintf(stdout, "bpftap %s: SystemTap scripts compiled to eBPF (language of SystemTap %s)\n",
 			Version, syntax.DefaultConfig().Version)
 		return 0
+	case opts.Exit:
+		return 0
 	}
-	s := &session{opts: opts, stdin: stdin, stdout: stdout, stderr: stderr, signals: catchSignals(stderr)}
+	if err := applyRlimits(opts.Rlimits, stderr); err != nil {
+		return 1
+	}
+	// a background -F bpftap's pipe, not for what it runs (system())
+	flightReady := os.Getenv(flightReadyEnv)
+	os.Unsetenv(flightReadyEnv)
+	if opts.Flight && opts.LastPass == 5 && flightReady == "" {
+		return flightRecorder(argv, stdout, stderr)
+	}
+	if opts.Example && opts.Script != "" && opts.Script != "-" {
+		if opts.Script, err = findExample(examplesDir, opts.Script); err != nil {
+			fmt.Fprintln(stderr, err)
+			return 1
+		}
+	}
+	s := &session{opts: opts, stdin: stdin, stdout: stdout, stderr: stderr, signals: catchSignals(stderr),
+		flightReady: flightReady}
 	defer s.signals.stop()
 	return s.run()
 }
@@ -80,6 +99,14 @@ type session struct {
 	// lack the features the environment masks (BPFTAP_KERNEL_AS_OF,
 	// BPFTAP_KERNEL_WITHOUT).
 	kernel *kern.Kernel
+	// flightReady is the descriptor of a background -F bpftap's pipe to
+	// the first (flight.go), "" for none.
+	flightReady string
+	// badTapsets are the -I files pass 1 skipped, their parse errors
+	// printed (parse.go).
+	badTapsets []string
+	// warned counts the warnings of pass 4 (warn).
+	warned int
 }
 
 func (s *session) run() int {
@@ -90,11 +117,17 @@ func (s *session) run() int {
 		fmt.Fprintf(s.stderr, "ERROR: %v\n", err)
 		return 1
 	}
+	if status, stop := s.beforePasses(); stop {
+		return status
+	}
 	user, libs, err := s.parse(false)
 	if err != nil {
 		return s.fail(1, err)
 	}
 	s.timer.report(s, 1, fmt.Sprintf("parsed user script and %d library scripts", len(libs)))
+	if s.opts.PanicWarnings && len(s.badTapsets) > 0 {
+		return s.failWarned(1)
+	}
 	if s.opts.LastPass == 1 {
 		for _, f := range user {
 			syntax.Fprint(s.stdout, f)
@@ -108,18 +141,8 @@ func (s *session) run() int {
 	}
 	// stap notes suppressed repetitions of warnings once the session is over.
 	defer fmt.Fprint(s.stderr, prog.SuppressedText())
-	s.timer.report(s, 2, "analyzed script: "+programSummary(prog))
-	if s.opts.Verbose > 0 {
-		for _, plan := range prog.Plans {
-			fmt.Fprintf(s.stderr, "Pass 2: %s\n", plan)
-		}
-	}
-	if s.opts.List != nil {
-		return s.list(prog)
-	}
-	if s.opts.LastPass == 2 {
-		printElaborated(s.stdout, prog)
-		return 0
+	if status, stop := s.endPass2(prog); stop {
+		return status
 	}
 	s.signals.enter(3)
 	limits, err := s.limits()
@@ -154,12 +177,52 @@ func (s *session) run() int {
 	if err := s.load(ks); err != nil {
 		return s.fail(4, err)
 	}
+	if s.opts.PanicWarnings && s.warned > 0 {
+		return s.failWarned(4)
+	}
 	if s.opts.LastPass == 4 {
 		return 0
 	}
 	debug.SetGCPercent(gcPercent)
 	s.signals.enter(5)
 	return s.execute(prog, ks, limits, held)
+}
+
+// beforePasses answers what ends bpftap before pass 1: --dump-*, and
+// --check-version where it is refused.
+func (s *session) beforePasses() (status int, stop bool) {
+	if s.opts.Dump != "" {
+		return s.dump(), true
+	}
+	if s.opts.CheckVersion {
+		if err := s.checkVersion(); err != nil {
+			fmt.Fprintln(s.stderr, err)
+			return 1, true
+		}
+	}
+	return 0, false
+}
+
+// endPass2 ends a pass 2 that succeeded: its -v lines, -W, and the runs
+// that stop there (-l, -L, -p2).
+func (s *session) endPass2(prog *sema.Program) (status int, stop bool) {
+	s.timer.report(s, 2, "analyzed script: "+programSummary(prog))
+	if s.opts.PanicWarnings && (len(prog.Warnings) > 0 || prog.SuppressedWarnings > 0) {
+		return s.failWarned(2), true
+	}
+	if s.verbose(2) > 0 {
+		for _, plan := range prog.Plans {
+			fmt.Fprintf(s.stderr, "Pass 2: %s\n", plan)
+		}
+	}
+	if s.opts.List != nil {
+		return s.list(prog), true
+	}
+	if s.opts.LastPass == 2 {
+		printElaborated(s.stdout, prog)
+		return 0, true
+	}
+	return 0, false
 }
 
 // passNames name the passes as stap's "Pass N: ... failed." lines do.
@@ -171,11 +234,29 @@ var passNames = [...]string{1: "parse", 2: "analysis", 3: "translation", 4: "com
 func (s *session) fail(pass int, err error) int {
 	report, trailer := diagnostics(err)
 	fmt.Fprint(s.stderr, ensureNewline(report))
+	var semErrs *sema.Errors
+	if pass == 2 && s.opts.KeepGoing && errors.As(err, &semErrs) {
+		fmt.Fprint(s.stderr, semanticCatalog(semErrs.Diags))
+	}
 	if s.opts.List == nil {
 		fmt.Fprintf(s.stderr, "Pass %d: %s failed.  [man error::pass%d]\n", pass, passNames[pass], pass)
 	}
 	fmt.Fprint(s.stderr, trailer)
 	return 1
+}
+
+// failWarned fails pass n under -W: its warnings, printed already, are
+// errors, as in stap.
+func (s *session) failWarned(n int) int {
+	fmt.Fprintf(s.stderr, "Pass %d: %s failed.  [man error::pass%d]\n", n, passNames[n], n)
+	return 1
+}
+
+// warn prints a warning of pass 4 (a -d object not found), which -W
+// counts.
+func (s *session) warn(msg string) {
+	s.warned++
+	fmt.Fprintf(s.stderr, "WARNING: %s\n", msg)
 }
 
 // diagnostics renders a pass's error. The parser's and the elaborator's error lists

@@ -42,10 +42,11 @@ func (s *session) elaborate(user, libs []*syntax.File) (*sema.Program, error) {
 		Overrides: s.opts.Globals,
 		// -L lists the locals optimization would remove
 		NoWarnings:      s.opts.NoWarnings,
-		Verbose:         s.opts.Verbose > 0,
+		Verbose:         s.verbose(2) > 0,
 		Unoptimized:     s.opts.Unoptimize || s.opts.ListVars,
 		NoGlobalDisplay: s.opts.NoGlobalDisplay,
 		Guru:            s.opts.Guru,
+		SkipBadVars:     s.opts.SkipBadVars,
 		Timing:          s.opts.Timing,
 		Listing:         listing,
 		Registry: probes.BuiltinWith(probes.RunningKernel{CanAttach: func(a *attach.Point) error { return bpfrt.CanAttachOn(s.kernel, a) },

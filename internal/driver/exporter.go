@@ -20,6 +20,11 @@ import (
 // options args.
 func runScript(ctx context.Context, path string, args []string, log io.Writer, ready func(exporter.Session)) int {
 	opts, err := parseArgs(append(append([]string(nil), args...), path))
+	if err == nil && len(opts.Rlimits) > 0 {
+		// stap-exporter's stap is a process of its own; here every script
+		// runs in the exporter's
+		err = errors.New("bpftap exporter: --rlimit-* would limit the exporter itself, where every script runs: set the limits on its process")
+	}
 	if err != nil {
 		io.WriteString(log, err.Error()+"\n")
 		return 1

@@ -17,11 +17,21 @@ interpreter, kernel probes compiled to eBPF. Options are stap's:
               show version
    -p NUM     stop after pass NUM (1 parse, 2 elaborate, 3 translate, 4 load, 5 run)
    -v         print each pass's time and memory (repeatable)
+   --vp ABCDE add A to pass 1's verbosity, B to pass 2's, ... (--vp 0001: -v
+              for pass 4 only)
    -w         suppress warnings
+   -W         treat warnings as errors: a pass that warned fails
    -e SCRIPT  run the given script
    -l PROBE   list the probe points PROBE matches, sorted, and stop
    -L PROBE   the same, each with its variables: the locals its aliases
               set, typed, and its context variables ($prev) with C types
+   --dump-functions
+              list the library's functions, name:type (param:type, ...);
+              the types declared (unknown: returns nothing)
+   --dump-probe-aliases
+              list the library's probe aliases
+   --dump-probe-types
+              list the probe points bpftap serves, as patterns
    -E SCRIPT  run SCRIPT in addition to the main script (repeatable)
    -I DIR     look in DIR for additional tapset scripts (*.stp) and macros (*.stpm)
    -D NAME=VALUE
@@ -30,10 +40,13 @@ interpreter, kernel probes compiled to eBPF. Options are stap's:
               the distinct stacks kept (16384)
    -G VAR=VALUE
               set the global variable VAR to VALUE before the run
-   -o FILE    send script output to FILE (switch_file() goes on to FILE.1 ...)
+   -o FILE    send script output to FILE (switch_file() goes on to FILE.1 ...);
+              strftime(3) conversions in FILE (%Y, %H ...) are expanded
    -S SIZE[,N]
               with -o: FILE.0 first, the next file once one passes SIZE MiB,
               only the last N kept
+   -F         with -o FILE: go on in the background once the probes run, and
+              print the pid (stap's on-file flight recorder; refused without -o)
    -T SECONDS exit after SECONDS
    -c CMD     start the probes, run CMD, exit when it finishes; target() is its pid
    -x PID     set target() to PID
@@ -41,9 +54,6 @@ interpreter, kernel probes compiled to eBPF. Options are stap's:
    -d OBJECT  load the symbols of OBJECT too, for user stacks (kernel ones
               come from /proc/kallsyms)
    --ldd      add the shared libraries of -d objects (as -d)
-   --all-modules
-              load the symbols of every kernel module (accepted: kallsyms
-              lists them already)
    -m NAME    name the module: procfs files are /var/tmp/systemtap-USER/NAME/*
    --http ADDR
               serve the procfs files over HTTP too (GET reads, PUT and POST
@@ -53,6 +63,17 @@ interpreter, kernel probes compiled to eBPF. Options are stap's:
               writes to context variables ($verdict); embedded C is still
               refused (a BPF runtime runs no C)
    -u         unoptimized mode (accepted; nothing is elided)
+   --skip-badvars
+              a context variable that does not resolve is 0, with a warning
+   --semantic-keep-going
+              after pass 2's errors, their catalog for tools (SEMANTIC_ERROR
+              lines, tab-separated); pass 2 goes no further than without it
+   --example  the script named is one of SystemTap's examples
+              (/usr/share/systemtap/examples, at any depth)
+   --rlimit-as=NUM, --rlimit-cpu=NUM, --rlimit-nproc=NUM,
+   --rlimit-stack=NUM, --rlimit-fsize=NUM
+              limit bpftap's address space, CPU seconds, processes, stack,
+              size of the files it writes (setrlimit, as stap limits itself)
    --suppress-handler-errors
               a run-time error ends its probe handler quietly, as in
               try { } catch { next }: counted, MAXERRORS and MAXSKIPPED
@@ -64,6 +85,4 @@ interpreter, kernel probes compiled to eBPF. Options are stap's:
    --compatible=VERSION
               behave as SystemTap VERSION: systemtap_v; up to 4.1,
               kernel.trace variables are the trace record's fields
-   --runtime=bpf, --bpf
-              accepted for compatibility: bpftap is a BPF runtime
 `

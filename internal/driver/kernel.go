@@ -46,9 +46,11 @@ func (s *session) translate(prog *sema.Program, limits tapset.Limits, targetPID 
 		RingSize:  s.opts.BufferMB << 20,
 		TargetPID: targetPID,
 		Timing:    s.opts.Timing,
-		LogLevel:  verifierLogLevel(s.opts.Verbose),
+		LogLevel:  verifierLogLevel(s.verbose(4)),
 		Progress:  s.progress,
-		Warn:      func(msg string) { fmt.Fprintf(s.stderr, "WARNING: %s\n", msg) },
+		// attach-time warnings (warning::pass5), which -W leaves alone
+		// as stap's does: staprun prints them
+		Warn: func(msg string) { fmt.Fprintf(s.stderr, "WARNING: %s\n", msg) },
 	})
 	if err != nil {
 		return nil, err
@@ -65,7 +67,7 @@ func (s *session) progress(what string) { s.note(4, what) }
 
 // note prints, with -v, a line of pass n.
 func (s *session) note(n int, what string) {
-	if s.opts.Verbose > 0 {
+	if s.verbose(n) > 0 {
 		fmt.Fprintf(s.stderr, "Pass %d: %s\n", n, what)
 	}
 }
@@ -75,12 +77,12 @@ func (s *session) note(n int, what string) {
 func (s *session) load(ks *kernelside.Session) error {
 	if err := ks.Load(); err != nil {
 		var ke *kernelside.Error
-		if s.opts.Verbose > 0 && errors.As(err, &ke) && ke.Log != "" {
+		if s.verbose(4) > 0 && errors.As(err, &ke) && ke.Log != "" {
 			fmt.Fprintf(s.stderr, "verifier log:\n%s", ensureNewline(ke.Log))
 		}
 		return err
 	}
-	if s.opts.Verbose >= 3 {
+	if s.verbose(4) >= 3 {
 		ks.FprintVerifierLogs(s.stderr)
 	}
 	if ks.UserStacks() {
@@ -104,7 +106,7 @@ func (s *session) indexSymbols() {
 		case err != nil && kernelModule(name):
 			// its symbols are in /proc/kallsyms already
 		case err != nil:
-			fmt.Fprintf(s.stderr, "WARNING: cannot find -d object '%s' for user-space symbols: %v\n", name, err)
+			s.warn(fmt.Sprintf("cannot find -d object '%s' for user-space symbols: %v", name, err))
 		case s.opts.SymbolLibraries:
 			usym.Default().AddExecutable(path)
 		default:

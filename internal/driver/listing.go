@@ -12,13 +12,13 @@ import (
 // -vv, as stap shows it, and also when nothing matched, where stap says
 // nothing; the exit status is 1 then.
 func (s *session) list(prog *sema.Program) int {
-	text, n, err := prog.Listing(s.opts.ListVars, s.opts.Verbose > 0)
+	text, n, err := prog.Listing(s.opts.ListVars, s.verbose(2) > 0)
 	if err != nil {
 		fmt.Fprintf(s.stderr, "ERROR: %v\n", err)
 		return 1
 	}
 	fmt.Fprint(s.stdout, text)
-	if n == 0 || s.opts.Verbose > 1 {
+	if n == 0 || s.verbose(2) > 1 {
 		fmt.Fprint(s.stderr, prog.Unresolved)
 	}
 	if n == 0 {

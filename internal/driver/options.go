@@ -6,6 +6,7 @@ import (
 	"github.com/bpftap/bpftap/internal/procfs"
 	"github.com/bpftap/bpftap/internal/syntax"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -19,8 +20,10 @@ type Options struct {
 	Extra      []string // -E SCRIPT, run in addition to the main script
 	Args       []string // script arguments ($1, @1 ...)
 	LastPass   int      // -p N (5: run)
-	Verbose    int      // -v, repeatable
-	Output     string   // -o FILE
+	// PassVerbose is each pass's verbosity: -v (repeatable) adds one to
+	// every pass, --vp ABCDE its digits to passes 1 to 5 (verbose.go).
+	PassVerbose [5]int
+	Output      string // -o FILE
 	// OutputMB and OutputFiles are -S SIZE[,N]: go on to the next output
 	// file once one has more than SIZE MiB, keep the last N (0: all).
 	OutputMB, OutputFiles int
@@ -31,6 +34,7 @@ type Options struct {
 	TargetPID             int      // -x PID
 	Includes              []string // -I DIR
 	NoWarnings            bool     // -w
+	PanicWarnings         bool     // -W: a pass that warned fails
 	Timing                bool     // -t
 	BufferMB              int      // -s NUM: the ring buffer's size in MiB (0: bpftap's default)
 	Guru                  bool     // -g
@@ -51,9 +55,34 @@ type Options struct {
 	SymbolLibraries bool
 	// List is -l PROBE or -L PROBE (ListVars): list the probe points PROBE
 	// matches (with their variables, for -L) instead of running a script.
-	List          *string
-	ListVars      bool
+	List     *string
+	ListVars bool
+	// Dump is --dump-functions, --dump-probe-aliases or
+	// --dump-probe-types: the option's name (dump.go).
+	Dump          string
 	Help, Version bool
+	// Exit is set by an option that ends bpftap once the command line is
+	// read, with status 0 (--clean-cache: there is no cache to clean).
+	Exit bool
+	// Example is --example: the script operand names one of the
+	// examples' scripts (example.go).
+	Example bool
+	// SkipBadVars is --skip-badvars: a context variable that does not
+	// resolve is 0, with a warning.
+	SkipBadVars bool
+	// KeepGoing is --semantic-keep-going: pass 2's errors are followed
+	// by their catalog (dump.go).
+	KeepGoing bool
+	// Rlimits are the --rlimit-* settings, applied to bpftap itself
+	// before pass 1 (rlimit.go).
+	Rlimits []rlimit
+	// CheckVersion is --check-version (checkversion.go).
+	CheckVersion bool
+	// Flight is -F: with -o, bpftap goes on in the background once the
+	// probes run (flight.go).
+	Flight bool
+	// Privilege is --privilege LEVEL (--unprivileged: stapusr).
+	Privilege string
 }
 
 // usageError is a command-line mistake that stap answers with its usage
@@ -73,16 +102,26 @@ type optionSpec struct {
 	set    func(o *Options, arg string) error
 }
 
+// optionalArg names the long options whose argument is optional
+// (--color[=WHEN]): given only after "=", "" when left out.
+var optionalArg = map[string]bool{}
+
+// setsFlag is the spec of an option without an argument that sets the
+// field field returns.
+func setsFlag(field func(o *Options) *bool) optionSpec {
+	return optionSpec{false, func(o *Options, _ string) error { *field(o) = true; return nil }}
+}
+
 var shortOptions = map[byte]optionSpec{
-	'h': {false, func(o *Options, _ string) error { o.Help = true; return nil }},
-	'V': {false, func(o *Options, _ string) error { o.Version = true; return nil }},
-	'v': {false, func(o *Options, _ string) error { o.Verbose++; return nil }},
-	'w': {false, func(o *Options, _ string) error { o.NoWarnings = true; return nil }},
-	't': {false, func(o *Options, _ string) error { o.Timing = true; return nil }},
-	'g': {false, func(o *Options, _ string) error { o.Guru = true; return nil }},
-	'u': {false, func(o *Options, _ string) error { o.Unoptimize = true; return nil }},
-	'k': {false, func(o *Options, _ string) error { return nil }}, // no temporary directory to keep
-	'b': {false, func(o *Options, _ string) error { return nil }}, // output is always per-CPU ring buffers
+	'h': setsFlag(func(o *Options) *bool { return &o.Help }),
+	'V': setsFlag(func(o *Options) *bool { return &o.Version }),
+	'v': {false, addVerbose},
+	'w': setsFlag(func(o *Options) *bool { return &o.NoWarnings }),
+	't': setsFlag(func(o *Options) *bool { return &o.Timing }),
+	'g': setsFlag(func(o *Options) *bool { return &o.Guru }),
+	'u': setsFlag(func(o *Options) *bool { return &o.Unoptimize }),
+	'W': setsFlag(func(o *Options) *bool { return &o.PanicWarnings }),
+	'F': setsFlag(func(o *Options) *bool { return &o.Flight }),
 	'p': {true, setPass},
 	'e': {true, setScriptText},
 	'E': {true, func(o *Options, a string) error { o.Extra = append(o.Extra, a); return nil }},
@@ -96,7 +135,6 @@ var shortOptions = map[byte]optionSpec{
 	'I': {true, func(o *Options, a string) error { o.Includes = append(o.Includes, a); return nil }},
 	's': {true, setBufferSize},
 	'm': {true, setModule},
-	'r': {true, func(o *Options, _ string) error { return nil }}, // kernel release: bpftap runs on this kernel
 	'd': {true, addSymbols},
 	'l': {true, setList(false)},
 	'L': {true, setList(true)},
@@ -105,23 +143,27 @@ var shortOptions = map[byte]optionSpec{
 var longOptions = map[string]optionSpec{
 	"help":                    shortOptions['h'],
 	"version":                 shortOptions['V'],
-	"no-global-var-display":   {false, func(o *Options, _ string) error { o.NoGlobalDisplay = true; return nil }},
+	"no-global-var-display":   setsFlag(func(o *Options) *bool { return &o.NoGlobalDisplay }),
 	"compatible":              {true, setCompatible},
-	"json":                    {false, func(o *Options, _ string) error { o.JSON = true; return nil }},
-	"runtime":                 {true, setRuntime},
-	"bpf":                     {false, func(o *Options, _ string) error { return nil }},
-	"suppress-time-limits":    {false, func(o *Options, _ string) error { return nil }},
-	"disable-cache":           {false, func(o *Options, _ string) error { return nil }},
-	"skip-badvars":            {false, func(o *Options, _ string) error { return nil }},
-	"privilege":               {true, func(o *Options, _ string) error { return nil }},
-	"unprivileged":            {false, func(o *Options, _ string) error { return nil }},
-	"suppress-handler-errors": {false, func(o *Options, _ string) error { o.SuppressErrors = true; return nil }},
+	"json":                    setsFlag(func(o *Options) *bool { return &o.JSON }),
+	"suppress-handler-errors": setsFlag(func(o *Options) *bool { return &o.SuppressErrors }),
 	// --ldd and -d name objects whose symbols stap loads for backtraces and
-	// symbol names (see addSymbols); --all-modules asks for every loaded
-	// kernel module's, which /proc/kallsyms, bpftap's source, lists anyway.
-	"ldd":         {false, func(o *Options, _ string) error { o.SymbolLibraries = true; return nil }},
-	"all-modules": {false, func(o *Options, _ string) error { return nil }},
-	"http":        {true, func(o *Options, a string) error { o.HTTP = a; return nil }},
+	// symbol names (see addSymbols); --all-modules (stapopts.go) asks for
+	// every loaded kernel module's, which /proc/kallsyms lists anyway.
+	"ldd":                 setsFlag(func(o *Options) *bool { return &o.SymbolLibraries }),
+	"http":                {true, func(o *Options, a string) error { o.HTTP = a; return nil }},
+	"vp":                  {true, addPassVerbose},
+	"skip-badvars":        setsFlag(func(o *Options) *bool { return &o.SkipBadVars }),
+	"semantic-keep-going": setsFlag(func(o *Options) *bool { return &o.KeepGoing }),
+	"example":             setsFlag(func(o *Options) *bool { return &o.Example }),
+	"dump-functions":      {false, setDump("functions")},
+	"dump-probe-aliases":  {false, setDump("probe-aliases")},
+	"dump-probe-types":    {false, setDump("probe-types")},
+	"rlimit-as":           {true, addRlimit("as")},
+	"rlimit-cpu":          {true, addRlimit("cpu")},
+	"rlimit-nproc":        {true, addRlimit("nproc")},
+	"rlimit-stack":        {true, addRlimit("stack")},
+	"rlimit-fsize":        {true, addRlimit("fsize")},
 }
 
 // setModule takes -m NAME.
@@ -146,10 +188,23 @@ func setScriptText(o *Options, a string) error {
 // takes one of them.
 func setList(vars bool) func(o *Options, a string) error {
 	return func(o *Options, a string) error {
-		if o.List != nil {
-			return errors.New("ERROR: only one of the -l/-L/--dump-* switches may be specified")
+		if o.List != nil || o.Dump != "" {
+			return errOneDump
 		}
 		o.List, o.ListVars = &a, vars
+		return nil
+	}
+}
+
+var errOneDump = errors.New("ERROR: only one of the -l/-L/--dump-* switches may be specified")
+
+// setDump returns the setter of --dump-WHAT.
+func setDump(what string) func(o *Options, _ string) error {
+	return func(o *Options, _ string) error {
+		if o.List != nil || o.Dump != "" {
+			return errOneDump
+		}
+		o.Dump = what
 		return nil
 	}
 }
@@ -235,13 +290,6 @@ const macroPattern = `^[a-z_][a-z_0-9]*(=-?[a-z_0-9]+)?$`
 
 var macroName = regexp.MustCompile("(?i)" + macroPattern)
 
-func setRuntime(o *Options, a string) error {
-	if a != "bpf" && a != "kernel" {
-		return fmt.Errorf("Invalid runtime mode %q: bpftap is a BPF runtime.", a)
-	}
-	return nil
-}
-
 // parseArgs parses the command line the way stap's getopt does: options may appear
 // anywhere until `--`; the first operand is the script (unless -e, -l or -L is
 // given) and the rest are script arguments.
@@ -270,11 +318,11 @@ func parseArgs(argv []string) (*Options, error) {
 			operands = append(operands, a)
 		}
 	}
-	if o.Help || o.Version {
+	if o.Help || o.Version || o.Exit {
 		return o, nil
 	}
 	switch {
-	case o.List != nil:
+	case o.List != nil || o.Dump != "":
 		if err := checkListing(o); err != nil {
 			return nil, err
 		}
@@ -290,6 +338,14 @@ func parseArgs(argv []string) (*Options, error) {
 	}
 	if o.OutputMB > 0 && o.Output == "" {
 		return nil, usagef("You have to specify output FILE with '-S' option.")
+	}
+	if o.Flight && o.LastPass == 5 {
+		switch {
+		case o.Output == "":
+			return nil, errors.New("bpftap: -F without -o is not supported: stap's in-memory flight recorder leaves probes running with no process, and bpftap's probes run only while bpftap does (-F -o FILE runs it in the background)")
+		case o.Command != "":
+			return nil, usagef("You can't specify -F and -c options together.")
+		}
 	}
 	return o, nil
 }
@@ -331,12 +387,18 @@ func parseShort(o *Options, argv []string, i int) (int, error) {
 	return i, nil
 }
 
-// parseLong handles --name, --name=value and --name value at argv[i].
+// parseLong handles --name, --name=value and --name value at argv[i]; a
+// name may be shortened as long as it stays unambiguous, as getopt_long
+// allows (--dump-func).
 func parseLong(o *Options, argv []string, i int) (int, error) {
 	name, arg, hasValue := strings.Cut(argv[i][2:], "=")
-	spec, ok := longOptions[name]
-	if !ok {
-		return 0, usagef("bpftap: unrecognized option '%s'", argv[i])
+	name, err := longName(name, argv[i])
+	if err != nil {
+		return 0, err
+	}
+	spec := longOptions[name]
+	if optionalArg[name] {
+		return i, spec.set(o, arg)
 	}
 	if spec.hasArg && !hasValue {
 		if i+1 >= len(argv) {
@@ -349,6 +411,29 @@ func parseLong(o *Options, argv []string, i int) (int, error) {
 		return 0, usagef("bpftap: option '--%s' doesn't allow an argument", name)
 	}
 	return i, spec.set(o, arg)
+}
+
+// longName is the option a long name names: itself, or the one option
+// it abbreviates.
+func longName(name, word string) (string, error) {
+	if _, ok := longOptions[name]; ok {
+		return name, nil
+	}
+	var matches []string
+	for n := range longOptions {
+		if name != "" && strings.HasPrefix(n, name) {
+			matches = append(matches, n)
+		}
+	}
+	switch len(matches) {
+	case 0:
+		return "", usagef("bpftap: unrecognized option '%s'", word)
+	case 1:
+		return matches[0], nil
+	}
+	slices.Sort(matches)
+	opt, _, _ := strings.Cut(word, "=")
+	return "", usagef("bpftap: option '%s' is ambiguous; possibilities: '--%s'", opt, strings.Join(matches, "' '--"))
 }
 
 // setOutputSize takes -S SIZE[,N] (staprun's parse): SIZE in MiB, N

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"sync"
+	"time"
 )
 
 // outputFiles is where -o FILE sends the script's output, named as stapio
@@ -11,7 +12,9 @@ import (
 // on to the next file, FILE.1, FILE.2 ...; so does, with -S, a write that
 // finds the file already holding more than SIZE MiB (stapio checks before
 // each message, so a file ends a little past SIZE). With N, opening file
-// n removes file n-N, so that the last N remain.
+// n removes file n-N, so that the last N remain. FILE's strftime(3)
+// conversions (%Y, %H ...) are expanded each time a file is opened, as
+// staprun expands them.
 type outputFiles struct {
 	name  string
 	limit int64 // bytes a file may pass before the next write switches; 0: never
@@ -21,6 +24,7 @@ type outputFiles struct {
 	f       *os.File
 	num     int
 	written int64
+	opened  []string // the names of files 0 to num, expanded
 }
 
 // openOutputFiles opens the first file of -o name with -S mb,keep.
@@ -32,25 +36,28 @@ func openOutputFiles(name string, mb, keep int) (*outputFiles, error) {
 	return o, nil
 }
 
-// fileName is the name of file n.
+// fileName is the name of file n, opened now.
 func (o *outputFiles) fileName(n int) string {
+	name := strftime(o.name, time.Now())
 	if o.limit == 0 && n == 0 {
-		return o.name
+		return name
 	}
-	return fmt.Sprintf("%s.%d", o.name, n)
+	return fmt.Sprintf("%s.%d", name, n)
 }
 
 // open creates file o.num, removing the one that falls out of the last
 // keep.
 func (o *outputFiles) open() error {
 	if o.keep > 0 && o.num >= o.keep {
-		os.Remove(o.fileName(o.num - o.keep))
+		os.Remove(o.opened[o.num-o.keep])
 	}
-	f, err := os.Create(o.fileName(o.num))
+	name := o.fileName(o.num)
+	f, err := os.Create(name)
 	if err != nil {
 		return fmt.Errorf("cannot open output file: %v", err)
 	}
 	o.f, o.written = f, 0
+	o.opened = append(o.opened, name)
 	return nil
 }
 

@@ -30,7 +30,7 @@ func (s *session) newOutput(dest io.Writer) output.Writer {
 		return output.NewJSON(dest)
 	}
 	t := output.NewText(dest, s.stderr)
-	t.Verbose = s.opts.Verbose > 0
+	t.Verbose = s.verbose(5) > 0
 	return t
 }
 

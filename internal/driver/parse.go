@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -155,9 +156,42 @@ func (s *session) parse(whole bool) (user, libs []*syntax.File, err error) {
 	libCfg := *cfg
 	libCfg.Tapset = true
 	if libs, err = syntax.ParseFiles(libSrcs, &libCfg); err != nil {
-		return nil, nil, fmt.Errorf("tapset library: %w", err)
+		libs, err = s.skipBadTapsets(libSrcs, &libCfg)
 	}
-	return user, libs, nil
+	return user, libs, err
+}
+
+// skipBadTapsets parses the library's files one by one, after one did
+// not parse. As in stap, an -I directory's file with parse errors is
+// skipped, its errors printed (once, though pass 1 may run again); they
+// fail the run only under -W (Options.PanicWarnings, session.badTapsets).
+// An error of the embedded library fails pass 1.
+func (s *session) skipBadTapsets(srcs []*syntax.Source, cfg *syntax.Config) ([]*syntax.File, error) {
+	var libs []*syntax.File
+	for _, src := range srcs {
+		f, err := syntax.Parse(src, cfg)
+		var errs syntax.ErrorList
+		switch {
+		case err == nil:
+			libs = append(libs, f)
+		case !s.included(src) || !errors.As(err, &errs):
+			return nil, fmt.Errorf("tapset library: %w", err)
+		case !slices.Contains(s.badTapsets, src.Name):
+			s.badTapsets = append(s.badTapsets, src.Name)
+			fmt.Fprint(s.stderr, errs.Report())
+		}
+	}
+	return libs, nil
+}
+
+// included tells whether src is a file of an -I directory.
+func (s *session) included(src *syntax.Source) bool {
+	for _, dir := range s.opts.Includes {
+		if filepath.Dir(src.Name) == filepath.Clean(dir) {
+			return true
+		}
+	}
+	return false
 }
 
 // librarySources returns the tapset library's script files and macro files: the

@@ -38,7 +38,7 @@ func (s *session) execute(prog *sema.Program, ks *kernelside.Session, limits tap
 	if err != nil {
 		return s.fail(5, err)
 	}
-	if s.opts.Verbose > 0 {
+	if s.verbose(5) > 0 {
 		fmt.Fprintln(s.stderr, "Pass 5: starting run.")
 	}
 	if in.ReadsInput() {
@@ -58,6 +58,9 @@ func (s *session) execute(prog *sema.Program, ks *kernelside.Session, limits tap
 	} else if err := target.release(cancel); err != nil {
 		out.Diagnostic(errorDiagnostic(err))
 		released = false
+	}
+	if released && s.flightReady != "" {
+		flightDetach(s.flightReady)
 	}
 	in.Run(ctx)
 	stopServing()
@@ -81,7 +84,7 @@ func (s *session) execute(prog *sema.Program, ks *kernelside.Session, limits tap
 	switch {
 	case status != 0:
 		fmt.Fprintln(s.stderr, "Pass 5: run failed.  [man error::pass5]")
-	case s.opts.Verbose > 0:
+	case s.verbose(5) > 0:
 		fmt.Fprintf(s.stderr, "Pass 5: run completed in %s.\n", s.timer.elapsed())
 	}
 	return max(status, commandStatus)

@@ -1,6 +1,7 @@
 package driver
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -23,7 +24,7 @@ func (t *passTimer) start() {
 // report prints "Pass N: WHAT using ...virt/...res/...shr/...data kb, in ...usr/...sys/...real ms."
 // when -v is given, then restarts the clock for the next pass.
 func (t *passTimer) report(s *session, pass int, what string) {
-	if s.opts.Verbose > 0 {
+	if s.verbose(pass) > 0 {
 		user, sys := cpuTimes()
 		fmt.Fprintf(s.stderr, "Pass %d: %s using %s, in %dusr/%dsys/%dreal ms.\n", pass, what, memoryUse(),
 			(user - t.user).Milliseconds(), (sys - t.sys).Milliseconds(), time.Since(t.wall).Milliseconds())
@@ -57,3 +58,26 @@ func memoryUse() string {
 	kb := int64(os.Getpagesize()) / 1024
 	return fmt.Sprintf("%dvirt/%dres/%dshr/%ddata kb", size*kb, res*kb, shr*kb, data*kb)
 }
+
+// addVerbose is -v: one more unit of verbosity for every pass.
+func addVerbose(o *Options, _ string) error {
+	for i := range o.PassVerbose {
+		o.PassVerbose[i]++
+	}
+	return nil
+}
+
+// addPassVerbose is --vp ABCDE: each digit adds to its pass's verbosity
+// (--vp 002: two units to pass 3), as stap's.
+func addPassVerbose(o *Options, a string) error {
+	if len(a) < 1 || len(a) > len(o.PassVerbose) || strings.Trim(a, "0123456789") != "" {
+		return errors.New("Invalid --vp argument: it takes 1 to 5 digits.")
+	}
+	for i := range len(a) {
+		o.PassVerbose[i] += int(a[i] - '0')
+	}
+	return nil
+}
+
+// verbose is the verbosity of pass n (1 to 5).
+func (s *session) verbose(n int) int { return s.opts.PassVerbose[n-1] }

@@ -69,6 +69,9 @@ type Options struct {
 	Verbose    bool
 	// Guru is -g: a netfilter probe may assign $verdict.
 	Guru bool
+	// SkipBadVars is --skip-badvars: a context variable that does not
+	// resolve is 0, with a warning (badvars.go).
+	SkipBadVars bool
 	// Timing is -t, which times each probe's runs: the merged entry of
 	// many system calls then stays one program (splitMerged).
 	Timing bool
@@ -176,6 +179,9 @@ func Elaborate(user []*syntax.File, opts Options) (*Program, error) {
 	e.resolveAll()
 	e.resolveAutocasts()
 	e.checkCastWrites()
+	if opts.SkipBadVars {
+		e.skipBadVars()
+	}
 	if !e.rep.failed() {
 		e.inlineConditions()
 	}
