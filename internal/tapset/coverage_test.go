@@ -218,16 +218,7 @@ func elaborateScript(t *testing.T, reg *probes.Registry, script string) error {
 	if err != nil {
 		return err
 	}
-	libCfg := *cfg
-	libCfg.Tapset = true
-	var lib []*syntax.File
-	for _, src := range stp {
-		f, err := syntax.Parse(src, &libCfg)
-		if err != nil {
-			t.Fatalf("%s: %v", src.Name, err)
-		}
-		lib = append(lib, f)
-	}
+	lib := parseLibrary(t, stp, cfg)
 	_, err = sema.Elaborate([]*syntax.File{user}, sema.Options{Library: lib, KernelProbes: true, Registry: reg, Guru: true})
 	return err
 }

@@ -488,6 +488,13 @@ func elaborateWith(t *testing.T, script string, stp []*syntax.Source, macros syn
 	if err != nil {
 		t.Fatalf("parse %q: %v", script, err)
 	}
+	lib := parseLibrary(t, stp, cfg)
+	return sema.Elaborate([]*syntax.File{user}, sema.Options{Library: lib, KernelProbes: true, Guru: true})
+}
+
+// parseLibrary parses the library files stp, as tapset files, with cfg.
+func parseLibrary(t *testing.T, stp []*syntax.Source, cfg *syntax.Config) []*syntax.File {
+	t.Helper()
 	libCfg := *cfg
 	libCfg.Tapset = true
 	var lib []*syntax.File
@@ -498,7 +505,7 @@ func elaborateWith(t *testing.T, script string, stp []*syntax.Source, macros syn
 		}
 		lib = append(lib, f)
 	}
-	return sema.Elaborate([]*syntax.File{user}, sema.Options{Library: lib, KernelProbes: true, Guru: true})
+	return lib
 }
 
 // TestSignatures elaborates a call of every library function and checks the
