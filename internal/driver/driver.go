@@ -64,8 +64,11 @@ func Main(argv []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	// a background -F bpftap's pipe, not for what it runs (system())
 	flightReady := os.Getenv(flightReadyEnv)
 	os.Unsetenv(flightReadyEnv)
+	if !opts.Flight { // only the background copy of a -F bpftap has the pipe
+		flightReady = ""
+	}
 	if opts.Flight && opts.LastPass == 5 && flightReady == "" {
-		return flightRecorder(argv, stdout, stderr)
+		return flightRecorder(argv, stdin, stdout, stderr)
 	}
 	if opts.Example && opts.Script != "" && opts.Script != "-" {
 		if opts.Script, err = findExample(examplesDir, opts.Script); err != nil {

@@ -49,10 +49,10 @@ func (s *session) parseLibrary() ([]*syntax.File, error) {
 	cfg := s.parseConfig(nil)
 	cfg.Macros, cfg.Tapset = macros, true
 	libs, err := syntax.ParseFiles(stp, cfg)
-	if err != nil {
-		return nil, fmt.Errorf("tapset library: %w", err)
+	if err != nil { // an -I file that does not parse is skipped, as in a run
+		libs, err = s.skipBadTapsets(stp, cfg)
 	}
-	return libs, nil
+	return libs, err
 }
 
 // dumpFunctions prints each public function as stap does,

@@ -23,8 +23,9 @@ import (
 const flightReadyEnv = "BPFTAP_FLIGHT_READY_FD"
 
 // flightRecorder runs argv in the background as -F does and returns
-// bpftap's exit status.
-func flightRecorder(argv []string, stdout, stderr io.Writer) int {
+// bpftap's exit status. The background copy reads stdin (a script given
+// as "-", input probes).
+func flightRecorder(argv []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	exe, err := os.Executable()
 	if err != nil {
 		fmt.Fprintf(stderr, "ERROR: -F: %v\n", err)
@@ -39,7 +40,7 @@ func flightRecorder(argv []string, stdout, stderr io.Writer) int {
 	cmd := exec.Command(exe, argv...)
 	cmd.Env = append(os.Environ(), flightReadyEnv+"=3")
 	cmd.ExtraFiles = []*os.File{w}
-	cmd.Stderr = stderr
+	cmd.Stdin, cmd.Stderr = stdin, stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	err = cmd.Start()
 	w.Close()

@@ -24,6 +24,10 @@ var rlimitResources = map[string]int{
 	"stack": unix.RLIMIT_STACK, "fsize": unix.RLIMIT_FSIZE,
 }
 
+// minAddressSpace is the least --rlimit-as bpftap takes: below about 1 GiB
+// Go's runtime cannot start its threads (it aborts with a stack dump).
+const minAddressSpace = 4 << 30
+
 // addRlimit returns the setter of --rlimit-NAME: a number as C's strtoul
 // reads it (0x.. hexadecimal, 0.. octal), with stap's messages.
 func addRlimit(name string) func(o *Options, a string) error {
@@ -37,6 +41,10 @@ func addRlimit(name string) func(o *Options, a string) error {
 				return fmt.Errorf("Unable to convert rlimit-as resource limit '%s'.", a)
 			}
 			return fmt.Errorf("Unable to convert resource limit '%s' for rlimit-%s", a, name)
+		}
+		if name == "as" && n < minAddressSpace {
+			return fmt.Errorf("--rlimit-as=%s is below the %d bytes (4 GiB) of address space bpftap needs: it is a Go "+
+				"program, whose runtime reserves address space it does not use (stap's limit bounds its translator)", a, uint64(minAddressSpace))
 		}
 		o.Rlimits = append(o.Rlimits, rlimit{name, rlimitResources[name], n})
 		// stap turns core dumps off with these two: running out of

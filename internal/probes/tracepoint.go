@@ -50,9 +50,8 @@ func expandTrace(k KernelInfo, p *Point, classic bool) ([]*Point, error) {
 		// tracepoint's name): computed only if the message is shown, not
 		// when an optional point (an alias on an event this kernel lacks)
 		// fails and discards it
-		return nil, &Error{Msg: "no match", Cause: tracefsNote(tps), detail: func() string {
-			return similarNames("tracepoints", event, eventNames(tps))
-		}}
+		return nil, &Error{Msg: "no match", Cause: tracefsNote(tps), Absence: "this kernel has no tracepoint " + spec.Value,
+			detail: func() string { return similarNames("tracepoints", event, eventNames(tps)) }}
 	}
 	var out []*Point
 	for _, tp := range matched {
