@@ -29,11 +29,13 @@ func init() {
 			builtins[name] = f
 		}
 	}
+	// the builtins pass 2 refuses here: everywhere, or in user-side
+	// probes (those without an implementation of their own)
 	for name, b := range tapset.Builtins {
 		switch {
 		case b.Unsupported != "":
 			builtins[name] = refused(name)
-		case tapset.UserWrites[name].Size > 0 || strings.HasPrefix(name, "set_user_string"):
+		case b.KernelOnly && builtins[name] == nil:
 			builtins[name] = kernelOnly(name)
 		}
 	}

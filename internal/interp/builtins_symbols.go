@@ -68,8 +68,6 @@ var symbolBuiltins = map[string]builtinFunc{
 	"__usyms_lines": func(cc *callContext, args []Value) Value {
 		return str(usymsLines(cc.process(), args[0].Str, 0))
 	},
-	"__ustack_raw":      kernelOnly("__ustack_raw"),
-	"__stack_pointer":   kernelOnly("__stack_pointer"),
 	"backtrace":         kernelOnly("backtrace"),
 	"sprint_backtrace":  kernelOnly("sprint_backtrace"),
 	"ubacktrace":        kernelOnly("ubacktrace"),
