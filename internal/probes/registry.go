@@ -335,6 +335,10 @@ func argKind(c *syntax.Component) ArgKind {
 	return NoArg
 }
 
+// InvalidSuffix is the message of the error Match gives for components left
+// over after a family that takes no suffix.
+const InvalidSuffix = "invalid suffix for probe"
+
 // Match resolves the components of a user's probe point. It returns every
 // concrete point, or the first error met when nothing matched.
 func (r *Registry) Match(comps []*syntax.Component) ([]*Point, error) {
@@ -395,7 +399,7 @@ func (n *node) match(rest, done []*syntax.Component, names []string, out *[]*Poi
 			*out = append(*out, &Point{Family: n.family, Components: done, Suffix: rest, Names: names})
 			return nil
 		}
-		return &Error{Msg: "invalid suffix for probe", At: c}
+		return &Error{Msg: InvalidSuffix, At: c}
 	}
 	if firstErr != nil { // a list of names could not be read
 		return firstErr

@@ -23,6 +23,10 @@ import (
 // event (or sys_exit_NAME), a classic tracepoint whose arguments are the
 // call's ($fd, $buf, $count; $ret on return).
 //
+// A return takes stap's .maxactive(N), which bounds the kretprobe
+// instances of its kernel function; an event has none to bound, so it
+// changes nothing here.
+//
 // This family is the generic layer: the tapset (tapset/syscalls.stp)
 // defines syscall.NAME itself as a probe alias, with SystemTap's named
 // locals and argstr, for the calls scripts use most, and such an alias
@@ -47,7 +51,7 @@ const (
 
 func syscallFamily(k KernelInfo, listing bool) *Family {
 	names := sync.OnceValues(func() ([]string, error) { return SyscallNames(k) })
-	return &Family{Name: "syscall", Paths: []string{"syscall.*", "syscall.*.return"}, Kernel: true,
+	return &Family{Name: "syscall", Paths: []string{"syscall.*", "syscall.*.return", "syscall.*.return.maxactive(number)"}, Kernel: true,
 		Names:  names,
 		Expand: func(p *Point) ([]*Point, error) { return expandSyscall(k, p, listing) }}
 }

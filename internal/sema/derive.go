@@ -2,6 +2,7 @@ package sema
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -222,7 +223,7 @@ func (e *elab) expandAlias(x *expansion, pp *syntax.ProbePoint, pt *probes.Point
 			if len(pt.Suffix) > 0 {
 				t.blame = x.blameFor(pp.Components)
 			}
-			comps := append(append([]*syntax.Component(nil), target.Components...), pt.Suffix...)
+			comps := e.withSuffix(target.Components, pt.Suffix)
 			k := e.expand(&t, target, comps, depth+1)
 			n += k
 			if k > 0 && target.Sufficient {
@@ -231,6 +232,23 @@ func (e *elab) expandAlias(x *expansion, pp *syntax.ProbePoint, pt *probes.Point
 		}
 	}
 	return n
+}
+
+// withSuffix appends an alias's suffix to one of its points. A last
+// .maxactive(N) the point does not take is left out: it bounds the
+// kretprobe instances of a kernel function's return probe, and a point
+// that is a tracepoint (bpftap's syscall.NAME.return) has none to bound.
+func (e *elab) withSuffix(target, suffix []*syntax.Component) []*syntax.Component {
+	comps := append(append([]*syntax.Component(nil), target...), suffix...)
+	last := comps[len(comps)-1]
+	if len(suffix) == 0 || last.Name != "maxactive" {
+		return comps
+	}
+	var pe *probes.Error
+	if _, err := e.reg.Match(comps); errors.As(err, &pe) && pe.At == last && pe.Msg == probes.InvalidSuffix {
+		return comps[:len(comps)-1]
+	}
+	return comps
 }
 
 // wrapBody merges an alias body with the body it wraps, in stap's order.
