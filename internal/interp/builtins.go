@@ -30,13 +30,16 @@ func init() {
 		}
 	}
 	// the builtins pass 2 refuses here: everywhere, or in user-side
-	// probes (those without an implementation of their own)
+	// probes (those without an implementation of their own); the stack
+	// readers give an empty stack here
 	for name, b := range tapset.Builtins {
 		switch {
 		case b.Unsupported != "":
 			builtins[name] = refused(name)
 		case b.KernelOnly && builtins[name] == nil:
 			builtins[name] = kernelOnly(name)
+		case b.Stack && builtins[name] == nil:
+			builtins[name] = func(*callContext, []Value) Value { return Value{} }
 		}
 	}
 }

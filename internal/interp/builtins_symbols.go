@@ -68,10 +68,6 @@ var symbolBuiltins = map[string]builtinFunc{
 	"__usyms_lines": func(cc *callContext, args []Value) Value {
 		return str(usymsLines(cc.process(), args[0].Str, 0))
 	},
-	"backtrace":         kernelOnly("backtrace"),
-	"sprint_backtrace":  kernelOnly("sprint_backtrace"),
-	"ubacktrace":        kernelOnly("ubacktrace"),
-	"sprint_ubacktrace": kernelOnly("sprint_ubacktrace"),
 }
 
 // userSymbol is a builtin giving text of the symbol of a user address in

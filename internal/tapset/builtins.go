@@ -37,6 +37,10 @@ type Builtin struct {
 	// its system call): the elaborator refuses them in code that
 	// user-side probes reach (KernelOnlyMsg).
 	KernelOnly bool
+	// Stack builtins read the probe's stack (backtrace(), the stack
+	// pointer): a user-side probe has none, so there they give an empty
+	// stack ("", 0), and the elaborator warns (EmptyStackMsg).
+	Stack bool
 	// InProcess Captured builtins read the address space of the current
 	// process (user-space symbols): a kernel probe captures the process's
 	// pid before their arguments.
@@ -59,6 +63,12 @@ type Builtin struct {
 // through types or not, and tasks found by pid run there: package kmem.)
 func KernelOnlyMsg(what string) string {
 	return what + " reads the event a kernel probe handles (its stack, system call or task), which begin, end, error and timer probes do not have"
+}
+
+// EmptyStackMsg is the warning for a call of a Stack builtin (what)
+// reached from a user-side probe.
+func EmptyStackMsg(what string) string {
+	return what + " gives an empty stack in a begin, end, error or timer probe: bpftap runs those in user space, where no kernel event has a stack"
 }
 
 // Kernel is what a kernel probe (a BPF program) may do with a builtin.
@@ -172,6 +182,12 @@ func bpfLiteral(i int, b *Builtin) *Builtin {
 // kernelOnly marks b compiled to BPF and refused in user-side probes.
 func kernelOnly(b *Builtin) *Builtin {
 	b.KernelOnly = true
+	return bpf(b)
+}
+
+// stack marks b compiled to BPF, and empty in user-side probes.
+func stack(b *Builtin) *Builtin {
+	b.Stack = true
 	return bpf(b)
 }
 
@@ -316,17 +332,18 @@ var Builtins = index(
 	kernelOnly(fn("__func_addr", long)),
 	bpf(fn("uaddr", long)),
 	bpf(fn("caller_addr", long)),
-	// stacks (bpfgen/stacks.go): taken in kernel probes only, symbolized
+	// stacks (bpfgen/stacks.go): taken in kernel probes (empty in
+	// user-side ones), symbolized
 	// in user space; symname and friends symbolize kernel addresses
 	// (package ksym), usymname and friends user addresses (package usym),
 	// where the value is printed
-	kernelOnly(fn("backtrace", str)),
-	kernelOnly(fn("sprint_backtrace", str)),
-	kernelOnly(fn("ubacktrace", str)),
-	kernelOnly(fn("sprint_ubacktrace", str)),
+	stack(fn("backtrace", str)),
+	stack(fn("sprint_backtrace", str)),
+	stack(fn("ubacktrace", str)),
+	stack(fn("sprint_ubacktrace", str)),
 	// __stack_pointer(): where the kernel probe's frame is on the kernel
 	// stack (context.stp's stack_used, stack_unused)
-	kernelOnly(fn("__stack_pointer", long)),
+	stack(fn("__stack_pointer", long)),
 	// __ustack_raw(n): frame n of the user stack, 0 past its end
 	// (context_symbols.stp's ustack)
 	kernelOnly(fn("__ustack_raw", long, l("n"))),
