@@ -31,6 +31,14 @@ type Regs struct {
 	// first integer arguments, in order, by the C calling convention;
 	// further arguments are on the stack above the return address.
 	FuncArgs []int
+	// AggregateByReference: a structure or union argument of more than 16
+	// bytes is passed as the address of a copy, in the next argument
+	// register (AAPCS64); else it goes on the stack, taking no register
+	// (x86-64 psABI). One of 16 bytes or less takes one or two registers
+	// where enough are left; else it goes on the stack, and with
+	// StackEndsRegisters so does every argument after it (AAPCS64), where
+	// x86-64 gives the registers left to the next arguments.
+	AggregateByReference, StackEndsRegisters bool
 	// SyscallArgs are the offsets of a system call's arguments at entry.
 	SyscallArgs []int
 	// SyscallNr is the offset of the number of the call in progress,
@@ -153,6 +161,7 @@ var ARM64 = func() *Regs {
 		return offsets
 	}
 	return &Regs{Name: "arm64", Registers: regs, FuncArgs: first(8), SyscallArgs: first(6),
+		AggregateByReference: true, StackEndsRegisters: true,
 		SyscallNr: regs["syscallno"].Offset, SyscallNrMember: "syscallno", SyscallPrefix: "__arm64_",
 		DWARF:  append(slices.Clip(names), "sp"), // x0-x30, sp (31)
 		Return: regs["x0"].Offset, IP: regs["pc"].Offset, SP: regs["sp"].Offset,

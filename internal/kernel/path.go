@@ -120,6 +120,13 @@ func (b *BTF) Pointee(id TypeID) (TypeID, bool) {
 	return u.Target, true
 }
 
+// A NotInMemoryError is the error of a step into a value that is not in
+// memory: a struct passed by value, which the registers or the probe's
+// context hold whole.
+type NotInMemoryError struct{ msg string }
+
+func (e *NotInMemoryError) Error() string { return e.msg }
+
 // follow applies steps to p; inMemory tells whether p's value lies at the
 // address its Offsets compute (else it is the base value itself).
 func (b *BTF) follow(p *Path, inMemory bool, steps []Step) (*Path, error) {
@@ -135,7 +142,7 @@ func (b *BTF) follow(p *Path, inMemory bool, steps []Step) (*Path, error) {
 			off, p.Type, err = b.stepThroughPointer(u, s, p)
 			p.Offsets[len(p.Offsets)-1] = off
 		case !inMemory:
-			return nil, fmt.Errorf("%s is not a pointer: '%s' needs one", b.TypeName(p.Type), describe(s))
+			return nil, &NotInMemoryError{fmt.Sprintf("%s is not a pointer: '%s' needs one", b.TypeName(p.Type), describe(s))}
 		default:
 			off, p.Type, err = b.stepWithin(u, s, p)
 			if err == nil {

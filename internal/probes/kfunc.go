@@ -580,20 +580,54 @@ func kprobePoint(call kernelFunctionCall, proto *signature) (*attach.Point, erro
 		a.Args = returnArg(proto, a.Func)
 		return a, nil
 	}
-	byValue := false // a structure passed by value: its registers and the following parameters' are not known
-	for i, param := range proto.Params[:min(len(proto.Params), len(regs.FuncArgs))] {
-		if u, err := proto.btf.Underlying(param.Type); err == nil && (u.Kind == kernel.KindStruct || u.Kind == kernel.KindUnion) {
-			byValue = true
-		}
-		arg := attach.Arg{Name: param.Name, Type: param.Type, Local: paramLocal + param.Name,
-			Loc: attach.Loc{Offset: regs.FuncArgs[i], Size: 8}}
-		if byValue {
-			arg = attach.Arg{Name: param.Name, Unavailable: true}
-		}
-		a.Args = append(a.Args, arg)
-	}
+	a.Args = placeParams(proto, regs)
 	typeWords(proto.btf, a.Args)
 	return a, nil
+}
+
+// placeParams gives each parameter of proto that the calling convention
+// of regs passes in a register that register. A structure or union passed
+// by value is Unavailable (its registers, or the stack, hold it whole,
+// which a kprobe does not read as one value), but takes the registers it
+// takes, so that the parameters after it are placed; those the stack
+// holds are left out.
+func placeParams(proto *signature, regs *arch.Regs) []attach.Arg {
+	var args []attach.Arg
+	next := 0 // the next argument register
+	for _, param := range proto.Params {
+		words, aggregate := aggregateWords(proto.btf, param.Type)
+		if !aggregate {
+			if next == len(regs.FuncArgs) {
+				break
+			}
+			args = append(args, attach.Arg{Name: param.Name, Type: param.Type, Local: paramLocal + param.Name,
+				Loc: attach.Loc{Offset: regs.FuncArgs[next], Size: 8}})
+			next++
+			continue
+		}
+		switch {
+		case words > 2 && regs.AggregateByReference:
+			next = min(next+1, len(regs.FuncArgs))
+		case words > 2: // on the stack
+		case next+words <= len(regs.FuncArgs):
+			next += words
+		case regs.StackEndsRegisters:
+			next = len(regs.FuncArgs)
+		}
+		args = append(args, attach.Arg{Name: param.Name, Unavailable: true})
+	}
+	return args
+}
+
+// aggregateWords tells whether t is a structure or union, and how many
+// 8-byte words it takes. (A 16-byte aligned one, whose registers AAPCS64
+// starts at an even number, is not in the kernel's interfaces.)
+func aggregateWords(b *kernel.BTF, t kernel.TypeID) (int, bool) {
+	u, err := b.Underlying(t)
+	if err != nil || u.Kind != kernel.KindStruct && u.Kind != kernel.KindUnion {
+		return 0, false
+	}
+	return (int(u.Size) + 7) / 8, true
 }
 
 // refuseByValue says why a kprobe's context has no $param where kprobePoint
@@ -601,8 +635,8 @@ func kprobePoint(call kernelFunctionCall, proto *signature) (*attach.Point, erro
 func refuseByValue(c *Context) {
 	for _, arg := range c.Attach.Args {
 		if arg.Unavailable {
-			c.refusedVar("$"+arg.Name, fmt.Sprintf("cannot read '$%s' of %s: bpftap reads a kprobe's parameters from the registers "+
-				"of the calling convention only before the first structure or union passed by value", arg.Name, c.Attach.Func.Name))
+			c.refusedVar("$"+arg.Name, fmt.Sprintf("cannot read '$%s' of %s: it is a structure or union passed by value, "+
+				"which bpftap does not read from a kprobe's registers", arg.Name, c.Attach.Func.Name))
 		}
 	}
 }

@@ -99,16 +99,16 @@ func netfilterHook(p *Point, guru bool) (*attach.NetHook, error) {
 	pf, pfOK := netfilterFamilies[pfName]
 	hook := slices.Index(netfilterHooks[pf], hookName) % len(inetHooks) // an inet hook has two names
 	if !pfOK {
-		n, err := strconv.ParseUint(pfName, 0, 8)
-		if err != nil || !guru {
-			return nil, errorf("unsupported netfilter protocol family \"%s\"; need stap -g", pfName)
+		n, err := guruNumber(pfName, guru, fmt.Sprintf("unsupported netfilter protocol family \"%s\"", pfName))
+		if err != nil {
+			return nil, err
 		}
 		pf = uint32(n)
 	}
 	if hook < 0 {
-		n, err := strconv.ParseUint(hookName, 0, 8)
-		if err != nil || !guru {
-			return nil, errorf("unsupported netfilter hook \"%s\" for protocol family \"%d\"; need stap -g", hookName, pf)
+		n, err := guruNumber(hookName, guru, fmt.Sprintf("unsupported netfilter hook \"%s\" for protocol family \"%d\"", hookName, pf))
+		if err != nil {
+			return nil, err
 		}
 		hook = int(n)
 	}
@@ -117,6 +117,20 @@ func netfilterHook(p *Point, guru bool) (*attach.NetHook, error) {
 		return nil, err
 	}
 	return &attach.NetHook{PF: pf, Hook: uint32(hook), Priority: prio}, nil
+}
+
+// guruNumber is the number a family or hook name that bpftap does not
+// know stands for: stap -g takes any, and pastes it into its C, where
+// bpftap, which compiles no C, takes a number.
+func guruNumber(name string, guru bool, unsupported string) (uint64, error) {
+	if !guru {
+		return 0, errorf("%s; need stap -g", unsupported)
+	}
+	n, err := strconv.ParseUint(name, 0, 8)
+	if err != nil {
+		return 0, errorf("%s: in guru mode bpftap takes a number for it (stap pastes the name into the C it compiles)", unsupported)
+	}
+	return n, nil
 }
 
 // netfilterPriority is a point's priority: a 32-bit number, or a name

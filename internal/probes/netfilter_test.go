@@ -33,6 +33,8 @@ func TestNetfilterHooks(t *testing.T) {
 		{`netfilter.hook("NF_INET_LOCAL_IN").pf("NFPROTO_IPV4").priority(-5)`, false, "{2 1 -5}"},
 		{`netfilter.hook("1").pf("10")`, true, "{10 1 0}"},
 		{`netfilter.hook("1").pf("NFPROTO_IPV4")`, false, `error: unsupported netfilter hook "1" for protocol family "2"; need stap -g`},
+		{`netfilter.hook("NF_INET_WARP_10").pf("INTERGALACTIC_IPV3000")`, true,
+			`error: unsupported netfilter protocol family "INTERGALACTIC_IPV3000": in guru mode bpftap takes a number for it (stap pastes the name into the C it compiles)`},
 	} {
 		reg := BuiltinWith(probestest.New(), Config{Guru: c.guru})
 		file, err := syntax.Parse(syntax.NewSource("<test>", "probe "+c.point+" {}"), nil)

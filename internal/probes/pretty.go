@@ -1,6 +1,8 @@
 package probes
 
 import (
+	"errors"
+	"slices"
 	"strings"
 
 	"github.com/bpftap/bpftap/internal/kernel"
@@ -112,6 +114,7 @@ type prettyPrinter struct {
 	// arguments at which its values stop (prettyArgs after its first).
 	name   string
 	limit  int
+	base   kernel.TypeID // the variable's type
 	format strings.Builder
 	args   []syntax.Expr
 }
@@ -162,7 +165,10 @@ func (p *prettyPrinter) reads() bool {
 
 // variable prints the variable name (with its chain comps) of type t.
 func (p *prettyPrinter) variable(name string, comps []*syntax.TargetComponent, t kernel.TypeID) {
-	p.name, p.limit = name, len(p.args)+prettyArgs
+	p.name, p.limit, p.base = name, len(p.args)+prettyArgs, t
+	if len(comps) > 0 {
+		p.base = 0 // t is what comps reach: resolved already
+	}
 	p.value(t, comps, true)
 }
 
@@ -252,6 +258,10 @@ func (p *prettyPrinter) chars(elem kernel.TypeID, comps []*syntax.TargetComponen
 }
 
 func (p *prettyPrinter) aggregate(u *kernel.Type, comps []*syntax.TargetComponent, top bool) {
+	if !p.inMemory(u, comps) {
+		p.format.WriteString("?") // stap's, for a value it cannot take apart
+		return
+	}
 	p.format.WriteString("{")
 	if top || p.full {
 		p.members(u, comps)
@@ -289,6 +299,24 @@ func (p *prettyPrinter) members(u *kernel.Type, comps []*syntax.TargetComponent)
 		}
 		p.value(m.Type, mcomps, false)
 	}
+}
+
+// inMemory tells whether struct or union u, which chain comps reaches,
+// lies in memory, where its members can be read: one passed by value (a
+// tracepoint's or a function's argument) is in the registers or the
+// probe's context, as a whole.
+func (p *prettyPrinter) inMemory(u *kernel.Type, comps []*syntax.TargetComponent) bool {
+	i := slices.IndexFunc(u.Members, func(m kernel.Member) bool { return m.Name != "" })
+	if p.base == 0 || i < 0 {
+		return true
+	}
+	var steps []kernel.Step
+	for _, c := range comps {
+		steps = append(steps, stepOf(c))
+	}
+	_, err := p.btf.Resolve(p.base, append(steps, kernel.Step{Member: u.Members[i].Name}))
+	var notInMemory *kernel.NotInMemoryError
+	return !errors.As(err, &notInMemory)
 }
 
 func (p *prettyPrinter) kindOf(t kernel.TypeID) kernel.Kind {

@@ -72,9 +72,13 @@ type expansion struct {
 	body     *syntax.Block
 	cond     syntax.Expr
 	optional bool
-	via      []string // alias definitions crossed, innermost first, for -p2
-	active   map[*syntax.AliasDecl]bool
-	files    []*syntax.File // library files of the aliases used
+	// quiet: the point's failures are ignored, as stap ignores those of
+	// what a wildcard matched (globbed); unlike optional, its probes
+	// must attach
+	quiet  bool
+	via    []string // alias definitions crossed, innermost first, for -p2
+	active map[*syntax.AliasDecl]bool
+	files  []*syntax.File // library files of the aliases used
 	// fromTapset: the innermost alias crossed is the tapset's.
 	fromTapset bool
 	// blame is the component errors point at when the point being resolved
@@ -129,19 +133,22 @@ func (e *elab) expand(x *expansion, pp *syntax.ProbePoint, comps []*syntax.Compo
 		e.pointFailed(x, comps, err)
 		return 0
 	}
-	n, errs, aliases := 0, e.rep.nerrors-e.loops, false
+	n, errs, quiet := 0, e.rep.nerrors-e.loops, false
 	for _, pt := range pts {
-		if set, ok := pt.Family.Payload.(*aliasSet); ok {
-			n += e.expandAlias(x, pp, pt, set, depth)
-			aliases = true
-			continue
+		set, alias := pt.Family.Payload.(*aliasSet)
+		y := x.globbed(comps, pt, alias)
+		quiet = quiet || alias || y != x
+		if alias {
+			n += e.expandAlias(y, pp, pt, set, depth)
+		} else {
+			n += e.derive(y, pp, pt)
 		}
-		n += e.derive(x, pp, pt)
 	}
 	// A point that reaches aliases derives nothing when each alias's own
 	// points are optional and absent: stap's "no match", for the point as
-	// a whole (syscall.* skips the calls this kernel lacks).
-	if aliases && n == 0 && !x.optional && depth == 0 && e.rep.nerrors-e.loops == errs {
+	// a whole (syscall.* skips the calls this kernel lacks); so does one
+	// whose wildcard matches only what fails.
+	if quiet && n == 0 && !x.optional && depth == 0 && e.rep.nerrors-e.loops == errs {
 		msg := "no match"
 		if *x.cause != "" {
 			msg += "; " + *x.cause
@@ -150,6 +157,22 @@ func (e *elab) expand(x *expansion, pp *syntax.ProbePoint, comps []*syntax.Compo
 			Pos: pp.Components[0].Pos, origin: "resolve", Chain: []*Diagnostic{{Msg: msg, origin: "nomatch"}}})
 	}
 	return n
+}
+
+// globbed is the expansion of a point pt that a wildcard of comps
+// matched, where stap ignores the point's failure (the point as a whole
+// fails only when nothing matched): a family's point (the .exported of
+// kernel.function("f").*), or an alias reached with a suffix (socket.*.*
+// reaching socket.send with .*). The failures of an alias's own points
+// are reported, as stap's.
+func (x *expansion) globbed(comps []*syntax.Component, pt *probes.Point, alias bool) *expansion {
+	matched := comps[:min(len(pt.Components), len(comps))] // a ** spans components
+	if x.optional || x.quiet || !wildcard(matched) || alias && len(pt.Suffix) == 0 {
+		return x
+	}
+	y := *x
+	y.quiet = true
+	return &y
 }
 
 // wildcard tells whether a component has a wildcard.
@@ -167,7 +190,7 @@ func wildcard(comps []*syntax.Component) bool {
 // it for the whole point's "no match".
 func (e *elab) pointFailed(x *expansion, comps []*syntax.Component, err error) {
 	switch {
-	case !x.optional:
+	case !x.optional && !x.quiet:
 		e.resolveError(x.blameFor(comps), err)
 	case *x.cause == "":
 		*x.cause = probes.Cause(err)
@@ -324,7 +347,7 @@ func (e *elab) derive(x *expansion, pp *syntax.ProbePoint, pt *probes.Point) int
 		}
 	}
 	if pt.Family.Unsupported || pt.Family.Kernel && !e.opts.KernelProbes {
-		if !x.optional { // an optional point bpftap cannot serve is skipped, as stap skips one it cannot resolve
+		if !x.optional && !x.quiet { // an optional point bpftap cannot serve is skipped, as stap skips one it cannot resolve
 			e.rep.errorAt("unsupported", pp.Components[0], fmt.Sprintf(
 				"probe point %s is not yet supported by bpftap", pt.Name()))
 		}

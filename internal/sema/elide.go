@@ -172,6 +172,7 @@ func (e *elab) elide() {
 	}
 	e.rep.quiet = false
 	e.markUsage()
+	e.dropUnusedGlobals()                       // those only elided code used
 	if !e.opts.Unoptimized && !e.opts.Listing { // a listing keeps them, as stap's
 		e.dropEmptyProbes()
 	}
@@ -458,12 +459,24 @@ func (el *elider) stmt(s syntax.Stmt) syntax.Stmt {
 		if s.Else != nil {
 			s.Else = el.stmt(s.Else)
 		}
+		if el.mode == elideExpressions && s.Else == nil && isEmptyBlock(s.Then) {
+			return el.emptyIf(s)
+		}
 	case *syntax.WhileStmt:
 		s.Body = el.keepEmpty(s.Body)
+		if el.idleLoop(s.Body, s.Cond) {
+			return nil
+		}
 	case *syntax.ForStmt:
 		s.Body = el.keepEmpty(s.Body)
+		if el.idleLoop(s.Body, s.Init, s.Cond, s.Post) {
+			return nil
+		}
 	case *syntax.ForeachStmt:
 		s.Body = el.keepEmpty(s.Body)
+		if el.idleLoop(s.Body) { // stap leaves its limit out
+			return nil
+		}
 	case *syntax.TryStmt:
 		el.block(s.Body)
 		el.block(s.Catch)
@@ -472,6 +485,36 @@ func (el *elider) stmt(s syntax.Stmt) syntax.Stmt {
 }
 
 // keepEmpty elides inside a statement that must stay (a loop or branch body).
+// idleLoop tells whether stap elides a loop, silently: its body does
+// nothing and its clauses (nil where absent) have no side effects. An
+// endless loop goes too (stap's dead_stmtexpr_remover).
+func (el *elider) idleLoop(body syntax.Stmt, clauses ...syntax.Expr) bool {
+	if el.mode != elideExpressions || !isEmptyBlock(body) {
+		return false
+	}
+	for _, x := range clauses {
+		if x != nil && !el.sideEffectFree(x) {
+			return false
+		}
+	}
+	return true
+}
+
+// emptyIf is what stap keeps of an if statement with nothing to do in
+// either branch: nothing, silently, when its condition has no side
+// effects, else its condition as a statement.
+func (el *elider) emptyIf(s *syntax.IfStmt) syntax.Stmt {
+	if el.sideEffectFree(s.Cond) {
+		return nil
+	}
+	return &syntax.ExprStmt{X: s.Cond}
+}
+
+func isEmptyBlock(s syntax.Stmt) bool {
+	b, ok := s.(*syntax.Block)
+	return ok && len(b.Stmts) == 0
+}
+
 func (el *elider) keepEmpty(s syntax.Stmt) syntax.Stmt {
 	if k := el.stmt(s); k != nil {
 		return k
