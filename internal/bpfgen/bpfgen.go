@@ -80,6 +80,10 @@ type Config struct {
 	// KernelCode is the shape of CodeMap (stacks.go's stackAt), asked for
 	// when a program uses it.
 	KernelCode func() RangeTable
+	// FindsTasks tells whether a program at an attach point may find a
+	// task by its pid (kernelside.CanFindTasks), as task_backtrace() of
+	// another task than the running thread does; nil: every one may.
+	FindsTasks func(*attach.Point) error
 	// Kernel is the kernel the programs are for: its features, its
 	// architecture and its BTF (target.go). Required.
 	Kernel *target.Kernel

@@ -71,6 +71,7 @@ func kernelBuiltins() map[string]builtinCode {
 		"user_mode":           longCode((*gen).userMode),
 		"__ustack_raw":        longCode((*gen).userStackAt),
 		"__stack_raw":         longCode((*gen).stackAt),
+		"task_backtrace":      strCode((*gen).taskBacktrace),
 		"__callers":           strCode(callersToken(KernelCallers)),
 		"__ucallers":          strCode(callersToken(UserCallers)),
 		"__stack_pointer":     longCode((*gen).stackPointer),

@@ -148,7 +148,7 @@ func Compile(prog *sema.Program, cfg Config) (*Session, error) {
 		Limits:    cfg.Limits,
 		TargetPID: int64(cfg.TargetPID), Target: cfg.Target, RingSize: powerOfTwo(cfg.RingSize), Timing: cfg.Timing,
 		RealtimeOffset: realtimeOffset(), KernelSymbols: symbolTable, KernelModules: moduleTable, KernelCode: codeTable,
-		Kernel: cfg.Kernel,
+		FindsTasks: func(a *attach.Point) error { return CanFindTasks(cfg.Kernel, a) }, Kernel: cfg.Kernel,
 	})
 	s := &Session{mod: mod, cfg: cfg}
 	for _, g := range programGroups(KernelProbes(prog)) {

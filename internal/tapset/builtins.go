@@ -337,6 +337,8 @@ var Builtins = index(
 	// the kernel or user stack, n >= -1 (context_symbols.stp)
 	kernelOnly(fn("__callers", str, l("n"))),
 	kernelOnly(fn("__ucallers", str, l("n"))),
+	// task_backtrace(task): backtrace() of a task (bpfgen/taskbacktrace.go)
+	kernelOnly(fn("task_backtrace", str, l("task"))),
 	bpf(fn("symname", str, l("addr"))), // bpfgen/symbols.go: searched in the kernel
 	bpf(fn("modname", str, l("addr"))),
 	captured(fn("symdata", str, l("addr"))),
