@@ -77,6 +77,13 @@ type Config struct {
 	// KernelModules is the shape of ModuleMap (symbols.go), asked for
 	// when a program uses it.
 	KernelModules func() RangeTable
+	// KernelCode is the shape of CodeMap (stacks.go's stackAt), asked for
+	// when a program uses it.
+	KernelCode func() RangeTable
+	// FindsTasks tells whether a program at an attach point may find a
+	// task by its pid (kernelside.CanFindTasks), as task_backtrace() of
+	// another task than the running thread does; nil: every one may.
+	FindsTasks func(*attach.Point) error
 	// Kernel is the kernel the programs are for: its features, its
 	// architecture and its BTF (target.go). Required.
 	Kernel *target.Kernel
@@ -130,6 +137,8 @@ type Module struct {
 	symtab    RangeTable // its shape
 	modules   bool       // a program searches ModuleMap
 	modtab    RangeTable // its shape
+	code      bool       // a program searches CodeMap
+	codetab   RangeTable // its shape
 	guards    bool       // a program takes NestMap's guard
 	skips     bool       // a program counts in SkipMap
 	unread    bool       // a program counts in UnreadMap

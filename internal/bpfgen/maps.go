@@ -93,6 +93,9 @@ func (m *Module) Maps() []Map {
 	if m.modules {
 		maps = append(maps, Map{ModuleMap, rangeMapSpec("kmods", m.modtab)})
 	}
+	if m.code {
+		maps = append(maps, Map{CodeMap, rangeMapSpec("kcode", m.codetab)})
+	}
 	return maps
 }
 

@@ -27,7 +27,8 @@ import (
 //
 //	ESC, the form (its stored byte for a stack kept by value, below), the
 //	id + 1 in four 6-bit digits each offset by '@',
-//	[a user stack: the build-id stack's id + 1, the same way,] NUL
+//	[a user stack: the build-id stack's id + 1, the same way,]
+//	[callers(n), ucallers(n): n + 1 in one such digit, 0 for n = -1,] NUL
 //
 // (no NUL inside; id + 1 is 0 when the kernel could not take the stack).
 //
@@ -150,10 +151,19 @@ const (
 	// text is never cut at MAXSTRINGLEN, as stap prints a whole stack.
 	KernelWhole StackForm = 'w'
 	UserWhole   StackForm = 'x'
+	// callers(n) and ucallers(n): the first n + 1 frames (every frame
+	// for n = -1, the token's depth 0), "0x%x" each, separated by spaces
+	KernelCallers StackForm = 'c'
+	UserCallers   StackForm = 'y'
 )
 
 // User tells whether the form is of a user-space stack.
-func (f StackForm) User() bool { return f == UserHex || f == UserText || f == UserWhole }
+func (f StackForm) User() bool {
+	return f == UserHex || f == UserText || f == UserWhole || f == UserCallers
+}
+
+// Callers tells whether the form's token has a depth (callers(n)'s).
+func (f StackForm) Callers() bool { return f == KernelCallers || f == UserCallers }
 
 // Whole tells whether the form's text is every frame, never cut.
 func (f StackForm) Whole() bool { return f == KernelWhole || f == UserWhole }
@@ -161,7 +171,7 @@ func (f StackForm) Whole() bool { return f == KernelWhole || f == UserWhole }
 // The bytes that name the form of a token of a stack kept by value,
 // whose id is in kernelStore or userStore.
 var storedForms = map[StackForm]byte{KernelHex: 't', KernelText: 'T', UserHex: 'v', UserText: 'V',
-	KernelWhole: 'W', UserWhole: 'X'}
+	KernelWhole: 'W', UserWhole: 'X', KernelCallers: 'C', UserCallers: 'Y'}
 
 // stackForms are the builtins that return a stack token, by the form of
 // its text.
@@ -194,10 +204,14 @@ const (
 
 // tokenLen is the length of a token of form, without its NUL.
 func tokenLen(form StackForm) int {
+	n := 2 + tokenDigits
 	if form.User() {
-		return 2 + 2*tokenDigits
+		n += tokenDigits
 	}
-	return 2 + tokenDigits
+	if form.Callers() {
+		n++
+	}
+	return n
 }
 
 // StackToken is what a stack token names.
@@ -214,6 +228,8 @@ type StackToken struct {
 	// BuildIDsValid is false when the kernel could not take them.
 	BuildIDs      uint32
 	BuildIDsValid bool
+	// Depth is how many frames a callers form keeps, 0 for all.
+	Depth int
 }
 
 // ParseStackToken recognizes a stack token at the start of s (Len bytes
@@ -232,6 +248,9 @@ func ParseStackToken(s string) (tok StackToken, ok bool) {
 	tok.ID, tok.Valid = tokenID(s[2:])
 	if tok.Form.User() {
 		tok.BuildIDs, tok.BuildIDsValid = tokenID(s[2+tokenDigits:])
+	}
+	if tok.Form.Callers() {
+		tok.Depth = int(s[tok.Len()-1] - '@')
 	}
 	return tok, true
 }
@@ -817,18 +836,45 @@ func (g *gen) stackFrame(flags int32, n int) {
 // userStackAt compiles __ustack_raw(n): frame n (the first is 0) of the
 // user stack, 0 when the stack has fewer frames or n is outside
 // 0..MaxBacktrace-1.
-func (g *gen) userStackAt(c *syntax.Call) {
+func (g *gen) userStackAt(c *syntax.Call) { g.frameAt(c, bpfUserStack, nil) }
+
+// stackAt compiles __stack_raw(n): frame n of the kernel stack as
+// backtrace() shows it, 0 as userStackAt's. The frames a BPF program
+// sees start inside the machinery that runs it (its own frame, a
+// trampoline's, bpf_trace_run2, __bpf_trace_EVENT, ...), which user
+// space trims off a stack's text (ksym.TrimTracing), by symbol: here the
+// first frame (0 is n = 0) is the first of the top trimFrames in
+// CodeMap, the kernel's text outside that machinery
+// (ksym.UntracedRanges), so that stack(n) is the frame n backtrace()
+// prints. 0 when none of those is.
+func (g *gen) stackAt(c *syntax.Call) { g.frameAt(c, 0, g.untracedFrame) }
+
+// trimFrames is how many frames at the top of a kernel stack stackAt
+// searches for the first outside the tracing machinery.
+const trimFrames = 8
+
+// frameAt leaves in R0 frame n, c's argument, of the stack bpf_get_stack
+// takes with flags, counted from the frame first finds (nil: the first):
+// first leaves its index in R0, or jumps to its none label.
+func (g *gen) frameAt(c *syntax.Call, flags int32, first func(frames int, none string)) {
 	g.ownProbe() // takes the context: never in a subprogram
 	mark := g.scratchMark()
 	n := g.longArgs(c.Args[0])[0]
-	frames := g.allocScratch(8 * MaxBacktrace)
+	frames, bytes := g.allocScratch(8*MaxBacktrace), g.allocScratch(8)
 	none, done := g.newLabel("stack_none"), g.newLabel("stack_frame")
-	g.getStack(int32(frames), bpfUserStack, 8*MaxBacktrace)
+	g.getStack(int32(frames), flags, 8*MaxBacktrace)
+	g.emit(asm.StoreMem(regScratch, int16(bytes), asm.R0, asm.DWord), asm.Mov.Imm(asm.R0, 0))
+	if first != nil {
+		first(frames, none)
+	}
 	g.emit(
 		asm.LoadMem(asm.R1, regScratch, int16(n), asm.DWord),
 		asm.JGE.Imm(asm.R1, MaxBacktrace, none), // unsigned: a negative n too
+		asm.Add.Reg(asm.R1, asm.R0),
 		asm.LSh.Imm(asm.R1, 3),
-		asm.JSGE.Reg(asm.R1, asm.R0, none), // past the bytes written, or an error
+		asm.JGE.Imm(asm.R1, 8*MaxBacktrace, none),
+		asm.LoadMem(asm.R2, regScratch, int16(bytes), asm.DWord),
+		asm.JSGE.Reg(asm.R1, asm.R2, none), // past the bytes written, or an error
 		asm.Add.Reg(asm.R1, regScratch),
 		asm.LoadMem(asm.R0, asm.R1, int16(frames), asm.DWord),
 		asm.Ja.Label(done),
@@ -837,6 +883,49 @@ func (g *gen) userStackAt(c *syntax.Call) {
 	g.emit(asm.Mov.Imm(asm.R0, 0))
 	g.mark(done)
 	g.scratchRelease(mark)
+}
+
+// untracedFrame leaves in R0 the index of the first of the top
+// trimFrames kernel frames at frames in the scratch area that CodeMap
+// holds, or jumps to none.
+func (g *gen) untracedFrame(frames int, none string) {
+	t := g.m.codeTable()
+	found := g.newLabel("untraced")
+	for i := 0; i < trimFrames; i++ {
+		next := g.newLabel("traced")
+		g.rangeFind(CodeMap, t, frames+8*i, next)
+		g.emit(asm.Mov.Imm(asm.R0, int32(i)), asm.Ja.Label(found))
+		g.mark(next)
+	}
+	g.emit(asm.Ja.Label(none))
+	g.mark(found)
+}
+
+// callersToken compiles __callers(n) and __ucallers(n) (form): the token
+// of the stack's first n + 1 frames, of every frame for n = -1 (the
+// tapset gives "" for a lower n, and errs before an n past the stack's
+// end).
+func callersToken(form StackForm) func(*gen, *syntax.Call) value {
+	return func(g *gen, c *syntax.Call) value {
+		g.long(c.Args[0])
+		n := g.pushSlot()
+		g.emit(asm.StoreMem(asm.R10, n, asm.R0, asm.DWord))
+		v := g.stackToken(form)
+		depth := g.newLabel("callers_depth")
+		g.emit(
+			asm.LoadMem(asm.R1, asm.R10, n, asm.DWord),
+			asm.Add.Imm(asm.R1, 1),
+			asm.JLE.Imm(asm.R1, MaxBacktrace, depth), // n = -1: 0, every frame
+			asm.Mov.Imm(asm.R1, 0),
+		)
+		g.mark(depth)
+		g.emit(
+			asm.Add.Imm(asm.R1, '@'),
+			asm.StoreMem(regScratch, int16(v.off+tokenLen(form)-1), asm.R1, asm.Byte),
+		)
+		g.popStack(8)
+		return v
+	}
 }
 
 // stackPointer compiles __stack_pointer(): the address of the program's

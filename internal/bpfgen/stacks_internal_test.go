@@ -4,8 +4,8 @@ import "testing"
 
 // TestParseStackToken reads the tokens the generator writes: each form,
 // in StackMap or kept by value (the stored form bytes), an id + 1 of 0
-// (no stack), and strings that are no token. The digits come least
-// significant first.
+// (no stack), callers(n)'s depth (0: every frame), and strings that are
+// no token. The digits come least significant first.
 func TestParseStackToken(t *testing.T) {
 	for _, c := range []struct {
 		s   string
@@ -17,6 +17,9 @@ func TestParseStackToken(t *testing.T) {
 		{"\x1buB@@@@@@@", StackToken{Form: UserHex, ID: 1, Valid: true, BuildIDs: ^uint32(0)}, true},
 		{"\x1bVD@@@D@@@", StackToken{Form: UserText, Stored: true, ID: 3, Valid: true, BuildIDs: 3, BuildIDsValid: true}, true},
 		{"\x1bv@@@@@@@@", StackToken{Form: UserHex, Stored: true, ID: ^uint32(0), BuildIDs: ^uint32(0)}, true},
+		{"\x1bcC@@@D", StackToken{Form: KernelCallers, ID: 2, Valid: true, Depth: 4}, true},
+		{"\x1bYB@@@B@@@@", StackToken{Form: UserCallers, Stored: true, ID: 1, Valid: true, BuildIDs: 1, BuildIDsValid: true}, true},
+		{"\x1bcC@@@", StackToken{}, false}, // callers(n)'s has its depth
 		{"\x1bvD@@@", StackToken{}, false}, // a user token is longer
 		{"\x1bxD@@@", StackToken{}, false},
 		{"\x1bkD@ @@", StackToken{}, false},

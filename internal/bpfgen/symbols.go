@@ -25,10 +25,12 @@ import (
 // gives stap's "0x%016x"; one no module holds stap's error.
 
 // SymbolMap and ModuleMap are the names programs reference the kernel's
-// symbols and modules by.
+// symbols and modules by; CodeMap its text outside the tracing machinery
+// (stackAt), in the same shape, without names.
 const (
 	SymbolMap = "ksyms"
 	ModuleMap = "kmods"
+	CodeMap   = "kcode"
 )
 
 // RangeTable is the shape of a map of address ranges (SymbolMap,
@@ -92,6 +94,18 @@ func (g *gen) cutName(v value) {
 // rangeName copies into v the name of the range of map mapRef (shaped t)
 // holding the address at scratch offset addr, or jumps to none.
 func (g *gen) rangeName(mapRef string, t RangeTable, addr int, v value, none string) {
+	g.rangeFind(mapRef, t, addr, none)
+	for i := 0; i < t.NameLen; i += 8 {
+		g.emit(
+			asm.LoadMem(asm.R1, asm.R0, int16(16+i), asm.DWord),
+			asm.StoreMem(regScratch, int16(v.off+i), asm.R1, asm.DWord),
+		)
+	}
+}
+
+// rangeFind leaves in R0 the element of map mapRef (shaped t) whose range
+// holds the address at scratch offset addr, or jumps to none.
+func (g *gen) rangeFind(mapRef string, t RangeTable, addr int, none string) {
 	cand := g.allocScratch(8)
 	g.emit(asm.Mov.Imm(asm.R1, 0), asm.StoreMem(regScratch, int16(cand), asm.R1, asm.DWord))
 	key := g.pushSlot()
@@ -110,12 +124,6 @@ func (g *gen) rangeName(mapRef string, t RangeTable, addr int, v value, none str
 		asm.LoadMem(asm.R1, asm.R0, 8, asm.DWord),
 		asm.JGE.Reg(asm.R2, asm.R1, none),
 	)
-	for i := 0; i < t.NameLen; i += 8 {
-		g.emit(
-			asm.LoadMem(asm.R1, asm.R0, int16(16+i), asm.DWord),
-			asm.StoreMem(regScratch, int16(v.off+i), asm.R1, asm.DWord),
-		)
-	}
 	g.popStack(8)
 }
 
@@ -173,6 +181,9 @@ func (g *gen) hexAddress(off int) {
 func (m *Module) SymbolTable() RangeTable { return m.symtab }
 func (m *Module) ModuleTable() RangeTable { return m.modtab }
 
+// CodeTable is the shape of CodeMap the programs were compiled for.
+func (m *Module) CodeTable() RangeTable { return m.codetab }
+
 // symbolTable and moduleTable are the shapes of SymbolMap and ModuleMap,
 // asked of the driver once.
 func (m *Module) symbolTable() RangeTable {
@@ -180,6 +191,9 @@ func (m *Module) symbolTable() RangeTable {
 }
 func (m *Module) moduleTable() RangeTable {
 	return askShape(&m.modules, &m.modtab, m.cfg.KernelModules)
+}
+func (m *Module) codeTable() RangeTable {
+	return askShape(&m.code, &m.codetab, m.cfg.KernelCode)
 }
 
 // askShape returns *shape, asked of ask (when set) the first time, which

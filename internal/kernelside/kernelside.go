@@ -147,8 +147,8 @@ func Compile(prog *sema.Program, cfg Config) (*Session, error) {
 	mod := bpfgen.New(prog, bpfgen.Config{
 		Limits:    cfg.Limits,
 		TargetPID: int64(cfg.TargetPID), Target: cfg.Target, RingSize: powerOfTwo(cfg.RingSize), Timing: cfg.Timing,
-		RealtimeOffset: realtimeOffset(), KernelSymbols: symbolTable, KernelModules: moduleTable,
-		Kernel: cfg.Kernel,
+		RealtimeOffset: realtimeOffset(), KernelSymbols: symbolTable, KernelModules: moduleTable, KernelCode: codeTable,
+		FindsTasks: func(a *attach.Point) error { return CanFindTasks(cfg.Kernel, a) }, Kernel: cfg.Kernel,
 	})
 	s := &Session{mod: mod, cfg: cfg}
 	for _, g := range programGroups(KernelProbes(prog)) {
@@ -283,15 +283,8 @@ func (s *Session) Load() error {
 		return fmt.Errorf("ERROR: %w", err)
 	}
 	s.objs = objs
-	if m := objs.shared[bpfgen.SymbolMap]; m != nil {
-		if err := fillRanges(m, s.mod.SymbolTable(), symbolRanges()); err != nil {
-			return fmt.Errorf("ERROR: kernel symbols for symname(): %w", err)
-		}
-	}
-	if m := objs.shared[bpfgen.ModuleMap]; m != nil {
-		if err := fillRanges(m, s.mod.ModuleTable(), moduleRanges()); err != nil {
-			return fmt.Errorf("ERROR: kernel modules for modname(): %w", err)
-		}
+	if err := s.fillRangeMaps(); err != nil {
+		return err
 	}
 	s.stacks = newStackTexts(objs.shared, s.mod.SymTokens(), s.mod.MaxStringLen())
 	if m := objs.shared[bpfgen.GenMap]; m != nil {

@@ -2,6 +2,7 @@ package kernelside
 
 import (
 	"encoding/binary"
+	"fmt"
 	"reflect"
 	"strings"
 	"sync"
@@ -98,11 +99,11 @@ func (st *stackTexts) tokenText(s string) (text string, n int, ok, whole bool) {
 	switch {
 	case !tok.Valid:
 	case tok.Form.User():
-		text = st.renderUser(tok.Form, st.userFrames(tok))
+		text = st.renderUser(tok, st.userFrames(tok))
 	case tok.Stored:
-		text = st.render(tok.Form, frames(st.tasks, tok.ID))
+		text = st.render(tok, frames(st.tasks, tok.ID))
 	default:
-		text = st.render(tok.Form, frames(st.m, tok.ID))
+		text = st.render(tok, frames(st.m, tok.ID))
 	}
 	return text, tok.Len(), true, tok.Form.Whole()
 }
@@ -228,31 +229,49 @@ func (st *stackTexts) userFrames(tok bpfgen.StackToken) []userFrame {
 	return frames
 }
 
-// renderUser is the text of a user stack in form, cut at MAXSTRINGLEN
-// (the lines of sprint_ubacktrace() whole) unless the form is whole.
-func (st *stackTexts) renderUser(form bpfgen.StackForm, frames []userFrame) string {
+// renderUser is the text of a user stack in its token's form, cut at
+// MAXSTRINGLEN (the lines of sprint_ubacktrace() whole) unless the form
+// is whole.
+func (st *stackTexts) renderUser(tok bpfgen.StackToken, frames []userFrame) string {
 	addrs := make([]uint64, len(frames))
 	symbols := make(map[uint64]userFrame, len(frames))
 	for i, f := range frames {
 		addrs[i], symbols[f.addr] = f.addr, f
 	}
-	if form != bpfgen.UserText {
-		return st.cutUnlessWhole(form, ksym.Lines(addrs, func(a uint64) string { return usym.Hex(a) + " " }, 0))
+	switch tok.Form {
+	case bpfgen.UserCallers:
+		return st.callers(addrs, tok.Depth)
+	case bpfgen.UserText:
+		return ksym.Lines(addrs, func(a uint64) string {
+			f := symbols[a]
+			return usym.SimpleLine(a, f.sym, f.ok)
+		}, st.maxStr-1)
 	}
-	return ksym.Lines(addrs, func(a uint64) string {
-		f := symbols[a]
-		return usym.SimpleLine(a, f.sym, f.ok)
-	}, st.maxStr-1)
+	return st.cutUnlessWhole(tok.Form, ksym.Lines(addrs, func(a uint64) string { return usym.Hex(a) + " " }, 0))
 }
 
-// render is the text of a kernel stack in form, cut at MAXSTRINGLEN
-// unless the form is whole.
-func (st *stackTexts) render(form bpfgen.StackForm, addrs []uint64) string {
+// render is the text of a kernel stack in its token's form, cut at
+// MAXSTRINGLEN unless the form is whole.
+func (st *stackTexts) render(tok bpfgen.StackToken, addrs []uint64) string {
 	addrs = ksym.Kernel().TrimTracing(addrs)
-	if form == bpfgen.KernelText {
+	switch tok.Form {
+	case bpfgen.KernelText:
 		return ksym.Lines(addrs, ksym.Kernel().SimpleLine, st.maxStr-1)
+	case bpfgen.KernelCallers:
+		return st.callers(addrs, tok.Depth)
 	}
-	return st.cutUnlessWhole(form, ksym.HexList(addrs))
+	return st.cutUnlessWhole(tok.Form, ksym.HexList(addrs))
+}
+
+// callers is callers(n)'s text of a stack: its first depth addresses
+// (every one for 0), "0x%x" each, separated by spaces, whole words while
+// the text stays within MAXSTRINGLEN.
+func (st *stackTexts) callers(addrs []uint64, depth int) string {
+	if depth > 0 && depth < len(addrs) {
+		addrs = addrs[:depth]
+	}
+	t := ksym.Lines(addrs, func(a uint64) string { return fmt.Sprintf(" %#x", a) }, st.maxStr)
+	return strings.TrimPrefix(t, " ")
 }
 
 // cutUnlessWhole cuts t at MAXSTRINGLEN unless form is whole.
@@ -269,6 +288,28 @@ func cut(t string, limit int) string {
 		return t[:limit]
 	}
 	return t
+}
+
+// fillRangeMaps fills the maps of address ranges the programs search:
+// SymbolMap, ModuleMap, CodeMap.
+func (s *Session) fillRangeMaps() error {
+	for _, r := range []struct {
+		name   string
+		shape  bpfgen.RangeTable
+		ranges func() []addrRange
+		what   string
+	}{
+		{bpfgen.SymbolMap, s.mod.SymbolTable(), symbolRanges, "kernel symbols for symname()"},
+		{bpfgen.ModuleMap, s.mod.ModuleTable(), moduleRanges, "kernel modules for modname()"},
+		{bpfgen.CodeMap, s.mod.CodeTable(), codeRanges, "the kernel's text for stack()"},
+	} {
+		if m := s.objs.shared[r.name]; m != nil {
+			if err := fillRanges(m, r.shape, r.ranges()); err != nil {
+				return fmt.Errorf("ERROR: %s: %w", r.what, err)
+			}
+		}
+	}
+	return nil
 }
 
 // symbolTable is the shape of SymbolMap for the running kernel.
@@ -291,6 +332,20 @@ var symbolRanges = sync.OnceValue(func() []addrRange {
 	r := make([]addrRange, len(syms))
 	for i, s := range syms {
 		r[i] = addrRange{s.Addr, s.Addr + max(s.Size, 1), s.Name}
+	}
+	return r
+})
+
+// codeTable is the shape of CodeMap for the running kernel.
+func codeTable() bpfgen.RangeTable { return rangeTable(codeRanges()) }
+
+// codeRanges are the kernel's text outside the tracing machinery
+// (ksym.UntracedRanges), unnamed. Built once, as symbolRanges.
+var codeRanges = sync.OnceValue(func() []addrRange {
+	rs := ksym.Kernel().UntracedRanges()
+	r := make([]addrRange, len(rs))
+	for i, x := range rs {
+		r[i] = addrRange{start: x.Start, end: x.End}
 	}
 	return r
 })

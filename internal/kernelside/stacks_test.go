@@ -94,3 +94,24 @@ func token(form bpfgen.SymForm, tgid int, addr uint64) string {
 	}
 	return string(b)
 }
+
+// TestCallersText writes callers(n)'s words: the first depth addresses
+// (every one for 0), "0x%x" each, whole words within MAXSTRINGLEN.
+func TestCallersText(t *testing.T) {
+	addrs := []uint64{0xffffffff81000010, 0x10, 0x7f0000001234}
+	for _, c := range []struct {
+		depth, maxStr int
+		want          string
+	}{
+		{2, 512, "0xffffffff81000010 0x10"},
+		{0, 512, "0xffffffff81000010 0x10 0x7f0000001234"},
+		{5, 512, "0xffffffff81000010 0x10 0x7f0000001234"},
+		{0, 24, "0xffffffff81000010 0x10"}, // 23 bytes and the NUL
+		{0, 23, "0xffffffff81000010"},
+	} {
+		st := newStackTexts(nil, false, c.maxStr)
+		if got := st.callers(addrs, c.depth); got != c.want {
+			t.Errorf("callers(depth %d, MAXSTRINGLEN %d) = %q, want %q", c.depth, c.maxStr, got, c.want)
+		}
+	}
+}

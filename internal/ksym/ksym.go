@@ -109,13 +109,43 @@ var tracingFrames = []string{"bpf_trace_run", "__bpf_trace_", "bpf_prog_", "__tr
 // starts where the probe point is, as stap's does.
 func (t *Table) TrimTracing(addrs []uint64) []uint64 {
 	for len(addrs) > 1 {
-		s, _, ok := t.Lookup(addrs[0])
-		if ok && s.Module != "bpf" && !slices.ContainsFunc(tracingFrames, func(p string) bool { return strings.HasPrefix(s.Name, p) }) {
+		if s, _, ok := t.Lookup(addrs[0]); ok && !s.tracing() {
 			break
 		}
 		addrs = addrs[1:]
 	}
 	return addrs
+}
+
+// tracing tells whether s is a function of the machinery that runs a BPF
+// program (TrimTracing's frames), or a BPF program itself.
+func (s *Symbol) tracing() bool {
+	return s.Module == "bpf" || slices.ContainsFunc(tracingFrames, func(p string) bool { return strings.HasPrefix(s.Name, p) })
+}
+
+// Range is a span of addresses, [Start, End).
+type Range struct{ Start, End uint64 }
+
+// UntracedRanges are the kernel's text outside the tracing machinery, in
+// address order: each a run of adjacent symbols none of which is a
+// tracing frame. An address is in one exactly when TrimTracing keeps a
+// frame there; a symbol of unknown size (the last of a module) holds its
+// start alone, as in Lookup.
+func (t *Table) UntracedRanges() []Range {
+	var rs []Range
+	for i := range t.syms {
+		s := &t.syms[i]
+		if s.tracing() {
+			continue
+		}
+		end := s.Addr + max(s.Size, 1)
+		if n := len(rs); n > 0 && rs[n-1].End == s.Addr {
+			rs[n-1].End = end
+			continue
+		}
+		rs = append(rs, Range{s.Addr, end})
+	}
+	return rs
 }
 
 // Hex is an address as stap's %p prints it: 0x and 16 digits.

@@ -91,3 +91,31 @@ func TestModules(t *testing.T) {
 		t.Errorf("with /proc/modules: Modname past mymod = %q", name)
 	}
 }
+
+func TestUntracedRanges(t *testing.T) {
+	tab := Parse(strings.NewReader(`ffffffff81000000 T _stext
+ffffffff81000100 t do_thing
+ffffffff81000180 t __bpf_trace_sched_switch
+ffffffff810001c0 T bpf_trace_run2
+ffffffff81000200 T other
+ffffffff81000280 T last
+ffffffffc0001000 t mod_fn	[mymod]
+ffffffffc0001040 t bpf_prog_abc_probe	[bpf]
+`))
+	want := []Range{{0xffffffff81000000, 0xffffffff81000180}, {0xffffffff81000200, 0xffffffff81000281},
+		{0xffffffffc0001000, 0xffffffffc0001001}}
+	got := tab.UntracedRanges()
+	if len(got) != len(want) {
+		t.Fatalf("UntracedRanges() = %#x, want %#x", got, want)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("range %d = %#x, want %#x", i, got[i], want[i])
+		}
+	}
+	// a frame is in a range exactly when TrimTracing keeps it
+	stack := []uint64{0xffffffffc0001044, 0xffffffff810001c8, 0xffffffff81000190, 0xffffffff81000210}
+	if trimmed := tab.TrimTracing(stack); len(trimmed) != 1 || trimmed[0] != 0xffffffff81000210 {
+		t.Errorf("TrimTracing = %#x", trimmed)
+	}
+}

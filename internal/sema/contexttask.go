@@ -65,11 +65,12 @@ func (e *elab) refuseRunningThread(p *Probe) {
 }
 
 // readsRunningThread tells whether builtin name reads the registers, the
-// user memory or the user stack of the thread running on the CPU.
+// user memory or the user stack of the thread running on the CPU (or its
+// kernel stack by depth: stack(n), callers(n)).
 func readsRunningThread(name string) bool {
 	switch name {
 	case "register", "u_register", "uaddr", "user_mode", "cmdline_str", "returnval",
-		"ubacktrace", "sprint_ubacktrace",
+		"ubacktrace", "sprint_ubacktrace", "__ustack_raw", "__ucallers", "__stack_raw", "__callers",
 		"usymname", "usymdata", "umodname", "usymfile", "usymline", "usymfileline",
 		"sprint_ustack", "__ustack_lines", "__ustack_brief_lines", "__ustack_fileline_lines",
 		"sprint_usyms", "__usyms_lines":

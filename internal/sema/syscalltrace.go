@@ -293,6 +293,7 @@ func namesProbe(n syntax.Node) bool {
 // calls one, or a function that does, keeps its own events.
 var contextBound = map[string]bool{
 	"addr": true, "caller_addr": true, "backtrace": true, "sprint_backtrace": true, "__backtrace_lines": true,
+	"__stack_raw": true, "__callers": true, "task_backtrace": true,
 	"register": true, "u_register": true, "returnval": true, "is_return": true, "user_mode": true,
 	"__func_addr": true, "__context_var": true,
 }

@@ -30,7 +30,8 @@ import (
 var (
 	symbolTokens = map[string]bool{"usymname": true, "usymdata": true, "umodname": true,
 		"usymfile": true, "usymline": true, "usymfileline": true}
-	stackTokens = map[string]bool{"backtrace": true, "sprint_backtrace": true, "ubacktrace": true, "sprint_ubacktrace": true}
+	stackTokens = map[string]bool{"backtrace": true, "sprint_backtrace": true, "ubacktrace": true, "sprint_ubacktrace": true,
+		"__callers": true, "__ucallers": true, "task_backtrace": true}
 	// sourceTokens are the symbol tokens strtol() reads in the kernel:
 	// their address, stap's value for an address without source lines
 	// (bpfgen/strtol.go), which scripts test for (fileline-profile.stp).

@@ -347,6 +347,15 @@ var Builtins = index(
 	// __ustack_raw(n): frame n of the user stack, 0 past its end
 	// (context_symbols.stp's ustack)
 	kernelOnly(fn("__ustack_raw", long, l("n"))),
+	// __stack_raw(n): frame n of the kernel stack as backtrace() shows it,
+	// 0 past its end (context_symbols.stp's stack)
+	kernelOnly(fn("__stack_raw", long, l("n"))),
+	// __callers(n), __ucallers(n): callers(n)'s and ucallers(n)'s text of
+	// the kernel or user stack, n >= -1 (context_symbols.stp)
+	kernelOnly(fn("__callers", str, l("n"))),
+	kernelOnly(fn("__ucallers", str, l("n"))),
+	// task_backtrace(task): backtrace() of a task (bpfgen/taskbacktrace.go)
+	kernelOnly(fn("task_backtrace", str, l("task"))),
 	bpf(fn("symname", str, l("addr"))), // bpfgen/symbols.go: searched in the kernel
 	bpf(fn("modname", str, l("addr"))),
 	captured(fn("symdata", str, l("addr"))),

@@ -99,6 +99,9 @@ var signatures = []string{
 	"print_ubacktrace(pc:long,sp:long,fp:long)",
 	"print_ubacktrace_fileline(pc:long,sp:long,fp:long)",
 	"ustack:long(n:long)",
+	"stack:long(n:long)",
+	"callers:string(n:long)",
+	"ucallers:string(n:long)",
 	"dump_stack()",
 	// conversions.stp
 	"user_string_n:string(addr:long,n:long,err_msg:string)",
@@ -422,7 +425,7 @@ var signatures = []string{
 var kernelProbeOnly = map[string]bool{
 	"task_max_file_handles": true, "task_fd_lookup": true, "task_cwd_path": true, "current_exe_file": true,
 	"task_exe_file": true, "task_start_time": true, "task_time_string": true, "task_time_string_tid": true,
-	"task_ancestry": true, "cmdline_args": true, "cmdline_arg": true, "pgrp": true, "sid": true, "ustack": true,
+	"task_ancestry": true, "cmdline_args": true, "cmdline_arg": true, "pgrp": true, "sid": true, "ustack": true, "stack": true, "callers": true, "ucallers": true,
 	"set_user_string_arg": true, "task_ns_tid": true, "task_ns_pid": true, "ns_tid": true, "ns_pid": true,
 	"ns_ppid": true, "ns_pgrp": true, "ns_sid": true, "task_ns_uid": true, "task_ns_euid": true, "task_ns_gid": true,
 	"task_ns_egid": true, "stack_used": true, "stack_unused": true, "d_path": true, "fullpath_struct_nameidata": true, "dump_stack": true, "inet_get_dest_port": true, "inet_get_ip_dest": true,

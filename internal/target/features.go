@@ -62,6 +62,8 @@ var (
 	RingBuffer = &Feature{Name: "ringbuf", What: "the BPF ring buffer", Since: Version{5, 8},
 		Detect: "map type probe (cilium/ebpf features)", probe: mapType(ebpf.RingBuf),
 		Fallback: "none yet: kernel probes are refused (below)"}
+	TaskStack = &Feature{Name: "task_stack", What: "bpf_get_task_stack", Since: Version{5, 9},
+		Detect: "helper probe", probe: helper(asm.FnGetTaskStack)}
 	MemcgAccounting = &Feature{Name: "memcg_accounting", What: "BPF memory charged to the memory cgroup",
 		Since: Version{5, 11}, Detect: "cilium/ebpf rlimit.RemoveMemlock (a map created under a zero RLIMIT_MEMLOCK)",
 		Fallback: "RLIMIT_MEMLOCK raised to unlimited before the first map"}
@@ -140,7 +142,7 @@ var (
 
 // Features are the features bpftap relies on, in order of Since.
 var Features = []*Feature{
-	Kprobes, WriteUser, ProbeReadKernel, TracingPrograms, Fentry, LSM, RingBuffer, MemcgAccounting, BigKeys, TaskBTF,
+	Kprobes, WriteUser, ProbeReadKernel, TracingPrograms, Fentry, LSM, RingBuffer, TaskStack, MemcgAccounting, BigKeys, TaskBTF,
 	TaskStorage, GlobalFuncPointers, AtomicFetch, ForEachMapElem, TaskPtRegs, FuncIP, TracingScalarPointers, CommPadded, Loop,
 	KprobeMulti, SleepableUprobes, SubprogTailCalls, MemMapKeys, TaskFromPid, IterNum, UprobeMulti, V4ISA, MayGoto, KprobeSession,
 }
