@@ -81,13 +81,12 @@ func (e *elab) checkKernel() {
 // checkUserSide refuses, in user-side probes, the calls that read what
 // only a kernel probe has (its system call, the task it names:
 // KernelOnly builtins), directly or through a script function, blamed at
-// the call in the probe's own body, and warns of those that read its
-// stack (Stack builtins), which is empty there. Kernel data read through
+// the call in the probe's own body (its stack is empty there: Stack
+// builtins). Kernel data read through
 // types (@cast, autocasts, task_current(), pid2task()) runs there: the
 // interpreter reads it through package kmem.
 func (e *elab) checkUserSide() {
 	readsKernel := e.reaching(func(b *tapset.Builtin) bool { return b.KernelOnly })
-	readsStack := e.reaching(func(b *tapset.Builtin) bool { return b.Stack })
 	for _, p := range e.prog.Probes {
 		if p.Kernel {
 			continue
@@ -98,9 +97,6 @@ func (e *elab) checkUserSide() {
 				msg = b.Unsupported
 			}
 			e.rep.errorAt("userside", c, msg)
-		}
-		for _, c := range callsReaching(p, readsStack) {
-			e.rep.warnAt(c, tapset.EmptyStackMsg(c.Name+"()"))
 		}
 	}
 }

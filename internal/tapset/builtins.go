@@ -38,8 +38,8 @@ type Builtin struct {
 	// user-side probes reach (KernelOnlyMsg).
 	KernelOnly bool
 	// Stack builtins read the probe's stack (backtrace(), the stack
-	// pointer): a user-side probe has none, so there they give an empty
-	// stack ("", 0), and the elaborator warns (EmptyStackMsg).
+	// pointer, a frame): a user-side probe has none, so there they give an
+	// empty stack ("", 0: stack(n) is past its end).
 	Stack bool
 	// InProcess Captured builtins read the address space of the current
 	// process (user-space symbols): a kernel probe captures the process's
@@ -63,12 +63,6 @@ type Builtin struct {
 // through types or not, and tasks found by pid run there: package kmem.)
 func KernelOnlyMsg(what string) string {
 	return what + " reads the event a kernel probe handles (its stack, system call or task), which begin, end, error and timer probes do not have"
-}
-
-// EmptyStackMsg is the warning for a call of a Stack builtin (what)
-// reached from a user-side probe.
-func EmptyStackMsg(what string) string {
-	return what + " gives an empty stack in a begin, end, error or timer probe: bpftap runs those in user space, where no kernel event has a stack"
 }
 
 // Kernel is what a kernel probe (a BPF program) may do with a builtin.
@@ -346,14 +340,14 @@ var Builtins = index(
 	stack(fn("__stack_pointer", long)),
 	// __ustack_raw(n): frame n of the user stack, 0 past its end
 	// (context_symbols.stp's ustack)
-	kernelOnly(fn("__ustack_raw", long, l("n"))),
+	stack(fn("__ustack_raw", long, l("n"))),
 	// __stack_raw(n): frame n of the kernel stack as backtrace() shows it,
 	// 0 past its end (context_symbols.stp's stack)
-	kernelOnly(fn("__stack_raw", long, l("n"))),
+	stack(fn("__stack_raw", long, l("n"))),
 	// __callers(n), __ucallers(n): callers(n)'s and ucallers(n)'s text of
 	// the kernel or user stack, n >= -1 (context_symbols.stp)
-	kernelOnly(fn("__callers", str, l("n"))),
-	kernelOnly(fn("__ucallers", str, l("n"))),
+	stack(fn("__callers", str, l("n"))),
+	stack(fn("__ucallers", str, l("n"))),
 	// task_backtrace(task): backtrace() of a task (bpfgen/taskbacktrace.go)
 	kernelOnly(fn("task_backtrace", str, l("task"))),
 	bpf(fn("symname", str, l("addr"))), // bpfgen/symbols.go: searched in the kernel
