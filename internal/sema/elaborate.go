@@ -139,6 +139,8 @@ type elab struct {
 	// (context.go), reported if they survive elision.
 	kernel      probes.KernelInfo
 	contextErrs map[syntax.Expr]*probes.ContextError
+	// enumFuncs name the functions made for @enumname, by enum type (atops.go).
+	enumFuncs map[enumKey]string
 }
 
 // Elaborate runs pass 2 over the user's files. On failure the error is an
