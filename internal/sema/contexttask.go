@@ -68,7 +68,7 @@ func (e *elab) refuseRunningThread(p *Probe) {
 // user memory or the user stack of the thread running on the CPU.
 func readsRunningThread(name string) bool {
 	switch name {
-	case "register", "u_register", "uaddr", "user_mode", "cmdline_str", "returnval",
+	case "register", "u_register", "@uregister", "@uderef", "uaddr", "user_mode", "cmdline_str", "returnval",
 		"ubacktrace", "sprint_ubacktrace",
 		"usymname", "usymdata", "umodname", "usymfile", "usymline", "usymfileline",
 		"sprint_ustack", "__ustack_lines", "__ustack_brief_lines", "__ustack_fileline_lines",
