@@ -41,6 +41,18 @@ func (s *scope) lowerAtOps(body syntax.Node) {
 	})
 }
 
+// lowerAtOpsIn is lowerAtOps for an expression (a probe's condition),
+// which it returns, replaced where it is an operator itself.
+func (s *scope) lowerAtOpsIn(x syntax.Expr) syntax.Expr {
+	s.lowerAtOps(x)
+	if op, ok := x.(*syntax.AtOp); ok {
+		if r := s.lowerAtOp(op); r != nil {
+			return r
+		}
+	}
+	return x
+}
+
 // lowerAtOp returns what op becomes, nil for the operators resolution
 // refuses (resolve.go).
 func (s *scope) lowerAtOp(op *syntax.AtOp) syntax.Expr {

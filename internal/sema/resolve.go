@@ -95,6 +95,7 @@ func (e *elab) resolveProbe(p *Probe) {
 	}
 	p.Locals = s.list
 	if p.Cond != nil {
+		p.Cond = s.lowerAtOpsIn(p.Cond)
 		e.resolveCondition(p.Cond, s.file)
 	}
 }
@@ -205,9 +206,9 @@ func (s *scope) visit(n syntax.Node) bool {
 	case *syntax.DeleteStmt:
 		return s.deleteTarget(n.Target)
 	case *syntax.AtOp: // what lowerAtOps leaves
-		msg := fmt.Sprintf("@%s is not supported by bpftap", n.Name)
-		if n.Name == "probewrite" {
-			msg = "unexpected @probewrite"
+		msg := "unexpected @probewrite"
+		if n.Name == "perf" {
+			msg = "@perf is not supported by bpftap: it reads the counter of a perf.*.process(...).counter(\"NAME\") probe, which bpftap does not serve"
 		}
 		s.e.rep.errorAt("atop", n, msg)
 		return false
