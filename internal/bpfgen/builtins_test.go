@@ -94,9 +94,11 @@ func builtinUses(b *tapset.Builtin) []string {
 	return []string{"println(" + call + ")", "g = " + call}
 }
 
-// elaborateError elaborates script on the running kernel.
+// elaborateError elaborates script on the running kernel, in guru mode.
 func elaborateError(script string) error {
-	f, err := syntax.Parse(syntax.NewSource("<input>", script), syntax.DefaultConfig())
+	cfg := syntax.DefaultConfig()
+	cfg.Guru = true
+	f, err := syntax.Parse(syntax.NewSource("<input>", script), cfg)
 	if err != nil {
 		return err
 	}

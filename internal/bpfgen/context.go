@@ -63,12 +63,30 @@ func (g *gen) memRead(c *syntax.Call) {
 	if strings.HasPrefix(c.Name, "kernel_") {
 		fn = asm.FnProbeReadKernel
 	}
-	read := tapset.NumberReads[c.Name]
 	g.long(c.Args[0])
+	g.readNumber(fn, tapset.NumberReads[c.Name], c.Pos)
+}
+
+// deref compiles @kderef(size, addr) and @uderef(size, addr): the size
+// bytes (a literal the elaborator checked) at addr, unsigned; a fault
+// raises stap's error.
+func (g *gen) deref(c *syntax.Call) {
+	fn := asm.FnProbeReadUser
+	if c.Name == "@kderef" {
+		fn = asm.FnProbeReadKernel
+	}
+	g.long(c.Args[1])
+	size := int(c.Args[0].(*syntax.NumberLit).Value)
+	g.readNumber(fn, tapset.NumberRead{Size: size, Unsigned: true, Fault: tapset.DerefFault}, c.Pos)
+}
+
+// readNumber leaves in R0 the number read describes at the address in R0,
+// read with fn; a fault raises read's error at pos, or gives 0.
+func (g *gen) readNumber(fn asm.BuiltinFunc, read tapset.NumberRead, pos syntax.Pos) {
 	slot := g.pushSlot()
 	g.probeRead(fn, slot, read.Size)
 	if read.Fault != "" {
-		g.emit(asm.JNE.Imm(asm.R0, 0, g.errorSite(read.Fault, c.Pos, true)))
+		g.emit(asm.JNE.Imm(asm.R0, 0, g.errorSite(read.Fault, pos, true)))
 	} else {
 		ok := g.newLabel("read")
 		g.emit(asm.JEq.Imm(asm.R0, 0, ok), asm.StoreImm(asm.R10, slot, 0, asm.Word), asm.StoreImm(asm.R10, slot+4, 0, asm.Word))

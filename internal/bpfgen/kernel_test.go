@@ -265,7 +265,9 @@ func elaborate(t *testing.T, script string) *sema.Program {
 
 func elaborateWith(t *testing.T, script string, opts sema.Options) *sema.Program {
 	t.Helper()
-	f, err := syntax.Parse(syntax.NewSource("<input>", script), syntax.DefaultConfig())
+	cfg := syntax.DefaultConfig()
+	cfg.Guru = opts.Guru // guru mode's operators (@kderef) parse
+	f, err := syntax.Parse(syntax.NewSource("<input>", script), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

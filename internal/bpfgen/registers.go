@@ -264,6 +264,20 @@ func (g *gen) registerRead(c *syntax.Call) {
 	}
 }
 
+// dwarfRegister compiles @kregister(n) and @uregister(n): the register of
+// DWARF number n (arch.Regs.DWARF) of a kernel or a user function probe's
+// registers, whole; elsewhere, and for a number the architecture does not
+// give, stap's register access fault.
+func (g *gen) dwarfRegister(c *syntax.Call) {
+	n := c.Args[0].(*syntax.NumberLit).Value
+	regs := g.m.regs()
+	if !g.registerProbe() || g.ownProbe().Attach.User != (c.Name == "@uregister") || n < 0 || n >= int64(len(regs.DWARF)) {
+		g.raiseAt(tapset.MsgRegisterFault, c.Pos)
+		return
+	}
+	g.emit(asm.LoadMem(asm.R0, regCtx, int16(regs.Registers[regs.DWARF[n]].Offset), asm.DWord))
+}
+
 // returnval compiles returnval(): rax, or on fexit the return value's word,
 // or at a system call's exit the call's value.
 func (g *gen) returnval(c *syntax.Call) {

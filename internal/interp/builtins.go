@@ -212,6 +212,8 @@ func registerBuiltins() map[string]builtinFunc {
 	m := map[string]builtinFunc{
 		"register":   raise(tapset.MsgNoRegisters),
 		"u_register": raise(tapset.MsgNoRegisters),
+		"@kregister": registerFault,
+		"@uregister": registerFault,
 		"returnval": func(cc *callContext, _ []Value) Value {
 			panic(&runError{Msg: tapset.NoReturnval(cc.in.act.probe.Name)})
 		},
@@ -220,6 +222,13 @@ func registerBuiltins() map[string]builtinFunc {
 		m[name] = raise(tapset.MsgNoArgs)
 	}
 	return m
+}
+
+// registerFault is @kregister and @uregister: stap's error where the
+// probe has no registers, at the operator.
+func registerFault(cc *callContext, _ []Value) Value {
+	cc.fail(tapset.MsgRegisterFault)
+	return Value{}
 }
 
 // procComm is the name of process id ("self" or a thread id), "" when

@@ -37,6 +37,11 @@ func memoryBuiltins() map[string]builtinFunc {
 		"user_string":                userStringFault,
 		"user_string_n":              userStringFault,
 		"user_string2":               errMsg,
+		"@kderef":                    kderef,
+		"@uderef": func(cc *callContext, a []Value) Value {
+			cc.fail(fmt.Sprintf(tapset.DerefFault, uint64(a[1].Int)))
+			return Value{}
+		},
 	}
 	for name, read := range tapset.NumberReads {
 		switch what, kernel := strings.CutPrefix(name, "kernel_"); {
@@ -130,6 +135,14 @@ func (cc *callContext) kernelNumber(addr int64, size int, what string) int64 {
 	return v
 }
 
+// kderef is @kderef(size, addr): the size bytes at addr, unsigned; a
+// fault raises stap's error (tapset.DerefFault).
+func kderef(cc *callContext, a []Value) Value {
+	v, err := kernelWord(a[1].Int, int(a[0].Int), false)
+	cc.readFault(err, tapset.DerefFault, a[1].Int)
+	return long(v)
+}
+
 // kernelWord is the number of size bytes at addr, sign-extended when
 // signed; the error is kmem.ErrFault, or why the reader cannot run.
 func kernelWord(addr int64, size int, signed bool) (int64, error) {
@@ -170,9 +183,15 @@ func unreadable(what string, err error) error {
 // kernelFault fails the call when a read of what at addr failed: stap's
 // fault error, or why the reader could not run.
 func (cc *callContext) kernelFault(err error, what string, addr int64) {
+	cc.readFault(err, tapset.KernelCopyFault(what), addr)
+}
+
+// readFault raises msg, a fmt format taking the address, where err is a
+// fault of a kernel read at addr, or says why the reader cannot run.
+func (cc *callContext) readFault(err error, msg string, addr int64) {
 	switch {
 	case errors.Is(err, kmem.ErrFault):
-		cc.fail(fmt.Sprintf(tapset.KernelCopyFault(what), uint64(addr)))
+		cc.fail(fmt.Sprintf(msg, uint64(addr)))
 	case err != nil:
 		cc.cannotRead(err)
 	}

@@ -69,7 +69,7 @@ func (e *elab) refuseRunningThread(p *Probe) {
 // kernel stack by depth: stack(n), callers(n)).
 func readsRunningThread(name string) bool {
 	switch name {
-	case "register", "u_register", "uaddr", "user_mode", "cmdline_str", "returnval",
+	case "register", "u_register", "@uregister", "@uderef", "uaddr", "user_mode", "cmdline_str", "returnval",
 		"ubacktrace", "sprint_ubacktrace", "__ustack_raw", "__ucallers", "__stack_raw", "__callers",
 		"usymname", "usymdata", "umodname", "usymfile", "usymline", "usymfileline",
 		"sprint_ustack", "__ustack_lines", "__ustack_brief_lines", "__ustack_fileline_lines",

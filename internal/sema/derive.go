@@ -275,13 +275,15 @@ func (e *elab) withSuffix(target, suffix []*syntax.Component) []*syntax.Componen
 }
 
 // wrapBody merges an alias body with the body it wraps, in stap's order.
+// Their @probewrite are decided on the way (atops.go).
 func wrapBody(a *syntax.AliasDecl, body *syntax.Block) *syntax.Block {
-	if a.Body == nil || len(a.Body.Stmts) == 0 {
+	alias := decideProbeWrites(a.Body, body)
+	if alias == nil || len(alias.Stmts) == 0 {
 		return body
 	}
-	stmts := []syntax.Stmt{a.Body, body}
+	stmts := []syntax.Stmt{alias, body}
 	if a.Epilogue {
-		stmts = []syntax.Stmt{body, a.Body}
+		stmts = []syntax.Stmt{body, alias}
 	}
 	return &syntax.Block{Pos: body.Pos, Stmts: stmts}
 }

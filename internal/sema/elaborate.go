@@ -4,14 +4,16 @@
 //  1. derive probes: every probe point is matched against the probe-point
 //     namespace (internal/probes) extended with the probe aliases of the script
 //     and the library; alias prologues and epilogues are merged into a deep copy
-//     of the body of every derived probe (derive.go);
+//     of the body of every derived probe, deciding their @probewrite
+//     (derive.go, atops.go);
 //  2. merge the probes of many system calls' entries into one that
 //     dispatches on the call's number (syscalls.go), and give every return
 //     probe that uses @entry a companion probe on its entries (entry.go);
 //  3. resolve symbols: identifiers become locals, parameters or globals, calls
 //     become script functions, library functions (pulling in their file) or
 //     builtins; functions reached from the probes are resolved transitively
-//     (resolve.go);
+//     (resolve.go); before a body resolves, its rarer @ operators (@enum,
+//     @enumname, @kderef, ...) become literals and calls (atops.go);
 //  4. elide code without effect and probes left empty, warning as stap does
 //     (elide.go);
 //  5. infer types by iterating over every probe and function until nothing
@@ -139,6 +141,8 @@ type elab struct {
 	// (context.go), reported if they survive elision.
 	kernel      probes.KernelInfo
 	contextErrs map[syntax.Expr]*probes.ContextError
+	// enumFuncs name the functions made for @enumname, by enum type (atops.go).
+	enumFuncs map[enumKey]string
 }
 
 // Elaborate runs pass 2 over the user's files. On failure the error is an

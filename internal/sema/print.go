@@ -51,10 +51,18 @@ func (p *Program) String() string {
 
 // FunctionCount is how many functions the program calls, script and builtin
 // alike, as stap counts them in its pass-2 summary.
-func (p *Program) FunctionCount() int { return len(p.Funcs) + len(p.builtinsUsed) }
+func (p *Program) FunctionCount() int { return len(p.listedFuncs()) }
 
+// listedFuncs are the functions the program calls, script and builtin, but
+// not the builtins of operators (@kderef: atops.go), which stap does not
+// count or list as functions.
 func (p *Program) listedFuncs() []*syntax.Func {
-	funcs := append(append([]*syntax.Func(nil), p.Funcs...), p.builtinsUsed...)
+	funcs := append([]*syntax.Func(nil), p.Funcs...)
+	for _, f := range p.builtinsUsed {
+		if !strings.HasPrefix(f.Name, "@") {
+			funcs = append(funcs, f)
+		}
+	}
 	sort.SliceStable(funcs, func(i, j int) bool { return funcs[i].Name < funcs[j].Name })
 	return funcs
 }

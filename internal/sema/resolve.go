@@ -3,6 +3,7 @@ package sema
 import (
 	"fmt"
 	"sort"
+	"strings"
 
 	"github.com/bpftap/bpftap/internal/probes"
 	"github.com/bpftap/bpftap/internal/syntax"
@@ -60,6 +61,7 @@ func (e *elab) resolveAll() {
 			if e.castKernel() != nil { // its @cast resolve (context.go)
 				s.pruneDefined(f.Decl.Body)
 			}
+			s.lowerAtOps(f.Decl.Body)
 			s.walk(f.Decl.Body)
 			f.Locals = s.list
 		}
@@ -86,12 +88,14 @@ func (e *elab) resolveProbe(p *Probe) {
 	if isProcfs(p) {
 		s.declareValue(p, p.Body)
 	}
+	s.lowerAtOps(p.Body)
 	s.walk(p.Body)
 	if s.ctx != nil {
 		e.checkContextWrites(s.ctx, p.Body)
 	}
 	p.Locals = s.list
 	if p.Cond != nil {
+		p.Cond = s.lowerAtOpsIn(p.Cond)
 		e.resolveCondition(p.Cond, s.file)
 	}
 }
@@ -201,8 +205,12 @@ func (s *scope) visit(n syntax.Node) bool {
 		return s.context(n)
 	case *syntax.DeleteStmt:
 		return s.deleteTarget(n.Target)
-	case *syntax.AtOp:
-		s.e.rep.errorAt("atop", n, fmt.Sprintf("@%s is not supported by bpftap", n.Name))
+	case *syntax.AtOp: // what lowerAtOps leaves
+		msg := "unexpected @probewrite"
+		if n.Name == "perf" {
+			msg = "@perf is not supported by bpftap: it reads the counter of a perf.*.process(...).counter(\"NAME\") probe, which bpftap does not serve"
+		}
+		s.e.rep.errorAt("atop", n, msg)
 		return false
 	case *syntax.EmbeddedExpr:
 		s.e.rep.errorAt("embedded", n, embeddedMsg)
@@ -386,11 +394,13 @@ func (e *elab) functionNames() []string {
 		names[n] = true
 	}
 	for n := range tapset.Builtins {
-		names[n] = true
+		names[n] = !strings.HasPrefix(n, "@") // an operator's (atops.go), no function to suggest
 	}
 	e.funcNames = make([]string, 0, len(names))
-	for n := range names {
-		e.funcNames = append(e.funcNames, n)
+	for n, ok := range names {
+		if ok {
+			e.funcNames = append(e.funcNames, n)
+		}
 	}
 	sort.Strings(e.funcNames)
 	return e.funcNames

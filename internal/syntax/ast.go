@@ -441,8 +441,10 @@ type (
 		X Expr
 	}
 	// AtOp is another `@name(args)` operator the grammar accepts but that is rarely
-	// used: @perf("name"), @const("C expr"), @kregister(n), @uregister(n),
-	// @probewrite(var). The elaborator decides what is supported.
+	// used: @perf("name"), @const("C expr"), @enum("NAME"),
+	// @enumname(x[, "type"[, "module"]]), @kregister(n), @uregister(n),
+	// @kderef(size, addr), @uderef(size, addr), @probewrite(var). The
+	// elaborator lowers them (sema/atops.go).
 	AtOp struct {
 		Typed
 		Name string // without the `@`

@@ -415,14 +415,16 @@ func (p *parser) parseSymbol() Expr {
 			return &AtOp{Typed: Typed{Pos: t.pos}, Name: "probewrite", Args: []Expr{ident(v)}}
 		case name == "@const":
 			return p.parseConst(t)
-		case name == "@perf":
+		case name == "@perf" || name == "@enum":
 			p.expectOp("(")
 			s := p.parseLiteralString()
 			if s.Raw == "" {
 				p.fail("expected non-empty string")
 			}
 			p.expectOp(")")
-			return &AtOp{Typed: Typed{Pos: t.pos}, Name: "perf", Args: []Expr{s}}
+			return &AtOp{Typed: Typed{Pos: t.pos}, Name: name[1:], Args: []Expr{s}}
+		case name == "@enumname":
+			return p.parseEnumName(t)
 		case name == "@kregister" || name == "@uregister" || name == "@kderef" || name == "@uderef":
 			return p.parseRegisterOp(t)
 		case statOps[name]:
@@ -469,6 +471,26 @@ func (p *parser) parseConst(t *token) Expr {
 	}
 	p.expectOp(")")
 	return &AtOp{Typed: Typed{Pos: t.pos}, Name: "const", Args: []Expr{stringLit(s)}}
+}
+
+// parseEnumName parses @enumname(expr [, "type" [, "module"]]); Args are
+// the expression, then the strings given.
+func (p *parser) parseEnumName(t *token) Expr {
+	p.expectOp("(")
+	op := &AtOp{Typed: Typed{Pos: t.pos}, Name: "enumname", Args: []Expr{p.parseExpr()}}
+	for range 2 {
+		if !p.peekOp(",") {
+			break
+		}
+		p.swallow()
+		s := p.expectKind(tokString)
+		if s.text == "" && len(op.Args) == 1 {
+			p.fail("expected non-empty string")
+		}
+		op.Args = append(op.Args, stringLit(s))
+	}
+	p.expectOp(")")
+	return op
 }
 
 func (p *parser) parseRegisterOp(t *token) Expr {

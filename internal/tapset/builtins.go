@@ -440,6 +440,17 @@ var Builtins = index(
 	bpfLiteral(1, fn("register", long, s("name"))),
 	bpfLiteral(1, fn("u_register", long, s("name"))),
 	bpf(fn("returnval", long)),
+	// the @ operators the elaborator lowers to calls (sema/atops.go),
+	// named as the operators so that only the parser writes them (and
+	// checks guru mode): @kderef(size, addr) and @uderef(size, addr) read
+	// size bytes of kernel or user memory, unsigned, raising DerefFault;
+	// @kregister(n) and @uregister(n) read the register of DWARF number n
+	// of a kernel or user function probe, raising MsgRegisterFault
+	// elsewhere (bpfgen/registers.go)
+	bpfLiteral(1, fn("@kderef", long, l("size"), l("addr"))),
+	bpfLiteral(1, fn("@uderef", long, l("size"), l("addr"))),
+	bpfLiteral(1, fn("@kregister", long, l("regno"))),
+	bpfLiteral(1, fn("@uregister", long, l("regno"))),
 	// registers_valid(): whether register() can read this probe's
 	// registers (bpfgen's registerProbe), 0 in user-side probes
 	bpf(fn("registers_valid", long)),

@@ -151,7 +151,14 @@ var UserWrites = map[string]struct {
 }
 
 // UserReadFault is the error of user_WHAT_error's failed read.
-const UserReadFault = "read fault [man error::fault] at 0x%x"
+const UserReadFault = DerefFault
+
+// DerefFault is stap's error of a failed read of its compiled code's
+// (@kderef, @uderef), a fmt format taking the address.
+const DerefFault = "read fault [man error::fault] at 0x%x"
+
+// DerefSizes are the sizes @kderef and @uderef read.
+var DerefSizes = []int64{1, 2, 4, 8}
 
 // NumberReads are the readers of numbers in memory, by builtin name:
 // kernel_WHAT, whose fault is stap's error (KernelCopyFault(WHAT)); and
@@ -182,6 +189,9 @@ func numberReads() map[string]NumberRead {
 const (
 	MsgNoArgs      = "cannot access function args in this context"
 	MsgNoRegisters = "cannot access CPU registers in this context"
+	// MsgRegisterFault is @kregister's and @uregister's, where the probe
+	// has no such registers or the number names none.
+	MsgRegisterFault = "register access fault [man error::fault]"
 	// MsgBadArgnum is a fmt format taking the argument's number.
 	MsgBadArgnum = "cannot access arg(%d)"
 )

@@ -119,6 +119,9 @@ const (
 	tHookState
 	tHookStatePtr
 	tNfCtx
+	// Enums: @enum and @enumname read them.
+	tPidType // enum pid_type
+	tBig     // enum big, an enum64
 )
 
 // New returns the fake kernel.
@@ -154,6 +157,9 @@ func New() *Kernel {
 		member{"out", tNetDevPtr, 16}, member{"okfn", tCharPtr, 40})
 	e.rec("", kernel.KindPtr, 0, uint32(tHookState))
 	e.strct("bpf_nf_ctx", 16, member{"state", tHookStatePtr, 0}, member{"skb", tSkbPtr, 8})
+	e.enum("pid_type", false, enumerator{"PIDTYPE_PID", 0}, enumerator{"PIDTYPE_TGID", 1}, enumerator{"PIDTYPE_PGID", 2},
+		enumerator{"PIDTYPE_SID", 3}, enumerator{"PIDTYPE_MAX", 4})
+	e.enum("big", true, enumerator{"BIG_ONE", 1 << 40}, enumerator{"BIG_NEG", -1})
 	btf, err := kernel.Parse(e.blob())
 	if err != nil {
 		panic("probestest: " + err.Error())
@@ -172,6 +178,7 @@ func New() *Kernel {
 		tp("sched", "sched_process_fork", kernel.Param{Name: "parent", Type: tTaskPtr}, kernel.Param{Name: "child", Type: tTaskPtr}),
 		tp("sched", "sched_switch", kernel.Param{Name: "preempt", Type: tInt}, kernel.Param{Name: "prev", Type: tTaskPtr},
 			kernel.Param{Name: "next", Type: tTaskPtr}),
+		tp("enumname", "pid_type_argument", kernel.Param{Name: "type", Type: tPidType}, kernel.Param{Name: "p", Type: tTaskPtr}),
 		// Classic events: no prototype, fields from EventFields.
 		{System: "syscalls", Event: "sys_enter_openat"},
 		{System: "syscalls", Event: "sys_exit_openat"},
@@ -251,6 +258,29 @@ func (e *encoder) union(name string, size uint32, ms ...member) {
 	e.rec(name, kernel.KindUnion, len(ms), size)
 	for _, m := range ms {
 		e.u32(e.str(m.name), uint32(m.typ), m.off*8)
+	}
+}
+
+type enumerator struct {
+	name  string
+	value int64
+}
+
+// enum is an enum of 4-byte values, or with wide of 8-byte ones (an
+// enum64), signed.
+func (e *encoder) enum(name string, wide bool, list ...enumerator) {
+	if !wide {
+		e.rec(name, kernel.KindEnum, len(list), 4)
+		e.types[len(e.types)-5] |= 0x80 // kind_flag: signed
+		for _, c := range list {
+			e.u32(e.str(c.name), uint32(c.value))
+		}
+		return
+	}
+	e.rec(name, kernel.KindEnum64, len(list), 8)
+	e.types[len(e.types)-5] |= 0x80
+	for _, c := range list {
+		e.u32(e.str(c.name), uint32(c.value), uint32(uint64(c.value)>>32))
 	}
 }
 

@@ -1,0 +1,44 @@
+package kernel
+
+import (
+	"testing"
+
+	"github.com/cilium/ebpf/btf"
+)
+
+// TestEnumerators reads enumerators of the running kernel's BTF by name
+// and by type, and checks every constant of the enums cilium/ebpf decodes
+// against Enumerator.
+func TestEnumerators(t *testing.T) {
+	b := kernelOrSkip(t)
+	if v, ok := b.Enumerator("TASK_COMM_LEN"); !ok || v != 16 {
+		t.Errorf("TASK_COMM_LEN = %d, %v; want 16", v, ok)
+	}
+	if v, ok := b.Enumerator("PAGE_SHIFT"); ok {
+		t.Errorf("PAGE_SHIFT, a macro, found: %d", v)
+	}
+	id, ok := b.EnumType("enum pid_type")
+	if !ok {
+		t.Fatal("no enum pid_type")
+	}
+	list, err := b.Enumerators(id)
+	if err != nil || len(list) < 2 || list[0] != (Enumerator{"PIDTYPE_PID", 0}) || list[1] != (Enumerator{"PIDTYPE_TGID", 1}) {
+		t.Errorf("enum pid_type: %v, %v", list, err)
+	}
+	if _, err := b.Enumerators(b.IDsByName("task_struct")[0]); err == nil {
+		t.Error("struct task_struct's enumerators: no error")
+	}
+	spec, err := btf.LoadKernelSpec()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want *btf.Enum
+	if err := spec.TypeByName("pid_type", &want); err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range want.Values {
+		if got, ok := b.Enumerator(v.Name); !ok || got != int64(v.Value) {
+			t.Errorf("%s = %d, %v; cilium: %d", v.Name, got, ok, v.Value)
+		}
+	}
+}
