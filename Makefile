@@ -8,7 +8,7 @@ PREFIX ?= /usr/local
 BINDIR ?= $(PREFIX)/bin
 MANDIR ?= $(PREFIX)/share/man
 
-.PHONY: all bpftap bpftap-flamegraph bpftap-arm64 install test test-host test-guest vet fuzz clean
+.PHONY: all bpftap bpftap-flamegraph bpftap-arm64 install test test-host test-guest stap-suites vet fuzz clean
 
 all: bpftap bpftap-flamegraph
 
@@ -76,6 +76,12 @@ test-guest:
 	{ $(GO) test -count=1 -timeout 75m -parallel 3 -v -run '^TestGuest$$' ./internal/guest; echo $$? >$$log.status; } 2>&1 | tee $$log; \
 	status=$$(cat $$log.status); [ "$$status" = 0 ] || awk -f .ci/failures.awk $$log; \
 	rm -f $$log $$log.status; exit $$status
+
+# SystemTap's own buildok and semok suites in the 6.12 guest, with bpftap as
+# stap (docs/stap-suites.md): STAP_TESTSUITE is the testsuite directory of a
+# SystemTap source tree, which Debian's binary packages do not have.
+stap-suites:
+	BPFTAP_STAP_TESTSUITE=$(STAP_TESTSUITE) $(GO) test -count=1 -timeout 60m -v -run '^TestStapSuites$$' ./internal/guest
 
 # Short fuzzing runs of every fuzz target: no script may make the parser or the
 # elaborator panic or hang, and the formatter must agree with its references.

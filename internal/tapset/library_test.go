@@ -339,6 +339,8 @@ var signatures = []string{
 	"sock_state_num2str:string(state:long)",
 	"sock_state_str2num:long(state:string)",
 	"sock_type_num2str:string(type:long)",
+	"sock_flags_num2str:string(flags:long)",
+	"msg_flags_num2str:string(flags:long)",
 	"sock_type_str2num:long(type:string)",
 	// speculative.stp
 	"speculation:long()", // speculate, discard and commit are builtins
