@@ -78,19 +78,38 @@ func (c *Context) Pretty(x *syntax.TargetVar) (syntax.Expr, bool) {
 	if !found || arg.Type == 0 {
 		return nil, false
 	}
-	t := arg.Type
-	if len(x.Components) > 0 {
-		var steps []kernel.Step
-		for _, comp := range x.Components {
-			steps = append(steps, stepOf(comp))
-		}
-		path, err := btf.Resolve(t, steps)
-		if err != nil {
-			return nil, false
-		}
-		t = path.Type
+	if len(x.Components) == 0 {
+		p.variable(targetVar(x.Pos, x.Name), nil, arg.Type, arg.Type)
+		return p.sprintf(onFault), true
 	}
-	p.variable(x.Name, x.Components, t)
+	path, err := btf.Resolve(arg.Type, stepsOf(x.Components))
+	if err != nil {
+		return nil, false
+	}
+	p.variable(targetVar(x.Pos, x.Name), x.Components, path.Type, 0)
+	return p.sprintf(onFault), true
+}
+
+// PrettyCast expands the pretty-printed @cast x (`@cast(p, "T")$`,
+// `@cast(p, "T")->m$$`, ...) into the sprintf computing it, as Pretty does
+// a context variable's: each value it reads is x with the member's chain
+// appended, and what it prints lies in memory, the T at x's operand. ok is
+// false where x does not resolve, or takes an address: ResolveCast then
+// says why.
+func PrettyCast(k KernelInfo, x *syntax.Cast) (syntax.Expr, bool) {
+	if x.Pretty == 0 || x.AddrOf {
+		return nil, false
+	}
+	btf, t, cerr := castType(k, x)
+	if cerr != nil {
+		return nil, false
+	}
+	path, err := btf.ResolvePointee(t, stepsOf(x.Components))
+	if err != nil {
+		return nil, false
+	}
+	p := &prettyPrinter{btf: btf, full: x.Pretty > 1, at: x.Pos}
+	p.variable(castMember(x), x.Components, path.Type, 0)
 	return p.sprintf(onFault), true
 }
 
@@ -110,11 +129,14 @@ type prettyPrinter struct {
 	btf  *kernel.BTF
 	full bool // `$$`: nested structs and arrays too
 	at   syntax.Pos
-	// name is the variable being printed; limit is the number of
-	// arguments at which its values stop (prettyArgs after its first).
-	name   string
+	// member reads what a chain reaches from the variable being printed;
+	// limit is the number of arguments at which its values stop
+	// (prettyArgs after its first).
+	member func(comps []*syntax.TargetComponent) syntax.Expr
 	limit  int
-	base   kernel.TypeID // the variable's type
+	// base is the variable's type where it may be held by value (in a
+	// register, in the probe's context), 0 where it lies in memory.
+	base   kernel.TypeID
 	format strings.Builder
 	args   []syntax.Expr
 }
@@ -141,7 +163,7 @@ func (p *prettyPrinter) params(c *Context, keep func(string) bool) (syntax.Expr,
 			continue
 		}
 		v := &prettyPrinter{btf: p.btf, full: p.full, at: p.at}
-		v.variable("$"+a.Name, nil, a.Type)
+		v.variable(targetVar(p.at, "$"+a.Name), nil, a.Type, a.Type)
 		if v.reads() {
 			p.push("%s", v.sprintf(onFault))
 		} else { // its value alone: nothing to fault
@@ -163,13 +185,28 @@ func (p *prettyPrinter) reads() bool {
 	return false
 }
 
-// variable prints the variable name (with its chain comps) of type t.
-func (p *prettyPrinter) variable(name string, comps []*syntax.TargetComponent, t kernel.TypeID) {
-	p.name, p.limit, p.base = name, len(p.args)+prettyArgs, t
-	if len(comps) > 0 {
-		p.base = 0 // t is what comps reach: resolved already
-	}
+// variable prints the value of type t that member(comps) reads; base is
+// as prettyPrinter's.
+func (p *prettyPrinter) variable(member func([]*syntax.TargetComponent) syntax.Expr, comps []*syntax.TargetComponent, t, base kernel.TypeID) {
+	p.member, p.limit, p.base = member, len(p.args)+prettyArgs, base
 	p.value(t, comps, true)
+}
+
+// targetVar reads a chain from the context variable name, written at at.
+func targetVar(at syntax.Pos, name string) func([]*syntax.TargetComponent) syntax.Expr {
+	return func(comps []*syntax.TargetComponent) syntax.Expr {
+		return &syntax.TargetVar{Typed: syntax.Typed{Pos: at}, Name: name, Components: comps}
+	}
+}
+
+// castMember reads a chain from the T at @cast x's operand: x's @cast
+// with the chain, its operand evaluated anew each time (an index of the
+// chain is too, in $var$ as in @cast).
+func castMember(x *syntax.Cast) func([]*syntax.TargetComponent) syntax.Expr {
+	return func(comps []*syntax.TargetComponent) syntax.Expr {
+		return &syntax.Cast{Typed: syntax.Typed{Pos: x.Pos}, Operand: syntax.Clone(x.Operand),
+			TypeName: x.TypeName, Module: x.Module, Components: comps}
+	}
 }
 
 // value prints the value of type t that chain comps reaches; top tells
@@ -188,7 +225,7 @@ func (p *prettyPrinter) value(t kernel.TypeID, comps []*syntax.TargetComponent, 
 	case kernel.KindPtr:
 		p.pointer(u, comps, top)
 	case kernel.KindFuncProto:
-		p.push("<function>:%p", p.target(comps))
+		p.push("<function>:%p", p.member(comps))
 	case kernel.KindStruct, kernel.KindUnion:
 		p.aggregate(u, comps, top)
 	case kernel.KindFwd:
@@ -201,11 +238,11 @@ func (p *prettyPrinter) value(t kernel.TypeID, comps []*syntax.TargetComponent, 
 func (p *prettyPrinter) number(u *kernel.Type, comps []*syntax.TargetComponent) {
 	switch {
 	case u.Kind == kernel.KindInt && isChar(u):
-		p.push("'%#c'", p.target(comps))
+		p.push("'%#c'", p.member(comps))
 	case u.Kind == kernel.KindInt && !u.Signed:
-		p.push("%u", p.target(comps))
+		p.push("%u", p.member(comps))
 	default:
-		p.push("%i", p.target(comps))
+		p.push("%i", p.member(comps))
 	}
 }
 
@@ -238,7 +275,7 @@ func (p *prettyPrinter) pointer(u *kernel.Type, comps []*syntax.TargetComponent,
 			return
 		}
 	}
-	p.push("%p", p.target(comps))
+	p.push("%p", p.member(comps))
 }
 
 // chars prints a char array or char pointer, elem being its element type,
@@ -253,7 +290,7 @@ func (p *prettyPrinter) chars(elem kernel.TypeID, comps []*syntax.TargetComponen
 		reader = "user_string2"
 	}
 	p.push(`"%s"`, &syntax.Call{Typed: syntax.Typed{Pos: p.at}, Name: reader,
-		Args: []syntax.Expr{p.target(comps), &syntax.StringLit{Typed: syntax.Typed{Pos: p.at}, Value: "<unknown>"}}})
+		Args: []syntax.Expr{p.member(comps), &syntax.StringLit{Typed: syntax.Typed{Pos: p.at}, Value: "<unknown>"}}})
 	return true
 }
 
@@ -310,11 +347,7 @@ func (p *prettyPrinter) inMemory(u *kernel.Type, comps []*syntax.TargetComponent
 	if p.base == 0 || i < 0 {
 		return true
 	}
-	var steps []kernel.Step
-	for _, c := range comps {
-		steps = append(steps, stepOf(c))
-	}
-	_, err := p.btf.Resolve(p.base, append(steps, kernel.Step{Member: u.Members[i].Name}))
+	_, err := p.btf.Resolve(p.base, append(stepsOf(comps), kernel.Step{Member: u.Members[i].Name}))
 	var notInMemory *kernel.NotInMemoryError
 	return !errors.As(err, &notInMemory)
 }
@@ -330,11 +363,6 @@ func (p *prettyPrinter) kindOf(t kernel.TypeID) kernel.Kind {
 func (p *prettyPrinter) push(conv string, x syntax.Expr) {
 	p.format.WriteString(conv)
 	p.args = append(p.args, x)
-}
-
-// target is the variable being printed with the chain comps.
-func (p *prettyPrinter) target(comps []*syntax.TargetComponent) syntax.Expr {
-	return &syntax.TargetVar{Typed: syntax.Typed{Pos: p.at}, Name: p.name, Components: comps}
 }
 
 func cloneComps(comps []*syntax.TargetComponent) []*syntax.TargetComponent {
