@@ -22,8 +22,9 @@ import (
 // `$$locals` ""), `@cast(ADDR, "struct T")->m` reads from any address. As in
 // stap every value is a long: a char array such as $p->comm is its address
 // (scripts call kernel_string on it), a char * is the pointer. Pretty
-// printing ($p$, $$parms$) is expanded into a sprintf of the members where
-// BTF types the variable (Pretty, pretty.go), refused elsewhere. An Access
+// printing ($p$, $$parms$, @cast(p, "T")$) is expanded into a sprintf of
+// the members where BTF types the variable (Pretty, PrettyCast: pretty.go),
+// refused elsewhere. An Access
 // tells the code generator how to compute each value.
 
 // Access is how a kernel probe computes the value of a context expression.

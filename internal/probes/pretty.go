@@ -9,7 +9,7 @@ import (
 	"github.com/bpftap/bpftap/internal/syntax"
 )
 
-// Pretty printing of context variables: `$var$` is a string of var's
+// Pretty printing of context variables and @cast: `$var$` is a string of var's
 // value, `{.a=1, .b=0xffff88800a1b2c00, .c={...}, .d=[...]}` for a struct
 // (or a pointer to one), `$var$$` the same with the nested structs and the
 // arrays' first element spelt out; `$$parms$`, `$$vars$` and `$$return$`
@@ -31,6 +31,12 @@ import (
 // A variable takes at most prettyArgs values, as in stap; its remaining
 // members are "...". As in stap, a variable whose reads fault (a NULL
 // pointer's members) is "ERROR": each variable's sprintf has OnFault.
+//
+// `@cast(p, "T")$` (`$$`, with a chain: `->fs$`, `->comm[i]$$`) prints
+// the T at p the same way (PrettyCast): one printer, told how to read what
+// a chain reaches (prettyPrinter.member): a $var with the chain, or the
+// @cast with it. A @cast's T is in memory, so its members can always be
+// read, where a $var's struct may be passed by value (inMemory).
 
 // prettyArgs is how many values one pretty-printed variable reads.
 const prettyArgs = 32
