@@ -84,15 +84,15 @@ func (c *Context) Pretty(x *syntax.TargetVar) (syntax.Expr, bool) {
 	if !found || arg.Type == 0 {
 		return nil, false
 	}
-	if len(x.Components) == 0 {
-		p.variable(targetVar(x.Pos, x.Name), nil, arg.Type, arg.Type)
-		return p.sprintf(onFault), true
+	t, base := arg.Type, arg.Type
+	if len(x.Components) > 0 { // what the chain reaches, resolved already
+		path, err := btf.Resolve(arg.Type, stepsOf(x.Components))
+		if err != nil {
+			return nil, false
+		}
+		t, base = path.Type, 0
 	}
-	path, err := btf.Resolve(arg.Type, stepsOf(x.Components))
-	if err != nil {
-		return nil, false
-	}
-	p.variable(targetVar(x.Pos, x.Name), x.Components, path.Type, 0)
+	p.variable(targetVar(x.Pos, x.Name), x.Components, t, base)
 	return p.sprintf(onFault), true
 }
 
