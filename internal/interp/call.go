@@ -132,8 +132,21 @@ func (cc *callContext) process() int { return cc.pid }
 func (cc *callContext) fail(msg string) { throw(msg, cc.call.Pos) }
 
 // print runs a print-family call; the s* variants return the text instead of
-// writing it.
+// writing it. A sprintf with OnFault (a pretty-printed @cast's) is that
+// text where it raises an error, as a try block around it would.
 func (in *Interp) print(n *syntax.PrintCall) string {
+	if n.OnFault == "" {
+		return in.printCall(n)
+	}
+	var s string
+	if in.catch(func() { s = in.printCall(n) }) != nil {
+		return n.OnFault
+	}
+	return s
+}
+
+// printCall evaluates the arguments of a print-family call and runs it.
+func (in *Interp) printCall(n *syntax.PrintCall) string {
 	base := len(in.printArgs)
 	var hist *syntax.Hist
 	for _, a := range n.Args {

@@ -310,8 +310,7 @@ func (in *Interp) iterate(at syntax.Pos, cond, post syntax.Expr, body syntax.Stm
 func (in *Interp) execTry(s *syntax.TryStmt) ctl {
 	in.note(0, s.Pos, true)
 	var c ctl
-	stack, printArgs, parts := len(in.stack), len(in.printArgs), len(in.parts)
-	err := protect(func() {
+	err := in.catch(func() {
 		c = in.execBlock(s.Body)
 		if c == ctlNone {
 			in.note(0, s.Body.Pos, true)
@@ -320,10 +319,6 @@ func (in *Interp) execTry(s *syntax.TryStmt) ctl {
 	if err == nil {
 		return c
 	}
-	if err.Uncatchable || in.act.remaining <= 0 {
-		panic(err)
-	}
-	in.stack, in.printArgs, in.parts = in.stack[:stack], in.printArgs[:printArgs], in.parts[:parts]
 	if s.CatchVar != nil {
 		in.store(s.CatchVar, Value{Str: in.clip(err.Msg)})
 	}
@@ -333,6 +328,22 @@ func (in *Interp) execTry(s *syntax.TryStmt) ctl {
 		in.note(0, s.Catch.Pos, true)
 	}
 	return c
+}
+
+// catch runs fn as a try block runs its body: the error it raises that a
+// catch may take is returned, the interpreter's stacks unwound to where
+// they were; any other goes on up.
+func (in *Interp) catch(fn func()) *runError {
+	stack, printArgs, parts := len(in.stack), len(in.printArgs), len(in.parts)
+	err := protect(fn)
+	if err == nil {
+		return nil
+	}
+	if err.Uncatchable || in.act.remaining <= 0 {
+		panic(err)
+	}
+	in.stack, in.printArgs, in.parts = in.stack[:stack], in.printArgs[:printArgs], in.parts[:parts]
+	return err
 }
 
 // execDelete deletes an element, a slice of elements, a whole array or a scalar.

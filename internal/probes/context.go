@@ -22,8 +22,9 @@ import (
 // `$$locals` ""), `@cast(ADDR, "struct T")->m` reads from any address. As in
 // stap every value is a long: a char array such as $p->comm is its address
 // (scripts call kernel_string on it), a char * is the pointer. Pretty
-// printing ($p$, $$parms$) is expanded into a sprintf of the members where
-// BTF types the variable (Pretty, pretty.go), refused elsewhere. An Access
+// printing ($p$, $$parms$, @cast(p, "T")$) is expanded into a sprintf of
+// the members where BTF types the variable (Pretty, PrettyCast: pretty.go),
+// refused elsewhere. An Access
 // tells the code generator how to compute each value.
 
 // Access is how a kernel probe computes the value of a context expression.
@@ -441,10 +442,20 @@ func (c *Context) Cast(x *syntax.Cast) (*Access, *ContextError) {
 // its DWARF, after the kernel's and the modules'; their values lie in
 // user memory (kernel.BTF.User).
 func ResolveCast(k KernelInfo, x *syntax.Cast) (*Access, *ContextError) {
-	notFound := ctxErr(-1, "type definition '%s' not found in '%s'", x.TypeName, x.Module)
-	if x.Pretty > 0 {
-		return nil, ctxErr(-1, "pretty printing of @cast is not supported by bpftap")
+	btf, t, cerr := castType(k, x)
+	if cerr != nil {
+		return nil, cerr
 	}
+	a, cerr := ResolvePointee(btf, t, x.Components, x.AddrOf)
+	if cerr == nil && x.Pretty > 0 { // PrettyCast expands the others
+		return nil, ctxErr(-1, "cannot take address of pretty-printed variable")
+	}
+	return a, cerr
+}
+
+// castType finds the type x names in the places its module lists
+// (ResolveCast), and the types it is one of.
+func castType(k KernelInfo, x *syntax.Cast) (*kernel.BTF, kernel.TypeID, *ContextError) {
 	places := castModules(x.Module)
 	kernelBTF := places.kernel || places.headers
 	var btfs []func() (*kernel.BTF, error)
@@ -467,17 +478,17 @@ func ResolveCast(k KernelInfo, x *syntax.Cast) (*Access, *ContextError) {
 	for _, load := range btfs {
 		if btf, err := load(); err == nil {
 			if t := lookupType(btf, x.TypeName); t != nil {
-				return ResolvePointee(btf, t.ID, x.Components, x.AddrOf)
+				return btf, t.ID, nil
 			}
 		}
 	}
 	if programErr != nil && !errors.Is(programErr, debuginfo.ErrNoType) {
-		return nil, ctxErr(-1, "type definition '%s' not found in '%s': %v", x.TypeName, x.Module, programErr)
+		return nil, 0, ctxErr(-1, "type definition '%s' not found in '%s': %v", x.TypeName, x.Module, programErr)
 	}
 	if places.headers && !places.kernel {
-		return nil, ctxErr(-1, "type '%s' of '%s' is not in the kernel's BTF, where bpftap looks for the types of C headers (it compiles no headers)", x.TypeName, x.Module)
+		return nil, 0, ctxErr(-1, "type '%s' of '%s' is not in the kernel's BTF, where bpftap looks for the types of C headers (it compiles no headers)", x.TypeName, x.Module)
 	}
-	return nil, notFound
+	return nil, 0, ctxErr(-1, "type definition '%s' not found in '%s'", x.TypeName, x.Module)
 }
 
 // castPlaces are the places a @cast module lists, sorted: the kernel, C
@@ -630,4 +641,13 @@ func stepOf(c *syntax.TargetComponent) kernel.Step {
 		return kernel.Step{Index: n.Value, IsIndex: true}
 	}
 	return kernel.Step{IsIndex: true, Dynamic: true}
+}
+
+// stepsOf is the steps of chain comps.
+func stepsOf(comps []*syntax.TargetComponent) []kernel.Step {
+	var steps []kernel.Step
+	for _, c := range comps {
+		steps = append(steps, stepOf(c))
+	}
+	return steps
 }

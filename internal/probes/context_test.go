@@ -116,15 +116,22 @@ func accessString(a *Access) string {
 // TestPretty expands the pretty-printed expressions of
 // testdata/pretty.txt ("SYSTEM:EVENT EXPR => FORMAT | ARGS") on the fake
 // kernel's tracepoints: the sprintf format and its arguments, or "refused"
-// where the point cannot expand it.
+// where the point cannot expand it. A @cast expands on the kernel alone
+// (PrettyCast).
 func TestPretty(t *testing.T) {
 	eachTracepointCase(t, "testdata/pretty.txt", func(ctx *Context, expr string) string {
 		file, err := syntax.Parse(syntax.NewSource("<test>", "probe begin { x = "+expr+" }"), nil)
 		if err != nil {
 			t.Fatalf("%s: %v", expr, err)
 		}
-		x := file.Decls[0].(*syntax.ProbeDecl).Body.Stmts[0].(*syntax.ExprStmt).X.(*syntax.Assign).RHS.(*syntax.TargetVar)
-		e, ok := ctx.Pretty(x)
+		var e syntax.Expr
+		ok := false
+		switch x := file.Decls[0].(*syntax.ProbeDecl).Body.Stmts[0].(*syntax.ExprStmt).X.(*syntax.Assign).RHS.(type) {
+		case *syntax.TargetVar:
+			e, ok = ctx.Pretty(x)
+		case *syntax.Cast:
+			e, ok = PrettyCast(ctx.kernel, x)
+		}
 		if !ok {
 			return "refused"
 		}

@@ -9,7 +9,7 @@ import (
 	"github.com/bpftap/bpftap/internal/syntax"
 )
 
-// Pretty printing of context variables: `$var$` is a string of var's
+// Pretty printing of context variables and @cast: `$var$` is a string of var's
 // value, `{.a=1, .b=0xffff88800a1b2c00, .c={...}, .d=[...]}` for a struct
 // (or a pointer to one), `$var$$` the same with the nested structs and the
 // arrays' first element spelt out; `$$parms$`, `$$vars$` and `$$return$`
@@ -31,6 +31,12 @@ import (
 // A variable takes at most prettyArgs values, as in stap; its remaining
 // members are "...". As in stap, a variable whose reads fault (a NULL
 // pointer's members) is "ERROR": each variable's sprintf has OnFault.
+//
+// `@cast(p, "T")$` (`$$`, with a chain: `->fs$`, `->comm[i]$$`) prints
+// the T at p the same way (PrettyCast): one printer, told how to read what
+// a chain reaches (prettyPrinter.member): a $var with the chain, or the
+// @cast with it. A @cast's T is in memory, so its members can always be
+// read, where a $var's struct may be passed by value (inMemory).
 
 // prettyArgs is how many values one pretty-printed variable reads.
 const prettyArgs = 32
@@ -78,19 +84,38 @@ func (c *Context) Pretty(x *syntax.TargetVar) (syntax.Expr, bool) {
 	if !found || arg.Type == 0 {
 		return nil, false
 	}
-	t := arg.Type
-	if len(x.Components) > 0 {
-		var steps []kernel.Step
-		for _, comp := range x.Components {
-			steps = append(steps, stepOf(comp))
-		}
-		path, err := btf.Resolve(t, steps)
+	t, base := arg.Type, arg.Type
+	if len(x.Components) > 0 { // what the chain reaches, resolved already
+		path, err := btf.Resolve(arg.Type, stepsOf(x.Components))
 		if err != nil {
 			return nil, false
 		}
-		t = path.Type
+		t, base = path.Type, 0
 	}
-	p.variable(x.Name, x.Components, t)
+	p.variable(targetVar(x.Pos, x.Name), x.Components, t, base)
+	return p.sprintf(onFault), true
+}
+
+// PrettyCast expands the pretty-printed @cast x (`@cast(p, "T")$`,
+// `@cast(p, "T")->m$$`, ...) into the sprintf computing it, as Pretty does
+// a context variable's: each value it reads is x with the member's chain
+// appended, and what it prints lies in memory, the T at x's operand. ok is
+// false where x does not resolve, or takes an address: ResolveCast then
+// says why.
+func PrettyCast(k KernelInfo, x *syntax.Cast) (syntax.Expr, bool) {
+	if x.Pretty == 0 || x.AddrOf {
+		return nil, false
+	}
+	btf, t, cerr := castType(k, x)
+	if cerr != nil {
+		return nil, false
+	}
+	path, err := btf.ResolvePointee(t, stepsOf(x.Components))
+	if err != nil {
+		return nil, false
+	}
+	p := &prettyPrinter{btf: btf, full: x.Pretty > 1, at: x.Pos}
+	p.variable(castMember(x), x.Components, path.Type, 0)
 	return p.sprintf(onFault), true
 }
 
@@ -110,11 +135,14 @@ type prettyPrinter struct {
 	btf  *kernel.BTF
 	full bool // `$$`: nested structs and arrays too
 	at   syntax.Pos
-	// name is the variable being printed; limit is the number of
-	// arguments at which its values stop (prettyArgs after its first).
-	name   string
+	// member reads what a chain reaches from the variable being printed;
+	// limit is the number of arguments at which its values stop
+	// (prettyArgs after its first).
+	member func(comps []*syntax.TargetComponent) syntax.Expr
 	limit  int
-	base   kernel.TypeID // the variable's type
+	// base is the variable's type where it may be held by value (in a
+	// register, in the probe's context), 0 where it lies in memory.
+	base   kernel.TypeID
 	format strings.Builder
 	args   []syntax.Expr
 }
@@ -141,7 +169,7 @@ func (p *prettyPrinter) params(c *Context, keep func(string) bool) (syntax.Expr,
 			continue
 		}
 		v := &prettyPrinter{btf: p.btf, full: p.full, at: p.at}
-		v.variable("$"+a.Name, nil, a.Type)
+		v.variable(targetVar(p.at, "$"+a.Name), nil, a.Type, a.Type)
 		if v.reads() {
 			p.push("%s", v.sprintf(onFault))
 		} else { // its value alone: nothing to fault
@@ -163,13 +191,28 @@ func (p *prettyPrinter) reads() bool {
 	return false
 }
 
-// variable prints the variable name (with its chain comps) of type t.
-func (p *prettyPrinter) variable(name string, comps []*syntax.TargetComponent, t kernel.TypeID) {
-	p.name, p.limit, p.base = name, len(p.args)+prettyArgs, t
-	if len(comps) > 0 {
-		p.base = 0 // t is what comps reach: resolved already
-	}
+// variable prints the value of type t that member(comps) reads; base is
+// as prettyPrinter's.
+func (p *prettyPrinter) variable(member func([]*syntax.TargetComponent) syntax.Expr, comps []*syntax.TargetComponent, t, base kernel.TypeID) {
+	p.member, p.limit, p.base = member, len(p.args)+prettyArgs, base
 	p.value(t, comps, true)
+}
+
+// targetVar reads a chain from the context variable name, written at at.
+func targetVar(at syntax.Pos, name string) func([]*syntax.TargetComponent) syntax.Expr {
+	return func(comps []*syntax.TargetComponent) syntax.Expr {
+		return &syntax.TargetVar{Typed: syntax.Typed{Pos: at}, Name: name, Components: comps}
+	}
+}
+
+// castMember reads a chain from the T at @cast x's operand: x's @cast
+// with the chain, its operand evaluated anew each time (an index of the
+// chain is too, in $var$ as in @cast).
+func castMember(x *syntax.Cast) func([]*syntax.TargetComponent) syntax.Expr {
+	return func(comps []*syntax.TargetComponent) syntax.Expr {
+		return &syntax.Cast{Typed: syntax.Typed{Pos: x.Pos}, Operand: syntax.Clone(x.Operand),
+			TypeName: x.TypeName, Module: x.Module, Components: comps}
+	}
 }
 
 // value prints the value of type t that chain comps reaches; top tells
@@ -188,7 +231,7 @@ func (p *prettyPrinter) value(t kernel.TypeID, comps []*syntax.TargetComponent, 
 	case kernel.KindPtr:
 		p.pointer(u, comps, top)
 	case kernel.KindFuncProto:
-		p.push("<function>:%p", p.target(comps))
+		p.push("<function>:%p", p.member(comps))
 	case kernel.KindStruct, kernel.KindUnion:
 		p.aggregate(u, comps, top)
 	case kernel.KindFwd:
@@ -201,11 +244,11 @@ func (p *prettyPrinter) value(t kernel.TypeID, comps []*syntax.TargetComponent, 
 func (p *prettyPrinter) number(u *kernel.Type, comps []*syntax.TargetComponent) {
 	switch {
 	case u.Kind == kernel.KindInt && isChar(u):
-		p.push("'%#c'", p.target(comps))
+		p.push("'%#c'", p.member(comps))
 	case u.Kind == kernel.KindInt && !u.Signed:
-		p.push("%u", p.target(comps))
+		p.push("%u", p.member(comps))
 	default:
-		p.push("%i", p.target(comps))
+		p.push("%i", p.member(comps))
 	}
 }
 
@@ -238,7 +281,7 @@ func (p *prettyPrinter) pointer(u *kernel.Type, comps []*syntax.TargetComponent,
 			return
 		}
 	}
-	p.push("%p", p.target(comps))
+	p.push("%p", p.member(comps))
 }
 
 // chars prints a char array or char pointer, elem being its element type,
@@ -253,7 +296,7 @@ func (p *prettyPrinter) chars(elem kernel.TypeID, comps []*syntax.TargetComponen
 		reader = "user_string2"
 	}
 	p.push(`"%s"`, &syntax.Call{Typed: syntax.Typed{Pos: p.at}, Name: reader,
-		Args: []syntax.Expr{p.target(comps), &syntax.StringLit{Typed: syntax.Typed{Pos: p.at}, Value: "<unknown>"}}})
+		Args: []syntax.Expr{p.member(comps), &syntax.StringLit{Typed: syntax.Typed{Pos: p.at}, Value: "<unknown>"}}})
 	return true
 }
 
@@ -310,11 +353,7 @@ func (p *prettyPrinter) inMemory(u *kernel.Type, comps []*syntax.TargetComponent
 	if p.base == 0 || i < 0 {
 		return true
 	}
-	var steps []kernel.Step
-	for _, c := range comps {
-		steps = append(steps, stepOf(c))
-	}
-	_, err := p.btf.Resolve(p.base, append(steps, kernel.Step{Member: u.Members[i].Name}))
+	_, err := p.btf.Resolve(p.base, append(stepsOf(comps), kernel.Step{Member: u.Members[i].Name}))
 	var notInMemory *kernel.NotInMemoryError
 	return !errors.As(err, &notInMemory)
 }
@@ -330,11 +369,6 @@ func (p *prettyPrinter) kindOf(t kernel.TypeID) kernel.Kind {
 func (p *prettyPrinter) push(conv string, x syntax.Expr) {
 	p.format.WriteString(conv)
 	p.args = append(p.args, x)
-}
-
-// target is the variable being printed with the chain comps.
-func (p *prettyPrinter) target(comps []*syntax.TargetComponent) syntax.Expr {
-	return &syntax.TargetVar{Typed: syntax.Typed{Pos: p.at}, Name: p.name, Components: comps}
 }
 
 func cloneComps(comps []*syntax.TargetComponent) []*syntax.TargetComponent {

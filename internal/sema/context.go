@@ -50,19 +50,28 @@ func (s *scope) resolvesContext(n syntax.Expr) bool {
 }
 
 // expandPretty replaces each pretty-printed context expression ($var$,
-// $$parms$, ...) of a kernel probe's body by the sprintf of its members
-// that computes it (probes.Context.Pretty); one the point cannot expand is
-// left for resolution to refuse.
+// $$parms$, ... in a kernel probe; @cast(p, "T")$ wherever a @cast
+// resolves) of body by the sprintf of its members that computes it
+// (probes.Context.Pretty, probes.PrettyCast); one that cannot be expanded
+// is left for resolution to refuse.
 func (s *scope) expandPretty(body *syntax.Block) {
 	syntax.RewriteExprs(body, func(x syntax.Expr) syntax.Expr {
-		v, ok := x.(*syntax.TargetVar)
-		if !ok || v.Pretty == 0 {
+		var pretty syntax.Expr
+		ok := false
+		switch x := x.(type) {
+		case *syntax.TargetVar:
+			if x.Pretty > 0 && s.ctx != nil {
+				pretty, ok = s.ctx.Pretty(x)
+			}
+		case *syntax.Cast:
+			if x.Pretty > 0 && s.resolvesContext(x) {
+				pretty, ok = probes.PrettyCast(s.e.castKernel(), x)
+			}
+		}
+		if !ok {
 			return nil
 		}
-		if pretty, ok := s.ctx.Pretty(v); ok {
-			return pretty
-		}
-		return nil
+		return pretty
 	})
 }
 

@@ -60,6 +60,7 @@ func (e *elab) resolveAll() {
 			s := e.newScope(e.fileOf[f.Decl], f.Params)
 			if e.castKernel() != nil { // its @cast resolve (context.go)
 				s.pruneDefined(f.Decl.Body)
+				s.expandPretty(f.Decl.Body)
 			}
 			s.lowerAtOps(f.Decl.Body)
 			s.walk(f.Decl.Body)
@@ -84,6 +85,7 @@ func (e *elab) resolveProbe(p *Probe) {
 		s.expandPretty(p.Body)
 	} else if e.castKernel() != nil { // a user-side probe's @cast resolve
 		s.pruneDefined(p.Body)
+		s.expandPretty(p.Body)
 	}
 	if isProcfs(p) {
 		s.declareValue(p, p.Body)
