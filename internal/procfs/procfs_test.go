@@ -69,7 +69,7 @@ func newSession(value string) *session { return &session{value: value, writes: m
 // Files: state is read by everyone (0444), set written by everyone (0222).
 var (
 	stateFile = &interp.ProcfsFile{ProcfsFile: probes.ProcfsFile{Name: "state"}, Mode: 0o444, Reads: true}
-	setFile   = &interp.ProcfsFile{ProcfsFile: probes.ProcfsFile{Name: "set", Write: true}, Mode: 0o222}
+	setFile   = &interp.ProcfsFile{ProcfsFile: probes.ProcfsFile{Name: "set", Write: true}, Mode: 0o222, Writes: true}
 	files     = []*interp.ProcfsFile{stateFile, setFile}
 )
 
@@ -141,7 +141,7 @@ func TestPreparedDirectory(t *testing.T) {
 // server is waiting there), so that the server opens the name next.
 func swap(t *testing.T, dir string, f *interp.ProcfsFile, target string) {
 	use := "cat %s >/dev/null"
-	if !f.Reads {
+	if f.Writes {
 		use = "echo x > %s"
 	}
 	fifo := filepath.Join(dir, f.Name)
