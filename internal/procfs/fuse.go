@@ -24,7 +24,7 @@ import (
 // never sees what a writer wrote, nor another reader's value.
 //
 // Trust: the kernel checks every open against the mode bpftap gives the
-// root (default_permissions; allow_other lets users other than root in,
+// root (default_permissions; allow_other lets users other than bpftap's in,
 // as far as the mode lets them). The file system has one node, a regular
 // file: no directory, no symbolic link, no lookup; mode and owner cannot
 // be changed (setattr is ENOSYS). bpftap opens no file for a request and

@@ -84,7 +84,9 @@ func (m *mount) read(h inHeader, args []byte) ([]byte, error) {
 		return answer(h.Unique, int32(unix.EBADF)), nil
 	}
 	if !fh.filled {
-		fh.value, _ = m.session.ReadProcfs(m.ProcfsFile)
+		if value, err := m.session.ReadProcfs(m.ProcfsFile); err == nil {
+			fh.value = value
+		}
 		fh.filled = true
 	}
 	start := min(in.Offset, uint64(len(fh.value)))

@@ -51,10 +51,11 @@ func varTmp(t *testing.T) string {
 // on writes.
 type session struct {
 	value  string
+	err    error // what a read gives with value
 	writes chan string
 }
 
-func (s *session) ReadProcfs(*interp.ProcfsFile) (string, error) { return s.value, nil }
+func (s *session) ReadProcfs(*interp.ProcfsFile) (string, error) { return s.value, s.err }
 
 func (s *session) WriteProcfs(_ *interp.ProcfsFile, data string) error {
 	select {
@@ -442,5 +443,17 @@ func TestReadWriteFileHeld(t *testing.T) {
 	}
 	if _, err := write.WriteString("late"); !errors.Is(err, syscall.ENOTCONN) {
 		t.Errorf("a write after Stop: %v, want ENOTCONN", err)
+	}
+}
+
+// TestReadWriteFileFailedRead: a read probe that fails serves nothing, as
+// a FIFO's does: the reader gets an empty file, not the $value cut short.
+func TestReadWriteFileFailedRead(t *testing.T) {
+	s := newSession("partial")
+	s.err = interp.ErrProbeFailed
+	srv, path := serveBoth(t, s)
+	defer stopWithin(t, srv, 2*time.Second)
+	if got, err := os.ReadFile(path); err != nil || len(got) != 0 {
+		t.Errorf("a read of a failing probe's file: %q, %v; want an empty file", got, err)
 	}
 }
