@@ -125,7 +125,7 @@ func Serve(dir string, files []*interp.ProcfsFile, s Session) (*Server, error) {
 		return nil, fmt.Errorf("module %s is in use by another run (%s is locked)", filepath.Base(dir), dir)
 	}
 	srv := &Server{user: user, dir: module, session: s}
-	if err := srv.make(files); err != nil {
+	if err := srv.makeFiles(files); err != nil {
 		srv.remove()
 		return nil, err
 	}
@@ -139,9 +139,9 @@ func Serve(dir string, files []*interp.ProcfsFile, s Session) (*Server, error) {
 	return srv, nil
 }
 
-// make makes the files: a FIFO for a file with read or write probes, a
+// makeFiles makes the files: a FIFO for a file with read or write probes, a
 // mount for one with both.
-func (srv *Server) make(files []*interp.ProcfsFile) error {
+func (srv *Server) makeFiles(files []*interp.ProcfsFile) error {
 	for _, f := range files {
 		if f.Reads && f.Writes {
 			m, err := mountFile(srv.dir, f, srv.session)
