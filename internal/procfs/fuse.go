@@ -32,6 +32,11 @@ import (
 // end of the run it is detached and the connection closed, which fails
 // whatever open of the file is left (ENOTCONN); a mount whose bpftap died
 // (its connection gone) is detached by the next run of the module.
+//
+// bpftap's own process never opens the file: Go puts a file it opens in
+// its poller, and epoll then asks the FUSE server (FUSE_POLL) from within
+// the runtime, which may stop the world before the server can answer: a
+// deadlock. The HTTP handler calls the session directly.
 
 // mount is a file served through FUSE on its placeholder.
 type mount struct {
