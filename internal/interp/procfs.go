@@ -35,9 +35,12 @@ type ProcfsFile struct {
 	probes.ProcfsFile
 	// Mode is the file's permission bits (the umask of its probes applied).
 	Mode uint32
-	// Reads tells whether it has a read probe (and no write probe).
-	Reads  bool
-	probes []*sema.Probe
+	// Reads and Writes tell whether it has a read probe, write probes.
+	Reads, Writes bool
+	read          *sema.Probe
+	writes        []*sema.Probe
+	// readPoint and firstWrite are the points of read and writes[0].
+	readPoint, firstWrite *probes.ProcfsFile
 }
 
 // ProcfsFiles lists the files of the script's procfs probes but the
@@ -55,13 +58,28 @@ func (in *Interp) ProcfsFiles() []*ProcfsFile {
 		}
 		file := byName[f.Name]
 		if file == nil {
-			file = &ProcfsFile{ProcfsFile: f, Reads: !f.Write, Mode: f.Mode(!f.Write, f.Write)}
+			file = &ProcfsFile{ProcfsFile: f}
 			byName[f.Name] = file
 			files = append(files, file)
 		}
-		file.probes = append(file.probes, p)
+		file.add(p, f)
 	}
 	return files
+}
+
+// add gives the file procfs probe p, whose point is pf, and sets the
+// file's mode from its read probe's point and its first write probe's.
+func (f *ProcfsFile) add(p *sema.Probe, pf probes.ProcfsFile) {
+	if pf.Write {
+		if len(f.writes) == 0 {
+			f.firstWrite = &pf
+		}
+		f.writes = append(f.writes, p)
+	} else {
+		f.read, f.readPoint = p, &pf
+	}
+	f.Reads, f.Writes = f.read != nil, len(f.writes) > 0
+	f.Mode = probes.FileMode(f.readPoint, f.firstWrite)
 }
 
 // The errors of ReadProcfs and WriteProcfs.
@@ -76,14 +94,14 @@ var (
 
 // ReadProcfs runs the read probe of f and returns its $value.
 func (in *Interp) ReadProcfs(f *ProcfsFile) (string, error) {
-	return in.fireProcfs(f.probes[0], "")
+	return in.fireProcfs(f.read, "")
 }
 
 // WriteProcfs runs the write probes of f with data as $value (cut to
 // MAXSTRINGLEN-1 bytes), up to the first that fails.
 func (in *Interp) WriteProcfs(f *ProcfsFile, data string) error {
 	data = in.clip(data)
-	for _, p := range f.probes {
+	for _, p := range f.writes {
 		if _, err := in.fireProcfs(p, data); err != nil {
 			return err
 		}

@@ -392,10 +392,7 @@ func matchFunctions(k KernelInfo, p *Point, pattern string, clones bool) ([]*ker
 // not loaded (the setup's cause, shown with the error), or it or the
 // kernel has no such function (the absence).
 func functionAbsence(fns []*kernel.Function, module, pattern string) (cause, absence string) {
-	what := "function " + pattern
-	if strings.ContainsAny(pattern, "*?[") {
-		what = "function matching " + pattern
-	}
+	what := named("function", pattern)
 	if module == "" {
 		return "", "this kernel has no " + what
 	}
@@ -405,6 +402,21 @@ func functionAbsence(fns []*kernel.Function, module, pattern string) (cause, abs
 		}
 	}
 	return fmt.Sprintf("module %s is not loaded", module), ""
+}
+
+// named is "KIND PATTERN", or "KIND matching PATTERN" where it has a
+// wildcard: what an absence says is missing.
+func named(kind, pattern string) string {
+	if strings.ContainsAny(pattern, "*?[") {
+		return kind + " matching " + pattern
+	}
+	return kind + " " + pattern
+}
+
+// programAbsence is what a program lacks when none of its KIND (function,
+// marker) matches pattern: an Error.Absence.
+func programAbsence(file, kind, pattern string) string {
+	return file + " has no " + named(kind, pattern)
 }
 
 // kernelFunctionPoint is the attach point of a probe on call.fn, on the

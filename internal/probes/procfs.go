@@ -89,17 +89,28 @@ func nameProcfs(p *Point) ([]*Point, error) {
 	return []*Point{&named}, nil
 }
 
-// Mode is the file's permission bits.
-func (f ProcfsFile) Mode(read, write bool) uint32 {
-	var mode, owner uint32
-	if read {
-		mode, owner = mode|0444, owner|0400
+// FileMode is the permission bits of a file whose read probe is read and
+// whose first write probe is write (either nil), as stap computes them:
+// 0444 for reading, 0222 for writing, less both probes' umasks.
+func FileMode(read, write *ProcfsFile) uint32 {
+	var mode, umask uint32
+	if read != nil {
+		mode, umask = mode|0444, umask|read.umask()
 	}
-	if write {
-		mode, owner = mode|0222, owner|0200
+	if write != nil {
+		mode, umask = mode|0222, umask|write.umask()
 	}
-	if f.Umask < 0 {
-		return owner
+	return mode &^ umask
+}
+
+// umask is the probe's .umask(N), else stap's default, which leaves the
+// owner's bits: 0044 for a read probe, 0022 for a write probe.
+func (f ProcfsFile) umask() uint32 {
+	switch {
+	case f.Umask >= 0:
+		return uint32(f.Umask)
+	case f.Write:
+		return 0o022
 	}
-	return mode &^ uint32(f.Umask)
+	return 0o044
 }

@@ -116,7 +116,7 @@ func uprobeOnFile(k KernelInfo, objects *objectCache, p *Point, path string, pro
 		return nil, &Error{Msg: err.Error()}
 	}
 	if len(matched) == 0 {
-		return nil, &Error{Msg: "no match", detail: func() string {
+		return nil, &Error{Msg: "no match", Absence: programAbsence(path, map[string]string{"function": "function", "plt": "PLT stub"}[component], pattern), detail: func() string {
 			if resolvers, _ := elfsym.Match(indirect, pattern); len(resolvers) > 0 {
 				return fmt.Sprintf(" (%s in %s is an indirect function, STT_GNU_IFUNC: its symbol is the resolver the dynamic loader runs once to pick an implementation, which stap does not probe either; probe the implementations)",
 					resolvers[0].Name, path)

@@ -64,7 +64,8 @@ func marksOfFile(k KernelInfo, p *Point, file string, prologue *syntax.Block) ([
 		out = append(out, q)
 	}
 	if len(out) == 0 {
-		return nil, &Error{Msg: "no match", detail: func() string { return markNames(f, file, provider, name) }}
+		return nil, &Error{Msg: "no match", Absence: programAbsence(file, "marker", name),
+			detail: func() string { return markNames(f, file, provider, name) }}
 	}
 	out[0].Plan = fmt.Sprintf("%s: %d marker(s) of %s, each a uprobe", p.Name(), len(out), file)
 	return out, nil

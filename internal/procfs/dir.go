@@ -100,6 +100,12 @@ func (d ownDir) check(made bool) error {
 	return nil
 }
 
+// inside is the path of name in d, through d's descriptor: whatever d's
+// own path leads to by then, it is looked up in d.
+func (d ownDir) inside(name string) string {
+	return fmt.Sprintf("/proc/self/fd/%d/%s", d.fd, name)
+}
+
 func (d ownDir) close() {
 	if d.fd >= 0 {
 		unix.Close(d.fd)

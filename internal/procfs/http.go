@@ -44,7 +44,7 @@ func Handler(files []*interp.ProcfsFile, s Session) httpserve.Handler {
 			h := http.Header{}
 			h.Set("Content-Type", "text/plain; charset=utf-8")
 			return httpserve.Answer{Status: http.StatusOK, Header: h, Body: value}
-		case (r.Method == http.MethodPut || r.Method == http.MethodPost) && !f.Reads:
+		case (r.Method == http.MethodPut || r.Method == http.MethodPost) && f.Writes:
 			data, err := io.ReadAll(io.LimitReader(r.Body, MaxWrite+1))
 			switch {
 			case err != nil:
@@ -58,9 +58,21 @@ func Handler(files []*interp.ProcfsFile, s Session) httpserve.Handler {
 			return httpserve.Answer{Status: http.StatusOK}
 		}
 		a := httpserve.Text(http.StatusMethodNotAllowed, "method not allowed")
-		a.Header.Set("Allow", map[bool]string{true: "GET", false: "PUT, POST"}[f.Reads])
+		a.Header.Set("Allow", allowed(f))
 		return a
 	}
+}
+
+// allowed is the methods f answers.
+func allowed(f *interp.ProcfsFile) string {
+	var methods []string
+	if f.Reads {
+		methods = append(methods, "GET")
+	}
+	if f.Writes {
+		methods = append(methods, "PUT", "POST")
+	}
+	return strings.Join(methods, ", ")
 }
 
 // failure is the answer for a probe of f that could not serve.

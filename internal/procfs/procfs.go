@@ -3,7 +3,8 @@
 // /var/tmp/systemtap-USER/MODULE, one per file, with the mode the probes'
 // umask gives. A reader of a read probe's file gets what the probe left in
 // $value; what a writer writes, up to its close, is the $value of the
-// file's write probes. With an HTTP address the same files are served over
+// file's write probes. A file with both a read probe and write probes is
+// a regular file, served through FUSE (fuse.go). With an HTTP address the same files are served over
 // HTTP too: GET runs a read probe, PUT and POST a write probe.
 //
 // # FIFOs
@@ -92,10 +93,12 @@ func Dir(module string) string {
 	return filepath.Join("/var/tmp", "systemtap-"+name, module)
 }
 
-// Server serves files as FIFOs.
+// Server serves files as FIFOs, and those with read and write probes as
+// FUSE mounts (fuse.go).
 type Server struct {
 	user, dir ownDir // dir is flocked
 	files     []*served
+	mounts    []*mount // the files with read and write probes (fuse.go)
 	session   Session
 	stopped   atomic.Bool
 	mu        sync.Mutex // guards served.open
@@ -122,19 +125,39 @@ func Serve(dir string, files []*interp.ProcfsFile, s Session) (*Server, error) {
 		return nil, fmt.Errorf("module %s is in use by another run (%s is locked)", filepath.Base(dir), dir)
 	}
 	srv := &Server{user: user, dir: module, session: s}
-	for _, f := range files {
-		fifo, err := makeFIFO(module, f.Name, f.Mode)
-		if err != nil {
-			srv.remove()
-			return nil, err
-		}
-		srv.files = append(srv.files, &served{ProcfsFile: f, fifo: fifo})
+	if err := srv.makeFiles(files); err != nil {
+		srv.remove()
+		return nil, err
 	}
 	for _, f := range srv.files {
 		srv.wg.Add(1)
 		go srv.serve(f)
 	}
+	for _, m := range srv.mounts {
+		srv.wg.Go(m.serve)
+	}
 	return srv, nil
+}
+
+// makeFiles makes the files: a FIFO for a file with read or write probes, a
+// mount for one with both.
+func (srv *Server) makeFiles(files []*interp.ProcfsFile) error {
+	for _, f := range files {
+		if f.Reads && f.Writes {
+			m, err := mountFile(srv.dir, f, srv.session)
+			if err != nil {
+				return err
+			}
+			srv.mounts = append(srv.mounts, m)
+			continue
+		}
+		fifo, err := makeFIFO(srv.dir, f.Name, f.Mode)
+		if err != nil {
+			return err
+		}
+		srv.files = append(srv.files, &served{ProcfsFile: f, fifo: fifo})
+	}
+	return nil
 }
 
 func (srv *Server) serve(f *served) {
@@ -216,6 +239,9 @@ func (srv *Server) pause(err error) {
 // Stop ends the serving and removes the files.
 func (srv *Server) Stop() {
 	srv.stopped.Store(true)
+	for _, m := range srv.mounts {
+		m.unmount(srv.dir)
+	}
 	done := make(chan struct{})
 	go func() { srv.wg.Wait(); close(done) }()
 	for {
@@ -247,6 +273,11 @@ func (srv *Server) interrupt() {
 func (srv *Server) remove() {
 	for _, f := range srv.files {
 		f.fifo.remove(srv.dir)
+	}
+	for _, m := range srv.mounts {
+		m.unmount(srv.dir)
+		m.close()
+		m.place.remove(srv.dir)
 	}
 	unix.Unlinkat(srv.user.fd, filepath.Base(srv.dir.path), unix.AT_REMOVEDIR)
 	srv.dir.close()

@@ -51,10 +51,11 @@ func varTmp(t *testing.T) string {
 // on writes.
 type session struct {
 	value  string
+	err    error // what a read gives with value
 	writes chan string
 }
 
-func (s *session) ReadProcfs(*interp.ProcfsFile) (string, error) { return s.value, nil }
+func (s *session) ReadProcfs(*interp.ProcfsFile) (string, error) { return s.value, s.err }
 
 func (s *session) WriteProcfs(_ *interp.ProcfsFile, data string) error {
 	select {
@@ -69,7 +70,7 @@ func newSession(value string) *session { return &session{value: value, writes: m
 // Files: state is read by everyone (0444), set written by everyone (0222).
 var (
 	stateFile = &interp.ProcfsFile{ProcfsFile: probes.ProcfsFile{Name: "state"}, Mode: 0o444, Reads: true}
-	setFile   = &interp.ProcfsFile{ProcfsFile: probes.ProcfsFile{Name: "set", Write: true}, Mode: 0o222}
+	setFile   = &interp.ProcfsFile{ProcfsFile: probes.ProcfsFile{Name: "set", Write: true}, Mode: 0o222, Writes: true}
 	files     = []*interp.ProcfsFile{stateFile, setFile}
 )
 
@@ -141,7 +142,7 @@ func TestPreparedDirectory(t *testing.T) {
 // server is waiting there), so that the server opens the name next.
 func swap(t *testing.T, dir string, f *interp.ProcfsFile, target string) {
 	use := "cat %s >/dev/null"
-	if !f.Reads {
+	if f.Writes {
 		use = "echo x > %s"
 	}
 	fifo := filepath.Join(dir, f.Name)
@@ -353,4 +354,128 @@ func TestStopInterrupts(t *testing.T) {
 	}
 	time.Sleep(200 * time.Millisecond) // the server writes into the full pipe, reads the open one
 	stopWithin(t, srv, 2*time.Second)
+}
+
+// bothFile has a read probe and a write probe; everyone may read it, only
+// root write it (0644).
+var bothFile = &interp.ProcfsFile{ProcfsFile: probes.ProcfsFile{Name: "both"}, Mode: 0o644, Reads: true, Writes: true}
+
+// The tests open bothFile from other processes only (asRoot, asNobody):
+// Go adds a file it opens to its poller, and epoll asks a FUSE file's
+// server (FUSE_POLL) from within the runtime, where a test's own server
+// may not get to answer.
+
+// serveBoth serves bothFile in a fresh /var/tmp.
+func serveBoth(t *testing.T, s *session) (*Server, string) {
+	t.Helper()
+	dir := filepath.Join(varTmp(t), "systemtap-root", "MOD")
+	srv, err := Serve(dir, []*interp.ProcfsFile{bothFile}, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return srv, filepath.Join(dir, bothFile.Name)
+}
+
+// asRoot runs the shell script as root and returns its output.
+func asRoot(script string) (string, error) {
+	out, err := exec.Command("/bin/sh", "-c", script).CombinedOutput()
+	return string(out), err
+}
+
+// TestReadWriteFile reads and writes a file with both probes: a read
+// gives the read probe's value, a write reaches the write probe; it is a
+// regular file of root's with the probes' mode, which nobody reads but
+// neither writes, nor changes, nor renames; root cannot rename it or
+// change its mode either. Stop unmounts it and removes the placeholder.
+func TestReadWriteFile(t *testing.T) {
+	s := newSession("value\n")
+	srv, path := serveBoth(t, s)
+	defer stopWithin(t, srv, 2*time.Second)
+	if out, err := asRoot("cat " + path + " && printf 'root wrote' > " + path); err != nil || out != "value\n" {
+		t.Errorf("root reads %q, %v", out, err)
+	}
+	select {
+	case got := <-s.writes:
+		if got != "root wrote" {
+			t.Errorf("the write probe got %q", got)
+		}
+	case <-time.After(2 * time.Second):
+		t.Errorf("the write probe did not run")
+	}
+	if st, err := os.Lstat(path); err != nil || st.Mode() != 0o644 || st.Sys().(*syscall.Stat_t).Uid != 0 {
+		t.Errorf("%s: %v %v, want root's -rw-r--r--", path, st.Mode(), err)
+	}
+	if out, err := asNobody(t, "cat "+path); err != nil || out != "value\n" {
+		t.Errorf("nobody reads: %q, %v", out, err)
+	}
+	for _, cmd := range []string{"echo x > ", "chmod 666 ", "mv -f /dev/null "} {
+		if out, err := asNobody(t, cmd+path); err == nil {
+			t.Errorf("nobody could %s%s: %s", cmd, path, out)
+		}
+	}
+	if err := os.Chmod(path, 0o666); err == nil {
+		t.Errorf("root changed the mode of %s", path)
+	}
+	if err := os.Rename(path, path+".old"); err == nil {
+		t.Errorf("root renamed %s", path)
+	}
+	noWrite(t, s)
+}
+
+// TestReadWriteFileStop: Stop unmounts the file and removes it and the
+// module's directory.
+func TestReadWriteFileStop(t *testing.T) {
+	srv, path := serveBoth(t, newSession("value\n"))
+	stopWithin(t, srv, 2*time.Second)
+	if _, err := os.Lstat(filepath.Dir(path)); !os.IsNotExist(err) {
+		t.Errorf("%s is still there after Stop: %v", filepath.Dir(path), err)
+	}
+}
+
+// noWrite fails the test if s's write probe ran.
+func noWrite(t *testing.T, s *session) {
+	t.Helper()
+	time.Sleep(100 * time.Millisecond)
+	if len(s.writes) > 0 {
+		t.Errorf("the write probe ran with %q", <-s.writes)
+	}
+}
+
+// TestReadWriteFileHeld holds the file open as a local user could, for
+// reading (one byte read of a large value) and for writing: Stop still
+// ends the serving at once, and the held opens fail from then on.
+func TestReadWriteFileHeld(t *testing.T) {
+	srv, path := serveBoth(t, newSession(strings.Repeat("x", 1<<20)))
+	holder := exec.Command("/bin/sh", "-c", "exec 3<"+path+" 4>"+path+"; head -c 1 <&3; echo; read go; head -c 1 <&3 2>&1; echo x 2>&1 >&4")
+	stdin, _ := holder.StdinPipe()
+	out, err := os.Create(filepath.Join(t.TempDir(), "out"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	holder.Stdout, holder.Stderr = out, out
+	if err := holder.Start(); err != nil {
+		t.Fatal(err)
+	}
+	output := func() string { b, _ := os.ReadFile(out.Name()); return string(b) }
+	for deadline := time.Now().Add(2 * time.Second); !strings.Contains(output(), "x\n") && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+	}
+	stopWithin(t, srv, 2*time.Second)
+	stdin.Write([]byte("go\n"))
+	holder.Wait()
+	if n := strings.Count(output(), "Transport endpoint is not connected"); n != 2 {
+		t.Errorf("the holder's read and write after Stop: %q, want both to fail", output())
+	}
+}
+
+// TestReadWriteFileFailedRead: a read probe that fails serves nothing, as
+// a FIFO's does: the reader gets an empty file, not the $value cut short.
+func TestReadWriteFileFailedRead(t *testing.T) {
+	s := newSession("partial")
+	s.err = interp.ErrProbeFailed
+	srv, path := serveBoth(t, s)
+	defer stopWithin(t, srv, 2*time.Second)
+	if out, err := asRoot("wc -c < " + path); err != nil || strings.TrimSpace(out) != "0" {
+		t.Errorf("a read of a failing probe's file: %q bytes, %v; want an empty file", out, err)
+	}
 }

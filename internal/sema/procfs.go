@@ -59,27 +59,23 @@ func (e *elab) checkValueUses(write bool, body *syntax.Block) {
 	})
 }
 
-// checkProcfsFiles refuses a file with both read and write probes (it is
-// served as a FIFO, which is read or written, never both, as under
-// stapbpf) and a file with two read probes (one reader gets one $value).
+// checkProcfsFiles refuses a file with two read probes (one reader gets
+// one $value), as stap does. A file may have a read probe and write
+// probes both: package procfs serves it as a file of its own (fuse.go).
 func (e *elab) checkProcfsFiles() {
-	read, write := map[string]*Probe{}, map[string]*Probe{}
+	read := map[string]*Probe{}
 	for _, p := range e.prog.Probes {
 		if !isProcfs(p) {
 			continue
 		}
 		f := probes.Procfs(p.Point.Components)
-		mine, other := read, write
 		if f.Write {
-			mine, other = write, read
+			continue
 		}
-		if q := other[f.Name]; q != nil {
-			e.rep.errorAt("procfs", p.Point.Components[0], fmt.Sprintf("procfs file %q has both read and write probes (the other at %s): bpftap serves it as a FIFO, which is either read or written, as SystemTap's BPF runtime does", f.Name, q.Point.Pos))
-		} else if q := mine[f.Name]; q != nil && !f.Write {
+		if q := read[f.Name]; q != nil {
 			e.rep.errorAt("procfs", p.Point.Components[0], fmt.Sprintf("only one read procfs probe can exist for procfs path %q (the other at %s)", f.Name, q.Point.Pos))
+			continue
 		}
-		if mine[f.Name] == nil {
-			mine[f.Name] = p
-		}
+		read[f.Name] = p
 	}
 }

@@ -97,6 +97,12 @@ func (n *namesScan) token(t *token) {
 		}
 	case "global":
 		n.globals()
+	case "private": // private NAME declares globals, as private global NAME
+		t := n.next()
+		n.pending = t
+		if t != nil && t.kind == tokIdent {
+			n.globals()
+		}
 	case "probe":
 		n.inProbe, n.atPoint, n.points = true, true, nil
 	}

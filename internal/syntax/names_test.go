@@ -15,6 +15,7 @@ func TestScanNames(t *testing.T) {
 		aliases []string // NAME (takes suffixes) or NAME! (does not)
 		idents  []string // among those mentioned
 		macros  []string // macros used
+		globals []string // declared
 	}{
 		{script: `probe syscall.*.return { }`, points: []string{"syscall.*.return"}},
 		{script: `probe kernel.function("vfs_read").return, process("/bin/ls").function("main") { }`,
@@ -30,6 +31,7 @@ func TestScanNames(t *testing.T) {
 		{script: `probe process(@path).function(fname).call { }`, points: []string{"process.function.call"},
 			idents: []string{"fname"}, macros: []string{"path"}},
 		{script: `probe foo.bar_$1 { }`, points: []string{"foo.*"}},
+		{script: "private a, b = 1\nprivate function f() { }\nprivate global c", globals: []string{"a", "b", "c"}},
 	} {
 		n := ScanNames(NewSource("<input>", tc.script), nil)
 		var aliases []string
@@ -50,5 +52,6 @@ func TestScanNames(t *testing.T) {
 		check("aliases", aliases, tc.aliases, true)
 		check("identifiers", n.Idents, tc.idents, false)
 		check("macro uses", n.MacroUses, tc.macros, false)
+		check("globals", n.Globals, tc.globals, true)
 	}
 }

@@ -39,6 +39,9 @@ func TestUserGlobalsDoNotCaptureTapset(t *testing.T) {
 	fmt.Fprintf(&script, "probe begin {\n%s}\n", user.String())
 	fmt.Fprintf(&script, "probe kernel.trace(\"raw_syscalls:sys_enter\") {\n%s}\n", kernel.String())
 	for _, a := range aliases {
+		if a == "prometheus" { // livepatch.stp's, reached by the cve_* calls, is the one a script may have
+			continue
+		}
 		fmt.Fprintf(&script, "probe %s ? { println(pp()) }\n", a)
 	}
 	script.WriteString("probe syscall.* { print(argstr) }\nprobe nd_syscall.*.return { print(retstr) }\n")

@@ -31,12 +31,15 @@ var refusals = []string{
 }
 
 // absences are the words of the errors that say what the running kernel
-// lacks (probes.Error.Absence, a feature's minimum version): the name
-// resolves on a kernel that has it (the guests' cases use them).
+// or a program lacks (probes.Error.Absence, a feature's minimum version):
+// the name resolves on a kernel or a build of the program that has it (the
+// guests' cases use them; stap.cache_add_nss's marker is in stap built
+// with NSS).
 var absences = []string{
 	"this kernel has no ",
 	"is not loaded",
 	"has no function",
+	"has no marker",
 	"this kernel lacks",
 }
 

@@ -181,6 +181,10 @@ var signatures = []string{
 	"ansi_cursor_show()",
 	"ansi_cursor_save()",
 	"ansi_cursor_restore()",
+	// livepatch.stp
+	"cve_count_metric(key:string)",
+	"cve_record_metric(key:string,value:long)",
+	"cve_tmpdisable(duration:long)",
 	// ctime.stp
 	"ctime:string(epochsecs:long)",
 	"ctime:string()",
