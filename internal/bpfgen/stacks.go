@@ -724,9 +724,14 @@ func (g *gen) funcIP(c *syntax.Call, a *attach.Point) {
 	g.constant(asm.R0, int64(addr))
 }
 
-// userMode tells whether the interrupted code ran in user mode (arch.Regs'
-// Mode: x86's CS holds the privilege level).
+// userMode tells whether the interrupted code ran in user mode: always in
+// a uprobe or USDT marker, in a perf sample by arch.Regs' Mode (x86's CS
+// holds the privilege level).
 func (g *gen) userMode(*syntax.Call) {
+	if a := g.ownProbe().Attach; a != nil && a.User {
+		g.emit(asm.Mov.Imm(asm.R0, 1))
+		return
+	}
 	if g.perfRegs() {
 		kernelMode := g.newLabel("kmode")
 		g.emit(

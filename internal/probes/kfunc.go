@@ -493,8 +493,9 @@ func prototype(k KernelInfo, fn *kernel.Function) *signature {
 // them, nor the value returned, a struct or union passed by value (the
 // verifier refuses those on the kernels bpftap is tested on, 6.1 and
 // 6.12), nor, before Linux 5.17, a pointer to a scalar (those verifiers
-// refuse a program that reads it). A function it cannot take gets a
-// kprobe.
+// refuse a program that reads it), nor a pointer the verifier does not let
+// a program read at all (unreadablePointer). A function it cannot take
+// gets a kprobe.
 func trampolineTakes(k KernelInfo, proto *signature) bool {
 	if len(proto.Params) > trampolineArgs {
 		return false
@@ -505,7 +506,8 @@ func trampolineTakes(k KernelInfo, proto *signature) bool {
 		if err != nil {
 			continue
 		}
-		if u.Kind == kernel.KindStruct || u.Kind == kernel.KindUnion || !scalarPointers && pointsToScalar(proto.btf, u) {
+		if u.Kind == kernel.KindStruct || u.Kind == kernel.KindUnion || !scalarPointers && pointsToScalar(proto.btf, u) ||
+			unreadablePointer(proto.btf, u) {
 			return false
 		}
 	}
@@ -520,6 +522,26 @@ func pointsToScalar(b *kernel.BTF, t *kernel.Type) bool {
 	}
 	to, err := b.Underlying(t.Target)
 	return err == nil && (to.Kind == kernel.KindInt || to.Kind == kernel.KindEnum || to.Kind == kernel.KindFloat)
+}
+
+// unreadablePointer tells whether t is a pointer that a trampoline's
+// program may not read: the verifier takes a pointer to void, to an
+// integer or to a struct or union, and refuses one to anything else, a
+// function (generic_block_bmap's get_block_t *), a pointer, an enum
+// ("arg type is not a struct").
+func unreadablePointer(b *kernel.BTF, t *kernel.Type) bool {
+	if t.Kind != kernel.KindPtr || t.Target == 0 {
+		return false
+	}
+	to, err := b.Underlying(t.Target)
+	if err != nil {
+		return false
+	}
+	switch to.Kind {
+	case kernel.KindVoid, kernel.KindInt, kernel.KindStruct, kernel.KindUnion:
+		return false
+	}
+	return true
 }
 
 // trampolineArgs is the most arguments an x86-64 BPF trampoline passes
