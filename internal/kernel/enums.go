@@ -21,11 +21,13 @@ type Enumerator struct {
 	Value int64
 }
 
-// Enumerator returns the value of the enumerator called name, from the
-// first enum type that has one (a module's own types first, then its
-// base's); ok is false where no enum of the BTF has it (a C macro, for
-// instance, which BTF does not describe).
-func (b *BTF) Enumerator(name string) (v int64, ok bool) {
+// Enumerator returns the distinct values of the enumerators called name,
+// in the BTF's order (a module's own types first, then its base's): none
+// where no enum of the BTF has one (a C macro, for instance, which BTF
+// does not describe), several where enums of different types share the
+// name with different values (the mount options' Opt_uid).
+func (b *BTF) Enumerator(name string) []int64 {
+	var values []int64
 	offs := b.offsetsOf(name, true)
 	for o := b; o != nil && len(offs) > 0; o = o.base {
 		for id := o.first; int(id) < o.NumTypes(); id++ {
@@ -33,13 +35,13 @@ func (b *BTF) Enumerator(name string) (v int64, ok bool) {
 				continue
 			}
 			for _, e := range o.enumerators(id) {
-				if slices.Contains(offs, e.nameOff) {
-					return e.value, true
+				if slices.Contains(offs, e.nameOff) && !slices.Contains(values, e.value) {
+					values = append(values, e.value)
 				}
 			}
 		}
 	}
-	return 0, false
+	return values
 }
 
 // Enumerators returns the constants of enum type id (through typedefs and

@@ -620,17 +620,17 @@ func kprobePoint(call kernelFunctionCall, proto *signature) (*attach.Point, erro
 }
 
 // placeParams gives each parameter of proto that the calling convention
-// of regs passes in a register that register. A structure or union passed
-// by value is Unavailable (its registers, or the stack, hold it whole,
-// which a kprobe does not read as one value), but takes the registers it
-// takes, so that the parameters after it are placed; those the stack
-// holds are left out.
+// of regs passes in one register that register. A structure or union
+// passed by value, or a 16-byte integer, is Unavailable (its registers,
+// or the stack, hold it whole, which a kprobe does not read as one
+// value), but takes the registers it takes, so that the parameters after
+// it are placed; those the stack holds are left out.
 func placeParams(proto *signature, regs *arch.Regs) []attach.Arg {
 	var args []attach.Arg
 	next := 0 // the next argument register
 	for _, param := range proto.Params {
-		words, aggregate := aggregateWords(proto.btf, param.Type)
-		if !aggregate {
+		words, aggregate := paramWords(proto.btf, param.Type)
+		if words == 1 {
 			if next == len(regs.FuncArgs) {
 				break
 			}
@@ -638,6 +638,9 @@ func placeParams(proto *signature, regs *arch.Regs) []attach.Arg {
 				Loc: attach.Loc{Offset: regs.FuncArgs[next], Size: 8}})
 			next++
 			continue
+		}
+		if !aggregate && regs.StackEndsRegisters { // AAPCS64: a 16-byte integer starts at an even register
+			next += next % 2
 		}
 		switch {
 		case words > 2 && regs.AggregateByReference:
@@ -653,15 +656,22 @@ func placeParams(proto *signature, regs *arch.Regs) []attach.Arg {
 	return args
 }
 
-// aggregateWords tells whether t is a structure or union, and how many
-// 8-byte words it takes. (A 16-byte aligned one, whose registers AAPCS64
-// starts at an even number, is not in the kernel's interfaces.)
-func aggregateWords(b *kernel.BTF, t kernel.TypeID) (int, bool) {
+// paramWords is how many 8-byte words a parameter of type t takes, and
+// whether t is a structure or union. (A 16-byte aligned structure, whose
+// registers AAPCS64 starts at an even number, is not in the kernel's
+// interfaces.)
+func paramWords(b *kernel.BTF, t kernel.TypeID) (int, bool) {
 	u, err := b.Underlying(t)
-	if err != nil || u.Kind != kernel.KindStruct && u.Kind != kernel.KindUnion {
-		return 0, false
+	if err != nil {
+		return 1, false
 	}
-	return (int(u.Size) + 7) / 8, true
+	switch u.Kind {
+	case kernel.KindStruct, kernel.KindUnion:
+		return (int(u.Size) + 7) / 8, true
+	case kernel.KindInt:
+		return max(1, (int(u.Size)+7)/8), false
+	}
+	return 1, false
 }
 
 // refuseByValue says why a kprobe's context has no $param where kprobePoint
@@ -669,7 +679,7 @@ func aggregateWords(b *kernel.BTF, t kernel.TypeID) (int, bool) {
 func refuseByValue(c *Context) {
 	for _, arg := range c.Attach.Args {
 		if arg.Unavailable {
-			c.refusedVar("$"+arg.Name, fmt.Sprintf("cannot read '$%s' of %s: it is a structure or union passed by value, "+
+			c.refusedVar("$"+arg.Name, fmt.Sprintf("cannot read '$%s' of %s: it is a structure, a union or a 16-byte integer passed by value, "+
 				"which bpftap does not read from a kprobe's registers", arg.Name, c.Attach.Func.Name))
 		}
 	}

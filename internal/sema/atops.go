@@ -94,15 +94,28 @@ func (e *elab) enumerator(op *syntax.AtOp) syntax.Expr {
 		e.rep.errorAt("atop", op, fmt.Sprintf("@%s(%q) needs the kernel's BTF: %v", op.Name, name, err))
 		return number(op, 0)
 	}
-	if v, ok := b.Enumerator(strings.TrimSpace(name)); ok {
-		return number(op, v)
+	values := b.Enumerator(strings.TrimSpace(name))
+	if len(values) == 1 {
+		return number(op, values[0])
 	}
 	msg := fmt.Sprintf("enumeration constant '%s' not found", name)
-	if op.Name == "const" {
+	switch {
+	case len(values) > 1:
+		msg = fmt.Sprintf("enumeration constant '%s' is ambiguous: enums of the kernel's BTF give it %d values (%s), and bpftap cannot tell which the probed code means",
+			name, len(values), joinValues(values))
+	case op.Name == "const":
 		msg = fmt.Sprintf("@const(%q) is not an enumerator of the kernel's BTF: bpftap reads @const from BTF, which holds enumerators, not macros or C expressions", name)
 	}
 	e.rep.errorAt("atop", op, msg)
 	return number(op, 0)
+}
+
+func joinValues(values []int64) string {
+	texts := make([]string, len(values))
+	for i, v := range values {
+		texts[i] = strconv.FormatInt(v, 10)
+	}
+	return strings.Join(texts, ", ")
 }
 
 // enumName lowers @enumname: the name of its operand among the constants

@@ -258,15 +258,18 @@ func (e *elab) expandAlias(x *expansion, pp *syntax.ProbePoint, pt *probes.Point
 }
 
 // withSuffix appends an alias's suffix to one of its points. A last
-// .maxactive(N) the point does not take is left out: it bounds the
-// kretprobe instances of a kernel function's return probe, and a point
-// that is a tracepoint (bpftap's syscall.NAME.return) has none to bound.
+// .return.maxactive(N) whose .maxactive the point does not take is left
+// without it: it bounds the kretprobe instances of a kernel function's
+// return probe, and a return that is a tracepoint (bpftap's
+// syscall.NAME.return) has none to bound. (On an entry, .maxactive is
+// stap's error, and bpftap's.)
 func (e *elab) withSuffix(target, suffix []*syntax.Component) []*syntax.Component {
 	comps := append(append([]*syntax.Component(nil), target...), suffix...)
-	last := comps[len(comps)-1]
-	if len(suffix) == 0 || last.Name != "maxactive" {
+	n := len(comps)
+	if len(suffix) == 0 || comps[n-1].Name != "maxactive" || n < 2 || comps[n-2].Name != "return" {
 		return comps
 	}
+	last := comps[n-1]
 	var pe *probes.Error
 	if _, err := e.reg.Match(comps); errors.As(err, &pe) && pe.At == last && pe.Msg == probes.InvalidSuffix {
 		return comps[:len(comps)-1]
