@@ -42,6 +42,7 @@
 package procfs
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -60,9 +61,11 @@ import (
 
 // Session is the running script whose probes the files run (its errors
 // are interp's: ErrNotRunning, ErrProbeFailed).
+// ctx ends the wait for a probe's turn: the probe then does not run and
+// the error is ctx's.
 type Session interface {
-	ReadProcfs(f *interp.ProcfsFile) (string, error)
-	WriteProcfs(f *interp.ProcfsFile, data string) error
+	ReadProcfs(ctx context.Context, f *interp.ProcfsFile) (string, error)
+	WriteProcfs(ctx context.Context, f *interp.ProcfsFile, data string) error
 }
 
 // MaxWrite is the most bytes of one write kept for a write probe (stap
@@ -182,7 +185,7 @@ func (srv *Server) serveRead(f *served, r *readers) {
 	if file == nil {
 		return
 	}
-	if value, err := srv.session.ReadProcfs(f.ProcfsFile); err == nil {
+	if value, err := srv.session.ReadProcfs(context.Background(), f.ProcfsFile); err == nil {
 		io.WriteString(file, value) // an error: the reader left, or Stop
 	}
 	srv.closeFIFO(f)
@@ -199,7 +202,7 @@ func (srv *Server) serveWrite(f *served) {
 	io.Copy(io.Discard, file)
 	srv.closeFIFO(f)
 	if !srv.stopped.Load() {
-		srv.session.WriteProcfs(f.ProcfsFile, string(data))
+		srv.session.WriteProcfs(context.Background(), f.ProcfsFile, string(data))
 	}
 }
 

@@ -1,6 +1,7 @@
 package procfs
 
 import (
+	"context"
 	"errors"
 	"os"
 	"os/exec"
@@ -55,9 +56,11 @@ type session struct {
 	writes chan string
 }
 
-func (s *session) ReadProcfs(*interp.ProcfsFile) (string, error) { return s.value, s.err }
+func (s *session) ReadProcfs(context.Context, *interp.ProcfsFile) (string, error) {
+	return s.value, s.err
+}
 
-func (s *session) WriteProcfs(_ *interp.ProcfsFile, data string) error {
+func (s *session) WriteProcfs(_ context.Context, _ *interp.ProcfsFile, data string) error {
 	select {
 	case s.writes <- data:
 	default: // nobody listens: dropped
