@@ -72,6 +72,9 @@ type mount struct {
 	// ctx ends at unmount: what waits for a probe's turn gives up.
 	ctx  context.Context
 	stop context.CancelFunc
+	// detachAll detaches the server's mounts: a request whose answer
+	// panics (a probe's handler runs in its goroutine) leaves none.
+	detachAll func()
 	// made is when it was mounted, and uid and gid bpftap's user's: the
 	// file's times and owner.
 	made     time.Time
@@ -223,8 +226,19 @@ func (m *mount) dispatch(req []byte) {
 	m.pending[h.Unique] = cancel
 	m.requests.Go(func() {
 		defer cancel()
+		defer m.detachOnPanic()
 		m.reply(h.Unique, m.answer(ctx, h, req[binary.Size(h):]))
 	})
+}
+
+// detachOnPanic detaches the mounts before a panic ends the process.
+func (m *mount) detachOnPanic() {
+	if r := recover(); r != nil {
+		if m.detachAll != nil {
+			m.detachAll()
+		}
+		panic(r)
+	}
 }
 
 // reply sends out, the answer to request unique, unless it has one (an

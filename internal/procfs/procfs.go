@@ -137,9 +137,20 @@ func Serve(dir string, files []*interp.ProcfsFile, s Session) (*Server, error) {
 		go srv.serve(f)
 	}
 	for _, m := range srv.mounts {
+		m.detachAll = srv.Detach
 		srv.wg.Go(m.serve)
 	}
 	return srv, nil
+}
+
+// Detach detaches the mounts of the files with read and write probes and
+// does nothing else: what a process about to die at once (a forced exit,
+// a panic) can still do, so that no dead mount (ENOTCONN) stays behind.
+// It may be called at any time, from any goroutine, more than once.
+func (srv *Server) Detach() {
+	for _, m := range srv.mounts {
+		unix.Unmount(srv.dir.inside(m.Name), unix.MNT_DETACH|unix.UMOUNT_NOFOLLOW)
+	}
 }
 
 // makeFiles makes the files: a FIFO for a file with read or write probes, a
