@@ -138,13 +138,26 @@ func (m *mount) mount() error {
 	}
 	fs, err := unix.Fsopen("fuse", unix.FSOPEN_CLOEXEC)
 	if err != nil {
-		return fmt.Errorf("cannot make a FUSE file system (is FUSE in this kernel?): %w", err)
+		return fmt.Errorf("cannot make a FUSE file system (%s): %w", fsopenMissing(err), err)
 	}
 	defer unix.Close(fs)
 	if err := configure(fs, m.dev, m.uid, m.gid); err != nil {
 		return err
 	}
 	return m.attach(fs)
+}
+
+// fsopenMissing says what an fsopen that failed with err lacks.
+func fsopenMissing(err error) string {
+	switch {
+	case errors.Is(err, unix.ENODEV):
+		return "the kernel lacks FUSE: CONFIG_FUSE_FS, module fuse"
+	case errors.Is(err, unix.ENOSYS):
+		return "the kernel lacks fsopen and move_mount: Linux 5.2 has them"
+	case errors.Is(err, unix.EPERM):
+		return "it needs CAP_SYS_ADMIN"
+	}
+	return "an unexpected error"
 }
 
 // configure sets the options of file system fs, whose connection is dev

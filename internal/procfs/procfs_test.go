@@ -482,3 +482,14 @@ func TestReadWriteFileFailedRead(t *testing.T) {
 		t.Errorf("a read of a failing probe's file: %q bytes, %v; want an empty file", out, err)
 	}
 }
+
+// TestFsopenMissing: a failed fsopen says what is missing, per errno.
+func TestFsopenMissing(t *testing.T) {
+	for errno, want := range map[syscall.Errno]string{
+		syscall.ENODEV: "CONFIG_FUSE_FS", syscall.ENOSYS: "Linux 5.2", syscall.EPERM: "CAP_SYS_ADMIN", syscall.EIO: "unexpected",
+	} {
+		if got := fsopenMissing(errno); !strings.Contains(got, want) {
+			t.Errorf("%v: %q, want it to say %q", errno, got, want)
+		}
+	}
+}
