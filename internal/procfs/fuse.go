@@ -46,8 +46,10 @@ import (
 // be changed (setattr is ENOSYS). bpftap opens no file for a request and
 // answers from memory only. The mount is nosuid, nodev and noexec. At the
 // end of the run it is detached and the connection closed, which fails
-// whatever open of the file is left (ENOTCONN); a mount whose bpftap died
-// (its connection gone) is detached by the next run of the module.
+// whatever open of the file is left (ENOTCONN); a forced exit or a panic
+// answering a request detaches it too (Server.Detach); a mount whose
+// bpftap died otherwise (SIGKILL: its connection gone) is detached by the
+// next run of the module, which only a run with the same -m NAME is.
 //
 // bpftap's own process never opens the file: Go puts a file it opens in
 // its poller, and epoll then asks the FUSE server (FUSE_POLL) from within
