@@ -45,7 +45,7 @@ var errNoPrometheus = errors.New("the script has no probe prometheus")
 func (p prometheusOf) Prometheus() (string, bool, error) {
 	for _, f := range p.in.ProcfsFiles() {
 		if f.Name == prometheusFile && f.Reads {
-			text, err := p.in.ReadProcfs(f)
+			text, err := p.in.ReadProcfs(context.Background(), f)
 			if errors.Is(err, interp.ErrNotRunning) {
 				return "", false, nil
 			}

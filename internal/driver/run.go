@@ -133,7 +133,7 @@ func (s *session) serveProcfs(in *interp.Interp) (stop func(), err error) {
 	if err != nil {
 		return stop, fmt.Errorf("ERROR: %v", err)
 	}
-	stops = append(stops, srv.Stop)
+	stops = append(stops, s.signals.beforeForcedExit(srv.Detach), srv.Stop)
 	if s.opts.HTTP != "" {
 		stopHTTP, err := procfs.ServeHTTP(s.opts.HTTP, procfs.Handler(files, in), s.stderr)
 		if err != nil {

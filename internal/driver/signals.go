@@ -20,7 +20,8 @@ import (
 // process; the held -c command dies with it, never released; a long map
 // creation or elaboration does not delay the exit); from the begin probes
 // on they end the run, and the end probes run; the third one forces the
-// exit even from a probe that never returns. SIGPIPE is caught and dropped, not ignored: a write
+// exit even from a probe that never returns (the procfs mounts detached
+// first: beforeForcedExit). SIGPIPE is caught and dropped, not ignored: a write
 // to a closed pipe then fails with EPIPE and the run ends as if
 // interrupted, and the -c command, which inherits an ignored signal but
 // not a caught one, starts with SIGPIPE's default action (with SIGPIPE
@@ -34,6 +35,9 @@ type signals struct {
 	pass   int    // the pass running
 	cancel func() // the run's, from the begin probes on
 	caught int
+	// atExit is done before a forced exit: the procfs mounts are
+	// detached (a mount left behind answers ENOTCONN until unmounted).
+	atExit func()
 }
 
 // stopSignals are the signals that end a run.
@@ -60,6 +64,12 @@ func (sig *signals) handle() {
 		switch {
 		case caught >= forceExit:
 			fmt.Fprintln(sig.stderr, "Too many interrupts received, exiting.") // stapio's words
+			sig.mu.Lock()
+			atExit := sig.atExit
+			sig.mu.Unlock()
+			if atExit != nil {
+				atExit()
+			}
 			os.Exit(1)
 		case cancel == nil:
 			fmt.Fprintf(sig.stderr, "Interrupted by %s in pass %d (%s): nothing ran.\n",
@@ -86,6 +96,18 @@ func (sig *signals) arm(cancel func()) {
 	sig.mu.Unlock()
 	if caught > 0 {
 		cancel()
+	}
+}
+
+// beforeForcedExit makes a forced exit call f first, until undone.
+func (sig *signals) beforeForcedExit(f func()) (undo func()) {
+	sig.mu.Lock()
+	sig.atExit = f
+	sig.mu.Unlock()
+	return func() {
+		sig.mu.Lock()
+		sig.atExit = nil
+		sig.mu.Unlock()
 	}
 }
 

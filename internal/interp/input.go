@@ -2,6 +2,7 @@ package interp
 
 import (
 	"bufio"
+	"context"
 	"io"
 
 	"github.com/bpftap/bpftap/internal/probes"
@@ -44,7 +45,7 @@ func (in *Interp) feedInput(stdin io.Reader, list []*sema.Probe) {
 		default:
 		}
 		for _, p := range list {
-			in.fireProcfs(p, string([]byte{b}))
+			in.fireProcfs(context.Background(), p, string([]byte{b}))
 		}
 	}
 }

@@ -1,6 +1,7 @@
 package interp
 
 import (
+	"context"
 	"errors"
 	"unsafe"
 
@@ -92,17 +93,22 @@ var (
 	ErrProbeFailed = errors.New("the probe's handler failed")
 )
 
-// ReadProcfs runs the read probe of f and returns its $value.
-func (in *Interp) ReadProcfs(f *ProcfsFile) (string, error) {
-	return in.fireProcfs(f.read, "")
+// ReadProcfs runs the read probe of f and returns its $value. ctx ends
+// the wait for the handler's turn (another handler may run for long, or
+// wait, in system(), for a command that reads this very file): then the
+// probe does not run and the error is ctx's. A handler that began runs
+// to its end.
+func (in *Interp) ReadProcfs(ctx context.Context, f *ProcfsFile) (string, error) {
+	return in.fireProcfs(ctx, f.read, "")
 }
 
 // WriteProcfs runs the write probes of f with data as $value (cut to
-// MAXSTRINGLEN-1 bytes), up to the first that fails.
-func (in *Interp) WriteProcfs(f *ProcfsFile, data string) error {
+// MAXSTRINGLEN-1 bytes), up to the first that fails; ctx ends the wait
+// for their turn, as ReadProcfs's.
+func (in *Interp) WriteProcfs(ctx context.Context, f *ProcfsFile, data string) error {
 	data = in.clip(data)
 	for _, p := range f.writes {
-		if _, err := in.fireProcfs(p, data); err != nil {
+		if _, err := in.fireProcfs(ctx, p, data); err != nil {
 			return err
 		}
 	}
@@ -111,8 +117,10 @@ func (in *Interp) WriteProcfs(f *ProcfsFile, data string) error {
 
 // fireProcfs runs procfs probe p with $value set to value and returns
 // what it holds after the handler, as fire runs a probe.
-func (in *Interp) fireProcfs(p *sema.Probe, value string) (string, error) {
-	in.mu.Lock()
+func (in *Interp) fireProcfs(ctx context.Context, p *sema.Probe, value string) (string, error) {
+	if err := in.lock(ctx); err != nil {
+		return "", err
+	}
 	defer in.mu.Unlock()
 	if in.state != stateRunning {
 		return "", ErrNotRunning
@@ -128,6 +136,29 @@ func (in *Interp) fireProcfs(p *sema.Probe, value string) (string, error) {
 		in.valueSize = len(value)
 	}
 	return value, nil
+}
+
+// lock takes the session's lock (in.mu), or gives up when ctx ends
+// first (ctx's error): the lock, should it come later, is let go at once.
+func (in *Interp) lock(ctx context.Context) error {
+	if in.mu.TryLock() {
+		return nil
+	}
+	got := make(chan struct{})
+	go func() {
+		in.mu.Lock()
+		close(got)
+	}()
+	select {
+	case <-got:
+		return nil
+	case <-ctx.Done():
+		go func() {
+			<-got
+			in.mu.Unlock()
+		}()
+		return ctx.Err()
+	}
 }
 
 // valueRoom is the most bytes procfs probe p's $value holds.

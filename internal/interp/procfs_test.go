@@ -2,6 +2,7 @@ package interp
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"strings"
 	"testing"
@@ -35,7 +36,7 @@ probe procfs("set").write { n = 1 / zero }
 	for _, f := range in.ProcfsFiles() {
 		byName[f.Name] = f
 	}
-	read := func(name string) (string, error) { return in.ReadProcfs(byName[name]) }
+	read := func(name string) (string, error) { return in.ReadProcfs(context.Background(), byName[name]) }
 	if _, err := read("caught"); !errors.Is(err, ErrNotRunning) {
 		t.Errorf("before Begin: %v, want ErrNotRunning", err)
 	}
@@ -45,7 +46,7 @@ probe procfs("set").write { n = 1 / zero }
 			t.Errorf("read %s: %q, %v, want ErrProbeFailed and nothing", name, value, err)
 		}
 	}
-	if err := in.WriteProcfs(byName["set"], "x"); !errors.Is(err, ErrProbeFailed) {
+	if err := in.WriteProcfs(context.Background(), byName["set"], "x"); !errors.Is(err, ErrProbeFailed) {
 		t.Errorf("write set: %v, want ErrProbeFailed", err)
 	}
 	if value, err := read("caught"); err != nil || value != "d 1\ncaught\n" {

@@ -1,10 +1,14 @@
 package procfs
 
 import (
+	"bytes"
+	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/bpftap/bpftap/internal/interp"
@@ -23,6 +27,18 @@ import (
 // stap's module runtime does; at most MaxWrite bytes a request). A reader
 // never sees what a writer wrote, nor another reader's value.
 //
+// Bounds: a local user may open the file as often as its mode lets them,
+// and each open's value is bpftap's memory. At most maxHandles opens of a
+// file are open at once (the next fails with EMFILE), and an open lets
+// its value go once it was read to its end. Each request is answered in
+// a goroutine of its own, at most maxRequests at once (more: EAGAIN), so
+// that serve never waits for a probe: a probe runs when the script's
+// handlers let it (one at a time), and a handler may wait for a command
+// of system() that reads this very file. A read or write that cannot get
+// its probe's turn within probeWait fails with EAGAIN, and one whose
+// caller is interrupted (FUSE_INTERRUPT) with EINTR; either way its probe
+// does not run (one that began runs to its end, its answer dropped).
+//
 // Trust: the kernel checks every open against the mode bpftap gives the
 // root (default_permissions; allow_other lets users other than bpftap's in,
 // as far as the mode lets them). The file system has one node, a regular
@@ -30,8 +46,10 @@ import (
 // be changed (setattr is ENOSYS). bpftap opens no file for a request and
 // answers from memory only. The mount is nosuid, nodev and noexec. At the
 // end of the run it is detached and the connection closed, which fails
-// whatever open of the file is left (ENOTCONN); a mount whose bpftap died
-// (its connection gone) is detached by the next run of the module.
+// whatever open of the file is left (ENOTCONN); a forced exit or a panic
+// answering a request detaches it too (Server.Detach); a mount whose
+// bpftap died otherwise (SIGKILL: its connection gone) is detached by the
+// next run of the module, which only a run with the same -m NAME is.
 //
 // bpftap's own process never opens the file: Go puts a file it opens in
 // its poller, and epoll then asks the FUSE server (FUSE_POLL) from within
@@ -45,8 +63,20 @@ type mount struct {
 	dev     int   // /dev/fuse: the mount's connection
 	wake    int   // an eventfd: Stop's word to serve
 	session Session
+	// mu guards handles, next, pending and the replies to the kernel.
+	mu      sync.Mutex
 	handles map[uint64]*handle
 	next    uint64
+	// pending cancels each request being answered, by its unique id:
+	// an interrupt's work; a request no longer there has its answer.
+	pending  map[uint64]context.CancelFunc
+	requests sync.WaitGroup
+	// ctx ends at unmount: what waits for a probe's turn gives up.
+	ctx  context.Context
+	stop context.CancelFunc
+	// detachAll detaches the server's mounts: a request whose answer
+	// panics (a probe's handler runs in its goroutine) leaves none.
+	detachAll func()
 	// made is when it was mounted, and uid and gid bpftap's user's: the
 	// file's times and owner.
 	made     time.Time
@@ -54,11 +84,20 @@ type mount struct {
 }
 
 // handle is an open of the file: its value once its first read ran the
-// read probe.
+// read probe, until a read reached its end.
 type handle struct {
 	value  string
 	filled bool
 }
+
+const (
+	// maxHandles is the most opens of one file at once.
+	maxHandles = 64
+	// maxRequests is the most requests of one file answered at once.
+	maxRequests = 64
+	// probeWait is how long a request waits for its probe's turn.
+	probeWait = 3 * time.Second
+)
 
 // mountFile makes f's placeholder in dir and mounts f's file system on it.
 func mountFile(dir ownDir, f *interp.ProcfsFile, s Session) (*mount, error) {
@@ -67,7 +106,8 @@ func mountFile(dir ownDir, f *interp.ProcfsFile, s Session) (*mount, error) {
 		return nil, err
 	}
 	m := &mount{ProcfsFile: f, place: place, dev: -1, wake: -1, session: s, handles: map[uint64]*handle{},
-		made: time.Now(), uid: uint32(os.Geteuid()), gid: uint32(os.Getegid())}
+		pending: map[uint64]context.CancelFunc{}, made: time.Now(), uid: uint32(os.Geteuid()), gid: uint32(os.Getegid())}
+	m.ctx, m.stop = context.WithCancel(context.Background())
 	if err := m.mount(); err != nil {
 		m.close()
 		place.remove(dir)
@@ -100,13 +140,26 @@ func (m *mount) mount() error {
 	}
 	fs, err := unix.Fsopen("fuse", unix.FSOPEN_CLOEXEC)
 	if err != nil {
-		return fmt.Errorf("cannot make a FUSE file system (is FUSE in this kernel?): %w", err)
+		return fmt.Errorf("cannot make a FUSE file system (%s): %w", fsopenMissing(err), err)
 	}
 	defer unix.Close(fs)
 	if err := configure(fs, m.dev, m.uid, m.gid); err != nil {
 		return err
 	}
 	return m.attach(fs)
+}
+
+// fsopenMissing says what an fsopen that failed with err lacks.
+func fsopenMissing(err error) string {
+	switch {
+	case errors.Is(err, unix.ENODEV):
+		return "the kernel lacks FUSE: CONFIG_FUSE_FS, module fuse"
+	case errors.Is(err, unix.ENOSYS):
+		return "the kernel lacks fsopen and move_mount: Linux 5.2 has them"
+	case errors.Is(err, unix.EPERM):
+		return "it needs CAP_SYS_ADMIN"
+	}
+	return "an unexpected error"
 }
 
 // configure sets the options of file system fs, whose connection is dev
@@ -144,8 +197,11 @@ func (m *mount) attach(fs int) error {
 	return nil
 }
 
-// serve answers the kernel's requests until unmount.
+// serve takes the kernel's requests until unmount, and returns once
+// each has its answer.
 func (m *mount) serve() {
+	defer m.requests.Wait()
+	defer m.stop()
 	buf := make([]byte, requestRoom)
 	for m.nextRequest() {
 		n, err := unix.Read(m.dev, buf)
@@ -155,9 +211,72 @@ func (m *mount) serve() {
 		case err != nil:
 			return // the connection is gone
 		}
-		if out := m.answer(buf[:n]); out != nil {
-			unix.Write(m.dev, out) // an error: the request was interrupted
+		m.dispatch(bytes.Clone(buf[:n]))
+	}
+}
+
+// dispatch starts answering request req, or interrupts the one it names.
+func (m *mount) dispatch(req []byte) {
+	var h inHeader
+	if decode(0, req, &h) != nil {
+		return
+	}
+	switch h.Opcode {
+	case opForget, opBatchForget:
+		return
+	case opInterrupt:
+		var in interruptIn
+		if decode(h.Opcode, req[binary.Size(h):], &in) == nil {
+			m.interrupt(in.Unique)
 		}
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if len(m.pending) >= maxRequests {
+		unix.Write(m.dev, answer(h.Unique, int32(unix.EAGAIN)))
+		return
+	}
+	ctx, cancel := context.WithCancel(m.ctx)
+	m.pending[h.Unique] = cancel
+	m.requests.Go(func() {
+		defer cancel()
+		defer m.detachOnPanic()
+		m.reply(h.Unique, m.answer(ctx, h, req[binary.Size(h):]))
+	})
+}
+
+// detachOnPanic detaches the mounts before a panic ends the process.
+func (m *mount) detachOnPanic() {
+	if r := recover(); r != nil {
+		if m.detachAll != nil {
+			m.detachAll()
+		}
+		panic(r)
+	}
+}
+
+// reply sends out, the answer to request unique, unless it has one (an
+// interrupt answered it).
+func (m *mount) reply(unique uint64, out []byte) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, ok := m.pending[unique]; ok {
+		delete(m.pending, unique)
+		unix.Write(m.dev, out) // an error: the request was taken back
+	}
+}
+
+// interrupt answers request unique with EINTR, its caller interrupted,
+// and stops its wait for a probe's turn. A request no longer pending has
+// its answer.
+func (m *mount) interrupt(unique uint64) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if cancel, ok := m.pending[unique]; ok {
+		delete(m.pending, unique)
+		cancel()
+		unix.Write(m.dev, answer(unique, int32(unix.EINTR)))
 	}
 }
 
@@ -177,9 +296,11 @@ func (m *mount) nextRequest() bool {
 	}
 }
 
-// unmount detaches the mount and tells serve to return.
+// unmount detaches the mount, ends the waits for a probe's turn, and
+// tells serve to return.
 func (m *mount) unmount(dir ownDir) {
 	unix.Unmount(dir.inside(m.Name), unix.MNT_DETACH|unix.UMOUNT_NOFOLLOW)
+	m.stop()
 	unix.Write(m.wake, []byte{1, 0, 0, 0, 0, 0, 0, 0})
 }
 

@@ -1,33 +1,29 @@
 package procfs
 
 import (
+	"context"
 	"encoding/binary"
+	"errors"
 
 	"golang.org/x/sys/unix"
 )
 
-// answer answers one request of the kernel, nil for one that has none.
-func (m *mount) answer(req []byte) []byte {
-	var h inHeader
-	if err := decode(0, req, &h); err != nil {
-		return nil
-	}
-	args := req[binary.Size(h):]
+// answer answers request h of the kernel, whose arguments are args; ctx
+// ends when the request is interrupted.
+func (m *mount) answer(ctx context.Context, h inHeader, args []byte) []byte {
 	var out []byte
 	var err error
 	switch h.Opcode {
-	case opForget, opBatchForget, opInterrupt:
-		return nil
 	case opInit:
 		out, err = m.init(h, args)
 	case opGetattr:
 		out = answer(h.Unique, 0, attrOut{Attr: m.attr()})
 	case opOpen:
-		out = answer(h.Unique, 0, openOut{Handle: m.open(), OpenFlags: openDirectIO})
+		out = m.open(h)
 	case opRead:
-		out, err = m.read(h, args)
+		out, err = m.read(ctx, h, args)
 	case opWrite:
-		out, err = m.write(h, args)
+		out, err = m.write(ctx, h, args)
 	case opFlush:
 		out = answer(h.Unique, 0)
 	case opRelease:
@@ -65,37 +61,76 @@ func (m *mount) attr() attr {
 		Blksize: 4096, Atime: t, Mtime: t, Ctime: t, Atimensec: ns, Mtimensec: ns, Ctimensec: ns}
 }
 
-// open makes a handle for an open of the file.
-func (m *mount) open() uint64 {
+// open makes a handle for an open of the file, at most maxHandles of
+// them at once (EMFILE).
+func (m *mount) open(h inHeader) []byte {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if len(m.handles) >= maxHandles {
+		return answer(h.Unique, int32(unix.EMFILE))
+	}
 	m.next++
 	m.handles[m.next] = &handle{}
-	return m.next
+	return answer(h.Unique, 0, openOut{Handle: m.next, OpenFlags: openDirectIO})
 }
 
 // read answers a read: the first of a handle runs the read probe (one
-// that fails serves nothing, as a FIFO's).
-func (m *mount) read(h inHeader, args []byte) ([]byte, error) {
+// that fails serves nothing, as a FIFO's); the read that reaches the
+// value's end lets it go.
+func (m *mount) read(ctx context.Context, h inHeader, args []byte) ([]byte, error) {
 	var in ioIn
 	if err := decode(h.Opcode, args, &in); err != nil {
 		return nil, err
 	}
+	m.mu.Lock()
 	fh := m.handles[in.Handle]
+	filled := fh != nil && fh.filled
+	m.mu.Unlock()
 	if fh == nil {
 		return answer(h.Unique, int32(unix.EBADF)), nil
 	}
-	if !fh.filled {
-		if value, err := m.session.ReadProcfs(m.ProcfsFile); err == nil {
-			fh.value = value
+	if !filled {
+		wait, cancel := context.WithTimeout(ctx, probeWait)
+		value, err := m.session.ReadProcfs(wait, m.ProcfsFile)
+		cancel()
+		if errno := waitErrno(err); errno != 0 {
+			return answer(h.Unique, errno), nil
 		}
-		fh.filled = true
+		m.mu.Lock()
+		if !fh.filled {
+			fh.value, fh.filled = value, true
+			if err != nil {
+				fh.value = ""
+			}
+		}
+		m.mu.Unlock()
 	}
-	start := min(in.Offset, uint64(len(fh.value)))
-	end := min(start+uint64(in.Size), uint64(len(fh.value)))
-	return answer(h.Unique, 0, []byte(fh.value[start:end])), nil
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	value := fh.value
+	start := min(in.Offset, uint64(len(value)))
+	end := min(start+uint64(in.Size), uint64(len(value)))
+	if end == uint64(len(value)) {
+		fh.value = ""
+	}
+	return answer(h.Unique, 0, []byte(value[start:end])), nil
+}
+
+// waitErrno is the errno of a request whose probe did not get its turn:
+// EAGAIN when the wait was too long, EINTR when the caller was
+// interrupted (or the file unmounted); 0 for any other err.
+func waitErrno(err error) int32 {
+	switch {
+	case errors.Is(err, context.DeadlineExceeded):
+		return int32(unix.EAGAIN)
+	case errors.Is(err, context.Canceled):
+		return int32(unix.EINTR)
+	}
+	return 0
 }
 
 // write answers a write: the write probes run with its bytes.
-func (m *mount) write(h inHeader, args []byte) ([]byte, error) {
+func (m *mount) write(ctx context.Context, h inHeader, args []byte) ([]byte, error) {
 	var in ioIn
 	if err := decode(h.Opcode, args, &in); err != nil {
 		return nil, err
@@ -104,7 +139,11 @@ func (m *mount) write(h inHeader, args []byte) ([]byte, error) {
 	if uint64(in.Size) > uint64(len(data)) {
 		return nil, &WireError{Op: h.Opcode, Err: errShortWrite}
 	}
-	m.session.WriteProcfs(m.ProcfsFile, string(data[:in.Size]))
+	ctx, cancel := context.WithTimeout(ctx, probeWait)
+	defer cancel()
+	if errno := waitErrno(m.session.WriteProcfs(ctx, m.ProcfsFile, string(data[:in.Size]))); errno != 0 {
+		return answer(h.Unique, errno), nil
+	}
 	return answer(h.Unique, 0, writeOut{Size: in.Size}), nil
 }
 
@@ -114,6 +153,8 @@ func (m *mount) release(h inHeader, args []byte) ([]byte, error) {
 	if err := decode(h.Opcode, args, &in); err != nil {
 		return nil, err
 	}
+	m.mu.Lock()
 	delete(m.handles, in.Handle)
+	m.mu.Unlock()
 	return answer(h.Unique, 0), nil
 }

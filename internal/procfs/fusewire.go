@@ -103,6 +103,11 @@ type writeOut struct {
 	Size, _ uint32
 }
 
+// interruptIn is an interrupt's arguments: the request interrupted.
+type interruptIn struct {
+	Unique uint64
+}
+
 // releaseIn is the start of a release's arguments.
 type releaseIn struct {
 	Handle uint64

@@ -37,7 +37,7 @@ func Handler(files []*interp.ProcfsFile, s Session) httpserve.Handler {
 		case f == nil:
 			return httpserve.Text(http.StatusNotFound, "no such file")
 		case r.Method == http.MethodGet && f.Reads:
-			value, err := s.ReadProcfs(f)
+			value, err := s.ReadProcfs(r.Context(), f)
 			if err != nil {
 				return failure(f, err)
 			}
@@ -52,7 +52,7 @@ func Handler(files []*interp.ProcfsFile, s Session) httpserve.Handler {
 			case len(data) > MaxWrite:
 				return httpserve.Text(http.StatusRequestEntityTooLarge, fmt.Sprintf("a body of more than %d bytes", MaxWrite))
 			}
-			if err := s.WriteProcfs(f, string(data)); err != nil {
+			if err := s.WriteProcfs(r.Context(), f, string(data)); err != nil {
 				return failure(f, err)
 			}
 			return httpserve.Answer{Status: http.StatusOK}

@@ -2,6 +2,7 @@ package procfs
 
 import (
 	"bufio"
+	"context"
 	"io"
 	"net"
 	"strings"
@@ -15,7 +16,9 @@ import (
 // failing is a session whose read probes all fail.
 type failing struct{ *session }
 
-func (failing) ReadProcfs(*interp.ProcfsFile) (string, error) { return "", interp.ErrProbeFailed }
+func (failing) ReadProcfs(context.Context, *interp.ProcfsFile) (string, error) {
+	return "", interp.ErrProbeFailed
+}
 
 // TestHTTP sends requests to --http's handler over TCP, as a client could:
 // a body cut short by the client or by the read timeout, and a body larger

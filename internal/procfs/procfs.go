@@ -42,6 +42,7 @@
 package procfs
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -60,9 +61,11 @@ import (
 
 // Session is the running script whose probes the files run (its errors
 // are interp's: ErrNotRunning, ErrProbeFailed).
+// ctx ends the wait for a probe's turn: the probe then does not run and
+// the error is ctx's.
 type Session interface {
-	ReadProcfs(f *interp.ProcfsFile) (string, error)
-	WriteProcfs(f *interp.ProcfsFile, data string) error
+	ReadProcfs(ctx context.Context, f *interp.ProcfsFile) (string, error)
+	WriteProcfs(ctx context.Context, f *interp.ProcfsFile, data string) error
 }
 
 // MaxWrite is the most bytes of one write kept for a write probe (stap
@@ -134,9 +137,20 @@ func Serve(dir string, files []*interp.ProcfsFile, s Session) (*Server, error) {
 		go srv.serve(f)
 	}
 	for _, m := range srv.mounts {
+		m.detachAll = srv.Detach
 		srv.wg.Go(m.serve)
 	}
 	return srv, nil
+}
+
+// Detach detaches the mounts of the files with read and write probes and
+// does nothing else: what a process about to die at once (a forced exit,
+// a panic) can still do, so that no dead mount (ENOTCONN) stays behind.
+// It may be called at any time, from any goroutine, more than once.
+func (srv *Server) Detach() {
+	for _, m := range srv.mounts {
+		unix.Unmount(srv.dir.inside(m.Name), unix.MNT_DETACH|unix.UMOUNT_NOFOLLOW)
+	}
 }
 
 // makeFiles makes the files: a FIFO for a file with read or write probes, a
@@ -182,7 +196,7 @@ func (srv *Server) serveRead(f *served, r *readers) {
 	if file == nil {
 		return
 	}
-	if value, err := srv.session.ReadProcfs(f.ProcfsFile); err == nil {
+	if value, err := srv.session.ReadProcfs(context.Background(), f.ProcfsFile); err == nil {
 		io.WriteString(file, value) // an error: the reader left, or Stop
 	}
 	srv.closeFIFO(f)
@@ -199,7 +213,7 @@ func (srv *Server) serveWrite(f *served) {
 	io.Copy(io.Discard, file)
 	srv.closeFIFO(f)
 	if !srv.stopped.Load() {
-		srv.session.WriteProcfs(f.ProcfsFile, string(data))
+		srv.session.WriteProcfs(context.Background(), f.ProcfsFile, string(data))
 	}
 }
 

@@ -1,6 +1,7 @@
 package procfs
 
 import (
+	"context"
 	"errors"
 	"os"
 	"os/exec"
@@ -55,9 +56,11 @@ type session struct {
 	writes chan string
 }
 
-func (s *session) ReadProcfs(*interp.ProcfsFile) (string, error) { return s.value, s.err }
+func (s *session) ReadProcfs(context.Context, *interp.ProcfsFile) (string, error) {
+	return s.value, s.err
+}
 
-func (s *session) WriteProcfs(_ *interp.ProcfsFile, data string) error {
+func (s *session) WriteProcfs(_ context.Context, _ *interp.ProcfsFile, data string) error {
 	select {
 	case s.writes <- data:
 	default: // nobody listens: dropped
@@ -477,5 +480,16 @@ func TestReadWriteFileFailedRead(t *testing.T) {
 	defer stopWithin(t, srv, 2*time.Second)
 	if out, err := asRoot("wc -c < " + path); err != nil || strings.TrimSpace(out) != "0" {
 		t.Errorf("a read of a failing probe's file: %q bytes, %v; want an empty file", out, err)
+	}
+}
+
+// TestFsopenMissing: a failed fsopen says what is missing, per errno.
+func TestFsopenMissing(t *testing.T) {
+	for errno, want := range map[syscall.Errno]string{
+		syscall.ENODEV: "CONFIG_FUSE_FS", syscall.ENOSYS: "Linux 5.2", syscall.EPERM: "CAP_SYS_ADMIN", syscall.EIO: "unexpected",
+	} {
+		if got := fsopenMissing(errno); !strings.Contains(got, want) {
+			t.Errorf("%v: %q, want it to say %q", errno, got, want)
+		}
 	}
 }
