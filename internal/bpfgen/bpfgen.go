@@ -138,13 +138,15 @@ type Module struct {
 	modules   bool       // a program searches ModuleMap
 	modtab    RangeTable // its shape
 	code      bool       // a program searches CodeMap
-	codetab   RangeTable // its shape
-	guards    bool       // a program takes NestMap's guard
-	skips     bool       // a program counts in SkipMap
-	unread    bool       // a program counts in UnreadMap
-	gens      bool       // a global is kept in generations (GenMap)
-	programs  int        // compiled so far
-	uses      *wholeUses // what kernel code uses whole; nil until asked
+	// perfCounters: a program reads the counters' maps (PerfCounterMap)
+	perfCounters bool
+	codetab      RangeTable // its shape
+	guards       bool       // a program takes NestMap's guard
+	skips        bool       // a program counts in SkipMap
+	unread       bool       // a program counts in UnreadMap
+	gens         bool       // a global is kept in generations (GenMap)
+	programs     int        // compiled so far
+	uses         *wholeUses // what kernel code uses whole; nil until asked
 	// regexData holds the tables of the patterns of =~ (regex.go), each at
 	// its regexBase.
 	regexData []byte

@@ -3,6 +3,7 @@ package bpfgen
 import (
 	"os"
 
+	"github.com/bpftap/bpftap/internal/probes"
 	"github.com/bpftap/bpftap/internal/sema"
 	"github.com/bpftap/bpftap/internal/syntax"
 	"github.com/bpftap/bpftap/internal/tapset"
@@ -68,6 +69,10 @@ func kernelBuiltins() map[string]builtinCode {
 		"__syscall_compat":    longCode(func(g *gen, _ *syntax.Call) { g.syscallCompat() }),
 		"__syscall_native_nr": longCode((*gen).syscallNativeNr),
 		"__syscall_tail":      longCode((*gen).syscallTail),
+		"__perf_read":         longCode((*gen).perfRead),
+		"__perf_counters":     longCode(func(g *gen, _ *syntax.Call) { g.constant(asm.R0, int64(len(g.m.prog.PerfCounters))) }),
+		"__perf_dev":          longCode(func(g *gen, c *syntax.Call) { g.perfConstant(c, func(p probes.PerfCounter) uint64 { return p.Dev }) }),
+		"__perf_ino":          longCode(func(g *gen, c *syntax.Call) { g.perfConstant(c, func(p probes.PerfCounter) uint64 { return p.Ino }) }),
 		"addr":                longCode((*gen).addr),
 		"__func_addr":         longCode((*gen).funcAddr),
 		"uaddr":               longCode((*gen).uaddr),

@@ -96,6 +96,7 @@ func (m *Module) Maps() []Map {
 	if m.code {
 		maps = append(maps, Map{CodeMap, rangeMapSpec("kcode", m.codetab)})
 	}
+	maps = append(maps, m.perfCounterMaps()...)
 	return maps
 }
 

@@ -42,7 +42,7 @@ func (es perfEvents) Close() error {
 }
 
 func (perfSampler) attach(prog *ebpf.Program, p *attach.Point) (io.Closer, error) {
-	cpus, err := onlineCPUs()
+	cpus, err := OnlineCPUs()
 	if err != nil {
 		return nil, err
 	}
@@ -92,6 +92,20 @@ func openPerf(e *attach.Perf, cpu int) (int, error) {
 	return fd, nil
 }
 
+// OpenCounter opens e on cpu for every task, counting from now (no
+// sampling: @perf's counters, bpfgen/perfcounter.go).
+func OpenCounter(e *attach.Perf, cpu int) (int, error) {
+	fd, err := openPerf(e, cpu)
+	if err != nil {
+		return -1, perfUnavailable(e, err)
+	}
+	if err := unix.IoctlSetInt(fd, unix.PERF_EVENT_IOC_ENABLE, 0); err != nil {
+		unix.Close(fd)
+		return -1, fmt.Errorf("enable perf event: %w", err)
+	}
+	return fd, nil
+}
+
 // check opens the event once, which tells whether the kernel (and the
 // CPU) offers it.
 func (perfSampler) check(p *attach.Point) error {
@@ -121,9 +135,9 @@ func perfUnavailable(e *attach.Perf, err error) error {
 	return fmt.Errorf("%s: %w", what, err)
 }
 
-// onlineCPUs lists the online CPUs, from /sys/devices/system/cpu/online
+// OnlineCPUs lists the online CPUs, from /sys/devices/system/cpu/online
 // ("0-3,6").
-func onlineCPUs() ([]int, error) {
+func OnlineCPUs() ([]int, error) {
 	b, err := os.ReadFile("/sys/devices/system/cpu/online")
 	if err != nil {
 		return nil, err

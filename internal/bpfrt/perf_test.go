@@ -32,7 +32,7 @@ func TestPerfSampling(t *testing.T) {
 	p := loadAttached(t, &ProgramSpec{Name: "sample", Attach: point, Instructions: countAllProgram,
 		Maps: map[string]*ebpf.Map{"counts": counts}})
 	defer p.Close()
-	cpus, err := onlineCPUs()
+	cpus, err := OnlineCPUs()
 	if err != nil {
 		t.Fatal(err)
 	}

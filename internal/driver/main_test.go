@@ -205,6 +205,7 @@ func cPrograms() string {
 			{"-O2", "-fno-pie", "-no-pie", "-o", "exec_untouched", src("exec_untouched.c")},
 			{"-O2", "-o", "untouched", src("untouched.c")},
 			{"-O0", "-o", "entry", src("entry.c")},
+			{"-O2", "-o", "perfcount", src("perfcount.c")},
 			{"-O2", "-o", "badmark", src("badmark.c")},
 			{"-g", "-O0", "-o", "request_O0", src("request.c")},
 			{"-g", "-O2", "-o", "request_O2", src("request.c")},

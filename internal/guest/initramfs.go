@@ -290,8 +290,9 @@ func goTool(repo string, arch *Arch, args ...string) error {
 // built static on the host (the guest has no C library) as /usr/bin/NAME,
 // with DWARF (-g): scale (a function called with a 64-bit argument, for
 // uprobes and uretprobes), ticks (USDT markers with arguments, one
-// semaphore) and request (parameters, locals and a global read by name).
-var GuestPrograms = []string{"scale", "ticks", "request"}
+// semaphore), request (parameters, locals and a global read by name) and
+// perfcount (page faults, context switches and CPU time to count).
+var GuestPrograms = []string{"scale", "ticks", "request", "perfcount"}
 
 // UserFiles returns the files the cases use besides bpftap, by their path
 // in the guest: GuestPrograms and the arch's Compat program, built for

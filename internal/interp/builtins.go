@@ -185,6 +185,10 @@ var contextBuiltins = map[string]builtinFunc{
 	"__syscall_compat":    kernelOnly("__syscall_compat"),
 	"__syscall_native_nr": kernelOnly("__syscall_native_nr"),
 	"__syscall_tail":      kernelOnly("__syscall_tail"),
+	"__perf_read":         kernelOnly("__perf_read"),
+	"__perf_counters":     kernelOnly("__perf_counters"),
+	"__perf_dev":          kernelOnly("__perf_dev"),
+	"__perf_ino":          kernelOnly("__perf_ino"),
 	"__context_task":      kernelOnly("__context_task"),
 	"__context_var":       kernelOnly("__context_var"),
 	// the name the kernel gives the thread, "" when there is none (as

@@ -286,6 +286,9 @@ func (s *Session) Load() error {
 	if err := s.fillRangeMaps(); err != nil {
 		return err
 	}
+	if err := s.fillPerfCounters(); err != nil {
+		return err
+	}
 	s.stacks = newStackTexts(objs.shared, s.mod.SymTokens(), s.mod.MaxStringLen())
 	if m := objs.shared[bpfgen.GenMap]; m != nil {
 		if s.gens, err = newGenerations(m, objs, &s.handlers); err != nil {

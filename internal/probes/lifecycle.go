@@ -219,12 +219,23 @@ func processFilter(cfg Config, p *Point) (string, *Point, error) {
 // path, by its device and inode; "0" (nothing matches) when there is no
 // such file.
 func exeFilter(path string) string {
-	var st unix.Stat_t
-	if unix.Stat(path, &st) != nil {
+	dev, ino, ok := ExeIdentity(path)
+	if !ok {
 		return "0"
 	}
-	dev := uint64(unix.Major(st.Dev))<<20 | uint64(unix.Minor(st.Dev))
-	return fmt.Sprintf("__process_exe_is(%d, %d)", dev, st.Ino)
+	return fmt.Sprintf("__process_exe_is(%d, %d)", dev, ino)
+}
+
+// ExeIdentity is the device (the kernel's encoding, major << 20 | minor)
+// and inode of the file at path, which the tapset's __process_exe_is
+// compares with the current process's executable; ok is false when there
+// is no such file.
+func ExeIdentity(path string) (dev, ino uint64, ok bool) {
+	var st unix.Stat_t
+	if unix.Stat(path, &st) != nil {
+		return 0, 0, false
+	}
+	return uint64(unix.Major(st.Dev))<<20 | uint64(unix.Minor(st.Dev)), st.Ino, true
 }
 
 // ResolveExecutable resolves the path of process("PATH") as stap does: a

@@ -27,12 +27,15 @@ import (
 //   - @kderef(size, addr), @uderef(size, addr), @kregister(n) and
 //     @uregister(n) become calls of the builtins named after them
 //     (tapset.Builtins), which no script can call by name;
+//   - @perf("NAME") becomes a call reading the counter NAME
+//     (perfcounter.go);
 //   - @probewrite(var) is decided where an alias's body wraps the body it
 //     expands (derive.go's wrapBody): 1 where that body writes var, else
 //     0; elsewhere it is stap's "unexpected @probewrite".
 
 // lowerAtOps replaces the @ operators of body, a probe's or a function's.
 func (s *scope) lowerAtOps(body syntax.Node) {
+	s.perfDefined(body)
 	syntax.RewriteExprs(body, func(x syntax.Expr) syntax.Expr {
 		if op, ok := x.(*syntax.AtOp); ok {
 			return s.lowerAtOp(op)
@@ -68,6 +71,8 @@ func (s *scope) lowerAtOp(op *syntax.AtOp) syntax.Expr {
 		return &syntax.Call{Typed: op.Typed, Name: "@" + op.Name, Args: op.Args}
 	case "kregister", "uregister":
 		return &syntax.Call{Typed: op.Typed, Name: "@" + op.Name, Args: op.Args}
+	case "perf":
+		return s.perfCounter(op)
 	}
 	return nil
 }

@@ -223,6 +223,9 @@ func describe(n syntax.Node) string {
 	case *syntax.Ident:
 		return "identifier '" + n.Name + "'"
 	case *syntax.Call:
+		if op, ok := loweredOperators[n.Name]; ok {
+			return "operator '" + op + "'"
+		}
 		return "identifier '" + n.Name + "'"
 	case *syntax.PrintCall:
 		return "identifier '" + n.Name + "'"

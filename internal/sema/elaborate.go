@@ -172,6 +172,7 @@ func Elaborate(user []*syntax.File, opts Options) (*Program, error) {
 	}
 	e.collect(user, opts.Library)
 	e.deriveAll(user)
+	e.collectPerfCounters()
 	if opts.Listing {
 		e.prog.Unresolved = e.rep.setAside()
 	} else {

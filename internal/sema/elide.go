@@ -186,7 +186,7 @@ func (e *elab) elide() {
 func (e *elab) dropEmptyProbes() {
 	kept := e.prog.Probes[:0]
 	for _, p := range e.prog.Probes {
-		if len(p.Body.Stmts) == 0 && p.Decl != nil {
+		if len(p.Body.Stmts) == 0 && p.Decl != nil && p.Family != probes.PerfCounterFamily {
 			e.rep.warnAt(p.Decl, fmt.Sprintf("Probe '%s' has been elided", p.Point.Components[0].Name))
 			continue
 		}

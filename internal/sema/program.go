@@ -35,6 +35,9 @@ type Program struct {
 	// ($var chains, $$parms, $$name, @cast) of its body: see probes.Access.
 	// Keys are the *syntax.TargetVar and *syntax.Cast nodes.
 	Targets map[syntax.Expr]*probes.Access
+	// PerfCounters are the counters of the perf.*.counter("NAME") points,
+	// which @perf reads (perfcounter.go), in order.
+	PerfCounters []probes.PerfCounter
 
 	builtinsUsed []*syntax.Func // native functions called, for the -p2 listing
 	statShapes   map[*syntax.Var]*StatShape

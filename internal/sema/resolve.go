@@ -208,11 +208,7 @@ func (s *scope) visit(n syntax.Node) bool {
 	case *syntax.DeleteStmt:
 		return s.deleteTarget(n.Target)
 	case *syntax.AtOp: // what lowerAtOps leaves
-		msg := "unexpected @probewrite"
-		if n.Name == "perf" {
-			msg = "@perf is not supported by bpftap: it reads the counter of a perf.*.process(...).counter(\"NAME\") probe, which bpftap does not serve"
-		}
-		s.e.rep.errorAt("atop", n, msg)
+		s.e.rep.errorAt("atop", n, "unexpected @probewrite")
 		return false
 	case *syntax.EmbeddedExpr:
 		s.e.rep.errorAt("embedded", n, embeddedMsg)

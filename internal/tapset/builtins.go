@@ -407,6 +407,16 @@ var Builtins = index(
 	// system call; __syscall_native_nr(nr): the number of the native call
 	// the call nr is (nr itself but in a compat call; -1 for none)
 	kernelOnly(fn("__syscall_compat", long)),
+	// __perf_read(n): the count of @perf's counter n (the program's nth
+	// perf.*.counter point) on this CPU since the run began;
+	// __perf_counters(): how many counters the program has;
+	// __perf_dev(n), __perf_ino(n): the device and inode of the file
+	// counter n's program runs (0 for none) (perf_counter.stp,
+	// bpfgen/perfcounter.go)
+	kernelOnly(fn("__perf_read", long, l("n"))),
+	kernelOnly(fn("__perf_counters", long)),
+	kernelOnly(fn("__perf_dev", long, l("n"))),
+	kernelOnly(fn("__perf_ino", long, l("n"))),
 	kernelOnly(fn("__syscall_native_nr", long, l("nr"))),
 	// __syscall_tail(): a tail call into the second half of a merged
 	// entry of system calls (sema's syscallsplit.go)

@@ -1,0 +1,41 @@
+/* The workload of testdata/run/perf_counter.stp: touch(n) writes a byte
+   to each of n fresh pages of its own (n page faults: a mapping of less
+   than 2 MiB holds no huge page), nap(ms) sleeps ms milliseconds (a
+   context switch at least), spin(ms) keeps the CPU busy ms milliseconds
+   of its own time. Usage: perfcount. */
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+__attribute__((noinline)) long touch(long n) {
+	long size = n * sysconf(_SC_PAGESIZE);
+	volatile char *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (p == MAP_FAILED)
+		return -1;
+	for (long i = 0; i < size; i += sysconf(_SC_PAGESIZE))
+		p[i] = 1;
+	munmap((void *)p, size);
+	return n;
+}
+
+__attribute__((noinline)) long nap(long ms) {
+	struct timespec t = {ms / 1000, ms % 1000 * 1000000};
+	nanosleep(&t, NULL);
+	return ms;
+}
+
+__attribute__((noinline)) long spin(long ms) {
+	struct timespec start, now;
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &start);
+	do
+		clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now);
+	while ((now.tv_sec - start.tv_sec) * 1000 + (now.tv_nsec - start.tv_nsec) / 1000000 < ms);
+	return ms;
+}
+
+int main(void) {
+	touch(64);
+	nap(10);
+	spin(50);
+	return 0;
+}
