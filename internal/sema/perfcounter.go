@@ -85,21 +85,37 @@ func (e *elab) perfCounterIndex(name, process string) int {
 func (s *scope) perfCounter(op *syntax.AtOp) syntax.Expr {
 	name := op.Args[0].(*syntax.StringLit).Value
 	zero := &syntax.NumberLit{Typed: syntax.Typed{Pos: op.Pos}}
-	if s.probe == nil {
-		s.e.rep.errorAt("atop", op, fmt.Sprintf("@perf(\"%s\") reads a counter in a probe of the counter's program, not in a function", name))
-		return zero
-	}
-	n := s.e.perfCounterIndex(name, probeProcess(s.probe))
-	switch {
-	case n < 0:
-		s.e.rep.errorAt("atop", op, fmt.Sprintf("perf counter '%s' not defined", name))
-		return zero
-	case !s.probe.Kernel:
-		s.e.rep.errorAt("atop", op, fmt.Sprintf("@perf(\"%s\") reads the counter of the thread a probe runs in: %s probes run in bpftap, in none of the program's", name, s.probe.Family))
+	n, msg := s.perfCounterRead(name)
+	if msg != "" {
+		s.e.rep.errorAt("atop", op, msg)
 		return zero
 	}
 	index := &syntax.NumberLit{Typed: syntax.Typed{Pos: op.Pos}, Value: int64(n)}
 	return &syntax.Call{Typed: op.Typed, Name: "__perf_counter", Args: []syntax.Expr{index}}
+}
+
+// perfCounterRead is the index of the counter name the probe being
+// resolved reads, or why it cannot read one.
+func (s *scope) perfCounterRead(name string) (int, string) {
+	notDefined := fmt.Sprintf("perf counter '%s' not defined", name)
+	if !s.e.perfCounterNamed(name) {
+		return 0, notDefined
+	}
+	if s.probe == nil {
+		return 0, fmt.Sprintf("@perf(\"%s\") reads a counter in a probe of the counter's program, not in a function", name)
+	}
+	if !s.probe.Kernel {
+		return 0, fmt.Sprintf("@perf(\"%s\") reads the counter of the thread a probe runs in: %s probes run in bpftap, in none of the program's", name, s.probe.Family)
+	}
+	process := probeProcess(s.probe)
+	n := -1
+	if process != "" {
+		n = s.e.perfCounterIndex(name, process)
+	}
+	if n < 0 {
+		return 0, notDefined
+	}
+	return n, ""
 }
 
 // probeProcess is the program a probe's point names (process("PATH"),
@@ -127,7 +143,7 @@ func (s *scope) perfDefined(body syntax.Node) {
 			return nil
 		}
 		lit := &syntax.NumberLit{Typed: syntax.Typed{Pos: d.Pos}}
-		if s.probe != nil && s.probe.Kernel && s.e.perfCounterIndex(op.Args[0].(*syntax.StringLit).Value, probeProcess(s.probe)) >= 0 {
+		if _, msg := s.perfCounterRead(op.Args[0].(*syntax.StringLit).Value); msg == "" {
 			lit.Value = 1
 		}
 		return lit
