@@ -297,11 +297,15 @@ func traceComponents(first *syntax.Component, target string) []*syntax.Component
 // the prologues of its points call (the texts given to parsePrologue),
 // which pass 1 must parse even when the script itself names none of them
 // (internal/tapset's index; the driver's TestPartialLibrary fails when one
-// is missing): a syscall.*.return reaches no entry's argstr.
+// is missing): a syscall.*.return reaches no entry's argstr. The calls the
+// elaborator makes of operators are listed under the points they go with.
 var PrologueCalls = []tapset.Implied{
 	{Point: "syscall.*", Calls: []string{"__syscall_argstr"}},
 	{Point: "syscall.*.return", Calls: []string{"return_str"}},
 	{Point: "process", Suffixes: true, Calls: []string{"__process_fork_nr", "__process_exec_nr", "__process_in_target", "__process_exe_is"}},
+	// perf.*.process(PATH)'s prologue; @perf, which goes with a
+	// perf.*.counter point, becomes a call of __perf_counter
+	{Point: "perf", Suffixes: true, Calls: []string{"__process_exe_is", "__perf_counter"}},
 }
 
 // parsePrologue parses the text of a prologue, named as a tapset file.
