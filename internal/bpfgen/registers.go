@@ -366,12 +366,13 @@ func (g *gen) syscallFunction() string {
 // syscallsByNumber tells whether the running probe is a program of the
 // syscall family that serves many calls on a raw syscall tracepoint (the
 // merged syscall.*, syscall.*.return), on an architecture whose calls
-// bpftap can name.
+// bpftap can name; not one that serves a compat call no native call is
+// (syscall.statfs64 on x86_64), which no table by number names.
 func (g *gen) syscallsByNumber() bool {
 	p := g.ownProbe()
 	a := p.Attach
 	return a != nil && a.Syscall && a.System == "raw_syscalls" && p.Joins == nil &&
-		g.syscallFamily() && probes.SyscallFunctions(g.m.regs()) != nil
+		g.syscallFamily() && probes.SyscallFunctions(g.m.regs()) != nil && !probes.CompatOnlyPoint(p.Script)
 }
 
 // syscallFamily tells whether the running probe is one of the syscall

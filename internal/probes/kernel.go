@@ -31,6 +31,7 @@ func kernelFamilies(k KernelInfo, cfg Config) []*Family {
 	return []*Family{
 		traceFamily(k, cfg.ClassicTracepoints),
 		syscallFamily(k, cfg.Listing),
+		compatSyscallFamily(k),
 		kernelFunctionFamily(k),
 		kernelStatementFamily(k, cfg),
 		kernelInlineFamily(k),

@@ -50,7 +50,10 @@ const (
 )
 
 func syscallFamily(k KernelInfo, listing bool) *Family {
-	names := sync.OnceValues(func() ([]string, error) { return SyscallNames(k) })
+	names := sync.OnceValues(func() ([]string, error) {
+		names, err := SyscallNames(k)
+		return withCompatOnly(k, names, err)
+	})
 	return &Family{Name: "syscall", Paths: []string{"syscall.*", "syscall.*.return", "syscall.*.return.maxactive(number)"}, Kernel: true,
 		Names:  names,
 		Expand: func(p *Point) ([]*Point, error) { return expandSyscall(k, p, listing) }}
@@ -122,6 +125,11 @@ func expandSyscall(k KernelInfo, p *Point, listing bool) ([]*Point, error) {
 		names = []string{p.Components[1].Name}
 	}
 	ret := len(p.Components) > 2
+	names, compat := splitCompatOnly(names, p.Components[1].Name)
+	if compat != "" {
+		q, err := compatOnlySyscall(k, p, compat, ret)
+		return []*Point{q}, err
+	}
 	var out []*Point
 	if ret && len(names) > narrowCalls && !listing {
 		wide, rest, err := expandReturns(k, p, names)

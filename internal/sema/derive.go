@@ -338,10 +338,13 @@ func pointString(p *syntax.ProbePoint, resolved bool) string {
 
 // derive makes a probe for a concrete point of a real probe family.
 func (e *elab) derive(x *expansion, pp *syntax.ProbePoint, pt *probes.Point) int {
-	if pt.Family.Name == "never" && x.fromTapset && wildcard(x.user.Components) {
+	if (pt.Family.Name == "never" || pt.Family.Name == "__compat_syscall") && x.fromTapset && wildcard(x.user.Components) {
 		// a call this kernel cannot make (tapset/socketcall.stp): a
 		// wildcard over calls skips it, as stap's optional point on the
-		// missing function; a script's own alias to never stays, as in stap
+		// missing function; a script's own alias to never stays, as in
+		// stap. A compat call no native call is (syscall.statfs64) would
+		// cost a program of its own: a wildcard leaves it out
+		// (probes/syscall_compat.go)
 		return 0
 	}
 	e.kernelPoints = e.kernelPoints || pt.Family.Kernel

@@ -29,7 +29,8 @@ type Names struct {
 // AliasName is a name a probe alias defines, and whether a point may add
 // components to it (an alias suffix: syscall.read.return of an alias
 // syscall.read). It may not when every point of the alias's definition
-// is a kernel.trace or never, which take no further components.
+// is a kernel.trace, never or __compat_syscall.NAME, which take no
+// further components.
 type AliasName struct {
 	Name     string
 	Suffixes bool
@@ -181,9 +182,10 @@ func (n *namesScan) mention(t *token) {
 }
 
 // takesSuffix tells whether more components may follow point (a point of
-// an alias's definition).
+// an alias's definition): not kernel.trace, never or
+// __compat_syscall.NAME (probes/syscall_compat.go).
 func takesSuffix(point string) bool {
-	return point != "never" && point != "kernel.trace"
+	return point != "never" && point != "kernel.trace" && !strings.HasPrefix(point, "__compat_syscall.")
 }
 
 // point reads the point that starts with t: its components, each with its

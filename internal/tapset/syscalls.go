@@ -100,3 +100,36 @@ func NativeSyscallNumbers(arch string) []int32 {
 	}
 	return out
 }
+
+// compatOnlyArgs are the compat calls that no native call is (x86_64 has
+// no statfs64, arm64 no mmap2) and that bpftap serves under their own
+// names (syscall.statfs64), each with its arguments as __syscall_argstr
+// prints them: p a pointer (%p), d signed (%d), u unsigned (%u), 32 bits
+// each. Left out: calls that pass a 64-bit value in two registers
+// (truncate64, _llseek), and those that are a native call under another
+// name (getuid32, clock_gettime64), which would need compatAs.
+var compatOnlyArgs = map[string]string{
+	"statfs64": "pup", "fstatfs64": "uup", "stat64": "pp", "lstat64": "pp", "fstat64": "up",
+	"fstatat64": "dppd", "mmap2": "uuuuuu", "sigreturn": "", "nice": "d", "waitpid": "dpd",
+	"sigaction": "dpp", "sigprocmask": "dpp", "sigpending": "p", "sigsuspend": "ddu", "stime": "p",
+}
+
+// A CompatOnly is a compat call that no native call is: its compat
+// number and its arguments (compatOnlyArgs).
+type CompatOnly struct {
+	Nr   int
+	Args string
+}
+
+// CompatOnlySyscalls returns by name arch's compat calls of
+// compatOnlyArgs that no native call is; nil where arch has none.
+func CompatOnlySyscalls(arch string) map[string]CompatOnly {
+	native := NativeSyscallNumbers(arch)
+	calls := map[string]CompatOnly{}
+	for nr, name := range CompatSyscallNames(arch) {
+		if args, ok := compatOnlyArgs[name]; ok && native[nr] < 0 {
+			calls[name] = CompatOnly{Nr: nr, Args: args}
+		}
+	}
+	return calls
+}

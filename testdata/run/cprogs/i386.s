@@ -3,11 +3,14 @@
    marker app:mark32 with three register operands, add2(37, -42)
    by the i386 calling convention (arguments on the stack), then, through
    int $0x80 with the i386 table's numbers, open (5) and execve (11) of
-   /nonexistent/bpftap-i386 (both fail with ENOENT), getppid (64) and
+   /nonexistent/bpftap-i386 (both fail with ENOENT), getppid (64),
+   statfs64 (268) and stat64 (195) of that path (ENOENT) and fstatfs64
+   (269) of stdout into NULL (EFAULT), calls x86_64 makes only for 32-bit
+   processes, and
    exit (1) with status 0; first it reads a byte of that path, so
    that the page is there when a tracepoint reads it. The workload of
-   testdata/run/uprobe_i386.stp
-   and kernel_syscall_compat_i386.stp. */
+   testdata/run/uprobe_i386.stp, kernel_syscall_compat_i386.stp and
+   kernel_syscall_compat_only.stp. */
 	.text
 	.globl add2
 	.type add2, @function
@@ -40,6 +43,20 @@ _start:
 	xorl %edx, %edx
 	int $0x80
 	movl $64, %eax		/* getppid() */
+	int $0x80
+	movl $268, %eax		/* statfs64(path, 84, NULL): ENOENT */
+	movl $path, %ebx
+	movl $84, %ecx		/* sizeof(struct statfs64) on i386 */
+	xorl %edx, %edx
+	int $0x80
+	movl $195, %eax		/* stat64(path, NULL): ENOENT */
+	movl $path, %ebx
+	xorl %ecx, %ecx
+	int $0x80
+	movl $269, %eax		/* fstatfs64(1, 84, NULL): EFAULT (EINVAL */
+	movl $1, %ebx		/* were the size wrong) */
+	movl $84, %ecx
+	xorl %edx, %edx
 	int $0x80
 	movl $1, %eax		/* exit(0) */
 	xorl %ebx, %ebx
