@@ -16,7 +16,8 @@ import (
 // event of the current CPU with bpf_perf_event_read_value (Linux 4.15),
 // which reads only an event of the CPU it runs on: n picks the map by a
 // chain of tests, and a number that is no counter's, or an event the
-// kernel does not read, gives 0.
+// kernel does not read (none there: a counter no probe reads, a CPU
+// brought online after the start), gives -1.
 
 // PerfCounterMap is the name programs reference counter n's events by.
 func PerfCounterMap(n int) string { return fmt.Sprintf("perf_counter%d", n) }
@@ -33,7 +34,7 @@ const bpfCurrentCPU = 0xffffffff
 func (g *gen) perfRead(c *syntax.Call) {
 	g.m.perfCounters = true
 	g.long(c.Args[0])
-	call, zero, done := g.newLabel("perf_call"), g.newLabel("perf_none"), g.newLabel("perf_done")
+	call, none, done := g.newLabel("perf_call"), g.newLabel("perf_none"), g.newLabel("perf_done")
 	for n := range g.m.prog.PerfCounters {
 		next := g.newLabel("perf_next")
 		g.emit(
@@ -43,7 +44,7 @@ func (g *gen) perfRead(c *syntax.Call) {
 		)
 		g.mark(next)
 	}
-	g.emit(asm.Ja.Label(zero))
+	g.emit(asm.Ja.Label(none))
 	value := g.pushStack(perfValueSize)
 	g.mark(call)
 	g.emit(
@@ -52,13 +53,14 @@ func (g *gen) perfRead(c *syntax.Call) {
 		asm.Add.Imm(asm.R3, int32(value)),
 		asm.Mov.Imm(asm.R4, perfValueSize),
 		asm.FnPerfEventReadValue.Call(),
-		asm.JNE.Imm(asm.R0, 0, zero),
+		asm.JNE.Imm(asm.R0, 0, none),
 		asm.LoadMem(asm.R0, asm.R10, value, asm.DWord),
 		asm.Ja.Label(done),
 	)
-	g.mark(zero)
-	g.emit(asm.Mov.Imm(asm.R0, 0))
+	g.mark(none)
+	g.emit(asm.Mov.Imm(asm.R0, -1))
 	g.mark(done)
+	g.popStack(perfValueSize)
 }
 
 // perfConstant compiles a function of counter n (__perf_dev(n),

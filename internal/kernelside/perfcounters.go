@@ -9,10 +9,11 @@ import (
 	"github.com/bpftap/bpftap/internal/bpfrt"
 )
 
-// fillPerfCounters opens the counting events of @perf's counters, one for
-// every task on each online CPU, and puts them in the counters' maps
-// (bpfgen/perfcounter.go), which keep them open: an event the kernel
-// cannot open is an error at the counter's point.
+// fillPerfCounters opens the counting events of the counters @perf reads,
+// one for every task on each online CPU, and puts them in the counters'
+// maps (bpfgen/perfcounter.go), which keep them open: an event the kernel
+// cannot open is an error at the counter's point. A CPU brought online
+// later has none: the counters count nothing there.
 func (s *Session) fillPerfCounters() error {
 	counters := s.mod.PerfCounters()
 	if len(counters) == 0 {
@@ -24,6 +25,9 @@ func (s *Session) fillPerfCounters() error {
 	}
 	for n, c := range counters {
 		m := s.objs.shared[bpfgen.PerfCounterMap(n)]
+		if !c.Read {
+			continue
+		}
 		for _, cpu := range cpus {
 			fd, err := bpfrt.OpenCounter(&c.Event, cpu)
 			if err == nil {

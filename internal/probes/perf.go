@@ -79,6 +79,8 @@ type PerfCounter struct {
 	Dev, Ino uint64
 	Event    attach.Perf
 	Pos      syntax.Pos // the point's
+	// Read: a probe reads it (only such a counter's events are opened)
+	Read bool
 }
 
 // SetProcess makes path, resolved, the counter's program.

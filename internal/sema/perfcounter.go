@@ -24,6 +24,11 @@ import (
 // count @perf gives is the current thread's since the run began (stap's:
 // since its task was found), in user and kernel mode.
 
+// MaxPerfCounters is how many counters a script may have: the tapset
+// keeps each counter's counts by thread in an array of its own
+// (perf_counter.stp's __perf_total0 ...), which task storage holds.
+const MaxPerfCounters = 8
+
 // loweredOperators names the operators that become calls of tapset
 // functions, by function, for diagnostics: the call shows as the
 // operator the script wrote, as in stap.
@@ -43,6 +48,10 @@ func (e *elab) collectPerfCounters() {
 		c.Pos = p.User.Position()
 		if e.perfCounterNamed(c.Name) {
 			e.rep.errorAt("perf", p.User.Components[0], "duplicate counter name")
+			continue
+		}
+		if len(e.prog.PerfCounters) == MaxPerfCounters {
+			e.rep.errorAt("perf", p.User.Components[0], fmt.Sprintf("too many perf counters: bpftap keeps at most %d (perf_counter.stp)", MaxPerfCounters))
 			continue
 		}
 		if len(p.Body.Stmts) > 0 {
@@ -115,6 +124,7 @@ func (s *scope) perfCounterRead(name string) (int, string) {
 	if n < 0 {
 		return 0, notDefined
 	}
+	s.e.prog.PerfCounters[n].Read = true
 	return n, ""
 }
 

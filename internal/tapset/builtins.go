@@ -408,7 +408,8 @@ var Builtins = index(
 	// the call nr is (nr itself but in a compat call; -1 for none)
 	kernelOnly(fn("__syscall_compat", long)),
 	// __perf_read(n): the count of @perf's counter n (the program's nth
-	// perf.*.counter point) on this CPU since the run began;
+	// perf.*.counter point) on this CPU since the run began, -1 where the
+	// kernel does not read it;
 	// __perf_counters(): how many counters the program has;
 	// __perf_dev(n), __perf_ino(n): the device and inode of the file
 	// counter n's program runs (0 for none) (perf_counter.stp,

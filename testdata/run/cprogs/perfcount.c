@@ -2,7 +2,11 @@
    to each of n fresh pages of its own (n page faults: a mapping of less
    than 2 MiB holds no huge page), nap(ms) sleeps ms milliseconds (a
    context switch at least), spin(ms) keeps the CPU busy ms milliseconds
-   of its own time. Usage: perfcount. */
+   of its own time; crowd(n) runs n threads that nap 100 ms at once (a
+   program with more threads than an array of MAXMAPENTRIES holds).
+   Usage: perfcount [THREADS]. */
+#include <pthread.h>
+#include <stdlib.h>
 #include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
@@ -33,9 +37,27 @@ __attribute__((noinline)) long spin(long ms) {
 	return ms;
 }
 
-int main(void) {
+static void *napper(void *arg) {
+	nap(100);
+	return arg;
+}
+
+__attribute__((noinline)) long crowd(long n) {
+	pthread_t *threads = calloc(n, sizeof *threads);
+	long started = 0;
+	while (started < n && pthread_create(&threads[started], NULL, napper, NULL) == 0)
+		started++;
+	for (long i = 0; i < started; i++)
+		pthread_join(threads[i], NULL);
+	free(threads);
+	return started;
+}
+
+int main(int argc, char **argv) {
 	touch(64);
 	nap(10);
 	spin(50);
+	if (argc > 1)
+		crowd(atol(argv[1]));
 	return 0;
 }
