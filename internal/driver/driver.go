@@ -21,9 +21,11 @@ import (
 	"io"
 	"os"
 	"runtime/debug"
+	"strings"
 
 	"github.com/bpftap/bpftap/internal/exporter"
 	"github.com/bpftap/bpftap/internal/interp"
+	"github.com/bpftap/bpftap/internal/output"
 	"github.com/bpftap/bpftap/internal/sema"
 	"github.com/bpftap/bpftap/internal/syntax"
 	kern "github.com/bpftap/bpftap/internal/target"
@@ -245,6 +247,13 @@ func (s *session) fail(pass int, err error) int {
 		fmt.Fprintf(s.stderr, "Pass %d: %s failed.  [man error::pass%d]\n", pass, passNames[pass], pass)
 	}
 	fmt.Fprint(s.stderr, trailer)
+	if s.opts.JSON {
+		w := output.NewJSON(s.stdout)
+		for _, d := range passDiagnostics(pass, err) {
+			w.Diagnostic(d)
+		}
+		w.Flush()
+	}
 	return 1
 }
 
@@ -288,4 +297,43 @@ func ensureNewline(s string) string {
 		return s + "\n"
 	}
 	return s
+}
+
+// passKinds are the kinds of the diagnostics of a failed pass.
+var passKinds = [...]output.Kind{1: output.KindParse, 2: output.KindSemantic, 3: output.KindCompile, 4: output.KindCompile}
+
+// passDiagnostics are the diagnostics of a failed pass as --json writes
+// them (after stap's text on stderr, which stays): the parser's errors
+// and the elaborator's errors and warnings one by one with their
+// positions, another error of pass 5 from its type (errorDiagnostic), of
+// an earlier pass as one error of the pass's kind.
+func passDiagnostics(pass int, err error) []*output.Diagnostic {
+	var parseErrs syntax.ErrorList
+	var semErrs *sema.Errors
+	var ds []*output.Diagnostic
+	switch {
+	case errors.As(err, &parseErrs):
+		if parseErrs.Empty() {
+			parseErrs = parseErrs[:len(parseErrs)-1]
+		}
+		for _, e := range parseErrs {
+			ds = append(ds, &output.Diagnostic{Severity: output.Error, Kind: output.KindParse, Msg: e.Msg, At: e.Pos})
+		}
+	case errors.As(err, &semErrs):
+		for _, d := range semErrs.Diags {
+			ds = append(ds, &output.Diagnostic{Severity: severity(d.Warning), Kind: output.KindSemantic, Msg: d.Msg, Near: d.Tok, At: d.Pos})
+		}
+	case pass >= len(passKinds):
+		ds = append(ds, errorDiagnostic(err))
+	default:
+		ds = append(ds, &output.Diagnostic{Severity: output.Error, Kind: passKinds[pass], Msg: strings.TrimPrefix(err.Error(), "ERROR: ")})
+	}
+	return ds
+}
+
+func severity(warning bool) output.Severity {
+	if warning {
+		return output.Warning
+	}
+	return output.Error
 }

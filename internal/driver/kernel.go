@@ -166,7 +166,7 @@ func (s *session) stopKernel(ks *kernelside.Session, in *interp.Interp, out outp
 		out.Loss(&output.Loss{What: "transport", Count: int64(lost), Option: "-s", Limit: "buffer size", Size: int64(ks.RingSize() >> 20)})
 	}
 	if n := ks.UnreadUserStrings(); n > 0 && !s.opts.NoWarnings {
-		out.Diagnostic(&output.Diagnostic{Severity: output.Warning, Msg: unreadWarning(n)})
+		out.Diagnostic(&output.Diagnostic{Severity: output.Warning, Kind: output.KindKernel, Msg: unreadWarning(n)})
 	}
 	lostStacks, lostBuildIDs := ks.StackFailures()
 	for _, f := range []struct {

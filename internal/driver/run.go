@@ -55,7 +55,7 @@ func (s *session) execute(prog *sema.Program, ks *kernelside.Session, limits tap
 	if attachErr != nil {
 		in.KernelExit()
 		out.Diagnostic(errorDiagnostic(attachErr))
-	} else if err := target.release(cancel); err != nil {
+	} else if err := failed(output.KindCommand, target.release(cancel)); err != nil {
 		out.Diagnostic(errorDiagnostic(err))
 		released = false
 	}
@@ -106,7 +106,7 @@ func (s *session) reportCommand(target *target, released bool, out output.Writer
 	if released {
 		warning += commandFailure
 	}
-	out.Diagnostic(&output.Diagnostic{Severity: output.Warning, Msg: warning})
+	out.Diagnostic(&output.Diagnostic{Severity: output.Warning, Kind: output.KindCommand, Msg: warning})
 	return 1
 }
 
@@ -131,13 +131,13 @@ func (s *session) serveProcfs(in *interp.Interp) (stop func(), err error) {
 	}
 	srv, err := procfs.Serve(procfs.Dir(s.module()), files, in)
 	if err != nil {
-		return stop, fmt.Errorf("ERROR: %v", err)
+		return stop, failed(output.KindProcfs, fmt.Errorf("ERROR: %w", err))
 	}
 	stops = append(stops, s.signals.beforeForcedExit(srv.Detach), srv.Stop)
 	if s.opts.HTTP != "" {
 		stopHTTP, err := procfs.ServeHTTP(s.opts.HTTP, procfs.Handler(files, in), s.stderr)
 		if err != nil {
-			return stop, fmt.Errorf("ERROR: --http %s: %v", s.opts.HTTP, err)
+			return stop, failed(output.KindProcfs, fmt.Errorf("ERROR: --http %s: %w", s.opts.HTTP, err))
 		}
 		stops = append(stops, stopHTTP)
 	}
@@ -152,17 +152,50 @@ func (s *session) module() string {
 	return fmt.Sprintf("stap_%d", os.Getpid())
 }
 
-// errorDiagnostic is the diagnostic of an error of the driver: a
-// kernelside.Error with its position and source line, any other its text
-// (bare when it is not an "ERROR: " line: the -c command's exec failure,
-// which stap's child reports as "CMD: REASON").
+// failure is an error of the run that the driver reports as a
+// diagnostic, with the kind of what raised it; its text is stap's line
+// ("ERROR: ..."), which the error it wraps renders.
+type failure struct {
+	kind output.Kind
+	err  error
+}
+
+func (f *failure) Error() string { return f.err.Error() }
+func (f *failure) Unwrap() error { return f.err }
+
+// failed wraps err, if any, as a failure of the kind.
+func failed(kind output.Kind, err error) error {
+	if err == nil {
+		return nil
+	}
+	return &failure{kind, err}
+}
+
+// execError is the -c command's exec failure, which stap's child reports
+// as "CMD: REASON", without "ERROR: ".
+type execError struct{ command, reason string }
+
+func (e *execError) Error() string { return e.command + ": " + e.reason }
+
+// errorDiagnostic is the diagnostic of an error of the driver, from its
+// type: a kernelside.Error with its position and source line; the -c
+// command's exec failure bare; any other with the kind of the failure
+// it is (a kernel error when it is none) and its text without stap's
+// "ERROR: ", which Text writes again.
 func errorDiagnostic(err error) *output.Diagnostic {
 	var ke *kernelside.Error
-	if errors.As(err, &ke) {
-		return &output.Diagnostic{Severity: output.Error, Msg: ke.Msg, At: ke.Pos, Source: true}
+	var ee *execError
+	switch {
+	case errors.As(err, &ke):
+		return &output.Diagnostic{Severity: output.Error, Kind: output.KindKernel, Msg: ke.Msg, At: ke.Pos, Source: true}
+	case errors.As(err, &ee):
+		return &output.Diagnostic{Severity: output.Error, Kind: output.KindCommand, Msg: ee.Error(), Bare: true}
 	}
-	msg, isError := strings.CutPrefix(err.Error(), "ERROR: ")
-	return &output.Diagnostic{Severity: output.Error, Msg: msg, Bare: !isError}
+	d := &output.Diagnostic{Severity: output.Error, Kind: output.KindKernel, Msg: strings.TrimPrefix(err.Error(), "ERROR: ")}
+	if f := (*failure)(nil); errors.As(err, &f) {
+		d.Kind = f.kind
+	}
+	return d
 }
 
 // limits applies the -D NAME=VALUE settings to the interpreter's limits. Names
@@ -176,7 +209,7 @@ func (s *session) limits() (tapset.Limits, error) {
 			continue
 		}
 		if _, err := l.Define(name, value); err != nil {
-			return l, fmt.Errorf("ERROR: -D %s: %v", d, err)
+			return l, fmt.Errorf("ERROR: -D %s: %w", d, err)
 		}
 	}
 	return l, nil
@@ -190,7 +223,7 @@ func (s *session) outputFiles() (*outputFiles, error) {
 	}
 	files, err := openOutputFiles(s.opts.Output, s.opts.OutputMB, s.opts.OutputFiles)
 	if err != nil {
-		return nil, fmt.Errorf("ERROR: %v", err)
+		return nil, fmt.Errorf("ERROR: %w", err)
 	}
 	return files, nil
 }

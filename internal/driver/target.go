@@ -78,7 +78,7 @@ func (s *session) startTarget() (*target, error) {
 	}
 	t := &target{command: s.opts.Command}
 	if err := t.start(program); err != nil {
-		return nil, fmt.Errorf("ERROR: cannot start '%s': %v", s.opts.Command, err)
+		return nil, fmt.Errorf("ERROR: cannot start '%s': %w", s.opts.Command, err)
 	}
 	return t, nil
 }
@@ -293,11 +293,11 @@ func (t *target) release(done func()) error {
 	}()
 	defer t.execErr.Close()
 	if err != nil {
-		return fmt.Errorf("ERROR: cannot release the target command: %v", err)
+		return fmt.Errorf("ERROR: cannot release the target command: %w", err)
 	}
 	var errno [1]byte
 	if n, _ := t.execErr.Read(errno[:]); n == 1 {
-		return fmt.Errorf("%s: %s", t.command, strerror(syscall.Errno(errno[0])))
+		return &execError{t.command, strerror(syscall.Errno(errno[0]))}
 	}
 	return nil
 }

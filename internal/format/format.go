@@ -133,8 +133,9 @@ func (d *Directive) Kind() Kind {
 // Format is a compiled format string.
 type Format struct {
 	pieces []Directive
-	kinds  []Kind // kinds of all arguments, in order, including '*' arguments
-	memory bool   // has %m or %M
+	kinds  []Kind  // kinds of all arguments, in order, including '*' arguments
+	memory bool    // has %m or %M
+	source *string // the format string Compile compiled; nil for Print's
 }
 
 // Directives returns the format's pieces in order. The slice must not be modified.
@@ -158,6 +159,16 @@ func (f *Format) CheckArgs(n int) error {
 		return ErrArgCount
 	}
 	return nil
+}
+
+// Source returns the format string f was compiled from (a printf call's),
+// and false for a format Print built (print, println, printd, printdln),
+// which no format string wrote.
+func (f *Format) Source() (string, bool) {
+	if f.source == nil {
+		return "", false
+	}
+	return *f.source, true
 }
 
 // String rebuilds a format string equivalent to f.
@@ -211,7 +222,9 @@ func Compile(format string) (*Format, error) {
 	if err := p.parse(); err != nil {
 		return nil, err
 	}
-	return newFormat(p.pieces), nil
+	f := newFormat(p.pieces)
+	f.source = &format
+	return f, nil
 }
 
 func newFormat(pieces []Directive) *Format {
@@ -252,6 +265,14 @@ func Print(kinds []Kind, delim string, newline bool) *Format {
 		pieces = appendLiteral(pieces, "\n")
 	}
 	return newFormat(pieces)
+}
+
+// Char returns the format of print_char: its value's low byte, as %c
+// renders it, without a format string (Source reports none).
+func Char() *Format {
+	f, _ := Compile("%c")
+	f.source = nil
+	return f
 }
 
 // appendLiteral adds text to the pieces, merging it with a preceding literal.

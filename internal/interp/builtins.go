@@ -68,7 +68,7 @@ var controlBuiltins = map[string]builtinFunc{
 		panic(&runError{Msg: args[0].Str, At: at})
 	},
 	"warn": func(cc *callContext, args []Value) Value {
-		cc.in.warn(args[0].Str)
+		cc.in.warn(output.KindScript, args[0].Str)
 		return Value{}
 	},
 	"log": func(cc *callContext, args []Value) Value {
@@ -131,7 +131,7 @@ func (in *Interp) runCommands() {
 	if in.pendingSwitch {
 		in.pendingSwitch = false
 		if err := in.out.SwitchFile(); err != nil {
-			in.warn(err.Error())
+			in.warn(output.KindOutput, err.Error())
 		}
 	}
 }

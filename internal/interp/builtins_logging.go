@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/bpftap/bpftap/internal/kernel"
+	"github.com/bpftap/bpftap/internal/output"
 )
 
 // The kernel's logs: ftrace(msg) adds a line to the trace buffer (tracefs's
@@ -34,7 +35,7 @@ var loggingBuiltins = map[string]builtinFunc{
 // logged warns of err, the failure of a line's write.
 func (cc *callContext) logged(err error) {
 	if err != nil {
-		cc.in.warn(fmt.Sprintf("%s: %v", cc.call.Name, err))
+		cc.in.warn(output.KindOutput, fmt.Sprintf("%s: %v", cc.call.Name, err))
 	}
 }
 

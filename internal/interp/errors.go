@@ -27,7 +27,7 @@ func throw(msg string, at syntax.Pos) {
 // diagnostic is the error as the output writer shows it: stap's line
 // "ERROR: MSG near TOKEN at FILE:LINE:COL".
 func (e *runError) diagnostic() *output.Diagnostic {
-	d := &output.Diagnostic{Severity: output.Error, Msg: e.Msg, At: e.At}
+	d := &output.Diagnostic{Severity: output.Error, Kind: output.KindRuntime, Msg: e.Msg, At: e.At}
 	if e.At.IsValid() {
 		d.Near = tokenName(e.At)
 	}

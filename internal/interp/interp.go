@@ -351,15 +351,15 @@ func (in *Interp) probes(family string) []*sema.Probe {
 	return list
 }
 
-// warn hands the output writer a warning unless the same text was
-// already handed.
-func (in *Interp) warn(msg string) {
+// warn hands the output writer a warning of the kind unless the same
+// text was already handed.
+func (in *Interp) warn(kind output.Kind, msg string) {
 	line := ensureNewline(msg)
 	if in.warned[line] {
 		return
 	}
 	in.warned[line] = true
-	in.out.Diagnostic(&output.Diagnostic{Severity: output.Warning, Msg: msg})
+	in.out.Diagnostic(&output.Diagnostic{Severity: output.Warning, Kind: kind, Msg: msg})
 }
 
 func ensureNewline(s string) string {

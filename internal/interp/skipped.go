@@ -60,7 +60,7 @@ func (in *Interp) checkSkipped() {
 		return
 	}
 	in.flush()
-	in.out.Diagnostic(&output.Diagnostic{Severity: output.Error, Msg: tapset.MsgSkippedTooMany})
+	in.out.Diagnostic(&output.Diagnostic{Severity: output.Error, Kind: output.KindRuntime, Msg: tapset.MsgSkippedTooMany})
 	in.errorSeen = true
 	in.stop(stateError)
 }

@@ -3,6 +3,7 @@ package output
 import (
 	"encoding/binary"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -20,25 +21,89 @@ import (
 type JSON struct {
 	buffer
 	scratch []byte // a print call's text that is not UTF-8, to quote
+	headOf  *format.Format
+	head    []byte // the start of headOf's print records (printHead)
 }
 
 // NewJSON returns a JSON writing to w.
 func NewJSON(w io.Writer) *JSON { return &JSON{buffer: buffer{w: w}} }
 
-// Print writes {"type":"print","data":TEXT}; a failed call writes nothing.
-// The text is rendered in place, after the object's start, and quoted
-// there (quoteInPlace).
+// Print writes {"type":"print","format":F,"args":[...],"data":TEXT}
+// ("format" for a printf call only); a failed call writes nothing. What
+// comes before the arguments is the same for every call of a format: it
+// is made once per format in a row (printHead). The text is rendered in
+// place, after the arguments, and quoted there (quoteInPlace).
 func (j *JSON) Print(f *format.Format, args []format.Arg, mem format.Memory) error {
 	start := len(j.buf)
-	b := append(j.buf, `{"type":"print","data":"`...)
+	b := appendArgsJSON(append(j.buf, j.printHead(f)...), f.Args(), args)
+	b = append(b, `],"data":"`...)
+	data := len(b)
 	b, err := f.Exec(b, args, mem, format.BufferSize)
 	if err != nil {
 		j.buf = b[:start]
 		return err
 	}
-	j.buf = append(j.quoteInPlace(b, start+len(`{"type":"print","data":"`)), '"')
+	j.buf = append(j.quoteInPlace(b, data), '"')
 	j.endLine()
 	return nil
+}
+
+// printHead is the start of f's print records, up to its first argument:
+// {"type":"print","format":F,"args":[ (without "format" for a format no
+// format string wrote). The last one made is kept: a flood of records
+// comes from one call.
+func (j *JSON) printHead(f *format.Format) []byte {
+	if j.headOf == f {
+		return j.head
+	}
+	j.head = append(j.head[:0], `{"type":"print"`...)
+	if src, ok := f.Source(); ok {
+		j.head = appendQuoted(append(j.head, `,"format":`...), src)
+	}
+	j.head = append(j.head, `,"args":[`...)
+	j.headOf = f
+	return j.head
+}
+
+// appendArgsJSON appends the arguments a format consumed, the inside of a
+// JSON array, in order ('*' widths and precisions included): a long as a
+// number, a string as a string, by the kind the format reads each as; a
+// missing argument as the 0 or "" the format reads.
+func appendArgsJSON(b []byte, kinds []format.Kind, args []format.Arg) []byte {
+	for i, k := range kinds {
+		var a format.Arg
+		if i < len(args) {
+			a = args[i]
+		}
+		b = appendComma(b, i)
+		if k == format.KindString {
+			b = appendQuoted(b, a.Str)
+		} else {
+			b = appendInt(b, a.Int)
+		}
+	}
+	return b
+}
+
+// appendInt is strconv.AppendInt(b, v, 10), with the digits written in
+// place rather than copied from a scratch array: a flood of records
+// formats millions of numbers.
+func appendInt(b []byte, v int64) []byte {
+	u := uint64(v)
+	if v < 0 {
+		b = append(b, '-')
+		u = -u
+	}
+	n := 1
+	for p := u; p >= 10; p /= 10 {
+		n++
+	}
+	b = slices.Grow(b, n)[:len(b)+n]
+	for i := len(b) - 1; i >= len(b)-n; i-- {
+		b[i] = byte('0' + u%10)
+		u /= 10
+	}
+	return b
 }
 
 // quoteInPlace escapes b[from:] as the inside of a JSON string. The bytes
@@ -217,11 +282,12 @@ func appendHistJSON(b []byte, h *format.Hist, counts []int64) []byte {
 	return append(b, ']')
 }
 
-// Diagnostic writes {"type":"error"|"warning","msg":MSG} with "near",
-// "file", "line" and "column" when it has them.
+// Diagnostic writes {"type":"error"|"warning","kind":KIND,"msg":MSG}
+// with "near", "file", "line" and "column" when it has them.
 func (j *JSON) Diagnostic(d *Diagnostic) {
 	b := append(j.buf, `{"type":`...)
 	b = appendQuoted(b, severityName[d.Severity])
+	b = appendQuoted(append(b, `,"kind":`...), string(d.Kind))
 	b = appendQuoted(append(b, `,"msg":`...), d.Msg)
 	if d.At.IsValid() {
 		if d.Near != "" {

@@ -5,6 +5,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"io"
+	"math"
 	"os"
 	"regexp"
 	"slices"
@@ -42,9 +44,13 @@ func everyEvent(t *testing.T, w Writer) {
 	for _, c := range globalCases {
 		w.Global(&c.g)
 	}
-	w.Diagnostic(&Diagnostic{Severity: Error, Msg: "division by 0", Near: "operator '/'", At: at})
-	w.Diagnostic(&Diagnostic{Severity: Error, Msg: "cannot attach", At: at, Source: true})
-	w.Diagnostic(&Diagnostic{Severity: Warning, Msg: "careful"})
+	if err := w.Print(format.Print([]format.Kind{format.KindLong}, "", true), []format.Arg{long(-2)}, nil); err != nil {
+		t.Fatal(err)
+	}
+	w.Diagnostic(&Diagnostic{Severity: Error, Kind: KindRuntime, Msg: "division by 0", Near: "operator '/'", At: at})
+	w.Diagnostic(&Diagnostic{Severity: Error, Kind: KindKernel, Msg: "cannot attach", At: at, Source: true})
+	w.Diagnostic(&Diagnostic{Severity: Warning, Kind: KindScript, Msg: "careful"})
+	w.Diagnostic(&Diagnostic{Severity: Warning, Kind: KindSemantic, Msg: "elided", Near: "keyword", At: at})
 	w.Loss(&Loss{What: "transport", Count: 7, Option: "-s", Limit: "buffer size", Size: 8})
 	w.Summary(&Summary{Errors: 1, Skipped: 2, Reentrancy: true})
 	w.HitReport([]Hit{{Probe: "begin", At: at, Hits: 1, Min: 2, Avg: 3, Max: 4, Variance: 5, From: "begin", Index: 0}})
@@ -193,7 +199,7 @@ func TestJSONValues(t *testing.T) {
 		t.Errorf("linear buckets %s", buckets)
 	}
 	e := byType["error"][0]
-	if e["msg"] != "division by 0" || e["near"] != "operator '/'" || e["file"] != "x.stp" || e["line"] != 1.0 || e["column"] != 20.0 {
+	if e["kind"] != "runtime" || e["msg"] != "division by 0" || e["near"] != "operator '/'" || e["file"] != "x.stp" || e["line"] != 1.0 || e["column"] != 20.0 {
 		t.Errorf("error %v", e)
 	}
 	stat := byType["global"][7]["elements"].([]any)[0].(map[string]any)["stat"]
@@ -265,4 +271,81 @@ func validUTF8(s string) string {
 		i += size
 	}
 	return b.String()
+}
+
+// A print record carries the call's format string (printf's only) and its
+// arguments as JSON values, by the kind the format reads each as: strings
+// with quotes, control characters and bytes that are not UTF-8 come back
+// as the text has them, numbers exactly (the extremes of a long too).
+func TestJSONPrintArgs(t *testing.T) {
+	n := func(s string) any { return json.Number(s) }
+	for _, c := range []struct {
+		name   string
+		f      *format.Format
+		args   []format.Arg
+		format any   // nil: no "format"
+		want   []any // the args, as encoding/json reads them (numbers as json.Number)
+	}{
+		{"strings", mustCompile(t, "%s|%s|%s\n"), []format.Arg{str(`say "hi" \ there`), str("tab\tnl\nnul\x01del\x7f"), str("bad\xff\xfe€")},
+			"%s|%s|%s\n", []any{`say "hi" \ there`, "tab\tnl\nnul\x01del\x7f", "bad\ufffd\ufffd€"}},
+		{"numbers", mustCompile(t, "%d %x %d %d %c\n"), []format.Arg{long(-1), long(255), long(math.MinInt64), long(math.MaxInt64), long(65)},
+			"%d %x %d %d %c\n", []any{n("-1"), n("255"), n("-9223372036854775808"), n("9223372036854775807"), n("65")}},
+		{"star width", mustCompile(t, "[%*d|%.*s]"), []format.Arg{long(5), long(42), long(2), str("abc")},
+			"[%*d|%.*s]", []any{n("5"), n("42"), n("2"), "abc"}},
+		{"%s of a long reads its string", mustCompile(t, "%s"), []format.Arg{long(7)}, "%s", []any{""}},
+		{"missing arguments", mustCompile(t, "%d %s"), nil, "%d %s", []any{n("0"), ""}},
+		{"print of several", format.Print([]format.Kind{format.KindLong, format.KindString, format.KindLong}, "", false),
+			[]format.Arg{long(-3), str("x"), long(1 << 40)}, nil, []any{n("-3"), "x", n("1099511627776")}},
+		{"printd", format.Print([]format.Kind{format.KindString, format.KindString}, ", ", true),
+			[]format.Arg{str("a"), str("b")}, nil, []any{"a", "b"}},
+		{"print_char", format.Char(), []format.Arg{long('z')}, nil, []any{n("122")}},
+		{"no arguments", mustCompile(t, "hello\n"), nil, "hello\n", []any{}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var out, text bytes.Buffer
+			w := NewJSON(&out)
+			if err := w.Print(c.f, c.args, nil); err != nil {
+				t.Fatal(err)
+			}
+			w.Flush()
+			tw := NewText(&text, io.Discard)
+			tw.Print(c.f, c.args, nil)
+			tw.Flush()
+			dec := json.NewDecoder(&out)
+			dec.UseNumber()
+			var rec map[string]any
+			if err := dec.Decode(&rec); err != nil {
+				t.Fatalf("%s: %v", out.String(), err)
+			}
+			if rec["format"] != c.format {
+				t.Errorf("format %#v, want %#v", rec["format"], c.format)
+			}
+			if args, _ := rec["args"].([]any); !slices.Equal(args, c.want) {
+				t.Errorf("args %#v, want %#v", rec["args"], c.want)
+			}
+			if rec["data"] != validUTF8(text.String()) {
+				t.Errorf("data %q, text %q", rec["data"], text.String())
+			}
+		})
+	}
+}
+
+// Records of different formats in a row each get their own format (the
+// start of a record is kept for the last format only).
+func TestJSONPrintFormats(t *testing.T) {
+	var out bytes.Buffer
+	w := NewJSON(&out)
+	a, b := mustCompile(t, "a%d\n"), mustCompile(t, "b%s\n")
+	p := format.Print([]format.Kind{format.KindLong}, "", false)
+	for _, f := range []*format.Format{a, b, a, p, a} {
+		w.Print(f, []format.Arg{long(1)}, nil)
+	}
+	w.Flush()
+	var got []any
+	for _, o := range objects(t, out.Bytes()) {
+		got = append(got, o["format"])
+	}
+	if want := []any{"a%d\n", "b%s\n", "a%d\n", nil, "a%d\n"}; !slices.Equal(got, want) {
+		t.Errorf("formats %v, want %v", got, want)
+	}
 }

@@ -103,9 +103,27 @@ const (
 	Warning
 )
 
+// Kind names what raised a diagnostic, for a program that reads them
+// (JSON's "kind"); Text shows no kind, as stap shows none.
+type Kind string
+
+// The kinds of diagnostics.
+const (
+	KindParse    Kind = "parse"    // pass 1: the script does not parse
+	KindSemantic Kind = "semantic" // pass 2: elaboration and type checking
+	KindCompile  Kind = "compile"  // passes 3 and 4: translation, the kernel programs' build
+	KindRuntime  Kind = "runtime"  // a probe handler's run-time error (user-side or kernel)
+	KindKernel   Kind = "kernel"   // loading, attaching, reading the kernel programs
+	KindCommand  Kind = "command"  // the -c command: it cannot start, or it failed
+	KindScript   Kind = "script"   // the script's own warn()
+	KindOutput   Kind = "output"   // an output the run could not write (switch_file(), log lines)
+	KindProcfs   Kind = "procfs"   // serving the procfs probes' files
+)
+
 // Diagnostic is an error or a warning of the run.
 type Diagnostic struct {
 	Severity Severity
+	Kind     Kind
 	Msg      string
 	// Near is the token stap names after "near" ("operator '/'",
 	// "identifier 'x'", "keyword"); "" when the message names none.

@@ -16,7 +16,7 @@ func PrintFormat(n *syntax.PrintCall) (*format.Format, error) {
 	case n.Format != nil:
 		return format.Compile(n.Format.Value)
 	case n.Name == "print_char":
-		return format.Compile("%c")
+		return format.Char(), nil
 	}
 	kinds := make([]format.Kind, len(n.Args))
 	for i, a := range n.Args {
