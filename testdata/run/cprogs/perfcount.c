@@ -2,8 +2,9 @@
    to each of n fresh pages of its own (n page faults: a mapping of less
    than 2 MiB holds no huge page), nap(ms) sleeps ms milliseconds (a
    context switch at least), spin(ms) keeps the CPU busy ms milliseconds
-   of its own time; crowd(n) runs n threads that nap 100 ms at once (a
-   program with more threads than an array of MAXMAPENTRIES holds).
+   of its own time; crowd(n) runs n threads that all sleep at once, until
+   the last has started (a program with more live threads than an array
+   of MAXMAPENTRIES holds, whatever the machine's speed).
    Usage: perfcount [THREADS]. */
 #include <pthread.h>
 #include <stdlib.h>
@@ -37,16 +38,32 @@ __attribute__((noinline)) long spin(long ms) {
 	return ms;
 }
 
-static void *napper(void *arg) {
-	nap(100);
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t changed = PTHREAD_COND_INITIALIZER;
+static long waiting, released;
+
+/* waiter counts itself in, then sleeps until crowd releases them all. */
+static void *waiter(void *arg) {
+	pthread_mutex_lock(&lock);
+	waiting++;
+	pthread_cond_broadcast(&changed);
+	while (!released)
+		pthread_cond_wait(&changed, &lock);
+	pthread_mutex_unlock(&lock);
 	return arg;
 }
 
 __attribute__((noinline)) long crowd(long n) {
 	pthread_t *threads = calloc(n, sizeof *threads);
 	long started = 0;
-	while (started < n && pthread_create(&threads[started], NULL, napper, NULL) == 0)
+	while (started < n && pthread_create(&threads[started], NULL, waiter, NULL) == 0)
 		started++;
+	pthread_mutex_lock(&lock);
+	while (waiting < started)
+		pthread_cond_wait(&changed, &lock);
+	released = 1;
+	pthread_cond_broadcast(&changed);
+	pthread_mutex_unlock(&lock);
 	for (long i = 0; i < started; i++)
 		pthread_join(threads[i], NULL);
 	free(threads);
