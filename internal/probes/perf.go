@@ -78,7 +78,7 @@ type PerfCounter struct {
 	// known: both 0 when there is no such file.
 	Dev, Ino uint64
 	Event    attach.Perf
-	Pos      syntax.Pos // the point's
+	Pos      syntax.Pos // the point's, as the script wrote it (the elaborator's)
 	// Read: a probe reads it (only such a counter's events are opened)
 	Read bool
 }
@@ -102,7 +102,7 @@ func PerfCounterOf(p *Point) (*PerfCounter, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &PerfCounter{Name: name, Event: *e, Pos: p.Components[0].Pos}
+	c := &PerfCounter{Name: name, Event: *e}
 	c.Event.Period = 0 // counted, never sampled
 	if path, ok := p.Arg("process").(*syntax.StringLit); ok {
 		c.SetProcess(path.Value)

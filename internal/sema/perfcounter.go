@@ -41,7 +41,7 @@ func (e *elab) collectPerfCounters() {
 		if p.Family != probes.PerfCounterFamily || p.Decl == nil {
 			continue
 		}
-		c, err := probes.PerfCounterOf(&probes.Point{Components: p.Point.Components})
+		c, err := probes.PerfCounterOf(probePoint(p))
 		if err != nil {
 			continue // reported when the point was matched
 		}
@@ -99,6 +99,7 @@ func (s *scope) perfCounter(op *syntax.AtOp) syntax.Expr {
 		s.e.rep.errorAt("atop", op, msg)
 		return zero
 	}
+	s.e.prog.PerfCounters[n].Read = true
 	index := &syntax.NumberLit{Typed: syntax.Typed{Pos: op.Pos}, Value: int64(n)}
 	return &syntax.Call{Typed: op.Typed, Name: "__perf_counter", Args: []syntax.Expr{index}}
 }
@@ -124,20 +125,20 @@ func (s *scope) perfCounterRead(name string) (int, string) {
 	if n < 0 {
 		return 0, notDefined
 	}
-	s.e.prog.PerfCounters[n].Read = true
 	return n, ""
 }
 
 // probeProcess is the program a probe's point names (process("PATH"),
 // resolved), "" for none.
 func probeProcess(p *Probe) string {
-	for _, c := range p.Point.Components {
-		if lit, ok := c.Arg.(*syntax.StringLit); ok && c.Name == "process" {
-			return probes.ResolveExecutable(lit.Value)
-		}
+	if path, ok := probePoint(p).Arg("process").(*syntax.StringLit); ok {
+		return probes.ResolveExecutable(path.Value)
 	}
 	return ""
 }
+
+// probePoint is p's concrete point as the probes package reads one.
+func probePoint(p *Probe) *probes.Point { return &probes.Point{Components: p.Point.Components} }
 
 // perfDefined decides @defined(@perf("NAME")) in body before the
 // operators are lowered: 1 where the probe reads the counter, else 0, as
