@@ -206,6 +206,10 @@ func cPrograms() string {
 			{"-O2", "-o", "untouched", src("untouched.c")},
 			{"-O0", "-o", "entry", src("entry.c")},
 			{"-O2", "-o", "perfcount", src("perfcount.c")},
+			// the same program under another file, so that the counters
+			// of perf_counter.stp, which count by executable, do not
+			// count the threads of perf_counter_threads.stp's crowd
+			{"-O2", "-o", "perfcrowd", src("perfcount.c")},
 			{"-O2", "-o", "badmark", src("badmark.c")},
 			{"-g", "-O0", "-o", "request_O0", src("request.c")},
 			{"-g", "-O2", "-o", "request_O2", src("request.c")},
