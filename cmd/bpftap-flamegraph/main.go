@@ -7,8 +7,11 @@
 // The stacks are merged into a tree of frames, a frame's width the samples
 // under it; the roots stand at the bottom, callees above their callers,
 // siblings in name order (a flame graph, not a time line). Each frame
-// carries a tooltip with its name, samples and share. Debian packages no
-// flame-graph renderer (no flamegraph.pl, no inferno), hence this one.
+// carries a tooltip with its name, samples and share. A script inside the
+// SVG (flame.js) zooms to a clicked frame and searches frames for a
+// regular expression; without scripts the drawing is the same, static.
+// Debian packages no flame-graph renderer (no flamegraph.pl, no inferno),
+// hence this one.
 package main
 
 import (
