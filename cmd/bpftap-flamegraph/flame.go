@@ -110,7 +110,7 @@ func (g flameGeometry) draw(w io.Writer, f *frame, p place) {
 	writeBox(w, attrs, box{
 		x: p.x, y: p.y, w: fw, h: frameHeight - 1,
 		fill:  warm(f.name),
-		tip:   fmt.Sprintf("%s (%d %s, %s)", f.name, f.value, g.unit, share(f.value, g.total)),
+		tip:   fmt.Sprintf("%s (%s, %s)", f.name, quantity(f.value, g.unit), share(f.value, g.total)),
 		label: f.name,
 	})
 	names := make([]string, 0, len(f.children))

@@ -110,7 +110,7 @@
     });
     var sum = covered.reduce(function (s, c) { return s + c.value; }, 0);
     matched.textContent = re === null ? "" :
-      "Matched " + sum + " of " + root.value + " " + unit + " (" + (100 * sum / root.value).toFixed(2) + "%)";
+      "Matched " + sum + " of " + root.value + (unit ? " " + unit : "") + " (" + (100 * sum / root.value).toFixed(2) + "%)";
     searchButton.textContent = re === null ? "Search" : "Clear search";
   }
 

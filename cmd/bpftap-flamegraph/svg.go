@@ -6,6 +6,7 @@ import (
 	"hash/fnv"
 	"io"
 	"math"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 )
@@ -70,6 +71,14 @@ func fit(name string, w float64) string {
 		return ""
 	}
 	return string([]rune(name)[:n-2]) + ".."
+}
+
+// quantity is v in unit, "123 ns", or "123" without a unit.
+func quantity(v int64, unit string) string {
+	if unit == "" {
+		return strconv.FormatInt(v, 10)
+	}
+	return fmt.Sprintf("%d %s", v, unit)
 }
 
 // share is part as a percentage of whole, "12.34%".
