@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/xml"
 	"fmt"
+	"html"
 	"image"
 	"image/color"
 	"image/png"
@@ -43,7 +44,7 @@ func headlessChromium(t *testing.T) string {
 // returns its standard output.
 func browse(t *testing.T, chromium, file, fragment string, args ...string) []byte {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute) // ~3 s idle, 20 s beside two CPU hogs
 	defer cancel()
 	args = append([]string{"--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
 		"--force-device-scale-factor=1", "--user-data-dir=" + t.TempDir(), "--virtual-time-budget=5000"}, args...)
@@ -144,79 +145,84 @@ func checkBoxes(t *testing.T, img image.Image, svg element, class string) {
 // TestChromium opens a flame graph and a bar chart in headless Chromium:
 // screenshots of the right size show each frame and segment in its color,
 // and nothing where no frame is; shown as an image (no scripts run) the
-// flame graph is the same, without controls; the flame graph's script, asked through
-// the URL's fragment, zooms (the zoomed frame spans the width, its
-// callers dimmed, the rest hidden) and searches (matches highlighted, the
-// matched share shown), in the DOM and on the screen.
+// flame graph is the same, without controls; the flame graph's script,
+// asked through the URL's fragment, zooms (the zoomed frame spans the
+// width, its callers dimmed, the rest hidden) and searches (matches
+// highlighted, the matched share shown), in the DOM and on the screen,
+// and answers clicks, the mouse and keys as a user's.
 func TestChromium(t *testing.T) {
 	chromium := headlessChromium(t)
 	dir := t.TempDir()
-	bg := rgb(t, background)
-
 	flame, flameSVG := drawnTo(t, dir, browserStacks)
-	// 134 pixels high; frames: all from y 88, main 72, other and work 56,
-	// hot 40 (rows of 16, boxes of 15); hot from x 403.3 to 993.3
-	img := screenshot(t, chromium, flame, "", 1200, 300)
-	checkBoxes(t, img, flameSVG, "frame")
-	for _, region := range []struct {
-		what           string
-		x0, x1, y0, y1 int
-		min, max       int
-	}{
-		{"the rows of all and main", 12, 1188, 73, 102, 1176 * 29 * 9 / 10, 1176 * 29},
-		{"left of hot", 12, 400, 41, 55, 0, 0},
-		{"right of hot", 997, 1188, 41, 55, 0, 0},
-		{"between the title and the frames", 0, 1200, 27, 39, 0, 0},
-		{"below the drawing", 0, 1200, 140, 300, 0, 0},
-	} {
-		n := painted(img, bg, region.x0, region.x1, region.y0, region.y1)
-		if region.what == "below the drawing" {
-			n = painted(img, color.RGBA{255, 255, 255, 255}, region.x0, region.x1, region.y0, region.y1)
-		}
-		if n < region.min || n > region.max {
-			t.Errorf("%s: %d pixels painted, want %d..%d", region.what, n, region.min, region.max)
-		}
-	}
+	checkFlameScreenshots(t, chromium, dir, flame, flameSVG)
+	checkScriptDOM(t, chromium, flame, flameSVG)
+	checkScriptEvents(t, chromium, dir, flame)
 
-	// the Search button, right of the title, is shown by the script only
-	if n := painted(img, bg, 1100, 1190, 8, 24); n == 0 {
-		t.Errorf("no Search button drawn")
+	bars, barsSVG := drawnTo(t, dir, browserBars, "-chart", "bars", "-unit", "ns")
+	img := screenshot(t, chromium, bars, "", 1200, 300)
+	checkBoxes(t, img, barsSVG, "segment")
+	checkBoxes(t, img, barsSVG, "legend")
+	// bars from y 40, 60, 80 (16 high); the legend from y 110
+	checkRegions(t, "bars", img, []region{{"between the bars and the legend", 0, 1200, 98, 109, 0, 0, background}})
+}
+
+// region is a rectangle of a screenshot (x1 and y1 excluded) and how many
+// of its pixels may differ from the background bg.
+type region struct {
+	what           string
+	x0, x1, y0, y1 int
+	min, max       int
+	bg             string
+}
+
+func checkRegions(t *testing.T, shot string, img image.Image, regions []region) {
+	t.Helper()
+	for _, r := range regions {
+		if n := painted(img, rgb(t, r.bg), r.x0, r.x1, r.y0, r.y1); n < r.min || n > r.max {
+			t.Errorf("%s: %s: %d pixels painted, want %d..%d", shot, r.what, n, r.min, r.max)
+		}
 	}
-	// an image's scripts do not run: a page showing the SVG as one
-	page := filepath.Join(dir, "page.html")
+}
+
+// checkFlameScreenshots: the flame graph as drawn, as an image (no
+// scripts run), and zoomed and searched.
+func checkFlameScreenshots(t *testing.T, chromium, dir, flame string, svg element) {
+	// 134 pixels high; frames: all from y 88, main 72, other and work 56,
+	// hot 40 (rows of 16, boxes of 15); hot from x 403.3 to 993.3; the
+	// script's Search button right of the title
+	frames := []region{
+		{"the rows of all and main", 12, 1188, 73, 102, 1176 * 29 * 9 / 10, 1176 * 29, background},
+		{"left of hot", 12, 400, 41, 55, 0, 0, background},
+		{"right of hot", 997, 1188, 41, 55, 0, 0, background},
+		{"between the title and the frames", 0, 1200, 27, 39, 0, 0, background},
+		{"below the drawing", 0, 1200, 140, 300, 0, 0, "rgb(255,255,255)"},
+	}
+	img := screenshot(t, chromium, flame, "", 1200, 300)
+	checkBoxes(t, img, svg, "frame")
+	checkRegions(t, "flame graph", img, append(frames, region{"the Search button", 1100, 1190, 8, 24, 1, 1000, background}))
+
+	page := filepath.Join(dir, "image.html")
 	html := fmt.Sprintf(`<!DOCTYPE html><html><body style="margin:0"><img src="%s" alt="flame graph"></body></html>`, filepath.Base(flame))
 	if err := os.WriteFile(page, []byte(html), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	static := screenshot(t, chromium, page, "", 1200, 300)
-	checkBoxes(t, static, flameSVG, "frame")
-	if n := painted(static, bg, 1100, 1190, 8, 24); n != 0 {
-		t.Errorf("scripts off: %d pixels painted where the Search button would be", n)
-	}
+	img = screenshot(t, chromium, page, "", 1200, 300)
+	checkBoxes(t, img, svg, "frame")
+	checkRegions(t, "flame graph as an image", img, append(frames, region{"the Search button", 1100, 1190, 8, 24, 0, 0, background}))
 
-	zoomed := screenshot(t, chromium, flame, "zoom=main;work&search=^hot$", 1200, 300)
+	img = screenshot(t, chromium, flame, "zoom=main;work&search=^hot$", 1200, 300)
 	for _, p := range []struct {
-		what string
-		x, y int
-		want color.RGBA
+		what  string
+		x, y  int
+		color string
 	}{
-		{"work at the right end", 1185, 57, rgb(t, frameFill(t, flameSVG, "work"))},
-		{"hot at the zoom's middle", 595, 41, rgb(t, searchColor)},
-		{"right of hot, zoomed", 1000, 48, bg},
+		{"work at the right end", 1185, 57, frameFill(t, svg, "work")},
+		{"hot at the zoom's middle", 595, 41, searchColor},
+		{"right of hot, zoomed", 1000, 48, background},
 	} {
-		if got := zoomed.At(p.x, p.y); !near(got, p.want) {
-			t.Errorf("zoomed and searched: %s: pixel (%d,%d) is %v, want %v", p.what, p.x, p.y, got, p.want)
+		if got, want := img.At(p.x, p.y), rgb(t, p.color); !near(got, want) {
+			t.Errorf("zoomed and searched: %s: pixel (%d,%d) is %v, want %v", p.what, p.x, p.y, got, want)
 		}
-	}
-	checkScriptDOM(t, chromium, flame, flameSVG)
-
-	bars, barsSVG := drawnTo(t, dir, browserBars, "-chart", "bars", "-unit", "ns")
-	img = screenshot(t, chromium, bars, "", 1200, 300)
-	checkBoxes(t, img, barsSVG, "segment")
-	checkBoxes(t, img, barsSVG, "legend")
-	// bars from y 40, 60, 80 (16 high); the legend from y 110
-	if n := painted(img, bg, 0, 1200, 98, 109); n != 0 {
-		t.Errorf("between the bars and the legend: %d pixels painted", n)
 	}
 }
 
@@ -278,5 +284,86 @@ func checkScriptDOM(t *testing.T, chromium, file string, svg element) {
 		if strings.Join(got, "\n") != strings.Join(c.want, "\n") {
 			t.Errorf("#%s: DOM\n%s\nwant\n%s", c.fragment, strings.Join(got, "\n"), strings.Join(c.want, "\n"))
 		}
+	}
+}
+
+// eventsPage shows the flame graph %s in an object and acts as a user
+// would on it, with clicks, a mouse over, keys, and the prompt answered;
+// it writes the drawing's state after each step in #out.
+const eventsPage = `<!DOCTYPE html><html><body>
+<object id="chart" data="%s" type="image/svg+xml"></object>
+<pre id="out"></pre>
+<script>
+document.getElementById("chart").addEventListener("load", function () {
+  var win = this.contentWindow, doc = this.contentDocument, out = [];
+  function frame(name) {
+    return Array.from(doc.querySelectorAll("g.frame")).find(function (g) { return g.getAttribute("data-name") === name; });
+  }
+  function click(element) {
+    element.dispatchEvent(new MouseEvent("click", {bubbles: true}));
+  }
+  function key(init) {
+    win.dispatchEvent(new KeyboardEvent("keydown", init));
+  }
+  function answer(text) {
+    win.prompt = function () { return text; };
+  }
+  function state(step) {
+    out.push(step + ": " + ["main", "other", "work", "hot"].map(function (name) {
+      var g = frame(name), rect = g.querySelector("rect");
+      return name + " " + (g.getAttribute("display") || "shown") + (g.getAttribute("opacity") ? " dim " : " ") +
+        rect.getAttribute("width") + (rect.getAttribute("fill") === "` + searchColor + `" ? " found" : "");
+    }).join(", ") + ["reset-zoom", "search", "details", "matched"].map(function (id) {
+      var e = doc.getElementById(id);
+      return e.getAttribute("visibility") === "hidden" || e.textContent === "" ? "" : " | " + e.textContent;
+    }).join(""));
+  }
+  click(frame("work").querySelector("text"));
+  state("click work");
+  frame("hot").querySelector("rect").dispatchEvent(new MouseEvent("mouseover", {bubbles: true}));
+  state("mouse over hot");
+  answer("^hot$");
+  click(doc.getElementById("search"));
+  state("Search ^hot$");
+  click(doc.getElementById("search"));
+  state("Clear search");
+  answer("o");
+  key({key: "f", ctrlKey: true});
+  state("Ctrl-F o");
+  click(frame("hot").querySelector("rect"));
+  state("click hot");
+  click(doc.getElementById("reset-zoom"));
+  state("Reset zoom");
+  click(frame("other").querySelector("rect"));
+  key({key: "Escape"});
+  state("click other, Escape");
+  document.getElementById("out").textContent = out.join("\n");
+});
+</script>
+</body></html>
+`
+
+// checkScriptEvents: clicks, keys and the prompt drive the script in a
+// page that holds the flame graph, as a user's do.
+func checkScriptEvents(t *testing.T, chromium, dir, flame string) {
+	page := filepath.Join(dir, "events.html")
+	if err := os.WriteFile(page, fmt.Appendf(nil, eventsPage, filepath.Base(flame)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dom := string(browse(t, chromium, page, "", "--allow-file-access-from-files", "--dump-dom"))
+	_, out, _ := strings.Cut(dom, `<pre id="out">`)
+	out, _, _ = strings.Cut(out, "</pre>")
+	want := []string{
+		"click work: main shown dim 1180.0, other none 393.3, work shown 1180.0, hot shown 885.0 | Reset zoom | Search",
+		"mouse over hot: main shown dim 1180.0, other none 393.3, work shown 1180.0, hot shown 885.0 | Reset zoom | Search | hot (3 samples, 50.00%)",
+		"Search ^hot$: main shown dim 1180.0, other none 393.3, work shown 1180.0, hot shown 885.0 found | Reset zoom | Clear search | hot (3 samples, 50.00%) | Matched 3 of 6 samples (50.00%)",
+		"Clear search: main shown dim 1180.0, other none 393.3, work shown 1180.0, hot shown 885.0 | Reset zoom | Search | hot (3 samples, 50.00%)",
+		"Ctrl-F o: main shown dim 1180.0, other none 393.3 found, work shown 1180.0 found, hot shown 885.0 found | Reset zoom | Clear search | hot (3 samples, 50.00%) | Matched 6 of 6 samples (100.00%)",
+		"click hot: main shown dim 1180.0, other none 393.3 found, work shown dim 1180.0 found, hot shown 1180.0 found | Reset zoom | Clear search | hot (3 samples, 50.00%) | Matched 6 of 6 samples (100.00%)",
+		"Reset zoom: main shown 1180.0, other shown 393.3 found, work shown 786.7 found, hot shown 590.0 found | Clear search | hot (3 samples, 50.00%) | Matched 6 of 6 samples (100.00%)",
+		"click other, Escape: main shown 1180.0, other shown 393.3, work shown 786.7, hot shown 590.0 | Search | hot (3 samples, 50.00%)",
+	}
+	if got := html.UnescapeString(out); got != strings.Join(want, "\n") {
+		t.Errorf("the script's answers to events:\n%s\nwant\n%s\nthe page:\n%s", got, strings.Join(want, "\n"), dom)
 	}
 }
