@@ -21,7 +21,6 @@ import (
 	"io"
 	"os"
 	"runtime/debug"
-	"strings"
 
 	"github.com/bpftap/bpftap/internal/exporter"
 	"github.com/bpftap/bpftap/internal/interp"
@@ -324,7 +323,7 @@ func passDiagnostics(pass int, err error) []*output.Diagnostic {
 	case pass >= len(passKinds):
 		ds = append(ds, errorDiagnostic(err))
 	default:
-		ds = append(ds, &output.Diagnostic{Severity: output.Error, Kind: passKinds[pass], Msg: strings.TrimPrefix(err.Error(), "ERROR: ")})
+		ds = append(ds, &output.Diagnostic{Severity: output.Error, Kind: passKinds[pass], Msg: failureMessage(err)})
 	}
 	return ds
 }
