@@ -321,7 +321,7 @@ func loadError(spec *ProgramSpec, insns []byte, log string, err error) error {
 		if CheckPrivileges() == nil {
 			return fmt.Errorf("probe program %s: the kernel refuses to load %s programs, though bpftap has the privileges BPF needs: %w", spec.Name, spec.Attach.Kind, err)
 		}
-		return fmt.Errorf("probe program %s: %w (%v)", spec.Name, ErrPermission, err)
+		return fmt.Errorf("probe program %s: %w (%w)", spec.Name, ErrPermission, err)
 	}
 	if errors.Is(err, unix.EMFILE) || errors.Is(err, unix.ENFILE) {
 		// no verdict: the kernel had no descriptor to give the program
@@ -391,7 +391,7 @@ func (p *Program) Close() error {
 func CheckPrivileges() error {
 	missing, err := missingCapabilities(capability{unix.CAP_BPF, "CAP_BPF"}, capability{unix.CAP_PERFMON, "CAP_PERFMON"})
 	if err != nil {
-		return fmt.Errorf("%w: %v", ErrPermission, err)
+		return fmt.Errorf("%w: %w", ErrPermission, err)
 	}
 	if missing == nil {
 		return nil

@@ -47,7 +47,7 @@ const uprobePMU = "/sys/bus/event_source/devices/uprobe"
 // check looks for the uprobe PMU (CONFIG_UPROBE_EVENTS).
 func (uprobe) check(*attach.Point) error {
 	if _, err := os.Stat(uprobePMU); err != nil {
-		return fmt.Errorf("this kernel has no uprobe perf events (CONFIG_UPROBE_EVENTS): %v", err)
+		return fmt.Errorf("this kernel has no uprobe perf events (CONFIG_UPROBE_EVENTS): %w", err)
 	}
 	return nil
 }

@@ -21,7 +21,6 @@ import (
 	"io"
 	"os"
 	"runtime/debug"
-	"strings"
 
 	"github.com/bpftap/bpftap/internal/exporter"
 	"github.com/bpftap/bpftap/internal/interp"
@@ -304,7 +303,8 @@ var passKinds = [...]output.Kind{1: output.KindParse, 2: output.KindSemantic, 3:
 
 // passDiagnostics are the diagnostics of a failed pass as --json writes
 // them (after stap's text on stderr, which stays): the parser's errors
-// and the elaborator's errors and warnings one by one with their
+// (with stap's verdict on a script without declarations, "Input file
+// '...' is empty.", as one more) and the elaborator's errors and warnings one by one with their
 // positions, another error of pass 5 from its type (errorDiagnostic), of
 // an earlier pass as one error of the pass's kind.
 func passDiagnostics(pass int, err error) []*output.Diagnostic {
@@ -313,11 +313,8 @@ func passDiagnostics(pass int, err error) []*output.Diagnostic {
 	var ds []*output.Diagnostic
 	switch {
 	case errors.As(err, &parseErrs):
-		if parseErrs.Empty() {
-			parseErrs = parseErrs[:len(parseErrs)-1]
-		}
 		for _, e := range parseErrs {
-			ds = append(ds, &output.Diagnostic{Severity: output.Error, Kind: output.KindParse, Msg: e.Msg, At: e.Pos})
+			ds = append(ds, &output.Diagnostic{Severity: output.Error, Kind: output.KindParse, Msg: e.Msg, At: e.Pos, Hint: e.Hint})
 		}
 	case errors.As(err, &semErrs):
 		for _, d := range semErrs.Diags {
@@ -326,7 +323,7 @@ func passDiagnostics(pass int, err error) []*output.Diagnostic {
 	case pass >= len(passKinds):
 		ds = append(ds, errorDiagnostic(err))
 	default:
-		ds = append(ds, &output.Diagnostic{Severity: output.Error, Kind: passKinds[pass], Msg: strings.TrimPrefix(err.Error(), "ERROR: ")})
+		ds = append(ds, &output.Diagnostic{Severity: output.Error, Kind: passKinds[pass], Msg: failureMessage(err)})
 	}
 	return ds
 }

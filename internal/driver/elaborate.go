@@ -33,7 +33,7 @@ func (s *session) analyze(user, libs []*syntax.File) (*sema.Program, error) {
 func (s *session) elaborate(user, libs []*syntax.File) (*sema.Program, error) {
 	for _, g := range s.opts.Globals {
 		if err := sema.CheckOverride(g); err != nil {
-			return nil, fmt.Errorf("ERROR: %v", err)
+			return nil, output.Failf("%w", err)
 		}
 	}
 	listing := s.opts.List != nil

@@ -3,6 +3,7 @@ package driver
 import (
 	"errors"
 	"fmt"
+	"github.com/bpftap/bpftap/internal/output"
 	"github.com/bpftap/bpftap/internal/procfs"
 	"github.com/bpftap/bpftap/internal/syntax"
 	"regexp"
@@ -196,7 +197,7 @@ func setList(vars bool) func(o *Options, a string) error {
 	}
 }
 
-var errOneDump = errors.New("ERROR: only one of the -l/-L/--dump-* switches may be specified")
+var errOneDump error = &output.Failure{Err: errors.New("only one of the -l/-L/--dump-* switches may be specified")}
 
 // setDump returns the setter of --dump-WHAT.
 func setDump(what string) func(o *Options, _ string) error {
@@ -248,7 +249,7 @@ func setPass(o *Options, a string) error {
 // the version bpftap implements.
 func setCompatible(o *Options, a string) error {
 	if v := syntax.DefaultConfig().Version; syntax.CompareVersions(a, v) > 0 {
-		return fmt.Errorf("ERROR: systemtap version %s cannot be compatible with future version %s", v, a)
+		return output.Failf("systemtap version %s cannot be compatible with future version %s", v, a)
 	}
 	o.Compatible = a
 	return nil
@@ -279,7 +280,7 @@ func setTarget(o *Options, a string) error {
 // safety pattern for -D parameters.
 func addDefine(o *Options, a string) error {
 	if !macroName.MatchString(a) {
-		return fmt.Errorf("ERROR: Safety pattern mismatch for -D parameter ('%s' vs. '%s') rc=1", a, macroPattern)
+		return output.Failf("Safety pattern mismatch for -D parameter ('%s' vs. '%s') rc=1", a, macroPattern)
 	}
 	o.Defines = append(o.Defines, a)
 	return nil

@@ -54,7 +54,7 @@ func (o *outputFiles) open() error {
 	name := o.fileName(o.num)
 	f, err := os.Create(name)
 	if err != nil {
-		return fmt.Errorf("cannot open output file: %v", err)
+		return fmt.Errorf("cannot open output file: %w", err)
 	}
 	o.f, o.written = f, 0
 	o.opened = append(o.opened, name)

@@ -69,7 +69,7 @@ func readScriptFile(name string) (string, error) {
 	case errors.Is(err, fs.ErrNotExist):
 		return "", fmt.Errorf("Input file '%s' is missing.", name)
 	case err != nil:
-		return "", fmt.Errorf("Input file '%s' cannot be read: %v", name, errors.Unwrap(err))
+		return "", fmt.Errorf("Input file '%s' cannot be read: %w", name, errors.Unwrap(err))
 	}
 	defer f.Close()
 	if st, err := f.Stat(); err == nil && st.IsDir() {
@@ -85,7 +85,7 @@ func readScript(name string, r io.Reader) (string, error) {
 	text, err := io.ReadAll(io.LimitReader(r, maxScriptSize+1))
 	switch {
 	case err != nil:
-		return "", fmt.Errorf("Input file '%s' cannot be read: %v", name, err)
+		return "", fmt.Errorf("Input file '%s' cannot be read: %w", name, err)
 	case len(text) > maxScriptSize:
 		return "", fmt.Errorf("Input file '%s' is larger than %d MiB: not a script.", name, maxScriptSize>>20)
 	}

@@ -131,13 +131,13 @@ func (s *session) serveProcfs(in *interp.Interp) (stop func(), err error) {
 	}
 	srv, err := procfs.Serve(procfs.Dir(s.module()), files, in)
 	if err != nil {
-		return stop, failed(output.KindProcfs, fmt.Errorf("ERROR: %w", err))
+		return stop, failed(output.KindProcfs, output.Failf("%w", err))
 	}
 	stops = append(stops, s.signals.beforeForcedExit(srv.Detach), srv.Stop)
 	if s.opts.HTTP != "" {
 		stopHTTP, err := procfs.ServeHTTP(s.opts.HTTP, procfs.Handler(files, in), s.stderr)
 		if err != nil {
-			return stop, failed(output.KindProcfs, fmt.Errorf("ERROR: --http %s: %w", s.opts.HTTP, err))
+			return stop, failed(output.KindProcfs, output.Failf("--http %s: %w", s.opts.HTTP, err))
 		}
 		stops = append(stops, stopHTTP)
 	}
@@ -180,8 +180,7 @@ func (e *execError) Error() string { return e.command + ": " + e.reason }
 // errorDiagnostic is the diagnostic of an error of the driver, from its
 // type: a kernelside.Error with its position and source line; the -c
 // command's exec failure bare; any other with the kind of the failure
-// it is (a kernel error when it is none) and its text without stap's
-// "ERROR: ", which Text writes again.
+// it is (a kernel error when it is none) and its message (failureMessage).
 func errorDiagnostic(err error) *output.Diagnostic {
 	var ke *kernelside.Error
 	var ee *execError
@@ -191,11 +190,20 @@ func errorDiagnostic(err error) *output.Diagnostic {
 	case errors.As(err, &ee):
 		return &output.Diagnostic{Severity: output.Error, Kind: output.KindCommand, Msg: ee.Error(), Bare: true}
 	}
-	d := &output.Diagnostic{Severity: output.Error, Kind: output.KindKernel, Msg: strings.TrimPrefix(err.Error(), "ERROR: ")}
+	d := &output.Diagnostic{Severity: output.Error, Kind: output.KindKernel, Msg: failureMessage(err)}
 	if f := (*failure)(nil); errors.As(err, &f) {
 		d.Kind = f.kind
 	}
 	return d
+}
+
+// failureMessage is the message of err without the "ERROR: " that an
+// output.Failure's text starts with (Text writes it again).
+func failureMessage(err error) string {
+	if f := (*output.Failure)(nil); errors.As(err, &f) {
+		return f.Msg()
+	}
+	return err.Error()
 }
 
 // limits applies the -D NAME=VALUE settings to the interpreter's limits. Names
@@ -209,7 +217,7 @@ func (s *session) limits() (tapset.Limits, error) {
 			continue
 		}
 		if _, err := l.Define(name, value); err != nil {
-			return l, fmt.Errorf("ERROR: -D %s: %w", d, err)
+			return l, output.Failf("-D %s: %w", d, err)
 		}
 	}
 	return l, nil
@@ -223,7 +231,7 @@ func (s *session) outputFiles() (*outputFiles, error) {
 	}
 	files, err := openOutputFiles(s.opts.Output, s.opts.OutputMB, s.opts.OutputFiles)
 	if err != nil {
-		return nil, fmt.Errorf("ERROR: %w", err)
+		return nil, output.Failf("%w", err)
 	}
 	return files, nil
 }

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/bpftap/bpftap/internal/output"
 	"github.com/bpftap/bpftap/internal/syntax"
 	"golang.org/x/sys/unix"
 )
@@ -135,7 +136,7 @@ func matches(option, pattern string) func(*Options, string) error {
 	re := regexp.MustCompile("(?i)" + pattern)
 	return func(_ *Options, a string) error {
 		if !re.MatchString(a) {
-			return fmt.Errorf("ERROR: Safety pattern mismatch for %s parameter ('%s' vs. '%s') rc=1", option, a, pattern)
+			return output.Failf("Safety pattern mismatch for %s parameter ('%s' vs. '%s') rc=1", option, a, pattern)
 		}
 		return nil
 	}
@@ -195,7 +196,7 @@ func downloadDebuginfo(_ *Options, a string) error {
 	if n, err := strconv.Atoi(a); a == "" || a == "yes" || a == "no" || a == "ask" || err == nil && n > 0 {
 		return nil
 	}
-	return fmt.Errorf("ERROR: %s is not a valid value. Use 'yes', 'no', 'ask' or a timeout value.", a)
+	return output.Failf("%s is not a valid value. Use 'yes', 'no', 'ask' or a timeout value.", a)
 }
 
 func needsGuru(o *Options, _ string) error {
@@ -213,7 +214,7 @@ func setRuntime(_ *Options, a string) error {
 	case "dyninst":
 		return errRefused
 	}
-	return fmt.Errorf("ERROR: %s is an invalid argument for --runtime", a)
+	return output.Failf("%s is an invalid argument for --runtime", a)
 }
 
 // namespacePID takes --target-namespaces=PID, a process that exists.

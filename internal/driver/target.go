@@ -15,6 +15,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/bpftap/bpftap/internal/output"
 	"github.com/bpftap/bpftap/internal/probes"
 )
 
@@ -78,7 +79,7 @@ func (s *session) startTarget() (*target, error) {
 	}
 	t := &target{command: s.opts.Command}
 	if err := t.start(program); err != nil {
-		return nil, fmt.Errorf("ERROR: cannot start '%s': %w", s.opts.Command, err)
+		return nil, output.Failf("cannot start '%s': %w", s.opts.Command, err)
 	}
 	return t, nil
 }
@@ -172,10 +173,10 @@ func commandWords(command string) ([]string, error) {
 		if why == "" {
 			why = err.Error()
 		}
-		return nil, fmt.Errorf("ERROR: cannot expand -c '%s': %s", command, why)
+		return nil, output.Failf("cannot expand -c '%s': %s", command, why)
 	}
 	if len(out) == 0 {
-		return nil, fmt.Errorf("ERROR: -c '%s' names no command", command)
+		return nil, output.Failf("-c '%s' names no command", command)
 	}
 	return strings.Split(strings.TrimSuffix(string(out), "\x00"), "\x00"), nil
 }
@@ -293,7 +294,7 @@ func (t *target) release(done func()) error {
 	}()
 	defer t.execErr.Close()
 	if err != nil {
-		return fmt.Errorf("ERROR: cannot release the target command: %w", err)
+		return output.Failf("cannot release the target command: %w", err)
 	}
 	var errno [1]byte
 	if n, _ := t.execErr.Read(errno[:]); n == 1 {

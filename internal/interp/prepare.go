@@ -61,7 +61,7 @@ func (in *Interp) noteCaptures(n *syntax.PrintCall) {
 func (in *Interp) compilePrint(n *syntax.PrintCall) error {
 	f, err := sema.PrintFormat(n)
 	if err != nil {
-		return fmt.Errorf("%s: %v", n.Format.Pos, err)
+		return fmt.Errorf("%s: %w", n.Format.Pos, err)
 	}
 	in.formats[n] = f
 	return nil

@@ -21,7 +21,7 @@ func (in *Interp) compileRegexp(n *syntax.Binary) error {
 	}
 	re, err := regexp.Compile("(?s)" + lit.Value)
 	if err != nil {
-		return fmt.Errorf("%s: invalid regex: %v", lit.Pos, err)
+		return fmt.Errorf("%s: invalid regex: %w", lit.Pos, err)
 	}
 	re.Longest()
 	in.regexps[n] = &regexpProg{re: re}

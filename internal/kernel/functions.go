@@ -61,7 +61,7 @@ func loadFunctions() ([]*Function, error) {
 	}
 	b, berr := Kernel()
 	if berr != nil {
-		return nil, fmt.Errorf("cannot list the kernel's functions: tracefs: %v; BTF: %v", err, berr)
+		return nil, fmt.Errorf("cannot list the kernel's functions: tracefs: %w; BTF: %w", err, berr)
 	}
 	var fns []*Function
 	for name := range b.Funcs() {

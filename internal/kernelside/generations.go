@@ -2,12 +2,12 @@ package kernelside
 
 import (
 	"errors"
-	"fmt"
 
 	"github.com/bpftap/bpftap/internal/bpfgen"
 	"github.com/bpftap/bpftap/internal/bpfrt"
 	"github.com/bpftap/bpftap/internal/format"
 	"github.com/bpftap/bpftap/internal/interp"
+	"github.com/bpftap/bpftap/internal/output"
 	"github.com/bpftap/bpftap/internal/syntax"
 	"github.com/cilium/ebpf"
 )
@@ -152,7 +152,7 @@ func (gs *generations) flip() error {
 // fail keeps the first failure and returns err.
 func (gs *generations) fail(err error) error {
 	if err != nil && gs.err == nil {
-		gs.err = fmt.Errorf("ERROR: folding the kernel's counts into a global: %w", err)
+		gs.err = output.Failf("folding the kernel's counts into a global: %w", err)
 	}
 	return err
 }

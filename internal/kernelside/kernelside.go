@@ -31,6 +31,7 @@ import (
 	"github.com/bpftap/bpftap/internal/bpfgen"
 	"github.com/bpftap/bpftap/internal/bpfrt"
 	"github.com/bpftap/bpftap/internal/format"
+	"github.com/bpftap/bpftap/internal/output"
 	"github.com/bpftap/bpftap/internal/parallel"
 	"github.com/bpftap/bpftap/internal/probes/attach"
 	"github.com/bpftap/bpftap/internal/sema"
@@ -254,7 +255,7 @@ func (s *Session) Attached() int {
 // PrivilegeError is the one line that says kernel probes cannot run
 // without the privileges BPF needs (err: bpfrt.CheckPrivileges's).
 func PrivilegeError(err error) error {
-	return fmt.Errorf("ERROR: kernel probes need BPF, and %w", err)
+	return output.Failf("kernel probes need BPF, and %w", err)
 }
 
 // Load creates the maps and loads every program. A verifier rejection is
@@ -267,20 +268,20 @@ func (s *Session) Load() error {
 		return PrivilegeError(err)
 	}
 	if err := target.RaiseMemlock(); err != nil {
-		return fmt.Errorf("ERROR: %w", err)
+		return output.Failf("%w", err)
 	}
 	if err := s.cfg.Kernel.Check(target.RingBuffer); err != nil {
-		return fmt.Errorf("ERROR: %w", target.For(err, "the output of kernel probes"))
+		return output.Failf("%w", target.For(err, "the output of kernel probes"))
 	}
 	bpfrt.ReserveDescriptors(len(s.mod.Maps()) + 4*len(s.progs)) // a program, its perf event and link, one spare
 	for _, p := range s.progs {
 		if err := bpfrt.CheckAttachPrivileges(p.Probe.Attach); err != nil {
-			return fmt.Errorf("ERROR: %w", err)
+			return output.Failf("%w", err)
 		}
 	}
 	objs, err := createMaps(s.mod.Maps(), s.cfg.namePrefix(), s.cfg.Progress)
 	if err != nil {
-		return fmt.Errorf("ERROR: %w", err)
+		return output.Failf("%w", err)
 	}
 	s.objs = objs
 	if err := s.fillRangeMaps(); err != nil {
@@ -292,13 +293,13 @@ func (s *Session) Load() error {
 	s.stacks = newStackTexts(objs.shared, s.mod.SymTokens(), s.mod.MaxStringLen())
 	if m := objs.shared[bpfgen.GenMap]; m != nil {
 		if s.gens, err = newGenerations(m, objs, &s.handlers); err != nil {
-			return fmt.Errorf("ERROR: %w", err)
+			return output.Failf("%w", err)
 		}
 	}
 	refs := make([]map[string]*ebpf.Map, len(s.progs))
 	for i, p := range s.progs {
 		if refs[i], err = objs.bind(p); err != nil {
-			return fmt.Errorf("ERROR: probe %s: %w", p.Probe.Name, err)
+			return output.Failf("probe %s: %w", p.Probe.Name, err)
 		}
 	}
 	loaded, errs := s.loadAll(refs)
@@ -330,10 +331,10 @@ func (s *Session) linkTails(refs []map[string]*ebpf.Map) error {
 		}
 		lead := slices.IndexFunc(s.progs, func(q *bpfgen.Program) bool { return q.Probe == p.Probe.TailOf })
 		if lead < 0 || refs[lead][bpfgen.TailMap] == nil {
-			return fmt.Errorf("ERROR: probe %s: no program enters it", p.Probe.Name)
+			return output.Failf("probe %s: no program enters it", p.Probe.Name)
 		}
 		if err := refs[lead][bpfgen.TailMap].Update(uint32(0), s.loaded[i].Program, ebpf.UpdateAny); err != nil {
-			return fmt.Errorf("ERROR: probe %s: its tail call: %w", p.Probe.Name, err)
+			return output.Failf("probe %s: its tail call: %w", p.Probe.Name, err)
 		}
 	}
 	return nil

@@ -7,6 +7,7 @@ import (
 
 	"github.com/bpftap/bpftap/internal/bpfgen"
 	"github.com/bpftap/bpftap/internal/bpfrt"
+	"github.com/bpftap/bpftap/internal/output"
 )
 
 // fillPerfCounters opens the counting events of the counters @perf reads,
@@ -21,7 +22,7 @@ func (s *Session) fillPerfCounters() error {
 	}
 	cpus, err := bpfrt.OnlineCPUs()
 	if err != nil {
-		return fmt.Errorf("ERROR: perf counters: %w", err)
+		return output.Failf("perf counters: %w", err)
 	}
 	for n, c := range counters {
 		m := s.objs.shared[bpfgen.PerfCounterMap(n)]

@@ -2,11 +2,11 @@ package kernelside
 
 import (
 	"errors"
-	"fmt"
 
 	"github.com/bpftap/bpftap/internal/bpfgen"
 	"github.com/bpftap/bpftap/internal/bpfrt"
 	"github.com/bpftap/bpftap/internal/format"
+	"github.com/bpftap/bpftap/internal/output"
 	"github.com/bpftap/bpftap/internal/syntax"
 )
 
@@ -32,7 +32,7 @@ func (s *Session) Start(sink Sink) error {
 	}
 	rr, err := bpfrt.NewRingReader(s.objs.shared[bpfgen.RingMap], 0)
 	if err != nil {
-		return fmt.Errorf("ERROR: %w", err)
+		return output.Failf("%w", err)
 	}
 	s.reader, s.readerDone = rr, make(chan error, 1)
 	exited := false

@@ -10,6 +10,7 @@ import (
 
 	"github.com/bpftap/bpftap/internal/bpfgen"
 	"github.com/bpftap/bpftap/internal/ksym"
+	"github.com/bpftap/bpftap/internal/output"
 	"github.com/bpftap/bpftap/internal/usym"
 	"github.com/cilium/ebpf"
 )
@@ -305,7 +306,7 @@ func (s *Session) fillRangeMaps() error {
 	} {
 		if m := s.objs.shared[r.name]; m != nil {
 			if err := fillRanges(m, r.shape, r.ranges()); err != nil {
-				return fmt.Errorf("ERROR: %s: %w", r.what, err)
+				return output.Failf("%s: %w", r.what, err)
 			}
 		}
 	}

@@ -283,7 +283,7 @@ func appendHistJSON(b []byte, h *format.Hist, counts []int64) []byte {
 }
 
 // Diagnostic writes {"type":"error"|"warning","kind":KIND,"msg":MSG}
-// with "near", "file", "line" and "column" when it has them.
+// with "near", "file", "line", "column" and "hint" when it has them.
 func (j *JSON) Diagnostic(d *Diagnostic) {
 	b := append(j.buf, `{"type":`...)
 	b = appendQuoted(b, severityName[d.Severity])
@@ -294,6 +294,9 @@ func (j *JSON) Diagnostic(d *Diagnostic) {
 			b = appendQuoted(append(b, `,"near":`...), d.Near)
 		}
 		b = appendPosition(b, d.At)
+	}
+	if d.Hint != "" {
+		b = appendQuoted(append(b, `,"hint":`...), d.Hint)
 	}
 	j.buf = b
 	j.endLine()

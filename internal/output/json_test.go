@@ -49,6 +49,7 @@ func everyEvent(t *testing.T, w Writer) {
 	}
 	w.Diagnostic(&Diagnostic{Severity: Error, Kind: KindRuntime, Msg: "division by 0", Near: "operator '/'", At: at})
 	w.Diagnostic(&Diagnostic{Severity: Error, Kind: KindKernel, Msg: "cannot attach", At: at, Source: true})
+	w.Diagnostic(&Diagnostic{Severity: Error, Kind: KindParse, Msg: "expected probe", At: at, Hint: "write `probe begin { ... }`"})
 	w.Diagnostic(&Diagnostic{Severity: Warning, Kind: KindScript, Msg: "careful"})
 	w.Diagnostic(&Diagnostic{Severity: Warning, Kind: KindSemantic, Msg: "elided", Near: "keyword", At: at})
 	w.Loss(&Loss{What: "transport", Count: 7, Option: "-s", Limit: "buffer size", Size: 8})

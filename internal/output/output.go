@@ -136,6 +136,9 @@ type Diagnostic struct {
 	// Bare is written without "ERROR: " in text, as stap's child reports
 	// a -c command it cannot exec ("CMD: REASON").
 	Bare bool
+	// Hint says how to write what the script seems to mean (a parse
+	// error's: bpftrace's probes in SystemTap's syntax); "" when none.
+	Hint string
 }
 
 // Loss is what the kernel could not keep during the run: Count records

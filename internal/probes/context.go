@@ -354,7 +354,7 @@ func (c *Context) cType(a attach.Arg) (string, error) {
 	case a.Type != 0:
 		btf, err := c.btf()
 		if err != nil {
-			return "", fmt.Errorf("cannot read the kernel's types: %v", err)
+			return "", fmt.Errorf("cannot read the kernel's types: %w", err)
 		}
 		return btf.TypeName(a.Type), nil
 	case a.CType != "":

@@ -321,7 +321,7 @@ func parsePrologue(name, text string) (*syntax.Block, error) {
 	src := syntax.NewSource("tapset/"+name, "probe begin {\n"+text+"}\n")
 	f, err := syntax.Parse(src, &syntax.Config{Tapset: true})
 	if err != nil {
-		return nil, fmt.Errorf("the prologue of %s: %v", name, err)
+		return nil, fmt.Errorf("the prologue of %s: %w", name, err)
 	}
 	return f.Decls[0].(*syntax.ProbeDecl).Body, nil
 }

@@ -71,12 +71,13 @@ func suppressedText(errs, warns int) string {
 }
 
 // reporter collects diagnostics, drops repetitions the way stap does and renders
-// them; stap names a token's file only when it differs from the last one shown.
+// them. stap names a token's file only when it differs from the last one shown
+// ("at :1:15"); bpftap always names it, so that every line stands alone for a
+// reader and for an editor's FILE:LINE:COL parser (docs/options.md).
 type reporter struct {
 	verbose    bool
 	noWarnings bool
 	out        strings.Builder
-	lastFile   *syntax.Source
 	seen       map[string]bool
 	diags      []*Diagnostic
 	nerrors    int
@@ -189,12 +190,7 @@ func (r *reporter) renderBody(d *Diagnostic, prefix string) {
 	if d.Msg != "" {
 		r.out.WriteString(d.Msg + ": ")
 	}
-	file := d.Pos.File()
-	if d.Pos.Src == r.lastFile {
-		file = ""
-	}
-	r.lastFile = d.Pos.Src
-	fmt.Fprintf(&r.out, "%s at %s:%d:%d\n", d.Tok, file, d.Pos.Line, d.Pos.Col)
+	fmt.Fprintf(&r.out, "%s at %s:%d:%d\n", d.Tok, d.Pos.File(), d.Pos.Line, d.Pos.Col)
 	r.out.WriteString(d.Pos.SourceLine(prefix))
 }
 

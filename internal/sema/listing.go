@@ -72,9 +72,12 @@ func (p *Program) listedProbes() map[string][]*Probe {
 }
 
 // variables are a probe's locals and its point's context variables as -L
-// lists them: "name:type", "$name:C type".
+// lists them: "name:type", "$name:C type". The arguments a probe reads
+// (paramLocals, -p2's __tracepoint_arg_NAME) are left out: stap lists them,
+// first, but a script can name them only as $NAME, which the context
+// variables list.
 func (p *Probe) variables() (locals, context []string, err error) {
-	for _, v := range append(p.paramLocals(), p.Locals...) {
+	for _, v := range p.Locals {
 		if strings.HasPrefix(v.Name, "__entry_") && strings.HasSuffix(v.Name, "_v") {
 			continue // an @entry value the elaborator carries (entry.go)
 		}

@@ -17,6 +17,9 @@ type Error struct {
 	// Chain holds a follow-on note printed with the error (for a redefined
 	// macro: where it was first defined); it is not counted as an error.
 	Chain *Error
+	// Hint says how to write what the script seems to mean (a bpftrace
+	// user's probes in SystemTap's syntax), or is empty.
+	Hint string
 	// text is the rendering, once made; tok is the token the error names
 	// ("at:" when explicit) or blames ("saw:"), nil at the end of file.
 	text     string
@@ -47,6 +50,9 @@ func (e *Error) Text() string {
 func (e *Error) rendered() string {
 	if e.text == "" {
 		e.text = renderError(e.Msg, e.tok, e.explicit, e.file)
+		if e.Hint != "" {
+			e.text = strings.TrimSuffix(e.text, "\n") + fmt.Sprintf("%s  hint: %s\n\n", errAlign, e.Hint)
+		}
 	}
 	return e.text
 }

@@ -344,7 +344,9 @@ func (p *parser) parseDecl(f *File) bool {
 	case t.kind == tokEmbedded:
 		f.Decls = append(f.Decls, p.parseEmbedded())
 	default:
-		p.fail("expected 'probe', 'global', 'private', 'function', or '%{'")
+		e := p.newErrorSite("expected 'probe', 'global', 'private', 'function', or '%{'", p.lastTok, false, callerSite(0))
+		e.Hint = bpftraceHint(t.pos.Src.From(t.pos.Line, t.pos.Col))
+		panic(bailout{e})
 	}
 	return false
 }

@@ -23,8 +23,31 @@ func NewSource(name, text string) *Source { return &Source{Name: name, Text: tex
 
 // Line returns the text of line n (1-based) without its newline, or "" when out of range.
 func (s *Source) Line(n int) string {
-	if s == nil {
+	start, ok := s.offset(n, 1)
+	if !ok {
 		return ""
+	}
+	end := len(s.Text)
+	if n < len(s.lineStarts) {
+		end = s.lineStarts[n] - 1
+	}
+	return s.Text[start:end]
+}
+
+// From returns the text from line n, column col (1-based, in bytes) to the
+// end of the source, or "" when out of range.
+func (s *Source) From(n, col int) string {
+	start, ok := s.offset(n, col)
+	if !ok {
+		return ""
+	}
+	return s.Text[min(start, len(s.Text)):]
+}
+
+// offset returns the byte offset of line n, column col.
+func (s *Source) offset(n, col int) (int, bool) {
+	if s == nil {
+		return 0, false
 	}
 	if s.lineStarts == nil {
 		s.lineStarts = []int{0}
@@ -34,15 +57,10 @@ func (s *Source) Line(n int) string {
 			}
 		}
 	}
-	if n < 1 || n > len(s.lineStarts) {
-		return ""
+	if n < 1 || n > len(s.lineStarts) || col < 1 {
+		return 0, false
 	}
-	start := s.lineStarts[n-1]
-	end := len(s.Text)
-	if n < len(s.lineStarts) {
-		end = s.lineStarts[n] - 1
-	}
-	return s.Text[start:end]
+	return s.lineStarts[n-1] + col - 1, true
 }
 
 // DisplayLine is line n made safe to print in a diagnostic (displayable).
