@@ -123,7 +123,10 @@ func serveExporter(t *testing.T, ctx context.Context, cfg exporter.Config, log i
 	if err != nil {
 		t.Fatal(err)
 	}
-	x := exporter.New(ctx, cfg, runScript, log)
+	x, err := exporter.New(ctx, cfg, runScript, log)
+	if err != nil {
+		t.Fatal(err)
+	}
 	srv := httpserve.New(x.Answer, httpserve.DefaultLimits, log, "bpftap exporter: ")
 	go srv.Serve(l)
 	t.Cleanup(func() { srv.Close(); x.Wait() })

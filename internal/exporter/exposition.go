@@ -295,15 +295,12 @@ func cutBlank(s string) (string, string) {
 
 // A conflictError is why a script's families stay out of /metrics: they
 // clash with families already merged, or among themselves.
-type conflictError struct {
-	msg  string
-	with string // the script they clash with; "" if none (themselves, the exporter)
-}
+type conflictError struct{ msg string }
 
 func (e *conflictError) Error() string { return e.msg }
 
-func conflict(with, format string, args ...any) error {
-	return &conflictError{msg: fmt.Sprintf(format, args...), with: with}
+func conflict(format string, args ...any) error {
+	return &conflictError{msg: fmt.Sprintf(format, args...)}
 }
 
 // merged is the exposition of /metrics, built one script at a time.
@@ -369,16 +366,16 @@ func (m *merged) check(fams []*family) error {
 		}
 		for _, name := range f.claims() {
 			if o, ok := owner[name]; ok && o != f.name {
-				return conflict("", "%s is a metric of families %s and %s", name, o, f.name)
+				return conflict("%s is a metric of families %s and %s", name, o, f.name)
 			}
 			owner[name] = f.name
 		}
 		for _, s := range f.samples {
 			if by, ok := m.servedBy[s.series]; ok {
-				return conflict(by, "series %s is served by %s too", s.series, by)
+				return conflict("series %s is served by %s too", s.series, by)
 			}
 			if series[s.series] {
-				return conflict("", "series %s twice", s.series)
+				return conflict("series %s twice", s.series)
 			}
 			series[s.series] = true
 		}
@@ -392,19 +389,19 @@ func (m *merged) checkFamily(f *family) error {
 	if g := m.byName[f.name]; g != nil {
 		switch {
 		case g.from == "":
-			return conflict("", "family %s is the exporter's own", f.name)
+			return conflict("family %s is the exporter's own", f.name)
 		case typeName(g.typ) != typeName(f.typ):
-			return conflict(g.from, "family %s is a %s here, a %s in %s", f.name, typeName(f.typ), typeName(g.typ), g.from)
+			return conflict("family %s is %s here, %s in %s", f.name, aType(f.typ), aType(g.typ), g.from)
 		case g.hasHelp && f.hasHelp && g.help != f.help:
-			return conflict(g.from, "family %s has another HELP in %s", f.name, g.from)
+			return conflict("family %s has another HELP in %s", f.name, g.from)
 		}
 	}
 	for _, name := range f.claims() {
 		if g := m.owner[name]; g != nil && g.name != f.name {
 			if g.from == "" {
-				return conflict("", "%s is a metric of the exporter's own family %s", name, g.name)
+				return conflict("%s is a metric of the exporter's own family %s", name, g.name)
 			}
-			return conflict(g.from, "%s is a metric of family %s in %s", name, g.name, g.from)
+			return conflict("%s is a metric of family %s in %s", name, g.name, g.from)
 		}
 	}
 	return nil
@@ -413,6 +410,14 @@ func (m *merged) checkFamily(f *family) error {
 func typeName(typ string) string {
 	if typ == "" {
 		return "untyped"
+	}
+	return typ
+}
+
+// aType is what a family of type typ is: "a counter", "untyped".
+func aType(typ string) string {
+	if typ = typeName(typ); typ != "untyped" {
+		return "a " + typ
 	}
 	return typ
 }

@@ -41,6 +41,11 @@ func TestMergeExpositions(t *testing.T) {
 		want: "# HELP lat latency\n# TYPE lat histogram\nlat_bucket{c=\"r\",le=\"1\"} 1\nlat_bucket{c=\"r\",le=\"+Inf\"} 1\nlat_sum{c=\"r\"} 1\nlat_count{c=\"r\"} 1\n" +
 			"lat_bucket{c=\"w\",le=\"+Inf\"} 2\nlat_sum{c=\"w\"} NaN\nlat_count{c=\"w\"} 2\n",
 	}, {
+		name:   "untyped and a counter do not",
+		served: []served{{"a.stp", "# TYPE c counter\nc{a=\"1\"} 1\n"}, {"b.stp", "c{a=\"2\"} 2\n"}},
+		want:   "# TYPE c counter\nc{a=\"1\"} 1\n",
+		left:   map[string]string{"b.stp": "family c is untyped here, a counter in a.stp"},
+	}, {
 		name:   "untyped and TYPE untyped agree",
 		served: []served{{"a.stp", "u{a=\"1\"} 1\n"}, {"b.stp", "# TYPE u untyped\nu{a=\"2\"} 2\n"}},
 		want:   "# TYPE u untyped\nu{a=\"1\"} 1\nu{a=\"2\"} 2\n",
