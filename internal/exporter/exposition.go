@@ -99,6 +99,7 @@ func invalidUTF8(s string) int {
 type expositionParser struct {
 	families []*family
 	byName   map[string]*family
+	labels   []string // a sample's, reused
 }
 
 func (p *expositionParser) family(name string) *family {
@@ -120,7 +121,7 @@ func (p *expositionParser) line(line string) string {
 	case line[0] == '#':
 		return p.comment(strings.TrimLeft(line[1:], " \t"))
 	}
-	s, err := parseSample(line)
+	s, err := p.sample(line)
 	if err != "" {
 		return err
 	}
@@ -163,33 +164,34 @@ func (p *expositionParser) comment(c string) string {
 func (p *expositionParser) familyOf(name string) string {
 	for typ, suffixes := range familySuffixes {
 		for _, suffix := range suffixes {
-			base, ok := strings.CutSuffix(name, suffix)
-			if f := p.byName[base]; ok && f != nil && f.typ == typ {
-				return base
+			if base, ok := strings.CutSuffix(name, suffix); ok {
+				if f := p.byName[base]; f != nil && f.typ == typ {
+					return base
+				}
 			}
 		}
 	}
 	return name
 }
 
-// parseSample parses a sample line: NAME{LABEL="VALUE",...} VALUE [TIMESTAMP].
-func parseSample(line string) (sample, string) {
+// sample parses a sample line: NAME{LABEL="VALUE",...} VALUE [TIMESTAMP].
+func (p *expositionParser) sample(line string) (sample, string) {
 	n := metricNameLen(line)
 	if n == 0 {
 		return sample{}, "expected a metric name"
 	}
 	s := sample{name: line[:n], line: line}
 	rest := line[n:]
-	var labels []string
+	labels := p.labels[:0]
 	if strings.HasPrefix(rest, "{") {
 		var err string
-		labels, rest, err = parseLabels(rest[1:])
+		labels, rest, err = parseLabels(rest[1:], labels)
 		if err != "" {
 			return s, err
 		}
 	}
-	slices.Sort(labels)
-	s.series = s.name + "{" + strings.Join(labels, ",") + "}"
+	p.labels = labels
+	s.series = seriesKey(line, s.name, labels)
 	fields := strings.FieldsFunc(rest, isBlank)
 	if len(fields) == 0 || len(fields) > 2 || rest == strings.TrimLeft(rest, " \t") {
 		return s, "expected a blank, a value and at most a timestamp after the metric"
@@ -205,10 +207,36 @@ func parseSample(line string) (sample, string) {
 	return s, ""
 }
 
-// parseLabels parses the labels after a '{' up to its '}', and returns
-// them as NAME="VALUE" (the value as served, escaped) and what follows.
-func parseLabels(s string) (labels []string, rest string, err string) {
-	seen := map[string]bool{}
+// seriesKey is the series of a sample: its name, and its labels sorted
+// between braces (the name alone without labels). A line whose labels are
+// written so already is its own key (a 20,000-line answer makes no
+// 20,000 strings more).
+func seriesKey(line, name string, labels []string) string {
+	if len(labels) == 0 {
+		return name
+	}
+	slices.Sort(labels)
+	written := line[len(name):]
+	for i, l := range labels {
+		sep := ","
+		if i == 0 {
+			sep = "{"
+		}
+		if !strings.HasPrefix(written, sep) || !strings.HasPrefix(written[1:], l) {
+			return name + "{" + strings.Join(labels, ",") + "}"
+		}
+		written = written[1+len(l):]
+	}
+	if !strings.HasPrefix(written, "}") {
+		return name + "{" + strings.Join(labels, ",") + "}"
+	}
+	return line[:len(line)-len(written)+1]
+}
+
+// parseLabels parses the labels after a '{' up to its '}', appends them to
+// labels as NAME="VALUE" (the value as served, escaped), and returns them
+// and what follows.
+func parseLabels(s string, labels []string) ([]string, string, string) {
 	for {
 		s = strings.TrimLeft(s, " \t")
 		if strings.HasPrefix(s, "}") {
@@ -219,10 +247,10 @@ func parseLabels(s string) (labels []string, rest string, err string) {
 		if n == 0 || name == "__name__" {
 			return nil, "", "expected a label name"
 		}
-		if seen[name] {
+		if hasLabel(labels, name) {
 			return nil, "", "label " + name + " twice"
 		}
-		seen[name] = true
+		label := s
 		s = strings.TrimLeft(s[n:], " \t")
 		if !strings.HasPrefix(s, "=") {
 			return nil, "", "expected '=' after a label name"
@@ -232,7 +260,11 @@ func parseLabels(s string) (labels []string, rest string, err string) {
 		if v == 0 {
 			return nil, "", "expected a label value in double quotes"
 		}
-		labels = append(labels, name+"="+s[:v])
+		if len(label)-len(s) == n+1 { // name="value", as it is written
+			labels = append(labels, label[:n+1+v])
+		} else {
+			labels = append(labels, name+"="+s[:v])
+		}
 		s = strings.TrimLeft(s[v:], " \t")
 		switch {
 		case strings.HasPrefix(s, ","):
@@ -241,6 +273,16 @@ func parseLabels(s string) (labels []string, rest string, err string) {
 			return nil, "", "expected ',' or '}' after a label"
 		}
 	}
+}
+
+// hasLabel tells whether labels, NAME="VALUE" each, have one named name.
+func hasLabel(labels []string, name string) bool {
+	for _, l := range labels {
+		if len(l) > len(name) && l[len(name)] == '=' && l[:len(name)] == name {
+			return true
+		}
+	}
+	return false
 }
 
 // quotedLen is the length of the quoted string s starts with, quotes
@@ -359,7 +401,11 @@ func (m *merged) add(script string, fams []*family) error {
 // check tells whether fams, one script's families, can be merged.
 func (m *merged) check(fams []*family) error {
 	owner := map[string]string{} // of the script's own families
-	series := map[string]bool{}
+	n := 0
+	for _, f := range fams {
+		n += len(f.samples)
+	}
+	series := make(map[string]bool, n)
 	for _, f := range fams {
 		if err := m.checkFamily(f); err != nil {
 			return err
