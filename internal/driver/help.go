@@ -5,7 +5,8 @@ const helpText = `Usage: bpftap [options] FILE [ARGS...]     Run script in file.
    or: bpftap [options] -e SCRIPT [ARGS...] Run given script.
    or: bpftap [options] -l PROBE [ARGS...]  List matching probes.
    or: bpftap [options] -L PROBE [ARGS...]  List matching probes and local variables.
-   or: bpftap exporter [-p PORT] [-s DIR] [-k SECONDS] [-a ADDR] [-- OPTIONS]
+   or: bpftap exporter [-p PORT] [-s DIR] [-k SECONDS] [-a ADDR]
+                       [--metrics NAME.stp,...] [-- OPTIONS]
                                            Serve the scripts of DIR to Prometheus.
 
 bpftap runs SystemTap scripts: user-side probes (begin, end, error, timer.*) in an

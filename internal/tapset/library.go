@@ -35,6 +35,7 @@ func Library() (stp, stpm []*syntax.Source) {
 			continue
 		}
 		src := syntax.NewSource("tapset/"+e.Name(), string(text))
+		src.Library = true // marked once: sessions that run at once share it (LibraryIndex)
 		switch path.Ext(e.Name()) {
 		case ".stp":
 			stp = append(stp, src)
