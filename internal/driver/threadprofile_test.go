@@ -22,18 +22,13 @@ import (
 // are not on the stacks, docs/thread-profile.md.)
 func TestSyscallTimeFlamegraphExample(t *testing.T) {
 	requireFeature(t, "bpf")
-	var folded, stderr bytes.Buffer
-	status := Main([]string{"-c", filepath.Join(cPrograms(), "syscall_paths") + " 2000", "../../examples/syscall_time_flamegraph.stp"},
-		strings.NewReader(""), &folded, &stderr)
-	if status != 0 || stderr.Len() > 0 {
-		t.Fatalf("exit status %d, stderr:\n%s", status, stderr.String())
-	}
-	stacks := foldedStacks(t, folded.String())
+	folded := runExample(t, "-c", filepath.Join(cPrograms(), "syscall_paths")+" 2000", "../../examples/syscall_time_flamegraph.stp")
+	stacks := foldedStacks(t, folded)
 	heaviest := stacks[0]
 	if !strings.Contains(heaviest.stack, ";main;sleep_phase;") || !strings.HasSuffix(heaviest.stack, ";clock_nanosleep") ||
 		heaviest.weight < 200e6 {
 		t.Errorf("heaviest stack %s %d, want main;sleep_phase;…;clock_nanosleep of at least 200 ms; folded stacks:\n%s",
-			heaviest.stack, heaviest.weight, folded.String())
+			heaviest.stack, heaviest.weight, folded)
 	}
 	reads := int64(0)
 	for _, s := range stacks {
@@ -42,7 +37,7 @@ func TestSyscallTimeFlamegraphExample(t *testing.T) {
 		}
 	}
 	if reads <= 0 || reads >= heaviest.weight {
-		t.Errorf("reads under main;read_phase took %d ns, want some, less than the sleep; folded stacks:\n%s", reads, folded.String())
+		t.Errorf("reads under main;read_phase took %d ns, want some, less than the sleep; folded stacks:\n%s", reads, folded)
 	}
 }
 
@@ -110,13 +105,15 @@ func TestThreadProfileExample(t *testing.T) {
 	checkFoldedThreads(t, foldedStacks(t, string(text)))
 }
 
-// runExample runs bpftap with args, failing t unless it exits 0, silent.
-func runExample(t *testing.T, args ...string) {
+// runExample runs bpftap with args and returns what it printed, failing
+// t unless it exits 0 and prints nothing on stderr.
+func runExample(t *testing.T, args ...string) string {
 	t.Helper()
 	var stdout, stderr bytes.Buffer
 	if status := Main(args, strings.NewReader(""), &stdout, &stderr); status != 0 || stderr.Len() > 0 {
 		t.Fatalf("bpftap %q: exit status %d, stderr:\n%s", args, status, stderr.String())
 	}
+	return stdout.String()
 }
 
 // threadTable is a table of thread_profile.stp, times in µs.
