@@ -3,6 +3,8 @@ package driver
 import (
 	"bytes"
 	"fmt"
+	"html"
+	"image/color"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -10,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/bpftap/bpftap/internal/browsertest"
 )
 
 // TestSyscallTimeFlamegraphExample runs examples/syscall_time_flamegraph.stp
@@ -39,6 +43,7 @@ func TestSyscallTimeFlamegraphExample(t *testing.T) {
 	if reads <= 0 || reads >= heaviest.weight {
 		t.Errorf("reads under main;read_phase took %d ns, want some, less than the sleep; folded stacks:\n%s", reads, folded)
 	}
+	checkPicture(t, folded, []string{"sleep_phase", "read_phase", "clock_nanosleep"}, "-unit", "ns")
 }
 
 // foldedStack is a line of folded output: a stack and its weight.
@@ -103,6 +108,41 @@ func TestThreadProfileExample(t *testing.T) {
 	runExample(t, "-o", filepath.Join(dir, "omp.folded"), "-G", "folded=1", "../../examples/thread_profile.stp", "-c", omp)
 	text, _ = os.ReadFile(filepath.Join(dir, "omp.folded"))
 	checkFoldedThreads(t, foldedStacks(t, string(text)))
+	thread, _, _ := strings.Cut(string(text), ";")
+	checkPicture(t, string(text), []string{"read", "clock_nanosleep", thread}, "-chart", "bars", "-unit", "ns")
+}
+
+// checkPicture draws the folded lines with bpftap-flamegraph (with args)
+// and opens the SVG in headless Chromium, as a user opens it: the
+// screenshot is painted beyond the background, and the page the browser
+// built names each of names.
+func checkPicture(t *testing.T, folded string, names []string, args ...string) {
+	t.Run("picture", func(t *testing.T) {
+		chromium := browsertest.Chromium(t)
+		dir := t.TempDir()
+		in, svg := filepath.Join(dir, "in.folded"), filepath.Join(dir, "picture.svg")
+		if err := os.WriteFile(in, []byte(folded), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.Command("go", append(append([]string{"run", "../../cmd/bpftap-flamegraph"}, args...), in)...)
+		out, err := cmd.Output()
+		if err == nil {
+			err = os.WriteFile(svg, out, 0o644)
+		}
+		if err != nil {
+			t.Fatalf("%s: %v", cmd, err)
+		}
+		img := browsertest.Screenshot(t, chromium, svg, "", 1200, 400)
+		if n := browsertest.Painted(img, color.RGBA{0xf8, 0xf8, 0xf8, 0xff}, 0, 1200, 40, 400); n < 5000 {
+			t.Errorf("%d pixels of the picture painted, want a chart's (5000 or more)", n)
+		}
+		dom := string(browsertest.Browse(t, chromium, svg, "", "--dump-dom"))
+		for _, name := range names {
+			if !strings.Contains(dom, html.EscapeString(name)) {
+				t.Errorf("the page shows no %q", name)
+			}
+		}
+	})
 }
 
 // runExample runs bpftap with args and returns what it printed, failing
