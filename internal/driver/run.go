@@ -33,7 +33,7 @@ func (s *session) execute(prog *sema.Program, ks *kernelside.Session, limits tap
 	}
 	out := s.newOutput(sink)
 	in, err := interp.New(prog, interp.Config{Output: out, Stderr: s.stderr, Stdin: s.stdin, Limits: limits, Target: target.pid(), Module: s.module(),
-		Storage: ks.Storage, Skipped: ks.Skipped, HandlerStart: ks.HandlerStart, Timing: s.opts.Timing,
+		Storage: ks.Storage, Skipped: ks.Skipped, HandlerStart: ks.HandlerStart, Timing: s.timed(),
 		SuppressErrors: s.opts.SuppressErrors})
 	if err != nil {
 		return s.fail(5, err)
@@ -62,7 +62,12 @@ func (s *session) execute(prog *sema.Program, ks *kernelside.Session, limits tap
 	if released && s.flightReady != "" {
 		flightDetach(s.flightReady)
 	}
+	endScreen := func() {}
+	if released {
+		endScreen = s.showScreen(prog, ks, in, cancel)
+	}
 	in.Run(ctx)
+	endScreen() // before the end probes print
 	stopServing()
 	s.stopKernel(ks, in, out)
 	status := in.End()

@@ -26,7 +26,7 @@ type view struct {
 	probes     []output.Hit
 	globals    []interp.Glance
 	output     []string // the last lines of the run's output, as written
-	keys       bool     // the screen reads the keys (else the script does)
+	noKeys     string   // why the screen reads no keys, "" when it does
 	note       string   // what the last key did
 }
 
@@ -106,8 +106,8 @@ func (v *view) status(width int) []row {
 // footer is the last row: the keys, and what the last one did.
 func (v *view) footer() row {
 	text := "q quit  s sort  p pause  r resume  c reset  x status"
-	if !v.keys {
-		text = "keys go to the script's input probes: Ctrl-C ends the run"
+	if v.noKeys != "" {
+		text = v.noKeys + ": Ctrl-C ends the run"
 	}
 	if v.note != "" {
 		text += "  | " + v.note

@@ -21,7 +21,7 @@ func testView() view {
 		Elements: []output.Element{{Key: []format.Arg{{Str: "read"}}, Value: format.Arg{Int: 90}}, {Key: []format.Arg{{Str: "write"}}, Value: format.Arg{Int: 7}}}}}
 	str := interp.Glance{Global: &output.Global{Name: "last", Type: syntax.TypeString, Elements: []output.Element{{Value: format.Arg{Str: "ls"}}}}}
 	return view{
-		uptime: 3723 * time.Second, module: "stap_42", uid: 0, interval: time.Second, keys: true,
+		uptime: 3723 * time.Second, module: "stap_42", uid: 0, interval: time.Second,
 		globals: []interp.Glance{long("total", 97), str, arr},
 		probes: []output.Hit{
 			{Index: 0, Probe: "begin", Hits: 1, Min: 900, Avg: 900, Max: 900},

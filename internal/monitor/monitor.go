@@ -97,12 +97,17 @@ func (s *Screen) Stderr() io.Writer { return writer{s.out, stderrStream} }
 func (s *Screen) Start(cfg Config) error {
 	s.cfg = cfg
 	s.started = time.Now()
-	s.view = view{module: cfg.Module, uid: os.Getuid(), interval: cfg.Interval, keys: !cfg.KeysToScript}
+	s.view = view{module: cfg.Module, uid: os.Getuid(), interval: cfg.Interval}
 	if err := unix.Pipe2(s.wake[:], unix.O_CLOEXEC); err != nil {
 		return err
 	}
 	s.keyCh, s.stop = make(chan byte, 16), make(chan struct{})
-	if keyboard := tty.File(s.keys); keyboard != nil && !cfg.KeysToScript {
+	switch keyboard := tty.File(s.keys); {
+	case cfg.KeysToScript:
+		s.view.noKeys = "keys go to the script's input probes"
+	case keyboard == nil:
+		s.view.noKeys = "no keys: standard input is no terminal"
+	default:
 		s.restore = tty.KeysAsTyped(keyboard)
 		s.done.Add(1)
 		go s.readKeys(int(keyboard.Fd()))
