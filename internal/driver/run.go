@@ -65,6 +65,7 @@ func (s *session) execute(prog *sema.Program, ks *kernelside.Session, limits tap
 	endScreen := func() {}
 	if released {
 		endScreen = s.showScreen(prog, ks, in, cancel)
+		s.announce(prog, in.Done())
 	}
 	in.Run(ctx)
 	endScreen() // before the end probes print
