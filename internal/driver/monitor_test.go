@@ -66,7 +66,9 @@ func (s *tmuxServer) start(command string) {
 
 func (s *tmuxServer) screen() string { return s.run("capture-pane", "-p", "-t", "t") }
 
-func (s *tmuxServer) keys(keys ...string) { s.run(append([]string{"send-keys", "-t", "t"}, keys...)...) }
+func (s *tmuxServer) keys(keys ...string) {
+	s.run(append([]string{"send-keys", "-t", "t"}, keys...)...)
+}
 
 // waitScreen captures the pane until ok accepts it (a minute at most:
 // the first run compiles and loads under whatever else the machine runs).
@@ -83,7 +85,9 @@ func (s *tmuxServer) waitScreen(what string, ok func(screen string) bool) string
 	}
 }
 
-func contains(s string) func(string) bool { return func(screen string) bool { return strings.Contains(screen, s) } }
+func contains(s string) func(string) bool {
+	return func(screen string) bool { return strings.Contains(screen, s) }
+}
 
 // screenNumber is the number after NAME= on the screen, -1 without one.
 func screenNumber(screen, name string) int64 {
