@@ -1,6 +1,13 @@
 package interp
 
-import "github.com/bpftap/bpftap/internal/output"
+import (
+	"cmp"
+	"slices"
+	"strings"
+
+	"github.com/bpftap/bpftap/internal/output"
+	"github.com/bpftap/bpftap/internal/syntax"
+)
 
 // A live view of the session (the driver's --monitor): what it reads of
 // the globals, how it resets them and pauses the timers. Each runs as a
@@ -36,7 +43,7 @@ func (in *Interp) Glance(top int) []Glance {
 		if st.Array != nil {
 			all := st.Array.Elements()
 			gs[i].Len = len(all)
-			first = firstElements(all, order{array: v, dir: -1}, top)
+			first = firstElements(all, order{array: v}, top)
 		}
 		gs[i].Global = outputGlobal(v, st, first)
 		gs[i].Unlisted = v.ByThread
@@ -45,31 +52,41 @@ func (in *Interp) Glance(top int) []Glance {
 }
 
 // firstElements returns the first n of elems in order o, ties by key,
-// in a slice of its own: elems keep their order (one pass, each element
-// inserted into the n kept so far).
+// in a slice of its own: elems keep their order. One pass: each element's
+// sort value is read once and compared with that of the last of the n
+// kept so far (the worst), which most elements do not pass; the kept are
+// indexes into elems, moved without the write barriers of pointers.
 func firstElements(elems []*Element, o order, n int) []*Element {
-	after := o.after()
-	before := func(a, b *Element) bool {
-		if after(a, b) != after(b, a) {
-			return after(b, a)
+	typ := o.array.Type
+	value := func(i int) Value { return sortValue(elems[i], 0, typ, o.agg) }
+	// before tells whether element i, of sort value v, comes before
+	// element j, of w: a greater value, or an equal one and a smaller key
+	before := func(i int, v Value, j int, w Value) bool {
+		c := cmp.Compare(v.Int, w.Int)
+		if typ == syntax.TypeString {
+			c = strings.Compare(v.Str, w.Str)
 		}
-		return compareKeys(a.Key, b.Key) < 0
+		return c > 0 || c == 0 && compareKeys(elems[i].Key, elems[j].Key) < 0
 	}
-	first := make([]*Element, 0, n+1)
-	for _, e := range elems {
-		if len(first) == n && (n == 0 || !before(e, first[n-1])) {
+	first := make([]int, 0, n+1)
+	var worst Value // the sort value of first's last
+	for i := range elems {
+		v := value(i)
+		if len(first) == n && (n == 0 || !before(i, v, first[n-1], worst)) {
 			continue
 		}
-		i := len(first)
-		for i > 0 && before(e, first[i-1]) {
-			i--
+		at := len(first)
+		for at > 0 && before(i, v, first[at-1], value(first[at-1])) {
+			at--
 		}
-		first = append(first, nil)
-		copy(first[i+1:], first[i:])
-		first[i] = e
-		first = first[:min(len(first), n)]
+		first = slices.Insert(first, at, i)[:min(len(first)+1, n)]
+		worst = value(first[len(first)-1])
 	}
-	return first
+	out := make([]*Element, len(first))
+	for k, i := range first {
+		out[k] = elems[i]
+	}
+	return out
 }
 
 // ResetGlobals gives every global the value it started the run with
