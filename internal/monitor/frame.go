@@ -19,7 +19,11 @@ type view struct {
 	module   string
 	uid      int
 	interval time.Duration
-	paused   bool
+	// readEvery is how often the run is read (a multiple of interval,
+	// where a read costs more than the budget) and readCost what the
+	// last read cost.
+	readEvery, readCost time.Duration
+	paused              bool
 	// outputOnly hides the status ('x'): the output takes the screen.
 	outputOnly bool
 	sort       column
@@ -95,6 +99,9 @@ func (v *view) frame(width, height int) []row {
 // status is the header, the globals and the probe table.
 func (v *view) status(width int) []row {
 	head := fmt.Sprintf("uptime %s  module %s  uid %d  probes %d  refresh %s", clock(v.uptime), v.module, v.uid, len(v.probes), v.interval)
+	if v.readEvery > v.interval {
+		head += fmt.Sprintf(" (read every %s: %.1f ms of CPU a read)", v.readEvery, float64(v.readCost)/float64(time.Millisecond))
+	}
 	if v.paused {
 		head += "  PAUSED"
 	}

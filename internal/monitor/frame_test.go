@@ -139,3 +139,28 @@ func TestFit(t *testing.T) {
 		}
 	}
 }
+
+// A read that costs more than the budget of one interval is made every
+// few intervals, which the header says.
+func TestReadBudget(t *testing.T) {
+	for _, c := range []struct {
+		cost, interval time.Duration
+		every          int
+	}{
+		{time.Millisecond, time.Second, 1},
+		{5 * time.Millisecond, time.Second, 1},
+		{5100 * time.Microsecond, time.Second, 2},
+		{8 * time.Millisecond, time.Second, 2},
+		{80 * time.Millisecond, time.Second, 16},
+		{8 * time.Millisecond, 2 * time.Second, 1},
+	} {
+		if got := readsEvery(c.cost, c.interval); got != c.every {
+			t.Errorf("a read of %s every %s: every %d intervals, want %d", c.cost, c.interval, got, c.every)
+		}
+	}
+	v := testView()
+	v.readEvery, v.readCost = 2*time.Second, 8100*time.Microsecond
+	if got := v.status(200)[0].text; !strings.HasSuffix(got, "refresh 1s (read every 2s: 8.1 ms of CPU a read)") {
+		t.Errorf("header %q", got)
+	}
+}

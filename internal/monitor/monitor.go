@@ -12,7 +12,8 @@
 // Three goroutines: the run's, which writes output to the pane; the
 // screen's loop, which alone reads the Source and draws, every interval,
 // on a key, on a resize, and at most every outputEvery when only the
-// output changed; and the key reader, which waits in poll(2) on the
+// output changed (reading the globals less often where a read costs
+// more than readBudget of one CPU); and the key reader, which waits in poll(2) on the
 // keyboard and on a pipe that Close writes to. Whatever ends the run,
 // Close restores the terminal (termios, main screen, cursor) before the
 // end probes print; Restore alone serves a forced exit.
@@ -20,8 +21,10 @@ package monitor
 
 import (
 	"io"
+	"math"
 	"os"
 	"os/signal"
+	"runtime"
 	"sync"
 	"syscall"
 	"time"
@@ -74,6 +77,9 @@ type Screen struct {
 	wake      [2]int // the pipe Close writes to, to end the key reader
 	done      sync.WaitGroup
 	closeOnce sync.Once
+
+	// skip is the refreshes to go before the read budget allows a read.
+	skip int
 
 	termMu   sync.Mutex // held while drawing and restoring
 	restored bool
@@ -148,15 +154,18 @@ func (s *Screen) Restore() {
 	s.restore()
 }
 
-// loop refreshes the screen until Close.
+// loop refreshes the screen until Close. It keeps to its thread, whose
+// CPU time measures what reading the run costs (refresh).
 func (s *Screen) loop() {
 	defer s.done.Done()
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
 	tick := time.NewTicker(s.cfg.Interval)
 	defer tick.Stop()
 	resized := make(chan os.Signal, 1)
 	signal.Notify(resized, syscall.SIGWINCH)
 	defer signal.Stop(resized)
-	s.refresh()
+	s.refresh(true)
 	var later <-chan time.Time // a draw held back for outputEvery
 	lastDraw := time.Now()
 	for {
@@ -164,10 +173,10 @@ func (s *Screen) loop() {
 		case <-s.stop:
 			return
 		case <-tick.C:
-			s.refresh()
+			s.refresh(false)
 		case k := <-s.keyCh:
 			s.key(k)
-			s.refresh()
+			s.refresh(true)
 		case <-resized:
 			s.draw()
 		case <-s.out.changed:
@@ -186,12 +195,40 @@ func (s *Screen) loop() {
 	}
 }
 
-// refresh reads the source and draws.
-func (s *Screen) refresh() {
+// readBudget is the share of one CPU that reading the run may take: a
+// large array kept in its BPF map is listed whole at each read (about 1
+// ms of CPU per 1,000 keys), so the screen reads it less often than it
+// refreshes where a read costs more than readBudget of the interval.
+const readBudget = 0.005
+
+// refresh reads the source, if the read budget allows or now (a key
+// changed what it shows), and draws.
+func (s *Screen) refresh(now bool) {
 	s.view.uptime = time.Since(s.started)
-	s.view.probes = s.cfg.Source.Probes()
-	s.view.globals = s.cfg.Source.Globals(arrayTop)
+	if s.skip > 0 && !now {
+		s.skip--
+	} else {
+		start := threadCPU()
+		s.view.probes = s.cfg.Source.Probes()
+		s.view.globals = s.cfg.Source.Globals(arrayTop)
+		s.view.readCost = threadCPU() - start
+		reads := readsEvery(s.view.readCost, s.cfg.Interval)
+		s.skip, s.view.readEvery = reads-1, time.Duration(reads)*s.cfg.Interval
+	}
 	s.draw()
+}
+
+// readsEvery is every how many intervals a read costing cost keeps
+// within the read budget.
+func readsEvery(cost, interval time.Duration) int {
+	return max(1, int(math.Ceil(float64(cost)/readBudget/float64(interval))))
+}
+
+// threadCPU is the CPU time of the calling thread.
+func threadCPU() time.Duration {
+	var ru unix.Rusage
+	unix.Getrusage(unix.RUSAGE_THREAD, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // draw draws the view at the terminal's size, with the latest output.
