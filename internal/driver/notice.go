@@ -3,11 +3,10 @@ package driver
 import (
 	"fmt"
 	"strconv"
-	"strings"
 
 	"github.com/bpftap/bpftap/internal/output"
 	"github.com/bpftap/bpftap/internal/sema"
-	"github.com/bpftap/bpftap/internal/syntax"
+	"github.com/bpftap/bpftap/internal/tapset"
 	"github.com/bpftap/bpftap/internal/tty"
 )
 
@@ -57,28 +56,6 @@ func (s *session) announce(prog *sema.Program, done <-chan struct{}) {
 // printsBeforeEnd tells whether a probe that runs before the end of the
 // run may print.
 func printsBeforeEnd(prog *sema.Program) bool {
-	seen := map[*syntax.Func]bool{}
-	var prints func(n syntax.Node) bool
-	prints = func(n syntax.Node) bool {
-		return syntax.Any(n, func(n syntax.Node) bool {
-			switch n := n.(type) {
-			case *syntax.PrintCall:
-				return !strings.HasPrefix(n.Name, "s")
-			case *syntax.Call:
-				f := n.Func
-				if f == nil || seen[f] {
-					return false
-				}
-				seen[f] = true
-				return outputBuiltins[f.Builtin] || f.Decl != nil && f.Decl.Body != nil && prints(f.Decl.Body)
-			}
-			return false
-		})
-	}
-	for _, p := range prog.Probes {
-		if p.Family != "end" && p.Family != "error" && prints(p.Body) {
-			return true
-		}
-	}
-	return false
+	return prog.Prints(func(p *sema.Probe) bool { return p.Family != "end" && p.Family != "error" },
+		func(b *tapset.Builtin) bool { return outputBuiltins[b.Name] })
 }
