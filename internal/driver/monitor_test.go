@@ -121,6 +121,20 @@ func kernelHits(t *testing.T, screen string) int64 {
 	return 0
 }
 
+// startTmuxCase is what a test in tmux needs: its terminal, bpftap, the
+// script written to a file, and a workload loop to trace (its pid).
+func startTmuxCase(t *testing.T, script string) (tm *tmuxServer, bin, path string, pid int) {
+	t.Helper()
+	requireBPF(t)
+	tm = newTmux(t)
+	bin = buildBinary(t)
+	path = filepath.Join(t.TempDir(), "script.stp")
+	if err := os.WriteFile(path, []byte(script), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return tm, bin, path, workloadLoop(t)
+}
+
 // workloadLoop starts a shell that opens /dev/null and sleeps, in a
 // loop, until the test ends: a target whose system calls never stop.
 func workloadLoop(t *testing.T) int {
@@ -140,14 +154,8 @@ func workloadLoop(t *testing.T) int {
 // does: the end probes print after the output the screen kept, on the
 // main screen, the terminal's modes restored.
 func TestMonitorInTmux(t *testing.T) {
-	requireBPF(t)
-	tm := newTmux(t)
-	bin := buildBinary(t)
-	dir := t.TempDir()
-	script := filepath.Join(dir, "monitor.stp")
-	os.WriteFile(script, []byte(monitorScript), 0o644)
-	stty := filepath.Join(dir, "stty")
-	pid := workloadLoop(t)
+	tm, bin, script, pid := startTmuxCase(t, monitorScript)
+	stty := filepath.Join(t.TempDir(), "stty")
 	tm.start(fmt.Sprintf("stty -a > %s.before; %s --monitor=1 %s -x %d; echo EXIT=$?; stty -a > %s.after; sleep 600", stty, bin, script, pid, stty))
 
 	first := tm.waitScreen("screen with a count", func(s string) bool { return screenNumber(s, "syscalls") > 0 && screenNumber(s, "ticks") > 0 })
@@ -218,14 +226,8 @@ func TestMonitorInTmux(t *testing.T) {
 // a terminal, once, and ends at Ctrl-C with its output; with standard
 // error elsewhere it says nothing.
 func TestNoticeInTmux(t *testing.T) {
-	requireBPF(t)
-	tm := newTmux(t)
-	bin := buildBinary(t)
-	dir := t.TempDir()
-	script := filepath.Join(dir, "silent.stp")
-	os.WriteFile(script, []byte(silentScript), 0o644)
-	errFile := filepath.Join(dir, "stderr")
-	pid := workloadLoop(t)
+	tm, bin, script, pid := startTmuxCase(t, silentScript)
+	errFile := filepath.Join(t.TempDir(), "stderr")
 	tm.start(fmt.Sprintf("%s %s -x %d; echo EXIT=$?; %s %s -x %d -T 1 2>%s; echo EXIT=$?; sleep 600", bin, script, pid, bin, script, pid, errFile))
 	tm.waitScreen("notice", contains("Tracing 2 probes... Hit Ctrl-C to end.\n"))
 	tm.keys("C-c")
