@@ -241,3 +241,35 @@ func TestNoticeInTmux(t *testing.T) {
 		t.Errorf("standard error of the run whose stderr is a file: %q", data)
 	}
 }
+
+// TestMonitorSuspendInTmux: in an interactive shell, Ctrl-Z gives the
+// terminal back (the main screen, the shell's modes) while bpftap is
+// stopped, and fg gives the screen back, its keys working again (bash
+// sets its modes again after continuing the job: the screen sets its
+// own back at the next refresh).
+func TestMonitorSuspendInTmux(t *testing.T) {
+	tm, bin, script, pid := startTmuxCase(t, monitorScript)
+	if _, err := exec.LookPath("bash"); err != nil {
+		t.Skip("no bash: the test needs a shell with job control")
+	}
+	tm.start("bash --norc --noprofile -i")
+	tm.keys(fmt.Sprintf("%s --monitor=1 %s -x %d", bin, script, pid), "Enter")
+	tm.waitScreen("the screen", contains("uptime "))
+	alternate := func() string { return strings.TrimSpace(tm.run("display-message", "-p", "-t", "t", "#{alternate_on}")) }
+	tm.keys("C-z")
+	tm.waitScreen("the job stopped", contains("Stopped"))
+	if on := alternate(); on != "0" {
+		t.Errorf("stopped, the alternate screen is still on:\n%s", tm.screen())
+	}
+	tm.keys("stty -a | grep -o -- '-icanon' || echo canonical", "Enter")
+	tm.waitScreen("the shell's modes", contains("\ncanonical\n"))
+	tm.keys("fg", "Enter")
+	tm.waitScreen("the screen again", func(s string) bool { return strings.HasPrefix(s, "uptime ") })
+	if on := alternate(); on != "1" {
+		t.Errorf("continued, the alternate screen is off:\n%s", tm.screen())
+	}
+	tm.keys("s")
+	tm.waitScreen("the sort key working again", contains("hits*"))
+	tm.keys("q")
+	tm.waitScreen("end of the run", contains("end of the run\n"))
+}

@@ -267,7 +267,10 @@ func render(rows []row, width int) []byte {
 // The terminal's escape sequences (ECMA-48 and xterm's).
 const (
 	enterScreen = "\x1b[?1049h\x1b[?25l" // the alternate screen, no cursor
-	leaveScreen = "\x1b[?25h\x1b[?1049l" // the cursor back, the main screen
+	// leaveScreen brings the cursor back and the main screen, after CAN,
+	// which ends a sequence a frame left unfinished (Ctrl-Z and Ctrl-C
+	// flush the terminal's output, wherever a frame's bytes are)
+	leaveScreen = "\x18\x1b[m\x1b[?25h\x1b[?1049l"
 	home        = "\x1b[H"
 	inverse     = "\x1b[7m"
 	plain       = "\x1b[m"

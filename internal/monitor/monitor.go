@@ -16,7 +16,8 @@
 // more than readBudget of one CPU); and the key reader, which waits in poll(2) on the
 // keyboard and on a pipe that Close writes to. Whatever ends the run,
 // Close restores the terminal (termios, main screen, cursor) before the
-// end probes print; Restore alone serves a forced exit.
+// end probes print; Restore alone serves a forced exit. Ctrl-Z gives the
+// terminal back while bpftap is stopped, and fg takes it again.
 package monitor
 
 import (
@@ -83,7 +84,8 @@ type Screen struct {
 
 	termMu   sync.Mutex // held while drawing and restoring
 	restored bool
-	restore  func() // the keyboard's mode
+	keyboard *os.File // the keys' terminal, nil when the screen reads none
+	restore  func()   // the keyboard's mode
 }
 
 // New prepares a screen on terminal term, with keys read from keys; the
@@ -114,6 +116,7 @@ func (s *Screen) Start(cfg Config) error {
 	case keyboard == nil:
 		s.view.noKeys = "no keys: standard input is no terminal"
 	default:
+		s.keyboard = keyboard
 		s.restore = tty.KeysAsTyped(keyboard)
 		s.done.Add(1)
 		go s.readKeys(int(keyboard.Fd()))
@@ -165,6 +168,8 @@ func (s *Screen) loop() {
 	resized := make(chan os.Signal, 1)
 	signal.Notify(resized, syscall.SIGWINCH)
 	defer signal.Stop(resized)
+	suspended, undo := catchSuspend()
+	defer undo()
 	s.refresh(true)
 	var later <-chan time.Time // a draw held back for outputEvery
 	lastDraw := time.Now()
@@ -179,6 +184,9 @@ func (s *Screen) loop() {
 			s.refresh(true)
 		case <-resized:
 			s.draw()
+		case <-suspended:
+			s.suspend(suspended)
+			s.refresh(true)
 		case <-s.out.changed:
 			if wait := outputEvery - time.Since(lastDraw); wait > 0 {
 				if later == nil {
@@ -202,8 +210,9 @@ func (s *Screen) loop() {
 const readBudget = 0.005
 
 // refresh reads the source, if the read budget allows or now (a key
-// changed what it shows), and draws.
+// changed what it shows), and draws; it keeps the keyboard's mode.
 func (s *Screen) refresh(now bool) {
+	s.keepKeys()
 	s.view.uptime = time.Since(s.started)
 	if s.skip > 0 && !now {
 		s.skip--

@@ -51,9 +51,25 @@ func KeysAsTyped(r io.Reader) (restore func()) {
 		return func() {}
 	}
 	keys := *saved
-	keys.Lflag &^= unix.ICANON | unix.ECHO
+	keys.Lflag &^= lineModes
 	if unix.IoctlSetTermios(fd, unix.TCSETS, &keys) != nil {
 		return func() {}
 	}
 	return func() { unix.IoctlSetTermios(fd, unix.TCSETS, saved) }
+}
+
+// lineModes are what KeysAsTyped turns off: line editing and echo.
+const lineModes = unix.ICANON | unix.ECHO
+
+// KeepKeysAsTyped sets terminal f as KeysAsTyped does again, should
+// another process have changed it since: bash, continuing a job after
+// Ctrl-Z, sets its own modes again just after the job's.
+func KeepKeysAsTyped(f *os.File) {
+	fd := int(f.Fd())
+	t, err := unix.IoctlGetTermios(fd, unix.TCGETS)
+	if err != nil || t.Lflag&lineModes == 0 {
+		return
+	}
+	t.Lflag &^= lineModes
+	unix.IoctlSetTermios(fd, unix.TCSETS, t)
 }
