@@ -13,7 +13,8 @@ import (
 )
 
 // The --monitor screen and the notice of a silent run, in a real
-// terminal: tmux, on a server of the test's own (-L), its panes read
+// terminal: tmux, on a server of the test's own (-S, its socket in the
+// test's directory), its panes read
 // with capture-pane, its keys typed with send-keys. tmux absent, the
 // tests are skipped, unless BPFTAP_REQUIRE_TMUX is set (CI installs it).
 
@@ -45,14 +46,14 @@ func newTmux(t *testing.T) *tmuxServer {
 		}
 		t.Skip("tmux is not installed (apt-get install tmux)")
 	}
-	s := &tmuxServer{t: t, socket: fmt.Sprintf("bpftap-test-%d-%s", os.Getpid(), strings.ReplaceAll(t.Name(), "/", "-"))}
-	t.Cleanup(func() { exec.Command("tmux", "-L", s.socket, "kill-server").Run() })
+	s := &tmuxServer{t: t, socket: filepath.Join(t.TempDir(), "tmux")}
+	t.Cleanup(func() { exec.Command("tmux", "-S", s.socket, "kill-server").Run() })
 	return s
 }
 
 func (s *tmuxServer) run(args ...string) string {
 	s.t.Helper()
-	out, err := exec.Command("tmux", append([]string{"-L", s.socket, "-f", "/dev/null"}, args...)...).CombinedOutput()
+	out, err := exec.Command("tmux", append([]string{"-S", s.socket, "-f", "/dev/null"}, args...)...).CombinedOutput()
 	if err != nil {
 		s.t.Fatalf("tmux %s: %v\n%s", strings.Join(args, " "), err, out)
 	}

@@ -12,12 +12,13 @@
 // Three goroutines: the run's, which writes output to the pane; the
 // screen's loop, which alone reads the Source and draws, every interval,
 // on a key, on a resize, and at most every outputEvery when only the
-// output changed (reading the globals less often where a read costs
-// more than readBudget of one CPU); and the key reader, which waits in poll(2) on the
-// keyboard and on a pipe that Close writes to. Whatever ends the run,
-// Close restores the terminal (termios, main screen, cursor) before the
-// end probes print; Restore alone serves a forced exit. Ctrl-Z gives the
-// terminal back while bpftap is stopped, and fg takes it again.
+// output changed (reading the run less often where a read costs more
+// than readBudget of one CPU); and the key reader, which waits in
+// poll(2) on the keyboard and on a pipe that Close writes to. Whatever
+// ends the run, Close restores the terminal (termios, main screen,
+// cursor) before the end probes print; Restore alone serves a forced
+// exit. Ctrl-Z gives the terminal back while bpftap is stopped, and fg
+// takes it again (suspend.go).
 package monitor
 
 import (
