@@ -60,6 +60,11 @@ interpreter, kernel probes compiled to eBPF. Options are stap's:
               serve the procfs files over HTTP too (GET reads, PUT and POST
               write; an address without a host is on loopback)
    -t         print a probe hit report at exit
+   --monitor[=INTERVAL]
+              on a terminal, a live screen of the run, redrawn every
+              INTERVAL seconds (1): uptime, globals, each probe's hits and
+              run times, the output below; keys: q quit, s sort, p pause,
+              r resume, c reset the globals, x hide the status
    -g         guru mode: the guru functions (raise, mdelay, udelay) and
               writes to context variables ($verdict); embedded C is still
               refused (a BPF runtime runs no C)
