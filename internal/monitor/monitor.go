@@ -162,6 +162,7 @@ func (s *Screen) Restore() {
 // CPU time measures what reading the run costs (refresh).
 func (s *Screen) loop() {
 	defer s.done.Done()
+	defer s.restoreOnPanic()
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	tick := time.NewTicker(s.cfg.Interval)
@@ -201,6 +202,15 @@ func (s *Screen) loop() {
 			s.draw()
 		}
 		lastDraw = time.Now()
+	}
+}
+
+// restoreOnPanic gives the terminal back before a panic of the screen's
+// goroutines ends bpftap (no deferred call of another goroutine runs).
+func (s *Screen) restoreOnPanic() {
+	if r := recover(); r != nil {
+		s.Restore()
+		panic(r)
 	}
 }
 
@@ -282,6 +292,7 @@ func (s *Screen) key(k byte) {
 // wake pipe or the keyboard ends.
 func (s *Screen) readKeys(fd int) {
 	defer s.done.Done()
+	defer s.restoreOnPanic()
 	fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}, {Fd: int32(s.wake[0]), Events: unix.POLLIN}}
 	buf := make([]byte, 64)
 	for {
