@@ -1,8 +1,8 @@
 package output
 
 import (
-	"encoding/binary"
 	"io"
+	"math/bits"
 	"slices"
 	"strconv"
 	"strings"
@@ -20,30 +20,35 @@ import (
 // same stream as the rest, in order.
 type JSON struct {
 	buffer
-	scratch []byte // a print call's text that is not UTF-8, to quote
-	headOf  *format.Format
-	head    []byte // the start of headOf's print records (printHead)
+	text   []byte        // a print call's text, rendered before its record
+	spans  []format.Span // where the call's arguments are in text
+	headOf *format.Format
+	head   []byte // the start of headOf's print records (printHead)
 }
 
 // NewJSON returns a JSON writing to w.
 func NewJSON(w io.Writer) *JSON { return &JSON{buffer: buffer{w: w}} }
 
 // Print writes {"type":"print","format":F,"args":[...],"data":TEXT}
-// ("format" for a printf call only); a failed call writes nothing. What
-// comes before the arguments is the same for every call of a format: it
-// is made once per format in a row (printHead). The text is rendered in
-// place, after the arguments, and quoted there (quoteInPlace).
+// ("format" for a printf call only); a failed call writes nothing. The
+// text is rendered first, once, and scanned once for what JSON escapes:
+// the arguments it holds as they are (a %d's number, a %s's whole string:
+// format.ValueSpans) are copied from it, a string between quotes when the
+// text has nothing to escape up to its end. What comes before the
+// arguments is the same for every call of a format: it is made once per
+// format in a row (printHead).
 func (j *JSON) Print(f *format.Format, args []format.Arg, mem format.Memory) error {
-	start := len(j.buf)
-	b := appendArgsJSON(append(j.buf, j.printHead(f)...), f.Args(), args)
-	b = append(b, `],"data":"`...)
-	data := len(b)
-	b, err := f.Exec(b, args, mem, format.BufferSize)
+	text, err := f.Exec(j.text[:0], args, mem, format.BufferSize)
 	if err != nil {
-		j.buf = b[:start]
 		return err
 	}
-	j.buf = append(j.quoteInPlace(b, data), '"')
+	spans := slices.Grow(j.spans[:0], f.NumArgs())[:f.NumArgs()]
+	f.ValueSpans(len(text), args, spans)
+	j.text, j.spans = text, spans
+	plain := plainLen(text)
+	b := append(j.buf, j.printHead(f)...)
+	b = appendArgsJSON(b, f.Args(), args, renderedArgs{text, spans, plain})
+	j.buf = appendQuotedFrom(append(b, `],"data":`...), text, plain)
 	j.endLine()
 	return nil
 }
@@ -65,108 +70,43 @@ func (j *JSON) printHead(f *format.Format) []byte {
 	return j.head
 }
 
+// renderedArgs is a print call's text and where its arguments are in it
+// as they are; text[:plain] has nothing a JSON string escapes.
+type renderedArgs struct {
+	text  []byte
+	spans []format.Span
+	plain int
+}
+
 // appendArgsJSON appends the arguments a format consumed, the inside of a
 // JSON array, in order ('*' widths and precisions included): a long as a
 // number, a string as a string, by the kind the format reads each as; a
-// missing argument as the 0 or "" the format reads.
-func appendArgsJSON(b []byte, kinds []format.Kind, args []format.Arg) []byte {
+// missing argument as the 0 or "" the format reads. An argument the text
+// holds as it is is copied from there (a string with its quotes, when
+// nothing in it is to escape).
+func appendArgsJSON(b []byte, kinds []format.Kind, args []format.Arg, r renderedArgs) []byte {
 	for i, k := range kinds {
+		b = appendComma(b, i)
+		switch s := r.spans[i]; {
+		case s == format.NoSpan, k == format.KindString && s.End > r.plain:
+		case k == format.KindString:
+			b = append(append(append(b, '"'), r.text[s.Start:s.End]...), '"')
+			continue
+		default:
+			b = append(b, r.text[s.Start:s.End]...)
+			continue
+		}
 		var a format.Arg
 		if i < len(args) {
 			a = args[i]
 		}
-		b = appendComma(b, i)
 		if k == format.KindString {
 			b = appendQuoted(b, a.Str)
 		} else {
-			b = appendInt(b, a.Int)
+			b = strconv.AppendInt(b, a.Int, 10)
 		}
 	}
 	return b
-}
-
-// appendInt is strconv.AppendInt(b, v, 10), with the digits written in
-// place rather than copied from a scratch array: a flood of records
-// formats millions of numbers.
-func appendInt(b []byte, v int64) []byte {
-	u := uint64(v)
-	if v < 0 {
-		b = append(b, '-')
-		u = -u
-	}
-	n := 1
-	for p := u; p >= 10; p /= 10 {
-		n++
-	}
-	b = slices.Grow(b, n)[:len(b)+n]
-	for i := len(b) - 1; i >= len(b)-n; i-- {
-		b[i] = byte('0' + u%10)
-		u /= 10
-	}
-	return b
-}
-
-// quoteInPlace escapes b[from:] as the inside of a JSON string. The bytes
-// before the first one to escape stay where they are (found a word at a
-// time: a print record's text usually has one, its final newline); from
-// there the bytes move back by what the escapes add, from the end. Text
-// that is not UTF-8 is quoted through scratch by appendQuoted.
-func (j *JSON) quoteInPlace(b []byte, from int) []byte {
-	first := from + plainPrefix(b[from:])
-	extra := 0
-	for i := first; i < len(b); i++ {
-		c := b[i]
-		switch {
-		case c < utf8.RuneSelf && plain[c]:
-		case c < utf8.RuneSelf:
-			extra += escapeLen(c) - 1
-		default:
-			r, size := utf8.DecodeRune(b[i:])
-			if r == utf8.RuneError && size == 1 {
-				j.scratch = append(j.scratch[:0], b[from:]...)
-				b = appendQuoted(b[:from-1], j.scratch)
-				return b[:len(b)-1]
-			}
-			i += size - 1
-		}
-	}
-	if extra == 0 {
-		return b
-	}
-	end := len(b)
-	b = append(b, make([]byte, extra)...)
-	w := len(b)
-	var esc [6]byte
-	for i := end - 1; i >= first; i-- {
-		c := b[i]
-		if c >= utf8.RuneSelf || plain[c] {
-			w--
-			b[w] = c
-			continue
-		}
-		e := appendEscape(esc[:0], c)
-		w -= len(e)
-		copy(b[w:], e)
-	}
-	return b
-}
-
-// plainPrefix is the length of the start of b that is plain ASCII, up to
-// the word holding the first byte that is not (a control character, '"',
-// '\\', DEL or a byte of a multi-byte sequence), checked eight bytes at a
-// time.
-func plainPrefix(b []byte) int {
-	const ones, highs = 0x0101010101010101, 0x8080808080808080
-	n := 0
-	for ; n+8 <= len(b); n += 8 {
-		x := binary.LittleEndian.Uint64(b[n:])
-		// a byte of x is below 0x20, is '"', '\\' or DEL, or has its high bit set
-		special := (x - 0x20*ones) | ((x ^ '"'*ones) - ones) | ((x ^ '\\'*ones) - ones) | ((x ^ 0x7f*ones) - ones) | x
-		if special&highs != 0 {
-			break
-		}
-	}
-	return n
 }
 
 // Hist writes {"type":"hist","data":STAT} with the statistic's buckets.
@@ -381,53 +321,105 @@ func appendComma(b []byte, i int) []byte {
 	return b
 }
 
-// plain marks the ASCII bytes a JSON string holds as they are.
-var plain = func() (t [utf8.RuneSelf]bool) {
-	for c := ' '; c < utf8.RuneSelf; c++ {
-		t[c] = c != '"' && c != '\\' && c != 0x7f
-	}
-	return t
-}()
-
 // appendQuoted appends s as a JSON string: runs of plain bytes copied at
 // once, control characters, quotes and backslashes escaped, valid UTF-8
 // sequences as they are, any other byte as U+FFFD.
 func appendQuoted[T ~string | ~[]byte](b []byte, s T) []byte {
+	return appendQuotedFrom(b, s, plainLen(s))
+}
+
+// appendQuotedFrom is appendQuoted of s whose first n bytes are plain.
+func appendQuotedFrom[T ~string | ~[]byte](b []byte, s T, n int) []byte {
 	b = append(b, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf && plain[c] {
-			i++
-			continue
+	for {
+		b = append(b, s[:n]...)
+		s = s[n:]
+		if len(s) == 0 {
+			return append(b, '"')
 		}
-		b = append(b, s[start:i]...)
-		if c >= utf8.RuneSelf {
-			r, size := utf8.DecodeRuneInString(string(s[i:min(i+utf8.UTFMax, len(s))]))
+		size := 1
+		if c := s[0]; c < utf8.RuneSelf {
+			b = appendEscape(b, c)
+		} else {
+			var r rune
+			r, size = utf8.DecodeRuneInString(string(s[:min(utf8.UTFMax, len(s))]))
 			if r == utf8.RuneError && size == 1 {
 				b = append(b, `\ufffd`...)
 			} else {
-				b = append(b, s[i:i+size]...)
+				b = append(b, s[:size]...)
 			}
-			i += size
-		} else {
-			b = appendEscape(b, c)
-			i++
 		}
-		start = i
+		s = s[size:]
+		n = plainLen(s)
 	}
-	b = append(b, s[start:]...)
-	return append(b, '"')
 }
 
-// escapeLen is the length of the JSON escape of an ASCII byte that is not
-// plain.
-func escapeLen(c byte) int {
-	switch c {
-	case '"', '\\', '\n', '\t', '\r':
-		return 2
+// plainLen is the length of the start of s that is plain ASCII: none of
+// its bytes is a control character, '"', '\\', DEL or a byte of a
+// multi-byte sequence. It reads s eight bytes at a time (a string of 4 to
+// 7 bytes four at a time), the last word overlapping the one before.
+func plainLen[T ~string | ~[]byte](s T) int {
+	if len(s) < 8 {
+		return shortPlainLen(s)
 	}
-	return len(`\u0000`)
+	n := 0
+	for ; n+8 <= len(s); n += 8 {
+		if m := specialBytes(load64(s[n : n+8])); m != 0 {
+			return n + firstByte(m)
+		}
+	}
+	if n == len(s) {
+		return n
+	}
+	// The last word overlaps the one before: its bytes before n are plain
+	// and borrow nothing, so the first it flags is the first not plain.
+	if m := specialBytes(load64(s[len(s)-8:])); m != 0 {
+		return len(s) - 8 + firstByte(m)
+	}
+	return len(s)
+}
+
+// shortPlainLen is plainLen of fewer than 8 bytes.
+func shortPlainLen[T ~string | ~[]byte](s T) int {
+	if len(s) < 4 {
+		n := 0
+		for n < len(s) && ' ' <= s[n] && s[n] < 0x7f && s[n] != '"' && s[n] != '\\' {
+			n++
+		}
+		return n
+	}
+	const low = 0x80808080 // the four bytes loaded; the zeros above are not s
+	if m := specialBytes(load32(s[:4])) & low; m != 0 {
+		return firstByte(m)
+	}
+	if m := specialBytes(load32(s[len(s)-4:])) & low; m != 0 {
+		return len(s) - 4 + firstByte(m)
+	}
+	return len(s)
+}
+
+// specialBytes has the high bit set in each byte of the word x (loaded
+// little-endian) that is not plain, and maybe in bytes after such a byte
+// (a subtraction's borrow), never before the first: firstByte finds it.
+func specialBytes(x uint64) uint64 {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	special := (x - 0x20*ones) | ((x ^ '"'*ones) - ones) | ((x ^ '\\'*ones) - ones) | ((x ^ 0x7f*ones) - ones) | x
+	return special & highs
+}
+
+// firstByte is the index of the first byte specialBytes flags in m.
+func firstByte(m uint64) int { return bits.TrailingZeros64(m) / 8 }
+
+// load64 and load32 read a little-endian word of s.
+func load64[T ~string | ~[]byte](s T) uint64 {
+	_ = s[7]
+	return uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
+		uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
+}
+
+func load32[T ~string | ~[]byte](s T) uint64 {
+	_ = s[3]
+	return uint64(uint32(s[0]) | uint32(s[1])<<8 | uint32(s[2])<<16 | uint32(s[3])<<24)
 }
 
 // appendEscape appends the JSON escape of an ASCII byte.
