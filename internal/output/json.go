@@ -20,35 +20,30 @@ import (
 // same stream as the rest, in order.
 type JSON struct {
 	buffer
-	text   []byte        // a print call's text, rendered before its record
-	spans  []format.Span // where the call's arguments are in text
-	headOf *format.Format
-	head   []byte // the start of headOf's print records (printHead)
+	scratch []byte // a print call's text that is not UTF-8, to quote
+	headOf  *format.Format
+	head    []byte // the start of headOf's print records (printHead)
 }
 
 // NewJSON returns a JSON writing to w.
 func NewJSON(w io.Writer) *JSON { return &JSON{buffer: buffer{w: w}} }
 
 // Print writes {"type":"print","format":F,"args":[...],"data":TEXT}
-// ("format" for a printf call only); a failed call writes nothing. The
-// text is rendered first, once, and scanned once for what JSON escapes:
-// the arguments it holds as they are (a %d's number, a %s's whole string:
-// format.ValueSpans) are copied from it, a string between quotes when the
-// text has nothing to escape up to its end. What comes before the
-// arguments is the same for every call of a format: it is made once per
-// format in a row (printHead).
+// ("format" for a printf call only); a failed call writes nothing. What
+// comes before the arguments is the same for every call of a format: it
+// is made once per format in a row (printHead). The text is rendered in
+// place, after the arguments, and quoted there (quoteInPlace).
 func (j *JSON) Print(f *format.Format, args []format.Arg, mem format.Memory) error {
-	text, err := f.Exec(j.text[:0], args, mem, format.BufferSize)
+	start := len(j.buf)
+	b := appendArgsJSON(append(j.buf, j.printHead(f)...), f.Args(), args)
+	b = append(b, `],"data":"`...)
+	data := len(b)
+	b, err := f.Exec(b, args, mem, format.BufferSize)
 	if err != nil {
+		j.buf = b[:start]
 		return err
 	}
-	spans := slices.Grow(j.spans[:0], f.NumArgs())[:f.NumArgs()]
-	f.ValueSpans(len(text), args, spans)
-	j.text, j.spans = text, spans
-	plain := plainLen(text)
-	b := append(j.buf, j.printHead(f)...)
-	b = appendArgsJSON(b, f.Args(), args, renderedArgs{text, spans, plain})
-	j.buf = appendQuotedFrom(append(b, `],"data":`...), text, plain)
+	j.buf = append(j.quoteInPlace(b, data), '"')
 	j.endLine()
 	return nil
 }
@@ -70,41 +65,119 @@ func (j *JSON) printHead(f *format.Format) []byte {
 	return j.head
 }
 
-// renderedArgs is a print call's text and where its arguments are in it
-// as they are; text[:plain] has nothing a JSON string escapes.
-type renderedArgs struct {
-	text  []byte
-	spans []format.Span
-	plain int
-}
-
 // appendArgsJSON appends the arguments a format consumed, the inside of a
 // JSON array, in order ('*' widths and precisions included): a long as a
 // number, a string as a string, by the kind the format reads each as; a
-// missing argument as the 0 or "" the format reads. An argument the text
-// holds as it is is copied from there (a string with its quotes, when
-// nothing in it is to escape).
-func appendArgsJSON(b []byte, kinds []format.Kind, args []format.Arg, r renderedArgs) []byte {
+// missing argument as the 0 or "" the format reads.
+func appendArgsJSON(b []byte, kinds []format.Kind, args []format.Arg) []byte {
 	for i, k := range kinds {
-		b = appendComma(b, i)
-		switch s := r.spans[i]; {
-		case s == format.NoSpan, k == format.KindString && s.End > r.plain:
-		case k == format.KindString:
-			b = append(append(append(b, '"'), r.text[s.Start:s.End]...), '"')
-			continue
-		default:
-			b = append(b, r.text[s.Start:s.End]...)
-			continue
-		}
 		var a format.Arg
 		if i < len(args) {
 			a = args[i]
 		}
+		b = appendComma(b, i)
 		if k == format.KindString {
 			b = appendQuoted(b, a.Str)
 		} else {
-			b = strconv.AppendInt(b, a.Int, 10)
+			b = appendInt(b, a.Int)
 		}
+	}
+	return b
+}
+
+// appendInt is strconv.AppendInt(b, v, 10), with the digits written in
+// place, two at a time, rather than copied from a scratch array: a flood
+// of records formats millions of numbers.
+func appendInt(b []byte, v int64) []byte {
+	u := uint64(v)
+	if v < 0 {
+		b = append(b, '-')
+		u = -u
+	}
+	n := decimalDigits(u)
+	b = slices.Grow(b, n)[:len(b)+n]
+	i := len(b)
+	for ; u >= 10; u /= 100 {
+		d := u % 100 * 2
+		i -= 2
+		b[i], b[i+1] = digitPairs[d], digitPairs[d+1]
+	}
+	if i > len(b)-n {
+		b[i-1] = byte('0' + u)
+	}
+	return b
+}
+
+// decimalDigits is how many digits u has in decimal.
+func decimalDigits(u uint64) int {
+	u |= 1 // 0 has a digit, as 1 has
+	// t is log10(u) or one more, from log2(u): 1233/4096 is just over log10(2)
+	t := bits.Len64(u) * 1233 >> 12
+	if u < powersOf10[t] {
+		return t
+	}
+	return t + 1
+}
+
+// powersOf10 are 10^0 to 10^19, the largest a uint64 holds.
+var powersOf10 = func() (p [20]uint64) {
+	p[0] = 1
+	for i := 1; i < len(p); i++ {
+		p[i] = p[i-1] * 10
+	}
+	return p
+}()
+
+// digitPairs are "00" to "99".
+var digitPairs = func() (t [200]byte) {
+	for i := range 100 {
+		t[2*i], t[2*i+1] = byte('0'+i/10), byte('0'+i%10)
+	}
+	return t
+}()
+
+// quoteInPlace escapes b[from:] as the inside of a JSON string. The bytes
+// before the first one to escape stay where they are (found a word at a
+// time, plainLen: a print record's text usually has one, its final
+// newline); from there the bytes move back by what the escapes add, from
+// the end. Text that is not UTF-8 is quoted through scratch by
+// appendQuoted.
+func (j *JSON) quoteInPlace(b []byte, from int) []byte {
+	first := from + plainLen(b[from:])
+	extra := 0
+	for i := first; i < len(b); i++ {
+		c := b[i]
+		switch {
+		case c < utf8.RuneSelf && plain[c]:
+		case c < utf8.RuneSelf:
+			extra += escapeLen(c) - 1
+		default:
+			r, size := utf8.DecodeRune(b[i:])
+			if r == utf8.RuneError && size == 1 {
+				j.scratch = append(j.scratch[:0], b[from:]...)
+				b = appendQuoted(b[:from-1], j.scratch)
+				return b[:len(b)-1]
+			}
+			i += size - 1
+		}
+	}
+	if extra == 0 {
+		return b
+	}
+	end := len(b)
+	b = append(b, make([]byte, extra)...)
+	w := len(b)
+	var esc [6]byte
+	for i := end - 1; i >= first; i-- {
+		c := b[i]
+		if c >= utf8.RuneSelf || plain[c] {
+			w--
+			b[w] = c
+			continue
+		}
+		e := appendEscape(esc[:0], c)
+		w -= len(e)
+		copy(b[w:], e)
 	}
 	return b
 }
@@ -321,11 +394,22 @@ func appendComma(b []byte, i int) []byte {
 	return b
 }
 
+// plain marks the ASCII bytes a JSON string holds as they are.
+var plain = func() (t [utf8.RuneSelf]bool) {
+	for c := ' '; c < utf8.RuneSelf; c++ {
+		t[c] = c != '"' && c != '\\' && c != 0x7f
+	}
+	return t
+}()
+
 // appendQuoted appends s as a JSON string: runs of plain bytes copied at
 // once, control characters, quotes and backslashes escaped, valid UTF-8
 // sequences as they are, any other byte as U+FFFD.
 func appendQuoted[T ~string | ~[]byte](b []byte, s T) []byte {
-	return appendQuotedFrom(b, s, plainLen(s))
+	if n := plainLen(s); n < len(s) {
+		return appendQuotedFrom(b, s, n)
+	}
+	return append(append(append(b, '"'), s...), '"')
 }
 
 // appendQuotedFrom is appendQuoted of s whose first n bytes are plain.
@@ -420,6 +504,16 @@ func load64[T ~string | ~[]byte](s T) uint64 {
 func load32[T ~string | ~[]byte](s T) uint64 {
 	_ = s[3]
 	return uint64(uint32(s[0]) | uint32(s[1])<<8 | uint32(s[2])<<16 | uint32(s[3])<<24)
+}
+
+// escapeLen is the length of the JSON escape of an ASCII byte that is not
+// plain.
+func escapeLen(c byte) int {
+	switch c {
+	case '"', '\\', '\n', '\t', '\r':
+		return 2
+	}
+	return len(`\u0000`)
 }
 
 // appendEscape appends the JSON escape of an ASCII byte.

@@ -12,6 +12,7 @@ import (
 	"regexp"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -383,5 +384,18 @@ func TestJSONPrintFormats(t *testing.T) {
 	}
 	if want := []any{"a%d\n", "b%s\n", "a%d\n", nil, "a%d\n"}; !slices.Equal(got, want) {
 		t.Errorf("formats %v, want %v", got, want)
+	}
+}
+
+// appendInt writes what strconv does, at every length and both extremes.
+func TestAppendInt(t *testing.T) {
+	values := []int64{0, math.MaxInt64, math.MinInt64, math.MinInt64 + 1}
+	for p := int64(1); p <= math.MaxInt64/10; p *= 10 {
+		values = append(values, p-1, p, p+1, -p, -p+1, 3*p, -7*p)
+	}
+	for _, v := range values {
+		if got, want := string(appendInt([]byte("x"), v)), "x"+strconv.FormatInt(v, 10); got != want {
+			t.Errorf("appendInt(%d) = %q, want %q", v, got, want)
+		}
 	}
 }
