@@ -130,30 +130,12 @@ func (d *Directive) Kind() Kind {
 	return KindLong
 }
 
-// writesValue tells whether d writes its value as it is, in a field
-// whose length the value and a static width decide: %d or %i (in decimal),
-// %s (a string's bytes up to a NUL byte), right-justified or with '-',
-// without another flag, a precision or a '*' width.
-func (d *Directive) writesValue() bool {
-	if d.Prec >= 0 || d.WidthArg || d.PrecArg {
-		return false
-	}
-	switch d.Verb {
-	case 'd', 'i':
-		return d.Flags&^FlagLeft == FlagSign
-	case 's':
-		return d.Flags&^FlagLeft == 0
-	}
-	return false
-}
-
 // Format is a compiled format string.
 type Format struct {
 	pieces []Directive
-	kinds  []Kind     // kinds of all arguments, in order, including '*' arguments
-	memory bool       // has %m or %M
-	source *string    // the format string Compile compiled; nil for Print's
-	spans  []spanStep // how ValueSpans finds the values in the text
+	kinds  []Kind  // kinds of all arguments, in order, including '*' arguments
+	memory bool    // has %m or %M
+	source *string // the format string Compile compiled; nil for Print's
 }
 
 // Directives returns the format's pieces in order. The slice must not be modified.
@@ -261,7 +243,6 @@ func newFormat(pieces []Directive) *Format {
 		f.kinds = append(f.kinds, d.Kind())
 		f.memory = f.memory || d.Verb == 'm' || d.Verb == 'M'
 	}
-	f.spans = spanSteps(pieces)
 	return f
 }
 
