@@ -13,9 +13,12 @@
 # too, in the same rounds, each of its runs beside the same run of this
 # tree: an A/B comparison on a busy machine.
 # Measures bpftap's CPU time (user + system, GNU time) per run and prints,
-# per build and flood, the median of each mode, their ratio and the bytes
-# written; records lost to a full ring make the script fail (they would
-# flatter the slower mode). Root; about 1 minute at the defaults.
+# per build and flood, the median of each mode, their ratio, the median
+# of each round's ratio (the JSON run over the text run just before it:
+# steadier on a machine whose speed changes from one run to the next) and
+# the bytes written; records lost to a full ring make the script fail
+# (they would flatter the slower mode). Root; about 1 minute at the
+# defaults.
 set -eu
 cd "$(dirname "$0")/.."
 rounds=${1:-7}
@@ -53,10 +56,12 @@ for r in $(seq "$rounds"); do
 	done
 done | awk -v builds="$builds" '
 	{ k = $1 " " $2 " " $3; v[k, ++n[k]] = $4; bytes[k] = $5 }
-	function median(k,   i, j, t, a, m) { m = n[k]; for (i = 1; i <= m; i++) a[i] = v[k, i]
+	function median(a, m,   i, j, t) {
 		for (i = 1; i <= m; i++) for (j = i + 1; j <= m; j++) if (a[j] < a[i]) { t = a[i]; a[i] = a[j]; a[j] = t }
 		return m % 2 ? a[(m + 1) / 2] : (a[m / 2] + a[m / 2 + 1]) / 2 }
-	END { printf "%-6s %-8s %10s %10s %8s %12s %12s\n", "build", "flood", "text cpu s", "json cpu s", "ratio", "text bytes", "json bytes"
+	function medianOf(k,   i, a) { for (i = 1; i <= n[k]; i++) a[i] = v[k, i]; return median(a, n[k]) }
+	function roundRatio(k,   i, a) { for (i = 1; i <= n[k " text"]; i++) a[i] = v[k " json", i] / v[k " text", i]; return median(a, n[k " text"]) }
+	END { printf "%-6s %-8s %10s %10s %8s %8s %12s %12s\n", "build", "flood", "text cpu s", "json cpu s", "ratio", "by round", "text bytes", "json bytes"
 		nb = split(builds, bs, " "); split("kernel user", fs, " ")
-		for (i = 1; i <= 2; i++) for (b = 1; b <= nb; b++) { k = bs[b] " " fs[i]; t = median(k " text"); j = median(k " json")
-			printf "%-6s %-8s %10.3f %10.3f %8.2f %12d %12d\n", bs[b], fs[i], t, j, j / t, bytes[k " text"], bytes[k " json"] } }'
+		for (i = 1; i <= 2; i++) for (b = 1; b <= nb; b++) { k = bs[b] " " fs[i]; t = medianOf(k " text"); j = medianOf(k " json")
+			printf "%-6s %-8s %10.3f %10.3f %8.2f %8.2f %12d %12d\n", bs[b], fs[i], t, j, j / t, roundRatio(k), bytes[k " text"], bytes[k " json"] } }'
