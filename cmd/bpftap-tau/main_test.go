@@ -22,8 +22,8 @@ lifetime           +1.865 ms to +52.414 ms: 50.549 ms
 system calls       50.338 ms in 201 calls: 99.58 % of the lifetime
 call                         time      calls  % lifetime
 clock_nanosleep         50.091 ms          1       99.09
-read                     0.246 ms        200        0.48
-set_robust_list          0.001 ms          0        0.00
+read                     0.246 ms        199        0.48
+set_robust_list          0.001 ms          1        0.00
 `
 
 // profiles are the files bpftap-tau writes for tables, as TAU's format
@@ -43,8 +43,8 @@ var profiles = map[string]string{
 # Name Calls Subrs Excl Incl ProfileCalls # <metadata><attribute><name>TID</name><value>22747</value></attribute><attribute><name>Lifetime start (ms from the first system call)</name><value>1.865</value></attribute><attribute><name>Lifetime end (ms from the first system call)</name><value>52.414</value></attribute><attribute><name>Source</name><value>bpftap examples/thread_profile.stp</value></attribute></metadata>
 ".TAU application" 1 201 211 50549 0 GROUP="TAU_DEFAULT"
 "clock_nanosleep" 1 0 50091 50091 0 GROUP="SYSCALL"
-"read" 200 0 246 246 0 GROUP="SYSCALL"
-"set_robust_list" 0 0 1 1 0 GROUP="SYSCALL"
+"read" 199 0 246 246 0 GROUP="SYSCALL"
+"set_robust_list" 1 0 1 1 0 GROUP="SYSCALL"
 0 aggregates
 `,
 }
