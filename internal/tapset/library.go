@@ -5,6 +5,7 @@ import (
 	"io/fs"
 	"path"
 	"sort"
+	"strings"
 
 	"github.com/bpftap/bpftap/internal/syntax"
 )
@@ -30,11 +31,7 @@ func Library() (stp, stpm []*syntax.Source) {
 	entries, _ := fs.ReadDir(library, ".")
 	sort.Slice(entries, func(i, j int) bool { return entries[i].Name() < entries[j].Name() })
 	for _, e := range entries {
-		text, err := library.ReadFile(e.Name())
-		if err != nil {
-			continue
-		}
-		src := syntax.NewSource("tapset/"+e.Name(), string(text))
+		src := embeddedSource("tapset/" + e.Name())
 		switch path.Ext(e.Name()) {
 		case ".stp":
 			stp = append(stp, src)
@@ -43,6 +40,12 @@ func Library() (stp, stpm []*syntax.Source) {
 		}
 	}
 	return stp, stpm
+}
+
+// embeddedSource is the embedded library's file name ("tapset/FILE").
+func embeddedSource(name string) *syntax.Source {
+	text, _ := library.ReadFile(strings.TrimPrefix(name, "tapset/"))
+	return syntax.NewSource(name, string(text))
 }
 
 // Macros returns the macros of the library's .stpm files, with which the
