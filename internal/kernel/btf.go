@@ -71,6 +71,9 @@ type BTF struct {
 	types   []byte   // the type section
 	strings []byte   // the string table
 	offsets []uint32 // offsets[i] is the record of type first+i within types
+	// names[i] is the name offset of type first+i: a search by name
+	// reads this array, not a header in each of the records' pages.
+	names []uint32
 
 	// base is the BTF a module's continues (nil for vmlinux): IDs below
 	// first and string offsets below strBase are base's.
@@ -86,6 +89,8 @@ type BTF struct {
 
 	funcsOnce sync.Once
 	funcs     map[string]TypeID // Funcs
+
+	byName func() nameIndex // the blob's own named types, indexed on first use
 }
 
 var (
@@ -290,6 +295,7 @@ func parse(raw []byte, base *BTF) (*BTF, error) {
 	if base != nil {
 		b.first, b.strBase = TypeID(base.NumTypes()), base.strEnd()
 	}
+	b.byName = sync.OnceValue(b.indexNames)
 	return b, b.indexRecords()
 }
 
@@ -299,11 +305,13 @@ const recordHeaderSize = 12
 // indexRecords finds the start of every type record.
 func (b *BTF) indexRecords() error {
 	b.offsets = make([]uint32, 0, len(b.types)/24)
+	b.names = make([]uint32, 0, len(b.types)/24)
 	for p := uint64(0); p < uint64(len(b.types)); {
 		if p+recordHeaderSize > uint64(len(b.types)) {
 			return fmt.Errorf("truncated type record at offset %d", p)
 		}
 		b.offsets = append(b.offsets, uint32(p))
+		b.names = append(b.names, binary.LittleEndian.Uint32(b.types[p:]))
 		info := binary.LittleEndian.Uint32(b.types[p+4:])
 		p += recordHeaderSize + trailerSize(Kind(info>>24&0x1f), uint64(info&0xffff))
 	}
@@ -344,19 +352,22 @@ func (b *BTF) strEnd() uint32 { return b.strBase + uint32(len(b.strings)) }
 
 // str returns the string at offset off of the string table (the base's
 // when off lies below this blob's).
-func (b *BTF) str(off uint32) string {
+func (b *BTF) str(off uint32) string { return string(b.strBytes(off)) }
+
+// strBytes is str without the copy: the bytes of the string table.
+func (b *BTF) strBytes(off uint32) []byte {
 	if off < b.strBase {
-		return b.base.str(off)
+		return b.base.strBytes(off)
 	}
 	off -= b.strBase
 	if int(off) >= len(b.strings) {
-		return ""
+		return nil
 	}
 	s := b.strings[off:]
 	if i := bytes.IndexByte(s, 0); i >= 0 {
 		s = s[:i]
 	}
-	return string(s)
+	return s
 }
 
 // record returns the record of id, one of the blob's own (id >= first).
@@ -366,7 +377,7 @@ func (b *BTF) record(id TypeID) []byte {
 
 // nameOff returns the name offset of record id, one of the blob's own.
 func (b *BTF) nameOff(id TypeID) uint32 {
-	return binary.LittleEndian.Uint32(b.record(id))
+	return b.names[id-b.first]
 }
 
 // kindOf returns the kind of type id (not void).
@@ -378,32 +389,11 @@ func (b *BTF) kindOf(id TypeID) Kind {
 }
 
 // IDsByName returns the IDs of the types called name, of any kind: a
-// module's own first, then its base's.
+// module's own first, then its base's, each in ascending order.
 func (b *BTF) IDsByName(name string) []TypeID {
-	return b.idsNamed(b.offsetsOf(name, true))
-}
-
-// idsNamed returns the IDs of the types whose name is at one of offs
-// (ascending), b's own first, then its base's.
-func (b *BTF) idsNamed(offs []uint32) []TypeID {
-	if len(offs) == 0 {
-		return nil
-	}
-	var ids []TypeID
-	for id := b.first; int(id) < b.NumTypes(); id++ {
-		n := b.nameOff(id)
-		for _, o := range offs {
-			if n == o {
-				ids = append(ids, id)
-			}
-		}
-	}
+	ids := b.byName().lookup(b, name)
 	if b.base != nil {
-		below := 0
-		for below < len(offs) && offs[below] < b.strBase {
-			below++
-		}
-		ids = append(ids, b.base.idsNamed(offs[:below])...)
+		ids = append(ids, b.base.IDsByName(name)...)
 	}
 	return ids
 }
@@ -437,9 +427,9 @@ func (b *BTF) NamesWithPrefix(prefixes ...string) map[string][]TypeID {
 	}
 	found := map[string][]TypeID{}
 	for o := b; o != nil; o = o.base { // a module's own types, then the kernel's
-		for id := o.first; int(id) < o.NumTypes(); id++ {
-			if off := o.nameOff(id); off < o.strEnd() && marked[off/64]&(1<<(off%64)) != 0 {
-				found[names[off]] = append(found[names[off]], id)
+		for i, off := range o.names {
+			if off < o.strEnd() && marked[off/64]&(1<<(off%64)) != 0 {
+				found[names[off]] = append(found[names[off]], o.first+TypeID(i))
 			}
 		}
 	}

@@ -312,3 +312,67 @@ func TestMatchUnknownSystems(t *testing.T) {
 		}
 	}
 }
+
+// TestFindTracepointsByName: a spec naming one event finds, by that name
+// alone, what matching it against the whole list finds. Every event of
+// the running kernel is looked up: typed ones (tp_btf), classic ones
+// (syscalls:sys_enter_openat), with and without their system, and names
+// no tracepoint has.
+func TestFindTracepointsByName(t *testing.T) {
+	b := kernelOrSkip(t)
+	tps := tracepointsOrSkip(t)
+	events, _ := availableEvents()
+	specs := []string{"no_such_event", "sched:no_such_event", "no_such_system:sys_enter", "sys_enter", "sched:sched_switch"}
+	for _, tp := range tps {
+		specs = append(specs, tp.Event, tp.String())
+	}
+	for _, spec := range specs {
+		want, err := MatchTracepoints(tps, spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, event, found := strings.Cut(spec, ":")
+		if !found {
+			event = spec
+		}
+		alone, err := b.TracepointsCalled(events, event)
+		if err != nil {
+			t.Fatalf("%s: %v", spec, err)
+		}
+		got, _ := MatchTracepoints(alone, spec)
+		if describeAll(got) != describeAll(want) {
+			t.Errorf("%s: found %s, the list has %s", spec, describeAll(got), describeAll(want))
+		}
+	}
+}
+
+// describeAll writes out every field of tps.
+func describeAll(tps []*Tracepoint) string {
+	var b strings.Builder
+	for _, tp := range tps {
+		fmt.Fprintf(&b, "%+v\n", *tp)
+	}
+	return b.String()
+}
+
+// TestIDsByName checks the name index against a comparison of every
+// type's name, for a sample of the kernel's names (every 97th type's,
+// and names no type has).
+func TestIDsByName(t *testing.T) {
+	b := kernelOrSkip(t)
+	names := []string{"task_struct", "btf_trace_sys_enter", "__traceiter_sys_enter", "no_such_type_name", "task_struc"}
+	for i := 0; i < len(b.names); i += 97 {
+		names = append(names, b.str(b.names[i]))
+	}
+	for _, name := range names {
+		var want []TypeID
+		for i, off := range b.names {
+			if name != "" && b.str(off) == name {
+				want = append(want, b.first+TypeID(i))
+			}
+		}
+		if got := b.IDsByName(name); !slices.Equal(got, want) {
+			t.Errorf("IDsByName(%q) = %v, want %v", name, got, want)
+		}
+	}
+}

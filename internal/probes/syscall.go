@@ -581,15 +581,7 @@ func traceName(a *attach.Point) string { return fmt.Sprintf("kernel.trace(%q)", 
 // kernel does not have it (with the error when its tracepoints could not
 // be read).
 func rawSyscalls(k KernelInfo, event string) (*attach.Point, error) {
-	tps, err := k.Tracepoints()
-	if err != nil {
-		return nil, kernelError(err)
-	}
-	matched, _ := kernel.MatchTracepoints(tps, "raw_syscalls:"+event)
-	if len(matched) != 1 {
-		return nil, nil
-	}
-	return attachTracepoint(k, matched[0], false)
+	return tracepointAttach(k, "raw_syscalls:"+event)
 }
 
 // syscallAliases are the families SystemTap reaches the system calls by,
