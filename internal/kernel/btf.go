@@ -8,11 +8,12 @@
 // a string table. Decoding everything (as cilium/ebpf's btf.LoadKernelSpec
 // does before the first lookup) costs 20-40 ms; a script needs a handful of
 // types. So the file is mapped read-only and scanned once for the offset of
-// every record (~1.5 ms for 126,000 types, the only whole-file pass), and a
-// type is decoded only when asked for, by ID. A name lookup searches the
-// string table for "\x00name\x00" (the table is deduplicated, so a name has
-// one offset) and then the records for that name offset. Nothing is cached on
-// disk: the scan is cheaper than validating a cache would be.
+// every record and its name (~1.5 ms for 126,000 types, the only
+// whole-file pass), and a type is decoded only when asked for, by ID. The
+// first lookup by name puts the named types in a hash table (names.go); a
+// prefix search (NamesWithPrefix) searches the string table for the
+// prefix and then the names for those offsets. Nothing is cached on disk:
+// the scan is cheaper than validating a cache would be.
 //
 // # Tracepoints
 //
