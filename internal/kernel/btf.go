@@ -9,11 +9,10 @@
 // does before the first lookup) costs 20-40 ms; a script needs a handful of
 // types. So the file is mapped read-only and scanned once for the offset of
 // every record and its name (~1.5 ms for 126,000 types, the only
-// whole-file pass), and a type is decoded only when asked for, by ID. The
-// first lookup by name puts the named types in a hash table (names.go); a
-// prefix search (NamesWithPrefix) searches the string table for the
-// prefix and then the names for those offsets. Nothing is cached on disk:
-// the scan is cheaper than validating a cache would be.
+// whole-file pass), and a type is decoded only when asked for, by ID. A
+// lookup by name searches the string table for the name (offsetsOf) and
+// then the types' names for its offset. Nothing is cached on disk: the
+// scan is cheaper than validating a cache would be.
 //
 // # Tracepoints
 //
@@ -50,6 +49,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 
@@ -91,7 +91,9 @@ type BTF struct {
 	funcsOnce sync.Once
 	funcs     map[string]TypeID // Funcs
 
-	byName func() nameIndex // the blob's own named types, indexed on first use
+	// typedEvents maps each tracepoint with a prototype (btf_trace_EVENT)
+	// to the IDs of that name, listed on first use (TracepointsCalled).
+	typedEvents func() map[string][]TypeID
 }
 
 var (
@@ -296,7 +298,7 @@ func parse(raw []byte, base *BTF) (*BTF, error) {
 	if base != nil {
 		b.first, b.strBase = TypeID(base.NumTypes()), base.strEnd()
 	}
-	b.byName = sync.OnceValue(b.indexNames)
+	b.typedEvents = sync.OnceValue(b.listTypedEvents)
 	return b, b.indexRecords()
 }
 
@@ -392,9 +394,28 @@ func (b *BTF) kindOf(id TypeID) Kind {
 // IDsByName returns the IDs of the types called name, of any kind: a
 // module's own first, then its base's, each in ascending order.
 func (b *BTF) IDsByName(name string) []TypeID {
-	ids := b.byName().lookup(b, name)
+	return b.idsNamed(b.offsetsOf(name, true))
+}
+
+// idsNamed returns the IDs of the types whose name is at one of offs
+// (ascending), b's own first, then its base's.
+func (b *BTF) idsNamed(offs []uint32) []TypeID {
+	if len(offs) == 0 {
+		return nil
+	}
+	var ids []TypeID
+	lo, hi := offs[0], offs[len(offs)-1]
+	for i, n := range b.names {
+		if n >= lo && n <= hi && slices.Contains(offs, n) {
+			ids = append(ids, b.first+TypeID(i))
+		}
+	}
 	if b.base != nil {
-		ids = append(ids, b.base.IDsByName(name)...)
+		below := 0
+		for below < len(offs) && offs[below] < b.strBase {
+			below++
+		}
+		ids = append(ids, b.base.idsNamed(offs[:below])...)
 	}
 	return ids
 }
@@ -438,15 +459,25 @@ func (b *BTF) NamesWithPrefix(prefixes ...string) map[string][]TypeID {
 }
 
 // offsetsOf returns the offsets of the strings that equal s (whole) or start
-// with it (!whole), in ascending order, the base's first. Searching for s
-// itself and checking the bytes around it is much faster than searching for
-// "\x00s", whose first byte is everywhere.
+// with it (!whole), in ascending order, the base's first. A prefix is
+// searched for itself, each match then checked to start a string: much
+// faster than searching for "\x00s", whose first byte is everywhere. A
+// whole name is searched for as "\x00s\x00", whose bytes after the first
+// make the search skip ahead: its first match ends the search, since the
+// table is deduplicated (pahole's, and cilium's that package debuginfo
+// writes with): a whole name has one offset.
 func (b *BTF) offsetsOf(s string, whole bool) []uint32 {
 	var offs []uint32
 	if b.base != nil {
 		offs = b.base.offsetsOf(s, whole)
 	}
-	if s == "" {
+	switch {
+	case s == "":
+		return offs
+	case whole:
+		if off, ok := b.offsetOf(s); ok {
+			offs = append(offs, off)
+		}
 		return offs
 	}
 	// A split blob's first string may start at 0; vmlinux's is empty.
@@ -460,10 +491,19 @@ func (b *BTF) offsetsOf(s string, whole bool) []uint32 {
 		if at > 0 && b.strings[at-1] != 0 {
 			continue
 		}
-		if end := at + len(s); whole && (end >= len(b.strings) || b.strings[end] != 0) {
-			continue
-		}
 		offs = append(offs, b.strBase+uint32(at))
 	}
 	return offs
+}
+
+// offsetOf returns the offset of string s of b's own table.
+func (b *BTF) offsetOf(s string) (uint32, bool) {
+	if len(b.strings) > len(s) && string(b.strings[:len(s)]) == s && b.strings[len(s)] == 0 {
+		return b.strBase, true // the first string (a split blob's)
+	}
+	i := bytes.Index(b.strings, []byte("\x00"+s+"\x00"))
+	if i < 0 {
+		return 0, false
+	}
+	return b.strBase + uint32(i+1), true
 }

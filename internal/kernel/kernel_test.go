@@ -314,17 +314,17 @@ func TestMatchUnknownSystems(t *testing.T) {
 }
 
 // TestFindTracepointsByName: a spec naming one event finds, by that name
-// alone, what matching it against the whole list finds. Every event of
-// the running kernel is looked up: typed ones (tp_btf), classic ones
-// (syscalls:sys_enter_openat), with and without their system, and names
-// no tracepoint has.
+// alone, what matching it against the whole list finds: every 10th event
+// of the running kernel, typed ones (tp_btf) and classic ones
+// (syscalls:sys_enter_openat), with and without its system, and names no
+// tracepoint has.
 func TestFindTracepointsByName(t *testing.T) {
 	b := kernelOrSkip(t)
 	tps := tracepointsOrSkip(t)
 	events, _ := availableEvents()
 	specs := []string{"no_such_event", "sched:no_such_event", "no_such_system:sys_enter", "sys_enter", "sched:sched_switch"}
-	for _, tp := range tps {
-		specs = append(specs, tp.Event, tp.String())
+	for i := 0; i < len(tps); i += 10 {
+		specs = append(specs, tps[i].Event, tps[i].String())
 	}
 	for _, spec := range specs {
 		want, err := MatchTracepoints(tps, spec)

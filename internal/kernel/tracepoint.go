@@ -193,12 +193,14 @@ func (b *BTF) TracepointsCalled(availableEvents, event string) ([]*Tracepoint, e
 	if len(systems) > 0 {
 		system = systems[len(systems)-1] // the last one, as Tracepoints' map keeps
 	}
-	tp, err := b.tracepoint(system, event, b.IDsByName(protoPrefix+event), b.IDsByName(namesPrefix+event))
-	switch {
-	case err != nil:
-		return nil, err
-	case tp != nil:
-		return []*Tracepoint{tp}, nil
+	if protoIDs := b.typedEvents()[event]; protoIDs != nil {
+		tp, err := b.tracepoint(system, event, protoIDs, b.IDsByName(namesPrefix+event))
+		switch {
+		case err != nil:
+			return nil, err
+		case tp != nil:
+			return []*Tracepoint{tp}, nil
+		}
 	}
 	slices.Sort(systems)
 	var tps []*Tracepoint
@@ -206,6 +208,18 @@ func (b *BTF) TracepointsCalled(availableEvents, event string) ([]*Tracepoint, e
 		tps = append(tps, &Tracepoint{System: sys, Event: event})
 	}
 	return tps, nil
+}
+
+// listTypedEvents maps the events that have a prototype typedef
+// (btf_trace_EVENT) to its IDs: one search of the string table for the
+// prefix, where looking each event's name up alone would search it to
+// its end for each of the syscall tapset's 700 classic events.
+func (b *BTF) listTypedEvents() map[string][]TypeID {
+	events := map[string][]TypeID{}
+	for name, ids := range b.NamesWithPrefix(protoPrefix) {
+		events[strings.TrimPrefix(name, protoPrefix)] = ids
+	}
+	return events
 }
 
 // systemsOf returns the systems availableEvents lists event in, in its
