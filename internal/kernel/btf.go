@@ -90,10 +90,6 @@ type BTF struct {
 
 	funcsOnce sync.Once
 	funcs     map[string]TypeID // Funcs
-
-	// typedEvents maps each tracepoint with a prototype (btf_trace_EVENT)
-	// to the IDs of that name, listed on first use (TracepointsCalled).
-	typedEvents func() map[string][]TypeID
 }
 
 var (
@@ -298,7 +294,6 @@ func parse(raw []byte, base *BTF) (*BTF, error) {
 	if base != nil {
 		b.first, b.strBase = TypeID(base.NumTypes()), base.strEnd()
 	}
-	b.typedEvents = sync.OnceValue(b.listTypedEvents)
 	return b, b.indexRecords()
 }
 

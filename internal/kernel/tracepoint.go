@@ -186,40 +186,40 @@ func (b *BTF) Tracepoints(availableEvents string) ([]*Tracepoint, error) {
 
 // TracepointsCalled is what Tracepoints lists of the tracepoints called
 // event, found by that name alone: its prototype and iterator by their
-// names in b, its systems in availableEvents.
+// names in b, its systems in availableEvents. The events of system
+// syscalls are classic without a look (ftraceOnly).
 func (b *BTF) TracepointsCalled(availableEvents, event string) ([]*Tracepoint, error) {
 	systems := systemsOf(availableEvents, event)
+	if len(systems) > 0 && !slices.ContainsFunc(systems, func(sys string) bool { return !ftraceOnly[sys] }) {
+		return classicCalled(systems, event), nil
+	}
 	system := ""
 	if len(systems) > 0 {
 		system = systems[len(systems)-1] // the last one, as Tracepoints' map keeps
 	}
-	if protoIDs := b.typedEvents()[event]; protoIDs != nil {
-		tp, err := b.tracepoint(system, event, protoIDs, b.IDsByName(namesPrefix+event))
-		switch {
-		case err != nil:
-			return nil, err
-		case tp != nil:
-			return []*Tracepoint{tp}, nil
-		}
+	tp, err := b.tracepoint(system, event, b.IDsByName(protoPrefix+event), b.IDsByName(namesPrefix+event))
+	switch {
+	case err != nil:
+		return nil, err
+	case tp != nil:
+		return []*Tracepoint{tp}, nil
 	}
-	slices.Sort(systems)
-	var tps []*Tracepoint
-	for _, sys := range systems {
-		tps = append(tps, &Tracepoint{System: sys, Event: event})
-	}
-	return tps, nil
+	return classicCalled(systems, event), nil
 }
 
-// listTypedEvents maps the events that have a prototype typedef
-// (btf_trace_EVENT) to its IDs: one search of the string table for the
-// prefix, where looking each event's name up alone would search it to
-// its end for each of the syscall tapset's 700 classic events.
-func (b *BTF) listTypedEvents() map[string][]TypeID {
-	events := map[string][]TypeID{}
-	for name, ids := range b.NamesWithPrefix(protoPrefix) {
-		events[strings.TrimPrefix(name, protoPrefix)] = ids
+// ftraceOnly are the systems whose events are ftrace's own, not
+// tracepoints: the per-syscall events (kernel/trace/trace_syscalls.c)
+// have no prototype typedef to look for (700 of them, each a search of
+// the string table to its end, for the syscall tapset's aliases).
+var ftraceOnly = map[string]bool{"syscalls": true}
+
+// classicCalled lists the classic events called event of systems.
+func classicCalled(systems []string, event string) []*Tracepoint {
+	var tps []*Tracepoint
+	for _, sys := range slices.Sorted(slices.Values(systems)) {
+		tps = append(tps, &Tracepoint{System: sys, Event: event})
 	}
-	return events
+	return tps
 }
 
 // systemsOf returns the systems availableEvents lists event in, in its
