@@ -346,6 +346,28 @@ func TestFindTracepointsByName(t *testing.T) {
 	}
 }
 
+// TestFindTracepoints: FindTracepoints finds what matching the spec
+// against the whole list finds, by each of its ways: a pattern of the
+// syscalls system's events (tracefs's list alone), one event by name, a
+// wildcard elsewhere (the whole list).
+func TestFindTracepoints(t *testing.T) {
+	tps := tracepointsOrSkip(t)
+	for _, spec := range []string{"syscalls:sys_enter_*", "syscalls:*", "syscalls:sys_exit_openat", "syscalls:no_such_event",
+		"sys_enter_openat", "raw_syscalls:sys_enter", "sched_switch", "sched:sched_process_*", "*:sys_enter", "sys*:sys_enter_read"} {
+		want, err := MatchTracepoints(tps, spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := FindTracepoints(spec)
+		if err != nil {
+			t.Fatalf("%s: %v", spec, err)
+		}
+		if describeAll(got) != describeAll(want) {
+			t.Errorf("%s: found %s, the list has %s", spec, describeAll(got), describeAll(want))
+		}
+	}
+}
+
 // describeAll writes out every field of tps.
 func describeAll(tps []*Tracepoint) string {
 	var b strings.Builder
@@ -373,6 +395,25 @@ func TestIDsByName(t *testing.T) {
 		}
 		if got := b.IDsByName(name); !slices.Equal(got, want) {
 			t.Errorf("IDsByName(%q) = %v, want %v", name, got, want)
+		}
+	}
+}
+
+// TestFuncID: the lookup of one function by name agrees with the map of
+// them all, for every 500th function and names that are no function.
+func TestFuncID(t *testing.T) {
+	b := kernelOrSkip(t)
+	names := []string{"vfs_read", "task_struct", "no_such_function"}
+	i := 0
+	for name := range b.Funcs() {
+		if i++; i%500 == 0 {
+			names = append(names, name)
+		}
+	}
+	for _, name := range names {
+		want, wantOK := b.Funcs()[name]
+		if got, ok := b.FuncID(name); got != want || ok != wantOK {
+			t.Errorf("FuncID(%q) = %d, %t; Funcs has %d, %t", name, got, ok, want, wantOK)
 		}
 	}
 }

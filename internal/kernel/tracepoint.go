@@ -91,21 +91,26 @@ func Tracepoints() ([]*Tracepoint, error) {
 // FindTracepoints returns the running kernel's tracepoints that
 // kernel.trace(spec) names: MatchTracepoints over Tracepoints(). A spec
 // whose event has no wildcard (the seed's kernel.trace("sys_enter"), the
-// tapset's aliases) has its event looked up alone (TracepointsCalled):
-// listing every tracepoint decodes two thousand prototypes, 15-25 ms.
+// tapset's aliases) has its event looked up alone (TracepointsCalled),
+// and a pattern of an ftraceOnly system's events is matched against
+// tracefs's list alone: listing every tracepoint decodes two thousand
+// prototypes, 15-25 ms.
 func FindTracepoints(spec string) ([]*Tracepoint, error) {
-	_, event, hasSystem := strings.Cut(spec, ":")
+	system, event, hasSystem := strings.Cut(spec, ":")
 	if !hasSystem {
 		event = spec
 	}
-	if hasWildcard(event) {
-		tps, err := Tracepoints()
+	if !hasWildcard(event) {
+		tps, err := tracepointsCalled(event)
 		if err != nil {
 			return nil, err
 		}
 		return MatchTracepoints(tps, spec)
 	}
-	tps, err := tracepointsCalled(event)
+	if events, err := availableEvents(); ftraceOnly[system] && err == nil {
+		return MatchTracepoints(eventsOf(events, system), spec)
+	}
+	tps, err := Tracepoints()
 	if err != nil {
 		return nil, err
 	}
@@ -210,8 +215,22 @@ func (b *BTF) TracepointsCalled(availableEvents, event string) ([]*Tracepoint, e
 // ftraceOnly are the systems whose events are ftrace's own, not
 // tracepoints: the per-syscall events (kernel/trace/trace_syscalls.c)
 // have no prototype typedef to look for (700 of them, each a search of
-// the string table to its end, for the syscall tapset's aliases).
+// the string table to its end, for the syscall tapset's aliases), and a
+// pattern of the system's events needs only tracefs's list.
 var ftraceOnly = map[string]bool{"syscalls": true}
+
+// eventsOf lists the events of system (one of ftraceOnly) that
+// availableEvents lists, sorted as Tracepoints sorts them.
+func eventsOf(availableEvents, system string) []*Tracepoint {
+	var tps []*Tracepoint
+	for line := range strings.Lines(availableEvents) {
+		if ev, ok := strings.CutPrefix(strings.TrimSpace(line), system+":"); ok {
+			tps = append(tps, &Tracepoint{System: system, Event: ev})
+		}
+	}
+	slices.SortFunc(tps, func(x, y *Tracepoint) int { return cmp.Compare(x.Event, y.Event) })
+	return tps
+}
 
 // classicCalled lists the classic events called event of systems.
 func classicCalled(systems []string, event string) []*Tracepoint {
