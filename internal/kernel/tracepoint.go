@@ -202,12 +202,14 @@ func (b *BTF) TracepointsCalled(availableEvents, event string) ([]*Tracepoint, e
 	if len(systems) > 0 {
 		system = systems[len(systems)-1] // the last one, as Tracepoints' map keeps
 	}
-	tp, err := b.tracepoint(system, event, b.IDsByName(protoPrefix+event), b.IDsByName(namesPrefix+event))
-	switch {
-	case err != nil:
-		return nil, err
-	case tp != nil:
-		return []*Tracepoint{tp}, nil
+	if protoIDs := b.IDsByName(protoPrefix + event); protoIDs != nil {
+		tp, err := b.tracepoint(system, event, protoIDs, b.IDsByName(namesPrefix+event))
+		switch {
+		case err != nil:
+			return nil, err
+		case tp != nil:
+			return []*Tracepoint{tp}, nil
+		}
 	}
 	return classicCalled(systems, event), nil
 }
