@@ -399,12 +399,14 @@ func (b *BTF) idsNamed(offs []uint32) []TypeID {
 		return nil
 	}
 	var ids []TypeID
-	lo, hi := offs[0], offs[len(offs)-1]
-	for i, n := range b.names {
-		if n >= lo && n <= hi && slices.Contains(offs, n) {
-			ids = append(ids, b.first+TypeID(i))
+	for _, o := range offs { // one offset a blob (offsetsOf's whole names): a scan each
+		for i, n := range b.names {
+			if n == o {
+				ids = append(ids, b.first+TypeID(i))
+			}
 		}
 	}
+	slices.Sort(ids)
 	if b.base != nil {
 		below := 0
 		for below < len(offs) && offs[below] < b.strBase {
