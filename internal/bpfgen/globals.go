@@ -8,6 +8,7 @@ import (
 	"github.com/bpftap/bpftap/internal/target"
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
+	"golang.org/x/sys/unix"
 )
 
 // Globals are maps shared by every program and by the user side:
@@ -106,6 +107,9 @@ func (m *Module) global(v *syntax.Var) *Global {
 		gl.Spec.Type, gl.Spec.MaxEntries = ebpf.Hash, uint32(m.cfg.Limits.MaxMapEntries)
 		if v.Decl != nil && v.Decl.Size > 0 {
 			gl.Spec.MaxEntries = uint32(v.Decl.Size)
+		}
+		if m.allocatesAtRunTime() {
+			gl.Spec.Flags |= unix.BPF_F_NO_PREALLOC
 		}
 	}
 	if gl.PerCPU {
