@@ -131,6 +131,7 @@ func tracepointsCalled(event string) ([]*Tracepoint, error) {
 	if tps, ok := c.m[event]; ok {
 		return tps, nil
 	}
+	go availableEvents() // read while the BTF is indexed: both wait on the kernel
 	b, err := Kernel()
 	if err != nil {
 		return nil, err
