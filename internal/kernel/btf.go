@@ -87,6 +87,7 @@ type BTF struct {
 
 	mu      sync.Mutex
 	decoded map[TypeID]*Type
+	named   map[string][]TypeID // IDsByName's answers: each search reads up to 2.3 MB
 
 	funcsOnce sync.Once
 	funcs     map[string]TypeID // Funcs
@@ -290,6 +291,7 @@ func parse(raw []byte, base *BTF) (*BTF, error) {
 		first:   1,
 		what:    "the kernel's BTF",
 		decoded: map[TypeID]*Type{},
+		named:   map[string][]TypeID{},
 	}
 	if base != nil {
 		b.first, b.strBase = TypeID(base.NumTypes()), base.strEnd()
@@ -389,7 +391,17 @@ func (b *BTF) kindOf(id TypeID) Kind {
 // IDsByName returns the IDs of the types called name, of any kind: a
 // module's own first, then its base's, each in ascending order.
 func (b *BTF) IDsByName(name string) []TypeID {
-	return b.idsNamed(b.offsetsOf(name, true))
+	b.mu.Lock()
+	ids, ok := b.named[name]
+	b.mu.Unlock()
+	if ok {
+		return slices.Clone(ids)
+	}
+	ids = b.idsNamed(b.offsetsOf(name, true))
+	b.mu.Lock()
+	b.named[name] = ids
+	b.mu.Unlock()
+	return slices.Clone(ids)
 }
 
 // idsNamed returns the IDs of the types whose name is at one of offs
@@ -493,14 +505,46 @@ func (b *BTF) offsetsOf(s string, whole bool) []uint32 {
 	return offs
 }
 
-// offsetOf returns the offset of string s of b's own table.
+// offsetOf returns the offset of string s of b's own table. It searches
+// for "\x00s\x00" from its rarest byte on (rarest): a search from a byte
+// that starts many strings, as '\x00' or '_' do, stops at each of them.
 func (b *BTF) offsetOf(s string) (uint32, bool) {
 	if len(b.strings) > len(s) && string(b.strings[:len(s)]) == s && b.strings[len(s)] == 0 {
 		return b.strBase, true // the first string (a split blob's)
 	}
-	i := bytes.Index(b.strings, []byte("\x00"+s+"\x00"))
-	if i < 0 {
-		return 0, false
+	whole := []byte("\x00" + s + "\x00")
+	k := rarest(s) + 1 // the anchor's index in whole
+	for from := k; from < len(b.strings); {
+		i := bytes.Index(b.strings[from:], whole[k:])
+		if i < 0 {
+			return 0, false
+		}
+		at := from + i - k // where whole would start
+		if bytes.Equal(b.strings[at:at+k], whole[:k]) {
+			return b.strBase + uint32(at+1), true
+		}
+		from += i + 1
 	}
-	return b.strBase + uint32(i+1), true
+	return 0, false
 }
+
+// rarest returns the index of the byte of s that the names of BTF
+// strings use the least, by a rough ranking of identifier characters
+// (a byte not ranked, as '.' or '$', is rarer still).
+func rarest(s string) int {
+	best, bestRank := 0, len(byFrequency)
+	for i := range len(s) {
+		r := strings.IndexByte(byFrequency, s[i])
+		if r < 0 {
+			r = -1
+		}
+		if r < bestRank {
+			best, bestRank = i, r
+		}
+	}
+	return best
+}
+
+// byFrequency ranks the bytes of identifiers from the rarest in the
+// kernel's BTF strings to the most common.
+const byFrequency = "QJZXKVWYBHGFMUPDLCOAISNRTEqjzx98765kvwy4310hg2bfmupdlcoaisnrte_"
