@@ -1,10 +1,10 @@
 package tapset
 
 import (
+	"maps"
 	"path"
 	"slices"
 	"strings"
-	"sync"
 
 	"github.com/bpftap/bpftap/internal/syntax"
 )
@@ -15,11 +15,12 @@ import (
 //
 // The names come from a scan of each file's tokens (syntax.ScanNames)
 // made when bpftap is built, not at every start: index_gen.go holds each
-// file's names, each list without repeats, written by
+// file's names, each list without repeats, and the index newIndex makes
+// of them (the declared names sorted, the aliases split), written by
 // `go generate ./internal/tapset`; TestIndexGenerated scans the embedded
 // files again and fails when index_gen.go no longer says what they hold,
-// so it cannot go stale as files change. At start-up LibraryIndex only
-// maps the declared names to their files (about a thousand), and Reach
+// so it cannot go stale as files change. At start-up nothing is built:
+// the table is static data, a name is found by binary search, and Reach
 // reads just the files it reaches out of the embedded library.
 //
 // Reach computes a closure: starting from the names the user's scripts
@@ -42,10 +43,16 @@ type indexedFile struct {
 
 // Index maps names to the embedded library files that declare them.
 type Index struct {
-	files   []indexedFile    // the .stp files then the .stpm files, each in name order
-	stp     int              // files[:stp] are the .stp files
-	decls   map[string][]int // function and global names, macro names as "@NAME"
+	files   []indexedFile // the .stp files then the .stpm files, each in name order
+	stp     int           // files[:stp] are the .stp files
+	decls   []decl        // function and global names, macro names as "@NAME", sorted
 	aliases []alias
+}
+
+// decl is a name the library declares and the files that declare it.
+type decl struct {
+	name  string
+	files []int
 }
 
 // Implied names the library functions that the points meeting Point need
@@ -65,26 +72,41 @@ type alias struct {
 	file       int
 }
 
-// LibraryIndex returns the index of the embedded library (index_gen.go's).
-var LibraryIndex = sync.OnceValue(func() *Index { return newIndex(indexedLibrary, indexedStp) })
+// LibraryIndex returns the index of the embedded library: index_gen.go's
+// table, which newIndex made of the files' names when bpftap was built.
+func LibraryIndex() *Index { return &libraryIndex }
 
+// newIndex indexes files, of which the first stp are .stp files.
 func newIndex(files []indexedFile, stp int) *Index {
-	ix := &Index{files: files, stp: stp, decls: map[string][]int{}}
+	ix := &Index{files: files, stp: stp}
+	byName := map[string][]int{}
 	for i, f := range files {
 		n := f.names
 		for _, lists := range [][]string{n.Funcs, n.Globals} {
 			for _, name := range lists {
-				ix.decls[name] = append(ix.decls[name], i)
+				byName[name] = append(byName[name], i)
 			}
 		}
 		for _, m := range n.Macros {
-			ix.decls["@"+m] = append(ix.decls["@"+m], i)
+			byName["@"+m] = append(byName["@"+m], i)
 		}
 		for _, a := range n.Aliases {
 			ix.aliases = append(ix.aliases, alias{strings.Split(a.Name, "."), a.Suffixes, i})
 		}
 	}
+	for _, name := range slices.Sorted(maps.Keys(byName)) {
+		ix.decls = append(ix.decls, decl{name, byName[name]})
+	}
 	return ix
+}
+
+// declaring returns the files that declare key.
+func (ix *Index) declaring(key string) []int {
+	i, found := slices.BinarySearchFunc(ix.decls, key, func(d decl, key string) int { return strings.Compare(d.name, key) })
+	if !found {
+		return nil
+	}
+	return ix.decls[i].files
 }
 
 // Reach returns the library's script files and macro files that the
@@ -183,7 +205,7 @@ func (r *reach) declared(key string) {
 		return
 	}
 	r.seen[key] = true
-	for _, i := range r.ix.decls[key] {
+	for _, i := range r.ix.declaring(key) {
 		r.add(i)
 	}
 }
