@@ -65,7 +65,7 @@ var (
 	TaskStack = &Feature{Name: "task_stack", What: "bpf_get_task_stack", Since: Version{5, 9},
 		Detect: "helper probe", probe: helper(asm.FnGetTaskStack)}
 	MemcgAccounting = &Feature{Name: "memcg_accounting", What: "BPF memory charged to the memory cgroup",
-		Since: Version{5, 11}, Detect: "cilium/ebpf rlimit.RemoveMemlock (a map created under a zero RLIMIT_MEMLOCK)",
+		Since: Version{5, 11}, Detect: "a map created under a zero RLIMIT_MEMLOCK, when bpftap first makes a BPF object",
 		Fallback: "RLIMIT_MEMLOCK raised to unlimited before the first map"}
 	BigKeys = &Feature{Name: "big_keys", What: "hash map keys longer than 512 bytes", Since: Version{5, 11},
 		Detect: "a hash map created with a 513-byte key", probe: bigKeys,
