@@ -8,9 +8,9 @@ PREFIX ?= /usr/local
 BINDIR ?= $(PREFIX)/bin
 MANDIR ?= $(PREFIX)/share/man
 
-.PHONY: all bpftap bpftap-flamegraph bpftap-arm64 install test test-host test-guest stap-suites vet fuzz clean
+.PHONY: all bpftap bpftap-flamegraph bpftap-tau bpftap-arm64 install test test-host test-guest stap-suites vet fuzz clean
 
-all: bpftap bpftap-flamegraph
+all: bpftap bpftap-flamegraph bpftap-tau
 
 bpftap:
 	$(GO) build -o bpftap ./cmd/bpftap
@@ -18,6 +18,10 @@ bpftap:
 # folded stacks (examples/flamegraph.stp) to an SVG flame graph
 bpftap-flamegraph:
 	$(GO) build -o bpftap-flamegraph ./cmd/bpftap-flamegraph
+
+# thread_profile.stp's tables to TAU's profile files (ParaProf, pprof)
+bpftap-tau:
+	$(GO) build -o bpftap-tau ./cmd/bpftap-tau
 
 # bpftap for arm64 machines, built on any (static: it needs no C library;
 # `make` on an arm64 machine builds its own)
@@ -28,7 +32,7 @@ bpftap-arm64:
 # packaging
 install: all
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1
-	install -m 755 bpftap bpftap-flamegraph $(DESTDIR)$(BINDIR)
+	install -m 755 bpftap bpftap-flamegraph bpftap-tau $(DESTDIR)$(BINDIR)
 	install -m 644 docs/bpftap.1 $(DESTDIR)$(MANDIR)/man1/bpftap.1
 
 vet:
@@ -96,4 +100,4 @@ fuzz:
 	[ -z "$$failed" ] || { echo "fuzz: FAILED:$$failed"; exit 1; }
 
 clean:
-	rm -f bpftap bpftap-flamegraph bpftap-arm64
+	rm -f bpftap bpftap-flamegraph bpftap-tau bpftap-arm64

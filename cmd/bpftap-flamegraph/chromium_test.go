@@ -2,19 +2,17 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"encoding/xml"
 	"fmt"
 	"html"
 	"image"
 	"image/color"
-	"image/png"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
+
+	"github.com/bpftap/bpftap/internal/browsertest"
 )
 
 // The drawings the browser opens: a flame graph (all: main: other 2, work
@@ -25,58 +23,6 @@ const (
 	background    = "rgb(248,248,248)" // #f8f8f8, beginSVG's
 	searchColor   = "rgb(160,60,255)"  // flame.js's highlight
 )
-
-// headlessChromium is Debian's chromium, or the test is skipped (failed
-// where BPFTAP_REQUIRE_CHROMIUM is set, as .ci/run sets it).
-func headlessChromium(t *testing.T) string {
-	path, err := exec.LookPath("chromium")
-	if err != nil {
-		if os.Getenv("BPFTAP_REQUIRE_CHROMIUM") != "" {
-			t.Fatalf("BPFTAP_REQUIRE_CHROMIUM is set, but: %v", err)
-		}
-		t.Skipf("no chromium to open the SVG in (apt-get install chromium; BPFTAP_REQUIRE_CHROMIUM=1 makes this a failure): %v", err)
-	}
-	return path
-}
-
-// browse opens the drawing file at the URL fragment in headless
-// chromium with the arguments given (--screenshot, --dump-dom) and
-// returns its standard output.
-func browse(t *testing.T, chromium, file, fragment string, args ...string) []byte {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute) // ~3 s idle, 20 s beside two CPU hogs
-	defer cancel()
-	args = append([]string{"--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
-		"--force-device-scale-factor=1", "--user-data-dir=" + t.TempDir(), "--virtual-time-budget=5000"}, args...)
-	cmd := exec.CommandContext(ctx, chromium, append(args, "file://"+file+"#"+fragment)...)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("%s: %v\n%s", cmd, err, stderr.String())
-	}
-	return stdout.Bytes()
-}
-
-// screenshot is the PNG chromium takes of the file in a window w by h
-// pixels: it must be that size.
-func screenshot(t *testing.T, chromium, file, fragment string, w, h int) image.Image {
-	t.Helper()
-	shot := filepath.Join(t.TempDir(), "shot.png")
-	browse(t, chromium, file, fragment, "--screenshot="+shot, fmt.Sprintf("--window-size=%d,%d", w, h))
-	f, err := os.Open(shot)
-	if err != nil {
-		t.Fatalf("no screenshot: %v", err)
-	}
-	defer f.Close()
-	img, err := png.Decode(f)
-	if err != nil {
-		t.Fatalf("screenshot %s: not a PNG: %v", fragment, err)
-	}
-	if size := img.Bounds().Size(); size != image.Pt(w, h) {
-		t.Fatalf("screenshot %s is %v, want %dx%d", fragment, size, w, h)
-	}
-	return img
-}
 
 // drawnTo writes the command's drawing of input to a file in dir, and
 // returns the file and the drawing read back.
@@ -102,28 +48,6 @@ func rgb(t *testing.T, s string) color.RGBA {
 	return c
 }
 
-// near: the colors differ by at most 3 in each channel (a browser may
-// round).
-func near(a color.Color, b color.RGBA) bool {
-	r, g, bl, _ := a.RGBA()
-	d := func(x uint32, y uint8) bool { return int(x>>8)-int(y) <= 3 && int(y)-int(x>>8) <= 3 }
-	return d(r, b.R) && d(g, b.G) && d(bl, b.B)
-}
-
-// painted counts the pixels of the rows y0..y1 and columns x0..x1 (ends
-// excluded) that are not the background.
-func painted(img image.Image, bg color.RGBA, x0, x1, y0, y1 int) int {
-	n := 0
-	for y := y0; y < y1; y++ {
-		for x := x0; x < x1; x++ {
-			if !near(img.At(x, y), bg) {
-				n++
-			}
-		}
-	}
-	return n
-}
-
 // checkBoxes: every box (the rect of each element of the class) at least
 // 8 pixels wide is painted in its fill color, sampled in its top row
 // (above the label's letters) inside its right end (clear of the rounded
@@ -136,7 +60,7 @@ func checkBoxes(t *testing.T, img image.Image, svg element, class string) {
 		if rect.number("width") < 8 {
 			continue
 		}
-		if got, want := img.At(x, y), rgb(t, rect.attr("fill")); !near(got, want) {
+		if got, want := img.At(x, y), rgb(t, rect.attr("fill")); !browsertest.Near(got, want) {
 			t.Errorf("%s %q: pixel (%d,%d) is %v, want %v", class, e.child("title").Text, x, y, got, want)
 		}
 	}
@@ -151,7 +75,7 @@ func checkBoxes(t *testing.T, img image.Image, svg element, class string) {
 // highlighted, the matched share shown), in the DOM and on the screen,
 // and answers clicks, the mouse and keys as a user's.
 func TestChromium(t *testing.T) {
-	chromium := headlessChromium(t)
+	chromium := browsertest.Chromium(t)
 	dir := t.TempDir()
 	flame, flameSVG := drawnTo(t, dir, browserStacks)
 	checkFlameScreenshots(t, chromium, dir, flame, flameSVG)
@@ -159,7 +83,7 @@ func TestChromium(t *testing.T) {
 	checkScriptEvents(t, chromium, dir, flame)
 
 	bars, barsSVG := drawnTo(t, dir, browserBars, "-chart", "bars", "-unit", "ns")
-	img := screenshot(t, chromium, bars, "", 1200, 300)
+	img := browsertest.Screenshot(t, chromium, bars, "", 1200, 300)
 	checkBoxes(t, img, barsSVG, "segment")
 	checkBoxes(t, img, barsSVG, "legend")
 	// bars from y 40, 60, 80 (16 high); the legend from y 110
@@ -178,7 +102,7 @@ type region struct {
 func checkRegions(t *testing.T, shot string, img image.Image, regions []region) {
 	t.Helper()
 	for _, r := range regions {
-		if n := painted(img, rgb(t, r.bg), r.x0, r.x1, r.y0, r.y1); n < r.min || n > r.max {
+		if n := browsertest.Painted(img, rgb(t, r.bg), r.x0, r.x1, r.y0, r.y1); n < r.min || n > r.max {
 			t.Errorf("%s: %s: %d pixels painted, want %d..%d", shot, r.what, n, r.min, r.max)
 		}
 	}
@@ -197,7 +121,7 @@ func checkFlameScreenshots(t *testing.T, chromium, dir, flame string, svg elemen
 		{"between the title and the frames", 0, 1200, 27, 39, 0, 0, background},
 		{"below the drawing", 0, 1200, 140, 300, 0, 0, "rgb(255,255,255)"},
 	}
-	img := screenshot(t, chromium, flame, "", 1200, 300)
+	img := browsertest.Screenshot(t, chromium, flame, "", 1200, 300)
 	checkBoxes(t, img, svg, "frame")
 	checkRegions(t, "flame graph", img, append(frames, region{"the Search button", 1100, 1190, 8, 24, 1, 1000, background}))
 
@@ -206,11 +130,11 @@ func checkFlameScreenshots(t *testing.T, chromium, dir, flame string, svg elemen
 	if err := os.WriteFile(page, []byte(html), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	img = screenshot(t, chromium, page, "", 1200, 300)
+	img = browsertest.Screenshot(t, chromium, page, "", 1200, 300)
 	checkBoxes(t, img, svg, "frame")
 	checkRegions(t, "flame graph as an image", img, append(frames, region{"the Search button", 1100, 1190, 8, 24, 0, 0, background}))
 
-	img = screenshot(t, chromium, flame, "zoom=main;work&search=^hot$", 1200, 300)
+	img = browsertest.Screenshot(t, chromium, flame, "zoom=main;work&search=^hot$", 1200, 300)
 	for _, p := range []struct {
 		what  string
 		x, y  int
@@ -220,7 +144,7 @@ func checkFlameScreenshots(t *testing.T, chromium, dir, flame string, svg elemen
 		{"hot at the zoom's middle", 595, 41, searchColor},
 		{"right of hot, zoomed", 1000, 48, background},
 	} {
-		if got, want := img.At(p.x, p.y), rgb(t, p.color); !near(got, want) {
+		if got, want := img.At(p.x, p.y), rgb(t, p.color); !browsertest.Near(got, want) {
 			t.Errorf("zoomed and searched: %s: pixel (%d,%d) is %v, want %v", p.what, p.x, p.y, got, want)
 		}
 	}
@@ -263,7 +187,7 @@ func checkScriptDOM(t *testing.T, chromium, file string, svg element) {
 		}},
 	} {
 		var dom element
-		out := browse(t, chromium, file, c.fragment, "--dump-dom")
+		out := browsertest.Browse(t, chromium, file, c.fragment, "--dump-dom")
 		if err := xml.Unmarshal(out, &dom); err != nil {
 			t.Fatalf("#%s: the DOM is not XML: %v\n%s", c.fragment, err, out)
 		}
@@ -350,7 +274,7 @@ func checkScriptEvents(t *testing.T, chromium, dir, flame string) {
 	if err := os.WriteFile(page, fmt.Appendf(nil, eventsPage, filepath.Base(flame)), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	dom := string(browse(t, chromium, page, "", "--allow-file-access-from-files", "--dump-dom"))
+	dom := string(browsertest.Browse(t, chromium, page, "", "--allow-file-access-from-files", "--dump-dom"))
 	_, out, _ := strings.Cut(dom, `<pre id="out">`)
 	out, _, _ = strings.Cut(out, "</pre>")
 	want := []string{

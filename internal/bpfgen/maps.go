@@ -27,6 +27,10 @@ const (
 	StateMap  = "state"      // ARRAY of one u64: nonzero once exit() was called (probes then do nothing)
 )
 
+// StatePaused is StateMap's word while user space pauses the probes
+// (--monitor's pause key); exit() writes 1.
+const StatePaused = 2
+
 // wordSpec describes an ARRAY map of one u64 named name (a counter or a
 // state word the programs share).
 func wordSpec(name string) *ebpf.MapSpec {

@@ -1,10 +1,7 @@
 package bpfgen
 
 import (
-	"strings"
-
 	"github.com/bpftap/bpftap/internal/sema"
-	"github.com/bpftap/bpftap/internal/syntax"
 	"github.com/bpftap/bpftap/internal/tapset"
 )
 
@@ -29,29 +26,5 @@ func defaultRingSize(prog *sema.Program) int {
 // calls, sends output records: a print-family call other than the
 // sprint ones, or a call of a Deferred builtin (system, log, warn).
 func printsInKernel(prog *sema.Program) bool {
-	seen := map[*syntax.Func]bool{}
-	var prints func(syntax.Node) bool
-	prints = func(n syntax.Node) bool {
-		return syntax.Any(n, func(n syntax.Node) bool {
-			switch n := n.(type) {
-			case *syntax.PrintCall:
-				return !strings.HasPrefix(n.Name, "s")
-			case *syntax.Call:
-				if b := sema.Builtin(n); b != nil && b.Kernel == tapset.Deferred {
-					return true
-				}
-				if f := n.Func; f != nil && f.Decl != nil && !seen[f] {
-					seen[f] = true
-					return prints(f.Decl.Body)
-				}
-			}
-			return false
-		})
-	}
-	for _, p := range prog.Probes {
-		if p.Kernel && prints(p.Body) {
-			return true
-		}
-	}
-	return false
+	return prog.Prints(func(p *sema.Probe) bool { return p.Kernel }, func(b *tapset.Builtin) bool { return b.Kernel == tapset.Deferred })
 }

@@ -55,8 +55,10 @@ const firstBatch = 1024
 
 // A Drainer empties hash maps a batch of elements per system call
 // (BPF_MAP_LOOKUP_AND_DELETE_BATCH) instead of a next-key, a lookup and
-// a delete per element. It keeps its buffers from one drain to the next:
-// a table drained on every scrape is read into the same memory each time.
+// a delete per element, or lists them so (BPF_MAP_LOOKUP_BATCH) instead
+// of a next-key and a lookup. It keeps its buffers from one call to the
+// next: a table drained on every scrape is read into the same memory
+// each time.
 type Drainer struct {
 	keys    [][]byte
 	values  [][][]byte
@@ -74,11 +76,22 @@ type batchBuffer struct {
 // order, valid until the next Drain. Elements that programs add meanwhile
 // may be missed: m should be one no program updates.
 func (d *Drainer) Drain(m *ebpf.Map) (keys [][]byte, values [][][]byte, err error) {
-	return d.drain(m, min(firstBatch, int(m.MaxEntries())))
+	return d.drain(m, min(firstBatch, int(m.MaxEntries())), m.BatchLookupAndDelete)
 }
 
-// drain is Drain asking for batch elements at first.
-func (d *Drainer) drain(m *ebpf.Map, batch int) (keys [][]byte, values [][][]byte, err error) {
+// List returns the keys and value copies of every element of hash map
+// m, as Drain does, leaving them in the map. Elements that programs add
+// or delete meanwhile may be missed or listed, as by a walk of next-keys;
+// none is listed twice.
+func (d *Drainer) List(m *ebpf.Map) (keys [][]byte, values [][][]byte, err error) {
+	return d.drain(m, min(firstBatch, int(m.MaxEntries())), m.BatchLookup)
+}
+
+// batchOp is a batch call of cilium/ebpf's Map.
+type batchOp func(cursor *ebpf.MapBatchCursor, keys, values any, opts *ebpf.BatchOptions) (int, error)
+
+// drain reads m with op, asking for batch elements at first.
+func (d *Drainer) drain(m *ebpf.Map, batch int, op batchOp) (keys [][]byte, values [][][]byte, err error) {
 	keySize, size := int(m.KeySize()), int(m.ValueSize())
 	stride, copies := size, 1
 	if m.Type() == ebpf.PerCPUHash || m.Type() == ebpf.LRUCPUHash {
@@ -92,7 +105,7 @@ func (d *Drainer) drain(m *ebpf.Map, batch int) (keys [][]byte, values [][][]byt
 	var cursor ebpf.MapBatchCursor
 	for i := 0; ; i++ {
 		b := d.buffer(i, batch*keySize, batch*copies*stride)
-		n, err := m.BatchLookupAndDelete(&cursor, sliceOf(b.keys, keySize), sliceOf(b.values, stride), nil)
+		n, err := op(&cursor, sliceOf(b.keys, keySize), sliceOf(b.values, stride), nil)
 		b.copies = appendCopies(b.copies[:0], b.values[:n*copies*stride], size, stride)
 		for j := range n {
 			d.keys = append(d.keys, b.keys[j*keySize:(j+1)*keySize])
@@ -105,7 +118,7 @@ func (d *Drainer) drain(m *ebpf.Map, batch int) (keys [][]byte, values [][][]byt
 			batch *= 2
 			i-- // the same buffer, larger
 		case err != nil:
-			return nil, nil, fmt.Errorf("drain %s: %w", m, err)
+			return nil, nil, fmt.Errorf("read %s in batches: %w", m, err)
 		}
 	}
 }

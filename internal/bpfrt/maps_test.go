@@ -7,11 +7,12 @@ import (
 	"github.com/cilium/ebpf"
 )
 
-// TestDrainer fills real hash maps, plain and per-CPU, drains them and
-// checks that every element came back once with its values, in batches
-// larger and smaller than the map (a batch of 1 meets buckets of two
-// keys, which the kernel refuses until the batch grows), and that the
-// maps are empty after; twice, the second drain in the first's buffers.
+// TestDrainer fills real hash maps, plain and per-CPU, lists them, then
+// drains them, and checks that every element came back once with its
+// values each time, in batches larger and smaller than the map (a batch
+// of 1 meets buckets of two keys, which the kernel refuses until the
+// batch grows), and that the maps are full after the list and empty
+// after the drain; twice, the second time in the first's buffers.
 func TestDrainer(t *testing.T) {
 	requireBPF(t)
 	cases := []struct {
@@ -36,7 +37,15 @@ func TestDrainer(t *testing.T) {
 			var d Drainer
 			for round := range uint64(2) {
 				copies := fillHash(t, m, round)
-				keys, values, err := d.drain(m, c.batch)
+				keys, values, err := d.drain(m, c.batch, m.BatchLookup)
+				if err != nil {
+					t.Fatal(err)
+				}
+				checkDrained(t, keys, values, int(c.entries), copies, round)
+				if next, err := m.NextKeyBytes(nil); err != nil || next == nil {
+					t.Fatalf("the list emptied the map (%v)", err)
+				}
+				keys, values, err = d.drain(m, c.batch, m.BatchLookupAndDelete)
 				if err != nil {
 					t.Fatal(err)
 				}

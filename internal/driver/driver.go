@@ -24,6 +24,7 @@ import (
 
 	"github.com/bpftap/bpftap/internal/exporter"
 	"github.com/bpftap/bpftap/internal/interp"
+	"github.com/bpftap/bpftap/internal/monitor"
 	"github.com/bpftap/bpftap/internal/output"
 	"github.com/bpftap/bpftap/internal/sema"
 	"github.com/bpftap/bpftap/internal/syntax"
@@ -80,6 +81,7 @@ func Main(argv []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	s := &session{opts: opts, stdin: stdin, stdout: stdout, stderr: stderr, signals: catchSignals(stderr),
 		flightReady: flightReady}
 	defer s.signals.stop()
+	defer s.newScreen()()
 	return s.run()
 }
 
@@ -111,6 +113,8 @@ type session struct {
 	badTapsets []string
 	// warned counts the warnings of pass 4 (warn).
 	warned int
+	// screen is --monitor's on a terminal, else nil (monitor.go).
+	screen *monitor.Screen
 }
 
 func (s *session) run() int {

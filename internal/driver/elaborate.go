@@ -47,7 +47,7 @@ func (s *session) elaborate(user, libs []*syntax.File) (*sema.Program, error) {
 		NoGlobalDisplay: s.opts.NoGlobalDisplay,
 		Guru:            s.opts.Guru,
 		SkipBadVars:     s.opts.SkipBadVars,
-		Timing:          s.opts.Timing,
+		Timing:          s.timed(),
 		Listing:         listing,
 		Registry: probes.BuiltinWith(probes.RunningKernel{CanAttach: func(a *attach.Point) error { return bpfrt.CanAttachOn(s.kernel, a) },
 			CanFindTasks: func(a *attach.Point) error { return kernelside.CanFindTasks(s.kernel, a) }, Kernel: s.kernel}, probes.Config{

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/bpftap/bpftap/internal/exporter"
+	"github.com/bpftap/bpftap/internal/interp"
 )
 
 // scrapeKeys is the size of the table BenchmarkScrape serves.
@@ -78,17 +79,25 @@ func startTable(b *testing.B) (sess exporter.Session, stop func()) {
 	if err := os.WriteFile(path, []byte(script), 0o644); err != nil {
 		b.Fatal(err)
 	}
+	in, stop := runBegun(b, path, "-D", "MAXACTION=10000000")
+	return prometheusOf{in}, stop
+}
+
+// runBegun runs the script at path as the exporter runs one, with this
+// process as its target and the options args, and returns its session
+// once its begin probes have run (before its kernel probes are attached).
+func runBegun(b *testing.B, path string, args ...string) (in *interp.Interp, stop func()) {
 	ctx, cancel := context.WithCancel(context.Background())
-	ready := make(chan exporter.Session, 1)
+	ready := make(chan *interp.Interp, 1)
 	done := make(chan int)
 	go func() {
-		done <- runScript(ctx, path, []string{"-x", strconv.Itoa(os.Getpid()), "-D", "MAXACTION=10000000"},
-			io.Discard, func(s exporter.Session) { ready <- s })
+		done <- runScript(ctx, path, append([]string{"-x", strconv.Itoa(os.Getpid())}, args...),
+			io.Discard, func(s exporter.Session) { ready <- s.(prometheusOf).in })
 	}()
 	stop = func() { cancel(); <-done }
 	select {
-	case sess = <-ready:
-		return sess, stop
+	case in = <-ready:
+		return in, stop
 	case status := <-done:
 		b.Fatalf("the script ended with status %d before its begin", status)
 	}

@@ -50,9 +50,13 @@ probe prometheus {
 
 // TestExporterPrometheus runs the exporter in-process on loopback, a
 // workload that fails to list /nonexistent three times, and Debian's
-// Prometheus scraping the exporter: Prometheus's HTTP API returns the
-// series with errno -2 (ENOENT) the exporter serves, no more, no less. An unknown
-// script is 404. Prometheus absent, the test is skipped, unless
+// Prometheus scraping the exporter, script by script and at /metrics:
+// Prometheus's HTTP API returns the series with errno -2 (ENOENT) the
+// exporter serves, no more, no less, and from /metrics those of a second
+// script in the same family too, the histogram of a third, and
+// bpftap_script_up 0 for the fourth, which clashes with the third; the
+// scrapes of /metrics succeed (up 1) and none has a sample twice. An
+// unknown script is 404. Prometheus absent, the test is skipped, unless
 // BPFTAP_REQUIRE_PROMETHEUS is set (CI installs it).
 func TestExporterPrometheus(t *testing.T) {
 	requireBPF(t)
@@ -63,14 +67,16 @@ func TestExporterPrometheus(t *testing.T) {
 		}
 		t.Skip("prometheus is not installed (apt-get install prometheus)")
 	}
-	dir := writeScripts(t, map[string]string{"errno.stp": errnoScript, "hist.stp": histScript})
+	twin := `syscall_error_count{errno="-2",name="twin",pid="0"}`
+	dir := writeScripts(t, map[string]string{"errno.stp": errnoScript, "hist.stp": histScript,
+		"twin.stp": promScript(twin + " 7\n"), "clash.stp": promScript("# TYPE write_size counter\nwrite_size 1\n")})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	base := serveExporter(t, ctx, exporter.Config{Dir: dir}, &testLog{t})
+	base := serveExporter(t, ctx, exporter.Config{Dir: dir, Metrics: []string{"errno.stp", "twin.stp", "hist.stp", "clash.stp"}}, &testLog{t})
 	if status, _, _ := get(t, base+"/nosuch.stp"); status != http.StatusNotFound {
 		t.Errorf("unknown script: status %d, want 404", status)
 	}
-	status, header, _ := get(t, base+"/errno.stp") // starts the script
+	status, header, _ := get(t, base+"/errno.stp") // waits for the script to begin
 	if status != http.StatusOK || header.Get("Content-Type") != exporter.ContentType {
 		t.Fatalf("errno.stp: status %d, Content-Type %q", status, header.Get("Content-Type"))
 	}
@@ -81,25 +87,61 @@ func TestExporterPrometheus(t *testing.T) {
 		t.Fatalf("the exporter serves no series with errno -2:\n%s", text)
 	}
 	api := runPrometheus(t, ctx, promBin, dir, strings.TrimPrefix(base, "http://"))
-	var fromProm []string
-	for deadline := time.Now().Add(60 * time.Second); !slices.Equal(fromProm, served); time.Sleep(500 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("after 60 s, Prometheus has\n%s\nthe exporter serves\n%s", strings.Join(fromProm, "\n"), strings.Join(served, "\n"))
-		}
-		fromProm = querySeries(t, api, `syscall_error_count{errno="-2",job="bpftap"}`)
+	for job, want := range map[string][]string{"bpftap": served, "all": slices.Sorted(slices.Values(append([]string{twin}, served...)))} {
+		var fromProm []string
+		eventually(t, 60*time.Second, func() bool {
+			fromProm = querySeries(t, api, `syscall_error_count{errno="-2",job="`+job+`"}`)
+			return slices.Equal(fromProm, want)
+		}, func() string {
+			return fmt.Sprintf("Prometheus has, of job %s,\n%s\nthe exporter serves\n%s", job, strings.Join(fromProm, "\n"), strings.Join(want, "\n"))
+		})
+		t.Logf("Prometheus has the %d series with errno -2 the exporter serves to job %s, such as %s", len(fromProm), job, fromProm[0])
 	}
-	t.Logf("Prometheus has the %d series with errno -2 the exporter serves, such as %s", len(fromProm), fromProm[0])
 	// hist.stp's histogram is one to Prometheus: its median of {1, 100}
 	// interpolated in the buckets le=1 (1 value) and le=127 (2).
-	var median []string
-	for deadline := time.Now().Add(30 * time.Second); len(median) == 0; time.Sleep(500 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("Prometheus has no histogram_quantile of write_size after 30 s")
+	for _, job := range []string{"hist", "all"} {
+		var median []string
+		eventually(t, 30*time.Second, func() bool {
+			median = queryValues(t, api, `histogram_quantile(0.5, write_size_bucket{job="`+job+`"})`)
+			return len(median) > 0
+		}, func() string { return "Prometheus has no histogram_quantile of write_size of job " + job })
+		if median[0] != "1" {
+			t.Errorf("median of write_size of job %s: %s, want 1 (the upper bound of the bucket of 1)", job, median[0])
 		}
-		median = queryValues(t, api, `histogram_quantile(0.5, write_size_bucket{job="hist"})`)
 	}
-	if median[0] != "1" {
-		t.Errorf("median of write_size: %s, want 1 (the upper bound of the bucket of 1)", median[0])
+	checkScrapesOfAll(t, api)
+}
+
+// checkScrapesOfAll checks what Prometheus says of its scrapes of
+// /metrics (job all): they succeed, bpftap_script_up is 1 for the scripts
+// but clash.stp, and no sample came twice.
+func checkScrapesOfAll(t *testing.T, api string) {
+	if up := queryValues(t, api, `up{job="all"}`); !slices.Equal(up, []string{"1"}) {
+		t.Errorf("up of /metrics: %v, want 1", up)
+	}
+	for value, want := range map[string][]string{"1": {"errno.stp", "hist.stp", "twin.stp"}, "0": {"clash.stp"}} {
+		var scripts []string
+		for _, s := range querySeries(t, api, `bpftap_script_up{job="all"} == `+value) {
+			scripts = append(scripts, strings.TrimSuffix(strings.TrimPrefix(s, `bpftap_script_up{script="`), `"}`))
+		}
+		if !slices.Equal(scripts, want) {
+			t.Errorf("bpftap_script_up %s: %v, want %v", value, scripts, want)
+		}
+	}
+	_, _, own := get(t, api+"/metrics")
+	if !regexp.MustCompile(`(?m)^prometheus_target_scrapes_sample_duplicate_timestamp_total 0$`).MatchString(own) {
+		t.Errorf("Prometheus had samples twice: %s", regexp.MustCompile(`(?m)^prometheus_target_scrapes_sample_duplicate.*$`).FindString(own))
+	}
+}
+
+// eventually calls ok every half second until it holds, for at most
+// wait; then the test fails with what says.
+func eventually(t *testing.T, wait time.Duration, ok func() bool, what func() string) {
+	t.Helper()
+	for deadline := time.Now().Add(wait); !ok(); time.Sleep(500 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("after %v: %s", wait, what())
+		}
 	}
 }
 
@@ -123,7 +165,10 @@ func serveExporter(t *testing.T, ctx context.Context, cfg exporter.Config, log i
 	if err != nil {
 		t.Fatal(err)
 	}
-	x := exporter.New(ctx, cfg, runScript, log)
+	x, err := exporter.New(ctx, cfg, runScript, log)
+	if err != nil {
+		t.Fatal(err)
+	}
 	srv := httpserve.New(x.Answer, httpserve.DefaultLimits, log, "bpftap exporter: ")
 	go srv.Serve(l)
 	t.Cleanup(func() { srv.Close(); x.Wait() })
@@ -170,7 +215,7 @@ func get(t *testing.T, u string) (int, http.Header, string) {
 }
 
 // runPrometheus starts Prometheus on loopback scraping the exporter's
-// errno.stp and hist.stp every second, and returns its API's base URL once it is ready.
+// errno.stp, hist.stp and /metrics every second, and returns its API's base URL once it is ready.
 func runPrometheus(t *testing.T, ctx context.Context, bin, dir, target string) string {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -188,6 +233,10 @@ scrape_configs:
       - targets: ['%[1]s']
   - job_name: hist
     metrics_path: /hist.stp
+    static_configs:
+      - targets: ['%[1]s']
+  - job_name: all
+    metrics_path: /metrics
     static_configs:
       - targets: ['%[1]s']
 `, target)), 0o644)

@@ -5,7 +5,8 @@ const helpText = `Usage: bpftap [options] FILE [ARGS...]     Run script in file.
    or: bpftap [options] -e SCRIPT [ARGS...] Run given script.
    or: bpftap [options] -l PROBE [ARGS...]  List matching probes.
    or: bpftap [options] -L PROBE [ARGS...]  List matching probes and local variables.
-   or: bpftap exporter [-p PORT] [-s DIR] [-k SECONDS] [-a ADDR] [-- OPTIONS]
+   or: bpftap exporter [-p PORT] [-s DIR] [-k SECONDS] [-a ADDR]
+                       [--metrics NAME.stp,...] [-- OPTIONS]
                                            Serve the scripts of DIR to Prometheus.
 
 bpftap runs SystemTap scripts: user-side probes (begin, end, error, timer.*) in an
@@ -59,6 +60,11 @@ interpreter, kernel probes compiled to eBPF. Options are stap's:
               serve the procfs files over HTTP too (GET reads, PUT and POST
               write; an address without a host is on loopback)
    -t         print a probe hit report at exit
+   --monitor[=INTERVAL]
+              on a terminal, a live screen of the run, redrawn every
+              INTERVAL seconds (1): uptime, globals, each probe's hits and
+              run times, the output below; keys: q quit, s sort, p pause,
+              r resume, c reset the globals, x hide the status
    -g         guru mode: the guru functions (raise, mdelay, udelay) and
               writes to context variables ($verdict); embedded C is still
               refused (a BPF runtime runs no C)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/bpftap/bpftap/internal/bpfrt"
@@ -45,7 +46,7 @@ func (s *session) translate(prog *sema.Program, limits tapset.Limits, targetPID 
 		Limits:    tapset.Limits(limits),
 		RingSize:  s.opts.BufferMB << 20,
 		TargetPID: targetPID,
-		Timing:    s.opts.Timing,
+		Timing:    s.timed(),
 		LogLevel:  verifierLogLevel(s.verbose(4)),
 		Progress:  s.progress,
 		// attach-time warnings (warning::pass5), which -W leaves alone
@@ -191,19 +192,25 @@ func unreadWarning(n int64) string {
 // in ns (kernel probes measure themselves with the BPF clock, user-side
 // probes are timed by the interpreter; see docs/bpf-backend.md).
 func hitReport(prog *sema.Program, ks *kernelside.Session, in *interp.Interp) []output.Hit {
-	var hits []output.Hit
+	return slices.DeleteFunc(probeHits(prog, ks, in), func(h output.Hit) bool { return h.Hits == 0 })
+}
+
+// probeHits is every probe's line of the hit report so far, with no
+// hits for a probe that has not run (--monitor shows them all).
+func probeHits(prog *sema.Program, ks *kernelside.Session, in *interp.Interp) []output.Hit {
+	hits := make([]output.Hit, len(prog.Probes))
 	for i, p := range prog.Probes {
+		hits[i] = output.Hit{Probe: p.Name, At: p.Point.Position(), From: syntax.ProbePointString(p.User), Index: i}
 		st := in.Timing(p)
 		if p.Kernel {
 			st = ks.Timing(p)
 		}
-		if st == nil || st.Count == 0 {
+		if st == nil {
 			continue
 		}
 		get := func(op string) int64 { v, _ := st.Get(op); return v }
-		hits = append(hits, output.Hit{Probe: p.Name, At: p.Point.Position(), Hits: st.Count,
-			Min: get(format.OpMin), Avg: get(format.OpAvg), Max: get(format.OpMax), Variance: get(format.OpVariance),
-			From: syntax.ProbePointString(p.User), Index: i})
+		h := &hits[i]
+		h.Hits, h.Min, h.Avg, h.Max, h.Variance = st.Count, get(format.OpMin), get(format.OpAvg), get(format.OpMax), get(format.OpVariance)
 	}
 	return hits
 }

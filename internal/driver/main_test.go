@@ -167,7 +167,9 @@ var (
 // entry, which sleeps, recurses and nests calls; request, built with -g
 // at -O0 and -O2, DWARF 5 and 4 (compressed), its DWARF in a separate
 // file (request_split), and without -g; label, at -O0 and -O2, whose
-// function jumps to a label; inline, whose functions gcc inlines. A probe on a file fires in every
+// function jumps to a label; inline, whose functions gcc inlines;
+// syscall_paths, whose reads and sleep are made along known call paths,
+// with frame pointers; omp, an OpenMP program of two threads (libgomp). A probe on a file fires in every
 // process running it: tests running side by side use files of their own
 // (scale_target, hot_twice: hot with a build id of its own, since user
 // stacks find their files by build id). It returns their directory (a
@@ -220,6 +222,8 @@ func cPrograms() string {
 			{"-g", "-O2", "-o", "label_O2", src("label.c")},
 			{"-g", "-O2", "-o", "inline", src("inline.c")},
 			{"-g", "-O2", "-o", "callee", src("callee.c"), src("callee_twin.c")},
+			{"-O0", "-fno-omit-frame-pointer", "-mno-omit-leaf-frame-pointer", "-o", "syscall_paths", src("syscall_paths.c")},
+			{"-O2", "-fopenmp", "-o", "omp", src("omp.c")},
 		}
 		// request_split's DWARF in a separate file, .debug/request_split.debug,
 		// which its .gnu_debuglink names, as a distribution's debug package

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -84,6 +85,9 @@ type Options struct {
 	Flight bool
 	// Privilege is --privilege LEVEL (--unprivileged: stapusr).
 	Privilege string
+	// Monitor is --monitor[=INTERVAL]'s interval between refreshes of
+	// the live screen (monitor.go), 0 without it.
+	Monitor time.Duration
 }
 
 // usageError is a command-line mistake that stap answers with its usage
@@ -165,6 +169,24 @@ var longOptions = map[string]optionSpec{
 	"rlimit-nproc":        {true, addRlimit("nproc")},
 	"rlimit-stack":        {true, addRlimit("stack")},
 	"rlimit-fsize":        {true, addRlimit("fsize")},
+	"monitor":             {false, setMonitor},
+}
+
+func init() { optionalArg["monitor"] = true }
+
+// setMonitor takes --monitor[=INTERVAL]: whole seconds, 1 by default, as
+// stap's.
+func setMonitor(o *Options, a string) error {
+	seconds := 1
+	if a != "" {
+		n, err := strconv.Atoi(a)
+		if err != nil || n < 1 {
+			return errors.New("Invalid monitor interval.")
+		}
+		seconds = n
+	}
+	o.Monitor = time.Duration(seconds) * time.Second
+	return nil
 }
 
 // setModule takes -m NAME.
@@ -218,6 +240,8 @@ func checkListing(o *Options) error {
 		return usagef("Cannot specify a script with -l/-L/--dump-* switches.")
 	case o.LastPass != 5:
 		return usagef("Cannot specify -p with -l/-L/--dump-* switches.")
+	case o.Monitor > 0:
+		return usagef("Cannot specify --monitor with -l/-L/--dump-* switches.")
 	}
 	return nil
 }
@@ -346,6 +370,8 @@ func parseArgs(argv []string) (*Options, error) {
 			return nil, errors.New("bpftap: -F without -o is not supported: stap's in-memory flight recorder leaves probes running with no process, and bpftap's probes run only while bpftap does (-F -o FILE runs it in the background)")
 		case o.Command != "":
 			return nil, usagef("You can't specify -F and -c options together.")
+		case o.Monitor > 0:
+			return nil, errors.New("bpftap: --monitor with -F is not supported: the run in the background has no terminal to show it on")
 		}
 	}
 	return o, nil

@@ -1,11 +1,14 @@
 package driver
 
 import (
+	"io"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/bpftap/bpftap/internal/exporter"
 )
 
 // TestFuzzTargetsInMakefile: `make fuzz` runs every fuzz target of the
@@ -45,7 +48,7 @@ func TestFuzzTargetsInMakefile(t *testing.T) {
 }
 
 // TestManPage: docs/bpftap.1 documents every option the parser takes
-// (shortOptions, longOptions) and explains every manual page a message
+// (shortOptions, longOptions) and every option of `bpftap exporter`, and explains every manual page a message
 // points at ([man error::pass2] and the like): each is a tag of its
 // DIAGNOSTICS section, or a SystemTap page it names.
 func TestManPage(t *testing.T) {
@@ -67,6 +70,7 @@ func TestManPage(t *testing.T) {
 			t.Errorf("option --%s is not in docs/bpftap.1", name)
 		}
 	}
+	checkExporterOptions(t, string(page))
 	refs := map[string]bool{"error::pass1": true, "error::pass2": true, "error::pass3": true, "error::pass4": true, "error::pass5": true}
 	sources, _ := filepath.Glob("../../internal/*/*.go")
 	for _, path := range sources {
@@ -79,6 +83,28 @@ func TestManPage(t *testing.T) {
 		tag := regexp.MustCompile(`(?m)^\.B ` + regexp.QuoteMeta(ref) + `$`)
 		if !tag.Match(page) && !strings.Contains(string(page), `\fB[man `+ref+`]\fR`) {
 			t.Errorf("[man %s], which messages point at, is not explained in docs/bpftap.1", ref)
+		}
+	}
+}
+
+// checkExporterOptions checks that each option `bpftap exporter -h` lists
+// is in the exporter's section of the manual page, page.
+func checkExporterOptions(t *testing.T, page string) {
+	_, section, _ := strings.Cut(page, ".SS \"bpftap exporter's options\"\n")
+	section, _, _ = strings.Cut(section, "\n.S")
+	var usage strings.Builder
+	exporter.Main([]string{"-h"}, nil, io.Discard, &usage)
+	options := regexp.MustCompile(`(?m)^  -(\w+)`).FindAllStringSubmatch(usage.String(), -1)
+	if len(options) < 5 {
+		t.Fatalf("bpftap exporter -h lists %d options:\n%s", len(options), usage.String())
+	}
+	for _, o := range options {
+		dashes := "\\-"
+		if len(o[1]) > 1 {
+			dashes += dashes
+		}
+		if !regexp.MustCompile(`(?m)^\.BI? ` + regexp.QuoteMeta(dashes+o[1]) + `\b`).MatchString(section) {
+			t.Errorf("bpftap exporter's option -%s is not in docs/bpftap.1's section \"bpftap exporter's options\"", o[1])
 		}
 	}
 }

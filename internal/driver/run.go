@@ -12,7 +12,7 @@ import (
 	"github.com/bpftap/bpftap/internal/procfs"
 	"github.com/bpftap/bpftap/internal/sema"
 	"github.com/bpftap/bpftap/internal/tapset"
-	"golang.org/x/sys/unix"
+	"github.com/bpftap/bpftap/internal/tty"
 )
 
 // execute runs pass 5: begin probes, then the kernel programs are attached
@@ -33,7 +33,7 @@ func (s *session) execute(prog *sema.Program, ks *kernelside.Session, limits tap
 	}
 	out := s.newOutput(sink)
 	in, err := interp.New(prog, interp.Config{Output: out, Stderr: s.stderr, Stdin: s.stdin, Limits: limits, Target: target.pid(), Module: s.module(),
-		Storage: ks.Storage, Skipped: ks.Skipped, HandlerStart: ks.HandlerStart, Timing: s.opts.Timing,
+		Storage: ks.Storage, Skipped: ks.Skipped, HandlerStart: ks.HandlerStart, Timing: s.timed(),
 		SuppressErrors: s.opts.SuppressErrors})
 	if err != nil {
 		return s.fail(5, err)
@@ -42,7 +42,7 @@ func (s *session) execute(prog *sema.Program, ks *kernelside.Session, limits tap
 		fmt.Fprintln(s.stderr, "Pass 5: starting run.")
 	}
 	if in.ReadsInput() {
-		defer s.keysAsTyped()()
+		defer tty.KeysAsTyped(s.stdin)()
 	}
 	s.signals.arm(cancel) // until now nothing ran: a signal ends bpftap at once
 	in.Begin()
@@ -62,7 +62,13 @@ func (s *session) execute(prog *sema.Program, ks *kernelside.Session, limits tap
 	if released && s.flightReady != "" {
 		flightDetach(s.flightReady)
 	}
+	endScreen := func() {}
+	if released {
+		endScreen = s.showScreen(prog, ks, in, cancel)
+		s.announce(prog, in.Done())
+	}
 	in.Run(ctx)
+	endScreen() // before the end probes print
 	stopServing()
 	s.stopKernel(ks, in, out)
 	status := in.End()
@@ -234,26 +240,4 @@ func (s *session) outputFiles() (*outputFiles, error) {
 		return nil, output.Failf("%w", err)
 	}
 	return files, nil
-}
-
-// keysAsTyped sets a terminal on standard input as stapio sets it for the
-// input probes: no line editing, so each key reaches input.char as it is
-// typed, and no echo. It returns what restores the terminal; stdin that is
-// no terminal is left alone.
-func (s *session) keysAsTyped() (restore func()) {
-	f, ok := s.stdin.(*os.File)
-	if !ok {
-		return func() {}
-	}
-	fd := int(f.Fd())
-	saved, err := unix.IoctlGetTermios(fd, unix.TCGETS)
-	if err != nil {
-		return func() {}
-	}
-	keys := *saved
-	keys.Lflag &^= unix.ICANON | unix.ECHO
-	if unix.IoctlSetTermios(fd, unix.TCSETS, &keys) != nil {
-		return func() {}
-	}
-	return func() { unix.IoctlSetTermios(fd, unix.TCSETS, saved) }
 }

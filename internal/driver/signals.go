@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"slices"
 	"sync"
 	"syscall"
 	"time"
@@ -21,7 +22,7 @@ import (
 // creation or elaboration does not delay the exit); from the begin probes
 // on they end the run, and the end probes run; the third one forces the
 // exit even from a probe that never returns (the procfs mounts detached
-// first: beforeForcedExit). SIGPIPE is caught and dropped, not ignored: a write
+// and the terminal restored first: beforeForcedExit). SIGPIPE is caught and dropped, not ignored: a write
 // to a closed pipe then fails with EPIPE and the run ends as if
 // interrupted, and the -c command, which inherits an ignored signal but
 // not a caught one, starts with SIGPIPE's default action (with SIGPIPE
@@ -36,8 +37,9 @@ type signals struct {
 	cancel func() // the run's, from the begin probes on
 	caught int
 	// atExit is done before a forced exit: the procfs mounts are
-	// detached (a mount left behind answers ENOTCONN until unmounted).
-	atExit func()
+	// detached (a mount left behind answers ENOTCONN until unmounted),
+	// --monitor's terminal restored. Undone entries are nil.
+	atExit []func()
 }
 
 // stopSignals are the signals that end a run.
@@ -63,13 +65,15 @@ func (sig *signals) handle() {
 		sig.mu.Unlock()
 		switch {
 		case caught >= forceExit:
-			fmt.Fprintln(sig.stderr, "Too many interrupts received, exiting.") // stapio's words
 			sig.mu.Lock()
-			atExit := sig.atExit
+			atExit := slices.Clone(sig.atExit)
 			sig.mu.Unlock()
-			if atExit != nil {
-				atExit()
+			for _, f := range atExit {
+				if f != nil {
+					f()
+				}
 			}
+			fmt.Fprintln(sig.stderr, "Too many interrupts received, exiting.") // stapio's words
 			os.Exit(1)
 		case cancel == nil:
 			fmt.Fprintf(sig.stderr, "Interrupted by %s in pass %d (%s): nothing ran.\n",
@@ -102,11 +106,12 @@ func (sig *signals) arm(cancel func()) {
 // beforeForcedExit makes a forced exit call f first, until undone.
 func (sig *signals) beforeForcedExit(f func()) (undo func()) {
 	sig.mu.Lock()
-	sig.atExit = f
+	sig.atExit = append(sig.atExit, f)
+	i := len(sig.atExit) - 1
 	sig.mu.Unlock()
 	return func() {
 		sig.mu.Lock()
-		sig.atExit = nil
+		sig.atExit[i] = nil
 		sig.mu.Unlock()
 	}
 }

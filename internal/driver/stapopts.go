@@ -74,7 +74,6 @@ var stapOptions = []stapOption{
 	{names: []string{"--dyninst"}, refused: true, why: "bpftap is a BPF runtime: there is no dyninst runtime"},
 	{names: []string{"--save-uprobes"}, why: "the kernel's own uprobes serve bpftap: there is no uprobes module to save"},
 	{names: []string{"--target-namespaces"}, arg: "PID", why: "bpftap's tapset has no namespace-aware functions", check: namespacePID},
-	{names: []string{"--monitor"}, arg: "[=INTERVAL]", refused: true, why: "the monitor window is not implemented"},
 	{names: []string{"--language-server"}, refused: true, why: "bpftap has no language server"},
 	{names: []string{"--build-as"}, arg: "[=USER]", refused: true, why: "pass 4 loads the programs into the kernel from bpftap's own process, which needs BPF's privileges"},
 	{names: []string{"--benchmark-sdt"}, refused: true, why: "stap's benchmark of its SDT markers is not part of bpftap"},

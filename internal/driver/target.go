@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -61,6 +63,9 @@ type target struct {
 	exited  chan struct{} // made by release, closed once the command has been reaped
 	killed  bool          // bpftap ended the command (the script ended first)
 	x       int
+	// output, if set, is where the command writes (its stdout and
+	// stderr) instead of bpftap's: --monitor's screen.
+	output []io.Writer
 }
 
 // shellMetacharacters are the characters wordexp(3) refuses (WRDE_BADCHAR),
@@ -78,6 +83,9 @@ func (s *session) startTarget() (*target, error) {
 		return nil, err
 	}
 	t := &target{command: s.opts.Command}
+	if s.screen != nil {
+		t.output = []io.Writer{s.stdout, s.stderr}
+	}
 	if err := t.start(program); err != nil {
 		return nil, output.Failf("cannot start '%s': %w", s.opts.Command, err)
 	}
@@ -100,6 +108,11 @@ func (t *target) start(program string) error {
 	defer w.Close()
 	cmd := holderCommand(t.command, program)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+	if t.output != nil {
+		// through pipes, which a process the command leaves behind may
+		// keep open: the command's end ends the run a second later
+		cmd.Stdout, cmd.Stderr, cmd.WaitDelay = t.output[0], t.output[1], time.Second
+	}
 	cmd.ExtraFiles = []*os.File{holder, w}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	k := &keeper{cmd: cmd, requests: make(chan bool), done: make(chan error)}

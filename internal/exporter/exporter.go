@@ -2,7 +2,12 @@
 // stap-exporter: an HTTP server that runs the scripts of a directory and
 // answers GET /NAME.stp with what the script's `probe prometheus` serves
 // (the Prometheus text exposition format, Content-Type
-// "text/plain; version=0.0.4", which Prometheus 3 requires).
+// "text/plain; version=0.0.4", which Prometheus 3 requires). Beyond
+// stap-exporter, GET /metrics serves several scripts at once (metrics.go:
+// the autostart ones, or those of --metrics), their families merged
+// (exposition.go), with bpftap_script_up{script="NAME.stp"} saying which
+// are in the answer; and GET / lists the scripts and their states
+// (index.go).
 //
 // # Scripts
 //
@@ -12,10 +17,11 @@
 // request for it, and that request is answered once its begin probes have
 // run (or it failed: 500); later requests run its
 // prometheus probe at once (requests that come while it runs share that
-// run's answer: the handlers run one at a time). A script whose name
-// contains "autostart" starts with the exporter and is started again,
-// restartDelay after it ends, for as long as the exporter runs. With -k SECONDS, a script no
-// request asked for that long is stopped (autostart ones excepted); the
+// run's answer: the handlers run one at a time). A resident script (its
+// name contains "autostart", or /metrics serves it) starts with the
+// exporter and is started again, restartDelay after it ends, for as long
+// as the exporter runs. With -k SECONDS, a script no
+// request asked for that long is stopped (resident ones excepted); the
 // next request starts it again. A name that is not a script of the
 // directory (NAME.stp, no path) is 404. A script that fails, or panics,
 // ends alone: the others run on.
@@ -46,10 +52,12 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
+	"unicode/utf8"
 
 	"github.com/bpftap/bpftap/internal/httpserve"
 )
@@ -86,6 +94,9 @@ type Config struct {
 	Dir       string        // -s DIR
 	KeepAlive time.Duration // -k SECONDS, 0: scripts run until the exporter stops
 	Addr      string        // -a ADDR, the address listened on (loopback by default; "" or "::": every address)
+	// Metrics are the scripts /metrics serves (--metrics), first to last;
+	// nil: the autostart scripts.
+	Metrics []string
 	// Options are the stap options every script runs with (what follows
 	// `--`: -D MAXACTION=N for a table of 10,000 series, say).
 	Options []string
@@ -107,7 +118,12 @@ func Main(args []string, run Runner, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "ERROR: %v\n", err)
 		return 1
 	}
-	x := New(ctx, cfg, run, stderr)
+	x, err := New(ctx, cfg, run, stderr)
+	if err != nil {
+		l.Close()
+		fmt.Fprintf(stderr, "ERROR: %v\n", err)
+		return 1
+	}
 	fmt.Fprintf(stderr, "bpftap exporter: serving %s on %s\n", cfg.Dir, l.Addr())
 	srv := httpserve.New(x.Answer, httpserve.DefaultLimits, stderr, "bpftap exporter: ")
 	go func() {
@@ -132,6 +148,20 @@ func parseFlags(args []string, stderr io.Writer) (Config, error) {
 	fs.StringVar(&cfg.Dir, "s", "/etc/stap-exporter", "the directory of the scripts")
 	keep := fs.Int("k", 0, "stop a script no request asked for in this many `seconds` (0: never)")
 	fs.StringVar(&cfg.Addr, "a", "127.0.0.1", "the address to listen on (empty or :: for every address)")
+	fs.Func("metrics", "the `scripts` /metrics serves, NAME.stp[,NAME.stp...] (default: the autostart ones)", func(v string) error {
+		if cfg.Metrics == nil {
+			cfg.Metrics = []string{} // given, if empty: no script
+		}
+		for name := range strings.SplitSeq(v, ",") {
+			if name == "" && v != "" {
+				return fmt.Errorf("an empty name in %q", v)
+			}
+			if name != "" {
+				cfg.Metrics = append(cfg.Metrics, name)
+			}
+		}
+		return nil
+	})
 	if err := fs.Parse(args); err != nil {
 		return cfg, err
 	}
@@ -154,23 +184,69 @@ type Exporter struct {
 	mu   sync.Mutex
 	byID map[string]*script
 	wg   sync.WaitGroup
+
+	served []*script // by /metrics, first to last
 }
 
-// New makes the exporter of cfg.Dir, starting its autostart scripts; its
-// scripts stop when ctx is done.
-func New(ctx context.Context, cfg Config, run Runner, log io.Writer) *Exporter {
+// New makes the exporter of cfg.Dir, starting its resident scripts (the
+// autostart ones and those /metrics serves); its scripts stop when ctx is
+// done. A name of cfg.Metrics that is not a script of the directory is an
+// error, and nothing starts.
+func New(ctx context.Context, cfg Config, run Runner, log io.Writer) (*Exporter, error) {
 	x := &Exporter{ctx: ctx, cfg: cfg, run: run, log: &lockedWriter{w: log}, byID: map[string]*script{}}
+	var autostart []string
 	entries, _ := os.ReadDir(cfg.Dir)
 	for _, e := range entries {
 		if name := e.Name(); strings.Contains(name, "autostart") && x.isScript(name) {
-			x.script(name).start(x)
+			autostart = append(autostart, name)
 		}
+	}
+	served, err := x.metricsScripts(autostart)
+	if err != nil {
+		return nil, err
+	}
+	for _, name := range served {
+		s := x.script(name)
+		s.metrics, s.resident, s.left = true, true, "not scraped yet"
+		x.served = append(x.served, s)
+	}
+	for _, name := range append(autostart, served...) {
+		x.script(name).start(x)
 	}
 	if cfg.KeepAlive > 0 {
 		x.wg.Add(1)
 		go x.reap()
 	}
-	return x
+	return x, nil
+}
+
+// metricsScripts are the names of the scripts /metrics serves: those of
+// --metrics, else the autostart ones. A name is a label value there
+// (script="NAME"), so it must be UTF-8: an autostart script's that is not
+// is left out, with a warning.
+func (x *Exporter) metricsScripts(autostart []string) ([]string, error) {
+	var names []string
+	if x.cfg.Metrics == nil {
+		for _, name := range autostart {
+			if !utf8.ValidString(name) {
+				fmt.Fprintf(x.log, "bpftap exporter: WARNING: /metrics leaves %q out: its name is not UTF-8, as the label script=\"NAME\" must be\n", name)
+				continue
+			}
+			names = append(names, name)
+		}
+		return names, nil
+	}
+	for _, name := range x.cfg.Metrics {
+		switch {
+		case !x.isScript(name):
+			return nil, fmt.Errorf("--metrics: %q is not a script of %s (NAME.stp, a file of the directory)", name, x.cfg.Dir)
+		case !utf8.ValidString(name):
+			return nil, fmt.Errorf("--metrics: %q is not UTF-8, as the label script=\"NAME\" of /metrics must be", name)
+		case !slices.Contains(names, name):
+			names = append(names, name)
+		}
+	}
+	return names, nil
 }
 
 // Wait waits for every script to end (after ctx is done).
@@ -191,24 +267,33 @@ func (x *Exporter) script(name string) *script {
 	defer x.mu.Unlock()
 	s := x.byID[name]
 	if s == nil {
-		s = &script{name: name, autostart: strings.Contains(name, "autostart")}
+		s = &script{name: name, resident: strings.Contains(name, "autostart")}
 		x.byID[name] = s
 	}
 	return s
 }
 
-// Answer answers GET /NAME.stp (package httpserve serves it).
+// Answer answers GET / (the index), /metrics and /NAME.stp (package
+// httpserve serves it). Any other path is 404: a path is a script's name
+// only when it is a file of the directory, no more than one '/' before it.
 func (x *Exporter) Answer(r *http.Request) httpserve.Answer {
-	name := strings.TrimPrefix(r.URL.Path, "/")
-	if !x.isScript(name) {
-		return httpserve.Text(http.StatusNotFound, "no such script")
+	var page func() httpserve.Answer
+	switch name := strings.TrimPrefix(r.URL.Path, "/"); {
+	case r.URL.Path == "/":
+		page = func() httpserve.Answer { return x.index(r) }
+	case r.URL.Path == "/metrics":
+		page = func() httpserve.Answer { return x.metrics(r.Context()) }
+	case x.isScript(name):
+		page = func() httpserve.Answer { return x.script(name).scrape(x, r.Context()) }
+	default:
+		return httpserve.Text(http.StatusNotFound, "no such page: GET / lists the scripts")
 	}
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		a := httpserve.Text(http.StatusMethodNotAllowed, "method not allowed")
 		a.Header.Set("Allow", "GET, HEAD")
 		return a
 	}
-	return x.script(name).scrape(x, r.Context())
+	return page()
 }
 
 // reap stops the scripts idle for longer than the keepalive.
@@ -224,7 +309,7 @@ func (x *Exporter) reap() {
 		}
 		x.mu.Lock()
 		for _, s := range x.byID {
-			if !s.autostart {
+			if !s.resident {
 				s.stopIfIdle(x.cfg.KeepAlive)
 			}
 		}

@@ -16,11 +16,20 @@ import (
 
 // script is one script of the directory and its current run.
 type script struct {
-	name      string
-	autostart bool
+	name string
+	// resident scripts start with the exporter and again restartDelay
+	// after they end, whatever the keepalive: the autostart ones and
+	// those /metrics serves.
+	resident bool
+	metrics  bool // /metrics serves it
+
 	mu        sync.Mutex
 	cur       *run // nil before the first start
 	lastUsed  time.Time
+	starts    int
+	lastError string    // the last failure's line, as a client of /NAME.stp gets it
+	lastAt    time.Time // when
+	left      string    // why the last scrape of /metrics left it out; "" if it did not
 }
 
 // run is one run of a script.
@@ -90,6 +99,7 @@ func (s *script) start(x *Exporter) *run {
 	if s.cur != nil && !closed(s.cur.ended) {
 		return s.cur
 	}
+	s.starts++
 	ctx, cancel := context.WithCancel(x.ctx)
 	r := &run{cancel: cancel, begun: make(chan struct{}), ended: make(chan struct{}), log: newScriptLog(x.log, s.name)}
 	s.cur = r
@@ -117,7 +127,10 @@ func (s *script) execute(x *Exporter, ctx context.Context, r *run) {
 			r.once.Do(func() { r.session = sess; close(r.begun) })
 		})
 	}()
-	if !s.autostart {
+	if r.status != 0 {
+		s.noteFailure(s.endLine(r))
+	}
+	if !s.resident {
 		return
 	}
 	select {
@@ -129,31 +142,125 @@ func (s *script) execute(x *Exporter, ctx context.Context, r *run) {
 	}
 }
 
+// A failure is why a script serves no exposition: the status and the one
+// line of the answer to GET /NAME.stp (the log says why).
+type failure struct {
+	status int
+	line   string
+}
+
+func (f *failure) Error() string { return f.line }
+
+// answer is the answer to GET /NAME.stp that f is.
+func (f *failure) answer() httpserve.Answer {
+	if f.status == http.StatusServiceUnavailable {
+		return unavailable(f.line)
+	}
+	return httpserve.Text(f.status, f.line)
+}
+
 // scrape answers a request for the script: its prometheus probe's text,
 // else one line that says what failed (the log says why).
 func (s *script) scrape(x *Exporter, req context.Context) httpserve.Answer {
-	r := s.start(x)
-	select {
-	case <-r.begun:
-	case <-req.Done():
-		return unavailable("the request ended first")
-	case <-time.After(beginWait):
-		return unavailable(s.name + " is starting")
-	}
-	if r.session == nil {
-		<-r.ended
-		return httpserve.Text(http.StatusInternalServerError, fmt.Sprintf("%s failed to start (exit status %d); the exporter's log says why", s.name, r.status))
-	}
-	text, ok, err := r.prometheus()
-	switch {
-	case err != nil:
-		return httpserve.Text(http.StatusInternalServerError, fmt.Sprintf("%s: %v; the exporter's log says why", s.name, err))
-	case !ok:
-		return unavailable(s.name + " no longer runs; the exporter's log says why")
+	text, f := s.exposition(s.start(x), req, beginWait)
+	if f != nil {
+		return f.answer()
 	}
 	h := http.Header{}
 	h.Set("Content-Type", ContentType)
 	return httpserve.Answer{Status: http.StatusOK, Header: h, Body: text}
+}
+
+// exposition runs the prometheus probe of r, a run of s, once r has begun,
+// waiting for that at most wait (or until req ends); a failure (a 500) is
+// noted as the script's last.
+func (s *script) exposition(r *run, req context.Context, wait time.Duration) (string, *failure) {
+	if r == nil {
+		return "", &failure{http.StatusServiceUnavailable, s.name + " has not started"}
+	}
+	if !closed(r.begun) {
+		if wait == 0 {
+			return "", &failure{http.StatusServiceUnavailable, s.name + " is starting"}
+		}
+		select {
+		case <-r.begun:
+		case <-req.Done():
+			return "", &failure{http.StatusServiceUnavailable, "the request ended first"}
+		case <-time.After(wait):
+			return "", &failure{http.StatusServiceUnavailable, s.name + " is starting"}
+		}
+	}
+	if r.session == nil {
+		<-r.ended
+		return "", &failure{http.StatusInternalServerError, s.endLine(r)}
+	}
+	text, ok, err := r.prometheus()
+	switch {
+	case err != nil:
+		f := &failure{http.StatusInternalServerError, fmt.Sprintf("%s: %v; the exporter's log says why", s.name, err)}
+		s.noteFailure(f.line)
+		return "", f
+	case !ok:
+		return "", &failure{http.StatusServiceUnavailable, s.name + " no longer runs; the exporter's log says why"}
+	}
+	return text, nil
+}
+
+// endLine says how r, a run of s that failed, ended.
+func (s *script) endLine(r *run) string {
+	if r.session == nil {
+		return fmt.Sprintf("%s failed to start (exit status %d); the exporter's log says why", s.name, r.status)
+	}
+	return fmt.Sprintf("%s ended with exit status %d; the exporter's log says why", s.name, r.status)
+}
+
+// noteFailure notes line as the script's last failure.
+func (s *script) noteFailure(line string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.lastError, s.lastAt = line, time.Now()
+}
+
+// current is the script's current run, nil before its first start.
+func (s *script) current() *run {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.cur
+}
+
+// A scriptState is what the index page says of a script.
+type scriptState struct {
+	Name      string
+	State     string // not started, starting, running, failed, stopped
+	Restarts  int
+	Metrics   bool   // /metrics serves it
+	Left      string // why the last scrape of /metrics left it out
+	LastError string // the last failure's line
+	LastAt    time.Time
+}
+
+// state is the script's state now.
+func (s *script) state() scriptState {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return scriptState{Name: s.name, State: runState(s.cur), Restarts: max(s.starts-1, 0),
+		Metrics: s.metrics, Left: s.left, LastError: s.lastError, LastAt: s.lastAt}
+}
+
+// runState is the state of run r: "not started" if nil.
+func runState(r *run) string {
+	switch {
+	case r == nil:
+		return "not started"
+	case !closed(r.ended) && (!closed(r.begun) || r.session == nil):
+		return "starting"
+	case !closed(r.ended):
+		return "running"
+	case r.status != 0:
+		return "failed"
+	default:
+		return "stopped"
+	}
 }
 
 // unavailable is a 503 that asks the client to come back in a second.

@@ -13,12 +13,22 @@ import (
 // array as that foreach's does. Unlike that code, the display charges no
 // actions.
 func (in *Interp) display(v *syntax.Var) {
-	g := &output.Global{Name: v.Name, Type: v.Type}
 	st := in.global(v)
+	var elems []*Element
+	if st.Array != nil {
+		elems = iteration(st.Array, order{array: v, dir: -1})
+	}
+	in.out.Global(outputGlobal(v, st, elems))
+}
+
+// outputGlobal is global v, stored in st, as the output writer takes
+// it: the elements elems of an array, or the value.
+func outputGlobal(v *syntax.Var, st *Storage, elems []*Element) *output.Global {
+	g := &output.Global{Name: v.Name, Type: v.Type}
 	switch {
 	case st.Array != nil:
 		g.Keys = v.Keys
-		for _, e := range iteration(st.Array, order{array: v, dir: -1}) {
+		for _, e := range elems {
 			g.Elements = append(g.Elements, output.Element{Key: keyArgs(e.Key), Value: format.Arg(e.Value), Stat: e.Stat})
 		}
 	case st.Statistic != nil:
@@ -26,7 +36,7 @@ func (in *Interp) display(v *syntax.Var) {
 	default:
 		g.Elements = []output.Element{{Value: format.Arg(st.Scalar.Load())}}
 	}
-	in.out.Global(g)
+	return g
 }
 
 // keyArgs converts the keys of an element.

@@ -166,6 +166,7 @@ type Interp struct {
 
 	mu       sync.Mutex // held while a handler runs
 	state    int
+	paused   bool // the timers do not fire (Pause)
 	done     chan struct{}
 	doneOnce sync.Once
 

@@ -88,18 +88,31 @@ func (in *Interp) initGlobals() error {
 		if st.Scalar == nil {
 			continue
 		}
-		if v.Init != nil {
-			st.Scalar.Store(in.literal(v.Init))
+		val, set, err := in.startValue(v)
+		if err != nil {
+			return err
 		}
-		if text, ok := in.prog.Overrides[v]; ok {
-			val, err := overrideValue(v, text)
-			if err != nil {
-				return err
-			}
-			st.Scalar.Store(Value{Int: val.Int, Str: in.clip(val.Str)})
+		if set {
+			st.Scalar.Store(val)
 		}
 	}
 	return nil
+}
+
+// startValue is the value scalar global v starts the run with: its -G
+// value, else its initialiser; set is false when it has neither (0 or "").
+func (in *Interp) startValue(v *syntax.Var) (val Value, set bool, err error) {
+	if text, ok := in.prog.Overrides[v]; ok {
+		o, err := overrideValue(v, text)
+		if err != nil {
+			return Value{}, false, err
+		}
+		return Value{Int: o.Int, Str: in.clip(o.Str)}, true, nil
+	}
+	if v.Init != nil {
+		return in.literal(v.Init), true, nil
+	}
+	return Value{}, false, nil
 }
 
 // storage returns the storage of global v: the driver's if it supplies one,

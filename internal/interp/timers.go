@@ -80,13 +80,18 @@ func earliest(timers []*timer) *timer {
 	return due
 }
 
-// expire schedules due's next expiry and runs its probe.
+// expire schedules due's next expiry and runs its probe, unless paused.
 func (in *Interp) expire(due *timer) {
 	if due.rearm {
 		due.next = time.Now()
 	}
 	due.next = due.next.Add(due.interval(in))
-	in.fire(due.probe, stateRunning)
+	in.mu.Lock()
+	paused := in.paused
+	in.mu.Unlock()
+	if !paused {
+		in.fire(due.probe, stateRunning)
+	}
 }
 
 // catchUp fires, when the run's time limit (-T) has passed, the periods

@@ -478,6 +478,30 @@ func (s *Session) nestingSkips() int64 {
 	return n[0]
 }
 
+// Pause makes every program return at once, as after exit() (bpfgen's
+// prologue tests StateMap's word, before -t's clock starts: a paused
+// probe is neither run nor counted), until Pause(false). An exit()
+// called before stands: resuming clears only a pause.
+func (s *Session) Pause(paused bool) error {
+	if s.objs == nil || s.objs.shared[bpfgen.StateMap] == nil {
+		return nil
+	}
+	m := s.objs.shared[bpfgen.StateMap]
+	var word uint64
+	if err := m.Lookup(uint32(0), &word); err != nil {
+		return err
+	}
+	switch {
+	case paused && word == 0:
+		word = bpfgen.StatePaused
+	case !paused && word == bpfgen.StatePaused:
+		word = 0
+	default:
+		return nil
+	}
+	return m.Update(uint32(0), word, ebpf.UpdateExist)
+}
+
 // StackFailures counts the stacks the programs took that the kernel could
 // not keep (bpfgen's StackFailMap): lost, which read as "", and user
 // stacks kept without their build-id frames.

@@ -2,6 +2,7 @@ package kernelside
 
 import (
 	"bytes"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -67,38 +68,78 @@ func (g mapArray) stackKeyed(k interp.Key) bool {
 }
 
 // group lists the array (map and caches) and groups its packed keys by
-// their text, which becomes the index; it returns the keys' texts, one per
-// group in the order of the listing.
-func (g mapArray) group() []interp.Key {
-	groups := map[string][][]byte{}
-	var texts []interp.Key
-	for _, key := range g.allKeys() {
-		k := g.unpackKey(key)
-		t := textKey(k)
-		if groups[t] == nil {
-			texts = append(texts, k)
-		}
-		groups[t] = append(groups[t], key)
-	}
-	for _, k := range texts {
-		if members := groups[textKey(k)]; len(members) > 1 {
-			g.packedFirst(k, members)
-		}
-	}
-	g.index = &keyIndex{handler: *g.handlers, groups: groups}
-	return texts
+// their text (groupKeys).
+func (g mapArray) group() []keyGroup { return g.groupKeys(g.keys(), nil, g.cached()) }
+
+// keyGroup is the packed keys that hold one element: those whose texts
+// read alike (one key, unless it has a stack's text), the one its text
+// packs to first, with the value copies each had when listed (nil
+// unlisted, or listed without values).
+type keyGroup struct {
+	key     interp.Key
+	members [][]byte
+	values  [][][]byte
 }
 
-// packedFirst moves the member k packs to (its first tokens) to the front
-// of its group, whose string value is the first member's.
-func (g mapArray) packedFirst(k interp.Key, members [][]byte) {
-	key, err := g.packKey(k)
+// groupKeys groups the packed keys of the map, keys (with their value
+// copies, values[i] those of keys[i], when values is not nil), then the
+// caches' keys the map lacks, by their text; the groups of keys with a
+// stack's text become the index. The groups are in the order of keys.
+func (g mapArray) groupKeys(keys [][]byte, values [][][]byte, cached []cacheEntry) []keyGroup {
+	groups := make([]keyGroup, 0, len(keys)+len(cached))
+	// each group's first member and its values, in one allocation each
+	members, copies := make([][]byte, 0, cap(groups)), make([][][]byte, 0, cap(groups))
+	stackGroups := map[string]int{} // text → index in groups
+	add := func(key []byte, vs [][]byte) {
+		k := g.unpackKey(key)
+		if g.stackKeyed(k) {
+			t := textKey(k)
+			if i, ok := stackGroups[t]; ok {
+				groups[i].members = append(groups[i].members, key)
+				groups[i].values = append(groups[i].values, vs)
+				return
+			}
+			stackGroups[t] = len(groups)
+		}
+		n := len(members)
+		members, copies = append(members, key), append(copies, vs)
+		groups = append(groups, keyGroup{key: k, members: members[n : n+1 : n+1], values: copies[n : n+1 : n+1]})
+	}
+	for i, key := range keys {
+		var vs [][]byte
+		if values != nil {
+			vs = values[i]
+		}
+		add(key, vs)
+	}
+	for i, c := range cached {
+		if !slices.ContainsFunc(keys, func(k []byte) bool { return bytes.Equal(k, c.key) }) &&
+			!slices.ContainsFunc(cached[:i], func(o cacheEntry) bool { return bytes.Equal(o.key, c.key) }) {
+			add(c.key, nil)
+		}
+	}
+	index := &keyIndex{handler: *g.handlers, groups: make(map[string][][]byte, len(stackGroups))}
+	for t, i := range stackGroups {
+		if len(groups[i].members) > 1 {
+			g.packedFirst(&groups[i])
+		}
+		index.groups[t] = groups[i].members
+	}
+	g.index = index
+	return groups
+}
+
+// packedFirst moves the member grp's key packs to (its first tokens) to
+// the front of the group, whose string value is the first member's.
+func (g mapArray) packedFirst(grp *keyGroup) {
+	key, err := g.packKey(grp.key)
 	if err != nil {
 		return
 	}
-	for i, m := range members {
+	for i, m := range grp.members {
 		if bytes.Equal(m, key) {
-			members[0], members[i] = members[i], members[0]
+			grp.members[0], grp.members[i] = grp.members[i], grp.members[0]
+			grp.values[0], grp.values[i] = grp.values[i], grp.values[0]
 			return
 		}
 	}

@@ -2,6 +2,7 @@ package kernelside
 
 import (
 	"bytes"
+	"slices"
 
 	"github.com/bpftap/bpftap/internal/bpfgen"
 	"github.com/bpftap/bpftap/internal/bpfrt"
@@ -69,6 +70,10 @@ type mapGlobal struct {
 	index    *keyIndex
 	// ring and heads keep a wrapping array's order (wrap.go), else nil.
 	ring, heads *ebpf.Map
+	// lister reads an array's map in batches (Elements); the keys of an
+	// index it makes live in its buffers, until the next listing makes
+	// another index.
+	lister bpfrt.Drainer
 }
 
 var scalarKey = []byte{0, 0, 0, 0}
@@ -186,18 +191,26 @@ func (g *mapGlobal) appendKey(k interp.Key, key []byte) interp.Key {
 // element is the value copies of key in the map and the values pending
 // for it in the last-key caches (nil, nil when it exists nowhere).
 func (g mapArray) element(key []byte) (vs, pending [][]byte) {
-	for _, c := range g.cached() {
+	return g.values(key), pendingFor(g.cached(), key)
+}
+
+// pendingFor is the values pending for key among the caches' entries.
+func pendingFor(cached []cacheEntry, key []byte) (pending [][]byte) {
+	for _, c := range cached {
 		if bytes.Equal(c.key, key) {
 			pending = append(pending, c.value)
 		}
 	}
-	return g.values(key), pending
+	return pending
 }
 
 // value combines copies and pending values: a long summed, a string, or a
 // statistic merged in CPU order.
 func (g mapArray) value(vs, pending [][]byte) (interp.Value, *format.Stat) {
-	all := append(append([][]byte(nil), vs...), pending...)
+	all := vs
+	if len(pending) > 0 {
+		all = append(slices.Clip(vs), pending...)
+	}
 	if g.gl.Stat != nil {
 		return interp.Value{}, g.merged(all)
 	}
@@ -293,34 +306,26 @@ func mapKeys(m *ebpf.Map) [][]byte {
 	}
 }
 
-// allKeys lists the keys of the map and of the caches, once each.
-func (g mapArray) allKeys() [][]byte {
-	keys := g.keys()
-	seen := map[string]bool{}
-	for _, k := range keys {
-		seen[string(k)] = true
-	}
-	for _, c := range g.cached() {
-		if !seen[string(c.key)] {
-			seen[string(c.key)] = true
-			keys = append(keys, c.key)
-		}
-	}
-	return keys
-}
-
 // Elements lists the array's elements, a group of keys with one text
-// each (keys.go).
+// each (keys.go), from one read of the map, in batches (a few system
+// calls for 10,000 elements, where a next-key and a lookup each took
+// two), and one of its caches.
 func (g mapArray) Elements() []*interp.Element {
-	var elems []*interp.Element
-	for _, k := range g.group() {
-		vs, pending := g.groupElement(g.index.groups[textKey(k)])
-		if vs == nil && pending == nil {
-			continue // deleted meanwhile
+	keys, values, err := g.lister.List(g.m)
+	if err != nil {
+		return nil
+	}
+	cached := g.cached()
+	groups := g.groupKeys(keys, values, cached)
+	elems := make([]*interp.Element, len(groups))
+	for i, grp := range groups {
+		vs, pending := grp.values[0], pendingFor(cached, grp.members[0])
+		for j, key := range grp.members[1:] {
+			vs = append(slices.Clip(vs), grp.values[j+1]...)
+			pending = append(pending, pendingFor(cached, key)...)
 		}
-		e := &interp.Element{Key: k}
-		e.Value, e.Stat = g.value(vs, pending)
-		elems = append(elems, e)
+		elems[i] = &interp.Element{Key: grp.key}
+		elems[i].Value, elems[i].Stat = g.value(vs, pending)
 	}
 	return elems
 }

@@ -1,8 +1,8 @@
 package output
 
 import (
-	"encoding/binary"
 	"io"
+	"math/bits"
 	"slices"
 	"strconv"
 	"strings"
@@ -86,33 +86,64 @@ func appendArgsJSON(b []byte, kinds []format.Kind, args []format.Arg) []byte {
 }
 
 // appendInt is strconv.AppendInt(b, v, 10), with the digits written in
-// place rather than copied from a scratch array: a flood of records
-// formats millions of numbers.
+// place, two at a time, rather than copied from a scratch array: a flood
+// of records formats millions of numbers.
 func appendInt(b []byte, v int64) []byte {
 	u := uint64(v)
 	if v < 0 {
 		b = append(b, '-')
 		u = -u
 	}
-	n := 1
-	for p := u; p >= 10; p /= 10 {
-		n++
-	}
+	n := decimalDigits(u)
 	b = slices.Grow(b, n)[:len(b)+n]
-	for i := len(b) - 1; i >= len(b)-n; i-- {
-		b[i] = byte('0' + u%10)
-		u /= 10
+	i := len(b)
+	for ; u >= 10; u /= 100 {
+		d := u % 100 * 2
+		i -= 2
+		b[i], b[i+1] = digitPairs[d], digitPairs[d+1]
+	}
+	if i > len(b)-n {
+		b[i-1] = byte('0' + u)
 	}
 	return b
 }
 
+// decimalDigits is how many digits u has in decimal.
+func decimalDigits(u uint64) int {
+	u |= 1 // 0 has a digit, as 1 has
+	// t is log10(u) or one more, from log2(u): 1233/4096 is just over log10(2)
+	t := bits.Len64(u) * 1233 >> 12
+	if u < powersOf10[t] {
+		return t
+	}
+	return t + 1
+}
+
+// powersOf10 are 10^0 to 10^19, the largest a uint64 holds.
+var powersOf10 = func() (p [20]uint64) {
+	p[0] = 1
+	for i := 1; i < len(p); i++ {
+		p[i] = p[i-1] * 10
+	}
+	return p
+}()
+
+// digitPairs are "00" to "99".
+var digitPairs = func() (t [200]byte) {
+	for i := range 100 {
+		t[2*i], t[2*i+1] = byte('0'+i/10), byte('0'+i%10)
+	}
+	return t
+}()
+
 // quoteInPlace escapes b[from:] as the inside of a JSON string. The bytes
 // before the first one to escape stay where they are (found a word at a
-// time: a print record's text usually has one, its final newline); from
-// there the bytes move back by what the escapes add, from the end. Text
-// that is not UTF-8 is quoted through scratch by appendQuoted.
+// time, plainLen: a print record's text usually has one, its final
+// newline); from there the bytes move back by what the escapes add, from
+// the end. Text that is not UTF-8 is quoted through scratch by
+// appendQuoted.
 func (j *JSON) quoteInPlace(b []byte, from int) []byte {
-	first := from + plainPrefix(b[from:])
+	first := from + plainLen(b[from:])
 	extra := 0
 	for i := first; i < len(b); i++ {
 		c := b[i]
@@ -149,24 +180,6 @@ func (j *JSON) quoteInPlace(b []byte, from int) []byte {
 		copy(b[w:], e)
 	}
 	return b
-}
-
-// plainPrefix is the length of the start of b that is plain ASCII, up to
-// the word holding the first byte that is not (a control character, '"',
-// '\\', DEL or a byte of a multi-byte sequence), checked eight bytes at a
-// time.
-func plainPrefix(b []byte) int {
-	const ones, highs = 0x0101010101010101, 0x8080808080808080
-	n := 0
-	for ; n+8 <= len(b); n += 8 {
-		x := binary.LittleEndian.Uint64(b[n:])
-		// a byte of x is below 0x20, is '"', '\\' or DEL, or has its high bit set
-		special := (x - 0x20*ones) | ((x ^ '"'*ones) - ones) | ((x ^ '\\'*ones) - ones) | ((x ^ 0x7f*ones) - ones) | x
-		if special&highs != 0 {
-			break
-		}
-	}
-	return n
 }
 
 // Hist writes {"type":"hist","data":STAT} with the statistic's buckets.
@@ -393,31 +406,104 @@ var plain = func() (t [utf8.RuneSelf]bool) {
 // once, control characters, quotes and backslashes escaped, valid UTF-8
 // sequences as they are, any other byte as U+FFFD.
 func appendQuoted[T ~string | ~[]byte](b []byte, s T) []byte {
+	if n := plainLen(s); n < len(s) {
+		return appendQuotedFrom(b, s, n)
+	}
+	return append(append(append(b, '"'), s...), '"')
+}
+
+// appendQuotedFrom is appendQuoted of s whose first n bytes are plain.
+func appendQuotedFrom[T ~string | ~[]byte](b []byte, s T, n int) []byte {
 	b = append(b, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf && plain[c] {
-			i++
-			continue
+	for {
+		b = append(b, s[:n]...)
+		s = s[n:]
+		if len(s) == 0 {
+			return append(b, '"')
 		}
-		b = append(b, s[start:i]...)
-		if c >= utf8.RuneSelf {
-			r, size := utf8.DecodeRuneInString(string(s[i:min(i+utf8.UTFMax, len(s))]))
+		size := 1
+		if c := s[0]; c < utf8.RuneSelf {
+			b = appendEscape(b, c)
+		} else {
+			var r rune
+			r, size = utf8.DecodeRuneInString(string(s[:min(utf8.UTFMax, len(s))]))
 			if r == utf8.RuneError && size == 1 {
 				b = append(b, `\ufffd`...)
 			} else {
-				b = append(b, s[i:i+size]...)
+				b = append(b, s[:size]...)
 			}
-			i += size
-		} else {
-			b = appendEscape(b, c)
-			i++
 		}
-		start = i
+		s = s[size:]
+		n = plainLen(s)
 	}
-	b = append(b, s[start:]...)
-	return append(b, '"')
+}
+
+// plainLen is the length of the start of s that is plain ASCII: none of
+// its bytes is a control character, '"', '\\', DEL or a byte of a
+// multi-byte sequence. It reads s eight bytes at a time (a string of 4 to
+// 7 bytes four at a time), the last word overlapping the one before.
+func plainLen[T ~string | ~[]byte](s T) int {
+	if len(s) < 8 {
+		return shortPlainLen(s)
+	}
+	n := 0
+	for ; n+8 <= len(s); n += 8 {
+		if m := specialBytes(load64(s[n : n+8])); m != 0 {
+			return n + firstByte(m)
+		}
+	}
+	if n == len(s) {
+		return n
+	}
+	// The last word overlaps the one before: its bytes before n are plain
+	// and borrow nothing, so the first it flags is the first not plain.
+	if m := specialBytes(load64(s[len(s)-8:])); m != 0 {
+		return len(s) - 8 + firstByte(m)
+	}
+	return len(s)
+}
+
+// shortPlainLen is plainLen of fewer than 8 bytes.
+func shortPlainLen[T ~string | ~[]byte](s T) int {
+	if len(s) < 4 {
+		n := 0
+		for n < len(s) && ' ' <= s[n] && s[n] < 0x7f && s[n] != '"' && s[n] != '\\' {
+			n++
+		}
+		return n
+	}
+	const low = 0x80808080 // the four bytes loaded; the zeros above are not s
+	if m := specialBytes(load32(s[:4])) & low; m != 0 {
+		return firstByte(m)
+	}
+	if m := specialBytes(load32(s[len(s)-4:])) & low; m != 0 {
+		return len(s) - 4 + firstByte(m)
+	}
+	return len(s)
+}
+
+// specialBytes has the high bit set in each byte of the word x (loaded
+// little-endian) that is not plain, and maybe in bytes after such a byte
+// (a subtraction's borrow), never before the first: firstByte finds it.
+func specialBytes(x uint64) uint64 {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	special := (x - 0x20*ones) | ((x ^ '"'*ones) - ones) | ((x ^ '\\'*ones) - ones) | ((x ^ 0x7f*ones) - ones) | x
+	return special & highs
+}
+
+// firstByte is the index of the first byte specialBytes flags in m.
+func firstByte(m uint64) int { return bits.TrailingZeros64(m) / 8 }
+
+// load64 and load32 read a little-endian word of s.
+func load64[T ~string | ~[]byte](s T) uint64 {
+	_ = s[7]
+	return uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
+		uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
+}
+
+func load32[T ~string | ~[]byte](s T) uint64 {
+	_ = s[3]
+	return uint64(uint32(s[0]) | uint32(s[1])<<8 | uint32(s[2])<<16 | uint32(s[3])<<24)
 }
 
 // escapeLen is the length of the JSON escape of an ASCII byte that is not

@@ -5,12 +5,14 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"math"
 	"os"
 	"regexp"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -235,8 +237,9 @@ func TestJSONErrors(t *testing.T) {
 }
 
 // Every byte string comes out as a JSON string encoding/json reads back:
-// the same text where it is UTF-8; quoted by appendQuoted, and in place
-// as a print record's data.
+// the same text where it is UTF-8, byte for byte as quotedRuneByRune
+// writes it; quoted by appendQuoted, and as a print record's data and
+// argument (whole, past a NUL byte that ends the data).
 func FuzzJSONString(f *testing.F) {
 	for _, s := range []string{"", "plain", "a\"b\\c\n\t\x00\x7f", "\xff\xfe", "é€𝄞", "\xe2\x82", "x\n\xff\n"} {
 		f.Add(s)
@@ -251,16 +254,49 @@ func FuzzJSONString(f *testing.F) {
 		if b := appendQuoted(nil, s); json.Unmarshal(b, &back) != nil || back != want {
 			t.Errorf("%q → %s → %q", s, b, back)
 		}
+		if b, want := appendQuoted(nil, s), quotedRuneByRune(s); string(b) != want {
+			t.Errorf("%q quoted %s, want %s", s, b, want)
+		}
 		var out bytes.Buffer
 		w := NewJSON(&out)
 		w.Print(printS, []format.Arg{str("[" + s + "]")}, nil)
 		w.Flush()
-		var record struct{ Data string }
+		var record struct {
+			Data string
+			Args []string
+		}
 		printed, _, _ := strings.Cut("["+s+"]", "\x00") // %s stops at a NUL
 		if err := json.Unmarshal(out.Bytes(), &record); err != nil || record.Data != validUTF8(printed) {
 			t.Errorf("%q → %s → %q, %v", s, out.Bytes(), record.Data, err)
 		}
+		if len(record.Args) != 1 || record.Args[0] != validUTF8("["+s+"]") {
+			t.Errorf("%q → args %q", s, record.Args)
+		}
 	})
+}
+
+// quotedRuneByRune is s as a JSON string, the way appendQuoted writes it,
+// made a rune at a time: what needs no escape as it is, the short escapes
+// where JSON has them, \u00XX for the other control characters and DEL,
+// \ufffd for a byte that is not UTF-8.
+func quotedRuneByRune(s string) string {
+	short := map[rune]string{'"': `\"`, '\\': `\\`, '\n': `\n`, '\t': `\t`, '\r': `\r`}
+	b := []byte{'"'}
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case short[r] != "":
+			b = append(b, short[r]...)
+		case r < ' ' || r == 0x7f:
+			b = fmt.Appendf(b, `\u%04x`, r)
+		case r == utf8.RuneError && size == 1:
+			b = append(b, `\ufffd`...)
+		default:
+			b = append(b, s[i:i+size]...)
+		}
+		i += size
+	}
+	return string(append(b, '"'))
 }
 
 // validUTF8 is s with every byte that is not UTF-8 replaced by U+FFFD.
@@ -348,5 +384,18 @@ func TestJSONPrintFormats(t *testing.T) {
 	}
 	if want := []any{"a%d\n", "b%s\n", "a%d\n", nil, "a%d\n"}; !slices.Equal(got, want) {
 		t.Errorf("formats %v, want %v", got, want)
+	}
+}
+
+// appendInt writes what strconv does, at every length and both extremes.
+func TestAppendInt(t *testing.T) {
+	values := []int64{0, math.MaxInt64, math.MinInt64, math.MinInt64 + 1}
+	for p := int64(1); p <= math.MaxInt64/10; p *= 10 {
+		values = append(values, p-1, p, p+1, -p, -p+1, 3*p, -7*p)
+	}
+	for _, v := range values {
+		if got, want := string(appendInt([]byte("x"), v)), "x"+strconv.FormatInt(v, 10); got != want {
+			t.Errorf("appendInt(%d) = %q, want %q", v, got, want)
+		}
 	}
 }

@@ -162,6 +162,14 @@ func appendElement(b []byte, g *Global, e *Element) []byte {
 	return append(b, '\n')
 }
 
+// ElementText is element e of g as the end-of-run display writes it,
+// without its newline: `NAME=VALUE`, `NAME[KEY,...]=VALUE`, or a
+// statistic's aggregates.
+func ElementText(g *Global, e *Element) string {
+	b := appendElement(nil, g, e)
+	return string(b[:len(b)-1])
+}
+
 // appendValue appends a long in decimal, or a string in double quotes up to
 // its first NUL byte.
 func appendValue(b []byte, isString bool, v format.Arg) []byte {

@@ -56,7 +56,9 @@ func Parse(src *Source, cfg *Config) (*File, error) {
 	p := &parser{src: src, cfg: cfg, privileged: cfg.Guru || cfg.Tapset, pointTok: map[*ProbePoint]*token{}, empty: true, globals: map[string]bool{}}
 	p.pp = &preprocessor{p: p, sc: newScanner(src, cfg.Args), cfg: cfg, macros: map[string]*macroDecl{}}
 	f := &File{Src: src, Tapset: cfg.Tapset}
-	src.Library = cfg.Tapset
+	if src.Library != cfg.Tapset { // the library's sources are shared by the exporter's scripts, already marked
+		src.Library = cfg.Tapset
+	}
 	p.parseFile(f)
 	if p.empty && !cfg.Tapset {
 		msg := fmt.Sprintf("Input file '%s' is empty.", src.Name)
@@ -78,7 +80,9 @@ func LoadMacros(srcs ...*Source) (MacroLibrary, ErrorList) {
 	var errs ErrorList
 	for _, src := range srcs {
 		cfg := &Config{Tapset: true}
-		src.Library = true
+		if !src.Library { // as in Parse
+			src.Library = true
+		}
 		p := &parser{src: src, cfg: cfg, privileged: true}
 		p.pp = &preprocessor{p: p, sc: newScanner(src, nil), cfg: cfg, macros: map[string]*macroDecl{}}
 		err := p.catch(func() {

@@ -42,10 +42,14 @@ func Library() (stp, stpm []*syntax.Source) {
 	return stp, stpm
 }
 
-// embeddedSource is the embedded library's file name ("tapset/FILE").
+// embeddedSource returns the embedded library's file name ("tapset/FILE")
+// as a source, marked Library when made: the parser then never writes the
+// flag of a source that sessions running at once may share.
 func embeddedSource(name string) *syntax.Source {
 	text, _ := library.ReadFile(strings.TrimPrefix(name, "tapset/"))
-	return syntax.NewSource(name, string(text))
+	src := syntax.NewSource(name, string(text))
+	src.Library = true
+	return src
 }
 
 // Macros returns the macros of the library's .stpm files, with which the
