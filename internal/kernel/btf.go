@@ -534,11 +534,7 @@ func (b *BTF) offsetOf(s string) (uint32, bool) {
 func rarest(s string) int {
 	best, bestRank := 0, len(byFrequency)
 	for i := range len(s) {
-		r := strings.IndexByte(byFrequency, s[i])
-		if r < 0 {
-			r = -1
-		}
-		if r < bestRank {
+		if r := strings.IndexByte(byFrequency, s[i]); r < bestRank { // -1, rarest, when not ranked
 			best, bestRank = i, r
 		}
 	}

@@ -43,8 +43,8 @@ func Library() (stp, stpm []*syntax.Source) {
 }
 
 // embeddedSource returns the embedded library's file name ("tapset/FILE")
-// as a source, marked Library when made: the parser then never writes the
-// flag of a source that sessions running at once may share.
+// as a source, marked Library when made (the parser then leaves the flag
+// as it is).
 func embeddedSource(name string) *syntax.Source {
 	text, _ := library.ReadFile(strings.TrimPrefix(name, "tapset/"))
 	src := syntax.NewSource(name, string(text))
