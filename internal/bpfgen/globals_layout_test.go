@@ -12,7 +12,8 @@ import (
 // TestGlobalLayout compiles each script's kernel probes on the running
 // kernel (or on it without runtime_alloc_maps) and checks how global s is
 // laid out: whether its hash allocates its elements as they are added
-// (BPF_F_NO_PREALLOC) and whether it is kept in generations.
+// (BPF_F_NO_PREALLOC: only where every kernel probe runs in a task's own
+// context) and whether it is kept in generations.
 func TestGlobalLayout(t *testing.T) {
 	const seed = `global s probe kernel.trace("sys_enter") { s[execname()]++ } `
 	for _, c := range []struct {
@@ -25,6 +26,9 @@ func TestGlobalLayout(t *testing.T) {
 		{"end_reads", seed + `probe end { foreach (k in s) println(k) }`, false, true, false},
 		{"timer_reads", seed + `probe timer.s(1) { foreach (k in s) println(k) }`, false, true, true},
 		{"function_timer_calls", seed + `function show() { foreach (k in s) println(k) } probe timer.s(1) { show() }`, false, true, true},
+		{"syscall_event", `global s probe kernel.trace("syscalls:sys_enter_read") { s[execname()]++ }`, false, true, false},
+		{"allocator_path", seed + `probe kernel.trace("kmem:kmalloc") { s["x"]++ }`, false, false, false},
+		{"scheduler", seed + `probe kernel.trace("sched:sched_switch") { s["x"]++ }`, false, false, false},
 		{"perf_event_program", // timer.profile's point
 			seed + `probe perf.type(1).config(0).sample(100000) { s["x"]++ }`, false, false, false},
 	} {
