@@ -1,28 +1,38 @@
-// Command startup is bpftap's start-up benchmark (issue 27, after seed
-// 002): how long a tracer takes from launch to exit (parse, translate,
-// load, attach, run, detach) on scripts that do almost nothing, each beside
-// its peer, in the same run:
+// Command startup is bpftap's start-up benchmark (issues 27 and 39, after
+// seed 002): how long a tracer takes from launch to exit (parse,
+// translate, load, attach, run, detach) on scripts that do almost
+// nothing, each command as a user types it, compared within each round
+// with its peers against the issue's targets:
 //
+//   - `probe begin { exit() }` against the bare process start of
+//     `bpftap --version` and against bpftrace's `BEGIN { exit(); }`;
 //   - the seed's counting script (count system calls by process, exit at
-//     once) against bpftrace's equivalent;
-//   - `probe begin { exit() }` against bpftrace's `BEGIN { exit(); }`;
-//   - `syscall.*` printing name(argstr) against `syscall_any` doing the same;
+//     once) against `bpftap --version` and bpftrace's equivalent;
+//   - `syscall.*` printing name(argstr) against `syscall_any` doing the
+//     same, and `syscall.*.return` printing name and retval against
+//     `syscall_any.return`;
 //   - errno.stp's `syscall.*.return` against errno_any.stp's
 //     `syscall_any.return`;
 //   - `-T 1` on every `syscalls:sys_enter_*` tracepoint against `-T 1` on
 //     `raw_syscalls:sys_enter`, both reading a context field (mostly the cost
 //     of attaching and detaching hundreds of perf events).
 //
-// Every round runs every case once, in a fresh random order; the report
-// gives each case's median wall time with a 95% interval, the median of its
-// per-round ratio to its peer beside the issue's target, and its peak
-// memory (the maximum resident set size the kernel reports for the
-// process). With -before BINARY (another build of bpftap, such as main's),
-// every bpftap case also runs with it in the same rounds, so a change's
-// before and after compare in one run.
+// bpftap runs on the machine as it is (where tracefs is not mounted,
+// bpftap mounts it in a private namespace of its own, as a user's run
+// does); bpftrace, which needs tracefs mounted, runs in a private mount
+// namespace with tracefs and debugfs mounted, whose making (unshare, a
+// shell, two mounts: a few milliseconds) its times include.
 //
-// Run it through bench/startup.sh (root; tracefs mounted in a private
-// namespace for bpftrace and the per-syscall tracepoints).
+// Every round runs every case once, in a fresh random order; the report
+// gives each case's median wall time, CPU time (user and system, the
+// process and its children) and peak memory (the maximum resident set
+// size the kernel reports for the process), each with a 95% interval,
+// then each comparison's median per-round ratio beside its target. With
+// -before BINARY (another build of bpftap, such as main's), every bpftap
+// case also runs with it in the same rounds, and a third table gives
+// each case's ratio to its twin.
+//
+// Run it through bench/startup.sh (root).
 package main
 
 import (
@@ -37,17 +47,25 @@ import (
 	"strings"
 	"syscall"
 	"time"
-
-	"github.com/bpftap/bpftap/bench/stats"
 )
 
-// startupCase is one command timed from launch to exit; a case with a peer
-// is compared with it round by round against the target ratio.
+// startupCase is one command timed from launch to exit.
 type startupCase struct {
-	name   string
-	argv   []string
-	peer   *startupCase
-	target float64
+	name string
+	argv []string
+}
+
+// comparison is a case against its peer, round by round, and the target
+// of their ratio (0: none, a before-and-after pair).
+type comparison struct {
+	c, peer *startupCase
+	target  float64
+}
+
+// memoryTarget is a bound on a case's peak memory, in MiB.
+type memoryTarget struct {
+	c   *startupCase
+	mib float64
 }
 
 // sample is one run of a case: wall milliseconds, CPU milliseconds (user
@@ -58,34 +76,39 @@ const (
 	seedScript     = `global s probe kernel.trace("sys_enter") { s[execname()]++ } probe begin { exit() }`
 	seedBpftrace   = `tracepoint:raw_syscalls:sys_enter { @s[comm] = count(); } BEGIN { exit(); }`
 	argstrScript   = `probe %s { if (pid() == target()) printf("%%s(%%s)\n", name, argstr) }`
+	returnScript   = `probe %s { if (pid() == target()) printf("%%s = %%d\n", name, retval) }`
 	tracepointTick = `global n probe kernel.trace("%s") { n <<< $%s }`
+	// withTracefs runs its arguments in a private mount namespace with
+	// tracefs and debugfs mounted (bpftrace looks for tracepoints there).
+	withTracefs = `mountpoint -q /sys/kernel/debug || mount -t debugfs nodev /sys/kernel/debug
+mountpoint -q /sys/kernel/tracing || mount -t tracefs nodev /sys/kernel/tracing
+exec "$@"`
 )
+
+// suite is what a run measures.
+type suite struct {
+	cases       []*startupCase
+	comparisons []comparison
+	memory      []memoryTarget
+	notes       []string // what was left out, and why
+}
 
 func main() {
 	rounds := flag.Int("rounds", 9, "rounds; each runs every case once, in random order")
 	bin := flag.String("bpftap", "./bpftap", "the bpftap binary")
 	before := flag.String("before", "", "another bpftap binary (such as main's) whose cases run beside bin's in the same rounds")
 	examples := flag.String("examples", "examples", "bpftap's examples directory")
-	out := flag.String("o", "bench/RESULTS-startup.md", "report file")
+	tick := flag.Bool("tick", true, "include the -T 1 tracepoint cases (about 1 s each)")
+	out := flag.String("o", "", "report file (default: standard output); bench/RESULTS-startup.md keeps the runs quoted with what they show")
 	flag.Parse()
 	*examples, _ = filepath.Abs(*examples)
-	cases := startupCases(*bin, *before, *examples)
-	times := map[*startupCase][]sample{}
-	errs := map[*startupCase]string{}
-	for r := range *rounds {
-		order := append([]*startupCase(nil), cases...)
-		rand.Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
-		for _, c := range order {
-			s, err := run(c)
-			if err != nil {
-				errs[c] = err.Error()
-				s = sample{math.NaN(), math.NaN(), math.NaN()}
-			}
-			times[c] = append(times[c], s)
-		}
-		fmt.Fprintf(os.Stderr, "startup: round %d of %d\n", r+1, *rounds)
+	s := newSuite(*bin, *before, *examples, *tick)
+	times, errs := s.run(*rounds)
+	report := s.render(times, errs, *rounds)
+	if *out == "" {
+		fmt.Print(report)
+		return
 	}
-	report := render(cases, times, errs, *rounds)
 	if err := os.WriteFile(*out, []byte(report), 0o644); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
@@ -93,42 +116,100 @@ func main() {
 	fmt.Fprintln(os.Stderr, "startup: wrote", *out)
 }
 
-// startupCases returns the cases: bpftap's with bin, each peer of bpftap's
-// own right after the case that refers to it, then bpftrace's; with before
-// (another build of bpftap, such as main's), the bpftap cases again with it,
-// named with " (before)", against the same bpftrace cases.
-func startupCases(bin, before, examples string) []*startupCase {
-	seedPeer := &startupCase{name: "bpftrace's equivalent of the seed script", argv: []string{"bpftrace", "-e", seedBpftrace}}
-	beginPeer := &startupCase{name: "bpftrace `BEGIN { exit(); }`", argv: []string{"bpftrace", "-e", "BEGIN { exit(); }"}}
-	cases := bpftapCases(bin, "", examples, seedPeer, beginPeer)
+// newSuite lays out the cases of bin (and of before, when given), the
+// bpftrace cases when bpftrace is installed, and their comparisons.
+func newSuite(bin, before, examples string, tick bool) *suite {
+	s := &suite{}
+	after := s.bpftapCases(bin, "", examples, tick)
 	if before != "" {
-		cases = append(cases, bpftapCases(before, " (before)", examples, seedPeer, beginPeer)...)
+		was := s.bpftapCases(before, " (before)", examples, tick)
+		for i := range after.all {
+			s.comparisons = append(s.comparisons, comparison{after.all[i], was.all[i], 0})
+		}
 	}
-	return append(cases, seedPeer, beginPeer)
+	if _, err := exec.LookPath("bpftrace"); err != nil {
+		s.notes = append(s.notes, "bpftrace is not installed: its cases and the ratios to them are left out (`apt-get install bpftrace`).")
+		return s
+	}
+	seedPeer := s.add("bpftrace's equivalent of the seed script", tracefsArgv("bpftrace", "-e", seedBpftrace)...)
+	beginPeer := s.add("bpftrace `BEGIN { exit(); }`", tracefsArgv("bpftrace", "-e", "BEGIN { exit(); }")...)
+	s.comparisons = append(s.comparisons, comparison{after.begin, beginPeer, 0.03}, comparison{after.seed, seedPeer, 0.08})
+	return s
 }
 
-// bpftapCases are the cases of one bpftap binary, their names ending in label.
-func bpftapCases(bin, label, examples string, seedPeer, beginPeer *startupCase) []*startupCase {
+// tracefsArgv is argv run by withTracefs.
+func tracefsArgv(argv ...string) []string {
+	return append([]string{"unshare", "-m", "--propagation", "private", "sh", "-c", withTracefs, "sh"}, argv...)
+}
+
+func (s *suite) add(name string, argv ...string) *startupCase {
+	c := &startupCase{name: name, argv: argv}
+	s.cases = append(s.cases, c)
+	return c
+}
+
+// bpftapSet is the cases of one bpftap binary: all of them, and the two
+// the bpftrace peers compare with.
+type bpftapSet struct {
+	all         []*startupCase
+	begin, seed *startupCase
+}
+
+// bpftapCases adds the cases of one bpftap binary, their names ending in
+// label, with the comparisons among them.
+func (s *suite) bpftapCases(bin, label, examples string, tick bool) bpftapSet {
+	var set bpftapSet
 	bpftap := func(name string, args ...string) *startupCase {
-		return &startupCase{name: name + label, argv: append([]string{bin}, args...)}
-	}
-	anyPeer := bpftap("bpftap `syscall_any` printing name(argstr)", "-e", fmt.Sprintf(argstrScript, "syscall_any"), "-c", "/bin/true")
-	anyReturnPeer := bpftap("bpftap errno_any.stp, `syscall_any.return`", filepath.Join(examples, "errno_any.stp"), "-c", "/bin/true")
-	rawPeer := bpftap("bpftap -T 1, `raw_syscalls:sys_enter` reading $id", "-T", "1", "-e", fmt.Sprintf(tracepointTick, "raw_syscalls:sys_enter", "id"))
-	compared := func(c, peer *startupCase, target float64) *startupCase {
-		c.peer, c.target = peer, target
+		c := s.add(name+label, append([]string{bin}, args...)...)
+		set.all = append(set.all, c)
 		return c
 	}
-	return []*startupCase{
-		compared(bpftap("bpftap seed script (sys_enter by execname, begin exit)", "-e", seedScript), seedPeer, 0.35),
-		compared(bpftap("bpftap `probe begin { exit() }`", "-e", "probe begin { exit() }"), beginPeer, 0.2),
-		compared(bpftap("bpftap `syscall.*` printing name(argstr)", "-e", fmt.Sprintf(argstrScript, "syscall.*"), "-c", "/bin/true"), anyPeer, 4),
-		anyPeer,
-		compared(bpftap("bpftap errno.stp, `syscall.*.return`", filepath.Join(examples, "errno.stp"), "-c", "/bin/true"), anyReturnPeer, 1.2),
-		anyReturnPeer,
-		compared(bpftap("bpftap -T 1, `syscalls:sys_enter_*` reading $__syscall_nr", "-T", "1", "-e", fmt.Sprintf(tracepointTick, "syscalls:sys_enter_*", "__syscall_nr")), rawPeer, 2),
-		rawPeer,
+	compare := func(c, peer *startupCase, target float64) {
+		s.comparisons = append(s.comparisons, comparison{c, peer, target})
 	}
+	version := bpftap("bpftap --version", "--version")
+	set.begin = bpftap("bpftap `probe begin { exit() }`", "-e", "probe begin { exit() }")
+	set.seed = bpftap("bpftap seed script (sys_enter by execname, begin exit)", "-e", seedScript)
+	compare(set.begin, version, 2)
+	compare(set.seed, version, 3)
+	if label == "" {
+		s.memory = append(s.memory, memoryTarget{set.seed, 20})
+	}
+	argstr := bpftap("bpftap `syscall.*` printing name(argstr)", "-e", fmt.Sprintf(argstrScript, "syscall.*"), "-c", "/bin/true")
+	argstrAny := bpftap("bpftap `syscall_any` printing name(argstr)", "-e", fmt.Sprintf(argstrScript, "syscall_any"), "-c", "/bin/true")
+	compare(argstr, argstrAny, 2.5)
+	ret := bpftap("bpftap `syscall.*.return` printing name and retval", "-e", fmt.Sprintf(returnScript, "syscall.*.return"), "-c", "/bin/true")
+	retAny := bpftap("bpftap `syscall_any.return` printing name and retval", "-e", fmt.Sprintf(returnScript, "syscall_any.return"), "-c", "/bin/true")
+	compare(ret, retAny, 1.2)
+	errno := bpftap("bpftap errno.stp, `syscall.*.return`", filepath.Join(examples, "errno.stp"), "-c", "/bin/true")
+	errnoAny := bpftap("bpftap errno_any.stp, `syscall_any.return`", filepath.Join(examples, "errno_any.stp"), "-c", "/bin/true")
+	compare(errno, errnoAny, 1.1)
+	if tick {
+		each := bpftap("bpftap -T 1, `syscalls:sys_enter_*` reading $__syscall_nr", "-T", "1", "-e", fmt.Sprintf(tracepointTick, "syscalls:sys_enter_*", "__syscall_nr"))
+		raw := bpftap("bpftap -T 1, `raw_syscalls:sys_enter` reading $id", "-T", "1", "-e", fmt.Sprintf(tracepointTick, "raw_syscalls:sys_enter", "id"))
+		compare(each, raw, 2)
+	}
+	return set
+}
+
+// run runs every case once a round, in a fresh random order each round.
+func (s *suite) run(rounds int) (map[*startupCase][]sample, map[*startupCase]string) {
+	times := map[*startupCase][]sample{}
+	errs := map[*startupCase]string{}
+	for r := range rounds {
+		order := append([]*startupCase(nil), s.cases...)
+		rand.Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
+		for _, c := range order {
+			smp, err := run(c)
+			if err != nil {
+				errs[c] = err.Error()
+				smp = sample{math.NaN(), math.NaN(), math.NaN()}
+			}
+			times[c] = append(times[c], smp)
+		}
+		fmt.Fprintf(os.Stderr, "startup: round %d of %d\n", r+1, rounds)
+	}
+	return times, errs
 }
 
 // run times one launch-to-exit of c and reads its peak memory.
@@ -153,61 +234,4 @@ func run(c *startupCase) (sample, error) {
 func firstLine(s string) string {
 	line, _, _ := strings.Cut(strings.TrimSpace(s), "\n")
 	return line
-}
-
-// render writes the report: medians, intervals, paired ratios, targets.
-func render(cases []*startupCase, times map[*startupCase][]sample, errs map[*startupCase]string, rounds int) string {
-	var b strings.Builder
-	host, _ := os.Hostname()
-	load, _ := os.ReadFile("/proc/loadavg")
-	fmt.Fprintf(&b, "# Start-up (issue 27)\n\nWritten by `bench/startup.sh`, %s on %s; %d rounds; load average at the end: %s.\n\n",
-		time.Now().UTC().Format("2006-01-02 15:04 UTC"), host, rounds, strings.Join(strings.Fields(string(load))[:3], " "))
-	b.WriteString("Each case runs from launch to exit (parse, translate, load, attach, run, detach). ")
-	b.WriteString("Milliseconds and peak memory (max RSS), median [95% interval of the median]; × peer is the median of the per-round ratio to the peer named, beside the issue's target. ")
-	b.WriteString("CPU is the user and system time of the process and its children (the -c command's too): on a busy machine it moves far less than the wall time, though it does not count the work two CPUs do at once only once.\n\n")
-	b.WriteString("| case | ms | × peer | CPU ms | CPU × peer | peer | target | max RSS MiB | n |\n|---|---:|---:|---:|---:|---|---:|---:|---:|\n")
-	for _, c := range cases {
-		ms := stats.Summarize(stats.Finite(field(times[c], msOf)))
-		if ms.N == 0 {
-			fmt.Fprintf(&b, "| %s | failed: %s | | | | | | | 0 |\n", c.name, errs[c])
-			continue
-		}
-		ratio, cpuRatio, peer, target := "", "", "", ""
-		if c.peer != nil {
-			ratio, cpuRatio = pairedRatio(times, c, msOf), pairedRatio(times, c, cpuOf)
-			peer, target = c.peer.name, fmt.Sprintf("≤ %.2f", c.target)
-		}
-		cpu := stats.Summarize(stats.Finite(field(times[c], cpuOf)))
-		mib := stats.Summarize(stats.Finite(field(times[c], mibOf)))
-		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s | %d |\n", c.name, ms.Format(1), ratio, cpu.Format(1), cpuRatio, peer, target, mib.Format(1), ms.N)
-	}
-	return b.String()
-}
-
-// pairedRatio is the summary of c's measure over its peer's, round by round.
-func pairedRatio(times map[*startupCase][]sample, c *startupCase, measure func(sample) float64) string {
-	return stats.Summarize(stats.Finite(ratios(field(times[c], measure), field(times[c.peer], measure)))).Format(2)
-}
-
-func msOf(s sample) float64  { return s.ms }
-func cpuOf(s sample) float64 { return s.cpu }
-func mibOf(s sample) float64 { return s.mib }
-
-// field picks one measure of every sample.
-func field(xs []sample, f func(sample) float64) []float64 {
-	out := make([]float64, len(xs))
-	for i, x := range xs {
-		out[i] = f(x)
-	}
-	return out
-}
-
-// ratios divides xs by ref round by round (NaN where either is missing).
-func ratios(xs, ref []float64) []float64 {
-	return stats.Paired(xs, ref, func(x, r float64) float64 {
-		if r > 0 {
-			return x / r
-		}
-		return math.NaN()
-	})
 }

@@ -30,8 +30,8 @@ import (
 // no histogram and no @variance (count, sum, min, max merge exactly).
 
 // Cache is the layout of a global's cache: a PERCPU_ARRAY of an element
-// per generation (generations.go), {u64 valid; u64 busy; key (the array's
-// packed key); value}.
+// per generation (generations.go) or of one for a global not kept in
+// generations, {u64 valid; u64 busy; key (the array's packed key); value}.
 type Cache struct {
 	Ref  string
 	Spec *ebpf.MapSpec
@@ -55,7 +55,7 @@ func cacheFor(gl *Global) *Cache {
 	}
 	size := cacheKey + gl.Spec.KeySize + gl.Spec.ValueSize
 	return &Cache{Ref: "c_" + gl.Var.Name, Spec: &ebpf.MapSpec{Name: "c_" + gl.Var.Name,
-		Type: ebpf.PerCPUArray, KeySize: 4, ValueSize: size, MaxEntries: generations}}
+		Type: ebpf.PerCPUArray, KeySize: 4, ValueSize: size, MaxEntries: gl.elements()}}
 }
 
 // cachedUpdate compiles an update of gl[keys] through its cache: the value
@@ -64,7 +64,7 @@ func (g *gen) cachedUpdate(gl *Global, keys []syntax.Expr, val int16, at syntax.
 	smark, stack := g.scratchMark(), g.stack
 	k := g.key(gl, keys)
 	gen := g.pushSlot()
-	g.storeGen(gen)
+	g.storeGenOf(gl, gen)
 	g.emit(emitLookup(gl.Cache.Ref, gen, labelExit)...)
 	g.emit(asm.Mov.Reg(regRec, asm.R0))
 	miss, nested, done := g.newLabel("cache_miss"), g.newLabel("cache_nested"), g.newLabel("cache_done")

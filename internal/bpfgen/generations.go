@@ -9,8 +9,9 @@ import (
 // kernel programs keep counting, and loses nothing.
 //
 // A global the kernel only updates (sema's Var.PerCPU: `++`, `+=`, `<<<`
-// as statements, never read, assigned or deleted there) is kept in two
-// generations, 0 and 1; GenMap's one word says which one the kernel
+// as statements, never read, assigned or deleted there) that a user-side
+// handler may touch while the programs run (Var.LiveUser: a timer or
+// procfs probe), or that wraps, is kept in two generations, 0 and 1; GenMap's one word says which one the kernel
 // programs update now. Every update reads the word and goes to that
 // generation:
 //
@@ -76,6 +77,26 @@ func (g *gen) storeGen(slot int16) {
 		asm.LoadMem(asm.R1, asm.R1, 0, asm.DWord),
 		asm.StoreMem(asm.R10, slot, asm.R1, asm.Word),
 	)
+}
+
+// elements is the number of generations of gl, 1 for a global not kept
+// in generations: the elements of its cache and of its ring's head.
+func (gl *Global) elements() uint32 {
+	if gl.Gens {
+		return generations
+	}
+	return 1
+}
+
+// storeGenOf stores at stack slot slot the u32 key of gl's element, or of
+// its cache's or ring head's: the current generation for a global kept
+// in generations, else 0. Clobbers R1.
+func (g *gen) storeGenOf(gl *Global, slot int16) {
+	if gl.Gens {
+		g.storeGen(slot)
+		return
+	}
+	g.emit(asm.StoreImm(asm.R10, slot, 0, asm.Word))
 }
 
 // globalMap emits what finds the map of gl's elements and returns the

@@ -8,6 +8,7 @@ import (
 	"github.com/bpftap/bpftap/internal/target"
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
+	"golang.org/x/sys/unix"
 )
 
 // Globals are maps shared by every program and by the user side:
@@ -107,11 +108,20 @@ func (m *Module) global(v *syntax.Var) *Global {
 		if v.Decl != nil && v.Decl.Size > 0 {
 			gl.Spec.MaxEntries = uint32(v.Decl.Size)
 		}
+		if m.allocatesAtRunTime() {
+			gl.Spec.Flags |= unix.BPF_F_NO_PREALLOC
+		}
 	}
 	if gl.PerCPU {
 		gl.Spec.Type = map[ebpf.MapType]ebpf.MapType{ebpf.Array: ebpf.PerCPUArray, ebpf.Hash: ebpf.PerCPUHash}[gl.Spec.Type]
 	}
-	if v.PerCPU && !gl.ByThread {
+	if v.PerCPU && (v.LiveUser || v.Wrap) && !gl.ByThread {
+		// Kept in generations when a handler may touch it while the
+		// programs run; and a wrapping array, whose fold keeps its ring's
+		// order (the direct reads of one outside generations let a key
+		// evicted meanwhile come back from a last-key cache). The others
+		// need no flip: nothing reads them before the programs are
+		// detached, and their start-up waits for no grace period.
 		m.inGenerations(gl)
 	}
 	if v.Wrap && v.IsArray && !gl.ByThread {
@@ -252,11 +262,7 @@ func (k keyAddr) load(g *gen, r asm.Register) {
 func (g *gen) key(gl *Global, keys []syntax.Expr) keyAddr {
 	if gl.Keys == nil {
 		slot := g.pushSlot()
-		if gl.Gens {
-			g.storeGen(slot)
-		} else {
-			g.emit(asm.StoreImm(asm.R10, slot, 0, asm.Word))
-		}
+		g.storeGenOf(gl, slot)
 		return keyAddr{asm.R10, int32(slot)}
 	}
 	base := g.allocScratch(int(gl.Spec.KeySize))

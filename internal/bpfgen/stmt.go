@@ -127,37 +127,68 @@ func (g *gen) ifStmt(s *syntax.IfStmt) {
 	g.mark(done)
 }
 
-// unless compiles condition cond to jump to label when it is false. A
-// comparison of longs branches on its operands, without the 0 or 1 it
-// would leave in R0 to be tested (the dispatch trees of the merged
-// syscall.* programs are comparisons, run on every event); && jumps when
-// either side is false; anything else is computed and tested.
-func (g *gen) unless(cond syntax.Expr, label string) {
+// unless compiles condition cond to jump to label when it is false (branch).
+func (g *gen) unless(cond syntax.Expr, label string) { g.branch(cond, false, label) }
+
+// branch compiles condition cond to jump to label when its truth is
+// jumpIf, and to fall through otherwise. A comparison of longs branches on
+// its operands, without the 0 or 1 it would leave in R0 to be tested (the
+// dispatch trees of the merged syscall.* programs are comparisons, and
+// syscall.*.return's set of calls a chain of `||` over ranges, run on
+// every event); && and || jump as soon as an operand decides, ! swaps
+// the jump's sense; anything else is computed and tested.
+func (g *gen) branch(cond syntax.Expr, jumpIf bool, label string) {
 	defer g.at(g.at(cond.Position()))
-	b, ok := cond.(*syntax.Binary)
-	if !ok || b.X.Type() == syntax.TypeString {
-		g.long(cond)
+	switch c := cond.(type) {
+	case *syntax.Unary:
+		if c.Op == "!" {
+			g.branch(c.X, !jumpIf, label)
+			return
+		}
+	case *syntax.Binary:
+		if c.X.Type() == syntax.TypeString {
+			break
+		}
+		if c.Op == "&&" || c.Op == "||" {
+			g.logicalBranch(c, jumpIf, label)
+			return
+		}
+		if j, ok := compareOps[c.Op]; ok {
+			if !jumpIf {
+				j = opposite[j]
+			}
+			if lit, ok := c.Y.(*syntax.NumberLit); ok && lit.Value == int64(int32(lit.Value)) {
+				g.long(c.X)
+				g.emit(j.Imm(asm.R0, int32(lit.Value), label))
+				return
+			}
+			g.operands(c.X, c.Y)
+			g.emit(j.Reg(asm.R0, asm.R1, label))
+			return
+		}
+	}
+	g.long(cond)
+	if jumpIf {
+		g.emit(asm.JNE.Imm(asm.R0, 0, label))
+	} else {
 		g.emit(asm.JEq.Imm(asm.R0, 0, label))
+	}
+}
+
+// logicalBranch is branch for && and ||: an operand whose value decides
+// (false for &&, true for ||) jumps where the whole does when that is
+// the sense jumped on, else past the right operand.
+func (g *gen) logicalBranch(c *syntax.Binary, jumpIf bool, label string) {
+	decides := c.Op == "||"
+	if jumpIf == decides {
+		g.branch(c.X, jumpIf, label)
+		g.branch(c.Y, jumpIf, label)
 		return
 	}
-	if b.Op == "&&" {
-		g.unless(b.X, label)
-		g.unless(b.Y, label)
-		return
-	}
-	j, ok := compareOps[b.Op]
-	if !ok {
-		g.long(cond)
-		g.emit(asm.JEq.Imm(asm.R0, 0, label))
-		return
-	}
-	if lit, ok := b.Y.(*syntax.NumberLit); ok && lit.Value == int64(int32(lit.Value)) {
-		g.long(b.X)
-		g.emit(opposite[j].Imm(asm.R0, int32(lit.Value), label))
-		return
-	}
-	g.operands(b.X, b.Y)
-	g.emit(opposite[j].Reg(asm.R0, asm.R1, label))
+	past := g.newLabel("decided")
+	g.branch(c.X, decides, past)
+	g.branch(c.Y, jumpIf, label)
+	g.mark(past)
 }
 
 // terminates tells whether s always leaves its block (next, return, break,

@@ -5,6 +5,7 @@ import (
 
 	"github.com/bpftap/bpftap/internal/arch"
 	"github.com/bpftap/bpftap/internal/kernel"
+	"github.com/bpftap/bpftap/internal/probes/attach"
 	"github.com/bpftap/bpftap/internal/target"
 )
 
@@ -16,6 +17,49 @@ import (
 
 // has tells whether the target kernel offers f.
 func (m *Module) has(f *target.Feature) bool { return m.cfg.Kernel.Has(f) }
+
+// allocatesAtRunTime tells whether the hash maps of arrays allocate an
+// element when it is added (BPF_F_NO_PREALLOC) rather than all of them
+// when created: a preallocated map of 2,048 per-CPU elements costs 1-3 ms
+// of start-up (16 ms seen on a busy host), a map allocating at run time
+// about 30 µs, and the kernel then adds an element from a per-CPU cache
+// of its BPF memory allocator (Linux 6.1, target.RuntimeAllocMaps), which
+// an irq_work refills. Only where every kernel probe runs in a task's own
+// context with interrupts on (inTaskContext), where that refill comes at
+// once: elsewhere a burst of new keys finds the cache empty (in the
+// scheduler, with interrupts off, or in a perf event's interrupt), and a
+// probe on the allocator's own path (kmem:kmalloc) is skipped as a
+// recursion while the cache refills, where a preallocated map has every
+// element ready (measured: Array overflow errors and skipped probes in
+// Debian's sig_by_pid.stp and in backtraces keyed at kmem:kmalloc and
+// scheduler.cpu_on).
+func (m *Module) allocatesAtRunTime() bool {
+	if !m.has(target.RuntimeAllocMaps) {
+		return false
+	}
+	for _, p := range m.prog.Probes {
+		if p.Kernel && !inTaskContext(p.Attach) {
+			return false
+		}
+	}
+	return true
+}
+
+// inTaskContext tells whether a program at a runs in the context of the
+// task that hit it, with interrupts on: a system call's tracepoint or a
+// uprobe.
+func inTaskContext(a *attach.Point) bool {
+	if a == nil {
+		return false
+	}
+	switch a.Kind {
+	case attach.Uprobe, attach.Uretprobe, attach.UprobeMulti, attach.UretprobeMulti:
+		return true
+	case attach.TPBTF, attach.RawTracepoint, attach.Tracepoint:
+		return a.System == "raw_syscalls" || a.System == "syscalls"
+	}
+	return false
+}
 
 // regs is the target architecture's struct pt_regs (nil where bpftap has
 // no table).

@@ -38,10 +38,7 @@ const evictTries = 3
 
 // ordered lays out the ring and the count of gl, a wrapping array.
 func (m *Module) ordered(gl *Global) {
-	n := uint32(1)
-	if gl.Gens {
-		n = generations
-	}
+	n := gl.elements()
 	gl.Ring = &Map{"o_" + gl.Var.Name, &ebpf.MapSpec{Name: "o_" + gl.Var.Name, Type: ebpf.Array, KeySize: 4,
 		ValueSize: gl.Spec.KeySize, MaxEntries: n * gl.Spec.MaxEntries}}
 	gl.Heads = &Map{"h_" + gl.Var.Name, &ebpf.MapSpec{Name: "h_" + gl.Var.Name, Type: ebpf.Array, KeySize: 4,
@@ -81,11 +78,7 @@ func (g *gen) keepOrder(gl *Global, k keyAddr, elements func(asm.Register) asm.I
 // and returns the stack slot holding its address.
 func (g *gen) claimSlot(gl *Global) int16 {
 	slot := g.pushSlot()
-	if gl.Gens {
-		g.storeGen(slot)
-	} else {
-		g.emit(asm.StoreImm(asm.R10, slot, 0, asm.Word))
-	}
+	g.storeGenOf(gl, slot)
 	g.emit(emitLookup(gl.Heads.Ref, slot, labelExit)...)
 	n := int32(gl.Spec.MaxEntries)
 	g.emit(

@@ -8,11 +8,11 @@
 // a string table. Decoding everything (as cilium/ebpf's btf.LoadKernelSpec
 // does before the first lookup) costs 20-40 ms; a script needs a handful of
 // types. So the file is mapped read-only and scanned once for the offset of
-// every record (~1.5 ms for 126,000 types, the only whole-file pass), and a
-// type is decoded only when asked for, by ID. A name lookup searches the
-// string table for "\x00name\x00" (the table is deduplicated, so a name has
-// one offset) and then the records for that name offset. Nothing is cached on
-// disk: the scan is cheaper than validating a cache would be.
+// every record and its name (~1.5 ms for 126,000 types, the only
+// whole-file pass), and a type is decoded only when asked for, by ID. A
+// lookup by name searches the string table for the name (offsetsOf) and
+// then the types' names for its offset. Nothing is cached on disk: the
+// scan is cheaper than validating a cache would be.
 //
 // # Tracepoints
 //
@@ -49,6 +49,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 
@@ -71,6 +72,9 @@ type BTF struct {
 	types   []byte   // the type section
 	strings []byte   // the string table
 	offsets []uint32 // offsets[i] is the record of type first+i within types
+	// names[i] is the name offset of type first+i: a search by name
+	// reads this array, not a header in each of the records' pages.
+	names []uint32
 
 	// base is the BTF a module's continues (nil for vmlinux): IDs below
 	// first and string offsets below strBase are base's.
@@ -83,6 +87,7 @@ type BTF struct {
 
 	mu      sync.Mutex
 	decoded map[TypeID]*Type
+	named   map[string][]TypeID // IDsByName's answers: each search reads up to 2.3 MB
 
 	funcsOnce sync.Once
 	funcs     map[string]TypeID // Funcs
@@ -286,6 +291,7 @@ func parse(raw []byte, base *BTF) (*BTF, error) {
 		first:   1,
 		what:    "the kernel's BTF",
 		decoded: map[TypeID]*Type{},
+		named:   map[string][]TypeID{},
 	}
 	if base != nil {
 		b.first, b.strBase = TypeID(base.NumTypes()), base.strEnd()
@@ -299,11 +305,13 @@ const recordHeaderSize = 12
 // indexRecords finds the start of every type record.
 func (b *BTF) indexRecords() error {
 	b.offsets = make([]uint32, 0, len(b.types)/24)
+	b.names = make([]uint32, 0, len(b.types)/24)
 	for p := uint64(0); p < uint64(len(b.types)); {
 		if p+recordHeaderSize > uint64(len(b.types)) {
 			return fmt.Errorf("truncated type record at offset %d", p)
 		}
 		b.offsets = append(b.offsets, uint32(p))
+		b.names = append(b.names, binary.LittleEndian.Uint32(b.types[p:]))
 		info := binary.LittleEndian.Uint32(b.types[p+4:])
 		p += recordHeaderSize + trailerSize(Kind(info>>24&0x1f), uint64(info&0xffff))
 	}
@@ -344,19 +352,22 @@ func (b *BTF) strEnd() uint32 { return b.strBase + uint32(len(b.strings)) }
 
 // str returns the string at offset off of the string table (the base's
 // when off lies below this blob's).
-func (b *BTF) str(off uint32) string {
+func (b *BTF) str(off uint32) string { return string(b.strBytes(off)) }
+
+// strBytes is str without the copy: the bytes of the string table.
+func (b *BTF) strBytes(off uint32) []byte {
 	if off < b.strBase {
-		return b.base.str(off)
+		return b.base.strBytes(off)
 	}
 	off -= b.strBase
 	if int(off) >= len(b.strings) {
-		return ""
+		return nil
 	}
 	s := b.strings[off:]
 	if i := bytes.IndexByte(s, 0); i >= 0 {
 		s = s[:i]
 	}
-	return string(s)
+	return s
 }
 
 // record returns the record of id, one of the blob's own (id >= first).
@@ -366,7 +377,7 @@ func (b *BTF) record(id TypeID) []byte {
 
 // nameOff returns the name offset of record id, one of the blob's own.
 func (b *BTF) nameOff(id TypeID) uint32 {
-	return binary.LittleEndian.Uint32(b.record(id))
+	return b.names[id-b.first]
 }
 
 // kindOf returns the kind of type id (not void).
@@ -378,9 +389,19 @@ func (b *BTF) kindOf(id TypeID) Kind {
 }
 
 // IDsByName returns the IDs of the types called name, of any kind: a
-// module's own first, then its base's.
+// module's own first, then its base's, each in ascending order.
 func (b *BTF) IDsByName(name string) []TypeID {
-	return b.idsNamed(b.offsetsOf(name, true))
+	b.mu.Lock()
+	ids, ok := b.named[name]
+	b.mu.Unlock()
+	if ok {
+		return slices.Clone(ids)
+	}
+	ids = b.idsNamed(b.offsetsOf(name, true))
+	b.mu.Lock()
+	b.named[name] = ids
+	b.mu.Unlock()
+	return slices.Clone(ids)
 }
 
 // idsNamed returns the IDs of the types whose name is at one of offs
@@ -390,14 +411,14 @@ func (b *BTF) idsNamed(offs []uint32) []TypeID {
 		return nil
 	}
 	var ids []TypeID
-	for id := b.first; int(id) < b.NumTypes(); id++ {
-		n := b.nameOff(id)
-		for _, o := range offs {
+	for _, o := range offs { // one offset a blob (offsetsOf's whole names): a scan each
+		for i, n := range b.names {
 			if n == o {
-				ids = append(ids, id)
+				ids = append(ids, b.first+TypeID(i))
 			}
 		}
 	}
+	slices.Sort(ids)
 	if b.base != nil {
 		below := 0
 		for below < len(offs) && offs[below] < b.strBase {
@@ -437,9 +458,9 @@ func (b *BTF) NamesWithPrefix(prefixes ...string) map[string][]TypeID {
 	}
 	found := map[string][]TypeID{}
 	for o := b; o != nil; o = o.base { // a module's own types, then the kernel's
-		for id := o.first; int(id) < o.NumTypes(); id++ {
-			if off := o.nameOff(id); off < o.strEnd() && marked[off/64]&(1<<(off%64)) != 0 {
-				found[names[off]] = append(found[names[off]], id)
+		for i, off := range o.names {
+			if off < o.strEnd() && marked[off/64]&(1<<(off%64)) != 0 {
+				found[names[off]] = append(found[names[off]], o.first+TypeID(i))
 			}
 		}
 	}
@@ -447,15 +468,25 @@ func (b *BTF) NamesWithPrefix(prefixes ...string) map[string][]TypeID {
 }
 
 // offsetsOf returns the offsets of the strings that equal s (whole) or start
-// with it (!whole), in ascending order, the base's first. Searching for s
-// itself and checking the bytes around it is much faster than searching for
-// "\x00s", whose first byte is everywhere.
+// with it (!whole), in ascending order, the base's first. A prefix is
+// searched for itself, each match then checked to start a string: much
+// faster than searching for "\x00s", whose first byte is everywhere. A
+// whole name is searched for as "\x00s\x00", whose bytes after the first
+// make the search skip ahead: its first match ends the search, since the
+// table is deduplicated (pahole's, and cilium's that package debuginfo
+// writes with): a whole name has one offset.
 func (b *BTF) offsetsOf(s string, whole bool) []uint32 {
 	var offs []uint32
 	if b.base != nil {
 		offs = b.base.offsetsOf(s, whole)
 	}
-	if s == "" {
+	switch {
+	case s == "":
+		return offs
+	case whole:
+		if off, ok := b.offsetOf(s); ok {
+			offs = append(offs, off)
+		}
 		return offs
 	}
 	// A split blob's first string may start at 0; vmlinux's is empty.
@@ -469,10 +500,47 @@ func (b *BTF) offsetsOf(s string, whole bool) []uint32 {
 		if at > 0 && b.strings[at-1] != 0 {
 			continue
 		}
-		if end := at + len(s); whole && (end >= len(b.strings) || b.strings[end] != 0) {
-			continue
-		}
 		offs = append(offs, b.strBase+uint32(at))
 	}
 	return offs
 }
+
+// offsetOf returns the offset of string s of b's own table. It searches
+// for "\x00s\x00" from its rarest byte on (rarest): a search from a byte
+// that starts many strings, as '\x00' or '_' do, stops at each of them.
+func (b *BTF) offsetOf(s string) (uint32, bool) {
+	if len(b.strings) > len(s) && string(b.strings[:len(s)]) == s && b.strings[len(s)] == 0 {
+		return b.strBase, true // the first string (a split blob's)
+	}
+	whole := []byte("\x00" + s + "\x00")
+	k := rarest(s) + 1 // the anchor's index in whole
+	for from := k; from < len(b.strings); {
+		i := bytes.Index(b.strings[from:], whole[k:])
+		if i < 0 {
+			return 0, false
+		}
+		at := from + i - k // where whole would start
+		if bytes.Equal(b.strings[at:at+k], whole[:k]) {
+			return b.strBase + uint32(at+1), true
+		}
+		from += i + 1
+	}
+	return 0, false
+}
+
+// rarest returns the index of the byte of s that the names of BTF
+// strings use the least, by a rough ranking of identifier characters
+// (a byte not ranked, as '.' or '$', is rarer still).
+func rarest(s string) int {
+	best, bestRank := 0, len(byFrequency)
+	for i := range len(s) {
+		if r := strings.IndexByte(byFrequency, s[i]); r < bestRank { // -1, rarest, when not ranked
+			best, bestRank = i, r
+		}
+	}
+	return best
+}
+
+// byFrequency ranks the bytes of identifiers from the rarest in the
+// kernel's BTF strings to the most common.
+const byFrequency = "QJZXKVWYBHGFMUPDLCOAISNRTEqjzx98765kvwy4310hg2bfmupdlcoaisnrte_"

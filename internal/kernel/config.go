@@ -28,9 +28,17 @@ var HZ = sync.OnceValue(func() int {
 // configuration cannot be read (neither /proc/config.gz nor
 // /boot/config-RELEASE), when nothing can be said. The file is read once.
 func Config(option string) (value string, ok bool) {
+	if option == debugInfoBTF {
+		if _, err := Kernel(); err == nil {
+			return "y", true // what publishes the BTF: no need to read the configuration
+		}
+	}
 	options, ok := configOptions()
 	return options[option], ok
 }
+
+// debugInfoBTF is the option that makes the kernel publish its BTF.
+const debugInfoBTF = "CONFIG_DEBUG_INFO_BTF"
 
 // configOptions is the running kernel's configuration, option by option;
 // false when it cannot be read.

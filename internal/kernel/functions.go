@@ -115,6 +115,19 @@ func (b *BTF) Funcs() map[string]TypeID {
 	return b.funcs
 }
 
+// FuncID returns the ID of the BTF_KIND_FUNC called name, of b's own
+// functions as Funcs maps them, by a lookup of the name: a script naming
+// one function does not pay for a map of 56,000.
+func (b *BTF) FuncID(name string) (TypeID, bool) {
+	var found TypeID
+	for _, id := range b.IDsByName(name) {
+		if id >= b.first && b.kindOf(id) == KindFunc {
+			found = id // the last, as Funcs' map keeps
+		}
+	}
+	return found, found != 0
+}
+
 // Prototype is a function's signature, from BTF: Func is its
 // BTF_KIND_FUNC (an fentry program's attach_btf_id), Params its
 // parameters in order, Return the type it returns (0 for void).
@@ -128,7 +141,7 @@ type Prototype struct {
 // the module's own for a module's BTF (whose Func is then an ID of the
 // module's BTF object).
 func (b *BTF) Prototype(name string) (*Prototype, error) {
-	id, ok := b.Funcs()[name]
+	id, ok := b.FuncID(name)
 	if !ok {
 		return nil, fmt.Errorf("%s does not describe function %s", b.what, name)
 	}

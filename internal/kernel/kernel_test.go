@@ -312,3 +312,108 @@ func TestMatchUnknownSystems(t *testing.T) {
 		}
 	}
 }
+
+// TestFindTracepointsByName: a spec naming one event finds, by that name
+// alone, what matching it against the whole list finds: every 10th event
+// of the running kernel, typed ones (tp_btf) and classic ones
+// (syscalls:sys_enter_openat), with and without its system, and names no
+// tracepoint has.
+func TestFindTracepointsByName(t *testing.T) {
+	b := kernelOrSkip(t)
+	tps := tracepointsOrSkip(t)
+	events, _ := availableEvents()
+	specs := []string{"no_such_event", "sched:no_such_event", "no_such_system:sys_enter", "sys_enter", "sched:sched_switch"}
+	for i := 0; i < len(tps); i += 10 {
+		specs = append(specs, tps[i].Event, tps[i].String())
+	}
+	for _, spec := range specs {
+		want, err := MatchTracepoints(tps, spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, event, found := strings.Cut(spec, ":")
+		if !found {
+			event = spec
+		}
+		alone, err := b.TracepointsCalled(events, event)
+		if err != nil {
+			t.Fatalf("%s: %v", spec, err)
+		}
+		got, _ := MatchTracepoints(alone, spec)
+		if describeAll(got) != describeAll(want) {
+			t.Errorf("%s: found %s, the list has %s", spec, describeAll(got), describeAll(want))
+		}
+	}
+}
+
+// TestFindTracepoints: FindTracepoints finds what matching the spec
+// against the whole list finds, by each of its ways: a pattern of the
+// syscalls system's events (tracefs's list alone), one event by name, a
+// wildcard elsewhere (the whole list).
+func TestFindTracepoints(t *testing.T) {
+	tps := tracepointsOrSkip(t)
+	for _, spec := range []string{"syscalls:sys_enter_*", "syscalls:*", "syscalls:sys_exit_openat", "syscalls:no_such_event",
+		"sys_enter_openat", "raw_syscalls:sys_enter", "sched_switch", "sched:sched_process_*", "*:sys_enter", "sys*:sys_enter_read"} {
+		want, err := MatchTracepoints(tps, spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := FindTracepoints(spec)
+		if err != nil {
+			t.Fatalf("%s: %v", spec, err)
+		}
+		if describeAll(got) != describeAll(want) {
+			t.Errorf("%s: found %s, the list has %s", spec, describeAll(got), describeAll(want))
+		}
+	}
+}
+
+// describeAll writes out every field of tps.
+func describeAll(tps []*Tracepoint) string {
+	var b strings.Builder
+	for _, tp := range tps {
+		fmt.Fprintf(&b, "%+v\n", *tp)
+	}
+	return b.String()
+}
+
+// TestIDsByName checks the name index against a comparison of every
+// type's name, for a sample of the kernel's names (every 97th type's,
+// and names no type has).
+func TestIDsByName(t *testing.T) {
+	b := kernelOrSkip(t)
+	names := []string{"task_struct", "btf_trace_sys_enter", "__traceiter_sys_enter", "no_such_type_name", "task_struc"}
+	for i := 0; i < len(b.names); i += 97 {
+		names = append(names, b.str(b.names[i]))
+	}
+	for _, name := range names {
+		var want []TypeID
+		for i, off := range b.names {
+			if name != "" && b.str(off) == name {
+				want = append(want, b.first+TypeID(i))
+			}
+		}
+		if got := b.IDsByName(name); !slices.Equal(got, want) {
+			t.Errorf("IDsByName(%q) = %v, want %v", name, got, want)
+		}
+	}
+}
+
+// TestFuncID: the lookup of one function by name agrees with the map of
+// them all, for every 500th function and names that are no function.
+func TestFuncID(t *testing.T) {
+	b := kernelOrSkip(t)
+	names := []string{"vfs_read", "task_struct", "no_such_function"}
+	i := 0
+	for name := range b.Funcs() {
+		if i++; i%500 == 0 {
+			names = append(names, name)
+		}
+	}
+	for _, name := range names {
+		want, wantOK := b.Funcs()[name]
+		if got, ok := b.FuncID(name); got != want || ok != wantOK {
+			t.Errorf("FuncID(%q) = %d, %t; Funcs has %d, %t", name, got, ok, want, wantOK)
+		}
+	}
+}

@@ -53,14 +53,21 @@ var (
 	tracepointsOnce sync.Once
 	tracepoints     []*Tracepoint
 	tracepointsErr  error
-	tracefsErr      error // why available_events could not be read
 )
 
-// TracefsError says why Tracepoints could not read tracefs (their systems
-// are then unknown), or is nil.
+// availableEvents is tracefs's list of events, read once; its error says
+// why tracefs could not be read (the tracepoints' systems are then
+// unknown: they are still found by event name).
+var availableEvents = sync.OnceValues(func() (string, error) {
+	events, err := ReadTracefs("available_events")
+	return string(events), err
+})
+
+// TracefsError says why tracefs could not be read (the tracepoints'
+// systems are then unknown), or is nil.
 func TracefsError() error {
-	Tracepoints()
-	return tracefsErr
+	_, err := availableEvents()
+	return err
 }
 
 // Tracepoints lists the running kernel's tracepoints sorted by system and event,
@@ -72,17 +79,79 @@ func Tracepoints() ([]*Tracepoint, error) {
 			tracepointsErr = err
 			return
 		}
-		events, err := ReadTracefs("available_events")
-		if err != nil {
-			// No systems: tracepoints are still found by event name.
-			events, tracefsErr = nil, err
-		}
-		tracepoints, tracepointsErr = b.Tracepoints(string(events))
+		events, tracefsErr := availableEvents()
+		tracepoints, tracepointsErr = b.Tracepoints(events)
 		for _, tp := range tracepoints {
 			tp.SystemUnknown = tracefsErr != nil
 		}
 	})
 	return tracepoints, tracepointsErr
+}
+
+// FindTracepoints returns the running kernel's tracepoints that
+// kernel.trace(spec) names: MatchTracepoints over Tracepoints(). A spec
+// whose event has no wildcard (the seed's kernel.trace("sys_enter"), the
+// tapset's aliases) has its event looked up alone (TracepointsCalled),
+// and a spec of an ftraceOnly system is matched against tracefs's list
+// alone: listing every tracepoint decodes two thousand prototypes, 15-25
+// ms, and looking a name up in the BTF reads up to its 2.3 MB of strings.
+func FindTracepoints(spec string) ([]*Tracepoint, error) {
+	system, event, hasSystem := strings.Cut(spec, ":")
+	if !hasSystem {
+		event = spec
+	}
+	if events, err := availableEvents(); ftraceOnly[system] && err == nil {
+		if !hasWildcard(event) {
+			return classicCalled(slices.DeleteFunc(systemsOf(events, event), func(sys string) bool { return sys != system }), event), nil
+		}
+		return MatchTracepoints(eventsOf(events, system), spec)
+	}
+	if !hasWildcard(event) {
+		tps, err := tracepointsCalled(event)
+		if err != nil {
+			return nil, err
+		}
+		return MatchTracepoints(tps, spec)
+	}
+	tps, err := Tracepoints()
+	if err != nil {
+		return nil, err
+	}
+	return MatchTracepoints(tps, spec)
+}
+
+var called struct {
+	sync.Mutex
+	m map[string][]*Tracepoint
+}
+
+// tracepointsCalled is TracepointsCalled of the running kernel, each
+// event looked up once.
+func tracepointsCalled(event string) ([]*Tracepoint, error) {
+	c := &called
+	c.Lock()
+	defer c.Unlock()
+	if tps, ok := c.m[event]; ok {
+		return tps, nil
+	}
+	go availableEvents() // read while the BTF is indexed: both wait on the kernel
+	b, err := Kernel()
+	if err != nil {
+		return nil, err
+	}
+	events, tracefsErr := availableEvents()
+	tps, err := b.TracepointsCalled(events, event)
+	if err != nil {
+		return nil, err
+	}
+	for _, tp := range tps {
+		tp.SystemUnknown = tracefsErr != nil
+	}
+	if c.m == nil {
+		c.m = map[string][]*Tracepoint{}
+	}
+	c.m[event] = tps
+	return tps, nil
 }
 
 const (
@@ -122,6 +191,79 @@ func (b *BTF) Tracepoints(availableEvents string) ([]*Tracepoint, error) {
 		return cmp.Or(cmp.Compare(x.System, y.System), cmp.Compare(x.Event, y.Event))
 	})
 	return tps, nil
+}
+
+// TracepointsCalled is what Tracepoints lists of the tracepoints called
+// event, found by that name alone: its prototype and iterator by their
+// names in b, its systems in availableEvents. The events of system
+// syscalls are classic without a look (ftraceOnly).
+func (b *BTF) TracepointsCalled(availableEvents, event string) ([]*Tracepoint, error) {
+	systems := systemsOf(availableEvents, event)
+	if len(systems) > 0 && !slices.ContainsFunc(systems, func(sys string) bool { return !ftraceOnly[sys] }) {
+		return classicCalled(systems, event), nil
+	}
+	system := ""
+	if len(systems) > 0 {
+		system = systems[len(systems)-1] // the last one, as Tracepoints' map keeps
+	}
+	if protoIDs := b.IDsByName(protoPrefix + event); protoIDs != nil {
+		tp, err := b.tracepoint(system, event, protoIDs, b.IDsByName(namesPrefix+event))
+		switch {
+		case err != nil:
+			return nil, err
+		case tp != nil:
+			return []*Tracepoint{tp}, nil
+		}
+	}
+	return classicCalled(systems, event), nil
+}
+
+// ftraceOnly are the systems whose events are ftrace's own, not
+// tracepoints: the per-syscall events (kernel/trace/trace_syscalls.c)
+// have no prototype typedef to look for (700 of them, each a search of
+// the string table to its end, for the syscall tapset's aliases), and a
+// pattern of the system's events needs only tracefs's list.
+var ftraceOnly = map[string]bool{"syscalls": true}
+
+// eventsOf lists the events of system (one of ftraceOnly) that
+// availableEvents lists, sorted as Tracepoints sorts them.
+func eventsOf(availableEvents, system string) []*Tracepoint {
+	var tps []*Tracepoint
+	for line := range strings.Lines(availableEvents) {
+		if ev, ok := strings.CutPrefix(strings.TrimSpace(line), system+":"); ok {
+			tps = append(tps, &Tracepoint{System: system, Event: ev})
+		}
+	}
+	slices.SortFunc(tps, func(x, y *Tracepoint) int { return cmp.Compare(x.Event, y.Event) })
+	return tps
+}
+
+// classicCalled lists the classic events called event of systems.
+func classicCalled(systems []string, event string) []*Tracepoint {
+	var tps []*Tracepoint
+	for _, sys := range slices.Sorted(slices.Values(systems)) {
+		tps = append(tps, &Tracepoint{System: sys, Event: event})
+	}
+	return tps
+}
+
+// systemsOf returns the systems availableEvents lists event in, in its
+// order: it searches for ":event\n" rather than splitting two thousand lines.
+func systemsOf(availableEvents, event string) []string {
+	var systems []string
+	needle := ":" + event + "\n"
+	for from := 0; ; {
+		i := strings.Index(availableEvents[from:], needle)
+		if i < 0 {
+			return systems
+		}
+		at := from + i
+		from = at + len(needle)
+		start := strings.LastIndexByte(availableEvents[:at], '\n') + 1
+		if sys := availableEvents[start:at]; sys != "" && !strings.ContainsAny(sys, ": ") {
+			systems = append(systems, sys)
+		}
+	}
 }
 
 // classicEvents lists the trace events of availableEvents that have no BTF
@@ -213,11 +355,11 @@ func MatchTracepoints(tps []*Tracepoint, spec string) ([]*Tracepoint, error) {
 	}
 	sysOK, err := matcher(sysPattern)
 	if err != nil {
-		return nil, fmt.Errorf("bad pattern %q: %w", spec, err)
+		return nil, &PatternError{spec, err}
 	}
 	evOK, err := matcher(evPattern)
 	if err != nil {
-		return nil, fmt.Errorf("bad pattern %q: %w", spec, err)
+		return nil, &PatternError{spec, err}
 	}
 	var matched []*Tracepoint
 	for _, tp := range tps {
@@ -227,6 +369,15 @@ func MatchTracepoints(tps []*Tracepoint, spec string) ([]*Tracepoint, error) {
 	}
 	return matched, nil
 }
+
+// PatternError is a spec whose pattern path.Match refuses.
+type PatternError struct {
+	Spec string
+	Err  error
+}
+
+func (e *PatternError) Error() string { return fmt.Sprintf("bad pattern %q: %v", e.Spec, e.Err) }
+func (e *PatternError) Unwrap() error { return e.Err }
 
 // matcher returns whether a name matches pattern (path.Match's syntax),
 // or the pattern's error. A pattern without wildcards, as the syscall
@@ -238,7 +389,7 @@ func matcher(pattern string) (func(string) bool, error) {
 	switch {
 	case pattern == "*":
 		return func(string) bool { return true }, nil
-	case !strings.ContainsAny(pattern, `*?[\`):
+	case !hasWildcard(pattern):
 		return func(name string) bool { return name == pattern }, nil
 	}
 	return func(name string) bool {
@@ -246,6 +397,10 @@ func matcher(pattern string) (func(string) bool, error) {
 		return ok
 	}, nil
 }
+
+// hasWildcard tells whether pattern (path.Match's syntax) may match a
+// name other than itself.
+func hasWildcard(pattern string) bool { return strings.ContainsAny(pattern, `*?[\`) }
 
 // TracepointID returns the trace event ID of system:event from tracefs,
 // which attaching a classic (perf event) tracepoint program needs.

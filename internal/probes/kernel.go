@@ -55,6 +55,14 @@ func kernelFamilies(k KernelInfo, cfg Config) []*Family {
 // Tests substitute a fake.
 type KernelInfo interface {
 	Tracepoints() ([]*kernel.Tracepoint, error)
+	// MatchTracepoints returns the tracepoints kernel.trace(spec) names:
+	// kernel.MatchTracepoints over Tracepoints(), which the running kernel
+	// does without listing them all when spec names one event
+	// (kernel.FindTracepoints).
+	MatchTracepoints(spec string) ([]*kernel.Tracepoint, error)
+	// TracefsError says why tracefs could not be read, the tracepoints'
+	// systems then unknown (kernel.TracefsError), or is nil.
+	TracefsError() error
 	// Functions lists the kernel functions probes may attach to
 	// (kernel.Functions).
 	Functions() ([]*kernel.Function, error)
@@ -103,6 +111,10 @@ type RunningKernel struct {
 func (k RunningKernel) Has(f *target.Feature) bool { return k.Kernel == nil || k.Kernel.Has(f) }
 
 func (RunningKernel) Tracepoints() ([]*kernel.Tracepoint, error) { return kernel.Tracepoints() }
+func (RunningKernel) MatchTracepoints(spec string) ([]*kernel.Tracepoint, error) {
+	return kernel.FindTracepoints(spec)
+}
+func (RunningKernel) TracefsError() error                        { return kernel.TracefsError() }
 func (RunningKernel) BTF() (*kernel.BTF, error)                  { return kernel.Kernel() }
 func (RunningKernel) Functions() ([]*kernel.Function, error)     { return kernel.Functions() }
 func (RunningKernel) Exported() (map[string]bool, error)         { return kernel.Exported() }

@@ -181,7 +181,7 @@ func inBTF(k KernelInfo, name string) bool {
 	if err != nil {
 		return false
 	}
-	_, ok := b.Funcs()[name]
+	_, ok := b.FuncID(name)
 	return ok
 }
 

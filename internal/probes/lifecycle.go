@@ -9,7 +9,6 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/bpftap/bpftap/internal/arch"
-	"github.com/bpftap/bpftap/internal/kernel"
 	"github.com/bpftap/bpftap/internal/probes/attach"
 	"github.com/bpftap/bpftap/internal/syntax"
 )
@@ -105,13 +104,9 @@ func expandLifecycle(k KernelInfo, cfg Config, p *Point) ([]*Point, error) {
 	if err != nil {
 		return nil, err
 	}
-	tps, err := k.Tracepoints()
-	if err != nil {
-		return nil, kernelError(err)
-	}
 	var out []*Point
 	for _, lt := range lifecycleTraces(event) {
-		a, err := tracepointAttach(k, tps, lt.event)
+		a, err := tracepointAttach(k, lt.event)
 		if err != nil || a == nil {
 			if lt.optional && err == nil {
 				continue
@@ -133,9 +128,13 @@ func expandLifecycle(k KernelInfo, cfg Config, p *Point) ([]*Point, error) {
 }
 
 // tracepointAttach is the attach point of tracepoint SYSTEM:EVENT, nil if
-// the kernel does not have it.
-func tracepointAttach(k KernelInfo, tps []*kernel.Tracepoint, spec string) (*attach.Point, error) {
-	matched, _ := kernel.MatchTracepoints(tps, spec)
+// the kernel does not have it (with the error when its tracepoints could
+// not be read).
+func tracepointAttach(k KernelInfo, spec string) (*attach.Point, error) {
+	matched, err := k.MatchTracepoints(spec)
+	if err != nil {
+		return nil, kernelError(err)
+	}
 	if len(matched) != 1 {
 		return nil, nil
 	}

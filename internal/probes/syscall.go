@@ -11,7 +11,6 @@ import (
 	"sync"
 
 	"github.com/bpftap/bpftap/internal/arch"
-	"github.com/bpftap/bpftap/internal/kernel"
 	"github.com/bpftap/bpftap/internal/probes/attach"
 	"github.com/bpftap/bpftap/internal/syntax"
 	"github.com/bpftap/bpftap/internal/tapset"
@@ -90,7 +89,7 @@ func keyOf(m map[string]string, v string) string {
 // SyscallNames lists the system calls of the kernel k describes, sorted,
 // by SystemTap's names.
 func SyscallNames(k KernelInfo) ([]string, error) {
-	tps, err := k.Tracepoints()
+	tps, err := k.MatchTracepoints("syscalls:" + syscallEnter + "*")
 	if err != nil {
 		return nil, kernelError(err)
 	}
@@ -102,8 +101,8 @@ func SyscallNames(k KernelInfo) ([]string, error) {
 	}
 	if len(names) == 0 {
 		why := "the kernel has no syscalls:sys_enter_* trace events (CONFIG_FTRACE_SYSCALLS)"
-		if len(tps) > 0 && tps[0].SystemUnknown {
-			why = kernel.TracefsError().Error()
+		if err := k.TracefsError(); err != nil {
+			why = err.Error()
 		}
 		return nil, fmt.Errorf("cannot list the kernel's system calls: %s", why)
 	}
@@ -581,15 +580,7 @@ func traceName(a *attach.Point) string { return fmt.Sprintf("kernel.trace(%q)", 
 // kernel does not have it (with the error when its tracepoints could not
 // be read).
 func rawSyscalls(k KernelInfo, event string) (*attach.Point, error) {
-	tps, err := k.Tracepoints()
-	if err != nil {
-		return nil, kernelError(err)
-	}
-	matched, _ := kernel.MatchTracepoints(tps, "raw_syscalls:"+event)
-	if len(matched) != 1 {
-		return nil, nil
-	}
-	return attachTracepoint(k, matched[0], false)
+	return tracepointAttach(k, "raw_syscalls:"+event)
 }
 
 // syscallAliases are the families SystemTap reaches the system calls by,

@@ -1,6 +1,7 @@
 package probes
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 
@@ -33,13 +34,13 @@ func expandTrace(k KernelInfo, p *Point, classic bool) ([]*Point, error) {
 	if spec == nil {
 		return nil, errorf("kernel.trace needs a string")
 	}
-	tps, err := k.Tracepoints()
-	if err != nil {
-		return nil, kernelError(err)
-	}
-	matched, err := kernel.MatchTracepoints(tps, spec.Value)
-	if err != nil {
+	matched, err := k.MatchTracepoints(spec.Value)
+	var pattern *kernel.PatternError
+	switch {
+	case errors.As(err, &pattern):
 		return nil, &Error{Msg: err.Error()}
+	case err != nil:
+		return nil, kernelError(err)
 	}
 	if len(matched) == 0 {
 		_, event, found := strings.Cut(spec.Value, ":")
@@ -50,8 +51,11 @@ func expandTrace(k KernelInfo, p *Point, classic bool) ([]*Point, error) {
 		// tracepoint's name): computed only if the message is shown, not
 		// when an optional point (an alias on an event this kernel lacks)
 		// fails and discards it
-		return nil, &Error{Msg: "no match", Cause: tracefsNote(tps), Absence: "this kernel has no tracepoint " + spec.Value,
-			detail: func() string { return similarNames("tracepoints", event, eventNames(tps)) }}
+		return nil, &Error{Msg: "no match", Cause: tracefsNote(k), Absence: "this kernel has no tracepoint " + spec.Value,
+			detail: func() string {
+				tps, _ := k.Tracepoints()
+				return similarNames("tracepoints", event, eventNames(tps))
+			}}
 	}
 	var out []*Point
 	for _, tp := range matched {
@@ -86,11 +90,12 @@ func tracepointName(tp *kernel.Tracepoint, spec string) string {
 // tracefsNote says, after "no match", that the kernel's BTF alone was
 // searched because tracefs could not be read, and why ("" when tracefs
 // was read).
-func tracefsNote(tps []*kernel.Tracepoint) string {
-	if len(tps) == 0 || !tps[0].SystemUnknown {
+func tracefsNote(k KernelInfo) string {
+	err := k.TracefsError()
+	if err == nil {
 		return ""
 	}
-	return fmt.Sprintf("only the tracepoints the kernel's BTF describes were searched: %v", kernel.TracefsError())
+	return fmt.Sprintf("only the tracepoints the kernel's BTF describes were searched: %v", err)
 }
 
 // attachTracepoint returns the cheapest attach point the kernel offers for

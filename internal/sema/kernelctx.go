@@ -273,10 +273,30 @@ func (e *elab) promotePerCPU() {
 		return true
 	}
 	e.kernelCode(visit)
+	live := e.liveUserGlobals()
 	for v := range updated {
 		v.PerCPU = !other[v]
+		v.LiveUser = live[v]
 	}
 }
+
+// liveUserGlobals returns the globals that user-side code which may run
+// while the kernel probes are attached mentions (Var.LiveUser).
+func (e *elab) liveUserGlobals() map[*syntax.Var]bool {
+	live := map[*syntax.Var]bool{}
+	e.reachable(func(p *Probe) bool { return !p.Kernel && !outsideRun[p.Family] }, func(n syntax.Node) bool {
+		if id, ok := n.(*syntax.Ident); ok && id.Var != nil && id.Var.Kind == syntax.VarGlobal {
+			live[id.Var] = true
+		}
+		return true
+	})
+	return live
+}
+
+// outsideRun are the user-side families whose probes run before the
+// kernel probes are attached (begin) or after they are detached (end,
+// error), or never.
+var outsideRun = map[string]bool{"begin": true, "end": true, "error": true, "never": true}
 
 // updateOf returns the operand an update statement changes and the
 // expressions it evaluates besides (the keys, the added value); a nil

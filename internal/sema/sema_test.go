@@ -114,6 +114,7 @@ func run(t *testing.T, c chunk, lib []*syntax.File, macros syntax.MacroLibrary) 
 	}
 	return strings.Join(prog.Warnings, "") + prog.String() +
 		promoted(prog, "per-CPU", func(g *syntax.Var) bool { return g.PerCPU }) +
+		promoted(prog, "per-CPU, touched while attached", func(g *syntax.Var) bool { return g.PerCPU && g.LiveUser }) +
 		promoted(prog, "by thread", func(g *syntax.Var) bool { return g.ByThread })
 }
 

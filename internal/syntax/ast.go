@@ -521,6 +521,12 @@ type Var struct {
 	// <<< as statements) and never otherwise use: the BPF back end may keep
 	// it per CPU, the user side merging the CPUs' values when it reads.
 	PerCPU bool
+	// LiveUser marks a global that a user-side handler may touch while
+	// the kernel probes are attached (a timer, procfs or input probe, or a
+	// function one calls; not begin, end or error probes, which run before
+	// the programs are attached or after they are detached): reading and
+	// resetting a PerCPU global then needs the BPF back end's generations.
+	LiveUser bool
 	// ByThread marks a global array whose one long key is tid() wherever
 	// it is used, in kernel probes only (sema's bythread.go): the BPF back
 	// end keeps it in task-local storage.

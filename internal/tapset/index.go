@@ -1,12 +1,11 @@
 package tapset
 
 import (
+	"maps"
 	"path"
 	"slices"
 	"strings"
-	"sync"
 
-	"github.com/bpftap/bpftap/internal/parallel"
 	"github.com/bpftap/bpftap/internal/syntax"
 )
 
@@ -14,25 +13,46 @@ import (
 // probe alias and macro, so that pass 1 parses only the files a script can
 // reach instead of the whole library.
 //
-// It is made when first asked for, from the embedded files themselves by a
-// scan of their tokens (syntax.ScanNames, about a tenth of the cost of
-// parsing them), so it cannot go stale as files are added. Reach then
-// computes a closure: starting from the names the user's scripts mention,
-// a file is reached when it declares a function or global of a mentioned
-// identifier, an alias a mentioned probe point may name (aliasMeets), or a
-// macro a reached source uses; a reached file's own mentions join the
-// search.
+// The names come from a scan of each file's tokens (syntax.ScanNames)
+// made when bpftap is built, not at every start: index_gen.go holds each
+// file's names, each list without repeats, and the index newIndex makes
+// of them (the declared names sorted, the aliases split), written by
+// `go generate ./internal/tapset`; TestIndexGenerated scans the embedded
+// files again and fails when index_gen.go no longer says what they hold,
+// so it cannot go stale as files change. At start-up nothing is built:
+// the table is static data, a name is found by binary search, and Reach
+// reads just the files it reaches out of the embedded library.
+//
+// Reach computes a closure: starting from the names the user's scripts
+// mention, a file is reached when it declares a function or global of a
+// mentioned identifier, an alias a mentioned probe point may name
+// (aliasMeets), or a macro a reached source uses; a reached file's own
+// mentions join the search.
 // The closure over-approximates what the elaborator pulls in (every
 // identifier may be a call or a global; both branches of a conditional
 // count), which costs a few files too many and never one too few.
 
+//go:generate go test -run ^TestIndexGenerated$ -update .
+
+// indexedFile is one embedded library file ("tapset/NAME") and the names
+// the scan of its tokens found.
+type indexedFile struct {
+	name  string
+	names *syntax.Names
+}
+
 // Index maps names to the embedded library files that declare them.
 type Index struct {
-	srcs    []*syntax.Source // the .stp files then the .stpm files, each in name order
-	stp     int              // srcs[:stp] are the .stp files
-	names   []*syntax.Names
-	decls   map[string][]int // function and global names, macro names as "@NAME"
+	files   []indexedFile // the .stp files then the .stpm files, each in name order
+	stp     int           // files[:stp] are the .stp files
+	decls   []decl        // function and global names, macro names as "@NAME", sorted
 	aliases []alias
+}
+
+// decl is a name the library declares and the files that declare it.
+type decl struct {
+	name  string
+	files []int
 }
 
 // Implied names the library functions that the points meeting Point need
@@ -52,37 +72,41 @@ type alias struct {
 	file       int
 }
 
-var (
-	indexOnce sync.Once
-	libIndex  *Index
-)
+// LibraryIndex returns the index of the embedded library: index_gen.go's
+// table, which newIndex made of the files' names when bpftap was built.
+func LibraryIndex() *Index { return &libraryIndex }
 
-// LibraryIndex returns the index of the embedded library.
-func LibraryIndex() *Index {
-	indexOnce.Do(func() {
-		stp, stpm := Library()
-		libIndex = newIndex(append(stp, stpm...), len(stp))
-	})
-	return libIndex
-}
-
-func newIndex(srcs []*syntax.Source, stp int) *Index {
-	ix := &Index{srcs: srcs, stp: stp, names: make([]*syntax.Names, len(srcs)), decls: map[string][]int{}}
-	parallel.Each(len(srcs), func(i int) { ix.names[i] = syntax.ScanNames(srcs[i], nil) })
-	for i, n := range ix.names {
+// newIndex indexes files, of which the first stp are .stp files.
+func newIndex(files []indexedFile, stp int) *Index {
+	ix := &Index{files: files, stp: stp}
+	byName := map[string][]int{}
+	for i, f := range files {
+		n := f.names
 		for _, lists := range [][]string{n.Funcs, n.Globals} {
 			for _, name := range lists {
-				ix.decls[name] = append(ix.decls[name], i)
+				byName[name] = append(byName[name], i)
 			}
 		}
 		for _, m := range n.Macros {
-			ix.decls["@"+m] = append(ix.decls["@"+m], i)
+			byName["@"+m] = append(byName["@"+m], i)
 		}
 		for _, a := range n.Aliases {
 			ix.aliases = append(ix.aliases, alias{strings.Split(a.Name, "."), a.Suffixes, i})
 		}
 	}
+	for _, name := range slices.Sorted(maps.Keys(byName)) {
+		ix.decls = append(ix.decls, decl{name, byName[name]})
+	}
 	return ix
+}
+
+// declaring returns the files that declare key.
+func (ix *Index) declaring(key string) []int {
+	i, found := slices.BinarySearchFunc(ix.decls, key, func(d decl, key string) int { return strings.Compare(d.name, key) })
+	if !found {
+		return nil
+	}
+	return ix.decls[i].files
 }
 
 // Reach returns the library's script files and macro files that the
@@ -90,7 +114,7 @@ func newIndex(srcs []*syntax.Source, stp int) *Index {
 // the library functions points need beyond the script's own (those a
 // probe family's prologues call).
 func (ix *Index) Reach(roots []*syntax.Names, implied []Implied) (stp, stpm []*syntax.Source) {
-	r := &reach{ix: ix, seen: map[string]bool{}, files: make([]bool, len(ix.srcs))}
+	r := &reach{ix: ix, seen: map[string]bool{}, files: make([]bool, len(ix.files))}
 	for _, im := range implied {
 		r.implied = append(r.implied, impliedCalls{alias{components: strings.Split(im.Point, "."), suffixes: im.Suffixes}, im.Calls})
 	}
@@ -100,15 +124,15 @@ func (ix *Index) Reach(roots []*syntax.Names, implied []Implied) (stp, stpm []*s
 	for len(r.queue) > 0 {
 		i := r.queue[0]
 		r.queue = r.queue[1:]
-		r.mentions(ix.names[i])
+		r.mentions(ix.files[i].names)
 	}
-	for i, src := range ix.srcs {
+	for i, f := range ix.files {
 		switch {
 		case !r.files[i]:
 		case i < ix.stp:
-			stp = append(stp, src)
+			stp = append(stp, embeddedSource(f.name))
 		default:
-			stpm = append(stpm, src)
+			stpm = append(stpm, embeddedSource(f.name))
 		}
 	}
 	return stp, stpm
@@ -181,7 +205,7 @@ func (r *reach) declared(key string) {
 		return
 	}
 	r.seen[key] = true
-	for _, i := range r.ix.decls[key] {
+	for _, i := range r.ix.declaring(key) {
 		r.add(i)
 	}
 }
@@ -197,6 +221,12 @@ func (r *reach) add(i int) {
 // one matches the other, or both have wildcards and the text before their
 // first wildcard agrees.
 func patternsMeet(p, q string) bool {
+	switch {
+	case p == q:
+		return true
+	case !strings.ContainsAny(p, `*?[\`) && !strings.ContainsAny(q, `*?[\`):
+		return false // two names: the common case, without path.Match
+	}
 	if ok, _ := path.Match(p, q); ok {
 		return true
 	}

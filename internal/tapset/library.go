@@ -5,6 +5,7 @@ import (
 	"io/fs"
 	"path"
 	"sort"
+	"strings"
 
 	"github.com/bpftap/bpftap/internal/syntax"
 )
@@ -30,12 +31,7 @@ func Library() (stp, stpm []*syntax.Source) {
 	entries, _ := fs.ReadDir(library, ".")
 	sort.Slice(entries, func(i, j int) bool { return entries[i].Name() < entries[j].Name() })
 	for _, e := range entries {
-		text, err := library.ReadFile(e.Name())
-		if err != nil {
-			continue
-		}
-		src := syntax.NewSource("tapset/"+e.Name(), string(text))
-		src.Library = true // marked once: sessions that run at once share it (LibraryIndex)
+		src := embeddedSource("tapset/" + e.Name())
 		switch path.Ext(e.Name()) {
 		case ".stp":
 			stp = append(stp, src)
@@ -44,6 +40,16 @@ func Library() (stp, stpm []*syntax.Source) {
 		}
 	}
 	return stp, stpm
+}
+
+// embeddedSource returns the embedded library's file name ("tapset/FILE")
+// as a source, marked Library when made (the parser then leaves the flag
+// as it is).
+func embeddedSource(name string) *syntax.Source {
+	text, _ := library.ReadFile(strings.TrimPrefix(name, "tapset/"))
+	src := syntax.NewSource(name, string(text))
+	src.Library = true
+	return src
 }
 
 // Macros returns the macros of the library's .stpm files, with which the

@@ -1,9 +1,12 @@
 package tapset
 
-import "slices"
+import (
+	"slices"
+	"sync"
+)
 
 // System call names by number, the facts behind syscall_name() and the
-// syscall_any probes. The table of each architecture is generated from the
+// syscall_any probes. The table of each architecture is transcribed from the
 // kernel's uapi headers (syscalls_x86_64.go, syscalls_aarch64.go);
 // architectures without a table name no system call.
 
@@ -11,12 +14,12 @@ import "slices"
 // "x86_64", "arm64", ...), or "" when nr is unknown, as stap's syscall_name
 // returns for a number missing from its table.
 func SyscallName(arch string, nr int64) string {
-	return syscallTables[arch][nr]
+	return syscallTables()[arch][nr]
 }
 
 // SyscallNames returns arch's table as a slice indexed by number, "" in the
 // gaps, for a BPF array map; nil when bpftap has no table for arch.
-func SyscallNames(arch string) []string { return bySyscallNumber(syscallTables[arch]) }
+func SyscallNames(arch string) []string { return bySyscallNumber(syscallTables()[arch]) }
 
 // bySyscallNumber turns a table into a slice indexed by number; nil for none.
 func bySyscallNumber(table map[int64]string) []string {
@@ -34,15 +37,17 @@ func bySyscallNumber(table map[int64]string) []string {
 	return names
 }
 
-var syscallTables = map[string]map[int64]string{
-	"x86_64": withCommon(syscallsX8664),
-	"arm64":  withCommon(syscallsARM64),
-}
+// syscallTables are the native tables by architecture, made when first
+// asked for, not when the program starts: most runs name no system call
+// by number.
+var syscallTables = sync.OnceValue(func() map[string]map[int64]string {
+	return map[string]map[int64]string{"x86_64": withCommon(syscallsX8664()), "arm64": withCommon(syscallsARM64())}
+})
 
 // withCommon adds to table the calls numbered alike on every architecture
 // (syscallsSince424), but those of the numbers in except, and returns it.
 func withCommon(table map[int64]string, except ...int64) map[int64]string {
-	for nr, name := range syscallsSince424 {
+	for nr, name := range syscallsSince424() {
 		if !slices.Contains(except, nr) {
 			table[nr] = name
 		}
@@ -58,10 +63,14 @@ func withCommon(table map[int64]string, except ...int64) map[int64]string {
 // a call by that table and give it the probes of the native call of the
 // same name.
 
-var compatTables = map[string]map[int64]string{
-	"x86_64": withCommon(syscallsI386, 453), // map_shadow_stack: 64-bit only
-	"arm64":  withCommon(syscallsARM, 453),
-}
+// compatTables are the compat tables by architecture, made when first
+// asked for.
+var compatTables = sync.OnceValue(func() map[string]map[int64]string {
+	return map[string]map[int64]string{
+		"x86_64": withCommon(syscallsI386(), 453), // map_shadow_stack: 64-bit only
+		"arm64":  withCommon(syscallsARM(), 453),
+	}
+})
 
 // compatAs are the compat calls that are the native call of another name
 // (fcntl64 is fcntl with a 32-bit process's struct flock64), and those
@@ -72,7 +81,7 @@ var compatAs = map[string]string{"fcntl64": "fcntl", "mmap": "", "select": ""}
 
 // CompatSyscallNames returns arch's table of compat calls as SyscallNames
 // returns its native one; nil where bpftap knows of none.
-func CompatSyscallNames(arch string) []string { return bySyscallNumber(compatTables[arch]) }
+func CompatSyscallNames(arch string) []string { return bySyscallNumber(compatTables()[arch]) }
 
 // NativeSyscallNumbers returns, indexed by compat number, the number of
 // the native call each compat call is (the same name, or compatAs's), -1
@@ -84,7 +93,7 @@ func NativeSyscallNumbers(arch string) []int32 {
 		return nil
 	}
 	native := map[string]int32{}
-	for nr, name := range syscallTables[arch] {
+	for nr, name := range syscallTables()[arch] {
 		native[name] = int32(nr)
 	}
 	out := make([]int32, len(compat))

@@ -47,16 +47,23 @@ func (d *detector) detect(f *Feature) error {
 	return r.err
 }
 
-// commPadded is comm_padded's probe: nothing a program does tells, so the
-// running kernel's version decides. (Set in init: the probe reads the
-// feature's own Since.)
-func init() { CommPadded.probe = commPadded }
+// The probes of the features nothing a program does tells: the running
+// kernel's version decides. (Set in init: a probe reads its feature's
+// own Since.)
+func init() {
+	CommPadded.probe = byRelease(CommPadded, "copies a task's new name with strlcpy")
+	RuntimeAllocMaps.probe = byRelease(RuntimeAllocMaps, "has no BPF memory allocator for tracing programs")
+}
 
-func commPadded() error {
-	if v := runningKernel().Release; v.Before(CommPadded.Since) {
-		return fmt.Errorf("Linux %s copies a task's new name with strlcpy", v)
+// byRelease is the probe of f by the running kernel's version; why says
+// what a kernel before f.Since does.
+func byRelease(f *Feature, why string) func() error {
+	return func() error {
+		if v := runningKernel().Release; v.Before(f.Since) {
+			return fmt.Errorf("Linux %s %s", v, why)
+		}
+		return nil
 	}
-	return nil
 }
 
 // helper probes for a helper the kernel lets kprobe programs call (every

@@ -65,7 +65,7 @@ var (
 	TaskStack = &Feature{Name: "task_stack", What: "bpf_get_task_stack", Since: Version{5, 9},
 		Detect: "helper probe", probe: helper(asm.FnGetTaskStack)}
 	MemcgAccounting = &Feature{Name: "memcg_accounting", What: "BPF memory charged to the memory cgroup",
-		Since: Version{5, 11}, Detect: "cilium/ebpf rlimit.RemoveMemlock (a map created under a zero RLIMIT_MEMLOCK)",
+		Since: Version{5, 11}, Detect: "a map created under a zero RLIMIT_MEMLOCK, when bpftap first makes a BPF object",
 		Fallback: "RLIMIT_MEMLOCK raised to unlimited before the first map"}
 	BigKeys = &Feature{Name: "big_keys", What: "hash map keys longer than 512 bytes", Since: Version{5, 11},
 		Detect: "a hash map created with a 513-byte key", probe: bigKeys,
@@ -108,6 +108,10 @@ var (
 	SubprogTailCalls = &Feature{Name: "subprog_tail_calls", What: "tail calls from BPF programs that call BPF functions",
 		Since: Version{6, 0}, Detect: "trial load (x86-64's JIT has them from 5.10, arm64's from 6.0)", probe: subprogTailCalls,
 		Fallback: "the entries of syscall.* in one program, not two joined by a tail call (verified in about twice the time)"}
+	RuntimeAllocMaps = &Feature{Name: "runtime_alloc_maps",
+		What: "hash maps in tracing programs that allocate an element when it is added (BPF_F_NO_PREALLOC)", Since: Version{6, 1},
+		Detect:   "the running kernel's version (before 6.1's BPF memory allocator the verifier calls them unsafe in tracing programs and refuses them in perf event programs)",
+		Fallback: "hash maps that allocate all their elements when created (1-3 ms of start-up per 2,048 per-CPU elements)"}
 	MemMapKeys = &Feature{Name: "mem_map_keys",
 		What: "map keys and values in memory a global function's pointer argument points to", Since: Version{6, 2},
 		Detect: "trial load", probe: memMapKeys,
@@ -144,7 +148,7 @@ var (
 var Features = []*Feature{
 	Kprobes, WriteUser, ProbeReadKernel, TracingPrograms, Fentry, LSM, RingBuffer, TaskStack, MemcgAccounting, BigKeys, TaskBTF,
 	TaskStorage, GlobalFuncPointers, AtomicFetch, ForEachMapElem, TaskPtRegs, FuncIP, TracingScalarPointers, CommPadded, Loop,
-	KprobeMulti, SleepableUprobes, SubprogTailCalls, MemMapKeys, TaskFromPid, IterNum, UprobeMulti, V4ISA, MayGoto, KprobeSession,
+	KprobeMulti, SleepableUprobes, SubprogTailCalls, RuntimeAllocMaps, MemMapKeys, TaskFromPid, IterNum, UprobeMulti, V4ISA, MayGoto, KprobeSession,
 }
 
 // Probed tells whether Kernel.Check detects f itself; the kinds of attach

@@ -30,7 +30,8 @@ import (
 	"github.com/bpftap/bpftap/internal/arch"
 	"github.com/bpftap/bpftap/internal/kernel"
 	"github.com/bpftap/bpftap/internal/ksym"
-	"github.com/cilium/ebpf/rlimit"
+	"github.com/cilium/ebpf"
+	"golang.org/x/sys/unix"
 )
 
 // Version is an upstream Linux version, major and minor.
@@ -339,15 +340,45 @@ func Lacks(err error) *Feature {
 // RaiseMemlock lifts RLIMIT_MEMLOCK where the kernel charges BPF memory to
 // it (before Linux 5.11: its default of 64 KiB holds no ring buffer), once
 // per process; where BPF memory is charged to the memory cgroup it does
-// nothing (cilium/ebpf's rlimit.RemoveMemlock decides, by creating a map
-// under a zero limit when the process starts). Every maker of BPF objects
-// calls it first: the loader, which reports its failure once the process
-// is known to be privileged, and the trial loads of detection and of
-// attach kinds, which go on without (an unprivileged process cannot raise
-// the limit, and its loads fail for the want of privileges anyway).
+// nothing (chargesMemcg decides). Every maker of BPF objects calls it
+// first: the loader, which reports its failure once the process is known
+// to be privileged, and the trial loads of detection and of attach kinds,
+// which go on without (an unprivileged process cannot raise the limit,
+// and its loads fail for the want of privileges anyway). A process that
+// makes none (bpftap --version, a script without kernel probes) never
+// pays for the test, as it did when cilium/ebpf's rlimit package made it
+// at every start.
 var RaiseMemlock = sync.OnceValue(func() error {
-	if err := rlimit.RemoveMemlock(); err != nil {
+	var limit unix.Rlimit
+	if err := unix.Prlimit(0, unix.RLIMIT_MEMLOCK, nil, &limit); err != nil {
+		return fmt.Errorf("reading RLIMIT_MEMLOCK: %w", err)
+	}
+	if limit.Cur == unix.RLIM_INFINITY || chargesMemcg(limit) {
+		return nil
+	}
+	unlimited := unix.Rlimit{Cur: unix.RLIM_INFINITY, Max: unix.RLIM_INFINITY}
+	if err := unix.Prlimit(0, unix.RLIMIT_MEMLOCK, &unlimited, nil); err != nil {
 		return fmt.Errorf("raising RLIMIT_MEMLOCK, which this kernel charges BPF memory to: %w", err)
 	}
 	return nil
 })
+
+// chargesMemcg tells whether the kernel charges BPF memory to the memory
+// cgroup (Linux 5.11, target.MemcgAccounting) rather than to
+// RLIMIT_MEMLOCK: whether a map can be created under a limit of zero.
+// The limit is lowered for the test and then put back as it was (limit);
+// no other BPF object is made meanwhile, every maker waiting for
+// RaiseMemlock.
+func chargesMemcg(limit unix.Rlimit) bool {
+	zero := unix.Rlimit{Cur: 0, Max: limit.Max}
+	if err := unix.Prlimit(0, unix.RLIMIT_MEMLOCK, &zero, nil); err != nil {
+		return false
+	}
+	m, err := ebpf.NewMap(&ebpf.MapSpec{Type: ebpf.Array, KeySize: 4, ValueSize: 4, MaxEntries: 1})
+	unix.Prlimit(0, unix.RLIMIT_MEMLOCK, &limit, nil)
+	if err != nil {
+		return false
+	}
+	m.Close()
+	return true
+}

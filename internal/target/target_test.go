@@ -117,7 +117,7 @@ func TestRunningFromEnvironment(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := "for_each_map_elem,task_pt_regs,func_ip,tracing_scalar_pointers,comm_padded,loop,kprobe_multi,sleepable_uprobes,subprog_tail_calls,mem_map_keys,task_from_pid,iter_num,uprobe_multi,v4isa,may_goto,kprobe_session"
+	want := "for_each_map_elem,task_pt_regs,func_ip,tracing_scalar_pointers,comm_padded,loop,kprobe_multi,sleepable_uprobes,subprog_tail_calls,runtime_alloc_maps,mem_map_keys,task_from_pid,iter_num,uprobe_multi,v4isa,may_goto,kprobe_session"
 	if k.Arch == arch.ARM64 {
 		want = "fentry,bpf_lsm," + want // arm64's trampolines on kernel functions: 6.4
 	}

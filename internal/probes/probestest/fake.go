@@ -25,6 +25,14 @@ type Kernel struct {
 func (k *Kernel) Tracepoints() ([]*kernel.Tracepoint, error) { return k.tps, nil }
 func (k *Kernel) BTF() (*kernel.BTF, error)                  { return k.btf, nil }
 
+// MatchTracepoints matches spec against the fake kernel's tracepoints.
+func (k *Kernel) MatchTracepoints(spec string) ([]*kernel.Tracepoint, error) {
+	return kernel.MatchTracepoints(k.tps, spec)
+}
+
+// TracefsError says that the fake kernel's tracefs was read.
+func (k *Kernel) TracefsError() error { return nil }
+
 // ModuleBTF says that the fake kernel has no module with BTF.
 func (k *Kernel) ModuleBTF(name string) (*kernel.BTF, error) {
 	return nil, fmt.Errorf("the kernel publishes no BTF for module %s", name)
