@@ -102,7 +102,10 @@ func FindTracepoints(spec string) ([]*Tracepoint, error) {
 	}
 	if events, err := availableEvents(); ftraceOnly[system] && err == nil {
 		if !hasWildcard(event) {
-			return classicCalled(slices.DeleteFunc(systemsOf(events, event), func(sys string) bool { return sys != system }), event), nil
+			if !slices.Contains(systemsOf(events, event), system) {
+				return nil, nil
+			}
+			return []*Tracepoint{{System: system, Event: event}}, nil
 		}
 		return MatchTracepoints(eventsOf(events, system), spec)
 	}
