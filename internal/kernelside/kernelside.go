@@ -279,7 +279,7 @@ func (s *Session) Load() error {
 			return output.Failf("%w", err)
 		}
 	}
-	objs, err := createMaps(s.mod.Maps(), s.cfg.namePrefix(), s.cfg.Progress)
+	objs, err := createMaps(s.mod.Maps(), s.cfg.namePrefix(), s.cfg.Progress, s.cfg.Kernel.Has(target.BatchMapUpdate))
 	if err != nil {
 		return output.Failf("%w", err)
 	}
