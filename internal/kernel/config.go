@@ -1,7 +1,7 @@
 package kernel
 
 import (
-	"bufio"
+	"bytes"
 	"compress/gzip"
 	"io"
 	"os"
@@ -33,30 +33,39 @@ func Config(option string) (value string, ok bool) {
 			return "y", true // what publishes the BTF: no need to read the configuration
 		}
 	}
-	options, ok := configOptions()
-	return options[option], ok
+	text, ok := configText()
+	return configValue(text, option), ok
 }
 
 // debugInfoBTF is the option that makes the kernel publish its BTF.
 const debugInfoBTF = "CONFIG_DEBUG_INFO_BTF"
 
-// configOptions is the running kernel's configuration, option by option;
-// false when it cannot be read.
-var configOptions = sync.OnceValues(func() (map[string]string, bool) {
+// configText is the running kernel's configuration, "\n" first; false
+// when it cannot be read. Options are looked up in the text (a run asks
+// for a few): a map of its 8,000 lines cost a millisecond.
+var configText = sync.OnceValues(func() ([]byte, bool) {
 	r, closer := openConfig()
 	if r == nil {
 		return nil, false
 	}
 	defer closer.Close()
-	options := map[string]string{}
-	sc := bufio.NewScanner(r)
-	for sc.Scan() {
-		if name, v, found := strings.Cut(sc.Text(), "="); found && strings.HasPrefix(name, "CONFIG_") {
-			options[name] = v
-		}
-	}
-	return options, sc.Err() == nil
+	text, err := io.ReadAll(io.MultiReader(strings.NewReader("\n"), r))
+	return text, err == nil
 })
+
+// configValue is the value of option in a configuration's text (lines of
+// OPTION=VALUE, each after a newline), "" when no line sets it.
+func configValue(text []byte, option string) string {
+	i := bytes.Index(text, []byte("\n"+option+"="))
+	if i < 0 {
+		return ""
+	}
+	value := text[i+len(option)+2:]
+	if end := bytes.IndexByte(value, '\n'); end >= 0 {
+		value = value[:end]
+	}
+	return string(value)
+}
 
 // openConfig opens the running kernel's configuration, or returns nil.
 func openConfig() (io.Reader, io.Closer) {

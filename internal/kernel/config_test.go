@@ -24,3 +24,18 @@ func TestConfig(t *testing.T) {
 }
 
 func mustAtoi(s string) int { n, _ := strconv.Atoi(s); return n }
+
+// TestConfigValue looks options up in a configuration's text: an option
+// whose name begins another's, the first and the last line, a line without
+// its newline, an option the file says is not set.
+func TestConfigValue(t *testing.T) {
+	text := []byte("\nCONFIG_HZ_250=y\nCONFIG_HZ=250\n# CONFIG_KPROBES is not set\nCONFIG_LOCALVERSION=\"-fc\"\nCONFIG_LAST=m")
+	for option, want := range map[string]string{
+		"CONFIG_HZ_250": "y", "CONFIG_HZ": "250", "CONFIG_KPROBES": "", "CONFIG_LOCALVERSION": `"-fc"`,
+		"CONFIG_LAST": "m", "CONFIG_H": "", "HZ": "",
+	} {
+		if got := configValue(text, option); got != want {
+			t.Errorf("configValue(%s) = %q, want %q", option, got, want)
+		}
+	}
+}
