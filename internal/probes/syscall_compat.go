@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"sync"
 
 	"github.com/bpftap/bpftap/internal/probes/attach"
 	"github.com/bpftap/bpftap/internal/syntax"
@@ -36,10 +37,11 @@ func compatSyscallFamily(k KernelInfo) *Family {
 }
 
 // compatOnlyCalls are the compat calls of the host's architecture that no
-// native call is, by name.
-func compatOnlyCalls() map[string]tapset.CompatOnly {
+// native call is, by name: made once (a millisecond: syscall.*'s aliases
+// ask for each of their calls). Callers do not modify it.
+var compatOnlyCalls = sync.OnceValue(func() map[string]tapset.CompatOnly {
 	return tapset.CompatOnlySyscalls(syntax.HostArch())
-}
+})
 
 // CompatOnlyPoint tells whether script names the entry or return of a
 // compat call no native call is (syscall.statfs64, nd_syscall.mmap2.return).
