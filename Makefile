@@ -12,8 +12,11 @@ MANDIR ?= $(PREFIX)/share/man
 
 all: bpftap bpftap-flamegraph bpftap-tau
 
+# static, without cgo (as the guests' and the arm64 build): bpftap calls no C, and
+# without the dynamic loader and libc's start-up every run starts 1.5-2 ms sooner
+# (bench/RESULTS-startup.md)
 bpftap:
-	$(GO) build -o bpftap ./cmd/bpftap
+	CGO_ENABLED=0 $(GO) build -o bpftap ./cmd/bpftap
 
 # folded stacks (examples/flamegraph.stp) to an SVG flame graph
 bpftap-flamegraph:

@@ -11,5 +11,5 @@ set -eu
 cd "$(dirname "$0")/.."
 bin=$(mktemp -d /tmp/bpftap-startup.XXXXXX)
 trap 'rm -rf "$bin"' EXIT
-go build -o "$bin/" ./cmd/bpftap ./bench/startup
+CGO_ENABLED=0 go build -o "$bin/" ./cmd/bpftap ./bench/startup # as make builds it
 "$bin/startup" -bpftap "$bin/bpftap" "$@"
