@@ -164,15 +164,12 @@ func (g *gen) syscallCompat() {
 // syscallCompat keeps what it read and six words where the prologue
 // copies the call's arguments (fillSyscallArgs).
 func (g *gen) reserveCompatSlot(a *attach.Point) {
-	if _, ok := g.m.facts.compatStatus(); !ok || a == nil {
+	if a == nil || !slices.ContainsFunc(a.Args, func(arg attach.Arg) bool { return arg.Loc.Compat }) {
 		return
 	}
-	for _, arg := range a.Args {
-		if arg.Loc.Compat {
-			g.compatSlot = g.pushSlot()
-			g.argsSlot = g.pushStack(8 * len(g.m.regs().SyscallArgs))
-			return
-		}
+	if _, ok := g.m.facts.compatStatus(); ok {
+		g.compatSlot = g.pushSlot()
+		g.argsSlot = g.pushStack(8 * len(g.m.regs().SyscallArgs))
 	}
 }
 
