@@ -2,6 +2,7 @@ package kernel
 
 import (
 	"fmt"
+	"os"
 	"testing"
 
 	"github.com/cilium/ebpf/btf"
@@ -16,6 +17,18 @@ import (
 func BenchmarkLoad(b *testing.B) {
 	for b.Loop() {
 		k := mustLoad(b)
+		unix.Munmap(k.raw)
+	}
+}
+
+// BenchmarkLoadLookup maps the kernel's BTF, indexes it and looks a name
+// up (which reads the string table): what a script's first type costs.
+func BenchmarkLoadLookup(b *testing.B) {
+	for b.Loop() {
+		k := mustLoad(b)
+		if len(k.IDsByName("task_struct")) == 0 {
+			b.Fatal("no task_struct")
+		}
 		unix.Munmap(k.raw)
 	}
 }
@@ -107,5 +120,19 @@ func BenchmarkParseFilterFunctions(b *testing.B) {
 	}
 	for b.Loop() {
 		ParseFilterFunctions(raw)
+	}
+}
+
+// BenchmarkIndexRecords indexes the records of the running kernel's BTF,
+// already in memory (what every run that reads the BTF pays after mapping it).
+func BenchmarkIndexRecords(b *testing.B) {
+	raw, err := os.ReadFile(VMLinuxPath)
+	if err != nil {
+		b.Skip(err)
+	}
+	for i := 0; i < b.N; i++ {
+		if _, err := parse(raw, nil); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
