@@ -490,15 +490,19 @@ func (c *Context) CompatSyscalls() bool {
 
 // CompatSyscallNumbers returns the numbers of the compat calls that are
 // the native call nr (fcntl and fcntl64 are x86_64's fcntl), sorted.
-func CompatSyscallNumbers(nr int) []int {
-	var nrs []int
+func CompatSyscallNumbers(nr int) []int { return slices.Clone(compatByNative()[nr]) }
+
+// compatByNative indexes the host's compat calls by the native call each
+// is, once (the merges of syscall.* ask at each of their calls).
+var compatByNative = sync.OnceValue(func() map[int][]int {
+	byNative := map[int][]int{}
 	for compat, native := range tapset.NativeSyscallNumbers(syntax.HostArch()) {
-		if int(native) == nr {
-			nrs = append(nrs, compat)
+		if native >= 0 {
+			byNative[int(native)] = append(byNative[int(native)], compat)
 		}
 	}
-	return nrs
-}
+	return byNative
+})
 
 // CompatGuard is the statement that leaves a probe on
 // raw_syscalls:sys_enter (sys_exit with ret) unless the call is a compat

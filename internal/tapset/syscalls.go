@@ -14,43 +14,39 @@ import (
 // "x86_64", "arm64", ...), or "" when nr is unknown, as stap's syscall_name
 // returns for a number missing from its table.
 func SyscallName(arch string, nr int64) string {
-	return syscallTables()[arch][nr]
+	if table := syscallTables()[arch]; nr >= 0 && nr < int64(len(table)) {
+		return table[nr]
+	}
+	return ""
 }
 
 // SyscallNames returns arch's table as a slice indexed by number, "" in the
 // gaps, for a BPF array map; nil when bpftap has no table for arch.
-func SyscallNames(arch string) []string { return bySyscallNumber(syscallTables()[arch]) }
-
-// bySyscallNumber turns a table into a slice indexed by number; nil for none.
-func bySyscallNumber(table map[int64]string) []string {
-	if table == nil {
-		return nil
-	}
-	var top int64
-	for nr := range table {
-		top = max(top, nr)
-	}
-	names := make([]string, top+1)
-	for nr, name := range table {
-		names[nr] = name
-	}
-	return names
-}
+func SyscallNames(arch string) []string { return slices.Clone(syscallTables()[arch]) }
 
 // syscallTables are the native tables by architecture, made when first
 // asked for, not when the program starts: most runs name no system call
-// by number.
-var syscallTables = sync.OnceValue(func() map[string]map[int64]string {
-	return map[string]map[int64]string{"x86_64": withCommon(syscallsX8664()), "arm64": withCommon(syscallsARM64())}
+// by number. Each is a slice indexed by number, as transcribed: no map
+// to build (four maps of 450 names were a millisecond and a half).
+var syscallTables = sync.OnceValue(func() map[string][]string {
+	return map[string][]string{"x86_64": withCommon(syscallsX8664()), "arm64": withCommon(syscallsARM64())}
 })
 
 // withCommon adds to table the calls numbered alike on every architecture
-// (syscallsSince424), but those of the numbers in except, and returns it.
-func withCommon(table map[int64]string, except ...int64) map[int64]string {
-	for nr, name := range syscallsSince424() {
-		if !slices.Contains(except, nr) {
+// (syscallsSince424), but those of the numbers in except, and returns it,
+// its last element a name.
+func withCommon(table []string, except ...int) []string {
+	common := syscallsSince424()
+	if len(table) < len(common) {
+		table = append(table, make([]string, len(common)-len(table))...)
+	}
+	for nr, name := range common {
+		if name != "" && !slices.Contains(except, nr) {
 			table[nr] = name
 		}
+	}
+	for len(table) > 0 && table[len(table)-1] == "" {
+		table = table[:len(table)-1]
 	}
 	return table
 }
@@ -65,8 +61,8 @@ func withCommon(table map[int64]string, except ...int64) map[int64]string {
 
 // compatTables are the compat tables by architecture, made when first
 // asked for.
-var compatTables = sync.OnceValue(func() map[string]map[int64]string {
-	return map[string]map[int64]string{
+var compatTables = sync.OnceValue(func() map[string][]string {
+	return map[string][]string{
 		"x86_64": withCommon(syscallsI386(), 453), // map_shadow_stack: 64-bit only
 		"arm64":  withCommon(syscallsARM(), 453),
 	}
@@ -81,20 +77,35 @@ var compatAs = map[string]string{"fcntl64": "fcntl", "mmap": "", "select": ""}
 
 // CompatSyscallNames returns arch's table of compat calls as SyscallNames
 // returns its native one; nil where bpftap knows of none.
-func CompatSyscallNames(arch string) []string { return bySyscallNumber(compatTables()[arch]) }
+func CompatSyscallNames(arch string) []string { return slices.Clone(compatTables()[arch]) }
 
 // NativeSyscallNumbers returns, indexed by compat number, the number of
 // the native call each compat call is (the same name, or compatAs's), -1
 // where there is none (i386's waitpid, socketcall); nil where arch has no
-// compat calls.
-func NativeSyscallNumbers(arch string) []int32 {
+// compat calls. The table is made once and shared: callers do not modify
+// it (syscall.*'s merges ask for it at each of their calls).
+func NativeSyscallNumbers(arch string) []int32 { return nativeNumbers()[arch] }
+
+// nativeNumbers are NativeSyscallNumbers's tables by architecture.
+var nativeNumbers = sync.OnceValue(func() map[string][]int32 {
+	tables := map[string][]int32{}
+	for arch := range compatTables() {
+		tables[arch] = nativeNumbersOf(arch)
+	}
+	return tables
+})
+
+// nativeNumbersOf makes arch's table of NativeSyscallNumbers.
+func nativeNumbersOf(arch string) []int32 {
 	compat := CompatSyscallNames(arch)
 	if compat == nil {
 		return nil
 	}
 	native := map[string]int32{}
 	for nr, name := range syscallTables()[arch] {
-		native[name] = int32(nr)
+		if name != "" {
+			native[name] = int32(nr)
+		}
 	}
 	out := make([]int32, len(compat))
 	for nr, name := range compat {

@@ -8,9 +8,9 @@
 
 package tapset
 
-// syscallsARM returns a new table that maps a 32-bit ARM (EABI) system call number to its name.
-func syscallsARM() map[int64]string {
-	return map[int64]string{
+// syscallsARM returns a new table of the 32-bit ARM (EABI) system calls' names, indexed by number ("" in the gaps).
+func syscallsARM() []string {
+	return []string{
 		0:   "restart_syscall",
 		1:   "exit",
 		2:   "fork",

@@ -7,11 +7,11 @@
 
 package tapset
 
-// syscallsSince424 returns a new table that maps the number of a system call added since Linux
-// 5.1 to its name, the same on every architecture: each table has them
-// (withCommon).
-func syscallsSince424() map[int64]string {
-	return map[int64]string{
+// syscallsSince424 returns a new table of the names of the system calls
+// added since Linux 5.1, indexed by number ("" below 424 and in the gaps),
+// the same on every architecture: each table has them (withCommon).
+func syscallsSince424() []string {
+	return []string{
 		424: "pidfd_send_signal",
 		425: "io_uring_setup",
 		426: "io_uring_enter",
