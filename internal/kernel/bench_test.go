@@ -136,3 +136,19 @@ func BenchmarkIndexRecords(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkIDsByName looks up names in the kernel's BTF afresh (no answer
+// kept from the iteration before): a tracepoint's prototype, a struct, a
+// function.
+func BenchmarkIDsByName(b *testing.B) {
+	k := mustLoad(b)
+	names := []string{"btf_trace_sys_enter", "task_struct", "vfs_read"}
+	for b.Loop() {
+		k.named = map[string][]TypeID{}
+		for _, name := range names {
+			if len(k.IDsByName(name)) == 0 {
+				b.Fatalf("no %s", name)
+			}
+		}
+	}
+}

@@ -72,9 +72,10 @@ type BTF struct {
 	types   []byte   // the type section
 	strings []byte   // the string table
 	offsets []uint32 // offsets[i] is the record of type first+i within types
-	// names[i] is the name offset of type first+i: a search by name
-	// reads this array, not a header in each of the records' pages.
-	names []uint32
+	// names holds the name offset of type first+i at 4*i, little-endian: a
+	// search by name reads these bytes (bytes.Index, which compares many
+	// at once), not a header in each of the records' pages.
+	names []byte
 
 	// base is the BTF a module's continues (nil for vmlinux): IDs below
 	// first and string offsets below strBase are base's.
@@ -308,14 +309,14 @@ const recordHeaderSize = 12
 // time of a switch, which mispredicts on kinds that come in no order.
 func (b *BTF) indexRecords() error {
 	b.offsets = make([]uint32, 0, len(b.types)/24)
-	b.names = make([]uint32, 0, len(b.types)/24)
+	b.names = make([]byte, 0, len(b.types)/24*4)
 	for p := uint64(0); p < uint64(len(b.types)); {
 		if p+recordHeaderSize > uint64(len(b.types)) {
 			return fmt.Errorf("truncated type record at offset %d", p)
 		}
 		header := b.types[p : p+recordHeaderSize : p+recordHeaderSize]
 		b.offsets = append(b.offsets, uint32(p))
-		b.names = append(b.names, binary.LittleEndian.Uint32(header))
+		b.names = append(b.names, header[:4]...)
 		info := binary.LittleEndian.Uint32(header[4:])
 		kind := info >> 24 & 0x1f
 		p += recordHeaderSize + uint64(trailerFixed[kind]) + uint64(trailerPerMember[kind])*uint64(info&0xffff)
@@ -375,7 +376,7 @@ func (b *BTF) record(id TypeID) []byte {
 
 // nameOff returns the name offset of record id, one of the blob's own.
 func (b *BTF) nameOff(id TypeID) uint32 {
-	return b.names[id-b.first]
+	return binary.LittleEndian.Uint32(b.names[4*(id-b.first):])
 }
 
 // kindOf returns the kind of type id (not void).
@@ -410,11 +411,7 @@ func (b *BTF) idsNamed(offs []uint32) []TypeID {
 	}
 	var ids []TypeID
 	for _, o := range offs { // one offset a blob (offsetsOf's whole names): a scan each
-		for i, n := range b.names {
-			if n == o {
-				ids = append(ids, b.first+TypeID(i))
-			}
-		}
+		ids = append(ids, b.idsNamedAt(o)...)
 	}
 	slices.Sort(ids)
 	if b.base != nil {
@@ -425,6 +422,26 @@ func (b *BTF) idsNamed(offs []uint32) []TypeID {
 		ids = append(ids, b.base.idsNamed(offs[:below])...)
 	}
 	return ids
+}
+
+// idsNamedAt returns the IDs of b's own types whose name is at off, in
+// ascending order.
+func (b *BTF) idsNamedAt(off uint32) []TypeID {
+	var ids []TypeID
+	want := binary.LittleEndian.AppendUint32(nil, off)
+	for from := 0; ; {
+		i := bytes.Index(b.names[from:], want)
+		if i < 0 {
+			return ids
+		}
+		at := from + i
+		if at%4 != 0 { // the bytes of two neighbours' offsets
+			from = at + 1
+			continue
+		}
+		ids = append(ids, b.first+TypeID(at/4))
+		from = at + 4
+	}
 }
 
 // TypeByName returns the type of kind k called name (the first one: vmlinux
@@ -456,7 +473,8 @@ func (b *BTF) NamesWithPrefix(prefixes ...string) map[string][]TypeID {
 	}
 	found := map[string][]TypeID{}
 	for o := b; o != nil; o = o.base { // a module's own types, then the kernel's
-		for i, off := range o.names {
+		for i := range len(o.names) / 4 {
+			off := binary.LittleEndian.Uint32(o.names[4*i:])
 			if off < o.strEnd() && marked[off/64]&(1<<(off%64)) != 0 {
 				found[names[off]] = append(found[names[off]], o.first+TypeID(i))
 			}

@@ -383,14 +383,14 @@ func describeAll(tps []*Tracepoint) string {
 func TestIDsByName(t *testing.T) {
 	b := kernelOrSkip(t)
 	names := []string{"task_struct", "btf_trace_sys_enter", "__traceiter_sys_enter", "no_such_type_name", "task_struc"}
-	for i := 0; i < len(b.names); i += 97 {
-		names = append(names, b.str(b.names[i]))
+	for id := b.first; int(id) < b.NumTypes(); id += 97 {
+		names = append(names, b.str(b.nameOff(id)))
 	}
 	for _, name := range names {
 		var want []TypeID
-		for i, off := range b.names {
-			if name != "" && b.str(off) == name {
-				want = append(want, b.first+TypeID(i))
+		for id := b.first; int(id) < b.NumTypes(); id++ {
+			if name != "" && b.str(b.nameOff(id)) == name {
+				want = append(want, id)
 			}
 		}
 		if got := b.IDsByName(name); !slices.Equal(got, want) {
