@@ -13,6 +13,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/bpftap/bpftap/internal/kernel"
 	"github.com/bpftap/bpftap/internal/probes"
 	"github.com/bpftap/bpftap/internal/syntax"
 	"github.com/bpftap/bpftap/internal/tapset"
@@ -145,6 +146,9 @@ func (s *session) parse(whole bool) (user, libs []*syntax.File, err error) {
 	if err != nil {
 		return nil, nil, err
 	}
+	if s.opts.LastPass != 1 && mentionTracepoints(srcs, libSrcs) {
+		kernel.Prefetch()
+	}
 	macros, errs := syntax.LoadMacros(macroSrcs...)
 	if len(errs) > 0 {
 		return nil, nil, errs
@@ -159,6 +163,20 @@ func (s *session) parse(whole bool) (user, libs []*syntax.File, err error) {
 		libs, err = s.skipBadTapsets(libSrcs, &libCfg)
 	}
 	return user, libs, err
+}
+
+// mentionTracepoints tells whether the script or the library files it
+// reaches name a tracepoint point (kernel.trace: the syscall aliases' too),
+// for which pass 2 reads the kernel's BTF and tracefs (kernel.Prefetch).
+func mentionTracepoints(srcSets ...[]*syntax.Source) bool {
+	for _, srcs := range srcSets {
+		for _, src := range srcs {
+			if strings.Contains(src.Text, "kernel.trace") {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // skipBadTapsets parses the library's files one by one, after one did
