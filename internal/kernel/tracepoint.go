@@ -116,7 +116,7 @@ func FindTracepoints(spec string) ([]*Tracepoint, error) {
 			if !slices.Contains(systemsOf(events, event), system) {
 				return nil, nil
 			}
-			return []*Tracepoint{{System: system, Event: event}}, nil
+			return classicCalled([]string{system}, event), nil
 		}
 		return MatchTracepoints(eventsOf(events, system), spec)
 	}
