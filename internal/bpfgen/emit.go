@@ -313,7 +313,7 @@ func (g *gen) program() (*Program, error) {
 	if g.subs.scalar {
 		g.layDisjointFrames()
 	}
-	insns, pos := farJumps(g.insns, g.pos)
+	insns, pos := farJumps(tidyJumps(g.insns, g.pos))
 	prog := &Program{Instructions: insns, Pos: pos}
 	settleSleep(prog, g.subs.userStrings, g.m.has(target.SleepableUprobes))
 	m, err := g.scratchMap(perCPU)

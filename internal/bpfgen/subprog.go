@@ -312,7 +312,7 @@ func (s *gen) assemble(sp *subprog, fn *btf.Func, prologue func()) {
 		if sym := in.Symbol(); sym != "" {
 			s.insns[i] = in.WithSymbol(prefix + sym)
 		}
-		if isJump(in) {
+		if isJump(in) && in.Reference() != "" {
 			s.insns[i] = s.insns[i].WithReference(prefix + in.Reference())
 		}
 	}
@@ -354,14 +354,11 @@ func (s *gen) jumpsTo(labels ...string) bool {
 	return false
 }
 
-// isJump tells whether in jumps to a label of its function (not a call
-// of another function or a helper, not a map load).
+// isJump tells whether in jumps within its function, conditionally or
+// not (not a call of another function, a helper or a kfunc; not an exit).
 func isJump(in asm.Instruction) bool {
-	if in.Reference() == "" || in.IsFunctionReference() {
-		return false
-	}
-	c := in.OpCode.Class()
-	return c == asm.JumpClass || c == asm.Jump32Class
+	op := in.OpCode.JumpOp()
+	return in.OpCode.Class().IsJump() && op != asm.Call && op != asm.Exit
 }
 
 // callSubprog compiles the call c of sp: the long arguments evaluated in
