@@ -109,7 +109,8 @@ func (c *gen) outlinePrologue() {
 }
 
 // layoutCases is the number of layouts the dispatch subtree s covers, 0
-// when s is not one.
+// when s is not one. A leaf sema tightened (its case alone, without the
+// comparison) is one.
 func layoutCases(s syntax.Stmt) int {
 	i, ok := s.(*syntax.IfStmt)
 	if !ok {
@@ -126,7 +127,7 @@ func layoutCases(s syntax.Stmt) int {
 	case "==":
 		return 1
 	case "<":
-		return layoutCases(i.Then) + layoutCases(i.Else)
+		return max(layoutCases(i.Then), 1) + max(layoutCases(i.Else), 1)
 	}
 	return 0
 }

@@ -224,6 +224,7 @@ func Elaborate(user []*syntax.File, opts Options) (*Program, error) {
 		e.takeSelectors()
 		e.settleSets()
 		e.splitMerged()
+		e.tightenDispatches()
 	}
 	if e.rep.failed() {
 		errs := e.rep.errors()

@@ -2,6 +2,7 @@ package sema
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"sort"
 	"strings"
@@ -555,6 +556,48 @@ func dispatch(cases []dispatchCase, on string, at syntax.Pos) syntax.Stmt {
 	mid := len(cases) / 2
 	return &syntax.IfStmt{Pos: at, Cond: &syntax.Binary{Typed: syntax.Typed{Pos: at}, Op: "<", X: subject(), Y: numberAt(cases[mid].key, at)},
 		Then: dispatch(cases[:mid], on, at), Else: dispatch(cases[mid:], on, at)}
+}
+
+// tightenDispatches drops the comparison of each leaf of the dispatches
+// (`if (X == K) CASE else next`) that the comparisons above it leave no
+// other value: the leaf of 1 under X >= 1 and X < 2 runs CASE. The
+// verifier knows X there as well and never takes the `next`, and it
+// removes what it never takes one region at a time, each removal
+// adjusting every jump of the program: for the 360 calls of syscall.*,
+// most of its load. It runs last, once the merged entries are split
+// (syscallsplit.go), whose dispatches it keeps the shape of until then.
+func (e *elab) tightenDispatches() {
+	for _, p := range e.prog.Probes {
+		for i, s := range p.Body.Stmts {
+			p.Body.Stmts[i] = tighten(s, math.MinInt64, math.MaxInt64)
+		}
+	}
+}
+
+// tighten is s, a statement of a probe's body, with the leaves of the
+// dispatch it is (if it is one) tightened, knowing that the dispatch's
+// subject is in [lo, hi).
+func tighten(s syntax.Stmt, lo, hi int64) syntax.Stmt {
+	i, ok := s.(*syntax.IfStmt)
+	if !ok {
+		return s
+	}
+	b, ok := i.Cond.(*syntax.Binary)
+	if !ok {
+		return s
+	}
+	id, ok := b.X.(*syntax.Ident)
+	k, isNum := b.Y.(*syntax.NumberLit)
+	if !ok || !isNum || !slices.Contains([]string{nativeNrVar, SyscallLayoutVar, traceNrVar}, id.Name) {
+		return s
+	}
+	switch _, next := i.Else.(*syntax.NextStmt); {
+	case b.Op == "<":
+		i.Then, i.Else = tighten(i.Then, lo, min(hi, k.Value)), tighten(i.Else, max(lo, k.Value), hi)
+	case b.Op == "==" && next && lo == k.Value && hi-1 == k.Value:
+		return i.Then
+	}
+	return s
 }
 
 // replaceProbes puts merged where the first probe of g was and drops the

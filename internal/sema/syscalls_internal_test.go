@@ -1,6 +1,8 @@
 package sema
 
 import (
+	"math"
+	"slices"
 	"testing"
 
 	"github.com/bpftap/bpftap/internal/syntax"
@@ -29,5 +31,47 @@ probe begin {
 	}
 	if n := len(rest.(*syntax.Block).Stmts); n != 2 {
 		t.Errorf("%d statements left in the body, want 2", n)
+	}
+}
+
+// tightenCases are the keys of a dispatch and, in key order, whether each
+// leaf keeps its comparison once tightened: a leaf keeps it unless the
+// comparisons above it leave its key the only value.
+var tightenCases = []struct {
+	keys     []int
+	compared []bool
+}{
+	{[]int{7}, []bool{true}},
+	{[]int{0, 1, 2, 5}, []bool{true, false, true, true}},
+	{[]int{0, 1, 2, 3, 4, 5, 6, 7}, []bool{true, false, false, false, false, false, false, true}},
+	{[]int{-3, 10, 11, 12, 20}, []bool{true, false, false, true, true}},
+}
+
+func TestTightenDispatches(t *testing.T) {
+	for _, c := range tightenCases {
+		var cases []dispatchCase
+		for _, k := range c.keys {
+			cases = append(cases, dispatchCase{key: k, body: &syntax.Block{Stmts: []syntax.Stmt{setLocal("name", numberAt(k, syntax.Pos{}), syntax.Pos{})}}})
+		}
+		tree := tighten(dispatch(cases, SyscallLayoutVar, syntax.Pos{}), math.MinInt64, math.MaxInt64)
+		var compared []bool
+		var walk func(s syntax.Stmt)
+		walk = func(s syntax.Stmt) {
+			i, ok := s.(*syntax.IfStmt)
+			if !ok {
+				compared = append(compared, false)
+				return
+			}
+			if i.Cond.(*syntax.Binary).Op == "==" {
+				compared = append(compared, true)
+				return
+			}
+			walk(i.Then)
+			walk(i.Else)
+		}
+		walk(tree)
+		if !slices.Equal(compared, c.compared) {
+			t.Errorf("keys %v: leaves compared %v, want %v", c.keys, compared, c.compared)
+		}
 	}
 }
