@@ -247,15 +247,34 @@ func (e *elab) countAllStmts() int {
 	return n
 }
 
-func countStmts(n syntax.Node) int {
-	c := 0
-	syntax.Walk(n, func(x syntax.Node) bool {
-		if _, ok := x.(syntax.Stmt); ok {
-			c++
+// countStmts counts the statements of s, s among them. Statements nest
+// in statements only (no expression holds one), so it walks no
+// expression: the elision's rounds count every body twice.
+func countStmts(s syntax.Stmt) int {
+	n := 1
+	switch s := s.(type) {
+	case *syntax.Block:
+		if s == nil { // a try without its catch
+			return 0
 		}
-		return true
-	})
-	return c
+		for _, x := range s.Stmts {
+			n += countStmts(x)
+		}
+	case *syntax.IfStmt:
+		n += countStmts(s.Then)
+		if s.Else != nil {
+			n += countStmts(s.Else)
+		}
+	case *syntax.WhileStmt:
+		n += countStmts(s.Body)
+	case *syntax.ForStmt:
+		n += countStmts(s.Body)
+	case *syntax.ForeachStmt:
+		n += countStmts(s.Body)
+	case *syntax.TryStmt:
+		n += countStmts(s.Body) + countStmts(s.Catch)
+	}
+	return n
 }
 
 // prune drops the functions elided code referred to, keeping those reachable
