@@ -63,7 +63,7 @@ func (d *definedPruner) children(n syntax.Node) {
 	if c := condOf(n); c != nil {
 		cond = *c
 	}
-	rewriteChildren(n, func(x syntax.Expr) syntax.Expr {
+	syntax.RewriteChildren(n, func(x syntax.Expr) syntax.Expr {
 		if x == cond {
 			return x
 		}

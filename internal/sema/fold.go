@@ -1,7 +1,6 @@
 package sema
 
 import (
-	"reflect"
 	"strconv"
 	"strings"
 
@@ -361,14 +360,8 @@ func number(x syntax.Expr, v int64) *syntax.NumberLit {
 	return &syntax.NumberLit{Typed: syntax.Typed{Pos: x.Position(), T: tLong}, Value: v, Text: strconv.FormatInt(v, 10)}
 }
 
-var (
-	exprType  = reflect.TypeFor[syntax.Expr]()
-	stmtType  = reflect.TypeFor[syntax.Stmt]()
-	blockType = reflect.TypeFor[*syntax.Block]()
-)
-
 // children folds the direct expression and statement children of n.
-func (f *folder) children(n syntax.Node) { rewriteChildren(n, f.expr, f.stmt) }
+func (f *folder) children(n syntax.Node) { syntax.RewriteChildren(n, f.expr, f.stmt) }
 
 // rewriteExprs replaces, in n and below it, each expression for which
 // replace reports a replacement (done), whose operands it leaves alone.
@@ -376,54 +369,15 @@ func rewriteExprs(n syntax.Node, replace func(syntax.Expr) (syntax.Expr, bool)) 
 	var expr func(syntax.Expr) syntax.Expr
 	var stmt func(syntax.Stmt) syntax.Stmt
 	stmt = func(st syntax.Stmt) syntax.Stmt {
-		rewriteChildren(st, expr, stmt)
+		syntax.RewriteChildren(st, expr, stmt)
 		return st
 	}
 	expr = func(x syntax.Expr) syntax.Expr {
 		if y, done := replace(x); done {
 			return y
 		}
-		rewriteChildren(x, expr, stmt)
+		syntax.RewriteChildren(x, expr, stmt)
 		return x
 	}
-	rewriteChildren(n, expr, stmt)
-}
-
-// rewriteChildren replaces the direct expression and statement children of
-// n (every field or slice element whose static type is syntax.Expr or
-// syntax.Stmt) with what expr and stmt return for them.
-func rewriteChildren(n syntax.Node, expr func(syntax.Expr) syntax.Expr, stmt func(syntax.Stmt) syntax.Stmt) {
-	v := reflect.ValueOf(n)
-	if v.Kind() != reflect.Pointer || v.IsNil() || v.Elem().Kind() != reflect.Struct {
-		return
-	}
-	v = v.Elem()
-	for i := 0; i < v.NumField(); i++ {
-		rewriteField(v.Field(i), expr, stmt)
-	}
-}
-
-// setIfChanged stores rewrite(old) in v when it is another node: most
-// rewrites return the node they were given, and a reflected store into an
-// interface field checks that the type implements it, which was a third of
-// the folder's time on syscall.*'s 360 probes.
-func setIfChanged[N comparable](v reflect.Value, old N, rewrite func(N) N) {
-	if n := rewrite(old); n != old {
-		v.Set(reflect.ValueOf(n))
-	}
-}
-
-func rewriteField(v reflect.Value, expr func(syntax.Expr) syntax.Expr, stmt func(syntax.Stmt) syntax.Stmt) {
-	switch {
-	case v.Kind() == reflect.Slice && (v.Type().Elem() == exprType || v.Type().Elem() == stmtType):
-		for j := 0; j < v.Len(); j++ {
-			rewriteField(v.Index(j), expr, stmt)
-		}
-	case v.Type() == exprType && !v.IsNil():
-		setIfChanged(v, v.Interface().(syntax.Expr), expr)
-	case v.Type() == stmtType && !v.IsNil():
-		setIfChanged(v, v.Interface().(syntax.Stmt), stmt)
-	case v.Type() == blockType && !v.IsNil():
-		stmt(v.Interface().(*syntax.Block)) // a block (a try's) is rewritten in place
-	}
+	syntax.RewriteChildren(n, expr, stmt)
 }
