@@ -61,8 +61,13 @@ type Family struct {
 	// user's point first reaches that component, never before; a name
 	// that another family registers beside the `*` is left to that family
 	// (the tapset's own syscall.openat alias shadows the generic one).
-	Names   func() ([]string, error)
-	Payload any
+	Names func() ([]string, error)
+	// OptionalLocals are locals of the family's prologues that a probe
+	// computes only when its body names one: their functions are in
+	// library files pass 1 parses only where a file mentions them
+	// (tapset.Implied's Local, PrologueCalls).
+	OptionalLocals []string
+	Payload        any
 }
 
 // Point is one concrete probe point a user's point resolved to.

@@ -54,7 +54,7 @@ func syscallFamily(k KernelInfo, listing bool) *Family {
 		return withCompatOnly(k, names, err)
 	})
 	return &Family{Name: "syscall", Paths: []string{"syscall.*", "syscall.*.return", "syscall.*.return.maxactive(number)"}, Kernel: true,
-		Names:  names,
+		Names: names, OptionalLocals: []string{"retstr"},
 		Expand: func(p *Point) ([]*Point, error) { return expandSyscall(k, p, listing) }}
 }
 
@@ -308,7 +308,7 @@ func traceComponents(first *syntax.Component, target string) []*syntax.Component
 // elaborator makes of operators are listed under the points they go with.
 var PrologueCalls = []tapset.Implied{
 	{Point: "syscall.*", Calls: []string{"__syscall_argstr"}},
-	{Point: "syscall.*.return", Calls: []string{"return_str"}},
+	{Point: "syscall.*.return", Calls: []string{"return_str"}, Local: "retstr"}, // errno.stp, for a script that reads retstr
 	{Point: "process", Suffixes: true, Calls: []string{"__process_fork_nr", "__process_exec_nr", "__process_in_target", "__process_exe_is"}},
 	// perf.*.process(PATH)'s prologue; @perf, which goes with a
 	// perf.*.counter point, becomes a call of __perf_counter

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/bpftap/bpftap/internal/probes"
@@ -401,7 +402,7 @@ func (e *elab) deriveOne(x *expansion, pp *syntax.ProbePoint, pt *probes.Point) 
 		Family:   pt.Family.Name,
 		Args:     map[string]syntax.Expr{},
 		Cond:     concrete.Cond,
-		Body:     syntax.Clone(withPrologue(pt.Prologue, x.body)),
+		Body:     syntax.Clone(withPrologue(e.optionalLocalsNamed(pt, x.body), x.body)),
 		Decl:     x.decl,
 		Kernel:   pt.Family.Kernel,
 		context:  pt.Context,
@@ -422,6 +423,39 @@ func (e *elab) deriveOne(x *expansion, pp *syntax.ProbePoint, pt *probes.Point) 
 	}
 	e.prog.Probes = append(e.prog.Probes, p)
 	return 1
+}
+
+// optionalLocalsNamed is pt's prologue without the assignments of the
+// family's optional locals that body does not name (a listing keeps them
+// all: -L lists them). Pass 1 parsed their functions' files only where a
+// script mentions them (probes.Family.OptionalLocals).
+func (e *elab) optionalLocalsNamed(pt *probes.Point, body *syntax.Block) *syntax.Block {
+	optional := pt.Family.OptionalLocals
+	if pt.Prologue == nil || len(optional) == 0 || e.opts.Listing {
+		return pt.Prologue
+	}
+	named := func(local string) bool {
+		return syntax.Any(body, func(n syntax.Node) bool { id, ok := n.(*syntax.Ident); return ok && id.Name == local })
+	}
+	kept := &syntax.Block{Pos: pt.Prologue.Pos}
+	for _, s := range pt.Prologue.Stmts {
+		if local := assignedLocal(s); !slices.Contains(optional, local) || named(local) {
+			kept.Stmts = append(kept.Stmts, s)
+		}
+	}
+	return kept
+}
+
+// assignedLocal is the identifier s assigns (`x = ...`), or "".
+func assignedLocal(s syntax.Stmt) string {
+	if x, ok := s.(*syntax.ExprStmt); ok {
+		if a, ok := x.X.(*syntax.Assign); ok && a.Op == "=" {
+			if id, ok := a.LHS.(*syntax.Ident); ok {
+				return id.Name
+			}
+		}
+	}
+	return ""
 }
 
 // withPrologue puts a family's prologue (probes.Point.Prologue) before body.

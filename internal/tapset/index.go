@@ -57,11 +57,15 @@ type decl struct {
 
 // Implied names the library functions that the points meeting Point need
 // beyond their script's own: Point is a pattern of components, which points
-// of more components meet when Suffixes (as an alias's name).
+// of more components meet when Suffixes (as an alias's name). With Local,
+// only once some file of the closure mentions that identifier: the calls
+// compute a local of the points' prologues the elaborator leaves out of
+// a probe whose body does not name it (probes.Point.OptionalLocals).
 type Implied struct {
 	Point    string
 	Suffixes bool
 	Calls    []string
+	Local    string
 }
 
 // alias is one alias name, split into its components (patterns), and its
@@ -116,7 +120,7 @@ func (ix *Index) declaring(key string) []int {
 func (ix *Index) Reach(roots []*syntax.Names, implied []Implied) (stp, stpm []*syntax.Source) {
 	r := &reach{ix: ix, seen: map[string]bool{}, files: make([]bool, len(ix.files))}
 	for _, im := range implied {
-		r.implied = append(r.implied, impliedCalls{alias{components: strings.Split(im.Point, "."), suffixes: im.Suffixes}, im.Calls})
+		r.implied = append(r.implied, impliedCalls{alias{components: strings.Split(im.Point, "."), suffixes: im.Suffixes}, im.Calls, im.Local})
 	}
 	for _, n := range roots {
 		r.mentions(n)
@@ -139,19 +143,22 @@ func (ix *Index) Reach(roots []*syntax.Names, implied []Implied) (stp, stpm []*s
 }
 
 // reach is the state of one closure: the names already looked up, the files
-// reached, and those whose mentions are still to be followed.
+// reached, those whose mentions are still to be followed, and the implied
+// calls of points met whose local no file has mentioned yet.
 type reach struct {
 	ix      *Index
 	implied []impliedCalls
 	seen    map[string]bool
 	files   []bool
 	queue   []int
+	waiting []impliedCalls
 }
 
 // impliedCalls is an Implied with its point split as an alias's name.
 type impliedCalls struct {
 	point alias
 	calls []string
+	local string
 }
 
 func (r *reach) mentions(n *syntax.Names) {
@@ -169,9 +176,7 @@ func (r *reach) mentions(n *syntax.Names) {
 		components := strings.Split(p, ".")
 		for _, im := range r.implied {
 			if aliasMeets(components, im.point) {
-				for _, name := range im.calls {
-					r.declared(name)
-				}
+				r.waiting = append(r.waiting, im)
 			}
 		}
 		for _, a := range r.ix.aliases {
@@ -180,6 +185,15 @@ func (r *reach) mentions(n *syntax.Names) {
 			}
 		}
 	}
+	r.waiting = slices.DeleteFunc(r.waiting, func(im impliedCalls) bool {
+		if im.local != "" && !r.seen[im.local] { // declared marks every identifier mentioned
+			return false
+		}
+		for _, name := range im.calls {
+			r.declared(name)
+		}
+		return true
+	})
 }
 
 // aliasMeets reports whether the point of components may name alias a or

@@ -97,3 +97,24 @@ func TestReach(t *testing.T) {
 		}
 	}
 }
+
+// TestReachImpliedLocal: an implied call with a Local is reached once the
+// local is mentioned anywhere in the closure (the script, before or after
+// the point, or a library file reached later), not otherwise.
+func TestReachImpliedLocal(t *testing.T) {
+	implied := []tapset.Implied{{Point: "process", Suffixes: true, Calls: []string{"json_set_prefix"}, Local: "err"}}
+	for script, reached := range map[string]bool{
+		`probe process.begin { }`:                                       false,
+		`probe process.begin { println(err) }`:                          true,
+		`probe begin { err = 1 } probe process.begin { }`:               true,
+		`probe process.begin { println(errno_str(1)) }`:                 true, // errno.stp names its parameter err
+		`probe begin { println(err) }`:                                  false,
+		`probe process.begin { println(errno_str(1)) } probe begin { }`: true,
+	} {
+		stp, _ := tapset.LibraryIndex().Reach([]*syntax.Names{syntax.ScanNames(syntax.NewSource("<input>", script), nil)}, implied)
+		got := slices.ContainsFunc(stp, func(s *syntax.Source) bool { return s.Name == "tapset/json.stp" })
+		if got != reached {
+			t.Errorf("%s: json.stp reached %v, want %v", script, got, reached)
+		}
+	}
+}
