@@ -25,6 +25,9 @@ type scanner struct {
 	resumeLine, resumeCol int
 
 	sawTokens bool
+	// pasted is set once an argument was pasted: input no longer
+	// matches src.Text byte for byte.
+	pasted bool
 }
 
 func newScanner(src *Source, args []string) *scanner {
@@ -62,6 +65,7 @@ func (s *scanner) getByte() int {
 func (s *scanner) paste(text string, pos Pos) {
 	rest := append([]byte(text), s.input[s.off:]...)
 	s.input = append(s.input[:s.off], rest...)
+	s.pasted = true
 	s.suspended += len(text)
 	s.resumeLine, s.resumeCol = s.line, s.col
 	s.line, s.col = pos.Line, pos.Col
@@ -176,12 +180,11 @@ func (s *scanner) token(c, c2 int, pos Pos) *token {
 	case isAlpha(c) || c == '$' || c == '@' || c == '_':
 		return s.word(c, pos)
 	case isDigit(c):
-		var b strings.Builder
-		b.WriteByte(byte(c))
+		start := s.off - 1
 		for isAlnum(s.peekByte(0)) {
-			b.WriteByte(byte(s.getByte()))
+			s.getByte()
 		}
-		return &token{kind: tokNumber, text: b.String(), pos: pos}
+		return &token{kind: tokNumber, text: s.text(start, s.off), pos: pos}
 	case c == '"':
 		return s.stringLit(pos)
 	case c == '%' && c2 == '{':
@@ -192,13 +195,21 @@ func (s *scanner) token(c, c2 int, pos Pos) *token {
 	return &token{kind: tokJunk, junk: junkUnknown, text: "\\x" + strconv.FormatInt(int64(c)|0x100, 16)[1:], pos: pos}
 }
 
-func (s *scanner) word(c int, pos Pos) *token {
-	var b strings.Builder
-	b.WriteByte(byte(c))
-	for d := s.peekByte(0); isAlnum(d) || d == '_' || d == '$'; d = s.peekByte(0) {
-		b.WriteByte(byte(s.getByte()))
+// text is the input from start to end, which a token spans: a piece of
+// the source's text itself until an argument is pasted (no copy).
+func (s *scanner) text(start, end int) string {
+	if !s.pasted {
+		return s.src.Text[start:end]
 	}
-	t := &token{kind: tokIdent, text: b.String(), pos: pos}
+	return string(s.input[start:end])
+}
+
+func (s *scanner) word(c int, pos Pos) *token {
+	start := s.off - 1
+	for d := s.peekByte(0); isAlnum(d) || d == '_' || d == '$'; d = s.peekByte(0) {
+		s.getByte()
+	}
+	t := &token{kind: tokIdent, text: s.text(start, s.off), pos: pos}
 	if t.text[0] == '@' {
 		t.kind = tokOperator
 	} else if keywords[t.text] {
@@ -211,7 +222,16 @@ func (s *scanner) word(c int, pos Pos) *token {
 // (\a \b \t \n \v \f \r \x, octal digits, \\) stay escaped; any other escaped
 // character stands for itself.
 func (s *scanner) stringLit(pos Pos) *token {
+	start := s.off
+	for c := s.peekByte(0); c >= 0 && c != '"' && c != '\\' && c != '\n'; c = s.peekByte(0) {
+		s.getByte() // a literal without escapes is a piece of the input
+	}
+	if s.peekByte(0) == '"' {
+		s.getByte()
+		return &token{kind: tokString, text: s.text(start, s.off-1), pos: pos}
+	}
 	var b strings.Builder
+	b.Write(s.input[start:s.off])
 	for {
 		c := s.getByte()
 		if c < 0 || c == '\n' {
