@@ -578,24 +578,15 @@ func (e *elab) tightenDispatches() {
 // dispatch it is (if it is one) tightened, knowing that the dispatch's
 // subject is in [lo, hi).
 func tighten(s syntax.Stmt, lo, hi int64) syntax.Stmt {
-	i, ok := s.(*syntax.IfStmt)
-	if !ok {
+	d, ok := asDispatchNode(s)
+	if !ok || !slices.Contains([]string{nativeNrVar, SyscallLayoutVar, traceNrVar}, d.subject) {
 		return s
 	}
-	b, ok := i.Cond.(*syntax.Binary)
-	if !ok {
-		return s
-	}
-	id, ok := b.X.(*syntax.Ident)
-	k, isNum := b.Y.(*syntax.NumberLit)
-	if !ok || !isNum || !slices.Contains([]string{nativeNrVar, SyscallLayoutVar, traceNrVar}, id.Name) {
-		return s
-	}
-	switch _, next := i.Else.(*syntax.NextStmt); {
-	case b.Op == "<":
-		i.Then, i.Else = tighten(i.Then, lo, min(hi, k.Value)), tighten(i.Else, max(lo, k.Value), hi)
-	case b.Op == "==" && next && lo == k.Value && hi-1 == k.Value:
-		return i.Then
+	switch _, next := d.Else.(*syntax.NextStmt); {
+	case d.op == "<":
+		d.Then, d.Else = tighten(d.Then, lo, min(hi, d.key)), tighten(d.Else, max(lo, d.key), hi)
+	case next && lo == d.key && hi-1 == d.key:
+		return d.Then
 	}
 	return s
 }

@@ -123,44 +123,57 @@ func findDispatches(body *syntax.Block) *dispatches {
 // the local name, or -1.
 func dispatchOn(body *syntax.Block, name string) int {
 	return slices.IndexFunc(body.Stmts, func(s syntax.Stmt) bool {
-		i, ok := s.(*syntax.IfStmt)
-		if !ok {
-			return false
-		}
-		b, ok := i.Cond.(*syntax.Binary)
-		if !ok {
-			return false
-		}
-		id, ok := b.X.(*syntax.Ident)
-		return ok && id.Name == name
+		d, ok := asDispatchNode(s)
+		return ok && d.subject == name
 	})
+}
+
+// dispatchNode is a node of a dispatch: an if whose condition compares
+// its subject (a local's name, "" for another expression) with a number,
+// the key, by op: `<` (an inner node) or `==` (a leaf).
+type dispatchNode struct {
+	*syntax.IfStmt
+	op, subject string
+	key         int64
+}
+
+// asDispatchNode returns s as a node of a dispatch; false when it is not
+// one.
+func asDispatchNode(s syntax.Stmt) (dispatchNode, bool) {
+	i, ok := s.(*syntax.IfStmt)
+	if !ok {
+		return dispatchNode{}, false
+	}
+	b, ok := i.Cond.(*syntax.Binary)
+	if !ok || b.Op != "<" && b.Op != "==" {
+		return dispatchNode{}, false
+	}
+	k, ok := b.Y.(*syntax.NumberLit)
+	if !ok {
+		return dispatchNode{}, false
+	}
+	d := dispatchNode{IfStmt: i, op: b.Op, key: k.Value}
+	if id, ok := b.X.(*syntax.Ident); ok {
+		d.subject = id.Name
+	}
+	return d, true
 }
 
 // dispatchLeaves lists the leaves of the dispatch s in key order: a tree
 // of `if (X < K) ... else ...` whose leaves are `if (X == K) CASE else
 // next`; false when s is not one.
 func dispatchLeaves(s syntax.Stmt) ([]*syntax.IfStmt, bool) {
-	i, ok := s.(*syntax.IfStmt)
-	if !ok {
+	d, ok := asDispatchNode(s)
+	switch {
+	case !ok:
 		return nil, false
+	case d.op == "==":
+		_, next := d.Else.(*syntax.NextStmt)
+		return []*syntax.IfStmt{d.IfStmt}, next
 	}
-	b, ok := i.Cond.(*syntax.Binary)
-	if !ok {
-		return nil, false
-	}
-	if _, ok := b.Y.(*syntax.NumberLit); !ok {
-		return nil, false
-	}
-	switch b.Op {
-	case "==":
-		_, next := i.Else.(*syntax.NextStmt)
-		return []*syntax.IfStmt{i}, next
-	case "<":
-		low, ok1 := dispatchLeaves(i.Then)
-		high, ok2 := dispatchLeaves(i.Else)
-		return append(low, high...), ok1 && ok2
-	}
-	return nil, false
+	low, ok1 := dispatchLeaves(d.Then)
+	high, ok2 := dispatchLeaves(d.Else)
+	return append(low, high...), ok1 && ok2
 }
 
 // leafKey is the K of a leaf `if (X == K) ...`.
