@@ -439,23 +439,26 @@ func (e *elab) optionalLocalsNamed(pt *probes.Point, body *syntax.Block) *syntax
 	}
 	kept := &syntax.Block{Pos: pt.Prologue.Pos}
 	for _, s := range pt.Prologue.Stmts {
-		if local := assignedLocal(s); !slices.Contains(optional, local) || named(local) {
+		if id, _, ok := localAssignment(s); !ok || !slices.Contains(optional, id.Name) || named(id.Name) {
 			kept.Stmts = append(kept.Stmts, s)
 		}
 	}
 	return kept
 }
 
-// assignedLocal is the identifier s assigns (`x = ...`), or "".
-func assignedLocal(s syntax.Stmt) string {
-	if x, ok := s.(*syntax.ExprStmt); ok {
-		if a, ok := x.X.(*syntax.Assign); ok && a.Op == "=" {
-			if id, ok := a.LHS.(*syntax.Ident); ok {
-				return id.Name
-			}
-		}
+// localAssignment returns the identifier and the value of s when s is a
+// plain assignment to one (`x = value`).
+func localAssignment(s syntax.Stmt) (*syntax.Ident, syntax.Expr, bool) {
+	x, ok := s.(*syntax.ExprStmt)
+	if !ok {
+		return nil, nil, false
 	}
-	return ""
+	a, ok := x.X.(*syntax.Assign)
+	if !ok || a.Op != "=" {
+		return nil, nil, false
+	}
+	id, ok := a.LHS.(*syntax.Ident)
+	return id, a.RHS, ok
 }
 
 // withPrologue puts a family's prologue (probes.Point.Prologue) before body.

@@ -517,20 +517,10 @@ func splitName(b *syntax.Block) (own []syntax.Stmt, rest *syntax.Block) {
 }
 
 func assignsLiteral(s syntax.Stmt) bool {
-	x, ok := s.(*syntax.ExprStmt)
-	if !ok {
-		return false
-	}
-	a, ok := x.X.(*syntax.Assign)
-	if !ok || a.Op != "=" {
-		return false
-	}
-	if _, ok := a.LHS.(*syntax.Ident); !ok {
-		return false
-	}
-	switch a.RHS.(type) {
+	_, value, ok := localAssignment(s)
+	switch value.(type) {
 	case *syntax.StringLit, *syntax.NumberLit:
-		return true
+		return ok
 	}
 	return false
 }

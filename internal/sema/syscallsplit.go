@@ -188,16 +188,8 @@ func setsLayout(s syntax.Stmt) (int64, bool) {
 	if !ok || len(b.Stmts) == 0 {
 		return 0, false
 	}
-	x, ok := b.Stmts[len(b.Stmts)-1].(*syntax.ExprStmt)
-	if !ok {
-		return 0, false
-	}
-	a, ok := x.X.(*syntax.Assign)
-	if !ok || a.Op != "=" {
-		return 0, false
-	}
-	id, ok := a.LHS.(*syntax.Ident)
-	k, isNum := a.RHS.(*syntax.NumberLit)
+	id, value, ok := localAssignment(b.Stmts[len(b.Stmts)-1])
+	k, isNum := value.(*syntax.NumberLit)
 	if !ok || !isNum || id.Name != SyscallLayoutVar {
 		return 0, false
 	}
