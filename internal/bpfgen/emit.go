@@ -128,6 +128,8 @@ type value struct {
 	// sprintRoom marks a string local with a formatter's room
 	// (sprintRoom(width) bytes): sprintf renders into it without a copy.
 	sprintRoom bool
+	// deferred marks a deferred string local's blob (deferred.go).
+	deferred bool
 }
 
 // maxStackLocals is the most long locals a probe keeps on its stack.
@@ -386,7 +388,7 @@ func (g *gen) zeroLocals() {
 		switch v, ok := g.locals[lv]; {
 		case ok && v.str:
 			g.emit(asm.StoreMem(regScratch, int16(v.off), asm.R0, asm.Byte))
-		case ok && v.scratch:
+		case ok && (v.scratch || v.deferred):
 			g.emit(asm.StoreMem(regScratch, int16(v.off), asm.R0, asm.DWord))
 		case ok && g.grouped:
 			g.emit(asm.StoreMem(asm.R10, int16(v.off), asm.R0, asm.DWord))

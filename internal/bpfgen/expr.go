@@ -70,6 +70,9 @@ func (g *gen) local(v *syntax.Var) value {
 	}
 	var s value
 	switch {
+	case g.m.prog.Deferred[v] != nil:
+		_, size := g.m.deferredLayouts(v)
+		s = value{deferred: true, width: size, off: g.allocScratch(size)}
 	case v.Type == syntax.TypeString && g.sprintTargets()[v]:
 		s = value{str: true, width: g.m.maxStr, sprintRoom: true}
 		s.off = g.allocScratch(sprintRoom(s.width))

@@ -12,7 +12,8 @@ import (
 // scratch slots), then a record is reserved, filled and submitted. A full
 // ring skips the output (the drop is counted). An argument that calls a
 // Captured builtin (tapset.Captured) sends the call's arguments instead,
-// depth first, and user space computes the call when it formats the record.
+// depth first, and user space computes the call when it formats the record;
+// a deferred string local (deferred.go) sends its blob.
 // The s* forms, used for their side effects only, are formatted (see
 // sprintf.go) and dropped.
 func (g *gen) print(e *syntax.PrintCall) {
@@ -54,6 +55,17 @@ func (g *gen) send(out *Output, args []syntax.Expr) {
 		asm.StoreImm(regRec, 4, int64(id), asm.Word),
 	)
 	for i, field := range out.Args {
+		if field.Deferred != nil {
+			g.emit(
+				asm.Mov.Reg(asm.R1, regRec),
+				asm.Add.Imm(asm.R1, int32(field.Offset)),
+				asm.Mov.Imm(asm.R2, int32(field.Width)),
+				asm.Mov.Reg(asm.R3, regScratch),
+				asm.Add.Imm(asm.R3, int32(where[i])),
+				asm.FnProbeReadKernel.Call(),
+			)
+			continue
+		}
 		if field.Width == 0 {
 			g.emit(
 				asm.LoadMem(asm.R1, asm.R10, int16(where[i]), asm.DWord),
@@ -81,6 +93,10 @@ func (g *gen) send(out *Output, args []syntax.Expr) {
 // value, or, for a call of a Captured builtin, the values of the call's
 // arguments; where gets the slot each value waits in.
 func (g *gen) printArg(a syntax.Expr, out *Output, where *[]int) {
+	if v := g.deferredVar(a); v != nil {
+		g.printDeferred(v, out, where)
+		return
+	}
 	if c, ok := a.(*syntax.Call); ok {
 		if b := sema.Builtin(c); b != nil && b.Kernel == tapset.Captured {
 			if b.InProcess {

@@ -16,7 +16,8 @@ import (
 //	             offsets the Output lists (longs as 8 native-endian bytes,
 //	             strings as NUL-terminated bytes in a fixed-width field);
 //	             for an argument calling a Captured builtin, the call's
-//	             arguments, depth first (print.go). An Output with an
+//	             arguments, depth first (print.go); for a deferred
+//	             string local, its blob (deferred.go). An Output with an
 //	             Effect carries the arguments of a call of a Deferred
 //	             builtin (system, log, warn) instead.
 //	RecordError: id indexes Module.Errors; a u64 argument follows (the
@@ -47,6 +48,9 @@ type Output struct {
 type ArgField struct {
 	Offset int
 	Width  int // bytes of a string field; 0 for a long
+	// Deferred, for the blob of a deferred string local (deferred.go),
+	// is where the leaves of each of its assignments lie in it.
+	Deferred [][]ArgField
 }
 
 // ErrorSite is a run-time error a kernel probe may raise.
@@ -89,9 +93,13 @@ func (m *Module) Decode(rec []byte) (Record, error) {
 		return r, nil
 	case kind == RecordPrint && int(id) < len(m.Outputs) && len(rec) >= m.Outputs[id].Size:
 		r.Output = m.Outputs[id]
-		r.Args = make([]format.Arg, len(r.Output.Args))
-		for i, a := range r.Output.Args {
-			r.Args[i] = decodeArg(rec, a)
+		r.Args = make([]format.Arg, 0, len(r.Output.Args))
+		for _, a := range r.Output.Args {
+			if a.Deferred != nil {
+				r.Args = decodeDeferred(r.Args, rec[a.Offset:a.Offset+a.Width], a.Deferred)
+				continue
+			}
+			r.Args = append(r.Args, decodeArg(rec, a))
 		}
 		return r, nil
 	}

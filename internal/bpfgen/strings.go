@@ -417,6 +417,9 @@ func (g *gen) strGlobal(v *syntax.Var, keys []syntax.Expr) value {
 
 // assignString compiles s = t and s .= t for locals and globals.
 func (g *gen) assignString(e *syntax.Assign) value {
+	if v := g.deferredVar(e.LHS); v != nil {
+		return g.deferredAssign(v, e.RHS.(*syntax.Call))
+	}
 	if id, ok := e.LHS.(*syntax.Ident); ok && id.Var.Kind != syntax.VarGlobal && e.Op == "=" {
 		dst := g.local(id.Var)
 		g.strInto(dst, e.RHS)

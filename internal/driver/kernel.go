@@ -41,6 +41,7 @@ func (s *session) privilegeFirst(err error) error {
 
 // translate runs pass 3: every kernel probe compiled to a BPF program.
 func (s *session) translate(prog *sema.Program, limits tapset.Limits, targetPID int) (*kernelside.Session, error) {
+	sema.DeferPrinted(prog)
 	ks, err := kernelside.Compile(prog, kernelside.Config{
 		Kernel:    s.kernel,
 		Limits:    tapset.Limits(limits),

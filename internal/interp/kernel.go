@@ -30,7 +30,9 @@ import (
 // print-family call it comes from (print, printf, println, printd, printdln),
 // args its arguments, longs in Int and strings in Str; for an argument that
 // calls a Captured builtin (tapset.Captured), the call's arguments, depth
-// first: the call is made here (captured). Strings are cut to
+// first: the call is made here (captured); for one reading a deferred
+// string local, the number of its assignment and the assignment's leaves
+// (deferredValue). Strings are cut to
 // MAXSTRINGLEN-1 bytes and at their first NUL byte, in place. A format error
 // is reported as a run-time error at the argument, as in a user-side probe.
 func (in *Interp) KernelPrint(call *syntax.PrintCall, args []format.Arg) {
@@ -38,14 +40,16 @@ func (in *Interp) KernelPrint(call *syntax.PrintCall, args []format.Arg) {
 		return
 	}
 	defer in.mu.Unlock()
-	if len(in.captures) > 0 && in.captures[call] { // no map lookup per record when nothing is captured
-		args = in.captured(call.Args, args)
-	} else {
-		for i := range args {
-			args[i].Str = in.clip(args[i].Str)
+	if err := protect(func() {
+		if len(in.captures) > 0 && in.captures[call] { // no map lookup per record when nothing is captured
+			args = in.captured(call.Args, args)
+		} else {
+			for i := range args {
+				args[i].Str = in.clip(args[i].Str)
+			}
 		}
-	}
-	if err := protect(func() { in.emit(call, nil, args) }); err != nil {
+		in.emit(call, nil, args)
+	}); err != nil {
 		in.flush()
 		in.report(err)
 	}
@@ -105,6 +109,9 @@ func (in *Interp) captured(exprs []syntax.Expr, values []format.Arg) []format.Ar
 // capturedValue computes e from the first of values, returning the rest;
 // whole keeps a string value uncut.
 func (in *Interp) capturedValue(e syntax.Expr, values []format.Arg, whole bool) (Value, []format.Arg) {
+	if sites := in.deferredSites(e); sites != nil {
+		return in.deferredValue(sites, values)
+	}
 	c, ok := e.(*syntax.Call)
 	if !ok || !isCaptured(c) {
 		v := Value(values[0])
@@ -126,6 +133,41 @@ func (in *Interp) capturedValue(e syntax.Expr, values []format.Arg, whole bool) 
 		v.Str = in.clip(v.Str)
 	}
 	return v, values
+}
+
+// deferredSites returns the functions of the assignments of the deferred
+// string local e reads (sema.DeferPrinted), if it reads one.
+func (in *Interp) deferredSites(e syntax.Expr) []*syntax.Func {
+	if id, ok := e.(*syntax.Ident); ok && in.prog.Deferred != nil {
+		return in.prog.Deferred[id.Var]
+	}
+	return nil
+}
+
+// deferredValue computes a deferred string local from the first of
+// values, the number of the assignment that made it (0: none, ""), and
+// the values of the assignment's leaves after it; it returns the rest.
+// The function's `return E` runs as the probe's assignment would (the
+// functions E calls nest as they would there), with a MAXACTION of its
+// own.
+func (in *Interp) deferredValue(sites []*syntax.Func, values []format.Arg) (Value, []format.Arg) {
+	id := values[0].Int
+	values = values[1:]
+	if id < 1 || id > int64(len(sites)) {
+		return Value{}, values
+	}
+	f := sites[id-1]
+	args := make([]Value, len(f.Params))
+	for i := range args {
+		args[i] = Value(values[i])
+		args[i].Str = in.clip(args[i].Str)
+	}
+	act, fr := in.act, in.fr
+	defer func() { in.act, in.fr = act, fr }()
+	in.act = activation{remaining: 10 * in.limits.MaxAction, nesting: -1}
+	in.fr = &frame{locals: args}
+	v := in.eval(f.Decl.Body.Stmts[0].(*syntax.ReturnStmt).Value)
+	return v, values[len(args):]
 }
 
 // isCaptured tells whether a kernel probe captured the arguments of c, a

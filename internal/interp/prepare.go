@@ -11,7 +11,8 @@ import (
 
 // prepare compiles what the program's nodes need at run time: printf formats
 // (kernel probes' too, for their print records, with the calls whose records
-// carry captured arguments) and regular expressions, and
+// carry captured arguments, and those of the deferred string locals'
+// functions) and regular expressions, and
 // refuses statistics whose shape (sema.StatShape) the runtime cannot build.
 func (in *Interp) prepare() error {
 	var err error
@@ -45,14 +46,20 @@ func (in *Interp) prepare() error {
 			syntax.Walk(f.Decl.Body, visit)
 		}
 	}
+	for _, sites := range in.prog.Deferred {
+		for _, f := range sites {
+			syntax.Walk(f.Decl.Body, visit)
+		}
+	}
 	return err
 }
 
 // noteCaptures records the print-family calls with an argument calling a
-// Captured builtin, whose kernel records KernelPrint completes.
+// Captured builtin or reading a deferred string local (sema.DeferPrinted),
+// whose kernel records KernelPrint completes.
 func (in *Interp) noteCaptures(n *syntax.PrintCall) {
 	for _, a := range n.Args {
-		if c, ok := a.(*syntax.Call); ok && isCaptured(c) {
+		if c, ok := a.(*syntax.Call); ok && isCaptured(c) || in.deferredSites(a) != nil {
 			in.captures[n] = true
 		}
 	}

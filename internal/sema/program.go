@@ -38,6 +38,10 @@ type Program struct {
 	// PerfCounters are the counters of the perf.*.counter("NAME") points,
 	// which @perf reads (perfcounter.go), in order.
 	PerfCounters []probes.PerfCounter
+	// Deferred are the string locals of kernel probes that user space
+	// computes from their assignments' leaves (DeferPrinted, deferred.go):
+	// the function of each assignment, the kernel's number for it minus 1.
+	Deferred map[*syntax.Var][]*syntax.Func
 
 	builtinsUsed []*syntax.Func // native functions called, for the -p2 listing
 	statShapes   map[*syntax.Var]*StatShape
