@@ -1,7 +1,6 @@
 package syntax
 
 import (
-	"reflect"
 	"unsafe"
 )
 
@@ -144,70 +143,6 @@ func visitAll[T Node](visit func(Node), list []T) {
 		if !isNilNode(c) {
 			visit(c)
 		}
-	}
-}
-
-// Clone returns a deep copy of a node, or of a slice or other value holding
-// nodes: every tree node is copied, while sources and resolved symbols (Source,
-// Var, Func) stay shared with the original. A nil node clones to nil.
-func Clone[T any](x T) T {
-	v := reflect.ValueOf(&x).Elem()
-	out := reflect.New(v.Type())
-	cloneValue(out.Elem(), v)
-	return *out.Interface().(*T)
-}
-
-var (
-	nodeType    = reflect.TypeFor[Node]()
-	sharedTypes = map[reflect.Type]bool{
-		reflect.TypeFor[*Source](): true,
-		reflect.TypeFor[*Var]():    true,
-		reflect.TypeFor[*Func]():   true,
-	}
-)
-
-func cloneValue(dst, src reflect.Value) {
-	if sharedTypes[src.Type()] {
-		dst.Set(src)
-		return
-	}
-	switch src.Kind() {
-	case reflect.Pointer:
-		if src.IsNil() {
-			return
-		}
-		if !src.Type().Implements(nodeType) && src.Type().Elem().Kind() != reflect.Struct {
-			dst.Set(src)
-			return
-		}
-		p := reflect.New(src.Type().Elem())
-		cloneValue(p.Elem(), src.Elem())
-		dst.Set(p)
-	case reflect.Interface:
-		if src.IsNil() {
-			return
-		}
-		c := reflect.New(src.Elem().Type()).Elem()
-		cloneValue(c, src.Elem())
-		dst.Set(c)
-	case reflect.Slice:
-		if src.IsNil() {
-			return
-		}
-		s := reflect.MakeSlice(src.Type(), src.Len(), src.Len())
-		for i := 0; i < src.Len(); i++ {
-			cloneValue(s.Index(i), src.Index(i))
-		}
-		dst.Set(s)
-	case reflect.Struct:
-		for i := 0; i < src.NumField(); i++ {
-			// unexported fields (Source's line cache) are not part of the tree
-			if dst.Field(i).CanSet() {
-				cloneValue(dst.Field(i), src.Field(i))
-			}
-		}
-	default:
-		dst.Set(src)
 	}
 }
 

@@ -25,7 +25,7 @@ func BenchmarkWalk(b *testing.B) {
 }
 
 // sources reads the files pattern names.
-func sources(b *testing.B, pattern string) []*Source {
+func sources(b testing.TB, pattern string) []*Source {
 	paths, err := filepath.Glob(pattern)
 	if err != nil || len(paths) == 0 {
 		b.Fatalf("no files %s: %v", pattern, err)
