@@ -174,10 +174,13 @@ type Interp struct {
 	globals []Storage
 	formats map[*syntax.PrintCall]*format.Format
 	// captures marks the print-family calls of kernel probes whose records
-	// carry the arguments of Captured builtins (kernel.go).
-	captures map[*syntax.PrintCall]bool
-	regexps  map[*syntax.Binary]*regexpProg
-	actions  *actionCounter
+	// carry the arguments of Captured builtins or deferred string locals
+	// (kernel.go); deferredFrame holds the leaves of the deferred local
+	// being computed.
+	captures      map[*syntax.PrintCall]bool
+	deferredFrame frame
+	regexps       map[*syntax.Binary]*regexpProg
+	actions       *actionCounter
 
 	maxNesting int
 	// stack holds the key tuples, arguments and locals in use (see release),

@@ -157,17 +157,15 @@ func (in *Interp) deferredValue(sites []*syntax.Func, values []format.Arg) (Valu
 		return Value{}, values
 	}
 	f := sites[id-1]
-	args := make([]Value, len(f.Params))
-	for i := range args {
-		args[i] = Value(values[i])
-		args[i].Str = in.clip(args[i].Str)
+	fr := &in.deferredFrame // one record at a time, under the session's lock
+	*fr = frame{locals: fr.locals[:0]}
+	for _, v := range values[:len(f.Params)] {
+		v.Str = in.clip(v.Str)
+		fr.locals = append(fr.locals, Value(v))
 	}
-	act, fr := in.act, in.fr
-	defer func() { in.act, in.fr = act, fr }()
-	in.act = activation{remaining: 10 * in.limits.MaxAction, nesting: -1}
-	in.fr = &frame{locals: args}
+	in.act, in.fr = activation{remaining: 10 * in.limits.MaxAction, nesting: -1}, fr
 	v := in.eval(f.Decl.Body.Stmts[0].(*syntax.ReturnStmt).Value)
-	return v, values[len(args):]
+	return v, values[len(f.Params):]
 }
 
 // isCaptured tells whether a kernel probe captured the arguments of c, a
