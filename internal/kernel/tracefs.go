@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -31,8 +32,7 @@ func WriteTracefs(name string, data []byte) error {
 	if dir := tracefsMountOnce(); dir != "" {
 		return WriteFile(filepath.Join(dir, name), data)
 	}
-	_, err := privately(privateRead{name: name, write: data})
-	return err
+	return writePrivately(name, data)
 }
 
 // WriteFile writes data to the existing file path in one write (a record
@@ -54,66 +54,88 @@ const tracefsDir = "/sys/kernel/tracing"
 
 // readPrivately reads name from tracefs mounted in a mount namespace of
 // bpftap's own. The namespace belongs to one OS thread, locked to a
-// goroutine that serves every private read and never unlocks it, so the
-// mount is made once, however many files are read (a syscall.* script
-// reads hundreds of format files), nothing is mounted where anything else
-// can see it, and nothing survives bpftap, however it ends.
-func readPrivately(name string) ([]byte, error) { return privately(privateRead{name: name}) }
-
-// privately serves r on the private mount's goroutine.
-func privately(r privateRead) ([]byte, error) {
-	privateOnce.Do(func() {
-		privateReads = make(chan privateRead)
-		go servePrivateReads(privateReads)
-	})
-	r.done = make(chan tracefsRead, 1)
-	privateReads <- r
-	res := <-r.done
-	return res.data, res.err
+// goroutine that never unlocks it; that thread mounts tracefs once and
+// opens the mount's root, and each read opens its file relative to that
+// root on the reader's own thread (a path relative to a directory
+// descriptor needs no namespace). So the mount is made once, the hundreds
+// of format files a syscall.* script reads are read in parallel, nothing
+// is mounted where anything else can see it, and nothing survives bpftap,
+// however it ends.
+func readPrivately(name string) ([]byte, error) {
+	f, err := openPrivately(name, unix.O_RDONLY)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(f)
 }
 
-var (
-	privateOnce  sync.Once
-	privateReads chan privateRead
-)
-
-// privateRead is a read of name, or a write of write to it.
-type privateRead struct {
-	name  string
-	write []byte
-	done  chan tracefsRead
+// writePrivately writes data to the existing file name of the private
+// mount (see readPrivately) in one write.
+func writePrivately(name string, data []byte) error {
+	f, err := openPrivately(name, unix.O_WRONLY)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(data)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
-type tracefsRead struct {
-	data []byte
-	err  error
+// openPrivately opens name of the private mount with flags.
+func openPrivately(name string, flags int) (*os.File, error) {
+	root, err := privateRoot()
+	if err != nil {
+		return nil, err
+	}
+	path := filepath.Join(tracefsDir, name)
+	fd, err := unix.Openat(root, name, flags|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, &os.PathError{Op: "open", Path: path, Err: err}
+	}
+	return os.NewFile(uintptr(fd), path), nil
 }
 
-// servePrivateReads is readPrivately's goroutine. Not on the main thread:
-// Go never ends that one, and its namespace is the one /proc/self shows;
-// there it hands over to another goroutine and lets the main thread go.
-// When the mount fails, every read returns the reason.
-func servePrivateReads(reads <-chan privateRead) {
+// privateRoot is the root of the private mount, made when first asked for
+// by holdPrivateMount; when the mount fails, every read returns the reason.
+var privateRoot = sync.OnceValues(func() (int, error) {
+	root := make(chan privateMount)
+	go holdPrivateMount(root)
+	m := <-root
+	return m.fd, m.err
+})
+
+// privateMount is a descriptor of the private mount's root, or why there
+// is none.
+type privateMount struct {
+	fd  int
+	err error
+}
+
+// holdPrivateMount mounts tracefs in a namespace of its thread's own,
+// sends the mount's root and keeps the thread, in that namespace, for the
+// rest of the run. Not on the main thread: Go never ends that one, and its
+// namespace is the one /proc/self shows; there it hands over to another
+// goroutine and lets the main thread go.
+func holdPrivateMount(root chan<- privateMount) {
 	runtime.LockOSThread()
 	if unix.Gettid() == unix.Getpid() {
-		go servePrivateReads(reads)
+		go holdPrivateMount(root)
 		runtime.UnlockOSThread()
 		return
 	}
-	err := mountPrivately()
-	for r := range reads {
-		if err != nil {
-			r.done <- tracefsRead{nil, err}
-			continue
-		}
-		path := filepath.Join(tracefsDir, r.name)
-		if r.write != nil {
-			r.done <- tracefsRead{nil, WriteFile(path, r.write)}
-			continue
-		}
-		data, rerr := os.ReadFile(path)
-		r.done <- tracefsRead{data, rerr}
+	if err := mountPrivately(); err != nil {
+		root <- privateMount{-1, err}
+		return // the thread ends with its goroutine, locked
 	}
+	fd, err := unix.Open(tracefsDir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		err = fmt.Errorf("opening the private mount of tracefs: %w", err)
+	}
+	root <- privateMount{fd, err}
+	select {}
 }
 
 // mountPrivately gives the calling thread a new mount namespace, private
