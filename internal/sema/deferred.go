@@ -46,8 +46,11 @@ import (
 // calls the assignment's function on them when it formats the record,
 // with MAXACTION and MAXNESTING counted afresh for that call. It runs
 // after pass 2's listing (-p2 shows the program as written) and before
-// the code generator.
+// the code generator, once: a second call changes nothing.
 func DeferPrinted(prog *Program) {
+	if prog.Deferred != nil { // done already
+		return
+	}
 	d := &deferrer{pure: map[*syntax.Func]bool{}, visiting: map[*syntax.Func]bool{}}
 	for _, p := range prog.Probes {
 		if p.Kernel {

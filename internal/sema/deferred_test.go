@@ -46,8 +46,16 @@ function count:string(x:long) { n = 0; while (x) { x >>= 1; n++ }; return sprint
 				t.Fatal(err)
 			}
 			DeferPrinted(prog)
+			DeferPrinted(prog) // a second call changes nothing
 			if got := deferredAssignments(prog); got != c.want {
 				t.Errorf("deferred:\n%s\nwant:\n%s", got, c.want)
+			}
+			sites := 0
+			for _, fs := range prog.Deferred {
+				sites += len(fs)
+			}
+			if want := strings.Count(c.want, "__deferred_"); sites != want {
+				t.Errorf("%d functions for %d assignments", sites, want)
 			}
 		})
 	}
