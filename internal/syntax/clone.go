@@ -152,7 +152,9 @@ func cloneStmt(s Stmt) Stmt {
 	case *DeleteStmt:
 		return ptr(s, func(c *DeleteStmt) { c.Target = cloneExpr(s.Target) })
 	case *TryStmt:
-		return ptr(s, func(c *TryStmt) { c.Body, c.CatchVar, c.Catch = cloneBlock(s.Body), cloneIdent(s.CatchVar), cloneBlock(s.Catch) })
+		return ptr(s, func(c *TryStmt) {
+			c.Body, c.CatchVar, c.Catch = cloneBlock(s.Body), cloneIdent(s.CatchVar), cloneBlock(s.Catch)
+		})
 	case nil:
 		return nil
 	}
@@ -200,11 +202,15 @@ func cloneExpr(e Expr) Expr {
 	case *TargetVar:
 		return ptr(e, func(c *TargetVar) { c.Components = cloneList(e.Components, cloneTargetComponent) })
 	case *Cast:
-		return ptr(e, func(c *Cast) { c.Operand, c.Components = cloneExpr(e.Operand), cloneList(e.Components, cloneTargetComponent) })
+		return ptr(e, func(c *Cast) {
+			c.Operand, c.Components = cloneExpr(e.Operand), cloneList(e.Components, cloneTargetComponent)
+		})
 	case *AtVar:
 		return ptr(e, func(c *AtVar) { c.Components = cloneList(e.Components, cloneTargetComponent) })
 	case *Autocast:
-		return ptr(e, func(c *Autocast) { c.Operand, c.Components = cloneExpr(e.Operand), cloneList(e.Components, cloneTargetComponent) })
+		return ptr(e, func(c *Autocast) {
+			c.Operand, c.Components = cloneExpr(e.Operand), cloneList(e.Components, cloneTargetComponent)
+		})
 	case *Entry:
 		return ptr(e, func(c *Entry) { c.X = cloneExpr(e.X) })
 	case *Defined:
