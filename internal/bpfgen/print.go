@@ -55,17 +55,6 @@ func (g *gen) send(out *Output, args []syntax.Expr) {
 		asm.StoreImm(regRec, 4, int64(id), asm.Word),
 	)
 	for i, field := range out.Args {
-		if field.Deferred != nil {
-			g.emit(
-				asm.Mov.Reg(asm.R1, regRec),
-				asm.Add.Imm(asm.R1, int32(field.Offset)),
-				asm.Mov.Imm(asm.R2, int32(field.Width)),
-				asm.Mov.Reg(asm.R3, regScratch),
-				asm.Add.Imm(asm.R3, int32(where[i])),
-				asm.FnProbeReadKernel.Call(),
-			)
-			continue
-		}
 		if field.Width == 0 {
 			g.emit(
 				asm.LoadMem(asm.R1, asm.R10, int16(where[i]), asm.DWord),
@@ -73,13 +62,17 @@ func (g *gen) send(out *Output, args []syntax.Expr) {
 			)
 			continue
 		}
+		read := asm.FnProbeReadKernelStr
+		if field.Deferred != nil { // a blob, NULs and all
+			read = asm.FnProbeReadKernel
+		}
 		g.emit(
 			asm.Mov.Reg(asm.R1, regRec),
 			asm.Add.Imm(asm.R1, int32(field.Offset)),
 			asm.Mov.Imm(asm.R2, int32(field.Width)),
 			asm.Mov.Reg(asm.R3, regScratch),
 			asm.Add.Imm(asm.R3, int32(where[i])),
-			asm.FnProbeReadKernelStr.Call(),
+			read.Call(),
 		)
 	}
 	g.submit(out.Size)

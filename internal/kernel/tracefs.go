@@ -42,7 +42,12 @@ func WriteFile(path string, data []byte) error {
 	if err != nil {
 		return err
 	}
-	_, err = f.Write(data)
+	return writeAndClose(f, data)
+}
+
+// writeAndClose writes data to f in one write and closes it.
+func writeAndClose(f *os.File, data []byte) error {
+	_, err := f.Write(data)
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
@@ -77,11 +82,7 @@ func writePrivately(name string, data []byte) error {
 	if err != nil {
 		return err
 	}
-	_, err = f.Write(data)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	return err
+	return writeAndClose(f, data)
 }
 
 // openPrivately opens name of the private mount with flags.

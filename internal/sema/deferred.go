@@ -52,9 +52,10 @@ func DeferPrinted(prog *Program) {
 		return
 	}
 	d := &deferrer{pure: map[*syntax.Func]bool{}, visiting: map[*syntax.Func]bool{}}
-	for _, p := range prog.Probes {
-		if p.Kernel {
-			d.probe(prog, p)
+	uses := d.uses(prog)
+	for _, v := range uses.order {
+		if u := uses.of[v]; !u.bad && len(u.sites) > 0 {
+			d.deferLocal(prog, v, u.sites)
 		}
 	}
 }
@@ -65,29 +66,46 @@ type deferrer struct {
 	visiting map[*syntax.Func]bool
 }
 
-// deferredUse is what the body of a probe does with one string local: the
-// statements assigning it, or bad when it uses it otherwise.
+// deferredUses is what the kernel probes do with their string locals, in
+// the order of the probes and of their locals (the same program on every
+// run). A local may be more than one probe's: the second half of a
+// merged entry of system calls (splitMerged) shares its locals, and most
+// of its statements, with the first.
+type deferredUses struct {
+	of    map[*syntax.Var]*deferredUse
+	order []*syntax.Var
+}
+
+// deferredUse is what the probes do with one string local: the
+// assignments that make it, or bad when they use it otherwise.
 type deferredUse struct {
 	sites []*syntax.Assign
 	bad   bool
 }
 
-func (d *deferrer) probe(prog *Program, p *Probe) {
-	uses := map[*syntax.Var]*deferredUse{}
-	for _, v := range p.Locals {
-		if v.Type == syntax.TypeString && v.Kind == syntax.VarLocal {
-			uses[v] = &deferredUse{}
+func (d *deferrer) uses(prog *Program) deferredUses {
+	uses := deferredUses{of: map[*syntax.Var]*deferredUse{}}
+	for _, p := range prog.Probes {
+		for _, v := range p.Locals {
+			if p.Kernel && v.Type == syntax.TypeString && v.Kind == syntax.VarLocal && uses.of[v] == nil {
+				uses.of[v] = &deferredUse{}
+				uses.order = append(uses.order, v)
+			}
 		}
 	}
-	if len(uses) == 0 {
-		return
-	}
+	seen := map[syntax.Stmt]bool{} // a statement two probes share is walked once
 	var visit func(n syntax.Node) bool
 	visit = func(n syntax.Node) bool {
+		if s, ok := n.(syntax.Stmt); ok {
+			if seen[s] {
+				return false
+			}
+			seen[s] = true
+		}
 		switch n := n.(type) {
 		case *syntax.ExprStmt:
-			if a, v := assignsLocal(n); v != nil && a.Op == "=" && uses[v] != nil {
-				uses[v].sites = append(uses[v].sites, a)
+			if a, v := assignsLocal(n); v != nil && a.Op == "=" && uses.of[v] != nil {
+				uses.of[v].sites = append(uses.of[v].sites, a)
 				syntax.Walk(a.RHS, visit)
 				return false
 			}
@@ -96,24 +114,24 @@ func (d *deferrer) probe(prog *Program, p *Probe) {
 				return true
 			}
 			for _, a := range n.Args {
-				if id, ok := a.(*syntax.Ident); !ok || uses[id.Var] == nil {
+				if id, ok := a.(*syntax.Ident); !ok || uses.of[id.Var] == nil {
 					syntax.Walk(a, visit)
 				}
 			}
 			return false
 		case *syntax.Ident:
-			if u := uses[n.Var]; u != nil {
+			if u := uses.of[n.Var]; u != nil {
 				u.bad = true
 			}
 		}
 		return true
 	}
-	syntax.Walk(p.Body, visit)
-	for _, v := range p.Locals { // in order: the same program on every run
-		if u := uses[v]; u != nil && !u.bad && len(u.sites) > 0 {
-			d.deferLocal(prog, v, u.sites)
+	for _, p := range prog.Probes {
+		if p.Kernel && len(uses.order) > 0 {
+			syntax.Walk(p.Body, visit)
 		}
 	}
+	return uses
 }
 
 // assignsLocal returns the assignment a statement is when it assigns a
