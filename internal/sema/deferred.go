@@ -43,8 +43,10 @@ import (
 // The kernel keeps the local as the number of the assignment that made it
 // (0: none yet, the empty string) and the leaves' values (a long in 8
 // bytes, a string in MAXSTRINGLEN), and a print sends them; user space
-// calls the assignment's function on them when it formats the record,
-// with MAXACTION and MAXNESTING counted afresh for that call. It runs
+// evaluates the assignment's E on them when it formats the record, as
+// the probe's body would (the functions E calls nest as they would
+// there), with a MAXACTION of its own: statements that no longer run in
+// the kernel no longer count towards the probe's. It runs
 // after pass 2's listing (-p2 shows the program as written) and before
 // the code generator, once: a second call changes nothing.
 func DeferPrinted(prog *Program) {
@@ -52,7 +54,7 @@ func DeferPrinted(prog *Program) {
 		return
 	}
 	d := &deferrer{pure: map[*syntax.Func]bool{}, visiting: map[*syntax.Func]bool{}}
-	uses := d.uses(prog)
+	uses := usesOf(prog)
 	for _, v := range uses.order {
 		if u := uses.of[v]; !u.bad && len(u.sites) > 0 {
 			d.deferLocal(prog, v, u.sites)
@@ -83,7 +85,7 @@ type deferredUse struct {
 	bad   bool
 }
 
-func (d *deferrer) uses(prog *Program) deferredUses {
+func usesOf(prog *Program) deferredUses {
 	uses := deferredUses{of: map[*syntax.Var]*deferredUse{}}
 	for _, p := range prog.Probes {
 		for _, v := range p.Locals {
