@@ -93,7 +93,9 @@ func decodeDeferred(args []format.Arg, blob []byte, layouts [][]ArgField) []form
 	if id == 0 || id > uint64(len(layouts)) {
 		return args
 	}
-	for _, f := range layouts[id-1] {
+	fields := layouts[id-1]
+	args = slices.Grow(args, len(fields)) // once per record, not by doubling
+	for _, f := range fields {
 		args = append(args, decodeArg(blob, f))
 	}
 	return args
