@@ -162,6 +162,7 @@ func (s *session) run() int {
 	}
 	// The -c command starts now, held before its exec, so that target() is
 	// a constant of the kernel programs; it runs once they are attached.
+	// Its holder holds it while they are translated and loaded.
 	held := &target{}
 	if s.opts.LastPass == 5 {
 		if held, err = s.startTarget(); err != nil {
@@ -187,6 +188,9 @@ func (s *session) run() int {
 	}
 	if s.opts.LastPass == 4 {
 		return 0
+	}
+	if err := held.held(); err != nil {
+		return s.fail(5, err)
 	}
 	compiled()
 	s.signals.enter(5)

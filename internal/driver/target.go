@@ -42,7 +42,13 @@ import (
 // before it stops: $$ is the target's pid, $0, $1 ... and $# are bpftap's
 // own arguments, as wordexp gives a program its own, and an unset variable
 // is an error, as with WRDE_UNDEF) and exec'd itself; one with shell
-// metacharacters runs as sh -c COMMAND. Unlike staprun, whose exec of
+// metacharacters runs as sh -c COMMAND. A command of words sh would leave
+// as they are (/bin/true, dd if=in of=out bs=1) is split at its blanks
+// without a shell: no sh runs to expand it (two of them did, 2.5 ms).
+//
+// The holder starts before pass 3, which needs its pid; it holds a few
+// milliseconds later, while passes 3 and 4 go on (target.held waits for
+// it before pass 5). Unlike staprun, whose exec of
 // the word "OMP_NUM_THREADS=2" fails, leading words NAME=VALUE are set in
 // the command's environment, as a shell sets them (OMP_NUM_THREADS=2
 // ./omp): the command is still exec'd itself, the target, and its name is
@@ -93,7 +99,7 @@ func (s *session) startTarget() (*target, error) {
 }
 
 // start starts the holder of the command, which execs program, and
-// returns once it holds.
+// returns once it runs: held says when it holds.
 func (t *target) start(program string) error {
 	fd, err := holderFile()
 	if err != nil {
@@ -115,12 +121,24 @@ func (t *target) start(program string) error {
 	}
 	cmd.ExtraFiles = []*os.File{holder, w}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	k := &keeper{cmd: cmd, requests: make(chan bool), done: make(chan error)}
+	k := &keeper{cmd: cmd, requests: make(chan bool), started: make(chan error), done: make(chan error)}
 	if err := k.start(); err != nil {
 		r.Close()
 		return err
 	}
 	t.cmd, t.keeper, t.execErr = cmd, k, r
+	return nil
+}
+
+// held waits for a started holder to hold the command and says why it
+// does not; it is nil for -x or no target.
+func (t *target) held() error {
+	if t.keeper == nil {
+		return nil
+	}
+	if err := t.keeper.holds(); err != nil {
+		return output.Failf("cannot start '%s': %w", t.command, err)
+	}
 	return nil
 }
 
@@ -132,6 +150,9 @@ func holderCommand(command, program string) *exec.Cmd {
 	name := filepath.Base(program)
 	if strings.ContainsAny(command, shellMetacharacters) {
 		return &exec.Cmd{Path: "/proc/self/fd/3", Args: []string{name, program, name, "sh", "-c", command}}
+	}
+	if words, ok := plainWords(command); ok {
+		return &exec.Cmd{Path: "/proc/self/fd/3", Args: append([]string{name, program, name}, words...)}
 	}
 	script := expandScript(command) + " && " + exportAssignments + " && exec /proc/self/fd/3 " +
 		shellQuote(program) + " " + shellQuote(name) + ` "$@"`
@@ -163,16 +184,42 @@ func commandProgram(command string) (string, error) {
 	if strings.ContainsAny(command, shellMetacharacters) {
 		return "/bin/sh", nil
 	}
-	words, err := commandWords(command)
-	if err != nil {
-		return "", err
+	argv, plain := plainWords(command)
+	if !plain {
+		words, err := commandWords(command)
+		if err != nil {
+			return "", err
+		}
+		argv = commandArgv(words)
 	}
-	argv := commandArgv(words)
 	if path, err := exec.LookPath(argv[0]); err == nil {
 		return path, nil
 	}
 	return argv[0], nil // the holder's exec fails and says why
 }
+
+// plainWords are the words of a command that sh's expansion would leave
+// as they are: the command is ASCII letters, digits, blanks and
+// punctuation sh gives no meaning to (no quote, $, glob, ~, # or
+// backslash), and its first word is not an assignment. ok is false for
+// any other command, which sh expands (commandWords).
+func plainWords(command string) (words []string, ok bool) {
+	for _, c := range []byte(command) {
+		alnum := 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9'
+		if !alnum && !strings.ContainsRune(plainPunctuation, rune(c)) {
+			return nil, false
+		}
+	}
+	words = strings.FieldsFunc(command, func(r rune) bool { return r == ' ' || r == '\t' })
+	if len(words) == 0 || assignment.MatchString(words[0]) {
+		return nil, false
+	}
+	return words, true
+}
+
+// plainPunctuation are the blanks and the punctuation a word of a plain
+// command may have and sh leaves as they are.
+const plainPunctuation = " \t_-./,:+=@%^"
 
 // commandWords are the words of a plain -c command, expanded as wordexp(3)
 // would in bpftap's process.
@@ -213,14 +260,26 @@ type keeper struct {
 	cmd      *exec.Cmd
 	traced   bool
 	requests chan bool  // true: release the holder; false: kill it
-	done     chan error // the outcome of start, then of the request
+	started  chan error // the outcome of cmd.Start
+	done     chan error // whether the holder holds, then the request's outcome
+	// holding is done's first message, once holds has read it.
+	holding     error
+	holdingRead bool
 }
 
-// start starts the holder and returns once it holds the command, or why
-// it does not.
+// start starts the holder and returns once it runs, or why it does not.
 func (k *keeper) start() error {
 	go k.keep()
-	return <-k.done
+	return <-k.started
+}
+
+// holds waits for the started holder to hold the command, or says why it
+// did not.
+func (k *keeper) holds() error {
+	if !k.holdingRead {
+		k.holding, k.holdingRead = <-k.done, true
+	}
+	return k.holding
 }
 
 func (k *keeper) keep() {
@@ -229,9 +288,11 @@ func (k *keeper) keep() {
 	// Go never ends an unlocked thread.
 	defer runtime.UnlockOSThread()
 	err := k.cmd.Start()
-	if err == nil {
-		err = k.waitHeld()
+	k.started <- err
+	if err != nil {
+		return
 	}
+	err = k.waitHeld()
 	k.done <- err
 	if err != nil {
 		return
@@ -277,8 +338,12 @@ const (
 	cldStopped = 5
 )
 
-// request has the keeper release (true) or kill the holder.
+// request has the keeper release (true) or kill the holder, once it
+// holds; a holder that ended first needs neither.
 func (k *keeper) request(release bool) error {
+	if err := k.holds(); err != nil {
+		return err
+	}
 	k.requests <- release
 	return <-k.done
 }
