@@ -184,18 +184,27 @@ func commandProgram(command string) (string, error) {
 	if strings.ContainsAny(command, shellMetacharacters) {
 		return "/bin/sh", nil
 	}
-	argv, plain := plainWords(command)
-	if !plain {
-		words, err := commandWords(command)
-		if err != nil {
-			return "", err
-		}
-		argv = commandArgv(words)
+	argv, err := expandedArgv(command)
+	if err != nil {
+		return "", err
 	}
 	if path, err := exec.LookPath(argv[0]); err == nil {
 		return path, nil
 	}
 	return argv[0], nil // the holder's exec fails and says why
+}
+
+// expandedArgv is the argv of a plain command: its words as sh expands
+// them, leading assignments left out.
+func expandedArgv(command string) ([]string, error) {
+	if words, plain := plainWords(command); plain {
+		return words, nil
+	}
+	words, err := commandWords(command)
+	if err != nil {
+		return nil, err
+	}
+	return commandArgv(words), nil
 }
 
 // plainWords are the words of a command that sh's expansion would leave
@@ -479,11 +488,11 @@ func commandExecutable(command string) string {
 	if command == "" || strings.ContainsAny(command, shellMetacharacters) {
 		return ""
 	}
-	words, err := commandWords(command)
+	argv, err := expandedArgv(command)
 	if err != nil {
 		return ""
 	}
-	path := probes.ResolveExecutable(commandArgv(words)[0])
+	path := probes.ResolveExecutable(argv[0])
 	if _, err := os.Stat(path); err != nil {
 		return ""
 	}
