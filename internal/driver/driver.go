@@ -22,6 +22,7 @@ import (
 	"os"
 	"runtime/debug"
 	"sync"
+	"time"
 
 	"github.com/bpftap/bpftap/internal/exporter"
 	"github.com/bpftap/bpftap/internal/interp"
@@ -192,7 +193,7 @@ func (s *session) run() int {
 	if err := held.held(); err != nil {
 		return s.fail(5, err)
 	}
-	compiled()
+	time.AfterFunc(runCollects, compiled)
 	s.signals.enter(5)
 	return s.execute(prog, ks, limits, held)
 }
@@ -204,8 +205,14 @@ func (s *session) run() int {
 // instructions less, in pass 3 a third. A small script's peak memory does
 // not grow (the seed script's 16.4 MiB, begin-exit's 11.7); syscall.*'s,
 // whose pass 2 holds 360 probes, grows from about 56 MiB to 61. The run
-// collects as usual. The exporter compiles several scripts at once: the first
-// session to start raises the percentage, the last to finish restores it.
+// collects as usual from its runCollects-th millisecond: restored at once,
+// the percentage would have the collector start as the run does, to free
+// what the compilation left, which a run that ends sooner (-c of a short
+// command) never needs. The exporter compiles several scripts at once: the
+// first session to start raises the percentage, the last to finish
+// restores it.
+const runCollects = 100 * time.Millisecond
+
 var compilingSessions struct {
 	sync.Mutex
 	n, saved int
