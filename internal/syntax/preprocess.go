@@ -83,7 +83,8 @@ func (pp *preprocessor) nextPP1() *token {
 			pp.stack = nil
 			pp.p.failAt(fmt.Sprintf("macro expansion gives more than %d tokens", maxExpanded), outer)
 		}
-		t := act.macro.body[act.cursor].withChain(act.tok)
+		t := pp.sc.newToken(*act.macro.body[act.cursor])
+		t.chain = act.tok
 		act.cursor++
 		return t
 	}

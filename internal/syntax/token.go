@@ -66,13 +66,6 @@ func (t *token) is(kind tokenKind, text string) bool {
 
 func (t *token) isOp(text string) bool { return t.is(tokOperator, text) }
 
-// withChain copies t, marking it as expanded from the invocation inv.
-func (t *token) withChain(inv *token) *token {
-	c := *t
-	c.chain = inv
-	return &c
-}
-
 // describe renders a token as stap does in "saw:" and "at:" lines.
 func (t *token) describe() string {
 	var b strings.Builder
