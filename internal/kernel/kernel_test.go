@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path"
 	"regexp"
 	"slices"
 	"strconv"
@@ -414,6 +415,24 @@ func TestFuncID(t *testing.T) {
 		want, wantOK := b.Funcs()[name]
 		if got, ok := b.FuncID(name); got != want || ok != wantOK {
 			t.Errorf("FuncID(%q) = %d, %t; Funcs has %d, %t", name, got, ok, want, wantOK)
+		}
+	}
+}
+
+// TestMatcher checks the shortcuts of matcher against path.Match, on
+// names as systems' and events' are (no '/').
+func TestMatcher(t *testing.T) {
+	names := []string{"", "sys_enter_read", "sys_enter_", "sys_exit_read", "sys_enter", "read", "xsys_enter_read"}
+	for _, pattern := range []string{"*", "read", "sys_enter_*", "sys_*_read", "sys_enter_?ead", "[s]ys_enter_*", "sys_enter_*_x"} {
+		match, err := matcher(pattern)
+		if err != nil {
+			t.Fatalf("matcher(%q): %v", pattern, err)
+		}
+		for _, name := range names {
+			want, _ := path.Match(pattern, name)
+			if got := match(name); got != want {
+				t.Errorf("matcher(%q)(%q) = %v, path.Match says %v", pattern, name, got, want)
+			}
 		}
 	}
 }

@@ -259,9 +259,10 @@ var ftraceOnlyEvents = sync.OnceValue(func() map[string]bool {
 // availableEvents lists, sorted as Tracepoints sorts them.
 func eventsOf(availableEvents, system string) []*Tracepoint {
 	var tps []*Tracepoint
+	prefix := system + ":"
 	for line := range strings.Lines(availableEvents) {
-		if ev, ok := strings.CutPrefix(strings.TrimSpace(line), system+":"); ok {
-			tps = append(tps, &Tracepoint{System: system, Event: ev})
+		if ev, ok := strings.CutPrefix(line, prefix); ok {
+			tps = append(tps, &Tracepoint{System: system, Event: strings.TrimSpace(ev)})
 		}
 	}
 	slices.SortFunc(tps, func(x, y *Tracepoint) int { return cmp.Compare(x.Event, y.Event) })
@@ -416,11 +417,14 @@ func matcher(pattern string) (func(string) bool, error) {
 	if _, err := path.Match(pattern, ""); err != nil {
 		return nil, err
 	}
+	prefix, star := strings.CutSuffix(pattern, "*")
 	switch {
 	case pattern == "*":
 		return func(string) bool { return true }, nil
 	case !hasWildcard(pattern):
 		return func(name string) bool { return name == pattern }, nil
+	case star && !hasWildcard(prefix): // syscall.*'s sys_enter_*: 700 events
+		return func(name string) bool { return strings.HasPrefix(name, prefix) }, nil
 	}
 	return func(name string) bool {
 		ok, _ := path.Match(pattern, name)
