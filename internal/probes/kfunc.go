@@ -55,7 +55,7 @@ func kernelFunctionFamily(k KernelInfo) *Family {
 	for _, base := range []string{"kprobe.function(string)", "kprobe.module(string).function(string)"} {
 		paths = append(paths, base, base+".return", base+".return.maxactive(number)")
 	}
-	return &Family{Name: "kernel.function", Paths: paths, Kernel: true,
+	return &Family{Name: "kernel.function", Paths: paths, Kernel: true, Concurrent: true,
 		Expand: func(p *Point) ([]*Point, error) { return expandKernelFunction(k, p) }}
 }
 

@@ -56,6 +56,10 @@ type Family struct {
 	// tracepoint pattern into one point per tracepoint); nil keeps the point.
 	// Its error is reported like Check's.
 	Expand func(p *Point) ([]*Point, error)
+	// Concurrent says that Expand reads kernel facts alone (which are safe
+	// to read from several goroutines at once): the elaborator may run it
+	// ahead, beside its own work, for a point a user's probe reaches.
+	Concurrent bool
 	// Names lists the names a `*` component of Paths stands for
 	// ("syscall.*.return": the kernel's system calls). It is called when a
 	// user's point first reaches that component, never before; a name

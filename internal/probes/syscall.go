@@ -50,8 +50,12 @@ const (
 
 func syscallFamily(k KernelInfo, listing bool) *Family {
 	names := sync.OnceValues(func() ([]string, error) {
+		// whether k makes compat calls is a search of its BTF's strings,
+		// made while SyscallNames waits for tracefs's list of events
+		compat := make(chan bool, 1)
+		go func() { compat <- (&Context{kernel: k}).CompatSyscalls() }()
 		names, err := SyscallNames(k)
-		return withCompatOnly(k, names, err)
+		return withCompatOnly(names, err, <-compat)
 	})
 	return &Family{Name: "syscall", Paths: []string{"syscall.*", "syscall.*.return", "syscall.*.return.maxactive(number)"}, Kernel: true,
 		Names: names, OptionalLocals: []string{"retstr"},

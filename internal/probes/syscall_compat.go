@@ -52,10 +52,10 @@ func CompatOnlyPoint(script string) bool {
 }
 
 // withCompatOnly adds the compat calls no native call is to the names of
-// the calls of k, sorted, when k makes compat calls (where it makes none
-// they are as absent as any call it lacks; twins load its BTF anyway).
-func withCompatOnly(k KernelInfo, names []string, err error) ([]string, error) {
-	if err != nil || !(&Context{kernel: k}).CompatSyscalls() {
+// a kernel's calls, sorted, when it makes compat calls (where it makes
+// none they are as absent as any call it lacks; twins load its BTF anyway).
+func withCompatOnly(names []string, err error, compat bool) ([]string, error) {
+	if err != nil || !compat {
 		return names, err
 	}
 	for name := range compatOnlyCalls() {

@@ -107,6 +107,7 @@ func (x *expansion) blameFor(comps []*syntax.Component) *syntax.Component {
 }
 
 func (e *elab) deriveAll(user []*syntax.File) {
+	e.expandAhead(user)
 	for _, f := range user {
 		for _, d := range f.Decls {
 			if pd, ok := d.(*syntax.ProbeDecl); ok {
@@ -129,7 +130,7 @@ func (e *elab) deriveProbe(d *syntax.ProbeDecl) {
 
 // expand resolves one point and returns how many probes it derived.
 func (e *elab) expand(x *expansion, pp *syntax.ProbePoint, comps []*syntax.Component, depth int) int {
-	pts, err := e.reg.Match(comps)
+	pts, err := e.match(pp, comps, depth)
 	if err != nil {
 		e.pointFailed(x, comps, err)
 		return 0
@@ -365,7 +366,7 @@ func (e *elab) derive(x *expansion, pp *syntax.ProbePoint, pt *probes.Point) int
 	if pt.Family.Expand == nil {
 		return e.deriveOne(x, pp, pt)
 	}
-	pts, err := pt.Family.Expand(pt)
+	pts, err := e.expandPoint(pt)
 	if err != nil && probes.Absent(err) && wildcard(x.user.Components) {
 		// what this kernel cannot serve at all (netfilter's bridge family):
 		// a wildcard skips it, and says why should it match nothing else
