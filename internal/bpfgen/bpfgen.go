@@ -125,6 +125,8 @@ type Module struct {
 	syscallTextMaps map[string]bool
 	// syscallNative: a program reads SyscallNativeMap
 	syscallNative bool
+	// syscallSets are the sets of __syscall_in, in SyscallSetMap's order
+	syscallSets []string
 	stacks        bool // a program takes stacks into StackMap
 	// userStacks: a program takes user stacks into BuildIDStackMap too
 	userStacks bool

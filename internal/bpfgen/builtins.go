@@ -68,6 +68,7 @@ func kernelBuiltins() map[string]builtinCode {
 		"syscall_name":        strCode((*gen).syscallName),
 		"__syscall_compat":    longCode(func(g *gen, _ *syntax.Call) { g.syscallCompat() }),
 		"__syscall_native_nr": longCode((*gen).syscallNativeNr),
+		"__syscall_in":        longCode((*gen).syscallIn),
 		"__syscall_tail":      longCode((*gen).syscallTail),
 		"__perf_read":         longCode((*gen).perfRead),
 		"__perf_counters":     longCode(func(g *gen, _ *syntax.Call) { g.constant(asm.R0, int64(len(g.m.prog.PerfCounters))) }),

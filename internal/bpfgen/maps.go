@@ -87,6 +87,9 @@ func (m *Module) Maps() []Map {
 	if m.syscallNative {
 		maps = append(maps, Map{SyscallNativeMap, syscallNativeMapSpec()})
 	}
+	if len(m.syscallSets) > 0 {
+		maps = append(maps, Map{SyscallSetMap, syscallSetMapSpec(m.syscallSets)})
+	}
 	maps = append(maps, m.stackMaps()...)
 	if m.regexBase != nil {
 		maps = append(maps, Map{RegexMap, m.regexMapSpec()})

@@ -7,6 +7,7 @@ import (
 	"math/bits"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -259,7 +260,7 @@ func renames() string {
 }
 
 // syscallSet is a condition true for the numbers nrs (sorted) of
-// subject, as ranges: a few comparisons for "all calls but these".
+// subject: __syscall_in of their ranges ("0-133,135,140-155").
 func syscallSet(nrs []int, subject string) string {
 	var terms []string
 	for i := 0; i < len(nrs); {
@@ -268,13 +269,39 @@ func syscallSet(nrs []int, subject string) string {
 			j++
 		}
 		if i == j {
-			terms = append(terms, fmt.Sprintf("%s == %d", subject, nrs[i]))
+			terms = append(terms, strconv.Itoa(nrs[i]))
 		} else {
-			terms = append(terms, fmt.Sprintf("%s >= %d && %s <= %d", subject, nrs[i], subject, nrs[j]))
+			terms = append(terms, fmt.Sprintf("%d-%d", nrs[i], nrs[j]))
 		}
 		i = j + 1
 	}
-	return strings.Join(terms, " || ")
+	return fmt.Sprintf("__syscall_in(%s, %q)", subject, strings.Join(terms, ","))
+}
+
+// ParseSyscallSet reads a set of __syscall_in (syscallSet's): numbers and ranges
+// ("0-133,135,140-155"), ascending; nil for a malformed one.
+func ParseSyscallSet(set string) ([]int, error) {
+	var nrs []int
+	for _, term := range strings.Split(set, ",") {
+		from, to, isRange := strings.Cut(term, "-")
+		lo, err := strconv.Atoi(from)
+		if err != nil {
+			return nil, err
+		}
+		hi := lo
+		if isRange {
+			if hi, err = strconv.Atoi(to); err != nil {
+				return nil, err
+			}
+		}
+		if lo < 0 || hi < lo || len(nrs) > 0 && lo <= nrs[len(nrs)-1] {
+			return nil, fmt.Errorf("__syscall_in: %q is not an ascending set of numbers", set)
+		}
+		for nr := lo; nr <= hi; nr++ {
+			nrs = append(nrs, nr)
+		}
+	}
+	return nrs, nil
 }
 
 // syscallNrRegister is the member of struct pt_regs that holds the

@@ -1,6 +1,8 @@
 package probes
 
 import (
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/bpftap/bpftap/internal/arch"
@@ -77,5 +79,27 @@ func TestSyscallPoints(t *testing.T) {
 	}
 	if pn, pp := SyscallPoints(noTable, false); pn != nil || pp != nil {
 		t.Errorf("riscv64 has no table of numbers here, got %d names", len(pn))
+	}
+}
+
+// TestSyscallSet checks that the set syscallSet writes reads back as the
+// numbers it was made of, and that ParseSyscallSet refuses what is not
+// an ascending set.
+func TestSyscallSet(t *testing.T) {
+	for _, nrs := range [][]int{{0}, {5}, {0, 1, 2, 3}, {0, 2, 4}, {1, 2, 3, 7, 9, 10, 469}} {
+		text := syscallSet(nrs, "$id")
+		set, ok := strings.CutPrefix(text, `__syscall_in($id, "`)
+		if !ok || !strings.HasSuffix(set, `")`) {
+			t.Fatalf("syscallSet(%v) = %s", nrs, text)
+		}
+		got, err := ParseSyscallSet(strings.TrimSuffix(set, `")`))
+		if err != nil || !slices.Equal(got, nrs) {
+			t.Errorf("syscallSet(%v) = %s, read back as %v, %v", nrs, text, got, err)
+		}
+	}
+	for _, bad := range []string{"", "1,", "3-1", "2,1", "1,1", "-1", "a", "1-", "1-2-3"} {
+		if nrs, err := ParseSyscallSet(bad); err == nil {
+			t.Errorf("ParseSyscallSet(%q) = %v, want an error", bad, nrs)
+		}
 	}
 }

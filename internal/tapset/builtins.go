@@ -419,6 +419,10 @@ var Builtins = index(
 	kernelOnly(fn("__perf_dev", long, l("n"))),
 	kernelOnly(fn("__perf_ino", long, l("n"))),
 	kernelOnly(fn("__syscall_native_nr", long, l("nr"))),
+	// __syscall_in(nr, set): whether nr is one of set, a literal list of
+	// numbers and ranges ("0-133,135,140-155"): the calls of a probe that
+	// serves many on a raw syscall tracepoint (bpfgen/syscalls.go)
+	kernelOnly(fn("__syscall_in", long, l("nr"), s("set"))),
 	// __syscall_tail(): a tail call into the second half of a merged
 	// entry of system calls (sema's syscallsplit.go)
 	kernelOnly(effects(fn("__syscall_tail", long))),
