@@ -351,25 +351,41 @@ const InvalidSuffix = "invalid suffix for probe"
 // Match resolves the components of a user's probe point. It returns every
 // concrete point, or the first error met when nothing matched.
 func (r *Registry) Match(comps []*syntax.Component) ([]*Point, error) {
-	var out []*Point
-	err := r.root.match(comps, nil, nil, &out)
-	if len(out) > 0 {
-		return out, nil
+	m := &matching{}
+	err := r.root.match(comps, nil, nil, m)
+	if len(m.out) > 0 {
+		return m.out, nil
 	}
 	return nil, err
 }
 
-func (n *node) match(rest, done []*syntax.Component, names []string, out *[]*Point) error {
+// MatchUnlisted is Match without the points of families' lists of names
+// (Family.Names), which it does not read: syscall.*.return gives the
+// tapset's aliases the point reaches (syscall.ni_syscall.return), not the
+// kernel's calls, whose list waits for tracefs.
+func (r *Registry) MatchUnlisted(comps []*syntax.Component) []*Point {
+	m := &matching{unlisted: true}
+	r.root.match(comps, nil, nil, m)
+	return m.out
+}
+
+// matching is what a match found, and how it matches.
+type matching struct {
+	out      []*Point
+	unlisted bool // MatchUnlisted's
+}
+
+func (n *node) match(rest, done []*syntax.Component, names []string, m *matching) error {
 	if len(rest) == 0 {
 		if n.family == nil {
 			return &Error{Msg: "probe point mismatch", At: done[len(done)-1]}
 		}
-		*out = append(*out, &Point{Family: n.family, Components: done, Names: names})
+		m.out = append(m.out, &Point{Family: n.family, Components: done, Names: names})
 		return nil
 	}
 	c := rest[0]
 	if strings.Contains(c.Name, "**") {
-		return n.matchAcross(c, rest[1:], done, names, out)
+		return n.matchAcross(c, rest[1:], done, names, m)
 	}
 	wild := strings.Contains(c.Name, "*")
 	var firstErr error
@@ -379,6 +395,9 @@ func (n *node) match(rest, done []*syntax.Component, names []string, out *[]*Poi
 			continue
 		}
 		if ch.dynamic() {
+			if m.unlisted {
+				continue
+			}
 			listed, err := n.dynamicNames(ch, c.Name, rest[1:])
 			if err != nil {
 				firstErr = cmpOr(firstErr, &Error{Msg: err.Error(), At: c})
@@ -387,7 +406,7 @@ func (n *node) match(rest, done []*syntax.Component, names []string, out *[]*Poi
 			if len(listed) > 0 {
 				matched = true
 				next := append(append([]*syntax.Component(nil), done...), c)
-				firstErr = cmpOr(firstErr, ch.match(rest[1:], next, listed, out))
+				firstErr = cmpOr(firstErr, ch.match(rest[1:], next, listed, m))
 			}
 			continue
 		}
@@ -398,14 +417,14 @@ func (n *node) match(rest, done []*syntax.Component, names []string, out *[]*Poi
 		concrete := *c
 		concrete.Name = ch.name
 		next := append(append([]*syntax.Component(nil), done...), &concrete)
-		firstErr = cmpOr(firstErr, ch.match(rest[1:], next, names, out))
+		firstErr = cmpOr(firstErr, ch.match(rest[1:], next, names, m))
 	}
 	if matched {
 		return firstErr
 	}
 	if n.family != nil {
 		if n.family.Suffix {
-			*out = append(*out, &Point{Family: n.family, Components: done, Suffix: rest, Names: names})
+			m.out = append(m.out, &Point{Family: n.family, Components: done, Suffix: rest, Names: names})
 			return nil
 		}
 		return &Error{Msg: InvalidSuffix, At: c}
@@ -430,7 +449,7 @@ func (n *node) match(rest, done []*syntax.Component, names []string, out *[]*Poi
 // reached with the rest of a `**` pattern as its suffix is no match (stap
 // ignores the failures of those expansions). Nothing matched is stap's
 // wildcard mismatch, blamed on the user's component.
-func (n *node) matchAcross(c *syntax.Component, after, done []*syntax.Component, names []string, out *[]*Point) error {
+func (n *node) matchAcross(c *syntax.Component, after, done []*syntax.Component, names []string, m *matching) error {
 	glob := strings.Index(c.Name, "**")
 	prefix, suffix := c.Name[:glob], strings.TrimLeft(c.Name[glob:], "*")
 	within := *c
@@ -438,13 +457,13 @@ func (n *node) matchAcross(c *syntax.Component, after, done []*syntax.Component,
 	head := &syntax.Component{Pos: c.Pos, Name: prefix + "*"}
 	tail := *c
 	tail.Name = "**" + suffix
-	var found []*Point
-	n.match(append([]*syntax.Component{&within}, after...), done, names, &found)
-	n.match(append([]*syntax.Component{head, &tail}, after...), done, names, &found)
+	found := &matching{unlisted: m.unlisted}
+	n.match(append([]*syntax.Component{&within}, after...), done, names, found)
+	n.match(append([]*syntax.Component{head, &tail}, after...), done, names, found)
 	matched := false
-	for _, p := range found {
+	for _, p := range found.out {
 		if len(p.Suffix) == 0 {
-			*out = append(*out, p)
+			m.out = append(m.out, p)
 			matched = true
 		}
 	}

@@ -155,3 +155,23 @@ func threadCPU(t *testing.T, f func()) time.Duration {
 	f()
 	return cpu() - start
 }
+
+// TestMatchUnlisted checks that MatchUnlisted gives the points a pattern
+// matches but those of a family's list of names, without reading the list.
+func TestMatchUnlisted(t *testing.T) {
+	listed := &Family{Name: "call", Paths: []string{"call.*.return"}, Names: func() ([]string, error) {
+		t.Error("MatchUnlisted read a list of names")
+		return []string{"read", "write"}, nil
+	}}
+	alias := &Family{Name: "call.ni.return", Paths: []string{"call.ni.return"}, Suffix: true}
+	reg := NewRegistry(listed, alias)
+	src := syntax.NewSource("<test>", "probe call.*.return {}")
+	file, err := syntax.Parse(src, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pts := reg.MatchUnlisted(file.Decls[0].(*syntax.ProbeDecl).Points[0].Components)
+	if len(pts) != 1 || pts[0].Family != alias {
+		t.Errorf("MatchUnlisted(call.*.return) = %v, want call.ni.return's point alone", pts)
+	}
+}

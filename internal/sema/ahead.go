@@ -27,26 +27,19 @@ type aheadExpansion struct {
 }
 
 // expandAhead starts the expansions of the concurrent points the probes
-// of user reach. The matches of their own points are kept for the
-// derivation (matching syscall.*.return lists the kernel's calls).
+// of user reach. It matches without families' lists of names
+// (Registry.MatchUnlisted): the expansions start while the derivation
+// waits for the list of the kernel's calls that syscall.*.return reads.
 func (e *elab) expandAhead(user []*syntax.File) {
 	for _, f := range user {
 		for _, d := range f.Decls {
 			if pd, ok := d.(*syntax.ProbeDecl); ok {
 				for _, pp := range pd.Points {
-					pts, err := e.reg.Match(pp.Components)
-					e.matched[pp] = matchedPoints{pts, err}
-					e.aheadOf(pts, 0)
+					e.aheadOf(e.reg.MatchUnlisted(pp.Components), 0)
 				}
 			}
 		}
 	}
-}
-
-// matchedPoints is what the registry matched a point to.
-type matchedPoints struct {
-	pts []*probes.Point
-	err error
 }
 
 // aheadOf starts the expansions of the concurrent points pts are or
@@ -59,9 +52,7 @@ func (e *elab) aheadOf(pts []*probes.Point, depth int) {
 		if set, alias := pt.Family.Payload.(*aliasSet); alias {
 			for _, a := range set.decls {
 				for _, target := range a.Points {
-					if reached, err := e.reg.Match(e.withSuffix(target.Components, pt.Suffix)); err == nil {
-						e.aheadOf(reached, depth+1)
-					}
+					e.aheadOf(e.reg.MatchUnlisted(e.withSuffix(target.Components, pt.Suffix)), depth+1)
 				}
 			}
 			continue
@@ -94,14 +85,4 @@ func (e *elab) expandPoint(pt *probes.Point) ([]*probes.Point, error) {
 // aheadKey names the point pt of its family.
 func aheadKey(pt *probes.Point) string {
 	return pt.Family.Name + " " + probes.ComponentsString(append(append([]*syntax.Component(nil), pt.Components...), pt.Suffix...))
-}
-
-// match is what the registry matches comps to, a point of the user's
-// probes' as expandAhead matched it, once.
-func (e *elab) match(pp *syntax.ProbePoint, comps []*syntax.Component, depth int) ([]*probes.Point, error) {
-	if m, ok := e.matched[pp]; ok && depth == 0 {
-		delete(e.matched, pp)
-		return m.pts, m.err
-	}
-	return e.reg.Match(comps)
 }

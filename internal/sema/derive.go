@@ -130,7 +130,7 @@ func (e *elab) deriveProbe(d *syntax.ProbeDecl) {
 
 // expand resolves one point and returns how many probes it derived.
 func (e *elab) expand(x *expansion, pp *syntax.ProbePoint, comps []*syntax.Component, depth int) int {
-	pts, err := e.match(pp, comps, depth)
+	pts, err := e.reg.Match(comps)
 	if err != nil {
 		e.pointFailed(x, comps, err)
 		return 0

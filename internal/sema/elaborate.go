@@ -143,10 +143,8 @@ type elab struct {
 	contextErrs map[syntax.Expr]*probes.ContextError
 	// enumFuncs name the functions made for @enumname, by enum type (atops.go).
 	enumFuncs map[enumKey]string
-	// ahead are the expansions under way ahead of the derivation, matched
-	// the matches of the user's points made for them (ahead.go).
-	ahead   map[string]*aheadExpansion
-	matched map[*syntax.ProbePoint]matchedPoints
+	// ahead are the expansions under way ahead of the derivation (ahead.go).
+	ahead map[string]*aheadExpansion
 }
 
 // Elaborate runs pass 2 over the user's files. On failure the error is an
@@ -171,7 +169,6 @@ func Elaborate(user []*syntax.File, opts Options) (*Program, error) {
 
 		contextErrs: map[syntax.Expr]*probes.ContextError{},
 		ahead:       map[string]*aheadExpansion{},
-		matched:     map[*syntax.ProbePoint]matchedPoints{},
 	}
 	if e.reg == nil {
 		e.reg = probes.Builtin()
