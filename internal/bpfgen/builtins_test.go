@@ -77,6 +77,8 @@ func builtinUses(b *tapset.Builtin) []string {
 	args := make([]string, len(b.Params))
 	for i, typ := range b.Params {
 		switch {
+		case i+1 == b.Literal && typ == syntax.TypeString && b.LiteralCheck != nil:
+			args[i] = `"4"` // a literal its check takes (__syscall_in's set)
 		case i+1 == b.Literal && typ == syntax.TypeString:
 			args[i] = `"msg"`
 		case i+1 == b.Literal:

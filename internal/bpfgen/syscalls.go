@@ -308,38 +308,30 @@ func (g *gen) nativeNr() {
 }
 
 // SyscallSetMap is the ARRAY of the sets of system call numbers
-// __syscall_in(nr, set) tests, each a bitmap of syscallSetBits bits: a
-// set of 360 calls in 20 ranges is a byte's load and a shift, where a
-// condition on each range was 40 branches the verifier followed one by
-// one, and each time again through the rest of the program (the returns
-// of syscall.*: 770 instructions processed, 2 ms; now fewer than 400).
+// __syscall_in(nr, set) tests, each a bitmap of tapset.SyscallSetBits
+// bits: a set of 360 calls in 20 ranges is a byte's load and a shift,
+// where a condition on each range was 40 branches the verifier followed
+// one by one, and each time again through the rest of the program (the
+// returns of syscall.*: 770 instructions processed; now 312).
 const SyscallSetMap = "syscall_sets"
 
-// syscallSetBits bounds the numbers of a set: every call of x86-64's and
-// arm64's tables, and of their compat tables, is below it.
-const syscallSetBits = 1024
-
 // syscallIn compiles __syscall_in(nr, set): 1 when nr is in set (a
-// literal, probes.ParseSyscallSet's), else 0.
+// literal, tapset.ParseSyscallSet's), else 0.
 func (g *gen) syscallIn(c *syntax.Call) {
-	lit, _ := c.Args[1].(*syntax.StringLit)
-	var nrs []int
-	if lit != nil {
-		nrs, _ = probes.ParseSyscallSet(lit.Value)
-	}
-	if nrs == nil || slices.Max(nrs) >= syscallSetBits {
-		g.fail(c, "__syscall_in needs a literal set of numbers below %d", syscallSetBits)
+	if msg := tapset.Builtins[c.Name].KernelError(c.Args, false); msg != "" {
+		g.fail(c, "%s", msg)
 		return
 	}
-	index := slices.Index(g.m.syscallSets, lit.Value)
+	set := c.Args[1].(*syntax.StringLit).Value
+	index := slices.Index(g.m.syscallSets, set)
 	if index < 0 {
 		index = len(g.m.syscallSets)
-		g.m.syscallSets = append(g.m.syscallSets, lit.Value)
+		g.m.syscallSets = append(g.m.syscallSets, set)
 	}
 	out, done := g.newLabel("notinset"), g.newLabel("inset")
 	g.long(c.Args[0])
 	slot, key := g.pushSlot(), g.pushSlot()
-	g.emit(asm.JGE.Imm(asm.R0, syscallSetBits, out), // unsigned: a negative number too
+	g.emit(asm.JGE.Imm(asm.R0, tapset.SyscallSetBits, out), // unsigned: a negative number too
 		asm.StoreMem(asm.R10, slot, asm.R0, asm.DWord))
 	g.emit(emitLookupIndex(SyscallSetMap, key, int32(index), out)...)
 	g.emit(asm.LoadMem(asm.R1, asm.R10, slot, asm.DWord),
@@ -356,11 +348,11 @@ func (g *gen) syscallIn(c *syntax.Call) {
 
 // syscallSetMapSpec describes SyscallSetMap with the bitmaps of sets.
 func syscallSetMapSpec(sets []string) *ebpf.MapSpec {
-	spec := &ebpf.MapSpec{Name: "syssets", Type: ebpf.Array, KeySize: 4, ValueSize: syscallSetBits / 8,
+	spec := &ebpf.MapSpec{Name: "syssets", Type: ebpf.Array, KeySize: 4, ValueSize: tapset.SyscallSetBits / 8,
 		MaxEntries: uint32(len(sets))}
 	for i, set := range sets {
-		bits := make([]byte, syscallSetBits/8)
-		nrs, _ := probes.ParseSyscallSet(set)
+		bits := make([]byte, tapset.SyscallSetBits/8)
+		nrs, _ := tapset.ParseSyscallSet(set)
 		for _, nr := range nrs {
 			bits[nr/8] |= 1 << (nr % 8)
 		}

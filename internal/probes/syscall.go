@@ -260,7 +260,8 @@ func renames() string {
 }
 
 // syscallSet is a condition true for the numbers nrs (sorted) of
-// subject: __syscall_in of their ranges ("0-133,135,140-155").
+// subject: __syscall_in of their ranges ("0-133,135,140-155",
+// tapset.ParseSyscallSet's).
 func syscallSet(nrs []int, subject string) string {
 	var terms []string
 	for i := 0; i < len(nrs); {
@@ -276,32 +277,6 @@ func syscallSet(nrs []int, subject string) string {
 		i = j + 1
 	}
 	return fmt.Sprintf("__syscall_in(%s, %q)", subject, strings.Join(terms, ","))
-}
-
-// ParseSyscallSet reads a set of __syscall_in (syscallSet's): numbers and ranges
-// ("0-133,135,140-155"), ascending; nil for a malformed one.
-func ParseSyscallSet(set string) ([]int, error) {
-	var nrs []int
-	for _, term := range strings.Split(set, ",") {
-		from, to, isRange := strings.Cut(term, "-")
-		lo, err := strconv.Atoi(from)
-		if err != nil {
-			return nil, err
-		}
-		hi := lo
-		if isRange {
-			if hi, err = strconv.Atoi(to); err != nil {
-				return nil, err
-			}
-		}
-		if lo < 0 || hi < lo || len(nrs) > 0 && lo <= nrs[len(nrs)-1] {
-			return nil, fmt.Errorf("__syscall_in: %q is not an ascending set of numbers", set)
-		}
-		for nr := lo; nr <= hi; nr++ {
-			nrs = append(nrs, nr)
-		}
-	}
-	return nrs, nil
 }
 
 // syscallNrRegister is the member of struct pt_regs that holds the

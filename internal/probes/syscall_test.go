@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/bpftap/bpftap/internal/arch"
+	"github.com/bpftap/bpftap/internal/tapset"
 )
 
 // TestSyscallFunction checks the kernel function probefunc() names for
@@ -83,8 +84,8 @@ func TestSyscallPoints(t *testing.T) {
 }
 
 // TestSyscallSet checks that the set syscallSet writes reads back as the
-// numbers it was made of, and that ParseSyscallSet refuses what is not
-// an ascending set.
+// numbers it was made of, and that tapset.ParseSyscallSet refuses what is
+// not an ascending set of numbers below tapset.SyscallSetBits.
 func TestSyscallSet(t *testing.T) {
 	for _, nrs := range [][]int{{0}, {5}, {0, 1, 2, 3}, {0, 2, 4}, {1, 2, 3, 7, 9, 10, 469}} {
 		text := syscallSet(nrs, "$id")
@@ -92,13 +93,13 @@ func TestSyscallSet(t *testing.T) {
 		if !ok || !strings.HasSuffix(set, `")`) {
 			t.Fatalf("syscallSet(%v) = %s", nrs, text)
 		}
-		got, err := ParseSyscallSet(strings.TrimSuffix(set, `")`))
+		got, err := tapset.ParseSyscallSet(strings.TrimSuffix(set, `")`))
 		if err != nil || !slices.Equal(got, nrs) {
 			t.Errorf("syscallSet(%v) = %s, read back as %v, %v", nrs, text, got, err)
 		}
 	}
-	for _, bad := range []string{"", "1,", "3-1", "2,1", "1,1", "-1", "a", "1-", "1-2-3"} {
-		if nrs, err := ParseSyscallSet(bad); err == nil {
+	for _, bad := range []string{"", "1,", "3-1", "2,1", "1,1", "-1", "a", "1-", "1-2-3", "1023-1024", "msg"} {
+		if nrs, err := tapset.ParseSyscallSet(bad); err == nil {
 			t.Errorf("ParseSyscallSet(%q) = %v, want an error", bad, nrs)
 		}
 	}

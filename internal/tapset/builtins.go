@@ -33,6 +33,9 @@ type Builtin struct {
 	// Literal is the argument (1-based; 0: none) that a kernel probe must give
 	// as a literal: the BPF code needs its value when compiling.
 	Literal int
+	// LiteralCheck, if set, says why a string Literal argument is not one
+	// the BPF code can compile.
+	LiteralCheck func(string) error
 	// KernelOnly builtins read what only a kernel probe has (its stack,
 	// its system call): the elaborator refuses them in code that
 	// user-side probes reach (KernelOnlyMsg).
@@ -100,7 +103,10 @@ func (b *Builtin) KernelError(args []syntax.Expr, printed bool) string {
 	case b.Kernel == Captured && !printed:
 		return fmt.Sprintf("the value of '%s' is computed in user space: a kernel probe can only print it", b.Name)
 	case b.Literal > 0 && b.Literal <= len(args):
-		if _, ok := args[b.Literal-1].(*syntax.StringLit); ok {
+		if lit, ok := args[b.Literal-1].(*syntax.StringLit); ok {
+			if err := b.literalError(lit.Value); err != nil {
+				return fmt.Sprintf("%s() in a kernel probe needs a literal %s: %v", b.Name, b.ParamNames[b.Literal-1], err)
+			}
 			return ""
 		}
 		if _, ok := args[b.Literal-1].(*syntax.NumberLit); ok {
@@ -167,10 +173,28 @@ func bpf(b *Builtin) *Builtin {
 	return b
 }
 
+// literalError is LiteralCheck's verdict on a string literal, nil without one.
+func (b *Builtin) literalError(lit string) error {
+	if b.LiteralCheck == nil {
+		return nil
+	}
+	return b.LiteralCheck(lit)
+}
+
 // bpfLiteral marks b compiled to BPF, argument i (1-based) a literal.
 func bpfLiteral(i int, b *Builtin) *Builtin {
 	b.Literal = i
 	return bpf(b)
+}
+
+// setLiteral marks __syscall_in's set a literal ParseSyscallSet reads.
+func setLiteral(b *Builtin) *Builtin {
+	b.Literal = 2
+	b.LiteralCheck = func(set string) error {
+		_, err := ParseSyscallSet(set)
+		return err
+	}
+	return b
 }
 
 // kernelOnly marks b compiled to BPF and refused in user-side probes.
@@ -422,7 +446,7 @@ var Builtins = index(
 	// __syscall_in(nr, set): whether nr is one of set, a literal list of
 	// numbers and ranges ("0-133,135,140-155"): the calls of a probe that
 	// serves many on a raw syscall tracepoint (bpfgen/syscalls.go)
-	kernelOnly(fn("__syscall_in", long, l("nr"), s("set"))),
+	kernelOnly(setLiteral(fn("__syscall_in", long, l("nr"), s("set")))),
 	// __syscall_tail(): a tail call into the second half of a merged
 	// entry of system calls (sema's syscallsplit.go)
 	kernelOnly(effects(fn("__syscall_tail", long))),

@@ -1,7 +1,10 @@
 package tapset
 
 import (
+	"fmt"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 )
 
@@ -14,7 +17,7 @@ import (
 // "x86_64", "arm64", ...), or "" when nr is unknown, as stap's syscall_name
 // returns for a number missing from its table.
 func SyscallName(arch string, nr int64) string {
-	if table := syscallTables()[arch]; nr >= 0 && nr < int64(len(table)) {
+	if table := syscallTables.of(arch); nr >= 0 && nr < int64(len(table)) {
 		return table[nr]
 	}
 	return ""
@@ -22,15 +25,37 @@ func SyscallName(arch string, nr int64) string {
 
 // SyscallNames returns arch's table as a slice indexed by number, "" in the
 // gaps, for a BPF array map; nil when bpftap has no table for arch.
-func SyscallNames(arch string) []string { return slices.Clone(syscallTables()[arch]) }
+func SyscallNames(arch string) []string { return slices.Clone(syscallTables.of(arch)) }
 
-// syscallTables are the native tables by architecture, made when first
-// asked for, not when the program starts: most runs name no system call
-// by number. Each is a slice indexed by number, as transcribed: no map
-// to build (four maps of 450 names were a millisecond and a half).
-var syscallTables = sync.OnceValue(func() map[string][]string {
-	return map[string][]string{"x86_64": withCommon(syscallsX8664()), "arm64": withCommon(syscallsARM64())}
-})
+// syscallTables are the native tables by architecture, each made when
+// first asked for, not when the program starts: most runs name no system
+// call by number, and those that do, the host's calls alone. Each is a
+// slice indexed by number, as transcribed: no map to build (four maps of
+// 450 names were a millisecond and a half).
+var syscallTables = byArch[[]string]{
+	"x86_64": func() []string { return withCommon(syscallsX8664()) },
+	"arm64":  func() []string { return withCommon(syscallsARM64()) },
+}.once()
+
+// byArch makes a table of each architecture bpftap has tables for.
+type byArch[T any] map[string]func() T
+
+// once has each architecture's table made once, when first asked for.
+func (b byArch[T]) once() byArch[T] {
+	for arch, build := range b {
+		b[arch] = sync.OnceValue(build)
+	}
+	return b
+}
+
+// of is arch's table; the zero T where bpftap has none for arch.
+func (b byArch[T]) of(arch string) T {
+	if build := b[arch]; build != nil {
+		return build()
+	}
+	var none T
+	return none
+}
 
 // withCommon adds to table the calls numbered alike on every architecture
 // (syscallsSince424), but those of the numbers in except, and returns it,
@@ -59,14 +84,12 @@ func withCommon(table []string, except ...int) []string {
 // a call by that table and give it the probes of the native call of the
 // same name.
 
-// compatTables are the compat tables by architecture, made when first
-// asked for.
-var compatTables = sync.OnceValue(func() map[string][]string {
-	return map[string][]string{
-		"x86_64": withCommon(syscallsI386(), 453), // map_shadow_stack: 64-bit only
-		"arm64":  withCommon(syscallsARM(), 453),
-	}
-})
+// compatTables are the compat tables by architecture, each made when
+// first asked for.
+var compatTables = byArch[[]string]{
+	"x86_64": func() []string { return withCommon(syscallsI386(), 453) }, // map_shadow_stack: 64-bit only
+	"arm64":  func() []string { return withCommon(syscallsARM(), 453) },
+}.once()
 
 // compatAs are the compat calls that are the native call of another name
 // (fcntl64 is fcntl with a 32-bit process's struct flock64), and those
@@ -77,23 +100,20 @@ var compatAs = map[string]string{"fcntl64": "fcntl", "mmap": "", "select": ""}
 
 // CompatSyscallNames returns arch's table of compat calls as SyscallNames
 // returns its native one; nil where bpftap knows of none.
-func CompatSyscallNames(arch string) []string { return slices.Clone(compatTables()[arch]) }
+func CompatSyscallNames(arch string) []string { return slices.Clone(compatTables.of(arch)) }
 
 // NativeSyscallNumbers returns, indexed by compat number, the number of
 // the native call each compat call is (the same name, or compatAs's), -1
 // where there is none (i386's waitpid, socketcall); nil where arch has no
 // compat calls. The table is made once and shared: callers do not modify
 // it (syscall.*'s merges ask for it at each of their calls).
-func NativeSyscallNumbers(arch string) []int32 { return nativeNumbers()[arch] }
+func NativeSyscallNumbers(arch string) []int32 { return nativeNumbers.of(arch) }
 
 // nativeNumbers are NativeSyscallNumbers's tables by architecture.
-var nativeNumbers = sync.OnceValue(func() map[string][]int32 {
-	tables := map[string][]int32{}
-	for arch := range compatTables() {
-		tables[arch] = nativeNumbersOf(arch)
-	}
-	return tables
-})
+var nativeNumbers = byArch[[]int32]{
+	"x86_64": func() []int32 { return nativeNumbersOf("x86_64") },
+	"arm64":  func() []int32 { return nativeNumbersOf("arm64") },
+}.once()
 
 // nativeNumbersOf makes arch's table of NativeSyscallNumbers.
 func nativeNumbersOf(arch string) []int32 {
@@ -102,7 +122,7 @@ func nativeNumbersOf(arch string) []int32 {
 		return nil
 	}
 	native := map[string]int32{}
-	for nr, name := range syscallTables()[arch] {
+	for nr, name := range syscallTables.of(arch) {
 		if name != "" {
 			native[name] = int32(nr)
 		}
@@ -152,4 +172,33 @@ func CompatOnlySyscalls(arch string) map[string]CompatOnly {
 		}
 	}
 	return calls
+}
+
+// SyscallSetBits bounds the numbers of a set of __syscall_in (a bitmap
+// of as many bits): every call of x86-64's and arm64's tables, and of
+// their compat tables, is below it.
+const SyscallSetBits = 1024
+
+// ParseSyscallSet reads a set of __syscall_in: numbers and ranges
+// ("0-133,135,140-155"), ascending, each below SyscallSetBits.
+func ParseSyscallSet(set string) ([]int, error) {
+	var nrs []int
+	for _, term := range strings.Split(set, ",") {
+		from, to, isRange := strings.Cut(term, "-")
+		lo, err := strconv.Atoi(from)
+		hi := lo
+		if err == nil && isRange {
+			hi, err = strconv.Atoi(to)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%q is not an ascending set of numbers below %d", set, SyscallSetBits)
+		}
+		if lo < 0 || hi < lo || hi >= SyscallSetBits || len(nrs) > 0 && lo <= nrs[len(nrs)-1] {
+			return nil, fmt.Errorf("%q is not an ascending set of numbers below %d", set, SyscallSetBits)
+		}
+		for nr := lo; nr <= hi; nr++ {
+			nrs = append(nrs, nr)
+		}
+	}
+	return nrs, nil
 }
