@@ -45,10 +45,7 @@ import (
 // metacharacters runs as sh -c COMMAND. A command of words sh would leave
 // as they are (/bin/true, dd if=in of=out bs=1) is split at its blanks
 // without a shell: no sh runs to expand it (two of them did, 2.5 ms).
-//
-// The holder starts before pass 3, which needs its pid; it holds a few
-// milliseconds later, while passes 3 and 4 go on (target.held waits for
-// it before pass 5). Unlike staprun, whose exec of
+// Unlike staprun, whose exec of
 // the word "OMP_NUM_THREADS=2" fails, leading words NAME=VALUE are set in
 // the command's environment, as a shell sets them (OMP_NUM_THREADS=2
 // ./omp): the command is still exec'd itself, the target, and its name is
@@ -59,6 +56,10 @@ import (
 // exited with status N" or "... with signal N (NAME)") and exits 1. When
 // the script ends first, bpftap ends the command and every process it
 // started (stap leaves them running).
+//
+// The holder starts before pass 3, which needs its pid; it holds a few
+// milliseconds later, while passes 3 and 4 go on (target.held waits for
+// it before pass 5).
 
 // target is the process of -c (started, held until release) or -x.
 type target struct {
