@@ -10,17 +10,23 @@ import (
 // A point of a family whose expansion only reads kernel facts
 // (probes.Family.Concurrent: kernel.function's, a search of the BTF's
 // strings and trial loads of its attach kinds, one or two milliseconds a
-// point) is expanded in a goroutine of its own as the derivation starts,
-// for every such point the user's probes reach, through aliases too:
+// point) is expanded beside the derivation, as it starts, for every such
+// point the user's probes reach, through aliases too:
 // syscall.*.return reaches syscall.ni_syscall.return, on
 // kernel.function("sys_ni_syscall").return, which is then expanded while
-// the syscall family lists the kernel's calls. The derivation, point by
-// point as before, finds the expansion made or waits for it. One made
-// ahead is used once: the same point reached again is expanded again, its
-// kernel facts found in their caches by then.
+// the syscall family lists the kernel's calls. The expansions run one
+// after the other in one goroutine, in the order the derivation meets
+// their points: the first trial of an attach kind, whose refusal the
+// messages of the later points quote ("loading a fentry program on
+// n_tty_receive_buf gives EPERM"), is the first point's, as when the
+// derivation expands them itself. The derivation, point by point as
+// before, finds the expansion made or waits for it. One made ahead is
+// used once: the same point reached again is expanded again, its kernel
+// facts found in their caches by then.
 
-// aheadExpansion is a point's expansion under way in a goroutine.
+// aheadExpansion is a point's expansion, made ahead once done is closed.
 type aheadExpansion struct {
+	pt   *probes.Point
 	done chan struct{}
 	pts  []*probes.Point
 	err  error
@@ -31,28 +37,38 @@ type aheadExpansion struct {
 // (Registry.MatchUnlisted): the expansions start while the derivation
 // waits for the list of the kernel's calls that syscall.*.return reads.
 func (e *elab) expandAhead(user []*syntax.File) {
+	var queue []*aheadExpansion
 	for _, f := range user {
 		for _, d := range f.Decls {
 			if pd, ok := d.(*syntax.ProbeDecl); ok {
 				for _, pp := range pd.Points {
-					e.aheadOf(e.reg.MatchUnlisted(pp.Components), 0)
+					queue = e.aheadOf(e.reg.MatchUnlisted(pp.Components), 0, queue)
 				}
 			}
 		}
 	}
+	if len(queue) == 0 {
+		return
+	}
+	go func() {
+		for _, x := range queue {
+			x.pts, x.err = x.pt.Family.Expand(x.pt)
+			close(x.done)
+		}
+	}()
 }
 
-// aheadOf starts the expansions of the concurrent points pts are or
-// reach, depth aliases down.
-func (e *elab) aheadOf(pts []*probes.Point, depth int) {
+// aheadOf appends to queue the expansions of the concurrent points pts
+// are or reach, depth aliases down, in the derivation's order.
+func (e *elab) aheadOf(pts []*probes.Point, depth int, queue []*aheadExpansion) []*aheadExpansion {
 	if depth >= maxAliasDepth {
-		return
+		return queue
 	}
 	for _, pt := range pts {
 		if set, alias := pt.Family.Payload.(*aliasSet); alias {
 			for _, a := range set.decls {
 				for _, target := range a.Points {
-					e.aheadOf(e.reg.MatchUnlisted(e.withSuffix(target.Components, pt.Suffix)), depth+1)
+					queue = e.aheadOf(e.reg.MatchUnlisted(e.withSuffix(target.Components, pt.Suffix)), depth+1, queue)
 				}
 			}
 			continue
@@ -61,13 +77,11 @@ func (e *elab) aheadOf(pts []*probes.Point, depth int) {
 		if !pt.Family.Concurrent || e.ahead[key] != nil {
 			continue
 		}
-		x := &aheadExpansion{done: make(chan struct{})}
+		x := &aheadExpansion{pt: pt, done: make(chan struct{})}
 		e.ahead[key] = x
-		go func() {
-			defer close(x.done)
-			x.pts, x.err = pt.Family.Expand(pt)
-		}()
+		queue = append(queue, x)
 	}
+	return queue
 }
 
 // expandPoint is pt's expansion: the one made ahead, once, else its
