@@ -146,8 +146,8 @@ func (s *session) parse(whole bool) (user, libs []*syntax.File, err error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	if s.opts.LastPass != 1 && mentionTracepoints(srcs, libSrcs) {
-		kernel.Prefetch()
+	if mentioned, eventList := mentionTracepoints(srcs, libSrcs); mentioned && s.opts.LastPass != 1 {
+		kernel.Prefetch(eventList)
 	}
 	macros, errs := syntax.LoadMacros(macroSrcs...)
 	if len(errs) > 0 {
@@ -167,16 +167,40 @@ func (s *session) parse(whole bool) (user, libs []*syntax.File, err error) {
 
 // mentionTracepoints tells whether the script or the library files it
 // reaches name a tracepoint point (kernel.trace: the syscall aliases' too),
-// for which pass 2 reads the kernel's BTF and tracefs (kernel.Prefetch).
-func mentionTracepoints(srcSets ...[]*syntax.Source) bool {
+// for which pass 2 reads the kernel's BTF (kernel.Prefetch), and whether
+// one of them needs tracefs's list of events (kernel.NeedsEventList), as
+// a spec that is not a plain literal (a macro's) may.
+func mentionTracepoints(srcSets ...[]*syntax.Source) (mentioned, eventList bool) {
 	for _, srcs := range srcSets {
 		for _, src := range srcs {
-			if strings.Contains(src.Text, "kernel.trace") {
-				return true
+			for text := src.Text; ; {
+				i := strings.Index(text, "kernel.trace")
+				if i < 0 {
+					break
+				}
+				text = text[i+len("kernel.trace"):]
+				spec, literal := traceSpec(text)
+				mentioned = true
+				eventList = eventList || !literal || kernel.NeedsEventList(spec)
 			}
 		}
 	}
-	return false
+	return mentioned, eventList
+}
+
+// traceSpec reads the literal spec of a kernel.trace point from the text
+// after its name: ("SPEC"); literal is false for anything else.
+func traceSpec(text string) (spec string, literal bool) {
+	rest, ok := strings.CutPrefix(strings.TrimLeft(text, " \t"), "(")
+	if !ok {
+		return "", false
+	}
+	rest, ok = strings.CutPrefix(strings.TrimLeft(rest, " \t"), `"`)
+	end := strings.IndexAny(rest, `"\`)
+	if !ok || end < 0 || rest[end] != '"' {
+		return "", false
+	}
+	return rest[:end], strings.HasPrefix(strings.TrimLeft(rest[end+1:], " \t"), ")")
 }
 
 // skipBadTapsets parses the library's files one by one, after one did

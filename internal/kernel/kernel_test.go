@@ -436,3 +436,53 @@ func TestMatcher(t *testing.T) {
 		}
 	}
 }
+
+// TestFindTracepointsInSystem checks that a spec naming its system, which
+// FindTracepoints looks up in tracefs's directory of the system, finds
+// what the list of every event (available_events) gives.
+func TestFindTracepointsInSystem(t *testing.T) {
+	events, err := availableEvents()
+	if err != nil {
+		t.Skipf("skipped: tracefs cannot be read here: %v", err)
+	}
+	b, err := Kernel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, spec := range []string{"syscalls:sys_enter_*", "syscalls:sys_exit_read", "syscalls:sys_exit_send",
+		"syscalls:*_openat", "raw_syscalls:sys_exit", "raw_syscalls:sys_enter", "sched:sched_switch",
+		"sched:sched_nonesuch", "nonesuch:sys_enter"} {
+		system, event, _ := strings.Cut(spec, ":")
+		var listed []*Tracepoint
+		if ftraceOnly[system] {
+			listed = eventsOf(events, system)
+		} else if listed, err = b.TracepointsCalled(events, event); err != nil {
+			t.Fatal(err)
+		}
+		want, _ := MatchTracepoints(listed, spec)
+		got, err := FindTracepoints(spec)
+		if err != nil {
+			t.Fatalf("FindTracepoints(%q): %v", spec, err)
+		}
+		if g, w := tracepointsText(got), tracepointsText(want); g != w {
+			t.Errorf("FindTracepoints(%q) = %s; available_events gives %s", spec, g, w)
+		}
+		if NeedsEventList(spec) {
+			t.Errorf("NeedsEventList(%q) = true, want false", spec)
+		}
+	}
+	for _, spec := range []string{"sys_enter", "*:sys_enter", "sched:sched_*", "../x:y"} {
+		if !NeedsEventList(spec) {
+			t.Errorf("NeedsEventList(%q) = false, want true", spec)
+		}
+	}
+}
+
+// tracepointsText lists tps with their prototypes and parameters.
+func tracepointsText(tps []*Tracepoint) string {
+	var b strings.Builder
+	for _, tp := range tps {
+		fmt.Fprintf(&b, "%s/%d/%v ", tp, tp.Proto, tp.Params)
+	}
+	return b.String()
+}

@@ -25,6 +25,23 @@ func ReadTracefs(name string) ([]byte, error) {
 	return readPrivately(name)
 }
 
+// ReadTracefsDir lists the names in a directory of tracefs, such as
+// "events/syscalls" (its events, and its enable and filter files).
+func ReadTracefsDir(name string) ([]string, error) {
+	var f *os.File
+	var err error
+	if dir := tracefsMountOnce(); dir != "" {
+		f, err = os.Open(filepath.Join(dir, name))
+	} else {
+		f, err = openPrivately(name, unix.O_RDONLY|unix.O_DIRECTORY)
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return f.Readdirnames(-1)
+}
+
 // WriteTracefs writes data to a file of tracefs, such as "trace_marker",
 // in one write, from a private mount when tracefs is not mounted (see
 // readPrivately).
