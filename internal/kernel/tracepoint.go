@@ -87,9 +87,13 @@ func NeedsEventList(spec string) bool {
 }
 
 // TracefsError says why tracefs could not be read (the tracepoints'
-// systems are then unknown), or is nil.
+// systems are then unknown), or is nil: mounted, or mounted privately,
+// without reading its list of events (a spec's "no match" asks).
 func TracefsError() error {
-	_, err := availableEvents()
+	if tracefsMountOnce() != "" {
+		return nil
+	}
+	_, err := privateRoot()
 	return err
 }
 
