@@ -83,7 +83,14 @@ func Prefetch(eventList bool) {
 // The others it looks up in the system's directory.
 func NeedsEventList(spec string) bool {
 	system, event, hasSystem := strings.Cut(spec, ":")
-	return !hasSystem || hasWildcard(system) || strings.ContainsAny(system, "/.") || hasWildcard(event) && !ftraceOnly[system]
+	return !hasSystem || !inDirectory(system, event)
+}
+
+// inDirectory tells whether inSystem decides system:event from tracefs's
+// directory of system (when it can read it): a system named as is, and
+// an event named as is or a pattern of an ftraceOnly system's events.
+func inDirectory(system, event string) bool {
+	return !hasWildcard(system) && !strings.ContainsAny(system, "/.") && (!hasWildcard(event) || ftraceOnly[system])
 }
 
 // TracefsError says why tracefs could not be read (the tracepoints'
@@ -127,7 +134,7 @@ func FindTracepoints(spec string) ([]*Tracepoint, error) {
 	if !hasSystem {
 		event = spec
 	}
-	if hasSystem && !hasWildcard(system) {
+	if hasSystem && inDirectory(system, event) {
 		if tps, ok, err := inSystem(system, event); ok {
 			if err != nil {
 				return nil, err
@@ -264,14 +271,10 @@ func (b *BTF) tracepointsIn(systems []string, event string) ([]*Tracepoint, erro
 // an ftraceOnly system) names, out of tracefs's directory of system
 // rather than available_events, which the kernel makes by walking its
 // 2,300 events from the first again at each 4 KB read (2.4 ms of its
-// time; a directory is one walk of its own). ok is false where the
-// directory cannot be read, and for a pattern of a system whose events
-// have prototypes (Tracepoints lists them): FindTracepoints then goes
-// the way of a spec without a system.
+// time; a directory is one walk of its own), for what inDirectory says
+// it decides. ok is false where the directory cannot be read:
+// FindTracepoints then goes the way of a spec without a system.
 func inSystem(system, event string) (tps []*Tracepoint, ok bool, err error) {
-	if strings.ContainsAny(system, "/.") {
-		return nil, false, nil // not a directory's name: no system has it
-	}
 	names, err := eventsIn(system)
 	_, listed := slices.BinarySearch(names, event)
 	switch {
@@ -286,8 +289,6 @@ func inSystem(system, event string) (tps []*Tracepoint, ok bool, err error) {
 		return nil, true, nil
 	case ftraceOnly[system]:
 		return classicCalled([]string{system}, event), true, nil
-	case hasWildcard(event):
-		return nil, false, nil
 	}
 	b, err := Kernel()
 	if err != nil {
