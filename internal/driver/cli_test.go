@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -301,8 +302,27 @@ func (s *cliScript) cmp(stream, file string) {
 		got = output.WithoutUnreadWarning(s.stderr, want)
 	}
 	if got != want {
-		s.fatalf("%s differs from %s\n--- got ---\n%s--- want ---\n%s", stream, file, got, want)
+		s.fatalf("%s differs from %s\n--- got ---\n%s--- want ---\n%s%s", stream, file, got, want, firstDifference(got, want))
 	}
+}
+
+// firstDifference says where got and want first differ, last in a
+// failure's message: a log that keeps only its tail still shows it.
+func firstDifference(got, want string) string {
+	g, w := strings.SplitAfter(got, "\n"), strings.SplitAfter(want, "\n")
+	for i := 0; ; i++ {
+		if i == len(g) || i == len(w) || g[i] != w[i] {
+			return fmt.Sprintf("--- first difference, line %d ---\ngot:  %q\nwant: %q", i+1, lineAt(g, i), lineAt(w, i))
+		}
+	}
+}
+
+// lineAt is lines[i], or "" past the end.
+func lineAt(lines []string, i int) string {
+	if i < len(lines) {
+		return lines[i]
+	}
+	return ""
 }
 
 // holds tells whether the condition of a line holds on this machine, and
