@@ -22,7 +22,11 @@ import (
 // derivation expands them itself. The derivation, point by point as
 // before, finds the expansion made or waits for it. One made ahead is
 // used once: the same point reached again is expanded again, its kernel
-// facts found in their caches by then.
+// facts found in their caches by then. When the derivation ends, the
+// expansions it never asked for (points past a `!` point that matched, or
+// after the error that stopped it) are dropped and the one under way is
+// waited for: nothing outlives the elaboration (a fuzzer's process
+// elaborates `probe **` over and over).
 
 // aheadExpansion is a point's expansion, made ahead once done is closed.
 type aheadExpansion struct {
@@ -33,10 +37,11 @@ type aheadExpansion struct {
 }
 
 // expandAhead starts the expansions of the concurrent points the probes
-// of user reach. It matches without families' lists of names
-// (Registry.MatchUnlisted): the expansions start while the derivation
-// waits for the list of the kernel's calls that syscall.*.return reads.
-func (e *elab) expandAhead(user []*syntax.File) {
+// of user reach, and returns what stops them. It matches without
+// families' lists of names (Registry.MatchUnlisted): the expansions start
+// while the derivation waits for the list of the kernel's calls that
+// syscall.*.return reads.
+func (e *elab) expandAhead(user []*syntax.File) (stop func()) {
 	var queue []*aheadExpansion
 	for _, f := range user {
 		for _, d := range f.Decls {
@@ -48,14 +53,26 @@ func (e *elab) expandAhead(user []*syntax.File) {
 		}
 	}
 	if len(queue) == 0 {
-		return
+		return func() {}
 	}
+	stopped, finished := make(chan struct{}), make(chan struct{})
 	go func() {
+		defer close(finished)
 		for _, x := range queue {
+			select {
+			case <-stopped:
+				return
+			default:
+			}
 			x.pts, x.err = x.pt.Family.Expand(x.pt)
 			close(x.done)
 		}
 	}()
+	return func() {
+		close(stopped)
+		<-finished
+		clear(e.ahead) // a later expandPoint expands for itself
+	}
 }
 
 // aheadOf appends to queue the expansions of the concurrent points pts

@@ -2,6 +2,7 @@ package sema
 
 import (
 	"errors"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -39,5 +40,42 @@ func TestExpandAhead(t *testing.T) {
 	}
 	if len(prog.Probes) != 2 || expansions != 1 {
 		t.Errorf("%d probes, second expanded %d times; want 2 probes, one expansion", len(prog.Probes), expansions)
+	}
+}
+
+// TestExpandAheadStops checks that the expansions made ahead end with the
+// derivation: the one under way is waited for, those never asked for
+// (past a `!` point that matched) are dropped.
+func TestExpandAheadStops(t *testing.T) {
+	started := make(chan struct{})
+	var finished, dropped atomic.Bool
+	first := &probes.Family{Name: "first", Paths: []string{"first"}, Expand: func(p *probes.Point) ([]*probes.Point, error) {
+		<-started // the second point's expansion is under way
+		return []*probes.Point{p}, nil
+	}}
+	second := &probes.Family{Name: "second", Paths: []string{"second"}, Concurrent: true, Expand: func(p *probes.Point) ([]*probes.Point, error) {
+		close(started)
+		time.Sleep(50 * time.Millisecond)
+		finished.Store(true)
+		return []*probes.Point{p}, nil
+	}}
+	third := &probes.Family{Name: "third", Paths: []string{"third"}, Concurrent: true, Expand: func(p *probes.Point) ([]*probes.Point, error) {
+		dropped.Store(false)
+		return []*probes.Point{p}, nil
+	}}
+	dropped.Store(true)
+	file, err := syntax.Parse(syntax.NewSource("<test>", "probe first!, second, third { next }"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Elaborate([]*syntax.File{file}, Options{Registry: probes.NewRegistry(first, second, third)}); err != nil {
+		t.Fatal(err)
+	}
+	if !finished.Load() {
+		t.Error("Elaborate returned while the second point's expansion was under way")
+	}
+	time.Sleep(100 * time.Millisecond)
+	if !dropped.Load() {
+		t.Error("the third point, which the derivation never reached, was expanded after Elaborate returned")
 	}
 }

@@ -107,7 +107,7 @@ func (x *expansion) blameFor(comps []*syntax.Component) *syntax.Component {
 }
 
 func (e *elab) deriveAll(user []*syntax.File) {
-	e.expandAhead(user)
+	defer e.expandAhead(user)()
 	for _, f := range user {
 		for _, d := range f.Decls {
 			if pd, ok := d.(*syntax.ProbeDecl); ok {
