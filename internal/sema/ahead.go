@@ -42,16 +42,17 @@ type aheadExpansion struct {
 // while the derivation waits for the list of the kernel's calls that
 // syscall.*.return reads.
 func (e *elab) expandAhead(user []*syntax.File) (stop func()) {
-	var queue []*aheadExpansion
+	w := &aheadWalk{e: e, seen: map[aliasUse]bool{}, active: map[*syntax.AliasDecl]bool{}}
 	for _, f := range user {
 		for _, d := range f.Decls {
 			if pd, ok := d.(*syntax.ProbeDecl); ok {
 				for _, pp := range pd.Points {
-					queue = e.aheadOf(e.reg.MatchUnlisted(pp.Components), 0, queue)
+					w.walk(e.reg.MatchUnlisted(pp.Components), 0)
 				}
 			}
 		}
 	}
+	queue := w.queue
 	if len(queue) == 0 {
 		return func() {}
 	}
@@ -75,30 +76,59 @@ func (e *elab) expandAhead(user []*syntax.File) (stop func()) {
 	}
 }
 
-// aheadOf appends to queue the expansions of the concurrent points pts
-// are or reach, depth aliases down, in the derivation's order.
-func (e *elab) aheadOf(pts []*probes.Point, depth int, queue []*aheadExpansion) []*aheadExpansion {
+// aheadWalk finds the concurrent points the user's points reach, in the
+// derivation's order. It walks an alias once for each suffix it is
+// reached with (its points are then queued already), and not inside
+// itself: that loop is the derivation's error to report, and walking it
+// took time exponential in the depth (`probe a = a.b { } probe a.* { }`
+// hung pass 2).
+type aheadWalk struct {
+	e      *elab
+	queue  []*aheadExpansion
+	seen   map[aliasUse]bool
+	active map[*syntax.AliasDecl]bool // the aliases on the way down
+}
+
+// aliasUse is an alias reached with a suffix.
+type aliasUse struct {
+	decl   *syntax.AliasDecl
+	suffix string
+}
+
+// walk queues the expansions of the concurrent points pts are or reach,
+// depth aliases down.
+func (w *aheadWalk) walk(pts []*probes.Point, depth int) {
 	if depth >= maxAliasDepth {
-		return queue
+		return
 	}
 	for _, pt := range pts {
 		if set, alias := pt.Family.Payload.(*aliasSet); alias {
-			for _, a := range set.decls {
-				for _, target := range a.Points {
-					queue = e.aheadOf(e.reg.MatchUnlisted(e.withSuffix(target.Components, pt.Suffix)), depth+1, queue)
-				}
-			}
+			w.walkAliases(set, pt.Suffix, depth)
 			continue
 		}
 		key := aheadKey(pt)
-		if !pt.Family.Concurrent || e.ahead[key] != nil {
+		if !pt.Family.Concurrent || w.e.ahead[key] != nil {
 			continue
 		}
 		x := &aheadExpansion{pt: pt, done: make(chan struct{})}
-		e.ahead[key] = x
-		queue = append(queue, x)
+		w.e.ahead[key] = x
+		w.queue = append(w.queue, x)
 	}
-	return queue
+}
+
+// walkAliases walks the points of the aliases of set, reached with suffix.
+func (w *aheadWalk) walkAliases(set *aliasSet, suffix []*syntax.Component, depth int) {
+	for _, a := range set.decls {
+		use := aliasUse{a, probes.ComponentsString(suffix)}
+		if w.seen[use] || w.active[a] {
+			continue
+		}
+		w.seen[use], w.active[a] = true, true
+		for _, target := range a.Points {
+			w.walk(w.e.reg.MatchUnlisted(w.e.withSuffix(target.Components, suffix)), depth+1)
+		}
+		delete(w.active, a)
+	}
 }
 
 // expandPoint is pt's expansion: the one made ahead, once, else its

@@ -2,11 +2,13 @@ package sema
 
 import (
 	"errors"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/bpftap/bpftap/internal/probes"
+	"github.com/bpftap/bpftap/internal/probes/probestest"
 	"github.com/bpftap/bpftap/internal/syntax"
 )
 
@@ -77,5 +79,31 @@ func TestExpandAheadStops(t *testing.T) {
 	time.Sleep(100 * time.Millisecond)
 	if !dropped.Load() {
 		t.Error("the third point, which the derivation never reached, was expanded after Elaborate returned")
+	}
+}
+
+// TestExpandAheadLoop checks that an alias reached inside itself is not
+// walked again: the walk ahead of `probe a.*.return` through the alias
+// a = a.A.return, whose `*` reaches a again at every level with all of
+// the library's families, took time exponential in the alias depth (a
+// fuzzer's input; pass 2 hung), where the derivation reports the loop.
+func TestExpandAheadLoop(t *testing.T) {
+	file, err := syntax.Parse(syntax.NewSource("<test>", `probe A = a = a.A.return = *, kernel.trace("") { x } probe a.*.return { }`), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := Elaborate([]*syntax.File{file}, Options{Registry: probes.BuiltinWith(probestest.New(), probes.Config{})})
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		var errs *Errors
+		if !errors.As(err, &errs) || !strings.Contains(errs.Text(), "recursive loop in alias expansion") {
+			t.Errorf("got %v, want the recursive loop reported", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("the elaboration of a recursive alias did not end in 20 s")
 	}
 }
