@@ -71,9 +71,6 @@ type KernelInfo interface {
 	// EventFields describes the record of a trace event (kernel.EventFields).
 	EventFields(system, event string) ([]kernel.Field, error)
 	BTF() (*kernel.BTF, error)
-	// CompatSyscalls tells whether the kernel makes 32-bit (compat) system
-	// calls (kernel.CompatSyscalls).
-	CompatSyscalls() bool
 	// ModuleBTF is the BTF of a loaded module (kernel.Module).
 	ModuleBTF(module string) (*kernel.BTF, error)
 	// Attachable tells whether the kernel can load and attach a program
@@ -119,7 +116,6 @@ func (RunningKernel) MatchTracepoints(spec string) ([]*kernel.Tracepoint, error)
 }
 func (RunningKernel) TracefsError() error                        { return kernel.TracefsError() }
 func (RunningKernel) BTF() (*kernel.BTF, error)                  { return kernel.Kernel() }
-func (RunningKernel) CompatSyscalls() bool                       { return kernel.CompatSyscalls() }
 func (RunningKernel) Functions() ([]*kernel.Function, error)     { return kernel.Functions() }
 func (RunningKernel) Exported() (map[string]bool, error)         { return kernel.Exported() }
 func (RunningKernel) ModuleBTF(name string) (*kernel.BTF, error) { return kernel.Module(name) }

@@ -476,13 +476,22 @@ func (c *Context) SyscallReturns() *Context {
 
 // CompatSyscalls tells whether the kernel makes 32-bit (compat) system
 // calls, which its syscalls:* events do not see (x86_64's and arm64's
-// ignore them): the host's architecture has them and the kernel says so
-// (KernelInfo.CompatSyscalls).
+// ignore them): its BTF has the function that dispatches them (x86_64)
+// or ARM's private calls (arm64, CONFIG_COMPAT).
 func (c *Context) CompatSyscalls() bool {
 	if regs := arch.Host(); regs == nil || regs.Compat == nil {
 		return false
 	}
-	return c.kernel.CompatSyscalls()
+	b, err := c.kernel.BTF()
+	if err != nil {
+		return false
+	}
+	for _, name := range []string{"ia32_sys_call", "do_int80_syscall_32", "compat_arm_syscall"} {
+		if len(b.IDsByName(name)) > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // CompatSyscallNumbers returns the numbers of the compat calls that are

@@ -25,10 +25,6 @@ type Kernel struct {
 func (k *Kernel) Tracepoints() ([]*kernel.Tracepoint, error) { return k.tps, nil }
 func (k *Kernel) BTF() (*kernel.BTF, error)                  { return k.btf, nil }
 
-// CompatSyscalls asks the fake kernel's BTF, as the running kernel's
-// would be asked without /proc/sys/abi/vsyscall32.
-func (k *Kernel) CompatSyscalls() bool { return k.btf != nil && kernel.CompatDispatch(k.btf) }
-
 // MatchTracepoints matches spec against the fake kernel's tracepoints.
 func (k *Kernel) MatchTracepoints(spec string) ([]*kernel.Tracepoint, error) {
 	return kernel.MatchTracepoints(k.tps, spec)
