@@ -80,8 +80,8 @@ func (e *elab) expandAhead(user []*syntax.File) (stop func()) {
 // derivation's order. It walks an alias once for each suffix it is
 // reached with (its points are then queued already), and not inside
 // itself: that loop is the derivation's error to report, and walking it
-// took time exponential in the depth (`probe a = a.b { } probe a.* { }`
-// hung pass 2).
+// took time exponential in the depth (`probe a = a.A.return = *, ...`
+// with `probe a.*.return` hung pass 2).
 type aheadWalk struct {
 	e      *elab
 	queue  []*aheadExpansion
@@ -118,8 +118,9 @@ func (w *aheadWalk) walk(pts []*probes.Point, depth int) {
 
 // walkAliases walks the points of the aliases of set, reached with suffix.
 func (w *aheadWalk) walkAliases(set *aliasSet, suffix []*syntax.Component, depth int) {
+	reached := probes.ComponentsString(suffix)
 	for _, a := range set.decls {
-		use := aliasUse{a, probes.ComponentsString(suffix)}
+		use := aliasUse{a, reached}
 		if w.seen[use] || w.active[a] {
 			continue
 		}
