@@ -273,7 +273,9 @@ func writeBytes(n int) int {
 // bind() calls, made raw so that each gets exactly the address bytes and
 // length written here: IPv4 127.0.0.1:9, IPv6 [::1]:9 with flow
 // information 7, a UNIX path and an abstract name, NULL, an address that
-// cannot be read, lengths that fit no family, a netlink bind.
+// cannot be read, lengths that fit no family, an AF_PACKET address (given
+// to an IPv4 socket, which refuses it), a netlink bind. Each socket is
+// descriptor 99, so that a script may print the calls' whole argstr.
 func connectSockaddrs(n int) int {
 	be16 := func(v uint16) []byte { return []byte{byte(v >> 8), byte(v)} }
 	inet := append(append([]byte{2, 0}, be16(9)...), 127, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0)
@@ -282,15 +284,24 @@ func connectSockaddrs(n int) int {
 	path := append([]byte{1, 0}, "/nonexistent/bpftap.sock\x00"...)
 	abstract := append([]byte{1, 0, 0}, "bpftap"...)
 	netlink := []byte{16, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}
+	// sockaddr_ll: ETH_P_ALL (big-endian), interface 1, ARPHRD_ETHER,
+	// PACKET_HOST, a 6-byte address.
+	packet := []byte{17, 0, 0, 3, 1, 0, 0, 0, 1, 0, 0, 6, 0xde, 0xad, 0xbe, 0xef, 1, 2, 0, 0}
 	call := func(nr uintptr, family int, addr []byte, ptr uintptr, length int) {
-		fd, err := unix.Socket(family, unix.SOCK_STREAM, 0)
+		sock, err := unix.Socket(family, unix.SOCK_STREAM, 0)
 		if family == unix.AF_NETLINK {
-			fd, err = unix.Socket(family, unix.SOCK_RAW, 0)
+			sock, err = unix.Socket(family, unix.SOCK_RAW, 0)
 		}
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "workload:", err)
 			return
 		}
+		const fd = 99
+		if err := unix.Dup3(sock, fd, 0); err != nil {
+			fmt.Fprintln(os.Stderr, "workload:", err)
+			return
+		}
+		unix.Close(sock)
 		if addr != nil {
 			ptr = uintptr(unsafe.Pointer(&addr[0]))
 		}
@@ -307,6 +318,7 @@ func connectSockaddrs(n int) int {
 		call(unix.SYS_CONNECT, unix.AF_INET, nil, 8, 16)
 		call(unix.SYS_CONNECT, unix.AF_INET, inet, 0, 8)
 		call(unix.SYS_CONNECT, unix.AF_INET, inet, 0, 1)
+		call(unix.SYS_CONNECT, unix.AF_INET, packet, 0, len(packet))
 		call(unix.SYS_BIND, unix.AF_NETLINK, netlink, 0, len(netlink))
 	}
 	return 0
