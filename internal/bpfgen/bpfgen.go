@@ -127,7 +127,9 @@ type Module struct {
 	syscallNative bool
 	// syscallSets are the sets of __syscall_in, in SyscallSetMap's order
 	syscallSets []string
-	stacks      bool // a program takes stacks into StackMap
+	// callTables are the tables of the dispatches on the call (calltable.go)
+	callTables []Map
+	stacks     bool // a program takes stacks into StackMap
 	// userStacks: a program takes user stacks into BuildIDStackMap too
 	userStacks bool
 	// taskStacks: a program takes context tasks' kernel stacks into

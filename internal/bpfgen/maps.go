@@ -90,6 +90,7 @@ func (m *Module) Maps() []Map {
 	if len(m.syscallSets) > 0 {
 		maps = append(maps, Map{SyscallSetMap, syscallSetMapSpec(m.syscallSets)})
 	}
+	maps = append(maps, m.callTables...)
 	maps = append(maps, m.stackMaps()...)
 	if m.regexBase != nil {
 		maps = append(maps, Map{RegexMap, m.regexMapSpec()})

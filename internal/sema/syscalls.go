@@ -30,9 +30,11 @@ import (
 // two balanced trees of comparisons (a few per event, whatever the number
 // of calls): the first, on the call's number, runs the call's own part of
 // its prologue (its name, the generic argstr's per-call number) and picks
-// its layout; the second runs the rest of the prologue, which calls with
-// the same argument layout share (shareShapes), each reading its arguments
-// from the entry's registers. The merge happens right after derivation,
+// its layout (which the code generator makes a lookup in a table when
+// each call's part only stores numbers: bpfgen's calltable.go); the
+// second runs the rest of the prologue, which calls with the same
+// argument layout share (shareShapes), each reading its arguments from
+// the entry's registers. The merge happens right after derivation,
 // before symbols are resolved, so every later pass sees one ordinary probe.
 // Probes whose body reads context variables itself, has a guard, or whose
 // calls have no known number keep their own events.
@@ -295,7 +297,7 @@ func (e *elab) mergeEntries(g []*syscallEntry) *Probe {
 	at := first.Point.Pos
 	calls, shapes := shareShapes(g, at)
 	guards, body := splitGuards(g[0].body, shapes)
-	stmts := []syntax.Stmt{nativeNumber(at), dispatch(calls, nativeNrVar, at)}
+	stmts := []syntax.Stmt{nativeNumber(at), dispatch(calls, SyscallNrVar, at)}
 	stmts = append(stmts, guards...)
 	stmts = append(stmts, dispatch(shapes, SyscallLayoutVar, at), body)
 	merged := mergedProbe(first, wide, stmts)
@@ -321,15 +323,15 @@ func mergedProbe(first *Probe, wide *probes.Context, stmts []syntax.Stmt) *Probe
 	return &merged
 }
 
-// nativeNrVar is the local that holds the number of the native call the
+// SyscallNrVar is the local that holds the number of the native call the
 // entry is: a compat call (int $0x80, a 32-bit process) is numbered by
 // the compat table, and is served as the native call of its name.
-const nativeNrVar = "__syscall_nr"
+const SyscallNrVar = "__syscall_nr"
 
 // nativeNumber is `__syscall_nr = __syscall_native_nr($id)`.
 func nativeNumber(at syntax.Pos) syntax.Stmt {
 	return &syntax.ExprStmt{X: &syntax.Assign{Typed: syntax.Typed{Pos: at}, Op: "=",
-		LHS: &syntax.Ident{Typed: syntax.Typed{Pos: at}, Name: nativeNrVar}, RHS: nativeNrOf(at)}}
+		LHS: &syntax.Ident{Typed: syntax.Typed{Pos: at}, Name: SyscallNrVar}, RHS: nativeNrOf(at)}}
 }
 
 // nativeNrOf is `__syscall_native_nr($id)`.
@@ -569,7 +571,7 @@ func (e *elab) tightenDispatches() {
 // subject is in [lo, hi).
 func tighten(s syntax.Stmt, lo, hi int64) syntax.Stmt {
 	d, ok := asDispatchNode(s)
-	if !ok || !slices.Contains([]string{nativeNrVar, SyscallLayoutVar, traceNrVar}, d.subject) {
+	if !ok || !slices.Contains([]string{SyscallNrVar, SyscallLayoutVar, traceNrVar}, d.subject) {
 		return s
 	}
 	switch _, next := d.Else.(*syntax.NextStmt); {
