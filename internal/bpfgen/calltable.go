@@ -16,18 +16,20 @@ import (
 //
 // sema's merged entry dispatches on the call's number with a balanced
 // tree of comparisons whose leaves set the call's own locals: its name
-// (a deferred string: the number of its assignment), its argument
+// (a string, or a deferred one's assignment number), its argument
 // layout, the generic argstr's number, ... (sema's syscalls.go); in the
 // first of a split entry, the calls of the second take a tail call
 // instead (syscallsplit.go). For the 360 calls of syscall.* that is some
 // 3,400 instructions, a path each that the verifier walks, more than
-// half of the first program. When every leaf only stores numbers in
+// half of the first program. When every leaf only stores constants in
 // locals, the tree compiles to a lookup in an ARRAY map indexed by the
 // call's number (callTableMap), whose element holds what the call's leaf
 // stores: its kind (0 for none: `next`; 1 stores; 2 the tail call), then
-// a word for each local some leaf stores, 0 where the call's leaf does
-// not (the locals start at 0; only the subject's assignment comes
-// before the dispatch). About 30 instructions, one path.
+// for each local some leaf stores its bytes (a number's word, a string
+// and its NUL in whole words), zeros where the call's leaf does not
+// store it (0 and "": the locals' first values; only the subject's
+// assignment comes before the dispatch). A few instructions a local, one
+// path.
 
 // callTableMin is the fewest leaves a dispatch compiles to a table.
 const callTableMin = 16
@@ -42,33 +44,41 @@ const (
 	callTail  = 2
 )
 
-// callCase is a leaf of the dispatch: its key, and what it stores (one
-// number per local) or, tail set, the statements of its tail call.
+// callCase is a leaf of the dispatch: its key, and what it stores or,
+// tail set, the statements of its tail call.
 type callCase struct {
 	key    int64
-	stores []numberStore
+	stores []constStore
 	tail   syntax.Stmt
 }
 
-// numberStore is a leaf's `v = n`.
-type numberStore struct {
-	v *syntax.Var
-	n int64
+// constStore is a leaf's `v = CONSTANT`: the bytes it writes in v's slot
+// (a number's 8; a string's, its NUL and zeros to a multiple of 8).
+type constStore struct {
+	v     *syntax.Var
+	bytes []byte
 }
 
-// number is what c stores in v: 0 when it does not.
-func (c callCase) number(v *syntax.Var) int64 {
+// stored is what c writes in v's slot: nil when it does not.
+func (c callCase) stored(v *syntax.Var) []byte {
 	for _, s := range c.stores {
 		if s.v == v {
-			return s.n
+			return s.bytes
 		}
 	}
-	return 0
+	return nil
+}
+
+// callColumn is a local some leaf stores, where its bytes lie in a
+// table's element (after the kind) and how many.
+type callColumn struct {
+	v          *syntax.Var
+	off, width int
 }
 
 // callTable compiles s as a table when it is the merged entry's dispatch
 // on the call, a statement of the probe's body after which its leaves'
-// locals are first assigned, whose leaves only store numbers; it tells
+// locals are first assigned, whose leaves only store constants; it tells
 // whether it did.
 func (g *gen) callTable(s *syntax.IfStmt) bool {
 	at := slices.Index(g.probe.Body.Stmts, syntax.Stmt(s))
@@ -135,11 +145,11 @@ func (g *gen) addCase(key int64, s syntax.Stmt, cases *[]callCase) bool {
 		c.tail = s
 	} else {
 		for _, st := range stmts {
-			v, n, ok := g.storesNumber(st)
+			store, ok := g.storesConstant(st)
 			if !ok {
 				return false
 			}
-			c.stores = append(c.stores, numberStore{v, n})
+			c.stores = append(c.stores, store)
 		}
 	}
 	*cases = append(*cases, c)
@@ -160,54 +170,66 @@ func isTailCase(stmts []syntax.Stmt) bool {
 	return ok && call.Name == "__syscall_tail" && next
 }
 
-// storesNumber returns the local s stores a number in and the number: a
-// long local's `v = N`, or a deferred local's assignment without leaves,
-// whose number is the assignment's.
-func (g *gen) storesNumber(s syntax.Stmt) (*syntax.Var, int64, bool) {
+// storesConstant returns what s stores when it is a leaf's `v = CONSTANT`:
+// a long local's number, a string local's literal (one that fits its
+// slot), or a deferred local's assignment without leaves, whose number is
+// the assignment's.
+func (g *gen) storesConstant(s syntax.Stmt) (constStore, bool) {
 	e, ok := s.(*syntax.ExprStmt)
 	if !ok {
-		return nil, 0, false
+		return constStore{}, false
 	}
 	a, ok := e.X.(*syntax.Assign)
 	if !ok || a.Op != "=" {
-		return nil, 0, false
+		return constStore{}, false
 	}
 	id, ok := a.LHS.(*syntax.Ident)
 	if !ok || id.Var == nil || id.Var.Kind != syntax.VarLocal {
-		return nil, 0, false
+		return constStore{}, false
 	}
+	v, deferred := id.Var, g.m.prog.Deferred[id.Var] != nil
 	switch rhs := a.RHS.(type) {
 	case *syntax.NumberLit:
-		return id.Var, rhs.Value, id.Var.Type != syntax.TypeString
+		return constStore{v, binary.NativeEndian.AppendUint64(nil, uint64(rhs.Value))}, v.Type != syntax.TypeString
+	case *syntax.StringLit:
+		text := make([]byte, (len(rhs.Value)+8)&^7) // its NUL, zeros to a word
+		copy(text, rhs.Value)
+		return constStore{v, text}, v.Type == syntax.TypeString && !deferred && len(text) <= g.local(v).width
 	case *syntax.Call:
-		n := slices.Index(g.m.prog.Deferred[id.Var], rhs.Func) + 1
-		return id.Var, int64(n), n > 0 && len(rhs.Args) == 0
+		n := slices.Index(g.m.prog.Deferred[v], rhs.Func) + 1
+		return constStore{v, binary.NativeEndian.AppendUint64(nil, uint64(n))}, n > 0 && len(rhs.Args) == 0
 	}
-	return nil, 0, false
+	return constStore{}, false
 }
 
 // callColumns are the locals the cases store, in the order they first
-// store them.
-func callColumns(cases []callCase) []*syntax.Var {
-	var columns []*syntax.Var
+// store them, each as wide as the most a case stores in it.
+func callColumns(cases []callCase) []callColumn {
+	var columns []callColumn
 	for _, c := range cases {
 		for _, s := range c.stores {
-			if !slices.Contains(columns, s.v) {
-				columns = append(columns, s.v)
+			i := slices.IndexFunc(columns, func(col callColumn) bool { return col.v == s.v })
+			if i < 0 {
+				i, columns = len(columns), append(columns, callColumn{v: s.v})
 			}
+			columns[i].width = max(columns[i].width, len(s.bytes))
 		}
+	}
+	off := 8 // after the kind
+	for i := range columns {
+		columns[i].off, off = off, off+columns[i].width
 	}
 	return columns
 }
 
-// assignsAny tells whether stmts assign one of vars.
-func assignsAny(stmts []syntax.Stmt, vars []*syntax.Var) bool {
+// assignsAny tells whether stmts assign one of columns' locals.
+func assignsAny(stmts []syntax.Stmt, columns []callColumn) bool {
 	found := false
 	for _, s := range stmts {
 		syntax.Walk(s, func(n syntax.Node) bool {
 			if a, ok := n.(*syntax.Assign); ok {
-				if id, ok := a.LHS.(*syntax.Ident); ok && slices.Contains(vars, id.Var) {
-					found = true
+				if id, ok := a.LHS.(*syntax.Ident); ok {
+					found = found || slices.ContainsFunc(columns, func(c callColumn) bool { return c.v == id.Var })
 				}
 			}
 			return !found
@@ -217,18 +239,22 @@ func assignsAny(stmts []syntax.Stmt, vars []*syntax.Var) bool {
 }
 
 // callTableRows are the elements of a table: by key, the kind and the
-// columns' numbers.
-func callTableRows(cases []callCase, columns []*syntax.Var) map[uint32][]byte {
+// columns' bytes.
+func callTableRows(cases []callCase, columns []callColumn) map[uint32][]byte {
 	rows := map[uint32][]byte{}
+	size := 8
+	if n := len(columns); n > 0 {
+		size = columns[n-1].off + columns[n-1].width
+	}
 	for _, c := range cases {
-		row := make([]byte, 8*(1+len(columns)))
+		row := make([]byte, size)
 		kind := uint64(callStore)
 		if c.tail != nil {
 			kind = callTail
 		}
 		binary.NativeEndian.PutUint64(row, kind)
-		for i, v := range columns {
-			binary.NativeEndian.PutUint64(row[8*(i+1):], uint64(c.number(v)))
+		for _, col := range columns {
+			copy(row[col.off:], c.stored(col.v))
 		}
 		rows[uint32(c.key)] = row
 	}
@@ -237,10 +263,10 @@ func callTableRows(cases []callCase, columns []*syntax.Var) map[uint32][]byte {
 
 // emitCallTable compiles the dispatch of cases on subject as a lookup
 // in a table of its own.
-func (g *gen) emitCallTable(subject *syntax.Ident, cases []callCase, columns []*syntax.Var) {
+func (g *gen) emitCallTable(subject *syntax.Ident, cases []callCase, columns []callColumn) {
 	size := cases[len(cases)-1].key + 1
 	ref := fmt.Sprintf("%s_%d", callTableMap, len(g.m.callTables))
-	g.m.callTables = append(g.m.callTables, callTableSpec(ref, size, callTableRows(cases, columns), len(columns)))
+	g.m.callTables = append(g.m.callTables, callTableSpec(ref, size, callTableRows(cases, columns)))
 	miss, tail, done := g.newLabel("nocall"), g.newLabel("tailcall"), g.newLabel("call")
 	g.long(subject)
 	key := g.pushSlot()
@@ -252,13 +278,15 @@ func (g *gen) emitCallTable(subject *syntax.Ident, cases []callCase, columns []*
 	if i >= 0 {
 		g.emit(asm.JEq.Imm(asm.R1, callTail, tail))
 	}
-	for col, v := range columns {
-		dst, base := g.local(v), regScratch // a deferred local's blob starts with its assignment's number
-		if !dst.deferred {
+	for _, col := range columns {
+		dst, base := g.local(col.v), regScratch // strings and a deferred local's blob live there
+		if !dst.str && !dst.deferred {
 			base = dst.base()
 		}
-		g.emit(asm.LoadMem(asm.R1, asm.R0, int16(8*(col+1)), asm.DWord),
-			asm.StoreMem(base, int16(dst.off), asm.R1, asm.DWord))
+		for w := 0; w < col.width; w += 8 {
+			g.emit(asm.LoadMem(asm.R1, asm.R0, int16(col.off+w), asm.DWord),
+				asm.StoreMem(base, int16(dst.off+w), asm.R1, asm.DWord))
+		}
 	}
 	g.emit(asm.Ja.Label(done))
 	if i >= 0 {
@@ -275,10 +303,13 @@ func (g *gen) emitCallTable(subject *syntax.Ident, cases []callCase, columns []*
 // after it for each).
 const callTableMap = "syscall_calls"
 
-// callTableSpec describes a table of size elements of columns words
-// after the kind, with rows.
-func callTableSpec(ref string, size int64, rows map[uint32][]byte, columns int) Map {
-	spec := &ebpf.MapSpec{Name: "syscalls", Type: ebpf.Array, KeySize: 4, ValueSize: uint32(8 * (1 + columns)),
+// callTableSpec describes a table of size elements, with rows.
+func callTableSpec(ref string, size int64, rows map[uint32][]byte) Map {
+	var valueSize int
+	for _, row := range rows {
+		valueSize = len(row)
+	}
+	spec := &ebpf.MapSpec{Name: "syscalls", Type: ebpf.Array, KeySize: 4, ValueSize: uint32(valueSize),
 		MaxEntries: uint32(size)}
 	for _, k := range slices.Sorted(maps.Keys(rows)) {
 		spec.Contents = append(spec.Contents, ebpf.MapKV{Key: k, Value: rows[k]})
