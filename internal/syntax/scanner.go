@@ -276,34 +276,42 @@ func (s *scanner) embedded(pos Pos) *token {
 	return s.newToken(token{kind: tokJunk, junk: junkUnclosedEmbedded, pos: pos})
 }
 
-var threeCharOps = []string{"<<<", ">>>", "<<=", ">>="}
-
-var twoCharOps = map[string]bool{
-	"==": true, "!=": true, "<=": true, ">=": true, "=~": true, "!~": true,
-	"+=": true, "-=": true, "*=": true, "/=": true, "%=": true, "&=": true,
-	"^=": true, "|=": true, ".=": true, "&&": true, "||": true, "++": true,
-	"--": true, "->": true, "<<": true, ">>": true,
-	"%(": true, "%?": true, "%:": true, "%)": true,
-}
+// multiCharOps are the operators of two and three characters, by their
+// bytes (c<<16 | c2<<8 | c3, c3 0 for two): the scanner returns these
+// strings, not new ones (one an operator token).
+var multiCharOps = func() map[int]string {
+	ops := map[int]string{}
+	for _, op := range []string{
+		"<<<", ">>>", "<<=", ">>=",
+		"==", "!=", "<=", ">=", "=~", "!~",
+		"+=", "-=", "*=", "/=", "%=", "&=",
+		"^=", "|=", ".=", "&&", "||", "++",
+		"--", "->", "<<", ">>",
+		"%(", "%?", "%:", "%)",
+	} {
+		key := int(op[0])<<16 | int(op[1])<<8
+		if len(op) == 3 {
+			key |= int(op[2])
+		}
+		ops[key] = op
+	}
+	return ops
+}()
 
 func (s *scanner) operator(c, c2 int) string {
-	c3 := s.peekByte(1)
-	if c2 >= 0 && c3 >= 0 {
-		three := string([]byte{byte(c), byte(c2), byte(c3)})
-		for _, op := range threeCharOps {
-			if op == three {
-				s.getByte()
-				s.getByte()
-				return three
-			}
+	if c2 < 0 {
+		return string(rune(c))
+	}
+	if c3 := s.peekByte(1); c3 > 0 {
+		if op, ok := multiCharOps[c<<16|c2<<8|c3]; ok {
+			s.getByte()
+			s.getByte()
+			return op
 		}
 	}
-	if c2 >= 0 {
-		two := string([]byte{byte(c), byte(c2)})
-		if twoCharOps[two] {
-			s.getByte()
-			return two
-		}
+	if op, ok := multiCharOps[c<<16|c2<<8]; ok {
+		s.getByte()
+		return op
 	}
 	return string(rune(c))
 }
