@@ -31,7 +31,7 @@ import (
 // of calls): the first, on the call's number, runs the call's own part of
 // its prologue (its name, the generic argstr's per-call number) and picks
 // its layout (which the code generator makes a lookup in a table when
-// each call's part only stores numbers: bpfgen's calltable.go); the
+// each call's part only stores constants: bpfgen's calltable.go); the
 // second runs the rest of the prologue, which calls with the same
 // argument layout share (shareShapes), each reading its arguments from
 // the entry's registers. The merge happens right after derivation,
