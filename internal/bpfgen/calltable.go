@@ -82,7 +82,7 @@ type callColumn struct {
 // whether it did.
 func (g *gen) callTable(s *syntax.IfStmt) bool {
 	at := slices.Index(g.probe.Body.Stmts, syntax.Stmt(s))
-	if at < 0 || dispatchSubject(s) == nil {
+	if at < 0 || !onCall(s) {
 		return false
 	}
 	var cases []callCase
@@ -93,26 +93,14 @@ func (g *gen) callTable(s *syntax.IfStmt) bool {
 	if assignsAny(g.probe.Body.Stmts[:at], columns) {
 		return false
 	}
-	g.emitCallTable(dispatchSubject(s), cases, columns)
+	g.emitCallTable(s.Cond.(*syntax.Binary).X, cases, columns)
 	return true
 }
 
-// dispatchSubject is the subject of s when s is a node of a dispatch on
-// the call's number, nil otherwise.
-func dispatchSubject(s syntax.Stmt) *syntax.Ident {
-	i, ok := s.(*syntax.IfStmt)
-	if !ok {
-		return nil
-	}
-	b, ok := i.Cond.(*syntax.Binary)
-	if !ok || b.Op != "<" && b.Op != "==" {
-		return nil
-	}
-	id, ok := b.X.(*syntax.Ident)
-	if _, isNum := b.Y.(*syntax.NumberLit); !ok || !isNum || id.Name != sema.SyscallNrVar {
-		return nil
-	}
-	return id
+// onCall tells whether s is a node of a dispatch on the call's number.
+func onCall(s syntax.Stmt) bool {
+	d, ok := sema.AsDispatchNode(s)
+	return ok && d.Subject == sema.SyscallNrVar
 }
 
 // callCases appends to cases the leaves of the dispatch s, whose subject
@@ -120,21 +108,19 @@ func dispatchSubject(s syntax.Stmt) *syntax.Ident {
 // sema tightened (its case alone: tightenDispatches) is the one number
 // its range leaves.
 func (g *gen) callCases(s syntax.Stmt, lo, hi int64, cases *[]callCase) bool {
-	if dispatchSubject(s) == nil {
+	d, ok := sema.AsDispatchNode(s)
+	switch {
+	case !ok || d.Subject != sema.SyscallNrVar:
 		return hi == lo+1 && g.addCase(lo, s, cases)
+	case d.Op == "<":
+		return d.Key > lo && d.Key < hi && g.callCases(d.Then, lo, d.Key, cases) && g.callCases(d.Else, d.Key, hi, cases)
 	}
-	i := s.(*syntax.IfStmt)
-	b := i.Cond.(*syntax.Binary)
-	k := b.Y.(*syntax.NumberLit).Value
-	if b.Op == "<" {
-		return k > lo && k < hi && g.callCases(i.Then, lo, k, cases) && g.callCases(i.Else, k, hi, cases)
-	}
-	_, next := i.Else.(*syntax.NextStmt)
-	return next && k >= lo && k < hi && g.addCase(k, i.Then, cases)
+	_, next := d.Else.(*syntax.NextStmt)
+	return next && d.Key >= lo && d.Key < hi && g.addCase(d.Key, d.Then, cases)
 }
 
 // addCase appends the leaf of key whose case is s, and tells whether it
-// only stores numbers (or is the tail call).
+// only stores constants (or is the tail call).
 func (g *gen) addCase(key int64, s syntax.Stmt, cases *[]callCase) bool {
 	c := callCase{key: key}
 	stmts := []syntax.Stmt{s}
@@ -222,6 +208,14 @@ func callColumns(cases []callCase) []callColumn {
 	return columns
 }
 
+// rowSize is the size of a table's element: the kind, then columns.
+func rowSize(columns []callColumn) int {
+	if n := len(columns); n > 0 {
+		return columns[n-1].off + columns[n-1].width
+	}
+	return 8
+}
+
 // assignsAny tells whether stmts assign one of columns' locals.
 func assignsAny(stmts []syntax.Stmt, columns []callColumn) bool {
 	found := false
@@ -242,12 +236,8 @@ func assignsAny(stmts []syntax.Stmt, columns []callColumn) bool {
 // columns' bytes.
 func callTableRows(cases []callCase, columns []callColumn) map[uint32][]byte {
 	rows := map[uint32][]byte{}
-	size := 8
-	if n := len(columns); n > 0 {
-		size = columns[n-1].off + columns[n-1].width
-	}
 	for _, c := range cases {
-		row := make([]byte, size)
+		row := make([]byte, rowSize(columns))
 		kind := uint64(callStore)
 		if c.tail != nil {
 			kind = callTail
@@ -263,10 +253,10 @@ func callTableRows(cases []callCase, columns []callColumn) map[uint32][]byte {
 
 // emitCallTable compiles the dispatch of cases on subject as a lookup
 // in a table of its own.
-func (g *gen) emitCallTable(subject *syntax.Ident, cases []callCase, columns []callColumn) {
+func (g *gen) emitCallTable(subject syntax.Expr, cases []callCase, columns []callColumn) {
 	size := cases[len(cases)-1].key + 1
 	ref := fmt.Sprintf("%s_%d", callTableMap, len(g.m.callTables))
-	g.m.callTables = append(g.m.callTables, callTableSpec(ref, size, callTableRows(cases, columns)))
+	g.m.callTables = append(g.m.callTables, callTableSpec(ref, size, rowSize(columns), callTableRows(cases, columns)))
 	miss, tail, done := g.newLabel("nocall"), g.newLabel("tailcall"), g.newLabel("call")
 	g.long(subject)
 	key := g.pushSlot()
@@ -303,12 +293,9 @@ func (g *gen) emitCallTable(subject *syntax.Ident, cases []callCase, columns []c
 // after it for each).
 const callTableMap = "syscall_calls"
 
-// callTableSpec describes a table of size elements, with rows.
-func callTableSpec(ref string, size int64, rows map[uint32][]byte) Map {
-	var valueSize int
-	for _, row := range rows {
-		valueSize = len(row)
-	}
+// callTableSpec describes a table of size elements of valueSize bytes,
+// with rows.
+func callTableSpec(ref string, size int64, valueSize int, rows map[uint32][]byte) Map {
 	spec := &ebpf.MapSpec{Name: "syscalls", Type: ebpf.Array, KeySize: 4, ValueSize: uint32(valueSize),
 		MaxEntries: uint32(size)}
 	for _, k := range slices.Sorted(maps.Keys(rows)) {

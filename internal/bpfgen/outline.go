@@ -112,24 +112,14 @@ func (c *gen) outlinePrologue() {
 // when s is not one. A leaf sema tightened (its case alone, without the
 // comparison) is one.
 func layoutCases(s syntax.Stmt) int {
-	i, ok := s.(*syntax.IfStmt)
-	if !ok {
+	d, ok := sema.AsDispatchNode(s)
+	switch {
+	case !ok || d.Subject != sema.SyscallLayoutVar:
 		return 0
-	}
-	b, ok := i.Cond.(*syntax.Binary)
-	if !ok {
-		return 0
-	}
-	if id, ok := b.X.(*syntax.Ident); !ok || id.Name != sema.SyscallLayoutVar {
-		return 0
-	}
-	switch b.Op {
-	case "==":
+	case d.Op == "==":
 		return 1
-	case "<":
-		return max(layoutCases(i.Then), 1) + max(layoutCases(i.Else), 1)
 	}
-	return 0
+	return max(layoutCases(d.Then), 1) + max(layoutCases(d.Else), 1)
 }
 
 // outlineType is the BTF prototype of an outlined subtree.

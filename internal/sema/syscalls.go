@@ -570,14 +570,14 @@ func (e *elab) tightenDispatches() {
 // dispatch it is (if it is one) tightened, knowing that the dispatch's
 // subject is in [lo, hi).
 func tighten(s syntax.Stmt, lo, hi int64) syntax.Stmt {
-	d, ok := asDispatchNode(s)
-	if !ok || !slices.Contains([]string{SyscallNrVar, SyscallLayoutVar, traceNrVar}, d.subject) {
+	d, ok := AsDispatchNode(s)
+	if !ok || !slices.Contains([]string{SyscallNrVar, SyscallLayoutVar, traceNrVar}, d.Subject) {
 		return s
 	}
 	switch _, next := d.Else.(*syntax.NextStmt); {
-	case d.op == "<":
-		d.Then, d.Else = tighten(d.Then, lo, min(hi, d.key)), tighten(d.Else, max(lo, d.key), hi)
-	case next && lo == d.key && hi-1 == d.key:
+	case d.Op == "<":
+		d.Then, d.Else = tighten(d.Then, lo, min(hi, d.Key)), tighten(d.Else, max(lo, d.Key), hi)
+	case next && lo == d.Key && hi-1 == d.Key:
 		return d.Then
 	}
 	return s

@@ -123,38 +123,39 @@ func findDispatches(body *syntax.Block) *dispatches {
 // the local name, or -1.
 func dispatchOn(body *syntax.Block, name string) int {
 	return slices.IndexFunc(body.Stmts, func(s syntax.Stmt) bool {
-		d, ok := asDispatchNode(s)
-		return ok && d.subject == name
+		d, ok := AsDispatchNode(s)
+		return ok && d.Subject == name
 	})
 }
 
-// dispatchNode is a node of a dispatch: an if whose condition compares
+// DispatchNode is a node of a dispatch: an if whose condition compares
 // its subject (a local's name, "" for another expression) with a number,
 // the key, by op: `<` (an inner node) or `==` (a leaf).
-type dispatchNode struct {
+type DispatchNode struct {
 	*syntax.IfStmt
-	op, subject string
-	key         int64
+	Op, Subject string
+	Key         int64
 }
 
-// asDispatchNode returns s as a node of a dispatch; false when it is not
-// one.
-func asDispatchNode(s syntax.Stmt) (dispatchNode, bool) {
+// AsDispatchNode returns s as a node of a dispatch (the merged entries',
+// which the code generator compiles too: bpfgen's outline.go and
+// calltable.go); false when it is not one.
+func AsDispatchNode(s syntax.Stmt) (DispatchNode, bool) {
 	i, ok := s.(*syntax.IfStmt)
 	if !ok {
-		return dispatchNode{}, false
+		return DispatchNode{}, false
 	}
 	b, ok := i.Cond.(*syntax.Binary)
 	if !ok || b.Op != "<" && b.Op != "==" {
-		return dispatchNode{}, false
+		return DispatchNode{}, false
 	}
 	k, ok := b.Y.(*syntax.NumberLit)
 	if !ok {
-		return dispatchNode{}, false
+		return DispatchNode{}, false
 	}
-	d := dispatchNode{IfStmt: i, op: b.Op, key: k.Value}
+	d := DispatchNode{IfStmt: i, Op: b.Op, Key: k.Value}
 	if id, ok := b.X.(*syntax.Ident); ok {
-		d.subject = id.Name
+		d.Subject = id.Name
 	}
 	return d, true
 }
@@ -163,11 +164,11 @@ func asDispatchNode(s syntax.Stmt) (dispatchNode, bool) {
 // of `if (X < K) ... else ...` whose leaves are `if (X == K) CASE else
 // next`; false when s is not one.
 func dispatchLeaves(s syntax.Stmt) ([]*syntax.IfStmt, bool) {
-	d, ok := asDispatchNode(s)
+	d, ok := AsDispatchNode(s)
 	switch {
 	case !ok:
 		return nil, false
-	case d.op == "==":
+	case d.Op == "==":
 		_, next := d.Else.(*syntax.NextStmt)
 		return []*syntax.IfStmt{d.IfStmt}, next
 	}
