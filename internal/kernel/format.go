@@ -58,7 +58,7 @@ func EventFields(system, event string) ([]Field, error) {
 // format file, in record order.
 func ParseFormat(format string) ([]Field, error) {
 	var fields []Field
-	for _, line := range strings.Split(format, "\n") {
+	for line := range strings.Lines(format) {
 		line = strings.TrimSpace(line)
 		if !strings.HasPrefix(line, "field:") {
 			continue
@@ -78,7 +78,9 @@ func ParseFormat(format string) ([]Field, error) {
 func parseField(line string) (Field, error) {
 	var f Field
 	var decl string
-	for _, part := range strings.Split(line, ";") {
+	for rest := line; rest != ""; {
+		var part string
+		part, rest, _ = strings.Cut(rest, ";")
 		key, val, ok := strings.Cut(strings.TrimSpace(part), ":")
 		if !ok {
 			continue
