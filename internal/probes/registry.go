@@ -94,6 +94,15 @@ type Point struct {
 	Prologue *syntax.Block
 	// Plan says, for -v, how a point that stands for many was served.
 	Plan string
+	// SharedEntries, set by the elaborator before Expand, says that the
+	// probe's body reads no context variable and has no condition, so
+	// that syscall.* may serve the entries of many calls with one point
+	// (Entries).
+	SharedEntries bool
+	// Entries are the calls whose entries the point serves together
+	// (syscall.*'s generic layer: expandEntries), each its own case of
+	// one program; Prologue is then what they share.
+	Entries []GenericEntry
 	// Script is the name a script knows the point by, when it is not
 	// Components (stap's script location: -l lists it): syscall.NAME for
 	// the generic syscall layer's kernel.trace("syscalls:sys_enter_NAME"),

@@ -12,6 +12,7 @@ import (
 	"sync"
 
 	"github.com/bpftap/bpftap/internal/arch"
+	"github.com/bpftap/bpftap/internal/parallel"
 	"github.com/bpftap/bpftap/internal/probes/attach"
 	"github.com/bpftap/bpftap/internal/syntax"
 	"github.com/bpftap/bpftap/internal/tapset"
@@ -41,7 +42,8 @@ import (
 //
 // Which programs serve a point that stands for many calls is decided here
 // for returns (expandSyscall) and by the elaborator for entries (sema's
-// syscalls.go); docs/syscalls.md has the table.
+// syscalls.go), to which this family gives the entries of its calls as
+// one point when it may (expandEntries); docs/syscalls.md has the table.
 
 // The event name prefixes of a call's entry and return.
 const (
@@ -121,8 +123,10 @@ func SyscallNames(k KernelInfo) ([]string, error) {
 // Returns of more calls share one program on raw_syscalls:sys_exit that
 // keeps the calls' numbers (syscallSet): one program to load and attach
 // however many calls match, as syscall_any.return costs, where a program
-// per call would take seconds to load. A listing (Config.Listing) gives
-// each call its own event.
+// per call would take seconds to load. Entries of more calls, for a body
+// that may share them, are one point the elaborator makes one program of
+// (expandEntries). A listing (Config.Listing) gives each call its own
+// event.
 func expandSyscall(k KernelInfo, p *Point, listing bool) ([]*Point, error) {
 	names := p.Names
 	if names == nil {
@@ -141,6 +145,13 @@ func expandSyscall(k KernelInfo, p *Point, listing bool) ([]*Point, error) {
 			return nil, err
 		}
 		out, names = append(out, wide...), rest
+	}
+	if !ret && p.SharedEntries && len(names) > narrowCalls && !listing {
+		generic, rest, err := expandEntries(k, p, names)
+		if err != nil {
+			return nil, err
+		}
+		out, names = append(out, generic...), rest
 	}
 	own, err := syscallEvents(k, p, names, ret)
 	if err != nil {
@@ -186,6 +197,67 @@ func syscallEvent(k KernelInfo, p *Point, name string, ret bool) (*Point, error)
 	prologue, err := parsePrologue("syscall."+name, text)
 	q.Prologue = prologue
 	return &q, err
+}
+
+// GenericEntry is one call among the entries a point serves together
+// (Point.Entries): its number, its name as SystemTap's, and how
+// __syscall_argstr prints its arguments.
+type GenericEntry struct {
+	Nr    int
+	Name  string
+	Kinds int
+}
+
+// expandEntries serves the entries of names together, for a probe whose
+// body reads no context variable (Point.SharedEntries): one point on
+// raw_syscalls:sys_enter that keeps each call's number, name and the
+// kinds of its arguments (Point.Entries) and the prologue they share,
+// their argstr from the registers, which the elaborator makes the calls'
+// cases of one program (sema's mergeSyscallEntries). Deriving a probe of
+// each call's event, the generic layer's 190 calls of syscall.* on
+// x86_64, to merge them there took a third of that script's pass 2. It
+// returns the names this cannot serve (a call missing from bpftap's table
+// of numbers) for their own events, all of them where the kernel has no
+// raw_syscalls:sys_enter to read the registers from.
+func expandEntries(k KernelInfo, p *Point, names []string) ([]*Point, []string, error) {
+	wide := (&Context{kernel: k}).SyscallEntries()
+	if wide == nil {
+		return nil, names, nil
+	}
+	byName := numbersByName()
+	var served, rest []string
+	for _, name := range names {
+		if _, ok := byName[cmp.Or(tableNames[name], name)]; ok {
+			served = append(served, name)
+		} else {
+			rest = append(rest, name)
+		}
+	}
+	entries, err := parallel.Map(len(served), func(i int) (GenericEntry, error) { return genericEntry(k, served[i]) })
+	if err != nil || len(entries) == 0 {
+		return nil, names, err
+	}
+	// named as its first call's probe, which a program merging calls
+	// keeps the point of
+	slices.SortFunc(entries, func(a, b GenericEntry) int { return a.Nr - b.Nr })
+	q := *p
+	q.Names = nil
+	q.Components = traceComponents(p.Components[0], "syscalls:"+syscallEnter+eventName(entries[0].Name))
+	q.Script = "syscall." + entries[0].Name
+	q.Context, q.Entries = wide, entries
+	q.Prologue, err = parsePrologue("syscall.*", sharedArgstr)
+	return []*Point{&q}, rest, err
+}
+
+// genericEntry is call name's GenericEntry, the kinds of its arguments
+// read from its entry event's record.
+func genericEntry(k KernelInfo, name string) (GenericEntry, error) {
+	c := &Context{kernel: k, Attach: &attach.Point{Kind: attach.Tracepoint, System: "syscalls", Event: syscallEnter + eventName(name), Syscall: true}}
+	if err := c.loadFields(); err != nil {
+		return GenericEntry{}, &Error{Msg: err.Msg}
+	}
+	nrs, _ := syscallNumbers([]string{name})
+	return GenericEntry{Nr: nrs[0], Name: name, Kinds: argKinds(c.Attach.Args)}, nil
 }
 
 // syscallReturnAliases are the other names of a return's arguments:
@@ -342,6 +414,11 @@ func parsePrologue(name, text string) (*syntax.Block, error) {
 // argstrOf is the generic argstr of a call with the given arguments (the
 // record's fields, __syscall_nr left out).
 func argstrOf(args []attach.Arg) string {
+	return fmt.Sprintf("__syscall_kinds = %#x\n%s", argKinds(args), sharedArgstr)
+}
+
+// argKinds packs how __syscall_argstr prints each of args.
+func argKinds(args []attach.Arg) int {
 	kinds := 0
 	n := 0
 	for _, a := range args {
@@ -358,12 +435,18 @@ func argstrOf(args []attach.Arg) string {
 		kinds |= k << (5 * n)
 		n++
 	}
+	return kinds
+}
+
+// sharedArgstr is the part of the generic argstr every call shares, from
+// the raw words of the arguments.
+var sharedArgstr = func() string {
 	var regs []string
 	for i := range 6 {
 		regs = append(regs, EntryArg(i, 8, false))
 	}
-	return fmt.Sprintf("__syscall_kinds = %#x\nargstr = __syscall_argstr(__syscall_kinds, %s)", kinds, strings.Join(regs, ", "))
-}
+	return fmt.Sprintf("argstr = __syscall_argstr(__syscall_kinds, %s)\n", strings.Join(regs, ", "))
+}()
 
 // rawCallArgs are the hidden arguments $__syscall_arg1_u64 ... _arg6_u64
 // of a call's entry event: each argument's raw word in the record. The

@@ -1,11 +1,16 @@
 package probes
 
 import (
+	"errors"
+	"os"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/bpftap/bpftap/internal/arch"
+	"github.com/bpftap/bpftap/internal/kernel"
+	"github.com/bpftap/bpftap/internal/probes/attach"
+	"github.com/bpftap/bpftap/internal/syntax"
 	"github.com/bpftap/bpftap/internal/tapset"
 )
 
@@ -101,6 +106,66 @@ func TestSyscallSet(t *testing.T) {
 	for _, bad := range []string{"", "1,", "3-1", "2,1", "1,1", "-1", "a", "1-", "1-2-3", "1023-1024", "msg"} {
 		if nrs, err := tapset.ParseSyscallSet(bad); err == nil {
 			t.Errorf("ParseSyscallSet(%q) = %v, want an error", bad, nrs)
+		}
+	}
+}
+
+// TestSharedEntries checks the point that serves the entries of syscall.*
+// together (a body that may share them: Point.SharedEntries) against the
+// points of the same calls one by one, on the running kernel: the same
+// calls, numbers, names and argument kinds (the literal each call's own
+// prologue assigns __syscall_kinds), the point named as the first call's.
+func TestSharedEntries(t *testing.T) {
+	if _, err := os.Stat(kernel.VMLinuxPath); errors.Is(err, os.ErrNotExist) {
+		t.Skip("skipped: " + kernel.ErrNoBTF.Error())
+	}
+	expand := func(shared bool) []*Point {
+		file, err := syntax.Parse(syntax.NewSource("<test>", "probe syscall.* {}"), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// tp_btf (Linux 5.5) is taken as attachable, as the driver finds it
+		k := RunningKernel{CanAttach: func(*attach.Point) error { return nil }}
+		pts, err := BuiltinFor(k).Match(file.Decls[0].(*syntax.ProbeDecl).Points[0].Components)
+		if err != nil || len(pts) != 1 {
+			t.Fatalf("syscall.*: %d points, %v", len(pts), err)
+		}
+		pts[0].SharedEntries = shared
+		out, err := pts[0].Family.Expand(pts[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	one := map[string]GenericEntry{}
+	var first string
+	for _, q := range expand(false) {
+		nr, ok := SyscallNumber(q.Context.Attach.Event)
+		if !ok {
+			continue // no number: its own event either way
+		}
+		kinds := q.Prologue.Stmts[1].(*syntax.ExprStmt).X.(*syntax.Assign).RHS.(*syntax.NumberLit)
+		name := strings.TrimPrefix(q.Script, "syscall.")
+		one[name] = GenericEntry{Nr: nr, Name: name, Kinds: int(kinds.Value)}
+		if first == "" || nr < one[strings.TrimPrefix(first, "syscall.")].Nr {
+			first = q.Script
+		}
+	}
+	var shared *Point
+	for _, q := range expand(true) {
+		if q.Entries != nil {
+			shared = q
+		}
+	}
+	if shared == nil || len(one) < 100 {
+		t.Fatalf("%d calls with numbers, shared point %v", len(one), shared)
+	}
+	if len(shared.Entries) != len(one) || shared.Script != first || shared.Context.Attach.Target() != "raw_syscalls:sys_enter" {
+		t.Errorf("shared point %s on %s serves %d calls, want %s serving %d", shared.Script, shared.Context.Attach.Target(), len(shared.Entries), first, len(one))
+	}
+	for _, e := range shared.Entries {
+		if e != one[e.Name] {
+			t.Errorf("%s: shared %+v, alone %+v", e.Name, e, one[e.Name])
 		}
 	}
 }

@@ -366,6 +366,7 @@ func (e *elab) derive(x *expansion, pp *syntax.ProbePoint, pt *probes.Point) int
 	if pt.Family.Expand == nil {
 		return e.deriveOne(x, pp, pt)
 	}
+	pt.SharedEntries = !e.opts.Listing && x.cond == nil && !readsContext(x.body)
 	pts, err := e.expandPoint(pt)
 	if err != nil && probes.Absent(err) && wildcard(x.user.Components) {
 		// what this kernel cannot serve at all (netfilter's bridge family):
@@ -409,6 +410,7 @@ func (e *elab) deriveOne(x *expansion, pp *syntax.ProbePoint, pt *probes.Point) 
 		context:  pt.Context,
 		origin:   x.via,
 		userText: userPoints(x.decl, len(x.via) == 0),
+		entries:  pt.Entries,
 	}
 	if pt.Context != nil {
 		p.Attach = pt.Context.Attach

@@ -14,9 +14,10 @@ import (
 )
 
 // Merging the entries of many system calls into one probe. A user's
-// syscall.* derives one probe per call, each on the call's own trace event
-// with its own prologue (the tapset's locals, the call's argstr) before a
-// copy of the user's body. Hundreds of programs take seconds to load, and
+// syscall.* derives one probe per tapset alias, each on the call's own
+// trace event with its own prologue (the tapset's locals, the call's
+// argstr) before a copy of the user's body, and one for the calls of the
+// generic layer, which stands for each of them (genericEntries). Hundreds of programs take seconds to load, and
 // as long again to detach (each classic tracepoint waits for an RCU grace
 // period, under a lock). So when one user probe reaches the entries of
 // more than mergeCalls calls, its probes become one, on
@@ -54,17 +55,19 @@ func (e *elab) mergeSyscallEntries() {
 	groups := map[*syntax.ProbeDecl][]*syscallEntry{}
 	var order []*syntax.ProbeDecl
 	for _, p := range e.prog.Probes {
+		entries := genericEntries(p)
 		if s := splitEntry(p); s != nil {
-			if groups[p.Decl] == nil {
-				order = append(order, p.Decl)
-			}
-			groups[p.Decl] = append(groups[p.Decl], s)
+			entries = []*syscallEntry{s}
 		}
+		if len(entries) > 0 && groups[p.Decl] == nil {
+			order = append(order, p.Decl)
+		}
+		groups[p.Decl] = append(groups[p.Decl], entries...)
 	}
 	leader := e.mergeSyscallTraces()
 	for _, decl := range order {
 		if g := groups[decl]; len(g) > mergeCalls {
-			if merged := e.mergeEntries(g); leader == nil {
+			if merged := e.mergeGroup(g); leader == nil {
 				leader = merged
 			}
 		}
@@ -72,6 +75,39 @@ func (e *elab) mergeSyscallEntries() {
 	if leader != nil {
 		e.joinSyscallEntries(leader)
 	}
+}
+
+// mergeGroup merges the entries of g (mergeEntries), or when they cannot
+// be, those of the calls the generic layer serves together (a probe that
+// stands for many calls: genericEntries), which always can: they are
+// cases of a program, never probes of their own.
+func (e *elab) mergeGroup(g []*syscallEntry) *Probe {
+	if merged := e.mergeEntries(g); merged != nil {
+		return merged
+	}
+	generic := slices.DeleteFunc(slices.Clone(g), func(s *syscallEntry) bool { return s.probe.entries == nil })
+	if len(generic) == 0 {
+		return nil
+	}
+	return e.mergeEntries(generic)
+}
+
+// genericEntries splits a probe that stands for the entries of many calls
+// (probes.Point.Entries) into one entry a call, each prologue the call's
+// name and kinds, then the part they share.
+func genericEntries(p *Probe) []*syscallEntry {
+	prologue, body, ok := entryParts(p)
+	if p.entries == nil || !ok {
+		return nil
+	}
+	at := prologue.Pos
+	var entries []*syscallEntry
+	for _, c := range p.entries {
+		own := []syntax.Stmt{setLocal("name", &syntax.StringLit{Typed: syntax.Typed{Pos: at}, Value: c.Name, Raw: c.Name}, at),
+			setLocal("__syscall_kinds", &syntax.NumberLit{Typed: syntax.Typed{Pos: at}, Value: int64(c.Kinds), Text: fmt.Sprintf("%#x", c.Kinds)}, at)}
+		entries = append(entries, &syscallEntry{probe: p, nr: c.Nr, prologue: &syntax.Block{Pos: at, Stmts: append(own, prologue.Stmts...)}, body: body})
+	}
+	return entries
 }
 
 // joinSyscallEntries moves the script's other entry probes of single
@@ -315,7 +351,7 @@ func (e *elab) mergeEntries(g []*syscallEntry) *Probe {
 func mergedProbe(first *Probe, wide *probes.Context, stmts []syntax.Stmt) *Probe {
 	at := first.Point.Pos
 	merged := *first
-	merged.context, merged.Attach = wide, wide.Attach
+	merged.context, merged.Attach, merged.entries = wide, wide.Attach, nil
 	merged.Name = fmt.Sprintf("kernel.trace(%q)", wide.Attach.Target())
 	merged.Point = &syntax.ProbePoint{Pos: at, Components: []*syntax.Component{{Pos: at, Name: "kernel"},
 		{Pos: at, Name: "trace", Arg: &syntax.StringLit{Typed: syntax.Typed{Pos: at}, Value: wide.Attach.Target()}}}}
