@@ -17,11 +17,12 @@ import (
 // syscall.* derives one probe per tapset alias, each on the call's own
 // trace event with its own prologue (the tapset's locals, the call's
 // argstr) before a copy of the user's body, and one for the calls of the
-// generic layer, which stands for each of them (genericEntries). Hundreds of programs take seconds to load, and
-// as long again to detach (each classic tracepoint waits for an RCU grace
-// period, under a lock). So when one user probe reaches the entries of
-// more than mergeCalls calls, its probes become one, on
-// raw_syscalls:sys_enter (probes.Context.SyscallEntries):
+// generic layer, which stands for each of them (genericEntries). Hundreds
+// of programs take seconds to load, and as long again to detach (each
+// classic tracepoint waits for an RCU grace period, under a lock). So
+// when one user probe reaches the entries of more than mergeCalls calls,
+// its probes become one, on raw_syscalls:sys_enter
+// (probes.Context.SyscallEntries):
 //
 //	if ($id < 60) { if ($id == 0) { name = "read"; __syscall_layout = 3 } else ... }
 //	else { ... if ($id == 257) { name = "openat"; __syscall_layout = 7 } else next }
