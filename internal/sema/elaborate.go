@@ -227,6 +227,7 @@ func Elaborate(user []*syntax.File, opts Options) (*Program, error) {
 		e.promoteByThread()
 		e.takeSelectors()
 		e.settleSets()
+		e.callDispatches()
 		e.splitMerged()
 		e.tightenDispatches()
 	}

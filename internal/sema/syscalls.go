@@ -36,10 +36,11 @@ import (
 // each call's part only stores constants: bpfgen's calltable.go); the
 // second runs the rest of the prologue, which calls with the same
 // argument layout share (shareShapes), each reading its arguments from
-// the entry's registers. The merge happens right after derivation,
-// before symbols are resolved, so every later pass sees one ordinary probe.
-// Probes whose body reads context variables itself, has a guard, or whose
-// calls have no known number keep their own events.
+// the entry's registers. The merge happens right after derivation, before
+// symbols are resolved, so every later pass sees one ordinary probe, the
+// first dispatch stood in for by its first case until the types are
+// inferred (standin.go). Probes whose body reads context variables itself,
+// has a guard, or whose calls have no known number keep their own events.
 
 // mergeCalls is the most entries a user probe keeps on their own events.
 const mergeCalls = 4
@@ -334,12 +335,14 @@ func (e *elab) mergeEntries(g []*syscallEntry) *Probe {
 	at := first.Point.Pos
 	calls, shapes := shareShapes(g, at)
 	guards, body := splitGuards(g[0].body, shapes)
-	stmts := []syntax.Stmt{nativeNumber(at), dispatch(calls, SyscallNrVar, at)}
+	stand := standIn(calls, at)
+	stmts := []syntax.Stmt{nativeNumber(at), stand}
 	stmts = append(stmts, guards...)
 	stmts = append(stmts, dispatch(shapes, SyscallLayoutVar, at), body)
 	merged := mergedProbe(first, wide, stmts)
 	users := userPointsOf(g)
-	e.merges = append(e.merges, mergedEntry{probe: merged, plan: len(e.prog.Plans), users: users, calls: len(g), layouts: len(shapes)})
+	e.merges = append(e.merges, mergedEntry{probe: merged, plan: len(e.prog.Plans), users: users, calls: len(g), layouts: len(shapes),
+		cases: calls, standIn: stand})
 	e.prog.Plans = append(e.prog.Plans, fmt.Sprintf("%s: the entries of %d system calls share one program on %s (%d argument layouts)",
 		users, len(g), wide.Attach.Target(), len(shapes)))
 	e.replaceProbes(g, merged)

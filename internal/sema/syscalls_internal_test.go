@@ -75,3 +75,66 @@ func TestTightenDispatches(t *testing.T) {
 		}
 	}
 }
+
+// The dispatch on the call's number built in place of its stand-in keeps
+// in each case the assignments of the locals the stand-in still assigns
+// (here the elision dropped __syscall_kinds), resolved and typed as the
+// stand-in's, and compares the number as the stand-in does.
+func TestNumberDispatch(t *testing.T) {
+	at := syntax.Pos{}
+	var cases []dispatchCase
+	for nr, name := range []string{"read", "write", "open"} {
+		cases = append(cases, dispatchCase{key: nr, body: &syntax.Block{Stmts: []syntax.Stmt{
+			setLocal("name", &syntax.StringLit{Value: name}, at),
+			setLocal("__syscall_kinds", numberAt(16*nr, at), at),
+			setLocal(SyscallLayoutVar, numberAt(nr, at), at)}}})
+	}
+	stand := standIn(cases, at)
+	vars := map[string]*syntax.Var{}
+	syntax.Walk(stand, func(n syntax.Node) bool { // as resolution and the type pass leave them
+		switch n := n.(type) {
+		case *syntax.Ident:
+			if vars[n.Name] == nil {
+				vars[n.Name] = &syntax.Var{Name: n.Name}
+			}
+			n.Var = vars[n.Name]
+			n.SetType(tLong)
+			if n.Name == "name" {
+				n.SetType(tString)
+			}
+		case *syntax.StringLit:
+			n.SetType(tString)
+		case *syntax.NumberLit, *syntax.Binary:
+			n.(syntax.Expr).SetType(tLong)
+		case *syntax.Assign:
+			n.SetType(n.RHS.Type())
+		}
+		return true
+	})
+	block := stand.Then.(*syntax.Block)
+	if len(block.Stmts) != 3 {
+		t.Fatalf("stand-in assigns %d locals, want 3", len(block.Stmts))
+	}
+	block.Stmts = slices.Delete(block.Stmts, 1, 2) // the elision's
+	leaves, ok := dispatchLeaves(numberDispatch(cases, stand))
+	if !ok || len(leaves) != 3 {
+		t.Fatalf("%d leaves, want 3", len(leaves))
+	}
+	for i, leaf := range leaves {
+		nr := leaf.Cond.(*syntax.Binary).X.(*syntax.Ident)
+		if nr.Var != vars[SyscallNrVar] || leaf.Cond.Type() != tLong {
+			t.Errorf("leaf %d compares %s unresolved or untyped", i, nr.Name)
+		}
+		var got []string
+		for _, s := range leaf.Then.(*syntax.Block).Stmts {
+			id, value, _ := localAssignment(s)
+			if id.Var != vars[id.Name] || value.Type() == tUnknown || id.Type() != value.Type() {
+				t.Errorf("leaf %d: %s unresolved or untyped", i, id.Name)
+			}
+			got = append(got, id.Name)
+		}
+		if want := []string{"name", SyscallLayoutVar}; !slices.Equal(got, want) {
+			t.Errorf("leaf %d assigns %v, want %v", i, got, want)
+		}
+	}
+}

@@ -49,6 +49,10 @@ type mergedEntry struct {
 	plan           int
 	users          string
 	calls, layouts int
+	// cases are those of the dispatch on the call's number, which the
+	// probe holds as standIn until callDispatches (standin.go).
+	cases   []dispatchCase
+	standIn *syntax.IfStmt
 }
 
 // splitMerged splits the merged entries that are large enough, and says
