@@ -14,7 +14,7 @@ import (
 // calls, each assigning literals to a few locals (the call's name, the
 // generic argstr's kinds, its layout's number), about 6,000 nodes against
 // the layouts' 3,000 once elided. Resolution, the elision's rounds and
-// the type passes walk each of them several times, a quarter of pass 2's
+// the type passes walk each of them several times, a fifth of pass 2's
 // instructions, though all they learn is which locals the cases assign,
 // with which types, and which of those locals a script reads. So the
 // merged probe holds a stand-in until then: the first case alone, `if
