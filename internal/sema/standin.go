@@ -55,9 +55,13 @@ func literalKey(s syntax.Stmt) string {
 // program by the dispatch of its cases.
 func (e *elab) callDispatches() {
 	for _, m := range e.merges {
-		i := slices.Index(m.probe.Body.Stmts, syntax.Stmt(m.standIn))
-		if i < 0 {
+		if !slices.Contains(e.prog.Probes, m.probe) {
 			continue // a probe the elision emptied and dropped
+		}
+		i := slices.Index(m.probe.Body.Stmts, syntax.Stmt(m.standIn))
+		if i < 0 { // no pass moves it: one that did would leave the calls but the first unserved
+			e.rep.errorAt("internal", m.standIn, "bpftap's merge of the system calls' entries lost its dispatch on the call's number")
+			continue
 		}
 		m.probe.Body.Stmts[i] = numberDispatch(m.cases, m.standIn)
 	}
