@@ -72,7 +72,7 @@ func (e *elab) callDispatches() {
 // as stand's, and its comparisons of the call's number typed as stand's.
 func numberDispatch(cases []dispatchCase, stand *syntax.IfStmt) syntax.Stmt {
 	kept := map[string]*syntax.Assign{}
-	for _, s := range stand.Then.(*syntax.Block).Stmts {
+	for _, s := range blockStmts(stand.Then) {
 		if id, _, ok := localAssignment(s); ok && id.Var != nil {
 			kept[literalKey(s)] = s.(*syntax.ExprStmt).X.(*syntax.Assign)
 		}
@@ -108,4 +108,12 @@ func typedLike(a, like *syntax.Assign) {
 	id.SetType(likeID.Type())
 	a.RHS.SetType(like.RHS.Type())
 	a.SetType(like.Type())
+}
+
+// blockStmts is the statements of s, a block or one statement.
+func blockStmts(s syntax.Stmt) []syntax.Stmt {
+	if b, ok := s.(*syntax.Block); ok {
+		return b.Stmts
+	}
+	return []syntax.Stmt{s}
 }
