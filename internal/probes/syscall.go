@@ -224,16 +224,16 @@ func expandEntries(k KernelInfo, p *Point, names []string) ([]*Point, []string, 
 	if wide == nil {
 		return nil, names, nil
 	}
-	byName := numbersByName()
-	var served, rest []string
+	var served []GenericEntry
+	var rest []string
 	for _, name := range names {
-		if _, ok := byName[cmp.Or(tableNames[name], name)]; ok {
-			served = append(served, name)
+		if nr, ok := numberOf(name); ok {
+			served = append(served, GenericEntry{Nr: nr, Name: name})
 		} else {
 			rest = append(rest, name)
 		}
 	}
-	entries, err := parallel.Map(len(served), func(i int) (GenericEntry, error) { return genericEntry(k, served[i]) })
+	entries, err := parallel.Map(len(served), func(i int) (GenericEntry, error) { return withKinds(k, served[i]) })
 	if err != nil || len(entries) == 0 {
 		return nil, names, err
 	}
@@ -249,15 +249,15 @@ func expandEntries(k KernelInfo, p *Point, names []string) ([]*Point, []string, 
 	return []*Point{&q}, rest, err
 }
 
-// genericEntry is call name's GenericEntry, the kinds of its arguments
-// read from its entry event's record.
-func genericEntry(k KernelInfo, name string) (GenericEntry, error) {
-	c := &Context{kernel: k, Attach: &attach.Point{Kind: attach.Tracepoint, System: "syscalls", Event: syscallEnter + eventName(name), Syscall: true}}
-	if err := c.loadFields(); err != nil {
+// withKinds is call c with the kinds of its arguments, read from its
+// entry event's record.
+func withKinds(k KernelInfo, c GenericEntry) (GenericEntry, error) {
+	ctx := &Context{kernel: k, Attach: &attach.Point{Kind: attach.Tracepoint, System: "syscalls", Event: syscallEnter + eventName(c.Name), Syscall: true}}
+	if err := ctx.loadFields(); err != nil {
 		return GenericEntry{}, &Error{Msg: err.Msg}
 	}
-	nrs, _ := syscallNumbers([]string{name})
-	return GenericEntry{Nr: nrs[0], Name: name, Kinds: argKinds(c.Attach.Args)}, nil
+	c.Kinds = argKinds(ctx.Attach.Args)
+	return c, nil
 }
 
 // syscallReturnAliases are the other names of a return's arguments:
@@ -295,9 +295,8 @@ func expandReturns(k KernelInfo, p *Point, names []string) ([]*Point, []string, 
 // syscallNumbers returns the numbers of names on this architecture, and
 // the names it has none for.
 func syscallNumbers(names []string) (nrs []int, unknown []string) {
-	byName := numbersByName()
 	for _, name := range names {
-		if nr, ok := byName[cmp.Or(tableNames[name], name)]; ok {
+		if nr, ok := numberOf(name); ok {
 			nrs = append(nrs, nr)
 		} else {
 			unknown = append(unknown, name)
@@ -305,6 +304,13 @@ func syscallNumbers(names []string) (nrs []int, unknown []string) {
 	}
 	sort.Ints(nrs)
 	return nrs, unknown
+}
+
+// numberOf is the number of call name (SystemTap's name) on this
+// architecture.
+func numberOf(name string) (int, bool) {
+	nr, ok := numbersByName()[cmp.Or(tableNames[name], name)]
+	return nr, ok
 }
 
 // numbersByName indexes the architecture's table of numbers by name, once

@@ -98,8 +98,11 @@ func (e *elab) mergeGroup(g []*syscallEntry) *Probe {
 // (probes.Point.Entries) into one entry a call, each prologue the call's
 // name and kinds, then the part they share.
 func genericEntries(p *Probe) []*syscallEntry {
+	if p.entries == nil {
+		return nil
+	}
 	prologue, body, ok := entryParts(p)
-	if p.entries == nil || !ok {
+	if !ok {
 		return nil
 	}
 	at := prologue.Pos
