@@ -26,6 +26,7 @@ import (
 
 	"github.com/bpftap/bpftap/internal/exporter"
 	"github.com/bpftap/bpftap/internal/interp"
+	"github.com/bpftap/bpftap/internal/kernel"
 	"github.com/bpftap/bpftap/internal/monitor"
 	"github.com/bpftap/bpftap/internal/output"
 	"github.com/bpftap/bpftap/internal/sema"
@@ -59,7 +60,11 @@ func Main(argv []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stdout, "bpftap %s: SystemTap scripts compiled to eBPF (language of SystemTap %s)\n",
 			Version, syntax.DefaultConfig().Version)
 		return 0
-	case opts.Exit:
+	case opts.CleanCache:
+		if err := kernel.CleanCache(opts.CacheDir); err != nil {
+			fmt.Fprintf(stderr, "ERROR: cleaning the cache: %v\n", err)
+			return 1
+		}
 		return 0
 	}
 	if err := applyRlimits(opts.Rlimits, stderr); err != nil {
@@ -117,6 +122,8 @@ type session struct {
 	warned int
 	// screen is --monitor's on a terminal, else nil (monitor.go).
 	screen *monitor.Screen
+	// events serves pass 2 the trace events' fields (cache.go).
+	events *kernel.EventCache
 }
 
 func (s *session) run() int {
@@ -147,7 +154,9 @@ func (s *session) run() int {
 		return 0
 	}
 	s.signals.enter(2)
+	s.events = kernel.NewEventCache(s.opts.CacheDir, s.opts.Cache)
 	prog, err := s.analyze(user, libs)
+	s.saveEvents()
 	if err != nil {
 		return s.fail(2, s.privilegeFirst(err))
 	}

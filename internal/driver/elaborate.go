@@ -50,7 +50,8 @@ func (s *session) elaborate(user, libs []*syntax.File) (*sema.Program, error) {
 		Timing:          s.timed(),
 		Listing:         listing,
 		Registry: probes.BuiltinWith(probes.RunningKernel{CanAttach: func(a *attach.Point) error { return bpfrt.CanAttachOn(s.kernel, a) },
-			CanFindTasks: func(a *attach.Point) error { return kernelside.CanFindTasks(s.kernel, a) }, Kernel: s.kernel}, probes.Config{
+			CanFindTasks: func(a *attach.Point) error { return kernelside.CanFindTasks(s.kernel, a) }, Kernel: s.kernel,
+			Events: s.events}, probes.Config{
 			ClassicTracepoints: s.opts.Compatible != "" && syntax.CompareVersions(s.opts.Compatible, "4.1") <= 0,
 			Target:             s.opts.Command != "" || s.opts.TargetPID != 0,
 			TargetExecutable:   commandExecutable(s.opts.Command),

@@ -91,4 +91,12 @@ interpreter, kernel probes compiled to eBPF. Options are stap's:
    --compatible=VERSION
               behave as SystemTap VERSION: systemtap_v; up to 4.1,
               kernel.trace variables are the trace record's fields
+   --disable-cache
+              neither read nor write the cache of the system calls' trace
+              event formats (/run/bpftap, $BPFTAP_CACHE_DIR; kept for the
+              boot; docs/options.md)
+   --poison-cache
+              ignore what the cache holds: read tracefs, save it anew
+   --clean-cache
+              remove the cache's file and exit
 `

@@ -1,17 +1,20 @@
 package driver
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
-	"github.com/bpftap/bpftap/internal/output"
-	"github.com/bpftap/bpftap/internal/procfs"
-	"github.com/bpftap/bpftap/internal/syntax"
+	"os"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/bpftap/bpftap/internal/kernel"
+	"github.com/bpftap/bpftap/internal/output"
+	"github.com/bpftap/bpftap/internal/procfs"
+	"github.com/bpftap/bpftap/internal/syntax"
 	"golang.org/x/sys/unix"
 )
 
@@ -63,9 +66,13 @@ type Options struct {
 	// --dump-probe-types: the option's name (dump.go).
 	Dump          string
 	Help, Version bool
-	// Exit is set by an option that ends bpftap once the command line is
-	// read, with status 0 (--clean-cache: there is no cache to clean).
-	Exit bool
+	// Cache is what the run does with the cache of the system calls'
+	// trace events (--disable-cache, --poison-cache; kernel.EventCache),
+	// kept in CacheDir ($BPFTAP_CACHE_DIR, else kernel.DefaultCacheDir).
+	// CleanCache is --clean-cache: empty it and exit, as stap does.
+	Cache      kernel.CacheUse
+	CacheDir   string
+	CleanCache bool
 	// Example is --example: the script operand names one of the
 	// examples' scripts (example.go).
 	Example bool
@@ -170,7 +177,18 @@ var longOptions = map[string]optionSpec{
 	"rlimit-stack":        {true, addRlimit("stack")},
 	"rlimit-fsize":        {true, addRlimit("fsize")},
 	"monitor":             {false, setMonitor},
+	"disable-cache":       {false, setCache(kernel.CacheOff)},
+	"poison-cache":        {false, setCache(kernel.CachePoisoned)},
+	"clean-cache":         setsFlag(func(o *Options) *bool { return &o.CleanCache }),
 }
+
+// setCache takes --disable-cache and --poison-cache.
+func setCache(use kernel.CacheUse) func(*Options, string) error {
+	return func(o *Options, _ string) error { o.Cache = use; return nil }
+}
+
+// cacheDirEnv names the cache's directory in place of the default one.
+const cacheDirEnv = "BPFTAP_CACHE_DIR"
 
 func init() { optionalArg["monitor"] = true }
 
@@ -343,7 +361,8 @@ func parseArgs(argv []string) (*Options, error) {
 			operands = append(operands, a)
 		}
 	}
-	if o.Help || o.Version || o.Exit {
+	o.CacheDir = cmp.Or(os.Getenv(cacheDirEnv), kernel.DefaultCacheDir())
+	if o.Help || o.Version || o.CleanCache {
 		return o, nil
 	}
 	switch {

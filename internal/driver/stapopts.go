@@ -52,9 +52,6 @@ var stapOptions = []stapOption{
 	{names: []string{"--all-modules"}, why: "kernel symbols come from /proc/kallsyms, which lists every loaded module's already"},
 	{names: []string{"--check-version"}, why: "bpftap's library has no systemtap_v conditionals to warn of (refused where the script or an -I file tests systemtap_v: such declarations are not marked)",
 		check: func(o *Options, _ string) error { o.CheckVersion = true; return nil }},
-	{names: []string{"--clean-cache"}, why: "bpftap keeps no cache: there is nothing to clean (it exits at once, as stap does)", check: exitNow},
-	{names: []string{"--disable-cache"}, why: "bpftap keeps no cache: every run translates the script anew"},
-	{names: []string{"--poison-cache"}, why: "as --disable-cache"},
 	{names: []string{"--tmpdir"}, arg: "NAME", why: "bpftap writes no temporary files"},
 	{names: []string{"--color", "--colour"}, arg: "[=WHEN]", why: "bpftap's messages are never colored", check: oneOf("color", "always", "auto", "never")},
 	{names: []string{"--privilege"}, arg: "LEVEL", refused: true, why: "scripts are not checked against stap's privilege levels: the kernel's capabilities decide (CAP_BPF, CAP_PERFMON; accepted as stapdev, the level of every construct)", check: setPrivilege},
@@ -170,8 +167,6 @@ func sameRelease(_ *Options, a string) error {
 	}
 	return errRefused
 }
-
-func exitNow(o *Options, _ string) error { o.Exit = true; return nil }
 
 // setPrivilege takes --privilege LEVEL, one level only, as stap: stapdev
 // (every construct) is what bpftap runs; the others are refused.

@@ -106,6 +106,9 @@ type RunningKernel struct {
 	// Kernel is the target kernel the features are asked of; nil: every
 	// feature is there.
 	Kernel *target.Kernel
+	// Events serves the trace events' fields, from its cache where it
+	// holds them; nil: tracefs serves them all.
+	Events *kernel.EventCache
 }
 
 func (k RunningKernel) Has(f *target.Feature) bool { return k.Kernel == nil || k.Kernel.Has(f) }
@@ -150,8 +153,8 @@ func (RunningKernel) KprobeAt(addr uint64) (string, uint64, string, error) {
 	return sym.Name, offset, sym.Name, nil
 }
 
-func (RunningKernel) EventFields(system, event string) ([]kernel.Field, error) {
-	return kernel.EventFields(system, event)
+func (k RunningKernel) EventFields(system, event string) ([]kernel.Field, error) {
+	return k.Events.Fields(system, event)
 }
 
 func (k RunningKernel) Attachable(a *attach.Point) error {

@@ -1,0 +1,420 @@
+package kernel
+
+import (
+	"bytes"
+	"cmp"
+	"errors"
+	"fmt"
+	"maps"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"golang.org/x/sys/unix"
+)
+
+// The formats of the system calls' trace events, kept for the boot.
+//
+// A syscall.* script reads the format files of 360 trace events: about
+// 15 µs each, almost all of it in the kernel (a lookup among eventfs's
+// 700 entries, the text printed anew at every read), half of its pass 2's
+// time in the kernel. The syscalls system's events are built into the
+// kernel, so their formats cannot change while it runs. EventCache keeps
+// those it was asked for in one file for the boot, as SystemTap keeps its
+// tracepoint queries in its cache: a run reads that file once and only
+// the events it lacks from tracefs, then saves what it read. Events of
+// other systems (those of modules come and go) are always read anew.
+//
+// The file is named syscall-events in the cache's directory. It starts
+// with three lines, "bpftap syscall events 1", "boot BOOT_ID" and
+// "release RELEASE" (/proc/sys/kernel/random/boot_id, uname -r); then an
+// event is a line "event NAME" followed by a line for each field,
+// "field NAME<TAB>CTYPE<TAB>OFFSET<TAB>SIZE<TAB>FLAGS" (FLAGS: s for
+// signed, a for an array, d for __data_loc, or -). A file of another
+// boot, another release or that does not parse is as good as none.
+//
+// Trust: the programs root builds from these facts read its events, so
+// no other user may have written them. The directory is opened without
+// following a symbolic link and used only when it belongs to the
+// process's effective user and nobody else may write to it (mode without
+// group or other write); the file likewise (a regular file, the user's,
+// one link, nobody else writing). Otherwise the events come from tracefs
+// and nothing is written. A save writes a new file, created exclusively
+// beside the old one, and renames it over it: a reader sees one file or
+// the other whole, and two runs saving at once lose at most what one of
+// them added.
+
+// CacheUse is what a run does with the cache.
+type CacheUse int
+
+const (
+	CacheOn       CacheUse = iota // reads it and saves what it lacked
+	CacheOff                      // neither reads nor writes it (--disable-cache)
+	CachePoisoned                 // ignores what it holds and saves anew (--poison-cache)
+)
+
+// eventCacheFile is the cache's file in its directory; a save writes it
+// under a temporary name starting with eventCacheTemp first.
+const (
+	eventCacheFile = "syscall-events"
+	eventCacheTemp = ".syscall-events."
+	eventCacheHead = "bpftap syscall events 1"
+)
+
+// DefaultCacheDir is where the cache lives: /run/bpftap for root (/run
+// is emptied at every boot), $XDG_RUNTIME_DIR/bpftap for another user
+// who has one, or nowhere ("").
+func DefaultCacheDir() string {
+	if os.Geteuid() == 0 {
+		return "/run/bpftap"
+	}
+	if d := os.Getenv("XDG_RUNTIME_DIR"); d != "" {
+		return d + "/bpftap"
+	}
+	return ""
+}
+
+// EventCache serves the fields of trace events, those of the syscalls
+// system from the cache where it holds them. A nil *EventCache reads every
+// event from tracefs.
+type EventCache struct {
+	dir    string
+	use    CacheUse
+	held   func() map[string][]Field // what the file holds (read once)
+	mu     sync.Mutex
+	read   map[string][]Field // what this run read from tracefs
+	served int                // events served from the file
+	why    error              // why the file was not read, or nil
+}
+
+// NewEventCache returns the cache in dir used as use says.
+func NewEventCache(dir string, use CacheUse) *EventCache {
+	c := &EventCache{dir: dir, use: use, read: map[string][]Field{}}
+	c.held = sync.OnceValue(c.load)
+	return c
+}
+
+// Fields returns the fields of trace event system:event (EventFields).
+func (c *EventCache) Fields(system, event string) ([]Field, error) {
+	if c == nil || c.use == CacheOff || system != "syscalls" {
+		return EventFields(system, event)
+	}
+	if fields, ok := c.held()[event]; ok {
+		c.mu.Lock()
+		c.served++
+		c.mu.Unlock()
+		return slices.Clone(fields), nil
+	}
+	fields, err := EventFields(system, event)
+	if err == nil {
+		c.mu.Lock()
+		c.read[event] = slices.Clone(fields)
+		c.mu.Unlock()
+	}
+	return fields, err
+}
+
+// Report tells how many events the cache served and how many tracefs did
+// (those the run will save), and why the file was not read when it was
+// not (nil when it was, or when the run did not use it).
+func (c *EventCache) Report() (served, read int, why error) {
+	if c == nil || c.use == CacheOff {
+		return 0, 0, nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.served, len(c.read), c.why
+}
+
+// load reads the file, or returns nothing when it is absent, not to be
+// trusted, or of another boot.
+func (c *EventCache) load() map[string][]Field {
+	if c.use != CacheOn {
+		return nil
+	}
+	held, err := c.readFile()
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		c.why = err
+	}
+	return held
+}
+
+func (c *EventCache) readFile() (map[string][]Field, error) {
+	dir, err := openCacheDir(c.dir, false)
+	if err != nil {
+		return nil, err
+	}
+	defer unix.Close(dir)
+	fd, err := openOwned(dir, eventCacheFile, c.path(), unix.S_IFREG)
+	if err != nil {
+		return nil, err
+	}
+	defer unix.Close(fd)
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return nil, &os.PathError{Op: "stat", Path: c.path(), Err: err}
+	}
+	data := make([]byte, st.Size)
+	if n, err := unix.Pread(fd, data, 0); err != nil || n != len(data) {
+		return nil, fmt.Errorf("%s: short read", c.path())
+	}
+	head, err := cacheHead()
+	if err != nil {
+		return nil, err
+	}
+	held, err := parseEventCache(data, head)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", c.path(), err)
+	}
+	return held, nil
+}
+
+func (c *EventCache) path() string { return c.dir + "/" + eventCacheFile }
+
+// Save writes the events the cache held and those the run read from
+// tracefs, when the run read any; it creates the directory (mode 0700)
+// when there is none.
+func (c *EventCache) Save() error {
+	if c == nil || c.use == CacheOff {
+		return nil
+	}
+	c.mu.Lock()
+	events := maps.Clone(c.read)
+	c.mu.Unlock()
+	if len(events) == 0 {
+		return nil
+	}
+	for name, fields := range c.held() {
+		if events[name] == nil {
+			events[name] = fields
+		}
+	}
+	head, err := cacheHead()
+	if err != nil {
+		return err
+	}
+	dir, err := openCacheDir(c.dir, true)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(dir)
+	temp := fmt.Sprintf("%s%d.%d", eventCacheTemp, os.Getpid(), saves.Add(1))
+	fd, err := unix.Openat(dir, temp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
+	if err != nil {
+		return &os.PathError{Op: "create", Path: c.dir + "/" + temp, Err: err}
+	}
+	f := os.NewFile(uintptr(fd), c.dir+"/"+temp)
+	_, err = f.Write(formatEventCache(events, head))
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = unix.Renameat(dir, temp, dir, eventCacheFile)
+	}
+	if err != nil {
+		unix.Unlinkat(dir, temp, 0)
+		return fmt.Errorf("saving %s: %w", c.path(), err)
+	}
+	return nil
+}
+
+// saves numbers the saves of the process, whose temporary files must not
+// meet (two runs of the driver's tests at once).
+var saves atomic.Int64
+
+// CleanCache removes the cache's files from dir (--clean-cache): the
+// file and what saves that did not finish left.
+func CleanCache(dir string) error {
+	fd, err := openCacheDir(dir, false)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	defer unix.Close(fd)
+	names, err := os.ReadDir(fmt.Sprintf("/proc/self/fd/%d", fd))
+	if err != nil {
+		return err
+	}
+	for _, n := range names {
+		if name := n.Name(); name == eventCacheFile || strings.HasPrefix(name, eventCacheTemp) {
+			if err := unix.Unlinkat(fd, name, 0); err != nil && err != unix.ENOENT {
+				return &os.PathError{Op: "remove", Path: dir + "/" + name, Err: err}
+			}
+		}
+	}
+	return nil
+}
+
+// openCacheDir opens dir, creating it first when create says so and it
+// does not exist, and checks that only the process's user may write to it.
+func openCacheDir(dir string, create bool) (int, error) {
+	if dir == "" {
+		return -1, fmt.Errorf("no cache directory: %w", os.ErrNotExist)
+	}
+	if create {
+		if err := unix.Mkdir(dir, 0o700); err != nil && err != unix.EEXIST {
+			return -1, &os.PathError{Op: "mkdir", Path: dir, Err: err}
+		}
+	}
+	return openOwned(unix.AT_FDCWD, dir, dir, unix.S_IFDIR)
+}
+
+// openOwned opens name, relative to dirfd, when it is a file of kind
+// (unix.S_IFREG, S_IFDIR) that only the process's user may write to
+// (ownedByUs), without following a symbolic link (whose target could be
+// anyone's) or waiting on a FIFO; path names it in errors.
+func openOwned(dirfd int, name, path string, kind uint32) (int, error) {
+	fd, err := unix.Openat(dirfd, name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	if err == unix.ELOOP {
+		return -1, fmt.Errorf("%s is a symbolic link: %w", path, ErrUntrusted)
+	}
+	if err != nil {
+		return -1, &os.PathError{Op: "open", Path: path, Err: err}
+	}
+	if err := ownedByUs(fd, path, kind); err != nil {
+		unix.Close(fd)
+		return -1, err
+	}
+	return fd, nil
+}
+
+// ErrUntrusted is why a cache's file or directory was ignored: another
+// user could have written it.
+var ErrUntrusted = errors.New("not trusted")
+
+// ownedByUs checks that fd is a file of kind (unix.S_IFREG, S_IFDIR) that
+// belongs to the process's effective user and that nobody else may write
+// to (a regular file with one link: no other name of it elsewhere).
+func ownedByUs(fd int, path string, kind uint32) error {
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return &os.PathError{Op: "stat", Path: path, Err: err}
+	}
+	switch {
+	case st.Mode&unix.S_IFMT != kind:
+		return fmt.Errorf("%s is %s: %w", path, fileKind(st.Mode), ErrUntrusted)
+	case int(st.Uid) != os.Geteuid():
+		return fmt.Errorf("%s belongs to user %d, not to %d: %w", path, st.Uid, os.Geteuid(), ErrUntrusted)
+	case st.Mode&0o022 != 0:
+		return fmt.Errorf("%s may be written by others (mode %#o): %w", path, st.Mode&0o7777, ErrUntrusted)
+	case kind == unix.S_IFREG && st.Nlink != 1:
+		return fmt.Errorf("%s has %d links: %w", path, st.Nlink, ErrUntrusted)
+	}
+	return nil
+}
+
+func fileKind(mode uint32) string {
+	switch mode & unix.S_IFMT {
+	case unix.S_IFDIR:
+		return "a directory"
+	case unix.S_IFREG:
+		return "a regular file"
+	case unix.S_IFLNK:
+		return "a symbolic link"
+	}
+	return fmt.Sprintf("a special file (mode %#o)", mode)
+}
+
+// cacheHead is the first lines of a cache file made on this boot of this
+// kernel.
+func cacheHead() (string, error) {
+	boot, err := os.ReadFile("/proc/sys/kernel/random/boot_id")
+	if err != nil {
+		return "", fmt.Errorf("no boot id to key the cache with: %w", err)
+	}
+	var u unix.Utsname
+	if err := unix.Uname(&u); err != nil {
+		return "", fmt.Errorf("uname: %w", err)
+	}
+	return fmt.Sprintf("%s\nboot %s\nrelease %s\n", eventCacheHead, bytes.TrimSpace(boot), unix.ByteSliceToString(u.Release[:])), nil
+}
+
+// formatEventCache is the file holding events, after head, events in
+// the order of their names.
+func formatEventCache(events map[string][]Field, head string) []byte {
+	var b bytes.Buffer
+	b.WriteString(head)
+	for _, name := range slices.Sorted(maps.Keys(events)) {
+		fmt.Fprintf(&b, "event %s\n", name)
+		for _, f := range events[name] {
+			fmt.Fprintf(&b, "field %s\t%s\t%d\t%d\t%s\n", f.Name, f.CType, f.Offset, f.Size, fieldFlags(f))
+		}
+	}
+	return b.Bytes()
+}
+
+func fieldFlags(f Field) string {
+	var flags string
+	for _, fl := range []struct {
+		on     bool
+		letter string
+	}{{f.Signed, "s"}, {f.Array, "a"}, {f.DataLoc, "d"}} {
+		if fl.on {
+			flags += fl.letter
+		}
+	}
+	return cmp.Or(flags, "-")
+}
+
+// parseEventCache reads the events of a cache file that starts with head.
+func parseEventCache(data []byte, head string) (map[string][]Field, error) {
+	text, ok := strings.CutPrefix(string(data), head)
+	if !ok {
+		return nil, errors.New("made on another boot or kernel, or by another version of bpftap")
+	}
+	events := map[string][]Field{}
+	event := ""
+	for line := range strings.Lines(text) {
+		key, rest, _ := strings.Cut(strings.TrimSuffix(line, "\n"), " ")
+		switch {
+		case key == "event" && rest != "" && events[rest] == nil:
+			event = rest
+			events[event] = []Field{}
+		case key == "field" && event != "":
+			f, err := parseCachedField(rest)
+			if err != nil {
+				return nil, fmt.Errorf("line %q: %w", line, err)
+			}
+			events[event] = append(events[event], f)
+		default:
+			return nil, fmt.Errorf("line %q is not an event's or a field's", line)
+		}
+	}
+	return events, nil
+}
+
+// parseCachedField reads a field line's "NAME<TAB>CTYPE<TAB>OFFSET<TAB>SIZE<TAB>FLAGS".
+func parseCachedField(s string) (Field, error) {
+	parts := strings.Split(s, "\t")
+	if len(parts) != 5 || parts[0] == "" || parts[1] == "" {
+		return Field{}, errors.New("not NAME, CTYPE, OFFSET, SIZE and FLAGS")
+	}
+	f := Field{Name: parts[0], CType: parts[1]}
+	var err error
+	if f.Offset, err = strconv.Atoi(parts[2]); err != nil || f.Offset < 0 {
+		return Field{}, fmt.Errorf("offset %q", parts[2])
+	}
+	if f.Size, err = strconv.Atoi(parts[3]); err != nil || f.Size <= 0 {
+		return Field{}, fmt.Errorf("size %q", parts[3])
+	}
+	if parts[4] != "-" {
+		for _, c := range parts[4] {
+			switch c {
+			case 's':
+				f.Signed = true
+			case 'a':
+				f.Array = true
+			case 'd':
+				f.DataLoc = true
+			default:
+				return Field{}, fmt.Errorf("flags %q", parts[4])
+			}
+		}
+	}
+	return f, nil
+}
