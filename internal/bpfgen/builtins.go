@@ -113,6 +113,7 @@ func kernelBuiltins() map[string]builtinCode {
 		"user_buffer_quoted":         strCode((*gen).bufferQuoted),
 		"user_buffer_quoted_error":   strCode((*gen).bufferQuoted),
 		"__unread_user_address":      strCode((*gen).unreadUserAddress), // quoted.stp's
+		"__user_string_raw":          strCode((*gen).userStringRaw),
 		"__kernel_buffer_hex":        strCode((*gen).kernelBufferHex),
 	}
 	for name, form := range stackForms {

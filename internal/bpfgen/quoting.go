@@ -321,6 +321,30 @@ func (g *gen) unreadUserAddress(c *syntax.Call) value {
 	return dst
 }
 
+// userStringRaw compiles __user_string_raw(addr), the leaf of a quoted
+// user string that user space quotes (sema/deferred.go): a mark byte, then
+// the string at addr, at most MAXSTRINGLEN-2 bytes (string_quoted looks at
+// no more: its room is MAXSTRINGLEN-3 bytes, then the byte that did not
+// fit); "" when the string cannot be read, counted as unreadUserAddress
+// counts.
+func (g *gen) userStringRaw(c *syntax.Call) value {
+	dst := g.strSlot(g.m.maxStr)
+	mark := g.scratchMark()
+	addr := g.longArgs(c.Args[0])[0]
+	text := value{str: true, off: dst.off + 1, width: dst.width - 1}
+	g.readStr(asm.FnProbeReadUserStr, text, func() { g.emit(asm.LoadMem(asm.R3, regScratch, int16(addr), asm.DWord)) }, text.width)
+	read, done := g.newLabel("raw_read"), g.newLabel("raw_done")
+	g.emit(asm.JSGE.Imm(asm.R0, 0, read))
+	g.countUnreadAt(addr)
+	g.emit(asm.Mov.Imm(asm.R1, 0), asm.Ja.Label(done))
+	g.mark(read)
+	g.emit(asm.Mov.Imm(asm.R1, 'R'))
+	g.mark(done)
+	g.emit(asm.StoreMem(regScratch, int16(dst.off), asm.R1, asm.Byte))
+	g.scratchRelease(mark)
+	return dst
+}
+
 // countUnreadAt adds one to UnreadMap unless the address in cell addr is
 // 0 (a NULL pointer is no string left unread). Clobbers R1-R3.
 func (g *gen) countUnreadAt(addr int) {

@@ -9,6 +9,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/bpftap/bpftap/internal/format"
 	"github.com/bpftap/bpftap/internal/output"
 	"github.com/bpftap/bpftap/internal/syntax"
 	"github.com/bpftap/bpftap/internal/tapset"
@@ -101,6 +102,17 @@ var controlBuiltins = map[string]builtinFunc{
 	// not counted: there every read of user memory faults
 	"__unread_user_address": func(_ *callContext, args []Value) Value {
 		return str(fmt.Sprintf("0x%x", uint64(args[0].Int)))
+	},
+	// the read of a quoted user string (bpfgen's userStringRaw), which
+	// faults here: "", as the kernel's read that fails
+	"__user_string_raw": func(*callContext, []Value) Value { return str("") },
+	// its text, from the read a kernel probe made (a mark byte, then the
+	// string) or the address in hex
+	"__user_string_quote": func(cc *callContext, args []Value) Value {
+		if args[1].Str == "" {
+			return str(fmt.Sprintf("0x%x", uint64(args[0].Int)))
+		}
+		return str(format.StringQuoted(args[1].Str[1:], cc.in.maxStringLen()))
 	},
 	"randint": func(cc *callContext, args []Value) Value {
 		n := uint64(args[0].Int)

@@ -2,8 +2,10 @@ package sema
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/bpftap/bpftap/internal/syntax"
+	"github.com/bpftap/bpftap/internal/tapset"
 )
 
 // Printed strings computed in user space. A string local of a kernel
@@ -40,6 +42,14 @@ import (
 //   - at least one assignment leaves user space some work (it is not
 //     `v = LEAF`).
 //
+// A quoted user string, user_string_quoted(A) (quoted.stp), A a local, a
+// literal or a context variable, not under a conditional, is two leaves:
+// A and __user_string_raw(A), the string read after a mark byte ("" when
+// it cannot be read); the function quotes it (__user_string_quote: the
+// string quoted as string_quoted quotes it, or A in hex). The kernel then
+// keeps only the read, not the quoting walk, which the verifier checks
+// pass after pass: a third of what it walks for syscall.* with argstr.
+//
 // The kernel keeps the local as the number of the assignment that made it
 // (0: none yet, the empty string) and the leaves' values (a long in 8
 // bytes, a string in MAXSTRINGLEN), and a print sends them; user space
@@ -53,7 +63,8 @@ func DeferPrinted(prog *Program) {
 	if prog.Deferred != nil { // done already
 		return
 	}
-	d := &deferrer{pure: map[*syntax.Func]bool{}, visiting: map[*syntax.Func]bool{}}
+	d := &deferrer{pure: map[*syntax.Func]bool{}, visiting: map[*syntax.Func]bool{}, quoted: map[syntax.Expr]*syntax.Call{},
+		raw: builtinFunc(tapset.Builtins["__user_string_raw"]), quote: builtinFunc(tapset.Builtins["__user_string_quote"])}
 	uses := usesOf(prog)
 	for _, v := range uses.order {
 		if u := uses.of[v]; !u.bad && len(u.sites) > 0 {
@@ -66,6 +77,11 @@ func DeferPrinted(prog *Program) {
 type deferrer struct {
 	pure     map[*syntax.Func]bool
 	visiting map[*syntax.Func]bool
+	// quoted maps each user_string_quoted call split into two leaves to
+	// its read (quotedRead).
+	quoted map[syntax.Expr]*syntax.Call
+	// raw and quote are __user_string_raw and __user_string_quote.
+	raw, quote *syntax.Func
 }
 
 // deferredUses is what the kernel probes do with their string locals, in
@@ -169,15 +185,16 @@ func (d *deferrer) deferLocal(prog *Program, v *syntax.Var, sites []*syntax.Assi
 		prog.Deferred = map[*syntax.Var][]*syntax.Func{}
 	}
 	for i, a := range sites {
-		f := siteFunc(fmt.Sprintf("__deferred_%s_%d", v.Name, i+1), a.RHS, leaves[i])
+		f := d.siteFunc(fmt.Sprintf("__deferred_%s_%d", v.Name, i+1), a.RHS, leaves[i])
 		prog.Deferred[v] = append(prog.Deferred[v], f)
 		a.RHS = &syntax.Call{Typed: syntax.Typed{Pos: a.RHS.Position(), T: syntax.TypeString}, Name: f.Name, Args: leaves[i], Func: f}
 	}
 }
 
 // siteFunc makes the function of an assignment whose value is e: `return
-// e`, each of e's leaves replaced by a parameter.
-func siteFunc(name string, e syntax.Expr, leaves []syntax.Expr) *syntax.Func {
+// e`, each of e's leaves replaced by a parameter, each quoted user string
+// split in two by __user_string_quote of its two.
+func (d *deferrer) siteFunc(name string, e syntax.Expr, leaves []syntax.Expr) *syntax.Func {
 	f := &syntax.Func{Name: name, Result: syntax.TypeString}
 	param := map[syntax.Expr]*syntax.Ident{}
 	for i, l := range leaves {
@@ -191,6 +208,10 @@ func siteFunc(name string, e syntax.Expr, leaves []syntax.Expr) *syntax.Func {
 		if id, ok := param[x]; ok {
 			return id
 		}
+		if read := d.quoted[x]; read != nil && param[read] != nil {
+			return &syntax.Call{Typed: syntax.Typed{Pos: x.Position(), T: syntax.TypeString}, Name: d.quote.Name,
+				Args: []syntax.Expr{param[read.Args[0]], param[read]}, Func: d.quote}
+		}
 		return nil
 	})
 	f.Decl = &syntax.FuncDecl{Pos: e.Position(), NamePos: e.Position(), Name: name, Result: syntax.TypeString,
@@ -203,6 +224,9 @@ func siteFunc(name string, e syntax.Expr, leaves []syntax.Expr) *syntax.Func {
 // not be evaluated at all (under a conditional or a short-circuit
 // operator).
 func (d *deferrer) split(e syntax.Expr, cond bool, leaves []syntax.Expr) ([]syntax.Expr, bool) {
+	if read := d.quotedRead(e); read != nil && !cond {
+		return append(leaves, read.Args[0], read), true
+	}
 	if kids, ok := d.skeleton(e); ok {
 		for _, k := range kids {
 			if leaves, ok = d.split(k.x, cond || k.cond, leaves); !ok {
@@ -218,6 +242,38 @@ func (d *deferrer) split(e syntax.Expr, cond bool, leaves []syntax.Expr) ([]synt
 		return nil, false
 	}
 	return append(leaves, e), true
+}
+
+// quotedRead returns the read of the quoted user string e is, made on
+// first asking: __user_string_raw(A) when e is the library's
+// user_string_quoted(A) and A is a local, a literal or a context variable
+// (read twice, to no effect), else nil.
+func (d *deferrer) quotedRead(e syntax.Expr) *syntax.Call {
+	if read := d.quoted[e]; read != nil {
+		return read
+	}
+	c, ok := e.(*syntax.Call)
+	if !ok || c.Func == nil || c.Func.Decl == nil || c.Func.Name != "user_string_quoted" || len(c.Args) != 1 ||
+		c.Func.Decl.Pos.Src == nil || !c.Func.Decl.Pos.Src.Library || !plainOperand(c.Args[0]) {
+		return nil
+	}
+	read := &syntax.Call{Typed: syntax.Typed{Pos: c.Pos, T: syntax.TypeString}, Name: d.raw.Name, Args: []syntax.Expr{c.Args[0]}, Func: d.raw}
+	d.quoted[e] = read
+	return read
+}
+
+// plainOperand tells whether reading x twice is reading it once: a local,
+// a literal, a context variable without components.
+func plainOperand(x syntax.Expr) bool {
+	switch x := x.(type) {
+	case *syntax.Ident:
+		return x.Var != nil && x.Var.Kind != syntax.VarGlobal
+	case *syntax.NumberLit:
+		return true
+	case *syntax.TargetVar:
+		return len(x.Components) == 0 && x.Pretty == 0 && !x.AddrOf && !strings.HasPrefix(x.Name, "$$")
+	}
+	return false
 }
 
 // operand is an operand of an expression user space computes; cond marks

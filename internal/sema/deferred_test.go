@@ -37,6 +37,12 @@ global g
 function parity:string(x:long) { if (x & 1) return "odd"; y = x >> 1; return y ? "even" : "zero" }
 function withGlobal:string(x:long) { return sprintf("%d", x + g) }`,
 			"(s) = (__deferred_s_1(pid(), withGlobal(tid())))"},
+		{"a quoted user string: its address and its read", `{ a = pid(); s = sprintf("<%s>", user_string_quoted(a)); print(s) }`,
+			"(s) = (__deferred_s_1(a, __user_string_raw(a)))"},
+		{"a quoted user string alone", `{ s = user_string_quoted(16); print(s) }`, "(s) = (__deferred_s_1(16, __user_string_raw(16)))"},
+		{"a quoted user string of a call: a leaf", `{ s = sprintf("<%s>", user_string_quoted(pid())); print(s) }`,
+			"(s) = (__deferred_s_1(user_string_quoted(pid())))"},
+		{"a quoted user string under a conditional: kept", `{ a = pid(); s = a > 1 ? user_string_quoted(a) : ""; print(s) }`, ""},
 		{"a loop: not pure", `{ s = count(pid()); print(s) }
 function count:string(x:long) { n = 0; while (x) { x >>= 1; n++ }; return sprint(n) }`, ""},
 	} {

@@ -295,12 +295,18 @@ func (e *elab) builtin(name string) *syntax.Func {
 	if b == nil {
 		return nil
 	}
-	f := &syntax.Func{Name: name, Result: b.Result, Builtin: name}
+	f := builtinFunc(b)
+	e.builtins[name] = f
+	e.prog.builtinsUsed = append(e.prog.builtinsUsed, f)
+	return f
+}
+
+// builtinFunc is the Func of the native tapset function b.
+func builtinFunc(b *tapset.Builtin) *syntax.Func {
+	f := &syntax.Func{Name: b.Name, Result: b.Result, Builtin: b.Name}
 	for i, t := range b.Params {
 		f.Params = append(f.Params, &syntax.Var{Name: b.ParamNames[i], Kind: syntax.VarParam, Type: t, Index: i})
 	}
-	e.builtins[name] = f
-	e.prog.builtinsUsed = append(e.prog.builtinsUsed, f)
 	return f
 }
 

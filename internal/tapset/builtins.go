@@ -416,6 +416,15 @@ var Builtins = index(
 	// the count. User-side probes, where every read of user memory
 	// faults, count none.
 	bpf(fn("__unread_user_address", str, l("addr"))),
+	// __user_string_raw(addr): what user space quotes for a kernel
+	// probe's user_string_quoted(addr) whose text only a print uses
+	// (sema/deferred.go): a mark byte, then the string at addr, at most
+	// MAXSTRINGLEN-2 bytes (string_quoted never looks further); "" when it
+	// cannot be read, counted as __unread_user_address counts.
+	bpf(fn("__user_string_raw", str, l("addr"))),
+	// __user_string_quote(addr, raw): that text from __user_string_raw's:
+	// the string quoted as string_quoted quotes it, or addr in hex.
+	captured(fn("__user_string_quote", str, l("addr"), s("raw"))),
 	fn("stp_pid", long),
 	// the load averages (interp/builtins_logging.go)
 	captured(fn("sprint_loadavg", str)),
