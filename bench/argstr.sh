@@ -6,7 +6,9 @@
 # every call (lseek's alias: fildes, offset, whence_str), interleaved;
 # prints the median ns added by each and the ratio to the floor's. CALL
 # umask makes umask(022) calls instead, which the second program of the
-# merged entry serves, after a tail call from the first.
+# merged entry serves, after a tail call from the first; CALL faccessat
+# makes faccessat(AT_FDCWD, "/nonexistent/bpftap-bench", F_OK) calls, whose
+# path bpftap reads in the kernel and quotes in user space.
 set -eu
 cd "$(dirname "$0")/.."
 . bench/lib.sh

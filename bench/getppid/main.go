@@ -2,7 +2,9 @@
 // to one CPU, makes -n getppid system calls in a tight loop and prints the
 // mean wall-clock cost of one call in nanoseconds. -call lseek makes
 // lseek(fd of /dev/null, 0, SEEK_CUR) calls instead: a call with arguments,
-// for tracers that format them.
+// for tracers that format them; -call faccessat makes
+// faccessat(AT_FDCWD, "/nonexistent/bpftap-bench", F_OK) calls, whose path a
+// tracer reads and quotes.
 //
 // The calls go through RawSyscall, so the Go scheduler adds nothing to
 // them; what a tracer attached to the system-call tracepoints adds shows
@@ -15,6 +17,7 @@ import (
 	"os"
 	"runtime"
 	"time"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -22,7 +25,7 @@ import (
 func main() {
 	n := flag.Int("n", 2_000_000, "number of getppid calls to time")
 	cpu := flag.Int("cpu", 1, "CPU to pin the loop to")
-	call := flag.String("call", "getppid", "the call: getppid, lseek or umask")
+	call := flag.String("call", "getppid", "the call: getppid, lseek, umask or faccessat")
 	clock := flag.String("clock", "wall", "what to time: wall (wall-clock) or thread (the thread's CPU time, which leaves out the time other work on a busy machine takes the CPU)")
 	flag.Parse()
 	nr, args := uintptr(unix.SYS_GETPPID), [3]uintptr{}
@@ -36,6 +39,9 @@ func main() {
 	}
 	if *call == "umask" {
 		nr, args = unix.SYS_UMASK, [3]uintptr{0o22, 0, 0}
+	}
+	if *call == "faccessat" {
+		nr, args = unix.SYS_FACCESSAT, [3]uintptr{uintptr(unix.AT_FDCWD & 0xffffffff), uintptr(unsafe.Pointer(accessPath)), unix.F_OK}
 	}
 	runtime.LockOSThread()
 	var set unix.CPUSet
@@ -53,6 +59,10 @@ func main() {
 	loop(*n, nr, args)
 	fmt.Printf("%.3f\n", float64(now()-start)/float64(*n))
 }
+
+// accessPath is the path -call faccessat asks about (a file that is not
+// there: the call fails at once).
+var accessPath, _ = unix.BytePtrFromString("/nonexistent/bpftap-bench")
 
 func wallNow() int64 { return time.Now().UnixNano() }
 
