@@ -48,7 +48,7 @@ import (
 // it cannot be read); the function quotes it (__user_string_quote: the
 // string quoted as string_quoted quotes it, or A in hex). The kernel then
 // keeps only the read, not the quoting walk, which the verifier checks
-// pass after pass: a third of what it walks for syscall.* with argstr.
+// pass after pass: a quarter of what it walked for syscall.* with argstr.
 //
 // The kernel keeps the local as the number of the assignment that made it
 // (0: none yet, the empty string) and the leaves' values (a long in 8
