@@ -89,8 +89,13 @@ func TestEventCacheRoundTrip(t *testing.T) {
 	}
 }
 
-// TestEventCacheFormat: every kind of field survives the file.
+// TestEventCacheFormat: every kind of field survives the file, and the
+// file's format knows every member of Field.
 func TestEventCacheFormat(t *testing.T) {
+	if n := reflect.TypeFor[Field]().NumField(); n != 7 {
+		t.Fatalf("Field has %d members: write the new ones in formatEventCache, read them in parseCachedField, "+
+			"and change eventCacheHead's version, so that no file of the old format is read", n)
+	}
 	events := map[string][]Field{
 		"sys_enter_a": {{Name: "__syscall_nr", CType: "int", Offset: 8, Size: 4, Signed: true},
 			{Name: "buf", CType: "const char *", Offset: 16, Size: 8}},
