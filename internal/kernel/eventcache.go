@@ -321,18 +321,18 @@ func fileKind(mode uint32) string {
 }
 
 // cacheHead is the first lines of a cache file made on this boot of this
-// kernel.
-func cacheHead() (string, error) {
+// kernel, read once (a run's load and save both need them).
+var cacheHead = sync.OnceValues(func() (string, error) {
 	boot, err := os.ReadFile("/proc/sys/kernel/random/boot_id")
 	if err != nil {
 		return "", fmt.Errorf("no boot id to key the cache with: %w", err)
 	}
-	var u unix.Utsname
-	if err := unix.Uname(&u); err != nil {
-		return "", fmt.Errorf("uname: %w", err)
+	release, err := osRelease()
+	if err != nil {
+		return "", fmt.Errorf("no kernel release to key the cache with: %w", err)
 	}
-	return fmt.Sprintf("%s\nboot %s\nrelease %s\n", eventCacheHead, bytes.TrimSpace(boot), unix.ByteSliceToString(u.Release[:])), nil
-}
+	return fmt.Sprintf("%s\nboot %s\nrelease %s\n", eventCacheHead, bytes.TrimSpace(boot), release), nil
+})
 
 // formatEventCache is the file holding events, after head, events in
 // the order of their names.
@@ -349,14 +349,15 @@ func formatEventCache(events map[string][]Field, head string) []byte {
 }
 
 func fieldFlags(f Field) string {
-	var flags string
-	for _, fl := range []struct {
-		on     bool
-		letter string
-	}{{f.Signed, "s"}, {f.Array, "a"}, {f.DataLoc, "d"}} {
-		if fl.on {
-			flags += fl.letter
-		}
+	flags := ""
+	if f.Signed {
+		flags += "s"
+	}
+	if f.Array {
+		flags += "a"
+	}
+	if f.DataLoc {
+		flags += "d"
 	}
 	return cmp.Or(flags, "-")
 }
