@@ -342,12 +342,17 @@ func (s *Session) linkTails(refs []map[string]*ebpf.Map) error {
 
 // loadAll loads the programs, as many at a time as there are CPUs: the
 // kernel verifies privileged programs in parallel, and the verifier's time
-// is most of a large script's start-up. The programs before the first
-// that failed are kept in s.loaded, in order (Close closes them); the
-// others are returned for the caller to close.
+// is most of a large script's start-up; the longest programs start first
+// (the verifier's time grows with a program's length). The programs before
+// the first that failed are kept in s.loaded, in order (Close closes
+// them); the others are returned for the caller to close.
 func (s *Session) loadAll(refs []map[string]*ebpf.Map) ([]*bpfrt.Program, []error) {
 	loaded, errs := make([]*bpfrt.Program, len(s.progs)), make([]error, len(s.progs))
-	parallel.Each(len(s.progs), func(i int) {
+	sizes := make([]int, len(s.progs))
+	for i, p := range s.progs {
+		sizes[i] = len(p.Instructions)
+	}
+	parallel.EachLargestFirst(sizes, func(i int) {
 		loaded[i], errs[i] = s.objs.load(s.progs[i], refs[i], s.cfg.LogLevel)
 	})
 	for i, lp := range loaded {

@@ -3,10 +3,18 @@
 // read, the programs to load) on as many goroutines as the process may
 // run at once, each goroutine taking the next item left, so that one slow
 // item does not hold back a whole share of the others.
+//
+// Where the items' costs are known to differ a lot (syscall.* parses
+// twelve library files, one of them 55 KB and half of the pass), the
+// LargestFirst forms start them in decreasing size: the longest item then
+// runs beside all the others instead of after them (the classic "longest
+// processing time first" schedule, within 4/3 of the best).
 package parallel
 
 import (
+	"cmp"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 )
@@ -26,11 +34,33 @@ func Each(n int, f func(i int)) {
 	wg.Wait()
 }
 
+// EachLargestFirst is Each over the indices of sizes, started in
+// decreasing size (equal sizes in index order).
+func EachLargestFirst(sizes []int, f func(i int)) {
+	order := make([]int, len(sizes))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(sizes[b], sizes[a]) })
+	Each(len(order), func(k int) { f(order[k]) })
+}
+
 // Map returns f(i) for every i in [0, n), in order; the error is the
 // first in that order, as a loop would have met it, and then no results.
 func Map[R any](n int, f func(i int) (R, error)) ([]R, error) {
+	return collect(n, func(g func(int)) { Each(n, g) }, f)
+}
+
+// MapLargestFirst is Map over the indices of sizes, started as
+// EachLargestFirst starts them; results and error are in index order.
+func MapLargestFirst[R any](sizes []int, f func(i int) (R, error)) ([]R, error) {
+	return collect(len(sizes), func(g func(int)) { EachLargestFirst(sizes, g) }, f)
+}
+
+// collect runs f over [0, n) with each and gathers its results.
+func collect[R any](n int, each func(func(int)), f func(i int) (R, error)) ([]R, error) {
 	out, errs := make([]R, n), make([]error, n)
-	Each(n, func(i int) { out[i], errs[i] = f(i) })
+	each(func(i int) { out[i], errs[i] = f(i) })
 	for _, err := range errs {
 		if err != nil {
 			return nil, err
