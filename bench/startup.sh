@@ -5,6 +5,9 @@
 # namespace with tracefs and debugfs mounted (it looks for tracepoints
 # there; the mounts vanish with the namespace). Prints the report (-o FILE
 # writes it); bench/RESULTS-startup.md keeps the runs quoted.
+# Each run starts 50 ms after the one before it (-settle: the kernel makes
+# a tracepoint's first attach wait out the grace period of the previous
+# run's detach; suite.run in bench/startup/main.go says more).
 # About 10 s a round on a quiet machine (9 rounds by default; twice that
 # with -before BINARY, another build of bpftap run in the same rounds).
 set -eu
