@@ -38,9 +38,11 @@ type Arch struct {
 
 // CompatProgram is a 32-bit program without libc, in the guest as
 // /usr/bin/Name: testdata/run/cprogs/Name.s assembled by As and linked by
-// Ld (for 32-bit ARM, Debian's binutils-arm-linux-gnueabihf).
+// Ld, each a command and its first arguments (for 32-bit ARM, Debian's
+// binutils-arm-linux-gnueabihf; for i386 the host's binutils).
 type CompatProgram struct {
-	Name, As, Ld string
+	Name   string
+	As, Ld []string
 }
 
 // AMD64 is x86-64 on qemu's default PC: the results on a second 16550
@@ -48,7 +50,8 @@ type CompatProgram struct {
 var AMD64 = &Arch{Name: "amd64", QEMU: "qemu-system-x86_64", QEMUPackage: "qemu-system-x86",
 	Machine: []string{"-cpu", "max"}, Console: "ttyS0",
 	Results:       func(file string) []string { return []string{"-serial", "file:" + file} },
-	ResultsDevice: "/dev/ttyS1", CC: "gcc", CCPackage: "gcc"}
+	ResultsDevice: "/dev/ttyS1", CC: "gcc", CCPackage: "gcc",
+	Compat: &CompatProgram{Name: "i386", As: []string{"as", "--32"}, Ld: []string{"ld", "-m", "elf_i386"}}}
 
 // ARM64 is arm64 on qemu's virt board, whose one PL011 UART is the
 // console: the results go on a virtio console (hvc0), whose drivers
@@ -61,7 +64,7 @@ var ARM64 = &Arch{Name: "arm64", QEMU: "qemu-system-aarch64", QEMUPackage: "qemu
 	},
 	ResultsDevice: "/dev/hvc0", Modules: []string{"virtio_mmio", "virtio_console"},
 	CC: "aarch64-linux-gnu-gcc", CCPackage: "gcc-aarch64-linux-gnu",
-	Compat: &CompatProgram{Name: "arm32", As: "arm-linux-gnueabihf-as", Ld: "arm-linux-gnueabihf-ld"}}
+	Compat: &CompatProgram{Name: "arm32", As: []string{"arm-linux-gnueabihf-as"}, Ld: []string{"arm-linux-gnueabihf-ld"}}}
 
 // Arches are the architectures of Kernels, AMD64 first.
 var Arches = []*Arch{AMD64, ARM64}
@@ -139,7 +142,7 @@ func (a *Arch) Busybox(cache string) (string, error) {
 
 // build assembles src and links it into out.
 func (c *CompatProgram) build(src, out string) error {
-	for _, args := range [][]string{{c.As, "-o", out + ".o", src}, {c.Ld, "-o", out, out + ".o"}} {
+	for _, args := range [][]string{slices.Concat(c.As, []string{"-o", out + ".o", src}), slices.Concat(c.Ld, []string{"-o", out, out + ".o"})} {
 		if msg, err := exec.Command(args[0], args[1:]...).CombinedOutput(); err != nil {
 			return fmt.Errorf("%s %s: %v\n%s", args[0], filepath.Base(src), err, msg)
 		}

@@ -565,8 +565,11 @@ func (c *Context) SyscallReturns() *Context {
 
 // CompatSyscalls tells whether the kernel makes 32-bit (compat) system
 // calls, which its syscalls:* events do not see (x86_64's and arm64's
-// ignore them): its BTF has the function that dispatches them (x86_64)
-// or ARM's private calls (arm64, CONFIG_COMPAT).
+// ignore them): its BTF has the function that dispatches them or an i386
+// call's wrapper (x86_64, IA32_EMULATION) or ARM's private calls (arm64,
+// CONFIG_COMPAT). Debian 11's 5.10 has only the wrappers: the dispatch is
+// noinstr there (do_int80_syscall_32), and BTF leaves out functions ftrace
+// cannot trace.
 func (c *Context) CompatSyscalls() bool {
 	if regs := arch.Host(); regs == nil || regs.Compat == nil {
 		return false
@@ -575,7 +578,7 @@ func (c *Context) CompatSyscalls() bool {
 	if err != nil {
 		return false
 	}
-	for _, name := range []string{"ia32_sys_call", "do_int80_syscall_32", "compat_arm_syscall"} {
+	for _, name := range []string{"ia32_sys_call", "do_int80_syscall_32", "__ia32_sys_read", "compat_arm_syscall"} {
 		if len(b.IDsByName(name)) > 0 {
 			return true
 		}
