@@ -161,7 +161,7 @@ func (e *elab) elide() {
 	// A round that elides nothing after one that folded nothing leaves the
 	// tree the last typing saw: typing it again would settle nothing (types
 	// only accumulate), so the round that confirms the fixed point is not
-	// typed (syscall.*: a third of the elision's time).
+	// typed (syscall.*: one typing of three, the elision 0.86x).
 	for iter, changed, typed := 0, true, false; changed; iter++ {
 		e.rep.quiet = iter > 0
 		e.markUsage()
