@@ -46,39 +46,46 @@ func tidyJumps(insns asm.Instructions, pos []syntax.Pos) (asm.Instructions, []sy
 
 // dropJumpsToNext drops each jump whose target is the instruction after
 // it (but a may_goto, which bounds a loop), its label going to that
-// instruction; dropping one can make another's target the next, so it
-// repeats until none is left.
+// instruction. Dropping one can make another's target the next, and only
+// an earlier one's: so one walk from the end finds them all, each jump
+// compared with the next instruction kept. (Walked forwards until nothing
+// was left to drop, each walk with a map of the labels of its own, it
+// took syscall.*'s 7,000 instructions 0.7 ms; this walk 0.3: CPU profiles
+// of 60 -p3 runs each.)
 func dropJumpsToNext(insns asm.Instructions, pos []syntax.Pos) (asm.Instructions, []syntax.Pos) {
-	for dropped := true; dropped; {
-		dropped = false
-		labels := labelIndex(insns)
-		renamed := map[string]string{}
-		outInsns, outPos := insns[:0], pos[:0]
-		for i, ins := range insns {
-			if i+1 < len(insns) && isJump(ins) && ins.OpCode.JumpOp() != asm.JCOND && labels[ins.Reference()] == i+1 &&
-				btf.FuncMetadata(&insns[i]) == nil {
-				if l := ins.Symbol(); l != "" && insns[i+1].Symbol() == "" {
-					insns[i+1] = insns[i+1].WithSymbol(l)
-				} else if l != "" {
-					renamed[l] = insns[i+1].Symbol()
-				}
-				dropped = true
-				continue
+	at := map[string]int{} // each label seen: the kept instruction it names
+	renamed := map[string]string{}
+	keep := make([]bool, len(insns))
+	next := -1 // the next instruction kept
+	for i := len(insns) - 1; i >= 0; i-- {
+		ins := insns[i]
+		target, named := at[ins.Reference()]
+		if named && target == next && isJump(ins) && ins.OpCode.JumpOp() != asm.JCOND && btf.FuncMetadata(&insns[i]) == nil {
+			if l := ins.Symbol(); l != "" && insns[next].Symbol() == "" {
+				insns[next] = insns[next].WithSymbol(l)
+				at[l] = next
+			} else if l != "" {
+				renamed[l] = insns[next].Symbol()
+				at[l] = next
 			}
-			outInsns, outPos = append(outInsns, ins), append(outPos, pos[i])
+			continue
 		}
-		for i, ins := range outInsns {
-			ref := ins.Reference()
-			for renamed[ref] != "" {
-				ref = renamed[ref]
-			}
-			if ref != ins.Reference() {
-				outInsns[i] = ins.WithReference(ref)
-			}
+		keep[i], next = true, i
+		if l := ins.Symbol(); l != "" {
+			at[l] = i
 		}
-		insns, pos = outInsns, outPos
 	}
-	return insns, pos
+	outInsns, outPos := insns[:0], pos[:0]
+	for i, ins := range insns {
+		if !keep[i] {
+			continue
+		}
+		if ref, ok := renamed[ins.Reference()]; ok {
+			ins = ins.WithReference(ref)
+		}
+		outInsns, outPos = append(outInsns, ins), append(outPos, pos[i])
+	}
+	return outInsns, outPos
 }
 
 // labelIndex maps each label of insns to its instruction's index.
