@@ -104,6 +104,20 @@ var tidyCases = []struct {
 			"\tJa off: -1 <end3>\nlong:\n\tMovImm dst: r0 imm: 2\nend3:\n\tExit\n",
 		ret: 1,
 	},
+	{
+		name: "a jump to the next instruction goes, then the one that jumped over it",
+		in: asm.Instructions{
+			asm.LoadMem(asm.R0, asm.R1, 0, asm.Word),
+			asm.JGT.Imm(asm.R0, 100, "x"),
+			asm.Ja.Label("x").WithSymbol("y"),
+			asm.Mov.Imm(asm.R0, 1).WithSymbol("x"),
+			asm.JEq.Imm(asm.R0, 0, "z"),
+			asm.Ja.Label("z"),
+			asm.Return().WithSymbol("z"),
+		},
+		want: "\tLdXMemW dst: r0 src: r1 off: 0 imm: 0\nx:\n\tMovImm dst: r0 imm: 1\nz:\n\tExit\n",
+		ret:  1,
+	},
 }
 
 // TestTidyJumps checks what tidyJumps leaves of each case, that the
