@@ -61,11 +61,12 @@ func dropJumpsToNext(insns asm.Instructions, pos []syntax.Pos) (asm.Instructions
 		ins := insns[i]
 		target, named := at[ins.Reference()]
 		if named && target == next && isJump(ins) && ins.OpCode.JumpOp() != asm.JCOND && btf.FuncMetadata(&insns[i]) == nil {
-			if l := ins.Symbol(); l != "" && insns[next].Symbol() == "" {
-				insns[next] = insns[next].WithSymbol(l)
-				at[l] = next
-			} else if l != "" {
-				renamed[l] = insns[next].Symbol()
+			if l := ins.Symbol(); l != "" {
+				if insns[next].Symbol() == "" {
+					insns[next] = insns[next].WithSymbol(l)
+				} else {
+					renamed[l] = insns[next].Symbol()
+				}
 				at[l] = next
 			}
 			continue

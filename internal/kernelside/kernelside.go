@@ -348,11 +348,7 @@ func (s *Session) linkTails(refs []map[string]*ebpf.Map) error {
 // them); the others are returned for the caller to close.
 func (s *Session) loadAll(refs []map[string]*ebpf.Map) ([]*bpfrt.Program, []error) {
 	loaded, errs := make([]*bpfrt.Program, len(s.progs)), make([]error, len(s.progs))
-	sizes := make([]int, len(s.progs))
-	for i, p := range s.progs {
-		sizes[i] = len(p.Instructions)
-	}
-	parallel.EachLargestFirst(sizes, func(i int) {
+	parallel.EachLargestFirst(len(s.progs), func(i int) int { return len(s.progs[i].Instructions) }, func(i int) {
 		loaded[i], errs[i] = s.objs.load(s.progs[i], refs[i], s.cfg.LogLevel)
 	})
 	for i, lp := range loaded {

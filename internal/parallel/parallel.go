@@ -34,15 +34,15 @@ func Each(n int, f func(i int)) {
 	wg.Wait()
 }
 
-// EachLargestFirst is Each over the indices of sizes, started in
-// decreasing size (equal sizes in index order).
-func EachLargestFirst(sizes []int, f func(i int)) {
-	order := make([]int, len(sizes))
-	for i := range order {
-		order[i] = i
+// EachLargestFirst is Each with the items started in decreasing size
+// (equal sizes in index order).
+func EachLargestFirst(n int, size func(i int) int, f func(i int)) {
+	sizes, order := make([]int, n), make([]int, n)
+	for i := range n {
+		sizes[i], order[i] = size(i), i
 	}
 	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(sizes[b], sizes[a]) })
-	Each(len(order), func(k int) { f(order[k]) })
+	Each(n, func(k int) { f(order[k]) })
 }
 
 // Map returns f(i) for every i in [0, n), in order; the error is the
@@ -51,10 +51,10 @@ func Map[R any](n int, f func(i int) (R, error)) ([]R, error) {
 	return collect(n, func(g func(int)) { Each(n, g) }, f)
 }
 
-// MapLargestFirst is Map over the indices of sizes, started as
-// EachLargestFirst starts them; results and error are in index order.
-func MapLargestFirst[R any](sizes []int, f func(i int) (R, error)) ([]R, error) {
-	return collect(len(sizes), func(g func(int)) { EachLargestFirst(sizes, g) }, f)
+// MapLargestFirst is Map with the items started as EachLargestFirst
+// starts them; results and error are in index order.
+func MapLargestFirst[R any](n int, size func(i int) int, f func(i int) (R, error)) ([]R, error) {
+	return collect(n, func(g func(int)) { EachLargestFirst(n, size, g) }, f)
 }
 
 // collect runs f over [0, n) with each and gathers its results.

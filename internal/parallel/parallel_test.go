@@ -38,7 +38,7 @@ func TestLargestFirst(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
 	sizes := []int{3, 55, 0, 17, 55, 8}
 	var started []int
-	got, err := MapLargestFirst(sizes, func(i int) (int, error) {
+	got, err := MapLargestFirst(len(sizes), func(i int) int { return sizes[i] }, func(i int) (int, error) {
 		started = append(started, i)
 		return sizes[i] * 2, nil
 	})
@@ -51,7 +51,7 @@ func TestLargestFirst(t *testing.T) {
 	if want := []int{6, 110, 0, 34, 110, 16}; !slices.Equal(got, want) {
 		t.Errorf("results %v, want %v", got, want)
 	}
-	_, err = MapLargestFirst(sizes, func(i int) (int, error) {
+	_, err = MapLargestFirst(len(sizes), func(i int) int { return sizes[i] }, func(i int) (int, error) {
 		if i == 3 || i == 4 {
 			return 0, fmt.Errorf("item %d", i)
 		}

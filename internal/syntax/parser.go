@@ -46,11 +46,8 @@ type parser struct {
 // reaches (syscall.* reaches twelve, one of them 55 KB), largest first:
 // in the files' order syscalls.stp started after the other ten had run.
 func ParseFiles(srcs []*Source, cfg *Config) ([]*File, error) {
-	sizes := make([]int, len(srcs))
-	for i, src := range srcs {
-		sizes[i] = len(src.Text)
-	}
-	return parallel.MapLargestFirst(sizes, func(i int) (*File, error) { return Parse(srcs[i], cfg) })
+	return parallel.MapLargestFirst(len(srcs), func(i int) int { return len(srcs[i].Text) },
+		func(i int) (*File, error) { return Parse(srcs[i], cfg) })
 }
 
 // Parse parses one script or tapset file. The error, if any, is an ErrorList.
