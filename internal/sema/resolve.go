@@ -157,6 +157,15 @@ func literalType(x syntax.Expr) syntax.Type {
 // lookupGlobal finds the global name visible from code in src, or nil.
 // Library code sees only the library's globals (and those sema declares).
 func (e *elab) lookupGlobal(name string, src *syntax.Source) *syntax.Var {
+	if g := e.findGlobal(name, src); g != nil {
+		return e.globalFor(g)
+	}
+	return nil
+}
+
+// findGlobal finds the declaration of the global name visible from code
+// in src, as lookupGlobal does, without resolving it; nil when none is.
+func (e *elab) findGlobal(name string, src *syntax.Source) *syntax.GlobalDecl {
 	library := src != nil && src.Library
 	for _, g := range e.globals[name] {
 		f := e.fileOf[g]
@@ -164,7 +173,7 @@ func (e *elab) lookupGlobal(name string, src *syntax.Source) *syntax.Var {
 			continue
 		}
 		if visible(g.Private, f, src) {
-			return e.globalFor(g)
+			return g
 		}
 	}
 	return nil
@@ -409,25 +418,12 @@ func (e *elab) functionNames() []string {
 // arity matches, a builtin included (the library's user_string(addr, err_msg)
 // overloads the builtin user_string(addr)).
 func (e *elab) lookupFunc(name string, nargs int, src *syntax.Source) (*syntax.Func, *syntax.FuncDecl) {
-	var first *syntax.FuncDecl
-	for _, table := range []map[string][]*syntax.FuncDecl{e.userFuncs, e.libFuncs} {
-		for _, d := range table[name] {
-			if !visible(d.Private, e.fileOf[d], src) {
-				continue
-			}
-			if len(d.Params) == nargs {
-				return e.funcFor(d), d
-			}
-			if first == nil {
-				first = d
-			}
-		}
-	}
-	if b := tapset.Builtins[name]; b != nil && (first == nil || len(b.Params) == nargs) {
+	d, b := e.findFunc(name, nargs, src)
+	switch {
+	case b != nil:
 		return e.builtin(name), nil
-	}
-	if first != nil {
-		return e.funcFor(first), first
+	case d != nil:
+		return e.funcFor(d), d
 	}
 	return nil, nil
 }
