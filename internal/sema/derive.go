@@ -404,7 +404,7 @@ func (e *elab) deriveOne(x *expansion, pp *syntax.ProbePoint, pt *probes.Point) 
 		Family:   pt.Family.Name,
 		Args:     map[string]syntax.Expr{},
 		Cond:     concrete.Cond,
-		Body:     syntax.Clone(withPrologue(e.optionalLocalsNamed(pt, x.body), x.body)),
+		Body:     syntax.Clone(e.pruneTapsetLocals(withPrologue(e.optionalLocalsNamed(pt, x.body), x.body), x.cond)),
 		Decl:     x.decl,
 		Kernel:   pt.Family.Kernel,
 		context:  pt.Context,

@@ -103,6 +103,9 @@ type Options struct {
 	// typeVisits, if set, counts the bodies the type passes visit: the
 	// package's tests check that they grow linearly with a script.
 	typeVisits *int
+	// pruning, if set, turns the pruning of the tapset's alias prologues
+	// off or records what it drops (prune_test.go).
+	pruning *pruneRecord
 }
 
 // maxArrayKeys is how many keys an array may have.
@@ -146,6 +149,8 @@ type elab struct {
 	enumFuncs map[enumKey]string
 	// ahead are the expansions under way ahead of the derivation (ahead.go).
 	ahead map[string]*aheadExpansion
+	// effectlessFuncs caches effectlessCall's verdicts (prune.go).
+	effectlessFuncs map[*syntax.FuncDecl]bool
 }
 
 // Elaborate runs pass 2 over the user's files. On failure the error is an
@@ -170,6 +175,8 @@ func Elaborate(user []*syntax.File, opts Options) (*Program, error) {
 
 		contextErrs: map[syntax.Expr]*probes.ContextError{},
 		ahead:       map[string]*aheadExpansion{},
+
+		effectlessFuncs: map[*syntax.FuncDecl]bool{},
 	}
 	if e.reg == nil {
 		e.reg = probes.Builtin()

@@ -51,6 +51,9 @@ type syscallEntry struct {
 	nr       int
 	prologue *syntax.Block
 	body     syntax.Stmt // the user's, after the prologue
+	// own: the user's own kernel.trace("syscalls:sys_enter_NAME"), which
+	// has no prologue (a tapset alias's may be empty: prune.go).
+	own bool
 }
 
 func (e *elab) mergeSyscallEntries() {
@@ -101,7 +104,7 @@ func genericEntries(p *Probe) []*syscallEntry {
 	if p.entries == nil {
 		return nil
 	}
-	prologue, body, ok := entryParts(p)
+	prologue, body, _, ok := entryParts(p)
 	if !ok {
 		return nil
 	}
@@ -135,7 +138,7 @@ func (e *elab) joinSyscallEntries(leader *Probe) {
 			syntax.ProbePointString(p.User), syntax.ProbePointString(leader.User), leader.Attach.Target()))
 		p.context, p.Attach, p.Joins = leader.context, leader.Attach, leader
 		var skip syntax.Expr = &syntax.Binary{Typed: syntax.Typed{Pos: at}, Op: "!=", X: nativeNrOf(at), Y: numberAt(s.nr, at)}
-		if len(s.prologue.Stmts) == 0 {
+		if s.own {
 			skip = orCompat(skip, at) // the user's own event, which sees no compat call
 		}
 		p.Body.Stmts = append([]syntax.Stmt{&syntax.IfStmt{Pos: at, Cond: skip, Then: &syntax.NextStmt{Pos: at}}}, p.Body.Stmts...)
@@ -260,7 +263,7 @@ func joinableEntry(p *Probe) *syscallEntry {
 		!strings.HasPrefix(a.Event, "sys_enter_") {
 		return nil
 	}
-	prologue, body, ok := entryParts(p)
+	prologue, body, own, ok := entryParts(p)
 	if !ok {
 		return nil
 	}
@@ -268,23 +271,23 @@ func joinableEntry(p *Probe) *syscallEntry {
 	if !ok {
 		return nil
 	}
-	return &syscallEntry{probe: p, nr: nr, prologue: prologue, body: body}
+	return &syscallEntry{probe: p, nr: nr, prologue: prologue, body: body, own: own}
 }
 
 // entryParts splits the body of a call's entry probe: the syscall
 // tapset's prologue and the user's body after it, or, for the user's own
-// kernel.trace("syscalls:sys_enter_NAME"), no prologue (an empty one) and
-// the body.
-func entryParts(p *Probe) (prologue *syntax.Block, body syntax.Stmt, ok bool) {
+// kernel.trace("syscalls:sys_enter_NAME") (own), no prologue (an empty
+// one) and the body.
+func entryParts(p *Probe) (prologue *syntax.Block, body syntax.Stmt, own, ok bool) {
 	if len(p.Body.Stmts) == 2 {
 		if prologue, ok := p.Body.Stmts[0].(*syntax.Block); ok && inTapset(prologue) {
-			return prologue, p.Body.Stmts[1], true
+			return prologue, p.Body.Stmts[1], false, true
 		}
 	}
 	if p.Family == "kernel.trace" && p.Script == p.Name {
-		return &syntax.Block{Pos: p.Body.Pos}, p.Body, true
+		return &syntax.Block{Pos: p.Body.Pos}, p.Body, true, true
 	}
-	return nil, nil, false
+	return nil, nil, false, false
 }
 
 // splitEntry returns p as a call's entry, prologue and user body apart, or
@@ -293,7 +296,7 @@ func entryParts(p *Probe) (prologue *syntax.Block, body syntax.Stmt, ok bool) {
 // (syscalltrace.go).
 func splitEntry(p *Probe) *syscallEntry {
 	s := joinableEntry(p)
-	if s == nil || readsContext(s.body) || len(s.prologue.Stmts) == 0 {
+	if s == nil || readsContext(s.body) || s.own {
 		return nil
 	}
 	return s
