@@ -122,7 +122,8 @@ func (s *scope) readParams(a *probes.Access) {
 // its locals), else 0; nil for another operand, or where it cannot be
 // resolved.
 func (s *scope) decideDefined(x *syntax.Defined) syntax.Expr {
-	if en, ok := x.X.(*syntax.Entry); ok && s.entryCtx != nil { // @defined(@entry(X)): X at the entries
+	en, atEntry := x.X.(*syntax.Entry)
+	if atEntry = atEntry && s.entryCtx != nil; atEntry { // @defined(@entry(X)): X at the entries
 		ret := s.ctx
 		s.ctx = s.entryCtx
 		defer func() { s.ctx = ret }()
@@ -143,7 +144,9 @@ func (s *scope) decideDefined(x *syntax.Defined) syntax.Expr {
 	if err != nil {
 		return number(x, 0)
 	}
-	s.readParams(a)
+	if !atEntry { // X's arguments are the entry's, which its probe reads itself
+		s.readParams(a)
+	}
 	return number(x, 1)
 }
 
