@@ -92,6 +92,7 @@ func (e *elab) resolveProbe(p *Probe) {
 	}
 	s.lowerAtOps(p.Body)
 	s.walk(p.Body)
+	e.warnHiddenWrites(p)
 	if s.ctx != nil {
 		e.checkContextWrites(s.ctx, p.Body)
 	}
@@ -184,10 +185,42 @@ func (e *elab) findGlobal(name string, src *syntax.Source) *syntax.GlobalDecl {
 // code, which then means the user's global.
 func (s *scope) arrayLocal(id *syntax.Ident) *syntax.Var {
 	v := s.locals[id.Name]
-	if v == nil || v.Pos.Src == nil || !v.Pos.Src.Library || id.Pos.Src == nil || id.Pos.Src.Library {
+	if v == nil || !aliasLocalInUserCode(v, id) {
 		return v
 	}
 	return nil
+}
+
+// aliasLocalInUserCode tells whether v is a local the library's code made
+// (an alias's prologue: syscall.read's count) and id is the user's code
+// naming it.
+func aliasLocalInUserCode(v *syntax.Var, id *syntax.Ident) bool {
+	return v.Pos.Src != nil && v.Pos.Src.Library && id.Pos.Src != nil && !id.Pos.Src.Library
+}
+
+// warnHiddenWrites warns where the user's code of p
+// assigns an alias's local while the user's script has a global of that
+// name, which the alias's code does not see: `global count; probe
+// syscall.* { count++ }` counts in syscall.read's local, and the global
+// stays 0 (in stap the alias's code assigns the global too). Reading the
+// alias's local is what stap's code reads, and says nothing. (Repeats
+// are suppressed without -v, as stap's.)
+func (e *elab) warnHiddenWrites(p *Probe) {
+	syntax.Walk(p.Body, func(n syntax.Node) bool {
+		var target syntax.Expr
+		switch n := n.(type) {
+		case *syntax.Assign:
+			target = n.LHS
+		case *syntax.IncDec:
+			target = n.X
+		}
+		id, ok := target.(*syntax.Ident)
+		if !ok || id.Var == nil || !aliasLocalInUserCode(id.Var, id) || e.findGlobal(id.Name, id.Pos.Src) == nil {
+			return true
+		}
+		e.rep.warnAt(id, fmt.Sprintf("'%s' here is the local the alias sets at %s, not the global '%s', which the library's code does not see (rename the global)", id.Name, id.Var.Pos, id.Name))
+		return true
+	})
 }
 
 func (s *scope) walk(n syntax.Node) {
