@@ -5,7 +5,8 @@
 //     namespace (internal/probes) extended with the probe aliases of the script
 //     and the library; alias prologues and epilogues are merged into a deep copy
 //     of the body of every derived probe, deciding their @probewrite
-//     (derive.go, atops.go); the points whose families' expansions read
+//     (derive.go, atops.go), less the tapset's assignments that no code
+//     of the probe needs (prune.go); the points whose families' expansions read
 //     kernel facts alone are expanded beforehand, concurrently (ahead.go);
 //  2. merge the probes of many system calls' entries into one that
 //     dispatches on the call's number (syscalls.go), and give every return

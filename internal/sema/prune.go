@@ -4,7 +4,6 @@ import (
 	"slices"
 
 	"github.com/bpftap/bpftap/internal/syntax"
-	"github.com/bpftap/bpftap/internal/tapset"
 )
 
 // Pruning the tapset's alias prologues before a derived probe's body is
@@ -27,10 +26,10 @@ import (
 // candidate kept mentions, when no global visible from the block has that
 // name, and when E has no effect by the elision's measure
 // (sideEffectFree) judged before symbols are resolved: E is made of
-// literals, names, context variables, arithmetic, comparisons,
-// conditionals, the s* print calls and calls of builtins without effects
-// or of functions that assign no global, print nothing and call only such
-// functions. What the elision drops for a reason this cannot see is left
+// literals, names of no global, context variables, arithmetic,
+// comparisons, conditionals, the s* print calls and calls of builtins
+// without effects or of functions that name no global, print nothing and
+// call only such functions. What the elision drops for a reason this cannot see is left
 // to it. No warning is lost: stap and bpftap warn about elided code of
 // the user's script only. A listing keeps every local (-L lists them),
 // and -u keeps all code.
@@ -153,7 +152,8 @@ func mentionedIn(n syntax.Node, names map[string]bool) {
 }
 
 // effectless tells whether evaluating x, code of src, can have no effect
-// but its value, judged from names alone (see pruneAliasLocals).
+// but its value, judged from names alone (see pruneTapsetLocals): a
+// global it reads would be resolved, and listed, only for its sake.
 func (e *elab) effectless(x syntax.Node, src *syntax.Source) bool {
 	free := true
 	syntax.Walk(x, func(n syntax.Node) bool {
@@ -177,8 +177,8 @@ func (e *elab) effectless(x syntax.Node, src *syntax.Source) bool {
 
 // effectlessCall tells whether calling the function name with nargs
 // arguments from code of src has no effect: a builtin without effects,
-// or a script function that assigns only its parameters and locals (no
-// global), prints nothing and calls only such functions.
+// or a script function that names no global, prints nothing and calls
+// only such functions.
 func (e *elab) effectlessCall(name string, nargs int, src *syntax.Source) bool {
 	d, builtin := e.findFunc(name, nargs, src)
 	if builtin != nil {
@@ -208,28 +208,4 @@ func (e *elab) effectlessCall(name string, nargs int, src *syntax.Source) bool {
 	})
 	e.effectlessFuncs[d] = free
 	return free
-}
-
-// findFunc finds what a call of name with nargs arguments from code of
-// src calls, as resolution does (lookupFunc), without resolving it: a
-// script or library function's declaration, or a builtin.
-func (e *elab) findFunc(name string, nargs int, src *syntax.Source) (*syntax.FuncDecl, *tapset.Builtin) {
-	var first *syntax.FuncDecl
-	for _, table := range []map[string][]*syntax.FuncDecl{e.userFuncs, e.libFuncs} {
-		for _, d := range table[name] {
-			if !visible(d.Private, e.fileOf[d], src) {
-				continue
-			}
-			if len(d.Params) == nargs {
-				return d, nil
-			}
-			if first == nil {
-				first = d
-			}
-		}
-	}
-	if b := tapset.Builtins[name]; b != nil && (first == nil || len(b.Params) == nargs) {
-		return nil, b
-	}
-	return first, nil
 }

@@ -461,6 +461,30 @@ func (e *elab) lookupFunc(name string, nargs int, src *syntax.Source) (*syntax.F
 	return nil, nil
 }
 
+// findFunc finds what a call of name with nargs arguments from code of
+// src calls, as resolution does (lookupFunc), without resolving it: a
+// script or library function's declaration, or a builtin.
+func (e *elab) findFunc(name string, nargs int, src *syntax.Source) (*syntax.FuncDecl, *tapset.Builtin) {
+	var first *syntax.FuncDecl
+	for _, table := range []map[string][]*syntax.FuncDecl{e.userFuncs, e.libFuncs} {
+		for _, d := range table[name] {
+			if !visible(d.Private, e.fileOf[d], src) {
+				continue
+			}
+			if len(d.Params) == nargs {
+				return d, nil
+			}
+			if first == nil {
+				first = d
+			}
+		}
+	}
+	if b := tapset.Builtins[name]; b != nil && (first == nil || len(b.Params) == nargs) {
+		return nil, b
+	}
+	return first, nil
+}
+
 // funcFor returns the Func of a declaration, creating it (and queueing its body
 // for resolution) on first use.
 func (e *elab) funcFor(d *syntax.FuncDecl) *syntax.Func {
