@@ -207,14 +207,7 @@ func aliasLocalInUserCode(v *syntax.Var, id *syntax.Ident) bool {
 // are suppressed without -v, as stap's.)
 func (e *elab) warnHiddenWrites(p *Probe) {
 	syntax.Walk(p.Body, func(n syntax.Node) bool {
-		var target syntax.Expr
-		switch n := n.(type) {
-		case *syntax.Assign:
-			target = n.LHS
-		case *syntax.IncDec:
-			target = n.X
-		}
-		id, ok := target.(*syntax.Ident)
+		id, ok := assignTarget(n).(*syntax.Ident)
 		if !ok || id.Var == nil || !aliasLocalInUserCode(id.Var, id) || e.findGlobal(id.Name, id.Pos.Src) == nil {
 			return true
 		}
