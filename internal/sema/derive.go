@@ -396,6 +396,7 @@ func (e *elab) deriveOne(x *expansion, pp *syntax.ProbePoint, pt *probes.Point) 
 	}
 	concrete := &syntax.ProbePoint{Pos: pp.Pos, Components: pt.Components, Optional: x.optional && !x.user.Sufficient,
 		Sufficient: x.user.Sufficient, Cond: syntax.Clone(x.cond)}
+	body, pruned := e.pruneTapsetLocals(withPrologue(e.optionalLocalsNamed(pt, x.body), x.body), x.cond)
 	p := &Probe{
 		Point:    concrete,
 		User:     x.user,
@@ -404,13 +405,15 @@ func (e *elab) deriveOne(x *expansion, pp *syntax.ProbePoint, pt *probes.Point) 
 		Family:   pt.Family.Name,
 		Args:     map[string]syntax.Expr{},
 		Cond:     concrete.Cond,
-		Body:     syntax.Clone(e.pruneTapsetLocals(withPrologue(e.optionalLocalsNamed(pt, x.body), x.body), x.cond)),
+		Body:     syntax.Clone(body),
 		Decl:     x.decl,
 		Kernel:   pt.Family.Kernel,
 		context:  pt.Context,
 		origin:   x.via,
 		userText: userPoints(x.decl, len(x.via) == 0),
 		entries:  pt.Entries,
+
+		prunedLocals: pruned,
 	}
 	if pt.Context != nil {
 		p.Attach = pt.Context.Attach

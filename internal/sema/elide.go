@@ -2,6 +2,7 @@ package sema
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -356,11 +357,11 @@ func keepFuncs(funcs []*syntax.Func, called map[*syntax.Func]bool) []*syntax.Fun
 // warnNeverAssigned warns about locals that are read but never written.
 func (e *elab) warnNeverAssigned() {
 	for _, p := range e.prog.Probes {
-		e.neverAssigned(p.Locals, p.Body)
+		e.neverAssigned(p.Locals, p.prunedLocals, p.Body)
 	}
 	for _, f := range e.funcsByName() {
 		if f.Decl != nil && f.Decl.Body != nil {
-			e.neverAssigned(f.Locals, f.Decl.Body)
+			e.neverAssigned(f.Locals, nil, f.Decl.Body)
 		}
 	}
 	e.globalsNeverAssigned()
@@ -410,7 +411,10 @@ func (e *elab) overridden(name string) bool {
 	return false
 }
 
-func (e *elab) neverAssigned(locals []*syntax.Var, body syntax.Node) {
+// neverAssigned warns about the locals body reads and never writes,
+// suggesting similar names among its locals and pruned, the names of its
+// locals the pruning left out.
+func (e *elab) neverAssigned(locals []*syntax.Var, pruned []string, body syntax.Node) {
 	var names []string // sorted once: a body may have thousands
 	warned := map[*syntax.Var]bool{}
 	syntax.Walk(body, func(n syntax.Node) bool {
@@ -420,23 +424,23 @@ func (e *elab) neverAssigned(locals []*syntax.Var, body syntax.Node) {
 		}
 		warned[id.Var] = true
 		if names == nil {
-			names = localNames(locals)
+			names = localNames(locals, pruned)
 		}
 		e.rep.warnAt(id, neverAssigned("local", id.Name, names))
 		return true
 	})
 }
 
-// localNames are the sorted names of the locals.
-func localNames(locals []*syntax.Var) []string {
-	names := []string{}
+// localNames are the sorted names of the locals and pruned, each once.
+func localNames(locals []*syntax.Var, pruned []string) []string {
+	names := append([]string{}, pruned...)
 	for _, v := range locals {
 		if v.Kind == syntax.VarLocal {
 			names = append(names, v.Name)
 		}
 	}
 	sort.Strings(names)
-	return names
+	return slices.Compact(names)
 }
 
 type elider struct {

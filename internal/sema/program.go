@@ -117,6 +117,10 @@ type Probe struct {
 	// entries are the calls whose entries the probe stands for together
 	// (probes.Point.Entries), until mergeSyscallEntries makes them cases.
 	entries []probes.GenericEntry
+	// prunedLocals are the names of the tapset's assignments left out of
+	// the body (prune.go), which the never-assigned warning suggests as
+	// the locals they would have been.
+	prunedLocals []string
 }
 
 // PN is pn()'s value: the point as the script names it, wildcards

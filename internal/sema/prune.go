@@ -1,6 +1,7 @@
 package sema
 
 import (
+	"maps"
 	"slices"
 
 	"github.com/bpftap/bpftap/internal/syntax"
@@ -33,15 +34,19 @@ import (
 // to it. No warning is lost: stap and bpftap warn about elided code of
 // the user's script only. A listing keeps every local (-L lists them),
 // and -u keeps all code.
-func (e *elab) pruneTapsetLocals(body *syntax.Block, cond syntax.Expr) *syntax.Block {
+//
+// It returns the body and the names the dropped statements mentioned,
+// which were locals of the probe: the warning about a local never
+// assigned suggests them still (Probe.prunedLocals).
+func (e *elab) pruneTapsetLocals(body *syntax.Block, cond syntax.Expr) (*syntax.Block, []string) {
 	record := e.opts.pruning
 	if e.opts.Listing || e.opts.Unoptimized || record != nil && record.off {
-		return body
+		return body, nil
 	}
 	candidates := map[syntax.Stmt]bool{}
 	tapsetAssignments(body, candidates)
 	if len(candidates) == 0 {
-		return body
+		return body, nil
 	}
 	needed, users := map[string]bool{}, map[string]bool{}
 	mentionedOutside(body, candidates, needed)
@@ -60,14 +65,16 @@ func (e *elab) pruneTapsetLocals(body *syntax.Block, cond syntax.Expr) *syntax.B
 		}
 	}
 	if len(candidates) == 0 {
-		return body
+		return body, nil
 	}
-	if record != nil {
-		for s := range candidates {
+	dropped := map[string]bool{}
+	for s := range candidates {
+		mentionedIn(s, dropped)
+		if record != nil {
 			record.dropped = append(record.dropped, syntax.StmtString(s))
 		}
 	}
-	return without(body, candidates)
+	return without(body, candidates), slices.Collect(maps.Keys(dropped))
 }
 
 // pruneRecord is the tests' view of the pruning (Options.pruning).

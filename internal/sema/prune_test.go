@@ -56,6 +56,9 @@ function forever(k) { return k ? forever(k - 1) : 0 }
 		{name: "condition_reads", script: `global y; probe two if (y) { println(name) }`,
 			dropped: []string{"(s) = (twice(x))"}},
 		{name: "unoptimized", script: `probe two { println(name) }`, flags: []string{"-u"}},
+		// the warning still suggests the locals left out
+		{name: "misspelled", script: `probe two { println(nmae, yy) }`,
+			dropped: []string{`(name) = ("two")`, "(s) = (twice(x))", "(x) = (1)", `(y) = (sprintf("%d", x))`}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

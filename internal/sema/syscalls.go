@@ -346,6 +346,10 @@ func (e *elab) mergeEntries(g []*syscallEntry) *Probe {
 	stmts = append(stmts, guards...)
 	stmts = append(stmts, dispatch(shapes, SyscallLayoutVar, at), body)
 	merged := mergedProbe(first, wide, stmts)
+	merged.prunedLocals = nil
+	for _, s := range g {
+		merged.prunedLocals = append(merged.prunedLocals, s.probe.prunedLocals...)
+	}
 	users := userPointsOf(g)
 	e.merges = append(e.merges, mergedEntry{probe: merged, plan: len(e.prog.Plans), users: users, calls: len(g), layouts: len(shapes),
 		cases: calls, standIn: stand})
