@@ -117,6 +117,9 @@ func (e *elab) pairEntries() {
 			pair.Context.ReadsNoVars()
 		}
 		e.pruneBeforePairing(p, pair.Context)
+		if !hasEntry(p.Body) { // its @entry were in branches a @defined ruled out
+			continue
+		}
 		keys := entryKeys(pair, byFunction, at)
 		entry := &Probe{Point: p.Point, User: p.User, Name: pair.Name,
 			Family: p.Family, Args: map[string]syntax.Expr{}, Decl: p.Decl, Kernel: true,
