@@ -49,15 +49,20 @@ func (e *elab) pruneTapsetLocals(body *syntax.Block, cond syntax.Expr) (*syntax.
 		return body, nil
 	}
 	needed, users := map[string]bool{}, map[string]bool{}
-	mentionedOutside(body, candidates, needed)
+	mentionedOutside(body, candidates, needed, users)
 	if cond != nil {
 		mentionedIn(cond, needed)
 	}
-	usersNames(body, users)
+	for s := range candidates { // what does not depend on the others
+		if !e.effectlessAssignment(s, users) {
+			delete(candidates, s)
+			mentionedIn(s, needed)
+		}
+	}
 	for changed := true; changed; {
 		changed = false
 		for s := range candidates {
-			if !e.droppable(s, needed, users) {
+			if id, _, _ := localAssignment(s); needed[id.Name] {
 				delete(candidates, s)
 				mentionedIn(s, needed)
 				changed = true
@@ -111,24 +116,13 @@ func without(b *syntax.Block, drop map[syntax.Stmt]bool) *syntax.Block {
 	return kept
 }
 
-// droppable tells whether the assignment s, a candidate, sets a local
-// nobody needs to a value without effects, reading no name the user's
-// code has (users).
-func (e *elab) droppable(s syntax.Stmt, needed, users map[string]bool) bool {
+// effectlessAssignment tells whether the assignment s, a candidate, sets
+// a local that is no global to a value without effects that reads no
+// name the user's code has (users).
+func (e *elab) effectlessAssignment(s syntax.Stmt, users map[string]bool) bool {
 	id, value, _ := localAssignment(s)
 	src := id.Pos.Src
-	return !needed[id.Name] && e.findGlobal(id.Name, src) == nil && e.effectless(value, src) && !mentionsAny(value, users)
-}
-
-// usersNames adds to names the names the code of n that is not the
-// library's mentions.
-func usersNames(n syntax.Node, names map[string]bool) {
-	syntax.Walk(n, func(c syntax.Node) bool {
-		if id, ok := c.(*syntax.Ident); ok && (id.Pos.Src == nil || !id.Pos.Src.Library) {
-			names[id.Name] = true
-		}
-		return true
-	})
+	return e.findGlobal(id.Name, src) == nil && e.effectless(value, src) && !mentionsAny(value, users)
 }
 
 // mentionsAny tells whether n mentions one of names.
@@ -140,12 +134,16 @@ func mentionsAny(n syntax.Node, names map[string]bool) bool {
 }
 
 // mentionedOutside adds to names the names n mentions outside the
-// statements of skip.
-func mentionedOutside(n syntax.Node, skip map[syntax.Stmt]bool, names map[string]bool) {
+// statements of skip, and to users those of them the user's code (not the
+// library's) mentions; users may be nil.
+func mentionedOutside(n syntax.Node, skip map[syntax.Stmt]bool, names, users map[string]bool) {
 	syntax.Walk(n, func(c syntax.Node) bool {
 		switch c := c.(type) {
 		case *syntax.Ident:
 			names[c.Name] = true
+			if users != nil && (c.Pos.Src == nil || !c.Pos.Src.Library) {
+				users[c.Name] = true
+			}
 		case syntax.Stmt:
 			return !skip[c]
 		}
@@ -155,7 +153,7 @@ func mentionedOutside(n syntax.Node, skip map[syntax.Stmt]bool, names map[string
 
 // mentionedIn adds the names n mentions to names.
 func mentionedIn(n syntax.Node, names map[string]bool) {
-	mentionedOutside(n, nil, names)
+	mentionedOutside(n, nil, names, nil)
 }
 
 // effectless tells whether evaluating x, code of src, can have no effect
