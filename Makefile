@@ -45,14 +45,23 @@ vet:
 # (test-host), the guest kernels' on their own (emulated CPUs run slowly beside a
 # busy host), then short fuzzing runs. Every stage runs even when one before it
 # failed, so that one run reports every failure (a host test failing does not
-# hide a guest's); make test then fails, naming the stages that did.
+# hide a guest's); make test then fails, naming the stages that did, after the
+# last lines of each failed stage's output again (a failed guest case's message,
+# which the fuzzing runs would otherwise push out of the end of CI's log, all that
+# it keeps).
 TEST_STAGES = vet test-host test-guest fuzz
+FAILED_TAIL = 40
 
 test: bpftap
-	@failed=; for stage in $(TEST_STAGES); do \
+	@failed=; logs=$$(mktemp -d); for stage in $(TEST_STAGES); do \
 	  echo "=== make $$stage"; \
-	  $(MAKE) --no-print-directory $$stage || failed="$$failed $$stage"; \
+	  { $(MAKE) --no-print-directory $$stage; echo $$? >$$logs/status; } 2>&1 | tee $$logs/$$stage; \
+	  [ "$$(cat $$logs/status)" = 0 ] || failed="$$failed $$stage"; \
 	done; \
+	for stage in $$failed; do \
+	  echo "=== make $$stage failed; the end of its output:"; tail -n $(FAILED_TAIL) $$logs/$$stage; \
+	done; \
+	rm -rf $$logs; \
 	if [ -n "$$failed" ]; then echo "make test: FAILED:$$failed"; exit 1; fi; \
 	echo "make test: every stage passed"
 
