@@ -148,6 +148,7 @@ type Module struct {
 	guards       bool       // a program takes NestMap's guard
 	skips        bool       // a program counts in SkipMap
 	unread       bool       // a program counts in UnreadMap
+	together     bool       // a program keeps its runs' records together (RunMap)
 	gens         bool       // a global is kept in generations (GenMap)
 	programs     int        // compiled so far
 	uses         *wholeUses // what kernel code uses whole; nil until asked
@@ -225,7 +226,7 @@ func (m *Module) CompileGroup(ps []*sema.Probe) (*Program, error) {
 		return m.compileSet(ps)
 	}
 	g := newGen(m, ps[0])
-	g.grouped = len(ps) > 1
+	g.grouped, g.together = len(ps) > 1, mayRecordTwice(ps)
 	if m.cfg.Timing {
 		g.timeSlot = g.pushStack(16) // the start time, then the map key
 	}

@@ -43,6 +43,9 @@ type gen struct {
 	// section's `next` goes.
 	grouped   bool
 	exitLabel string
+	// together: a run of the program may send two records or more, which
+	// carry its mark (together.go).
+	together bool
 	// points is the table of points of a set's program (sets.go), nil
 	// in any other.
 	points *pointTable
@@ -402,6 +405,7 @@ func (g *gen) zeroLocals() {
 // epilogue: the exit and the error tail.
 func (g *gen) epilogue() {
 	g.mark(labelExit)
+	g.endRun()
 	if g.m.cfg.Timing && !g.grouped {
 		g.stopTiming()
 	}

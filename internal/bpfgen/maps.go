@@ -55,6 +55,9 @@ func (m *Module) Maps() []Map {
 	if m.unread {
 		maps = append(maps, Map{UnreadMap, wordSpec("unread_strings")})
 	}
+	if m.together {
+		maps = append(maps, Map{RunMap, perCPUArray("run_sent", 8, 1)})
+	}
 	if m.guards {
 		maps = append(maps, Map{NestMap, perCPUArray("nest", nestSize, 1)})
 	}

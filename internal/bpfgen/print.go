@@ -54,6 +54,7 @@ func (g *gen) send(out *Output, args []syntax.Expr) {
 		asm.StoreImm(regRec, 0, int64(RecordPrint), asm.Word),
 		asm.StoreImm(regRec, 4, int64(id), asm.Word),
 	)
+	g.storeRun()
 	for i, field := range out.Args {
 		if field.Width == 0 {
 			g.emit(

@@ -10,7 +10,9 @@ import (
 	"github.com/cilium/ebpf/asm"
 )
 
-// Records in the ring buffer start with a header {u32 kind, u32 id}:
+// Records in the ring buffer start with a header {u32 kind, u32 id, u64
+// run}, run the mark of the probe's run whose records are kept together,
+// else 0 (together.go):
 //
 //	RecordPrint: id indexes Module.Outputs; the arguments follow at the
 //	             offsets the Output lists (longs as 8 native-endian bytes,
@@ -23,13 +25,18 @@ import (
 //	RecordError: id indexes Module.Errors; a u64 argument follows (the
 //	             faulting address of a read error, else 0). The probe ended.
 //	RecordExit:  exit() was called; no payload.
+//	RecordRunEnd: the run its mark names ended; no payload.
 const (
-	RecordPrint uint32 = 1
-	RecordError uint32 = 2
-	RecordExit  uint32 = 3
+	RecordPrint  uint32 = 1
+	RecordError  uint32 = 2
+	RecordExit   uint32 = 3
+	RecordRunEnd uint32 = 4
 )
 
-const headerSize = 8
+const (
+	runOffset  = 8
+	headerSize = 16
+)
 
 // DefaultRingSize is the size of the module's ring buffer (4 MiB).
 const DefaultRingSize = 1 << 22
@@ -76,6 +83,7 @@ type Record struct {
 	Args   []format.Arg // RecordPrint: ready for Output.Format
 	Error  *ErrorSite   // RecordError
 	Arg    uint64       // RecordError
+	Run    uint64       // the run's mark, 0 when its records need not wait for its end
 }
 
 // Decode decodes one ring record. The strings it returns are copies.
@@ -84,9 +92,9 @@ func (m *Module) Decode(rec []byte) (Record, error) {
 		return Record{}, fmt.Errorf("ring record of %d bytes", len(rec))
 	}
 	kind, id := binary.NativeEndian.Uint32(rec), binary.NativeEndian.Uint32(rec[4:])
-	r := Record{Kind: kind}
+	r := Record{Kind: kind, Run: binary.NativeEndian.Uint64(rec[runOffset:])}
 	switch {
-	case kind == RecordExit:
+	case kind == RecordExit || kind == RecordRunEnd:
 		return r, nil
 	case kind == RecordError && int(id) < len(m.Errors) && len(rec) >= headerSize+8:
 		r.Error, r.Arg = m.Errors[id], binary.NativeEndian.Uint64(rec[headerSize:])
@@ -155,6 +163,7 @@ func (g *gen) errorTail() {
 		asm.LoadMem(asm.R1, asm.R10, addr, asm.DWord),
 		asm.StoreMem(regRec, headerSize, asm.R1, asm.DWord),
 	)
+	g.storeRun()
 	g.submit(headerSize + 8)
 	g.popStack(8)
 	g.mark(full)
@@ -173,15 +182,9 @@ const (
 // DropsMap and jumps to the label it returns, which the caller must place.
 // Clobbers R0-R5.
 func (g *gen) reserve(size int) string {
-	full := g.newLabel("full")
+	full := g.reserveOr(size)
 	ok := full + "_reserved"
-	g.emit(
-		asm.LoadMapPtr(asm.R1, 0).WithReference(RingMap),
-		asm.Mov.Imm(asm.R2, int32(size)),
-		asm.Mov.Imm(asm.R3, 0),
-		asm.FnRingbufReserve.Call(),
-		asm.JNE.Imm(asm.R0, 0, ok),
-	)
+	g.emit(asm.JNE.Imm(asm.R0, 0, ok))
 	// full: drops[0]++ on this CPU, atomically (nesting.go), the key in a
 	// slot of its own: below it live the probe's locals and temporaries
 	key := g.pushSlot()
@@ -194,6 +197,19 @@ func (g *gen) reserve(size int) string {
 		asm.Mov.Reg(asm.R0, asm.R0).WithSymbol(ok), // no-op carrying the label
 	)
 	return full
+}
+
+// reserveOr emits R0 = bpf_ringbuf_reserve(ring, size, 0) and returns the
+// label of the code for a full ring (R0 == 0), which the caller must emit
+// and place. Clobbers R0-R5.
+func (g *gen) reserveOr(size int) string {
+	g.emit(
+		asm.LoadMapPtr(asm.R1, 0).WithReference(RingMap),
+		asm.Mov.Imm(asm.R2, int32(size)),
+		asm.Mov.Imm(asm.R3, 0),
+		asm.FnRingbufReserve.Call(),
+	)
+	return g.newLabel("full")
 }
 
 // submit sends the record of size bytes whose address is in regRec.
@@ -246,6 +262,7 @@ func (g *gen) exitRecord() {
 		asm.StoreImm(regRec, 0, int64(RecordExit), asm.Word),
 		asm.StoreImm(regRec, 4, 0, asm.Word),
 	)
+	g.storeRun()
 	g.submit(headerSize)
 	g.mark(full)
 }

@@ -136,7 +136,7 @@ func subprogShape(f *syntax.Func) bool {
 func (g *gen) compileSubprog(c *syntax.Call, sp *subprog) *gen {
 	f := c.Func
 	s := newGen(g.m, g.probe)
-	s.subs, s.subprog, s.exitLabel = g.subs, true, labelExit
+	s.subs, s.subprog, s.exitLabel, s.together = g.subs, true, labelExit, g.together
 	s.cur = f.Decl.Position()
 	retSlot := s.pushSlot()
 	var keySlot int16
@@ -332,7 +332,7 @@ func (s *gen) assemble(sp *subprog, fn *btf.Func, prologue func()) {
 // It returns c.
 func (g *gen) staticSubprog(sp *subprog, fn *btf.Func, body func(c *gen) (prologue func())) *gen {
 	c := newGen(g.m, g.probe)
-	c.subs, c.subprog, c.cur = g.subs, true, g.cur
+	c.subs, c.subprog, c.cur, c.together = g.subs, true, g.cur, g.together
 	c.unknownBase = g.unknownBase || g.ownBase != ""
 	c.assemble(sp, fn, body(c))
 	g.subs.order = append(g.subs.order, sp)

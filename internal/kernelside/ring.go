@@ -2,6 +2,7 @@ package kernelside
 
 import (
 	"errors"
+	"slices"
 
 	"github.com/bpftap/bpftap/internal/bpfgen"
 	"github.com/bpftap/bpftap/internal/bpfrt"
@@ -24,8 +25,7 @@ type Sink interface {
 }
 
 // Start reads the ring in a goroutine until Stop or Close, handing each
-// record to sink. Records that follow an exit() record are dropped: stap
-// runs no probe handler once exit() was called.
+// record to sink (delivery).
 func (s *Session) Start(sink Sink) error {
 	if s.objs == nil {
 		return nil
@@ -35,34 +35,95 @@ func (s *Session) Start(sink Sink) error {
 		return output.Failf("%w", err)
 	}
 	s.reader, s.readerDone = rr, make(chan error, 1)
-	exited := false
-	deliver := func(rec []byte) {
-		if exited {
-			return
+	d := &delivery{sink: sink, mod: s.mod, stacks: s.stacks, runs: map[uint64][]bpfgen.Record{}}
+	go func() {
+		err := rr.Run(d.receive, sink.Flush)
+		d.endRuns()
+		s.readerDone <- err
+	}()
+	return nil
+}
+
+// delivery hands the ring's records to a Sink in ring order, but those of
+// a run that keeps its records together (bpfgen's together.go) all at
+// once, when its RecordRunEnd comes, as stap prints what a handler
+// printed at its end. Records that follow an exit() record are dropped,
+// as stap runs no probe handler once exit() was called; a run already
+// under way then is handed on whole, as stap's handler runs to its end.
+type delivery struct {
+	sink   Sink
+	mod    *bpfgen.Module
+	stacks *stackTexts
+	// stopped: an exit() record came; exited: it was handed on
+	stopped, exited bool
+	runs            map[uint64][]bpfgen.Record // the records of the runs under way
+	order           []uint64                   // their marks, oldest first, for endRuns
+}
+
+func (d *delivery) receive(rec []byte) {
+	r, err := d.mod.Decode(rec)
+	held, underWay := d.runs[r.Run]
+	switch {
+	case err != nil:
+		if !d.stopped {
+			d.sink.KernelError(err.Error(), syntax.Pos{})
 		}
-		r, err := s.mod.Decode(rec)
-		switch {
-		case err != nil:
-			sink.KernelError(err.Error(), syntax.Pos{})
-		case r.Kind == bpfgen.RecordPrint:
-			for i := range r.Args {
-				r.Args[i].Str = s.stacks.expand(r.Args[i].Str)
-			}
-			if r.Output.Effect != nil {
-				sink.KernelCall(r.Output.Effect, r.Args)
-			} else {
-				sink.KernelPrint(r.Output.Call, r.Args)
-			}
-		case r.Kind == bpfgen.RecordError:
-			sink.KernelError(r.Error.Text(r.Arg), r.Error.Pos)
-		case r.Kind == bpfgen.RecordExit:
-			exited = true
-			sink.Flush()
-			sink.KernelExit()
+	case r.Run == 0:
+		if !d.stopped {
+			d.hand(r)
+		}
+	case r.Kind == bpfgen.RecordRunEnd:
+		if underWay {
+			delete(d.runs, r.Run)
+			d.order = slices.DeleteFunc(d.order, func(run uint64) bool { return run == r.Run })
+			d.handAll(held)
+		}
+	case underWay || !d.stopped:
+		if !underWay {
+			d.order = append(d.order, r.Run)
+		}
+		d.runs[r.Run] = append(held, r)
+	}
+	d.stopped = d.stopped || r.Kind == bpfgen.RecordExit
+}
+
+// endRuns hands on the records of the runs that had not ended when the
+// reader stopped (a run whose RecordRunEnd found the ring full).
+func (d *delivery) endRuns() {
+	for _, run := range d.order {
+		d.handAll(d.runs[run])
+	}
+	d.runs, d.order = nil, nil
+	d.sink.Flush()
+}
+
+func (d *delivery) handAll(rs []bpfgen.Record) {
+	for _, r := range rs {
+		d.hand(r)
+	}
+}
+
+// hand passes one record to the sink.
+func (d *delivery) hand(r bpfgen.Record) {
+	switch r.Kind {
+	case bpfgen.RecordPrint:
+		for i := range r.Args {
+			r.Args[i].Str = d.stacks.expand(r.Args[i].Str)
+		}
+		if r.Output.Effect != nil {
+			d.sink.KernelCall(r.Output.Effect, r.Args)
+		} else {
+			d.sink.KernelPrint(r.Output.Call, r.Args)
+		}
+	case bpfgen.RecordError:
+		d.sink.KernelError(r.Error.Text(r.Arg), r.Error.Pos)
+	case bpfgen.RecordExit:
+		if !d.exited {
+			d.exited = true
+			d.sink.Flush()
+			d.sink.KernelExit()
 		}
 	}
-	go func() { s.readerDone <- rr.Run(deliver, sink.Flush) }()
-	return nil
 }
 
 // stopReader lets the reader deliver what is in the ring, then frees it.
