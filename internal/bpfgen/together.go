@@ -160,7 +160,13 @@ func (g *gen) endRun() {
 		asm.StoreImm(regRec, 4, 0, asm.Word),
 	)
 	g.emitRunMark()
-	g.submit(headerSize)
+	// submitted quietly: the run's records woke the reader if the ring
+	// needed it, and a run-end alone can wait for its next poll
+	g.emit(
+		asm.Mov.Reg(asm.R1, regRec),
+		asm.Mov.Imm(asm.R2, rbNoWakeup),
+		asm.FnRingbufSubmit.Call(),
+	)
 	g.mark(full)
 	g.mark(done)
 }

@@ -35,7 +35,7 @@ func (s *Session) Start(sink Sink) error {
 		return output.Failf("%w", err)
 	}
 	s.reader, s.readerDone = rr, make(chan error, 1)
-	d := &delivery{sink: sink, mod: s.mod, stacks: s.stacks, runs: map[uint64][]bpfgen.Record{}}
+	d := &delivery{sink: sink, mod: s.mod, stacks: s.stacks}
 	go func() {
 		err := rr.Run(d.receive, sink.Flush)
 		d.endRuns()
@@ -56,13 +56,20 @@ type delivery struct {
 	stacks *stackTexts
 	// stopped: an exit() record came; exited: it was handed on
 	stopped, exited bool
-	runs            map[uint64][]bpfgen.Record // the records of the runs under way
-	order           []uint64                   // their marks, oldest first, for endRuns
+	// runs are the runs under way, oldest first: about one per CPU, so
+	// that a scan finds a run sooner than a map would
+	runs  []heldRun
+	spare [][]bpfgen.Record // emptied record lists, for the next runs
+}
+
+// heldRun is a run under way: its mark and its records so far.
+type heldRun struct {
+	mark    uint64
+	records []bpfgen.Record
 }
 
 func (d *delivery) receive(rec []byte) {
 	r, err := d.mod.Decode(rec)
-	held, underWay := d.runs[r.Run]
 	switch {
 	case err != nil:
 		if !d.stopped {
@@ -72,28 +79,41 @@ func (d *delivery) receive(rec []byte) {
 		if !d.stopped {
 			d.hand(r)
 		}
-	case r.Kind == bpfgen.RecordRunEnd:
-		if underWay {
-			delete(d.runs, r.Run)
-			d.order = slices.DeleteFunc(d.order, func(run uint64) bool { return run == r.Run })
-			d.handAll(held)
-		}
-	case underWay || !d.stopped:
-		if !underWay {
-			d.order = append(d.order, r.Run)
-		}
-		d.runs[r.Run] = append(held, r)
+	default:
+		d.hold(r)
 	}
 	d.stopped = d.stopped || r.Kind == bpfgen.RecordExit
+}
+
+// hold adds r to its run, or hands the run on when r ends it.
+func (d *delivery) hold(r bpfgen.Record) {
+	i := slices.IndexFunc(d.runs, func(h heldRun) bool { return h.mark == r.Run })
+	switch {
+	case r.Kind == bpfgen.RecordRunEnd:
+		if i >= 0 {
+			held := d.runs[i].records
+			d.runs = slices.Delete(d.runs, i, i+1)
+			d.handAll(held)
+			d.spare = append(d.spare, held[:0])
+		}
+	case i >= 0:
+		d.runs[i].records = append(d.runs[i].records, r)
+	case !d.stopped:
+		var records []bpfgen.Record
+		if n := len(d.spare); n > 0 {
+			records, d.spare = d.spare[n-1], d.spare[:n-1]
+		}
+		d.runs = append(d.runs, heldRun{r.Run, append(records, r)})
+	}
 }
 
 // endRuns hands on the records of the runs that had not ended when the
 // reader stopped (a run whose RecordRunEnd found the ring full).
 func (d *delivery) endRuns() {
-	for _, run := range d.order {
-		d.handAll(d.runs[run])
+	for _, h := range d.runs {
+		d.handAll(h.records)
 	}
-	d.runs, d.order = nil, nil
+	d.runs, d.spare = nil, nil
 	d.sink.Flush()
 }
 
