@@ -6,6 +6,7 @@ import (
 
 	"github.com/bpftap/bpftap/internal/bpfrt"
 	"github.com/bpftap/bpftap/internal/interp"
+	"github.com/bpftap/bpftap/internal/sema"
 	"golang.org/x/sys/unix"
 )
 
@@ -18,21 +19,29 @@ probe kernel.trace("raw_syscalls:sys_enter") {
   n++
 }`, unix.SYS_GETPGID)
 
-// TestPause: paused programs count nothing, resumed they count again;
-// after exit() neither pausing nor resuming runs them again.
-func TestPause(t *testing.T) {
+// loadedForThisProcess compiles script with this process as its target
+// and loads it; the session is closed when the test ends.
+func loadedForThisProcess(t *testing.T, script string) (*sema.Program, *Session) {
+	t.Helper()
 	if err := bpfrt.CheckPrivileges(); err != nil {
 		t.Fatal(err)
 	}
-	prog := elaborate(t, pauseScript)
+	prog := elaborate(t, script)
 	s, err := Compile(prog, Config{TargetPID: unix.Getpid()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer s.Close()
+	t.Cleanup(func() { s.Close() })
 	if err := s.Load(); err != nil {
 		t.Fatal(err)
 	}
+	return prog, s
+}
+
+// TestPause: paused programs count nothing, resumed they count again;
+// after exit() neither pausing nor resuming runs them again.
+func TestPause(t *testing.T) {
+	prog, s := loadedForThisProcess(t, pauseScript)
 	if err := s.Attach(); err != nil {
 		t.Fatal(err)
 	}

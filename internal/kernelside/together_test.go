@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/bpftap/bpftap/internal/bpfrt"
 	"github.com/bpftap/bpftap/internal/format"
 	"github.com/bpftap/bpftap/internal/syntax"
 	"golang.org/x/sys/unix"
@@ -37,18 +36,7 @@ probe kernel.trace("raw_syscalls:sys_enter") {
 // the other thread's piece in them), and the print before exit() comes
 // before it.
 func TestRunsKeptTogether(t *testing.T) {
-	if err := bpfrt.CheckPrivileges(); err != nil {
-		t.Fatal(err)
-	}
-	prog := elaborate(t, togetherScript)
-	s, err := Compile(prog, Config{TargetPID: unix.Getpid()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	if err := s.Load(); err != nil {
-		t.Fatal(err)
-	}
+	_, s := loadedForThisProcess(t, togetherScript)
 	sink := pieces{runs: map[int64][][2]int64{}}
 	if err := s.Start(&sink); err != nil {
 		t.Fatal(err)
