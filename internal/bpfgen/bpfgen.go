@@ -149,6 +149,7 @@ type Module struct {
 	skips        bool       // a program counts in SkipMap
 	unread       bool       // a program counts in UnreadMap
 	together     bool       // a program keeps its runs' records together (RunMap)
+	records      recordCounter
 	gens         bool       // a global is kept in generations (GenMap)
 	programs     int        // compiled so far
 	uses         *wholeUses // what kernel code uses whole; nil until asked
@@ -226,7 +227,7 @@ func (m *Module) CompileGroup(ps []*sema.Probe) (*Program, error) {
 		return m.compileSet(ps)
 	}
 	g := newGen(m, ps[0])
-	g.grouped, g.together = len(ps) > 1, mayRecordTwice(ps)
+	g.grouped, g.together = len(ps) > 1, m.mayRecordTwice(ps)
 	if m.cfg.Timing {
 		g.timeSlot = g.pushStack(16) // the start time, then the map key
 	}

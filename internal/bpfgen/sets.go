@@ -85,7 +85,7 @@ func (t *pointTable) spec() *ebpf.MapSpec {
 // first's code, attached at every probe's point.
 func (m *Module) compileSet(ps []*sema.Probe) (*Program, error) {
 	g := newGen(m, ps[0])
-	g.points, g.together = newPointTable(ps, m.maxStr), mayRecordTwice(ps[:1])
+	g.points, g.together = newPointTable(ps, m.maxStr), m.mayRecordTwice(ps[:1])
 	if m.cfg.Timing {
 		g.timeSlot = g.pushStack(16)
 	}

@@ -32,17 +32,20 @@ const RunMap = "run_sent"
 // calls (system, warn, log) or exit(), one of them in a loop, or one in a
 // function called twice. (An error ends the run: its record needs no
 // company.)
-func mayRecordTwice(ps []*sema.Probe) bool {
-	c := recordCounter{funcs: map[*syntax.Func]int{}}
+func (m *Module) mayRecordTwice(ps []*sema.Probe) bool {
+	if m.records.funcs == nil {
+		m.records.funcs = map[*syntax.Func]int{}
+	}
 	n := 0
 	for _, p := range ps {
-		n += c.sites(p.Body)
+		n += m.records.sites(p.Body)
 	}
 	return n >= 2
 }
 
 // recordCounter counts the record sites a tree reaches, the functions it
-// calls included (each counted once, memoized: recursion has no BPF code).
+// calls included (each counted once for the module, memoized: recursion
+// has no BPF code).
 type recordCounter struct {
 	funcs map[*syntax.Func]int
 }
