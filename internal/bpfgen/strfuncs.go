@@ -4,6 +4,7 @@ import (
 	"github.com/bpftap/bpftap/internal/syntax"
 	"github.com/bpftap/bpftap/internal/tapset"
 	"github.com/cilium/ebpf/asm"
+	"strings"
 )
 
 // The string functions whose value a kernel probe computes itself, so that
@@ -188,10 +189,70 @@ func (g *gen) strposOf(str, sub value) {
 	g.mark(done)
 }
 
+// maxLiteralSearch is the longest literal strposOfLiteral looks for; a
+// longer one is searched for as any string is.
+const maxLiteralSearch = 64
+
+// strposOfLiteral is strposOf where sub is a literal of 1 to
+// maxLiteralSearch bytes, none a NUL: at each index before str ends, the
+// literal's bytes are xored with str's there and or-ed together, one test
+// of the result instead of a loop over sub with three tests a byte. Where
+// the verifier walks each iteration of a loop (no may_goto, Linux < 6.9)
+// the inner loop's tests were branches left to explore, more than the
+// verifier's 8192 for a search of a 512-byte string (isinstr(filename,
+// "x") refused on every such kernel); here three tests an index remain. A
+// match never reaches past str's end: its bytes are those of the literal,
+// and the literal has no NUL.
+func (g *gen) strposOfLiteral(str value, lit string) {
+	if len(lit) >= str.width {
+		g.emit(asm.Mov.Imm(asm.R0, -1)) // str holds width-1 bytes at most
+		return
+	}
+	at := g.allocScratch(8)
+	found, none, done := g.newLabel("strpos_found"), g.newLabel("strpos_none"), g.newLabel("strpos_done")
+	g.setCell(at, 0)
+	// the index stays below width-len+1, so that the literal's last byte is in str's slot
+	g.scan(at, str.width-len(lit)+1, none, func(next string) {
+		g.loadByte(asm.R2, asm.R1, str)
+		g.emit(
+			asm.JEq.Imm(asm.R2, 0, none),
+			asm.Mov.Reg(asm.R3, regScratch),
+			asm.Add.Reg(asm.R3, asm.R1),
+			asm.Mov.Imm(asm.R4, 0),
+		)
+		for k := range len(lit) {
+			g.emit(
+				asm.LoadMem(asm.R2, asm.R3, int16(str.off+k), asm.Byte),
+				asm.Xor.Imm(asm.R2, int32(lit[k])),
+				asm.Or.Reg(asm.R4, asm.R2),
+			)
+		}
+		g.emit(asm.JNE.Imm(asm.R4, 0, next), asm.Ja.Label(found))
+	})
+	g.mark(found)
+	g.emit(asm.LoadMem(asm.R0, regScratch, int16(at), asm.DWord), asm.Ja.Label(done))
+	g.mark(none)
+	g.emit(asm.Mov.Imm(asm.R0, -1))
+	g.mark(done)
+}
+
+// searchableLiteral tells whether e is a literal strposOfLiteral looks for.
+func searchableLiteral(e syntax.Expr) (string, bool) {
+	lit, ok := e.(*syntax.StringLit)
+	if !ok || lit.Value == "" || len(lit.Value) > maxLiteralSearch || strings.IndexByte(lit.Value, 0) >= 0 {
+		return "", false
+	}
+	return lit.Value, true
+}
+
 // strpos compiles strpos(s1, s2) and isinstr(s1, s2).
 func (g *gen) strpos(c *syntax.Call) {
 	mark := g.scratchMark()
-	g.strposOf(g.str(c.Args[0]), g.str(c.Args[1]))
+	if lit, ok := searchableLiteral(c.Args[1]); ok {
+		g.strposOfLiteral(g.str(c.Args[0]), lit)
+	} else {
+		g.strposOf(g.str(c.Args[0]), g.str(c.Args[1]))
+	}
 	g.scratchRelease(mark)
 	if c.Name == "isinstr" {
 		g.emit(asm.RSh.Imm(asm.R0, 63), asm.Xor.Imm(asm.R0, 1))
