@@ -182,11 +182,7 @@ func (g *gen) strposOf(str, sub value) {
 		g.loadByte(asm.R2, asm.R1, str)
 		g.emit(asm.JEq.Imm(asm.R2, 0, none))
 	})
-	g.mark(found)
-	g.emit(asm.LoadMem(asm.R0, regScratch, int16(at), asm.DWord), asm.Ja.Label(done))
-	g.mark(none)
-	g.emit(asm.Mov.Imm(asm.R0, -1))
-	g.mark(done)
+	g.strposResult(at, found, none, done)
 }
 
 // maxLiteralSearch is the longest literal strposOfLiteral looks for; a
@@ -213,11 +209,11 @@ func (g *gen) strposOfLiteral(str value, lit string) {
 	g.setCell(at, 0)
 	// the index stays below width-len+1, so that the literal's last byte is in str's slot
 	g.scan(at, str.width-len(lit)+1, none, func(next string) {
-		g.loadByte(asm.R2, asm.R1, str)
 		g.emit(
-			asm.JEq.Imm(asm.R2, 0, none),
 			asm.Mov.Reg(asm.R3, regScratch),
 			asm.Add.Reg(asm.R3, asm.R1),
+			asm.LoadMem(asm.R2, asm.R3, int16(str.off), asm.Byte),
+			asm.JEq.Imm(asm.R2, 0, none),
 			asm.Mov.Imm(asm.R4, 0),
 		)
 		for k := range len(lit) {
@@ -229,6 +225,12 @@ func (g *gen) strposOfLiteral(str value, lit string) {
 		}
 		g.emit(asm.JNE.Imm(asm.R4, 0, next), asm.Ja.Label(found))
 	})
+	g.strposResult(at, found, none, done)
+}
+
+// strposResult ends a search: at found, R0 = the index in cell at; at
+// none, R0 = -1; both go on at done.
+func (g *gen) strposResult(at int, found, none, done string) {
 	g.mark(found)
 	g.emit(asm.LoadMem(asm.R0, regScratch, int16(at), asm.DWord), asm.Ja.Label(done))
 	g.mark(none)

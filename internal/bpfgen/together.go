@@ -116,12 +116,18 @@ func (g *gen) storeRun() {
 		return
 	}
 	g.emitRunMark()
-	key := g.pushSlot()
 	sent := g.newLabel("run_noted")
-	g.emit(emitLookupIndex(RunMap, key, 0, sent)...)
-	g.popStack(8)
+	g.lookupRunWord(sent)
 	g.emit(asm.Mov.Imm(asm.R1, 1), asm.StoreMem(asm.R0, 0, asm.R1, asm.DWord))
 	g.mark(sent)
+}
+
+// lookupRunWord leaves in R0 this CPU's RunMap word, jumping to miss when
+// the lookup fails. Clobbers R0-R5.
+func (g *gen) lookupRunWord(miss string) {
+	key := g.pushSlot()
+	g.emit(emitLookupIndex(RunMap, key, 0, miss)...)
+	g.popStack(8)
 }
 
 // emitRunMark stores this run's mark in the record regRec points to.
@@ -143,9 +149,7 @@ func (g *gen) endRun() {
 		return
 	}
 	done := g.newLabel("run_ended")
-	key := g.pushSlot()
-	g.emit(emitLookupIndex(RunMap, key, 0, done)...)
-	g.popStack(8)
+	g.lookupRunWord(done)
 	g.emit(
 		asm.LoadMem(asm.R1, asm.R0, 0, asm.DWord),
 		asm.JEq.Imm(asm.R1, 0, done),
