@@ -41,6 +41,7 @@ package bpfgen
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/bpftap/bpftap/internal/probes/attach"
 	"github.com/bpftap/bpftap/internal/sema"
@@ -218,21 +219,22 @@ func (m *Module) Compile(p *sema.Probe) (*Program, error) {
 
 // CompileGroup compiles probes that share a program into it: the points
 // of one attach.Set, whose code is compiled once (sets.go), or probes
-// that share an attach point (the first, and those that sema.Probe.Joins
-// to it), each probe's code a section of the program, which runs when the
-// probe's Skip test is false, with its own locals, its own -t statistic,
-// and its `next` ending the section.
+// that share an attach point (one, and those that sema.Probe.Joins to
+// it), each probe's code a section of the program in script order, which
+// runs when the probe's Skip test is false, with its own locals, its own
+// -t statistic, and its `next` ending the section.
 func (m *Module) CompileGroup(ps []*sema.Probe) (*Program, error) {
 	if a := ps[0].Attach; a != nil && a.Set != nil {
 		return m.compileSet(ps)
 	}
-	g := newGen(m, ps[0])
+	lead := programProbe(ps)
+	g := newGen(m, lead)
 	g.grouped, g.together = len(ps) > 1, m.mayRecordTwice(ps)
 	if m.cfg.Timing {
 		g.timeSlot = g.pushStack(16) // the start time, then the map key
 	}
-	g.reserveCompatSlot(ps[0].Attach)
-	g.reserveVerdictSlot(ps[0].Attach)
+	g.reserveCompatSlot(lead.Attach)
+	g.reserveVerdictSlot(lead.Attach)
 	var sections []Section
 	for _, p := range ps {
 		sections = append(sections, Section{Probe: p, TimingIndex: m.programs})
@@ -241,13 +243,23 @@ func (m *Module) CompileGroup(ps []*sema.Probe) (*Program, error) {
 			return nil, err
 		}
 	}
-	g.probe = ps[0] // the prologue's position
+	g.probe = lead // the prologue's position
 	prog, err := g.program()
 	if err != nil {
 		return nil, err
 	}
-	prog.Probe, prog.Sections, prog.Attach = ps[0], sections, ps[0].Attach
+	prog.Probe, prog.Sections, prog.Attach = lead, sections, lead.Attach
 	return prog, nil
+}
+
+// programProbe is the probe a group's program stands for: the one the
+// others join (sema.Probe.Joins), which a probe the script declares
+// before it may precede in the group; the first when none joins another.
+func programProbe(ps []*sema.Probe) *sema.Probe {
+	if i := slices.IndexFunc(ps, func(p *sema.Probe) bool { return p.Joins == nil }); i >= 0 {
+		return ps[i]
+	}
+	return ps[0]
 }
 
 // RingSize is the size of the module's ring buffer in bytes.

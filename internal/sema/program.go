@@ -121,6 +121,9 @@ type Probe struct {
 	// the body (prune.go), which the never-assigned warning suggests as
 	// the locals they would have been.
 	prunedLocals []string
+	// joinedCall is the native number of the call a probe that joins a
+	// merged entry serves (joinSyscallEntries), for splitMerged.
+	joinedCall int
 }
 
 // PN is pn()'s value: the point as the script names it, wildcards

@@ -136,7 +136,7 @@ func (e *elab) joinSyscallEntries(leader *Probe) {
 		at := p.Point.Pos
 		e.prog.Plans = append(e.prog.Plans, fmt.Sprintf("%s: joins the program of %s on %s, behind a test of the call's number",
 			syntax.ProbePointString(p.User), syntax.ProbePointString(leader.User), leader.Attach.Target()))
-		p.context, p.Attach, p.Joins = leader.context, leader.Attach, leader
+		p.context, p.Attach, p.Joins, p.joinedCall = leader.context, leader.Attach, leader, s.nr
 		var skip syntax.Expr = &syntax.Binary{Typed: syntax.Typed{Pos: at}, Op: "!=", X: nativeNrOf(at), Y: numberAt(s.nr, at)}
 		if s.own {
 			skip = orCompat(skip, at) // the user's own event, which sees no compat call

@@ -3,6 +3,7 @@ package sema
 import (
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/bpftap/bpftap/internal/syntax"
 	"github.com/bpftap/bpftap/internal/target"
@@ -30,12 +31,16 @@ import (
 // node), and diagnostics, made before, are the same whether or not the
 // entry is split. A tail call is a jump
 // into the other program: a few nanoseconds, for the second's calls only.
-// Under -t the entry stays one program (a tail call leaves the first
-// program before its run's time is taken), and so does one that another
-// probe joins (joinSyscallEntries: its section comes after the merged
-// one's in the program, where a tail call never returns), and so does
-// every entry where the kernel takes no tail call from a program that
-// calls BPF functions (target.SubprogTailCalls: arm64 before Linux 6.0).
+// A probe that joins the merged entry's program (joinSyscallEntries:
+// syscall.read beside syscall.*) runs behind a test of its call's number,
+// in a section of its own after the merged one's (or before, as the
+// script orders them): it joins the second program instead when the
+// second serves its call, where the first's tail call never returns (and
+// the first would test it for nothing). Under -t the entry stays one
+// program (a tail call leaves the first program before its run's time is
+// taken), and so does every entry where the kernel takes no tail call
+// from a program that calls BPF functions (target.SubprogTailCalls: arm64
+// before Linux 6.0).
 
 // splitNodes is the fewest syntax nodes the argument layouts of a merged
 // entry keep for it to be split (syscall.* with argstr: about 3,500; with
@@ -62,7 +67,7 @@ func (e *elab) splitMerged() {
 		return
 	}
 	for _, m := range e.merges {
-		if !slices.Contains(e.prog.Probes, m.probe) || e.joined(m.probe) {
+		if !slices.Contains(e.prog.Probes, m.probe) {
 			continue
 		}
 		d := findDispatches(m.probe.Body)
@@ -74,15 +79,16 @@ func (e *elab) splitMerged() {
 				target.SubprogTailCalls.What, target.SubprogTailCalls.Since)
 			continue
 		}
-		served := e.split(m.probe, d)
+		served, moved := e.split(m.probe, d)
 		e.prog.Plans[m.plan] = fmt.Sprintf("%s: the entries of %d system calls share two programs on %s, verified at once, "+
 			"the second entered by a tail call for %d of them (%d argument layouts)", m.users, m.calls, m.probe.Attach.Target(), served, m.layouts)
+		switch n := len(moved); {
+		case n == 1:
+			e.prog.Plans[m.plan] += fmt.Sprintf("; %s joins the second", moved[0])
+		case n > 1:
+			e.prog.Plans[m.plan] += fmt.Sprintf("; %s and %s join the second", strings.Join(moved[:n-1], ", "), moved[n-1])
+		}
 	}
-}
-
-// joined tells whether another probe joins p's program.
-func (e *elab) joined(p *Probe) bool {
-	return slices.ContainsFunc(e.prog.Probes, func(q *Probe) bool { return q.Joins == p })
 }
 
 // dispatches are the two dispatches of a merged entry's final body: the
@@ -227,17 +233,20 @@ func (d *dispatches) halfOfLayouts() int {
 }
 
 // split makes p the first half and puts the second after it; it returns
-// the number of calls the second serves.
-func (e *elab) split(p *Probe, d *dispatches) int {
+// the number of calls the second serves and the points of the probes that
+// join the second.
+func (e *elab) split(p *Probe, d *dispatches) (int, []string) {
 	half := d.halfOfLayouts()
 	second := map[int64]bool{}
 	for _, l := range d.layouts[half:] {
 		second[leafKey(l)] = true
 	}
 	var served []*syntax.IfStmt
+	servedCalls := map[int64]bool{}
 	for _, c := range d.calls {
 		if second[d.layoutOf[c]] {
 			served = append(served, &syntax.IfStmt{Pos: c.Pos, Cond: c.Cond, Then: c.Then, Else: c.Else})
+			servedCalls[leafKey(c)] = true
 			c.Then = e.tailCallCase(c.Pos)
 		}
 	}
@@ -248,7 +257,14 @@ func (e *elab) split(p *Probe, d *dispatches) int {
 	p.Body.Stmts[d.layoutAt] = typedDispatch(d.layouts[:half])
 	i := slices.Index(e.prog.Probes, p)
 	e.prog.Probes = slices.Insert(e.prog.Probes, i+1, &tail)
-	return len(served)
+	var moved []string
+	for _, q := range e.prog.Probes {
+		if q.Joins == p && servedCalls[int64(q.joinedCall)] {
+			q.Joins = &tail
+			moved = append(moved, syntax.ProbePointString(q.User))
+		}
+	}
+	return len(served), moved
 }
 
 // typedDispatch is the balanced tree of comparisons over leaves (in key
