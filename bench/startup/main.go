@@ -15,7 +15,9 @@
 //     `syscall_any.return`;
 //   - `-T 1` on every `syscalls:sys_enter_*` tracepoint against `-T 1` on
 //     `raw_syscalls:sys_enter`, both reading a context field (mostly the cost
-//     of attaching and detaching hundreds of perf events).
+//     of attaching and detaching hundreds of perf events);
+//   - examples/strace.stp, without a peer (the largest programs a shipped
+//     example loads: compared with -before only).
 //
 // bpftap runs on the machine as it is (where tracefs is not mounted,
 // bpftap mounts it in a private namespace of its own, as a user's run
@@ -185,6 +187,10 @@ func (s *suite) bpftapCases(bin, label, examples string, tick bool) bpftapSet {
 	errno := bpftap("bpftap errno.stp, `syscall.*.return`", filepath.Join(examples, "errno.stp"), "-c", "/bin/true")
 	errnoAny := bpftap("bpftap errno_any.stp, `syscall_any.return`", filepath.Join(examples, "errno_any.stp"), "-c", "/bin/true")
 	compare(errno, errnoAny, 1.1)
+	// strace.stp: syscall.* with argstr and a dozen joined probes, the
+	// largest program a shipped example loads (no peer: tracked against
+	// -before only)
+	bpftap("bpftap strace.stp", filepath.Join(examples, "strace.stp"), "-c", "/bin/true")
 	if tick {
 		each := bpftap("bpftap -T 1, `syscalls:sys_enter_*` reading $__syscall_nr", "-T", "1", "-e", fmt.Sprintf(tracepointTick, "syscalls:sys_enter_*", "__syscall_nr"))
 		raw := bpftap("bpftap -T 1, `raw_syscalls:sys_enter` reading $id", "-T", "1", "-e", fmt.Sprintf(tracepointTick, "raw_syscalls:sys_enter", "id"))
