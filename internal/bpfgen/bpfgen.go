@@ -180,7 +180,8 @@ type Program struct {
 	// (ScratchMap), when it needs one.
 	Maps []Map
 	// Sections are the probes whose code the program runs, in order, each
-	// with its element of TimingMap (-t); Probe is the first.
+	// with its element of TimingMap (-t); Probe is among them (the one the
+	// others join: programProbe).
 	Sections []Section
 	// Attach is where the program attaches: Probe's attach point, or, for
 	// the program of a set, the point that stands for all of its points.
