@@ -369,15 +369,25 @@ func (c *Context) loadFields() *ContextError {
 	if c.Attach.Kind != attach.Tracepoint || c.Attach.Args != nil {
 		return nil
 	}
-	fields, err := c.kernel.EventFields(c.Attach.System, c.Attach.Event)
+	args, err := c.eventArgs()
 	if err != nil {
-		return ctxErr(-1, "cannot read the fields of %s: %v", c.Attach.Target(), err)
+		return err
 	}
-	c.Attach.Args = attach.Fields(fields, tracepointLocal)
+	c.Attach.Args = args
 	if c.Attach.System == "syscalls" && strings.HasPrefix(c.Attach.Event, syscallEnter) {
 		c.Attach.Args = append(c.Attach.Args, rawCallArgs(c.Attach.Args)...)
 	}
 	return nil
+}
+
+// eventArgs are the fields of a classic tracepoint's record, as its
+// arguments.
+func (c *Context) eventArgs() ([]attach.Arg, *ContextError) {
+	fields, err := c.kernel.EventFields(c.Attach.System, c.Attach.Event)
+	if err != nil {
+		return nil, ctxErr(-1, "cannot read the fields of %s: %v", c.Attach.Target(), err)
+	}
+	return attach.Fields(fields, tracepointLocal), nil
 }
 
 // parms is "name=%p name=%#x ..." of the arguments keep keeps: $$parms,

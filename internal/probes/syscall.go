@@ -250,13 +250,15 @@ func expandEntries(k KernelInfo, p *Point, names []string) ([]*Point, []string, 
 }
 
 // withKinds is call c with the kinds of its arguments, read from its
-// entry event's record.
+// entry event's record (its fields alone: not the raw words loadFields
+// adds, which kinds leave out).
 func withKinds(k KernelInfo, c GenericEntry) (GenericEntry, error) {
 	ctx := &Context{kernel: k, Attach: &attach.Point{Kind: attach.Tracepoint, System: "syscalls", Event: syscallEnter + eventName(c.Name), Syscall: true}}
-	if err := ctx.loadFields(); err != nil {
+	args, err := ctx.eventArgs()
+	if err != nil {
 		return GenericEntry{}, &Error{Msg: err.Msg}
 	}
-	c.Kinds = argKinds(ctx.Attach.Args)
+	c.Kinds = argKinds(args)
 	return c, nil
 }
 
@@ -490,8 +492,33 @@ func rawCallArgs(fields []attach.Arg) []attach.Arg {
 // cut to the width of their C type: EntryArg names them.
 
 // EntryArg names argument i (0-based) of a call, cut to size bytes (signed
-// or not), in SyscallEntries: "$__syscall_arg1_s32".
+// or not), in SyscallEntries: "$__syscall_arg1_s32". The names of the six
+// arguments in 1, 2, 4 and 8 bytes are made once (syscall.* asks for them
+// thousands of times).
 func EntryArg(i, size int, signed bool) string {
+	if i < 0 || i >= 6 || size <= 0 || size > 8 || size&(size-1) != 0 {
+		return entryArgName(i, size, signed)
+	}
+	sign := 0
+	if signed {
+		sign = 1
+	}
+	return entryArgNames()[i][sign][bits.Len(uint(size))-1]
+}
+
+// entryArgNames are EntryArg's names, by argument, sign and size.
+var entryArgNames = sync.OnceValue(func() (names [6][2][4]string) {
+	for i := range names {
+		for sign := range 2 {
+			for size := range 4 {
+				names[i][sign][size] = entryArgName(i, 1<<size, sign == 1)
+			}
+		}
+	}
+	return names
+})
+
+func entryArgName(i, size int, signed bool) string {
 	sign := "u"
 	if signed {
 		sign = "s"

@@ -169,3 +169,27 @@ func TestSharedEntries(t *testing.T) {
 		}
 	}
 }
+
+// TestEntryArg checks the names EntryArg keeps made against the ones it
+// makes for the sizes and arguments it keeps none of.
+func TestEntryArg(t *testing.T) {
+	cases := []struct {
+		i, size int
+		signed  bool
+		want    string
+	}{
+		{0, 8, false, "$__syscall_arg1_u64"},
+		{0, 4, true, "$__syscall_arg1_s32"},
+		{2, 2, false, "$__syscall_arg3_u16"},
+		{5, 1, true, "$__syscall_arg6_s8"},
+		{3, 8, true, "$__syscall_arg4_s64"},
+		{6, 8, false, "$__syscall_arg7_u64"},
+		{1, 3, false, "$__syscall_arg2_u24"},
+		{1, 16, false, "$__syscall_arg2_u128"},
+	}
+	for _, c := range cases {
+		if got := EntryArg(c.i, c.size, c.signed); got != c.want {
+			t.Errorf("EntryArg(%d, %d, %v) = %q, want %q", c.i, c.size, c.signed, got, c.want)
+		}
+	}
+}
