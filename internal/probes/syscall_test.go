@@ -170,8 +170,8 @@ func TestSharedEntries(t *testing.T) {
 	}
 }
 
-// TestEntryArg checks the names EntryArg keeps made against the ones it
-// makes for the sizes and arguments it keeps none of.
+// TestEntryArg checks EntryArg's names: those it makes once (the six
+// arguments in 1, 2, 4 or 8 bytes) and those it makes when asked.
 func TestEntryArg(t *testing.T) {
 	cases := []struct {
 		i, size int
