@@ -9,7 +9,8 @@
 # a tracepoint's first attach wait out the grace period of the previous
 # run's detach; suite.run in bench/startup/main.go says more).
 # About 10 s a round on a quiet machine (9 rounds by default; twice that
-# with -before BINARY, another build of bpftap run in the same rounds).
+# with -before BINARY, another build of bpftap run in the same rounds:
+# build it CGO_ENABLED=0, as this script builds its own).
 set -eu
 cd "$(dirname "$0")/.."
 bin=$(mktemp -d /tmp/bpftap-startup.XXXXXX)
