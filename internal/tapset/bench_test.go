@@ -32,3 +32,13 @@ func BenchmarkLibraryIndex(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkReachSyscalls measures the search of the library that pass 1
+// makes for `syscall.*` (whose files mention hundreds of points, each
+// tried against the aliases).
+func BenchmarkReachSyscalls(b *testing.B) {
+	src := syntax.NewSource("<input>", `probe syscall.* { printf("%s(%s)\n", name, argstr) }`)
+	for b.Loop() {
+		tapset.LibraryIndex().Reach([]*syntax.Names{syntax.ScanNames(src, nil)}, nil)
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"os"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/bpftap/bpftap/internal/syntax"
@@ -138,4 +139,44 @@ func writeFile(b *bytes.Buffer, f indexedFile) {
 		b.WriteString("},\n")
 	}
 	b.WriteString("}},\n")
+}
+
+// TestAliasGroups checks that the aliases aliasGroups leaves out meet no
+// point: for points named after every alias of the library, and patterns,
+// the aliases that meet them are those of its groups that do.
+func TestAliasGroups(t *testing.T) {
+	ix := LibraryIndex()
+	points := []string{"*", "**", "s*", "syscall.*", "kernel.*", "nfs.**", "*.return", "foo.bar"}
+	for _, a := range ix.aliases {
+		points = append(points, strings.Join(a.components, "."), strings.Join(a.components, ".")+".return")
+	}
+	for _, p := range points {
+		components := strings.Split(p, ".")
+		var all, grouped []alias
+		for _, a := range ix.aliases {
+			if aliasMeets(components, a) {
+				all = append(all, a)
+			}
+		}
+		for _, group := range ix.aliasGroups(components[0]) {
+			for _, a := range group {
+				if aliasMeets(components, a) {
+					grouped = append(grouped, a)
+				}
+			}
+		}
+		key := func(a alias) string { return fmt.Sprint(a.file, a.components) }
+		if !slices.Equal(sortedKeys(all, key), sortedKeys(grouped, key)) {
+			t.Errorf("%s: meets %d aliases, the groups %d", p, len(all), len(grouped))
+		}
+	}
+}
+
+func sortedKeys(as []alias, key func(alias) string) []string {
+	var keys []string
+	for _, a := range as {
+		keys = append(keys, key(a))
+	}
+	slices.Sort(keys)
+	return keys
 }

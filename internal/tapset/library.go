@@ -6,6 +6,7 @@ import (
 	"path"
 	"sort"
 	"strings"
+	"unsafe"
 
 	"github.com/bpftap/bpftap/internal/syntax"
 )
@@ -47,7 +48,8 @@ func Library() (stp, stpm []*syntax.Source) {
 // as it is).
 func embeddedSource(name string) *syntax.Source {
 	text, _ := library.ReadFile(strings.TrimPrefix(name, "tapset/"))
-	src := syntax.NewSource(name, string(text))
+	// the copy ReadFile made is the string's: nothing else holds it
+	src := syntax.NewSource(name, unsafe.String(unsafe.SliceData(text), len(text)))
 	src.Library = true
 	return src
 }
