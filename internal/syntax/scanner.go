@@ -220,7 +220,7 @@ func (s *scanner) word(c int, pos Pos) *token {
 	t := s.newToken(token{kind: tokIdent, text: s.text(start, s.off), pos: pos})
 	if t.text[0] == '@' {
 		t.kind = tokOperator
-	} else if keywords[t.text] {
+	} else if isKeyword(t.text) {
 		t.kind = tokKeyword
 	}
 	return t
@@ -299,8 +299,8 @@ var multiCharOps = func() map[int]string {
 }()
 
 func (s *scanner) operator(c, c2 int) string {
-	if c2 < 0 {
-		return string(rune(c))
+	if c2 < 0 || !opSeconds[c2&0x7f] {
+		return oneCharOps[c]
 	}
 	if c3 := s.peekByte(1); c3 > 0 {
 		if op, ok := multiCharOps[c<<16|c2<<8|c3]; ok {
@@ -313,8 +313,24 @@ func (s *scanner) operator(c, c2 int) string {
 		s.getByte()
 		return op
 	}
-	return string(rune(c))
+	return oneCharOps[c]
 }
+
+// oneCharOps are the strings of the operators of one character (isPunct's
+// bytes), made once; opSeconds tells the bytes that may follow the first
+// of a longer operator (multiCharOps), which most operators' next byte is
+// not (a map lookup for each was a tenth of the scan).
+var oneCharOps, opSeconds = func() (ops [0x80]string, seconds [0x80]bool) {
+	for c := range ops {
+		if isPunct(c) {
+			ops[c] = string(rune(c))
+		}
+	}
+	for key := range multiCharOps {
+		seconds[key>>8&0x7f] = true
+	}
+	return ops, seconds
+}()
 
 // quoteString quotes s as stap's lex_cast_qstring does: `"` and `\` escaped,
 // unprintable bytes as three-digit octal escapes.

@@ -87,12 +87,16 @@ func (t *token) describe() string {
 	return b.String()
 }
 
-var keywords = map[string]bool{
-	"probe": true, "global": true, "private": true, "function": true,
-	"if": true, "else": true, "for": true, "foreach": true, "in": true,
-	"limit": true, "return": true, "delete": true, "while": true,
-	"break": true, "continue": true, "next": true, "string": true,
-	"long": true, "try": true, "catch": true,
+// isKeyword tells whether an identifier's text is a keyword (a switch:
+// the lookup of a map hashed every identifier of the library).
+func isKeyword(text string) bool {
+	switch text {
+	case "probe", "global", "private", "function", "if", "else", "for", "foreach", "in",
+		"limit", "return", "delete", "while", "break", "continue", "next", "string",
+		"long", "try", "catch":
+		return true
+	}
+	return false
 }
 
 // atWords are the built-in @operators; a macro of the same name draws a warning.
