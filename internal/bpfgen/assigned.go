@@ -18,17 +18,25 @@ import "github.com/bpftap/bpftap/internal/syntax"
 // assigns for sure; a local in any other place — an operand, a compound
 // assignment, an assignment inside a condition — counts as read.
 
-// assignedSet is the locals assigned on every path; nil when no path
-// reaches the point (after next, return, break, continue).
-type assignedSet map[*syntax.Var]bool
+// assignedSet is the locals assigned on every path, a bit for each by
+// the walk's numbering of them (assignWalk.bit); nil when no path reaches
+// the point (after next, return, break, continue). (A map, copied at each
+// branch, made the walk of syscall.*'s dispatch a sixth of its
+// translation.)
+type assignedSet []uint64
 
-func (a assignedSet) with(vs ...*syntax.Var) assignedSet {
-	c := assignedSet{}
-	for v := range a {
-		c[v] = true
+func (a assignedSet) has(bit int) bool { return bit/64 < len(a) && a[bit/64]&(1<<(bit%64)) != 0 }
+
+// with is a copy of a with bits added.
+func (a assignedSet) with(bits ...int) assignedSet {
+	n := len(a)
+	for _, b := range bits {
+		n = max(n, b/64+1)
 	}
-	for _, v := range vs {
-		c[v] = true
+	c := make(assignedSet, n)
+	copy(c, a)
+	for _, b := range bits {
+		c[b/64] |= 1 << (b % 64)
 	}
 	return c
 }
@@ -41,11 +49,9 @@ func meet(x, y assignedSet) assignedSet {
 	if y == nil {
 		return x
 	}
-	m := assignedSet{}
-	for v := range x {
-		if y[v] {
-			m[v] = true
-		}
+	m := make(assignedSet, min(len(x), len(y)))
+	for i := range m {
+		m[i] = x[i] & y[i]
 	}
 	return m
 }
@@ -53,15 +59,28 @@ func meet(x, y assignedSet) assignedSet {
 // readBeforeWritten returns the locals of body that some path may read
 // before assigning them.
 func readBeforeWritten(body syntax.Stmt) map[*syntax.Var]bool {
-	w := assignWalk{}
+	w := &assignWalk{read: map[*syntax.Var]bool{}, bits: map[*syntax.Var]int{}}
 	w.stmt(body, assignedSet{})
-	return w
+	return w.read
 }
 
 // assignWalk collects the locals read where they may be unassigned.
-type assignWalk map[*syntax.Var]bool
+type assignWalk struct {
+	read map[*syntax.Var]bool
+	bits map[*syntax.Var]int // each local's bit, numbered as met
+}
 
-func (w assignWalk) stmt(s syntax.Stmt, a assignedSet) assignedSet {
+// bit is v's bit in the walk's sets.
+func (w *assignWalk) bit(v *syntax.Var) int {
+	b, ok := w.bits[v]
+	if !ok {
+		b = len(w.bits)
+		w.bits[v] = b
+	}
+	return b
+}
+
+func (w *assignWalk) stmt(s syntax.Stmt, a assignedSet) assignedSet {
 	if a == nil || s == nil {
 		return a
 	}
@@ -89,12 +108,12 @@ func (w assignWalk) stmt(s syntax.Stmt, a assignedSet) assignedSet {
 		for _, x := range append([]syntax.Expr{s.Array, s.Limit}, s.Slice...) {
 			w.reads(x, a)
 		}
-		var bound []*syntax.Var
+		var bound []int
 		for _, k := range s.Keys {
-			bound = append(bound, k.Var)
+			bound = append(bound, w.bit(k.Var))
 		}
 		if s.Value != nil {
-			bound = append(bound, s.Value.Var)
+			bound = append(bound, w.bit(s.Value.Var))
 		}
 		w.stmt(s.Body, a.with(bound...))
 		return a
@@ -102,7 +121,7 @@ func (w assignWalk) stmt(s syntax.Stmt, a assignedSet) assignedSet {
 		body := w.stmt(s.Body, a.with())
 		caught := a.with()
 		if s.CatchVar != nil {
-			caught = a.with(s.CatchVar.Var)
+			caught = a.with(w.bit(s.CatchVar.Var))
 		}
 		return meet(body, w.stmt(s.Catch, caught))
 	case *syntax.ReturnStmt:
@@ -116,13 +135,13 @@ func (w assignWalk) stmt(s syntax.Stmt, a assignedSet) assignedSet {
 }
 
 // expr notes the reads of e from state a and returns the state after it.
-func (w assignWalk) expr(e syntax.Expr, a assignedSet) assignedSet {
+func (w *assignWalk) expr(e syntax.Expr, a assignedSet) assignedSet {
 	if e == nil {
 		return a
 	}
 	if as, ok := e.(*syntax.Assign); ok && as.Op == "=" {
 		if id, ok := as.LHS.(*syntax.Ident); ok && id.Var != nil && id.Var.Kind == syntax.VarLocal {
-			return w.expr(as.RHS, a).with(id.Var)
+			return w.expr(as.RHS, a).with(w.bit(id.Var))
 		}
 	}
 	w.reads(e, a)
@@ -130,10 +149,10 @@ func (w assignWalk) expr(e syntax.Expr, a assignedSet) assignedSet {
 }
 
 // reads notes every local under n that a leaves unassigned.
-func (w assignWalk) reads(n syntax.Node, a assignedSet) {
+func (w *assignWalk) reads(n syntax.Node, a assignedSet) {
 	syntax.Walk(n, func(x syntax.Node) bool {
-		if id, ok := x.(*syntax.Ident); ok && id.Var != nil && id.Var.Kind == syntax.VarLocal && !a[id.Var] {
-			w[id.Var] = true
+		if id, ok := x.(*syntax.Ident); ok && id.Var != nil && id.Var.Kind == syntax.VarLocal && !a.has(w.bit(id.Var)) {
+			w.read[id.Var] = true
 		}
 		return true
 	})
