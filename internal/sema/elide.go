@@ -165,7 +165,9 @@ func (e *elab) elide() {
 	// typed (syscall.*: one typing of three, the elision 0.86x).
 	for iter, changed, typed := 0, true, false; changed; iter++ {
 		e.rep.quiet = iter > 0
-		e.markUsage()
+		if iter > 0 { // the marks made above stand for the first round
+			e.markUsage()
+		}
 		n := e.countAllStmts()
 		el.round(modes)
 		elided := e.countAllStmts() != n

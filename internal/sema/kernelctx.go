@@ -144,10 +144,11 @@ func callsReaching(p *Probe, reaches func(*syntax.Func) bool) []*syntax.Call {
 // the calls of its body that reach pid2task or pid2execname, with the
 // kernel's reason.
 func (e *elab) checkTaskLookups() {
-	if e.kernel == nil {
+	isLookup := func(name string) bool { return name == "pid2task" || name == "pid2execname" }
+	if e.kernel == nil || !e.mayCallNative(isLookup) {
 		return
 	}
-	findsTasks := e.reaching(func(b *tapset.Builtin) bool { return b.Name == "pid2task" || b.Name == "pid2execname" })
+	findsTasks := e.reaching(func(b *tapset.Builtin) bool { return isLookup(b.Name) })
 	for _, p := range e.prog.Probes {
 		if !p.Kernel || p.Attach == nil {
 			continue
@@ -162,6 +163,21 @@ func (e *elab) checkTaskLookups() {
 			}
 		}
 	}
+}
+
+// mayCallNative tells whether the program may call a native function
+// whose name accept accepts: a builtin resolved (Program.builtinsUsed, a
+// superset of those called) or a tapset function implemented natively.
+// The checks of what a few builtins do skip their walks without them.
+func (e *elab) mayCallNative(accept func(name string) bool) bool {
+	for _, fs := range [][]*syntax.Func{e.prog.builtinsUsed, e.prog.Funcs} {
+		for _, f := range fs {
+			if f.Builtin != "" && accept(f.Builtin) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func isCall(n syntax.Node) bool {

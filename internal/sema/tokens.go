@@ -138,6 +138,9 @@ func emptinessTest(b *syntax.Binary) bool {
 // functions of tokens, the reads, tests and deletes of elements keyed by a
 // symbol token, and foreach over arrays keyed by tokens.
 func (e *elab) checkTokens() {
+	if !e.mayCallNative(func(name string) bool { return symbolTokens[name] || stackTokens[name] }) {
+		return // nothing makes a token: nothing holds one
+	}
 	f := e.flow()
 	added := map[syntax.Node]bool{} // elements written or added to
 	loops := &tokenLoops{keyedBy: map[*syntax.Var]string{}}

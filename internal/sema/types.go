@@ -77,10 +77,7 @@ func (t *typer) run(converged func() bool) {
 			}
 		}
 	}()
-	for _, b := range t.e.bodies() {
-		typeLiterals(b)
-	}
-	t.sched = newSchedule(t.e.prog, t.e.funcsByName())
+	t.sched = newSchedule(t.e.prog, t.e.funcsByName()) // literals typed as it indexes
 	// The bound (schedule.passes) stops passes that would settle
 	// something again and again.
 	all := true
@@ -132,20 +129,6 @@ func (e *elab) inferTypes() {
 		return false
 	})
 	e.recordTypePositions(t)
-}
-
-// typeLiterals gives literals their types before inference starts, as stap's
-// parser does.
-func typeLiterals(n syntax.Node) {
-	syntax.Walk(n, func(n syntax.Node) bool {
-		switch n := n.(type) {
-		case *syntax.NumberLit:
-			n.SetType(tLong)
-		case *syntax.StringLit:
-			n.SetType(tString)
-		}
-		return true
-	})
 }
 
 // recordTypePositions sets Var.TypePos from where each type was settled.

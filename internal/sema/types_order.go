@@ -46,7 +46,9 @@ type schedule struct {
 }
 
 // newSchedule orders prog's bodies as stap's passes visit them and indexes
-// the symbols each mentions.
+// the symbols each mentions. On the way, it gives literals their types
+// before inference starts, as stap's parser does (a walk of its own was a
+// fourteenth of the nodes pass 2 visits for syscall.*).
 func newSchedule(prog *Program, byName []*syntax.Func) *schedule {
 	s := &schedule{readers: map[any][]int{}}
 	for _, f := range byName {
@@ -76,6 +78,10 @@ func (s *schedule) index(n syntax.Node) {
 	syntax.Walk(n, func(n syntax.Node) bool {
 		s.nodes++
 		switch n := n.(type) {
+		case *syntax.NumberLit:
+			n.SetType(tLong)
+		case *syntax.StringLit:
+			n.SetType(tString)
 		case *syntax.Ident:
 			if n.Var != nil {
 				s.read(n.Var)
