@@ -4,7 +4,7 @@ import "strings"
 
 // tokenKind classifies tokens the way stap's lexer does; the names appear in
 // diagnostics ("saw: operator ';' at ...").
-type tokenKind int
+type tokenKind uint8
 
 const (
 	tokJunk tokenKind = iota
@@ -36,7 +36,7 @@ func (k tokenKind) String() string {
 
 // junkKind tells why the lexer produced a junk token; all but junkUnknown
 // replace the parser's message with their own.
-type junkKind int
+type junkKind uint8
 
 const (
 	junkUnknown junkKind = iota
@@ -51,11 +51,11 @@ const (
 // C escapes (\n, \t, \x41, \101, \\ ...) kept as written. Chain points at the
 // macro invocation the token was expanded from.
 type token struct {
-	kind  tokenKind
 	text  string
 	pos   Pos
-	junk  junkKind
 	chain *token
+	kind  tokenKind
+	junk  junkKind
 	// afterSpace is true when whitespace or a comment preceded the token.
 	afterSpace bool
 }
