@@ -40,6 +40,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"unsafe"
 
 	"github.com/bpftap/bpftap/internal/probes/attach"
@@ -194,6 +195,33 @@ func funcInfo(spec *ProgramSpec, attr *progLoadAttr) (*funcTypes, error) {
 	attr.funcInfoCnt = uint32(len(info) / funcInfoRecSize)
 	return ft, nil
 }
+
+// HasFuncTypes tells whether the program of insns loads the BTF of its
+// functions (funcInfo): its first instruction names the main function's
+// type when it has subprograms.
+func HasFuncTypes(insns asm.Instructions) bool {
+	return len(insns) > 0 && btf.FuncMetadata(&insns[0]) != nil
+}
+
+// PrepareFuncTypes asks the kernel, once and in the background, what the
+// first funcInfo's btf.NewHandle asks it before loading any BTF: cilium/
+// ebpf's probes of the BTF it takes (btf.KernelMarshalOptions: func
+// linkage, decl and type tags, 64-bit enums), six small BTF loads, 1.3-
+// 1.6 ms here, kept for the process. Started while the other programs
+// compile, they are answered by the time the first program loads: pass
+// 4 waited for them after creating the maps (syscall.*'s two programs).
+// A probe refused for want of locked memory is not kept (cilium asks
+// again), so the limit is raised first, as Load raises it.
+func PrepareFuncTypes() {
+	prepareFuncTypes.Do(func() {
+		go func() {
+			target.RaiseMemlock()
+			btf.KernelMarshalOptions()
+		}()
+	})
+}
+
+var prepareFuncTypes sync.Once
 
 // funcInfoRecSize is the size of struct bpf_func_info: insn_off, type_id.
 const funcInfoRecSize = 8

@@ -50,6 +50,7 @@ func (s *session) translate(prog *sema.Program, limits tapset.Limits, targetPID 
 		Timing:    s.timed(),
 		LogLevel:  verifierLogLevel(s.verbose(4)),
 		Progress:  s.progress,
+		Loads:     s.opts.LastPass >= 4,
 		// attach-time warnings (warning::pass5), which -W leaves alone
 		// as stap's does: staprun prints them
 		Warn: func(msg string) { fmt.Fprintf(s.stderr, "WARNING: %s\n", msg) },

@@ -71,6 +71,10 @@ type Config struct {
 	// Progress, when set, is told before a step of Load that may take a
 	// while: creating a map of many megabytes.
 	Progress func(what string)
+	// Loads tells that Load follows (pass 4): Compile then starts asking
+	// the kernel what loading the first program with functions asks
+	// first (bpfrt.PrepareFuncTypes), while it compiles the others.
+	Loads bool
 	// Warn, when set, is told stap's warning about each point the kernel
 	// refused to probe while the others of its program were attached.
 	Warn func(msg string)
@@ -160,6 +164,9 @@ func Compile(prog *sema.Program, cfg Config) (*Session, error) {
 		}
 		if err != nil {
 			return nil, err
+		}
+		if cfg.Loads && bpfrt.HasFuncTypes(bp.Instructions) {
+			bpfrt.PrepareFuncTypes()
 		}
 		s.progs = append(s.progs, bp)
 	}
