@@ -15,13 +15,14 @@ import (
 // them from the cache, and every run translates the script alike;
 // --disable-cache neither reads nor writes it, --poison-cache reads
 // tracefs and saves anew, --clean-cache empties it and exits; a
-// directory others may write to is ignored, with a warning.
+// directory others may write to is ignored, with a warning. The list of
+// the calls' events (syscall-list) is kept and removed with the formats.
 func TestCacheOptions(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("skipped: reading tracefs takes root")
 	}
 	dir := filepath.Join(t.TempDir(), "cache")
-	file := filepath.Join(dir, "syscall-events")
+	file, list := filepath.Join(dir, "syscall-events"), filepath.Join(dir, "syscall-list")
 	t.Setenv(cacheDirEnv, dir)
 	script := []string{"-p2", "-vv", "-e", `probe syscall.openat, syscall.read, syscall.execve { printf("%s(%s)\n", name, argstr) }`}
 	counts := regexp.MustCompile(`Pass 2: the formats of (\d+) trace events came from the cache in (.*), (\d+) from tracefs\n`)
@@ -50,8 +51,10 @@ func TestCacheOptions(t *testing.T) {
 	}
 	exists := func(t *testing.T, want bool) {
 		t.Helper()
-		if _, err := os.Stat(file); (err == nil) != want {
-			t.Errorf("cache file: %v, want it there: %v", err, want)
+		for _, f := range []string{file, list} {
+			if _, err := os.Stat(f); (err == nil) != want {
+				t.Errorf("cache file: %v, want it there: %v", err, want)
+			}
 		}
 	}
 	run(t, "--disable-cache", "")

@@ -27,22 +27,28 @@ import (
 // tracepoint queries in its cache: a run reads that file once and only
 // the events it lacks from tracefs, then saves what it read. Events of
 // other systems (those of modules come and go) are always read anew.
+// The list of the syscalls system's events is kept too, in a file of its
+// own: the syscall tapset's points name them (syscall.*.return: which
+// calls the kernel has), and listing tracefs's directory of 700 entries
+// was a quarter of errno.stp's derivation, which needs no format.
 //
 // The file is named syscall-events in the cache's directory. It starts
 // with three lines, "bpftap syscall events 1", "boot BOOT_ID" and
 // "release RELEASE" (/proc/sys/kernel/random/boot_id, uname -r); then an
 // event is a line "event NAME" followed by a line for each field,
 // "field NAME<TAB>CTYPE<TAB>OFFSET<TAB>SIZE<TAB>FLAGS" (FLAGS: s for
-// signed, a for an array, d for __data_loc, or -). A file of another
+// signed, a for an array, d for __data_loc, or -). The list is the file
+// syscall-list: "bpftap syscall list 1", the same boot and release
+// lines, then the events' names, one a line, sorted. A file of another
 // boot, another release or that does not parse is as good as none.
 //
 // Trust: the programs root builds from these facts read its events, so
 // no other user may have written them. The directory is opened without
 // following a symbolic link and used only when it belongs to the
 // process's effective user and nobody else may write to it (mode without
-// group or other write); the file likewise (a regular file, the user's,
-// one link, nobody else writing). Otherwise the events come from tracefs
-// and nothing is written. A save writes a new file, created exclusively
+// group or other write); each file likewise (a regular file, the user's,
+// one link, nobody else writing). Otherwise what the file would hold
+// comes from tracefs and nothing is written. A save writes a new file, created exclusively
 // beside the old one, and renames it over it: a reader sees one file or
 // the other whole, and two runs saving at once lose at most what one of
 // them added.
@@ -56,12 +62,14 @@ const (
 	CachePoisoned                 // ignores what it holds and saves anew (--poison-cache)
 )
 
-// eventCacheFile is the cache's file in its directory; a save writes it
-// under a temporary name starting with eventCacheTemp first.
+// eventCacheFile and listCacheFile are the cache's files in its
+// directory, each starting with its head line; a save writes one under
+// a temporary name first, "." and its name and "." and more.
 const (
 	eventCacheFile = "syscall-events"
-	eventCacheTemp = ".syscall-events."
 	eventCacheHead = "bpftap syscall events 1"
+	listCacheFile  = "syscall-list"
+	listCacheHead  = "bpftap syscall list 1"
 )
 
 // DefaultCacheDir is where the cache lives: /run/bpftap for root (/run
@@ -83,17 +91,20 @@ func DefaultCacheDir() string {
 type EventCache struct {
 	dir    string
 	use    CacheUse
-	held   func() map[string][]Field // what the file holds (read once)
+	held   func() map[string][]Field // what the events' file holds (read once)
+	list   func() []string           // what the list's file holds (read once)
 	mu     sync.Mutex
 	read   map[string][]Field // what this run read from tracefs
+	listed []string           // the list this run read from tracefs
 	served int                // events served from the file
-	why    error              // why the file was not read, or nil
+	why    error              // why a file was not read, or nil
 }
 
 // NewEventCache returns the cache in dir used as use says.
 func NewEventCache(dir string, use CacheUse) *EventCache {
 	c := &EventCache{dir: dir, use: use, read: map[string][]Field{}}
-	c.held = sync.OnceValue(c.load)
+	c.held = sync.OnceValue(func() map[string][]Field { return load(c, eventCacheFile, eventCacheHead, parseEventCache) })
+	c.list = sync.OnceValue(func() []string { return load(c, listCacheFile, listCacheHead, parseEventList) })
 	return c
 }
 
@@ -117,6 +128,44 @@ func (c *EventCache) Fields(system, event string) ([]Field, error) {
 	return fields, err
 }
 
+// Tracepoints returns the tracepoints kernel.trace(spec) names, as
+// FindTracepoints does; those of the syscalls system out of the list of
+// its events the cache holds, or tracefs's listed once for the boot.
+func (c *EventCache) Tracepoints(spec string) ([]*Tracepoint, error) {
+	system, event, hasSystem := strings.Cut(spec, ":")
+	if c == nil || c.use == CacheOff || !hasSystem || system != "syscalls" || !inDirectory(system, event) {
+		return FindTracepoints(spec)
+	}
+	names := c.syscallEvents()
+	if names == nil {
+		return FindTracepoints(spec)
+	}
+	tps, ok, err := listedIn(system, event, names)
+	switch {
+	case !ok:
+		return FindTracepoints(spec)
+	case err != nil:
+		return nil, err
+	}
+	return MatchTracepoints(tps, spec)
+}
+
+// syscallEvents is the list of the syscalls system's events, from the
+// file or tracefs; nil when neither has it.
+func (c *EventCache) syscallEvents() []string {
+	if list := c.list(); list != nil {
+		return list
+	}
+	names, err := eventsIn("syscalls")
+	if err != nil || len(names) == 0 {
+		return nil
+	}
+	c.mu.Lock()
+	c.listed = names
+	c.mu.Unlock()
+	return names
+}
+
 // Report tells how many events the cache served and how many tracefs did
 // (those the run will save), and why the file was not read when it was
 // not (nil when it was, or when the run did not use it).
@@ -129,70 +178,73 @@ func (c *EventCache) Report() (served, read int, why error) {
 	return c.served, len(c.read), c.why
 }
 
-// load reads the file, or returns nothing when it is absent, not to be
-// trusted, or of another boot.
-func (c *EventCache) load() map[string][]Field {
+// load reads the file name, whose first line is format, with parse; or
+// returns nothing when it is absent, not to be trusted, or of another
+// boot, and keeps why in c.
+func load[T any](c *EventCache, name, format string, parse func(data []byte, head string) (T, error)) T {
+	var none T
 	if c.use != CacheOn {
-		return nil
+		return none
 	}
-	held, err := c.readFile()
+	held, err := readCacheFile(c, name, format, parse)
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		c.why = err
+		c.mu.Lock()
+		c.why = cmp.Or(c.why, err)
+		c.mu.Unlock()
 	}
 	return held
 }
 
-func (c *EventCache) readFile() (map[string][]Field, error) {
+func readCacheFile[T any](c *EventCache, name, format string, parse func(data []byte, head string) (T, error)) (T, error) {
+	var none T
 	dir, err := openCacheDir(c.dir, false)
 	if err != nil {
-		return nil, err
+		return none, err
 	}
 	defer unix.Close(dir)
-	fd, err := openOwned(dir, eventCacheFile, c.path(), unix.S_IFREG)
+	path := c.dir + "/" + name
+	fd, err := openOwned(dir, name, path, unix.S_IFREG)
 	if err != nil {
-		return nil, err
+		return none, err
 	}
 	defer unix.Close(fd)
 	var st unix.Stat_t
 	if err := unix.Fstat(fd, &st); err != nil {
-		return nil, &os.PathError{Op: "stat", Path: c.path(), Err: err}
+		return none, &os.PathError{Op: "stat", Path: path, Err: err}
 	}
 	data := make([]byte, st.Size)
 	if n, err := unix.Pread(fd, data, 0); err != nil || n != len(data) {
-		return nil, fmt.Errorf("%s: short read", c.path())
+		return none, fmt.Errorf("%s: short read", path)
 	}
-	head, err := cacheHead()
+	head, err := cacheHead(format)
 	if err != nil {
-		return nil, err
+		return none, err
 	}
-	held, err := parseEventCache(data, head)
+	held, err := parse(data, head)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", c.path(), err)
+		return none, fmt.Errorf("%s: %w", path, err)
 	}
 	return held, nil
 }
 
-func (c *EventCache) path() string { return c.dir + "/" + eventCacheFile }
-
 // Save writes the events the cache held and those the run read from
-// tracefs, when the run read any; it creates the directory (mode 0700)
-// when there is none.
+// tracefs, when the run read any, and the list, when the run read it; it
+// creates the directory (mode 0700) when there is none.
 func (c *EventCache) Save() error {
 	if c == nil || c.use == CacheOff {
 		return nil
 	}
 	c.mu.Lock()
-	events := maps.Clone(c.read)
+	events, list := maps.Clone(c.read), c.listed
 	c.mu.Unlock()
-	if len(events) == 0 {
+	if len(events) == 0 && list == nil {
 		return nil
 	}
-	for name, fields := range c.held() {
-		if events[name] == nil {
-			events[name] = fields
-		}
+	eventsHead, err := cacheHead(eventCacheHead)
+	if err != nil {
+		return err
 	}
-	head, err := cacheHead()
+	listHead, err := cacheHead(listCacheHead)
 	if err != nil {
 		return err
 	}
@@ -201,22 +253,39 @@ func (c *EventCache) Save() error {
 		return err
 	}
 	defer unix.Close(dir)
-	temp := fmt.Sprintf("%s%d.%d", eventCacheTemp, os.Getpid(), saves.Add(1))
+	if len(events) > 0 {
+		for name, fields := range c.held() {
+			if events[name] == nil {
+				events[name] = fields
+			}
+		}
+		err = c.saveFile(dir, eventCacheFile, formatEventCache(events, eventsHead))
+	}
+	if list != nil && err == nil {
+		err = c.saveFile(dir, listCacheFile, formatEventList(list, listHead))
+	}
+	return err
+}
+
+// saveFile writes data to the file name of the directory dir: a new file,
+// created exclusively, renamed over the old one.
+func (c *EventCache) saveFile(dir int, name string, data []byte) error {
+	temp := fmt.Sprintf(".%s.%d.%d", name, os.Getpid(), saves.Add(1))
 	fd, err := unix.Openat(dir, temp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
 	if err != nil {
 		return &os.PathError{Op: "create", Path: c.dir + "/" + temp, Err: err}
 	}
 	f := os.NewFile(uintptr(fd), c.dir+"/"+temp)
-	_, err = f.Write(formatEventCache(events, head))
+	_, err = f.Write(data)
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
 	if err == nil {
-		err = unix.Renameat(dir, temp, dir, eventCacheFile)
+		err = unix.Renameat(dir, temp, dir, name)
 	}
 	if err != nil {
 		unix.Unlinkat(dir, temp, 0)
-		return fmt.Errorf("saving %s: %w", c.path(), err)
+		return fmt.Errorf("saving %s/%s: %w", c.dir, name, err)
 	}
 	return nil
 }
@@ -241,13 +310,24 @@ func CleanCache(dir string) error {
 		return err
 	}
 	for _, n := range names {
-		if name := n.Name(); name == eventCacheFile || strings.HasPrefix(name, eventCacheTemp) {
+		if name := n.Name(); cacheFileNamed(name) {
 			if err := unix.Unlinkat(fd, name, 0); err != nil && err != unix.ENOENT {
 				return &os.PathError{Op: "remove", Path: dir + "/" + name, Err: err}
 			}
 		}
 	}
 	return nil
+}
+
+// cacheFileNamed tells whether name is one of the cache's files, or a
+// temporary one of a save.
+func cacheFileNamed(name string) bool {
+	for _, file := range []string{eventCacheFile, listCacheFile} {
+		if name == file || strings.HasPrefix(name, "."+file+".") {
+			return true
+		}
+	}
+	return false
 }
 
 // openCacheDir opens dir, creating it first when create says so and it
@@ -320,9 +400,16 @@ func fileKind(mode uint32) string {
 	return fmt.Sprintf("a special file (mode %#o)", mode)
 }
 
-// cacheHead is the first lines of a cache file made on this boot of this
-// kernel, read once (a run's load and save both need them).
-var cacheHead = sync.OnceValues(func() (string, error) {
+// cacheHead is the first lines of a cache file of format (its first
+// line) made on this boot of this kernel.
+func cacheHead(format string) (string, error) {
+	boot, err := bootAndRelease()
+	return format + "\n" + boot, err
+}
+
+// bootAndRelease is the lines "boot BOOT_ID" and "release RELEASE" of the
+// cache's files, read once (a run's loads and saves need them).
+var bootAndRelease = sync.OnceValues(func() (string, error) {
 	boot, err := os.ReadFile("/proc/sys/kernel/random/boot_id")
 	if err != nil {
 		return "", fmt.Errorf("no boot id to key the cache with: %w", err)
@@ -331,7 +418,7 @@ var cacheHead = sync.OnceValues(func() (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("no kernel release to key the cache with: %w", err)
 	}
-	return fmt.Sprintf("%s\nboot %s\nrelease %s\n", eventCacheHead, bytes.TrimSpace(boot), release), nil
+	return fmt.Sprintf("boot %s\nrelease %s\n", bytes.TrimSpace(boot), release), nil
 })
 
 // formatEventCache is the file holding events, after head, events in
@@ -387,6 +474,27 @@ func parseEventCache(data []byte, head string) (map[string][]Field, error) {
 		}
 	}
 	return events, nil
+}
+
+// formatEventList is the file holding list, after head.
+func formatEventList(list []string, head string) []byte {
+	return []byte(head + strings.Join(list, "\n") + "\n")
+}
+
+// parseEventList reads the list of a file that starts with head: names,
+// sorted, each once.
+func parseEventList(data []byte, head string) ([]string, error) {
+	text, ok := strings.CutPrefix(string(data), head)
+	if !ok {
+		return nil, errors.New("made on another boot or kernel, or by another version of bpftap")
+	}
+	list := strings.Split(strings.TrimSuffix(text, "\n"), "\n")
+	if !strings.HasSuffix(text, "\n") || !slices.IsSorted(list) || slices.Contains(list, "") ||
+		slices.ContainsFunc(list, func(name string) bool { return strings.ContainsAny(name, " \t") }) ||
+		len(slices.Compact(slices.Clone(list))) != len(list) {
+		return nil, errors.New("not a sorted list of names, each once")
+	}
+	return list, nil
 }
 
 // parseCachedField reads a field line's "NAME<TAB>CTYPE<TAB>OFFSET<TAB>SIZE<TAB>FLAGS".

@@ -119,16 +119,119 @@ func TestEventCacheFormat(t *testing.T) {
 	}
 }
 
-// TestEventCacheUntrusted plants a cache file that gives sys_enter_openat
-// a wrong offset, in the ways another user could, or as another boot or
-// kernel left it: every run reads the event from tracefs instead, says
-// why, and saves only into a directory nobody else may write to.
-func TestEventCacheUntrusted(t *testing.T) {
-	head, err := cacheHead()
-	if err != nil {
+// TestEventListFormat: the list survives the file; a list that is not
+// sorted names, each once, does not.
+func TestEventListFormat(t *testing.T) {
+	const head = listCacheHead + "\nboot b\nrelease r\n"
+	for _, want := range [][]string{{"sys_enter_a"}, {"sys_enter_a", "sys_enter_b", "sys_exit_a"}} {
+		got, err := parseEventList(formatEventList(want, head), head)
+		if err != nil || !reflect.DeepEqual(got, want) {
+			t.Errorf("read back %q (%v), want %q", got, err, want)
+		}
+	}
+	for _, bad := range []string{"", "b\na\n", "a\na\n", "a\n\nb\n", "a b\n", "a", "\n"} {
+		if _, err := parseEventList([]byte(head+bad), head); err == nil {
+			t.Errorf("%q was read", bad)
+		}
+	}
+}
+
+// TestEventCacheTracepoints: the tracepoints of the syscalls system the
+// cache serves are FindTracepoints', the list of events read from tracefs
+// by a first run and from the file by the next; another system's go to
+// FindTracepoints.
+func TestEventCacheTracepoints(t *testing.T) {
+	dir := t.TempDir()
+	specs := []string{"syscalls:sys_enter_*", "syscalls:sys_exit_read", "syscalls:sys_enter_nosuchcall",
+		"syscalls:sys_*_open*", "syscalls:*", "raw_syscalls:sys_enter", "sched:sched_switch"}
+	check := func(c *EventCache) {
+		t.Helper()
+		for _, spec := range specs {
+			got, err := c.Tracepoints(spec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, err := FindTracepoints(spec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if names(got) != names(want) {
+				t.Errorf("%s: the cache gives %s, FindTracepoints %s", spec, names(got), names(want))
+			}
+		}
+	}
+	first := NewEventCache(dir, CacheOn)
+	check(first)
+	if first.listed == nil {
+		t.Fatal("the first run did not read the list of the syscalls system's events")
+	}
+	if err := first.Save(); err != nil {
 		t.Fatal(err)
 	}
-	const forged = "event sys_enter_openat\nfield filename\tconst char *\t99\t8\t-\n"
+	if _, err := os.Stat(filepath.Join(dir, eventCacheFile)); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a run that read no event's format saved the events' file: %v", err)
+	}
+	second := NewEventCache(dir, CacheOn)
+	check(second)
+	if second.listed != nil {
+		t.Error("the second run read the list from tracefs rather than from the file")
+	}
+	if len(second.list()) < 100 {
+		t.Errorf("the file lists %d events", len(second.list()))
+	}
+}
+
+// names renders tracepoints as "system:event ...".
+func names(tps []*Tracepoint) string {
+	var s []string
+	for _, tp := range tps {
+		s = append(s, tp.System+":"+tp.Event)
+	}
+	return strings.Join(s, " ")
+}
+
+// TestEventCacheUntrusted plants each of the cache's files with a
+// forgery, in the ways another user could, or as another boot, kernel or
+// version left it: the events' file giving sys_enter_openat a wrong
+// offset, the list naming a call the kernel lacks. Every run reads from
+// tracefs instead, says why, and saves only into a directory nobody else
+// may write to.
+func TestEventCacheUntrusted(t *testing.T) {
+	for _, target := range []struct {
+		file, format, forged, broken string
+		// forgedServed tells whether c serves the forgery
+		forgedServed func(t *testing.T, c *EventCache) bool
+	}{
+		{eventCacheFile, eventCacheHead, "event sys_enter_openat\nfield filename\tconst char *\t99\t8\t-\n", "field x\n",
+			func(t *testing.T, c *EventCache) bool {
+				fields, err := c.Fields("syscalls", "sys_enter_openat")
+				if err != nil {
+					t.Fatal(err)
+				}
+				return fieldNamed(fields, "filename").Offset == 99
+			}},
+		{listCacheFile, listCacheHead, "sys_enter_forged\nsys_enter_openat\n", "\n",
+			func(t *testing.T, c *EventCache) bool {
+				tps, err := c.Tracepoints("syscalls:sys_enter_forged")
+				if err != nil {
+					t.Fatal(err)
+				}
+				return len(tps) > 0
+			}},
+	} {
+		t.Run(target.file, func(t *testing.T) {
+			head, err := cacheHead(target.format)
+			if err != nil {
+				t.Fatal(err)
+			}
+			untrustedCache(t, head, target.forged, target.broken, target.file, target.forgedServed)
+		})
+	}
+}
+
+// untrustedCache runs TestEventCacheUntrusted's attacks on the file name
+// of the cache, head and forged its planted contents.
+func untrustedCache(t *testing.T, head, forged, broken, name string, forgedServed func(*testing.T, *EventCache) bool) {
 	nobody := func(t *testing.T, path string) {
 		if os.Geteuid() != 0 {
 			t.Skip("skipped: planting another user's files takes root")
@@ -179,37 +282,28 @@ func TestEventCacheUntrusted(t *testing.T) {
 		{"file of another version", func(t *testing.T, _, file, _ string) {
 			rewrite(t, file, strings.Replace(head, " 1\n", " 0\n", 1)+forged)
 		}, ""},
-		{"file that does not parse", func(t *testing.T, _, file, _ string) { rewrite(t, file, head+forged+"field x\n") }, ""},
+		{"file that does not parse", func(t *testing.T, _, file, _ string) { rewrite(t, file, head+forged+broken) }, ""},
 	} {
 		t.Run(strings.ReplaceAll(tc.name, " ", "_"), func(t *testing.T) {
 			base := t.TempDir()
 			dir, beside := filepath.Join(base, "cache"), filepath.Join(base, "beside")
-			file := filepath.Join(dir, eventCacheFile)
+			file := filepath.Join(dir, name)
 			for _, d := range []string{dir, beside} {
 				if err := os.Mkdir(d, 0o700); err != nil {
 					t.Fatal(err)
 				}
 			}
 			rewrite(t, file, head+forged)
-			if got := cachedOpenat(t, dir); got.Offset != 99 {
-				t.Fatalf("the planted file, before the attack: filename at %d", got.Offset)
+			if !forgedServed(t, NewEventCache(dir, CacheOn)) {
+				t.Fatal("the planted file, before the attack, is not served")
 			}
 			tc.plant(t, dir, file, beside)
 			c := NewEventCache(dir, CacheOn)
-			fields, err := c.Fields("syscalls", "sys_enter_openat")
-			if err != nil {
-				t.Fatal(err)
+			if forgedServed(t, c) {
+				t.Fatal("the forgery was served")
 			}
-			want, err := EventFields("syscalls", "sys_enter_openat")
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !reflect.DeepEqual(fields, want) {
-				t.Fatalf("served %+v, tracefs %+v", fields, want)
-			}
-			_, read, why := c.Report()
-			if read != 1 || why == nil || errors.Is(why, ErrUntrusted) != (tc.untrusted != "") {
-				t.Errorf("read %d from tracefs (want 1), why %v", read, why)
+			if _, _, why := c.Report(); why == nil || errors.Is(why, ErrUntrusted) != (tc.untrusted != "") {
+				t.Errorf("why %v", why)
 			}
 			saved := c.Save()
 			if tc.untrusted == "dir" {
@@ -225,22 +319,11 @@ func TestEventCacheUntrusted(t *testing.T) {
 				return
 			}
 			checkMode(t, file, 0o600)
-			if got := cachedOpenat(t, dir); !reflect.DeepEqual(got, fieldNamed(want, "filename")) {
-				t.Errorf("after the save the cache gives filename %+v, want %+v", got, fieldNamed(want, "filename"))
+			if forgedServed(t, NewEventCache(dir, CacheOn)) {
+				t.Error("after the save the cache serves the forgery")
 			}
 		})
 	}
-}
-
-// cachedOpenat is the filename field of sys_enter_openat as the cache in
-// dir gives it, read from the file alone.
-func cachedOpenat(t *testing.T, dir string) Field {
-	t.Helper()
-	held, err := NewEventCache(dir, CacheOn).readFile()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return fieldNamed(held["sys_enter_openat"], "filename")
 }
 
 func fieldNamed(fields []Field, name string) Field {
@@ -252,12 +335,12 @@ func fieldNamed(fields []Field, name string) Field {
 	return Field{}
 }
 
-// TestCleanCache removes the cache's file and the temporary files of
+// TestCleanCache removes the cache's files and the temporary files of
 // saves that did not finish, and nothing else; a missing directory is
 // clean already.
 func TestCleanCache(t *testing.T) {
 	dir := t.TempDir()
-	for _, name := range []string{eventCacheFile, eventCacheTemp + "123", "other"} {
+	for _, name := range []string{eventCacheFile, "." + eventCacheFile + ".123", listCacheFile, "." + listCacheFile + ".4.5", "other"} {
 		rewrite(t, filepath.Join(dir, name), "x")
 	}
 	if err := os.Chmod(dir, 0o700); err != nil {

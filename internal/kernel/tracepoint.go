@@ -276,10 +276,17 @@ func (b *BTF) tracepointsIn(systems []string, event string) ([]*Tracepoint, erro
 // FindTracepoints then goes the way of a spec without a system.
 func inSystem(system, event string) (tps []*Tracepoint, ok bool, err error) {
 	names, err := eventsIn(system)
+	if err != nil {
+		return nil, false, nil
+	}
+	return listedIn(system, event, names)
+}
+
+// listedIn is inSystem out of names, system's events as eventsIn lists
+// them.
+func listedIn(system, event string, names []string) (tps []*Tracepoint, ok bool, err error) {
 	_, listed := slices.BinarySearch(names, event)
 	switch {
-	case err != nil:
-		return nil, false, nil
 	case ftraceOnly[system] && hasWildcard(event):
 		for _, name := range names {
 			tps = append(tps, &Tracepoint{System: system, Event: name})

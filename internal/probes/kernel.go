@@ -106,16 +106,17 @@ type RunningKernel struct {
 	// Kernel is the target kernel the features are asked of; nil: every
 	// feature is there.
 	Kernel *target.Kernel
-	// Events serves the trace events' fields, from its cache where it
-	// holds them; nil: tracefs serves them all.
+	// Events serves the trace events' fields and the syscalls system's
+	// tracepoints, from its cache where it holds them; nil: tracefs
+	// serves them all.
 	Events *kernel.EventCache
 }
 
 func (k RunningKernel) Has(f *target.Feature) bool { return k.Kernel == nil || k.Kernel.Has(f) }
 
 func (RunningKernel) Tracepoints() ([]*kernel.Tracepoint, error) { return kernel.Tracepoints() }
-func (RunningKernel) MatchTracepoints(spec string) ([]*kernel.Tracepoint, error) {
-	return kernel.FindTracepoints(spec)
+func (k RunningKernel) MatchTracepoints(spec string) ([]*kernel.Tracepoint, error) {
+	return k.Events.Tracepoints(spec)
 }
 func (RunningKernel) TracefsError() error                        { return kernel.TracefsError() }
 func (RunningKernel) BTF() (*kernel.BTF, error)                  { return kernel.Kernel() }
