@@ -60,6 +60,11 @@ type Family struct {
 	// to read from several goroutines at once): the elaborator may run it
 	// ahead, beside its own work, for a point a user's probe reaches.
 	Concurrent bool
+	// Prefetch, when set, reads the kernel facts Expand will read for a
+	// point like p, from another goroutine (as a Concurrent Expand, it
+	// reads kernel facts alone): the elaborator runs it with the
+	// expansions ahead, and Expand then finds them read.
+	Prefetch func(p *Point)
 	// Names lists the names a `*` component of Paths stands for
 	// ("syscall.*.return": the kernel's system calls). It is called when a
 	// user's point first reaches that component, never before; a name

@@ -62,7 +62,23 @@ func syscallFamily(k KernelInfo, listing bool) *Family {
 	})
 	return &Family{Name: "syscall", Paths: []string{"syscall.*", "syscall.*.return", "syscall.*.return.maxactive(number)"}, Kernel: true,
 		Names: names, OptionalLocals: []string{"retstr"},
-		Expand: func(p *Point) ([]*Point, error) { return expandSyscall(k, p, listing) }}
+		Expand:   func(p *Point) ([]*Point, error) { return expandSyscall(k, p, listing) },
+		Prefetch: func(p *Point) { prefetchSyscalls(k, p) }}
+}
+
+// prefetchSyscalls reads the raw syscall tracepoint that a point of many
+// calls shares (expandReturns, expandEntries): its event in tracefs, its
+// prototype in the BTF, whether it attaches BTF-typed; errno.stp's
+// derivation waited a millisecond for them.
+func prefetchSyscalls(k KernelInfo, p *Point) {
+	if len(p.Components) < 2 || !strings.ContainsAny(p.Components[1].Name, "*?[") {
+		return
+	}
+	event := "sys_enter"
+	if len(p.Components) > 2 {
+		event = "sys_exit"
+	}
+	rawSyscalls(k, event)
 }
 
 // Where SystemTap's name for a call differs from the kernel's event name

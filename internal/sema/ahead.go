@@ -19,8 +19,12 @@ import (
 // their points: the first trial of an attach kind, whose refusal the
 // messages of the later points quote ("loading a fentry program on
 // n_tty_receive_buf gives EPERM"), is the first point's, as when the
-// derivation expands them itself. The derivation, point by point as
-// before, finds the expansion made or waits for it. One made ahead is
+// derivation expands them itself. A family whose own expansion the
+// derivation makes but whose kernel facts can be read beside it
+// (probes.Family.Prefetch: the raw syscall tracepoint syscall.*.return's
+// program attaches to) has them read in that goroutine, in turn, and
+// nothing waits for that. The derivation, point by point as before,
+// finds the expansion made or waits for it. One made ahead is
 // used once: the same point reached again is expanded again, its kernel
 // facts found in their caches by then. When the derivation ends, the
 // expansions it never asked for (points past a `!` point that matched, or
@@ -28,12 +32,14 @@ import (
 // waited for: nothing outlives the elaboration (a fuzzer's process
 // elaborates `probe **` over and over).
 
-// aheadExpansion is a point's expansion, made ahead once done is closed.
+// aheadExpansion is a point's expansion, made ahead once done is closed;
+// or, for prefetch, its family's Prefetch, which nothing waits for.
 type aheadExpansion struct {
-	pt   *probes.Point
-	done chan struct{}
-	pts  []*probes.Point
-	err  error
+	pt       *probes.Point
+	prefetch bool
+	done     chan struct{}
+	pts      []*probes.Point
+	err      error
 }
 
 // expandAhead starts the expansions of the concurrent points the probes
@@ -42,7 +48,7 @@ type aheadExpansion struct {
 // while the derivation waits for the list of the kernel's calls that
 // syscall.*.return reads.
 func (e *elab) expandAhead(user []*syntax.File) (stop func()) {
-	w := &aheadWalk{e: e, seen: map[aliasUse]bool{}, active: map[*syntax.AliasDecl]bool{}}
+	w := &aheadWalk{e: e, seen: map[aliasUse]bool{}, active: map[*syntax.AliasDecl]bool{}, prefetched: map[string]bool{}}
 	for _, f := range user {
 		for _, d := range f.Decls {
 			if pd, ok := d.(*syntax.ProbeDecl); ok {
@@ -65,7 +71,11 @@ func (e *elab) expandAhead(user []*syntax.File) (stop func()) {
 				return
 			default:
 			}
-			x.pts, x.err = x.pt.Family.Expand(x.pt)
+			if x.prefetch {
+				x.pt.Family.Prefetch(x.pt)
+			} else {
+				x.pts, x.err = x.pt.Family.Expand(x.pt)
+			}
 			close(x.done)
 		}
 	}()
@@ -83,10 +93,11 @@ func (e *elab) expandAhead(user []*syntax.File) (stop func()) {
 // took time exponential in the depth (`probe a = a.A.return = *, ...`
 // with `probe a.*.return` hung pass 2).
 type aheadWalk struct {
-	e      *elab
-	queue  []*aheadExpansion
-	seen   map[aliasUse]bool
-	active map[*syntax.AliasDecl]bool // the aliases on the way down
+	e          *elab
+	queue      []*aheadExpansion
+	seen       map[aliasUse]bool
+	active     map[*syntax.AliasDecl]bool // the aliases on the way down
+	prefetched map[string]bool            // the points whose family's Prefetch is queued
 }
 
 // aliasUse is an alias reached with a suffix.
@@ -107,6 +118,10 @@ func (w *aheadWalk) walk(pts []*probes.Point, depth int) {
 			continue
 		}
 		key := aheadKey(pt)
+		if pt.Family.Prefetch != nil && !w.prefetched[key] {
+			w.prefetched[key] = true
+			w.queue = append(w.queue, &aheadExpansion{pt: pt, prefetch: true, done: make(chan struct{})})
+		}
 		if !pt.Family.Concurrent || w.e.ahead[key] != nil {
 			continue
 		}
