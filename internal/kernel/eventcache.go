@@ -48,10 +48,10 @@ import (
 // process's effective user and nobody else may write to it (mode without
 // group or other write); each file likewise (a regular file, the user's,
 // one link, nobody else writing). Otherwise what the file would hold
-// comes from tracefs and nothing is written. A save writes a new file, created exclusively
-// beside the old one, and renames it over it: a reader sees one file or
-// the other whole, and two runs saving at once lose at most what one of
-// them added.
+// comes from tracefs and nothing is written. A save writes a new file,
+// created exclusively beside the old one, and renames it over it: a
+// reader sees one file or the other whole, and two runs saving at once
+// lose at most what one of them added.
 
 // CacheUse is what a run does with the cache.
 type CacheUse int
@@ -195,6 +195,8 @@ func load[T any](c *EventCache, name, format string, parse func(data []byte, hea
 	return held
 }
 
+// readCacheFile reads the file name of the cache's directory, when both
+// are trusted (openOwned), with parse after the head of format.
 func readCacheFile[T any](c *EventCache, name, format string, parse func(data []byte, head string) (T, error)) (T, error) {
 	var none T
 	dir, err := openCacheDir(c.dir, false)
