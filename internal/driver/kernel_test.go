@@ -733,7 +733,10 @@ func TestStraceExample(t *testing.T) {
 // and listed to the 6000th, the array's size (other processes fail calls
 // too: at load 40 the 1000 most frequent left its remainders out; -D
 // MAXACTION lets the timer probe print them all), are that number, on the
-// lines of one pid.
+// lines of one pid. A report of 6000 lines is of a full array: the
+// script's error%[6000] wraps, dropping its oldest key, the workload's
+// too when other processes failed 6000 other calls meanwhile (a second
+// copy of the suite running); then its count is at most that number.
 func TestErrsnoopExample(t *testing.T) {
 	requireFeature(t, "bpf")
 	const script = "/usr/share/systemtap/examples/process/errsnoop.stp"
@@ -753,8 +756,15 @@ func TestErrsnoopExample(t *testing.T) {
 		hits, _ := strconv.Atoi(m[1])
 		byPid[m[2]] += hits
 	}
+	wrapped := false
+	for _, report := range strings.Split(stdout.String(), "HITS ERRSTR")[1:] {
+		wrapped = wrapped || strings.Count(report, "\n") > 6000
+	}
 	for _, hits := range byPid {
-		if hits == n {
+		if hits == n || wrapped && hits > 0 && hits < n {
+			if hits != n {
+				t.Logf("%d of the %d failed opens counted: a report of 6000 lines, the array wrapped", hits, n)
+			}
 			return
 		}
 	}
