@@ -204,9 +204,9 @@ func HasFuncTypes(insns asm.Instructions) bool {
 }
 
 // PrepareFuncTypes asks the kernel, once and in the background, what the
-// first funcInfo's btf.NewHandle asks it before loading any BTF: cilium/
-// ebpf's probes of the BTF it takes (btf.KernelMarshalOptions: func
-// linkage, decl and type tags, 64-bit enums), six small BTF loads, 1.3-
+// first funcInfo's btf.NewHandle asks it before loading any BTF: the
+// cilium/ebpf probes of the BTF it takes (btf.KernelMarshalOptions: func
+// linkage, decl and type tags, 64-bit enums), six small BTF loads, 1.3 to
 // 1.6 ms here, kept for the process. Started while the other programs
 // compile, they are answered by the time the first program loads: pass
 // 4 waited for them after creating the maps (syscall.*'s two programs).

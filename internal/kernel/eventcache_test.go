@@ -185,7 +185,7 @@ func TestEventCacheTracepoints(t *testing.T) {
 func names(tps []*Tracepoint) string {
 	var s []string
 	for _, tp := range tps {
-		s = append(s, tp.System+":"+tp.Event)
+		s = append(s, tp.String())
 	}
 	return strings.Join(s, " ")
 }

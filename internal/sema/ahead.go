@@ -33,7 +33,8 @@ import (
 // elaborates `probe **` over and over).
 
 // aheadExpansion is a point's expansion, made ahead once done is closed;
-// or, for prefetch, its family's Prefetch, which nothing waits for.
+// or, for prefetch, its family's Prefetch, which nothing waits for (done
+// nil).
 type aheadExpansion struct {
 	pt       *probes.Point
 	prefetch bool
@@ -73,9 +74,9 @@ func (e *elab) expandAhead(user []*syntax.File) (stop func()) {
 			}
 			if x.prefetch {
 				x.pt.Family.Prefetch(x.pt)
-			} else {
-				x.pts, x.err = x.pt.Family.Expand(x.pt)
+				continue
 			}
+			x.pts, x.err = x.pt.Family.Expand(x.pt)
 			close(x.done)
 		}
 	}()
@@ -120,7 +121,7 @@ func (w *aheadWalk) walk(pts []*probes.Point, depth int) {
 		key := aheadKey(pt)
 		if pt.Family.Prefetch != nil && !w.prefetched[key] {
 			w.prefetched[key] = true
-			w.queue = append(w.queue, &aheadExpansion{pt: pt, prefetch: true, done: make(chan struct{})})
+			w.queue = append(w.queue, &aheadExpansion{pt: pt, prefetch: true})
 		}
 		if !pt.Family.Concurrent || w.e.ahead[key] != nil {
 			continue
