@@ -14,7 +14,7 @@ import (
 func PrintFormat(n *syntax.PrintCall) (*format.Format, error) {
 	switch {
 	case n.Format != nil:
-		return format.Compile(n.Format.Value)
+		return n.CompiledFormat()
 	case n.Name == "print_char":
 		return format.Char(), nil
 	}

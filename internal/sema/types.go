@@ -1,7 +1,6 @@
 package sema
 
 import (
-	"github.com/bpftap/bpftap/internal/format"
 	"github.com/bpftap/bpftap/internal/syntax"
 )
 
@@ -55,7 +54,6 @@ type typer struct {
 	firstAt    map[declKey]syntax.Node      // where each symbol type was settled
 	sched      *schedule                    // the bodies in order, and which are due (types_order.go)
 	inSlots    map[*syntax.In]*syntax.Index // the array element `k in a` tests
-	formats    map[*syntax.StringLit]*format.Format
 }
 
 // typeAbort unwinds a pass after an error stap throws (instead of printing and
@@ -63,8 +61,7 @@ type typer struct {
 type typeAbort struct{}
 
 func (e *elab) newTyper() *typer {
-	return &typer{e: e, firstAt: map[declKey]syntax.Node{}, inSlots: map[*syntax.In]*syntax.Index{},
-		formats: map[*syntax.StringLit]*format.Format{}}
+	return &typer{e: e, firstAt: map[declKey]syntax.Node{}, inSlots: map[*syntax.In]*syntax.Index{}}
 }
 
 // run runs type passes until they converge (see inferTypes), recovering the

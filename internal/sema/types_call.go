@@ -84,14 +84,9 @@ func isHist(x syntax.Expr) bool {
 }
 
 func (t *typer) printf(x *syntax.PrintCall) {
-	f := t.formats[x.Format]
-	if f == nil {
-		var err error
-		f, err = format.Compile(x.Format.Value)
-		if err != nil {
-			t.throw("format", x, err.Error())
-		}
-		t.formats[x.Format] = f
+	f, err := x.CompiledFormat()
+	if err != nil {
+		t.throw("format", x, err.Error())
 	}
 	kinds := f.Args()
 	if len(kinds) != len(x.Args) {

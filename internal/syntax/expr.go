@@ -652,3 +652,24 @@ func (p *parser) parseAtVar() Expr {
 	v.Module = p.moduleArg()
 	return v
 }
+
+// compiledFormat is a printf format's compilation, or why it failed.
+type compiledFormat struct {
+	f   *format.Format
+	err error
+}
+
+// CompiledFormat returns the compilation of printf's format (Format's
+// value, not nil), made at the first call: the typing checks the
+// arguments against it, the code generator, the deferred locals'
+// functions and the interpreter print with it, each for every printf it
+// meets (syscall.*'s formats were compiled three times at every run). A
+// clone shares it, its format being the same. Not for concurrent use, as
+// the rest of the tree.
+func (c *PrintCall) CompiledFormat() (*format.Format, error) {
+	if c.compiled == nil {
+		f, err := format.Compile(c.Format.Value)
+		c.compiled = &compiledFormat{f, err}
+	}
+	return c.compiled.f, c.compiled.err
+}
