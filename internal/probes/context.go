@@ -85,6 +85,8 @@ type Context struct {
 	// first use into debug (userdebug.go).
 	user  *debugFunc
 	debug debugState
+	// callArgs are a system call's own arguments once listed (CallArgs).
+	callArgs []attach.Arg
 }
 
 // Entry is where the @entry expressions of a return probe are evaluated:
@@ -375,7 +377,7 @@ func (c *Context) loadFields() *ContextError {
 	}
 	c.Attach.Args = args
 	if c.Attach.System == "syscalls" && strings.HasPrefix(c.Attach.Event, syscallEnter) {
-		c.Attach.Args = append(c.Attach.Args, rawCallArgs(c.Attach.Args)...)
+		c.Attach.Args = appendRawCallArgs(c.Attach.Args)
 	}
 	return nil
 }

@@ -472,31 +472,33 @@ var sharedArgstr = func() string {
 	return fmt.Sprintf("argstr = __syscall_argstr(__syscall_kinds, %s)\n", strings.Join(regs, ", "))
 }()
 
-// rawCallArgs are the hidden arguments $__syscall_arg1_u64 ... _arg6_u64
-// of a call's entry event: each argument's raw word in the record. The
+// appendRawCallArgs appends to the fields of a call's entry event the
+// hidden arguments $__syscall_arg1_u64 ... _arg6_u64, in place when there
+// is room: each argument's raw word in the record. The
 // record of a call with fewer than six arguments has no word for the
 // others: they read __syscall_nr instead, a value __syscall_argstr never
 // looks at (kinds marks them absent).
-func rawCallArgs(fields []attach.Arg) []attach.Arg {
-	var offsets []int
-	nr := 8
+func appendRawCallArgs(fields []attach.Arg) []attach.Arg {
+	var offsets [6]int
+	n, nr := 0, 8
 	for _, f := range fields {
 		if f.Name == "__syscall_nr" {
 			nr = f.Loc.Offset
-		} else if len(offsets) < 6 {
-			offsets = append(offsets, f.Loc.Offset)
+		} else if n < len(offsets) {
+			offsets[n] = f.Loc.Offset
+			n++
 		}
 	}
-	var args []attach.Arg
-	for i := range 6 {
+	fields = slices.Grow(fields, len(offsets))
+	for i := range offsets {
 		loc := attach.Loc{Offset: nr, Size: 4}
-		if i < len(offsets) {
+		if i < n {
 			loc = attach.Loc{Offset: offsets[i], Size: 8}
 		}
 		name := strings.TrimPrefix(EntryArg(i, 8, false), "$")
-		args = append(args, attach.Arg{Name: name, Local: name, Loc: loc, Hidden: true})
+		fields = append(fields, attach.Arg{Name: name, Local: name, Loc: loc, Hidden: true})
 	}
-	return args
+	return fields
 }
 
 // Entries of many calls share one program too, but their prologues differ
@@ -661,19 +663,33 @@ func CompatGuard(nr int, ret bool) syntax.Stmt {
 }
 
 // CallArgs returns the arguments of a call's own entry event (the
-// record's fields but __syscall_nr), reading its format file.
+// record's fields but __syscall_nr), reading its format file: listed once,
+// the same slice at every call (sema asks for them three times a call),
+// which its callers do not change.
 func (c *Context) CallArgs() ([]attach.Arg, error) {
 	if err := c.loadFields(); err != nil {
 		return nil, err
 	}
-	var args []attach.Arg
-	for _, a := range c.Attach.Args {
-		if a.Name != "__syscall_nr" && !a.Hidden {
-			args = append(args, a)
+	if c.callArgs == nil {
+		n := 0
+		for _, a := range c.Attach.Args {
+			if ownCallArg(a) {
+				n++
+			}
+		}
+		c.callArgs = make([]attach.Arg, 0, n)
+		for _, a := range c.Attach.Args {
+			if ownCallArg(a) {
+				c.callArgs = append(c.callArgs, a)
+			}
 		}
 	}
-	return args, nil
+	return c.callArgs, nil
 }
+
+// ownCallArg tells whether a of a call's entry event is an argument of
+// the call: not the event's __syscall_nr, nor a raw word the tapset reads.
+func ownCallArg(a attach.Arg) bool { return a.Name != "__syscall_nr" && !a.Hidden }
 
 // SyscallNumber returns the number of the call whose trace event is
 // syscalls:EVENT (sys_enter_NAME or sys_exit_NAME) on this architecture.
