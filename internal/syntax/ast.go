@@ -386,7 +386,8 @@ type (
 		// argument faults, in place of the error: stap's pretty printing
 		// of a context variable ($var$, each of $$parms$) gives "ERROR".
 		OnFault string
-		// compiled is Format's compilation once made (CompiledFormat).
+		// compiled is Format's compilation, made by the parser
+		// (CompiledFormat).
 		compiled *compiledFormat
 	}
 	// StatOp is a statistics extractor: @count, @sum, @min, @max, @avg, @variance.

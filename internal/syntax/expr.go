@@ -594,9 +594,11 @@ func (p *parser) parsePrint(t *token) Expr {
 	case base == "printf":
 		pc.Format = p.parseLiteralString()
 		// stap's parser checks the conversions of the format as written
-		if _, err := format.Compile(pc.Format.Raw); err != nil {
+		asWritten, err := format.Compile(pc.Format.Raw)
+		if err != nil {
 			p.fail(err.Error())
 		}
+		pc.compiled = compileFormat(pc.Format, asWritten)
 		consumed = true
 	case base == "printd" || base == "printdln":
 		pc.Delim = p.parseLiteralString()
@@ -659,17 +661,27 @@ type compiledFormat struct {
 	err error
 }
 
+// compileFormat compiles the value of lit, a format whose text as
+// written compiles to asWritten: the same when it has no escape.
+func compileFormat(lit *StringLit, asWritten *format.Format) *compiledFormat {
+	if lit.Raw == lit.Value {
+		return &compiledFormat{f: asWritten}
+	}
+	f, err := format.Compile(lit.Value)
+	return &compiledFormat{f, err}
+}
+
 // CompiledFormat returns the compilation of printf's format (Format's
-// value, not nil), made at the first call: the typing checks the
-// arguments against it, the code generator, the deferred locals'
-// functions and the interpreter print with it, each for every printf it
-// meets (syscall.*'s formats were compiled three times at every run). A
-// clone shares it, its format being the same. Not for concurrent use, as
-// the rest of the tree.
+// value, not nil). A parsed call's is made by the parser, once: the typing
+// checks the arguments against it, the code generator, the deferred
+// locals' functions and the interpreter print with it, each for every
+// printf it meets (syscall.*'s formats were compiled three times at every
+// run, from several goroutines once the code generator compiles programs
+// at once). A clone shares it, its format being the same; a call made by
+// the elaborator compiles its format at each call.
 func (c *PrintCall) CompiledFormat() (*format.Format, error) {
 	if c.compiled == nil {
-		f, err := format.Compile(c.Format.Value)
-		c.compiled = &compiledFormat{f, err}
+		return format.Compile(c.Format.Value)
 	}
 	return c.compiled.f, c.compiled.err
 }
