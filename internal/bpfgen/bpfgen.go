@@ -156,8 +156,9 @@ type Module struct {
 	uses         *wholeUses // what kernel code uses whole; nil until asked
 	// regexData holds the tables of the patterns of =~ (regex.go), each at
 	// its regexBase.
-	regexData []byte
-	regexBase map[string]int
+	regexData  []byte
+	regexBase  map[string]int
+	regexOrder []regexEntry // the patterns in the order they were added
 	// facts are what the code reads from the target kernel's BTF.
 	facts *kernelFacts
 }

@@ -2,7 +2,6 @@ package bpfgen
 
 import (
 	"encoding/binary"
-	"fmt"
 	"maps"
 	"slices"
 
@@ -255,7 +254,7 @@ func callTableRows(cases []callCase, columns []callColumn) map[uint32][]byte {
 // in a table of its own.
 func (g *gen) emitCallTable(subject syntax.Expr, cases []callCase, columns []callColumn) {
 	size := cases[len(cases)-1].key + 1
-	ref := fmt.Sprintf("%s_%d", callTableMap, len(g.m.callTables))
+	ref := g.m.callTableRef()
 	g.m.callTables = append(g.m.callTables, callTableSpec(ref, size, rowSize(columns), callTableRows(cases, columns)))
 	miss, tail, done := g.newLabel("nocall"), g.newLabel("tailcall"), g.newLabel("call")
 	g.long(subject)

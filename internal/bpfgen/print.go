@@ -52,7 +52,7 @@ func (g *gen) send(out *Output, args []syntax.Expr) {
 	g.emit(
 		asm.Mov.Reg(regRec, asm.R0),
 		asm.StoreImm(regRec, 0, int64(RecordPrint), asm.Word),
-		asm.StoreImm(regRec, 4, int64(id), asm.Word),
+		numbered(asm.StoreImm(regRec, 4, int64(id), asm.Word), relocOutput),
 	)
 	g.storeRun()
 	for i, field := range out.Args {

@@ -141,7 +141,7 @@ func (g *gen) errorSite(msg string, at syntax.Pos, addr bool) string {
 	g.tails = append(g.tails, func() {
 		g.cur = at
 		g.mark(label)
-		g.emit(asm.Mov.Imm(regErr, int32(id)))
+		g.emit(numbered(asm.Mov.Imm(regErr, int32(id)), relocError))
 		if !addr {
 			g.emit(asm.Mov.Imm(regRec, 0))
 		}

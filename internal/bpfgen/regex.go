@@ -105,6 +105,7 @@ func (m *Module) regexTables(pattern string, d *regexdfa.DFA) int {
 	}
 	m.regexData = append(m.regexData, data...)
 	m.regexBase[pattern] = base
+	m.regexOrder = append(m.regexOrder, regexEntry{pattern, d})
 	return base
 }
 
@@ -183,7 +184,7 @@ func (g *gen) regexFirst(r *reMatch, enter, answer string) {
 	final := g.newLabel("re_final")
 	g.emit(
 		asm.Mov.Imm(asm.R0, int32(r.dfa.Start)*r.row),
-		asm.LoadMapValue(asm.R5, 0, uint32(r.base)).WithReference(RegexMap),
+		numbered(asm.LoadMapValue(asm.R5, 0, uint32(r.base)), relocRegex).WithReference(RegexMap),
 	)
 	for k := range min(regexUnroll, r.s.width) {
 		g.emit(
@@ -229,7 +230,7 @@ func (g *gen) regexLoop(r *reMatch, ids iterNumIDs, iter int16) {
 		asm.LoadMem(asm.R4, regScratch, r.cells+8, asm.DWord),
 		asm.LoadMem(asm.R0, regScratch, r.cells, asm.DWord),
 		asm.And.Imm(asm.R0, 0xffff),
-		asm.LoadMapValue(asm.R5, 0, uint32(r.base)).WithReference(RegexMap),
+		numbered(asm.LoadMapValue(asm.R5, 0, uint32(r.base)), relocRegex).WithReference(RegexMap),
 	)
 	if r.s.width > regexUnroll {
 		g.regexRun(r, save, decode)

@@ -111,6 +111,14 @@ func (g *gen) syscallName(c *syntax.Call) value {
 	return dst
 }
 
+// useSyscallTexts records that a program reads the map of texts ref.
+func (m *Module) useSyscallTexts(ref string) {
+	if m.syscallTextMaps == nil {
+		m.syscallTextMaps = map[string]bool{}
+	}
+	m.syscallTextMaps[ref] = true
+}
+
 // syscallTextByNumber compiles a call (probefunc(), pn(), pp()) in a
 // program of the syscall family that serves many calls: the text of map
 // ref for the call the thread makes, by the number in its user registers.
@@ -118,10 +126,7 @@ func (g *gen) syscallName(c *syntax.Call) value {
 // have no compat calls); a number outside the table gives "".
 func (g *gen) syscallTextByNumber(c *syntax.Call, ref string) value {
 	texts := g.m.syscallTexts(ref)
-	if g.m.syscallTextMaps == nil {
-		g.m.syscallTextMaps = map[string]bool{}
-	}
-	g.m.syscallTextMaps[ref] = true
+	g.m.useSyscallTexts(ref)
 	dst := g.strSlot(slotWidth(texts))
 	done := g.newLabel("systext")
 	slot := g.pushSlot()
@@ -315,6 +320,17 @@ func (g *gen) nativeNr() {
 // returns of syscall.*: 770 instructions processed; now 312).
 const SyscallSetMap = "syscall_sets"
 
+// syscallSet returns the index of set among the module's sets, adding
+// it on first use.
+func (m *Module) syscallSet(set string) int {
+	index := slices.Index(m.syscallSets, set)
+	if index < 0 {
+		index = len(m.syscallSets)
+		m.syscallSets = append(m.syscallSets, set)
+	}
+	return index
+}
+
 // syscallIn compiles __syscall_in(nr, set): 1 when nr is in set (a
 // literal, tapset.ParseSyscallSet's), else 0.
 func (g *gen) syscallIn(c *syntax.Call) {
@@ -322,18 +338,15 @@ func (g *gen) syscallIn(c *syntax.Call) {
 		g.fail(c, "%s", msg)
 		return
 	}
-	set := c.Args[1].(*syntax.StringLit).Value
-	index := slices.Index(g.m.syscallSets, set)
-	if index < 0 {
-		index = len(g.m.syscallSets)
-		g.m.syscallSets = append(g.m.syscallSets, set)
-	}
+	index := g.m.syscallSet(c.Args[1].(*syntax.StringLit).Value)
 	out, done := g.newLabel("notinset"), g.newLabel("inset")
 	g.long(c.Args[0])
 	slot, key := g.pushSlot(), g.pushSlot()
 	g.emit(asm.JGE.Imm(asm.R0, tapset.SyscallSetBits, out), // unsigned: a negative number too
 		asm.StoreMem(asm.R10, slot, asm.R0, asm.DWord))
-	g.emit(emitLookupIndex(SyscallSetMap, key, int32(index), out)...)
+	lookup := emitLookupIndex(SyscallSetMap, key, int32(index), out)
+	lookup[0] = numbered(lookup[0], relocSet)
+	g.emit(lookup...)
 	g.emit(asm.LoadMem(asm.R1, asm.R10, slot, asm.DWord),
 		asm.Mov.Reg(asm.R2, asm.R1), asm.RSh.Imm(asm.R2, 3),
 		asm.Add.Reg(asm.R0, asm.R2),

@@ -156,21 +156,19 @@ func Compile(prog *sema.Program, cfg Config) (*Session, error) {
 		FindsTasks: func(a *attach.Point) error { return CanFindTasks(cfg.Kernel, a) }, Kernel: cfg.Kernel,
 	})
 	s := &Session{mod: mod, cfg: cfg}
-	for _, g := range programGroups(KernelProbes(prog)) {
-		bp, err := mod.CompileGroup(g)
-		var ge *bpfgen.Error
-		if errors.As(err, &ge) {
-			return nil, &Error{Pos: ge.Pos, Msg: ge.Msg, Err: ge.Err}
-		}
-		if err != nil {
-			return nil, err
-		}
+	progs, err := mod.CompileGroups(programGroups(KernelProbes(prog)), func(bp *bpfgen.Program) {
 		if cfg.Loads && bpfrt.HasFuncTypes(bp.Instructions) {
 			bpfrt.PrepareFuncTypes()
 		}
-		s.progs = append(s.progs, bp)
+	})
+	var ge *bpfgen.Error
+	if errors.As(err, &ge) {
+		return nil, &Error{Pos: ge.Pos, Msg: ge.Msg, Err: ge.Err}
 	}
-	s.progs = append(s.progs, mod.ThreadExits()...)
+	if err != nil {
+		return nil, err
+	}
+	s.progs = append(progs, mod.ThreadExits()...)
 	return s, nil
 }
 
