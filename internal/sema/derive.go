@@ -77,7 +77,7 @@ type expansion struct {
 	// what a wildcard matched (globbed); unlike optional, its probes
 	// must attach
 	quiet  bool
-	via    []string // alias definitions crossed, innermost first, for -p2
+	via    []*syntax.AliasDecl // alias definitions crossed, innermost first, for -p2
 	active map[*syntax.AliasDecl]bool
 	files  []*syntax.File // library files of the aliases used
 	// fromTapset: the innermost alias crossed is the tapset's.
@@ -232,7 +232,7 @@ func (e *elab) expandAlias(x *expansion, pp *syntax.ProbePoint, pt *probes.Point
 			inner.active[k] = true
 		}
 		inner.body = wrapBody(a, x.body)
-		inner.via = append([]string{aliasString(a)}, x.via...)
+		inner.via = append([]*syntax.AliasDecl{a}, x.via...)
 		if x.script == "" && !wildcard(pt.Suffix) {
 			inner.script = probes.ComponentsString(append(append([]*syntax.Component(nil), pt.Components...), pt.Suffix...))
 		}

@@ -114,7 +114,10 @@ func varSig(v *syntax.Var) string { return v.Name + ":" + v.Type.String() }
 // header is "POINT /* <- ALIAS <- ... <- USER POINTS */", with a
 // function probe's "/* pc=.dynamic+0x1149 */" after POINT.
 func (p *Probe) header() string {
-	chain := append([]string(nil), p.origin...)
+	var chain []string
+	for _, a := range p.origin {
+		chain = append(chain, aliasString(a))
+	}
 	if p.userText != "" {
 		chain = append(chain, p.userText)
 	} else {

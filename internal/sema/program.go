@@ -111,9 +111,9 @@ type Probe struct {
 	// nil for other probes.
 	Value *syntax.Var
 
-	context  *probes.Context // resolves the context expressions of a kernel probe
-	origin   []string        // alias definitions the point went through, innermost first
-	userText string          // the probe's points as the user wrote them
+	context  *probes.Context     // resolves the context expressions of a kernel probe
+	origin   []*syntax.AliasDecl // alias definitions the point went through, innermost first
+	userText string              // the probe's points as the user wrote them
 	// entries are the calls whose entries the probe stands for together
 	// (probes.Point.Entries), until mergeSyscallEntries makes them cases.
 	entries []probes.GenericEntry
