@@ -213,7 +213,8 @@ func (s *session) run() int {
 // percent syscall.* and syscall.*.return compile without a collection
 // (15 MB allocated, 4 MB of it live at the end: at 400 % one collection
 // started as its programs loaded, its marking beside the verifier on the
-// second CPU, and the whole run was 1.06x slower; at 100 %, two more). A
+// second CPU; paired runs at 800 % took 0.94-0.98x the time and 0.91-0.93x
+// the CPU of runs at 400 %). A
 // small script never collects while compiling; syscall.*'s peak memory
 // grows from 38.5 to 39.3 MiB, strace.stp's (two collections at 400 %, one
 // now) from 43 to 47 MiB. The run collects as usual from its

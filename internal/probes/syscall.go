@@ -472,9 +472,9 @@ var sharedArgstr = func() string {
 	return fmt.Sprintf("argstr = __syscall_argstr(__syscall_kinds, %s)\n", strings.Join(regs, ", "))
 }()
 
-// appendRawCallArgs appends to the fields of a call's entry event the
-// hidden arguments $__syscall_arg1_u64 ... _arg6_u64, in place when there
-// is room: each argument's raw word in the record. The
+// appendRawCallArgs appends to the fields of a call's entry event (the
+// slice grown once) the hidden arguments $__syscall_arg1_u64 ...
+// _arg6_u64: each argument's raw word in the record. The
 // record of a call with fewer than six arguments has no word for the
 // others: they read __syscall_nr instead, a value __syscall_argstr never
 // looks at (kinds marks them absent).
