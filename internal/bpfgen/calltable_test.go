@@ -6,6 +6,7 @@ import (
 	"github.com/bpftap/bpftap/internal/bpfgen"
 	"github.com/bpftap/bpftap/internal/sema"
 	"github.com/bpftap/bpftap/internal/tapset"
+	"github.com/bpftap/bpftap/internal/tapset/tapsettest"
 	"github.com/bpftap/bpftap/internal/target/targettest"
 )
 
@@ -27,7 +28,7 @@ func TestCallTable(t *testing.T) {
 		{"names too long", `probe syscall.* { if (name == "umask") printf("%s\n", argstr) }`, 16, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			prog := elaborateWith(t, c.script, sema.Options{Library: library(t)})
+			prog := elaborateWith(t, c.script, sema.Options{Library: tapsettest.Files(t)})
 			sema.DeferPrinted(prog)
 			m := bpfgen.New(prog, bpfgen.Config{Kernel: targettest.Running(t), Limits: tapset.Limits{MaxStringLen: c.maxStr}})
 			var first *bpfgen.Program

@@ -9,8 +9,7 @@ import (
 
 	"github.com/bpftap/bpftap/internal/kernelside"
 	"github.com/bpftap/bpftap/internal/sema"
-	"github.com/bpftap/bpftap/internal/syntax"
-	"github.com/bpftap/bpftap/internal/tapset"
+	"github.com/bpftap/bpftap/internal/tapset/tapsettest"
 )
 
 // TestTaskFields checks ppid() and euid() against the test process, the
@@ -46,7 +45,7 @@ probe kernel.trace("raw_syscalls:sys_enter") {
 	printf("%d %d %d %s %d %d|", task_pid(t), task_tid(t), task_pid(task_parent(t)), task_execname(t), task_prio(t), task_nice(t))
 	printf("%d %d %d %d\n", t->tgid, p->tgid, task_state(t), task_cpu(t) == cpu())
 	exit()
-}`, sema.Options{Library: library(t)})
+}`, sema.Options{Library: tapsettest.Files(t)})
 	var out recorder
 	s := compile(t, prog, kernelside.Config{Target: true}, c)
 	start(t, s, c, &out)
@@ -54,21 +53,6 @@ probe kernel.trace("raw_syscalls:sys_enter") {
 	if got := string(out.out); got != want {
 		t.Errorf("got  %q\nwant %q", got, want)
 	}
-}
-
-// library parses the embedded tapset library, as the driver does.
-func library(t *testing.T) []*syntax.File {
-	stp, _ := tapset.Library()
-	macros, _ := tapset.Macros()
-	var files []*syntax.File
-	for _, src := range stp {
-		f, err := syntax.Parse(src, &syntax.Config{Tapset: true, Arch: syntax.HostArch(), Macros: macros})
-		if err != nil {
-			t.Fatal(err)
-		}
-		files = append(files, f)
-	}
-	return files
 }
 
 // waitForComm waits until process pid runs the program called comm (nice

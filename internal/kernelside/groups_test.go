@@ -11,7 +11,7 @@ import (
 	"github.com/bpftap/bpftap/internal/probes/attach"
 	"github.com/bpftap/bpftap/internal/sema"
 	"github.com/bpftap/bpftap/internal/syntax"
-	"github.com/bpftap/bpftap/internal/tapset"
+	"github.com/bpftap/bpftap/internal/tapset/tapsettest"
 	"github.com/bpftap/bpftap/internal/target"
 )
 
@@ -91,7 +91,7 @@ func compiledGroups(t *testing.T, script string, k *target.Kernel) (*bpfgen.Modu
 	if err != nil {
 		t.Fatal(err)
 	}
-	prog, err := sema.Elaborate([]*syntax.File{f}, sema.Options{NoWarnings: true, KernelProbes: true, Library: library(t),
+	prog, err := sema.Elaborate([]*syntax.File{f}, sema.Options{NoWarnings: true, KernelProbes: true, Library: tapsettest.Files(t),
 		Registry: probes.BuiltinWith(probes.RunningKernel{Kernel: k,
 			CanAttach: func(a *attach.Point) error { return bpfrt.CanAttachOn(k, a) }}, probes.Config{})})
 	if err != nil {
@@ -126,20 +126,4 @@ func part(parts []string, i int) string {
 		return parts[i]
 	}
 	return "(none)"
-}
-
-// library parses the tapset library.
-func library(t *testing.T) []*syntax.File {
-	t.Helper()
-	stp, _ := tapset.Library()
-	macros, _ := tapset.Macros()
-	var files []*syntax.File
-	for _, src := range stp {
-		f, err := syntax.Parse(src, &syntax.Config{Tapset: true, Arch: syntax.HostArch(), Macros: macros})
-		if err != nil {
-			t.Fatal(err)
-		}
-		files = append(files, f)
-	}
-	return files
 }
