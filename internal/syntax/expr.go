@@ -99,21 +99,22 @@ func isOpIn(t *token, ops []string) bool {
 }
 
 func (p *parser) parseArrayIn() Expr {
-	var keys []Expr
-	bracketed := false
-	if p.peekOp("[") {
-		p.swallow()
-		bracketed = true
+	if !p.peekOp("[") { // most expressions: no list of keys made for them
+		key := p.parseComparison()
+		if t := p.peek(); t.is(tokKeyword, "in") {
+			p.next()
+			return &In{Typed: Typed{Pos: t.pos}, Keys: []Expr{key}, Array: p.parseIndexable()}
+		}
+		return key
 	}
+	p.swallow()
+	var keys []Expr
 	for {
-		if t := p.peek(); bracketed && t.isOp("*") {
+		if t := p.peek(); t.isOp("*") {
 			p.swallow()
 			keys = append(keys, &Star{Typed{Pos: t.pos}})
 		} else {
 			keys = append(keys, p.parseComparison())
-		}
-		if !bracketed {
-			break
 		}
 		t := p.peek()
 		if t.isOp(",") {
