@@ -4,7 +4,9 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"os"
 	"path"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -97,11 +99,22 @@ func inDirectory(system, event string) bool {
 // systems are then unknown), or is nil: mounted, or mounted privately,
 // without reading its list of events (a spec's "no match" asks).
 func TracefsError() error {
-	if tracefsMountOnce() != "" {
-		return nil
+	if dir := tracefsMountOnce(); dir != "" {
+		return readableTracefs(dir)
 	}
 	_, err := privateRoot()
 	return err
+}
+
+// readableTracefs is why tracefs mounted at dir cannot be read by this
+// process (nil when it can): root mounts it 0700, so that a user with
+// CAP_BPF finds it mounted and cannot list its events.
+func readableTracefs(dir string) error {
+	f, err := os.Open(filepath.Join(dir, "events"))
+	if err != nil {
+		return fmt.Errorf("reading tracefs: %w", err)
+	}
+	return f.Close()
 }
 
 // Tracepoints lists the running kernel's tracepoints sorted by system and event,
