@@ -42,6 +42,7 @@ package bpfgen
 import (
 	"fmt"
 	"slices"
+	"sync"
 
 	"github.com/bpftap/bpftap/internal/probes/attach"
 	"github.com/bpftap/bpftap/internal/sema"
@@ -151,9 +152,9 @@ type Module struct {
 	unread       bool       // a program counts in UnreadMap
 	together     bool       // a program keeps its runs' records together (RunMap)
 	records      recordCounter
-	gens         bool       // a global is kept in generations (GenMap)
-	programs     int        // compiled so far
-	uses         *wholeUses // what kernel code uses whole; nil until asked
+	gens         bool              // a global is kept in generations (GenMap)
+	programs     int               // compiled so far
+	uses         func() *wholeUses // what kernel code uses whole, walked on the first call (shared by shards)
 	// regexData holds the tables of the patterns of =~ (regex.go), each at
 	// its regexBase.
 	regexData  []byte
@@ -168,7 +169,7 @@ type Module struct {
 func New(prog *sema.Program, cfg Config) *Module {
 	cfg.defaults(prog)
 	return &Module{cfg: cfg, maxStr: int(cfg.Limits.MaxStringLen), prog: prog, globals: map[*syntax.Var]*Global{},
-		facts: newKernelFacts(cfg.Kernel)}
+		uses: sync.OnceValue(func() *wholeUses { return walkWholeUses(prog) }), facts: newKernelFacts(cfg.Kernel)}
 }
 
 // Program is one compiled probe.

@@ -68,10 +68,16 @@ func (m *Module) CompileGroups(groups [][]*sema.Probe, compiled func(*Program)) 
 		}
 		return prog, err
 	}
-	if len(groups) < 2 {
-		return parallel.Map(len(groups), func(i int) (*Program, error) { return compile(m, groups[i]) })
+	switch len(groups) {
+	case 0:
+		return nil, nil
+	case 1:
+		prog, err := compile(m, groups[0])
+		if err != nil {
+			return nil, err
+		}
+		return []*Program{prog}, nil
 	}
-	m.wholeUses() // read by the shards: walked once, here
 	m.shareShapes()
 	shards := make([]*Module, len(groups))
 	for i, g := range groups {

@@ -1,6 +1,7 @@
 package bpfgen
 
 import (
+	"github.com/bpftap/bpftap/internal/sema"
 	"github.com/bpftap/bpftap/internal/syntax"
 	"github.com/cilium/ebpf/asm"
 )
@@ -86,10 +87,10 @@ type wholeUses struct {
 }
 
 // wholeUses returns m's wholeUses, walking the program on the first call.
-func (m *Module) wholeUses() *wholeUses {
-	if m.uses != nil {
-		return m.uses
-	}
+func (m *Module) wholeUses() *wholeUses { return m.uses() }
+
+// walkWholeUses finds the globals kernel code of prog uses whole.
+func walkWholeUses(prog *sema.Program) *wholeUses {
 	u := &wholeUses{iterated: map[*syntax.Var]bool{}, deleted: map[*syntax.Var]bool{}}
 	note := func(set map[*syntax.Var]bool, e syntax.Expr) {
 		if id, ok := e.(*syntax.Ident); ok {
@@ -105,16 +106,15 @@ func (m *Module) wholeUses() *wholeUses {
 		}
 		return true
 	}
-	for _, p := range m.prog.Probes {
+	for _, p := range prog.Probes {
 		if p.Kernel {
 			syntax.Walk(p.Body, visit)
 		}
 	}
-	for _, f := range m.prog.Funcs {
+	for _, f := range prog.Funcs {
 		if f.Decl != nil && f.Decl.Body != nil {
 			syntax.Walk(f.Decl.Body, visit)
 		}
 	}
-	m.uses = u
 	return u
 }
