@@ -38,9 +38,8 @@ func (f *File) CallSites(entry uint64, matches func(name string) bool) ([]CallSi
 	if err != nil || !e.Children {
 		return nil, err
 	}
-	host := &Function{unit: u, file: f, frame: f.locationOf(e, dwarf.AttrFrameBase)}
 	var out []CallSite
-	return out, f.callSitesIn(r, host, matches, &out)
+	return out, f.callSitesIn(r, f.hostOf(e, u, entry), matches, &out)
 }
 
 // callSitesIn reads a block's entries up to its end for CallSites.

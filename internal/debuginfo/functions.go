@@ -22,12 +22,24 @@ type Function struct {
 	// Return is the type of its return value, 0 for void.
 	Return dwarf.Offset
 	// frame is the location of its frame base (DW_AT_frame_base), unit
-	// the compilation unit it is in; ranges an inlined copy's code.
-	frame  location
-	ranges [][2]uint64
-	unit   *unit
-	file   *File
+	// the compilation unit it is in; ranges an inlined copy's code,
+	// inlinedInto the Entry of the function it was inlined into (0 for a
+	// function).
+	frame       location
+	ranges      [][2]uint64
+	inlinedInto uint64
+	unit        *unit
+	file        *File
 }
+
+// codeStart is where the code that runs fn starts: its Entry, or for an
+// inlined copy the entry of the function it was inlined into. There, and
+// only there, a register still holds the value the caller passed, which
+// DW_OP_entry_value names: at a copy's own entry the host has run for a
+// while (when 6.1's __x64_sys_openat starts its copy of do_sys_open, the
+// register that held its pt_regs pointer, which the copy's dfd and mode
+// are found through, holds dfd).
+func (fn *Function) codeStart() uint64 { return cmp.Or(fn.inlinedInto, fn.Entry) }
 
 // Var is a parameter or variable of a function.
 type Var struct {
@@ -628,8 +640,8 @@ func (f *File) Inlined(matches func(name string) bool) ([]*Function, error) {
 		if !outer.Children {
 			continue
 		}
-		host := &Function{unit: f.units[off], file: f, frame: f.locationOf(outer, dwarf.AttrFrameBase)}
-		if err := f.inlinedIn(r, host, matches, &out); err != nil {
+		entry, _ := f.subprogramEntry(outer)
+		if err := f.inlinedIn(r, f.hostOf(outer, f.units[off], entry), matches, &out); err != nil {
 			return nil, err
 		}
 	}
@@ -646,9 +658,8 @@ func (f *File) InlinedIn(entry uint64, matches func(name string) bool) ([]*Funct
 	if err != nil || !e.Children {
 		return nil, err
 	}
-	host := &Function{unit: u, file: f, frame: f.locationOf(e, dwarf.AttrFrameBase)}
 	var out []*Function
-	return out, f.inlinedIn(r, host, matches, &out)
+	return out, f.inlinedIn(r, f.hostOf(e, u, entry), matches, &out)
 }
 
 // Holds tells whether an inlined copy's code holds pc: one of its
@@ -690,6 +701,13 @@ func (f *File) inlinedIn(r *dwarf.Reader, host *Function, matches func(string) b
 	return nil
 }
 
+// hostOf is the function e describes, in unit u, whose code starts at
+// entry, as the host of the copies inlined into it: their frame base and
+// the start of their code.
+func (f *File) hostOf(e *dwarf.Entry, u *unit, entry uint64) *Function {
+	return &Function{Entry: entry, unit: u, file: f, frame: f.locationOf(e, dwarf.AttrFrameBase)}
+}
+
 // subprogramEntry is where the code of the function e describes starts:
 // its low_pc, or, for a function in several pieces (a kernel's, its
 // unlikely paths moved to .text.unlikely), its entry_pc or the start of
@@ -718,7 +736,7 @@ func (f *File) entryOf(e *dwarf.Entry) (uint64, bool) {
 
 // inlinedCopy reads the parameters and locals of the inlined copy e.
 func (f *File) inlinedCopy(e *dwarf.Entry, host *Function, name string, entry uint64) (*Function, error) {
-	fn := &Function{Name: name, Entry: entry, unit: host.unit, file: f, frame: host.frame}
+	fn := &Function{Name: name, Entry: entry, unit: host.unit, file: f, frame: host.frame, inlinedInto: host.Entry}
 	fn.Return, _ = f.origin(e).Val(dwarf.AttrType).(dwarf.Offset)
 	fn.ranges, _ = f.data.Ranges(e)
 	if e.Children {

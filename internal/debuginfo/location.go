@@ -269,7 +269,7 @@ func (fn *Function) evaluate(expr []byte, pc uint64) (Location, error) {
 			return Location{Kind: Value, Reg: stack[0].reg, Offset: stack[0].off}, nil
 		case op == opEntryValue || op == opGNUEntryVal:
 			inner := b.bytes(int(b.uleb()))
-			if pc != fn.Entry || len(inner) != 1 || inner[0] < opReg0 || inner[0] >= opReg0+32 {
+			if pc != fn.codeStart() || len(inner) != 1 || inner[0] < opReg0 || inner[0] >= opReg0+32 {
 				return Location{}, notHere("the compiler kept only its value at the function's entry (DW_OP_entry_value), not where it is at %#x", pc)
 			}
 			push(term{reg: int(inner[0] - opReg0)}) // at the entry, the register still holds it
