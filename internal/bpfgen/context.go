@@ -213,7 +213,7 @@ func (g *gen) targetVar(e syntax.Expr) {
 		g.fail(e, "%s cannot be compiled in a kernel probe yet", syntax.ExprString(e))
 		return
 	case acc.Param >= 0:
-		g.loadArg(acc.Param)
+		g.loadArg(acc.Param, e.Position())
 	default:
 		op := sema.ContextOperand(e)
 		if op == nil {
@@ -247,8 +247,9 @@ var (
 // field of a trace record, the address in the record of an array field
 // (at its offset, or where its __data_loc word says), a register slot
 // (or a byte of one: %ah) of the pt_regs a tp_btf argument points to, a
-// constant, or user memory at an address computed from registers.
-func (g *gen) loadArg(i int) {
+// constant, or user memory at an address computed from registers; a
+// fault of a read of the kernel's memory raises its error at pos.
+func (g *gen) loadArg(i int, pos syntax.Pos) {
 	p := g.ownProbe()
 	arg := p.Attach.Args[i]
 	loc := arg.Loc
@@ -258,7 +259,7 @@ func (g *gen) loadArg(i int) {
 	case loc.Const:
 		g.constant(asm.R0, loc.Value)
 	case loc.User != nil:
-		g.userArg(loc)
+		g.userArg(loc, pos)
 	case loc.Address:
 		g.emit(asm.Mov.Reg(asm.R0, regCtx), asm.Add.Imm(asm.R0, int32(loc.Offset)))
 	case loc.DataLoc:
@@ -336,10 +337,12 @@ func (g *gen) register(dst asm.Register, loc attach.Loc, off int) {
 
 // userArg loads an argument in memory: its address, computed from the
 // registers (attach.UserAddr), or the Size bytes there, read with
-// bpf_probe_read_user (bpf_probe_read_kernel for the kernel's memory, a
-// kernel statement's frame), which leaves zeros when it cannot be read
-// (stap reads a marker's operand with user_intN, which returns 0).
-func (g *gen) userArg(loc attach.Loc) {
+// bpf_probe_read_user, which leaves zeros when it cannot be read (stap
+// reads a marker's operand with user_intN, which returns 0), or with
+// bpf_probe_read_kernel for the kernel's memory (a kernel statement's
+// frame), whose fault raises stap's kernel read fault at pos, as its
+// kread does, rather than print a 0 the kernel never held.
+func (g *gen) userArg(loc attach.Loc, pos syntax.Pos) {
 	g.constant(asm.R0, loc.User.Disp)
 	for _, t := range loc.User.Terms {
 		g.register(asm.R1, loc, t.Offset)
@@ -357,6 +360,9 @@ func (g *gen) userArg(loc attach.Loc) {
 	}
 	slot := g.pushSlot()
 	g.probeRead(read, slot, loc.Size)
+	if loc.User.Kernel {
+		g.emit(asm.JNE.Imm(asm.R0, 0, g.errorSite(tapset.KernelReadFault, pos, true)))
+	}
 	g.emit(asm.LoadMem(asm.R0, asm.R10, slot, sizeOf(loc.Size)))
 	if loc.Signed {
 		g.extend(loc.Size, true)

@@ -20,6 +20,7 @@ import (
 	"github.com/bpftap/bpftap/internal/probes/attach"
 	"github.com/bpftap/bpftap/internal/sema"
 	"github.com/bpftap/bpftap/internal/syntax"
+	"github.com/bpftap/bpftap/internal/tapset"
 	"github.com/bpftap/bpftap/internal/target/targettest"
 	"golang.org/x/sys/unix"
 )
@@ -174,7 +175,6 @@ var userWords = [4]int64{-2, 0x1122334455667788, -300, 7}
 // which reads 0.
 func TestUserArgLocations(t *testing.T) {
 	requireBPF(t)
-	const rdi, rsi, rdx = 112, 104, 96
 	mem := func(disp int64, terms ...attach.RegTerm) *attach.UserAddr {
 		return &attach.UserAddr{Disp: disp, Terms: terms}
 	}
@@ -183,33 +183,84 @@ func TestUserArgLocations(t *testing.T) {
 		loc     attach.Loc
 		want    int64
 	}{
-		{"-1@%dl", attach.Loc{Offset: rdx, Size: 1, Signed: true}, int64(int8(getppidRDX & 0xff))},
-		{"1@%dh", attach.Loc{Offset: rdx + 1, Size: 1}, getppidRDX >> 8 & 0xff},
-		{"-1@%dh", attach.Loc{Offset: rdx + 1, Size: 1, Signed: true}, int64(int8(getppidRDX >> 8 & 0xff))},
-		{"-2@%dx", attach.Loc{Offset: rdx, Size: 2, Signed: true}, int64(int16(getppidRDX & 0xffff))},
-		{"4@%edx", attach.Loc{Offset: rdx, Size: 4}, getppidRDX & 0xffffffff},
-		{"8@%rdx", attach.Loc{Offset: rdx, Size: 8}, getppidRDX},
+		{"-1@%dl", attach.Loc{Offset: regsRDX, Size: 1, Signed: true}, int64(int8(getppidRDX & 0xff))},
+		{"1@%dh", attach.Loc{Offset: regsRDX + 1, Size: 1}, getppidRDX >> 8 & 0xff},
+		{"-1@%dh", attach.Loc{Offset: regsRDX + 1, Size: 1, Signed: true}, int64(int8(getppidRDX >> 8 & 0xff))},
+		{"-2@%dx", attach.Loc{Offset: regsRDX, Size: 2, Signed: true}, int64(int16(getppidRDX & 0xffff))},
+		{"4@%edx", attach.Loc{Offset: regsRDX, Size: 4}, getppidRDX & 0xffffffff},
+		{"8@%rdx", attach.Loc{Offset: regsRDX, Size: 8}, getppidRDX},
 		{"-4@$-5", attach.Loc{Const: true, Value: -5, Size: 4, Signed: true}, -5},
-		{"-8@8(%rdi)", attach.Loc{User: mem(8, attach.RegTerm{Offset: rdi, Scale: 1}), Size: 8, Signed: true}, userWords[1]},
-		{"-4@(%rdi,%rsi,8)", attach.Loc{User: mem(0, attach.RegTerm{Offset: rdi, Scale: 1}, attach.RegTerm{Offset: rsi, Scale: 8}), Size: 4, Signed: true}, userWords[2]},
-		{"2@-8(%rdi,%rsi,8)", attach.Loc{User: mem(-8, attach.RegTerm{Offset: rdi, Scale: 1}, attach.RegTerm{Offset: rsi, Scale: 8}), Size: 2}, userWords[1] & 0xffff},
-		{"-1@8(%rdi)", attach.Loc{User: mem(8, attach.RegTerm{Offset: rdi, Scale: 1}), Size: 1, Signed: true}, int64(int8(userWords[1] & 0xff))},
-		{"address 24(%rdi)", attach.Loc{User: mem(24, attach.RegTerm{Offset: rdi, Scale: 1}), Size: 8, Address: true}, 24},
-		{"unreadable 8@(,%rsi,1)", attach.Loc{User: mem(0, attach.RegTerm{Offset: rsi, Scale: 1}), Size: 8}, 0},
+		{"-8@8(%rdi)", attach.Loc{User: mem(8, attach.RegTerm{Offset: regsRDI, Scale: 1}), Size: 8, Signed: true}, userWords[1]},
+		{"-4@(%rdi,%rsi,8)", attach.Loc{User: mem(0, attach.RegTerm{Offset: regsRDI, Scale: 1}, attach.RegTerm{Offset: regsRSI, Scale: 8}), Size: 4, Signed: true}, userWords[2]},
+		{"2@-8(%rdi,%rsi,8)", attach.Loc{User: mem(-8, attach.RegTerm{Offset: regsRDI, Scale: 1}, attach.RegTerm{Offset: regsRSI, Scale: 8}), Size: 2}, userWords[1] & 0xffff},
+		{"-1@8(%rdi)", attach.Loc{User: mem(8, attach.RegTerm{Offset: regsRDI, Scale: 1}), Size: 1, Signed: true}, int64(int8(userWords[1] & 0xff))},
+		{"address 24(%rdi)", attach.Loc{User: mem(24, attach.RegTerm{Offset: regsRDI, Scale: 1}), Size: 8, Address: true}, 24},
+		{"unreadable 8@(,%rsi,1)", attach.Loc{User: mem(0, attach.RegTerm{Offset: regsRSI, Scale: 1}), Size: 8}, 0},
 	}
-	formats := strings.Repeat(" %d", len(cases))
+	var locs []attach.Loc
+	for _, c := range cases {
+		locs = append(locs, c.loc)
+	}
+	userAddr, lines := readLocations(t, locs)
+	for i, c := range cases {
+		want := c.want
+		if c.loc.Address {
+			want += userAddr
+		}
+		if got := lines[i]; got != strconv.FormatInt(want, 10) {
+			t.Errorf("%s: %s, want %d", c.operand, got, want)
+		}
+	}
+}
+
+// TestKernelFrameReads reads the kernel's memory as a kernel statement's
+// variable in its frame is read (attach.UserAddr.Kernel): the first word
+// of the kernel's read-only data, at __start_rodata's address in
+// /proc/kallsyms (a symbol kallsyms lists without CONFIG_KALLSYMS_ALL,
+// its contents unknown here), and an address the kernel cannot read,
+// whose fault raises stap's kernel read fault (a value the kernel never
+// held, 0, was printed instead).
+func TestKernelFrameReads(t *testing.T) {
+	requireBPF(t)
+	rodata := kallsymsAddress(t, "__start_rodata")
+	kernel := func(disp int64, terms ...attach.RegTerm) *attach.UserAddr {
+		return &attach.UserAddr{Disp: disp, Terms: terms, Kernel: true}
+	}
+	_, lines := readLocations(t, []attach.Loc{
+		{User: kernel(int64(rodata)), Size: 8},
+		{User: kernel(0, attach.RegTerm{Offset: regsRSI, Scale: 1}), Size: 8},
+	})
+	if _, err := strconv.ParseInt(lines[0], 10, 64); err != nil {
+		t.Errorf("the first word at __start_rodata: %q, want a number", lines[0])
+	}
+	if want := fmt.Sprintf("ERROR: "+tapset.KernelReadFault+" near ", getppidRSI); !strings.HasPrefix(lines[1], want) {
+		t.Errorf("kernel address %d: %q, want %q...", getppidRSI, lines[1], want)
+	}
+}
+
+// The offsets of rdi, rsi and rdx in x86-64's struct pt_regs.
+const regsRDI, regsRSI, regsRDX = 112, 104, 96
+
+// readLocations runs, for the child's one getppid call, a probe of
+// raw_syscalls:sys_enter (tp_btf) whose printf statements each print a
+// value at one of locs, read from the registers its pt_regs pointer
+// points to, as a uprobe reads a USDT marker's operands and a kprobe a
+// kernel statement's variables from their own: the child's pointer to
+// userWords, then a line for each location, its value or its error.
+func readLocations(t *testing.T, locs []attach.Loc) (userAddr int64, lines []string) {
+	t.Helper()
 	prog := elaborate(t, fmt.Sprintf(`probe kernel.trace("raw_syscalls:sys_enter") {
-  if ($id == %d) printf("%%d%s\n", $regs->di%s) }`, unix.SYS_GETPPID, formats, strings.Repeat(", $id", len(cases))))
+  if ($id == %d) { printf("%%d\n", $regs->di)%s } }`, unix.SYS_GETPPID, strings.Repeat(`; printf("%d\n", $id)`, len(locs))))
 	p := prog.Probes[0]
 	if p.Attach.Kind != attach.TPBTF {
 		t.Fatalf("raw_syscalls:sys_enter attaches as %s, not tp_btf", p.Attach.Kind)
 	}
-	printArgs := p.Body.Stmts[0].(*syntax.IfStmt).Then.(*syntax.ExprStmt).X.(*syntax.PrintCall).Args
+	prints := p.Body.Stmts[0].(*syntax.IfStmt).Then.(*syntax.Block).Stmts[1:]
 	point := *p.Attach
-	for i, c := range cases {
+	for i, loc := range locs {
 		arg := point.Args[1]
-		arg.Loc, arg.Loc.Deref, arg.Loc.Base = c.loc, !c.loc.Const, 0 // $regs is args[0]
-		prog.Targets[printArgs[1+i]] = &probes.Access{Param: len(point.Args), Type: syntax.TypeLong}
+		arg.Loc, arg.Loc.Deref, arg.Loc.Base = loc, !loc.Const, 0 // $regs is args[0]
+		prog.Targets[prints[i].(*syntax.ExprStmt).X.(*syntax.PrintCall).Args[0]] = &probes.Access{Param: len(point.Args), Type: syntax.TypeLong}
 		point.Args = append(point.Args, arg)
 	}
 	p.Attach = &point
@@ -218,20 +269,32 @@ func TestUserArgLocations(t *testing.T) {
 	s := compile(t, prog, kernelside.Config{Target: true}, c)
 	defer s.Close()
 	start(t, s, c, &out)
-	fields := strings.Fields(string(out.out))
-	if len(fields) != 1+len(cases) {
-		t.Fatalf("output %q, want %d numbers", out.out, 1+len(cases))
+	lines = strings.Split(strings.TrimSuffix(string(out.out), "\n"), "\n")
+	if len(lines) != 1+len(locs) {
+		t.Fatalf("output %q, want %d lines", out.out, 1+len(locs))
 	}
-	userAddr, _ := strconv.ParseInt(fields[0], 10, 64)
-	for i, c := range cases {
-		want := c.want
-		if c.loc.Address {
-			want += userAddr
-		}
-		if got, _ := strconv.ParseInt(fields[1+i], 10, 64); got != want {
-			t.Errorf("%s: %d, want %d", c.operand, got, want)
+	userAddr, _ = strconv.ParseInt(lines[0], 10, 64)
+	return userAddr, lines[1:]
+}
+
+// kallsymsAddress is the address of the kernel's symbol name.
+func kallsymsAddress(t *testing.T, name string) uint64 {
+	t.Helper()
+	data, err := os.ReadFile("/proc/kallsyms")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for line := range strings.Lines(string(data)) {
+		if f := strings.Fields(line); len(f) >= 3 && f[2] == name {
+			addr, err := strconv.ParseUint(f[0], 16, 64)
+			if err != nil || addr == 0 {
+				t.Fatalf("/proc/kallsyms gives %s no address: %q", name, line)
+			}
+			return addr
 		}
 	}
+	t.Fatalf("/proc/kallsyms has no %s", name)
+	return 0
 }
 
 // global returns the storage the driver would give the interpreter for the

@@ -214,7 +214,7 @@ func (g *gen) contextString(e syntax.Expr, acc *probes.Access) value {
 	return g.format(e, syntax.ExprString(e), f, func() []sprintArg {
 		var out []sprintArg
 		for _, a := range acc.Args {
-			g.loadArg(a.Param)
+			g.loadArg(a.Param, e.Position())
 			out = append(out, g.sprintLong(e))
 		}
 		return out
