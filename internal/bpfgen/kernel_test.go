@@ -16,6 +16,7 @@ import (
 	"github.com/bpftap/bpftap/internal/format"
 	"github.com/bpftap/bpftap/internal/interp"
 	"github.com/bpftap/bpftap/internal/kernelside"
+	"github.com/bpftap/bpftap/internal/ksym"
 	"github.com/bpftap/bpftap/internal/probes"
 	"github.com/bpftap/bpftap/internal/probes/attach"
 	"github.com/bpftap/bpftap/internal/sema"
@@ -222,7 +223,10 @@ func TestUserArgLocations(t *testing.T) {
 // held, 0, was printed instead).
 func TestKernelFrameReads(t *testing.T) {
 	requireBPF(t)
-	rodata := kallsymsAddress(t, "__start_rodata")
+	rodata, ok := ksym.Address("__start_rodata")
+	if !ok {
+		t.Fatal("/proc/kallsyms gives __start_rodata no address")
+	}
 	kernel := func(disp int64, terms ...attach.RegTerm) *attach.UserAddr {
 		return &attach.UserAddr{Disp: disp, Terms: terms, Kernel: true}
 	}
@@ -275,26 +279,6 @@ func readLocations(t *testing.T, locs []attach.Loc) (userAddr int64, lines []str
 	}
 	userAddr, _ = strconv.ParseInt(lines[0], 10, 64)
 	return userAddr, lines[1:]
-}
-
-// kallsymsAddress is the address of the kernel's symbol name.
-func kallsymsAddress(t *testing.T, name string) uint64 {
-	t.Helper()
-	data, err := os.ReadFile("/proc/kallsyms")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for line := range strings.Lines(string(data)) {
-		if f := strings.Fields(line); len(f) >= 3 && f[2] == name {
-			addr, err := strconv.ParseUint(f[0], 16, 64)
-			if err != nil || addr == 0 {
-				t.Fatalf("/proc/kallsyms gives %s no address: %q", name, line)
-			}
-			return addr
-		}
-	}
-	t.Fatalf("/proc/kallsyms has no %s", name)
-	return 0
 }
 
 // global returns the storage the driver would give the interpreter for the
