@@ -154,6 +154,12 @@ func (s *session) run() int {
 		return 0
 	}
 	s.signals.enter(2)
+	startedTarget := s.startingTarget()
+	defer func() { // a run that stops before pass 3 kills it
+		if held, err := startedTarget(); err == nil {
+			held.kill()
+		}
+	}()
 	s.events = kernel.NewEventCache(s.opts.CacheDir, s.opts.Cache)
 	prog, err := s.analyze(user, libs)
 	s.saveEvents()
@@ -170,16 +176,11 @@ func (s *session) run() int {
 	if err != nil {
 		return s.fail(3, err)
 	}
-	// The -c command starts now, held before its exec, so that target() is
-	// a constant of the kernel programs; it runs once they are attached.
-	// Its holder holds it while they are translated and loaded.
-	held := &target{}
-	if s.opts.LastPass == 5 {
-		if held, err = s.startTarget(); err != nil {
-			return s.fail(5, err)
-		}
+	held, err := startedTarget()
+	if err != nil {
+		return s.fail(5, err)
 	}
-	defer held.kill()
+	defer held.kill() // kill is done once
 	ks, err := s.translate(prog, limits, held.pid())
 	if err != nil {
 		return s.fail(3, err)
@@ -190,6 +191,10 @@ func (s *session) run() int {
 		return 0
 	}
 	s.signals.enter(4)
+	// The interpreter's work on the program alone runs while the kernel
+	// verifies the programs, on the CPU pass 4 leaves idle.
+	prepared := make(chan *interp.Prepared, 1)
+	go func() { prepared <- interp.Prepare(prog) }()
 	if err := s.load(ks); err != nil {
 		return s.fail(4, err)
 	}
@@ -204,7 +209,7 @@ func (s *session) run() int {
 	}
 	time.AfterFunc(runCollects, compiled)
 	s.signals.enter(5)
-	return s.execute(prog, ks, limits, held)
+	return s.execute(prog, ks, limits, held, <-prepared)
 }
 
 // The passes before the run allocate a lot and keep little (syscall.*:

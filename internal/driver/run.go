@@ -19,7 +19,8 @@ import (
 // and the -c command released, timers and kernel events until the script
 // exits, the command ends, the -T timeout expires or a signal arrives; then
 // the programs are detached, the ring drained and the end probes run.
-func (s *session) execute(prog *sema.Program, ks *kernelside.Session, limits tapset.Limits, target *target) int {
+// prepared is interp.Prepare's of prog, made while the programs loaded.
+func (s *session) execute(prog *sema.Program, ks *kernelside.Session, limits tapset.Limits, target *target, prepared *interp.Prepared) int {
 	ctx, cancel := s.runContext()
 	defer cancel()
 	files, err := s.outputFiles()
@@ -34,7 +35,7 @@ func (s *session) execute(prog *sema.Program, ks *kernelside.Session, limits tap
 	out := s.newOutput(sink)
 	in, err := interp.New(prog, interp.Config{Output: out, Stderr: s.stderr, Stdin: s.stdin, Limits: limits, Target: target.pid(), Module: s.module(),
 		Storage: ks.Storage, Skipped: ks.Skipped, HandlerStart: ks.HandlerStart, Timing: s.timed(),
-		SuppressErrors: s.opts.SuppressErrors})
+		SuppressErrors: s.opts.SuppressErrors, Prepared: prepared})
 	if err != nil {
 		return s.fail(5, err)
 	}

@@ -12,6 +12,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -79,6 +80,33 @@ type target struct {
 // and the backquote: a command substitution must run under the probes, in
 // the command's shell, not while its words are expanded.
 const shellMetacharacters = "|&;<>(){}\n`"
+
+// startingTarget starts the -c command of a run that reaches pass 5 in
+// the background, as pass 2 begins: held before its exec, so that
+// target() is a constant of the kernel programs, it runs once they are
+// attached, its holder holding it while they are translated and loaded.
+// Its start (a fork and the holder's word that it runs: about a
+// millisecond) takes the CPU pass 2 leaves idle rather than a place
+// between the passes. The function returned waits for the start and
+// returns the target (a run without -c has the empty one, or -x's pid).
+func (s *session) startingTarget() func() (*target, error) {
+	if s.opts.LastPass != 5 {
+		return func() (*target, error) { return &target{}, nil }
+	}
+	type started struct {
+		t   *target
+		err error
+	}
+	done := make(chan started, 1)
+	go func() {
+		t, err := s.startTarget()
+		done <- started{t, err}
+	}()
+	return sync.OnceValues(func() (*target, error) {
+		r := <-done
+		return r.t, r.err
+	})
+}
 
 // startTarget starts the -c command held before exec, or records -x's pid.
 func (s *session) startTarget() (*target, error) {

@@ -142,6 +142,10 @@ type Config struct {
 	// next }, and is only counted (the closing warning reports it); the
 	// run goes on past MAXERRORS and MAXSKIPPED.
 	SuppressErrors bool
+	// Prepared, if set, is Prepare's work on the same program, made
+	// beforehand (the driver makes it while the kernel verifies the
+	// programs); nil: New prepares the program itself.
+	Prepared *Prepared
 }
 
 // session states, as in stap's runtime.
@@ -232,6 +236,13 @@ func New(prog *sema.Program, cfg Config) (*Interp, error) {
 	if cfg.Output == nil {
 		cfg.Output = output.NewText(cfg.Stdout, cfg.Stderr)
 	}
+	ready := cfg.Prepared
+	if ready == nil || ready.prog != prog {
+		ready = Prepare(prog)
+	}
+	if ready.err != nil {
+		return nil, ready.err
+	}
 	in := &Interp{
 		prog:     prog,
 		cfg:      cfg,
@@ -239,9 +250,10 @@ func New(prog *sema.Program, cfg Config) (*Interp, error) {
 		limits:   cfg.Limits,
 		now:      cfg.Now,
 		done:     make(chan struct{}),
-		formats:  map[*syntax.PrintCall]*format.Format{},
-		captures: map[*syntax.PrintCall]bool{},
-		regexps:  map[*syntax.Binary]*regexpProg{},
+		formats:  ready.formats,
+		captures: ready.captures,
+		regexps:  ready.regexps,
+		actions:  ready.actions,
 		warned:   map[string]bool{},
 	}
 	if in.now == nil {
@@ -256,13 +268,9 @@ func New(prog *sema.Program, cfg Config) (*Interp, error) {
 		seed = uint64(time.Now().UnixNano())
 	}
 	in.rng = rand.New(rand.NewPCG(seed, seed>>1|1))
-	in.actions = newActionCounter(prog)
 	in.maxNesting = int(in.limits.MaxNesting)
 	if in.maxNesting == 0 {
-		in.maxNesting = defaultNesting(prog)
-	}
-	if err := in.prepare(); err != nil {
-		return nil, err
+		in.maxNesting = ready.nesting
 	}
 	if err := in.initGlobals(); err != nil {
 		return nil, err

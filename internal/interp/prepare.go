@@ -9,6 +9,32 @@ import (
 	"github.com/bpftap/bpftap/internal/syntax"
 )
 
+// Prepared is the part of an interpreter that depends on its program
+// alone: prepare's compiled formats and regular expressions, the
+// statement counter and the default nesting bound (nesting.go). Prepare
+// makes it apart from New, which may take it (Config.Prepared), so that
+// the driver makes it while the kernel verifies the programs, rather
+// than after: syscall.*'s takes a millisecond. One New takes one Prepared
+// (the statement counter caches as the interpreter runs).
+type Prepared struct {
+	prog     *sema.Program
+	formats  map[*syntax.PrintCall]*format.Format
+	captures map[*syntax.PrintCall]bool
+	regexps  map[*syntax.Binary]*regexpProg
+	actions  *actionCounter
+	nesting  int
+	err      error // what prepare refused, which New returns
+}
+
+// Prepare prepares prog for New.
+func Prepare(prog *sema.Program) *Prepared {
+	in := &Interp{prog: prog, formats: map[*syntax.PrintCall]*format.Format{},
+		captures: map[*syntax.PrintCall]bool{}, regexps: map[*syntax.Binary]*regexpProg{}}
+	err := in.prepare()
+	return &Prepared{prog: prog, formats: in.formats, captures: in.captures, regexps: in.regexps,
+		actions: newActionCounter(prog), nesting: defaultNesting(prog), err: err}
+}
+
 // prepare compiles what the program's nodes need at run time: printf formats
 // (kernel probes' too, for their print records, with the calls whose records
 // carry captured arguments, and those of the deferred string locals'
