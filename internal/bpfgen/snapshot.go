@@ -149,7 +149,7 @@ func (g *gen) noteChange(gl *Global) {
 
 // foreachInKernel tells whether kernel code has a foreach over the array v.
 func (m *Module) foreachInKernel(v *syntax.Var) bool {
-	return m.wholeUses().iterated[v]
+	return m.uses().iterated[v]
 }
 
 // collector returns the callback of bpf_for_each_map_elem that adds the

@@ -74,7 +74,7 @@ func (g *gen) zeroStat(gl *Global) {
 
 // resetInKernel tells whether kernel code deletes the whole statistic v.
 func (m *Module) resetInKernel(v *syntax.Var) bool {
-	return m.wholeUses().deleted[v]
+	return m.uses().deleted[v]
 }
 
 // wholeUses are the globals kernel code (a kernel probe, or a function,
@@ -85,9 +85,6 @@ type wholeUses struct {
 	iterated map[*syntax.Var]bool // the array of a foreach
 	deleted  map[*syntax.Var]bool // the target of a delete
 }
-
-// wholeUses returns m's wholeUses, walking the program on the first call.
-func (m *Module) wholeUses() *wholeUses { return m.uses() }
 
 // walkWholeUses finds the globals kernel code of prog uses whole.
 func walkWholeUses(prog *sema.Program) *wholeUses {
