@@ -12,7 +12,6 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
@@ -93,19 +92,17 @@ func (s *session) startingTarget() func() (*target, error) {
 	if s.opts.LastPass != 5 {
 		return func() (*target, error) { return &target{}, nil }
 	}
-	type started struct {
-		t   *target
-		err error
-	}
-	done := make(chan started, 1)
+	var t *target
+	var err error
+	started := make(chan struct{})
 	go func() {
-		t, err := s.startTarget()
-		done <- started{t, err}
+		defer close(started)
+		t, err = s.startTarget()
 	}()
-	return sync.OnceValues(func() (*target, error) {
-		r := <-done
-		return r.t, r.err
-	})
+	return func() (*target, error) {
+		<-started
+		return t, err
+	}
 }
 
 // startTarget starts the -c command held before exec, or records -x's pid.
