@@ -85,7 +85,8 @@ func (g *gen) callTable(s *syntax.IfStmt) bool {
 		return false
 	}
 	var cases []callCase
-	if !g.callCases(s, 0, callTableMaxKey, &cases) || len(cases) < callTableMin {
+	if !dispatchCases(s, sema.SyscallNrVar, 0, callTableMaxKey, func(key int64, c syntax.Stmt) bool { return g.addCase(key, c, &cases) }) ||
+		len(cases) < callTableMin {
 		return false
 	}
 	columns := callColumns(cases)
@@ -100,22 +101,6 @@ func (g *gen) callTable(s *syntax.IfStmt) bool {
 func onCall(s syntax.Stmt) bool {
 	d, ok := sema.AsDispatchNode(s)
 	return ok && d.Subject == sema.SyscallNrVar
-}
-
-// callCases appends to cases the leaves of the dispatch s, whose subject
-// is in [lo, hi), and tells whether each is a leaf a table holds. A leaf
-// sema tightened (its case alone: tightenDispatches) is the one number
-// its range leaves.
-func (g *gen) callCases(s syntax.Stmt, lo, hi int64, cases *[]callCase) bool {
-	d, ok := sema.AsDispatchNode(s)
-	switch {
-	case !ok || d.Subject != sema.SyscallNrVar:
-		return hi == lo+1 && g.addCase(lo, s, cases)
-	case d.Op == "<":
-		return d.Key > lo && d.Key < hi && g.callCases(d.Then, lo, d.Key, cases) && g.callCases(d.Else, d.Key, hi, cases)
-	}
-	_, next := d.Else.(*syntax.NextStmt)
-	return next && d.Key >= lo && d.Key < hi && g.addCase(d.Key, d.Then, cases)
 }
 
 // addCase appends the leaf of key whose case is s, and tells whether it
@@ -160,19 +145,11 @@ func isTailCase(stmts []syntax.Stmt) bool {
 // slot), or a deferred local's assignment without leaves, whose number is
 // the assignment's.
 func (g *gen) storesConstant(s syntax.Stmt) (constStore, bool) {
-	e, ok := s.(*syntax.ExprStmt)
-	if !ok {
+	a, v := localAssign(s)
+	if v == nil {
 		return constStore{}, false
 	}
-	a, ok := e.X.(*syntax.Assign)
-	if !ok || a.Op != "=" {
-		return constStore{}, false
-	}
-	id, ok := a.LHS.(*syntax.Ident)
-	if !ok || id.Var == nil || id.Var.Kind != syntax.VarLocal {
-		return constStore{}, false
-	}
-	v, deferred := id.Var, g.m.prog.Deferred[id.Var] != nil
+	deferred := g.m.prog.Deferred[v] != nil
 	switch rhs := a.RHS.(type) {
 	case *syntax.NumberLit:
 		return constStore{v, binary.NativeEndian.AppendUint64(nil, uint64(rhs.Value))}, v.Type != syntax.TypeString
@@ -255,7 +232,7 @@ func callTableRows(cases []callCase, columns []callColumn) map[uint32][]byte {
 func (g *gen) emitCallTable(subject syntax.Expr, cases []callCase, columns []callColumn) {
 	size := cases[len(cases)-1].key + 1
 	ref := g.m.callTableRef()
-	g.m.callTables = append(g.m.callTables, callTableSpec(ref, size, rowSize(columns), callTableRows(cases, columns)))
+	g.m.callTables = append(g.m.callTables, callTableSpec(ref, "syscalls", size, rowSize(columns), callTableRows(cases, columns)))
 	miss, tail, done := g.newLabel("nocall"), g.newLabel("tailcall"), g.newLabel("call")
 	g.long(subject)
 	key := g.pushSlot()
@@ -292,10 +269,10 @@ func (g *gen) emitCallTable(subject syntax.Expr, cases []callCase, columns []cal
 // after it for each).
 const callTableMap = "syscall_calls"
 
-// callTableSpec describes a table of size elements of valueSize bytes,
-// with rows.
-func callTableSpec(ref string, size int64, valueSize int, rows map[uint32][]byte) Map {
-	spec := &ebpf.MapSpec{Name: "syscalls", Type: ebpf.Array, KeySize: 4, ValueSize: uint32(valueSize),
+// callTableSpec describes a table, name, of size elements of valueSize
+// bytes, with rows.
+func callTableSpec(ref, name string, size int64, valueSize int, rows map[uint32][]byte) Map {
+	spec := &ebpf.MapSpec{Name: name, Type: ebpf.Array, KeySize: 4, ValueSize: uint32(valueSize),
 		MaxEntries: uint32(size)}
 	for _, k := range slices.Sorted(maps.Keys(rows)) {
 		spec.Contents = append(spec.Contents, ebpf.MapKV{Key: k, Value: rows[k]})

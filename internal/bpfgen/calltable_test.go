@@ -28,22 +28,8 @@ func TestCallTable(t *testing.T) {
 		{"names too long", `probe syscall.* { if (name == "umask") printf("%s\n", argstr) }`, 16, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			prog := elaborateWith(t, c.script, sema.Options{Library: tapsettest.Files(t)})
-			sema.DeferPrinted(prog)
-			m := bpfgen.New(prog, bpfgen.Config{Kernel: targettest.Running(t), Limits: tapset.Limits{MaxStringLen: c.maxStr}})
-			var first *bpfgen.Program
-			for _, p := range prog.Probes {
-				if !p.Kernel {
-					continue
-				}
-				compiled, err := m.Compile(p)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if first == nil {
-					first = compiled
-				}
-			}
+			m, programs := compileKernelProbes(t, c.script, tapset.Limits{MaxStringLen: c.maxStr})
+			first := programs[0]
 			rows := 0 // of the first program's table
 			for _, mp := range m.Maps() {
 				if mp.Ref == "syscall_calls_0" {
@@ -59,4 +45,25 @@ func TestCallTable(t *testing.T) {
 			}
 		})
 	}
+}
+
+// compileKernelProbes compiles the kernel probes of script, its printed
+// strings left to user space, with the library and limits.
+func compileKernelProbes(t *testing.T, script string, limits tapset.Limits) (*bpfgen.Module, []*bpfgen.Program) {
+	t.Helper()
+	prog := elaborateWith(t, script, sema.Options{Library: tapsettest.Files(t)})
+	sema.DeferPrinted(prog)
+	m := bpfgen.New(prog, bpfgen.Config{Kernel: targettest.Running(t), Limits: limits})
+	var programs []*bpfgen.Program
+	for _, p := range prog.Probes {
+		if !p.Kernel {
+			continue
+		}
+		compiled, err := m.Compile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		programs = append(programs, compiled)
+	}
+	return m, programs
 }

@@ -24,7 +24,10 @@ import (
 // subtree of that dispatch covering at most layoutsPerOutline layouts
 // is compiled as a static subprogram, which the verifier walks in the
 // caller's context (its registers keep their exact types) but whose
-// liveness it computes over the subprogram's own instructions.
+// liveness it computes over the subprogram's own instructions. (When
+// argstr is only printed, the layouts are rows of a table instead:
+// layouttable.go; they are outlined where the probe computes argstr, or
+// reads more than the table's steps describe, in the kernel.)
 //
 // The subprogram is int f(ctx, scratch, args): it runs with R6 = ctx and
 // R9 = the probe's own scratch element (the probe's locals all live there

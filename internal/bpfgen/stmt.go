@@ -69,7 +69,7 @@ func (g *gen) stmt(s syntax.Stmt) {
 	case *syntax.ExprStmt:
 		g.effect(s.X)
 	case *syntax.IfStmt:
-		if !g.callTable(s) && !g.outline(s) {
+		if !g.callTable(s) && !g.layoutTable(s) && !g.outline(s) {
 			g.ifStmt(s)
 		}
 	case *syntax.WhileStmt:

@@ -42,6 +42,9 @@ import (
 //	            each from the disk (readDirect)
 //	directio N  N writes of 4 KiB with O_DIRECT to a new file in the temporary
 //	            directory, each synced to the disk, the file then removed
+//	layouts N   N rounds of calls whose arguments syscall.* reads with the
+//	            steps of its layout table, on one thread, each round between
+//	            two getppid() calls (layoutCalls)
 func TestMain(m *testing.M) {
 	if os.Getenv("BPFTAP_WORKLOAD") != "" {
 		os.Exit(workload(os.Args[1:]))
@@ -110,6 +113,8 @@ func workload(args []string) int {
 		return writeBytes(n)
 	case "sockaddrs":
 		return connectSockaddrs(n)
+	case "layouts":
+		layoutCalls(n)
 	default:
 		fmt.Fprintln(os.Stderr, "workload: unknown mode", args[0])
 		return 2
@@ -518,4 +523,31 @@ func (w *reportWatch) String() string {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.out.String()
+}
+
+// layoutCalls makes n rounds, on one thread and without the runtime's
+// scheduler, of calls whose argstr takes each kind of step of bpfgen's
+// layout tables: a quoted user string (readable, NULL, unreadable), the
+// longs of a structure in user memory (a timespec, an rlimit with
+// RLIM_INFINITY), registers cut to a signed int (AT_FDCWD, -1) and a
+// negative long; each round between two getppid() calls.
+func layoutCalls(n int) {
+	runtime.LockOSThread()
+	path, _ := unix.BytePtrFromString("/nonexistent/bpftap-layout")
+	ts := unix.Timespec{Nsec: 1000}
+	lim := unix.Rlimit{Cur: 0, Max: unix.RLIM_INFINITY}
+	const noPid = 0x7fffffff // no such process: the call changes nothing
+	minus := func(v int) uintptr { return uintptr(v) }
+	for range n {
+		unix.RawSyscall(unix.SYS_GETPPID, 0, 0, 0)
+		unix.RawSyscall6(unix.SYS_OPENAT, minus(unix.AT_FDCWD), uintptr(unsafe.Pointer(path)), unix.O_RDONLY|unix.O_CLOEXEC, 0, 0, 0)
+		unix.RawSyscall6(unix.SYS_OPENAT, minus(unix.AT_FDCWD), 0, unix.O_RDONLY, 0, 0, 0)
+		unix.RawSyscall6(unix.SYS_OPENAT, minus(unix.AT_FDCWD), 1, unix.O_RDONLY, 0, 0, 0)
+		unix.RawSyscall(unix.SYS_NANOSLEEP, uintptr(unsafe.Pointer(&ts)), 0, 0)
+		unix.RawSyscall6(unix.SYS_PRLIMIT64, noPid, unix.RLIMIT_CORE, uintptr(unsafe.Pointer(&lim)), 0, 0, 0)
+		unix.RawSyscall6(unix.SYS_FCHOWNAT, minus(unix.AT_FDCWD), uintptr(unsafe.Pointer(path)), minus(-1), minus(-1), 0, 0)
+		unix.RawSyscall(unix.SYS_LSEEK, minus(-1), minus(-5), 2)
+		unix.RawSyscall(unix.SYS_GETPPID, 0, 0, 0)
+	}
+	runtime.KeepAlive(path)
 }

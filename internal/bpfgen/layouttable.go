@@ -1,0 +1,630 @@
+package bpfgen
+
+import (
+	"encoding/binary"
+	"maps"
+	"slices"
+
+	"github.com/bpftap/bpftap/internal/sema"
+	"github.com/bpftap/bpftap/internal/syntax"
+	"github.com/cilium/ebpf/asm"
+)
+
+// The merged syscall.* entry's dispatch on the argument layout as data.
+//
+// After its dispatch on the call (calltable.go), the merged entry runs
+// the rest of the call's prologue, which calls with the same argument
+// layout share: a second tree of comparisons on __syscall_layout, a
+// hundred and more cases (sema's syscalls.go). Once the printed strings
+// are left to user space (sema.DeferPrinted), most cases only copy
+// arguments: a local takes a system call argument cut to its C type
+// (`fd = $__syscall_arg1_u32`, `__int32(...)`, `... & 0xffffffff`), and
+// the deferred argstr takes its leaves, each a long (such an argument, a
+// local), a quoted user string's read (__user_string_raw) or a long of a
+// structure in user memory (__user_long_of), then its assignment's
+// number. Compiled, each case is a path of 20 to 60 instructions that the
+// verifier walks, thousands in all. As data, each case is a row of an
+// ARRAY map ("layouts") indexed by the layout, a list of steps of 16
+// bytes:
+//
+//	kind, from, shift, signed, dst (u16), add (u16), at (u32), imm (u32)
+//
+// A step's value is the long at `at` in the scratch area (a local, or the
+// copy of the call's arguments made before the loops) when from is 1,
+// else imm, cut to its type by shifting it left and back right by shift
+// (arithmetically when signed); then the step stores it in the long at
+// dst, reads the user string it points to into the string at dst (a mark
+// byte, then the text: userStringRaw's), or reads the user long at it
+// plus add into the long at dst (0 when it is 0 or cannot be read:
+// __user_long_of's). A row holds its steps grouped by kind, and one
+// bounded loop a kind runs them (stepLoop); the verifier walks each
+// loop's body once per step of the row with the most of its kind, not
+// every case: for syscall.* printing argstr, 2,157 and 1,436 instructions
+// processed where the cases' code took 4,451 and 4,233. A case whose
+// statements no step describes (the socket addresses, pipe's conditional
+// reads) keeps its code, behind a row of kind layoutCode. A local that
+// only its case's argstr reads is not stored at all (unstoredLocals): the
+// leaf takes what the case assigned it.
+
+// A layout table's row kinds (its first word).
+const (
+	layoutNone = 0 // no such layout: next
+	layoutRow  = 1 // the row's steps
+	layoutCode = 2 // the case's compiled code
+)
+
+// A step's kinds.
+const (
+	stepEnd        = 0
+	stepStore      = 1 // the value into the long at dst
+	stepUserString = 2 // __user_string_raw(value) into the string at dst
+	stepUserLong   = 3 // the user long at value+add into the long at dst
+)
+
+// layoutStepSize is the size of a step in a row.
+const layoutStepSize = 16
+
+// layoutTableMin is the fewest cases a dispatch compiles to a table.
+const layoutTableMin = 16
+
+// operand is where a step's value comes from: the long at off in the
+// scratch area (scratch), or off itself; cut to size bytes.
+type operand struct {
+	scratch bool
+	off     uint32
+	size    int
+	signed  bool
+}
+
+// narrowed is o cut to size bytes (sign-extended when signed), when one
+// shift pair does both cuts.
+func (o operand) narrowed(size int, signed bool) (operand, bool) {
+	switch {
+	case o.size > size || o.size == size:
+		o.size, o.signed = size, signed
+		return o, true
+	case !o.signed || signed:
+		return o, true // the narrower cut already holds
+	}
+	return o, false // sign-extended, then cut wider unsigned
+}
+
+// layoutStep is a step of a row.
+type layoutStep struct {
+	kind uint8
+	from operand
+	dst  int
+	add  int
+}
+
+// put writes the step's bytes in b.
+func (s layoutStep) put(b []byte) {
+	b[0] = s.kind
+	if s.from.scratch {
+		b[1] = 1
+		binary.NativeEndian.PutUint32(b[8:], s.from.off)
+	} else {
+		binary.NativeEndian.PutUint32(b[12:], s.from.off)
+	}
+	b[2] = uint8(64 - 8*s.from.size)
+	if s.from.signed {
+		b[3] = 1
+	}
+	binary.NativeEndian.PutUint16(b[4:], uint16(s.dst))
+	binary.NativeEndian.PutUint16(b[6:], uint16(s.add))
+}
+
+// layoutCase is a case of the dispatch: its key and its steps, or code
+// when no steps describe it.
+type layoutCase struct {
+	key   int64
+	steps []layoutStep
+	code  syntax.Stmt
+}
+
+// layoutTable compiles s as a table when it is the merged entry's
+// dispatch on the layout, a statement of the probe's body, in a program
+// whose locals live in the scratch area and whose call's arguments are
+// copied to the stack, and steps describe all but at most
+// layoutsPerOutline of its cases (not so when the probe computes argstr
+// in the kernel: the cases are then outlined, outline.go); it tells
+// whether it did.
+func (g *gen) layoutTable(s *syntax.IfStmt) bool {
+	d, ok := sema.AsDispatchNode(s)
+	if !ok || d.Subject != sema.SyscallLayoutVar || !slices.Contains(g.probe.Body.Stmts, syntax.Stmt(s)) ||
+		!g.outlinable() || g.faultsIn() {
+		return false
+	}
+	var leaves []layoutCase
+	if !dispatchCases(s, sema.SyscallLayoutVar, 0, callTableMaxKey, func(key int64, c syntax.Stmt) bool {
+		leaves = append(leaves, layoutCase{key: key, code: c})
+		return true
+	}) || len(leaves) < layoutTableMin {
+		return false
+	}
+	args := g.allocScratch(8 * len(g.m.regs().SyscallArgs))
+	b := &layoutBuilder{g: g, args: args, dropped: g.unstoredLocals(leaves)}
+	code := 0
+	for i := range leaves {
+		if steps, ok := b.steps(leaves[i].code); ok {
+			leaves[i].steps, leaves[i].code = steps, nil
+		} else {
+			code++
+		}
+	}
+	if code > layoutsPerOutline { // argstr computed in the kernel: outlined subtrees
+		return false
+	}
+	g.emitLayoutTable(s.Cond.(*syntax.Binary).X, leaves, args)
+	return true
+}
+
+// dispatchCases calls leaf with the key and case of each leaf of the
+// dispatch s on subject, whose subject is in [lo, hi), and tells whether
+// s is such a dispatch and leaf accepted every case. A leaf sema
+// tightened (its case alone: tightenDispatches) is the one number its
+// range leaves.
+func dispatchCases(s syntax.Stmt, subject string, lo, hi int64, leaf func(int64, syntax.Stmt) bool) bool {
+	d, ok := sema.AsDispatchNode(s)
+	switch {
+	case !ok || d.Subject != subject:
+		return hi == lo+1 && leaf(lo, s)
+	case d.Op == "<":
+		return d.Key > lo && d.Key < hi && dispatchCases(d.Then, subject, lo, d.Key, leaf) &&
+			dispatchCases(d.Else, subject, d.Key, hi, leaf)
+	}
+	_, next := d.Else.(*syntax.NextStmt)
+	return next && d.Key >= lo && d.Key < hi && leaf(d.Key, d.Then)
+}
+
+// layoutBuilder turns cases into steps.
+type layoutBuilder struct {
+	g *gen
+	// args is where the loop's prologue copies the call's arguments in
+	// the scratch area.
+	args int
+	// dropped are the locals no step stores (unstoredLocals).
+	dropped map[*syntax.Var]bool
+	// assigned is what each local the case assigned so far holds.
+	assigned map[*syntax.Var]operand
+}
+
+// steps returns the steps of the case c, false when some statement of it
+// is not an assignment steps describe.
+func (b *layoutBuilder) steps(c syntax.Stmt) ([]layoutStep, bool) {
+	b.assigned = map[*syntax.Var]operand{}
+	stmts := []syntax.Stmt{c}
+	if block, ok := c.(*syntax.Block); ok {
+		stmts = block.Stmts
+	}
+	var steps []layoutStep
+	for _, st := range stmts {
+		a, v := localAssign(st)
+		if v == nil {
+			return nil, false
+		}
+		if call, ok := a.RHS.(*syntax.Call); ok && b.g.m.prog.Deferred[v] != nil {
+			if steps, ok = b.deferredSteps(steps, v, call); !ok {
+				return nil, false
+			}
+			continue
+		}
+		from, ok := b.operand(a.RHS)
+		if !ok || v.Type != syntax.TypeLong {
+			return nil, false
+		}
+		if !b.dropped[v] {
+			dst := b.g.local(v).off
+			steps = append(steps, layoutStep{kind: stepStore, from: from, dst: dst})
+			maps.DeleteFunc(b.assigned, func(_ *syntax.Var, o operand) bool { return o.scratch && o.off == uint32(dst) })
+		}
+		b.assigned[v] = from
+	}
+	return steps, !readsStored(steps)
+}
+
+// readsStored tells whether a step that reads user memory takes its
+// address from a long another step stores: the loops store the longs
+// first (stepKinds), whatever the order of the statements.
+func readsStored(steps []layoutStep) bool {
+	stored := map[uint32]bool{}
+	for _, s := range steps {
+		if s.kind == stepStore {
+			stored[uint32(s.dst)] = true
+		}
+	}
+	return slices.ContainsFunc(steps, func(s layoutStep) bool { return s.kind != stepStore && s.from.scratch && stored[s.from.off] })
+}
+
+// deferredSteps appends the steps of v = call, an assignment of the
+// deferred local v (deferredAssign): its leaves, then its number.
+func (b *layoutBuilder) deferredSteps(steps []layoutStep, v *syntax.Var, call *syntax.Call) ([]layoutStep, bool) {
+	id := slices.Index(b.g.m.prog.Deferred[v], call.Func) + 1
+	if id == 0 {
+		return nil, false
+	}
+	dst := b.g.local(v)
+	for i, field := range b.g.m.deferredFields(call.Func) {
+		step, ok := b.leafStep(call.Args[i], field.Width != 0)
+		if !ok {
+			return nil, false
+		}
+		step.dst = dst.off + field.Offset
+		steps = append(steps, step)
+	}
+	return append(steps, layoutStep{kind: stepStore, from: operand{off: uint32(id), size: 8}, dst: dst.off}), true
+}
+
+// leafStep is the step of a leaf (without its dst): a string leaf must be
+// a quoted user string's read, a long one a long operand or a long of a
+// structure in user memory.
+func (b *layoutBuilder) leafStep(leaf syntax.Expr, str bool) (layoutStep, bool) {
+	c, call := leaf.(*syntax.Call)
+	switch {
+	case str:
+		if !call || c.Name != "__user_string_raw" || sema.Builtin(c) == nil {
+			return layoutStep{}, false
+		}
+		from, ok := b.operand(c.Args[0])
+		return layoutStep{kind: stepUserString, from: from}, ok
+	case call && libraryFunc(c, "__user_long_of", 3):
+		return b.userLongStep(c)
+	}
+	from, ok := b.operand(leaf)
+	return layoutStep{kind: stepStore, from: from}, ok
+}
+
+// userLongStep is the step of __user_long_of(uaddr, n, i), n and i
+// literals: long i of the n structures of two longs at uaddr, 0 when n or
+// i is out of range (the tapset's function).
+func (b *layoutBuilder) userLongStep(c *syntax.Call) (layoutStep, bool) {
+	n, okN := c.Args[1].(*syntax.NumberLit)
+	i, okI := c.Args[2].(*syntax.NumberLit)
+	if !okN || !okI || i.Value < 0 {
+		return layoutStep{}, false
+	}
+	if n.Value < 1 || n.Value > 2 || i.Value >= 2*n.Value {
+		return layoutStep{kind: stepStore, from: operand{size: 8}}, true
+	}
+	from, ok := b.operand(c.Args[0])
+	return layoutStep{kind: stepUserLong, from: from, add: int(8 * i.Value)}, ok
+}
+
+// operand tells where the long e comes from, when a step can take it: a
+// literal that fits 32 bits, a local (what the case assigned it, or its
+// slot), a system call's argument (from the loop's copy), or one of these
+// cut to fewer bytes by __int32 or a mask.
+func (b *layoutBuilder) operand(e syntax.Expr) (operand, bool) {
+	switch e := e.(type) {
+	case *syntax.NumberLit:
+		return operand{off: uint32(e.Value), size: 8}, e.Value >= 0 && e.Value <= 0xffffffff
+	case *syntax.Ident:
+		if from, ok := b.assigned[e.Var]; ok {
+			return from, true
+		}
+		if e.Var == nil || e.Var.Kind != syntax.VarLocal || e.Var.Type != syntax.TypeLong ||
+			b.g.m.prog.Deferred[e.Var] != nil || b.dropped[e.Var] {
+			return operand{}, false
+		}
+		return operand{scratch: true, off: uint32(b.g.local(e.Var).off), size: 8}, true
+	case *syntax.TargetVar:
+		return b.argument(e)
+	case *syntax.Call:
+		if !libraryFunc(e, "__int32", 1) {
+			return operand{}, false
+		}
+		if from, ok := b.operand(e.Args[0]); ok {
+			return from.narrowed(4, true)
+		}
+	case *syntax.Binary:
+		mask, ok := e.Y.(*syntax.NumberLit)
+		if !ok || e.Op != "&" {
+			return operand{}, false
+		}
+		size := slices.Index([]int64{0xff, 0xffff, 0, 0xffffffff}, mask.Value) + 1
+		if from, ok := b.operand(e.X); ok && size > 0 {
+			return from.narrowed(size, false)
+		}
+	}
+	return operand{}, false
+}
+
+// argument is the operand of a system call's argument the probe's
+// context holds in a register (attach.Loc.Compat: compatRegister), but a
+// signed long, which a compat call sign-extends from its 32 bits.
+func (b *layoutBuilder) argument(e *syntax.TargetVar) (operand, bool) {
+	acc := b.g.m.prog.Targets[e]
+	if acc == nil || acc.Param < 0 || acc.Type != syntax.TypeLong || acc.Path != nil && len(acc.Path.Offsets) > 0 {
+		return operand{}, false
+	}
+	loc := b.g.ownProbe().Attach.Args[acc.Param].Loc
+	i := slices.Index(b.g.m.regs().SyscallArgs, loc.Offset)
+	if !loc.Compat || loc.Verdict || loc.Const || loc.User != nil || loc.Address || loc.DataLoc || i < 0 ||
+		loc.Size == 8 && loc.Signed {
+		return operand{}, false
+	}
+	return operand{scratch: true, off: uint32(b.args + 8*i), size: loc.Size, signed: loc.Signed}, true
+}
+
+// libraryFunc tells whether c calls the library's function name with n
+// arguments.
+func libraryFunc(c *syntax.Call, name string, n int) bool {
+	f := c.Func
+	return f != nil && f.Name == name && len(c.Args) == n && f.Decl != nil && f.Decl.Pos.Src != nil && f.Decl.Pos.Src.Library
+}
+
+// localAssign returns the assignment s is and its local when s is
+// `v = E`, v a local.
+func localAssign(s syntax.Stmt) (*syntax.Assign, *syntax.Var) {
+	e, ok := s.(*syntax.ExprStmt)
+	if !ok {
+		return nil, nil
+	}
+	a, ok := e.X.(*syntax.Assign)
+	if !ok || a.Op != "=" {
+		return nil, nil
+	}
+	id, ok := a.LHS.(*syntax.Ident)
+	if !ok || id.Var == nil || id.Var.Kind != syntax.VarLocal {
+		return nil, nil
+	}
+	return a, id.Var
+}
+
+// unstoredLocals are the locals whose every read, in every kernel probe,
+// is a leaf of a deferred assignment in a case of the dispatch that
+// assigned the local before it: a step takes what the case assigned, and
+// no step stores the local.
+func (g *gen) unstoredLocals(cases []layoutCase) map[*syntax.Var]bool {
+	covered := map[*syntax.Ident]bool{}
+	for _, c := range cases {
+		stmts := []syntax.Stmt{c.code}
+		if block, ok := c.code.(*syntax.Block); ok {
+			stmts = block.Stmts
+		}
+		assigned := map[*syntax.Var]bool{}
+		for _, st := range stmts {
+			a, v := localAssign(st)
+			if v == nil {
+				continue
+			}
+			if call, ok := a.RHS.(*syntax.Call); ok && g.m.prog.Deferred[v] != nil {
+				for _, leaf := range call.Args {
+					if id, ok := leaf.(*syntax.Ident); ok && assigned[id.Var] {
+						covered[id] = true
+					}
+				}
+			}
+			assigned[v] = true
+		}
+	}
+	unstored := map[*syntax.Var]bool{}
+	read := map[*syntax.Var]bool{} // by a read not covered
+	seen := map[syntax.Node]bool{} // statements two probes share are walked once
+	var visit func(n syntax.Node) bool
+	visit = func(n syntax.Node) bool {
+		if seen[n] {
+			return false
+		}
+		seen[n] = true
+		switch n := n.(type) {
+		case *syntax.Assign:
+			if id, ok := n.LHS.(*syntax.Ident); ok && n.Op == "=" {
+				unstored[id.Var] = unstored[id.Var] || id.Var != nil && id.Var.Kind == syntax.VarLocal
+				syntax.Walk(n.RHS, visit)
+				return false
+			}
+		case *syntax.Ident:
+			read[n.Var] = read[n.Var] || !covered[n]
+		}
+		return true
+	}
+	for _, p := range g.m.prog.Probes {
+		if p.Kernel {
+			syntax.Walk(p.Body, visit)
+		}
+	}
+	for v := range unstored {
+		if read[v] {
+			delete(unstored, v)
+		}
+	}
+	return unstored
+}
+
+// emitLayoutTable compiles the dispatch of cases on subject as a lookup
+// in a table of its own and the loops over the row's steps, the call's
+// arguments first copied to args in the scratch area.
+func (g *gen) emitLayoutTable(subject syntax.Expr, cases []layoutCase, args int) {
+	groups, rowSize := stepGroups(cases)
+	rows := map[uint32][]byte{}
+	hasCode := false
+	for _, c := range cases {
+		rows[uint32(c.key)] = layoutRowBytes(c, groups, rowSize)
+		hasCode = hasCode || c.code != nil
+	}
+	size := cases[len(cases)-1].key + 1
+	ref := g.m.callTableRef()
+	g.m.callTables = append(g.m.callTables, callTableSpec(ref, "layouts", size, rowSize, rows))
+	for i := range g.m.regs().SyscallArgs {
+		g.emit(asm.LoadMem(asm.R0, asm.R10, g.argsSlot+int16(8*i), asm.DWord),
+			asm.StoreMem(regScratch, int16(args+8*i), asm.R0, asm.DWord))
+	}
+	miss, code, done := g.newLabel("nolayout"), g.newLabel("layoutcode"), g.newLabel("layout")
+	g.long(subject)
+	key, row := g.pushSlot(), g.pushSlot()
+	g.emit(asm.JGE.Imm(asm.R0, int32(size), miss), // unsigned: a negative number too
+		asm.StoreMem(asm.R10, key, asm.R0, asm.Word))
+	g.emit(emitLookup(ref, key, miss)...)
+	g.emit(asm.StoreMem(asm.R10, row, asm.R0, asm.DWord),
+		asm.LoadMem(asm.R1, asm.R0, 0, asm.DWord), asm.JEq.Imm(asm.R1, layoutNone, miss))
+	if hasCode {
+		g.emit(asm.JEq.Imm(asm.R1, layoutCode, code))
+	}
+	for _, gr := range groups {
+		g.stepLoop(gr, row)
+	}
+	g.emit(asm.Ja.Label(done))
+	if hasCode {
+		g.mark(code)
+		g.layoutCode(cases, key, done)
+	}
+	g.mark(miss)
+	g.next()
+	g.mark(done)
+	g.popStack(16)
+}
+
+// layoutRowBytes is the row of c: its kind, then each group's steps.
+func layoutRowBytes(c layoutCase, groups []stepGroup, size int) []byte {
+	row := make([]byte, size)
+	binary.NativeEndian.PutUint64(row, layoutRow)
+	if c.code != nil {
+		binary.NativeEndian.PutUint64(row, layoutCode)
+		return row
+	}
+	for _, gr := range groups {
+		at := gr.off
+		for _, s := range c.steps {
+			if s.kind == gr.kind {
+				s.put(row[at : at+layoutStepSize])
+				at += layoutStepSize
+			}
+		}
+	}
+	return row
+}
+
+// layoutCode compiles the cases that have code, each behind a comparison
+// of its key with the one in the stack slot key.
+func (g *gen) layoutCode(cases []layoutCase, key int16, done string) {
+	for _, c := range cases {
+		if c.code == nil {
+			continue
+		}
+		other := g.newLabel("layoutcase")
+		g.emit(asm.LoadMem(asm.R0, asm.R10, key, asm.Word), asm.JNE.Imm(asm.R0, int32(c.key), other))
+		g.stmt(c.code)
+		if !terminates(c.code) {
+			g.emit(asm.Ja.Label(done))
+		}
+		g.mark(other)
+	}
+}
+
+// stepKinds are the kinds of steps in the order their loops run: the
+// longs a row stores first (whose values a step of the other kinds never
+// reads: layoutBuilder.steps), then the user strings and the user longs.
+var stepKinds = []uint8{stepStore, stepUserString, stepUserLong}
+
+// stepGroup is where the steps of a kind lie in every row (off), as many
+// as the row with the most has (width), with the greatest offsets in the
+// scratch area they read a long at (from) and write at (dst).
+type stepGroup struct {
+	kind       uint8
+	off, width int
+	from, dst  int
+}
+
+// stepGroups are the groups of the steps of cases, and the size of a row.
+func stepGroups(cases []layoutCase) ([]stepGroup, int) {
+	var groups []stepGroup
+	off := 8 // after the row's kind
+	for _, kind := range stepKinds {
+		gr := stepGroup{kind: kind, off: off} // from 0: a literal's step reads the long at 0 too
+		for _, c := range cases {
+			n := 0
+			for _, s := range c.steps {
+				if s.kind != kind {
+					continue
+				}
+				n++
+				gr.dst = max(gr.dst, s.dst)
+				if s.from.scratch {
+					gr.from = max(gr.from, int(s.from.off))
+				}
+			}
+			gr.width = max(gr.width, n)
+		}
+		if gr.width > 0 {
+			groups = append(groups, gr)
+			off += layoutStepSize * gr.width
+		}
+	}
+	return groups, off
+}
+
+// stepLoop compiles the loop that runs the steps of gr's kind of the row
+// whose address is in the stack slot row. R7 counts the steps (R7 is the
+// error's register only on the way to the error tail). A step's value is
+// chosen and cut without a branch, and what a step keeps across a
+// helper's call lies in the scratch area, not on the stack: every path
+// through a step reaches the next step in one state, which the verifier
+// prunes, and it walks the loop's body once per step of the longest row.
+func (g *gen) stepLoop(gr stepGroup, row int16) {
+	loop, next, end := g.newLabel("step"), g.newLabel("step_next"), g.newLabel("steps_end")
+	off := int16(gr.off)
+	g.emit(asm.Mov.Imm(asm.R7, 0))
+	g.mark(loop)
+	g.emit(asm.JGE.Imm(asm.R7, int32(gr.width), end),
+		asm.LoadMem(asm.R1, asm.R10, row, asm.DWord),
+		asm.Mov.Reg(asm.R2, asm.R7), asm.LSh.Imm(asm.R2, 4), asm.Add.Reg(asm.R1, asm.R2), // R1: the step, at off
+		asm.LoadMem(asm.R2, asm.R1, off, asm.Byte), asm.JEq.Imm(asm.R2, stepEnd, end),
+		// R3: from ? the long at `at` : imm
+		asm.LoadMem(asm.R3, asm.R1, off+8, asm.Word), asm.JGT.Imm(asm.R3, int32(gr.from), end),
+		asm.Add.Reg(asm.R3, regScratch), asm.LoadMem(asm.R3, asm.R3, 0, asm.DWord),
+		asm.LoadMem(asm.R4, asm.R1, off+12, asm.Word),
+		asm.LoadMem(asm.R5, asm.R1, off+1, asm.Byte), asm.Neg.Imm(asm.R5, 0),
+		asm.Xor.Reg(asm.R3, asm.R4), asm.And.Reg(asm.R3, asm.R5), asm.Xor.Reg(asm.R3, asm.R4),
+		// cut: R3 << shift, then >> shift, arithmetically when signed
+		asm.LoadMem(asm.R4, asm.R1, off+2, asm.Byte), asm.And.Imm(asm.R4, 63), asm.LSh.Reg(asm.R3, asm.R4),
+		asm.Mov.Reg(asm.R5, asm.R3), asm.ArSh.Reg(asm.R5, asm.R4), asm.RSh.Reg(asm.R3, asm.R4),
+		asm.LoadMem(asm.R0, asm.R1, off+3, asm.Byte), asm.Neg.Imm(asm.R0, 0),
+		asm.Xor.Reg(asm.R5, asm.R3), asm.And.Reg(asm.R5, asm.R0), asm.Xor.Reg(asm.R3, asm.R5),
+		// R4: dst
+		asm.LoadMem(asm.R4, asm.R1, off+4, asm.Half), asm.JGT.Imm(asm.R4, int32(gr.dst), end))
+	switch gr.kind {
+	case stepStore:
+		g.emit(asm.Add.Reg(asm.R4, regScratch), asm.StoreMem(asm.R4, 0, asm.R3, asm.DWord))
+	case stepUserLong:
+		g.stepUserLong(off, next)
+	case stepUserString:
+		g.stepUserString(gr.dst, next, end)
+	}
+	g.mark(next)
+	g.emit(asm.Add.Imm(asm.R7, 1), asm.Ja.Label(loop))
+	g.mark(end)
+	g.emit(asm.Mov.Imm(asm.R7, 0)) // one state after the loop, whatever step it ended at
+}
+
+// stepUserLong compiles a step that reads the user long at R3 plus the
+// step's add (the step at R1+off) into the long at the offset in R4 of
+// the scratch area: 0 when R3 is 0, and when the memory cannot be read
+// (the helper zeroes it).
+func (g *gen) stepUserLong(off int16, next string) {
+	g.emit(asm.Add.Reg(asm.R4, regScratch),
+		asm.Mov.Imm(asm.R5, 0), asm.StoreMem(asm.R4, 0, asm.R5, asm.DWord), asm.JEq.Imm(asm.R3, 0, next),
+		asm.LoadMem(asm.R5, asm.R1, off+6, asm.Half), asm.Add.Reg(asm.R3, asm.R5),
+		asm.Mov.Reg(asm.R1, asm.R4), asm.Mov.Imm(asm.R2, 8), asm.FnProbeReadUser.Call())
+}
+
+// stepUserString compiles a step that reads the user string at R3: a
+// mark byte at the offset in R4 (at most bound) of the scratch area, the
+// text after it, as userStringRaw does. The address and the offset wait
+// for the helper in two cells of the scratch area.
+func (g *gen) stepUserString(bound int, next, end string) {
+	read := g.newLabel("step_read")
+	g.m.unread = true
+	cells := g.allocScratch(16)
+	g.emit(asm.StoreMem(regScratch, int16(cells), asm.R3, asm.DWord), asm.StoreMem(regScratch, int16(cells+8), asm.R4, asm.DWord),
+		asm.Add.Reg(asm.R4, regScratch),
+		asm.Mov.Reg(asm.R1, asm.R4), asm.Add.Imm(asm.R1, 1), asm.Mov.Imm(asm.R2, int32(g.m.maxStr-1)),
+		asm.FnProbeReadUserStr.Call(),
+		asm.Mov.Imm(asm.R1, 'R'), asm.JSGE.Imm(asm.R0, 0, read),
+		asm.Mov.Imm(asm.R1, 0), asm.LoadMem(asm.R3, regScratch, int16(cells), asm.DWord), asm.JEq.Imm(asm.R3, 0, read))
+	g.countIn(UnreadMap, 0, asm.R1)
+	g.emit(asm.Mov.Imm(asm.R1, 0))
+	g.mark(read)
+	g.emit(asm.LoadMem(asm.R4, regScratch, int16(cells+8), asm.DWord), asm.JGT.Imm(asm.R4, int32(bound), end),
+		asm.Add.Reg(asm.R4, regScratch), asm.StoreMem(asm.R4, 0, asm.R1, asm.Byte), asm.Ja.Label(next))
+}
