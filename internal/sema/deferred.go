@@ -63,14 +63,30 @@ func DeferPrinted(prog *Program) {
 	if prog.Deferred != nil { // done already
 		return
 	}
-	d := &deferrer{pure: map[*syntax.Func]bool{}, visiting: map[*syntax.Func]bool{}, quoted: map[syntax.Expr]*syntax.Call{},
-		raw: builtinFunc(tapset.Builtins["__user_string_raw"]), quote: builtinFunc(tapset.Builtins["__user_string_quote"])}
+	d := newDeferrer()
 	uses := usesOf(prog)
 	for _, v := range uses.order {
-		if u := uses.of[v]; !u.bad && len(u.sites) > 0 {
-			d.deferLocal(prog, v, u.sites)
+		if leaves, ok := d.deferrable(uses.of[v]); ok {
+			d.deferLocal(prog, v, uses.of[v].sites, leaves)
 		}
 	}
+}
+
+// deferredLocals are the string locals DeferPrinted would leave to user
+// space, the program left as it is.
+func deferredLocals(prog *Program) map[*syntax.Var]bool {
+	d := newDeferrer()
+	uses := usesOf(prog)
+	deferred := map[*syntax.Var]bool{}
+	for _, v := range uses.order {
+		_, deferred[v] = d.deferrable(uses.of[v])
+	}
+	return deferred
+}
+
+func newDeferrer() *deferrer {
+	return &deferrer{pure: map[*syntax.Func]bool{}, visiting: map[*syntax.Func]bool{}, quoted: map[syntax.Expr]*syntax.Call{},
+		raw: builtinFunc(tapset.Builtins["__user_string_raw"]), quote: builtinFunc(tapset.Builtins["__user_string_quote"])}
 }
 
 // deferrer holds DeferPrinted's verdicts on script functions.
@@ -166,21 +182,28 @@ func assignsLocal(s *syntax.ExprStmt) (*syntax.Assign, *syntax.Var) {
 	return a, id.Var
 }
 
-// deferLocal rewrites the assignments of v when every one can be split
-// and one leaves user space some work.
-func (d *deferrer) deferLocal(prog *Program, v *syntax.Var, sites []*syntax.Assign) {
-	leaves := make([][]syntax.Expr, len(sites))
+// deferrable returns the leaves of each assignment of a local the probes
+// use as u says, when every one can be split and one leaves user space
+// some work.
+func (d *deferrer) deferrable(u *deferredUse) ([][]syntax.Expr, bool) {
+	if u.bad || len(u.sites) == 0 {
+		return nil, false
+	}
+	leaves := make([][]syntax.Expr, len(u.sites))
 	work := false
-	for i, a := range sites {
+	for i, a := range u.sites {
 		var ok bool
 		if leaves[i], ok = d.split(a.RHS, false, nil); !ok {
-			return
+			return nil, false
 		}
 		work = work || len(leaves[i]) != 1 || leaves[i][0] != a.RHS
 	}
-	if !work {
-		return
-	}
+	return leaves, work
+}
+
+// deferLocal rewrites the assignments of v, sites, each into a call of a
+// function of its leaves.
+func (d *deferrer) deferLocal(prog *Program, v *syntax.Var, sites []*syntax.Assign, leaves [][]syntax.Expr) {
 	if prog.Deferred == nil {
 		prog.Deferred = map[*syntax.Var][]*syntax.Func{}
 	}

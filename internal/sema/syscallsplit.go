@@ -15,7 +15,9 @@ import (
 // load at once on two CPUs (kernelside loads them in parallel). So, last
 // of all, once the program is checked and its code final, a merged entry
 // (syscalls.go) whose argument layouts keep at least splitNodes syntax
-// nodes becomes two probes on its tracepoint, each with a run of the
+// nodes and compute strings in the kernel (not only argstr printed,
+// which leaves them to user space: computesStrings) becomes two probes
+// on its tracepoint, each with a run of the
 // layouts (halfOfLayouts) and the calls that have them. The first, which
 // is attached, dispatches every call, its own as before and the second's
 // to a tail call (__syscall_tail) into the second, which dispatches its
@@ -66,12 +68,20 @@ func (e *elab) splitMerged() {
 	if e.opts.Timing {
 		return
 	}
+	var deferred map[*syntax.Var]bool
 	for _, m := range e.merges {
 		if !slices.Contains(e.prog.Probes, m.probe) {
 			continue
 		}
 		d := findDispatches(m.probe.Body)
 		if d == nil || d.kept < splitNodes {
+			continue
+		}
+		if deferred == nil {
+			deferred = deferredLocals(e.prog)
+		}
+		if !d.computesStrings(deferred) {
+			e.prog.Plans[m.plan] += "; its argument layouts run as data (the strings it prints are formatted in user space)"
 			continue
 		}
 		if !e.reg.Kernel().Has(target.SubprogTailCalls) {
@@ -127,6 +137,26 @@ func findDispatches(body *syntax.Block) *dispatches {
 	}
 	d.measure()
 	return d
+}
+
+// computesStrings tells whether the layouts of d assign a string local
+// that DeferPrinted leaves in the kernel (deferred says which it does
+// not). Only then is the entry worth two programs: without such strings
+// the layouts only copy the call's arguments, which the code generator
+// makes rows of a table (bpfgen's layouttable.go), a program of some
+// 1,000 instructions that one CPU verifies sooner than two programs load.
+func (d *dispatches) computesStrings(deferred map[*syntax.Var]bool) bool {
+	found := false
+	for _, leaf := range d.layouts {
+		syntax.Walk(leaf.Then, func(n syntax.Node) bool {
+			if a, ok := n.(*syntax.Assign); ok {
+				id, ok := a.LHS.(*syntax.Ident)
+				found = found || ok && id.Var != nil && id.Var.Type == syntax.TypeString && !deferred[id.Var]
+			}
+			return !found
+		})
+	}
+	return found
 }
 
 // dispatchOn is the index of the statement of body that is a dispatch on
