@@ -30,17 +30,25 @@ import (
 //	kind, from, shift, signed, dst (u16), add (u16), at (u32), imm (u32)
 //
 // A step's value is the long at `at` in the scratch area (a local, or the
-// copy of the call's arguments made before the loops) when from is 1,
-// else imm, cut to its type by shifting it left and back right by shift
-// (arithmetically when signed); then the step stores it in the long at
-// dst, reads the user string it points to into the string at dst (a mark
-// byte, then the text: userStringRaw's), or reads the user long at it
-// plus add into the long at dst (0 when it is 0 or cannot be read:
-// __user_long_of's). A row holds its steps grouped by kind, and one
-// bounded loop a kind runs them (stepLoop); the verifier walks each
-// loop's body once per step of the row with the most of its kind, not
-// every case: for syscall.* printing argstr, 2,157 and 1,436 instructions
-// processed where the cases' code took 4,451 and 4,233. A case whose
+// copy of the call's arguments made before the steps), or imm; a step
+// stores it in the long at dst (stepCopy), cut to its type first by
+// shifting it left and back right by shift, arithmetically when signed
+// (stepCut), or stores imm (stepConst), or reads the user string the
+// value points to into the string at dst (a mark byte, then the text:
+// userStringRaw's), or reads the user long at the value plus add into
+// the long at dst (0 when the value is 0 or the memory cannot be read:
+// __user_long_of's). A row holds its steps grouped by kind, as many
+// places for a kind as the row with the most of it has; the program runs
+// the places of each kind in turn, each compiled once for every row
+// (stepRun), until a place of kind 0. The verifier walks the places'
+// code, a few hundred instructions, not every case: syscall.* printing
+// argstr is one program of 1,594 instructions of which the verifier
+// processes 2,240, where two programs of 3,645 and 3,602 took it 4,451
+// and 4,233 (the split, sema/syscallsplit.go, is no longer worth its
+// second program). Each call costs about what its case's code did: the
+// steps of lseek's row take as long as its code (193 and 198 ns added per
+// call, bench/argstr.sh), faccessat's path is read into the record
+// without the copy the code made (246 against 430). A case whose
 // statements no step describes (the socket addresses, pipe's conditional
 // reads) keeps its code, behind a row of kind layoutCode. A local that
 // only its case's argstr reads is not stored at all (unstoredLocals): the
@@ -53,12 +61,14 @@ const (
 	layoutCode = 2 // the case's compiled code
 )
 
-// A step's kinds.
+// A step's kinds; the first three store a long.
 const (
 	stepEnd        = 0
-	stepStore      = 1 // the value into the long at dst
-	stepUserString = 2 // __user_string_raw(value) into the string at dst
-	stepUserLong   = 3 // the user long at value+add into the long at dst
+	stepCopy       = 1 // the long at `at` into the long at dst
+	stepCut        = 2 // the long at `at`, cut, into the long at dst
+	stepConst      = 3 // imm into the long at dst
+	stepUserString = 4 // __user_string_raw(the long at `at`) into the string at dst
+	stepUserLong   = 5 // the user long at (the long at `at`)+add into the long at dst
 )
 
 // layoutStepSize is the size of a step in a row.
@@ -95,6 +105,20 @@ type layoutStep struct {
 	from operand
 	dst  int
 	add  int
+}
+
+// stores tells whether the step stores a long it computed.
+func (s layoutStep) stores() bool { return s.kind <= stepConst }
+
+// storeStep is the step that stores from in the long at dst.
+func storeStep(from operand, dst int) layoutStep {
+	switch {
+	case !from.scratch:
+		return layoutStep{kind: stepConst, from: from, dst: dst}
+	case from.size < 8:
+		return layoutStep{kind: stepCut, from: from, dst: dst}
+	}
+	return layoutStep{kind: stepCopy, from: from, dst: dst}
 }
 
 // put writes the step's bytes in b.
@@ -215,7 +239,7 @@ func (b *layoutBuilder) steps(c syntax.Stmt) ([]layoutStep, bool) {
 		}
 		if !b.dropped[v] {
 			dst := b.g.local(v).off
-			steps = append(steps, layoutStep{kind: stepStore, from: from, dst: dst})
+			steps = append(steps, storeStep(from, dst))
 			maps.DeleteFunc(b.assigned, func(_ *syntax.Var, o operand) bool { return o.scratch && o.off == uint32(dst) })
 		}
 		b.assigned[v] = from
@@ -223,17 +247,17 @@ func (b *layoutBuilder) steps(c syntax.Stmt) ([]layoutStep, bool) {
 	return steps, !readsStored(steps)
 }
 
-// readsStored tells whether a step that reads user memory takes its
-// address from a long another step stores: the loops store the longs
-// first (stepKinds), whatever the order of the statements.
+// readsStored tells whether a step reads a long a step of the same row
+// stores: the steps run by kind (stepKinds), not in the order of the
+// statements.
 func readsStored(steps []layoutStep) bool {
 	stored := map[uint32]bool{}
 	for _, s := range steps {
-		if s.kind == stepStore {
+		if s.stores() {
 			stored[uint32(s.dst)] = true
 		}
 	}
-	return slices.ContainsFunc(steps, func(s layoutStep) bool { return s.kind != stepStore && s.from.scratch && stored[s.from.off] })
+	return slices.ContainsFunc(steps, func(s layoutStep) bool { return s.from.scratch && stored[s.from.off] })
 }
 
 // deferredSteps appends the steps of v = call, an assignment of the
@@ -252,7 +276,7 @@ func (b *layoutBuilder) deferredSteps(steps []layoutStep, v *syntax.Var, call *s
 		step.dst = dst.off + field.Offset
 		steps = append(steps, step)
 	}
-	return append(steps, layoutStep{kind: stepStore, from: operand{off: uint32(id), size: 8}, dst: dst.off}), true
+	return append(steps, storeStep(operand{off: uint32(id), size: 8}, dst.off)), true
 }
 
 // leafStep is the step of a leaf (without its dst): a string leaf must be
@@ -265,13 +289,20 @@ func (b *layoutBuilder) leafStep(leaf syntax.Expr, str bool) (layoutStep, bool) 
 		if !call || c.Name != "__user_string_raw" || sema.Builtin(c) == nil {
 			return layoutStep{}, false
 		}
-		from, ok := b.operand(c.Args[0])
+		from, ok := b.address(c.Args[0])
 		return layoutStep{kind: stepUserString, from: from}, ok
 	case call && libraryFunc(c, "__user_long_of", 3):
 		return b.userLongStep(c)
 	}
 	from, ok := b.operand(leaf)
-	return layoutStep{kind: stepStore, from: from}, ok
+	return storeStep(from, 0), ok
+}
+
+// address is the operand of a step that reads user memory: a long of the
+// scratch area, not cut.
+func (b *layoutBuilder) address(e syntax.Expr) (operand, bool) {
+	from, ok := b.operand(e)
+	return from, ok && from.scratch && from.size == 8
 }
 
 // userLongStep is the step of __user_long_of(uaddr, n, i), n and i
@@ -284,9 +315,9 @@ func (b *layoutBuilder) userLongStep(c *syntax.Call) (layoutStep, bool) {
 		return layoutStep{}, false
 	}
 	if n.Value < 1 || n.Value > 2 || i.Value >= 2*n.Value {
-		return layoutStep{kind: stepStore, from: operand{size: 8}}, true
+		return storeStep(operand{size: 8}, 0), true
 	}
-	from, ok := b.operand(c.Args[0])
+	from, ok := b.address(c.Args[0])
 	return layoutStep{kind: stepUserLong, from: from, add: int(8 * i.Value)}, ok
 }
 
@@ -433,7 +464,7 @@ func (g *gen) unstoredLocals(cases []layoutCase) map[*syntax.Var]bool {
 }
 
 // emitLayoutTable compiles the dispatch of cases on subject as a lookup
-// in a table of its own and the loops over the row's steps, the call's
+// in a table of its own and the row's steps, the call's
 // arguments first copied to args in the scratch area.
 func (g *gen) emitLayoutTable(subject syntax.Expr, cases []layoutCase, args int) {
 	groups, rowSize := stepGroups(cases)
@@ -462,7 +493,7 @@ func (g *gen) emitLayoutTable(subject syntax.Expr, cases []layoutCase, args int)
 		g.emit(asm.JEq.Imm(asm.R1, layoutCode, code))
 	}
 	for _, gr := range groups {
-		g.stepLoop(gr, row)
+		g.stepRun(gr, row)
 	}
 	g.emit(asm.Ja.Label(done))
 	if hasCode {
@@ -512,10 +543,10 @@ func (g *gen) layoutCode(cases []layoutCase, key int16, done string) {
 	}
 }
 
-// stepKinds are the kinds of steps in the order their loops run: the
-// longs a row stores first (whose values a step of the other kinds never
-// reads: layoutBuilder.steps), then the user strings and the user longs.
-var stepKinds = []uint8{stepStore, stepUserString, stepUserLong}
+// stepKinds are the kinds of steps in the order they run: the longs a
+// row stores first, then the user strings and the user longs (no step
+// reads what another stores: readsStored).
+var stepKinds = []uint8{stepCopy, stepCut, stepConst, stepUserString, stepUserLong}
 
 // stepGroup is where the steps of a kind lie in every row (off), as many
 // as the row with the most has (width), with the greatest offsets in the
@@ -554,47 +585,42 @@ func stepGroups(cases []layoutCase) ([]stepGroup, int) {
 	return groups, off
 }
 
-// stepLoop compiles the loop that runs the steps of gr's kind of the row
-// whose address is in the stack slot row. R7 counts the steps (R7 is the
-// error's register only on the way to the error tail). A step's value is
-// chosen and cut without a branch, and what a step keeps across a
-// helper's call lies in the scratch area, not on the stack: every path
-// through a step reaches the next step in one state, which the verifier
-// prunes, and it walks the loop's body once per step of the longest row.
-func (g *gen) stepLoop(gr stepGroup, row int16) {
-	loop, next, end := g.newLabel("step"), g.newLabel("step_next"), g.newLabel("steps_end")
-	off := int16(gr.off)
-	g.emit(asm.Mov.Imm(asm.R7, 0))
-	g.mark(loop)
-	g.emit(asm.JGE.Imm(asm.R7, int32(gr.width), end),
-		asm.LoadMem(asm.R1, asm.R10, row, asm.DWord),
-		asm.Mov.Reg(asm.R2, asm.R7), asm.LSh.Imm(asm.R2, 4), asm.Add.Reg(asm.R1, asm.R2), // R1: the step, at off
-		asm.LoadMem(asm.R2, asm.R1, off, asm.Byte), asm.JEq.Imm(asm.R2, stepEnd, end),
-		// R3: from ? the long at `at` : imm
-		asm.LoadMem(asm.R3, asm.R1, off+8, asm.Word), asm.JGT.Imm(asm.R3, int32(gr.from), end),
-		asm.Add.Reg(asm.R3, regScratch), asm.LoadMem(asm.R3, asm.R3, 0, asm.DWord),
-		asm.LoadMem(asm.R4, asm.R1, off+12, asm.Word),
-		asm.LoadMem(asm.R5, asm.R1, off+1, asm.Byte), asm.Neg.Imm(asm.R5, 0),
-		asm.Xor.Reg(asm.R3, asm.R4), asm.And.Reg(asm.R3, asm.R5), asm.Xor.Reg(asm.R3, asm.R4),
-		// cut: R3 << shift, then >> shift, arithmetically when signed
-		asm.LoadMem(asm.R4, asm.R1, off+2, asm.Byte), asm.And.Imm(asm.R4, 63), asm.LSh.Reg(asm.R3, asm.R4),
-		asm.Mov.Reg(asm.R5, asm.R3), asm.ArSh.Reg(asm.R5, asm.R4), asm.RSh.Reg(asm.R3, asm.R4),
-		asm.LoadMem(asm.R0, asm.R1, off+3, asm.Byte), asm.Neg.Imm(asm.R0, 0),
-		asm.Xor.Reg(asm.R5, asm.R3), asm.And.Reg(asm.R5, asm.R0), asm.Xor.Reg(asm.R3, asm.R5),
-		// R4: dst
-		asm.LoadMem(asm.R4, asm.R1, off+4, asm.Half), asm.JGT.Imm(asm.R4, int32(gr.dst), end))
-	switch gr.kind {
-	case stepStore:
-		g.emit(asm.Add.Reg(asm.R4, regScratch), asm.StoreMem(asm.R4, 0, asm.R3, asm.DWord))
-	case stepUserLong:
-		g.stepUserLong(off, next)
-	case stepUserString:
-		g.stepUserString(gr.dst, next, end)
+// stepRun compiles the steps of gr's kind of the row whose address is
+// in the stack slot row: the step at each of gr's places in turn, until
+// one of kind stepEnd. A step keeps nothing on the stack and its paths
+// meet at the next step in one state, which the verifier prunes: it
+// walks each step's code once.
+func (g *gen) stepRun(gr stepGroup, row int16) {
+	end := g.newLabel("steps_end")
+	for i := range gr.width {
+		next := g.newLabel("step_next")
+		off := int16(gr.off + layoutStepSize*i)
+		g.emit(asm.LoadMem(asm.R1, asm.R10, row, asm.DWord), // R1: the row; the step at off
+			asm.LoadMem(asm.R2, asm.R1, off, asm.Byte), asm.JEq.Imm(asm.R2, stepEnd, end))
+		if gr.kind == stepConst {
+			g.emit(asm.LoadMem(asm.R3, asm.R1, off+12, asm.Word))
+		} else {
+			g.emit(asm.LoadMem(asm.R3, asm.R1, off+8, asm.Word), asm.JGT.Imm(asm.R3, int32(gr.from), end),
+				asm.Add.Reg(asm.R3, regScratch), asm.LoadMem(asm.R3, asm.R3, 0, asm.DWord))
+		}
+		if gr.kind == stepCut { // R3 << shift, then >> shift, arithmetically when signed
+			g.emit(asm.LoadMem(asm.R4, asm.R1, off+2, asm.Byte), asm.And.Imm(asm.R4, 63), asm.LSh.Reg(asm.R3, asm.R4),
+				asm.Mov.Reg(asm.R5, asm.R3), asm.ArSh.Reg(asm.R5, asm.R4), asm.RSh.Reg(asm.R3, asm.R4),
+				asm.LoadMem(asm.R0, asm.R1, off+3, asm.Byte), asm.Neg.Imm(asm.R0, 0),
+				asm.Xor.Reg(asm.R5, asm.R3), asm.And.Reg(asm.R5, asm.R0), asm.Xor.Reg(asm.R3, asm.R5))
+		}
+		g.emit(asm.LoadMem(asm.R4, asm.R1, off+4, asm.Half), asm.JGT.Imm(asm.R4, int32(gr.dst), end))
+		switch gr.kind {
+		case stepUserLong:
+			g.stepUserLong(off, next)
+		case stepUserString:
+			g.stepUserString(gr.dst, next, end)
+		default:
+			g.emit(asm.Add.Reg(asm.R4, regScratch), asm.StoreMem(asm.R4, 0, asm.R3, asm.DWord))
+		}
+		g.mark(next)
 	}
-	g.mark(next)
-	g.emit(asm.Add.Imm(asm.R7, 1), asm.Ja.Label(loop))
 	g.mark(end)
-	g.emit(asm.Mov.Imm(asm.R7, 0)) // one state after the loop, whatever step it ended at
 }
 
 // stepUserLong compiles a step that reads the user long at R3 plus the

@@ -9,9 +9,8 @@ import (
 
 // TestLayoutTable compiles merged syscall.* entries and looks for the
 // table of their dispatch on the argument layout (layouttable.go): there,
-// with a row for each of a program's layouts, when argstr is only printed,
-// each program then under 1,500 instructions (3,600 with the layouts
-// compiled); not there when the probe computes argstr in the kernel,
+// with a row for each layout, when argstr is only printed, the program
+// then under 2,000 instructions (two of 3,600 with the layouts compiled); not there when the probe computes argstr in the kernel,
 // whose layouts keep their code in outlined subprograms. TestRun's
 // kernel_syscall_layout_steps runs such a table and compares what it
 // prints.
@@ -33,8 +32,8 @@ func TestLayoutTable(t *testing.T) {
 					}
 				}
 				t.Logf("%d instructions", len(compiled.Instructions))
-				if c.table && len(compiled.Instructions) > 1500 {
-					t.Errorf("%d instructions, want at most 1,500", len(compiled.Instructions))
+				if c.table && len(compiled.Instructions) > 2000 {
+					t.Errorf("%d instructions, want at most 2,000", len(compiled.Instructions))
 				}
 			}
 			rows := 0 // of the layout tables
