@@ -27,7 +27,7 @@ import (
 // ARRAY map ("layouts") indexed by the layout, a list of steps of 16
 // bytes:
 //
-//	kind, from, shift, signed, dst (u16), add (u16), at (u32), imm (u32)
+//	kind, 0, shift, signed, dst (u16), add (u16), at (u32), imm (u32)
 //
 // A step's value is the long at `at` in the scratch area (a local, or the
 // copy of the call's arguments made before the steps), or imm; a step
@@ -90,7 +90,7 @@ type operand struct {
 // shift pair does both cuts.
 func (o operand) narrowed(size int, signed bool) (operand, bool) {
 	switch {
-	case o.size > size || o.size == size:
+	case o.size >= size:
 		o.size, o.signed = size, signed
 		return o, true
 	case !o.signed || signed:
@@ -125,7 +125,6 @@ func storeStep(from operand, dst int) layoutStep {
 func (s layoutStep) put(b []byte) {
 	b[0] = s.kind
 	if s.from.scratch {
-		b[1] = 1
 		binary.NativeEndian.PutUint32(b[8:], s.from.off)
 	} else {
 		binary.NativeEndian.PutUint32(b[12:], s.from.off)
@@ -592,6 +591,10 @@ func stepGroups(cases []layoutCase) ([]stepGroup, int) {
 // walks each step's code once.
 func (g *gen) stepRun(gr stepGroup, row int16) {
 	end := g.newLabel("steps_end")
+	cells := 0 // what a string's read keeps across the helper's call
+	if gr.kind == stepUserString {
+		cells = g.allocScratch(16)
+	}
 	for i := range gr.width {
 		next := g.newLabel("step_next")
 		off := int16(gr.off + layoutStepSize*i)
@@ -614,7 +617,7 @@ func (g *gen) stepRun(gr stepGroup, row int16) {
 		case stepUserLong:
 			g.stepUserLong(off, next)
 		case stepUserString:
-			g.stepUserString(gr.dst, next, end)
+			g.stepUserString(gr.dst, cells, end)
 		default:
 			g.emit(asm.Add.Reg(asm.R4, regScratch), asm.StoreMem(asm.R4, 0, asm.R3, asm.DWord))
 		}
@@ -637,11 +640,10 @@ func (g *gen) stepUserLong(off int16, next string) {
 // stepUserString compiles a step that reads the user string at R3: a
 // mark byte at the offset in R4 (at most bound) of the scratch area, the
 // text after it, as userStringRaw does. The address and the offset wait
-// for the helper in two cells of the scratch area.
-func (g *gen) stepUserString(bound int, next, end string) {
+// for the helper in the two longs at cells of the scratch area.
+func (g *gen) stepUserString(bound, cells int, end string) {
 	read := g.newLabel("step_read")
 	g.m.unread = true
-	cells := g.allocScratch(16)
 	g.emit(asm.StoreMem(regScratch, int16(cells), asm.R3, asm.DWord), asm.StoreMem(regScratch, int16(cells+8), asm.R4, asm.DWord),
 		asm.Add.Reg(asm.R4, regScratch),
 		asm.Mov.Reg(asm.R1, asm.R4), asm.Add.Imm(asm.R1, 1), asm.Mov.Imm(asm.R2, int32(g.m.maxStr-1)),
@@ -652,5 +654,5 @@ func (g *gen) stepUserString(bound int, next, end string) {
 	g.emit(asm.Mov.Imm(asm.R1, 0))
 	g.mark(read)
 	g.emit(asm.LoadMem(asm.R4, regScratch, int16(cells+8), asm.DWord), asm.JGT.Imm(asm.R4, int32(bound), end),
-		asm.Add.Reg(asm.R4, regScratch), asm.StoreMem(asm.R4, 0, asm.R1, asm.Byte), asm.Ja.Label(next))
+		asm.Add.Reg(asm.R4, regScratch), asm.StoreMem(asm.R4, 0, asm.R1, asm.Byte))
 }
