@@ -63,26 +63,41 @@ func DeferPrinted(prog *Program) {
 	if prog.Deferred != nil { // done already
 		return
 	}
-	d := newDeferrer()
-	uses := usesOf(prog)
-	for _, v := range uses.order {
-		if leaves, ok := d.deferrable(uses.of[v]); ok {
-			d.deferLocal(prog, v, uses.of[v].sites, leaves)
-		}
+	plan := prog.deferral
+	if plan == nil {
+		plan = planDeferral(prog)
+	}
+	prog.deferral = nil
+	for _, v := range plan.order {
+		plan.d.deferLocal(prog, v, plan.uses.of[v].sites, plan.leaves[v])
 	}
 }
 
-// deferredLocals are the string locals DeferPrinted would leave to user
-// space, the program left as it is.
-func deferredLocals(prog *Program) map[*syntax.Var]bool {
-	d := newDeferrer()
-	uses := usesOf(prog)
-	deferred := map[*syntax.Var]bool{}
-	for _, v := range uses.order {
-		_, deferred[v] = d.deferrable(uses.of[v])
-	}
-	return deferred
+// deferral is what DeferPrinted does to a program: the string locals it
+// leaves to user space, in order, with the leaves of each one's
+// assignments. Pass 2 makes it when it asks which those are (a merged
+// entry's split: syscallsplit.go), and DeferPrinted then uses it unless
+// the program changed since (a split).
+type deferral struct {
+	d      *deferrer
+	uses   deferredUses
+	order  []*syntax.Var
+	leaves map[*syntax.Var][][]syntax.Expr
 }
+
+func planDeferral(prog *Program) *deferral {
+	plan := &deferral{d: newDeferrer(), uses: usesOf(prog), leaves: map[*syntax.Var][][]syntax.Expr{}}
+	for _, v := range plan.uses.order {
+		if leaves, ok := plan.d.deferrable(plan.uses.of[v]); ok {
+			plan.order = append(plan.order, v)
+			plan.leaves[v] = leaves
+		}
+	}
+	return plan
+}
+
+// defers tells whether the plan leaves v to user space.
+func (plan *deferral) defers(v *syntax.Var) bool { return plan.leaves[v] != nil }
 
 func newDeferrer() *deferrer {
 	return &deferrer{pure: map[*syntax.Func]bool{}, visiting: map[*syntax.Func]bool{}, quoted: map[syntax.Expr]*syntax.Call{},

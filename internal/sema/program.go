@@ -42,6 +42,8 @@ type Program struct {
 	// computes from their assignments' leaves (DeferPrinted, deferred.go):
 	// the function of each assignment, the kernel's number for it minus 1.
 	Deferred map[*syntax.Var][]*syntax.Func
+	// deferral is DeferPrinted's plan, when pass 2 made it (deferred.go).
+	deferral *deferral
 
 	builtinsUsed []*syntax.Func // native functions called, for the -p2 listing
 	statShapes   map[*syntax.Var]*StatShape

@@ -16,7 +16,8 @@ import (
 // of all, once the program is checked and its code final, a merged entry
 // (syscalls.go) whose argument layouts keep at least splitNodes syntax
 // nodes and compute strings in the kernel (not only argstr printed,
-// which leaves them to user space: computesStrings) becomes two probes
+// which leaves them to user space: computesStrings, from DeferPrinted's
+// plan, which DeferPrinted then follows) becomes two probes
 // on its tracepoint, each with a run of the
 // layouts (halfOfLayouts) and the calls that have them. The first, which
 // is attached, dispatches every call, its own as before and the second's
@@ -68,7 +69,6 @@ func (e *elab) splitMerged() {
 	if e.opts.Timing {
 		return
 	}
-	var deferred map[*syntax.Var]bool
 	for _, m := range e.merges {
 		if !slices.Contains(e.prog.Probes, m.probe) {
 			continue
@@ -77,10 +77,10 @@ func (e *elab) splitMerged() {
 		if d == nil || d.kept < splitNodes {
 			continue
 		}
-		if deferred == nil {
-			deferred = deferredLocals(e.prog)
+		if e.prog.deferral == nil {
+			e.prog.deferral = planDeferral(e.prog)
 		}
-		if !d.computesStrings(deferred) {
+		if !d.computesStrings(e.prog.deferral) {
 			e.prog.Plans[m.plan] += "; its argument layouts run as data (the strings it prints are formatted in user space)"
 			continue
 		}
@@ -90,6 +90,7 @@ func (e *elab) splitMerged() {
 			continue
 		}
 		served, moved := e.split(m.probe, d)
+		e.prog.deferral = nil // the second probe's nodes: DeferPrinted plans again
 		e.prog.Plans[m.plan] = fmt.Sprintf("%s: the entries of %d system calls share two programs on %s, verified at once, "+
 			"the second entered by a tail call for %d of them (%d argument layouts)", m.users, m.calls, m.probe.Attach.Target(), served, m.layouts)
 		switch n := len(moved); {
@@ -140,18 +141,17 @@ func findDispatches(body *syntax.Block) *dispatches {
 }
 
 // computesStrings tells whether the layouts of d assign a string local
-// that DeferPrinted leaves in the kernel (deferred says which it does
-// not). Only then is the entry worth two programs: without such strings
+// that DeferPrinted leaves in the kernel (plan says which it does not). Only then is the entry worth two programs: without such strings
 // the layouts only copy the call's arguments, which the code generator
 // makes rows of a table (bpfgen's layouttable.go), a program of some
 // 1,000 instructions that one CPU verifies sooner than two programs load.
-func (d *dispatches) computesStrings(deferred map[*syntax.Var]bool) bool {
+func (d *dispatches) computesStrings(plan *deferral) bool {
 	found := false
 	for _, leaf := range d.layouts {
 		syntax.Walk(leaf.Then, func(n syntax.Node) bool {
 			if a, ok := n.(*syntax.Assign); ok {
 				id, ok := a.LHS.(*syntax.Ident)
-				found = found || ok && id.Var != nil && id.Var.Type == syntax.TypeString && !deferred[id.Var]
+				found = found || ok && id.Var != nil && id.Var.Type == syntax.TypeString && !plan.defers(id.Var)
 			}
 			return !found
 		})
