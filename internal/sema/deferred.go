@@ -58,7 +58,8 @@ import (
 // there), with a MAXACTION of its own: statements that no longer run in
 // the kernel no longer count towards the probe's. It runs
 // after pass 2's listing (-p2 shows the program as written) and before
-// the code generator, once: a second call changes nothing.
+// the code generator, once: a second call changes nothing. Pass 2 may
+// have planned it already (deferral), which it then follows.
 func DeferPrinted(prog *Program) {
 	if prog.Deferred != nil { // done already
 		return
