@@ -103,6 +103,24 @@ func onCall(s syntax.Stmt) bool {
 	return ok && d.Subject == sema.SyscallNrVar
 }
 
+// dispatchCases calls leaf with the key and case of each leaf of the
+// dispatch s on subject, whose subject is in [lo, hi), and tells whether
+// s is such a dispatch and leaf accepted every case. A leaf sema
+// tightened (its case alone: tightenDispatches) is the one number its
+// range leaves.
+func dispatchCases(s syntax.Stmt, subject string, lo, hi int64, leaf func(int64, syntax.Stmt) bool) bool {
+	d, ok := sema.AsDispatchNode(s)
+	switch {
+	case !ok || d.Subject != subject:
+		return hi == lo+1 && leaf(lo, s)
+	case d.Op == "<":
+		return d.Key > lo && d.Key < hi && dispatchCases(d.Then, subject, lo, d.Key, leaf) &&
+			dispatchCases(d.Else, subject, d.Key, hi, leaf)
+	}
+	_, next := d.Else.(*syntax.NextStmt)
+	return next && d.Key >= lo && d.Key < hi && leaf(d.Key, d.Then)
+}
+
 // addCase appends the leaf of key whose case is s, and tells whether it
 // only stores constants (or is the tail call).
 func (g *gen) addCase(key int64, s syntax.Stmt, cases *[]callCase) bool {
