@@ -411,13 +411,15 @@ func (g *gen) unstoredLocals(cases []layoutCase) map[*syntax.Var]bool {
 	}
 	unstored := map[*syntax.Var]bool{}
 	read := map[*syntax.Var]bool{} // by a read not covered
-	seen := map[syntax.Node]bool{} // statements two probes share are walked once
+	seen := map[syntax.Stmt]bool{} // statements two probes share are walked once
 	var visit func(n syntax.Node) bool
 	visit = func(n syntax.Node) bool {
-		if seen[n] {
-			return false
+		if s, ok := n.(syntax.Stmt); ok {
+			if seen[s] {
+				return false
+			}
+			seen[s] = true
 		}
-		seen[n] = true
 		switch n := n.(type) {
 		case *syntax.Assign:
 			if id, ok := n.LHS.(*syntax.Ident); ok && n.Op == "=" {
