@@ -29,10 +29,12 @@ import "github.com/bpftap/bpftap/internal/syntax"
 //   - it declares no size and does not wrap (task storage has no capacity
 //     to honour: each thread holds one element).
 func (e *elab) promoteByThread() {
+	if !e.anyGlobal(byThreadShape) {
+		return
+	}
 	candidate := map[*syntax.Var]bool{}
 	for _, v := range e.prog.Globals {
-		candidate[v] = v.IsArray && len(v.Keys) == 1 && v.Keys[0] == syntax.TypeLong &&
-			v.Type != syntax.TypeStats && !v.PerCPU && !v.Wrap && (v.Decl == nil || v.Decl.Size == 0)
+		candidate[v] = byThreadShape(v)
 	}
 	for _, p := range e.prog.Probes {
 		if p.Display != nil {
@@ -69,6 +71,14 @@ func (e *elab) promoteByThread() {
 	for v, ok := range candidate {
 		v.ByThread = ok
 	}
+}
+
+// byThreadShape tells whether global v has the shape of an array keyed by
+// the thread: one long key, elements that are not statistics, no size
+// declared, no wrap, not per-CPU.
+func byThreadShape(v *syntax.Var) bool {
+	return v.IsArray && len(v.Keys) == 1 && v.Keys[0] == syntax.TypeLong &&
+		v.Type != syntax.TypeStats && !v.PerCPU && !v.Wrap && (v.Decl == nil || v.Decl.Size == 0)
 }
 
 // isTidCall reports whether x is a call of the builtin tid().

@@ -25,6 +25,9 @@ import (
 // Functions are checked in name order, then the probes, stap's order.
 
 func (e *elab) checkForeachWrites() {
+	if !e.anyGlobal(func(v *syntax.Var) bool { return v.IsArray || v.Type == syntax.TypeStats }) {
+		return // a loop iterates a global array or a statistic's histogram
+	}
 	funcs := e.funcsByName()
 	c := &foreachCheck{e: e, writes: map[*syntax.Func]map[*syntax.Var]bool{}}
 	for _, f := range funcs {

@@ -1,6 +1,7 @@
 package sema
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 
@@ -15,7 +16,10 @@ import (
 // globals and records the -G overrides.
 func (e *elab) finish() {
 	var display []*syntax.Var
-	used := usedGlobals(e.bodies())
+	var used map[*syntax.Var]bool
+	if len(e.prog.Globals) > 0 { // a walk of every body, for nothing without globals (syscall.*: 20,000 nodes)
+		used = usedGlobals(e.bodies())
+	}
 	kept := e.prog.Globals[:0]
 	for _, g := range e.prog.Globals {
 		if !g.Read && !g.Written && !e.opts.Unoptimized {
@@ -35,6 +39,16 @@ func (e *elab) finish() {
 		e.prog.Probes = append(e.prog.Probes, displayProbe(g))
 	}
 	e.overrides()
+}
+
+// anyGlobal tells whether some global of the program matches. The checks
+// and promotions of globals (foreach.go, stats.go, kernelctx.go,
+// bythread.go) ask it first, to walk no body of a program whose globals
+// cannot concern them: arrays and statistics are globals only (pass 2
+// refuses a local one), and the merged entry of syscall.* is some 20,000
+// nodes to walk.
+func (e *elab) anyGlobal(match func(*syntax.Var) bool) bool {
+	return slices.ContainsFunc(e.prog.Globals, match)
 }
 
 // inTapset tells whether global g is declared in a tapset file.

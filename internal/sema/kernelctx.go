@@ -268,6 +268,9 @@ func KernelRefusal(n syntax.Node, printed bool) string {
 // only by ++, --, +=, -= and <<< used as statements, and never reads,
 // assigns or deletes; user-side code may do anything with them.
 func (e *elab) promotePerCPU() {
+	if len(e.prog.Globals) == 0 {
+		return
+	}
 	updated, other := map[*syntax.Var]bool{}, map[*syntax.Var]bool{}
 	var visit func(n syntax.Node) bool
 	visit = func(n syntax.Node) bool {

@@ -46,6 +46,9 @@ type histShape struct {
 }
 
 func (e *elab) checkStats() {
+	if !e.anyGlobal(func(v *syntax.Var) bool { return v.Type == syntax.TypeStats }) {
+		return // histograms and aggregates are of statistics, globals
+	}
 	shapes := map[*syntax.Var]*histShape{}
 	visit := func(n syntax.Node) {
 		syntax.Walk(n, func(n syntax.Node) bool {
