@@ -118,6 +118,9 @@ func (w *aheadWalk) walk(pts []*probes.Point, depth int) {
 			w.walkAliases(set, pt.Suffix, depth)
 			continue
 		}
+		if pt.Family.Prefetch == nil && !pt.Family.Concurrent {
+			continue // its name is not worth making (syscall.*: 167 aliases' points)
+		}
 		key := aheadKey(pt)
 		if pt.Family.Prefetch != nil && !w.prefetched[key] {
 			w.prefetched[key] = true
@@ -151,6 +154,9 @@ func (w *aheadWalk) walkAliases(set *aliasSet, suffix []*syntax.Component, depth
 // expandPoint is pt's expansion: the one made ahead, once, else its
 // family's own.
 func (e *elab) expandPoint(pt *probes.Point) ([]*probes.Point, error) {
+	if !pt.Family.Concurrent || len(e.ahead) == 0 {
+		return pt.Family.Expand(pt) // none is made ahead: no name to make and look up
+	}
 	key := aheadKey(pt)
 	if x := e.ahead[key]; x != nil {
 		delete(e.ahead, key)
