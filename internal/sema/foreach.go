@@ -25,7 +25,7 @@ import (
 // Functions are checked in name order, then the probes, stap's order.
 
 func (e *elab) checkForeachWrites() {
-	if !e.anyGlobal(func(v *syntax.Var) bool { return v.IsArray || v.Type == syntax.TypeStats }) {
+	if !e.anyGlobal(func(v *syntax.Var) bool { return v.IsArray || statistic(v) }) {
 		return // a loop iterates a global array or a statistic's histogram
 	}
 	funcs := e.funcsByName()

@@ -51,6 +51,9 @@ func (e *elab) anyGlobal(match func(*syntax.Var) bool) bool {
 	return slices.ContainsFunc(e.prog.Globals, match)
 }
 
+// statistic tells whether v is a statistic (or an array of them).
+func statistic(v *syntax.Var) bool { return v.Type == syntax.TypeStats }
+
 // inTapset tells whether global g is declared in a tapset file.
 func (e *elab) inTapset(g *syntax.Var) bool {
 	if g.Decl == nil {

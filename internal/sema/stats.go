@@ -46,7 +46,7 @@ type histShape struct {
 }
 
 func (e *elab) checkStats() {
-	if !e.anyGlobal(func(v *syntax.Var) bool { return v.Type == syntax.TypeStats }) {
+	if !e.anyGlobal(statistic) {
 		return // histograms and aggregates are of statistics, globals
 	}
 	shapes := map[*syntax.Var]*histShape{}
