@@ -101,7 +101,7 @@ stap-suites:
 
 # Short fuzzing runs of every fuzz target: no script may make the parser or the
 # elaborator panic or hang, and the formatter must agree with its references.
-FUZZ_TARGETS = syntax:FuzzParse sema:FuzzElaborate format:FuzzFormat format:FuzzText format:FuzzStat regexdfa:FuzzStapSyntax output:FuzzJSONString
+FUZZ_TARGETS = syntax:FuzzParse sema:FuzzElaborate snapshot:FuzzDecode format:FuzzFormat format:FuzzText format:FuzzStat regexdfa:FuzzStapSyntax output:FuzzJSONString
 
 fuzz:
 	@failed=; for t in $(FUZZ_TARGETS); do \

@@ -1,0 +1,273 @@
+package snapshot
+
+import (
+	"cmp"
+	"encoding/binary"
+	"fmt"
+	"reflect"
+	"slices"
+	"unsafe"
+)
+
+// The bytes: the schema's hash (8 bytes, little-endian), the number of
+// object types, the number of objects of each, then the root's reference
+// and every object's body in the order the objects were numbered.
+
+// Encode writes the graph root reaches; root must be of the Codec's type.
+func (c *Codec) Encode(root any) ([]byte, error) {
+	v := reflect.ValueOf(root)
+	if v.Type() != c.root {
+		return nil, fmt.Errorf("%w: a %v for a codec of %v", ErrUnsupported, v.Type(), c.root)
+	}
+	e := &encoder{objects: map[unsafe.Pointer]object{}, counts: make([]int, len(c.objects)), concrete: map[reflect.Type]concreteType{}}
+	for _, k := range c.concreteTypes() {
+		e.concrete[k.typ] = k
+	}
+	elem := c.coders[c.root.Elem()]
+	if err := e.reference(v.UnsafePointer(), c.objectID[c.root.Elem()], elem); err != nil {
+		return nil, err
+	}
+	for i := 0; i < len(e.queue); i++ {
+		if err := e.queue[i].cd.enc(e, e.queue[i].p); err != nil {
+			return nil, err
+		}
+	}
+	if err := e.checkInterior(c); err != nil {
+		return nil, err
+	}
+	head := binary.LittleEndian.AppendUint64(nil, c.schema)
+	head = binary.AppendUvarint(head, uint64(len(e.counts)))
+	for _, n := range e.counts {
+		head = binary.AppendUvarint(head, uint64(n))
+	}
+	return append(head, e.buf...), nil
+}
+
+// encoder is the state of one Encode.
+type encoder struct {
+	buf      []byte
+	objects  map[unsafe.Pointer]object
+	queue    []pending
+	counts   []int // objects numbered of each type
+	concrete map[reflect.Type]concreteType
+	spans    []span // the memory written: objects and slices' elements
+}
+
+// object is a numbered object: its number (from 1) and type.
+type object struct{ n, id int }
+
+// pending is an object numbered, its body not yet written.
+type pending struct {
+	p  unsafe.Pointer
+	cd *coder
+}
+
+// span is memory the encoder wrote from; object says it is an object's
+// (a pointer may point to its start), else a slice's elements.
+type span struct {
+	start, end uintptr
+	object     bool
+}
+
+func (e *encoder) uint(v uint64) { e.buf = binary.AppendUvarint(e.buf, v) }
+
+// reference writes the number of the object of type id at p, numbering
+// it and queueing its body the first time.
+func (e *encoder) reference(p unsafe.Pointer, id int, cd *coder) error {
+	if p == nil {
+		e.uint(0)
+		return nil
+	}
+	if o, ok := e.objects[p]; ok {
+		if o.id != id {
+			return fmt.Errorf("%w: pointers of two types to one address", ErrUnsupported)
+		}
+		e.uint(uint64(o.n))
+		return nil
+	}
+	o := object{len(e.objects) + 1, id}
+	e.objects[p] = o
+	e.counts[id]++
+	e.queue = append(e.queue, pending{p, cd})
+	e.uint(uint64(o.n))
+	return nil
+}
+
+// elements notes the memory of a slice's elements.
+func (e *encoder) elements(data unsafe.Pointer, size uintptr, n int) {
+	if size > 0 && n > 0 {
+		e.spans = append(e.spans, span{uintptr(data), uintptr(data) + size*uintptr(n), false})
+	}
+}
+
+// checkInterior refuses a graph where a pointer points into an object or
+// a slice's elements rather than to an object's start: the decoded copy
+// would not share that memory.
+func (e *encoder) checkInterior(c *Codec) error {
+	for p, o := range e.objects {
+		if size := c.objects[o.id].Size(); size > 0 {
+			e.spans = append(e.spans, span{uintptr(p), uintptr(p) + size, true})
+		}
+	}
+	slices.SortFunc(e.spans, func(a, b span) int {
+		if a.start != b.start {
+			return cmp.Compare(a.start, b.start)
+		}
+		return cmp.Compare(boolInt(a.object), boolInt(b.object)) // slices first
+	})
+	var end uintptr
+	for _, s := range e.spans {
+		if s.object && s.start < end {
+			return fmt.Errorf("%w: a pointer into the inside of a value", ErrUnsupported)
+		}
+		end = max(end, s.end)
+	}
+	return nil
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// Decode reads a graph Encode wrote with a Codec of the same schema, and
+// returns its root, of the Codec's type. The strings decoded are data's
+// bytes: data must not change afterwards.
+func (c *Codec) Decode(data []byte) (any, error) {
+	if len(data) < 8 || binary.LittleEndian.Uint64(data) != c.schema {
+		return nil, ErrCorrupt
+	}
+	d := &decoder{buf: data, off: 8, concrete: c.concreteTypes()}
+	if err := d.allocate(c); err != nil {
+		return nil, err
+	}
+	coders := make([]*coder, len(c.objects))
+	for i, t := range c.objects {
+		coders[i] = c.coders[t]
+	}
+	rootID := c.objectID[c.root.Elem()]
+	root, err := d.reference(rootID)
+	if err != nil || root == nil {
+		return nil, ErrCorrupt
+	}
+	for i := 0; i < len(d.objects); i++ {
+		o := d.objects[i]
+		if err := coders[o.id].dec(d, o.p); err != nil {
+			return nil, err
+		}
+	}
+	for _, b := range d.blocks {
+		if b.used != b.n {
+			return nil, ErrCorrupt
+		}
+	}
+	if d.off != len(d.buf) {
+		return nil, ErrCorrupt
+	}
+	return reflect.NewAt(c.root.Elem(), root).Interface(), nil
+}
+
+// decoder is the state of one Decode.
+type decoder struct {
+	buf      []byte
+	off      int
+	blocks   []block // by object type
+	objects  []decoded
+	concrete []concreteType
+}
+
+// block is the memory of one type's objects, handed out in order.
+type block struct {
+	data    unsafe.Pointer
+	size    uintptr
+	n, used int
+}
+
+// decoded is an object allocated: its memory and type.
+type decoded struct {
+	p  unsafe.Pointer
+	id int
+}
+
+// allocate reads the header's counts and makes each type's block.
+func (d *decoder) allocate(c *Codec) error {
+	n, err := d.uint()
+	if err != nil || n != uint64(len(c.objects)) {
+		return ErrCorrupt
+	}
+	d.blocks = make([]block, n)
+	total := 0
+	for i, t := range c.objects {
+		u, err := d.uint()
+		if err != nil || u > uint64(len(d.buf)) {
+			return ErrCorrupt
+		}
+		count := int(u)
+		if total += count; total > len(d.buf) { // every object is referenced by a byte at least
+			return ErrCorrupt
+		}
+		d.blocks[i] = block{size: t.Size(), n: count}
+		if count > 0 {
+			d.blocks[i].data = reflect.MakeSlice(reflect.SliceOf(t), count, count).UnsafePointer()
+		}
+	}
+	d.objects = make([]decoded, 0, total)
+	return nil
+}
+
+// reference reads an object's number: an object already read of the same
+// type, or the next one, taken from its type's block.
+func (d *decoder) reference(id int) (unsafe.Pointer, error) {
+	n, err := d.uint()
+	switch {
+	case err != nil || n == 0:
+		return nil, err
+	case n <= uint64(len(d.objects)):
+		o := d.objects[n-1]
+		if o.id != id {
+			return nil, ErrCorrupt
+		}
+		return o.p, nil
+	case n != uint64(len(d.objects))+1:
+		return nil, ErrCorrupt
+	}
+	b := &d.blocks[id]
+	if b.used == b.n {
+		return nil, ErrCorrupt
+	}
+	p := unsafe.Add(b.data, uintptr(b.used)*b.size)
+	b.used++
+	d.objects = append(d.objects, decoded{p, id})
+	return p, nil
+}
+
+func (d *decoder) uint() (uint64, error) {
+	v, n := binary.Uvarint(d.buf[d.off:])
+	if n <= 0 {
+		return 0, ErrCorrupt
+	}
+	d.off += n
+	return v, nil
+}
+
+// length reads a length written plus one, -1 for nil; a length the bytes
+// left cannot hold is refused.
+func (d *decoder) length() (int, error) {
+	v, err := d.uint()
+	if err != nil || v > uint64(len(d.buf)-d.off)+1 {
+		return 0, ErrCorrupt
+	}
+	return int(v) - 1, nil
+}
+
+// bytes takes the next n bytes.
+func (d *decoder) bytes(n uint64) ([]byte, error) {
+	if n > uint64(len(d.buf)-d.off) {
+		return nil, ErrCorrupt
+	}
+	b := d.buf[d.off : d.off+int(n)]
+	d.off += int(n)
+	return b, nil
+}
