@@ -48,6 +48,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sync"
+	"sync/atomic"
 )
 
 // DebugRoot is where distributions install separate debug files.
@@ -106,6 +107,7 @@ type File struct {
 
 // Open reads the DWARF of the program at path.
 func Open(path string) (*File, error) {
+	looked.Add(1)
 	prog, err := elf.Open(path)
 	if err != nil {
 		return nil, err
@@ -350,3 +352,13 @@ func (f *File) readSymbols() {
 		slices.SortFunc(f.funcCode, func(a, b funcSymbol) int { return cmp.Compare(a.start, b.start) })
 	})
 }
+
+// looked counts the debug files the process looked for (Open, OpenKernel,
+// OpenModule), found or not.
+var looked atomic.Int64
+
+// Looked says how many debug files the process looked for, found or
+// not: a program elaborated from what one held (or from its absence) is
+// not kept across runs (internal/driver's cache), where the file may have
+// come or changed.
+func Looked() int64 { return looked.Load() }

@@ -65,6 +65,7 @@ func kernelDebugFiles(release string, id []byte) []string {
 // debug file of another build is refused: its addresses are not this
 // kernel's (one without a build ID cannot be told, and is taken).
 func OpenKernel(release string, id []byte) (*File, error) {
+	looked.Add(1)
 	return openKernelFile(&KernelMissingError{Release: release, Tried: kernelDebugFiles(release, id)}, "the kernel", id)
 }
 
@@ -76,6 +77,7 @@ func OpenKernel(release string, id []byte) (*File, error) {
 // /usr/lib/debug/lib/modules/RELEASE/kernel/DIR/NAME.ko, Fedora and RHEL
 // as .../NAME.ko.debug, where DIR is the module's own directory.
 func OpenModule(release, name string, id []byte) (*File, error) {
+	looked.Add(1)
 	missing := &KernelMissingError{Release: release, Module: name, Tried: moduleDebugFiles(release, name)}
 	return openKernelFile(missing, "module "+name, id)
 }

@@ -560,3 +560,26 @@ func rarest(s string) int {
 // byFrequency ranks the bytes of identifiers from the rarest in the
 // kernel's BTF strings to the most common.
 const byFrequency = "QJZXKVWYBHGFMUPDLCOAISNRTEqjzx98765kvwy4310hg2bfmupdlcoaisnrte_"
+
+// Name is how a copy of a program kept across runs names this BTF
+// (internal/sema's snapshot): "vmlinux" for Kernel()'s, the module's
+// name for Module's; a BTF parsed from elsewhere (a user binary's, one
+// made of DWARF) has none.
+func (b *BTF) Name() (string, error) {
+	if b.module == "" {
+		if k, err := Kernel(); err == nil && k == b {
+			return "vmlinux", nil
+		}
+	} else if m, err := Module(b.module); err == nil && m == b {
+		return b.module, nil
+	}
+	return "", fmt.Errorf("%s has no name to be found again by", b.what)
+}
+
+// Named returns the BTF Name named.
+func Named(name string) (*BTF, error) {
+	if name == "vmlinux" {
+		return Kernel()
+	}
+	return Module(name)
+}

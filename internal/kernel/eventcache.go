@@ -199,34 +199,57 @@ func load[T any](c *EventCache, name, format string, parse func(data []byte, hea
 // are trusted (openOwned), with parse after the head of format.
 func readCacheFile[T any](c *EventCache, name, format string, parse func(data []byte, head string) (T, error)) (T, error) {
 	var none T
-	dir, err := openCacheDir(c.dir, false)
+	data, err := ReadCacheFile(c.dir, name)
 	if err != nil {
 		return none, err
 	}
-	defer unix.Close(dir)
-	path := c.dir + "/" + name
-	fd, err := openOwned(dir, name, path, unix.S_IFREG)
-	if err != nil {
-		return none, err
-	}
-	defer unix.Close(fd)
-	var st unix.Stat_t
-	if err := unix.Fstat(fd, &st); err != nil {
-		return none, &os.PathError{Op: "stat", Path: path, Err: err}
-	}
-	data := make([]byte, st.Size)
-	if n, err := unix.Pread(fd, data, 0); err != nil || n != len(data) {
-		return none, fmt.Errorf("%s: short read", path)
-	}
-	head, err := cacheHead(format)
+	head, err := CacheHead(format)
 	if err != nil {
 		return none, err
 	}
 	held, err := parse(data, head)
 	if err != nil {
-		return none, fmt.Errorf("%s: %w", path, err)
+		return none, fmt.Errorf("%s/%s: %w", c.dir, name, err)
 	}
 	return held, nil
+}
+
+// ReadCacheFile reads the file name of the cache's directory dir, when
+// both are trusted (openOwned): the cache of the events, and that of the
+// programs (internal/driver).
+func ReadCacheFile(dir, name string) ([]byte, error) {
+	dirfd, err := openCacheDir(dir, false)
+	if err != nil {
+		return nil, err
+	}
+	defer unix.Close(dirfd)
+	path := dir + "/" + name
+	fd, err := openOwned(dirfd, name, path, unix.S_IFREG)
+	if err != nil {
+		return nil, err
+	}
+	defer unix.Close(fd)
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return nil, &os.PathError{Op: "stat", Path: path, Err: err}
+	}
+	data := make([]byte, st.Size)
+	if n, err := unix.Pread(fd, data, 0); err != nil || n != len(data) {
+		return nil, fmt.Errorf("%s: short read", path)
+	}
+	return data, nil
+}
+
+// SaveCacheFile writes data to the file name of the cache's directory
+// dir, creating the directory (mode 0700) when there is none: a new
+// file, created exclusively, renamed over the old one.
+func SaveCacheFile(dir, name string, data []byte) error {
+	dirfd, err := openCacheDir(dir, true)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(dirfd)
+	return saveFile(dirfd, dir, name, data)
 }
 
 // Save writes the events the cache held and those the run read from
@@ -242,11 +265,11 @@ func (c *EventCache) Save() error {
 	if len(events) == 0 && list == nil {
 		return nil
 	}
-	eventsHead, err := cacheHead(eventCacheHead)
+	eventsHead, err := CacheHead(eventCacheHead)
 	if err != nil {
 		return err
 	}
-	listHead, err := cacheHead(listCacheHead)
+	listHead, err := CacheHead(listCacheHead)
 	if err != nil {
 		return err
 	}
@@ -261,33 +284,33 @@ func (c *EventCache) Save() error {
 				events[name] = fields
 			}
 		}
-		err = c.saveFile(dir, eventCacheFile, formatEventCache(events, eventsHead))
+		err = saveFile(dir, c.dir, eventCacheFile, formatEventCache(events, eventsHead))
 	}
 	if list != nil && err == nil {
-		err = c.saveFile(dir, listCacheFile, formatEventList(list, listHead))
+		err = saveFile(dir, c.dir, listCacheFile, formatEventList(list, listHead))
 	}
 	return err
 }
 
-// saveFile writes data to the file name of the directory dir: a new file,
-// created exclusively, renamed over the old one.
-func (c *EventCache) saveFile(dir int, name string, data []byte) error {
+// saveFile writes data to the file name of the directory dir (open as
+// dirfd): a new file, created exclusively, renamed over the old one.
+func saveFile(dirfd int, dir, name string, data []byte) error {
 	temp := fmt.Sprintf(".%s.%d.%d", name, os.Getpid(), saves.Add(1))
-	fd, err := unix.Openat(dir, temp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
+	fd, err := unix.Openat(dirfd, temp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
 	if err != nil {
-		return &os.PathError{Op: "create", Path: c.dir + "/" + temp, Err: err}
+		return &os.PathError{Op: "create", Path: dir + "/" + temp, Err: err}
 	}
-	f := os.NewFile(uintptr(fd), c.dir+"/"+temp)
+	f := os.NewFile(uintptr(fd), dir+"/"+temp)
 	_, err = f.Write(data)
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
 	if err == nil {
-		err = unix.Renameat(dir, temp, dir, name)
+		err = unix.Renameat(dirfd, temp, dirfd, name)
 	}
 	if err != nil {
-		unix.Unlinkat(dir, temp, 0)
-		return fmt.Errorf("saving %s/%s: %w", c.dir, name, err)
+		unix.Unlinkat(dirfd, temp, 0)
+		return fmt.Errorf("saving %s/%s: %w", dir, name, err)
 	}
 	return nil
 }
@@ -321,16 +344,59 @@ func CleanCache(dir string) error {
 	return nil
 }
 
-// cacheFileNamed tells whether name is one of the cache's files, or a
-// temporary one of a save.
+// PruneCacheFiles removes, of the files of the cache's directory dir
+// whose names start with prefix, the oldest (by time of change) beyond
+// the newest keep or beyond bytes in all: the cache of programs'
+// bound (internal/driver).
+func PruneCacheFiles(dir, prefix string, keep int, bytes int64) error {
+	dirfd, err := openCacheDir(dir, false)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(dirfd)
+	entries, err := os.ReadDir(fmt.Sprintf("/proc/self/fd/%d", dirfd))
+	if err != nil {
+		return err
+	}
+	type file struct {
+		name string
+		time int64
+		size int64
+	}
+	var files []file
+	for _, e := range entries {
+		if info, err := e.Info(); err == nil && info.Mode().IsRegular() && strings.HasPrefix(e.Name(), prefix) {
+			files = append(files, file{e.Name(), info.ModTime().UnixNano(), info.Size()})
+		}
+	}
+	slices.SortFunc(files, func(a, b file) int { return cmp.Compare(b.time, a.time) })
+	var total int64
+	for i, f := range files {
+		if total += f.size; i < keep && total <= bytes {
+			continue
+		}
+		if err := unix.Unlinkat(dirfd, f.name, 0); err != nil && err != unix.ENOENT {
+			return &os.PathError{Op: "remove", Path: dir + "/" + f.name, Err: err}
+		}
+	}
+	return nil
+}
+
+// cacheFileNamed tells whether name is one of the cache's files (the
+// programs' are named ProgramCachePrefix and more), or a temporary one
+// of a save.
 func cacheFileNamed(name string) bool {
 	for _, file := range []string{eventCacheFile, listCacheFile} {
 		if name == file || strings.HasPrefix(name, "."+file+".") {
 			return true
 		}
 	}
-	return false
+	return strings.HasPrefix(strings.TrimPrefix(name, "."), ProgramCachePrefix)
 }
+
+// ProgramCachePrefix starts the names of the programs' files in the
+// cache's directory (internal/driver).
+const ProgramCachePrefix = "program-"
 
 // openCacheDir opens dir, creating it first when create says so and it
 // does not exist, and checks that only the process's user may write to it.
@@ -402,9 +468,10 @@ func fileKind(mode uint32) string {
 	return fmt.Sprintf("a special file (mode %#o)", mode)
 }
 
-// cacheHead is the first lines of a cache file of format (its first
-// line) made on this boot of this kernel.
-func cacheHead(format string) (string, error) {
+// CacheHead is the first lines of a cache file of format (its first
+// line) made on this boot of this kernel: "boot BOOT_ID" and "release
+// RELEASE" follow it (the programs' cache's too: internal/driver).
+func CacheHead(format string) (string, error) {
 	boot, err := bootAndRelease()
 	return format + "\n" + boot, err
 }

@@ -2,11 +2,13 @@ package kernel
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -220,7 +222,7 @@ func TestEventCacheUntrusted(t *testing.T) {
 			}},
 	} {
 		t.Run(target.file, func(t *testing.T) {
-			head, err := cacheHead(target.format)
+			head, err := CacheHead(target.format)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -340,7 +342,8 @@ func fieldNamed(fields []Field, name string) Field {
 // clean already.
 func TestCleanCache(t *testing.T) {
 	dir := t.TempDir()
-	for _, name := range []string{eventCacheFile, "." + eventCacheFile + ".123", listCacheFile, "." + listCacheFile + ".4.5", "other"} {
+	for _, name := range []string{eventCacheFile, "." + eventCacheFile + ".123", listCacheFile, "." + listCacheFile + ".4.5",
+		ProgramCachePrefix + "0123", "." + ProgramCachePrefix + "0123.6.7", "other"} {
 		rewrite(t, filepath.Join(dir, name), "x")
 	}
 	if err := os.Chmod(dir, 0o700); err != nil {
@@ -358,6 +361,49 @@ func TestCleanCache(t *testing.T) {
 	}
 	if err := CleanCache(filepath.Join(dir, "none")); err != nil {
 		t.Errorf("a missing directory: %v", err)
+	}
+}
+
+// TestPruneCacheFiles: the files of a prefix beyond the newest keep, or
+// beyond the bytes allowed, go; the others stay.
+func TestPruneCacheFiles(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.Chmod(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	for i, size := range []int{10, 20, 30, 40, 50} { // p0 the newest
+		path := filepath.Join(dir, fmt.Sprintf("p%d", i))
+		rewrite(t, path, strings.Repeat("x", size))
+		if err := os.Chtimes(path, now, now.Add(-time.Duration(i)*time.Minute)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rewrite(t, filepath.Join(dir, "other"), strings.Repeat("x", 1000))
+	left := func() string {
+		entries, _ := os.ReadDir(dir)
+		var names []string
+		for _, e := range entries {
+			names = append(names, e.Name())
+		}
+		return strings.Join(names, " ")
+	}
+	for _, c := range []struct {
+		keep  int
+		bytes int64
+		want  string
+	}{
+		{5, 1000, "other p0 p1 p2 p3 p4"},
+		{4, 1000, "other p0 p1 p2 p3"},
+		{4, 60, "other p0 p1 p2"},
+		{0, 1000, "other"},
+	} {
+		if err := PruneCacheFiles(dir, "p", c.keep, c.bytes); err != nil {
+			t.Fatal(err)
+		}
+		if got := left(); got != c.want {
+			t.Errorf("keep %d, %d bytes: left %q, want %q", c.keep, c.bytes, got, c.want)
+		}
 	}
 }
 

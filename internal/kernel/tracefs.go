@@ -252,3 +252,33 @@ func indexOf(fields []string, s string) int {
 	}
 	return -1
 }
+
+// DynamicEventSystems are the systems (groups) of the trace events made
+// while the kernel runs, whose fields a user may change between two runs
+// (kprobe, uprobe, synthetic, eprobe and fprobe events): the default
+// groups, and every group tracefs's list of such events names
+// (dynamic_events, Linux 5.0; before it kprobe_events and
+// uprobe_events). A built-in event's name cannot be taken by one of them.
+func DynamicEventSystems() (map[string]bool, error) {
+	systems := map[string]bool{"kprobes": true, "uprobes": true, "synthetic": true, "eprobes": true, "fprobes": true, "tracepoints": true}
+	text, err := ReadTracefs("dynamic_events")
+	if errors.Is(err, os.ErrNotExist) {
+		var uprobes []byte
+		if text, err = ReadTracefs("kprobe_events"); err == nil {
+			uprobes, err = ReadTracefs("uprobe_events")
+			text = append(text, uprobes...)
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	for line := range strings.Lines(string(text)) {
+		head, _, _ := strings.Cut(line, " ") // "p:GROUP/EVENT" or "p:EVENT"
+		if _, event, ok := strings.Cut(head, ":"); ok {
+			if group, _, ok := strings.Cut(event, "/"); ok {
+				systems[group] = true
+			}
+		}
+	}
+	return systems, nil
+}
