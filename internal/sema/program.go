@@ -10,8 +10,13 @@ import (
 // with its alias prologues and epilogues merged into its body (each derived probe
 // owns a deep copy of the code, so annotations never alias), every identifier bound
 // to a *syntax.Var, every call to a *syntax.Func, every expression typed.
+//
+// A Program is kept across runs (Encode, Decode: internal/snapshot) without
+// what only pass 2 and its listings (-p2, -l, -L) read: the fields tagged
+// `snapshot:"-"`, which a decoded Program has zero.
 type Program struct {
-	Files   []*syntax.File // the user's script first, then the tapset files that were used
+	// Files are the user's script first, then the tapset files that were used.
+	Files   []*syntax.File `snapshot:"-"`
 	Globals []*syntax.Var  // in declaration order; Var.Index is the position here
 	Probes  []*Probe       // in the order stap runs them (see Probe.Sequence)
 	Funcs   []*syntax.Func // script and tapset functions that are called, in first-use order
@@ -113,8 +118,11 @@ type Probe struct {
 	// nil for other probes.
 	Value *syntax.Var
 
-	context  *probes.Context     // resolves the context expressions of a kernel probe
-	origin   []*syntax.AliasDecl // alias definitions the point went through, innermost first
+	// context resolves the context expressions of a kernel probe;
+	// origin are the alias definitions the point went through, innermost
+	// first.
+	context  *probes.Context     `snapshot:"-"`
+	origin   []*syntax.AliasDecl `snapshot:"-"`
 	userText string              // the probe's points as the user wrote them
 	// entries are the calls whose entries the probe stands for together
 	// (probes.Point.Entries), until mergeSyscallEntries makes them cases.
