@@ -24,6 +24,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/bpftap/bpftap/internal/debuginfo"
 	"github.com/bpftap/bpftap/internal/exporter"
 	"github.com/bpftap/bpftap/internal/interp"
 	"github.com/bpftap/bpftap/internal/kernel"
@@ -40,6 +41,12 @@ const Version = "0.1"
 // Main runs bpftap with the given arguments (without the program name) and returns
 // the process exit status.
 func Main(argv []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	return runMain(argv, stdin, stdout, stderr, nil)
+}
+
+// runMain is Main, which then hands ran (when not nil) the session it
+// ran, for tests to see what it did.
+func runMain(argv []string, stdin io.Reader, stdout, stderr io.Writer, ran func(*session)) int {
 	if len(argv) > 0 && argv[0] == "exporter" {
 		return exporter.Main(argv[1:], runScript, stdout, stderr)
 	}
@@ -89,6 +96,9 @@ func Main(argv []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		flightReady: flightReady}
 	defer s.signals.stop()
 	defer s.newScreen()()
+	if ran != nil {
+		defer ran(s)
+	}
 	return s.run()
 }
 
@@ -122,8 +132,15 @@ type session struct {
 	warned int
 	// screen is --monitor's on a terminal, else nil (monitor.go).
 	screen *monitor.Screen
-	// events serves pass 2 the trace events' fields (cache.go).
-	events *kernel.EventCache
+	// events serves pass 2 the trace events' fields (cache.go);
+	// cacheSaid are the reasons told why a cache was not used.
+	events    *kernel.EventCache
+	cacheSaid []string
+	// programFile is the cache's file of the program: the one it was
+	// read from, or saved to ("" for neither; programcache.go);
+	// programCached says it was read.
+	programFile   string
+	programCached bool
 }
 
 func (s *session) run() int {
@@ -139,19 +156,16 @@ func (s *session) run() int {
 	}
 	compiled := compiling()
 	defer compiled()
-	user, libs, err := s.parse(false)
-	if err != nil {
-		return s.fail(1, err)
-	}
-	s.timer.report(s, 1, fmt.Sprintf("parsed user script and %d library scripts", len(libs)))
-	if s.opts.PanicWarnings && len(s.badTapsets) > 0 {
-		return s.failWarned(1)
-	}
-	if s.opts.LastPass == 1 {
-		for _, f := range user {
-			syntax.Fprint(s.stdout, f)
+	key := s.programKey()
+	prog := s.cachedProgram(key)
+	var user, libs []*syntax.File
+	if prog == nil {
+		if user, libs, err = s.parse(false); err != nil {
+			return s.fail(1, err)
 		}
-		return 0
+		if status, stop := s.endPass1(user, libs); stop {
+			return status
+		}
 	}
 	s.signals.enter(2)
 	startedTarget := s.startingTarget()
@@ -160,11 +174,12 @@ func (s *session) run() int {
 			held.kill()
 		}
 	}()
-	s.events = kernel.NewEventCache(s.opts.CacheDir, s.opts.Cache)
-	prog, err := s.analyze(user, libs)
-	s.saveEvents()
-	if err != nil {
-		return s.fail(2, s.privilegeFirst(err))
+	if prog == nil {
+		if prog, err = s.pass2(key, user, libs); err != nil {
+			return s.fail(2, s.privilegeFirst(err))
+		}
+	} else {
+		printWarnings(s.stderr, prog)
 	}
 	// stap notes suppressed repetitions of warnings once the session is over.
 	defer fmt.Fprint(s.stderr, prog.SuppressedText())
@@ -271,6 +286,34 @@ func (s *session) beforePasses() (status int, stop bool) {
 		}
 	}
 	return 0, false
+}
+
+// endPass1 ends a pass 1 that succeeded: its -v line, -W, and -p1.
+func (s *session) endPass1(user, libs []*syntax.File) (status int, stop bool) {
+	s.timer.report(s, 1, fmt.Sprintf("parsed user script and %d library scripts", len(libs)))
+	if s.opts.PanicWarnings && len(s.badTapsets) > 0 {
+		return s.failWarned(1), true
+	}
+	if s.opts.LastPass == 1 {
+		for _, f := range user {
+			syntax.Fprint(s.stdout, f)
+		}
+		return 0, true
+	}
+	return 0, false
+}
+
+// pass2 elaborates the script, with the cache of the trace events, and
+// saves the program in the cache of programs under key.
+func (s *session) pass2(key string, user, libs []*syntax.File) (*sema.Program, error) {
+	s.events = kernel.NewEventCache(s.opts.CacheDir, s.opts.Cache)
+	looked := debuginfo.Looked()
+	prog, err := s.analyze(user, libs)
+	s.saveEvents()
+	if err == nil {
+		s.saveProgram(key, prog, debuginfo.Looked() != looked)
+	}
+	return prog, err
 }
 
 // endPass2 ends a pass 2 that succeeded: its -v lines, -W, and the runs

@@ -64,10 +64,15 @@ func (s *session) elaborate(user, libs []*syntax.File) (*sema.Program, error) {
 	if err != nil {
 		return nil, err
 	}
-	for _, w := range prog.Warnings {
-		fmt.Fprint(s.stderr, ensureNewline(w))
-	}
+	printWarnings(s.stderr, prog)
 	return prog, nil
+}
+
+// printWarnings prints pass 2's warnings.
+func printWarnings(w io.Writer, prog *sema.Program) {
+	for _, warning := range prog.Warnings {
+		fmt.Fprint(w, ensureNewline(warning))
+	}
 }
 
 // programSummary is the middle of stap's pass-2 line: "1 probe, 3 functions, 0 embeds, 0 globals".

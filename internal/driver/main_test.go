@@ -49,7 +49,17 @@ func TestMain(m *testing.M) {
 	if os.Getenv("BPFTAP_WORKLOAD") != "" {
 		os.Exit(workload(os.Args[1:]))
 	}
+	// The runs' cache (of events, of programs) is the tests' own.
+	cache, err := os.MkdirTemp("", "bpftap-test-cache.")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	os.Setenv(cacheDirEnv, filepath.Join(cache, "cache"))
+	programCacheFiles = 1 << 20 // TestRun's second runs read what their first saved
+	programCacheBytes = 1 << 40
 	status := m.Run()
+	os.RemoveAll(cache)
 	if cProgsDir != "" {
 		os.RemoveAll(cProgsDir)
 	}

@@ -46,12 +46,19 @@ var update = flag.Bool("update", false, "rewrite the expected outputs of testdat
 //	NAME.err   expected standard error (absent: none)
 //
 // Scripts run in-process through Main, exactly as the command runs them.
+// A script whose run saved its program in the cache of programs (in the
+// tests' directory: TestMain) runs a second time, from the cache, and
+// must do exactly as the first.
 func TestRun(t *testing.T) {
 	for _, script := range runScripts(t) {
 		name := strings.TrimSuffix(filepath.Base(script), ".stp")
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			runCase(t, script)
+			if first := runCase(t, script); first != nil && first.programFile != "" && !t.Failed() {
+				if second := runCase(t, script); second == nil || !second.programCached || second.programFile != first.programFile {
+					t.Errorf("the second run did not read the program the first saved in %s", first.programFile)
+				}
+			}
 		})
 	}
 }
@@ -90,12 +97,13 @@ func TestRunAsOf510(t *testing.T) {
 	}
 }
 
-func runCase(t *testing.T, script string) { runCaseOn(t, script, "") }
+func runCase(t *testing.T, script string) *session { return runCaseOn(t, script, "") }
 
 // runCaseOn runs a script of testdata/run and compares what it did with
 // what the files beside it expect, on kernel ("" for this one as it is,
-// else what NAME.out@KERNEL and NAME.err@KERNEL expect where they exist).
-func runCaseOn(t *testing.T, script, kernel string) {
+// else what NAME.out@KERNEL and NAME.err@KERNEL expect where they exist);
+// it returns the session that ran it (nil when Main made none).
+func runCaseOn(t *testing.T, script, kernel string) *session {
 	text, err := os.ReadFile(script)
 	if err != nil {
 		t.Fatal(err)
@@ -107,7 +115,8 @@ func runCaseOn(t *testing.T, script, kernel string) {
 	var stdout, stderr bytes.Buffer
 	// A safety net: a script that never exits ends after 20 s and fails its comparison.
 	argv := append(append(append([]string{"-T", "20"}, d.args...), script), d.scriptArgs...)
-	status := Main(argv, strings.NewReader(d.stdin), &stdout, &stderr)
+	var ran *session
+	status := runMain(argv, strings.NewReader(d.stdin), &stdout, &stderr, func(s *session) { ran = s })
 	base := strings.TrimSuffix(script, ".stp")
 	expected := expectedFiles(base, kernel)
 	out, errs, want := expected(".out"), expected(".err"), d.status
@@ -126,6 +135,7 @@ func runCaseOn(t *testing.T, script, kernel string) {
 	if status != want {
 		t.Errorf("exit status %d, want %d\nstderr:\n%s", status, want, stderr.String())
 	}
+	return ran
 }
 
 // expectedFiles returns what names the file of a script's expected output
