@@ -3,7 +3,6 @@ package driver
 import (
 	"errors"
 	"fmt"
-	"os"
 	"slices"
 
 	"github.com/bpftap/bpftap/internal/kernel"
@@ -27,10 +26,9 @@ func (s *session) saveEvents() {
 
 // cacheNotUsed tells why the cache (of the events, of the programs) was
 // not read or written: at -vv, or in a warning at any verbosity when
-// another user could have written it; once each. A file that is not
-// there is no news.
+// another user could have written it; once each.
 func (s *session) cacheNotUsed(err error) {
-	if err == nil || errors.Is(err, os.ErrNotExist) || slices.Contains(s.cacheSaid, err.Error()) {
+	if err == nil || slices.Contains(s.cacheSaid, err.Error()) {
 		return
 	}
 	s.cacheSaid = append(s.cacheSaid, err.Error())

@@ -27,7 +27,8 @@ import (
 // texts, the options (but -c's arguments and -x's process: -c's
 // executable is in it), the environment's BPFTAP_ and SYSTEMTAP_
 // variables (the kernel's features masked), the loaded modules (their
-// tracepoints and BTF) and, in the file's head, the boot and the kernel's
+// tracepoints and BTF: each module's name, size and address) and, in the
+// file's head, the boot and the kernel's
 // release (kernel.CacheHead). Kernel facts beyond those are the boot's:
 // only programs whose probes are all of families whose points depend on
 // nothing else (cachedFamilies), and which pass 2 made without looking
@@ -98,8 +99,10 @@ func (s *session) programKey() string {
 	return kernel.ProgramCachePrefix + hex.EncodeToString(h.Sum(nil)[:16])
 }
 
-// loadedModules are the names of the modules loaded, sorted (none on a
-// kernel without modules, which has no /proc/modules).
+// loadedModules are the modules loaded, sorted, each as its name, size
+// and address (a module loaded anew, its types and events maybe changed,
+// is likely elsewhere); none on a kernel without modules, which has no
+// /proc/modules.
 func loadedModules() ([]string, error) {
 	text, err := os.ReadFile("/proc/modules")
 	if errors.Is(err, os.ErrNotExist) {
@@ -110,8 +113,10 @@ func loadedModules() ([]string, error) {
 	}
 	var names []string
 	for line := range strings.Lines(string(text)) {
-		name, _, _ := strings.Cut(line, " ")
-		names = append(names, name)
+		// NAME SIZE REFERENCES USERS STATE ADDRESS
+		if f := strings.Fields(line); len(f) >= 6 {
+			names = append(names, f[0]+" "+f[1]+" "+f[5])
+		}
 	}
 	slices.Sort(names)
 	return names, nil
@@ -152,7 +157,9 @@ func (s *session) cachedProgram(key string) *sema.Program {
 	}
 	data, err := kernel.ReadCacheFile(s.opts.CacheDir, key)
 	if err != nil {
-		s.cacheNotUsed(err)
+		if !errors.Is(err, os.ErrNotExist) { // not there: no news
+			s.cacheNotUsed(err)
+		}
 		return nil
 	}
 	path := s.opts.CacheDir + "/" + key
