@@ -37,7 +37,7 @@ func (s *suite) render(times map[*startupCase][]sample, errs map[*startupCase]st
 	b.WriteString("\nTargets: the median of the per-round ratio of a case to its peer (wall time and CPU time), and peak memory.\n\n")
 	b.WriteString("| case | ÷ peer | × wall | × CPU | target | met |\n|---|---|---:|---:|---:|---|\n")
 	for _, cmp := range s.comparisons {
-		if cmp.target > 0 {
+		if !cmp.twin {
 			writeComparison(&b, times, cmp)
 		}
 	}
@@ -49,7 +49,7 @@ func (s *suite) render(times map[*startupCase][]sample, errs map[*startupCase]st
 		b.WriteString("\nAfter against before, in the same rounds: the median per-round ratio of each case to its twin built from the other binary.\n\n")
 		b.WriteString("| case | ÷ | × wall | × CPU | | |\n|---|---|---:|---:|---:|---|\n")
 		for _, cmp := range s.comparisons {
-			if cmp.target == 0 {
+			if cmp.twin {
 				writeComparison(&b, times, cmp)
 			}
 		}
@@ -62,8 +62,11 @@ func writeComparison(b *strings.Builder, times map[*startupCase][]sample, cmp co
 	wall := stats.Summarize(stats.Finite(ratios(field(times[cmp.c], msOf), field(times[cmp.peer], msOf))))
 	cpu := stats.Summarize(stats.Finite(ratios(field(times[cmp.c], cpuOf), field(times[cmp.peer], cpuOf))))
 	target, verdict := "", ""
-	if cmp.target > 0 {
+	switch {
+	case cmp.target > 0:
 		target, verdict = fmt.Sprintf("≤ %.2f", cmp.target), met(wall.Median, cmp.target)
+	case !cmp.twin:
+		target = "none"
 	}
 	fmt.Fprintf(b, "| %s | %s | %s | %s | %s | %s |\n", cmp.c.name, cmp.peer.name, wall.Format(2), cpu.Format(2), target, verdict)
 }
@@ -81,7 +84,7 @@ func met(median, bound float64) string {
 
 func (s *suite) hasTwins() bool {
 	for _, cmp := range s.comparisons {
-		if cmp.target == 0 {
+		if cmp.twin {
 			return true
 		}
 	}
