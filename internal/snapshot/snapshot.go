@@ -58,6 +58,12 @@ type Codec struct {
 	concrete []reflect.Type
 	externs  map[reflect.Type]*Extern
 	schema   uint64
+	// inner says, by object type, which objects may be values other
+	// values hold; innerFields where each object type holds such values,
+	// sliceFields where each slice type's elements do (interior.go).
+	inner       []bool
+	innerFields [][]innerField
+	sliceFields map[reflect.Type]*[]innerField
 }
 
 // Extern is how a Codec writes the objects of a pointer type it must
@@ -87,7 +93,7 @@ type coder struct {
 // pointer).
 func New(root any, types Types) (*Codec, error) {
 	c := &Codec{root: reflect.TypeOf(root), coders: map[reflect.Type]*coder{}, objectID: map[reflect.Type]int{},
-		externs: map[reflect.Type]*Extern{}}
+		externs: map[reflect.Type]*Extern{}, sliceFields: map[reflect.Type]*[]innerField{}}
 	if c.root == nil || c.root.Kind() != reflect.Pointer {
 		return nil, fmt.Errorf("%w: the root %v is not a pointer", ErrUnsupported, c.root)
 	}
@@ -112,6 +118,7 @@ func New(root any, types Types) (*Codec, error) {
 	for _, t := range c.concrete {
 		c.coderOf(t, &desc)
 	}
+	c.planInterior()
 	h := fnv.New64a()
 	h.Write([]byte(desc.String()))
 	c.schema = h.Sum64()
@@ -149,7 +156,8 @@ func (c *Codec) coderOf(t reflect.Type, desc *strings.Builder) *coder {
 		return cd
 	case reflect.Slice:
 		desc.WriteByte('\n')
-		*cd = sliceCoder(t, c.coderOf(t.Elem(), desc))
+		c.sliceFields[t] = new([]innerField)
+		*cd = sliceCoder(t, c.coderOf(t.Elem(), desc), c.sliceFields[t])
 		return cd
 	case reflect.Array:
 		desc.WriteByte('\n')
@@ -249,27 +257,29 @@ func (c *Codec) pointerCoder(t reflect.Type, elem *coder) coder {
 // says its concrete type, taken from an interface made by reflection.
 func (c *Codec) interfaceCoder(t reflect.Type) coder {
 	tabs := make([]unsafe.Pointer, len(c.concrete)) // nil: not an implementation
+	index := map[unsafe.Pointer]int{}               // the concrete type by its tab
 	for i, k := range c.concrete {
 		if k.Implements(t) {
 			v := reflect.New(t)
 			v.Elem().Set(reflect.Zero(k))
 			tabs[i] = (*iface)(v.UnsafePointer()).tab
+			index[tabs[i]] = i
 		}
 	}
 	return coder{
 		enc: func(e *encoder, p unsafe.Pointer) error {
-			v := reflect.NewAt(t, p).Elem()
-			if v.IsNil() {
+			x := (*iface)(p)
+			if x.tab == nil {
 				e.uint(0)
 				return nil
 			}
-			v = v.Elem()
-			k, ok := e.concrete[v.Type()]
+			i, ok := index[x.tab]
 			if !ok {
-				return fmt.Errorf("%w: an interface holds a %v, which is not registered", ErrUnsupported, v.Type())
+				return fmt.Errorf("%w: an interface holds a %v, which is not registered", ErrUnsupported, reflect.NewAt(t, p).Elem().Elem().Type())
 			}
-			e.uint(uint64(k.index + 1))
-			return e.reference(v.UnsafePointer(), k.id, k.elem)
+			k := e.concrete[i]
+			e.uint(uint64(i + 1))
+			return e.reference(x.data, k.id, k.elem)
 		},
 		dec: func(d *decoder, p unsafe.Pointer) error {
 			n, err := d.uint()
@@ -294,17 +304,16 @@ type iface struct {
 
 // concreteType is what the encoder and decoder know of a registered type.
 type concreteType struct {
-	typ   reflect.Type // the pointer type
-	index int          // among the registered ones
-	id    int          // the type of the objects it points to
-	elem  *coder
+	typ  reflect.Type // the pointer type
+	id   int          // the type of the objects it points to
+	elem *coder
 }
 
 // concreteTypes resolves the registered types for an encoder or decoder.
 func (c *Codec) concreteTypes() []concreteType {
 	ks := make([]concreteType, len(c.concrete))
 	for i, t := range c.concrete {
-		ks[i] = concreteType{t, i, c.objectID[t.Elem()], c.coders[t.Elem()]}
+		ks[i] = concreteType{t, c.objectID[t.Elem()], c.coders[t.Elem()]}
 	}
 	return ks
 }

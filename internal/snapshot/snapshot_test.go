@@ -150,6 +150,7 @@ func TestRefuses(t *testing.T) {
 		"a func":                        func(g *graph) { g.hook = func() {} },
 		"a type not registered":         func(g *graph) { g.first = (*other)(nil) },
 		"a pointer into a slice":        func(g *graph) { xs := []int{1, 2}; g.empty, g.typed = xs, &xs[1] },
+		"a pointer to a slice's first":  func(g *graph) { xs := []int{1, 2}; g.empty, g.typed = xs, &xs[0] },
 		"a pointer into an object":      func(g *graph) { g.typed = &g.pair[1].n },
 		"an extern of no name":          func(g *graph) { g.world = &world{"pluto"} },
 		"a pointer to a value inside":   func(g *graph) { g.inline.self = &g.inline },

@@ -1,11 +1,9 @@
 package snapshot
 
 import (
-	"cmp"
 	"encoding/binary"
 	"fmt"
 	"reflect"
-	"slices"
 	"unsafe"
 )
 
@@ -19,10 +17,8 @@ func (c *Codec) Encode(root any) ([]byte, error) {
 	if v.Type() != c.root {
 		return nil, fmt.Errorf("%w: a %v for a codec of %v", ErrUnsupported, v.Type(), c.root)
 	}
-	e := &encoder{objects: map[unsafe.Pointer]object{}, counts: make([]int, len(c.objects)), concrete: map[reflect.Type]concreteType{}}
-	for _, k := range c.concreteTypes() {
-		e.concrete[k.typ] = k
-	}
+	e := &encoder{buf: make([]byte, 0, 64<<10), objects: make(map[unsafe.Pointer]object, 1024),
+		counts: make([]int, len(c.objects)), concrete: c.concreteTypes()}
 	elem := c.coders[c.root.Elem()]
 	if err := e.reference(v.UnsafePointer(), c.objectID[c.root.Elem()], elem); err != nil {
 		return nil, err
@@ -49,8 +45,8 @@ type encoder struct {
 	objects  map[unsafe.Pointer]object
 	queue    []pending
 	counts   []int // objects numbered of each type
-	concrete map[reflect.Type]concreteType
-	spans    []span // the memory written: objects and slices' elements
+	concrete []concreteType
+	slices   []spannedSlice // slices whose elements hold inner values (interior.go)
 }
 
 // object is a numbered object: its number (from 1) and type.
@@ -60,13 +56,6 @@ type object struct{ n, id int }
 type pending struct {
 	p  unsafe.Pointer
 	cd *coder
-}
-
-// span is memory the encoder wrote from; object says it is an object's
-// (a pointer may point to its start), else a slice's elements.
-type span struct {
-	start, end uintptr
-	object     bool
 }
 
 func (e *encoder) uint(v uint64) { e.buf = binary.AppendUvarint(e.buf, v) }
@@ -91,45 +80,6 @@ func (e *encoder) reference(p unsafe.Pointer, id int, cd *coder) error {
 	e.queue = append(e.queue, pending{p, cd})
 	e.uint(uint64(o.n))
 	return nil
-}
-
-// elements notes the memory of a slice's elements.
-func (e *encoder) elements(data unsafe.Pointer, size uintptr, n int) {
-	if size > 0 && n > 0 {
-		e.spans = append(e.spans, span{uintptr(data), uintptr(data) + size*uintptr(n), false})
-	}
-}
-
-// checkInterior refuses a graph where a pointer points into an object or
-// a slice's elements rather than to an object's start: the decoded copy
-// would not share that memory.
-func (e *encoder) checkInterior(c *Codec) error {
-	for p, o := range e.objects {
-		if size := c.objects[o.id].Size(); size > 0 {
-			e.spans = append(e.spans, span{uintptr(p), uintptr(p) + size, true})
-		}
-	}
-	slices.SortFunc(e.spans, func(a, b span) int {
-		if a.start != b.start {
-			return cmp.Compare(a.start, b.start)
-		}
-		return cmp.Compare(boolInt(a.object), boolInt(b.object)) // slices first
-	})
-	var end uintptr
-	for _, s := range e.spans {
-		if s.object && s.start < end {
-			return fmt.Errorf("%w: a pointer into the inside of a value", ErrUnsupported)
-		}
-		end = max(end, s.end)
-	}
-	return nil
-}
-
-func boolInt(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
 }
 
 // Decode reads a graph Encode wrote with a Codec of the same schema, and

@@ -135,8 +135,9 @@ type sliceHeader struct {
 }
 
 // sliceCoder writes a slice by value: its length plus one (0 for nil),
-// then its elements.
-func sliceCoder(t reflect.Type, elem *coder) coder {
+// then its elements; it notes a slice whose elements hold inner values
+// (fields says where: interior.go).
+func sliceCoder(t reflect.Type, elem *coder, fields *[]innerField) coder {
 	size := t.Elem().Size()
 	return coder{
 		enc: func(e *encoder, p unsafe.Pointer) error {
@@ -146,7 +147,7 @@ func sliceCoder(t reflect.Type, elem *coder) coder {
 				return nil
 			}
 			e.uint(uint64(h.len) + 1)
-			e.elements(h.data, size, h.len)
+			e.elements(h.data, size, h.len, *fields)
 			for i := range h.len {
 				if err := elem.enc(e, unsafe.Add(h.data, uintptr(i)*size)); err != nil {
 					return err
