@@ -186,7 +186,7 @@ func (s *suite) bpftapCases(bin, label, examples string, tick bool) bpftapSet {
 	}
 	// first adds the first-run twin of a case and compares it with peer's.
 	first := func(c, peer *startupCase) *startupCase {
-		f := bpftap(strings.Replace(c.name, "bpftap ", "bpftap first run: ", 1), c.argv[1:]...)
+		f := bpftap(strings.Replace(strings.TrimSuffix(c.name, label), "bpftap ", "bpftap first run: ", 1), c.argv[1:]...)
 		f.fresh = true
 		if peer != nil {
 			compare(f, peer, 0)

@@ -311,7 +311,7 @@ func (s *session) pass2(key string, user, libs []*syntax.File) (*sema.Program, e
 	prog, err := s.analyze(user, libs)
 	s.saveEvents()
 	if err == nil {
-		s.saveProgram(key, prog, debuginfo.Looked() != looked)
+		s.saveProgram(key, prog, len(libs) > 0, debuginfo.Looked() != looked)
 	}
 	return prog, err
 }

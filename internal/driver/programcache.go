@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -28,13 +27,15 @@ import (
 // executable is in it), the environment's BPFTAP_ and SYSTEMTAP_
 // variables (the kernel's features masked), the loaded modules (their
 // tracepoints and BTF: each module's name, size and address) and, in the
-// file's head, the boot and the kernel's
-// release (kernel.CacheHead). Kernel facts beyond those are the boot's:
-// only programs whose probes are all of families whose points depend on
-// nothing else (cachedFamilies), and which pass 2 made without looking
-// for a debug file (debuginfo.Looked), are saved. Runs that list (-l,
-// -L) or stop before pass 3, and runs with -I tapsets, neither read nor
-// save.
+// file's head, the boot and the kernel's release (kernel.CacheHead).
+// Kernel facts beyond those are the boot's: only programs whose probes
+// are all of families whose points depend on nothing else
+// (cachedFamilies) and on no event a user makes (boundToBoot), and which
+// pass 2 made without looking for a debug file (debuginfo.Looked), are
+// saved; and only those worth it, which reached the library or probe the
+// kernel (a script of begin probes alone elaborates in less time than
+// its program takes to read back). Runs that list (-l, -L) or stop before pass 3, and runs with -I
+// tapsets, neither read nor save.
 //
 // A file is kernel.ProgramCachePrefix and the key in the cache's
 // directory, read and written as the events' files are (kernel's
@@ -82,12 +83,9 @@ func (s *session) programKey() string {
 		keyed.Command = "a command of executable " + commandExecutable(o.Command)
 	}
 	keyed.Cache, keyed.CacheDir, keyed.CleanCache = 0, "", false
-	options, err := json.Marshal(keyed)
-	if err != nil {
-		return ""
-	}
+	keyed.ScriptText, keyed.List = nil, nil // the text is the script's; -l has no key
 	h := sha256.New()
-	fmt.Fprintf(h, "binary %d %d %d %d.%d\noptions %s\nmodules %q\n", st.Dev, st.Ino, st.Size, st.Ctim.Sec, st.Ctim.Nsec, options, modules)
+	fmt.Fprintf(h, "binary %d %d %d %d.%d\noptions %#v\nmodules %q\n", st.Dev, st.Ino, st.Size, st.Ctim.Sec, st.Ctim.Nsec, keyed, modules)
 	for _, env := range os.Environ() {
 		if strings.HasPrefix(env, "BPFTAP_") || strings.HasPrefix(env, "SYSTEMTAP_") {
 			fmt.Fprintf(h, "env %q\n", env)
@@ -185,10 +183,12 @@ func decodeProgram(data []byte) (*sema.Program, error) {
 	return sema.Decode(data[len(head):])
 }
 
-// saveProgram saves the program under key when its probes' families
+// saveProgram saves the program under key when it is worth it (the
+// script reached the library, or probes the kernel: else reading it
+// back would take longer than passes 1 and 2), when its probes' families
 // allow, and when pass 2 looked for no debug file (read says it did).
-func (s *session) saveProgram(key string, prog *sema.Program, read bool) {
-	if key == "" {
+func (s *session) saveProgram(key string, prog *sema.Program, library, read bool) {
+	if key == "" || !library && !slices.ContainsFunc(prog.Probes, func(p *sema.Probe) bool { return p.Kernel }) {
 		return
 	}
 	if read {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -32,8 +33,9 @@ func runProgram(t *testing.T, dir string, argv ...string) programRun {
 	return r
 }
 
-// cachedScript warns in pass 2 (an elided assignment) and prints.
-var cachedScript = []string{"-e", `probe begin { x = 1; printf("%s %d\n", @1, $2); exit() }`, "one", "2"}
+// cachedScript warns in pass 2 (an elided assignment) and prints, with a
+// function of the library (which makes its program worth keeping).
+var cachedScript = []string{"-e", `probe begin { x = 1; printf("%s %d %s\n", @1, $2, ctime(0)); exit() }`, "one", "2"}
 
 // TestProgramCache: a run saves the program it elaborated, the next run
 // of the same script reads it and does exactly as the first (its
@@ -57,7 +59,7 @@ func TestProgramCache(t *testing.T) {
 		t.Error("a run at another verbosity read the program of the default one")
 	}
 	for what, argv := range map[string][]string{
-		"another script":            {"-e", `probe begin { x = 2; printf("%s %d\n", @1, $2); exit() }`, "one", "2"},
+		"another script":            {"-e", `probe begin { x = 2; printf("%s %d %s\n", @1, $2, ctime(0)); exit() }`, "one", "2"},
 		"other script arguments":    {cachedScript[0], cachedScript[1], "one", "3"},
 		"a macro defined (-D)":      append([]string{"-D", "MAXACTION=100"}, cachedScript...),
 		"guru mode (-g)":            append([]string{"-g"}, cachedScript...),
@@ -147,6 +149,39 @@ func TestProgramCacheDistrusted(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestProgramCacheWorth: a script of begin probes alone, which reaches
+// no library file, elaborates in less time than its program would take to
+// read back: it is not saved.
+func TestProgramCacheWorth(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "cache")
+	if r := runProgram(t, dir, "-e", `probe begin { println("hello"); exit() }`); r.file != "" {
+		t.Errorf("saved in %q", r.file)
+	}
+}
+
+// TestProgramKeyOptions: the options a program's key names are printed
+// whole (%#v): no field of Options may hold a pointer, which would print
+// as an address (but those programKey clears), or a func.
+func TestProgramKeyOptions(t *testing.T) {
+	cleared := map[string]bool{"ScriptText": true, "List": true}
+	var check func(path string, ty reflect.Type)
+	check = func(path string, ty reflect.Type) {
+		switch ty.Kind() {
+		case reflect.Pointer, reflect.Func, reflect.Chan, reflect.UnsafePointer, reflect.Interface, reflect.Map:
+			t.Errorf("%s is a %v: programKey would print it as an address", path, ty)
+		case reflect.Slice, reflect.Array:
+			check(path+"[]", ty.Elem())
+		case reflect.Struct:
+			for i := range ty.NumField() {
+				if f := ty.Field(i); !(path == "Options" && cleared[f.Name]) {
+					check(path+"."+f.Name, f.Type)
+				}
+			}
+		}
+	}
+	check("Options", reflect.TypeOf(Options{}))
 }
 
 // TestProgramCacheFamilies: a program with a probe whose points may

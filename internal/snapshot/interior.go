@@ -34,32 +34,32 @@ type spannedSlice struct {
 // planInterior marks the inner object types, then lists where each
 // object type, and each slice type's element, holds values of them.
 func (c *Codec) planInterior() {
+	held := map[reflect.Type][]component{}
 	c.inner = make([]bool, len(c.objects))
-	mark := func(_ uintptr, t reflect.Type) {
+	mark := func(t reflect.Type) {
 		if id, ok := c.objectID[t]; ok {
 			c.inner[id] = true
 		}
 	}
 	for t := range c.coders {
-		switch t.Kind() {
-		case reflect.Struct, reflect.Array:
-			components(t, 0, mark)
-		case reflect.Slice:
-			mark(0, t.Elem())
-			components(t.Elem(), 0, mark)
+		if t.Kind() == reflect.Slice {
+			t = t.Elem()
+			mark(t)
+		}
+		for _, f := range components(t, held) {
+			mark(f.typ)
 		}
 	}
 	innerFields := func(t reflect.Type, self bool) []innerField {
 		var fields []innerField
-		add := func(offset uintptr, f reflect.Type) {
-			if id, ok := c.objectID[f]; ok && c.inner[id] {
-				fields = append(fields, innerField{offset, id})
+		if id, ok := c.objectID[t]; ok && self && c.inner[id] {
+			fields = append(fields, innerField{0, id})
+		}
+		for _, f := range components(t, held) {
+			if id, ok := c.objectID[f.typ]; ok && c.inner[id] {
+				fields = append(fields, innerField{f.offset, id})
 			}
 		}
-		if self {
-			add(0, t)
-		}
-		components(t, 0, add)
 		return fields
 	}
 	c.innerFields = make([][]innerField, len(c.objects))
@@ -71,24 +71,39 @@ func (c *Codec) planInterior() {
 	}
 }
 
-// components calls visit with every value a value of t at offset holds by
-// value, and its offset: its fields or elements, theirs, and so on (not
-// through pointers, slices or maps).
-func components(t reflect.Type, offset uintptr, visit func(uintptr, reflect.Type)) {
+// component is a value another holds by value, at offset.
+type component struct {
+	offset uintptr
+	typ    reflect.Type
+}
+
+// components lists the values a value of t holds by value, with their
+// offsets: its fields or elements, theirs, and so on (not through
+// pointers, slices or maps); held keeps the lists made.
+func components(t reflect.Type, held map[reflect.Type][]component) []component {
+	if cs, ok := held[t]; ok {
+		return cs
+	}
+	var cs []component
+	add := func(offset uintptr, f reflect.Type) {
+		cs = append(cs, component{offset, f})
+		for _, c := range components(f, held) {
+			cs = append(cs, component{offset + c.offset, c.typ})
+		}
+	}
 	switch t.Kind() {
 	case reflect.Struct:
 		for i := range t.NumField() {
 			f := t.Field(i)
-			visit(offset+f.Offset, f.Type)
-			components(f.Type, offset+f.Offset, visit)
+			add(f.Offset, f.Type)
 		}
 	case reflect.Array:
 		for i := range t.Len() {
-			at := offset + uintptr(i)*t.Elem().Size()
-			visit(at, t.Elem())
-			components(t.Elem(), at, visit)
+			add(uintptr(i)*t.Elem().Size(), t.Elem())
 		}
 	}
+	held[t] = cs
+	return cs
 }
 
 // elements notes a slice whose elements hold inner values.

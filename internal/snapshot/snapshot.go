@@ -38,6 +38,7 @@ import (
 	"hash/fnv"
 	"reflect"
 	"strings"
+	"sync"
 	"unsafe"
 )
 
@@ -60,7 +61,9 @@ type Codec struct {
 	schema   uint64
 	// inner says, by object type, which objects may be values other
 	// values hold; innerFields where each object type holds such values,
-	// sliceFields where each slice type's elements do (interior.go).
+	// sliceFields where each slice type's elements do (interior.go:
+	// planned at the first Encode, which alone needs them).
+	planned     sync.Once
 	inner       []bool
 	innerFields [][]innerField
 	sliceFields map[reflect.Type]*[]innerField
@@ -118,7 +121,6 @@ func New(root any, types Types) (*Codec, error) {
 	for _, t := range c.concrete {
 		c.coderOf(t, &desc)
 	}
-	c.planInterior()
 	h := fnv.New64a()
 	h.Write([]byte(desc.String()))
 	c.schema = h.Sum64()
@@ -134,7 +136,7 @@ func (c *Codec) coderOf(t reflect.Type, desc *strings.Builder) *coder {
 	}
 	cd := &coder{}
 	c.coders[t] = cd
-	fmt.Fprintf(desc, "%v %v", t, t.Kind())
+	desc.WriteString(t.String() + " " + t.Kind().String())
 	switch t.Kind() {
 	case reflect.Bool:
 		*cd = boolCoder
@@ -184,27 +186,22 @@ func (c *Codec) coderOf(t reflect.Type, desc *strings.Builder) *coder {
 func (c *Codec) structCoder(t reflect.Type, cd *coder, desc *strings.Builder) {
 	type field struct {
 		offset uintptr
+		typ    reflect.Type
 		cd     *coder
 	}
 	var fields []field
-	var names []string
+	desc.WriteString(" {")
 	for i := range t.NumField() {
 		f := t.Field(i)
 		if f.Tag.Get("snapshot") == "-" || f.Name == "_" {
 			continue
 		}
-		names = append(names, f.Name+" "+f.Type.String())
-		fields = append(fields, field{f.Offset, nil})
+		desc.WriteString(f.Name + " " + f.Type.String() + "; ")
+		fields = append(fields, field{f.Offset, f.Type, nil})
 	}
-	fmt.Fprintf(desc, " {%s}\n", strings.Join(names, "; "))
-	n := 0
-	for i := range t.NumField() {
-		f := t.Field(i)
-		if f.Tag.Get("snapshot") == "-" || f.Name == "_" {
-			continue
-		}
-		fields[n].cd = c.coderOf(f.Type, desc)
-		n++
+	desc.WriteString("}\n")
+	for i := range fields {
+		fields[i].cd = c.coderOf(fields[i].typ, desc)
 	}
 	cd.enc = func(e *encoder, p unsafe.Pointer) error {
 		for _, f := range fields {

@@ -17,6 +17,7 @@ func (c *Codec) Encode(root any) ([]byte, error) {
 	if v.Type() != c.root {
 		return nil, fmt.Errorf("%w: a %v for a codec of %v", ErrUnsupported, v.Type(), c.root)
 	}
+	c.planned.Do(c.planInterior)
 	e := &encoder{buf: make([]byte, 0, 64<<10), objects: make(map[unsafe.Pointer]object, 1024),
 		counts: make([]int, len(c.objects)), concrete: c.concreteTypes()}
 	elem := c.coders[c.root.Elem()]
