@@ -148,12 +148,7 @@ func sliceCoder(t reflect.Type, elem *coder, fields *[]innerField) coder {
 			}
 			e.uint(uint64(h.len) + 1)
 			e.elements(h.data, size, h.len, *fields)
-			for i := range h.len {
-				if err := elem.enc(e, unsafe.Add(h.data, uintptr(i)*size)); err != nil {
-					return err
-				}
-			}
-			return nil
+			return elements(e, elem.enc, h.data, size, h.len)
 		},
 		dec: func(d *decoder, p unsafe.Pointer) error {
 			n, err := d.length()
@@ -163,12 +158,7 @@ func sliceCoder(t reflect.Type, elem *coder, fields *[]innerField) coder {
 			s := reflect.MakeSlice(t, n, n)
 			h := (*sliceHeader)(p)
 			*h = sliceHeader{s.UnsafePointer(), n, n}
-			for i := range n {
-				if err := elem.dec(d, unsafe.Add(h.data, uintptr(i)*size)); err != nil {
-					return err
-				}
-			}
-			return nil
+			return elements(d, elem.dec, h.data, size, n)
 		},
 	}
 }
@@ -177,23 +167,20 @@ func sliceCoder(t reflect.Type, elem *coder, fields *[]innerField) coder {
 func arrayCoder(t reflect.Type, elem *coder) coder {
 	size, n := t.Elem().Size(), t.Len()
 	return coder{
-		enc: func(e *encoder, p unsafe.Pointer) error {
-			for i := range n {
-				if err := elem.enc(e, unsafe.Add(p, uintptr(i)*size)); err != nil {
-					return err
-				}
-			}
-			return nil
-		},
-		dec: func(d *decoder, p unsafe.Pointer) error {
-			for i := range n {
-				if err := elem.dec(d, unsafe.Add(p, uintptr(i)*size)); err != nil {
-					return err
-				}
-			}
-			return nil
-		},
+		enc: func(e *encoder, p unsafe.Pointer) error { return elements(e, elem.enc, p, size, n) },
+		dec: func(d *decoder, p unsafe.Pointer) error { return elements(d, elem.dec, p, size, n) },
 	}
+}
+
+// elements encodes or decodes (code, with the state of one or the other)
+// the n elements of size bytes from data.
+func elements[S any](state S, code func(S, unsafe.Pointer) error, data unsafe.Pointer, size uintptr, n int) error {
+	for i := range n {
+		if err := code(state, unsafe.Add(data, uintptr(i)*size)); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // mapCoder writes a map as its length plus one (0 for nil), then its
